@@ -1,0 +1,480 @@
+"""Benchmark vocabulary: workloads, their parameters, metrics and units, fingerprints.
+
+This module is the single source of truth shared by the service (validation, storage,
+aggregation), the benchmark agent (what it runs and how it reports) and the estimator
+(what ground truth means). It is pure Python: no web, DB or validation library.
+
+Units follow DESIGN.md "Units and names": bytes, seconds, watts, joules, GB/s = 1e9 B/s,
+TFLOP/s for floating-point rates and TOP/s for integer rates.
+
+Parameters are canonicalised -- defaults filled, types normalised, enums lower-cased -- and
+hashed (``parameters_hash``), so ``{"batch_size": 8}`` and ``{"batch_size": 8.0}`` are one
+cell. The stack fingerprint is hashed the same way (``fingerprint_hash``) over every field
+except the host identity, so results from several hosts with the same stack pool together
+while "results from >= 2 hosts" stays countable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SUITE_VERSION = "1.0.0"
+
+PRECISIONS: tuple[str, ...] = (
+    "fp32",  # strict: cudnn.allow_tf32=False, matmul precision "highest"
+    "tf32",
+    "amp_fp16",  # fp32 master parameters under autocast
+    "amp_bf16",
+    "fp16",  # pure half parameters and optimizer state
+    "bf16",
+    "fp8",
+    "int8",
+    "int4",
+)
+
+RESULT_STATUSES: tuple[str, ...] = ("ok", "oom", "error")
+
+ParamType = Literal["int", "float", "bool", "str", "enum"]
+
+
+class VocabularyError(ValueError):
+    """A value outside the benchmark vocabulary; ``loc`` names the offending field path."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ParamDef:
+    """One workload parameter: type, default (``None`` = required), allowed values, bounds."""
+
+    name: str
+    type: ParamType
+    default: Any = None
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    unit: str | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDef:
+    """A reported metric and the one unit it must be reported in."""
+
+    name: str
+    unit: str
+    description: str = ""
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadDef:
+    name: str
+    description: str
+    main_metric: str
+    parameters: tuple[ParamDef, ...]
+    metrics: tuple[MetricDef, ...]
+    version: int = 1
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def param(self, name: str) -> ParamDef | None:
+        for p in self.parameters:
+            if p.name == name:
+                return p
+        return None
+
+    def metric(self, name: str) -> MetricDef | None:
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "description": self.description,
+            "main_metric": self.main_metric,
+            "parameters": [
+                {
+                    "name": p.name,
+                    "type": p.type,
+                    "default": p.default,
+                    "required": p.required,
+                    "choices": list(p.choices),
+                    "minimum": p.minimum,
+                    "maximum": p.maximum,
+                    "unit": p.unit,
+                    "description": p.description,
+                }
+                for p in self.parameters
+            ],
+            "metrics": [
+                {
+                    "name": m.name,
+                    "unit": m.unit,
+                    "description": m.description,
+                    "higher_is_better": m.higher_is_better,
+                }
+                for m in self.metrics
+            ],
+        }
+
+    @property
+    def definition_hash(self) -> str:
+        return stable_hash(self.as_dict())
+
+
+_PRECISION = ParamDef("precision", "enum", required=True, choices=PRECISIONS, description="numeric mode")
+_BATCH = ParamDef("batch_size", "int", required=True, minimum=1, maximum=65536, description="per-GPU micro-batch")
+_SEQ = ParamDef("seq_len", "int", required=True, minimum=1, maximum=1_048_576, unit="tokens")
+
+_STEP = MetricDef("step_time_s", "s", "median wall time of one step", higher_is_better=False)
+_ENERGY = MetricDef("energy_per_step_j", "J", "NVML energy counter delta per step", higher_is_better=False)
+_POWER = MetricDef("avg_power_w", "W", "mean board power while timing", higher_is_better=False)
+
+WORKLOADS: dict[str, WorkloadDef] = {
+    w.name: w
+    for w in (
+        WorkloadDef(
+            "gemm",
+            "dense matrix product C = A @ B, square n x n, timed after warm-up",
+            "tflops",
+            (
+                _PRECISION,
+                ParamDef("n", "int", default=8192, minimum=16, maximum=65536, description="matrix side"),
+            ),
+            (
+                MetricDef("tflops", "TFLOP/s", "floating-point rate, 2*n^3 per product"),
+                MetricDef("tops", "TOP/s", "integer rate (int8), 2*n^3 per product"),
+                _STEP,
+                _POWER,
+            ),
+        ),
+        WorkloadDef(
+            "memory-bandwidth",
+            "device-to-device copy of a buffer >= 10x the last-level cache; bytes read + written",
+            "bandwidth_gb_per_s",
+            (ParamDef("buffer_bytes", "int", default=4 * 2**30, minimum=2**20, unit="B"),),
+            (MetricDef("bandwidth_gb_per_s", "GB/s", "bytes read + written per second, 1e9 B/s"), _STEP),
+        ),
+        WorkloadDef(
+            "resnet50-train",
+            "torchvision ResNet-50, SGD with momentum, 224x224 synthetic images",
+            "throughput",
+            (_PRECISION, _BATCH, ParamDef("channels_last", "bool", default=True)),
+            (MetricDef("throughput", "images/s"), _STEP, _ENERGY, _POWER),
+        ),
+        WorkloadDef(
+            "resnet50-infer",
+            "torchvision ResNet-50, eval + no_grad, 224x224 synthetic images",
+            "throughput",
+            (_PRECISION, _BATCH, ParamDef("channels_last", "bool", default=True)),
+            (MetricDef("throughput", "images/s"), _STEP, _ENERGY, _POWER),
+        ),
+        WorkloadDef(
+            "bert-large-train",
+            "BERT-Large masked-LM training step, AdamW, synthetic tokens",
+            "throughput",
+            (_PRECISION, _BATCH, ParamDef("seq_len", "int", default=512, minimum=8, maximum=4096, unit="tokens")),
+            (MetricDef("throughput", "samples/s"), _STEP, _ENERGY, _POWER),
+        ),
+        WorkloadDef(
+            "llm-train",
+            "decoder-only (Llama-style) training step: forward, backward, fused AdamW step",
+            "throughput",
+            (
+                ParamDef("model", "str", required=True, description="model preset id (GET /v1/models)"),
+                _PRECISION,
+                _BATCH,
+                _SEQ,
+                ParamDef("gradient_checkpointing", "bool", default=False),
+                ParamDef("finetune", "enum", default="full", choices=("full", "lora", "qlora")),
+                ParamDef("lora_rank", "int", default=0, minimum=0, maximum=4096, description="0 unless LoRA"),
+                ParamDef(
+                    "lora_targets",
+                    "str",
+                    default="",
+                    description="comma-separated module names, sorted; empty unless LoRA",
+                ),
+                ParamDef("attention", "enum", default="sdpa", choices=("sdpa", "eager", "flash_attention_2")),
+                ParamDef("optimizer", "enum", default="adamw", choices=("adamw", "sgd", "adafactor", "adamw_8bit")),
+                ParamDef("sharding", "enum", default="none", choices=("none", "ddp", "fsdp", "zero1", "zero2", "zero3")),
+                ParamDef("gpu_count", "int", default=1, minimum=1, maximum=4096),
+                ParamDef("global_batch", "int", default=0, minimum=0, description="sequences per optimizer step; 0 = batch_size x gpu_count"),
+            ),
+            (
+                MetricDef("throughput", "tokens/s"),
+                _STEP,
+                MetricDef("mfu", "ratio", "model FLOPs utilisation against the catalog dense peak"),
+                _ENERGY,
+                _POWER,
+            ),
+        ),
+        WorkloadDef(
+            "llm-infer",
+            "prefill + decode with KV cache: TTFT and TPOT percentiles",
+            "output_tokens_per_s",
+            (
+                ParamDef("model", "str", required=True),
+                _PRECISION,
+                ParamDef("quant_method", "enum", default="none", choices=("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8")),
+                ParamDef("engine", "str", default="hf-transformers"),
+                _BATCH,
+                ParamDef("input_len", "int", required=True, minimum=1, unit="tokens"),
+                ParamDef("output_len", "int", required=True, minimum=1, unit="tokens"),
+                ParamDef("attention", "enum", default="sdpa", choices=("sdpa", "eager", "flash_attention_2")),
+            ),
+            (
+                MetricDef("ttft_ms_p50", "ms", higher_is_better=False),
+                MetricDef("ttft_ms_p99", "ms", higher_is_better=False),
+                MetricDef("tpot_ms_p50", "ms", higher_is_better=False),
+                MetricDef("tpot_ms_p99", "ms", higher_is_better=False),
+                MetricDef("output_tokens_per_s", "tokens/s"),
+                _STEP,
+            ),
+        ),
+        WorkloadDef(
+            "collective",
+            "torch.distributed collective over gpu_count ranks (nccl-tests conventions for bus bandwidth)",
+            "busbw_gb_per_s",
+            (
+                ParamDef("op", "enum", required=True, choices=("all_reduce", "all_gather", "reduce_scatter", "broadcast")),
+                ParamDef("message_bytes", "int", required=True, minimum=1, unit="B"),
+                ParamDef("gpu_count", "int", required=True, minimum=1, maximum=4096),
+                ParamDef("backend", "enum", default="nccl", choices=("nccl", "gloo")),
+                ParamDef("dtype", "enum", default="bf16", choices=("fp32", "bf16", "fp16")),
+            ),
+            (
+                MetricDef("algbw_gb_per_s", "GB/s", "message bytes / time"),
+                MetricDef("busbw_gb_per_s", "GB/s", "algbw x the op's bus factor (2(n-1)/n for all_reduce)"),
+                MetricDef("time_ms", "ms", "median time of one collective", higher_is_better=False),
+            ),
+        ),
+    )
+}
+
+# Memory fields every result may carry (bytes) -- top-level, not metrics.
+MEMORY_FIELDS: tuple[str, ...] = ("peak_allocated_bytes", "peak_reserved_bytes", "nvml_used_bytes")
+
+# Fingerprint fields. Every key must be present on a run; values marked nullable may be null
+# when the host genuinely has no such thing (no cuDNN on a CPU smoke run, no container).
+FINGERPRINT_REQUIRED: tuple[str, ...] = (
+    "suite_version",
+    "workload_definition_hash",
+    "driver_version",
+    "cuda_version",
+    "torch_version",
+    "attention_backend",
+    "tf32_matmul",
+    "tf32_cudnn",
+    "torch_compile",
+    "ecc_mode",
+    "mig_mode",
+    "pci_device_id",
+    "host_id",
+)
+FINGERPRINT_NULLABLE: tuple[str, ...] = (
+    "cudnn_version",
+    "nccl_version",
+    "transformers_version",
+    "engine_versions",
+    "power_limit_w",
+    "app_clock_sm_mhz",
+    "app_clock_mem_mhz",
+    "pcie_gen",
+    "pcie_width",
+    "container_image_digest",
+    "nccl_nvls_enable",
+)
+FINGERPRINT_FIELDS: tuple[str, ...] = FINGERPRINT_REQUIRED + FINGERPRINT_NULLABLE
+# Fields left out of the stack hash: identity of the machine, not of the stack.
+FINGERPRINT_UNHASHED: frozenset[str] = frozenset({"host_id", "container_image_digest"})
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    """SHA-256 of canonical JSON (sorted keys, no spaces), hex, truncated to ``length``."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:length]
+
+
+def suite_definition_hash() -> str:
+    """Hash of every workload definition: changes whenever a definition changes."""
+    return stable_hash({name: w.as_dict() for name, w in sorted(WORKLOADS.items())})
+
+
+def get_workload(name: str, loc: tuple[str | int, ...] = ("workload",)) -> WorkloadDef:
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise VocabularyError(loc, f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}") from None
+
+
+def _coerce(p: ParamDef, value: Any, loc: tuple[str | int, ...]) -> Any:
+    if p.type == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in {"true", "false", "on", "off", "1", "0"}:
+            return value.strip().lower() in {"true", "on", "1"}
+        raise VocabularyError(loc, f"{p.name} must be a boolean")
+    if p.type == "int":
+        if isinstance(value, bool):
+            raise VocabularyError(loc, f"{p.name} must be an integer")
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise VocabularyError(loc, f"{p.name} must be an integer") from None
+        if isinstance(value, float):
+            if not math.isfinite(value) or value != int(value):
+                raise VocabularyError(loc, f"{p.name} must be an integer, got {value!r}")
+            value = int(value)
+        if not isinstance(value, int):
+            raise VocabularyError(loc, f"{p.name} must be an integer")
+        _bounds(p, value, loc)
+        return value
+    if p.type == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise VocabularyError(loc, f"{p.name} must be a number")
+        try:
+            f = float(value)
+        except ValueError:
+            raise VocabularyError(loc, f"{p.name} must be a number") from None
+        if not math.isfinite(f):
+            raise VocabularyError(loc, f"{p.name} must be finite")
+        _bounds(p, f, loc)
+        return f
+    if not isinstance(value, str):
+        raise VocabularyError(loc, f"{p.name} must be a string")
+    s = value.strip()
+    if p.type == "enum":
+        s = s.lower()
+        if s not in p.choices:
+            raise VocabularyError(loc, f"{p.name} must be one of {', '.join(p.choices)}; got {value!r}")
+        return s
+    if p.name == "lora_targets":
+        return ",".join(sorted({t.strip() for t in s.split(",") if t.strip()}))
+    if p.name in {"model", "engine"}:
+        return s.lower()
+    return s
+
+
+def _bounds(p: ParamDef, v: float, loc: tuple[str | int, ...]) -> None:
+    if p.minimum is not None and v < p.minimum:
+        raise VocabularyError(loc, f"{p.name} must be >= {p.minimum:g}; got {v:g}")
+    if p.maximum is not None and v > p.maximum:
+        raise VocabularyError(loc, f"{p.name} must be <= {p.maximum:g}; got {v:g}")
+
+
+def canonical_parameters(
+    workload: str, params: Mapping[str, Any], loc: tuple[str | int, ...] = ("parameters",)
+) -> dict[str, Any]:
+    """Validate and canonicalise parameters: defaults filled, types normalised, unknown refused.
+
+    Derived defaults: for ``llm-train`` a ``global_batch`` of 0 becomes
+    ``batch_size * gpu_count``; LoRA fields are cleared for full fine-tuning.
+    """
+    w = get_workload(workload)
+    out: dict[str, Any] = {}
+    for key in params:
+        if w.param(key) is None:
+            known = ", ".join(p.name for p in w.parameters)
+            raise VocabularyError((*loc, key), f"unknown parameter {key!r} for {workload}; known: {known}")
+    for p in w.parameters:
+        if p.name in params and params[p.name] is not None:
+            out[p.name] = _coerce(p, params[p.name], (*loc, p.name))
+        elif p.required:
+            raise VocabularyError((*loc, p.name), f"parameter {p.name!r} is required for {workload}")
+        else:
+            out[p.name] = p.default
+    if workload == "llm-train":
+        if out["finetune"] == "full":
+            out["lora_rank"] = 0
+            out["lora_targets"] = ""
+        elif out["lora_rank"] == 0:
+            out["lora_rank"] = 16
+        if out["finetune"] != "full" and not out["lora_targets"]:
+            out["lora_targets"] = "k_proj,o_proj,q_proj,v_proj"
+        if out["global_batch"] == 0:
+            out["global_batch"] = out["batch_size"] * out["gpu_count"]
+    return out
+
+
+def parameters_hash(workload: str, canonical: Mapping[str, Any]) -> str:
+    return stable_hash({"workload": workload, "parameters": dict(canonical)})
+
+
+def check_metric(
+    workload: str, name: str, value: Any, unit: str | None, loc: tuple[str | int, ...]
+) -> float:
+    """A metric must be known for the workload, finite, non-negative and in its unit."""
+    w = get_workload(workload)
+    m = w.metric(name)
+    if m is None:
+        known = ", ".join(x.name for x in w.metrics)
+        raise VocabularyError(loc, f"unknown metric {name!r} for {workload}; known: {known}")
+    if unit is not None and unit != m.unit:
+        raise VocabularyError((*loc, "unit"), f"metric {name!r} must be reported in {m.unit!r}; got {unit!r}")
+    return check_number(value, (*loc, "value"), name)
+
+
+def check_number(value: Any, loc: tuple[str | int, ...], what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise VocabularyError(loc, f"{what} must be a number")
+    f = float(value)
+    if not math.isfinite(f):
+        raise VocabularyError(loc, f"{what} must be finite; got {value!r}")
+    if f < 0:
+        raise VocabularyError(loc, f"{what} must be non-negative; got {value!r}")
+    return f
+
+
+def check_fingerprint(fp: Mapping[str, Any], loc: tuple[str | int, ...] = ("fingerprint",)) -> dict[str, Any]:
+    """Every fingerprint key present; required ones non-null; returns a normalised copy."""
+    out: dict[str, Any] = {}
+    for key in FINGERPRINT_REQUIRED:
+        if key not in fp or fp[key] is None or fp[key] == "":
+            raise VocabularyError((*loc, key), f"fingerprint field {key!r} is required")
+        out[key] = fp[key]
+    for key in FINGERPRINT_NULLABLE:
+        if key not in fp:
+            raise VocabularyError((*loc, key), f"fingerprint field {key!r} is required (null where not applicable)")
+        out[key] = fp[key]
+    for key in fp:
+        if key not in out:
+            raise VocabularyError((*loc, key), f"unknown fingerprint field {key!r}")
+    if isinstance(out["pci_device_id"], str):
+        out["pci_device_id"] = normalise_pci_id(out["pci_device_id"], (*loc, "pci_device_id"))
+    return out
+
+
+def fingerprint_hash(fp: Mapping[str, Any]) -> str:
+    return stable_hash({k: v for k, v in fp.items() if k not in FINGERPRINT_UNHASHED})
+
+
+def normalise_pci_id(value: str, loc: tuple[str | int, ...] = ("pci_device_id",)) -> str:
+    """``0x2335``, ``2335``, ``10de:2335``, ``0x233510DE`` (NVML's packed form) -> ``0x2335``."""
+    s = value.strip().lower()
+    if ":" in s:
+        s = s.split(":", 1)[1]
+    s = s.removeprefix("0x")
+    if len(s) == 8:  # NVML pciDeviceId packs device<<16 | vendor
+        s = s[:4]
+    try:
+        n = int(s, 16)
+    except ValueError:
+        raise VocabularyError(loc, f"not a PCI device id: {value!r}") from None
+    if not 0 <= n <= 0xFFFF:
+        raise VocabularyError(loc, f"not a PCI device id: {value!r}")
+    return f"0x{n:04x}"
