@@ -1,0 +1,53 @@
+"""FastAPI app factory. Settings are passed in; nothing global."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from sqlalchemy import Engine
+
+from service import __version__
+from service.api import problems
+from service.api.limits import BodyLimitMiddleware
+from service.api.routes import gpus, health
+from service.db.engine import make_engine, make_session_factory
+from service.schemas.common import Problem
+from service.settings import Settings
+from service.usecases.catalog import AliasIndexCache
+
+DESCRIPTION = """GPU Advisor: which GPU, how many, how long and at what cost for a deep-learning job,
+from datasheet-correct specs and the latest measured benchmark results.
+
+Errors are RFC 9457 `application/problem+json`; `errors[].loc` names the field at fault.
+Writes need `Authorization: Bearer <key>` with the right scope (read < submit < admin)."""
+
+
+def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
+    settings = settings or Settings()
+    engine = engine or make_engine(settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    app = FastAPI(title="GPU Advisor", version=__version__, description=DESCRIPTION)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = make_session_factory(engine)
+    app.state.alias_cache = AliasIndexCache()
+    problems.install(app)
+    app.include_router(health.router)
+    app.include_router(gpus.router)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = Problem.model_json_schema(
+            ref_template="#/components/schemas/{model}"
+        )
+        problem_defs = schema["components"]["schemas"]["Problem"].pop("$defs", {})
+        schema["components"]["schemas"].update(problem_defs)
+        app.openapi_schema = problems.declare_problems(schema)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,190 @@
+"""GPU catalog routes: list, get by slug/alias/PCI id, admin create/update/delete, prices."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Header, Query, Request, Response, status
+from fastapi.responses import JSONResponse
+
+from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, UowDep
+from service.schemas.common import Problem
+from service.schemas.gpus import AmbiguousGpu, FxRateIn, GpuDocument, GpuList, GpuOut, PriceIn, PriceList
+from service.usecases import catalog
+from service.usecases.errors import Ambiguous
+
+router = APIRouter(prefix="/v1", tags=["gpus"])
+
+PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+
+
+def _gpu_response(view: catalog.GpuView, data_version: int, code: int = 200) -> JSONResponse:
+    headers = {"ETag": view.etag, "X-Data-Version": str(data_version)}
+    body = view.out.model_dump(mode="json")
+    if view.warnings:
+        body["warnings"] = view.warnings
+    return JSONResponse(body, status_code=code, headers=headers)
+
+
+@router.get("/gpus", response_model=GpuList, operation_id="listGpus", summary="List catalog GPUs")
+def list_gpus(
+    uow: UowDep,
+    settings: SettingsDep,
+    _auth: ReadAuth,
+    vendor: Annotated[Literal["nvidia", "amd", "intel"] | None, Query()] = None,
+    architecture: Annotated[str | None, Query(max_length=64, description="e.g. Hopper, Ada Lovelace")] = None,
+    min_usable_memory_bytes: Annotated[int | None, Query(ge=0)] = None,
+    min_usable_memory_gib: Annotated[float | None, Query(ge=0, description="convenience: GiB (2^30 B)")] = None,
+    supports: Annotated[list[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]] | None, Query(description="repeatable; each must be 'yes'")] = None,
+    form_factor: Annotated[Literal["pcie", "sxm", "oam"] | None, Query()] = None,
+    nvlink_topology: Annotated[Literal["switched", "pairwise", "none"] | None, Query()] = None,
+    sort: Annotated[str, Query(description="slug, usable_memory_bytes, bandwidth_gb_per_s, tdp_w, bf16_tflops, fp32_tflops, fp8_tflops, launch_year; prefix '-' for descending")] = "slug",
+    limit: Annotated[int | None, Query(ge=1, le=500)] = None,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+) -> GpuList:
+    min_mem = min_usable_memory_bytes
+    if min_usable_memory_gib is not None:
+        gib = int(min_usable_memory_gib * 2**30)
+        min_mem = max(min_mem or 0, gib)
+    filters = catalog.GpuFilters(
+        vendor=vendor,
+        architecture=architecture,
+        min_usable_memory_bytes=min_mem,
+        supports=tuple(supports or ()),
+        form_factor=form_factor,
+        nvlink_topology=nvlink_topology,
+    )
+    items, nxt = catalog.list_gpus(
+        uow, filters, sort=sort, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
+    )
+    return GpuList(items=items, next_cursor=nxt, count=len(items), data_version=uow.data_version())
+
+
+@router.get(
+    "/gpus/{ident}",
+    response_model=GpuOut,
+    operation_id="getGpu",
+    summary="Get a GPU by slug, alias (nvidia-smi, GFD label, SkyPilot name, short form) or PCI device id",
+    responses={
+        300: {"model": AmbiguousGpu, "description": "the name matches several GPUs; pick a candidate"},
+        304: {"description": "not modified (If-None-Match matched the ETag)"},
+        404: {"model": Problem, "description": "unknown name; `close_matches` lists near names"},
+    },
+)
+def get_gpu(
+    ident: str,
+    uow: UowDep,
+    cache: AliasCacheDep,
+    _auth: ReadAuth,
+    on_ambiguous: Annotated[Literal["candidates", "default"], Query(description="'default' resolves an ambiguous name to its stated default, with an assumed_variant warning")] = "candidates",
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    try:
+        view = catalog.get_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
+    except Ambiguous as exc:
+        body = AmbiguousGpu(
+            query=ident, detail=exc.detail, candidates=exc.extra["candidates"], default=exc.extra["default"]
+        )
+        return JSONResponse(body.model_dump(mode="json"), status_code=300)
+    if if_none_match and (view.etag in [t.strip() for t in if_none_match.split(",")] or if_none_match.strip() == "*"):
+        return Response(status_code=304, headers={"ETag": view.etag})
+    return _gpu_response(view, uow.data_version())
+
+
+@router.post(
+    "/gpus",
+    response_model=GpuOut,
+    status_code=status.HTTP_201_CREATED,
+    operation_id="createGpu",
+    summary="Admin: add a GPU (kept in the override layer)",
+    responses={409: {"model": Problem, "description": "slug exists"}},
+)
+def create_gpu(uow: UowDep, _auth: AdminAuth, body: Annotated[dict[str, Any], Body(description="a GpuDocument")]) -> Response:
+    view = catalog.create_gpu(uow, body)
+    resp = _gpu_response(view, uow.data_version(), code=201)
+    resp.headers["Location"] = f"/v1/gpus/{view.out.slug}"
+    return resp
+
+
+@router.patch(
+    "/gpus/{slug}",
+    response_model=GpuOut,
+    operation_id="updateGpu",
+    summary="Admin: JSON merge patch over a GPU (stored as an override; needs If-Match)",
+    responses={
+        404: {"model": Problem},
+        412: {"model": Problem, "description": "If-Match does not match the current ETag"},
+        428: {"model": Problem, "description": "If-Match missing"},
+    },
+)
+def update_gpu(
+    slug: str,
+    uow: UowDep,
+    _auth: AdminAuth,
+    body: Annotated[dict[str, Any], Body(description="JSON merge patch over the GpuDocument")],
+    if_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    view = catalog.patch_gpu(uow, slug, body, if_match)
+    return _gpu_response(view, uow.data_version())
+
+
+@router.delete(
+    "/gpus/{slug}",
+    status_code=204,
+    operation_id="deleteGpu",
+    summary="Admin: delete a GPU (soft, in the override layer; catalog upserts never restore it)",
+    responses={404: {"model": Problem}, 412: {"model": Problem}, 428: {"model": Problem}},
+)
+def delete_gpu(
+    slug: str, uow: UowDep, _auth: AdminAuth, if_match: Annotated[str | None, Header()] = None
+) -> Response:
+    catalog.delete_gpu(uow, slug, if_match)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/gpus/{ident}/prices",
+    response_model=PriceList,
+    operation_id="listGpuPrices",
+    summary="Reference prices for a GPU (estimates), with per-GPU-hour and FX conversion",
+    responses={300: {"model": AmbiguousGpu}, 404: {"model": Problem}},
+)
+def list_prices(ident: str, uow: UowDep, cache: AliasCacheDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
+    try:
+        slug, items = catalog.list_prices(
+            uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
+        )
+    except Ambiguous as exc:
+        body = AmbiguousGpu(query=ident, detail=exc.detail, candidates=exc.extra["candidates"], default=exc.extra["default"])
+        return JSONResponse(body.model_dump(mode="json"), status_code=300)
+    out = PriceList(gpu_slug=slug, items=items, data_version=uow.data_version())
+    return JSONResponse(out.model_dump(mode="json"))
+
+
+@router.post(
+    "/gpus/{slug}/prices",
+    status_code=204,
+    operation_id="upsertGpuPrice",
+    summary="Admin: add or update a reference price row (idempotent by its key)",
+    responses={404: {"model": Problem}},
+)
+def add_price(slug: str, body: PriceIn, uow: UowDep, _auth: AdminAuth) -> Response:
+    catalog.add_price(uow, slug, body)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/fx-rates",
+    status_code=204,
+    operation_id="upsertFxRate",
+    summary="Admin: add or update a dated FX rate",
+    tags=["prices"],
+)
+def add_fx(body: FxRateIn, uow: UowDep, _auth: AdminAuth) -> Response:
+    catalog.add_fx_rate(uow, body)
+    return Response(status_code=204)
+
+
+# Make the document schema visible in OpenAPI for admin writes.
+GpuDocumentSchema = GpuDocument

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", operation_id="healthz", summary="Liveness: the process answers")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", operation_id="readyz", summary="Readiness: the database answers and is migrated")
+def readyz(request: Request) -> JSONResponse:
+    try:
+        with request.app.state.engine.connect() as conn:
+            version = conn.execute(text("SELECT version FROM data_version WHERE id = 1")).scalar_one()
+        return JSONResponse({"status": "ready", "database": "ok", "data_version": int(version)})
+    except Exception as exc:  # any DB failure means not ready
+        return JSONResponse(
+            {"type": "https://gpu-advisor.dev/problems/not-ready", "title": "Not ready", "status": 503,
+             "detail": f"database check failed: {type(exc).__name__}"},
+            status_code=503,
+            media_type="application/problem+json",
+        )

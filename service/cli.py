@@ -1,0 +1,155 @@
+"""`gpu-advisor` command line: serve, migrate, seed, keys, openapi, agent."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from service.settings import Settings
+
+app = typer.Typer(help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False)
+keys_app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+def _engine(settings: Settings):  # type: ignore[no-untyped-def]
+    from service.db.engine import make_engine
+
+    return make_engine(settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+
+
+def _log(msg: str) -> None:
+    typer.echo(msg, err=True)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    workers: Annotated[int, typer.Option(help="uvicorn worker processes")] = 1,
+    migrate: Annotated[bool, typer.Option(help="migrate and seed before serving")] = True,
+) -> None:
+    """Migrate, upsert the shipped catalog and committed measurements, then serve the API."""
+    import uvicorn
+
+    from service.api.app import create_app
+    from service.bootstrap import bootstrap
+
+    settings = Settings()
+    engine = _engine(settings)
+    if migrate:
+        _log(f"migrating {engine.url.render_as_string(hide_password=True)} ...")
+        bootstrap(engine, settings, log=_log)
+    _log(f"serving on http://{host}:{port} (docs at /docs)")
+    if workers > 1:
+        uvicorn.run("service.api.asgi:app", host=host, port=port, workers=workers, log_level="info")
+    else:
+        uvicorn.run(create_app(settings, engine=engine), host=host, port=port, log_level="info")
+
+
+@app.command("migrate")
+def migrate_cmd(seed: Annotated[bool, typer.Option(help="also upsert catalog and measurements")] = True) -> None:
+    """Run database migrations (and seed) under an advisory lock, then exit."""
+    from service.bootstrap import bootstrap
+    from service.db.migrate import migrate_and_seed
+
+    settings = Settings()
+    engine = _engine(settings)
+    if seed:
+        bootstrap(engine, settings, log=_log)
+    else:
+        migrate_and_seed(engine)
+    _log("database is at head")
+
+
+@keys_app.command("create")
+def keys_create(
+    scope: Annotated[str, typer.Option(help="read | submit | admin")],
+    name: Annotated[str, typer.Option(help="who or what uses the key")],
+    trusted: Annotated[bool, typer.Option(help="trusted agent: its cells count as measured alone")] = False,
+) -> None:
+    """Create a key. The secret is printed once, on the last line."""
+    from service.db.engine import make_session_factory
+    from service.db.migrate import migrate_and_seed
+    from service.db.uow import UnitOfWork
+    from service.usecases.errors import AppError
+    from service.usecases.keys import create_key
+
+    settings = Settings()
+    engine = _engine(settings)
+    migrate_and_seed(engine)
+    try:
+        with UnitOfWork(make_session_factory(engine)) as uow:
+            k = create_key(uow, name=name, scope=scope, trusted=trusted)
+    except AppError as exc:
+        typer.echo(f"error: {exc.detail}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"created key id={k.id} name={k.name!r} scope={k.scope}; store the secret now, it is not shown again:")
+    typer.echo(k.secret)
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List keys (never secrets)."""
+    from service.db.engine import make_session_factory
+    from service.db.uow import UnitOfWork
+    from service.usecases.keys import list_keys
+
+    settings = Settings()
+    with UnitOfWork(make_session_factory(_engine(settings))) as uow:
+        for k in list_keys(uow):
+            state = f"revoked {k.revoked_at:%Y-%m-%d}" if k.revoked_at else "active"
+            typer.echo(f"{k.id}\t{k.scope}\t{state}\tgpa_{k.prefix}_...\t{k.name}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[int, typer.Argument(help="id from `keys list`")]) -> None:
+    """Revoke a key; requests with it get 401 from then on."""
+    from service.db.engine import make_session_factory
+    from service.db.uow import UnitOfWork
+    from service.usecases.errors import AppError
+    from service.usecases.keys import revoke_key
+
+    settings = Settings()
+    try:
+        with UnitOfWork(make_session_factory(_engine(settings))) as uow:
+            revoke_key(uow, key_id)
+    except AppError as exc:
+        typer.echo(f"error: {exc.detail}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"revoked key {key_id}")
+
+
+@app.command()
+def openapi(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="file to write; default stdout")] = None,
+) -> None:
+    """Write the OpenAPI document of the running app (openapi/openapi.json in the repo)."""
+    from service.api.app import create_app
+
+    settings = Settings(database_url="sqlite://")
+    doc = json.dumps(create_app(settings).openapi(), indent=2, sort_keys=True) + "\n"
+    if output is None:
+        sys.stdout.write(doc)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(doc)
+        _log(f"wrote {output}")
+
+
+def _mount_optional() -> None:
+    try:
+        from service.agent.cli import agent_app
+    except ImportError:  # agent not built yet
+        return
+    app.add_typer(agent_app, name="agent", help="Benchmark agent for GPU nodes (probe, run, submit, flush).")
+
+
+_mount_optional()
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,183 @@
+"""ORM rows (SQLAlchemy 2). Never returned from the API: use cases map them to core or wire models.
+
+Conventions: sizes in bytes (BigInteger), rates as floats in the unit the column name says,
+timestamps timezone-aware UTC, JSON columns are JSONB on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    Numeric,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JsonType, list[Any]: JsonType}
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class DataVersion(Base):
+    """One row (id=1): a counter bumped in every write transaction (DESIGN, Transactions)."""
+
+    __tablename__ = "data_version"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+
+
+class Gpu(Base):
+    """A catalog GPU. ``spec`` is the effective document (shipped catalog merged with the admin
+    override layer); the columns beside it are materialised from ``spec`` for filtering.
+    ``catalog_spec`` is only ever written by the catalog upsert, ``override_spec`` only by
+    admins, so an upsert never clobbers an admin edit."""
+
+    __tablename__ = "gpus"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    slug: Mapped[str] = mapped_column(String(100), unique=True, nullable=False)
+    vendor: Mapped[str] = mapped_column(String(32), nullable=False, index=True)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    architecture: Mapped[str | None] = mapped_column(String(64), index=True)
+    form_factor: Mapped[str | None] = mapped_column(String(16))
+    memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    usable_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    bandwidth_gb_per_s: Mapped[float | None] = mapped_column(Float)
+    tdp_w: Mapped[float | None] = mapped_column(Float)
+    nvlink_topology: Mapped[str | None] = mapped_column(String(16))
+    compute_capability: Mapped[str | None] = mapped_column(String(8))
+    spec: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    catalog_spec: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    override_spec: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    origin: Mapped[str] = mapped_column(String(16), nullable=False, default="catalog")
+    deleted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    catalog_version: Mapped[str | None] = mapped_column(String(64))
+    revision: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+
+    aliases: Mapped[list[GpuAlias]] = relationship(back_populates="gpu", cascade="all, delete-orphan")
+
+
+class GpuAlias(Base):
+    """A name (or PCI device id, kind ``pci``) for a GPU. The same normalised alias on several
+    GPUs expresses ambiguity; ``is_default`` marks the stated default among them."""
+
+    __tablename__ = "gpu_aliases"
+    __table_args__ = (UniqueConstraint("gpu_id", "alias_norm", "kind"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    gpu_id: Mapped[int] = mapped_column(ForeignKey("gpus.id", ondelete="CASCADE"), nullable=False, index=True)
+    alias: Mapped[str] = mapped_column(String(200), nullable=False)
+    alias_norm: Mapped[str] = mapped_column(String(200), nullable=False, index=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    is_default: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    origin: Mapped[str] = mapped_column(String(16), nullable=False, default="catalog")
+
+    gpu: Mapped[Gpu] = relationship(back_populates="aliases")
+
+
+class Price(Base):
+    """A reference price row, keyed as DESIGN "Prices" says. ``amount`` is per instance-hour for
+    rental models and per unit (a card, or a node for SXM/OAM parts) for ``purchase``."""
+
+    __tablename__ = "prices"
+    __table_args__ = (
+        UniqueConstraint(
+            "gpu_id",
+            "provider",
+            "region",
+            "instance_type",
+            "gpus_per_instance",
+            "pricing_model",
+            "currency",
+            "effective_date",
+            "source",
+        ),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    gpu_id: Mapped[int] = mapped_column(ForeignKey("gpus.id", ondelete="CASCADE"), nullable=False, index=True)
+    provider: Mapped[str] = mapped_column(String(64), nullable=False)
+    region: Mapped[str] = mapped_column(String(64), nullable=False)
+    instance_type: Mapped[str] = mapped_column(String(100), nullable=False)
+    gpus_per_instance: Mapped[int] = mapped_column(Integer, nullable=False)
+    pricing_model: Mapped[str] = mapped_column(String(16), nullable=False)
+    currency: Mapped[str] = mapped_column(String(3), nullable=False)
+    amount: Mapped[Decimal] = mapped_column(Numeric(18, 6), nullable=False)
+    effective_date: Mapped[dt.date] = mapped_column(Date, nullable=False)
+    source: Mapped[str] = mapped_column(String(500), nullable=False)
+    is_estimate: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    origin: Mapped[str] = mapped_column(String(16), nullable=False, default="catalog")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+
+
+class FxRate(Base):
+    """1 ``base`` = ``rate`` ``quote`` on ``effective_date``."""
+
+    __tablename__ = "fx_rates"
+    __table_args__ = (UniqueConstraint("base", "quote", "effective_date"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    base: Mapped[str] = mapped_column(String(3), nullable=False)
+    quote: Mapped[str] = mapped_column(String(3), nullable=False)
+    rate: Mapped[Decimal] = mapped_column(Numeric(20, 10), nullable=False)
+    effective_date: Mapped[dt.date] = mapped_column(Date, nullable=False)
+    source: Mapped[str] = mapped_column(String(500), nullable=False)
+
+
+class ApiKey(Base):
+    """An API key. Only a SHA-256 of the secret is stored (secrets are 256-bit random, so a
+    slow hash adds nothing); ``prefix`` finds the row without scanning."""
+
+    __tablename__ = "api_keys"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    prefix: Mapped[str] = mapped_column(String(16), nullable=False, index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    scope: Mapped[str] = mapped_column(String(16), nullable=False)
+    trusted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class IdempotencyRecord(Base):
+    """The stored answer to a write, by (endpoint scope, key): same key + same body hash ->
+    the stored response; same key, different body -> 409."""
+
+    __tablename__ = "idempotency_records"
+    __table_args__ = (UniqueConstraint("scope", "key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope: Mapped[str] = mapped_column(String(64), nullable=False)
+    key: Mapped[str] = mapped_column(String(200), nullable=False)
+    api_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
+    request_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    status_code: Mapped[int] = mapped_column(Integer, nullable=False)
+    response_body: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)

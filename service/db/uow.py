@@ -1,0 +1,59 @@
+"""Unit of work: one per request. Repositories flush; only :meth:`UnitOfWork.commit` commits,
+and every committing write bumps ``data_version`` inside the same transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+from types import TracebackType
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.db.models import DataVersion
+
+
+class UnitOfWork:
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self._factory = factory
+        self.session: Session = factory()
+        self._dirty = False
+
+    def __enter__(self) -> UnitOfWork:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def mark_write(self) -> None:
+        self._dirty = True
+
+    def bump_data_version(self) -> int:
+        """Increment the global counter (row lock on PostgreSQL serialises bumps)."""
+        self.session.execute(
+            update(DataVersion).where(DataVersion.id == 1).values(
+                version=DataVersion.version + 1, updated_at=dt.datetime.now(dt.UTC)
+            )
+        )
+        v = self.session.execute(select(DataVersion.version).where(DataVersion.id == 1)).scalar_one()
+        return int(v)
+
+    def commit(self) -> int | None:
+        """Commit; if anything was written, bump ``data_version`` first. Returns the new version."""
+        version = None
+        if self._dirty:
+            version = self.bump_data_version()
+        self.session.commit()
+        self._dirty = False
+        return version
+
+    def rollback(self) -> None:
+        self.session.rollback()
+        self._dirty = False
+
+    def close(self) -> None:
+        self.session.close()
+
+    def data_version(self) -> int:
+        return int(self.session.execute(select(DataVersion.version).where(DataVersion.id == 1)).scalar_one())

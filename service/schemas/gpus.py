@@ -1,0 +1,240 @@
+"""Wire models for the GPU catalog: the catalog document (shipped files and admin writes use
+the same schema) and the API envelopes around it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Support = Literal["yes", "no", "unknown"]
+SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9.]+)*$"
+SOURCE_KINDS = ("vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Memory(_Strict):
+    marketed: str | None = Field(default=None, description="the datasheet's figure, e.g. '141 GB HBM3e'")
+    type: str | None = None
+    memory_bytes: int | None = Field(default=None, ge=0, description="physical memory, bytes")
+    usable_memory_bytes: int | None = Field(
+        default=None, ge=0, description="what the driver reports with default ECC (nvidia-smi total), bytes"
+    )
+    bandwidth_gb_per_s: float | None = Field(default=None, ge=0)
+    bus_width_bits: int | None = Field(default=None, ge=0)
+    ecc: Support = "unknown"
+
+
+class Compute(_Strict):
+    sm_count: int | None = Field(default=None, ge=0)
+    cuda_cores: int | None = Field(default=None, ge=0)
+    tensor_cores: int | None = Field(default=None, ge=0)
+    boost_clock_mhz: float | None = Field(default=None, ge=0)
+
+
+class Peaks(_Strict):
+    """Dense, per device, FP32 accumulate (sparse figures halved)."""
+
+    fp64_tflops: float | None = Field(default=None, ge=0)
+    fp64_tensor_tflops: float | None = Field(default=None, ge=0)
+    fp32_tflops: float | None = Field(default=None, ge=0)
+    tf32_tflops: float | None = Field(default=None, ge=0)
+    bf16_tflops: float | None = Field(default=None, ge=0)
+    fp16_tflops: float | None = Field(default=None, ge=0)
+    fp8_tflops: float | None = Field(default=None, ge=0)
+    int8_tops: float | None = Field(default=None, ge=0)
+    int4_tops: float | None = Field(default=None, ge=0)
+
+
+class Supports(_Strict):
+    fp32: Support = "unknown"
+    tf32: Support = "unknown"
+    bf16: Support = "unknown"
+    fp16: Support = "unknown"
+    fp8: Support = "unknown"
+    int8: Support = "unknown"
+    int4: Support = "unknown"
+
+
+class Identity(_Strict):
+    compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")
+    pci_vendor_id: str | None = Field(default=None, pattern=r"^0x[0-9a-f]{4}$")
+    pci_device_ids: list[str] = Field(default_factory=list)
+
+    @field_validator("pci_device_ids")
+    @classmethod
+    def _pci(cls, v: list[str]) -> list[str]:
+        import re
+
+        for x in v:
+            if not re.fullmatch(r"0x[0-9a-f]{4}", x):
+                raise ValueError(f"PCI device id must look like 0x2335 (lower-case hex), got {x!r}")
+        return v
+
+
+class NvLink(_Strict):
+    topology: Literal["switched", "pairwise", "none"] = "none"
+    domain_size: int | None = Field(default=None, ge=1)
+    per_direction_gb_per_s: float | None = Field(default=None, ge=0)
+    version: str | None = None
+
+
+class Pcie(_Strict):
+    gen: int | None = Field(default=None, ge=1, le=7)
+    lanes: int | None = Field(default=None, ge=1, le=32)
+
+
+class Interconnect(_Strict):
+    nvlink: NvLink = Field(default_factory=NvLink)
+    p2p_over_pcie: Support = "unknown"
+    pcie: Pcie = Field(default_factory=Pcie)
+    note: str | None = None
+
+
+class Power(_Strict):
+    tdp_w: float | None = Field(default=None, ge=0)
+    configurable_min_w: float | None = Field(default=None, ge=0)
+
+
+class AliasIn(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    kind: Literal["nvml", "gfd", "skypilot", "short", "other"]
+    default: bool = False
+
+
+class Source(_Strict):
+    group: Literal["memory", "peaks", "power", "identity", "interconnect", "usable_memory", "compute"]
+    title: str
+    url: str | None = None
+    source_kind: Literal[
+        "vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids"
+    ]
+    note: str | None = None
+
+
+_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
+    "memory": ("memory.memory_bytes", "memory.bandwidth_gb_per_s"),
+    "usable_memory": ("memory.usable_memory_bytes",),
+    "peaks": tuple(f"peaks.{k}" for k in Peaks.model_fields),
+    "power": ("power.tdp_w",),
+    "compute": ("compute.sm_count", "compute.cuda_cores", "compute.tensor_cores", "compute.boost_clock_mhz"),
+}
+
+
+class GpuDocument(_Strict):
+    """One catalog GPU. Every figure group with a non-null figure needs a source."""
+
+    slug: str = Field(pattern=SLUG_PATTERN, max_length=100)
+    vendor: Literal["nvidia", "amd", "intel"]
+    name: str = Field(min_length=1, max_length=200)
+    architecture: str | None = None
+    chip: str | None = None
+    form_factor: Literal["pcie", "sxm", "oam"]
+    market: str | None = None
+    launch_year: int | None = Field(default=None, ge=2000, le=2100)
+    memory: Memory = Field(default_factory=Memory)
+    compute: Compute = Field(default_factory=Compute)
+    peaks: Peaks = Field(default_factory=Peaks)
+    supports: Supports = Field(default_factory=Supports)
+    identity: Identity = Field(default_factory=Identity)
+    interconnect: Interconnect = Field(default_factory=Interconnect)
+    power: Power = Field(default_factory=Power)
+    aliases: list[AliasIn] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _sourced(self) -> GpuDocument:
+        groups = {s.group for s in self.sources}
+        data = self.model_dump()
+        for group, paths in _GROUP_FIELDS.items():
+            for path in paths:
+                section, key = path.split(".")
+                if data[section].get(key) is not None and group not in groups:
+                    raise ValueError(f"{path} has a value but no source with group {group!r}")
+        return self
+
+
+class GpuOut(GpuDocument):
+    """A catalog GPU as served: the effective document plus bookkeeping."""
+
+    model_config = ConfigDict(extra="forbid")
+    origin: Literal["catalog", "admin"]
+    overridden_fields: list[str] = Field(description="dotted paths an admin override changed")
+    revision: int
+    catalog_version: str | None
+    updated_at: dt.datetime
+    links: dict[str, str] = Field(default_factory=dict)
+
+
+class GpuList(BaseModel):
+    items: list[GpuOut]
+    next_cursor: str | None
+    count: int
+    data_version: int
+
+
+class GpuCandidate(BaseModel):
+    slug: str
+    name: str
+    url: str
+    default: bool = False
+
+
+class AmbiguousGpu(BaseModel):
+    query: str
+    detail: str
+    candidates: list[GpuCandidate]
+    default: str | None
+
+
+class GpuPatch(BaseModel):
+    """JSON merge patch (RFC 7396) over the effective document; stored in the override layer."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class PriceIn(_Strict):
+    provider: str = Field(min_length=1, max_length=64)
+    region: str = Field(min_length=1, max_length=64)
+    instance_type: str = Field(min_length=1, max_length=100)
+    gpus_per_instance: int = Field(ge=1, le=1024)
+    pricing_model: Literal["purchase", "on_demand", "spot", "reserved"]
+    currency: Literal["USD", "CNY"]
+    amount: Decimal = Field(gt=0, max_digits=18, decimal_places=6)
+    effective_date: dt.date
+    source: str = Field(min_length=1, max_length=500)
+    is_estimate: bool = True
+
+
+class PriceOut(PriceIn):
+    id: int
+    gpu_slug: str
+    per_gpu_hour: Decimal | None = Field(description="amount / gpus_per_instance for hourly models")
+    age_days: int
+    stale: bool
+    converted: dict[str, Decimal] = Field(default_factory=dict, description="amount in other currencies via the FX table")
+    fx_date: dt.date | None = None
+
+
+class PriceList(BaseModel):
+    gpu_slug: str
+    items: list[PriceOut]
+    data_version: int
+
+
+class FxRateIn(_Strict):
+    base: Literal["USD", "CNY"]
+    quote: Literal["USD", "CNY"]
+    rate: Decimal = Field(gt=0)
+    effective_date: dt.date
+    source: str = Field(min_length=1, max_length=500)
+
+
+def doc_dump(doc: GpuDocument) -> dict[str, Any]:
+    return doc.model_dump(mode="json")

@@ -1,0 +1,199 @@
+"""Catalog API against the real app, real migrations and the shipped catalog."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+
+from fastapi.testclient import TestClient
+
+from tests.conftest import auth
+
+MIB = 2**20
+
+
+def test_l40_datasheet_figures(client: TestClient) -> None:
+    r = client.get("/v1/gpus/NVIDIA-L40")
+    assert r.status_code == 200, r.text
+    g = r.json()
+    assert g["slug"] == "nvidia-l40"
+    assert g["architecture"] == "Ada Lovelace"
+    assert g["memory"]["marketed"].startswith("48 GB")
+    assert g["memory"]["bandwidth_gb_per_s"] == 864
+    assert g["peaks"]["fp32_tflops"] == 90.5
+    assert g["power"]["tdp_w"] == 300
+    assert g["supports"]["fp8"] == "yes"
+    assert r.headers["ETag"]
+
+
+def test_l20_by_short_name(client: TestClient) -> None:
+    g = client.get("/v1/gpus/l20").json()
+    assert g["slug"] == "nvidia-l20"
+    assert g["memory"]["marketed"].startswith("48 GB")
+    assert g["memory"]["bandwidth_gb_per_s"] == 864
+
+
+def test_h200_by_nvml_name_has_measured_usable_memory(client: TestClient) -> None:
+    r = client.get("/v1/gpus/NVIDIA%20H200")
+    assert r.status_code == 200, r.text
+    g = r.json()
+    assert g["slug"] == "nvidia-h200-sxm"
+    assert g["memory"]["usable_memory_bytes"] == 143_771 * MIB
+    assert g["form_factor"] == "sxm"
+
+
+def test_ambiguous_alias_lists_both_a100_80gb(client: TestClient) -> None:
+    r = client.get("/v1/gpus/A100-80GB")
+    assert r.status_code == 300
+    body = r.json()
+    slugs = sorted(c["slug"] for c in body["candidates"])
+    assert slugs == ["nvidia-a100-pcie-80gb", "nvidia-a100-sxm4-80gb"]
+    r2 = client.get("/v1/gpus/A100-80GB", params={"on_ambiguous": "default"})
+    assert r2.status_code == 200
+    assert r2.json()["slug"] in slugs
+    assert r2.json()["warnings"][0]["code"] == "assumed_variant"
+
+
+def test_gfd_labels_with_shared_and_mig_suffixes(client: TestClient) -> None:
+    r = client.get("/v1/gpus/NVIDIA-H100-80GB-HBM3-SHARED")
+    assert r.status_code == 200, r.text
+    assert r.json()["slug"] == "nvidia-h100-sxm"
+    assert [w["code"] for w in r.json()["warnings"]] == ["shared_gpu"]
+    r = client.get("/v1/gpus/NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
+    assert r.status_code == 200, r.text
+    assert r.json()["slug"] == "nvidia-a100-sxm4-40gb"
+    assert r.json()["warnings"][0]["data"]["mig_profile"] == "1g.5gb"
+
+
+def test_lookup_by_pci_device_id(client: TestClient) -> None:
+    for ident in ("0x2335", "10de:2335", "0x233510DE"):
+        r = client.get(f"/v1/gpus/{ident}")
+        assert r.status_code == 200, (ident, r.text)
+        assert r.json()["slug"] == "nvidia-h200-sxm"
+
+
+def test_unknown_name_is_404_problem_with_close_matches(client: TestClient) -> None:
+    r = client.get("/v1/gpus/H2OO")
+    assert r.status_code == 404
+    assert r.headers["content-type"].startswith("application/problem+json")
+    p = r.json()
+    assert p["status"] == 404 and p["type"].endswith("/not-found")
+    r = client.get("/v1/gpus/nvidia-h100-sx")
+    assert "nvidia-h100-sxm" in r.json()["close_matches"]
+
+
+def test_etag_if_none_match_304(client: TestClient) -> None:
+    r = client.get("/v1/gpus/nvidia-l4")
+    etag = r.headers["ETag"]
+    r2 = client.get("/v1/gpus/nvidia-l4", headers={"If-None-Match": etag})
+    assert r2.status_code == 304
+    r3 = client.get("/v1/gpus/nvidia-l4", headers={"If-None-Match": '"0-stale"'})
+    assert r3.status_code == 200
+
+
+def test_list_filters_sort_and_cursor(client: TestClient) -> None:
+    r = client.get("/v1/gpus", params={"limit": 500})
+    assert r.status_code == 200
+    all_items = r.json()["items"]
+    assert len(all_items) >= 35
+    # every figure group with a value is sourced
+    for g in all_items:
+        groups = {s["group"] for s in g["sources"]}
+        assert g["memory"]["bandwidth_gb_per_s"] is None or "memory" in groups, g["slug"]
+        assert all(v is None for v in g["peaks"].values()) or "peaks" in groups, g["slug"]
+    r = client.get(
+        "/v1/gpus",
+        params={"vendor": "nvidia", "min_usable_memory_gib": 80, "supports": ["fp8"], "sort": "-usable_memory_bytes"},
+    )
+    items = r.json()["items"]
+    assert items and all(g["vendor"] == "nvidia" and g["supports"]["fp8"] == "yes" for g in items)
+    mems = [g["memory"]["usable_memory_bytes"] for g in items]
+    assert mems == sorted(mems, reverse=True) and min(mems) >= 80 * 2**30
+    r = client.get("/v1/gpus", params={"form_factor": "sxm", "nvlink_topology": "switched"})
+    assert all(g["form_factor"] == "sxm" for g in r.json()["items"])
+    # cursor pagination walks everything exactly once
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params: dict[str, object] = {"limit": 7, "sort": "-bandwidth_gb_per_s"}
+        if cursor:
+            params["cursor"] = cursor
+        page = client.get("/v1/gpus", params=params).json()
+        seen.extend(g["slug"] for g in page["items"])
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert len(seen) == len(set(seen)) == len(all_items)
+
+
+def test_list_rejects_bad_query(client: TestClient) -> None:
+    r = client.get("/v1/gpus", params={"sort": "colour"})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "sort"]
+    r = client.get("/v1/gpus", params={"form_factor": "usb"})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "form_factor"]
+    r = client.get("/v1/gpus", params={"cursor": "!!!"})
+    assert r.status_code == 422
+
+
+def _doc(slug: str) -> dict[str, object]:
+    return {
+        "slug": slug,
+        "vendor": "nvidia",
+        "name": f"Test GPU {slug}",
+        "architecture": "Hopper",
+        "form_factor": "pcie",
+        "memory": {"marketed": "10 GB", "memory_bytes": 10 * 2**30, "bandwidth_gb_per_s": 100.0},
+        "power": {"tdp_w": 100},
+        "aliases": [{"name": f"Alias {slug}", "kind": "short"}],
+        "sources": [
+            {"group": "memory", "title": "test sheet", "source_kind": "vendor-datasheet"},
+            {"group": "power", "title": "test sheet", "source_kind": "vendor-datasheet"},
+        ],
+    }
+
+
+def test_admin_writes_need_admin_key(client: TestClient, submit_key: str) -> None:
+    slug = f"nvidia-test-{uuid.uuid4().hex[:6]}"
+    assert client.post("/v1/gpus", json=_doc(slug)).status_code == 401
+    r = client.post("/v1/gpus", json=_doc(slug), headers=auth(submit_key))
+    assert r.status_code == 403 and r.headers["content-type"].startswith("application/problem+json")
+    assert client.get(f"/v1/gpus/{slug}").status_code == 404
+
+
+def test_admin_create_update_delete_with_if_match(client: TestClient, admin_key: str) -> None:
+    slug = f"nvidia-test-{uuid.uuid4().hex[:6]}"
+    h = auth(admin_key)
+    r = client.post("/v1/gpus", json=_doc(slug), headers=h)
+    assert r.status_code == 201, r.text
+    etag = r.headers["ETag"]
+    assert client.post("/v1/gpus", json=_doc(slug), headers=h).status_code == 409
+    assert client.get(f"/v1/gpus/Alias {slug}").json()["slug"] == slug
+    # missing If-Match -> 428, stale -> 412, right -> 200
+    assert client.patch(f"/v1/gpus/{slug}", json={"power": {"tdp_w": 120}}, headers=h).status_code == 428
+    r = client.patch(f"/v1/gpus/{slug}", json={"power": {"tdp_w": 120}}, headers={**h, "If-Match": '"9-x"'})
+    assert r.status_code == 412
+    r = client.patch(f"/v1/gpus/{slug}", json={"power": {"tdp_w": 120}}, headers={**h, "If-Match": etag})
+    assert r.status_code == 200, r.text
+    assert r.json()["power"]["tdp_w"] == 120
+    new_etag = r.headers["ETag"]
+    assert new_etag != etag
+    # invalid patch -> 422 naming the field, nothing changes
+    r = client.patch(f"/v1/gpus/{slug}", json={"power": {"tdp_w": -5}}, headers={**h, "If-Match": new_etag})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"][-2:] == ["power", "tdp_w"]
+    assert client.get(f"/v1/gpus/{slug}").json()["power"]["tdp_w"] == 120
+    assert client.delete(f"/v1/gpus/{slug}", headers={**h, "If-Match": etag}).status_code == 412
+    assert client.delete(f"/v1/gpus/{slug}", headers={**h, "If-Match": new_etag}).status_code == 204
+    assert client.get(f"/v1/gpus/{slug}").status_code == 404
+
+
+def test_create_validation_names_field(client: TestClient, admin_key: str) -> None:
+    doc = _doc("nvidia-bad")
+    doc["memory"] = {"bandwidth_gb_per_s": 100.0}
+    doc["sources"] = []
+    r = client.post("/v1/gpus", json=doc, headers=auth(admin_key))
+    assert r.status_code == 422
+    assert "no source" in r.json()["errors"][0]["msg"]
+    doc2 = copy.deepcopy(_doc("Not A Slug"))
+    r = client.post("/v1/gpus", json=doc2, headers=auth(admin_key))
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "slug"]
