@@ -59,7 +59,7 @@ class NodeShape:
         doubling each generation (gen4 ~1.97, gen5 ~3.94 GB/s per lane)."""
         if self.pcie_gen is None or self.pcie_lanes is None or self.pcie_gen < 3:
             return None
-        return 0.985 * 2 ** (self.pcie_gen - 3) * self.pcie_lanes
+        return 0.985 * float(2 ** (self.pcie_gen - 3)) * self.pcie_lanes
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,8 @@ class GpuSpec:
     def peak_for(self, precision: str) -> float | None:
         """Dense peak (TFLOP/s or TOP/s) for a benchmark precision, or None if unsourced."""
         key = PEAK_KEY_BY_PRECISION.get(precision)
-        return None if key is None else self.peaks.get(key)
+        value = None if key is None else self.peaks.get(key)
+        return None if value is None else float(value)
 
     def support_for(self, precision: str) -> Support:
         key = SUPPORT_KEY_BY_PRECISION.get(precision)

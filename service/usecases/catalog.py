@@ -99,9 +99,9 @@ def _sync_aliases(gpu: Gpu, doc: GpuDocument) -> None:
     for pci in doc.identity.pci_device_ids:
         wanted[(pci, "pci")] = (pci, False)
     existing = {(a.alias_norm, a.kind): a for a in gpu.aliases}
-    for key, row in existing.items():
+    for key, old in existing.items():
         if key not in wanted:
-            gpu.aliases.remove(row)
+            gpu.aliases.remove(old)
     for (norm, kind), (name, default) in wanted.items():
         row = existing.get((norm, kind))
         if row is None:
@@ -600,8 +600,8 @@ def list_prices(uow: UnitOfWork, cache: AliasIndexCache, ident: str, *, today: d
                 region=p.region,
                 instance_type=p.instance_type,
                 gpus_per_instance=p.gpus_per_instance,
-                pricing_model=p.pricing_model,  # type: ignore[arg-type]
-                currency=p.currency,  # type: ignore[arg-type]
+                pricing_model=p.pricing_model,
+                currency=p.currency,
                 amount=p.amount,
                 effective_date=p.effective_date,
                 source=p.source,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Header, Query, Request, Response, status
+from fastapi import APIRouter, Body, Header, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, UowDep
