@@ -1,0 +1,112 @@
+"""Catalog upsert semantics on the real database: idempotent, corrected figures propagate,
+admin overrides and deletes survive upserts, replicas seeding together do not race."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from service.bootstrap import bootstrap
+from service.catalog.loader import load_shipped
+from service.db.engine import make_engine, make_session_factory
+from service.db.models import Gpu, GpuAlias
+from service.db.uow import UnitOfWork
+from service.settings import Settings
+from service.usecases import catalog
+from tests.conftest import fresh_database_url
+
+
+@pytest.fixture()
+def fresh(tmp_path: Path) -> Iterator[Engine]:
+    for url in fresh_database_url(tmp_path, "seed"):
+        eng = make_engine(url)
+        bootstrap(eng, Settings(database_url=url, seed_measurements_dir=None))
+        yield eng
+        eng.dispose()
+
+
+def _uow(engine: Engine) -> UnitOfWork:
+    return UnitOfWork(make_session_factory(engine))
+
+
+def _docs() -> list[dict[str, Any]]:
+    return copy.deepcopy(load_shipped().gpus)
+
+
+def test_reseed_is_idempotent_and_does_not_bump_data_version(fresh: Engine) -> None:
+    with _uow(fresh) as uow:
+        v0 = uow.data_version()
+        n_alias = uow.session.scalar(select(func.count()).select_from(GpuAlias))
+    shipped = load_shipped()
+    with _uow(fresh) as uow:
+        r = catalog.upsert_catalog(uow, shipped.gpus, catalog_version=shipped.version, prices=shipped.prices, fx_rates=shipped.fx_rates)
+    assert (r.created, r.updated, r.prices_upserted, r.fx_upserted) == (0, 0, 0, 0)
+    assert r.unchanged == len(shipped.gpus)
+    with _uow(fresh) as uow:
+        assert uow.data_version() == v0
+        assert uow.session.scalar(select(func.count()).select_from(GpuAlias)) == n_alias
+
+
+def test_corrected_figure_reaches_db_but_admin_override_survives(fresh: Engine) -> None:
+    cache = catalog.AliasIndexCache()
+    with _uow(fresh) as uow:
+        view = catalog.get_gpu(uow, cache, "nvidia-l4")
+        catalog.patch_gpu(uow, "nvidia-l4", {"power": {"tdp_w": 70.5}}, view.etag)
+    docs = _docs()
+    l4 = next(d for d in docs if d["slug"] == "nvidia-l4")
+    l4["power"]["tdp_w"] = 99.0  # upstream "correction" of the overridden field
+    l4["memory"]["bandwidth_gb_per_s"] = 301.0  # and of a field nobody overrode
+    with _uow(fresh) as uow:
+        r = catalog.upsert_catalog(uow, docs, catalog_version="v-next")
+        assert r.kept_override == 1 and r.updated == 1
+    with _uow(fresh) as uow:
+        out = catalog.get_gpu(uow, cache, "nvidia-l4").out
+        assert out.power.tdp_w == 70.5
+        assert out.memory.bandwidth_gb_per_s == 301.0
+        assert out.overridden_fields == ["power.tdp_w"]
+        assert out.catalog_version == "v-next"
+
+
+def test_admin_delete_survives_upsert(fresh: Engine) -> None:
+    cache = catalog.AliasIndexCache()
+    with _uow(fresh) as uow:
+        view = catalog.get_gpu(uow, cache, "nvidia-t4")
+        catalog.delete_gpu(uow, "nvidia-t4", view.etag)
+    shipped = load_shipped()
+    with _uow(fresh) as uow:
+        catalog.upsert_catalog(uow, shipped.gpus, catalog_version="again")
+    with _uow(fresh) as uow:
+        row = uow.session.scalars(select(Gpu).where(Gpu.slug == "nvidia-t4")).one()
+        assert row.deleted
+        with pytest.raises(catalog.NotFound):
+            catalog.get_gpu(uow, cache, "T4")
+
+
+def test_concurrent_bootstrap_does_not_race(tmp_path: Path) -> None:
+    for url in fresh_database_url(tmp_path, "race"):
+        errors: list[BaseException] = []
+        engines = [make_engine(url) for _ in range(3)]
+
+        def boot(e: Engine) -> None:
+            try:
+                bootstrap(e, Settings(database_url=url, seed_measurements_dir=None))
+            except BaseException as exc:  # collected and asserted below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=boot, args=(e,)) for e in engines]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors
+        with _uow(engines[0]) as uow:
+            n = uow.session.scalar(select(func.count()).select_from(Gpu))
+            assert n == len(load_shipped().gpus)
+        for e in engines:
+            e.dispose()
