@@ -11,6 +11,8 @@ from sqlalchemy import Engine
 from service import __version__
 from service.api import problems
 from service.api.limits import BodyLimitMiddleware
+from service.api.metrics import Metrics, MetricsMiddleware
+from service.api.metrics import router as metrics_router
 from service.api.routes import gpus, health
 from service.db.engine import make_engine, make_session_factory
 from service.schemas.common import Problem
@@ -34,8 +36,11 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.alias_cache = AliasIndexCache()
     problems.install(app)
     app.include_router(health.router)
+    app.include_router(metrics_router)
     app.include_router(gpus.router)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.state.metrics = Metrics()
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:

@@ -15,3 +15,23 @@ def test_body_limit_413_problem(app) -> None:  # type: ignore[no-untyped-def]
         r = c.post("/v1/gpus", content=big, headers={"content-type": "application/json"})
         assert r.status_code == 413
         assert r.headers["content-type"] == "application/problem+json"
+
+
+def test_metrics_counts_requests_by_route(client) -> None:  # type: ignore[no-untyped-def]
+    client.get("/v1/gpus/nvidia-l4")
+    text = client.get("/metrics").text
+    assert 'gpu_advisor_http_requests_total{method="GET",route="/v1/gpus/{ident}",status="200"}' in text
+    assert "gpu_advisor_data_version" in text
+
+
+def test_readyz_503_when_database_is_unreachable(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient as TC
+
+    from service.api.app import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path}/never-migrated.db"))
+    with TC(app) as c:
+        r = c.get("/readyz")
+        assert r.status_code == 503
+        assert r.headers["content-type"] == "application/problem+json"
