@@ -1,0 +1,42 @@
+"""Model architecture routes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+
+from service.api.deps import ReadAuth
+from service.schemas.common import Problem
+from service.schemas.models import ModelDetail, ModelList
+from service.usecases import models as uc
+
+router = APIRouter(prefix="/v1", tags=["models"])
+
+
+@router.get("/models", response_model=ModelList, operation_id="listModels", summary="Model presets")
+def list_models(_auth: ReadAuth) -> ModelList:
+    return uc.list_all()
+
+
+@router.get(
+    "/models/{model_id:path}",
+    response_model=ModelDetail,
+    operation_id="getModel",
+    summary="A preset by id, alias or Hugging Face id, with its exact parameter breakdown",
+    responses={404: {"model": Problem, "description": "unknown model; `close_matches` lists near names"}},
+)
+def get_model(model_id: str, _auth: ReadAuth) -> ModelDetail:
+    return uc.detail(uc.lookup(model_id))
+
+
+@router.post(
+    "/models/parse",
+    response_model=ModelDetail,
+    operation_id="parseModel",
+    summary="Parse a Hugging Face config.json body (as-is) into the estimator's architecture",
+    responses={422: {"model": Problem, "description": "unsupported architecture (e.g. MLA) or unusable config"}},
+)
+def parse_model(_auth: ReadAuth, body: Annotated[dict[str, Any], Body(description="config.json")]) -> ModelDetail:
+    spec, shape = uc.resolve_model_input(None, body, None, loc=("body",))
+    return uc.detail(spec, shape)
