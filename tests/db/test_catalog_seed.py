@@ -88,18 +88,18 @@ def test_admin_delete_survives_upsert(fresh: Engine) -> None:
             catalog.get_gpu(uow, cache, "T4")
 
 
+def _boot(e: Engine, url: str, errors: list[BaseException]) -> None:
+    try:
+        bootstrap(e, Settings(database_url=url, seed_measurements_dir=None))
+    except BaseException as exc:  # collected and asserted by the caller
+        errors.append(exc)
+
+
 def test_concurrent_bootstrap_does_not_race(tmp_path: Path) -> None:
     for url in fresh_database_url(tmp_path, "race"):
         errors: list[BaseException] = []
         engines = [make_engine(url) for _ in range(3)]
-
-        def boot(e: Engine) -> None:
-            try:
-                bootstrap(e, Settings(database_url=url, seed_measurements_dir=None))
-            except BaseException as exc:  # collected and asserted below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=boot, args=(e,)) for e in engines]
+        threads = [threading.Thread(target=_boot, args=(e, url, errors)) for e in engines]
         for t in threads:
             t.start()
         for t in threads:
