@@ -1,0 +1,62 @@
+"""``bert-large-train``: BERT-Large masked-LM training step, fused AdamW, synthetic tokens.
+
+Built from ``BertConfig`` (24 layers, hidden 1024, 16 heads, FFN 4096, vocabulary 30522,
+512 positions; SDPA attention) -- no download. 15% of positions carry labels (the rest -100).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.agent.suite.common import (
+    Context,
+    autocast,
+    fused_adamw,
+    grad_scaler,
+    measure,
+    param_dtype,
+    result,
+    set_precision_flags,
+    tokens,
+)
+
+
+def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    precision = params["precision"]
+    bs = int(params["batch_size"])
+    seq = int(params["seq_len"])
+    set_precision_flags(ctx, precision)
+    pdtype = param_dtype(precision)
+    if ctx.smoke:
+        cfg = BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=128, max_position_embeddings=max(512, seq), attn_implementation="sdpa")
+    else:
+        cfg = BertConfig(vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                         intermediate_size=4096, max_position_embeddings=max(512, seq), attn_implementation="sdpa")
+    with torch.device(ctx.device):
+        model = BertForMaskedLM(cfg).to(dtype=pdtype)
+    model.train()
+    ids = tokens(ctx, cfg.vocab_size, bs, seq)
+    labels = ids.clone()
+    labels[torch.rand(bs, seq, device=ctx.device) >= 0.15] = -100
+    opt = fused_adamw(ctx, model.parameters())
+    scaler = grad_scaler(ctx, precision)
+    ac = autocast(ctx, precision)
+
+    def step() -> None:
+        with ac:
+            loss = model(input_ids=ids, labels=labels).loss
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    m = measure(ctx, step)
+    return result(m, metrics={"throughput": bs / m.median_s})
