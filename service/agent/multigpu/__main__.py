@@ -1,0 +1,3 @@
+from service.agent.multigpu.cli import main
+
+raise SystemExit(main())
