@@ -1,0 +1,1071 @@
+"""Training and inference memory per GPU, as a breakdown in bytes with a band.
+
+Reference training loop (DESIGN "Estimation"): PyTorch eager, a Hugging Face transformers
+model (``LlamaForCausalLM`` and relatives, built from config), ``torch.optim.AdamW(fused=True)``,
+``torch.autocast`` around the forward pass (model call *and* loss) for ``amp_*`` precisions,
+``loss = model(input_ids, labels=input_ids).loss`` (the output object, and with it the logits,
+is not kept alive through backward), ``loss.backward()``, ``optimizer.step()``,
+``optimizer.zero_grad(set_to_none=True)``.
+
+Transformers version modelled: **5.x** (:data:`TRANSFORMERS_VERSION_MODELLED`; the H200
+ground-truth machine runs 5.17). Since 4.46 the logits are upcast to fp32 inside
+``ForCausalLMLoss`` (``logits.float()``) and the labels, not the logits, are shifted, so the
+loss costs one fp32 copy of the logits plus the saved ``log_softmax`` output; before 4.46 the
+model upcast the logits itself and built a second, shifted fp32 copy. RoPE ``cos``/``sin`` are
+produced in the dtype of the embeddings (fp32 under autocast), so under autocast ``q``/``k``
+after rotation are fp32 and SDPA's autocast cast makes the bf16 copies it saves.
+
+What ``torch.cuda.max_memory_allocated`` sees at the peak of a steady-state step is the
+largest of a few phase sums (see :func:`estimate_training`):
+
+* forward, at the loss: weights + optimizer state (+ gradients when accumulating) + the
+  autocast weight-copy cache + every layer's saved activations + the loss buffers
+  (bf16/fp16 logits, their fp32 copy and the saved ``log_softmax``: ``10*N*V`` bytes; fp32:
+  ``8*N*V``; ``N`` tokens, ``V`` vocabulary);
+* backward, at the loss: the saved ``log_softmax``, the ``nll_loss`` gradient and the
+  ``log_softmax`` gradient, ``12*N*V`` bytes, with the cache and activations still held;
+* backward through the layers: activations and cached weight copies are released layer by
+  layer while gradients appear, so the extremes are the top and bottom layer, each with the
+  transient buffers of one layer's backward;
+* optimizer step: weights + gradients + optimizer state (+ ``foreach`` temporaries when the
+  optimizer is not fused).
+
+Per-layer saved activations are enumerated tensor by tensor for the Llama layer in
+:func:`_decoder_layer_saved` (documented there). Device memory needed = peak allocated plus
+allocator fragmentation (:data:`ALLOCATOR_SLACK`), the CUDA context
+(:data:`CUDA_CONTEXT_BYTES`) and, on several GPUs, NCCL's buffers (:data:`NCCL_BUFFER_BYTES`),
+which live outside PyTorch's caching allocator.
+
+Declared variants (not the reference loop): ``ddp`` (default ``gradient_as_bucket_view=False``:
+gradient buckets double gradient memory), ``fsdp`` (FULL_SHARD with
+``MixedPrecision(param_dtype=bf16)`` and fp32 sharded parameters; no autocast cache),
+``zero1``/``zero2``/``zero3`` (DeepSpeed bf16 with fp32 master weights in the optimizer:
+2 + 2 + 12 bytes per parameter before sharding), tensor parallelism Megatron-style without
+sequence parallelism (linear layers, heads, FFN and vocabulary split; norms and the residual
+stream replicated).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from service.core.models import CnnSpec, DecoderSpec, EncoderSpec, ModelSpec
+
+__all__ = [
+    "ALLOCATOR_SLACK",
+    "CUDA_CONTEXT_BYTES",
+    "NCCL_BUFFER_BYTES",
+    "TRANSFORMERS_VERSION_MODELLED",
+    "Band",
+    "InferenceConfig",
+    "InvalidConfiguration",
+    "MemoryEstimate",
+    "TrainConfig",
+    "estimate_inference",
+    "estimate_training",
+    "fewest_gpus",
+    "largest_context",
+    "largest_micro_batch",
+    "most_concurrent_sequences",
+    "train_config_from_parameters",
+]
+
+MiB = 2**20
+GiB = 2**30
+
+TRANSFORMERS_VERSION_MODELLED = "5.x (checked against 5.17)"
+"""The Hugging Face transformers release whose training-step memory layout is modelled."""
+
+CUDA_CONTEXT_BYTES = 500 * MiB
+"""Device memory a PyTorch process holds outside its caching allocator: the CUDA context,
+kernel images loaded lazily (CUDA_MODULE_LOADING=LAZY, default since CUDA 11.7), cuBLAS and
+cuDNN handles. About 500 MiB on H100/H200-class GPUs with CUDA 12/13 and PyTorch 2.x (NVML
+"used" minus ``torch.cuda.memory_reserved`` after the first step); :data:`CUDA_CONTEXT_BAND`
+brackets it."""
+
+CUDA_CONTEXT_BAND = (400 * MiB, 750 * MiB)
+"""Low/high bound for :data:`CUDA_CONTEXT_BYTES` (older GPUs, eager module loading, cuDNN
+benchmark workspaces push it up)."""
+
+ALLOCATOR_SLACK = 0.03
+"""Fraction of the peak allocated bytes the caching allocator must hold beyond them when it is
+close to full: live 2 MiB-rounded segments that cannot be split for the next request. On an
+allocation failure PyTorch frees every cached, unused segment and retries, so cached-but-free
+memory does not cause an OOM; only this fragmentation of live segments does."""
+
+ALLOCATOR_SLACK_BAND = (0.005, 0.06)
+
+NCCL_BUFFER_BYTES = 1 * GiB
+"""NCCL communicator buffers per GPU (channels x peers x NCCL_BUFFSIZE of 4 MiB, plus
+proxy and work FIFOs), outside PyTorch's allocator; 0.5-2 GiB for 2-8 NVLink peers in
+practice (``NCCL_BUFFER_BAND``). Zero on one GPU."""
+
+NCCL_BUFFER_BAND = (512 * MiB, 2 * GiB)
+
+DDP_BUCKET_FRACTION = 1.0
+"""``DistributedDataParallel`` with the default ``gradient_as_bucket_view=False`` keeps flat
+gradient buckets covering every parameter in addition to ``.grad``: one extra gradient set."""
+
+ZERO_BUCKET_ELEMENTS = 500_000_000
+"""DeepSpeed's default ``reduce_bucket_size`` / ``allgather_bucket_size`` (5e8 elements)."""
+
+ZERO3_MAX_LIVE_PARAMETERS = 1_000_000_000
+"""DeepSpeed ZeRO-3 default ``stage3_max_live_parameters`` (gathered parameters kept live)."""
+
+NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
+"""bitsandbytes NF4 with double quantization: 4 bits per weight, an 8-bit absmax per block of
+64 and an fp32 scale per 256 absmax blocks (Dettmers et al. 2023, QLoRA, section 2)."""
+
+INT8_BYTES_PER_PARAM = 1.0 + 4 / 4096
+"""bitsandbytes LLM.int8(): one byte per weight plus an fp32 row scale (rows of ~4096)."""
+
+INT4_GROUP_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / 128
+"""AWQ/GPTQ 4-bit weights with an fp16 scale and a 4-bit zero point per group of 128."""
+
+Precision = Literal["fp32", "tf32", "amp_bf16", "amp_fp16", "bf16", "fp16"]
+TRAIN_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp_bf16", "amp_fp16", "bf16", "fp16")
+OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "adafactor", "adamw_8bit")
+SHARDINGS: tuple[str, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
+ATTENTIONS: tuple[str, ...] = ("sdpa", "eager", "flash_attention_2")
+FINETUNES: tuple[str, ...] = ("full", "lora", "qlora")
+DEFAULT_LORA_TARGETS: tuple[str, ...] = ("k_proj", "o_proj", "q_proj", "v_proj")
+
+
+class InvalidConfiguration(ValueError):
+    """A configuration the estimator refuses (an invalid combination, not a miss):
+    ``field`` names the offending input."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """A central estimate with the low/high ends of its stated (80 %) band."""
+
+    low: float
+    mid: float
+    high: float
+
+    def scaled(self, k: float) -> Band:
+        return Band(self.low * k, self.mid * k, self.high * k)
+
+    def contains(self, x: float) -> bool:
+        return self.low <= x <= self.high
+
+
+@dataclass(frozen=True, slots=True)
+class _Mode:
+    """Bytes per element by role for a precision mode."""
+
+    param: int  # stored parameters
+    grad: int  # gradients
+    state: int  # one AdamW/SGD state tensor element
+    compute: int  # matmul inputs/outputs (autocast dtype or parameter dtype)
+    residual: int  # the residual stream between layers
+    autocast: bool
+
+
+_MODES: dict[str, _Mode] = {
+    "fp32": _Mode(4, 4, 4, 4, 4, False),
+    "tf32": _Mode(4, 4, 4, 4, 4, False),
+    "amp_bf16": _Mode(4, 4, 4, 2, 4, True),
+    "amp_fp16": _Mode(4, 4, 4, 2, 4, True),
+    "bf16": _Mode(2, 2, 2, 2, 2, False),
+    "fp16": _Mode(2, 2, 2, 2, 2, False),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    """One training configuration, per GPU where it matters.
+
+    ``batch_size`` is the per-GPU micro-batch (sequences, or images for a CNN);
+    ``global_batch`` the sequences per optimizer step over all data-parallel ranks (0 means
+    ``batch_size * data_parallel``; a larger value is reached by gradient accumulation).
+    ``gpu_count = tensor_parallel * data_parallel``.
+    """
+
+    model: ModelSpec
+    precision: str = "amp_bf16"
+    batch_size: int = 1
+    seq_len: int = 2048
+    gradient_checkpointing: bool = False
+    finetune: str = "full"
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = DEFAULT_LORA_TARGETS
+    attention: str = "sdpa"
+    optimizer: str = "adamw"
+    sharding: str = "none"
+    gpu_count: int = 1
+    tensor_parallel: int = 1
+    global_batch: int = 0
+    fused_optimizer: bool = True
+    hold_outputs: bool = False
+    """The loop keeps the model's output object (and its logits) alive through backward."""
+
+    def __post_init__(self) -> None:
+        if self.precision not in _MODES:
+            raise InvalidConfiguration(
+                "precision", f"training precision must be one of {', '.join(TRAIN_PRECISIONS)} "
+                             f"(fp8/int8/int4 training is not the reference loop; use finetune=qlora "
+                             f"for a 4-bit base); got {self.precision!r}")
+        if self.batch_size < 1:
+            raise InvalidConfiguration("batch_size", "batch_size must be >= 1")
+        if self.seq_len < 1:
+            raise InvalidConfiguration("seq_len", "seq_len must be >= 1")
+        for name, allowed in (("finetune", FINETUNES), ("attention", ATTENTIONS),
+                              ("optimizer", OPTIMIZERS), ("sharding", SHARDINGS)):
+            if getattr(self, name) not in allowed:
+                raise InvalidConfiguration(name, f"{name} must be one of {', '.join(allowed)}")
+        if self.gpu_count < 1 or self.tensor_parallel < 1:
+            raise InvalidConfiguration("gpu_count", "gpu_count and tensor_parallel must be >= 1")
+        if self.gpu_count % self.tensor_parallel:
+            raise InvalidConfiguration("tensor_parallel", "gpu_count must be a multiple of tensor_parallel")
+        if self.sharding != "none" and self.data_parallel == 1 and self.sharding != "ddp":
+            pass  # sharding over one rank is legal (it degenerates to no sharding)
+        m = self.model
+        if self.tensor_parallel > 1:
+            if not isinstance(m, DecoderSpec):
+                raise InvalidConfiguration("tensor_parallel", "tensor parallelism is modelled for decoders only")
+            if m.num_kv_heads % self.tensor_parallel or m.intermediate_size % self.tensor_parallel:
+                raise InvalidConfiguration(
+                    "tensor_parallel", f"tensor_parallel={self.tensor_parallel} must divide the KV heads "
+                                       f"({m.num_kv_heads}) and the FFN size ({m.intermediate_size})")
+        if self.finetune != "full":
+            if not isinstance(m, DecoderSpec):
+                raise InvalidConfiguration("finetune", "LoRA/QLoRA are modelled for decoder-only models")
+            if self.lora_rank < 1:
+                raise InvalidConfiguration("lora_rank", "lora_rank must be >= 1 with LoRA/QLoRA")
+            known = set(m.linear_shapes()) - {"router"}
+            bad = [t for t in self.lora_targets if t not in known]
+            if bad or not self.lora_targets:
+                raise InvalidConfiguration(
+                    "lora_targets", f"unknown LoRA target(s) {bad}; known: {', '.join(sorted(known))}")
+            if self.sharding in ("zero3", "fsdp") and self.finetune == "qlora":
+                raise InvalidConfiguration("sharding", "QLoRA with FSDP/ZeRO-3 is not modelled")
+        if self.finetune == "qlora" and self.precision in ("fp32", "tf32"):
+            raise InvalidConfiguration("precision", "QLoRA computes in 16-bit: use amp_bf16, bf16 or fp16")
+        if isinstance(m, DecoderSpec) and self.seq_len > 1_048_576:
+            raise InvalidConfiguration("seq_len", "seq_len above 1,048,576 tokens")
+        if self.global_batch and self.global_batch % (self.batch_size * self.data_parallel):
+            raise InvalidConfiguration(
+                "global_batch", f"global_batch {self.global_batch} is not a multiple of batch_size x "
+                                f"data-parallel ranks ({self.batch_size * self.data_parallel})")
+
+    @property
+    def data_parallel(self) -> int:
+        return self.gpu_count // self.tensor_parallel
+
+    @property
+    def effective_global_batch(self) -> int:
+        return self.global_batch or self.batch_size * self.data_parallel
+
+    @property
+    def accumulation_steps(self) -> int:
+        """Micro-steps per optimizer step (gradient accumulation)."""
+        return max(1, self.effective_global_batch // (self.batch_size * self.data_parallel))
+
+
+def train_config_from_parameters(params: Mapping[str, Any], model: ModelSpec | None = None) -> TrainConfig:
+    """Build a :class:`TrainConfig` from canonical ``llm-train`` / ``bert-large-train`` /
+    ``resnet50-train`` benchmark parameters (``service.core.vocabulary``)."""
+    from service.core.models import get_model
+
+    spec = model if model is not None else get_model(str(params["model"]))
+    targets = tuple(t for t in str(params.get("lora_targets") or "").split(",") if t)
+    return TrainConfig(
+        model=spec,
+        precision=str(params.get("precision", "amp_bf16")),
+        batch_size=int(params.get("batch_size", 1)),
+        seq_len=int(params.get("seq_len", 512 if isinstance(spec, EncoderSpec) else 2048)),
+        gradient_checkpointing=bool(params.get("gradient_checkpointing", False)),
+        finetune=str(params.get("finetune", "full")),
+        lora_rank=int(params.get("lora_rank") or 16),
+        lora_targets=targets or DEFAULT_LORA_TARGETS,
+        attention=str(params.get("attention", "sdpa")),
+        optimizer=str(params.get("optimizer", "adamw" if not isinstance(spec, CnnSpec) else "sgd")),
+        sharding=str(params.get("sharding", "none")),
+        gpu_count=int(params.get("gpu_count", 1)),
+        global_batch=int(params.get("global_batch", 0)),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Result
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEstimate:
+    """Per-GPU memory. ``components`` are the terms summed at the peak phase (bytes);
+    ``persistent`` the terms alive for the whole step."""
+
+    components: dict[str, int]
+    persistent: dict[str, int]
+    peak_phase: str
+    peak_allocated_bytes: int
+    peak_allocated_band: Band
+    reserved_bytes: int
+    cuda_context_bytes: int
+    nccl_bytes: int
+    device_memory_needed_bytes: int
+    device_memory_band: Band
+    assumptions: tuple[str, ...] = ()
+    phases: dict[str, int] = field(default_factory=dict)
+
+    def fits(self, usable_memory_bytes: int) -> bool:
+        """Fit is decided at the upper end of the band (DESIGN "Estimation")."""
+        return self.device_memory_band.high <= usable_memory_bytes
+
+    def headroom_bytes(self, usable_memory_bytes: int) -> int:
+        """Usable memory left at the upper end of the band (negative: short by that much)."""
+        return int(usable_memory_bytes - self.device_memory_band.high)
+
+
+# --------------------------------------------------------------------------------------------
+# Decoder training
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    """One decoder layer's memory terms in bytes for the local micro-batch."""
+
+    saved: float  # activations autograd keeps from forward to backward
+    weight_copies: float  # autocast bf16/fp16 weight copies saved for backward
+    forward_transient: float  # largest extra buffer alive during this layer's forward
+    backward_transient: float  # largest extra buffer alive during this layer's backward
+    checkpoint: float  # what a checkpointed layer keeps (its input)
+
+
+def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -> _Layer:
+    """Saved activations of one Llama decoder layer (``T = b*s`` tokens, per tensor-parallel
+    shard: ``q = heads*head_dim/tp``, ``kv = kv_heads*head_dim/tp``, ``f = ffn/tp``).
+
+    autocast (amp_*), full fine-tuning, SDPA (flash/cuDNN/efficient: no ``s^2`` term):
+
+    * input RMSNorm: the fp32 layer input ``x`` (``pow`` and ``mul`` save it) and the
+      normalised ``y`` (saved by ``weight * y``): ``4Th + 4Th``;
+    * q/k/v projections: autocast casts the fp32 norm output to bf16 once per call (only
+      parameters are cached), each linear saves its copy: ``3 * 2Th``;
+    * SDPA saves bf16 ``q`` (``2Tq``), ``k`` and ``v`` (``2Tkv`` each), the output (``2Tq``,
+      shared with ``o_proj``'s input) and an fp32 log-sum-exp per head and token (``4Ta``);
+    * post-attention RMSNorm: ``4Th + 4Th``; gate/up inputs: ``2 * 2Th``;
+    * SwiGLU MLP: gate output (SiLU input), SiLU output, up output, their product (down
+      input): ``4 * 2Tf``.
+
+    fp32/tf32: one norm output tensor shared by q/k/v (``4Th``) and by gate/up, every other
+    tensor at 4 bytes. Pure bf16/fp16: the norm saves its fp32 upcast input (``4Th``) and the
+    bf16 normalised value (``2Th``); everything else at 2 bytes.
+
+    Eager attention replaces the SDPA terms with: ``q``, repeated ``k`` and ``v`` (``repeat_kv``
+    materialises ``q``-sized copies under GQA), the fp32 softmax output (``4*b*a*s^2``), its
+    compute-dtype copy for the ``attn @ v`` matmul (autocast or ``.to(query.dtype)``), and the
+    contiguous output. Dropout is absent (``attention_dropout = 0`` returns its input). In
+    fp32/tf32 with grouped-query attention SDPA has no fused kernel (flash needs 16-bit,
+    memory-efficient attention does not take ``enable_gqa``) and runs the math kernel, whose
+    memory equals eager attention's -- measured on the H200 with torch 2.11.
+
+    LoRA/QLoRA (frozen base, adapters on ``lora_targets``): a frozen linear keeps no input, a
+    frozen norm weight keeps only the norm input. Each adapter's ``lora_A`` keeps its own input:
+    PEFT holds adapters in fp32 and casts the input to fp32 (``4T*in`` under pure bf16); under
+    autocast that fp32 input is cast back to a fresh bf16 copy (``2T*in``); in fp32 the input
+    tensor itself is shared. bitsandbytes 4-bit linears (QLoRA) keep their input in the compute
+    dtype whenever a gradient flows (``MatMul4Bit`` saves ``A``).
+    """
+    mode = _MODES[c.precision]
+    tp = c.tensor_parallel
+    b, s = c.batch_size, c.seq_len
+    T = float(b * s)
+    h = float(m.hidden_size)
+    q = float(m.q_dim // tp)
+    kv = float(m.kv_dim // tp)
+    f = float(m.intermediate_size // tp)
+    a = float(m.num_heads // tp)
+    act_experts = float(m.experts_per_token)
+    cb, rb = mode.compute, mode.residual
+    full = c.finetune == "full"
+    lora = set(c.lora_targets) if not full else set()
+    qlora = c.finetune == "qlora"
+    grads_flow = not (layer0 and not full)  # frozen embeddings: layer 0's input needs no grad
+
+    # norm terms: (saved layer input, saved normalised value, the norm output tensor)
+    if mode.autocast:
+        norm_x, norm_y, norm_out = 4.0 * T * h, 4.0 * T * h, 0.0
+    elif rb == 4:
+        norm_x, norm_y, norm_out = 4.0 * T * h, 4.0 * T * h, 4.0 * T * h
+    else:
+        norm_x, norm_y, norm_out = 4.0 * T * h, 2.0 * T * h, 2.0 * T * h
+    lora_out_bytes = (cb if mode.autocast else 4.0) * T * c.lora_rank
+
+    def adapter_input(width: float, shared_available: bool) -> float:
+        """Bytes ``lora_A`` keeps for an input of ``width`` features."""
+        if mode.autocast:
+            return cb * T * width
+        if cb == 2:
+            return 4.0 * T * width
+        return 0.0 if shared_available else 4.0 * T * width
+
+    def group_inputs(names: tuple[str, ...], width: float, tensor: float) -> float:
+        """Inputs kept by a group of linears fed by one norm output (q/k/v or gate/up)."""
+        if full:
+            return len(names) * cb * T * width if mode.autocast else tensor
+        out = 0.0
+        shared_kept = False
+        if qlora and grads_flow:  # bnb casts to the compute dtype per module
+            if mode.autocast:
+                out += len(names) * cb * T * width
+            else:
+                out += tensor
+                shared_kept = True
+        for n in names:
+            if n in lora:
+                if not mode.autocast and cb == 4 and not shared_kept:
+                    out += tensor
+                    shared_kept = True
+                else:
+                    out += adapter_input(width, shared_kept)
+                out += lora_out_bytes
+        return out
+
+    saved = 0.0
+    if grads_flow:
+        saved += norm_x + (norm_y if full else 0.0)
+    saved += group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out)
+    # --- attention core
+    groups = float(m.num_heads // m.num_kv_heads)
+    lse = 4.0 * T * a
+    math_kernel = c.attention == "eager" or (cb == 4 and groups > 1)
+    if math_kernel:
+        s2 = float(b) * a * float(s) * float(s)
+        kv_rep = q if groups > 1 else kv
+        core = cb * T * q + 2 * cb * T * kv_rep + 4.0 * s2 + (cb * s2 if cb != 4 else 0.0) + cb * T * q
+        fwd_core_transient = (2 * cb + 4.0 + 4.0) * s2 + 4.0 * b * float(s) * float(s)
+        bwd_core_transient = (cb + 4.0 + 4.0) * s2
+    else:
+        core = 2 * cb * T * q + 2 * cb * T * kv + lse
+        fwd_core_transient = 4.0 * T * (q + kv) if mode.autocast else 0.0
+        # flash backward: dq, dk, dv (k/v expanded to q heads under GQA) + fp32 dq accumulator
+        bwd_core_transient = cb * T * q * 3 + 4.0 * T * q
+    saved += core
+    if "o_proj" in lora:  # attention output is saved by SDPA already (shared in fp32)
+        saved += adapter_input(q, True) + lora_out_bytes
+    # --- post-attention RMSNorm
+    saved += norm_x + (norm_y if full else 0.0)
+    # --- MLP
+    saved += group_inputs(("gate_proj", "up_proj"), h, norm_out)
+    mlp = cb * T * f * 3.0  # gate out (SiLU input), SiLU out, up out
+    if full or (qlora and grads_flow):
+        mlp += cb * T * f  # product = down input
+    if "down_proj" in lora:
+        mlp += (adapter_input(f, full or qlora) if not (cb == 4 and not mode.autocast) else
+                (0.0 if (full or qlora) else cb * T * f)) + lora_out_bytes
+    if m.is_moe:
+        # each token's hidden state goes through experts_per_token experts; router logits fp32
+        mlp = mlp * act_experts + 4.0 * T * m.num_experts + cb * T * h * act_experts
+    saved += mlp
+
+    # --- autocast weight copies saved for backward (bf16 copy of every matmul weight)
+    weight_copies = 0.0
+    if mode.autocast and not qlora:
+        per_layer_matmul = float(m.params_per_layer - m.norm_params_per_layer) / tp
+        if m.is_moe:
+            # only experts that received tokens are cast; with many tokens that is all of them
+            per_layer_matmul = float(m.attention_params_per_layer + m.mlp_params_per_layer) / tp
+        weight_copies = cb * per_layer_matmul
+        if layer0 and not full:  # q/k/v base see an input without grad: nothing saved
+            weight_copies -= cb * float(m.hidden_size * (m.q_dim + 2 * m.kv_dim)) / tp
+
+    mlp_fwd = cb * T * f * (2.0 if not m.is_moe else 2.0 * act_experts)
+    forward_transient = max(fwd_core_transient, mlp_fwd)
+    w_mlp = float(m.hidden_size * m.intermediate_size) / tp
+    wgrad = (cb + mode.grad) * w_mlp if full else 0.0
+    mlp_bwd = 3.0 * cb * T * f + wgrad
+    if qlora:
+        mlp_bwd += 2.0 * w_mlp  # dequantised weight for the input gradient
+    backward_transient = max(bwd_core_transient, mlp_bwd) + 2.0 * cb * T * h
+    return _Layer(
+        saved=saved,
+        weight_copies=weight_copies,
+        forward_transient=forward_transient,
+        backward_transient=backward_transient,
+        checkpoint=rb * T * h,
+    )
+
+
+def _lora_params(m: DecoderSpec, c: TrainConfig) -> int:
+    """Adapter parameters: ``r * (in + out)`` per target module per layer (experts each)."""
+    shapes = m.linear_shapes()
+    per_layer = sum(c.lora_rank * (shapes[t][0] + shapes[t][1]) * shapes[t][2] for t in c.lora_targets)
+    return per_layer * m.num_layers
+
+
+def _optimizer_bytes(c: TrainConfig, trainable: int, state_bytes: int, largest: int,
+                     shapes: list[tuple[int, int]] | None = None) -> tuple[float, float]:
+    """(persistent state bytes, transient bytes during ``step()``) before sharding.
+
+    AdamW: two states (``exp_avg``, ``exp_avg_sq``) in the parameter dtype; fused: no
+    temporaries, ``foreach``: one state-sized temporary (``_foreach_sqrt``). SGD with momentum:
+    one buffer. Adafactor (transformers, ``beta1=None``): factored second moment, row + column
+    vectors in fp32 for matrices, a full fp32 vector otherwise; the update needs one fp32
+    temporary the size of the largest parameter. 8-bit AdamW (bitsandbytes): two uint8 states
+    plus an fp32 absmax per block of 256 (tensors under 4096 elements stay 32-bit).
+    """
+    if c.optimizer == "adamw":
+        state = 2.0 * trainable * state_bytes
+        temp = 0.0 if c.fused_optimizer else trainable * state_bytes
+    elif c.optimizer == "sgd":
+        state = 1.0 * trainable * state_bytes
+        temp = 0.0
+    elif c.optimizer == "adamw_8bit":
+        state = 2.0 * trainable * (1.0 + 4.0 / 256)
+        temp = 0.0
+    else:  # adafactor
+        if shapes:
+            state = 4.0 * sum(float(r + k) for r, k in shapes)
+            state += 4.0 * max(0, trainable - sum(r * k for r, k in shapes))
+        else:
+            state = 4.0 * 2.0 * math.sqrt(float(trainable)) * 64
+        temp = 4.0 * 2.0 * largest
+    return state, temp
+
+
+def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
+    mode = _MODES[c.precision]
+    tp, dp = c.tensor_parallel, c.data_parallel
+    notes: list[str] = [f"transformers {TRANSFORMERS_VERSION_MODELLED}, PyTorch eager"]
+    P = float(m.total_params) / tp
+    V = float(m.vocab_size) / tp
+    h = float(m.hidden_size)
+    T = float(c.batch_size * c.seq_len)
+    L = m.num_layers
+    cb = mode.compute
+    full = c.finetune == "full"
+
+    # ---------------- parameters, gradients, optimizer state
+    emb = float(m.embedding_params) / tp
+    lm_head_w = V * h  # multiplied whether tied or not
+    largest = max(m.vocab_size * m.hidden_size // tp, m.hidden_size * m.intermediate_size // tp)
+    shapes2d: list[tuple[int, int]] = []
+    for name, (i, o, k) in m.linear_shapes().items():
+        del name
+        shapes2d.extend([(i, o)] * (k * L))
+    shapes2d.append((m.vocab_size, m.hidden_size))
+    if not m.tie_word_embeddings:
+        shapes2d.append((m.vocab_size, m.hidden_size))
+
+    if full:
+        if c.sharding in ("zero1", "zero2", "zero3"):
+            # DeepSpeed bf16: 16-bit params and grads, fp32 master + 2 states in the optimizer
+            w = 2.0 * P
+            g = 2.0 * P
+            opt_state = 12.0 * P if c.optimizer == "adamw" else 8.0 * P
+            opt_temp = 0.0
+            notes.append("DeepSpeed ZeRO variant: bf16 parameters/gradients, fp32 master weights "
+                         "and AdamW states in the optimizer")
+        else:
+            w = mode.param * P
+            g = mode.grad * P
+            opt_state, opt_temp = _optimizer_bytes(c, int(P), mode.state, largest, shapes2d)
+        lora_w = 0.0
+    else:
+        adapters = float(_lora_params(m, c)) / tp
+        if c.finetune == "qlora":
+            linear = float(m.num_layers * (m.params_per_layer - m.norm_params_per_layer)) / tp
+            other = P - linear
+            w = linear * NF4_BYTES_PER_PARAM + other * mode.param
+            notes.append("QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and "
+                         "lm_head unquantised")
+        else:
+            w = mode.param * P
+        lora_w = 4.0 * adapters  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
+        g = 4.0 * adapters
+        opt_state, opt_temp = _optimizer_bytes(c, int(adapters), 4, int(adapters / max(L, 1)))
+        notes.append(f"LoRA rank {c.lora_rank} on {','.join(sorted(c.lora_targets))}: "
+                     f"{adapters:,.0f} trainable parameters (fp32 adapters)")
+
+    # sharding of persistent state over data-parallel ranks
+    gather_buffer = 0.0
+    ddp_buckets = 0.0
+    if dp > 1 or c.sharding not in ("none", "ddp"):
+        if c.sharding == "ddp" or (c.sharding == "none" and dp > 1):
+            ddp_buckets = DDP_BUCKET_FRACTION * g
+        elif c.sharding == "zero1":
+            opt_state /= dp
+            gather_buffer = min(float(ZERO_BUCKET_ELEMENTS), P) * 2.0
+        elif c.sharding == "zero2":
+            opt_state /= dp
+            g /= dp
+            gather_buffer = min(float(ZERO_BUCKET_ELEMENTS), P) * 2.0 * 2
+        elif c.sharding == "zero3":
+            opt_state /= dp
+            g /= dp
+            w /= dp
+            gather_buffer = min(float(ZERO3_MAX_LIVE_PARAMETERS), P) * 2.0
+        elif c.sharding == "fsdp":
+            # FULL_SHARD, MixedPrecision(param_dtype=bf16): fp32 shards; two unsharded layers
+            w /= dp
+            g /= dp
+            opt_state /= dp
+            gather_buffer = 2.0 * 2.0 * float(m.params_per_layer) / tp * 2
+            notes.append("FSDP variant: FULL_SHARD, MixedPrecision(bf16), fp32 sharded parameters")
+    lora_w_total = lora_w
+    persistent = {
+        "parameters": int(w),
+        "lora_adapters": int(lora_w_total),
+        "optimizer_states": int(opt_state),
+    }
+
+    # ---------------- activations
+    top = _decoder_layer_saved(m, c)
+    bottom = _decoder_layer_saved(m, c, layer0=True) if not full else top
+    fsdp_like = c.sharding in ("fsdp", "zero3")
+    no_cache = fsdp_like or not mode.autocast
+    copies_all = 0.0 if no_cache else top.weight_copies * (L - 1) + bottom.weight_copies
+    acts_all = top.saved * (L - 1) + bottom.saved
+
+    # final norm + lm_head input + loss
+    if mode.autocast:
+        head_saved = (4.0 * T * h + (4.0 * T * h if full else 0.0)) + (cb * T * h if full else 0.0)
+        head_copy = 0.0 if no_cache else cb * lm_head_w
+    elif mode.residual == 4:
+        head_saved = 4.0 * T * h * (3.0 if full else 1.0)
+        head_copy = 0.0
+    else:
+        head_saved = 4.0 * T * h + (2.0 * T * h + 2.0 * T * h if full else 0.0)
+        head_copy = 0.0
+    NV = T * V
+    logits_bytes = cb * NV
+    loss_fwd = (logits_bytes + 8.0 * NV) if cb != 4 else 8.0 * NV
+    loss_bwd = 12.0 * NV + (logits_bytes if c.hold_outputs else 0.0)
+    lm_head_grad = (mode.grad * lm_head_w if full and not m.tie_word_embeddings else 0.0) / (
+        dp if c.sharding in ("zero2", "zero3", "fsdp") else 1)
+    after_loss = cb * NV + cb * T * h + (cb * lm_head_w + lm_head_grad if full else 0.0)
+    misc = 16.0 * T + 32 * MiB  # int64 input ids + labels; cuBLAS workspace
+    notes.append(f"loss buffers {loss_bwd / GiB:.2f} GiB at the start of backward (fp32 logits "
+                 "upcast inside ForCausalLMLoss)")
+
+    g_full = g
+    g_emb = (mode.grad * emb if full else 0.0) / (dp if c.sharding in ("zero2", "zero3", "fsdp") else 1)
+    accum = c.accumulation_steps
+    g_fwd = g_full if accum > 1 else 0.0
+    base = w + lora_w + opt_state + misc + gather_buffer + ddp_buckets
+
+    phases: dict[str, float] = {}
+    if c.gradient_checkpointing:
+        ckpts = top.checkpoint * L
+        # forward: autocast cache holds every cast weight until autocast exits
+        phases["forward-loss"] = base + g_fwd + copies_all + head_copy + ckpts + head_saved + loss_fwd
+        phases["backward-loss"] = base + g_fwd + ckpts + head_saved + loss_bwd
+        layer_work = top.saved + top.weight_copies * (0 if no_cache else 1) + top.backward_transient
+        phases["backward-top-layer"] = base + max(g_fwd, lm_head_grad) + ckpts + layer_work + after_loss * 0
+        phases["backward-bottom-layer"] = base + (g_full - g_emb) + top.checkpoint + layer_work
+        notes.append("gradient checkpointing: one saved input per layer, one layer recomputed at a time")
+    else:
+        phases["forward-loss"] = base + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd
+        phases["backward-loss"] = base + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd
+        phases["backward-top-layer"] = (base + max(g_fwd, lm_head_grad) + copies_all + acts_all
+                                        + top.backward_transient + cb * T * h)
+        phases["backward-bottom-layer"] = (base + (g_full - g_emb) + bottom.saved + bottom.weight_copies
+                                           + bottom.backward_transient)
+    # forward transient of one layer with everything below it saved
+    if not c.gradient_checkpointing:
+        phases["forward-layer"] = base + g_fwd + copies_all + acts_all - top.saved + top.forward_transient
+    phases["optimizer-step"] = base + g_full + opt_temp
+    peak_phase = max(phases, key=lambda k: phases[k])
+    peak = phases[peak_phase]
+
+    components = {
+        "parameters": int(w),
+        "lora_adapters": int(lora_w),
+        "gradients": int(g_full if peak_phase in ("optimizer-step",) else
+                         (g_full - g_emb if peak_phase == "backward-bottom-layer" else g_fwd)),
+        "optimizer_states": int(opt_state),
+        "optimizer_temporaries": int(opt_temp if peak_phase == "optimizer-step" else 0),
+        "autocast_weight_copies": int(copies_all + head_copy if peak_phase in (
+            "forward-loss", "backward-loss", "backward-top-layer", "forward-layer")
+            and not (c.gradient_checkpointing and peak_phase != "forward-loss") else 0),
+        "activations": int(
+            (top.checkpoint * L if c.gradient_checkpointing else acts_all)
+            if peak_phase in ("forward-loss", "backward-loss", "backward-top-layer", "forward-layer") else
+            (bottom.saved if peak_phase == "backward-bottom-layer" else 0)),
+        "logits_and_loss": int(loss_fwd if peak_phase == "forward-loss" else
+                               loss_bwd if peak_phase == "backward-loss" else 0),
+        "sharding_buffers": int(gather_buffer + ddp_buckets),
+        "workspace": int(misc),
+    }
+    components["transient"] = int(peak - sum(components.values()))
+    return _finish(c, peak, phases, peak_phase, components, persistent, notes, _band_for(c))
+
+
+def _band_for(c: TrainConfig) -> tuple[float, float]:
+    """Relative 80 % band (low, high) on peak allocated memory.
+
+    The dense decoder model enumerates the tensors PyTorch keeps; on a development probe of 25
+    H200 configurations (torch 2.11, transformers 5.17; not the validation set) its error was
+    within 1.6 % (mean 0.5 %), so the band is +/-3 %. Checkpointing and eager attention add
+    transient buffers modelled more coarsely (+1 % each); LoRA adds PEFT bookkeeping (+1 %);
+    QLoRA (bitsandbytes, not probed) +/-8 %; MoE routing imbalance, multi-GPU variants (not
+    measurable on one GPU) and the other model kinds are looser.
+    """
+    lo, hi = 0.03, 0.03
+    m = c.model
+    if c.gradient_checkpointing:
+        lo, hi = lo + 0.01, hi + 0.01
+    if c.attention == "eager":
+        lo, hi = lo + 0.01, hi + 0.01
+    if c.finetune == "lora":
+        lo, hi = lo + 0.01, hi + 0.01
+    if c.finetune == "qlora":
+        lo, hi = 0.08, 0.08
+    if isinstance(m, DecoderSpec) and m.is_moe:
+        lo, hi = 0.15, 0.20
+    if c.gpu_count > 1 or c.sharding not in ("none",):
+        lo, hi = lo + 0.06, hi + 0.10
+    if isinstance(m, EncoderSpec):
+        lo, hi = 0.10, 0.12
+    if isinstance(m, CnnSpec):
+        lo, hi = 0.15, 0.20
+    return lo, hi
+
+
+def _finish(c: TrainConfig | None, peak: float, phases: Mapping[str, float], peak_phase: str,
+            components: dict[str, int], persistent: dict[str, int], notes: list[str],
+            rel: tuple[float, float], multi_gpu: bool | None = None) -> MemoryEstimate:
+    multi = multi_gpu if multi_gpu is not None else (c is not None and c.gpu_count > 1)
+    lo, hi = rel
+    nccl = NCCL_BUFFER_BYTES if multi else 0
+    nccl_lo, nccl_hi = NCCL_BUFFER_BAND if multi else (0, 0)
+    reserved = peak * (1.0 + ALLOCATOR_SLACK)
+    need = reserved + CUDA_CONTEXT_BYTES + nccl
+    need_low = peak * (1 - lo) * (1 + ALLOCATOR_SLACK_BAND[0]) + CUDA_CONTEXT_BAND[0] + nccl_lo
+    need_high = peak * (1 + hi) * (1 + ALLOCATOR_SLACK_BAND[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi
+    notes.append(f"CUDA context {CUDA_CONTEXT_BYTES // MiB} MiB; allocator slack "
+                 f"{ALLOCATOR_SLACK:.0%} of peak allocated")
+    return MemoryEstimate(
+        components=components,
+        persistent=persistent,
+        peak_phase=peak_phase,
+        peak_allocated_bytes=int(peak),
+        peak_allocated_band=Band(peak * (1 - lo), peak, peak * (1 + hi)),
+        reserved_bytes=int(reserved),
+        cuda_context_bytes=CUDA_CONTEXT_BYTES,
+        nccl_bytes=nccl,
+        device_memory_needed_bytes=int(need),
+        device_memory_band=Band(need_low, need, need_high),
+        assumptions=tuple(notes),
+        phases={k: int(v) for k, v in phases.items()},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Encoder (BERT) and CNN (ResNet) training
+# --------------------------------------------------------------------------------------------
+
+
+def _training_encoder(m: EncoderSpec, c: TrainConfig) -> MemoryEstimate:
+    """BERT (``BertForMaskedLM``) under the reference loop.
+
+    Per layer under autocast (``T = b*s``): q/k/v input casts ``3*2Th``, SDPA ``q,k,v,out``
+    ``4*2Th`` (dropout inside the fused kernel keeps only an RNG seed), two dropout masks
+    ``2*1Th``, two fp32 LayerNorm inputs ``2*4Th``, intermediate input cast ``2Th``, GELU
+    input and output ``2*2Tf`` -> ``26Th + 4Tf``; fp32: ``4`` bytes everywhere (``~44Th+8Tf``).
+    The MLM head saves ``~12Th`` and the loss ``4*N*V`` (fp32 log-softmax), with the fp32
+    copy of the logits alive while it is computed.
+    """
+    mode = _MODES[c.precision]
+    P = float(m.total_params)
+    T = float(c.batch_size * c.seq_len)
+    h, f = float(m.hidden_size), float(m.intermediate_size)
+    V = float(m.vocab_size)
+    cb = mode.compute
+    if mode.autocast:
+        layer = 26.0 * T * h + 4.0 * T * f
+        copies = cb * float(m.matmul_params_per_token)
+    elif cb == 4:
+        layer = 44.0 * T * h + 8.0 * T * f
+        copies = 0.0
+    else:
+        layer = 24.0 * T * h + 4.0 * T * f
+        copies = 0.0
+    acts = (mode.residual * T * h * m.num_layers + layer) if c.gradient_checkpointing else layer * m.num_layers
+    head = 12.0 * T * h
+    NV = T * V
+    loss = (cb * NV + 8.0 * NV) if cb != 4 else 8.0 * NV
+    w = mode.param * P
+    g = mode.grad * P
+    opt_state, opt_temp = _optimizer_bytes(c, int(P), mode.state, int(V * h))
+    base = w + opt_state + 32 * MiB
+    phases = {
+        "backward-loss": base + copies + acts + head + 12.0 * NV,
+        "forward-loss": base + copies + acts + head + loss,
+        "optimizer-step": base + g + opt_temp,
+    }
+    peak_phase = max(phases, key=lambda k: phases[k])
+    peak = phases[peak_phase]
+    components = {"parameters": int(w), "optimizer_states": int(opt_state)}
+    if peak_phase == "optimizer-step":
+        components["gradients"] = int(g)
+    else:
+        components.update(autocast_weight_copies=int(copies), activations=int(acts + head),
+                          logits_and_loss=int(phases[peak_phase] - base - copies - acts - head))
+    components["workspace"] = int(peak - sum(components.values()))
+    persistent = {"parameters": int(w), "optimizer_states": int(opt_state)}
+    return _finish(c, peak, phases, peak_phase, components, persistent,
+                   ["BertForMaskedLM, SDPA attention"], _band_for(c))
+
+
+def _training_cnn(m: CnnSpec, c: TrainConfig) -> MemoryEstimate:
+    """torchvision ResNet under the reference loop (SGD with momentum by default).
+
+    Every conv output is saved by its BatchNorm and every BN/ReLU output (in-place ReLU) by the
+    next conv: two tensors per conv output element, in the compute dtype (bf16/fp16 under
+    autocast: BN runs in the input dtype with fp32 statistics), plus 10 % for max-pool indices,
+    residual sums and the pooled features. cuDNN convolution workspaces add up to 1 GiB.
+    """
+    mode = _MODES[c.precision]
+    P = float(m.total_params)
+    per_image = float(m.activation_elements_per_image) * 2.0 * mode.compute * 1.10
+    acts = per_image * c.batch_size
+    if c.gradient_checkpointing:
+        acts *= 0.35
+    copies = mode.compute * P if mode.autocast else 0.0
+    w = mode.param * P
+    g = mode.grad * P
+    opt_state, opt_temp = _optimizer_bytes(c, int(P), mode.state, 2048 * 1000)
+    workspace = float(min(GiB, 256 * MiB + 2 * MiB * c.batch_size))
+    base = w + opt_state + workspace
+    phases = {
+        "backward-start": base + copies + acts + per_image * c.batch_size * 0.25,
+        "optimizer-step": base + g + opt_temp,
+    }
+    peak_phase = max(phases, key=lambda k: phases[k])
+    peak = phases[peak_phase]
+    components = {"parameters": int(w), "optimizer_states": int(opt_state), "workspace": int(workspace)}
+    if peak_phase == "optimizer-step":
+        components["gradients"] = int(g)
+    else:
+        components["autocast_weight_copies"] = int(copies)
+        components["activations"] = int(peak - base - copies)
+    persistent = {"parameters": int(w), "optimizer_states": int(opt_state)}
+    return _finish(c, peak, phases, peak_phase, components, persistent,
+                   ["torchvision ResNet, channels_last, cuDNN"], _band_for(c))
+
+
+def estimate_training(c: TrainConfig) -> MemoryEstimate:
+    """Per-GPU training memory for ``c`` (see the module docstring for the loop modelled)."""
+    m = c.model
+    if isinstance(m, DecoderSpec):
+        return _training_decoder(m, c)
+    if isinstance(m, EncoderSpec):
+        return _training_encoder(m, c)
+    return _training_cnn(m, c)
+
+
+# --------------------------------------------------------------------------------------------
+# Inference
+# --------------------------------------------------------------------------------------------
+
+QUANT_METHODS: tuple[str, ...] = ("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8")
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceConfig:
+    """Serving ``batch_size`` sequences of ``input_len`` prompt + ``output_len`` generated tokens.
+
+    ``precision`` is the compute/activation dtype (``bf16``/``fp16``/``fp32``); ``quant_method``
+    the weight format. ``kv_cache_bytes_per_element`` defaults to the compute dtype (2), 1 for
+    an fp8 KV cache. ``engine``: ``hf-transformers`` (``generate`` with a dynamic cache) or
+    ``vllm`` (paged cache preallocated to ``gpu_memory_utilization``).
+    """
+
+    model: DecoderSpec
+    precision: str = "bf16"
+    quant_method: str = "none"
+    batch_size: int = 1
+    input_len: int = 1024
+    output_len: int = 256
+    engine: str = "hf-transformers"
+    tensor_parallel: int = 1
+    kv_cache_bytes_per_element: float = 0.0
+    gpu_memory_utilization: float = 0.9
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, DecoderSpec):
+            raise InvalidConfiguration("model", "inference memory is modelled for decoder-only models")
+        if self.precision not in ("bf16", "fp16", "fp32", "amp_bf16", "amp_fp16", "fp8", "int8", "int4"):
+            raise InvalidConfiguration("precision", f"unknown precision {self.precision!r}")
+        if self.quant_method not in QUANT_METHODS:
+            raise InvalidConfiguration("quant_method", f"quant_method must be one of {', '.join(QUANT_METHODS)}")
+        if self.batch_size < 1 or self.input_len < 1 or self.output_len < 0:
+            raise InvalidConfiguration("batch_size", "batch_size and input_len must be >= 1, output_len >= 0")
+        if self.model.num_kv_heads % self.tensor_parallel:
+            raise InvalidConfiguration("tensor_parallel", "tensor_parallel must divide the KV heads")
+
+    @property
+    def compute_bytes(self) -> int:
+        return 4 if self.precision == "fp32" else 2
+
+    @property
+    def kv_bytes(self) -> float:
+        return self.kv_cache_bytes_per_element or float(self.compute_bytes)
+
+
+def weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> float:
+    """Weights by format. Quantisers leave embeddings, norms and the LM head in 16-bit and
+    quantise the decoder linears: bnb-int8 :data:`INT8_BYTES_PER_PARAM`, bnb-nf4
+    :data:`NF4_BYTES_PER_PARAM`, AWQ/GPTQ :data:`INT4_GROUP_BYTES_PER_PARAM`, fp8 1 byte +
+    per-tensor scales."""
+    linear = float(m.num_layers * (m.params_per_layer - m.norm_params_per_layer))
+    other = float(m.total_params) - linear
+    per = {
+        "none": float(compute_bytes),
+        "bnb-int8": INT8_BYTES_PER_PARAM,
+        "bnb-nf4": NF4_BYTES_PER_PARAM,
+        "awq": INT4_GROUP_BYTES_PER_PARAM,
+        "gptq": INT4_GROUP_BYTES_PER_PARAM,
+        "fp8": 1.0,
+    }[quant_method]
+    return linear * per + other * (compute_bytes if quant_method == "none" else 2.0)
+
+
+def kv_cache_bytes(m: DecoderSpec, tokens: float, bytes_per_element: float = 2.0, tensor_parallel: int = 1) -> float:
+    """GQA-aware KV cache: ``2 (K, V) * layers * kv_heads * head_dim * bytes * tokens``,
+    split over tensor-parallel ranks by KV head. Sliding-window models cap ``tokens`` per
+    sequence at the window (the caller passes per-sequence tokens through
+    :func:`estimate_inference`)."""
+    return m.kv_cache_bytes_per_token(bytes_per_element) * tokens / tensor_parallel
+
+
+def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
+    """Per-GPU serving memory: weights + KV cache for every sequence at full length + the
+    prefill workspace (one layer's activations for ``batch_size * input_len`` tokens, no grad:
+    hidden states and RMSNorm upcasts ``~12Th``, q/k/v and output ``2T(2q+2kv)``, SwiGLU
+    buffers ``3*2Tf``) + last-token logits in fp32 (``generate`` keeps ``logits_to_keep=1``).
+    ``vllm`` preallocates ``gpu_memory_utilization`` of the device; the figure here is what the
+    sequences need, not what the engine grabs.
+    """
+    m = c.model
+    tp = c.tensor_parallel
+    w = weight_bytes(m, c.quant_method, c.compute_bytes) / tp
+    per_seq = c.input_len + c.output_len
+    if m.sliding_window:
+        per_seq = min(per_seq, m.sliding_window)
+    kv = kv_cache_bytes(m, float(c.batch_size * per_seq), c.kv_bytes, tp)
+    T = float(c.batch_size * c.input_len)
+    h = float(m.hidden_size)
+    f = float(m.intermediate_size) / tp
+    q, kvd = float(m.q_dim) / tp, float(m.kv_dim) / tp
+    cb = float(c.compute_bytes)
+    prefill = 12.0 * T * h + cb * T * (2 * q + 2 * kvd) + 3.0 * cb * T * f
+    if m.is_moe:
+        prefill += 3.0 * cb * T * f * (m.experts_per_token - 1)
+    logits = 4.0 * c.batch_size * m.vocab_size * 2 + cb * c.batch_size * m.vocab_size
+    dequant = 2.0 * float(m.hidden_size * m.intermediate_size) if c.quant_method.startswith("bnb") else 0.0
+    # HF DynamicCache grows by torch.cat: one layer's cache is copied per step
+    cat_copy = kv / m.num_layers if c.engine == "hf-transformers" else 0.0
+    workspace = 64.0 * MiB
+    peak = w + kv + prefill + logits + dequant + cat_copy + workspace
+    components = {
+        "weights": int(w),
+        "kv_cache": int(kv),
+        "prefill_activations": int(prefill),
+        "logits": int(logits),
+        "workspace": int(workspace + dequant + cat_copy),
+    }
+    notes = [f"{c.engine}; weights {c.quant_method}; KV cache {c.kv_bytes:g} B/element, "
+             f"{m.kv_cache_bytes_per_token(c.kv_bytes) / tp / 1024:.0f} KiB per token"]
+    rel = (0.05, 0.08) if c.quant_method == "none" else (0.08, 0.12)
+    return _finish(None, peak, {"prefill": peak}, "prefill", components,
+                   {"weights": int(w), "kv_cache": int(kv)}, notes, rel, multi_gpu=tp > 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Solve-for helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _largest(lo: int, hi: int, ok: Any) -> int:
+    """Largest ``x`` in ``[lo, hi]`` with ``ok(x)`` (monotone), or ``lo - 1`` if none."""
+    if not ok(lo):
+        return lo - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def largest_micro_batch(c: TrainConfig, usable_memory_bytes: int, limit: int = 65536) -> int:
+    """Largest per-GPU micro-batch that fits at the upper end of the band (0: none fits)."""
+    from dataclasses import replace
+
+    def ok(b: int) -> bool:
+        return estimate_training(replace(c, batch_size=b, global_batch=0)).fits(usable_memory_bytes)
+
+    return max(0, _largest(1, limit, ok))
+
+
+def largest_context(c: TrainConfig | InferenceConfig, usable_memory_bytes: int,
+                    limit: int = 1_048_576) -> int:
+    """Longest sequence (training ``seq_len``; inference ``input_len + output_len`` with the
+    output length kept) that fits; 0 if none. Multiples of 128 are searched."""
+    from dataclasses import replace
+
+    if isinstance(c, TrainConfig):
+        def ok(k: int) -> bool:
+            return estimate_training(replace(c, seq_len=128 * k)).fits(usable_memory_bytes)
+    else:
+        def ok(k: int) -> bool:
+            return estimate_inference(replace(c, input_len=128 * k)).fits(usable_memory_bytes)
+    return max(0, _largest(1, limit // 128, ok)) * 128
+
+
+def most_concurrent_sequences(c: InferenceConfig, usable_memory_bytes: int, limit: int = 1_000_000) -> int:
+    """How many sequences of ``input_len + output_len`` tokens can be served at once."""
+    from dataclasses import replace
+
+    def ok(b: int) -> bool:
+        return estimate_inference(replace(c, batch_size=b)).fits(usable_memory_bytes)
+
+    return max(0, _largest(1, limit, ok))
+
+
+def fewest_gpus(c: TrainConfig, usable_memory_bytes: int, max_gpus: int = 4096,
+                per_node: int = 8) -> tuple[int, MemoryEstimate] | None:
+    """Fewest GPUs (powers of two up to ``per_node``, then whole nodes) for which ``c`` fits
+    with its sharding strategy (``none`` becomes ``fsdp`` beyond one GPU, since replicas never
+    reduce per-GPU memory). Returns ``(count, estimate)`` or ``None``."""
+    from dataclasses import replace
+
+    counts = [1]
+    while counts[-1] < per_node:
+        counts.append(counts[-1] * 2)
+    n = per_node * 2
+    while n <= max_gpus:
+        counts.append(n)
+        n *= 2
+    for n in counts:
+        if n > max_gpus:
+            break
+        sharding = c.sharding if (c.sharding not in ("none", "ddp") or n == 1) else "fsdp"
+        cfg = replace(c, gpu_count=n, tensor_parallel=1, sharding=sharding,
+                      global_batch=max(c.effective_global_batch, c.batch_size * n)
+                      - max(c.effective_global_batch, c.batch_size * n) % (c.batch_size * n))
+        est = estimate_training(cfg)
+        if est.fits(usable_memory_bytes):
+            return n, est
+    return None
