@@ -159,6 +159,25 @@ def test_cli_plans(tmp_path: Path, isolated_env: None) -> None:
     assert main(["--ops", "all_to_all", "-o", str(tmp_path / "x.json")]) == EXIT_USAGE
 
 
+def test_fingerprint_from_this_host_is_complete(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    from service.agent.multigpu import fingerprint as fpm
+
+    for key, value in SAFE_ENV.items():
+        monkeypatch.setenv(key, value)
+    fp = fpm.build_fingerprint(backend="gloo", info=None, attention_backend=fpm.sdpa_backend("cpu"))
+    assert set(fp) == set(FINGERPRINT_FIELDS)
+    check_fingerprint(fp)
+    assert fp["nccl_nvls_enable"] is False and fp["driver_version"] == "none"
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")
+    assert fpm.build_fingerprint(backend="gloo", info=None, attention_backend="x")["nccl_nvls_enable"] is True
+    try:  # same host id as the single-GPU agent, so "results from >= 2 hosts" counts hosts
+        from service.agent.payload import host_id
+    except ImportError:
+        return
+    assert fpm.host_id() == host_id()
+
+
 # --- result format without launching ----------------------------------------------------
 
 FAKE_FP: dict[str, Any] = {k: None for k in FINGERPRINT_FIELDS} | {
@@ -256,7 +275,7 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             ops=("all_reduce", "all_gather", "reduce_scatter"), min_bytes=4096, max_bytes=4096, dtype="fp32",
             warmup=1, iters=2, repeats=2,
         ),
-        llm=(LlmPlan(model="mg-tiny-llama", precision="fp32", batch_size=1, seq_len=32, global_batch=2,
+        llm=(LlmPlan(model="mg-tiny-llama", precision="amp_bf16", batch_size=1, seq_len=32, global_batch=2,
                      shardings=("ddp", "fsdp"), warmup_steps=1, steps=2),),
         job_timeout_s=120,
     )  # fmt: skip
@@ -279,17 +298,17 @@ def test_launched_runs_validate_against_the_submission_schema(
     launched: dict[str, Any], tmp_path: Path
 ) -> None:
     runs = launched["runs"]
-    # grouped by (world size, fingerprint): collectives and llm-train differ in attention backend
-    assert sorted((r["gpu_count"], r["fingerprint"]["attention_backend"]) for r in runs) == [
-        (1, "sdpa"),
-        (2, "none"),
-        (2, "sdpa"),
+    # one run per (world size, fingerprint): collectives share the amp_bf16 llm-train stack
+    assert sorted((r["gpu_count"], sorted({x["workload"] for x in r["results"]})) for r in runs) == [
+        (1, ["llm-train"]),
+        (2, ["collective", "llm-train"]),
     ]
     for run in runs:
         _validate_like_the_service(run)
         fp = run["fingerprint"]
         assert fp["nccl_nvls_enable"] is False  # the worker saw the safe environment
         assert fp["driver_version"] == "none" and fp["pci_device_id"] == "0x0000"
+        assert fp["attention_backend"] == "torch-sdpa[cpu]" and fp["tf32_matmul"] is True
         assert all(r["status"] == "ok" for r in run["results"])
     out = tmp_path / "runs.json"
     out.write_text(json.dumps(runs))
@@ -323,6 +342,7 @@ def test_launched_llm_train_holds_the_global_batch(launched: dict[str, Any]) -> 
         r = cells[sharding]
         p = r["parameters"]
         assert (p["gpu_count"], p["global_batch"], p["batch_size"], p["model"]) == (ws, 2, 1, "mg-tiny-llama")
+        assert p["precision"] == "amp_bf16"
         tput = r["metrics"]["throughput"]["value"]
         assert tput == pytest.approx(2 * 32 / r["step_time_s"], rel=1e-9)
         assert r["repeats"] == 2

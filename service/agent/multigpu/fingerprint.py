@@ -3,8 +3,16 @@
 Every field of :data:`service.core.vocabulary.FINGERPRINT_FIELDS` is filled. On a GPU host the
 hardware fields come from NVML (``nvidia-ml-py``), with ``/sys/bus/pci`` as a fallback for the
 PCI device id; on a CPU-only host (the gloo smoke runs) they take explicit placeholder values
-(``driver_version: "none"``, ``pci_device_id: "0x0000"``, ``ecc_mode: "none"``) rather than
+(``driver_version: "none"``, ``pci_device_id: "0x0000"``, ``ecc_mode: "n/a"``) rather than
 nulls, because the vocabulary requires them.
+
+The conventions are the single-GPU agent's (``service.agent.payload.fingerprint``), so that a
+host's single- and multi-GPU results share a stack hash where the stack is the same:
+``host_id`` is ``mid-`` + SHA-256 of ``/etc/machine-id``; ECC/MIG read
+``enabled|disabled|unsupported|unknown``; PCIe is the maximum negotiated link (the current
+one drops at idle); ``attention_backend`` lists the SDPA kernels torch has enabled
+(``torch-sdpa[flash,mem_efficient,cudnn,math]``); ``engine_versions`` names transformers.
+This module does not import that one because it needs pydantic, which GPU images may lack.
 
 ``nccl_nvls_enable`` is ``False`` whenever :mod:`service.agent.multigpu.env` forced NVLS off in
 this process (always, for processes this suite starts): results measured without NVLink
@@ -14,6 +22,7 @@ multicast must not pool with results measured with it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import socket
 from dataclasses import dataclass
@@ -27,8 +36,8 @@ from service.core.vocabulary import SUITE_VERSION, normalise_pci_id, suite_defin
 CPU_PLACEHOLDERS: dict[str, Any] = {
     "driver_version": "none",
     "cuda_version": "none",
-    "ecc_mode": "none",
-    "mig_mode": "none",
+    "ecc_mode": "n/a",
+    "mig_mode": "n/a",
     "pci_device_id": "0x0000",
 }
 
@@ -52,9 +61,23 @@ class DeviceInfo:
     pcie_width: int | None
 
 
+def host_name() -> str:
+    return socket.gethostname() or "unknown-host"
+
+
 def host_id() -> str:
-    """``GPU_ADVISOR_HOST_ID`` if set, else the host name."""
-    return os.environ.get("GPU_ADVISOR_HOST_ID") or socket.gethostname() or "unknown-host"
+    """A stable, non-identifying id: SHA-256 of /etc/machine-id (else the host name).
+
+    Same value as ``service.agent.payload.host_id`` (the single-GPU agent).
+    """
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            mid = Path(path).read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if mid:
+            return "mid-" + hashlib.sha256(mid.encode()).hexdigest()[:16]
+    return "host-" + hashlib.sha256(host_name().encode()).hexdigest()[:16]
 
 
 def _decode(v: Any) -> str:
@@ -94,8 +117,8 @@ def _nvml_device_info(pci_bus_id: str | None, index: int) -> DeviceInfo | None:
         pci = pynvml.nvmlDeviceGetPciInfo(h)
         packed = int(pci.pciDeviceId)  # device << 16 | vendor
         sub = int(getattr(pci, "pciSubSystemId", 0) or 0)
-        ecc = opt(pynvml.nvmlDeviceGetEccMode)
-        mig = opt(pynvml.nvmlDeviceGetMigMode)
+        ecc = _nvml_mode(pynvml, pynvml.nvmlDeviceGetEccMode, h)
+        mig = _nvml_mode(pynvml, pynvml.nvmlDeviceGetMigMode, h)
         power_mw = opt(pynvml.nvmlDeviceGetEnforcedPowerLimit)
         return DeviceInfo(
             name=_decode(pynvml.nvmlDeviceGetName(h)),
@@ -104,19 +127,31 @@ def _nvml_device_info(pci_bus_id: str | None, index: int) -> DeviceInfo | None:
             pci_subsystem_id=f"0x{sub:08x}" if sub else None,
             memory_total_bytes=int(pynvml.nvmlDeviceGetMemoryInfo(h).total),
             driver_version=_decode(pynvml.nvmlSystemGetDriverVersion()),
-            ecc_mode=("on" if ecc[0] else "off") if ecc else "unknown",
-            mig_mode=("on" if mig[0] else "off") if mig else "unsupported",
+            ecc_mode=ecc,
+            mig_mode=mig,
             power_limit_w=power_mw / 1000.0 if power_mw else None,
             app_clock_sm_mhz=opt(pynvml.nvmlDeviceGetApplicationsClock, pynvml.NVML_CLOCK_SM),
             app_clock_mem_mhz=opt(pynvml.nvmlDeviceGetApplicationsClock, pynvml.NVML_CLOCK_MEM),
-            pcie_gen=opt(pynvml.nvmlDeviceGetCurrPcieLinkGeneration),
-            pcie_width=opt(pynvml.nvmlDeviceGetCurrPcieLinkWidth),
+            pcie_gen=opt(pynvml.nvmlDeviceGetMaxPcieLinkGeneration),
+            pcie_width=opt(pynvml.nvmlDeviceGetMaxPcieLinkWidth),
         )
     except Exception:
         return None
     finally:
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
+
+
+def _nvml_mode(pynvml: Any, fn: Any, handle: Any) -> str:
+    """NVML (current, pending) mode pair -> ``enabled|disabled``; ``unsupported|unknown`` on errors."""
+    try:
+        cur = fn(handle)
+    except pynvml.NVMLError as exc:
+        return "unsupported" if getattr(exc, "value", None) == pynvml.NVML_ERROR_NOT_SUPPORTED else "unknown"
+    except Exception:
+        return "unknown"
+    cur = cur[0] if isinstance(cur, (list, tuple)) else cur
+    return "enabled" if int(cur) == 1 else "disabled"
 
 
 def _sysfs_pci_device_id(pci_bus_id: str) -> str | None:
@@ -194,7 +229,8 @@ def gpu_identity(info: DeviceInfo | None) -> dict[str, Any]:
 def software_versions(backend: str) -> dict[str, str | None]:
     """torch / CUDA runtime / cuDNN / NCCL / transformers versions as this process sees them.
 
-    ``nccl_version`` is recorded only for the ``nccl`` backend: a gloo run does not depend on it.
+    ``nccl_version`` is the NCCL torch carries (recorded for any CUDA build, as the single-GPU
+    agent does; a gloo-only CPU build has none).
     """
     import torch
 
@@ -205,13 +241,12 @@ def software_versions(backend: str) -> dict[str, str | None]:
         cudnn_mod: Any = torch.backends.cudnn
         v = cudnn_mod.version() if cudnn_mod.is_available() else None
         cudnn = str(v) if v else None
-        if backend == "nccl":
-            try:
-                nccl_mod: Any = torch.cuda.nccl
-                nv = nccl_mod.version()
-                nccl = ".".join(str(x) for x in nv) if isinstance(nv, tuple) else str(nv)
-            except Exception:
-                nccl = None
+        try:
+            nccl_mod: Any = torch.cuda.nccl
+            nv = nccl_mod.version()
+            nccl = ".".join(str(x) for x in nv) if isinstance(nv, tuple) else str(nv)
+        except Exception:
+            nccl = None
     try:
         import transformers
 
@@ -225,6 +260,26 @@ def software_versions(backend: str) -> dict[str, str | None]:
         "nccl_version": nccl,
         "transformers_version": tv,
     }
+
+
+def sdpa_backend(device_type: str) -> str:
+    """The SDPA kernels torch has enabled, as the single-GPU agent writes them."""
+    if device_type != "cuda":
+        return "torch-sdpa[cpu]"
+    import torch
+
+    b: Any = torch.backends.cuda
+    enabled = [
+        name
+        for name, on in (
+            ("flash", b.flash_sdp_enabled()),
+            ("mem_efficient", b.mem_efficient_sdp_enabled()),
+            ("cudnn", b.cudnn_sdp_enabled()),
+            ("math", b.math_sdp_enabled()),
+        )
+        if on
+    ]
+    return "torch-sdpa[" + ",".join(enabled) + "]"
 
 
 def tf32_flags() -> tuple[bool, bool]:
@@ -267,7 +322,9 @@ def build_fingerprint(
         "cudnn_version": sw["cudnn_version"],
         "nccl_version": sw["nccl_version"],
         "transformers_version": sw["transformers_version"],
-        "engine_versions": None,
+        "engine_versions": {"hf-transformers": sw["transformers_version"]}
+        if sw["transformers_version"]
+        else None,
         "power_limit_w": None,
         "app_clock_sm_mhz": None,
         "app_clock_mem_mhz": None,

@@ -80,18 +80,16 @@ def result_parameters(spec: dict[str, Any], world: int) -> dict[str, Any]:
 
 
 def set_precision_flags(precision: str) -> None:
-    """TF32 switches for ``precision``, set explicitly (they are recorded in the fingerprint)."""
+    """TF32 switches for ``precision``, set explicitly (they are recorded in the fingerprint).
+
+    As the single-GPU agent does: ``fp32`` is strict (matmul precision "highest", cuDNN TF32
+    off); every other precision allows TF32 for fp32 math outside autocast.
+    """
     import torch
 
-    if precision == "tf32":
-        torch.set_float32_matmul_precision("high")
-        torch.backends.cudnn.allow_tf32 = True
-    elif precision == "fp32":
-        torch.set_float32_matmul_precision("highest")
-        torch.backends.cudnn.allow_tf32 = False
-    else:  # amp_bf16 / bf16: PyTorch defaults for whatever runs outside autocast
-        torch.set_float32_matmul_precision("highest")
-        torch.backends.cudnn.allow_tf32 = True
+    strict = precision == "fp32"
+    torch.set_float32_matmul_precision("highest" if strict else "high")
+    torch.backends.cudnn.allow_tf32 = not strict
 
 
 def mfu(

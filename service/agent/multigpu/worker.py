@@ -57,6 +57,7 @@ def run_job(job: dict[str, Any], out: Path) -> None:
         build_fingerprint,
         device_info,
         gpu_identity,
+        sdpa_backend,
         torch_pci_bus_id,
     )
 
@@ -92,7 +93,8 @@ def run_job(job: dict[str, Any], out: Path) -> None:
             f.flush()
             os.fsync(f.fileno())
 
-    def on_ready(attention_backend: str) -> None:
+    def on_ready(attention: str) -> None:
+        attention_backend = sdpa_backend(device.type) if attention in ("sdpa", "none") else attention
         if rank == 0:
             _write_json(
                 out / "fingerprint.json",
@@ -101,6 +103,8 @@ def run_job(job: dict[str, Any], out: Path) -> None:
 
     spec = job["spec"]
     if job["kind"] == "collective":
+        # TF32 as the llm-train amp/bf16 jobs have it, so collectives share their fingerprint
+        llm_train.set_precision_flags("amp_bf16")
         on_ready("none")
         collectives.run_sweep(
             spec["ops"],
