@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -158,8 +160,22 @@ def plan_from_args(a: argparse.Namespace) -> SuitePlan:
                      job_timeout_s=a.timeout, peak_tflops=a.peak_tflops)  # fmt: skip
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through run_job, which kills the running job
+
+
 def main(argv: list[str] | None = None) -> int:
     apply_safe_env()
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     ap = parser()
     a = ap.parse_args(argv)
     try:

@@ -266,6 +266,9 @@ def run_job(job: Job, plan: SuitePlan, workdir: Path, *, python: str = sys.execu
             failure = f"timed out after {plan.job_timeout_s:g} s"
             _kill_group(proc)
             rc = proc.returncode
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): leave no job running on the GPUs
+            _kill_group(proc)
+            raise
     finished = _now()
     results = []
     rp = workdir / "results.jsonl"
