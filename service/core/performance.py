@@ -1,0 +1,589 @@
+"""Step time, throughput, time to train and serving latency: a roofline per operation group.
+
+Every phase of a step is split into groups of kernels that share a bound:
+
+* **matmuls** (linear layers, LM head): ``FLOPs / (peak x e_mm x shape)`` or, when the
+  weights dominate (decode, tiny batches), ``bytes / (bandwidth x e_bw)``; ``shape`` is
+  ``T/(T + T0) * h/(h + h0)`` -- GEMMs with few rows (tokens ``T``) or a narrow hidden size
+  ``h`` reach less of the peak;
+* **attention** (SDPA flash kernels): ``FLOPs / (peak x e_attn)``; eager attention adds the
+  ``s^2`` score/softmax tensors as memory traffic;
+* **elementwise** (norms, RoPE, casts, residual adds, SiLU, loss, optimizer): bytes moved
+  ``/ (bandwidth x e_bw)``;
+* **host dispatch**: PyTorch eager launches every op from Python; ``ops x t_dispatch`` is a
+  floor under the GPU time (small models are launch-bound).
+
+A step takes ``max(sum of GPU group times, dispatch time) + t_step`` plus the communication
+that does not overlap with compute. Communication uses the node shape: NVLink per-direction
+bandwidth inside an NVLink domain, otherwise PCIe, and the network between nodes.
+
+FLOP conventions: a matmul of ``M x K`` by ``K x N`` is ``2MKN``; backward of a trainable
+linear is twice its forward (input and weight gradients), of a frozen one once (input
+gradient only); causal flash attention skips the upper triangle (``2 * 2 * s * d`` per query
+token, halved), its backward is 2.5x its forward (it recomputes ``QK^T``); gradient
+checkpointing adds one more forward.
+
+The efficiencies live in :class:`Efficiencies`. :data:`SPEC_DEFAULTS` are the figures used
+with datasheet peaks alone (provenance ``spec``); they were committed before any fitting and
+are never edited to fit data -- calibration (``core/calibration.py``) produces new
+:class:`Efficiencies` instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from service.core.memory import _MODES, Band, InferenceConfig, TrainConfig, weight_bytes
+from service.core.models import CnnSpec, DecoderSpec
+
+__all__ = [
+    "H200_SXM",
+    "SPEC_DEFAULTS",
+    "Efficiencies",
+    "PerfSpec",
+    "ServingEstimate",
+    "StepEstimate",
+    "estimate_serving",
+    "estimate_step",
+    "perf_spec_from_gpu",
+    "time_to_train",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# GPU figures the estimator needs
+# --------------------------------------------------------------------------------------------
+
+PRECISION_PEAK_KEY: dict[str, str] = {
+    "fp32": "fp32", "tf32": "tf32", "amp_bf16": "bf16", "bf16": "bf16", "amp_fp16": "fp16",
+    "fp16": "fp16", "fp8": "fp8", "int8": "int8", "int4": "int4",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PerfSpec:
+    """Datasheet figures for one GPU, as the time model uses them.
+
+    ``peak_tflops`` are dense peaks by key ``fp32``/``tf32``/``bf16``/``fp16``/``fp8``/``int8``
+    (TOP/s for int8) -- DESIGN "GPU catalog semantics". Bandwidths in GB/s (1e9 B/s);
+    ``nvlink_per_direction_gb_per_s`` per GPU per direction (datasheets quote the
+    bidirectional total). ``architecture`` is the family name used for transfer
+    (``hopper``, ``ampere``, ``ada``, ``volta``, ``turing``, ``blackwell``, ``cdna3``...).
+    """
+
+    name: str
+    architecture: str
+    peak_tflops: Mapping[str, float]
+    bandwidth_gb_per_s: float
+    usable_memory_bytes: int
+    compute_capability: str | None = None
+    nvlink_per_direction_gb_per_s: float | None = None
+    nvlink_domain_size: int = 1
+    pcie_gen: int | None = None
+    pcie_lanes: int | None = None
+    network_gbit_per_s_per_gpu: float = 400.0
+
+    def peak_for(self, precision: str) -> float:
+        """Dense peak TFLOP/s for a benchmark precision; ``amp_*`` use the 16-bit peak."""
+        key = PRECISION_PEAK_KEY.get(precision, precision)
+        v = self.peak_tflops.get(key)
+        if v is None or v <= 0:
+            raise KeyError(f"{self.name} has no sourced {key} peak")
+        return float(v)
+
+    @property
+    def pcie_per_direction_gb_per_s(self) -> float:
+        """~0.985 GB/s per lane for gen3 (128b/130b), doubling per generation; gen4 x16 if unknown."""
+        gen = self.pcie_gen or 4
+        return 0.985 * float(2.0 ** (gen - 3)) * (self.pcie_lanes or 16)
+
+
+H200_SXM = PerfSpec(
+    name="nvidia-h200-sxm-141gb",
+    architecture="hopper",
+    compute_capability="9.0",
+    peak_tflops={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9,
+                 "int8": 1978.9},
+    bandwidth_gb_per_s=4800.0,
+    usable_memory_bytes=143_771 * 2**20,
+    nvlink_per_direction_gb_per_s=450.0,
+    nvlink_domain_size=8,
+    pcie_gen=5,
+    pcie_lanes=16,
+)
+"""NVIDIA H200 SXM datasheet (dense): 141 GB HBM3e at 4.8 TB/s, 989.4 TFLOP/s BF16/FP16,
+494.7 TF32, 66.9 FP32, 1978.9 FP8; NVLink 4 900 GB/s bidirectional; NVML reports 143,771 MiB."""
+
+
+class _GpuLike(Protocol):
+    name: str
+    architecture: str | None
+    bandwidth_gb_per_s: float | None
+    usable_memory_bytes: int | None
+    compute_capability: str | None
+    peaks: Mapping[str, float | None]
+
+
+def perf_spec_from_gpu(gpu: _GpuLike) -> PerfSpec:
+    """Map a catalog ``GpuSpec`` (``core/specs.py``) onto :class:`PerfSpec`.
+
+    Catalog peak keys are ``fp32_tflops``, ``bf16_tflops``... and ``int8_tops``; a missing
+    bandwidth or memory raises ``ValueError`` (no estimate from an unsourced figure).
+    """
+    peaks: dict[str, float] = {}
+    for k, v in gpu.peaks.items():
+        if v is not None:
+            peaks[k.removesuffix("_tflops").removesuffix("_tops")] = float(v)
+    if not gpu.bandwidth_gb_per_s or not gpu.usable_memory_bytes:
+        raise ValueError(f"{gpu.name}: memory bandwidth and usable memory are required")
+    node = getattr(gpu, "node", None)
+    return PerfSpec(
+        name=getattr(gpu, "slug", gpu.name),
+        architecture=(gpu.architecture or "unknown").lower(),
+        peak_tflops=peaks,
+        bandwidth_gb_per_s=float(gpu.bandwidth_gb_per_s),
+        usable_memory_bytes=int(gpu.usable_memory_bytes),
+        compute_capability=gpu.compute_capability,
+        nvlink_per_direction_gb_per_s=getattr(node, "nvlink_per_direction_gb_per_s", None),
+        nvlink_domain_size=int(getattr(node, "nvlink_domain_size", 1) or 1),
+        pcie_gen=getattr(node, "pcie_gen", None),
+        pcie_lanes=getattr(node, "pcie_lanes", None),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Efficiencies
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Efficiencies:
+    """Fractions of datasheet peaks reached, and fixed costs.
+
+    * ``mm``: best-case matmul fraction of the dense peak, per precision key;
+    * ``mm_tokens0`` / ``mm_hidden0``: half-efficiency points of the shape factor
+      ``T/(T+T0) * h/(h+h0)``;
+    * ``attn``: fused attention fraction of the 16-bit peak (FLOPs actually computed);
+    * ``bw``: fraction of datasheet bandwidth reached by elementwise kernels;
+    * ``elementwise_bwd``: backward/forward ratio of elementwise bytes;
+    * ``dispatch_s``: host time to launch one op in eager PyTorch (autograd included);
+    * ``step_s``: fixed per-step host cost (optimizer bookkeeping, Python loop);
+    * ``comm``: fraction of link bandwidth collectives reach (NCCL bus bandwidth);
+    * ``overlap``: fraction of gradient communication hidden behind backward (DDP/FSDP).
+    * ``conv``: fraction of the 16-bit peak cuDNN convolutions reach (CNNs).
+    """
+
+    mm: Mapping[str, float]
+    mm_tokens0: float
+    mm_hidden0: float
+    attn: float
+    bw: float
+    elementwise_bwd: float
+    dispatch_s: float
+    step_s: float
+    comm: float
+    overlap: float
+    conv: float
+    source: str = "spec"
+    extra: Mapping[str, float] = field(default_factory=dict)
+
+    def mm_for(self, precision: str) -> float:
+        key = PRECISION_PEAK_KEY.get(precision, precision)
+        return float(self.mm.get(key, self.mm.get("bf16", 0.7)))
+
+
+SPEC_DEFAULTS = Efficiencies(
+    mm={"fp32": 0.85, "tf32": 0.70, "bf16": 0.80, "fp16": 0.80, "fp8": 0.65, "int8": 0.65},
+    mm_tokens0=256.0,
+    mm_hidden0=512.0,
+    attn=0.40,
+    bw=0.80,
+    elementwise_bwd=2.0,
+    dispatch_s=6e-6,
+    step_s=1e-3,
+    comm=0.80,
+    overlap=0.7,
+    conv=0.35,
+    source="spec",
+)
+"""Spec-default efficiencies, committed before any fitting (never edited to fit data).
+
+Sources: cuBLAS large-GEMM rates of 75-85 % of the dense tensor-core peak on A100/H100 (an
+8192^3 bf16 matmul ran at ~790 of 989 TFLOP/s on the H200 here: 0.80); SGEMM ~85-90 % of the
+FP32 peak; TF32 ~70 %; FlashAttention-2 forward/backward at 35-50 % of the 16-bit peak on
+Hopper (Dao 2023, and FA3 paper's FA2 baselines); device copies at ~90 % of datasheet
+bandwidth (4.3 of 4.8 TB/s here), elementwise eager kernels lower (0.8); PyTorch eager
+dispatch of 5-10 us per op with autograd; NCCL bus bandwidth ~80 % of the link rate;
+ResNet-50 cuDNN training at roughly a third of the tensor peak once BN/ReLU traffic is
+counted separately.
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StepEstimate:
+    """One optimizer step per GPU. Times in seconds; ``phases`` break the micro-step down."""
+
+    step_time_s: float
+    step_time_band: Band
+    micro_step_time_s: float
+    accumulation_steps: int
+    tokens_per_s: float
+    samples_per_s: float
+    model_flops_per_step: float
+    mfu: float
+    phases: dict[str, float]
+    communication_s: float
+    bound: str
+    provenance: str = "spec"
+    assumptions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ServingEstimate:
+    """Serving latency for one batch: time to first token and time per output token."""
+
+    ttft_s: float
+    ttft_band: Band
+    tpot_s: float
+    tpot_band: Band
+    output_tokens_per_s: float
+    prefill_bound: str
+    decode_bound: str
+    provenance: str = "spec"
+
+
+# --------------------------------------------------------------------------------------------
+# Training step
+# --------------------------------------------------------------------------------------------
+
+# Per-layer op counts of the HF Llama layer in eager mode (forward; backward ~1.6x), and of
+# the loss. Counted from transformers 5.x modeling_llama (norms 6 ops each, RoPE 10, ...).
+OPS_PER_LAYER_FWD = 40
+OPS_PER_LAYER_BWD = 64
+OPS_HEAD = 40
+OPS_ENCODER_LAYER_FWD = 30
+OPS_ENCODER_LAYER_BWD = 50
+
+
+def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
+    return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
+
+
+def _collective_bw(gpu: PerfSpec, e: Efficiencies, n: int) -> float:
+    """Bus bandwidth (B/s) for a collective over ``n`` GPUs: NVLink inside the NVLink domain,
+    PCIe otherwise, the network once ranks span nodes (``network_gbit_per_s_per_gpu``)."""
+    if n <= 1:
+        return math.inf
+    if gpu.nvlink_per_direction_gb_per_s and n <= gpu.nvlink_domain_size:
+        link = gpu.nvlink_per_direction_gb_per_s
+    elif n <= max(gpu.nvlink_domain_size, 8):
+        link = gpu.pcie_per_direction_gb_per_s
+    else:
+        link = gpu.network_gbit_per_s_per_gpu / 8.0
+    return link * 1e9 * e.comm
+
+
+def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS,
+                  band: tuple[float, float] | None = None, provenance: str | None = None) -> StepEstimate:
+    """Time of one optimizer step (``accumulation_steps`` micro-steps + optimizer + the
+    communication left exposed) per GPU, with the model FLOPs and MFU.
+
+    ``band`` is the relative (low, high) 80 % band; by default the spec band
+    (:data:`SPEC_BAND`) or, for fitted efficiencies, :data:`CALIBRATED_BAND`.
+    """
+    m = c.model
+    if isinstance(m, CnnSpec):
+        return _cnn_step(c, m, gpu, e, band, provenance)
+    mode = _MODES[c.precision]
+    peak = gpu.peak_for(c.precision) * 1e12
+    peak16 = gpu.peak_for("bf16") * 1e12 if "bf16" in gpu.peak_tflops else peak
+    bw = gpu.bandwidth_gb_per_s * 1e9 * e.bw
+    tp = c.tensor_parallel
+    b, s = c.batch_size, c.seq_len
+    T = float(b * s)
+    cb = float(mode.compute)
+    full = c.finetune == "full"
+    notes: list[str] = []
+
+    if isinstance(m, DecoderSpec):
+        L = m.num_layers
+        h = float(m.hidden_size)
+        q, kv = float(m.q_dim) / tp, float(m.kv_dim) / tp
+        f = float(m.intermediate_size) / tp
+        V = float(m.vocab_size) / tp
+        layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
+        layer_w_all = float(m.params_per_layer - m.norm_params_per_layer) / tp
+        causal = 0.5
+        ops_f, ops_b = OPS_PER_LAYER_FWD, OPS_PER_LAYER_BWD
+        # elementwise bytes per token per layer (forward), by precision (module docstring)
+        if mode.autocast:
+            ew = 106.0 * h + 36.0 * (q + kv) + 10.0 * f
+        elif cb == 4:
+            ew = 76.0 * h + 40.0 * (q + kv) + 20.0 * f
+        else:
+            ew = 76.0 * h + 20.0 * (q + kv) + 10.0 * f
+        if m.is_moe:
+            ew += 10.0 * f * (m.experts_per_token - 1) + 8.0 * m.num_experts
+    else:  # EncoderSpec
+        L = m.num_layers
+        h = float(m.hidden_size)
+        q = kv = h
+        f = float(m.intermediate_size)
+        V = float(m.vocab_size)
+        layer_mm = layer_w_all = float(4 * m.hidden_size**2 + 2 * m.hidden_size * m.intermediate_size)
+        causal = 1.0
+        ops_f, ops_b = OPS_ENCODER_LAYER_FWD, OPS_ENCODER_LAYER_BWD
+        ew = (110.0 * h + 12.0 * f) if mode.autocast else (90.0 * h + 16.0 * f)
+
+    mm_eff = e.mm_for(c.precision) * _shape(e, T, h)
+    # ---- matmuls
+    fwd_mm_flops = 2.0 * T * (L * layer_mm + h * V)
+    w_bytes_fwd = cb * (L * layer_w_all + h * V)
+    t_mm_fwd = max(fwd_mm_flops / (peak * mm_eff), w_bytes_fwd / bw)
+    bwd_mult = 2.0 if full else 1.0
+    t_mm_bwd = t_mm_fwd * bwd_mult
+    if not full and isinstance(m, DecoderSpec):
+        shapes = m.linear_shapes()
+        lora_flops = sum(2.0 * T * c.lora_rank * (shapes[t][0] + shapes[t][1]) for t in c.lora_targets) * L
+        t_mm_fwd += lora_flops / (peak * mm_eff * 0.5)
+        t_mm_bwd += 2 * lora_flops / (peak * mm_eff * 0.5)
+    # ---- attention
+    heads_dim = q  # q_dim per shard
+    eager_like = c.attention == "eager" or (cb == 4 and isinstance(m, DecoderSpec)
+                                             and m.num_heads > m.num_kv_heads)
+    attn_flops_fwd = 4.0 * T * s * heads_dim * L * (1.0 if eager_like else causal)
+    if eager_like:
+        a_heads = float(m.num_heads) / tp
+        s2 = float(b) * a_heads * float(s) * float(s)
+        attn_bytes_fwd = 30.0 * s2 * L
+        attn_mm_eff = mm_eff
+        t_attn_fwd = attn_flops_fwd / (peak * attn_mm_eff) + attn_bytes_fwd / bw
+        t_attn_bwd = 2.0 * attn_flops_fwd / (peak * attn_mm_eff) + 2.0 * attn_bytes_fwd / bw
+        notes.append("math attention kernel (s^2 scores in memory)")
+    else:
+        hd = float(getattr(m, "head_dim", 64))
+        attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
+        t_attn_fwd = attn_flops_fwd / (peak16 * attn_eff)
+        t_attn_bwd = 2.5 * t_attn_fwd
+    # ---- elementwise (layers + loss)
+    ew_fwd = ew * T * L
+    loss_bytes = (40.0 if cb != 4 else 32.0) * T * V
+    t_ew_fwd = ew_fwd / bw
+    t_ew_bwd = e.elementwise_bwd * ew_fwd / bw
+    t_loss = loss_bytes / bw
+    # ---- per-step weight traffic: autocast casts, gradient casts, optimizer
+    P = float(m.total_params) / tp
+    trainable = P if full else 0.0
+    if not full and isinstance(m, DecoderSpec):
+        shapes = m.linear_shapes()
+        trainable = float(sum(c.lora_rank * (shapes[t][0] + shapes[t][1]) * shapes[t][2]
+                              for t in c.lora_targets) * L) / tp
+    cast_bytes = 6.0 * (L * layer_w_all + h * V) if mode.autocast else 0.0
+    grad_cast_bytes = 6.0 * trainable if mode.autocast and full else 0.0
+    opt_bpp = {"adamw": 7.0, "sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}[c.optimizer]
+    opt_bytes = opt_bpp * float(mode.state if full else 4) * trainable
+    t_opt = opt_bytes / bw + e.step_s
+    t_casts = (cast_bytes + grad_cast_bytes) / bw
+
+    # ---- checkpointing: one more forward of the layers
+    t_recompute = 0.0
+    if c.gradient_checkpointing:
+        t_recompute = (t_mm_fwd * L * layer_mm / (L * layer_mm + h * V)) + t_attn_fwd + t_ew_fwd
+        ops_b += ops_f
+
+    gpu_fwd = t_mm_fwd + t_attn_fwd + t_ew_fwd + t_loss * 0.4
+    gpu_bwd = t_mm_bwd + t_attn_bwd + t_ew_bwd + t_loss * 0.6 + t_recompute
+    gpu_micro = gpu_fwd + gpu_bwd + t_casts
+    host_micro = (L * (ops_f + ops_b) + OPS_HEAD) * e.dispatch_s
+    micro = max(gpu_micro, host_micro)
+    bound = "host-dispatch" if host_micro > gpu_micro else (
+        "compute" if (t_mm_fwd + t_mm_bwd + t_attn_fwd + t_attn_bwd) > 0.5 * gpu_micro else "memory")
+
+    # ---- communication
+    comm = _communication(c, gpu, e, P, T, h, L, cb, gpu_bwd)
+    accum = c.accumulation_steps
+    step = accum * micro + t_opt + comm
+    tokens = float(accum * b * (s if not isinstance(m, CnnSpec) else 1))
+    model_flops = 2.0 * T * float(m.matmul_params_per_token) * (3.0 if full else 2.0) * accum
+    model_flops += 4.0 * T * s * float(m.num_heads * getattr(m, "head_dim", 64)) * m.num_layers * causal * 3 * accum
+    mfu = model_flops / (step * gpu.peak_for(c.precision) * 1e12 * tp)
+    prov = provenance or e.source
+    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    phases = {
+        "forward": gpu_fwd, "backward": gpu_bwd, "weight_casts": t_casts, "optimizer": t_opt,
+        "host_dispatch": host_micro, "communication": comm,
+    }
+    return StepEstimate(
+        step_time_s=step,
+        step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
+        micro_step_time_s=micro,
+        accumulation_steps=accum,
+        tokens_per_s=tokens / step,
+        samples_per_s=accum * b / step,
+        model_flops_per_step=model_flops,
+        mfu=mfu,
+        phases=phases,
+        communication_s=comm,
+        bound=bound,
+        provenance=prov,
+        assumptions=tuple(notes),
+    )
+
+
+SPEC_BAND = (0.30, 0.45)
+"""80 % band of a spec-default estimate, relative (low, high): datasheet peaks with default
+efficiencies are usually optimistic, so the band leans high."""
+
+CALIBRATED_BAND = (0.12, 0.12)
+"""80 % band of an estimate from efficiencies fitted on the same GPU (``interpolated``)."""
+
+
+def _communication(c: TrainConfig, gpu: PerfSpec, e: Efficiencies, P: float, T: float, h: float,
+                   L: int, cb: float, t_bwd: float) -> float:
+    """Exposed communication per optimizer step (s).
+
+    DDP: ring all-reduce of the gradients, ``2(n-1)/n x bytes / busbw``, overlapped with
+    backward by ``overlap``. ZeRO-1/2: reduce-scatter of gradients + all-gather of parameters
+    (``(n-1)/n`` each). FSDP/ZeRO-3: parameters all-gathered in forward and backward plus the
+    gradient reduce-scatter, in bf16, overlapped likewise. Tensor parallelism: two all-reduces
+    of the ``T x h`` activations per layer in forward and two in backward, not overlapped.
+    """
+    dp, tp = c.data_parallel, c.tensor_parallel
+    total = 0.0
+    if dp > 1:
+        bw = _collective_bw(gpu, e, dp if tp == 1 else dp * tp)
+        trainable = P if c.finetune == "full" else P * 0.01
+        grad_bytes = trainable * (4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0)
+        k = (dp - 1) / dp
+        if c.sharding in ("none", "ddp"):
+            volume = 2 * k * grad_bytes
+        elif c.sharding in ("zero1", "zero2"):
+            volume = k * grad_bytes + k * 2.0 * P
+        else:
+            volume = 3 * k * 2.0 * P
+        t = volume / bw
+        total += max(t - e.overlap * t_bwd * c.accumulation_steps, t * (1 - e.overlap))
+    if tp > 1:
+        bw = _collective_bw(gpu, e, tp)
+        per = 2 * (tp - 1) / tp * T * h * cb / bw
+        total += 4 * L * per * c.accumulation_steps
+    return total
+
+
+def _cnn_step(c: TrainConfig, m: CnnSpec, gpu: PerfSpec, e: Efficiencies,
+              band: tuple[float, float] | None, provenance: str | None) -> StepEstimate:
+    """ResNet training step: conv FLOPs (3x forward) at ``conv`` efficiency, plus activation
+    traffic (each activation written and read ~12 times across forward and backward: conv out,
+    BN read twice, ReLU, and their gradients), plus ~160 kernel launches per forward."""
+    mode = _MODES[c.precision]
+    peak = gpu.peak_for(c.precision) * 1e12
+    bw = gpu.bandwidth_gb_per_s * 1e9 * e.bw
+    b = c.batch_size
+    flops = 3.0 * m.forward_flops_per_image * b
+    act_bytes = float(m.activation_elements_per_image) * mode.compute * 12.0 * b
+    eff = e.conv * b / (b + 16.0)
+    gpu_t = flops / (peak * eff) + act_bytes / bw
+    host = 160 * 3 * e.dispatch_s
+    step = max(gpu_t, host) + float(m.total_params) * 16.0 / bw + e.step_s
+    prov = provenance or e.source
+    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    return StepEstimate(
+        step_time_s=step, step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
+        micro_step_time_s=step, accumulation_steps=1, tokens_per_s=b / step, samples_per_s=b / step,
+        model_flops_per_step=flops, mfu=flops / step / peak, phases={"compute": flops / (peak * eff),
+                                                                      "memory": act_bytes / bw},
+        communication_s=0.0, bound="memory" if act_bytes / bw > flops / (peak * eff) else "compute",
+        provenance=prov,
+    )
+
+
+def time_to_train(c: TrainConfig, tokens: float, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS,
+                  band: tuple[float, float] | None = None) -> tuple[float, Band, StepEstimate]:
+    """Seconds to train on ``tokens`` tokens with the global batch held fixed: optimizer
+    steps ``= ceil(tokens / (global_batch x seq_len))``; each step is ``accumulation_steps``
+    micro-steps on every data-parallel rank (DESIGN "Recommendation": the global batch does not
+    change with the GPU count)."""
+    st = estimate_step(c, gpu, e, band)
+    per_step = c.effective_global_batch * c.seq_len
+    steps = math.ceil(tokens / per_step)
+    t = steps * st.step_time_s
+    return t, st.step_time_band.scaled(steps), st
+
+
+# --------------------------------------------------------------------------------------------
+# Serving
+# --------------------------------------------------------------------------------------------
+
+OPS_PER_LAYER_DECODE = 30
+OPS_PER_DECODE_STEP = 60  # generate(): logits processing, sampling, cache bookkeeping
+
+
+def estimate_serving(c: InferenceConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS,
+                     band: tuple[float, float] | None = None, provenance: str | None = None) -> ServingEstimate:
+    """TTFT and TPOT for ``batch_size`` concurrent sequences (static batch, greedy decode).
+
+    Prefill: roofline of the forward over ``b x input_len`` tokens (matmuls at shape
+    efficiency, causal flash attention, elementwise traffic) + the per-layer dispatch floor.
+    Decode, per output token: read every weight once (quantised bytes) and the KV cache of all
+    sequences at the mid-point length, ``2 x active params x b`` FLOPs and ``4 x ctx x q_dim``
+    attention FLOPs per sequence and layer; eager ``generate`` is usually launch-bound, so the
+    host floor ``(layers x 30 + 60) x dispatch_s`` applies.
+    """
+    m = c.model
+    tp = c.tensor_parallel
+    peak = gpu.peak_for("fp32" if c.precision == "fp32" else "bf16") * 1e12
+    bw = gpu.bandwidth_gb_per_s * 1e9 * e.bw
+    cb = float(c.compute_bytes)
+    L = m.num_layers
+    h = float(m.hidden_size)
+    T = float(c.batch_size * c.input_len)
+    layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
+    V = float(m.vocab_size) / tp
+    wbytes = weight_bytes(m, c.quant_method, c.compute_bytes) / tp
+    if m.is_moe:  # decode reads only the routed experts' weights when batch is small
+        touched = min(1.0, c.batch_size * m.experts_per_token / m.num_experts)
+        wbytes *= (m.active_params + (m.total_params - m.active_params) * touched) / m.total_params
+    mm_eff = e.mm_for(c.precision) * _shape(e, T, h)
+    q = float(m.q_dim) / tp
+    prefill_flops = 2.0 * T * L * layer_mm + 2.0 * c.batch_size * h * V
+    prefill_attn = 4.0 * T * c.input_len * q * L * 0.5
+    hd = float(m.head_dim)
+    attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
+    ew = 76.0 * h + 20.0 * (q + float(m.kv_dim) / tp) + 10.0 * float(m.intermediate_size) / tp
+    t_pre_mm = max(prefill_flops / (peak * mm_eff), wbytes / bw)
+    t_pre = t_pre_mm + prefill_attn / (peak * attn_eff) + ew * cb / 2.0 * T * L / bw
+    host_pre = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * e.dispatch_s
+    ttft = max(t_pre, host_pre) + e.step_s * 0.2
+    ctx = c.input_len + c.output_len / 2.0
+    kv = m.kv_cache_bytes_per_token(c.kv_bytes) / tp * ctx * c.batch_size
+    dec_flops = 2.0 * c.batch_size * (L * layer_mm + h * V) + 4.0 * c.batch_size * ctx * q * L
+    dec_eff = e.mm_for(c.precision) * _shape(e, float(c.batch_size), h)
+    t_dec_gpu = max(dec_flops / (peak * dec_eff), (wbytes + kv) / bw)
+    host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * e.dispatch_s
+    tpot = max(t_dec_gpu, host_dec)
+    prov = provenance or e.source
+    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    return ServingEstimate(
+        ttft_s=ttft, ttft_band=Band(ttft * (1 - lo), ttft, ttft * (1 + hi)),
+        tpot_s=tpot, tpot_band=Band(tpot * (1 - lo), tpot, tpot * (1 + hi)),
+        output_tokens_per_s=c.batch_size / tpot,
+        prefill_bound="host-dispatch" if host_pre > t_pre else (
+            "compute" if prefill_flops / (peak * mm_eff) > wbytes / bw else "memory"),
+        decode_bound="host-dispatch" if host_dec > t_dec_gpu else (
+            "compute" if dec_flops / (peak * dec_eff) > (wbytes + kv) / bw else "memory"),
+        provenance=prov,
+    )
+
+
+def with_efficiencies(e: Efficiencies, **changes: Any) -> Efficiencies:
+    """A copy of ``e`` with fields replaced (used by calibration)."""
+    return replace(e, **changes)
+
