@@ -350,11 +350,25 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
     t_mm_fwd = max(fwd_mm_flops / (peak * mm_eff), w_bytes_fwd / bw)
     bwd_mult = 2.0 if full else 1.0
     t_mm_bwd = t_mm_fwd * bwd_mult
+    lora_ew = 0.0
     if not full and isinstance(m, DecoderSpec):
+        # PEFT adapters: two thin matmuls per target (rank r) at low efficiency, plus the
+        # elementwise traffic of the adapter path -- input cast to the fp32 adapter dtype
+        # (pure 16-bit) or autocast copy (amp), the scaled add into the base output and the
+        # cast back: per token ~(6*in + 6*out) bytes under autocast, (6*in + 14*out) in pure
+        # 16-bit, 12*out in fp32 -- and ~8 extra ops per target.
         shapes = m.linear_shapes()
         lora_flops = sum(2.0 * T * c.lora_rank * (shapes[t][0] + shapes[t][1]) for t in c.lora_targets) * L
-        t_mm_fwd += lora_flops / (peak * mm_eff * 0.5)
-        t_mm_bwd += 2 * lora_flops / (peak * mm_eff * 0.5)
+        adapter_peak = peak if mode.autocast else gpu.peak_for("fp32") * 1e12
+        t_mm_fwd += lora_flops / (adapter_peak * mm_eff * 0.5)
+        t_mm_bwd += 2 * lora_flops / (adapter_peak * mm_eff * 0.5)
+        for t in c.lora_targets:
+            i, o = float(shapes[t][0]) / (tp if t in ("o_proj", "down_proj") else 1), float(shapes[t][1])
+            if t not in ("o_proj", "down_proj"):
+                o /= tp
+            lora_ew += (6.0 * i + 6.0 * o) if mode.autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
+        ops_f += 8 * len(c.lora_targets)
+        ops_b += 10 * len(c.lora_targets)
     # ---- attention
     heads_dim = q  # q_dim per shard
     eager_like = c.attention == "eager" or (cb == 4 and isinstance(m, DecoderSpec)
@@ -374,7 +388,7 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
         t_attn_fwd = attn_flops_fwd / (peak16 * attn_eff)
         t_attn_bwd = 2.5 * t_attn_fwd
     # ---- elementwise (layers + loss)
-    ew_fwd = ew * T * L
+    ew_fwd = (ew + lora_ew) * T * L
     loss_bytes = (40.0 if cb != 4 else 32.0) * T * V
     t_ew_fwd = ew_fwd / bw
     t_ew_bwd = e.elementwise_bwd * ew_fwd / bw
