@@ -201,6 +201,12 @@ FAKE_GPU = {"name": "CPU", "pci_device_id": "0x0000", "memory_total_bytes": 0}
 
 def _validate_like_the_service(run: dict[str, Any]) -> None:
     BenchmarkRunIn.model_validate(run)
+    try:  # and as `gpu-advisor agent submit` checks a file before sending it
+        from service.agent.payload import validate_run as agent_validate
+    except ImportError:
+        pass
+    else:
+        assert agent_validate(run) == []
     check_fingerprint(run["fingerprint"])
     for i, r in enumerate(run["results"]):
         canonical_parameters(r["workload"], r["parameters"])
