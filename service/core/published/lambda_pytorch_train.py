@@ -56,7 +56,7 @@ SOURCE: Final = {
     "provenance": "published",
 }
 
-WORKLOADS: Final = {
+WORKLOADS: Final[dict[str, dict[str, str | int]]] = {
     "resnet50": {"unit": "images/s", "model": "resnet50", "seq_len": 0},
     "bert_large_squad": {"unit": "sequences/s", "model": "bert-large", "seq_len": 384},
     "bert_base_squad": {"unit": "sequences/s", "model": "bert-base", "seq_len": 384},

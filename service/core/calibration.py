@@ -1,0 +1,433 @@
+"""Fit efficiencies from measured results, transfer them to unmeasured GPUs, label provenance.
+
+Inputs are plain values (no database): :class:`TimedPoint` (a configuration, the GPU it ran
+on and a measured time) and :class:`MemoryPoint` (a configuration and its measured peak
+allocated bytes or OOM). Outputs are :class:`Calibration` objects holding fitted
+:class:`~service.core.performance.Efficiencies` and the relative 80 % band measured on their
+own residuals.
+
+Fitting: each fitted quantity is a multiplier on a group of efficiency fields (``mm`` scales
+every matmul efficiency, ``attn``, ``bw``, ``dispatch``, ``conv``, ``step``), searched in log
+space by Nelder-Mead on the squared log error of the predicted time, with a weak prior pulling
+every multiplier toward 1 (the spec default) so sparse data cannot push a field anywhere
+absurd. The band is the 10th-90th percentile of the log residuals, widened for small samples
+(``sqrt(1 + 2/n)``), with a floor of +/-8 %.
+
+Transfer (DESIGN "Provenance"): the same efficiencies apply to another GPU of the **same
+architecture** (same kernels, same fractions of peak) with a band 1.5x as wide; across
+architectures the fitted multipliers are halved in log space toward the spec defaults and the
+band is at least +/-35 %. :func:`published_leave_one_out` checks the cross-GPU model against a
+published table (``core/published``): each GPU in turn is predicted from the others, by the
+roofline with efficiencies fitted on the remaining GPUs (per-architecture correction when the
+architecture is represented) and, as the baseline, by datasheet peak ratios.
+
+Provenance labels: ``measured`` (exact cell), ``interpolated`` (same GPU and workload, fitted
+efficiencies), ``transferred`` (fitted on other GPUs; the source GPUs are named),
+``published`` (an imported external result), ``spec`` (datasheet roofline with
+:data:`~service.core.performance.SPEC_DEFAULTS`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from service.core.memory import InferenceConfig, TrainConfig, estimate_training
+from service.core.models import get_model
+from service.core.performance import (
+    SPEC_BAND,
+    SPEC_DEFAULTS,
+    Efficiencies,
+    PerfSpec,
+    estimate_serving,
+    estimate_step,
+)
+
+__all__ = [
+    "PROVENANCES",
+    "Calibration",
+    "MemoryCalibration",
+    "MemoryPoint",
+    "TimedPoint",
+    "apply_multipliers",
+    "fit_memory",
+    "fit_time",
+    "predict_time",
+    "provenance_for",
+    "published_leave_one_out",
+    "transfer",
+]
+
+Provenance = Literal["measured", "interpolated", "transferred", "published", "spec"]
+PROVENANCES: tuple[str, ...] = ("measured", "interpolated", "transferred", "published", "spec")
+
+FIT_GROUPS: dict[str, tuple[str, ...]] = {
+    "mm": ("mm",),
+    "attn": ("attn",),
+    "bw": ("bw",),
+    "dispatch": ("dispatch_s",),
+    "conv": ("conv",),
+    "step": ("step_s",),
+}
+"""Fitted multipliers and the :class:`Efficiencies` fields each one scales."""
+
+BAND_FLOOR = 0.08
+SAME_ARCH_BAND_FACTOR = 1.5
+CROSS_ARCH_BAND = (0.35, 0.45)
+PRIOR_WEIGHT = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class TimedPoint:
+    """A measured time: ``metric`` is ``step_time_s`` (training), ``ttft_s`` or ``tpot_s``."""
+
+    config: TrainConfig | InferenceConfig
+    gpu: PerfSpec
+    value_s: float
+    metric: str = "step_time_s"
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPoint:
+    """A measured peak (``torch.cuda.max_memory_allocated``) or an OOM (``peak`` None)."""
+
+    config: TrainConfig
+    peak_allocated_bytes: int | None
+    status: str = "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Fitted efficiencies with their band, where they came from and how well they fit."""
+
+    efficiencies: Efficiencies
+    band: tuple[float, float]
+    multipliers: Mapping[str, float]
+    source_gpus: tuple[str, ...]
+    architecture: str
+    n_points: int
+    fit_mape: float
+    provenance: str = "interpolated"
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCalibration:
+    """Multiplicative correction of the analytic peak and the band of its residuals."""
+
+    scale: float
+    band: tuple[float, float]
+    n_points: int
+    mape: float
+
+
+# --------------------------------------------------------------------------------------------
+# Prediction
+# --------------------------------------------------------------------------------------------
+
+
+def predict_time(p: TimedPoint, e: Efficiencies) -> float:
+    """The model's value for ``p.metric`` under efficiencies ``e`` (seconds)."""
+    if isinstance(p.config, TrainConfig):
+        return estimate_step(p.config, p.gpu, e).step_time_s
+    s = estimate_serving(p.config, p.gpu, e)
+    return s.ttft_s if p.metric == "ttft_s" else s.tpot_s
+
+
+def apply_multipliers(base: Efficiencies, mult: Mapping[str, float], source: str = "fitted") -> Efficiencies:
+    """Scale the fields of each group in ``mult`` (see :data:`FIT_GROUPS`)."""
+    changes: dict[str, object] = {"source": source}
+    for group, k in mult.items():
+        for fname in FIT_GROUPS[group]:
+            if fname == "mm":
+                changes["mm"] = {key: min(0.98, v * k) for key, v in base.mm.items()}
+            else:
+                v = float(getattr(base, fname)) * k
+                if fname in ("attn", "bw", "conv"):
+                    v = min(v, 0.98)
+                changes[fname] = v
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# Fitting
+# --------------------------------------------------------------------------------------------
+
+
+def _nelder_mead(f: Callable[[list[float]], float], x0: list[float], step: float = 0.3,
+                 iters: int = 250, tol: float = 1e-7) -> list[float]:
+    """Minimise ``f`` from ``x0`` (pure Python Nelder-Mead; standard coefficients)."""
+    n = len(x0)
+    pts = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
+    vals = [f(p) for p in pts]
+    for _ in range(iters):
+        order = sorted(range(n + 1), key=lambda i: vals[i])
+        pts = [pts[i] for i in order]
+        vals = [vals[i] for i in order]
+        if abs(vals[-1] - vals[0]) < tol:
+            break
+        centroid = [sum(p[j] for p in pts[:-1]) / n for j in range(n)]
+        worst = pts[-1]
+        refl = [centroid[j] + (centroid[j] - worst[j]) for j in range(n)]
+        fr = f(refl)
+        if fr < vals[0]:
+            exp = [centroid[j] + 2.0 * (centroid[j] - worst[j]) for j in range(n)]
+            fe = f(exp)
+            pts[-1], vals[-1] = (exp, fe) if fe < fr else (refl, fr)
+        elif fr < vals[-2]:
+            pts[-1], vals[-1] = refl, fr
+        else:
+            contr = [centroid[j] + 0.5 * (worst[j] - centroid[j]) for j in range(n)]
+            fc = f(contr)
+            if fc < vals[-1]:
+                pts[-1], vals[-1] = contr, fc
+            else:
+                best = pts[0]
+                pts = [best] + [[best[j] + 0.5 * (p[j] - best[j]) for j in range(n)] for p in pts[1:]]
+                vals = [vals[0]] + [f(p) for p in pts[1:]]
+    return pts[min(range(n + 1), key=lambda i: vals[i])]
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    s = sorted(xs)
+    if not s:
+        return 0.0
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def band_from_log_residuals(residuals: Sequence[float], floor: float = BAND_FLOOR) -> tuple[float, float]:
+    """Relative (low, high) band covering the 10th-90th percentile of ``log(measured /
+    predicted)``, widened by ``sqrt(1 + 2/n)`` for small samples, at least ``floor``."""
+    n = len(residuals)
+    if n == 0:
+        return SPEC_BAND
+    widen = math.sqrt(1.0 + 2.0 / n)
+    q10 = _quantile(residuals, 0.10) * widen
+    q90 = _quantile(residuals, 0.90) * widen
+    lo = max(floor, 1.0 - math.exp(min(q10, 0.0)))
+    hi = max(floor, math.exp(max(q90, 0.0)) - 1.0)
+    return (min(lo, 0.9), hi)
+
+
+def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
+             groups: Iterable[str] = ("mm", "attn", "bw", "dispatch"),
+             prior_weight: float = PRIOR_WEIGHT) -> Calibration:
+    """Fit multipliers for ``groups`` on ``points`` (all from one GPU and stack, normally).
+
+    Objective: mean squared ``log(predicted / measured)`` (weighted) plus ``prior_weight``
+    times the squared log multipliers. Groups the points cannot inform (e.g. ``attn`` with no
+    attention-heavy point) stay near 1 through the prior.
+    """
+    pts = [p for p in points if p.value_s > 0]
+    if not pts:
+        raise ValueError("no measured times to fit")
+    names = list(groups)
+    wsum = sum(p.weight for p in pts)
+
+    def objective(x: list[float]) -> float:
+        e = apply_multipliers(base, {n: math.exp(v) for n, v in zip(names, x, strict=True)})
+        err = 0.0
+        for p in pts:
+            r = math.log(predict_time(p, e) / p.value_s)
+            err += p.weight * r * r
+        return err / wsum + prior_weight * sum(v * v for v in x)
+
+    x = _nelder_mead(objective, [0.0] * len(names))
+    x = _nelder_mead(objective, x, step=0.1)
+    mult = {n: math.exp(v) for n, v in zip(names, x, strict=True)}
+    e = apply_multipliers(base, mult)
+    residuals = [math.log(p.value_s / predict_time(p, e)) for p in pts]
+    mape = sum(abs(math.exp(-r) - 1.0) for r in residuals) / len(residuals)
+    gpus = tuple(sorted({p.gpu.name for p in pts}))
+    archs = {p.gpu.architecture for p in pts}
+    return Calibration(
+        efficiencies=replace(e, source="interpolated"),
+        band=band_from_log_residuals(residuals),
+        multipliers=mult,
+        source_gpus=gpus,
+        architecture=archs.pop() if len(archs) == 1 else "mixed",
+        n_points=len(pts),
+        fit_mape=mape,
+        provenance="interpolated",
+    )
+
+
+def transfer(cal: Calibration, target: PerfSpec) -> Calibration:
+    """Efficiencies for ``target`` from a calibration made on other GPU(s).
+
+    Same GPU: unchanged (``interpolated``). Same architecture: same efficiencies, band
+    x :data:`SAME_ARCH_BAND_FACTOR` (``transferred``). Another architecture: multipliers
+    halved in log space toward the spec defaults, band at least :data:`CROSS_ARCH_BAND`.
+    """
+    if target.name in cal.source_gpus and len(cal.source_gpus) == 1:
+        return cal
+    if target.architecture == cal.architecture:
+        lo, hi = cal.band
+        return replace(
+            cal, efficiencies=replace(cal.efficiencies, source="transferred"),
+            band=(min(0.9, lo * SAME_ARCH_BAND_FACTOR), hi * SAME_ARCH_BAND_FACTOR),
+            provenance="transferred",
+            notes=(*cal.notes, f"same architecture ({cal.architecture}) as {', '.join(cal.source_gpus)}"),
+        )
+    half = {k: math.sqrt(v) for k, v in cal.multipliers.items()}
+    e = apply_multipliers(SPEC_DEFAULTS, half, source="transferred")
+    lo, hi = cal.band
+    return replace(
+        cal, efficiencies=e, multipliers=half,
+        band=(max(CROSS_ARCH_BAND[0], lo * 2), max(CROSS_ARCH_BAND[1], hi * 2)),
+        provenance="transferred",
+        notes=(*cal.notes, f"across architectures: {cal.architecture} -> {target.architecture}, "
+                           f"from {', '.join(cal.source_gpus)}"),
+    )
+
+
+def provenance_for(target: PerfSpec, cal: Calibration | None, exact_cell_measured: bool = False) -> str:
+    """The DESIGN provenance label for an estimate on ``target``."""
+    if exact_cell_measured:
+        return "measured"
+    if cal is None:
+        return "spec"
+    if target.name in cal.source_gpus and len(cal.source_gpus) == 1:
+        return "interpolated"
+    return "transferred"
+
+
+# --------------------------------------------------------------------------------------------
+# Memory
+# --------------------------------------------------------------------------------------------
+
+
+def fit_memory(points: Sequence[MemoryPoint]) -> MemoryCalibration:
+    """Median ratio measured/predicted of peak allocated memory over ``ok`` points, and the
+    band of the residuals around it. The analytic model is meant to need no correction; a
+    scale far from 1 flags a loop that differs from the reference loop."""
+    ratios = [p.peak_allocated_bytes / estimate_training(p.config).peak_allocated_bytes
+              for p in points if p.status == "ok" and p.peak_allocated_bytes]
+    if not ratios:
+        return MemoryCalibration(1.0, (0.03, 0.03), 0, 0.0)
+    scale = _quantile(ratios, 0.5)
+    logs = [math.log(r / scale) for r in ratios]
+    band = band_from_log_residuals(logs, floor=0.02)
+    mape = sum(abs(1.0 / r - 1.0) for r in ratios) / len(ratios)
+    return MemoryCalibration(scale, band, len(ratios), mape)
+
+
+# --------------------------------------------------------------------------------------------
+# Published cross-GPU table: leave one GPU out
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LooRow:
+    gpu: str
+    architecture: str
+    workload: str
+    precision: str
+    measured: float
+    transfer: float
+    baseline: float
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class LooReport:
+    rows: tuple[LooRow, ...]
+    transfer_mape: float
+    baseline_mape: float
+    transfer_worst: float
+    baseline_worst: float
+    by_workload: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def _published_specs() -> dict[str, PerfSpec]:
+    from service.core.published.lambda_pytorch_train import GPUS
+
+    out: dict[str, PerfSpec] = {}
+    for name, g in GPUS.items():
+        peaks = {"fp16": g["fp16_tflops"], "bf16": g["fp16_tflops"], "fp32": g["fp32_tflops"]}
+        peaks["tf32"] = g["tf32_tflops"] if g["tf32_tflops"] is not None else g["fp32_tflops"]
+        out[name] = PerfSpec(name=name, architecture=g["architecture"], peak_tflops=peaks,
+                             bandwidth_gb_per_s=g["bandwidth_gb_per_s"],
+                             usable_memory_bytes=g["memory_gb"] * 10**9)
+    return out
+
+
+def _published_points(workload: str, precision: str) -> list[TimedPoint]:
+    """Published throughput turned into step times at the published batch size."""
+    from service.core.published.lambda_pytorch_train import GPUS, WORKLOADS
+
+    specs = _published_specs()
+    w = WORKLOADS[workload]
+    model = get_model(str(w["model"]))
+    prec = "amp_fp16" if precision == "fp16" else "tf32"
+    pts: list[TimedPoint] = []
+    for name, g in GPUS.items():
+        thr = g["fp16" if precision == "fp16" else "fp32"][workload]
+        if thr <= 0:
+            continue
+        batch = g["batch_fp16"][workload]
+        if precision != "fp16":
+            batch = max(1, batch // 2)
+        seq = int(w["seq_len"]) or 1
+        cfg = TrainConfig(model=model, precision=prec, batch_size=batch, seq_len=seq,
+                          optimizer="sgd" if workload == "resnet50" else "adamw")
+        spec = specs[name]
+        if precision != "fp16" and g["tf32_tflops"] is None:
+            cfg = replace(cfg, precision="fp32")
+        pts.append(TimedPoint(cfg, spec, batch / thr))
+    return pts
+
+
+def published_leave_one_out(workloads: Sequence[str] = ("resnet50", "bert_large_squad", "bert_base_squad"),
+                            precisions: Sequence[str] = ("fp16", "fp32"),
+                            groups: Sequence[str] = ("mm", "bw", "conv")) -> LooReport:
+    """Predict each GPU of the published table from the others, for each workload/precision.
+
+    Transfer: fit ``groups`` multipliers on the other GPUs (all architectures), then correct by
+    the geometric-mean residual of the same-architecture GPUs among them when there are any
+    (shrunk by ``n/(n+1)``). Baseline: geometric mean over the other GPUs of
+    ``throughput_other x peak_target / peak_other`` (dense peak of the precision used).
+    Errors are on throughput, absolute percentage.
+    """
+    rows: list[LooRow] = []
+    by_wl: dict[str, tuple[float, float]] = {}
+    for wl in workloads:
+        for prec in precisions:
+            pts = _published_points(wl, prec)
+            wl_rows: list[LooRow] = []
+            for i, target in enumerate(pts):
+                others = pts[:i] + pts[i + 1:]
+                cal = fit_time(others, groups=groups, prior_weight=0.01)
+                e = cal.efficiencies
+                same = [p for p in others if p.gpu.architecture == target.gpu.architecture]
+                pred_t = predict_time(target, e)
+                method = "cross-architecture"
+                if same:
+                    res = [math.log(p.value_s / predict_time(p, e)) for p in same]
+                    k = sum(res) / len(res) * len(res) / (len(res) + 1)
+                    pred_t *= math.exp(k)
+                    method = "same-architecture"
+                batch = target.config.batch_size
+                thr_meas = batch / target.value_s
+                thr_pred = batch / pred_t
+                pk = target.config.precision
+                logs = []
+                for o in others:
+                    ratio = target.gpu.peak_for(pk) / o.gpu.peak_for(o.config.precision)
+                    logs.append(math.log(o.config.batch_size / o.value_s * ratio))
+                thr_base = math.exp(sum(logs) / len(logs))
+                wl_rows.append(LooRow(target.gpu.name, target.gpu.architecture, wl, prec,
+                                      thr_meas, thr_pred, thr_base, method))
+            rows.extend(wl_rows)
+            t = sum(abs(r.transfer / r.measured - 1) for r in wl_rows) / len(wl_rows)
+            b = sum(abs(r.baseline / r.measured - 1) for r in wl_rows) / len(wl_rows)
+            by_wl[f"{wl}/{prec}"] = (t, b)
+    te = [abs(r.transfer / r.measured - 1) for r in rows]
+    be = [abs(r.baseline / r.measured - 1) for r in rows]
+    return LooReport(tuple(rows), sum(te) / len(te), sum(be) / len(be), max(te), max(be), by_wl)
