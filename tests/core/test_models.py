@@ -244,5 +244,6 @@ def test_resnet50_flops() -> None:
 
 def test_specs_are_frozen() -> None:
     m = get_model("llama2-7b")
+    assert isinstance(m, DecoderSpec)
     with pytest.raises(AttributeError):
         m.hidden_size = 1  # type: ignore[misc]
