@@ -64,6 +64,7 @@ __all__ = [
     "InvalidConfiguration",
     "MemoryEstimate",
     "TrainConfig",
+    "estimate_cnn_inference",
     "estimate_inference",
     "estimate_training",
     "fewest_gpus",
@@ -949,46 +950,85 @@ def kv_cache_bytes(m: DecoderSpec, tokens: float, bytes_per_element: float = 2.0
 
 
 def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
-    """Per-GPU serving memory: weights + KV cache for every sequence at full length + the
-    prefill workspace (one layer's activations for ``batch_size * input_len`` tokens, no grad:
-    hidden states and RMSNorm upcasts ``~12Th``, q/k/v and output ``2T(2q+2kv)``, SwiGLU
-    buffers ``3*2Tf``) + last-token logits in fp32 (``generate`` keeps ``logits_to_keep=1``).
+    """Per-GPU serving memory, the larger of two moments:
+
+    * **prefill**: weights + the prompt's KV cache + one layer's no-grad working set for
+      ``T = batch * input_len`` tokens -- the residual and norm buffers (``2*cb*Th`` plus the
+      fp32 upcast ``8Th``), or q/k/v with their RoPE copies (``cb*T*(3q + 4kv)``), or the
+      SwiGLU buffers alive at the product (SiLU output, up output, product: ``3*cb*Tf``),
+      whichever is largest -- + last-token logits in fp32 (``logits_to_keep=1``);
+    * **end of decode**: weights + the KV cache at ``input_len + output_len`` for every
+      sequence + one layer's cache copied by ``torch.cat`` (transformers' ``DynamicCache``).
+
+    ``amp_*`` serving keeps fp32 weights plus autocast's bf16 copies for the whole call.
     ``vllm`` preallocates ``gpu_memory_utilization`` of the device; the figure here is what the
     sequences need, not what the engine grabs.
     """
     m = c.model
     tp = c.tensor_parallel
-    w = weight_bytes(m, c.quant_method, c.compute_bytes) / tp
+    amp = c.precision.startswith("amp_")
+    w = weight_bytes(m, c.quant_method, 4 if amp else c.compute_bytes) / tp
+    cache = 0.0
+    if amp and c.quant_method == "none":
+        cache = 2.0 * float(m.num_layers * (m.params_per_layer - m.norm_params_per_layer)
+                            + m.vocab_size * m.hidden_size) / tp
     per_seq = c.input_len + c.output_len
+    prompt = c.input_len
     if m.sliding_window:
         per_seq = min(per_seq, m.sliding_window)
+        prompt = min(prompt, m.sliding_window)
     kv = kv_cache_bytes(m, float(c.batch_size * per_seq), c.kv_bytes, tp)
+    kv_prompt = kv_cache_bytes(m, float(c.batch_size * prompt), c.kv_bytes, tp)
     T = float(c.batch_size * c.input_len)
     h = float(m.hidden_size)
     f = float(m.intermediate_size) / tp
     q, kvd = float(m.q_dim) / tp, float(m.kv_dim) / tp
     cb = float(c.compute_bytes)
-    prefill = 12.0 * T * h + cb * T * (2 * q + 2 * kvd) + 3.0 * cb * T * f
-    if m.is_moe:
-        prefill += 3.0 * cb * T * f * (m.experts_per_token - 1)
+    resid = cb * T * h + (4.0 if amp else cb) * T * h
+    prefill = resid + max(8.0 * T * h, cb * T * (3 * q + 4 * kvd), 3.0 * cb * T * f * m.experts_per_token)
     logits = 4.0 * c.batch_size * m.vocab_size * 2 + cb * c.batch_size * m.vocab_size
     dequant = 2.0 * float(m.hidden_size * m.intermediate_size) if c.quant_method.startswith("bnb") else 0.0
-    # HF DynamicCache grows by torch.cat: one layer's cache is copied per step
-    cat_copy = kv / m.num_layers if c.engine == "hf-transformers" else 0.0
-    workspace = 64.0 * MiB
-    peak = w + kv + prefill + logits + dequant + cat_copy + workspace
+    cat_copy = 2.0 * kv / m.num_layers if c.engine == "hf-transformers" else 0.0
+    workspace = 32.0 * MiB
+    phases = {
+        "prefill": w + cache + kv_prompt + prefill + logits + dequant + workspace,
+        "decode-end": w + cache + kv + cat_copy + logits + dequant + workspace,
+    }
+    peak_phase = max(phases, key=lambda k: phases[k])
+    peak = phases[peak_phase]
     components = {
         "weights": int(w),
-        "kv_cache": int(kv),
-        "prefill_activations": int(prefill),
+        "autocast_weight_copies": int(cache),
+        "kv_cache": int(kv_prompt if peak_phase == "prefill" else kv),
+        "prefill_activations": int(prefill if peak_phase == "prefill" else 0),
         "logits": int(logits),
-        "workspace": int(workspace + dequant + cat_copy),
+        "workspace": int(workspace + dequant + (cat_copy if peak_phase != "prefill" else 0)),
     }
     notes = [f"{c.engine}; weights {c.quant_method}; KV cache {c.kv_bytes:g} B/element, "
              f"{m.kv_cache_bytes_per_token(c.kv_bytes) / tp / 1024:.0f} KiB per token"]
-    rel = (0.05, 0.08) if c.quant_method == "none" else (0.08, 0.12)
-    return _finish(None, peak, {"prefill": peak}, "prefill", components,
+    rel = (0.05, 0.06) if c.quant_method == "none" else (0.08, 0.12)
+    return _finish(None, peak, phases, peak_phase, components,
                    {"weights": int(w), "kv_cache": int(kv)}, notes, rel, multi_gpu=tp > 1)
+
+
+def estimate_cnn_inference(m: CnnSpec, precision: str, batch_size: int) -> MemoryEstimate:
+    """ResNet inference (eval, ``inference_mode``): parameters (fp32 under autocast, plus the
+    cached bf16 copies), the fp32 input and its cast, and the largest working set of one
+    bottleneck -- its input, the branch activations and the output, about four tensors the
+    size of the largest activation (stage 1 and the stem: ``256*56*56`` elements per image)
+    -- plus a cuDNN workspace of up to 256 MiB."""
+    mode = _MODES.get(precision, _MODES["amp_bf16"])
+    P = float(m.total_params)
+    w = mode.param * P + (mode.compute * P if mode.autocast else 0.0)
+    side = m.image_size / 4
+    largest = m.base_width * m.expansion * side * side
+    img = float(m.in_channels * m.image_size * m.image_size)
+    acts = batch_size * (4.0 * mode.compute * largest + mode.param * img + mode.compute * img)
+    workspace = float(min(256 * MiB, 64 * MiB + MiB * batch_size))
+    peak = w + acts + workspace
+    comps = {"parameters": int(w), "activations": int(acts), "workspace": int(workspace)}
+    return _finish(None, peak, {"forward": peak}, "forward", comps, {"parameters": int(w)},
+                   ["torchvision ResNet, eval, channels_last"], (0.15, 0.20), multi_gpu=False)
 
 
 # --------------------------------------------------------------------------------------------
