@@ -880,6 +880,11 @@ def estimate_training(c: TrainConfig) -> MemoryEstimate:
 
 QUANT_METHODS: tuple[str, ...] = ("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8")
 
+PREFILL_CHUNK_TOKENS = 8192
+"""Tokens a serving engine with chunked prefill (vLLM's default ``max_num_batched_tokens``
+for chunked prefill, 8192 on large GPUs) pushes through one forward; ``hf-transformers``
+prefills the whole batch at once."""
+
 
 @dataclass(frozen=True, slots=True)
 class InferenceConfig:
@@ -961,7 +966,8 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
       sequence + one layer's cache copied by ``torch.cat`` (transformers' ``DynamicCache``).
 
     ``amp_*`` serving keeps fp32 weights plus autocast's bf16 copies for the whole call.
-    ``vllm`` preallocates ``gpu_memory_utilization`` of the device; the figure here is what the
+    Other engines (``vllm``) prefill in chunks of :data:`PREFILL_CHUNK_TOKENS` and
+    preallocate ``gpu_memory_utilization`` of the device; the figure here is what the
     sequences need, not what the engine grabs.
     """
     m = c.model
@@ -980,6 +986,8 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     kv = kv_cache_bytes(m, float(c.batch_size * per_seq), c.kv_bytes, tp)
     kv_prompt = kv_cache_bytes(m, float(c.batch_size * prompt), c.kv_bytes, tp)
     T = float(c.batch_size * c.input_len)
+    if c.engine != "hf-transformers":
+        T = min(T, float(PREFILL_CHUNK_TOKENS))  # chunked prefill bounds the working set
     h = float(m.hidden_size)
     f = float(m.intermediate_size) / tp
     q, kvd = float(m.q_dim) / tp, float(m.kv_dim) / tp
