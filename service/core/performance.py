@@ -579,7 +579,9 @@ def estimate_serving(c: InferenceConfig, gpu: PerfSpec, e: Efficiencies = SPEC_D
     ctx = c.input_len + c.output_len / 2.0
     kv = m.kv_cache_bytes_per_token(c.kv_bytes) / tp * ctx * c.batch_size
     dec_flops = 2.0 * c.batch_size * (L * layer_mm + h * V) + 4.0 * c.batch_size * ctx * q * L
-    dec_eff = e.mm_for(c.precision) * _shape(e, float(c.batch_size), h)
+    # one token per sequence: the GEMMs are weight-streaming, so only the hidden-size factor
+    # applies (the token factor models tile waste of compute-bound GEMMs, not GEMV-like ones)
+    dec_eff = e.mm_for(c.precision) * h / (h + e.mm_hidden0)
     t_dec_gpu = max(dec_flops / (peak * dec_eff), (wbytes + kv) / bw)
     host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * e.dispatch_s
     tpot = max(t_dec_gpu, host_dec)
