@@ -48,6 +48,7 @@ __all__ = [
     "StepEstimate",
     "estimate_serving",
     "estimate_step",
+    "normalise_architecture",
     "perf_spec_from_gpu",
     "time_to_train",
 ]
@@ -119,12 +120,29 @@ H200_SXM = PerfSpec(
 
 
 class _GpuLike(Protocol):
-    name: str
-    architecture: str | None
-    bandwidth_gb_per_s: float | None
-    usable_memory_bytes: int | None
-    compute_capability: str | None
-    peaks: Mapping[str, float | None]
+    """What :func:`perf_spec_from_gpu` reads from a catalog ``GpuSpec`` (read-only)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def architecture(self) -> str | None: ...
+    @property
+    def bandwidth_gb_per_s(self) -> float | None: ...
+    @property
+    def usable_memory_bytes(self) -> int | None: ...
+    @property
+    def compute_capability(self) -> str | None: ...
+    @property
+    def peaks(self) -> Mapping[str, float | None]: ...
+
+
+def normalise_architecture(name: str | None) -> str:
+    """``"Ada Lovelace"`` -> ``"ada"``, ``"Hopper"`` -> ``"hopper"``, ``"CDNA 3"`` -> ``"cdna3"``:
+    the family key transfer compares."""
+    if not name:
+        return "unknown"
+    s = name.strip().lower().replace("lovelace", "").replace(" ", "").replace("-", "")
+    return s or "unknown"
 
 
 def perf_spec_from_gpu(gpu: _GpuLike) -> PerfSpec:
@@ -142,7 +160,7 @@ def perf_spec_from_gpu(gpu: _GpuLike) -> PerfSpec:
     node = getattr(gpu, "node", None)
     return PerfSpec(
         name=getattr(gpu, "slug", gpu.name),
-        architecture=(gpu.architecture or "unknown").lower(),
+        architecture=normalise_architecture(gpu.architecture),
         peak_tflops=peaks,
         bandwidth_gb_per_s=float(gpu.bandwidth_gb_per_s),
         usable_memory_bytes=int(gpu.usable_memory_bytes),

@@ -191,3 +191,4 @@ def test_perf_spec_from_catalog_gpu() -> None:
         p.peak_for("int4")
     with pytest.raises(ValueError):
         perf_spec_from_gpu(_Gpu(bandwidth_gb_per_s=None))
+    assert perf_spec_from_gpu(_Gpu(architecture="Ada Lovelace")).architecture == "ada"
