@@ -12,11 +12,12 @@ from service.db.engine import make_session_factory
 from service.db.migrate import migrate_and_seed
 from service.db.uow import UnitOfWork
 from service.settings import Settings
+from service.usecases.benchmarks import seed_measurements
 from service.usecases.catalog import SeedReport, upsert_catalog
 
 SeedHook = Callable[[Engine, Settings], None]
 # Later stages (measurements) register loaders here so bootstrap stays one call.
-EXTRA_SEEDERS: list[SeedHook] = []
+EXTRA_SEEDERS: list[SeedHook] = [seed_measurements]
 
 
 def seed_catalog(engine: Engine) -> SeedReport:

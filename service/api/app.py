@@ -13,7 +13,7 @@ from service.api import problems
 from service.api.limits import BodyLimitMiddleware
 from service.api.metrics import Metrics, MetricsMiddleware
 from service.api.metrics import router as metrics_router
-from service.api.routes import gpus, health
+from service.api.routes import benchmarks, gpus, health
 from service.api.routes import models as models_routes
 from service.db.engine import make_engine, make_session_factory
 from service.schemas.common import Problem
@@ -39,6 +39,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(health.router)
     app.include_router(metrics_router)
     app.include_router(gpus.router)
+    app.include_router(benchmarks.router)
     app.include_router(models_routes.router)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.state.metrics = Metrics()

@@ -411,6 +411,17 @@ def canonical_parameters(
     return out
 
 
+def coerce_parameter(workload: str, name: str, value: Any, loc: tuple[str | int, ...] = ("parameters",)) -> Any:
+    """Canonicalise one parameter value as :func:`canonical_parameters` would (e.g. for a
+    query filter such as ``param.batch_size=8``); unknown parameters are refused."""
+    w = get_workload(workload)
+    p = w.param(name)
+    if p is None:
+        known = ", ".join(x.name for x in w.parameters)
+        raise VocabularyError(loc, f"unknown parameter {name!r} for {workload}; known: {known}")
+    return _coerce(p, value, loc)
+
+
 def parameters_hash(workload: str, canonical: Mapping[str, Any]) -> str:
     return stable_hash({"workload": workload, "parameters": dict(canonical)})
 

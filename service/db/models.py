@@ -18,6 +18,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     Numeric,
@@ -181,3 +182,135 @@ class IdempotencyRecord(Base):
     status_code: Mapped[int] = mapped_column(Integer, nullable=False)
     response_body: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+
+
+# ---- benchmark results (issue 3) --------------------------------------------------------------
+
+# 64-bit ids on PostgreSQL; SQLite only auto-increments an INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class BenchmarkFingerprint(Base):
+    """A software/hardware stack: the fingerprint fields that enter the stack hash (every field
+    but the host identity). Small; runs and results reference it by ``hash``."""
+
+    __tablename__ = "benchmark_fingerprints"
+    hash: Mapped[str] = mapped_column(String(16), primary_key=True)
+    fields: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    first_seen_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+
+
+class PendingGpu(Base):
+    """A device the catalog does not know, by its NVML identity. Runs from it are kept with
+    ``gpu_id`` null until an admin maps it to a catalog GPU (``status`` becomes ``mapped``);
+    later runs with the same identity resolve through the mapping."""
+
+    __tablename__ = "pending_gpus"
+    __table_args__ = (UniqueConstraint("pci_device_id", "nvml_name", "memory_total_bytes"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pci_device_id: Mapped[str] = mapped_column(String(8), nullable=False)
+    nvml_name: Mapped[str] = mapped_column(String(200), nullable=False)
+    memory_total_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    pci_vendor_id: Mapped[str | None] = mapped_column(String(8))
+    pci_subsystem_id: Mapped[str | None] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="pending", index=True)
+    mapped_gpu_id: Mapped[int | None] = mapped_column(ForeignKey("gpus.id"))
+    mapped_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    mapped_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
+    first_seen_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+    last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+
+
+class BenchmarkRun(Base):
+    """One submission: the client's ``run_id`` (the idempotency key), the agent (its API key),
+    host, GPU (catalog or pending), GPU count and the full fingerprint with its stack hash.
+    The stored response for replays lives in ``idempotency_records`` (scope
+    ``benchmark-runs``)."""
+
+    __tablename__ = "benchmark_runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(128), unique=True, nullable=False)
+    api_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"), index=True)
+    host: Mapped[str] = mapped_column(String(200), nullable=False, index=True)
+    gpu_id: Mapped[int | None] = mapped_column(ForeignKey("gpus.id"), index=True)
+    pending_gpu_id: Mapped[int | None] = mapped_column(ForeignKey("pending_gpus.id"), index=True)
+    resolved_by: Mapped[str | None] = mapped_column(String(32))
+    gpu_identity: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    gpu_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    suite_version: Mapped[str] = mapped_column(String(32), nullable=False)
+    fingerprint: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    fingerprint_hash: Mapped[str] = mapped_column(
+        ForeignKey("benchmark_fingerprints.hash"), nullable=False, index=True
+    )
+    request_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    result_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    notes: Mapped[str | None] = mapped_column(String(4000))
+    received_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+    retracted_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    retract_reason: Mapped[str | None] = mapped_column(String(2000))
+    retracted_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
+
+
+class BenchmarkResult(Base):
+    """One measured configuration. ``gpu_id``, ``fingerprint_hash`` and ``retracted`` are copied
+    from the run so the cell queries -- (GPU, workload, parameters hash, fingerprint) -- use one
+    index without a join. ``metrics`` maps metric name -> value in the vocabulary's unit.
+
+    Quarantine inputs (``check_*``: catalog checks; ``outlier_detail``: the MAD test; ``review_*``:
+    an admin's sticky decision) are kept apart; ``quarantined``/``quarantine_reason``/
+    ``quarantine_detail`` materialise the effective state
+    (:func:`service.core.quarantine.effective_state`)."""
+
+    __tablename__ = "benchmark_results"
+    __table_args__ = (
+        Index("ix_benchmark_results_cell", "gpu_id", "workload", "params_hash", "fingerprint_hash"),
+    )
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("benchmark_runs.id", ondelete="CASCADE"), nullable=False, index=True)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    gpu_id: Mapped[int | None] = mapped_column(ForeignKey("gpus.id"))
+    fingerprint_hash: Mapped[str] = mapped_column(String(16), nullable=False)
+    workload: Mapped[str] = mapped_column(String(64), nullable=False)
+    params: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    params_hash: Mapped[str] = mapped_column(String(16), nullable=False)
+    status: Mapped[str] = mapped_column(String(8), nullable=False)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    main_value: Mapped[float | None] = mapped_column(Float)
+    step_time_s: Mapped[float | None] = mapped_column(Float)
+    peak_allocated_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    peak_reserved_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    nvml_used_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    repeats: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String(4000))
+    measured_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, index=True)
+    check_reason: Mapped[str | None] = mapped_column(String(32))
+    check_detail: Mapped[str | None] = mapped_column(String(2000))
+    outlier_detail: Mapped[str | None] = mapped_column(String(500))
+    review_state: Mapped[str | None] = mapped_column(String(16))
+    review_reason: Mapped[str | None] = mapped_column(String(2000))
+    reviewed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    reviewed_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
+    quarantined: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    quarantine_reason: Mapped[str | None] = mapped_column(String(32))
+    quarantine_detail: Mapped[str | None] = mapped_column(String(2000))
+    retracted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+
+
+class AdminAlert(Base):
+    """Something an admin should look at: results quarantined against the catalog or as
+    outliers (one alert per run and reason, with a count), a new pending GPU."""
+
+    __tablename__ = "admin_alerts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32), nullable=False, index=True)
+    message: Mapped[str] = mapped_column(String(2000), nullable=False)
+    gpu_id: Mapped[int | None] = mapped_column(ForeignKey("gpus.id"))
+    run_pk: Mapped[int | None] = mapped_column(ForeignKey("benchmark_runs.id", ondelete="CASCADE"), index=True)
+    pending_gpu_id: Mapped[int | None] = mapped_column(ForeignKey("pending_gpus.id", ondelete="CASCADE"))
+    result_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    data: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+    acknowledged_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    acknowledged_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))

@@ -62,20 +62,33 @@ class BenchmarkRunIn(BaseModel):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     notes: str | None = Field(default=None, max_length=4000)
-    results: list[BenchmarkResultIn] = Field(min_length=1, max_length=MAX_RESULTS_PER_RUN)
+    results: list[BenchmarkResultIn] = Field(
+        min_length=1,
+        max_length=MAX_RESULTS_PER_RUN,
+        description="1 to 10,000 results (the deployment may set a lower limit; more: 413)",
+    )
 
 
 class ResultOutcome(BaseModel):
-    index: int
-    result_id: int | None
+    index: int = Field(description="position of the result in the submitted run")
+    result_id: int | None = Field(description="id of the stored result (null on a dry run)")
     status: Literal["ok", "oom", "error"]
     quarantined: bool
-    quarantine_reason: str | None = None
+    quarantine_reason: str | None = Field(
+        default=None,
+        description="above_catalog_peak | above_usable_memory | statistical_outlier | admin",
+    )
+    quarantine_detail: str | None = Field(default=None, description="the numbers behind the reason")
 
 
 class BenchmarkRunAccepted(BaseModel):
+    """The answer to a submission. A replay (same run_id, same body) returns the stored answer
+    (``Idempotent-Replayed: true``) with the current ``data_version``."""
+
     run_id: str
-    state: Literal["accepted", "pending"]
+    state: Literal["accepted", "pending"] = Field(
+        description="pending: the GPU is not in the catalog; the run is kept and counts once an admin maps it"
+    )
     gpu_slug: str | None
     fingerprint_hash: str
     result_count: int
@@ -83,3 +96,287 @@ class BenchmarkRunAccepted(BaseModel):
     results: list[ResultOutcome]
     data_version: int
     warnings: list[str] = Field(default_factory=list)
+    resolved_by: str | None = Field(
+        default=None, description="how the GPU was identified: admin_mapping | pci_memory | name"
+    )
+    pending_gpu_id: int | None = Field(default=None, description="the admin-queue entry of an unknown GPU")
+    dry_run: bool = False
+
+
+# ---- stored results and runs ------------------------------------------------------------------
+
+
+class AgentRef(BaseModel):
+    key_id: int | None = Field(description="the API key that submitted (the agent identity)")
+    name: str | None
+    trusted: bool
+
+
+class Quarantine(BaseModel):
+    reason: str = Field(description="above_catalog_peak | above_usable_memory | statistical_outlier | admin")
+    detail: str | None
+
+
+class Review(BaseModel):
+    state: Literal["released", "quarantined"]
+    reason: str | None
+    reviewed_at: datetime | None
+    reviewed_by_key_id: int | None
+
+
+class ResultOut(BaseModel):
+    id: int
+    run_id: str
+    position: int
+    gpu_slug: str | None = Field(description="null while the run's GPU is pending")
+    pending_gpu_id: int | None
+    workload: str
+    parameters: dict[str, Any] = Field(description="canonical parameters (defaults filled)")
+    parameters_hash: str
+    fingerprint_hash: str
+    host: str
+    agent: AgentRef
+    status: Literal["ok", "oom", "error"]
+    metrics: dict[str, MetricValue]
+    step_time_s: float | None
+    peak_allocated_bytes: int | None
+    peak_reserved_bytes: int | None
+    nvml_used_bytes: int | None
+    repeats: int | None
+    error: str | None
+    measured_at: datetime
+    quarantined: bool
+    quarantine: Quarantine | None
+    review: Review | None
+    retracted: bool
+
+
+class ResultList(BaseModel):
+    items: list[ResultOut]
+    count: int
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last page")
+    data_version: int
+
+
+class GpuRef(BaseModel):
+    slug: str | None
+    pending_gpu_id: int | None
+    resolved_by: str | None
+    identity: dict[str, Any] = Field(description="what NVML reported (name, PCI ids, memory)")
+
+
+class RunOut(BaseModel):
+    run_id: str
+    state: Literal["accepted", "pending", "retracted"]
+    agent: AgentRef
+    host: str
+    gpu: GpuRef
+    gpu_count: int
+    suite_version: str
+    fingerprint: dict[str, Any]
+    fingerprint_hash: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    received_at: datetime
+    notes: str | None
+    result_count: int
+    status_counts: dict[str, int]
+    quarantined_count: int
+    retracted_at: datetime | None
+    retract_reason: str | None
+    results: list[ResultOut] | None = Field(description="the run's results (omitted with include_results=false)")
+    data_version: int
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    state: Literal["accepted", "pending", "retracted"]
+    agent: AgentRef
+    host: str
+    gpu_slug: str | None
+    pending_gpu_id: int | None
+    fingerprint_hash: str
+    result_count: int
+    quarantined_count: int
+    received_at: datetime
+    retracted_at: datetime | None
+    retract_reason: str | None
+
+
+class RunList(BaseModel):
+    items: list[RunSummary]
+    count: int
+    next_cursor: str | None
+    data_version: int
+
+
+# ---- latest measured ----------------------------------------------------------------------------
+
+
+class SummaryOut(BaseModel):
+    """Distribution over the cell's usable results: median, p10-p90 (type-7 quantiles), extremes."""
+
+    unit: str
+    count: int
+    median: float
+    p10: float
+    p90: float
+    min: float
+    max: float
+
+
+class FingerprintBrief(BaseModel):
+    fingerprint_hash: str
+    usable_count: int
+    result_count: int
+    newest_measured_at: datetime
+
+
+class MeasuredCellOut(BaseModel):
+    workload: str
+    parameters: dict[str, Any]
+    parameters_hash: str
+    main_metric: str
+    fingerprint_hash: str = Field(description="the stack this cell's figures come from (never mixed)")
+    fingerprint: dict[str, Any] = Field(description="the stack's fields (host identity excluded)")
+    thin: bool = Field(description="true when no fingerprint has k usable results: best-populated one shown")
+    count: int = Field(description="usable (ok, non-quarantined, non-retracted) results behind the figures")
+    metrics: dict[str, SummaryOut]
+    memory: dict[str, SummaryOut] = Field(description="peak allocated / reserved / NVML-used bytes")
+    status_counts: dict[str, int] = Field(description="results by status in the chosen fingerprint")
+    oom_count: int = Field(description="OOM results in this cell, all fingerprints: 'does not fit here'")
+    quarantined_count: int
+    newest_measured_at: datetime | None
+    host_count: int
+    trusted_agent: bool
+    provenance: Literal["measured"] | None = Field(
+        description="'measured' only with usable results from >= 2 hosts or a trusted agent; else null"
+    )
+    provenance_code: str = Field(description="trusted_agent | multiple_hosts | single_untrusted_host | no_usable_results")
+    provenance_reason: str
+    other_fingerprints: list[FingerprintBrief]
+
+
+class MeasurementsOut(BaseModel):
+    gpu_slug: str
+    min_points: int = Field(description="k: usable results a fingerprint needs not to be thin")
+    cells: list[MeasuredCellOut]
+    data_version: int
+
+
+# ---- vocabulary and coverage ------------------------------------------------------------------------
+
+
+class WorkloadOut(BaseModel):
+    name: str
+    version: int
+    description: str
+    main_metric: str
+    parameters: list[dict[str, Any]]
+    metrics: list[dict[str, Any]]
+    definition_hash: str
+
+
+class WorkloadList(BaseModel):
+    suite_version: str
+    suite_definition_hash: str = Field(description="what agents put in fingerprint.workload_definition_hash")
+    precisions: list[str]
+    statuses: list[str]
+    memory_fields: list[str]
+    fingerprint_required: list[str]
+    fingerprint_nullable: list[str]
+    items: list[WorkloadOut]
+
+
+class CoverageCell(BaseModel):
+    results: int
+    usable: int
+    quarantined: int
+    oom: int
+    error: int
+    configurations: int = Field(description="distinct canonical parameter sets")
+    fingerprints: int
+    hosts: int
+    newest_measured_at: datetime | None
+
+
+class CoverageRow(BaseModel):
+    gpu_slug: str
+    name: str
+    workloads: dict[str, CoverageCell]
+
+
+class CoverageOut(BaseModel):
+    workloads: list[str]
+    rows: list[CoverageRow]
+    empty_cells: list[tuple[str, str]] = Field(description="(gpu slug, workload) pairs with no results")
+    pending_runs: int = Field(description="runs waiting for an unknown GPU to be mapped")
+    data_version: int
+
+
+# ---- admin ---------------------------------------------------------------------------------------
+
+
+class ReasonIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class MapPendingIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    slug: str = Field(min_length=1, max_length=100, description="catalog GPU (create it first with POST /v1/gpus)")
+
+
+class AlertOut(BaseModel):
+    id: int
+    kind: str = Field(description="above_catalog_peak | above_usable_memory | statistical_outlier | pending_gpu")
+    message: str
+    gpu_slug: str | None
+    run_id: str | None
+    pending_gpu_id: int | None
+    result_count: int
+    data: dict[str, Any]
+    created_at: datetime
+    acknowledged_at: datetime | None
+
+
+class AlertList(BaseModel):
+    items: list[AlertOut]
+    count: int
+    next_cursor: str | None
+    data_version: int
+
+
+class PendingGpuOut(BaseModel):
+    id: int
+    status: Literal["pending", "mapped"]
+    nvml_name: str
+    pci_device_id: str
+    pci_vendor_id: str | None
+    pci_subsystem_id: str | None
+    memory_total_bytes: int
+    first_seen_at: datetime
+    last_seen_at: datetime
+    run_count: int
+    result_count: int
+    mapped_gpu_slug: str | None
+    mapped_at: datetime | None
+    candidates: list[str] = Field(description="catalog GPUs sharing the PCI id or a similar name")
+
+
+class PendingGpuList(BaseModel):
+    items: list[PendingGpuOut]
+    count: int
+    data_version: int
+
+
+class ReviewOut(BaseModel):
+    result: ResultOut
+    changed_results: int = Field(description="results in the cell whose quarantine state changed")
+    data_version: int
+
+
+class RetractOut(BaseModel):
+    run: RunSummary
+    changed_results: int
+    data_version: int

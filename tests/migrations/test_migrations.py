@@ -35,7 +35,20 @@ def test_one_head() -> None:
 def test_upgrade_downgrade_upgrade_and_no_drift(empty_engine: Engine) -> None:
     upgrade(empty_engine)
     tables = set(inspect(empty_engine).get_table_names())
-    assert {"gpus", "gpu_aliases", "prices", "fx_rates", "api_keys", "data_version"} <= tables
+    assert {
+        "gpus",
+        "gpu_aliases",
+        "prices",
+        "fx_rates",
+        "api_keys",
+        "data_version",
+        "idempotency_records",
+        "benchmark_fingerprints",
+        "benchmark_runs",
+        "benchmark_results",
+        "pending_gpus",
+        "admin_alerts",
+    } <= tables
     downgrade(empty_engine, "base")
     assert set(inspect(empty_engine).get_table_names()) <= {"alembic_version"}
     upgrade(empty_engine)

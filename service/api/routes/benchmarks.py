@@ -1,0 +1,524 @@
+"""Benchmark routes: submission (+ dry run), queries, the latest-measured view, the workload
+vocabulary, coverage, and the admin queue (alerts, pending GPUs, review, retraction).
+
+HTTP <-> use case only. Query filters with dynamic names (``param.<name>``, ``fp.<field>``)
+are collected here from the query string and handed over as plain mappings."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, SubmitAuth, UowDep
+from service.schemas.benchmarks import (
+    MAX_RESULTS_PER_RUN,
+    AlertList,
+    AlertOut,
+    BenchmarkRunAccepted,
+    BenchmarkRunIn,
+    CoverageOut,
+    MapPendingIn,
+    MeasurementsOut,
+    PendingGpuList,
+    PendingGpuOut,
+    ReasonIn,
+    ResultList,
+    ResultOut,
+    RetractOut,
+    ReviewOut,
+    RunList,
+    RunOut,
+    WorkloadList,
+    WorkloadOut,
+)
+from service.schemas.common import Problem
+from service.schemas.gpus import AmbiguousGpu
+from service.usecases import benchmark_admin, benchmark_queries, benchmarks
+from service.usecases.benchmark_queries import ResultFilters
+from service.usecases.errors import Ambiguous, PayloadTooLarge
+
+router = APIRouter(prefix="/v1", tags=["benchmarks"])
+
+PROBLEM = {"model": Problem}
+FILTER_HELP = (
+    "Dynamic filters: `param.<name>=<value>` (needs `workload`; values are canonicalised like "
+    "submissions, so `param.batch_size=8` matches 8 and 8.0) and `fp.<field>=<value>` for any "
+    "fingerprint field (e.g. `fp.torch_version=2.5.1`, `fp.tf32_matmul=false`)."
+)
+
+
+async def _result_count_guard(request: Request, settings: SettingsDep) -> None:
+    """413 for a run with more results than allowed, before the body is validated (the body
+    is already parsed and cached by then, so this costs a length check)."""
+    try:
+        data = await request.json()
+    except Exception:  # invalid JSON is the body validator's to report
+        return
+    results = data.get("results") if isinstance(data, dict) else None
+    limit = min(settings.max_results_per_run, MAX_RESULTS_PER_RUN)
+    if isinstance(results, list) and len(results) > limit:
+        raise PayloadTooLarge(
+            f"a run may carry at most {limit} results; this one has {len(results)}: split it",
+            max_results_per_run=limit,
+        )
+
+
+ResultCountGuard = Annotated[None, Depends(_result_count_guard)]
+IdempotencyKey = Annotated[
+    str | None, Header(description="optional; must equal the body's run_id (the run id is the idempotency key)")
+]
+
+
+def _dynamic(request: Request, prefix: str) -> dict[str, str]:
+    return {k[len(prefix) :]: v for k, v in request.query_params.items() if k.startswith(prefix) and len(k) > len(prefix)}
+
+
+def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
+    body = model.model_dump(mode="json")
+    h = {"X-Data-Version": str(body.get("data_version", ""))}
+    h.update(headers or {})
+    return JSONResponse(body, status_code=status, headers=h)
+
+
+def _ambiguous(ident: str, exc: Ambiguous) -> JSONResponse:
+    body = AmbiguousGpu(query=ident, detail=exc.detail, candidates=exc.extra["candidates"], default=exc.extra["default"])
+    return JSONResponse(body.model_dump(mode="json"), status_code=300)
+
+
+# ---- submission ----------------------------------------------------------------------------------
+
+
+@router.post(
+    "/benchmark-runs",
+    status_code=201,
+    response_model=BenchmarkRunAccepted,
+    operation_id="submitBenchmarkRun",
+    summary="Submit one benchmark run (scope submit); idempotent by run_id",
+    description=(
+        "Stores the run and its results in one transaction, committed before the answer. 201: stored "
+        "(state `accepted`, or `pending` for a GPU the catalog does not know). 200: the same run_id with the "
+        "same body was stored before -- the stored answer (`Idempotent-Replayed: true`). Results are kept even "
+        "when quarantined (above the catalog peak, above usable memory, statistical outlier); only schema and "
+        "unit errors are refused (422, every error's `loc`)."
+    ),
+    responses={
+        200: {"model": BenchmarkRunAccepted, "description": "replay of a stored run (same run_id and body)"},
+        409: {**PROBLEM, "description": "the run_id was stored with a different body"},
+        413: {**PROBLEM, "description": "body over the size limit, or more results than allowed per run"},
+    },
+)
+def submit_run(
+    principal: SubmitAuth,
+    _guard: ResultCountGuard,
+    body: BenchmarkRunIn,
+    uow: UowDep,
+    cache: AliasCacheDep,
+    settings: SettingsDep,
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
+    out = benchmarks.submit_run(uow, cache, principal, body, settings=settings, idempotency_key=idempotency_key)
+    headers = {"X-Data-Version": str(out.body["data_version"]), "Location": f"/v1/benchmark-runs/{body.run_id}"}
+    if out.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return JSONResponse(out.body, status_code=out.status_code, headers=headers)
+
+
+@router.post(
+    "/benchmark-runs/validate",
+    response_model=BenchmarkRunAccepted,
+    operation_id="validateBenchmarkRun",
+    summary="Dry run: the same checks as a submission, nothing written",
+    responses={409: {**PROBLEM, "description": "the run_id was stored with a different body"}, 413: PROBLEM},
+)
+def validate_run(
+    principal: SubmitAuth,
+    _guard: ResultCountGuard,
+    body: BenchmarkRunIn,
+    uow: UowDep,
+    cache: AliasCacheDep,
+    settings: SettingsDep,
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
+    out = benchmarks.submit_run(
+        uow, cache, principal, body, settings=settings, idempotency_key=idempotency_key, dry_run=True
+    )
+    return JSONResponse(out.body, status_code=200, headers={"X-Data-Version": str(out.body["data_version"])})
+
+
+# ---- queries ---------------------------------------------------------------------------------------
+
+
+@router.get(
+    "/benchmark-runs/{run_id}",
+    response_model=RunOut,
+    operation_id="getBenchmarkRun",
+    summary="A stored run with its current result states",
+    responses={404: PROBLEM},
+)
+def get_run(
+    run_id: str,
+    uow: UowDep,
+    _auth: ReadAuth,
+    include_results: Annotated[bool, Query(description="false: counts only")] = True,
+) -> Response:
+    return _json(benchmark_queries.get_run(uow, run_id, include_results=include_results))
+
+
+@router.get(
+    "/benchmark-results",
+    response_model=ResultList,
+    operation_id="listBenchmarkResults",
+    summary="Stored results, newest first, with filters and cursor pagination",
+    description=FILTER_HELP,
+    responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
+)
+def list_results(
+    request: Request,
+    uow: UowDep,
+    cache: AliasCacheDep,
+    settings: SettingsDep,
+    _auth: ReadAuth,
+    gpu: Annotated[str | None, Query(description="slug, alias or PCI id")] = None,
+    pending_gpu_id: Annotated[int | None, Query(description="results of a pending (unmapped) GPU")] = None,
+    workload: Annotated[str | None, Query(max_length=64)] = None,
+    status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
+    quarantined: Annotated[bool | None, Query()] = None,
+    agent: Annotated[int | None, Query(description="API key id of the submitting agent")] = None,
+    host: Annotated[str | None, Query(max_length=200)] = None,
+    since: Annotated[dt.datetime | None, Query(description="measured at or after (ISO 8601)")] = None,
+    run_id: Annotated[str | None, Query(max_length=128)] = None,
+    fingerprint_hash: Annotated[str | None, Query(max_length=16)] = None,
+    include_retracted: bool = False,
+    limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+) -> Response:
+    f = ResultFilters(
+        gpu=gpu,
+        pending_gpu_id=pending_gpu_id,
+        workload=workload,
+        status=status,
+        quarantined=quarantined,
+        agent=agent,
+        host=host,
+        since=since,
+        run_id=run_id,
+        fingerprint_hash=fingerprint_hash,
+        include_retracted=include_retracted,
+        params=_dynamic(request, "param."),
+        fingerprint=_dynamic(request, "fp."),
+    )
+    try:
+        out = benchmark_queries.list_results(
+            uow, cache, f, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
+        )
+    except Ambiguous as exc:
+        return _ambiguous(gpu or "", exc)
+    return _json(out)
+
+
+@router.get(
+    "/benchmark-results/{result_id}",
+    response_model=ResultOut,
+    operation_id="getBenchmarkResult",
+    summary="One stored result",
+    responses={404: PROBLEM},
+)
+def get_result(result_id: int, uow: UowDep, _auth: ReadAuth) -> Response:
+    out = benchmark_queries.get_result(uow, result_id)
+    return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
+
+
+@router.get(
+    "/gpus/{ident}/measurements",
+    response_model=MeasurementsOut,
+    operation_id="getGpuMeasurements",
+    summary="Latest measured figures of a GPU per (workload, canonical parameters) cell",
+    description=(
+        "Per cell: the newest fingerprint with at least k usable results (else the best-populated one, "
+        "flagged `thin`); median and p10-p90 of every metric and of peak memory, count, newest date, host "
+        "count, OOM counts, and whether it counts as `measured` (>= 2 hosts or a trusted agent). "
+        + FILTER_HELP
+    ),
+    responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
+)
+def gpu_measurements(
+    ident: str,
+    request: Request,
+    uow: UowDep,
+    cache: AliasCacheDep,
+    settings: SettingsDep,
+    _auth: ReadAuth,
+    workload: Annotated[str | None, Query(max_length=64)] = None,
+    fingerprint_hash: Annotated[str | None, Query(max_length=16, description="pin one stack")] = None,
+    min_points: Annotated[int | None, Query(ge=1, le=1000, description="k; default from settings")] = None,
+) -> Response:
+    try:
+        out = benchmark_queries.measurements(
+            uow,
+            cache,
+            ident,
+            min_points=min_points or settings.measurements_min_points,
+            workload=workload,
+            params=_dynamic(request, "param."),
+            fingerprint=_dynamic(request, "fp."),
+            fingerprint_hash=fingerprint_hash,
+        )
+    except Ambiguous as exc:
+        return _ambiguous(ident, exc)
+    return _json(out)
+
+
+@router.get("/workloads", response_model=WorkloadList, operation_id="listWorkloads", summary="The benchmark vocabulary")
+def list_workloads(_auth: ReadAuth) -> WorkloadList:
+    return benchmark_queries.workloads()
+
+
+@router.get(
+    "/workloads/{name}",
+    response_model=WorkloadOut,
+    operation_id="getWorkload",
+    summary="One workload definition with its hash",
+    responses={404: PROBLEM},
+)
+def get_workload(name: str, _auth: ReadAuth) -> WorkloadOut:
+    return benchmark_queries.workload(name)
+
+
+@router.get(
+    "/coverage",
+    response_model=CoverageOut,
+    operation_id="getCoverage",
+    summary="GPU x workload: result counts, newest date, empty cells",
+)
+def coverage(uow: UowDep, _auth: ReadAuth) -> Response:
+    return _json(benchmark_queries.coverage(uow))
+
+
+# ---- admin ---------------------------------------------------------------------------------------
+
+ADMIN_TAGS: list[str | Any] = ["admin: benchmarks"]
+
+
+@router.get(
+    "/admin/alerts",
+    response_model=AlertList,
+    operation_id="listAdminAlerts",
+    summary="Admin: alerts (quarantined results, outliers, unknown GPUs), newest first",
+    tags=ADMIN_TAGS,
+)
+def list_alerts(
+    uow: UowDep,
+    settings: SettingsDep,
+    _auth: AdminAuth,
+    kind: Annotated[
+        Literal["above_catalog_peak", "above_usable_memory", "statistical_outlier", "pending_gpu"] | None, Query()
+    ] = None,
+    acknowledged: Annotated[bool | None, Query()] = None,
+    limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+) -> Response:
+    out = benchmark_admin.list_alerts(
+        uow,
+        kind=kind,
+        acknowledged=acknowledged,
+        limit=min(limit or settings.page_size_default, settings.page_size_max),
+        cursor=cursor,
+    )
+    return _json(out)
+
+
+@router.post(
+    "/admin/alerts/{alert_id}/acknowledge",
+    response_model=AlertOut,
+    operation_id="acknowledgeAdminAlert",
+    summary="Admin: acknowledge an alert",
+    tags=ADMIN_TAGS,
+    responses={404: PROBLEM},
+)
+def acknowledge_alert(alert_id: int, uow: UowDep, principal: AdminAuth) -> AlertOut:
+    return benchmark_admin.acknowledge_alert(uow, principal, alert_id)
+
+
+@router.get(
+    "/admin/pending-gpus",
+    response_model=PendingGpuList,
+    operation_id="listPendingGpus",
+    summary="Admin: GPUs the catalog does not know, with their runs waiting",
+    tags=ADMIN_TAGS,
+)
+def list_pending_gpus(
+    uow: UowDep,
+    cache: AliasCacheDep,
+    _auth: AdminAuth,
+    status: Annotated[Literal["pending", "mapped"] | None, Query()] = "pending",
+) -> Response:
+    return _json(benchmark_admin.list_pending(uow, cache, status=status))
+
+
+@router.post(
+    "/admin/pending-gpus/{pending_id}/map",
+    response_model=PendingGpuOut,
+    operation_id="mapPendingGpu",
+    summary="Admin: map a pending GPU to a catalog GPU (create it first with POST /v1/gpus); its runs start counting",
+    tags=ADMIN_TAGS,
+    responses={404: PROBLEM},
+)
+def map_pending_gpu(
+    pending_id: int,
+    body: MapPendingIn,
+    uow: UowDep,
+    cache: AliasCacheDep,
+    settings: SettingsDep,
+    principal: AdminAuth,
+) -> PendingGpuOut:
+    return benchmark_admin.map_pending(uow, cache, principal, pending_id, body.slug, settings=settings)
+
+
+@router.get(
+    "/admin/benchmark-results",
+    response_model=ResultList,
+    operation_id="adminListBenchmarkResults",
+    summary="Admin: results with the same filters, retracted ones included by default (e.g. ?quarantined=true)",
+    description=FILTER_HELP,
+    tags=ADMIN_TAGS,
+    responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
+)
+def admin_list_results(
+    request: Request,
+    uow: UowDep,
+    cache: AliasCacheDep,
+    settings: SettingsDep,
+    _auth: AdminAuth,
+    gpu: Annotated[str | None, Query()] = None,
+    pending_gpu_id: Annotated[int | None, Query()] = None,
+    workload: Annotated[str | None, Query(max_length=64)] = None,
+    status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
+    quarantined: Annotated[bool | None, Query()] = None,
+    agent: Annotated[int | None, Query(description="API key id")] = None,
+    host: Annotated[str | None, Query(max_length=200)] = None,
+    since: Annotated[dt.datetime | None, Query()] = None,
+    run_id: Annotated[str | None, Query(max_length=128)] = None,
+    fingerprint_hash: Annotated[str | None, Query(max_length=16)] = None,
+    include_retracted: bool = True,
+    limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+) -> Response:
+    return list_results(
+        request,
+        uow,
+        cache,
+        settings,
+        None,
+        gpu=gpu,
+        pending_gpu_id=pending_gpu_id,
+        workload=workload,
+        status=status,
+        quarantined=quarantined,
+        agent=agent,
+        host=host,
+        since=since,
+        run_id=run_id,
+        fingerprint_hash=fingerprint_hash,
+        include_retracted=include_retracted,
+        limit=limit,
+        cursor=cursor,
+    )
+
+
+@router.post(
+    "/admin/benchmark-results/{result_id}/release",
+    response_model=ReviewOut,
+    operation_id="releaseBenchmarkResult",
+    summary="Admin: release a result back into aggregates (sticky; with a reason)",
+    tags=ADMIN_TAGS,
+    responses={404: PROBLEM},
+)
+def release_result(
+    result_id: int, body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
+) -> Response:
+    return _json(
+        benchmark_admin.review_result(uow, principal, result_id, action="release", reason=body.reason, settings=settings)
+    )
+
+
+@router.post(
+    "/admin/benchmark-results/{result_id}/quarantine",
+    response_model=ReviewOut,
+    operation_id="quarantineBenchmarkResult",
+    summary="Admin: quarantine a result (sticky; with a reason)",
+    tags=ADMIN_TAGS,
+    responses={404: PROBLEM},
+)
+def quarantine_result(
+    result_id: int, body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
+) -> Response:
+    return _json(
+        benchmark_admin.review_result(
+            uow, principal, result_id, action="quarantine", reason=body.reason, settings=settings
+        )
+    )
+
+
+@router.post(
+    "/admin/benchmark-runs/{run_id}/retract",
+    response_model=RetractOut,
+    operation_id="retractBenchmarkRun",
+    summary="Admin: retract a run with a reason; its results leave every aggregate (idempotent)",
+    tags=ADMIN_TAGS,
+    responses={404: PROBLEM},
+)
+def retract_run(
+    body: ReasonIn,
+    uow: UowDep,
+    settings: SettingsDep,
+    principal: AdminAuth,
+    run_id: Annotated[str, Path(max_length=128)],
+) -> Response:
+    return _json(
+        benchmark_admin.set_retracted(uow, principal, run_id, retract=True, reason=body.reason, settings=settings)
+    )
+
+
+@router.post(
+    "/admin/benchmark-runs/{run_id}/restore",
+    response_model=RetractOut,
+    operation_id="restoreBenchmarkRun",
+    summary="Admin: undo a retraction",
+    tags=ADMIN_TAGS,
+    responses={404: PROBLEM},
+)
+def restore_run(
+    uow: UowDep, settings: SettingsDep, principal: AdminAuth, run_id: Annotated[str, Path(max_length=128)]
+) -> Response:
+    return _json(benchmark_admin.set_retracted(uow, principal, run_id, retract=False, reason=None, settings=settings))
+
+
+@router.get(
+    "/admin/benchmark-runs",
+    response_model=RunList,
+    operation_id="adminListBenchmarkRuns",
+    summary="Admin: runs newest first; agent=<API key id> lists everything that key submitted",
+    tags=ADMIN_TAGS,
+)
+def admin_list_runs(
+    uow: UowDep,
+    settings: SettingsDep,
+    _auth: AdminAuth,
+    agent: Annotated[int | None, Query(description="API key id")] = None,
+    state: Annotated[Literal["accepted", "pending", "retracted"] | None, Query()] = None,
+    gpu: Annotated[str | None, Query(description="catalog slug")] = None,
+    limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+) -> Response:
+    out = benchmark_queries.list_runs(
+        uow,
+        agent=agent,
+        state=state,
+        gpu_slug=gpu,
+        limit=min(limit or settings.page_size_default, settings.page_size_max),
+        cursor=cursor,
+    )
+    return _json(out)

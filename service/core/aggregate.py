@@ -1,0 +1,276 @@
+"""Statistics over benchmark results: quantiles, the MAD outlier test, and the
+"latest measured" selection (DESIGN, "Latest measured, quarantine, provenance").
+
+Pure: plain numbers and dataclasses in, plain dataclasses out; no clock, DB or web.
+
+Conventions
+-----------
+- Quantiles use linear interpolation between closest ranks (Hyndman & Fan type 7, the
+  default of numpy and R): for sorted ``x[0..n-1]`` the q-quantile is at rank ``q * (n - 1)``.
+- The outlier test is the median absolute deviation (MAD): ``MAD = median(|x_i - m|)`` with
+  ``m`` the median; ``1.4826 * MAD`` estimates the standard deviation of normal data
+  (1.4826 = 1 / Phi^-1(3/4)). Identical repeats give ``MAD = 0`` and would flag any tiny
+  difference, so the scale is floored at ``floor_fraction * |m|`` (a few percent of the median:
+  run-to-run noise on a GPU is rarely below that). A value is an outlier when
+  ``|x - m| / max(1.4826 * MAD, floor_fraction * |m|) > threshold``.
+- "Latest measured" for a (GPU, workload, canonical parameters) cell: among the fingerprints
+  (software/hardware stacks) with at least ``k`` usable results -- status ``ok``, not
+  quarantined, not retracted -- the one measured most recently (its newest usable result);
+  when none reaches ``k``, the best-populated fingerprint (ties: the most recent), flagged
+  ``thin``. Results of different fingerprints are never pooled.
+- Provenance: a cell counts as ``measured`` for recommendations only with usable results from
+  at least two hosts or from a trusted agent's key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+MAD_TO_SIGMA = 1.4826  # 1 / Phi^-1(3/4): MAD -> standard deviation for normal data
+MIN_POINTS_FOR_OUTLIER_TEST = 3  # with two points neither can be told from the other
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Type-7 quantile of already sorted values (linear between closest ranks)."""
+    n = len(sorted_values)
+    if n == 0:
+        raise ValueError("quantile of no values")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError("q must be within [0, 1]")
+    pos = q * (n - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+
+
+def median(values: Iterable[float]) -> float:
+    s = sorted(values)
+    return quantile(s, 0.5)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Distribution of one figure: count, median, p10-p90 band, extremes."""
+
+    count: int
+    median: float
+    p10: float
+    p90: float
+    min: float
+    max: float
+
+
+def summarise(values: Iterable[float]) -> Summary | None:
+    s = sorted(values)
+    if not s:
+        return None
+    return Summary(
+        count=len(s),
+        median=quantile(s, 0.5),
+        p10=quantile(s, 0.1),
+        p90=quantile(s, 0.9),
+        min=s[0],
+        max=s[-1],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OutlierVerdict:
+    """The MAD test for one value: ``score`` is ``|x - median| / scale`` (scaled MADs)."""
+
+    outlier: bool
+    score: float
+    median: float
+    scale: float
+    threshold: float
+
+    def describe(self, value: float, what: str, unit: str) -> str:
+        return (
+            f"{what} {value:g} {unit} is {self.score:.1f} scaled MADs from the median {self.median:g} {unit} "
+            f"of its cell (threshold {self.threshold:g}, scale {self.scale:.3g})"
+        )
+
+
+def center_and_scale(values: Sequence[float], floor_fraction: float) -> tuple[float, float]:
+    """(median, scale) of the MAD test: ``scale = max(1.4826 * MAD, floor_fraction * |median|)``."""
+    m = median(values)
+    mad = median(abs(v - m) for v in values)
+    return m, max(MAD_TO_SIGMA * mad, floor_fraction * abs(m))
+
+
+def outlier_score(value: float, center: float, scale: float) -> float:
+    """``|x - median| / scale``; a zero scale makes any deviation infinitely far."""
+    dev = abs(value - center)
+    if scale > 0:
+        return dev / scale
+    return 0.0 if dev == 0 else math.inf
+
+
+def outlier_verdicts(
+    values: Sequence[float],
+    *,
+    threshold: float,
+    floor_fraction: float,
+    min_points: int = MIN_POINTS_FOR_OUTLIER_TEST,
+) -> list[OutlierVerdict]:
+    """One verdict per value, in order. Fewer than ``min_points`` values: nothing is flagged."""
+    n = len(values)
+    if n == 0:
+        return []
+    m, scale = center_and_scale(values, floor_fraction)
+    out: list[OutlierVerdict] = []
+    for v in values:
+        score = outlier_score(v, m, scale)
+        flagged = n >= min_points and score > threshold
+        out.append(OutlierVerdict(outlier=flagged, score=score, median=m, scale=scale, threshold=threshold))
+    return out
+
+
+# ---- latest measured ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One stored result as the aggregation sees it (already restricted to one cell)."""
+
+    result_id: int
+    fingerprint_hash: str
+    host: str
+    trusted: bool
+    status: str  # ok | oom | error
+    quarantined: bool
+    measured_at: dt.datetime
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    memory: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def usable(self) -> bool:
+        return self.status == "ok" and not self.quarantined
+
+
+@dataclass(frozen=True, slots=True)
+class FingerprintStats:
+    fingerprint_hash: str
+    usable: int
+    total: int
+    newest_usable: dt.datetime | None
+    newest: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CellView:
+    """The latest-measured view of one cell."""
+
+    fingerprint_hash: str
+    thin: bool
+    count: int  # usable results in the chosen fingerprint
+    metrics: Mapping[str, Summary]
+    memory: Mapping[str, Summary]
+    status_counts: Mapping[str, int]
+    quarantined_count: int
+    oom_count_all_fingerprints: int
+    newest_measured_at: dt.datetime | None
+    host_count: int
+    trusted_agent: bool
+    provenance: str | None  # "measured" or None
+    provenance_code: str
+    provenance_reason: str
+    other_fingerprints: tuple[FingerprintStats, ...]
+
+
+def fingerprint_stats(points: Iterable[Point]) -> list[FingerprintStats]:
+    by_fp: dict[str, list[Point]] = {}
+    for p in points:
+        by_fp.setdefault(p.fingerprint_hash, []).append(p)
+    out = []
+    for fp, pts in by_fp.items():
+        usable = [p for p in pts if p.usable]
+        out.append(
+            FingerprintStats(
+                fingerprint_hash=fp,
+                usable=len(usable),
+                total=len(pts),
+                newest_usable=max((p.measured_at for p in usable), default=None),
+                newest=max(p.measured_at for p in pts),
+            )
+        )
+    return out
+
+
+def choose_fingerprint(stats: Sequence[FingerprintStats], k: int) -> tuple[FingerprintStats, bool]:
+    """(chosen fingerprint, thin). Newest with >= k usable results; else best-populated."""
+    if not stats:
+        raise ValueError("no fingerprints to choose from")
+    full = [s for s in stats if s.usable >= k]
+    if full:
+        return max(full, key=lambda s: (s.newest_usable or s.newest, s.usable, s.fingerprint_hash)), False
+    with_usable = [s for s in stats if s.usable > 0]
+    if with_usable:
+        return max(with_usable, key=lambda s: (s.usable, s.newest_usable or s.newest, s.fingerprint_hash)), True
+    return max(stats, key=lambda s: (s.total, s.newest, s.fingerprint_hash)), True
+
+
+def provenance(hosts: int, trusted: bool, usable: int) -> tuple[str | None, str, str]:
+    """(provenance, code, sentence) for a chosen fingerprint's usable results."""
+    if usable == 0:
+        return None, "no_usable_results", "no usable (ok, non-quarantined) results in this cell"
+    if trusted:
+        return "measured", "trusted_agent", "results include a trusted agent's submissions"
+    if hosts >= 2:
+        return "measured", "multiple_hosts", f"results from {hosts} hosts"
+    return (
+        None,
+        "single_untrusted_host",
+        "results come from one host and no trusted agent; a second host or a trusted agent "
+        "is needed before recommendations treat this cell as measured",
+    )
+
+
+def latest_measured(points: Sequence[Point], k: int) -> CellView:
+    """Apply the latest-measured rule to the points of one (GPU, workload, parameters) cell."""
+    stats = fingerprint_stats(points)
+    chosen, thin = choose_fingerprint(stats, k)
+    mine = [p for p in points if p.fingerprint_hash == chosen.fingerprint_hash]
+    usable = [p for p in mine if p.usable]
+    metric_values: dict[str, list[float]] = {}
+    memory_values: dict[str, list[float]] = {}
+    for p in usable:
+        for name, v in p.metrics.items():
+            metric_values.setdefault(name, []).append(v)
+        for name, b in p.memory.items():
+            memory_values.setdefault(name, []).append(float(b))
+    status_counts = {"ok": 0, "oom": 0, "error": 0}
+    for p in mine:
+        status_counts[p.status] = status_counts.get(p.status, 0) + 1
+    hosts = {p.host for p in usable}
+    trusted = any(p.trusted for p in usable)
+    prov, code, reason = provenance(len(hosts), trusted, len(usable))
+    metrics = {n: s for n, vs in metric_values.items() if (s := summarise(vs)) is not None}
+    memory = {n: s for n, vs in memory_values.items() if (s := summarise(vs)) is not None}
+    return CellView(
+        fingerprint_hash=chosen.fingerprint_hash,
+        thin=thin,
+        count=len(usable),
+        metrics=metrics,
+        memory=memory,
+        status_counts=status_counts,
+        quarantined_count=sum(1 for p in mine if p.quarantined),
+        oom_count_all_fingerprints=sum(1 for p in points if p.status == "oom"),
+        newest_measured_at=max((p.measured_at for p in usable), default=None),
+        host_count=len(hosts),
+        trusted_agent=trusted,
+        provenance=prov,
+        provenance_code=code,
+        provenance_reason=reason,
+        other_fingerprints=tuple(
+            sorted(
+                (s for s in stats if s.fingerprint_hash != chosen.fingerprint_hash),
+                key=lambda s: (s.newest, s.fingerprint_hash),
+                reverse=True,
+            )
+        ),
+    )
