@@ -238,8 +238,8 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
             err += p.weight * r * r
         return err / wsum + prior_weight * sum(v * v for v in x)
 
-    x = _nelder_mead(objective, [0.0] * len(names))
-    x = _nelder_mead(objective, x, step=0.1)
+    x = _nelder_mead(objective, [0.0] * len(names), iters=200, tol=1e-6)
+    x = _nelder_mead(objective, x, step=0.1, iters=80, tol=1e-7)
     mult = {n: math.exp(v) for n, v in zip(names, x, strict=True)}
     e = apply_multipliers(base, mult)
     residuals = [math.log(p.value_s / predict_time(p, e)) for p in pts]

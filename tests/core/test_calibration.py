@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -118,3 +119,87 @@ def test_published_transfer_beats_datasheet_ratios() -> None:
     hopper = [r for r in rep.rows if r.architecture == "hopper"]
     assert all(r.method == "same-architecture" for r in hopper)
     assert all(abs(r.transfer / r.measured - 1) < abs(r.baseline / r.measured - 1) for r in hopper)
+
+
+# --------------------------------------------------------------------------------------------
+# benchmarks/validate_estimates.py against a synthetic fixture (generated here, never committed)
+# --------------------------------------------------------------------------------------------
+
+
+def _load_validate_script() -> Any:
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "validate_estimates.py"
+    spec = importlib.util.spec_from_file_location("validate_estimates", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses resolve string annotations through it
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _synthetic_runs() -> list[dict[str, Any]]:
+    """Runs in the agent's format whose 'measurements' are the model itself under hidden
+    'true' efficiencies, with deterministic noise (memory +/-2 %, time +/-6 %)."""
+    from service.core.memory import InferenceConfig, estimate_inference
+    from service.core.performance import estimate_serving
+    from service.core.vocabulary import canonical_parameters
+
+    truth = apply_multipliers(SPEC_DEFAULTS, {"mm": 0.85, "dispatch": 1.8, "bw": 0.9})
+    results: list[dict[str, Any]] = []
+    i = 0
+    for model in ("gt-llama-110m", "gt-llama-350m", "gt-llama-1b-v32k", "gt-llama-3b"):
+        for b, s in ((4, 512), (8, 1024), (4, 2048), (64, 4096)):
+            i += 1
+            params = canonical_parameters("llm-train", {"model": model, "precision": "amp_bf16",
+                                                        "batch_size": b, "seq_len": s})
+            c = TrainConfig(model=get_model(model), precision="amp_bf16", batch_size=b, seq_len=s)
+            mem = estimate_training(c)
+            if not mem.fits(H200_SXM.usable_memory_bytes):
+                results.append({"workload": "llm-train", "parameters": params, "status": "oom",
+                                "metrics": {}, "peak_allocated_bytes": H200_SXM.usable_memory_bytes - 2**30})
+                continue
+            t = estimate_step(c, H200_SXM, truth).step_time_s * math.exp(0.06 * math.sin(3.1 * i))
+            results.append({"workload": "llm-train", "parameters": params, "status": "ok",
+                            "metrics": {"throughput": {"value": b * s / t, "unit": "tokens/s"}},
+                            "step_time_s": t,
+                            "peak_allocated_bytes": int(mem.peak_allocated_bytes * (1 + 0.02 * math.sin(i)))})
+    m = get_model("llama3-8b")
+    for b in (1, 8):
+        ic = InferenceConfig(model=m, batch_size=b, input_len=512, output_len=64)  # type: ignore[arg-type]
+        sv = estimate_serving(ic, H200_SXM, truth)
+        results.append({"workload": "llm-infer",
+                        "parameters": canonical_parameters("llm-infer", {"model": "llama3-8b", "precision": "bf16",
+                                                                         "batch_size": b, "input_len": 512,
+                                                                         "output_len": 64}),
+                        "status": "ok", "step_time_s": sv.ttft_s + 63 * sv.tpot_s,
+                        "metrics": {"ttft_ms_p50": {"value": sv.ttft_s * 1e3, "unit": "ms"},
+                                    "tpot_ms_p50": {"value": sv.tpot_s * 1e3, "unit": "ms"}},
+                        "peak_allocated_bytes": estimate_inference(ic).peak_allocated_bytes})
+    gpu = {"name": "NVIDIA H200", "pci_device_id": "0x2335", "memory_total_bytes": H200_SXM.usable_memory_bytes,
+           "slug": "nvidia-h200-sxm"}
+    return [{"run_id": "synthetic-run-0001", "suite_version": "1.0.0", "host": "synthetic", "gpu": gpu,
+             "gpu_count": 1, "fingerprint": {}, "results": results}]
+
+
+def test_validate_script_on_synthetic_fixture(tmp_path: Any) -> None:
+    import json
+
+    mod = _load_validate_script()
+    (tmp_path / "runs.json").write_text(json.dumps(_synthetic_runs()))
+    out_json = tmp_path / "summary.json"
+    lines: list[str] = []
+    points = mod.attach_predictions(mod.load_points([str(tmp_path / "runs.json")]))
+    summary = mod.evaluate(points, out=lines.append, cross_gpu=False)
+    assert any("gt-llama-3b amp_bf16 b4 s2048" in ln for ln in lines)
+    assert summary["memory"]["llm_train_mape"] < 0.03  # the fixture's noise is +/-2 %
+    assert summary["oom"]["missed"] == 0 and summary["oom"]["false"] == 0
+    t = summary["time"]["llm-train"]
+    assert t["held_out_model"]["mape"] < 0.08 and t["held_out_seq_len"]["mape"] < 0.08
+    assert t["held_out_model"]["band_coverage"] >= 0.8
+    assert "cross_gpu" not in summary  # checked by test_published_transfer_beats_datasheet_ratios
+    assert mod.main(["--data", str(tmp_path / "*.json"), "--json", str(out_json), "--no-cross-gpu"]) == 0
+    assert json.loads(out_json.read_text())["n_results"] == len(points)
+    assert mod.main(["--data", str(tmp_path / "nothing-*.json")]) == 2

@@ -1,0 +1,385 @@
+"""Validate the estimation core against measured benchmark runs (issue 5, item 7).
+
+Reads the agent's result files (``data/benchmarks/*.json``: JSON lists of ``BenchmarkRunIn``
+run objects), predicts every configuration with ``service.core`` and prints, per configuration,
+predicted vs measured peak allocated memory and step time, then a summary:
+
+* peak allocated memory: MAPE and worst error (the memory model is analytic: nothing is
+  fitted, so every point is out of sample), coverage of the stated band;
+* OOM decisions near the boundary, both ways (missed: predicted to fit, ran out of memory;
+  false: predicted not to fit, ran), decided at the upper end of the band against usable
+  memory as DESIGN says;
+* step time from spec defaults (``SPEC_DEFAULTS``, committed before any fitting);
+* step time calibrated on the same GPU, **holding out whole model sizes** (fit on every other
+  model, predict all configurations of the held-out one) and **whole sequence lengths**, with
+  the coverage of the fitted 80 % band on the held-out points;
+* serving (TTFT/TPOT), ResNet-50 and BERT-Large the same way, holding out whole batch sizes;
+* cross-GPU transfer against datasheet ratios on the published table (leave one GPU out).
+
+Usage: ``python benchmarks/validate_estimates.py [--data 'data/benchmarks/*.json'] [--json OUT]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from service.core.calibration import Calibration, TimedPoint, fit_time, predict_time, published_leave_one_out  # noqa: E402
+from service.core.memory import (  # noqa: E402
+    InferenceConfig,
+    MemoryEstimate,
+    TrainConfig,
+    estimate_cnn_inference,
+    estimate_inference,
+    estimate_training,
+    train_config_from_parameters,
+)
+from service.core.models import CnnSpec, DecoderSpec, ModelNotFound, get_model  # noqa: E402
+from service.core.performance import H200_SXM, SPEC_DEFAULTS, PerfSpec, perf_spec_from_gpu  # noqa: E402
+from service.core.vocabulary import VocabularyError, canonical_parameters  # noqa: E402
+
+TARGETS = {
+    "memory_mape": 0.08,
+    "memory_worst": 0.20,
+    "time_calibrated_mape": 0.15,
+    "time_spec_mape": 0.35,
+    "band_coverage": 0.80,
+}
+FIT_GROUPS = {
+    "llm-train": ("mm", "attn", "bw", "dispatch"),
+    "bert-large-train": ("mm", "bw", "dispatch"),
+    "resnet50-train": ("conv", "bw", "dispatch"),
+    "llm-infer": ("mm", "attn", "bw", "dispatch"),
+}
+
+
+@dataclass
+class Point:
+    """One measured configuration and everything predicted for it."""
+
+    workload: str
+    params: dict[str, Any]
+    gpu: PerfSpec
+    status: str
+    measured_peak: int | None
+    measured_time: float | None
+    metrics: dict[str, float]
+    config: TrainConfig | InferenceConfig | None = None
+    memory: MemoryEstimate | None = None
+    spec_time: float | None = None
+    held_out_time: dict[str, float] = field(default_factory=dict)
+    held_out_band: dict[str, tuple[float, float]] = field(default_factory=dict)
+    timed: list[TimedPoint] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        p = self.params
+        if self.workload == "llm-train":
+            extra = []
+            if p.get("gradient_checkpointing"):
+                extra.append("ckpt")
+            if p.get("finetune") != "full":
+                extra.append(f"{p.get('finetune')}{p.get('lora_rank')}")
+            if p.get("attention") != "sdpa":
+                extra.append(str(p.get("attention")))
+            return (f"{p['model']} {p['precision']} b{p['batch_size']} s{p['seq_len']}"
+                    + (" " + ",".join(extra) if extra else ""))
+        if self.workload == "llm-infer":
+            return f"{p['model']} {p['precision']} b{p['batch_size']} in{p['input_len']} out{p['output_len']}"
+        keys = [k for k in ("precision", "batch_size", "seq_len") if k in p]
+        return " ".join(f"{k}={p[k]}" for k in keys)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def gpu_spec_for(run: dict[str, Any]) -> PerfSpec:
+    """The GPU a run came from: the service catalog entry for its slug or name, else the H200."""
+    gpu = run.get("gpu") or {}
+    name = str(gpu.get("name", "")).lower()
+    slug = gpu.get("slug")
+    try:
+        from service.core.specs import gpu_spec_from_doc
+
+        for path in sorted((ROOT / "service" / "catalog" / "data").glob("*.json")):
+            docs = json.loads(path.read_text())
+            docs = docs.get("gpus", docs) if isinstance(docs, dict) else docs
+            for d in docs if isinstance(docs, list) else []:
+                if not isinstance(d, dict) or "slug" not in d:
+                    continue
+                if d["slug"] == slug or (not slug and d.get("name", "").lower() == name):
+                    spec = perf_spec_from_gpu(gpu_spec_from_doc(d))
+                    if gpu.get("memory_total_bytes"):
+                        from dataclasses import replace
+
+                        spec = replace(spec, usable_memory_bytes=int(gpu["memory_total_bytes"]))
+                    return spec
+    except Exception:  # catalog missing or malformed: fall back to the GPU of record
+        pass
+    return H200_SXM
+
+
+def load_points(paths: Iterable[str]) -> list[Point]:
+    points: list[Point] = []
+    for path in paths:
+        runs = json.loads(Path(path).read_text())
+        runs = runs if isinstance(runs, list) else [runs]
+        for run in runs:
+            gpu = gpu_spec_for(run)
+            for r in run.get("results", []):
+                wl = r.get("workload")
+                try:
+                    params = canonical_parameters(wl, r.get("parameters") or {})
+                except (VocabularyError, KeyError):
+                    continue
+                metrics = {k: float(v["value"]) for k, v in (r.get("metrics") or {}).items()
+                           if isinstance(v, dict) and "value" in v}
+                points.append(Point(
+                    workload=wl, params=params, gpu=gpu, status=r.get("status", "error"),
+                    measured_peak=r.get("peak_allocated_bytes"), measured_time=r.get("step_time_s"),
+                    metrics=metrics,
+                ))
+    return points
+
+
+# --------------------------------------------------------------------------------------------
+# Prediction
+# --------------------------------------------------------------------------------------------
+
+
+def attach_predictions(points: list[Point]) -> list[Point]:
+    """Memory estimate, spec-default time and the TimedPoints used for calibration."""
+    out = []
+    for p in points:
+        try:
+            if p.workload == "llm-train":
+                cfg = train_config_from_parameters(p.params)
+                p.config, p.memory = cfg, estimate_training(cfg)
+            elif p.workload == "bert-large-train":
+                cfg = TrainConfig(model=get_model("bert-large"), precision=p.params["precision"],
+                                  batch_size=p.params["batch_size"], seq_len=p.params["seq_len"])
+                p.config, p.memory = cfg, estimate_training(cfg)
+            elif p.workload == "resnet50-train":
+                cfg = TrainConfig(model=get_model("resnet50"), precision=p.params["precision"],
+                                  batch_size=p.params["batch_size"], seq_len=1, optimizer="sgd")
+                p.config, p.memory = cfg, estimate_training(cfg)
+            elif p.workload == "resnet50-infer":
+                m = get_model("resnet50")
+                assert isinstance(m, CnnSpec)
+                p.memory = estimate_cnn_inference(m, p.params["precision"], p.params["batch_size"])
+            elif p.workload == "llm-infer":
+                m = get_model(p.params["model"])
+                assert isinstance(m, DecoderSpec)
+                icfg = InferenceConfig(model=m, precision=p.params["precision"],
+                                       quant_method=p.params.get("quant_method", "none"),
+                                       batch_size=p.params["batch_size"], input_len=p.params["input_len"],
+                                       output_len=p.params["output_len"], engine=p.params.get("engine", "hf-transformers"))
+                p.config, p.memory = icfg, estimate_inference(icfg)
+            else:
+                continue
+        except (ModelNotFound, ValueError, KeyError, AssertionError):
+            continue
+        if p.status == "ok" and p.config is not None:
+            if isinstance(p.config, TrainConfig) and p.measured_time:
+                p.timed = [TimedPoint(p.config, p.gpu, float(p.measured_time))]
+            elif isinstance(p.config, InferenceConfig):
+                for metric, key in (("ttft_s", "ttft_ms_p50"), ("tpot_s", "tpot_ms_p50")):
+                    if key in p.metrics:
+                        p.timed.append(TimedPoint(p.config, p.gpu, p.metrics[key] / 1e3, metric=metric))
+            if p.timed:
+                p.spec_time = predict_time(p.timed[0], SPEC_DEFAULTS)
+        out.append(p)
+    return out
+
+
+def hold_out(points: Sequence[Point], key: Callable[[Point], Any], scheme: str) -> None:
+    """For each value of ``key``: fit on the points with another value, predict the held-out
+    ones (``held_out_time[scheme]``, band ``held_out_band[scheme]``). Needs >= 2 values."""
+    groups = sorted({key(p) for p in points}, key=str)
+    if len(groups) < 2:
+        return
+    for g in groups:
+        train = [tp for p in points if key(p) != g for tp in p.timed]
+        test = [p for p in points if key(p) == g]
+        if len(train) < 3 or not test:
+            continue
+        cal: Calibration = fit_time(train, groups=FIT_GROUPS[points[0].workload])
+        for p in test:
+            p.held_out_time[scheme] = predict_time(p.timed[0], cal.efficiencies)
+            p.held_out_band[scheme] = cal.band
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+def _ape(pred: float, meas: float) -> float:
+    return abs(pred / meas - 1.0)
+
+
+def _mape(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, int]:
+    if not pairs:
+        return math.nan, math.nan, 0
+    errs = [_ape(p, m) for p, m in pairs]
+    return sum(errs) / len(errs), max(errs), len(errs)
+
+
+def _fmt_gib(x: float | None) -> str:
+    return "      -" if x is None else f"{x / 2**30:7.2f}"
+
+
+def _fmt_ms(x: float | None) -> str:
+    return "       -" if x is None else f"{x * 1e3:8.1f}"
+
+
+def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu: bool = True) -> dict[str, Any]:
+    summary: dict[str, Any] = {"n_results": len(points)}
+    by_wl: dict[str, list[Point]] = {}
+    for p in points:
+        by_wl.setdefault(p.workload, []).append(p)
+
+    # ---- held-out calibration per workload
+    for wl, pts in by_wl.items():
+        timed = [p for p in pts if p.timed]
+        if wl not in FIT_GROUPS or len(timed) < 4:
+            continue
+        if wl == "llm-train":
+            hold_out(timed, lambda p: p.params["model"], "model")
+            hold_out(timed, lambda p: p.params["seq_len"], "seq_len")
+        elif wl == "llm-infer":
+            hold_out(timed, lambda p: (p.params["model"]), "model")
+            hold_out(timed, lambda p: p.params["input_len"], "seq_len")
+        else:
+            hold_out(timed, lambda p: p.params["batch_size"], "batch")
+
+    # ---- per configuration
+    out("Per configuration (GiB for memory, ms for time; time = step time, TTFT for llm-infer)")
+    out(f"{'workload':17s} {'configuration':52s} {'status':6s} | {'mem pred':>8s} {'meas':>7s} {'err':>6s} |"
+        f" {'t spec':>8s} {'t cal(model)':>12s} {'t cal(seq)':>10s} {'meas':>8s}")
+    for wl in sorted(by_wl):
+        for p in by_wl[wl]:
+            mp = p.memory.peak_allocated_bytes if p.memory else None
+            err = (f"{(mp / p.measured_peak - 1) * 100:+5.1f}%" if (mp and p.measured_peak and p.status == "ok")
+                   else "     -")
+            meas_t = p.timed[0].value_s if p.timed else None
+            hm = p.held_out_time.get("model") or p.held_out_time.get("batch")
+            hs = p.held_out_time.get("seq_len")
+            out(f"{wl:17s} {p.label[:52]:52s} {p.status:6s} | {_fmt_gib(mp)} {_fmt_gib(p.measured_peak if p.status == 'ok' else None)}"
+                f" {err} | {_fmt_ms(p.spec_time)} {_fmt_ms(hm):>12s} {_fmt_ms(hs):>10s} {_fmt_ms(meas_t)}")
+
+    # ---- memory
+    out("")
+    out("Summary")
+    mem_pairs = {wl: [(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in pts
+                      if p.memory and p.status == "ok" and p.measured_peak] for wl, pts in by_wl.items()}
+    all_mem = [x for v in mem_pairs.values() for x in v]
+    mape, worst, n = _mape(all_mem)
+    llm_mape, llm_worst, llm_n = _mape(mem_pairs.get("llm-train", []))
+    cover = [p.memory.peak_allocated_band.contains(float(p.measured_peak)) for pts in by_wl.values() for p in pts
+             if p.memory and p.status == "ok" and p.measured_peak]
+    summary["memory"] = {"mape": mape, "worst": worst, "n": n, "llm_train_mape": llm_mape,
+                         "llm_train_worst": llm_worst, "band_coverage": sum(cover) / len(cover) if cover else math.nan,
+                         "by_workload": {wl: _mape(v)[:2] for wl, v in mem_pairs.items() if v}}
+    out(f"  peak allocated memory, all workloads: MAPE {mape:.1%} (target <= {TARGETS['memory_mape']:.0%}), "
+        f"worst {worst:.1%} (target <= {TARGETS['memory_worst']:.0%}), n={n}")
+    out(f"    llm-train: MAPE {llm_mape:.1%}, worst {llm_worst:.1%}, n={llm_n}; "
+        f"band coverage {summary['memory']['band_coverage']:.0%}")
+    for wl, (m_, w_) in summary["memory"]["by_workload"].items():
+        out(f"    {wl}: MAPE {m_:.1%}, worst {w_:.1%}")
+
+    # ---- OOM decisions
+    missed = false = 0
+    near = 0
+    decided = 0
+    for pts in by_wl.values():
+        for p in pts:
+            if not p.memory or p.status not in ("ok", "oom") or not isinstance(p.config, TrainConfig | InferenceConfig):
+                continue
+            usable = p.gpu.usable_memory_bytes
+            decided += 1
+            fits = p.memory.fits(usable)
+            if abs(p.memory.device_memory_needed_bytes / usable - 1) <= 0.25:
+                near += 1
+            if fits and p.status == "oom":
+                missed += 1
+            if not fits and p.status == "ok":
+                false += 1
+    summary["oom"] = {"missed": missed, "false": false, "near_boundary": near, "decided": decided}
+    out(f"  OOM decisions (upper band vs usable memory): missed {missed}, false {false} "
+        f"(target 0 and 0); {near} of {decided} configurations within +/-25 % of the boundary")
+
+    # ---- time
+    summary["time"] = {}
+    for wl, pts in sorted(by_wl.items()):
+        timed = [p for p in pts if p.timed and p.spec_time]
+        if not timed:
+            continue
+        spec = _mape([(float(p.spec_time or 0), p.timed[0].value_s) for p in timed])
+        row: dict[str, Any] = {"spec_mape": spec[0], "spec_worst": spec[1], "n": spec[2]}
+        line = f"  {wl} time: spec-default MAPE {spec[0]:.1%} (target <= {TARGETS['time_spec_mape']:.0%}, n={spec[2]})"
+        for scheme in ("model", "seq_len", "batch"):
+            held = [p for p in timed if scheme in p.held_out_time]
+            if not held:
+                continue
+            m_, w_, n_ = _mape([(p.held_out_time[scheme], p.timed[0].value_s) for p in held])
+            inside = 0
+            for p in held:
+                lo, hi = p.held_out_band[scheme]
+                pred = p.held_out_time[scheme]
+                inside += int(pred * (1 - lo) <= p.timed[0].value_s <= pred * (1 + hi))
+            cov = inside / len(held)
+            row[f"held_out_{scheme}"] = {"mape": m_, "worst": w_, "n": n_, "band_coverage": cov}
+            line += (f"; calibrated, whole {scheme} held out: MAPE {m_:.1%} (target <= "
+                     f"{TARGETS['time_calibrated_mape']:.0%}), worst {w_:.1%}, band coverage {cov:.0%} (n={n_})")
+        summary["time"][wl] = row
+        out(line)
+
+    # ---- cross-GPU (published)
+    if not cross_gpu:
+        return summary
+    rep = published_leave_one_out()
+    summary["cross_gpu"] = {"transfer_mape": rep.transfer_mape, "baseline_mape": rep.baseline_mape,
+                            "transfer_worst": rep.transfer_worst, "baseline_worst": rep.baseline_worst,
+                            "by_workload": rep.by_workload}
+    out(f"  cross-GPU transfer on the published Lambda table (leave one of 12 GPUs out, 6 workload/precision "
+        f"sets): MAPE {rep.transfer_mape:.1%} vs datasheet ratios {rep.baseline_mape:.1%}; worst "
+        f"{rep.transfer_worst:.0%} vs {rep.baseline_worst:.0%}")
+    for k, (t, b) in rep.by_workload.items():
+        out(f"    {k}: transfer {t:.1%}, datasheet ratio {b:.1%}")
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--data", default=str(ROOT / "data" / "benchmarks" / "*.json"))
+    ap.add_argument("--json", default=None, help="write the summary as JSON here")
+    ap.add_argument("--no-cross-gpu", action="store_true", help="skip the published-table check")
+    args = ap.parse_args(argv)
+    paths = sorted(glob.glob(args.data))
+    if not paths:
+        print(f"no result files match {args.data}", file=sys.stderr)
+        return 2
+    points = attach_predictions(load_points(paths))
+    print(f"{len(points)} results from {len(paths)} file(s)")
+    summary = evaluate(points, cross_gpu=not args.no_cross_gpu)
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
