@@ -15,7 +15,7 @@ import traceback
 from typing import Any
 
 from service.agent.suite import WORKLOAD_MODULES
-from service.agent.suite.common import Context, Skip
+from service.agent.suite.common import Context, Skip, set_precision_flags
 
 _OOM_MARKERS = ("out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed", "cuda_error_out_of_memory")
 
@@ -104,11 +104,14 @@ def run_config(payload: dict[str, Any]) -> dict[str, Any]:
         repeats=int(payload.get("repeats", 3)),
         options=opts,
     )
-    module = importlib.import_module(WORKLOAD_MODULES[workload])
+    # "module" lets a caller (the tests) point a configuration at another implementation.
+    module = importlib.import_module(payload.get("module") or WORKLOAD_MODULES[workload])
     torch.manual_seed(0)
     t0 = time.perf_counter()
     out: dict[str, Any]
     try:
+        # Explicit TF32 switches for every configuration (workloads set them again, same values).
+        set_precision_flags(ctx, str(params.get("precision", "tf32")))
         out = module.run(ctx, params)
     except Skip as exc:
         out = {"status": "skipped", "error": str(exc)}

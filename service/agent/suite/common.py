@@ -187,16 +187,31 @@ def peak_memory(ctx: Context) -> tuple[int | None, int | None]:
     return int(torch.cuda.max_memory_allocated()), int(torch.cuda.max_memory_reserved())
 
 
+MIN_TIMED_S_CUDA = 2.0
+"""Timed steps continue until at least this much wall time has passed (default on a GPU)."""
+MIN_ENERGY_WINDOW_S = 1.0
+"""NVML's energy counter advances in coarse increments: over a window shorter than this the
+delta is noise (seen on an H200: 0 W and 1,050 W on a 700 W card over 30-60 ms windows), so
+energy and power are reported only for timed windows at least this long."""
+MAX_TIMED_STEPS = 1000
+
+
 def measure(ctx: Context, step: Callable[[], Any], *, warmup: int | None = None, steps: int | None = None) -> Measurement:
-    """Warm up, reset peak stats, time ``steps`` synchronised steps; see the module docstring."""
+    """Warm up, reset peak stats, time synchronised steps; see the module docstring.
+
+    At least ``steps`` steps are timed, and more (up to ``MAX_TIMED_STEPS``) until the timed
+    window reaches ``min_timed_s`` (option; 2 s on a GPU, 0 on the CPU), so short steps get a
+    stable median and an energy window long enough for NVML's counter.
+    """
     for _ in range(ctx.warmup if warmup is None else warmup):
         step()
     reset_peak(ctx)
     n = ctx.steps if steps is None else steps
+    min_timed = float(ctx.options.get("min_timed_s", MIN_TIMED_S_CUDA if ctx.cuda else 0.0))
     e0 = ctx.energy_mj()
     t_start = time.perf_counter()
     times: list[float] = []
-    for _ in range(n):
+    while len(times) < n or (time.perf_counter() - t_start < min_timed and len(times) < MAX_TIMED_STEPS):
         t0 = time.perf_counter()
         step()
         ctx.sync()
@@ -204,7 +219,9 @@ def measure(ctx: Context, step: Callable[[], Any], *, warmup: int | None = None,
     wall = time.perf_counter() - t_start
     e1 = ctx.energy_mj()
     alloc, reserved = peak_memory(ctx)
-    energy = (e1 - e0) / 1000.0 if e0 is not None and e1 is not None and e1 >= e0 else None
+    energy = None
+    if e0 is not None and e1 is not None and e1 >= e0 and wall >= MIN_ENERGY_WINDOW_S:
+        energy = (e1 - e0) / 1000.0
     return Measurement(times, wall, energy, alloc, reserved, ctx.nvml_used_bytes())
 
 
