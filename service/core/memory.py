@@ -135,6 +135,11 @@ FINETUNES: tuple[str, ...] = ("full", "lora", "qlora")
 DEFAULT_LORA_TARGETS: tuple[str, ...] = ("k_proj", "o_proj", "q_proj", "v_proj")
 
 
+_NOTE_STACK = f"transformers {TRANSFORMERS_VERSION_MODELLED}, PyTorch eager"
+_NOTE_CONTEXT = (f"CUDA context {CUDA_CONTEXT_BYTES // MiB} MiB; allocator slack {ALLOCATOR_SLACK:.0%} "
+                 "of peak allocated")
+
+
 class InvalidConfiguration(ValueError):
     """A configuration the estimator refuses (an invalid combination, not a miss):
     ``field`` names the offending input."""
@@ -418,13 +423,13 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
             return 4.0 * T * width
         return 0.0 if shared_available else 4.0 * T * width
 
-    def group_inputs(names: tuple[str, ...], width: float, tensor: float) -> float:
+    def group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bool = grads_flow) -> float:
         """Inputs kept by a group of linears fed by one norm output (q/k/v or gate/up)."""
         if full:
             return len(names) * cb * T * width if mode.autocast else tensor
         out = 0.0
         shared_kept = False
-        if qlora and grads_flow:  # bnb casts to the compute dtype per module
+        if qlora and flows:  # bnb casts to the compute dtype per module
             if mode.autocast:
                 out += len(names) * cb * T * width
             else:
@@ -443,7 +448,10 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     saved = 0.0
     if grads_flow:
         saved += norm_x + (norm_y if full else 0.0)
-    saved += group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out)
+    if full:
+        saved += 3 * cb * T * h if mode.autocast else norm_out
+    else:
+        saved += group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out)
     # --- attention core
     groups = float(m.num_heads // m.num_kv_heads)
     lse = 4.0 * T * a
@@ -465,9 +473,12 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     # --- post-attention RMSNorm
     saved += norm_x + (norm_y if full else 0.0)
     # --- MLP
-    saved += group_inputs(("gate_proj", "up_proj"), h, norm_out)
+    if full:
+        saved += 2 * cb * T * h if mode.autocast else norm_out
+    else:  # the attention adapters give the residual a gradient, also in layer 0
+        saved += group_inputs(("gate_proj", "up_proj"), h, norm_out, True)
     mlp = cb * T * f * 3.0  # gate out (SiLU input), SiLU out, up out
-    if full or (qlora and grads_flow):
+    if full or qlora:
         mlp += cb * T * f  # product = down input
     if "down_proj" in lora:
         mlp += (adapter_input(f, full or qlora) if not (cb == 4 and not mode.autocast) else
@@ -503,6 +514,24 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
         backward_transient=backward_transient,
         checkpoint=rb * T * h,
     )
+
+
+def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer) -> _Layer:
+    """Layer 0 under LoRA/QLoRA, from a later layer: the frozen embeddings give its input no
+    gradient, so its input norm keeps nothing, its frozen q/k/v keep neither input nor weight
+    copy (QLoRA: no 4-bit input copies for q/k/v either). Equals
+    ``_decoder_layer_saved(m, c, layer0=True)``; computed as a difference for speed."""
+    mode = _MODES[c.precision]
+    tp = c.tensor_parallel
+    T = float(c.batch_size * c.seq_len)
+    h = float(m.hidden_size)
+    saved = top.saved - 4.0 * T * h  # input RMSNorm's saved fp32 input
+    if c.finetune == "qlora":
+        saved -= 3 * mode.compute * T * h if mode.autocast else (2.0 * T * h if mode.compute == 2 else 0.0)
+    copies = top.weight_copies
+    if copies:
+        copies -= mode.compute * float(m.hidden_size * (m.q_dim + 2 * m.kv_dim)) / tp
+    return _Layer(saved, copies, top.forward_transient, top.backward_transient, top.checkpoint)
 
 
 def _lora_params(m: DecoderSpec, c: TrainConfig) -> int:
@@ -545,7 +574,7 @@ def _optimizer_bytes(c: TrainConfig, trainable: int, state_bytes: int, largest: 
 def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     mode = _MODES[c.precision]
     tp, dp = c.tensor_parallel, c.data_parallel
-    notes: list[str] = [f"transformers {TRANSFORMERS_VERSION_MODELLED}, PyTorch eager"]
+    notes: list[str] = [_NOTE_STACK]
     P = float(m.total_params) / tp
     V = float(m.vocab_size) / tp
     h = float(m.hidden_size)
@@ -559,12 +588,12 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     lm_head_w = V * h  # multiplied whether tied or not
     largest = max(m.vocab_size * m.hidden_size // tp, m.hidden_size * m.intermediate_size // tp)
     shapes2d: list[tuple[int, int]] = []
-    for name, (i, o, k) in m.linear_shapes().items():
-        del name
-        shapes2d.extend([(i, o)] * (k * L))
-    shapes2d.append((m.vocab_size, m.hidden_size))
-    if not m.tie_word_embeddings:
+    if c.optimizer == "adafactor":  # factored second moments need the matrix shapes
+        for i, o, k in m.linear_shapes().values():
+            shapes2d.extend([(i, o)] * (k * L))
         shapes2d.append((m.vocab_size, m.hidden_size))
+        if not m.tie_word_embeddings:
+            shapes2d.append((m.vocab_size, m.hidden_size))
 
     if full:
         if c.sharding in ("zero1", "zero2", "zero3"):
@@ -630,7 +659,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
 
     # ---------------- activations
     top = _decoder_layer_saved(m, c)
-    bottom = _decoder_layer_saved(m, c, layer0=True) if not full else top
+    bottom = top if full else _layer0(m, c, top)
     fsdp_like = c.sharding in ("fsdp", "zero3")
     no_cache = fsdp_like or not mode.autocast
     copies_all = 0.0 if no_cache else top.weight_copies * (L - 1) + bottom.weight_copies
@@ -752,8 +781,7 @@ def _finish(c: TrainConfig | None, peak: float, phases: Mapping[str, float], pea
     need = reserved + CUDA_CONTEXT_BYTES + nccl
     need_low = peak * (1 - lo) * (1 + ALLOCATOR_SLACK_BAND[0]) + CUDA_CONTEXT_BAND[0] + nccl_lo
     need_high = peak * (1 + hi) * (1 + ALLOCATOR_SLACK_BAND[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi
-    notes.append(f"CUDA context {CUDA_CONTEXT_BYTES // MiB} MiB; allocator slack "
-                 f"{ALLOCATOR_SLACK:.0%} of peak allocated")
+    notes.append(_NOTE_CONTEXT)
     return MemoryEstimate(
         components=components,
         persistent=persistent,

@@ -42,7 +42,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "PRESETS",
@@ -154,89 +154,68 @@ class DecoderSpec:
     def is_moe(self) -> bool:
         return self.num_experts > 1
 
-    def linear_shapes(self) -> dict[str, tuple[int, int, int]]:
+    def linear_shapes(self) -> Mapping[str, tuple[int, int, int]]:
         """Per-layer linear modules as ``name -> (in_features, out_features, copies)``.
 
         ``copies`` is the number of experts for MoE expert weights (1 otherwise). The names
-        are the Hugging Face module names LoRA targets (``q_proj``, ``gate_proj``...).
+        are the Hugging Face module names LoRA targets (``q_proj``, ``gate_proj``...). The
+        mapping is shared (memoised); do not mutate it.
         """
-        h, e = self.hidden_size, self.num_experts
-        shapes = {
-            "q_proj": (h, self.q_dim, 1),
-            "k_proj": (h, self.kv_dim, 1),
-            "v_proj": (h, self.kv_dim, 1),
-            "o_proj": (self.q_dim, h, 1),
-        }
-        if self.gated_mlp:
-            shapes["gate_proj"] = (h, self.intermediate_size, e)
-        shapes["up_proj"] = (h, self.intermediate_size, e)
-        shapes["down_proj"] = (self.intermediate_size, h, e)
-        if self.is_moe:
-            shapes["router"] = (h, e, 1)
-        return shapes
+        return self._c().shapes
 
     # ---- parameter counts (elements) ---------------------------------------------------
+    # Computed once per spec (see _decoder_counts) and memoised: estimates read them often.
 
-    @property
-    def _norm_params(self) -> int:
-        return self.hidden_size * (2 if self.norm == "layernorm" else 1)
+    def _c(self) -> _Counts:
+        hit = _COUNT_CACHE.get(id(self))
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        counts = _decoder_counts(self)
+        if len(_COUNT_CACHE) > 4096:
+            _COUNT_CACHE.clear()
+        _COUNT_CACHE[id(self)] = (self, counts)
+        return counts
 
     @property
     def attention_params_per_layer(self) -> int:
         """q, k, v, o projections plus their biases and any q/k norms."""
-        h = self.hidden_size
-        n = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
-        if self.attention_bias:
-            n += self.q_dim + 2 * self.kv_dim
-            if not self.qkv_bias_only:
-                n += h
-        if self.qk_norm:
-            n += 2 * self.head_dim
-        return n
+        return self._c().attention
 
     @property
     def expert_params(self) -> int:
         """One expert's (or the dense MLP's) parameters: gate/up/down weights + biases."""
-        h, f = self.hidden_size, self.intermediate_size
-        mats = 3 if self.gated_mlp else 2
-        n = mats * h * f
-        if self.mlp_bias:
-            n += (mats - 1) * f + h
-        return n
+        return self._c().expert
 
     @property
     def router_params_per_layer(self) -> int:
-        return self.hidden_size * self.num_experts if self.is_moe else 0
+        return self._c().router
 
     @property
     def mlp_params_per_layer(self) -> int:
         """All experts (total) plus the router."""
-        return self.num_experts * self.expert_params + self.router_params_per_layer
+        return self.num_experts * self._c().expert + self._c().router
 
     @property
     def mlp_active_params_per_layer(self) -> int:
         """The experts one token passes through, plus the router."""
-        return self.experts_per_token * self.expert_params + self.router_params_per_layer
+        return self.experts_per_token * self._c().expert + self._c().router
 
     @property
     def norm_params_per_layer(self) -> int:
-        return 2 * self._norm_params
+        return self._c().norms
 
     @property
     def params_per_layer(self) -> int:
-        return self.attention_params_per_layer + self.mlp_params_per_layer + self.norm_params_per_layer
+        return self._c().per_layer
 
     @property
     def active_params_per_layer(self) -> int:
-        return self.attention_params_per_layer + self.mlp_active_params_per_layer + self.norm_params_per_layer
+        return self._c().active_per_layer
 
     @property
     def embedding_params(self) -> int:
         """Token embeddings plus learned position embeddings (GPT-3 layout)."""
-        n = self.vocab_size * self.hidden_size
-        if self.position_embedding == "learned":
-            n += self.max_position_embeddings * self.hidden_size
-        return n
+        return self._c().embedding
 
     @property
     def lm_head_params(self) -> int:
@@ -245,19 +224,17 @@ class DecoderSpec:
 
     @property
     def final_norm_params(self) -> int:
-        return self._norm_params
+        return self.hidden_size * (2 if self.norm == "layernorm" else 1)
 
     @property
     def total_params(self) -> int:
         """Every parameter tensor counted once (what ``model.num_parameters()`` reports)."""
-        return (self.embedding_params + self.num_layers * self.params_per_layer
-                + self.final_norm_params + self.lm_head_params)
+        return self._c().total
 
     @property
     def active_params(self) -> int:
         """Parameters one token touches in the forward pass (MoE: top-k experts only)."""
-        return (self.embedding_params + self.num_layers * self.active_params_per_layer
-                + self.final_norm_params + self.lm_head_params)
+        return self._c().active
 
     @property
     def non_embedding_params(self) -> int:
@@ -271,8 +248,7 @@ class DecoderSpec:
         The LM head multiplies ``V*h`` whether or not it is tied; embedding lookups and norms
         do no matmul. This is the ``N`` in the ``2N`` FLOPs-per-token rule.
         """
-        per_layer = self.active_params_per_layer - self.norm_params_per_layer
-        return self.num_layers * per_layer + self.vocab_size * self.hidden_size
+        return self._c().matmul_per_token
 
     def kv_cache_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
         """KV cache per token: ``2 (K and V) * layers * kv_heads * head_dim * bytes``."""
@@ -307,6 +283,58 @@ class DecoderSpec:
                 f"({self.num_kv_heads} KV) of {self.head_dim}, FFN {self.intermediate_size}"
                 f"{' SwiGLU' if self.gated_mlp else ''}{moe}, vocab {self.vocab_size}"
                 f"{', tied embeddings' if self.tie_word_embeddings else ''}")
+
+
+class _Counts(NamedTuple):
+    attention: int
+    expert: int
+    router: int
+    norms: int
+    per_layer: int
+    active_per_layer: int
+    embedding: int
+    total: int
+    active: int
+    matmul_per_token: int
+    shapes: Mapping[str, tuple[int, int, int]]
+
+
+_COUNT_CACHE: dict[int, tuple[DecoderSpec, _Counts]] = {}
+
+
+def _decoder_counts(m: DecoderSpec) -> _Counts:
+    """Parameter counts of a decoder (module docstring: counting rules)."""
+    h, f = m.hidden_size, m.intermediate_size
+    q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    attention = h * q + 2 * h * kv + q * h
+    if m.attention_bias:
+        attention += q + 2 * kv
+        if not m.qkv_bias_only:
+            attention += h
+    if m.qk_norm:
+        attention += 2 * m.head_dim
+    mats = 3 if m.gated_mlp else 2
+    expert = mats * h * f + (((mats - 1) * f + h) if m.mlp_bias else 0)
+    router = h * m.num_experts if m.num_experts > 1 else 0
+    norm_one = h * (2 if m.norm == "layernorm" else 1)
+    norms = 2 * norm_one
+    per_layer = attention + m.num_experts * expert + router + norms
+    active_per_layer = attention + m.experts_per_token * expert + router + norms
+    embedding = m.vocab_size * h + (m.max_position_embeddings * h if m.position_embedding == "learned" else 0)
+    lm_head = 0 if m.tie_word_embeddings else m.vocab_size * h
+    total = embedding + m.num_layers * per_layer + norm_one + lm_head
+    active = embedding + m.num_layers * active_per_layer + norm_one + lm_head
+    matmul = m.num_layers * (active_per_layer - norms) + m.vocab_size * h
+    e = m.num_experts
+    shapes = {"q_proj": (h, q, 1), "k_proj": (h, kv, 1), "v_proj": (h, kv, 1), "o_proj": (q, h, 1)}
+    if m.gated_mlp:
+        shapes["gate_proj"] = (h, f, e)
+    shapes["up_proj"] = (h, f, e)
+    shapes["down_proj"] = (f, h, e)
+    if e > 1:
+        shapes["router"] = (h, e, 1)
+    return _Counts(attention, expert, router, norms, per_layer, active_per_layer, embedding, total,
+                   active, matmul, shapes)
 
 
 # --------------------------------------------------------------------------------------------

@@ -321,7 +321,8 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
     if isinstance(m, CnnSpec):
         return _cnn_step(c, m, gpu, e, band, provenance)
     mode = _MODES[c.precision]
-    peak = gpu.peak_for(c.precision) * 1e12
+    peak_t = gpu.peak_for(c.precision)
+    peak = peak_t * 1e12
     peak16 = gpu.peak_for("bf16") * 1e12 if "bf16" in gpu.peak_tflops else peak
     bw = gpu.bandwidth_gb_per_s * 1e9 * e.bw
     tp = c.tensor_parallel
@@ -376,15 +377,16 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
         # cast back: per token ~(6*in + 6*out) bytes under autocast, (6*in + 14*out) in pure
         # 16-bit, 12*out in fp32 -- and ~8 extra ops per target.
         shapes = m.linear_shapes()
-        lora_flops = sum(2.0 * T * c.lora_rank * (shapes[t][0] + shapes[t][1]) for t in c.lora_targets) * L
         adapter_peak = peak if mode.autocast else gpu.peak_for("fp32") * 1e12
+        lora_flops = 0.0
+        for t in c.lora_targets:
+            i0, o0, _ = shapes[t]
+            lora_flops += 2.0 * T * c.lora_rank * (i0 + o0) * L
+            i = float(i0) / (tp if t in ("o_proj", "down_proj") else 1)
+            o = float(o0) / (1 if t in ("o_proj", "down_proj") else tp)
+            lora_ew += (6.0 * i + 6.0 * o) if mode.autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
         t_mm_fwd += lora_flops / (adapter_peak * mm_eff * 0.5)
         t_mm_bwd += 2 * lora_flops / (adapter_peak * mm_eff * 0.5)
-        for t in c.lora_targets:
-            i, o = float(shapes[t][0]) / (tp if t in ("o_proj", "down_proj") else 1), float(shapes[t][1])
-            if t not in ("o_proj", "down_proj"):
-                o /= tp
-            lora_ew += (6.0 * i + 6.0 * o) if mode.autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
         ops_f += 8 * len(c.lora_targets)
         ops_b += 10 * len(c.lora_targets)
     # ---- attention
@@ -446,7 +448,7 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
     tokens = float(accum * b * (s if not isinstance(m, CnnSpec) else 1))
     model_flops = 2.0 * T * float(m.matmul_params_per_token) * (3.0 if full else 2.0) * accum
     model_flops += 4.0 * T * s * float(m.num_heads * getattr(m, "head_dim", 64)) * m.num_layers * causal * 3 * accum
-    mfu = model_flops / (step * gpu.peak_for(c.precision) * 1e12 * tp)
+    mfu = model_flops / (step * peak * tp)
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     phases = {

@@ -247,3 +247,20 @@ def test_breakdown_sums_to_peak() -> None:
         assert sum(est.components.values()) == pytest.approx(est.peak_allocated_bytes, abs=64)
         assert all(v >= 0 for k, v in est.components.items() if k != "transient")
         assert est.assumptions
+
+
+def test_layer0_shortcut_equals_full_enumeration() -> None:
+    from service.core.memory import _decoder_layer_saved, _layer0
+
+    for prec in ("amp_bf16", "bf16", "fp32"):
+        for ft in ("lora", "qlora"):
+            for targets in (("q_proj", "v_proj"), ("down_proj", "gate_proj", "o_proj", "up_proj")):
+                try:
+                    c = TrainConfig(model=get_model("llama3-8b"), precision=prec, finetune=ft,
+                                    lora_targets=targets, batch_size=2, seq_len=1024)
+                except InvalidConfiguration:
+                    continue
+                assert isinstance(c.model, DecoderSpec)
+                top = _decoder_layer_saved(c.model, c)
+                a, b = _decoder_layer_saved(c.model, c, layer0=True), _layer0(c.model, c, top)
+                assert a.saved == pytest.approx(b.saved) and a.weight_copies == pytest.approx(b.weight_copies)

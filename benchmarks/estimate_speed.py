@@ -1,0 +1,76 @@
+"""CPU cost of one training estimate (issue 5, item 8: target <= 50 us).
+
+One estimate = build the ``TrainConfig`` (validation included), the memory breakdown
+(``estimate_training``) and the step time (``estimate_step``) for one GPU -- what a
+recommendation does per candidate. Timed with ``time.process_time`` over many iterations, for a
+mix of configurations (dense 8B, 70B with FSDP, LoRA, checkpointing, MoE), after a warm-up.
+
+Usage: ``python benchmarks/estimate_speed.py [--iterations N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from service.core.memory import TrainConfig, estimate_training  # noqa: E402
+from service.core.models import get_model  # noqa: E402
+from service.core.performance import H200_SXM, estimate_step  # noqa: E402
+
+TARGET_US = 50.0
+
+CASES: list[tuple[str, dict[str, object]]] = [
+    ("llama3-8b", {"precision": "amp_bf16", "batch_size": 4, "seq_len": 2048}),
+    ("llama2-70b", {"precision": "amp_bf16", "batch_size": 1, "seq_len": 4096, "sharding": "fsdp",
+                    "gpu_count": 8, "gradient_checkpointing": True}),
+    ("llama2-13b", {"precision": "bf16", "batch_size": 2, "seq_len": 4096, "finetune": "lora"}),
+    ("mixtral-8x7b", {"precision": "bf16", "batch_size": 1, "seq_len": 2048, "sharding": "zero3",
+                      "gpu_count": 8}),
+    ("qwen2.5-7b", {"precision": "bf16", "batch_size": 1, "seq_len": 8192, "finetune": "qlora"}),
+]
+
+
+def time_case(model: str, kwargs: dict[str, object], iterations: int) -> float:
+    """Microseconds of CPU per estimate (config + memory + step time)."""
+    spec = get_model(model)
+
+    def one() -> None:
+        c = TrainConfig(model=spec, **kwargs)  # type: ignore[arg-type]
+        estimate_training(c)
+        estimate_step(c, H200_SXM)
+
+    for _ in range(200):
+        one()
+    t0 = time.process_time()
+    for _ in range(iterations):
+        one()
+    return (time.process_time() - t0) / iterations * 1e6
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="CPU microseconds per training estimate")
+    ap.add_argument("--iterations", type=int, default=20000)
+    args = ap.parse_args(argv)
+    results = []
+    for model, kwargs in CASES:
+        us = time_case(model, kwargs, args.iterations)
+        results.append(us)
+        desc = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        print(f"{us:7.1f} us  {model}: {desc}")
+    mean = sum(results) / len(results)
+    worst = max(results)
+    ok = worst <= TARGET_US
+    print(f"mean {mean:.1f} us, worst {worst:.1f} us per training estimate (config + memory + time), "
+          f"{args.iterations} iterations each; target <= {TARGET_US:.0f} us: {'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
