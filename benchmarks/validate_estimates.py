@@ -35,7 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from service.core.calibration import Calibration, TimedPoint, fit_time, predict_time, published_leave_one_out  # noqa: E402
+from service.core.calibration import (  # noqa: E402
+    Calibration,
+    TimedPoint,
+    config_from_benchmark,
+    fit_time,
+    predict_time,
+    published_leave_one_out,
+    timed_points_from_result,
+)
 from service.core.memory import (  # noqa: E402
     InferenceConfig,
     MemoryEstimate,
@@ -43,9 +51,8 @@ from service.core.memory import (  # noqa: E402
     estimate_cnn_inference,
     estimate_inference,
     estimate_training,
-    train_config_from_parameters,
 )
-from service.core.models import CnnSpec, DecoderSpec, ModelNotFound, get_model  # noqa: E402
+from service.core.models import CnnSpec, ModelNotFound, get_model  # noqa: E402
 from service.core.performance import H200_SXM, SPEC_DEFAULTS, PerfSpec, perf_spec_from_gpu  # noqa: E402
 from service.core.vocabulary import VocabularyError, canonical_parameters  # noqa: E402
 
@@ -165,40 +172,20 @@ def attach_predictions(points: list[Point]) -> list[Point]:
     out = []
     for p in points:
         try:
-            if p.workload == "llm-train":
-                cfg = train_config_from_parameters(p.params)
-                p.config, p.memory = cfg, estimate_training(cfg)
-            elif p.workload == "bert-large-train":
-                cfg = TrainConfig(model=get_model("bert-large"), precision=p.params["precision"],
-                                  batch_size=p.params["batch_size"], seq_len=p.params["seq_len"])
-                p.config, p.memory = cfg, estimate_training(cfg)
-            elif p.workload == "resnet50-train":
-                cfg = TrainConfig(model=get_model("resnet50"), precision=p.params["precision"],
-                                  batch_size=p.params["batch_size"], seq_len=1, optimizer="sgd")
-                p.config, p.memory = cfg, estimate_training(cfg)
-            elif p.workload == "resnet50-infer":
+            if p.workload == "resnet50-infer":
                 m = get_model("resnet50")
                 assert isinstance(m, CnnSpec)
                 p.memory = estimate_cnn_inference(m, p.params["precision"], p.params["batch_size"])
-            elif p.workload == "llm-infer":
-                m = get_model(p.params["model"])
-                assert isinstance(m, DecoderSpec)
-                icfg = InferenceConfig(model=m, precision=p.params["precision"],
-                                       quant_method=p.params.get("quant_method", "none"),
-                                       batch_size=p.params["batch_size"], input_len=p.params["input_len"],
-                                       output_len=p.params["output_len"], engine=p.params.get("engine", "hf-transformers"))
-                p.config, p.memory = icfg, estimate_inference(icfg)
             else:
-                continue
+                cfg = config_from_benchmark(p.workload, p.params)
+                if cfg is None:
+                    continue
+                p.config = cfg
+                p.memory = estimate_training(cfg) if isinstance(cfg, TrainConfig) else estimate_inference(cfg)
         except (ModelNotFound, ValueError, KeyError, AssertionError):
             continue
         if p.status == "ok" and p.config is not None:
-            if isinstance(p.config, TrainConfig) and p.measured_time:
-                p.timed = [TimedPoint(p.config, p.gpu, float(p.measured_time))]
-            elif isinstance(p.config, InferenceConfig):
-                for metric, key in (("ttft_s", "ttft_ms_p50"), ("tpot_s", "tpot_ms_p50")):
-                    if key in p.metrics:
-                        p.timed.append(TimedPoint(p.config, p.gpu, p.metrics[key] / 1e3, metric=metric))
+            p.timed = timed_points_from_result(p.workload, p.params, p.gpu, p.measured_time, p.metrics)
             if p.timed:
                 p.spec_time = predict_time(p.timed[0], SPEC_DEFAULTS)
         out.append(p)

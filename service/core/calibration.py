@@ -52,11 +52,13 @@ __all__ = [
     "MemoryPoint",
     "TimedPoint",
     "apply_multipliers",
+    "config_from_benchmark",
     "fit_memory",
     "fit_time",
     "predict_time",
     "provenance_for",
     "published_leave_one_out",
+    "timed_points_from_result",
     "transfer",
 ]
 
@@ -431,3 +433,56 @@ def published_leave_one_out(workloads: Sequence[str] = ("resnet50", "bert_large_
     te = [abs(r.transfer / r.measured - 1) for r in rows]
     be = [abs(r.baseline / r.measured - 1) for r in rows]
     return LooReport(tuple(rows), sum(te) / len(te), sum(be) / len(be), max(te), max(be), by_wl)
+
+
+# --------------------------------------------------------------------------------------------
+# From benchmark results (vocabulary parameters) to core inputs
+# --------------------------------------------------------------------------------------------
+
+
+def config_from_benchmark(workload: str, params: Mapping[str, object]) -> TrainConfig | InferenceConfig | None:
+    """The core configuration a benchmark cell measures (canonical vocabulary parameters), or
+    ``None`` for workloads the estimator does not model (``gemm``, ``memory-bandwidth``,
+    ``collective``, ``resnet50-infer``). Raises ``ModelNotFound`` / ``InvalidConfiguration``
+    for parameters it cannot represent."""
+    from service.core.memory import train_config_from_parameters
+    from service.core.models import DecoderSpec
+
+    def num(key: str, default: int) -> int:
+        v = params.get(key, default)
+        return int(v) if isinstance(v, int | float | str) else default
+
+    if workload == "llm-train":
+        return train_config_from_parameters(params)
+    if workload == "bert-large-train":
+        return TrainConfig(model=get_model("bert-large"), precision=str(params["precision"]),
+                           batch_size=num("batch_size", 1), seq_len=num("seq_len", 512))
+    if workload == "resnet50-train":
+        return TrainConfig(model=get_model("resnet50"), precision=str(params["precision"]),
+                           batch_size=num("batch_size", 1), seq_len=1, optimizer="sgd")
+    if workload == "llm-infer":
+        m = get_model(str(params["model"]))
+        if not isinstance(m, DecoderSpec):
+            return None
+        return InferenceConfig(model=m, precision=str(params.get("precision", "bf16")),
+                               quant_method=str(params.get("quant_method", "none")),
+                               batch_size=num("batch_size", 1), input_len=num("input_len", 1),
+                               output_len=num("output_len", 1),
+                               engine=str(params.get("engine", "hf-transformers")))
+    return None
+
+
+def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: PerfSpec,
+                             step_time_s: float | None, metrics: Mapping[str, float]) -> list[TimedPoint]:
+    """Calibration points from one measured result: the step time for training workloads,
+    TTFT and TPOT (p50, ms in the vocabulary) for ``llm-infer``."""
+    cfg = config_from_benchmark(workload, params)
+    if cfg is None:
+        return []
+    if isinstance(cfg, TrainConfig):
+        return [TimedPoint(cfg, gpu, float(step_time_s))] if step_time_s else []
+    out = []
+    for metric, key in (("ttft_s", "ttft_ms_p50"), ("tpot_s", "tpot_ms_p50")):
+        if key in metrics and metrics[key] > 0:
+            out.append(TimedPoint(cfg, gpu, float(metrics[key]) / 1e3, metric=metric))
+    return out
