@@ -405,6 +405,11 @@ def _run_notes(outcomes: Sequence[JobOutcome], extra: Sequence[str]) -> str:
         "micro-batch; FSDP2 fully_shard per decoder layer, reduce-scatter every micro-batch; "
         "energy summed over ranks.",
     ]
+    if any(oc.job.kind == "collective" and oc.job.world_size == 1 for oc in outcomes):
+        lines.append(
+            "world size 1: busbw is 0 by definition; an in-place all_reduce is a no-op (time = launch "
+            "overhead, algbw meaningless); all_gather/reduce_scatter are a device copy. Path check only."
+        )
     for oc in outcomes:
         if oc.job.kind == "llm-train":
             s = oc.job.spec
