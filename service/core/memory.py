@@ -695,8 +695,10 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     phases: dict[str, float] = {}
     if c.gradient_checkpointing:
         ckpts = top.checkpoint * L
-        # forward: autocast cache holds every cast weight until autocast exits
-        phases["forward-loss"] = base + g_fwd + copies_all + head_copy + ckpts + head_saved + loss_fwd
+        # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
+        # bases are cast per call and, checkpointed, not kept)
+        cached = (copies_all + head_copy) if full else 0.0
+        phases["forward-loss"] = base + g_fwd + cached + ckpts + head_saved + loss_fwd
         phases["backward-loss"] = base + g_fwd + ckpts + head_saved + loss_bwd
         layer_work = top.saved + top.weight_copies * (0 if no_cache else 1) + top.backward_transient
         phases["backward-top-layer"] = base + max(g_fwd, lm_head_grad) + ckpts + layer_work + after_loss * 0
@@ -725,7 +727,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         "optimizer_temporaries": int(opt_temp if peak_phase == "optimizer-step" else 0),
         "autocast_weight_copies": int(copies_all + head_copy if peak_phase in (
             "forward-loss", "backward-loss", "backward-top-layer", "forward-layer")
-            and not (c.gradient_checkpointing and peak_phase != "forward-loss") else 0),
+            and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full)) else 0),
         "activations": int(
             (top.checkpoint * L if c.gradient_checkpointing else acts_all)
             if peak_phase in ("forward-loss", "backward-loss", "backward-top-layer", "forward-layer") else
@@ -858,25 +860,29 @@ def _training_encoder(m: EncoderSpec, c: TrainConfig) -> MemoryEstimate:
 def _training_cnn(m: CnnSpec, c: TrainConfig) -> MemoryEstimate:
     """torchvision ResNet under the reference loop (SGD with momentum by default).
 
-    Every conv output is saved by its BatchNorm and every BN/ReLU output (in-place ReLU) by the
-    next conv: two tensors per conv output element, in the compute dtype (bf16/fp16 under
-    autocast: BN runs in the input dtype with fp32 statistics), plus 10 % for max-pool indices,
-    residual sums and the pooled features. cuDNN convolution workspaces add up to 1 GiB.
+    Saved per image: :attr:`CnnSpec.saved_elements_per_image` in the compute dtype (BatchNorm
+    runs in the input dtype under autocast, with fp32 statistics), the max-pool indices
+    (int64, ``base_width x (image/4)^2``) and the input's cast; at the start of backward one
+    gradient pair of the largest activation is added; cuDNN workspaces ~64 MiB.
     """
     mode = _MODES[c.precision]
     P = float(m.total_params)
-    per_image = float(m.activation_elements_per_image) * 2.0 * mode.compute * 1.10
+    side = -(-m.image_size // 4)
+    per_image = (float(m.saved_elements_per_image) * mode.compute
+                 + 8.0 * m.base_width * side * side
+                 + float(m.in_channels * m.image_size * m.image_size) * (mode.compute if mode.autocast else 0))
     acts = per_image * c.batch_size
     if c.gradient_checkpointing:
         acts *= 0.35
+    transient = 2.0 * mode.compute * m.largest_activation_elements * c.batch_size
     copies = mode.compute * P if mode.autocast else 0.0
     w = mode.param * P
     g = mode.grad * P
     opt_state, opt_temp = _optimizer_bytes(c, int(P), mode.state, 2048 * 1000)
-    workspace = float(min(GiB, 256 * MiB + 2 * MiB * c.batch_size))
+    workspace = 64.0 * MiB
     base = w + opt_state + workspace
     phases = {
-        "backward-start": base + copies + acts + per_image * c.batch_size * 0.25,
+        "backward-start": base + copies + acts + transient,
         "optimizer-step": base + g + opt_temp,
     }
     peak_phase = max(phases, key=lambda k: phases[k])
@@ -993,7 +999,8 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     * **end of decode**: weights + the KV cache at ``input_len + output_len`` for every
       sequence + one layer's cache copied by ``torch.cat`` (transformers' ``DynamicCache``).
 
-    ``amp_*`` serving keeps fp32 weights plus autocast's bf16 copies for the whole call.
+    ``amp_*`` serving keeps fp32 weights; autocast's casts of them live one layer at a time
+    (no weight cache outside autograd -- seen on the H200 with ResNet-50 inference).
     Other engines (``vllm``) prefill in chunks of :data:`PREFILL_CHUNK_TOKENS` and
     preallocate ``gpu_memory_utilization`` of the device; the figure here is what the
     sequences need, not what the engine grabs.
@@ -1003,9 +1010,8 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     amp = c.precision.startswith("amp_")
     w = weight_bytes(m, c.quant_method, 4 if amp else c.compute_bytes) / tp
     cache = 0.0
-    if amp and c.quant_method == "none":
-        cache = 2.0 * float(m.num_layers * (m.params_per_layer - m.norm_params_per_layer)
-                            + m.vocab_size * m.hidden_size) / tp
+    if amp and c.quant_method == "none":  # no cache outside autograd: one layer's casts at a time
+        cache = 2.0 * float(m.params_per_layer - m.norm_params_per_layer) / tp
     per_seq = c.input_len + c.output_len
     prompt = c.input_len
     if m.sliding_window:
@@ -1048,23 +1054,21 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
 
 
 def estimate_cnn_inference(m: CnnSpec, precision: str, batch_size: int) -> MemoryEstimate:
-    """ResNet inference (eval, ``inference_mode``): parameters (fp32 under autocast, plus the
-    cached bf16 copies), the fp32 input and its cast, and the largest working set of one
-    bottleneck -- its input, the branch activations and the output, about four tensors the
-    size of the largest activation (stage 1 and the stem: ``256*56*56`` elements per image)
-    -- plus a cuDNN workspace of up to 256 MiB."""
+    """ResNet inference (eval, ``inference_mode``): parameters (fp32 under autocast; autocast
+    keeps no weight copies outside autograd, each cast is freed after its conv), the fp32 input,
+    and the working set at a stage-1 residual sum -- block input, branch output, their sum and
+    BatchNorm temporaries, ~3.5 tensors of the largest activation -- plus ~32 MiB of cuDNN
+    workspace and per-layer weight casts."""
     mode = _MODES.get(precision, _MODES["amp_bf16"])
     P = float(m.total_params)
-    w = mode.param * P + (mode.compute * P if mode.autocast else 0.0)
-    side = m.image_size / 4
-    largest = m.base_width * m.expansion * side * side
+    w = mode.param * P
     img = float(m.in_channels * m.image_size * m.image_size)
-    acts = batch_size * (4.0 * mode.compute * largest + mode.param * img + mode.compute * img)
-    workspace = float(min(256 * MiB, 64 * MiB + MiB * batch_size))
+    acts = batch_size * (3.5 * mode.compute * m.largest_activation_elements + mode.param * img)
+    workspace = 32.0 * MiB
     peak = w + acts + workspace
     comps = {"parameters": int(w), "activations": int(acts), "workspace": int(workspace)}
     return _finish(None, peak, {"forward": peak}, "forward", comps, {"parameters": int(w)},
-                   ["torchvision ResNet, eval, channels_last"], (0.15, 0.20), multi_gpu=False)
+                   ["torchvision ResNet, eval, channels_last"], (0.10, 0.12), multi_gpu=False)
 
 
 # --------------------------------------------------------------------------------------------

@@ -445,8 +445,9 @@ class CnnSpec:
     notes: str = ""
     kind: Literal["cnn"] = field(default="cnn", init=False)
 
-    def _walk(self) -> tuple[int, int, int]:
-        """Return ``(parameters, forward MACs per image, activation elements per image)``.
+    def _walk(self) -> tuple[int, int, int, int]:
+        """Return ``(parameters, forward MACs per image, activation elements per image,
+        downsample-conv output elements per image)``.
 
         Activation elements count every conv output (which BN and ReLU consume and autograd
         saves) at its spatial size for the configured ``image_size``.
@@ -454,14 +455,17 @@ class CnnSpec:
         params = 0
         macs = 0
         acts = 0
+        ds_acts = 0
         size = self.image_size
 
-        def conv(cin: int, cout: int, k: int, stride: int) -> None:
-            nonlocal params, macs, acts, size
+        def conv(cin: int, cout: int, k: int, stride: int, downsample: bool = False) -> None:
+            nonlocal params, macs, acts, size, ds_acts
             size = (size + stride - 1) // stride
             params += cin * cout * k * k + 2 * cout  # conv weight (no bias) + BN
             macs += cin * cout * k * k * size * size
             acts += cout * size * size
+            if downsample:
+                ds_acts += cout * size * size
 
         conv(self.in_channels, self.base_width, 7, 2)
         size = (size + 1) // 2  # 3x3 max-pool, stride 2
@@ -478,12 +482,12 @@ class CnnSpec:
                 if b == 0:
                     end = size
                     size = start
-                    conv(cin, cout, 1, stride)
+                    conv(cin, cout, 1, stride, downsample=True)
                     size = end
                 cin = cout
         params += cin * self.num_classes + self.num_classes
         macs += cin * self.num_classes
-        return params, macs, acts
+        return params, macs, acts, ds_acts
 
     @property
     def total_params(self) -> int:
@@ -501,7 +505,23 @@ class CnnSpec:
 
     @property
     def activation_elements_per_image(self) -> int:
+        """Every conv output element per image (downsample convs included)."""
         return self._walk()[2]
+
+    @property
+    def saved_elements_per_image(self) -> int:
+        """Elements autograd keeps per image in training: each conv output (kept by its
+        BatchNorm) and each BN/ReLU output (kept by the in-place ReLU and the next conv; for the
+        last conv of a block, the residual sum after ReLU) -- two per conv output -- except the
+        downsample branch, whose BN output only feeds the sum (one)."""
+        _, _, acts, ds = self._walk()
+        return 2 * acts - ds
+
+    @property
+    def largest_activation_elements(self) -> int:
+        """The largest activation per image: stage 1's ``4*base_width`` channels at 1/4 size."""
+        side = -(-self.image_size // 4)
+        return self.base_width * self.expansion * side * side
 
     def parameter_breakdown(self) -> dict[str, int]:
         fc = self.base_width * 2 ** (len(self.block_counts) - 1) * self.expansion * self.num_classes
