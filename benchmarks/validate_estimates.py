@@ -40,6 +40,7 @@ from service.core.calibration import (  # noqa: E402
     TimedPoint,
     config_from_benchmark,
     fit_time,
+    precision_family,
     predict_time,
     published_leave_one_out,
     timed_points_from_result,
@@ -53,7 +54,7 @@ from service.core.memory import (  # noqa: E402
     estimate_training,
 )
 from service.core.models import CnnSpec, ModelNotFound, get_model  # noqa: E402
-from service.core.performance import H200_SXM, SPEC_DEFAULTS, PerfSpec, perf_spec_from_gpu  # noqa: E402
+from service.core.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS, PerfSpec, perf_spec_from_gpu  # noqa: E402
 from service.core.vocabulary import VocabularyError, canonical_parameters  # noqa: E402
 
 TARGETS = {
@@ -139,6 +140,36 @@ def gpu_spec_for(run: dict[str, Any]) -> PerfSpec:
     return H200_SXM
 
 
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def merge_repeats(points: list[Point]) -> list[Point]:
+    """One point per (GPU, workload, canonical parameters): repeated passes of a plan are
+    merged by the median of their measurements (the service's aggregate is a median too);
+    the status is ``ok`` if any repeat ran (an OOM on one pass and not another is reported as
+    ``ok``: it fits, narrowly)."""
+    groups: dict[tuple[str, str, str], list[Point]] = {}
+    for p in points:
+        key = (p.gpu.name, p.workload, json.dumps(p.params, sort_keys=True, default=str))
+        groups.setdefault(key, []).append(p)
+    out = []
+    for reps in groups.values():
+        ok = [r for r in reps if r.status == "ok"]
+        base = ok[0] if ok else reps[0]
+        if len(ok) > 1:
+            times = [r.measured_time for r in ok if r.measured_time]
+            peaks = [float(r.measured_peak) for r in ok if r.measured_peak]
+            base.measured_time = _median(times) if times else None
+            base.measured_peak = int(_median(peaks)) if peaks else None
+            keys = {k for r in ok for k in r.metrics}
+            base.metrics = {k: _median([r.metrics[k] for r in ok if k in r.metrics]) for k in keys}
+        out.append(base)
+    return out
+
+
 def load_points(paths: Iterable[str]) -> list[Point]:
     points: list[Point] = []
     for path in paths:
@@ -159,7 +190,7 @@ def load_points(paths: Iterable[str]) -> list[Point]:
                     measured_peak=r.get("peak_allocated_bytes"), measured_time=r.get("step_time_s"),
                     metrics=metrics,
                 ))
-    return points
+    return merge_repeats(points)
 
 
 # --------------------------------------------------------------------------------------------
@@ -193,20 +224,30 @@ def attach_predictions(points: list[Point]) -> list[Point]:
 
 
 def hold_out(points: Sequence[Point], key: Callable[[Point], Any], scheme: str) -> None:
-    """For each value of ``key``: fit on the points with another value, predict the held-out
-    ones (``held_out_time[scheme]``, band ``held_out_band[scheme]``). Needs >= 2 values."""
+    """For each value of ``key``: fit on the points with another value **and the same
+    precision family** (calibrations never cross kernel families), predict the held-out ones
+    (``held_out_time[scheme]``) with the band widened for their distance from the fitted data
+    (``Calibration.band_for``). With fewer than 2 such points the spec-default estimate and band
+    stand in (provenance ``spec``). Needs >= 2 values of ``key``."""
     groups = sorted({key(p) for p in points}, key=str)
     if len(groups) < 2:
         return
-    for g in groups:
-        train = [tp for p in points if key(p) != g for tp in p.timed]
-        test = [p for p in points if key(p) == g]
-        if len(train) < 3 or not test:
-            continue
-        cal: Calibration = fit_time(train, groups=FIT_GROUPS[points[0].workload])
-        for p in test:
+    cache: dict[tuple[Any, str], Calibration | None] = {}
+    for p in points:
+        g = key(p)
+        cfg = p.timed[0].config
+        fam = precision_family(cfg.precision)
+        if (g, fam) not in cache:
+            train = [tp for q in points if key(q) != g and precision_family(q.timed[0].config.precision) == fam
+                     for tp in q.timed]
+            cache[(g, fam)] = fit_time(train, groups=FIT_GROUPS[p.workload]) if len(train) >= 2 else None
+        cal = cache[(g, fam)]
+        if cal is None:
+            p.held_out_time[scheme] = predict_time(p.timed[0], SPEC_DEFAULTS)
+            p.held_out_band[scheme] = SPEC_BAND
+        else:
             p.held_out_time[scheme] = predict_time(p.timed[0], cal.efficiencies)
-            p.held_out_band[scheme] = cal.band
+            p.held_out_band[scheme] = cal.band_for(cfg)
 
 
 # --------------------------------------------------------------------------------------------
@@ -352,16 +393,21 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--data", default=str(ROOT / "data" / "benchmarks" / "*.json"))
+    ap.add_argument("--data", action="append", default=None,
+                    help="glob of result files (repeatable); default data/benchmarks/*.json, "
+                         "else data/benchmarks/raw/*.json")
     ap.add_argument("--json", default=None, help="write the summary as JSON here")
     ap.add_argument("--no-cross-gpu", action="store_true", help="skip the published-table check")
     args = ap.parse_args(argv)
-    paths = sorted(glob.glob(args.data))
+    globs = args.data or [str(ROOT / "data" / "benchmarks" / "*.json")]
+    paths = sorted({p for g in globs for p in glob.glob(g)})
+    if not paths and not args.data:
+        paths = sorted(glob.glob(str(ROOT / "data" / "benchmarks" / "raw" / "*.json")))
     if not paths:
-        print(f"no result files match {args.data}", file=sys.stderr)
+        print(f"no result files match {', '.join(globs)}", file=sys.stderr)
         return 2
     points = attach_predictions(load_points(paths))
-    print(f"{len(points)} results from {len(paths)} file(s)")
+    print(f"{len(points)} distinct configurations from {len(paths)} file(s): {', '.join(Path(p).name for p in paths)}")
     summary = evaluate(points, cross_gpu=not args.no_cross_gpu)
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2, default=str))

@@ -55,6 +55,7 @@ __all__ = [
     "config_from_benchmark",
     "fit_memory",
     "fit_time",
+    "precision_family",
     "predict_time",
     "provenance_for",
     "published_leave_one_out",
@@ -76,6 +77,11 @@ FIT_GROUPS: dict[str, tuple[str, ...]] = {
 """Fitted multipliers and the :class:`Efficiencies` fields each one scales."""
 
 BAND_FLOOR = 0.08
+UNSEEN_MODEL_BAND_FACTOR = 1.5
+"""Band widening for a model shape absent from the calibration points (same as a transfer to
+another GPU of the same architecture: one step away from the data)."""
+OUT_OF_RANGE_BAND_FACTOR = 1.25
+"""Band widening for a sequence length or tokens per step outside the calibrated range."""
 SAME_ARCH_BAND_FACTOR = 1.5
 CROSS_ARCH_BAND = (0.35, 0.45)
 PRIOR_WEIGHT = 0.02
@@ -114,6 +120,32 @@ class Calibration:
     fit_mape: float
     provenance: str = "interpolated"
     notes: tuple[str, ...] = ()
+    family: str = "16bit"
+    models: frozenset[str] = frozenset()
+    seq_range: tuple[int, int] = (0, 0)
+    tokens_range: tuple[int, int] = (0, 0)
+
+    def applies_to(self, precision: str) -> bool:
+        """Efficiencies fitted on one precision family say nothing about another (different
+        kernels: tensor-core 16-bit vs FP32/TF32 vs 8-bit)."""
+        return precision_family(precision) == self.family
+
+    def band_for(self, config: TrainConfig | InferenceConfig) -> tuple[float, float]:
+        """The band widened with distance from the calibration data (DESIGN "Estimation"):
+        x :data:`UNSEEN_MODEL_BAND_FACTOR` for a model (size/shape) not among the calibration
+        points, x :data:`OUT_OF_RANGE_BAND_FACTOR` for a sequence length or a token count per
+        step outside the calibrated range, at most x2."""
+        lo, hi = self.band
+        k = 1.0
+        model_id, seq, tokens = _shape_of(config)
+        if self.models and model_id not in self.models:
+            k *= UNSEEN_MODEL_BAND_FACTOR
+        if self.seq_range[1] and not (self.seq_range[0] <= seq <= self.seq_range[1]):
+            k *= OUT_OF_RANGE_BAND_FACTOR
+        if self.tokens_range[1] and not (self.tokens_range[0] <= tokens <= self.tokens_range[1]):
+            k *= OUT_OF_RANGE_BAND_FACTOR
+        k = min(k, 2.0)
+        return (min(0.9, lo * k), hi * k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +156,23 @@ class MemoryCalibration:
     band: tuple[float, float]
     n_points: int
     mape: float
+
+
+def precision_family(precision: str) -> str:
+    """``fp32`` (fp32, tf32), ``16bit`` (amp_*, bf16, fp16) or ``8bit`` (fp8, int8, int4):
+    calibrations are fitted and applied within one family."""
+    if precision in ("fp32", "tf32"):
+        return "fp32"
+    if precision in ("fp8", "int8", "int4"):
+        return "8bit"
+    return "16bit"
+
+
+def _shape_of(config: TrainConfig | InferenceConfig) -> tuple[str, int, int]:
+    """(model id, sequence length, tokens per step) of a configuration."""
+    if isinstance(config, TrainConfig):
+        return config.model.id, config.seq_len, config.batch_size * config.seq_len
+    return config.model.id, config.input_len, config.batch_size * config.input_len
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,6 +278,9 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
     pts = [p for p in points if p.value_s > 0]
     if not pts:
         raise ValueError("no measured times to fit")
+    families = {precision_family(p.config.precision) for p in pts}
+    if len(families) > 1:
+        raise ValueError(f"points mix precision families {sorted(families)}: fit each family separately")
     names = list(groups)
     wsum = sum(p.weight for p in pts)
 
@@ -248,6 +300,7 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
     mape = sum(abs(math.exp(-r) - 1.0) for r in residuals) / len(residuals)
     gpus = tuple(sorted({p.gpu.name for p in pts}))
     archs = {p.gpu.architecture for p in pts}
+    shapes = [_shape_of(p.config) for p in pts]
     return Calibration(
         efficiencies=replace(e, source="interpolated"),
         band=band_from_log_residuals(residuals),
@@ -257,6 +310,10 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
         n_points=len(pts),
         fit_mape=mape,
         provenance="interpolated",
+        family=families.pop(),
+        models=frozenset(x[0] for x in shapes),
+        seq_range=(min(x[1] for x in shapes), max(x[1] for x in shapes)),
+        tokens_range=(min(x[2] for x in shapes), max(x[2] for x in shapes)),
     )
 
 
