@@ -252,13 +252,16 @@ def _quantile(xs: Sequence[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def band_from_log_residuals(residuals: Sequence[float], floor: float = BAND_FLOOR) -> tuple[float, float]:
+def band_from_log_residuals(residuals: Sequence[float], floor: float = BAND_FLOOR,
+                            n_params: int = 0) -> tuple[float, float]:
     """Relative (low, high) band covering the 10th-90th percentile of ``log(measured /
-    predicted)``, widened by ``sqrt(1 + 2/n)`` for small samples, at least ``floor``."""
+    predicted)``, widened for small samples by ``sqrt(1 + 2/n)`` and for the ``n_params``
+    fitted quantities by ``sqrt(n / (n - n_params))`` (in-sample residuals understate the
+    error), at least ``floor``."""
     n = len(residuals)
     if n == 0:
         return SPEC_BAND
-    widen = math.sqrt(1.0 + 2.0 / n)
+    widen = math.sqrt(1.0 + 2.0 / n) * math.sqrt(n / max(1.0, n - n_params))
     q10 = _quantile(residuals, 0.10) * widen
     q90 = _quantile(residuals, 0.90) * widen
     lo = max(floor, 1.0 - math.exp(min(q10, 0.0)))
@@ -292,8 +295,24 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
             err += p.weight * r * r
         return err / wsum + prior_weight * sum(v * v for v in x)
 
-    x = _nelder_mead(objective, [0.0] * len(names), iters=200, tol=1e-6)
-    x = _nelder_mead(objective, x, step=0.1, iters=80, tol=1e-7)
+    # The host-dispatch floor enters through max(GPU, host): from the spec start it may not bind
+    # anywhere, and the simplex never finds it. Start also from dispatch x e and x e^2.
+    starts = [[0.0] * len(names)]
+    if "dispatch" in names:
+        i = names.index("dispatch")
+        for v in (1.0, 2.0):
+            x0 = [0.0] * len(names)
+            x0[i] = v
+            starts.append(x0)
+    best: list[float] | None = None
+    best_f = math.inf
+    for x0 in starts:
+        x = _nelder_mead(objective, x0, iters=200, tol=1e-6)
+        fx = objective(x)
+        if fx < best_f:
+            best, best_f = x, fx
+    assert best is not None
+    x = _nelder_mead(objective, best, step=0.1, iters=80, tol=1e-7)
     mult = {n: math.exp(v) for n, v in zip(names, x, strict=True)}
     e = apply_multipliers(base, mult)
     residuals = [math.log(p.value_s / predict_time(p, e)) for p in pts]
@@ -303,7 +322,7 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
     shapes = [_shape_of(p.config) for p in pts]
     return Calibration(
         efficiencies=replace(e, source="interpolated"),
-        band=band_from_log_residuals(residuals),
+        band=band_from_log_residuals(residuals, n_params=len(names)),
         multipliers=mult,
         source_gpus=gpus,
         architecture=archs.pop() if len(archs) == 1 else "mixed",
