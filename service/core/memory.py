@@ -491,10 +491,9 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     # --- autocast weight copies saved for backward (bf16 copy of every matmul weight)
     weight_copies = 0.0
     if mode.autocast and not qlora:
-        per_layer_matmul = float(m.params_per_layer - m.norm_params_per_layer) / tp
-        if m.is_moe:
-            # only experts that received tokens are cast; with many tokens that is all of them
-            per_layer_matmul = float(m.attention_params_per_layer + m.mlp_params_per_layer) / tp
+        cnt = m._c()
+        # every expert is cast (with many tokens every expert receives some)
+        per_layer_matmul = float(cnt.per_layer - cnt.norms) / tp
         weight_copies = cb * per_layer_matmul
         if layer0 and not full:  # q/k/v base see an input without grad: nothing saved
             weight_copies -= cb * float(m.hidden_size * (m.q_dim + 2 * m.kv_dim)) / tp
@@ -575,7 +574,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     mode = _MODES[c.precision]
     tp, dp = c.tensor_parallel, c.data_parallel
     notes: list[str] = [_NOTE_STACK]
-    P = float(m.total_params) / tp
+    cnt = m._c()
+    P = float(cnt.total) / tp
     V = float(m.vocab_size) / tp
     h = float(m.hidden_size)
     T = float(c.batch_size * c.seq_len)
@@ -584,7 +584,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     full = c.finetune == "full"
 
     # ---------------- parameters, gradients, optimizer state
-    emb = float(m.embedding_params) / tp
+    emb = float(cnt.embedding) / tp
     lm_head_w = V * h  # multiplied whether tied or not
     largest = max(m.vocab_size * m.hidden_size // tp, m.hidden_size * m.intermediate_size // tp)
     shapes2d: list[tuple[int, int]] = []
@@ -612,7 +612,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     else:
         adapters = float(_lora_params(m, c)) / tp
         if c.finetune == "qlora":
-            linear = float(m.num_layers * (m.params_per_layer - m.norm_params_per_layer)) / tp
+            linear = float(m.num_layers * (cnt.per_layer - cnt.norms)) / tp
             other = P - linear
             w = linear * NF4_BYTES_PER_PARAM + other * mode.param
             notes.append("QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and "
@@ -648,7 +648,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             w /= dp
             g /= dp
             opt_state /= dp
-            gather_buffer = 2.0 * 2.0 * float(m.params_per_layer) / tp * 2
+            gather_buffer = 2.0 * 2.0 * float(cnt.per_layer) / tp * 2
             notes.append("FSDP variant: FULL_SHARD, MixedPrecision(bf16), fp32 sharded parameters")
     lora_w_total = lora_w
     persistent = {

@@ -338,8 +338,9 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
         q, kv = float(m.q_dim) / tp, float(m.kv_dim) / tp
         f = float(m.intermediate_size) / tp
         V = float(m.vocab_size) / tp
-        layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
-        layer_w_all = float(m.params_per_layer - m.norm_params_per_layer) / tp
+        cnt = m._c()
+        layer_mm = float(cnt.active_per_layer - cnt.norms) / tp
+        layer_w_all = float(cnt.per_layer - cnt.norms) / tp
         causal = 0.5
         ops_f, ops_b = OPS_PER_LAYER_FWD, OPS_PER_LAYER_BWD
         # elementwise bytes per token per layer (forward), by precision (module docstring)
