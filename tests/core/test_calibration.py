@@ -203,3 +203,45 @@ def test_validate_script_on_synthetic_fixture(tmp_path: Any) -> None:
     assert mod.main(["--data", str(tmp_path / "*.json"), "--json", str(out_json), "--no-cross-gpu"]) == 0
     assert json.loads(out_json.read_text())["n_results"] == len(points)
     assert mod.main(["--data", str(tmp_path / "nothing-*.json")]) == 2
+
+
+def test_precision_families_and_distance_aware_band() -> None:
+    from service.core.calibration import precision_family
+
+    assert precision_family("tf32") == "fp32" and precision_family("amp_bf16") == "16bit"
+    assert precision_family("fp8") == "8bit"
+    grid = _grid()
+    pts = [TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * (1.1 if i % 2 else 0.9))
+           for i, c in enumerate(grid) if c.model.id != "gt-llama-3b"]
+    cal = fit_time(pts)
+    assert cal.family == "16bit" and cal.applies_to("bf16") and not cal.applies_to("fp32")
+    assert "gt-llama-3b" not in cal.models and cal.seq_range == (512, 2048)
+    seen = TrainConfig(model=get_model("gt-llama-1b-v32k"), precision="amp_bf16", batch_size=4, seq_len=1024)
+    unseen = replace(seen, model=get_model("gt-llama-3b"))
+    far = replace(unseen, seq_len=8192)
+    assert cal.band_for(seen) == cal.band
+    assert cal.band_for(unseen)[1] == pytest.approx(cal.band[1] * 1.5)
+    assert cal.band_for(far)[1] == pytest.approx(cal.band[1] * 2.0)  # 1.5 x 1.25 x 1.25, capped at 2
+    fp32 = TrainConfig(model=get_model("gt-llama-110m"), precision="fp32", batch_size=1, seq_len=512)
+    with pytest.raises(ValueError, match="precision families"):
+        fit_time([*pts, TimedPoint(fp32, H200_SXM, 0.1)])
+
+
+def test_config_from_benchmark_parameters() -> None:
+    from service.core.calibration import config_from_benchmark, timed_points_from_result
+    from service.core.memory import InferenceConfig
+    from service.core.vocabulary import canonical_parameters
+
+    p = canonical_parameters("llm-infer", {"model": "llama3-8b", "precision": "bf16", "batch_size": 8,
+                                           "input_len": 512, "output_len": 64})
+    cfg = config_from_benchmark("llm-infer", p)
+    assert isinstance(cfg, InferenceConfig) and cfg.batch_size == 8
+    pts = timed_points_from_result("llm-infer", p, H200_SXM, 1.0, {"ttft_ms_p50": 50.0, "tpot_ms_p50": 20.0})
+    assert [(x.metric, x.value_s) for x in pts] == [("ttft_s", 0.05), ("tpot_s", 0.02)]
+    r = canonical_parameters("resnet50-train", {"precision": "amp_bf16", "batch_size": 64})
+    rc = config_from_benchmark("resnet50-train", r)
+    assert isinstance(rc, TrainConfig) and rc.optimizer == "sgd"
+    assert config_from_benchmark("gemm", {"precision": "bf16"}) is None
+    assert timed_points_from_result("llm-train", canonical_parameters(
+        "llm-train", {"model": "gt-llama-110m", "precision": "bf16", "batch_size": 1, "seq_len": 128}),
+        H200_SXM, None, {}) == []
