@@ -33,6 +33,7 @@ from service.agent.payload import (
     measured_keys,
     new_run_id_base,
     read_runs,
+    sanitize_run,
     session_notes,
     validate_run,
     write_runs,
@@ -391,6 +392,35 @@ def flush(
         deliveries = client.flush()
     _report(deliveries, spool, as_json)
     raise typer.Exit(_exit_code(deliveries))
+
+
+@agent_app.command()
+def sanitize(
+    files: Annotated[list[Path], typer.Argument(help="Results files (as written by `agent run`).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the cleaned runs.")],
+    drop: Annotated[list[str] | None, typer.Option("--drop", help="Drop results: workload[:key=value,...].")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why --drop (recorded in each run's notes).")] = None,
+) -> None:
+    """Rule-based clean-up of results files (see payload.sanitize_run); never hand edits."""
+    if drop and not reason:
+        raise _fail("--drop needs --reason (it is recorded in the run's notes)", exitcodes.USAGE)
+    runs: list[dict[str, Any]] = []
+    for f in files:
+        try:
+            loaded = read_runs(f)
+        except (OSError, ValueError) as exc:
+            raise _fail(str(exc), exitcodes.USAGE) from None
+        for r in loaded:
+            clean, changes = sanitize_run(r, drop=list(drop or []), reason=reason)
+            for c in changes:
+                err.print(f"{r.get('run_id')}: {c}")
+            problems = validate_run(clean)
+            if problems:
+                raise _fail(f"{r.get('run_id')}: " + "; ".join(problems[:5]), exitcodes.ERROR)
+            if clean["results"]:
+                runs.append(clean)
+    write_runs(output, runs)
+    err.print(f"{len(runs)} run(s) written to {output}")
 
 
 def main() -> None:  # pragma: no cover - entry point

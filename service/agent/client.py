@@ -147,7 +147,7 @@ class AgentClient:
     def _backoff(self, attempt: int) -> float:
         """Full jitter: uniform in [0, min(max, base * 2^(attempt-1))]."""
         cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
-        return cap * self.jitter()
+        return float(cap * self.jitter())
 
     def _post(self, path: str, body: bytes, run_id: str) -> tuple[httpx.Response | None, str | None]:
         """POST with bounded retries; (last response, None) or (None, transport error text)."""

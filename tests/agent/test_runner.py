@@ -4,6 +4,7 @@ the --smoke suite on the CPU end to end, and the payloads it builds."""
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,10 @@ from service.agent.probe import probe
 from service.agent.runner import ConfigOutcome, Executor, Runner
 from tests.agent.fake_nvml import FakeNvml, load_capture
 
-torch = pytest.importorskip("torch")
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_HF = HAS_TORCH and importlib.util.find_spec("transformers") is not None and importlib.util.find_spec("peft") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch)")
+needs_hf = pytest.mark.skipif(not HAS_HF, reason="torch, transformers and peft are needed for the smoke suite")
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = "tests.agent.fake_workloads"
@@ -34,6 +38,7 @@ def payload(behaviour: str) -> dict[str, Any]:
             "smoke": True, "options": {"behaviour": behaviour}}
 
 
+@needs_torch
 @pytest.mark.parametrize(("behaviour", "status", "text"), [
     ("ok", "ok", None),
     ("oom", "oom", "OutOfMemoryError"),
@@ -52,6 +57,7 @@ def test_each_configuration_is_isolated(executor: Executor, behaviour: str, stat
         assert out["flags"] == {"tf32_matmul": True, "tf32_cudnn": True}
 
 
+@needs_torch
 def test_a_hanging_configuration_is_killed(executor: Executor) -> None:
     out = executor.run(payload("hang"), timeout_s=2)
     assert out["status"] == "error" and "timeout" in out["error"]
@@ -82,6 +88,7 @@ def test_time_budget_stops_before_a_config_that_would_overrun() -> None:
     assert any("hw_thermal_slowdown" in e for e in runner.log.throttle_events)
 
 
+@needs_hf
 def test_smoke_run_end_to_end_on_cpu(tmp_path: Path) -> None:
     out = tmp_path / "smoke.json"
     res = CliRunner().invoke(cli.agent_app, ["run", "--smoke", "--workloads",
@@ -162,3 +169,23 @@ def test_plan_files_validate() -> None:
     with pytest.raises(PlanError, match="duplicate"):
         plan_from_dict({"configs": [{"workload": "gemm", "parameters": {"precision": "bf16"}},
                                     {"workload": "gemm", "parameters": {"precision": "bf16", "n": 8192.0}}]})
+
+
+def test_sanitize_removes_short_window_energy_and_dropped_results(tmp_path: Path) -> None:
+    from service.agent.payload import sanitize_run, write_runs
+
+    run = json.loads((Path(__file__).parent / "fixtures" / "run_sample.json").read_text())
+    clean, changes = sanitize_run(run, drop=["gemm:precision=int8"], reason="bad layout")
+    by = {(x["workload"], x["parameters"].get("precision")): x for x in clean["results"]}
+    assert ("gemm", "int8") not in by
+    assert "avg_power_w" not in by[("gemm", "bf16")]["metrics"]  # 0.05 s window
+    assert by[("llm-train", "amp_bf16")]["metrics"]["avg_power_w"]["value"] == 690.0  # 2 s window: kept
+    assert "bad layout" in clean["notes"] and len(changes) == 2
+    assert validate_run(clean) == []
+    src, out = tmp_path / "in.json", tmp_path / "out.json"
+    write_runs(src, [run])
+    res = CliRunner().invoke(cli.agent_app, ["sanitize", str(src), "-o", str(out), "--drop", "gemm"])
+    assert res.exit_code == 2  # --drop needs --reason
+    res = CliRunner().invoke(cli.agent_app, ["sanitize", str(src), "-o", str(out), "--drop", "gemm", "--reason", "x"])
+    assert res.exit_code == 0, res.output
+    assert {x["workload"] for r in read_runs(out) for x in r["results"]} == {"llm-train"}
