@@ -101,6 +101,10 @@ class Point:
                 extra.append(f"{p.get('finetune')}{p.get('lora_rank')}")
             if p.get("attention") != "sdpa":
                 extra.append(str(p.get("attention")))
+            if p.get("sharding") not in (None, "none") or int(p.get("gpu_count", 1)) > 1:
+                extra.append(f"{p.get('sharding')}x{p.get('gpu_count')}")
+            if int(p.get("global_batch") or 0) > int(p["batch_size"]) * int(p.get("gpu_count", 1)):
+                extra.append(f"gb{p.get('global_batch')}")
             return (f"{p['model']} {p['precision']} b{p['batch_size']} s{p['seq_len']}"
                     + (" " + ",".join(extra) if extra else ""))
         if self.workload == "llm-infer":

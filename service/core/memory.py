@@ -37,8 +37,11 @@ allocator fragmentation (:data:`ALLOCATOR_SLACK`), the CUDA context
 which live outside PyTorch's caching allocator.
 
 Declared variants (not the reference loop): ``ddp`` (default ``gradient_as_bucket_view=False``:
-gradient buckets double gradient memory), ``fsdp`` (FULL_SHARD with
-``MixedPrecision(param_dtype=bf16)`` and fp32 sharded parameters; no autocast cache),
+gradient buckets double gradient memory, also at world size 1), ``fsdp`` (FSDP2
+``fully_shard`` on every decoder layer and the root, as the agent's multi-GPU suite runs it:
+parameters, gradients and optimizer state sharded in the precision's storage dtype, autocast
+for ``amp_*`` -- whose weight casts autograd keeps, so the cache is not sharded -- and the
+root's embedding and LM head unsharded for the whole step),
 ``zero1``/``zero2``/``zero3`` (DeepSpeed bf16 with fp32 master weights in the optimizer:
 2 + 2 + 12 bytes per parameter before sharding), tensor parallelism Megatron-style without
 sequence parallelism (linear layers, heads, FFN and vocabulary split; norms and the residual
@@ -628,7 +631,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     # sharding of persistent state over data-parallel ranks
     gather_buffer = 0.0
     ddp_buckets = 0.0
-    if dp > 1 or c.sharding not in ("none", "ddp"):
+    if dp > 1 or c.sharding != "none":
         if c.sharding == "ddp" or (c.sharding == "none" and dp > 1):
             ddp_buckets = DDP_BUCKET_FRACTION * g
         elif c.sharding == "zero1":
@@ -644,12 +647,16 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             w /= dp
             gather_buffer = min(float(ZERO3_MAX_LIVE_PARAMETERS), P) * 2.0
         elif c.sharding == "fsdp":
-            # FULL_SHARD, MixedPrecision(param_dtype=bf16): fp32 shards; two unsharded layers
+            # FSDP2 fully_shard per layer + root: shards in the storage dtype; the root module
+            # (embeddings, LM head, final norm) stays unsharded through the step
             w /= dp
             g /= dp
             opt_state /= dp
-            gather_buffer = 2.0 * 2.0 * float(cnt.per_layer) / tp * 2
-            notes.append("FSDP variant: FULL_SHARD, MixedPrecision(bf16), fp32 sharded parameters")
+            root = float(cnt.embedding + (0 if m.tie_word_embeddings else m.vocab_size * m.hidden_size)
+                         + m.hidden_size) / tp
+            gather_buffer = mode.param * root
+            notes.append("FSDP2 variant: fully_shard per decoder layer, storage-dtype shards, "
+                         "unsharded root (embeddings, LM head)")
     lora_w_total = lora_w
     persistent = {
         "parameters": int(w),
@@ -660,8 +667,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     # ---------------- activations
     top = _decoder_layer_saved(m, c)
     bottom = top if full else _layer0(m, c, top)
-    fsdp_like = c.sharding in ("fsdp", "zero3")
-    no_cache = fsdp_like or not mode.autocast
+    no_cache = c.sharding == "zero3" or not mode.autocast
     copies_all = 0.0 if no_cache else top.weight_copies * (L - 1) + bottom.weight_copies
     acts_all = top.saved * (L - 1) + bottom.saved
 
