@@ -1148,9 +1148,10 @@ def fewest_gpus(c: TrainConfig, usable_memory_bytes: int, max_gpus: int = 4096,
         if n > max_gpus:
             break
         sharding = c.sharding if (c.sharding not in ("none", "ddp") or n == 1) else "fsdp"
-        cfg = replace(c, gpu_count=n, tensor_parallel=1, sharding=sharding,
-                      global_batch=max(c.effective_global_batch, c.batch_size * n)
-                      - max(c.effective_global_batch, c.batch_size * n) % (c.batch_size * n))
+        # hold the global batch; round it up to a whole number of micro-batches per rank
+        per_step = c.batch_size * n
+        global_batch = -(-max(c.effective_global_batch, per_step) // per_step) * per_step
+        cfg = replace(c, gpu_count=n, tensor_parallel=1, sharding=sharding, global_batch=global_batch)
         est = estimate_training(cfg)
         if est.fits(usable_memory_bytes):
             return n, est
