@@ -256,9 +256,10 @@ class TrainConfig:
                 raise InvalidConfiguration("finetune", "LoRA/QLoRA are modelled for decoder-only models")
             if self.lora_rank < 1:
                 raise InvalidConfiguration("lora_rank", "lora_rank must be >= 1 with LoRA/QLoRA")
-            known = set(m.linear_shapes()) - {"router"}
-            bad = [t for t in self.lora_targets if t not in known]
+            shapes = m.linear_shapes()
+            bad = [t for t in self.lora_targets if t not in shapes or t == "router"]
             if bad or not self.lora_targets:
+                known = [k for k in shapes if k != "router"]
                 raise InvalidConfiguration(
                     "lora_targets", f"unknown LoRA target(s) {bad}; known: {', '.join(sorted(known))}")
             if self.sharding in ("zero3", "fsdp") and self.finetune == "qlora":

@@ -371,6 +371,7 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
     bwd_mult = 2.0 if full else 1.0
     t_mm_bwd = t_mm_fwd * bwd_mult
     lora_ew = 0.0
+    lora_params = 0.0
     if not full and isinstance(m, DecoderSpec):
         # PEFT adapters: two thin matmuls per target (rank r) at low efficiency, plus the
         # elementwise traffic of the adapter path -- input cast to the fp32 adapter dtype
@@ -381,8 +382,9 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
         adapter_peak = peak if mode.autocast else gpu.peak_for("fp32") * 1e12
         lora_flops = 0.0
         for t in c.lora_targets:
-            i0, o0, _ = shapes[t]
+            i0, o0, copies = shapes[t]
             lora_flops += 2.0 * T * c.lora_rank * (i0 + o0) * L
+            lora_params += float(c.lora_rank * (i0 + o0) * copies * L) / tp
             i = float(i0) / (tp if t in ("o_proj", "down_proj") else 1)
             o = float(o0) / (1 if t in ("o_proj", "down_proj") else tp)
             lora_ew += (6.0 * i + 6.0 * o) if mode.autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
@@ -416,11 +418,7 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
     t_loss = loss_bytes / bw
     # ---- per-step weight traffic: autocast casts, gradient casts, optimizer
     P = float(m.total_params) / tp
-    trainable = P if full else 0.0
-    if not full and isinstance(m, DecoderSpec):
-        shapes = m.linear_shapes()
-        trainable = float(sum(c.lora_rank * (shapes[t][0] + shapes[t][1]) * shapes[t][2]
-                              for t in c.lora_targets) * L) / tp
+    trainable = P if full else lora_params
     cast_bytes = 6.0 * (L * layer_w_all + h * V) if mode.autocast else 0.0
     grad_cast_bytes = 6.0 * trainable if mode.autocast and full else 0.0
     opt_bpp = {"adamw": 7.0, "sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}[c.optimizer]
