@@ -465,6 +465,13 @@ def check_fingerprint(fp: Mapping[str, Any], loc: tuple[str | int, ...] = ("fing
     for key in fp:
         if key not in out:
             raise VocabularyError((*loc, key), f"unknown fingerprint field {key!r}")
+    nvls = out.get("nccl_nvls_enable")
+    if isinstance(nvls, str):  # the environment string ("0"/"1") and a boolean are one value
+        low = nvls.strip().lower()
+        if low in {"0", "false", "off", "no"}:
+            out["nccl_nvls_enable"] = False
+        elif low in {"1", "true", "on", "yes"}:
+            out["nccl_nvls_enable"] = True
     if isinstance(out["pci_device_id"], str):
         out["pci_device_id"] = normalise_pci_id(out["pci_device_id"], (*loc, "pci_device_id"))
     return out
