@@ -14,11 +14,13 @@ from service.api.limits import BodyLimitMiddleware
 from service.api.metrics import Metrics, MetricsMiddleware
 from service.api.metrics import router as metrics_router
 from service.api.routes import benchmarks, gpus, health
+from service.api.routes import estimate as estimate_routes
 from service.api.routes import models as models_routes
 from service.db.engine import make_engine, make_session_factory
 from service.schemas.common import Problem
 from service.settings import Settings
 from service.usecases.catalog import AliasIndexCache
+from service.usecases.estimate import CalibrationCache
 
 DESCRIPTION = """GPU Advisor: which GPU, how many, how long and at what cost for a deep-learning job,
 from datasheet-correct specs and the latest measured benchmark results.
@@ -35,12 +37,14 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     app.state.alias_cache = AliasIndexCache()
+    app.state.calibrations = CalibrationCache()
     problems.install(app)
     app.include_router(health.router)
     app.include_router(metrics_router)
     app.include_router(gpus.router)
     app.include_router(benchmarks.router)
     app.include_router(models_routes.router)
+    app.include_router(estimate_routes.router)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.state.metrics = Metrics()
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)

@@ -1,0 +1,44 @@
+"""Estimation routes: one configuration, or a batch of up to 256."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from service.api.deps import AliasCacheDep, ReadAuth, UowDep
+from service.schemas.common import Problem
+from service.schemas.estimate import BatchRequest, BatchResponse, EstimateRequest, EstimateResponse
+from service.usecases import estimate as uc
+
+router = APIRouter(prefix="/v1", tags=["estimate"])
+
+
+def get_calibrations(request: Request) -> uc.CalibrationCache:
+    c: uc.CalibrationCache = request.app.state.calibrations
+    return c
+
+
+CalDep = Annotated[uc.CalibrationCache, Depends(get_calibrations)]
+
+
+@router.post(
+    "/estimate",
+    response_model=EstimateResponse,
+    operation_id="estimate",
+    summary="Memory (breakdown, fit, headroom) and time (band, provenance) for one configuration",
+    responses={422: {"model": Problem, "description": "invalid combination, unknown model/GPU, unsupported architecture"}},
+)
+def estimate(body: EstimateRequest, uow: UowDep, aliases: AliasCacheDep, cals: CalDep, _auth: ReadAuth) -> EstimateResponse:
+    return uc.estimate(uow, aliases, cals, body, now=dt.datetime.now(dt.UTC))
+
+
+@router.post(
+    "/estimate/batch",
+    response_model=BatchResponse,
+    operation_id="estimateBatch",
+    summary="Up to 256 configurations; each item answers 200 or carries the problem the single call would give",
+)
+def estimate_batch(body: BatchRequest, uow: UowDep, aliases: AliasCacheDep, cals: CalDep, _auth: ReadAuth) -> BatchResponse:
+    return uc.estimate_batch(uow, aliases, cals, body.items, now=dt.datetime.now(dt.UTC))

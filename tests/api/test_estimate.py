@@ -1,0 +1,142 @@
+"""/v1/estimate against the real app, with the committed H200 measurements seeded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+GIB = 2**30
+
+
+def est(client: TestClient, **body: Any) -> dict[str, Any]:
+    r = client.post("/v1/estimate", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def test_exact_measured_cell_answers_measured(client: TestClient) -> None:
+    j = est(client, model="llama3-8b", gpu="NVIDIA H200", batch_size=1, seq_len=2048)
+    assert j["gpu"]["slug"] == "nvidia-h200-sxm"
+    assert j["memory"]["fits"] is True and j["memory"]["provenance"] == "measured"
+    measured = j["memory"]["measured_peak_allocated_bytes"]
+    assert measured and abs(j["memory"]["peak_allocated_bytes"] - measured) / measured < 0.08
+    t = j["time"]
+    assert t["provenance"] == "measured" and t["measured_step_time_s"] == t["step_time_s"]
+    assert t["step_time_band"]["low"] <= t["step_time_s"] <= t["step_time_band"]["high"]
+
+
+def test_measured_oom_is_reported_as_not_fitting(client: TestClient) -> None:
+    j = est(client, model="llama3-8b", gpu="nvidia-h200-sxm", batch_size=2, seq_len=2048)
+    assert j["memory"]["fits"] is False
+    assert "measured_oom" in [w["code"] for w in j["warnings"]]
+    assert j["memory"]["headroom_bytes"] < 0
+
+
+def test_provenance_interpolated_then_transferred_with_wider_bands(client: TestClient) -> None:
+    body = {"model": "gt-llama-1b-v128k", "batch_size": 3, "seq_len": 1536}
+    own = est(client, gpu="nvidia-h200-sxm", **body)["time"]
+    same_arch = est(client, gpu="nvidia-h100-sxm", **body)["time"]
+    other_arch = est(client, gpu="nvidia-l40s", **body)["time"]
+    assert own["provenance"] == "interpolated" and own["source_gpus"] == ["nvidia-h200-sxm"]
+    assert same_arch["provenance"] == "transferred" and other_arch["provenance"] == "transferred"
+
+    def rel(t: dict[str, Any]) -> float:
+        b = t["step_time_band"]
+        return (b["high"] - b["low"]) / b["mid"]  # type: ignore[no-any-return]
+
+    assert rel(own) < rel(same_arch) < rel(other_arch)
+    # the H100 SXM has the H200's compute but less bandwidth: not faster
+    assert same_arch["step_time_s"] >= own["step_time_s"] * 0.98
+
+
+def test_time_to_train_holds_global_batch(client: TestClient) -> None:
+    a = est(client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, tokens=1e9)["time"]
+    b = est(client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, tokens=2e9)["time"]
+    assert 1.99 < b["time_to_train_s"] / a["time_to_train_s"] < 2.01
+    g = est(client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, global_batch=16)["time"]
+    assert g["accumulation_steps"] == 4
+
+
+def test_solve_for_max_micro_batch_is_the_fit_boundary(client: TestClient) -> None:
+    base = {"model": "llama2-7b", "gpu": "nvidia-h200-sxm", "seq_len": 2048}
+    j = est(client, **base, solve_for="max_micro_batch")
+    n = j["solve"]["value"]
+    assert n >= 1
+    assert est(client, **base, batch_size=n)["memory"]["fits"] is True
+    assert est(client, **base, batch_size=n + 1)["memory"]["fits"] is False
+
+
+def test_min_gpus_and_max_concurrency_and_context(client: TestClient) -> None:
+    j = est(client, model="llama3-70b", gpu="nvidia-h100-sxm", precision="bf16", gradient_checkpointing=True,
+            solve_for="min_gpus")
+    n = j["solve"]["value"]
+    assert j["memory"]["fits"] is False and n >= 2
+    sharded = est(client, model="llama3-70b", gpu="nvidia-h100-sxm", precision="bf16", gradient_checkpointing=True,
+                  gpu_count=n, sharding="fsdp")
+    assert sharded["memory"]["fits"] is True
+    chats = est(client, model="llama3-8b", gpu="l20", mode="inference", input_len=7168, output_len=1024,
+                engine="vllm", solve_for="max_concurrency")
+    assert chats["solve"]["value"] >= 10
+    ctx = est(client, model="gt-llama-1b-v32k", gpu="nvidia-l4", batch_size=1, solve_for="max_context")
+    assert ctx["solve"]["value"] % 128 == 0 and ctx["solve"]["value"] > 0
+
+
+def test_lora_13b_on_two_l40s_fits_with_checkpointing(client: TestClient) -> None:
+    body = {"model": "meta-llama/Llama-2-13b-hf", "gpu": "nvidia-l40", "gpu_count": 2, "mode": "fine-tuning",
+            "precision": "bf16", "batch_size": 1, "seq_len": 2048}
+    with_ckpt = est(client, **body, gradient_checkpointing=True)
+    assert with_ckpt["configuration"]["finetune"] == "lora" and with_ckpt["configuration"]["sharding"] == "ddp"
+    assert with_ckpt["memory"]["fits"] is True
+    assert "pcie_multi_gpu_unvalidated" in [w["code"] for w in with_ckpt["warnings"]]
+    assert with_ckpt["time"]["tokens_per_s"] > with_ckpt["time"]["tokens_per_s_per_gpu"]
+
+
+def test_inference_serving_estimate_and_quantisation(client: TestClient) -> None:
+    bf16 = est(client, model="llama3-8b", gpu="nvidia-a100-sxm4-80gb", mode="inference", batch_size=8, input_len=512, output_len=128)
+    awq = est(client, model="llama3-8b", gpu="nvidia-a100-sxm4-80gb", mode="inference", batch_size=8, input_len=512, output_len=128, quant_method="awq")
+    assert bf16["serving"]["tpot_ms"] > 0 and bf16["serving"]["ttft_ms"] > 0
+    # 4-bit linear weights; embeddings and the LM head stay 16-bit
+    assert awq["memory"]["components"]["weights"] < bf16["memory"]["components"]["weights"] / 2.5
+
+
+def test_invalid_inputs_are_precise_422s(client: TestClient) -> None:
+    cases = [
+        ({"model": "llama3-8bb", "gpu": "h100"}, ["body", "model"]),
+        ({"model": "llama3-8b", "gpu": "h2oo"}, ["body", "gpu"]),
+        ({"gpu": "h100"}, ["body", "model"]),
+        ({"model": "llama3-8b", "params_billion": 7, "gpu": "h100"}, ["body", "model"]),
+        ({"model": "llama3-8b", "gpu": "h100", "finetune": "qlora", "precision": "fp32"}, ["body", "precision"]),
+        ({"model": "llama3-8b", "gpu": "h100", "gpu_count": 4, "tensor_parallel": 3}, ["body", "tensor_parallel"]),
+        ({"model": "llama3-8b", "gpu": "nvidia-v100-sxm2-16gb", "precision": "bf16"}, ["body", "precision"]),
+        ({"model": "llama3-8b", "gpu": "h100", "batch_size": 0}, ["body", "batch_size"]),
+        ({"hf_config": {"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}, "gpu": "h100"}, ["body", "hf_config"]),
+        ({"model": "bert-large", "gpu": "h100", "mode": "inference"}, ["body", "mode"]),
+        ({"model": "llama3-8b", "gpu": "h100", "solve_for": "max_concurrency"}, ["body", "solve_for"]),
+    ]
+    for body, loc in cases:
+        r = client.post("/v1/estimate", json=body)
+        assert r.status_code == 422, (body, r.text)
+        assert r.headers["content-type"].startswith("application/problem+json")
+        assert r.json()["errors"][0]["loc"] == loc, (body, r.json())
+
+
+def test_params_billion_states_the_assumed_shape(client: TestClient) -> None:
+    j = est(client, params_billion=7, gpu="nvidia-h100-sxm")
+    assert "assumed_shape" in [w["code"] for w in j["warnings"]]
+    assert 6.5e9 < j["model"]["total_params"] < 7.5e9
+
+
+def test_batch_answers_each_item(client: TestClient) -> None:
+    items = [
+        {"model": "llama3-8b", "gpu": "nvidia-h200-sxm"},
+        {"model": "nope", "gpu": "nvidia-h200-sxm"},
+        {"model": "mistral-7b", "gpu": "nvidia-l40s", "mode": "inference"},
+    ]
+    r = client.post("/v1/estimate/batch", json={"items": items})
+    assert r.status_code == 200
+    st = [i["status"] for i in r.json()["items"]]
+    assert st == [200, 422, 200]
+    assert r.json()["items"][1]["problem"]["errors"][0]["loc"] == ["body", "items", 1, "model"]
+    too_many = client.post("/v1/estimate/batch", json={"items": [items[0]] * 257})
+    assert too_many.status_code == 422
