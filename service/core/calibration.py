@@ -50,6 +50,7 @@ __all__ = [
     "Calibration",
     "MemoryCalibration",
     "MemoryPoint",
+    "WORKLOAD_FIT_GROUPS",
     "TimedPoint",
     "apply_multipliers",
     "config_from_benchmark",
@@ -75,6 +76,15 @@ FIT_GROUPS: dict[str, tuple[str, ...]] = {
     "step": ("step_s",),
 }
 """Fitted multipliers and the :class:`Efficiencies` fields each one scales."""
+
+WORKLOAD_FIT_GROUPS: dict[str, tuple[str, ...]] = {
+    "llm-train": ("mm", "attn", "bw", "dispatch"),
+    "bert-large-train": ("mm", "bw", "dispatch"),
+    "resnet50-train": ("conv", "bw", "dispatch"),
+    "llm-infer": ("mm", "attn", "bw", "dispatch"),
+}
+"""Which multipliers each benchmark workload's points can inform (CNNs: convolutions, not
+matmuls; BERT at these lengths: no attention-bound configuration)."""
 
 BAND_FLOOR = 0.08
 UNSEEN_MODEL_BAND_FACTOR = 1.5

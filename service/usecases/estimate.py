@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import select
 
 from service.core.calibration import (
+    WORKLOAD_FIT_GROUPS,
     Calibration,
     TimedPoint,
     fit_time,
@@ -149,7 +150,7 @@ def _fit_all(uow: UnitOfWork, version: int) -> CalibrationSet:
         if len(points) < 3:
             continue
         try:
-            out[key] = fit_time(points)
+            out[key] = fit_time(points, groups=WORKLOAD_FIT_GROUPS[key[1]])
         except (ValueError, KeyError):
             continue
     return CalibrationSet(version=version, by_key=out, architectures={s: p.architecture for s, p in specs.items()})
