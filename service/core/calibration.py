@@ -47,10 +47,10 @@ from service.core.performance import (
 
 __all__ = [
     "PROVENANCES",
+    "WORKLOAD_FIT_GROUPS",
     "Calibration",
     "MemoryCalibration",
     "MemoryPoint",
-    "WORKLOAD_FIT_GROUPS",
     "TimedPoint",
     "apply_multipliers",
     "config_from_benchmark",
