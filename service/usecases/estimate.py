@@ -2,7 +2,8 @@
 data, with provenance and bands.
 
 Calibration (``service.core.calibration``) is fitted per (GPU, workload, precision family) on
-the newest fingerprint's non-quarantined, non-retracted ``ok`` results, and cached by
+the best-populated fingerprint's (newest on ties) non-quarantined, non-retracted ``ok``
+single-GPU results, and cached by
 ``data_version`` (one cheap query per request keeps replicas current). A GPU without its own
 calibration borrows one: same architecture first (``transferred``, band x1.5), else across
 architectures (wider band); with nothing measured the datasheet roofline with the spec
@@ -136,7 +137,8 @@ def _fit_all(uow: UnitOfWork, version: int) -> CalibrationSet:
         slug = key[0]
         if slug not in specs:
             continue
-        newest = max(by_fp.values(), key=lambda rs: max(r.measured_at for r in rs))
+        # the best-populated stack, newest on ties: calibrations never mix stacks
+        newest = max(by_fp.values(), key=lambda rs: (len(rs), max(r.measured_at for r in rs)))
         points: list[TimedPoint] = []
         for r in newest:
             try:
