@@ -33,6 +33,12 @@ class Settings(BaseSettings):
     measurements_min_points: int = Field(default=3, ge=1, description="k in 'latest measured' (DESIGN)")
     outlier_mad_threshold: float = Field(default=5.0, gt=0, description="|x - median| / (1.4826 MAD) above this is an outlier")
     outlier_floor_fraction: float = Field(default=0.05, ge=0, description="MAD floor as a fraction of the median")
+    outlier_window: int = Field(
+        default=100,
+        ge=3,
+        description="the MAD test of a (GPU, fingerprint, parameters) cell looks at its most recent N results "
+        "(bounded work per submission however large a cell grows)",
+    )
     seed_catalog: bool = Field(default=True, description="upsert the shipped catalog on serve/migrate")
     seed_measurements_dir: Path | None = Field(
         default_factory=lambda: (REPO_ROOT / "data" / "benchmarks")

@@ -143,7 +143,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_benchmark_results'))
     )
     with op.batch_alter_table('benchmark_results', schema=None) as batch_op:
-        batch_op.create_index('ix_benchmark_results_cell', ['gpu_id', 'workload', 'params_hash', 'fingerprint_hash'], unique=False)
+        batch_op.create_index('ix_benchmark_results_cell', ['gpu_id', 'fingerprint_hash', 'params_hash', 'id'], unique=False)
         batch_op.create_index(batch_op.f('ix_benchmark_results_measured_at'), ['measured_at'], unique=False)
         batch_op.create_index(batch_op.f('ix_benchmark_results_run_pk'), ['run_pk'], unique=False)
 

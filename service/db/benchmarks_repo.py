@@ -10,6 +10,7 @@ SQLite: one multi-row INSERT ... RETURNING (``insertmanyvalues``).
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -45,20 +46,33 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "quarantine_detail",
     "retracted",
 )
-_JSON_COLUMNS = frozenset({"params", "metrics"})
 
 
-def insert_results(session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
-    """Insert result rows (dicts keyed by :data:`RESULT_COLUMNS`); returns their ids in order."""
+def insert_results(
+    session: Session, rows: Sequence[dict[str, Any]], *, params_json: Sequence[str] | None = None
+) -> list[int]:
+    """Insert result rows (dicts keyed by :data:`RESULT_COLUMNS`); returns their ids in order.
+    ``params_json``: the rows' parameters already serialised (saves the encoder on COPY)."""
     if not rows:
         return []
     if session.get_bind().dialect.name == "postgresql":
-        return _copy_results(session, rows)
+        return _copy_results(session, rows, params_json)
     table = RESULTS_TABLE
     return [int(i) for i in session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows).scalars()]
 
 
-def _copy_results(session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
+def _metrics_json(metrics: dict[str, float]) -> str:
+    """JSON of a metrics map without the encoder machinery: keys are vocabulary names (plain
+    ASCII identifiers) and values finite floats, whose ``repr`` is valid JSON."""
+    return "{" + ",".join(f'"{k}":{float(v)!r}' for k, v in metrics.items()) + "}"
+
+
+_row_values = operator.itemgetter(*RESULT_COLUMNS)
+_PARAMS_AT = RESULT_COLUMNS.index("params")
+_METRICS_AT = RESULT_COLUMNS.index("metrics")
+
+
+def _copy_results(session: Session, rows: Sequence[dict[str, Any]], params_json: Sequence[str] | None) -> list[int]:
     raw: Any = session.connection().connection.driver_connection
     with raw.cursor() as cur:
         cur.execute(
@@ -66,21 +80,18 @@ def _copy_results(session: Session, rows: Sequence[dict[str, Any]]) -> list[int]
             (len(rows),),
         )
         ids = sorted(int(r[0]) for r in cur.fetchall())
-        json_cache: dict[int, str] = {}  # canonical parameter dicts are shared between rows
-
-        def js(col: str, value: Any) -> str:
-            if col == "params":
-                key = id(value)
-                hit = json_cache.get(key)
-                if hit is None:
-                    hit = json_cache[key] = json.dumps(value, separators=(",", ":"))
-                return hit
-            return json.dumps(value, separators=(",", ":"))
-
+        cache: dict[str, str] = {}  # by parameters hash
         cols = ", ".join(("id", *RESULT_COLUMNS))
         with cur.copy(f"COPY benchmark_results ({cols}) FROM STDIN") as copy:
-            for rid, row in zip(ids, rows, strict=True):
-                copy.write_row(
-                    (rid, *(js(c, row[c]) if c in _JSON_COLUMNS else row[c] for c in RESULT_COLUMNS))
-                )
+            for i, (rid, row) in enumerate(zip(ids, rows, strict=True)):
+                values = list(_row_values(row))
+                if params_json is not None:
+                    pj = params_json[i]
+                else:
+                    pj = cache.get(row["params_hash"]) or cache.setdefault(
+                        row["params_hash"], json.dumps(row["params"], separators=(",", ":"))
+                    )
+                values[_PARAMS_AT] = pj
+                values[_METRICS_AT] = _metrics_json(row["metrics"])
+                copy.write_row((rid, *values))
     return ids

@@ -255,8 +255,8 @@ class BenchmarkRun(Base):
 
 class BenchmarkResult(Base):
     """One measured configuration. ``gpu_id``, ``fingerprint_hash`` and ``retracted`` are copied
-    from the run so the cell queries -- (GPU, workload, parameters hash, fingerprint) -- use one
-    index without a join. ``metrics`` maps metric name -> value in the vocabulary's unit.
+    from the run so the cell queries -- (GPU, fingerprint, parameters hash; the hash covers the
+    workload) -- use one index without a join. ``metrics`` maps metric name -> value in the vocabulary's unit.
 
     Quarantine inputs (``check_*``: catalog checks; ``outlier_detail``: the MAD test; ``review_*``:
     an admin's sticky decision) are kept apart; ``quarantined``/``quarantine_reason``/
@@ -265,7 +265,8 @@ class BenchmarkResult(Base):
 
     __tablename__ = "benchmark_results"
     __table_args__ = (
-        Index("ix_benchmark_results_cell", "gpu_id", "workload", "params_hash", "fingerprint_hash"),
+        # cell lookups (the outlier test walks each cell newest first) and per-GPU scans
+        Index("ix_benchmark_results_cell", "gpu_id", "fingerprint_hash", "params_hash", "id"),
     )
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     run_pk: Mapped[int] = mapped_column(ForeignKey("benchmark_runs.id", ondelete="CASCADE"), nullable=False, index=True)

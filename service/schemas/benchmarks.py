@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$"
 MAX_RESULTS_PER_RUN = 10_000
@@ -50,6 +50,13 @@ class BenchmarkResultIn(BaseModel):
     error: str | None = Field(default=None, max_length=4000, description="error text for status oom/error")
     measured_at: datetime | None = None
 
+    @field_validator("parameters", "metrics")
+    @classmethod
+    def _sorted_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """Key order carries no meaning; sorting makes the serialised body canonical (the
+        idempotency hash compares bodies, not byte strings)."""
+        return dict(sorted(v.items()))
+
 
 class BenchmarkRunIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -67,6 +74,11 @@ class BenchmarkRunIn(BaseModel):
         max_length=MAX_RESULTS_PER_RUN,
         description="1 to 10,000 results (the deployment may set a lower limit; more: 413)",
     )
+
+    @field_validator("fingerprint")
+    @classmethod
+    def _sorted_fingerprint(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return dict(sorted(v.items()))
 
 
 class ResultOutcome(BaseModel):

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, case, or_, select, text, update
+from sqlalchemy import String, Table, and_, bindparam, case, or_, select, text, update
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
-from service.core.aggregate import MIN_POINTS_FOR_OUTLIER_TEST, center_and_scale, outlier_score
+from service.core.aggregate import MAD_TO_SIGMA, MIN_POINTS_FOR_OUTLIER_TEST, center_and_scale, outlier_score
 from service.core.quarantine import REVIEW_RELEASED, STATISTICAL_OUTLIER, QuarantineState, effective_state
 from service.core.specs import GpuSpec, gpu_spec_from_doc, normalise_name
 from service.core.vocabulary import WORKLOADS
@@ -217,16 +217,23 @@ def run_outlier_test(
     settings: Settings,
     *,
     virtual: Sequence[VirtualPoint] = (),
+    in_database: bool | None = None,
 ) -> list[Flip]:
     """The MAD test over each cell's baseline (ok, not retracted, not quarantined for another
-    reason, main metric present), stored rows plus ``virtual`` ones. Returns the flips: stored
+    reason, main metric present) -- its ``settings.outlier_window`` most recent results --,
+    stored rows plus ``virtual`` ones. Returns the flips: stored
     rows whose flag must change, and virtual rows that are outliers. Reads only the columns
-    the test needs; the detail text records the figures at the time of flagging."""
+    the test needs; the detail text records the figures at the time of flagging. On
+    PostgreSQL (no virtual rows) the database computes it and returns only the flips."""
     R = BenchmarkResult
     base = _baseline_expr()
     groups: dict[tuple[int, str], set[tuple[str, str]]] = {}
     for g, fp, wl, ph in cells:
         groups.setdefault((g, fp), set()).add((wl, ph))
+    if in_database is None:
+        in_database = not virtual and uow.session.get_bind().dialect.name == "postgresql"
+    if in_database:
+        return _outlier_test_in_postgres(uow, groups, settings)
     # cell -> [(id, value, in_baseline, flagged, tag)]
     members: dict[CellKey, list[tuple[int | None, float | None, bool, bool, Any]]] = {}
     for (g, fp), pairs in groups.items():
@@ -238,22 +245,33 @@ def run_outlier_test(
             R.status == "ok",
             or_(base, R.outlier_detail.is_not(None)),
         )
-        for rid, wl, ph, value, in_base, flagged in uow.session.connection().execute(q):  # Core: no ORM row overhead
+        for rid, wl, ph, value, in_base, flagged in uow.session.connection().execute(q).all():  # Core, one fetch
             if (wl, ph) in pairs:
                 members.setdefault((g, fp, wl, ph), []).append((rid, value, bool(in_base), bool(flagged), None))
-    for v in virtual:
-        members.setdefault(v.cell, []).append((None, v.value, v.in_baseline, False, v.tag))
+    window = settings.outlier_window
+    for rows in members.values():  # the cell's most recent results, newest first
+        rows.sort(key=lambda r: -(r[0] or 0))
+        del rows[window:]
+    for v in virtual:  # a dry run's rows are the newest of all
+        rows = members.setdefault(v.cell, [])
+        rows.insert(0, (None, v.value, v.in_baseline, False, v.tag))
+        del rows[window:]
     flips: list[Flip] = []
     threshold = settings.outlier_mad_threshold
     for cell, rows in members.items():
         values = [r[1] for r in rows if r[2] and r[1] is not None]
         n = len(values)
-        center, scale = center_and_scale(values, settings.outlier_floor_fraction) if n else (0.0, 0.0)
+        if n < MIN_POINTS_FOR_OUTLIER_TEST:
+            flips.extend(Flip(id=rid, tag=tag, outlier_detail=None) for rid, _, _, flagged, tag in rows if flagged)
+            continue
+        center, scale = center_and_scale(values, settings.outlier_floor_fraction)
+        # |x - m| > threshold * scale, inlined: this loop runs over every stored point of the cell
+        limit = threshold * scale
         name, unit = _MAIN_METRIC[cell[2]]
         for rid, value, in_base, flagged, tag in rows:
-            score = outlier_score(value, center, scale) if (in_base and value is not None and n) else 0.0
-            outlier = n >= MIN_POINTS_FOR_OUTLIER_TEST and score > threshold
+            outlier = in_base and value is not None and (abs(value - center) > limit if scale > 0 else value != center)
             if outlier != flagged:
+                score = outlier_score(value, center, scale) if value is not None else 0.0
                 detail = (
                     f"{name} {value:g} {unit} is {score:.1f} scaled MADs from the median {center:g} {unit} "
                     f"of its cell ({n} results; threshold {threshold:g}, scale {scale:.3g})"
@@ -261,6 +279,90 @@ def run_outlier_test(
                     else None
                 )
                 flips.append(Flip(id=rid, tag=tag, outlier_detail=detail))
+    return flips
+
+
+_PG_OUTLIER_TEST = text(
+    """
+WITH pts AS (
+    SELECT r.id, r.workload, r.params_hash, r.main_value AS v, r.outlier_detail IS NOT NULL AS flagged,
+           (r.main_value IS NOT NULL AND NOT r.retracted
+            AND (r.review_state = 'released' OR (r.review_state IS NULL AND r.check_reason IS NULL))) AS base
+    FROM unnest(:hashes) AS h(ph)
+    CROSS JOIN LATERAL (
+        SELECT id, workload, params_hash, main_value, outlier_detail, retracted, review_state, check_reason
+        FROM benchmark_results
+        WHERE gpu_id = :gpu AND fingerprint_hash = :fp AND params_hash = h.ph AND status = 'ok'
+          AND (outlier_detail IS NOT NULL
+               OR (main_value IS NOT NULL AND NOT retracted
+                   AND (review_state = 'released' OR (review_state IS NULL AND check_reason IS NULL))))
+        ORDER BY id DESC
+        LIMIT :window
+    ) AS r
+),
+cells AS MATERIALIZED (
+    SELECT params_hash, min(workload) AS workload,
+           array_agg(id) AS ids, array_agg(v) AS vs, array_agg(base) AS bases, array_agg(flagged) AS flags,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY v) FILTER (WHERE base) AS m,
+           count(*) FILTER (WHERE base) AS n
+    FROM pts GROUP BY params_hash
+),
+stats AS MATERIALIZED (
+    SELECT c.*,
+           greatest(:k * (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(u.v - c.m))
+                          FROM unnest(c.vs, c.bases) AS u(v, b) WHERE u.b),
+                    :floor * abs(c.m)) AS scale
+    FROM cells c
+)
+SELECT x.id, s.workload, x.v, s.m, s.n, s.scale, x.outlier
+FROM stats s
+CROSS JOIN LATERAL (
+    SELECT y.id, y.v, y.f,
+           coalesce(y.b AND s.n >= :min_n
+                    AND CASE WHEN s.scale > 0 THEN abs(y.v - s.m) > :t * s.scale ELSE y.v <> s.m END,
+                    false) AS outlier
+    FROM unnest(s.ids, s.vs, s.bases, s.flags) AS y(id, v, b, f)
+) x
+WHERE x.outlier <> x.f
+"""
+).bindparams(bindparam("hashes", type_=pg_dialect.ARRAY(String())))
+
+
+def _outlier_test_in_postgres(
+    uow: UnitOfWork, groups: Mapping[tuple[int, str], set[tuple[str, str]]], settings: Settings
+) -> list[Flip]:
+    """The same test as the Python path, computed by PostgreSQL: per cell (the parameters hash
+    covers the workload, so it names a cell within GPU and fingerprint) the newest
+    ``outlier_window`` rows by index, the median with ``percentile_cont(0.5)`` (the type-7
+    median), the MAD over the cell's own array, then a verdict per member; only the flips
+    come back."""
+    flips: list[Flip] = []
+    t = settings.outlier_mad_threshold
+    conn = uow.session.connection()
+    for (g, fp), pairs in groups.items():
+        rows = conn.execute(
+            _PG_OUTLIER_TEST,
+            {
+                "gpu": g,
+                "fp": fp,
+                "hashes": sorted({ph for _, ph in pairs}),
+                "window": settings.outlier_window,
+                "k": MAD_TO_SIGMA,
+                "floor": settings.outlier_floor_fraction,
+                "min_n": MIN_POINTS_FOR_OUTLIER_TEST,
+                "t": t,
+            },
+        ).all()
+        for rid, wl, value, center, n, scale, outlier in rows:
+            detail = None
+            if outlier:
+                name, unit = _MAIN_METRIC[wl]
+                score = outlier_score(value, center, scale)
+                detail = (
+                    f"{name} {value:g} {unit} is {score:.1f} scaled MADs from the median {center:g} {unit} "
+                    f"of its cell ({n} results; threshold {t:g}, scale {scale:.3g})"
+                )
+            flips.append(Flip(id=int(rid), tag=None, outlier_detail=detail))
     return flips
 
 

@@ -25,6 +25,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from math import isfinite
 from pathlib import Path
 from typing import Any, cast
 
@@ -47,7 +48,6 @@ from service.core.vocabulary import (
     fingerprint_hash,
     get_workload,
     normalise_pci_id,
-    parameters_hash,
     suite_definition_hash,
 )
 from service.db.benchmarks_repo import insert_results
@@ -83,7 +83,6 @@ from service.usecases.keys import Principal
 log = logging.getLogger("gpu_advisor.benchmarks")
 
 IDEMPOTENCY_SCOPE = "benchmark-runs"
-MEMORY_FIELDS = ("peak_allocated_bytes", "peak_reserved_bytes", "nvml_used_bytes")
 
 
 # ---- validation (pure) -----------------------------------------------------------------------
@@ -95,6 +94,7 @@ class PreparedResult:
     workload: str
     params: dict[str, Any]
     params_hash: str
+    params_json: str
     status: str
     metrics: dict[str, float]
     main_value: float | None
@@ -125,10 +125,24 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
 
 
 def request_hash(body: BenchmarkRunIn) -> str:
-    """SHA-256 of the canonical JSON of the parsed body: key order and ``8`` vs ``8.0`` in
-    free-form maps do not matter; any change of content does."""
-    blob = json.dumps(body.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    """SHA-256 of the parsed body serialised by its schema: typed fields are normalised
+    (``2500`` and ``2500.0`` for a metric value are one float), free-form maps are key-sorted
+    by the schema, so only a change of content changes the hash."""
+    return hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+
+
+def params_identity(workload: str, canonical: Mapping[str, Any]) -> tuple[str, str]:
+    """(``parameters_hash``, canonical JSON of the parameters) from one serialisation: the
+    hash is :func:`service.core.vocabulary.parameters_hash` -- SHA-256 of the sorted, compact
+    JSON of ``{"parameters": ..., "workload": ...}`` -- built around the parameters' own JSON,
+    which is also what gets stored (tests check the two stay equal)."""
+    pj = _CANONICAL_JSON.encode(canonical)
+    blob = f'{{"parameters":{pj},"workload":{_CANONICAL_JSON.encode(workload)}}}'
+    return hashlib.sha256(blob.encode()).hexdigest()[:16], pj
+
+
+# the settings of service.core.vocabulary.stable_hash, built once (json.dumps builds one per call)
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
 
 
 def _main_value(w: WorkloadDef, metrics: Mapping[str, float]) -> float | None:
@@ -175,7 +189,7 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
         err(exc.loc, exc.message)
 
     run_time = _aware(body.finished_at) or _aware(body.started_at) or received_at
-    canon_cache: dict[tuple[str, tuple[tuple[str, Any], ...]], tuple[dict[str, Any], str]] = {}
+    canon_cache: dict[tuple[str, tuple[tuple[str, Any], ...]], tuple[dict[str, Any], str, str]] = {}
     results: list[PreparedResult] = []
     for i, r in enumerate(body.results):
         base: tuple[str | int, ...] = ("results", i)
@@ -194,7 +208,7 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
         if hit is None:
             try:
                 params = canonical_parameters(w.name, r.parameters, (*base, "parameters"))
-                hit = (params, parameters_hash(w.name, params))
+                hit = (params, *params_identity(w.name, params))
                 if ckey is not None:
                     canon_cache[ckey] = hit
             except VocabularyError as exc:
@@ -207,19 +221,17 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
             except VocabularyError as exc:
                 err(exc.loc, exc.message)
                 ok = False
-        memory: dict[str, int | None] = {}
-        for fname in MEMORY_FIELDS:
-            v = getattr(r, fname)
-            memory[fname] = v
-            if v is not None:
-                try:
-                    check_number(v, (*base, fname), fname)
-                except VocabularyError as exc:
-                    err(exc.loc, exc.message)
-                    ok = False
-        if r.step_time_s is not None:
+        memory: dict[str, int | None] = {
+            "peak_allocated_bytes": r.peak_allocated_bytes,
+            "peak_reserved_bytes": r.peak_reserved_bytes,
+            "nvml_used_bytes": r.nvml_used_bytes,
+        }
+        numbers = [*memory.items(), ("step_time_s", r.step_time_s)]
+        for fname, v in numbers:
+            if v is None or (v >= 0 and isfinite(v)):  # the common case, without a call
+                continue
             try:
-                check_number(r.step_time_s, (*base, "step_time_s"), "step_time_s")
+                check_number(v, (*base, fname), fname)
             except VocabularyError as exc:
                 err(exc.loc, exc.message)
                 ok = False
@@ -233,6 +245,7 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
                 workload=w.name,
                 params=hit[0],
                 params_hash=hit[1],
+                params_json=hit[2],
                 status=r.status,
                 metrics=metrics,
                 main_value=_main_value(w, metrics) if r.status == "ok" else None,
@@ -296,9 +309,40 @@ def _replay(uow: UnitOfWork, run_id: str, digest: str) -> SubmitOutcome | None:
             f"run {run_id!r} was already submitted with a different body; use a new run_id for new results",
             run_id=run_id,
         )
-    body = dict(rec.response_body)
+    body = _expand(rec.response_body)
     body["data_version"] = uow.data_version()
     return SubmitOutcome(status_code=200, body=body, replayed=True)
+
+
+def _compact(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored form of an answer: per-result outcomes as id and status lists plus the
+    quarantined few (a 10,000-result answer stays small)."""
+    out = {k: v for k, v in answer.items() if k not in ("results", "data_version")}
+    results = answer["results"]
+    out["outcomes"] = {
+        "ids": [o["result_id"] for o in results],
+        "statuses": [o["status"] for o in results],
+        "quarantined": {str(o["index"]): [o["quarantine_reason"], o["quarantine_detail"]] for o in results if o["quarantined"]},
+    }
+    return out
+
+
+def _expand(stored: Mapping[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in stored.items() if k != "outcomes"}
+    oc = stored["outcomes"]
+    q = oc["quarantined"]
+    body["results"] = [
+        {
+            "index": i,
+            "result_id": rid,
+            "status": status,
+            "quarantined": str(i) in q,
+            "quarantine_reason": q[str(i)][0] if str(i) in q else None,
+            "quarantine_detail": q[str(i)][1] if str(i) in q else None,
+        }
+        for i, (rid, status) in enumerate(zip(oc["ids"], oc["statuses"], strict=True))
+    ]
+    return body
 
 
 def _check_count(n: int, settings: Settings) -> None:
@@ -563,7 +607,7 @@ def _store(
         }
         for r in prep.results
     ]
-    ids = insert_results(s, rows)
+    ids = insert_results(s, rows, params_json=[r.params_json for r in prep.results])
     id_by_position = {r.position: i for r, i in zip(prep.results, ids, strict=True)}
 
     flips_by_position: dict[int, Flip] = {}
@@ -611,7 +655,7 @@ def _store(
             api_key_id=principal.key_id,
             request_hash=digest,
             status_code=201,
-            response_body=answer,
+            response_body=_compact(answer),
             created_at=now,
         )
     )
