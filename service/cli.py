@@ -141,6 +141,59 @@ def openapi(
         _log(f"wrote {output}")
 
 
+@app.command()
+def estimate(
+    model: Annotated[str, typer.Option(help="preset id, alias or Hugging Face id")],
+    gpu: Annotated[str, typer.Option(help="slug, alias or PCI id")],
+    gpu_count: Annotated[int, typer.Option(help="GPUs")] = 1,
+    mode: Annotated[str, typer.Option(help="training | fine-tuning | inference")] = "training",
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="more request fields as key=value (JSON values), e.g. --set seq_len=4096"),
+    ] = None,
+) -> None:
+    """Estimate memory and time for one configuration (the same answer as POST /v1/estimate),
+    against the configured database, printed as JSON."""
+    import datetime as dt
+
+    from pydantic import ValidationError
+
+    from service.db.engine import make_session_factory
+    from service.db.uow import UnitOfWork
+    from service.schemas.estimate import EstimateRequest
+    from service.usecases.catalog import AliasIndexCache
+    from service.usecases.errors import AppError
+    from service.usecases.estimate import CalibrationCache
+    from service.usecases.estimate import estimate as run_estimate
+
+    body: dict[str, object] = {"model": model, "gpu": gpu, "gpu_count": gpu_count, "mode": mode}
+    for item in set_ or []:
+        key, _, raw = item.partition("=")
+        try:
+            body[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            body[key.strip()] = raw
+    try:
+        req = EstimateRequest.model_validate(body)
+    except ValidationError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    settings = Settings()
+    engine = _engine(settings)
+    from service.bootstrap import bootstrap
+
+    bootstrap(engine, settings)
+    try:
+        with UnitOfWork(make_session_factory(engine)) as uow:
+            out = run_estimate(uow, AliasIndexCache(), CalibrationCache(), req, now=dt.datetime.now(dt.UTC))
+    except AppError as exc:
+        typer.echo(f"error: {exc.detail}", err=True)
+        for e in exc.errors or []:
+            typer.echo(f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(out.model_dump_json(indent=2))
+
+
 def _mount_optional() -> None:
     try:
         from service.agent.cli import agent_app
