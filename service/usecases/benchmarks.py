@@ -710,8 +710,7 @@ def load_measurement_files(engine: Engine, settings: Settings, directory: Path |
         return report
     factory = make_session_factory(engine)
     cache = AliasIndexCache()
-    with UnitOfWork(factory) as uow:
-        principal = builtin_principal(uow)
+    principal: Principal | None = None  # created on first use: an empty directory writes nothing
     for path in sorted(Path(d).glob("*.json")):
         report.files += 1
         try:
@@ -730,6 +729,8 @@ def load_measurement_files(engine: Engine, settings: Settings, directory: Path |
                 report.refused.append(f"{where}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
                 continue
             with UnitOfWork(factory) as uow:
+                if principal is None:
+                    principal = builtin_principal(uow)
                 try:
                     out = submit_run(uow, cache, principal, body, settings=settings)
                 except AppError as exc:

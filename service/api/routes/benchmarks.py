@@ -338,8 +338,9 @@ def list_alerts(
     tags=ADMIN_TAGS,
     responses={404: PROBLEM},
 )
-def acknowledge_alert(alert_id: int, uow: UowDep, principal: AdminAuth) -> AlertOut:
-    return benchmark_admin.acknowledge_alert(uow, principal, alert_id)
+def acknowledge_alert(alert_id: int, uow: UowDep, principal: AdminAuth) -> Response:
+    out = benchmark_admin.acknowledge_alert(uow, principal, alert_id)
+    return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
 
 
 @router.get(
@@ -373,8 +374,9 @@ def map_pending_gpu(
     cache: AliasCacheDep,
     settings: SettingsDep,
     principal: AdminAuth,
-) -> PendingGpuOut:
-    return benchmark_admin.map_pending(uow, cache, principal, pending_id, body.slug, settings=settings)
+) -> Response:
+    out = benchmark_admin.map_pending(uow, cache, principal, pending_id, body.slug, settings=settings)
+    return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
 
 
 @router.get(
