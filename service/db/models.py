@@ -285,7 +285,7 @@ class BenchmarkResult(Base):
     nvml_used_bytes: Mapped[int | None] = mapped_column(BigInteger)
     repeats: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(String(4000))
-    measured_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, index=True)
+    measured_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     check_reason: Mapped[str | None] = mapped_column(String(32))
     check_detail: Mapped[str | None] = mapped_column(String(2000))
     outlier_detail: Mapped[str | None] = mapped_column(String(500))

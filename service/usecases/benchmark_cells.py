@@ -1,9 +1,10 @@
 """Shared machinery for benchmark results: GPU resolution for submissions, the outlier test
 over a (GPU, fingerprint, parameters) cell, quarantine state updates and admin alerts.
 
-Cells are serialised on PostgreSQL with transaction-scoped advisory locks taken in sorted
-order, so two submissions into the same cell evaluate the MAD test over each other's committed
-results rather than over stale snapshots. (SQLite serialises all writers already.)
+Cells are serialised on PostgreSQL with transaction-scoped advisory locks (one per GPU and
+fingerprint) taken in sorted order, so two submissions into the same cell evaluate the MAD test
+over each other's committed results rather than over stale snapshots. (SQLite serialises all
+writers already.)
 """
 
 from __future__ import annotations
@@ -158,15 +159,17 @@ def insert_ignore(
 # ---- cell locks and the outlier test -------------------------------------------------------------
 
 
-def _lock_key(cell: CellKey) -> int:
-    h = hashlib.blake2b(f"{cell[0]}|{cell[1]}|{cell[2]}|{cell[3]}".encode(), digest_size=8).digest()
+def _lock_key(gpu_id: int, fingerprint_hash: str) -> int:
+    h = hashlib.blake2b(f"cells|{gpu_id}|{fingerprint_hash}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "big", signed=True)
 
 
 def lock_cells(uow: UnitOfWork, cells: Iterable[CellKey]) -> None:
-    """Transaction-scoped advisory locks on PostgreSQL, in sorted order (no deadlock between
-    two writers); a no-op on SQLite, whose writers are serialised by BEGIN IMMEDIATE."""
-    keys = sorted({_lock_key(c) for c in cells})
+    """Transaction-scoped advisory locks on PostgreSQL, one per (GPU, fingerprint) -- the runs
+    of one stack touch the same cells anyway, and one lock is cheaper than a thousand -- taken
+    in sorted order (no deadlock between two writers); a no-op on SQLite, whose writers are
+    serialised by BEGIN IMMEDIATE."""
+    keys = sorted({_lock_key(c[0], c[1]) for c in cells})
     if not keys or uow.session.get_bind().dialect.name != "postgresql":
         return
     uow.session.execute(
