@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$"
 MAX_RESULTS_PER_RUN = 10_000
+INT64_MAX = 2**63 - 1  # storage bounds: larger values are refused (422), not overflowed
+INT32_MAX = 2**31 - 1
 
 
 class MetricValue(BaseModel):
@@ -30,9 +32,9 @@ class GpuIdentity(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200, description="NVML name, e.g. 'NVIDIA H200'")
     pci_device_id: str = Field(description="e.g. '0x2335' or NVML's packed '0x233510DE'")
-    pci_vendor_id: str | None = Field(default=None, description="e.g. '0x10de'")
-    pci_subsystem_id: str | None = None
-    memory_total_bytes: int = Field(ge=0, description="NVML memory total (usable, ECC-default)")
+    pci_vendor_id: str | None = Field(default=None, max_length=32, description="e.g. '0x10de'")
+    pci_subsystem_id: str | None = Field(default=None, max_length=32)
+    memory_total_bytes: int = Field(ge=0, le=INT64_MAX, description="NVML memory total (usable, ECC-default)")
     slug: str | None = Field(default=None, description="agent's offline guess; the service re-resolves")
 
 
@@ -43,10 +45,10 @@ class BenchmarkResultIn(BaseModel):
     status: Literal["ok", "oom", "error"]
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
     step_time_s: float | None = None
-    peak_allocated_bytes: int | None = None
-    peak_reserved_bytes: int | None = None
-    nvml_used_bytes: int | None = None
-    repeats: int | None = Field(default=None, ge=0)
+    peak_allocated_bytes: int | None = Field(default=None, le=INT64_MAX)
+    peak_reserved_bytes: int | None = Field(default=None, le=INT64_MAX)
+    nvml_used_bytes: int | None = Field(default=None, le=INT64_MAX)
+    repeats: int | None = Field(default=None, ge=0, le=INT32_MAX)
     error: str | None = Field(default=None, max_length=4000, description="error text for status oom/error")
     measured_at: datetime | None = None
 

@@ -521,7 +521,8 @@ def _dry_run_answer(
             if f.id is None and f.outlier_detail is not None:
                 f.quarantined, f.quarantine_reason, f.quarantine_detail = True, "statistical_outlier", f.outlier_detail
                 flips[int(f.tag)] = f
-    body = _answer(prep, match, pending.id if pending else None, _outcomes(prep, {}, flips), warnings, dry_run=True)
+    pending_id = pending.id if pending is not None and match is None else None
+    body = _answer(prep, match, pending_id, _outcomes(prep, {}, flips), warnings, dry_run=True)
     body["data_version"] = uow.data_version()
     return SubmitOutcome(status_code=200, body=body)
 
@@ -684,7 +685,7 @@ def _store(
         )
     add_alerts(uow, alerts, now)
 
-    answer = _answer(prep, match, pending_id, outcomes, warnings, dry_run=False)
+    answer = _answer(prep, match, pending_id if match is None else None, outcomes, warnings, dry_run=False)
     s.add(
         IdempotencyRecord(
             scope=IDEMPOTENCY_SCOPE,

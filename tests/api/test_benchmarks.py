@@ -219,6 +219,17 @@ def test_too_many_results_and_too_large_bodies_are_413(engine: Engine, settings:
         assert _count_runs(engine, big["run_id"]) == 0
 
 
+def test_values_beyond_storage_bounds_are_422(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
+    body = run_on(gpu, [result(peak_allocated_bytes=2**64), result(repeats=2**40)])
+    body["gpu"]["pci_subsystem_id"] = "0x" + "f" * 40
+    r = client.post("/v1/benchmark-runs", json=body, headers=auth(submit_key))
+    assert r.status_code == 422
+    locs = _locs(r.json())
+    assert ["body", "results", 0, "peak_allocated_bytes"] in locs
+    assert ["body", "results", 1, "repeats"] in locs
+    assert ["body", "gpu", "pci_subsystem_id"] in locs
+
+
 def test_submission_needs_a_submit_key(client: TestClient, read_key: str, gpu: dict[str, Any]) -> None:
     body = run_on(gpu, [result()])
     assert client.post("/v1/benchmark-runs", json=body).status_code == 401
