@@ -440,6 +440,15 @@ def _summary_out(s: Summary, unit: str) -> SummaryOut:
     return SummaryOut(unit=unit, count=s.count, median=s.median, p10=s.p10, p90=s.p90, min=s.min, max=s.max)
 
 
+def _main_metric_of(workload: str, present: Mapping[str, Any]) -> str:
+    """The workload's main metric, or the first it defines that the cell has (an integer GEMM
+    reports ``tops``, not ``tflops``)."""
+    w = WORKLOADS[workload]
+    if w.main_metric in present or not present:
+        return w.main_metric
+    return next((m.name for m in w.metrics if m.name in present), w.main_metric)
+
+
 def measurements(
     uow: UnitOfWork,
     cache: AliasIndexCache,
@@ -521,13 +530,12 @@ def measurements(
     } if fp_hashes else {}
     out: list[MeasuredCellOut] = []
     for (wl, ph), v in views.items():
-        w = WORKLOADS[wl]
         out.append(
             MeasuredCellOut(
                 workload=wl,
                 parameters=params_by_hash.get(ph, {}),
                 parameters_hash=ph,
-                main_metric=w.main_metric,
+                main_metric=_main_metric_of(wl, v.metrics),
                 fingerprint_hash=v.fingerprint_hash,
                 fingerprint=fields.get(v.fingerprint_hash, {}),
                 thin=v.thin,

@@ -174,6 +174,12 @@ def test_provenance_needs_two_hosts_or_a_trusted_agent(
     assert (c["provenance"], c["provenance_code"], c["trusted_agent"], c["thin"]) == ("measured", "trusted_agent", True, True)
 
 
+def test_integer_gemm_cells_name_tops_as_their_main_metric(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
+    _post(client, submit_key, run_on(gpu, [result("gemm", {"precision": "int8"}, {"tops": 600.0})]))
+    (c,) = client.get(f"/v1/gpus/{gpu['slug']}/measurements", params={"workload": "gemm"}).json()["cells"]
+    assert c["main_metric"] == "tops" and c["metrics"]["tops"]["unit"] == "TOP/s"
+
+
 def test_oom_cells_say_it_does_not_fit(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
     params = {"precision": "fp32", "batch_size": 4096}
     _post(client, submit_key, run_on(gpu, [result(params=params, status="oom", error="OOM", peak_reserved_bytes=2**30)] * 2))
