@@ -164,12 +164,12 @@ class _CanonicalCache:
         self.lock = threading.Lock()
 
     def get(self, workload: str, params: Mapping[str, Any]) -> _Canonical:
+        # the wire model hands parameters over key-sorted, so the items are the key as they are
+        key = (workload, tuple(params.items()))
         try:
-            key = (workload, tuple(sorted(params.items())))
-            hash(key)
+            hit = self.data.get(key)
         except TypeError:  # unhashable values: not cached (canonicalisation refuses them anyway)
             return self._compute(workload, params)
-        hit = self.data.get(key)
         if hit is None:
             hit = self._compute(workload, params)
             with self.lock:
