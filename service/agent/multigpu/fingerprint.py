@@ -22,9 +22,7 @@ multicast must not pool with results measured with it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,23 +59,8 @@ class DeviceInfo:
     pcie_width: int | None
 
 
-def host_name() -> str:
-    return socket.gethostname() or "unknown-host"
-
-
-def host_id() -> str:
-    """A stable, non-identifying id: SHA-256 of /etc/machine-id (else the host name).
-
-    Same value as ``service.agent.payload.host_id`` (the single-GPU agent).
-    """
-    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
-        try:
-            mid = Path(path).read_text(encoding="utf-8").strip()
-        except OSError:
-            continue
-        if mid:
-            return "mid-" + hashlib.sha256(mid.encode()).hexdigest()[:16]
-    return "host-" + hashlib.sha256(host_name().encode()).hexdigest()[:16]
+# One definition of the host identity for both suites, so their runs hash alike.
+from service.agent.payload import host_id  # noqa: E402  (re-exported)
 
 
 def _decode(v: Any) -> str:
