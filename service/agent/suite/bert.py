@@ -11,6 +11,7 @@ from typing import Any
 from service.agent.suite.common import (
     Context,
     autocast,
+    backward_and_step,
     fused_adamw,
     grad_scaler,
     measure,
@@ -49,14 +50,7 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     def step() -> None:
         with ac:
             loss = model(input_ids=ids, labels=labels).loss
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        opt.zero_grad(set_to_none=True)
+        backward_and_step(loss, opt, scaler)
 
     m = measure(ctx, step)
     return result(m, metrics={"throughput": bs / m.median_s})

@@ -149,6 +149,19 @@ def grad_scaler(ctx: Context, precision: str) -> Any:
     return None
 
 
+def backward_and_step(loss: Any, opt: Any, scaler: Any) -> None:
+    """Backward, optimizer step (through the GradScaler when there is one) and
+    ``zero_grad(set_to_none=True)``: the tail of every training step in the suite."""
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    else:
+        loss.backward()
+        opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
 @dataclass
 class Measurement:
     step_times_s: list[float]

@@ -19,6 +19,7 @@ from service.agent.suite.common import (
     Context,
     Skip,
     autocast,
+    backward_and_step,
     fused_adamw,
     grad_scaler,
     measure,
@@ -68,14 +69,7 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     def step() -> None:
         with ac:
             loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        opt.zero_grad(set_to_none=True)
+        backward_and_step(loss, opt, scaler)
 
     m = measure(ctx, step)
     return result(m, metrics={"throughput": bs * seq / m.median_s})

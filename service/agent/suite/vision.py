@@ -14,6 +14,7 @@ from service.agent.suite.common import (
     Context,
     Skip,
     autocast,
+    backward_and_step,
     grad_scaler,
     measure,
     param_dtype,
@@ -59,14 +60,7 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         def step() -> None:
             with ac:
                 loss = loss_fn(model(x), y)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-            else:
-                loss.backward()
-                opt.step()
-            opt.zero_grad(set_to_none=True)
+            backward_and_step(loss, opt, scaler)
 
     m = measure(ctx, step)
     return result(m, metrics={"throughput": bs / m.median_s})
