@@ -185,7 +185,8 @@ def upsert_catalog(
     for f in fx_rates:
         if _upsert_fx(uow, FxRateIn.model_validate(f)):
             report.fx_upserted += 1
-    uow.mark_write() if (report.created or report.updated or report.prices_upserted or report.fx_upserted) else None
+    if report.created or report.updated or report.prices_upserted or report.fx_upserted:
+        uow.mark_write()
     uow.commit()
     return report
 
