@@ -76,7 +76,7 @@ def keys_create(
     from service.db.engine import make_session_factory
     from service.db.migrate import migrate_and_seed
     from service.db.uow import UnitOfWork
-    from service.usecases.errors import AppError
+    from service.usecases.errors import UseCaseError
     from service.usecases.keys import create_key
 
     settings = Settings()
@@ -85,7 +85,7 @@ def keys_create(
     try:
         with UnitOfWork(make_session_factory(engine)) as uow:
             k = create_key(uow, name=name, scope=scope, trusted=trusted)
-    except AppError as exc:
+    except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"created key id={k.id} name={k.name!r} scope={k.scope}; store the secret now, it is not shown again:")
@@ -111,14 +111,14 @@ def keys_revoke(key_id: Annotated[int, typer.Argument(help="id from `keys list`"
     """Revoke a key; requests with it get 401 from then on."""
     from service.db.engine import make_session_factory
     from service.db.uow import UnitOfWork
-    from service.usecases.errors import AppError
+    from service.usecases.errors import UseCaseError
     from service.usecases.keys import revoke_key
 
     settings = Settings()
     try:
         with UnitOfWork(make_session_factory(_engine(settings))) as uow:
             revoke_key(uow, key_id)
-    except AppError as exc:
+    except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"revoked key {key_id}")
@@ -162,7 +162,7 @@ def estimate(
     from service.db.uow import UnitOfWork
     from service.schemas.estimate import EstimateRequest
     from service.usecases.catalog import AliasIndexCache
-    from service.usecases.errors import AppError
+    from service.usecases.errors import UseCaseError
     from service.usecases.estimate import CalibrationCache
     from service.usecases.estimate import estimate as run_estimate
 
@@ -186,10 +186,10 @@ def estimate(
     try:
         with UnitOfWork(make_session_factory(engine)) as uow:
             out = run_estimate(uow, AliasIndexCache(), CalibrationCache(), req, now=dt.datetime.now(dt.UTC))
-    except AppError as exc:
+    except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
-        for e in exc.errors or []:
-            typer.echo(f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}", err=True)
+        for e in exc.fields:
+            typer.echo(f"  {'.'.join(str(p) for p in e.path)}: {e.msg}", err=True)
         raise typer.Exit(2) from None
     typer.echo(out.model_dump_json(indent=2))
 

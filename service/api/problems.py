@@ -9,7 +9,21 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.usecases.errors import AppError
+from service.usecases.errors import (
+    Ambiguous,
+    Conflict,
+    FieldError,
+    Forbidden,
+    Gone,
+    IdempotencyConflict,
+    Invalid,
+    NotFound,
+    PayloadTooLarge,
+    PreconditionFailed,
+    PreconditionRequired,
+    Unauthorized,
+    UseCaseError,
+)
 
 PROBLEM_TYPE_BASE = "https://gpu-advisor.dev/problems/"
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -44,17 +58,72 @@ def _jsonable_errors(errs: Any) -> list[dict[str, Any]]:
     return out
 
 
+STATUS_AND_TITLE: dict[type[UseCaseError], tuple[int, str]] = {
+    NotFound: (404, "Not found"),
+    Gone: (410, "Gone"),
+    Conflict: (409, "Conflict"),
+    IdempotencyConflict: (409, "Idempotency key reused with a different body"),
+    PreconditionFailed: (412, "Precondition failed"),
+    PreconditionRequired: (428, "Precondition required"),
+    Unauthorized: (401, "Unauthorized"),
+    Forbidden: (403, "Forbidden"),
+    Invalid: (422, "Request validation failed"),
+    PayloadTooLarge: (413, "Payload too large"),
+    Ambiguous: (300, "Ambiguous name"),
+}
+"""The one place a use-case refusal becomes an HTTP status."""
+
+
+def status_of(exc: UseCaseError) -> tuple[int, str]:
+    for cls in type(exc).__mro__:
+        if cls in STATUS_AND_TITLE:
+            return STATUS_AND_TITLE[cls]
+    return 400, "Bad request"
+
+
+def default_location(method: str) -> str:
+    """Where a field named by a use case lives when it does not say: the body of a write,
+    the query string of a read."""
+    return "body" if method.upper() in ("POST", "PUT", "PATCH") else "query"
+
+
+def field_errors(fields: tuple[FieldError, ...], method: str) -> list[dict[str, Any]]:
+    where = default_location(method)
+    out: list[dict[str, Any]] = []
+    for f in fields:
+        e: dict[str, Any] = {"loc": [f.location or where, *f.path], "msg": f.msg}
+        if f.type:
+            e["type"] = f.type
+        out.append(e)
+    return out
+
+
+def ambiguous_body(exc: Ambiguous) -> dict[str, Any]:
+    """The 300 answer for a name that matches several GPUs (one shape everywhere)."""
+    return {
+        "query": exc.extra.get("query"),
+        "detail": exc.detail,
+        "candidates": exc.extra.get("candidates", []),
+        "default": exc.extra.get("default"),
+    }
+
+
+def problem_for(exc: UseCaseError, request: Request | None, method: str = "GET") -> JSONResponse:
+    status, title = status_of(exc)
+    if isinstance(exc, Ambiguous) and status == 300:
+        return JSONResponse(ambiguous_body(exc), status_code=300)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    extra = {k: v for k, v in exc.extra.items() if k not in ("scheme", "query")}
+    return problem_response(
+        status, exc.kind, title, exc.detail, request,
+        errors=field_errors(exc.fields, method) or None, headers=headers, **extra,
+    )
+
+
 def install(app: FastAPI) -> None:
-    @app.exception_handler(AppError)
-    async def _app_error(request: Request, exc: AppError) -> JSONResponse:
-        headers = None
-        if exc.status == 401:
-            headers = {"WWW-Authenticate": "Bearer"}
-        extra = dict(exc.extra)
-        extra.pop("scheme", None)
-        return problem_response(
-            exc.status, exc.code, exc.title, exc.detail, request, errors=exc.errors, headers=headers, **extra
-        )
+    @app.exception_handler(UseCaseError)
+    async def _use_case_error(request: Request, exc: UseCaseError) -> JSONResponse:
+        return problem_for(exc, request, request.method)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

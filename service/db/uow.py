@@ -1,5 +1,8 @@
-"""Unit of work: one per request. Repositories flush; only :meth:`UnitOfWork.commit` commits,
-and every committing write bumps ``data_version`` inside the same transaction."""
+"""Unit of work: one per request (or CLI command). It owns the session and the repositories
+over it (``uow.catalog``, ``uow.benchmarks``, ``uow.keys``). Repositories flush; only
+:meth:`UnitOfWork.commit` commits -- and only ``service.usecases.transaction.commits`` calls
+it, once, at the end of a write use case. A committing write bumps ``data_version`` inside the
+same transaction."""
 
 from __future__ import annotations
 
@@ -10,6 +13,9 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.models import DataVersion
+from service.db.repositories.benchmarks import BenchmarkRepository
+from service.db.repositories.catalog import CatalogRepository
+from service.db.repositories.keys import KeyRepository
 
 
 class UnitOfWork:
@@ -17,6 +23,9 @@ class UnitOfWork:
         self._factory = factory
         self.session: Session = factory()
         self._dirty = False
+        self.catalog = CatalogRepository(self.session)
+        self.benchmarks = BenchmarkRepository(self.session)
+        self.keys = KeyRepository(self.session)
 
     def __enter__(self) -> UnitOfWork:
         return self

@@ -36,7 +36,7 @@ from service.usecases.benchmark_cells import (
 )
 from service.usecases.benchmark_queries import get_result, run_summary
 from service.usecases.catalog import AliasIndexCache, decode_cursor, encode_cursor
-from service.usecases.errors import NotFound, Unprocessable
+from service.usecases.errors import FieldError, Invalid, NotFound
 from service.usecases.keys import Principal
 
 # ---- alerts -----------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ def list_alerts(
     if cursor:
         before = decode_cursor(cursor).get("before")
         if not isinstance(before, int):
-            raise Unprocessable("the cursor is not valid", errors=[{"loc": ["query", "cursor"], "msg": "not an alerts cursor"}])
+            raise Invalid("the cursor is not valid", fields=[FieldError(("cursor",), "not an alerts cursor")])
         conds.append(AdminAlert.id < before)
     rows = s.execute(
         select(AdminAlert, Gpu.slug, BenchmarkRun.run_id)
@@ -156,7 +156,7 @@ def map_pending(
     if gpu is None:
         raise NotFound(
             f"no catalog GPU with slug {slug!r}; create it first with POST /v1/gpus",
-            errors=[{"loc": ["body", "slug"], "msg": "unknown slug"}],
+            fields=[FieldError(("slug",), "unknown slug")],
         )
     if p.status == "mapped" and p.mapped_gpu_id == gpu.id:
         uow.commit()

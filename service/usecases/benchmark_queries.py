@@ -51,7 +51,7 @@ from service.schemas.benchmarks import (
 )
 from service.usecases.benchmark_cells import utc
 from service.usecases.catalog import AliasIndexCache, decode_cursor, encode_cursor, get_gpu
-from service.usecases.errors import NotFound, Unprocessable
+from service.usecases.errors import FieldError, Invalid, NotFound
 
 # ---- row -> wire ------------------------------------------------------------------------------
 
@@ -221,9 +221,9 @@ class ResultFilters:
 
 def _check_workload(workload: str | None) -> None:
     if workload is not None and workload not in WORKLOADS:
-        raise Unprocessable(
+        raise Invalid(
             f"unknown workload {workload!r}",
-            errors=[{"loc": ["query", "workload"], "msg": f"one of {', '.join(sorted(WORKLOADS))}"}],
+            fields=[FieldError(("workload",), f"one of {', '.join(sorted(WORKLOADS))}")],
         )
 
 
@@ -233,9 +233,9 @@ def param_conditions(workload: str | None, params: Mapping[str, str]) -> list[An
         return []
     if workload is None:
         name = next(iter(params))
-        raise Unprocessable(
+        raise Invalid(
             "parameter filters need a workload (parameter types come from its definition)",
-            errors=[{"loc": ["query", f"param.{name}"], "msg": "add workload=<name>"}],
+            fields=[FieldError((f"param.{name}",), "add workload=<name>")],
         )
     w = WORKLOADS[workload]
     conds: list[Any] = []
@@ -243,7 +243,7 @@ def param_conditions(workload: str | None, params: Mapping[str, str]) -> list[An
         try:
             value = coerce_parameter(workload, name, raw, ("query", f"param.{name}"))
         except VocabularyError as exc:
-            raise Unprocessable(exc.message, errors=[{"loc": ["query", f"param.{name}"], "msg": exc.message}]) from None
+            raise Invalid(exc.message, fields=[FieldError((f"param.{name}",), exc.message)]) from None
         p = w.param(name)
         col = BenchmarkResult.params[name]
         if p is None:  # pragma: no cover - coerce_parameter refused it already
@@ -284,9 +284,9 @@ def fingerprint_conditions(uow: UnitOfWork, fp: Mapping[str, str]) -> list[Any]:
     stack: dict[str, str] = {}
     for name, value in fp.items():
         if name not in FINGERPRINT_FIELDS:
-            raise Unprocessable(
+            raise Invalid(
                 f"unknown fingerprint field {name!r}",
-                errors=[{"loc": ["query", f"fp.{name}"], "msg": f"one of {', '.join(FINGERPRINT_FIELDS)}"}],
+                fields=[FieldError((f"fp.{name}",), f"one of {', '.join(FINGERPRINT_FIELDS)}")],
             )
         if name in FINGERPRINT_UNHASHED:
             conds.append(BenchmarkRun.fingerprint[name].as_string() == value)
@@ -346,7 +346,7 @@ def list_results(
         c = decode_cursor(cursor)
         before = c.get("before")
         if not isinstance(before, int):
-            raise Unprocessable("the cursor is not valid", errors=[{"loc": ["query", "cursor"], "msg": "not a results cursor"}])
+            raise Invalid("the cursor is not valid", fields=[FieldError(("cursor",), "not a results cursor")])
         conds.append(BenchmarkResult.id < before)
     rows = uow.session.execute(_result_query().where(*conds).order_by(BenchmarkResult.id.desc()).limit(limit + 1)).all()
     more = len(rows) > limit
@@ -384,7 +384,7 @@ def list_runs(
         c = decode_cursor(cursor)
         before = c.get("before")
         if not isinstance(before, int):
-            raise Unprocessable("the cursor is not valid", errors=[{"loc": ["query", "cursor"], "msg": "not a runs cursor"}])
+            raise Invalid("the cursor is not valid", fields=[FieldError(("cursor",), "not a runs cursor")])
         conds.append(BenchmarkRun.id < before)
     q = (
         select(BenchmarkRun, Gpu.slug, ApiKey.name, ApiKey.trusted)

@@ -79,7 +79,7 @@ from service.usecases.benchmark_cells import (
     write_flips,
 )
 from service.usecases.catalog import AliasIndexCache
-from service.usecases.errors import AppError, IdempotencyConflict, PayloadTooLarge, Unprocessable
+from service.usecases.errors import FieldError, IdempotencyConflict, Invalid, PayloadTooLarge, UseCaseError
 from service.usecases.keys import Principal
 
 log = logging.getLogger("gpu_advisor.benchmarks")
@@ -201,11 +201,11 @@ def _main_value(w: WorkloadDef, metrics: Mapping[str, float]) -> float | None:
 
 def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRun:
     """Vocabulary validation and canonicalisation; every violation is collected, then one
-    :class:`Unprocessable` names them all (``loc`` starts with ``body``)."""
-    errors: list[dict[str, Any]] = []
+    :class:`Invalid` names them all (``loc`` starts with ``body``)."""
+    errors: list[FieldError] = []
 
     def err(loc: tuple[str | int, ...], msg: str) -> None:
-        errors.append({"loc": ["body", *loc], "msg": msg, "type": "vocabulary"})
+        errors.append(FieldError(loc, msg, type="vocabulary"))
 
     fp = body.fingerprint
     fp_errors = len(errors)
@@ -296,8 +296,8 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise Unprocessable(
-            f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}{more}", errors=errors
+        raise Invalid(
+            f"{'.'.join(['body', *(str(p) for p in first.path)])}: {first.msg}{more}", fields=errors
         )
 
     warnings: list[str] = []
@@ -403,9 +403,9 @@ def submit_run(
 ) -> SubmitOutcome:
     """Store one run (or, with ``dry_run``, say what storing it would do and write nothing)."""
     if idempotency_key is not None and idempotency_key != body.run_id:
-        raise Unprocessable(
+        raise Invalid(
             "Idempotency-Key must equal the body's run_id (the run id is the idempotency key)",
-            errors=[{"loc": ["header", "Idempotency-Key"], "msg": f"expected {body.run_id!r}", "type": "value_error"}],
+            fields=[FieldError(("Idempotency-Key",), f"expected {body.run_id!r}", location="header", type="value_error")],
         )
     _check_count(len(body.results), settings)
     now = now or dt.datetime.now(dt.UTC)
@@ -771,7 +771,7 @@ def load_measurement_files(engine: Engine, settings: Settings, directory: Path |
                     principal = builtin_principal(uow)
                 try:
                     out = submit_run(uow, cache, principal, body, settings=settings)
-                except AppError as exc:
+                except UseCaseError as exc:
                     report.refused.append(f"{where} ({body.run_id}): {exc.detail}")
                     continue
             if out.replayed:

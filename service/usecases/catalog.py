@@ -25,10 +25,11 @@ from service.schemas.gpus import FxRateIn, GpuDocument, GpuOut, PriceIn, PriceOu
 from service.usecases.errors import (
     Ambiguous,
     Conflict,
+    FieldError,
+    Invalid,
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
-    Unprocessable,
 )
 
 # ---- documents ---------------------------------------------------------------------------
@@ -57,15 +58,15 @@ def _changed_paths(base: Mapping[str, Any], over: Mapping[str, Any], prefix: str
     return sorted(paths)
 
 
-def validation_errors(exc: ValidationError, prefix: Sequence[str | int] = ("body",)) -> list[dict[str, Any]]:
-    return [{"loc": [*prefix, *e["loc"]], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+def validation_errors(exc: ValidationError, prefix: Sequence[str | int] = ()) -> list[FieldError]:
+    return [FieldError((*prefix, *e["loc"]), e["msg"], type=e["type"]) for e in exc.errors()]
 
 
-def validate_document(doc: Mapping[str, Any], prefix: Sequence[str | int] = ("body",)) -> GpuDocument:
+def validate_document(doc: Mapping[str, Any], prefix: Sequence[str | int] = ()) -> GpuDocument:
     try:
         return GpuDocument.model_validate(doc)
     except ValidationError as exc:
-        raise Unprocessable("the GPU document is invalid", errors=validation_errors(exc, prefix)) from None
+        raise Invalid("the GPU document is invalid", fields=validation_errors(exc, prefix)) from None
 
 
 def etag_for(gpu: Gpu) -> str:
@@ -411,8 +412,8 @@ def decode_cursor(cursor: str, loc: str = "cursor") -> dict[str, Any]:
             raise ValueError
         return data
     except (ValueError, json.JSONDecodeError):
-        raise Unprocessable(
-            "the cursor is not valid", errors=[{"loc": ["query", loc], "msg": "not a cursor this API issued"}]
+        raise Invalid(
+            "the cursor is not valid", fields=[FieldError((loc,), "not a cursor this API issued")]
         ) from None
 
 
@@ -424,9 +425,9 @@ def list_gpus(
     desc = sort.startswith("-")
     key = sort.lstrip("-")
     if key not in SORT_KEYS:
-        raise Unprocessable(
+        raise Invalid(
             f"unknown sort key {key!r}",
-            errors=[{"loc": ["query", "sort"], "msg": f"one of {', '.join(sorted(SORT_KEYS))}, optionally prefixed by '-'"}],
+            fields=[FieldError(("sort",), f"one of {', '.join(sorted(SORT_KEYS))}, optionally prefixed by '-'")],
         )
     q = select(Gpu).where(Gpu.deleted.is_(False))
     if filters.vendor:
@@ -456,9 +457,9 @@ def list_gpus(
     if cursor:
         c = decode_cursor(cursor)
         if c.get("sort") != sort:
-            raise Unprocessable(
+            raise Invalid(
                 "the cursor belongs to another sort order",
-                errors=[{"loc": ["query", "cursor"], "msg": "restart the listing without a cursor"}],
+                fields=[FieldError(("cursor",), "restart the listing without a cursor")],
             )
         after = c.get("after")
         slugs = [g.slug for g in rows]
@@ -479,7 +480,7 @@ def _check_if_match(gpu: Gpu, if_match: str | None) -> None:
     if if_match is None:
         raise PreconditionRequired(
             "send If-Match with the ETag from GET /v1/gpus/{slug} so concurrent edits are not lost",
-            errors=[{"loc": ["header", "If-Match"], "msg": "required"}],
+            fields=[FieldError(("If-Match",), "required", location="header")],
         )
     tags = [t.strip() for t in if_match.split(",")]
     if "*" not in tags and etag_for(gpu) not in tags:
@@ -531,7 +532,7 @@ def patch_gpu(uow: UnitOfWork, slug: str, patch: Mapping[str, Any], if_match: st
     gpu = _load(uow, slug)
     _check_if_match(gpu, if_match)
     if "slug" in patch and patch["slug"] != slug:
-        raise Unprocessable("the slug cannot change", errors=[{"loc": ["body", "slug"], "msg": "immutable"}])
+        raise Invalid("the slug cannot change", fields=[FieldError(("slug",), "immutable")])
     candidate = deep_merge(gpu.spec, patch)
     doc = validate_document(candidate)
     d = doc.model_dump(mode="json")
@@ -628,7 +629,7 @@ def add_price(uow: UnitOfWork, slug: str, body: PriceIn) -> None:
 
 def add_fx_rate(uow: UnitOfWork, body: FxRateIn) -> None:
     if body.base == body.quote:
-        raise Unprocessable("base and quote must differ", errors=[{"loc": ["body", "quote"], "msg": "same as base"}])
+        raise Invalid("base and quote must differ", fields=[FieldError(("quote",), "same as base")])
     if _upsert_fx(uow, body):
         uow.mark_write()
     uow.commit()

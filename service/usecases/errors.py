@@ -1,62 +1,99 @@
-"""Typed errors with their HTTP status; the API turns them into RFC 9457 problem+json."""
+"""What a use case can refuse, in domain terms.
+
+These errors say *what* went wrong and *which input field* is at fault; they carry no HTTP
+status and no request location. The API layer (``service.api.problems``) maps each kind to a
+status and turns a :class:`FieldError` path into an RFC 9457 ``errors[].loc`` (``body`` for
+writes, ``query`` for reads, unless the field names its location, e.g. a header).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+Location = Literal["body", "query", "path", "header"]
 
 
-class AppError(Exception):
-    status: int = 400
-    code: str = "bad-request"
-    title: str = "Bad request"
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One input at fault: ``path`` inside the request (``("items", 3, "gpu")``), a message,
+    and the location only where it is not the request's main input (headers, query flags)."""
 
-    def __init__(self, detail: str, *, errors: Sequence[dict[str, Any]] | None = None, **extra: Any) -> None:
+    path: tuple[str | int, ...]
+    msg: str
+    location: Location | None = None
+    type: str | None = None
+
+
+class UseCaseError(Exception):
+    """Base of every refusal. ``kind`` is the stable machine name (the problem type)."""
+
+    kind: ClassVar[str] = "bad-request"
+
+    def __init__(self, detail: str, *, fields: Sequence[FieldError] = (), **extra: Any) -> None:
         super().__init__(detail)
         self.detail = detail
-        self.errors = list(errors) if errors else None
+        self.fields: tuple[FieldError, ...] = tuple(fields)
         self.extra = extra
 
-
-class NotFound(AppError):
-    status, code, title = 404, "not-found", "Not found"
-
-
-class Gone(AppError):
-    status, code, title = 410, "gone", "Gone"
-
-
-class Conflict(AppError):
-    status, code, title = 409, "conflict", "Conflict"
+    def at(self, *prefix: str | int) -> UseCaseError:
+        """The same error with every field path prefixed (an item inside a batch)."""
+        clone = type(self)(self.detail, fields=[
+            FieldError((*prefix, *f.path), f.msg, f.location, f.type) for f in self.fields
+        ], **self.extra)
+        return clone
 
 
-class IdempotencyConflict(AppError):
-    status, code, title = 409, "idempotency-conflict", "Idempotency key reused with a different body"
+def invalid_field(field: str | int, msg: str, *, detail: str | None = None, **extra: Any) -> Invalid:
+    """The common case: one field at fault, its message doubling as the detail."""
+    return Invalid(detail or msg, fields=[FieldError((field,), msg)], **extra)
 
 
-class PreconditionFailed(AppError):
-    status, code, title = 412, "precondition-failed", "Precondition failed"
+class NotFound(UseCaseError):
+    kind = "not-found"
 
 
-class PreconditionRequired(AppError):
-    status, code, title = 428, "precondition-required", "Precondition required"
+class Gone(UseCaseError):
+    kind = "gone"
 
 
-class Unauthorized(AppError):
-    status, code, title = 401, "unauthorized", "Unauthorized"
+class Conflict(UseCaseError):
+    kind = "conflict"
 
 
-class Forbidden(AppError):
-    status, code, title = 403, "forbidden", "Forbidden"
+class IdempotencyConflict(UseCaseError):
+    kind = "idempotency-conflict"
 
 
-class Unprocessable(AppError):
-    status, code, title = 422, "validation-error", "Request validation failed"
+class PreconditionFailed(UseCaseError):
+    kind = "precondition-failed"
 
 
-class PayloadTooLarge(AppError):
-    status, code, title = 413, "payload-too-large", "Payload too large"
+class PreconditionRequired(UseCaseError):
+    kind = "precondition-required"
 
 
-class Ambiguous(AppError):
-    status, code, title = 300, "ambiguous", "Ambiguous name"
+class Unauthorized(UseCaseError):
+    kind = "unauthorized"
+
+
+class Forbidden(UseCaseError):
+    kind = "forbidden"
+
+
+class Invalid(UseCaseError):
+    """The input is well-formed but refused (an invalid combination, an unknown name in a
+    field, a cursor this API did not issue)."""
+
+    kind = "validation-error"
+
+
+class PayloadTooLarge(UseCaseError):
+    kind = "payload-too-large"
+
+
+class Ambiguous(UseCaseError):
+    """A name matches several catalog entries; ``extra['candidates']`` lists them."""
+
+    kind = "ambiguous"

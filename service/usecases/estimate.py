@@ -57,8 +57,6 @@ from service.db.models import ApiKey, BenchmarkResult, BenchmarkRun, Gpu
 from service.db.uow import UnitOfWork
 from service.schemas.estimate import (
     BandOut,
-    BatchItem,
-    BatchResponse,
     EstimateRequest,
     EstimateResponse,
     MemoryOut,
@@ -68,7 +66,7 @@ from service.schemas.estimate import (
     WarningOut,
 )
 from service.usecases.catalog import AliasIndexCache, get_gpu
-from service.usecases.errors import Ambiguous, AppError, NotFound, Unprocessable
+from service.usecases.errors import Ambiguous, FieldError, Invalid, NotFound, UseCaseError
 from service.usecases.models import resolve_model_input
 
 ESTIMATOR_VERSION = "1.0.0"
@@ -253,8 +251,8 @@ def _measured_cell(uow: UnitOfWork, gpu_slug: str, workload: str, params: Mappin
 # ---- the estimate ---------------------------------------------------------------------------
 
 
-def _invalid(exc: InvalidConfiguration) -> Unprocessable:
-    return Unprocessable(exc.message, errors=[{"loc": ["body", exc.field], "msg": exc.message}])
+def _invalid(exc: InvalidConfiguration) -> Invalid:
+    return Invalid(exc.message, fields=[FieldError((exc.field,), exc.message)])
 
 
 def _train_config(req: EstimateRequest, model: ModelSpec) -> TrainConfig:
@@ -291,9 +289,9 @@ def _train_config(req: EstimateRequest, model: ModelSpec) -> TrainConfig:
 
 def _infer_config(req: EstimateRequest, model: ModelSpec) -> InferenceConfig:
     if not isinstance(model, DecoderSpec):
-        raise Unprocessable(
+        raise Invalid(
             "inference estimates are modelled for decoder-only models",
-            errors=[{"loc": ["body", "mode"], "msg": "inference needs a decoder-only model"}],
+            fields=[FieldError(("mode",), "inference needs a decoder-only model")],
         )
     try:
         return InferenceConfig(
@@ -360,17 +358,17 @@ def estimate(
     try:
         view = get_gpu(uow, aliases, req.gpu, use_default=True)
     except (NotFound, Ambiguous) as exc:
-        raise Unprocessable(
-            exc.detail, errors=[{"loc": ["body", "gpu"], "msg": exc.detail}], **{k: v for k, v in exc.extra.items()}
+        raise Invalid(
+            exc.detail, fields=[FieldError(("gpu",), exc.detail)], **{k: v for k, v in exc.extra.items()}
         ) from None
     warnings = [WarningOut(code=w["code"], message=w["message"]) for w in view.warnings]
     spec = gpu_spec_from_doc(view.out.model_dump(mode="json"))
     usable = spec.usable_memory_bytes
     if usable is None:
         if spec.memory_bytes is None:
-            raise Unprocessable(
+            raise Invalid(
                 f"{spec.slug} has no sourced memory size; no fit can be computed",
-                errors=[{"loc": ["body", "gpu"], "msg": "GPU memory unknown"}],
+                fields=[FieldError(("gpu",), "GPU memory unknown")],
             )
         usable = spec.memory_bytes
         warnings.append(WarningOut(code="usable_memory_unknown", message=f"{spec.slug}: the driver-reported usable memory is not sourced; physical memory used, so the fit may be optimistic"))
@@ -379,9 +377,9 @@ def estimate(
     inference = req.mode == "inference"
     precision = req.precision or ("bf16" if inference else "amp_bf16")
     if spec.support_for(precision) == "no":
-        raise Unprocessable(
+        raise Invalid(
             f"{spec.slug} does not support {precision}",
-            errors=[{"loc": ["body", "precision"], "msg": f"{precision} unsupported on {spec.slug}"}],
+            fields=[FieldError(("precision",), f"{precision} unsupported on {spec.slug}")],
             reason_code="PRECISION_UNSUPPORTED",
         )
     if req.gpu_count > 1 and spec.node.nvlink_topology == "none":
@@ -523,7 +521,7 @@ def _solve(req: EstimateRequest, tc: TrainConfig | None, ic: InferenceConfig | N
     assert target is not None
     if target == "max_micro_batch":
         if tc is None:
-            raise Unprocessable("max_micro_batch applies to training", errors=[{"loc": ["body", "solve_for"], "msg": "use max_concurrency for inference"}])
+            raise Invalid("max_micro_batch applies to training", fields=[FieldError(("solve_for",), "use max_concurrency for inference")])
         v = largest_micro_batch(tc, usable)
         return SolveOut(target=target, value=v, detail=f"largest per-GPU micro-batch at seq_len {tc.seq_len} that fits at the band's upper end")
     if target == "max_context":
@@ -533,11 +531,11 @@ def _solve(req: EstimateRequest, tc: TrainConfig | None, ic: InferenceConfig | N
         return SolveOut(target=target, value=v, detail=f"longest {what} that fits (multiples of 128)")
     if target == "max_concurrency":
         if ic is None:
-            raise Unprocessable("max_concurrency applies to inference", errors=[{"loc": ["body", "solve_for"], "msg": "use max_micro_batch for training"}])
+            raise Invalid("max_concurrency applies to inference", fields=[FieldError(("solve_for",), "use max_micro_batch for training")])
         v = most_concurrent_sequences(ic, usable)
         return SolveOut(target=target, value=v, detail=f"concurrent sequences of {ic.input_len}+{ic.output_len} tokens that fit")
     if tc is None:
-        raise Unprocessable("min_gpus applies to training", errors=[{"loc": ["body", "solve_for"], "msg": "training only"}])
+        raise Invalid("min_gpus applies to training", fields=[FieldError(("solve_for",), "training only")])
     found = fewest_gpus(tc, usable)
     if found is None:
         return SolveOut(target=target, value=0, detail="does not fit on any GPU count searched (up to 4096)")
@@ -548,16 +546,13 @@ def _solve(req: EstimateRequest, tc: TrainConfig | None, ic: InferenceConfig | N
 
 def estimate_batch(
     uow: UnitOfWork, aliases: AliasIndexCache, cals: CalibrationCache, items: Sequence[EstimateRequest], *, now: dt.datetime
-) -> BatchResponse:
-    out: list[BatchItem] = []
+) -> list[EstimateResponse | UseCaseError]:
+    """Each item's answer, or the refusal the single call would give (field paths under
+    ``items.<i>``)."""
+    out: list[EstimateResponse | UseCaseError] = []
     for i, req in enumerate(items):
         try:
-            out.append(BatchItem(index=i, status=200, result=estimate(uow, aliases, cals, req, now=now)))
-        except AppError as exc:
-            errors = [{**e, "loc": ["body", "items", i, *e["loc"][1:]]} for e in (exc.errors or [])]
-            problem: dict[str, Any] = {"status": exc.status, "title": exc.title, "detail": exc.detail}
-            if errors:
-                problem["errors"] = errors
-            problem.update({k: v for k, v in exc.extra.items() if k != "candidates"})
-            out.append(BatchItem(index=i, status=exc.status, problem=problem))
-    return BatchResponse(items=out, data_version=uow.data_version())
+            out.append(estimate(uow, aliases, cals, req, now=now))
+        except UseCaseError as exc:
+            out.append(exc.at("items", i))
+    return out

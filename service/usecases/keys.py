@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from service.db.models import ApiKey
 from service.db.uow import UnitOfWork
-from service.usecases.errors import Forbidden, NotFound, Unauthorized, Unprocessable
+from service.usecases.errors import FieldError, Forbidden, Invalid, NotFound, Unauthorized
 
 SCOPES: tuple[str, ...] = ("read", "submit", "admin")
 _RANK = {s: i for i, s in enumerate(SCOPES)}
@@ -42,9 +42,9 @@ def _hash(secret: str) -> str:
 
 def create_key(uow: UnitOfWork, *, name: str, scope: str, trusted: bool = False) -> CreatedKey:
     if scope not in SCOPES:
-        raise Unprocessable(f"scope must be one of {', '.join(SCOPES)}", errors=[{"loc": ["scope"], "msg": "unknown scope"}])
+        raise Invalid(f"scope must be one of {', '.join(SCOPES)}", fields=[FieldError(("scope",), "unknown scope")])
     if not name.strip():
-        raise Unprocessable("name must not be empty", errors=[{"loc": ["name"], "msg": "empty"}])
+        raise Invalid("name must not be empty", fields=[FieldError(("name",), "empty")])
     prefix = secrets.token_hex(4)
     secret = f"gpa_{prefix}_{secrets.token_urlsafe(32)}"
     row = ApiKey(name=name.strip(), prefix=prefix, secret_hash=_hash(secret), scope=scope, trusted=trusted)

@@ -17,7 +17,7 @@ from service.core.models import (
     list_models,
 )
 from service.schemas.models import ModelDetail, ModelList, ModelSummary
-from service.usecases.errors import NotFound, Unprocessable
+from service.usecases.errors import FieldError, Invalid, NotFound
 
 
 def _summary(m: ModelSpec) -> dict[str, Any]:
@@ -66,34 +66,34 @@ def lookup(name: str) -> ModelSpec:
 
 
 def resolve_model_input(
-    model: str | None, hf_config: Mapping[str, Any] | None, params_billion: float | None, loc: tuple[str, ...] = ("body",)
+    model: str | None, hf_config: Mapping[str, Any] | None, params_billion: float | None, loc: tuple[str | int, ...] = ()
 ) -> tuple[ModelSpec, str | None]:
     """Exactly one of: a preset name, a Hugging Face config.json body, a parameter count."""
     given = [x for x in (model, hf_config, params_billion) if x is not None]
     if len(given) != 1:
-        raise Unprocessable(
+        raise Invalid(
             "give exactly one of model, hf_config, params_billion",
-            errors=[{"loc": [*loc, "model"], "msg": "exactly one of model / hf_config / params_billion"}],
+            fields=[FieldError((*loc, "model"), "exactly one of model / hf_config / params_billion")],
         )
     if model is not None:
         try:
             return get_model(model), None
         except ModelNotFound as exc:
-            raise Unprocessable(
-                str(exc), errors=[{"loc": [*loc, "model"], "msg": str(exc)}], close_matches=exc.close_matches
+            raise Invalid(
+                str(exc), fields=[FieldError((*loc, "model"), str(exc))], close_matches=exc.close_matches
             ) from None
     if hf_config is not None:
         try:
             return from_hf_config(hf_config), None
         except UnsupportedArchitecture as exc:
-            raise Unprocessable(str(exc), errors=[{"loc": [*loc, "hf_config"], "msg": str(exc)}]) from None
+            raise Invalid(str(exc), fields=[FieldError((*loc, "hf_config"), str(exc))]) from None
         except (KeyError, TypeError, ValueError) as exc:
-            raise Unprocessable(
-                f"hf_config is not a usable config.json: {exc}", errors=[{"loc": [*loc, "hf_config"], "msg": str(exc)}]
+            raise Invalid(
+                f"hf_config is not a usable config.json: {exc}", fields=[FieldError((*loc, "hf_config"), str(exc))]
             ) from None
     assert params_billion is not None
     try:
         spec, shape = from_parameter_count(params_billion)
     except ValueError as exc:
-        raise Unprocessable(str(exc), errors=[{"loc": [*loc, "params_billion"], "msg": str(exc)}]) from None
+        raise Invalid(str(exc), fields=[FieldError((*loc, "params_billion"), str(exc))]) from None
     return spec, shape

@@ -38,7 +38,7 @@ from service.schemas.common import Problem
 from service.schemas.gpus import AmbiguousGpu
 from service.usecases import benchmark_admin, benchmark_queries, benchmarks
 from service.usecases.benchmark_queries import ResultFilters
-from service.usecases.errors import Ambiguous, PayloadTooLarge
+from service.usecases.errors import PayloadTooLarge
 
 router = APIRouter(prefix="/v1", tags=["benchmarks"])
 
@@ -83,9 +83,6 @@ def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) 
     return JSONResponse(body, status_code=status, headers=h)
 
 
-def _ambiguous(ident: str, exc: Ambiguous) -> JSONResponse:
-    body = AmbiguousGpu(query=ident, detail=exc.detail, candidates=exc.extra["candidates"], default=exc.extra["default"])
-    return JSONResponse(body.model_dump(mode="json"), status_code=300)
 
 
 # ---- submission ----------------------------------------------------------------------------------
@@ -210,12 +207,9 @@ def list_results(
         params=_dynamic(request, "param."),
         fingerprint=_dynamic(request, "fp."),
     )
-    try:
-        out = benchmark_queries.list_results(
-            uow, cache, f, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
-        )
-    except Ambiguous as exc:
-        return _ambiguous(gpu or "", exc)
+    out = benchmark_queries.list_results(
+        uow, cache, f, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
+    )
     return _json(out)
 
 
@@ -255,19 +249,16 @@ def gpu_measurements(
     fingerprint_hash: Annotated[str | None, Query(max_length=16, description="pin one stack")] = None,
     min_points: Annotated[int | None, Query(ge=1, le=1000, description="k; default from settings")] = None,
 ) -> Response:
-    try:
-        out = benchmark_queries.measurements(
-            uow,
-            cache,
-            ident,
-            min_points=min_points or settings.measurements_min_points,
-            workload=workload,
-            params=_dynamic(request, "param."),
-            fingerprint=_dynamic(request, "fp."),
-            fingerprint_hash=fingerprint_hash,
-        )
-    except Ambiguous as exc:
-        return _ambiguous(ident, exc)
+    out = benchmark_queries.measurements(
+        uow,
+        cache,
+        ident,
+        min_points=min_points or settings.measurements_min_points,
+        workload=workload,
+        params=_dynamic(request, "param."),
+        fingerprint=_dynamic(request, "fp."),
+        fingerprint_hash=fingerprint_hash,
+    )
     return _json(out)
 
 

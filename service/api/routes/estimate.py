@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
 from service.api.deps import AliasCacheDep, ReadAuth, UowDep
+from service.api.problems import field_errors, status_of
 from service.schemas.common import Problem
-from service.schemas.estimate import BatchRequest, BatchResponse, EstimateRequest, EstimateResponse
+from service.schemas.estimate import BatchItem, BatchRequest, BatchResponse, EstimateRequest, EstimateResponse
 from service.usecases import estimate as uc
+from service.usecases.errors import UseCaseError
 
 router = APIRouter(prefix="/v1", tags=["estimate"])
 
@@ -41,4 +43,17 @@ def estimate(body: EstimateRequest, uow: UowDep, aliases: AliasCacheDep, cals: C
     summary="Up to 256 configurations; each item answers 200 or carries the problem the single call would give",
 )
 def estimate_batch(body: BatchRequest, uow: UowDep, aliases: AliasCacheDep, cals: CalDep, _auth: ReadAuth) -> BatchResponse:
-    return uc.estimate_batch(uow, aliases, cals, body.items, now=dt.datetime.now(dt.UTC))
+    answers = uc.estimate_batch(uow, aliases, cals, body.items, now=dt.datetime.now(dt.UTC))
+    items: list[BatchItem] = []
+    for i, a in enumerate(answers):
+        if isinstance(a, UseCaseError):
+            status, title = status_of(a)
+            problem: dict[str, Any] = {"status": status, "title": title, "detail": a.detail}
+            errors = field_errors(a.fields, "POST")
+            if errors:
+                problem["errors"] = errors
+            problem.update({k: v for k, v in a.extra.items() if k not in ("candidates", "query")})
+            items.append(BatchItem(index=i, status=status, problem=problem))
+        else:
+            items.append(BatchItem(index=i, status=200, result=a))
+    return BatchResponse(items=items, data_version=uow.data_version())

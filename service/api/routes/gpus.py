@@ -12,7 +12,6 @@ from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, Uo
 from service.schemas.common import Problem
 from service.schemas.gpus import AmbiguousGpu, FxRateIn, GpuDocument, GpuList, GpuOut, PriceIn, PriceList
 from service.usecases import catalog
-from service.usecases.errors import Ambiguous
 
 router = APIRouter(prefix="/v1", tags=["gpus"])
 
@@ -80,13 +79,7 @@ def get_gpu(
     on_ambiguous: Annotated[Literal["candidates", "default"], Query(description="'default' resolves an ambiguous name to its stated default, with an assumed_variant warning")] = "candidates",
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
-    try:
-        view = catalog.get_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
-    except Ambiguous as exc:
-        body = AmbiguousGpu(
-            query=ident, detail=exc.detail, candidates=exc.extra["candidates"], default=exc.extra["default"]
-        )
-        return JSONResponse(body.model_dump(mode="json"), status_code=300)
+    view = catalog.get_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
     if if_none_match and (view.etag in [t.strip() for t in if_none_match.split(",")] or if_none_match.strip() == "*"):
         return Response(status_code=304, headers={"ETag": view.etag})
     return _gpu_response(view, uow.data_version())
@@ -151,13 +144,9 @@ def delete_gpu(
     responses={300: {"model": AmbiguousGpu}, 404: {"model": Problem}},
 )
 def list_prices(ident: str, uow: UowDep, cache: AliasCacheDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
-    try:
-        slug, items = catalog.list_prices(
-            uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
-        )
-    except Ambiguous as exc:
-        body = AmbiguousGpu(query=ident, detail=exc.detail, candidates=exc.extra["candidates"], default=exc.extra["default"])
-        return JSONResponse(body.model_dump(mode="json"), status_code=300)
+    slug, items = catalog.list_prices(
+        uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
+    )
     out = PriceList(gpu_slug=slug, items=items, data_version=uow.data_version())
     return JSONResponse(out.model_dump(mode="json"))
 

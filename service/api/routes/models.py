@@ -38,5 +38,5 @@ def get_model(model_id: str, _auth: ReadAuth) -> ModelDetail:
     responses={422: {"model": Problem, "description": "unsupported architecture (e.g. MLA) or unusable config"}},
 )
 def parse_model(_auth: ReadAuth, body: Annotated[dict[str, Any], Body(description="config.json")]) -> ModelDetail:
-    spec, shape = uc.resolve_model_input(None, body, None, loc=("body",))
+    spec, shape = uc.resolve_model_input(None, body, None)
     return uc.detail(spec, shape)
