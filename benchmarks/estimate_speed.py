@@ -1,8 +1,9 @@
-"""CPU cost of one training estimate (issue 5, item 8: target <= 50 us).
+"""CPU cost of one training estimate (target <= 50 us), through the pure core function.
 
-One estimate = build the ``TrainConfig`` (validation included), the memory breakdown
-(``estimate_training``) and the step time (``estimate_step``) for one GPU -- what a
-recommendation does per candidate. Timed with ``time.process_time`` over many iterations, for a
+One estimate = ``build_job`` (defaults and validation) and ``service.core.estimate.estimate``
+(memory breakdown, fit, calibrated step time with its band and provenance) for one GPU -- what
+a recommendation does per candidate. The calibration set holds a fit for the H200 and the
+estimate runs on the H100 SXM, so the same-architecture transfer path is timed too. Timed with ``time.process_time`` over many iterations, for a
 mix of configurations (dense 8B, 70B with FSDP, LoRA, checkpointing, MoE), after a warm-up.
 Each case runs in 5 repeats; the best repeat is the figure ``timeit`` recommends (slower
 repeats measure other processes on a shared machine), the median is printed beside it.
@@ -22,7 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from service.core.memory import TrainConfig, estimate_training  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from service.core.calibration import CalibrationSet, TimedPoint, fit_time  # noqa: E402
+from service.core.estimate import JobSpec, build_job, estimate  # noqa: E402
+from service.core.memory import TrainConfig  # noqa: E402
 from service.core.models import get_model  # noqa: E402
 from service.core.performance import H200_SXM, estimate_step  # noqa: E402
 
@@ -39,14 +44,32 @@ CASES: list[tuple[str, dict[str, object]]] = [
 ]
 
 
+H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20)
+
+
+def calibrations() -> CalibrationSet:
+    """A 16-bit llm-train fit on the H200 from synthetic points (10 % slower than spec)."""
+    pts = []
+    for name in ("gt-llama-350m", "gt-llama-1b-v32k", "gt-llama-3b"):
+        for b, s in ((2, 1024), (4, 2048), (8, 512)):
+            c = TrainConfig(model=get_model(name), batch_size=b, seq_len=s)
+            pts.append(TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * 1.1))
+    cal = fit_time(pts)
+    return CalibrationSet(by_key={(H200_SXM.slug, "llm-train", "16bit"): cal}, families={H200_SXM.slug: "hopper"})
+
+
+CALS = calibrations()
+
+
 def time_case(model: str, kwargs: dict[str, object], iterations: int, repeats: int = 5) -> tuple[float, float]:
-    """(best, median) microseconds of CPU per estimate (config + memory + step time)."""
+    """(best, median) microseconds of CPU per estimate (job + memory + calibrated step time)."""
     spec = get_model(model)
+    js = JobSpec(model=model, mode="fine-tuning" if kwargs.get("finetune") else "training",
+                 **kwargs)  # type: ignore[arg-type]
 
     def one() -> None:
-        c = TrainConfig(model=spec, **kwargs)  # type: ignore[arg-type]
-        estimate_training(c)
-        estimate_step(c, H200_SXM)
+        est = estimate(H100_SXM, build_job(js, spec), CALS)
+        assert est.time is not None
 
     for _ in range(200):
         one()

@@ -41,7 +41,6 @@ from service.core.calibration import (  # noqa: E402
     TimedPoint,
     config_from_benchmark,
     fit_time,
-    precision_family,
     predict_time,
     published_leave_one_out,
     timed_points_from_result,
@@ -55,7 +54,9 @@ from service.core.memory import (  # noqa: E402
     estimate_training,
 )
 from service.core.models import CnnSpec, ModelNotFound, get_model  # noqa: E402
-from service.core.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS, PerfSpec, perf_spec_from_gpu  # noqa: E402
+from service.core.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS  # noqa: E402
+from service.core.precision import precision_family  # noqa: E402
+from service.core.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
 from service.core.vocabulary import VocabularyError, canonical_parameters  # noqa: E402
 
 TARGETS = {
@@ -74,7 +75,7 @@ class Point:
 
     workload: str
     params: dict[str, Any]
-    gpu: PerfSpec
+    gpu: GpuSpec
     status: str
     measured_peak: int | None
     measured_time: float | None
@@ -114,14 +115,12 @@ class Point:
 # --------------------------------------------------------------------------------------------
 
 
-def gpu_spec_for(run: dict[str, Any]) -> PerfSpec:
+def gpu_spec_for(run: dict[str, Any]) -> GpuSpec:
     """The GPU a run came from: the service catalog entry for its slug or name, else the H200."""
     gpu = run.get("gpu") or {}
     name = str(gpu.get("name", "")).lower()
     slug = gpu.get("slug")
     try:
-        from service.core.specs import gpu_spec_from_doc
-
         for path in sorted((ROOT / "service" / "catalog" / "data").glob("*.json")):
             docs = json.loads(path.read_text())
             docs = docs.get("gpus", docs) if isinstance(docs, dict) else docs
@@ -129,7 +128,7 @@ def gpu_spec_for(run: dict[str, Any]) -> PerfSpec:
                 if not isinstance(d, dict) or "slug" not in d:
                     continue
                 if d["slug"] == slug or (not slug and d.get("name", "").lower() == name):
-                    spec = perf_spec_from_gpu(gpu_spec_from_doc(d))
+                    spec = gpu_spec_from_doc(d)
                     if gpu.get("memory_total_bytes"):
                         from dataclasses import replace
 
@@ -153,7 +152,7 @@ def merge_repeats(points: list[Point]) -> list[Point]:
     ``ok``: it fits, narrowly)."""
     groups: dict[tuple[str, str, str], list[Point]] = {}
     for p in points:
-        key = (p.gpu.name, p.workload, json.dumps(p.params, sort_keys=True, default=str))
+        key = (p.gpu.slug, p.workload, json.dumps(p.params, sort_keys=True, default=str))
         groups.setdefault(key, []).append(p)
     out = []
     for reps in groups.values():

@@ -160,7 +160,7 @@ def estimate(
 
     from service.db.engine import make_session_factory
     from service.db.uow import UnitOfWork
-    from service.schemas.estimate import EstimateRequest
+    from service.schemas.estimate import EstimateRequest, EstimateResponse
     from service.usecases.catalog import AliasIndexCache
     from service.usecases.errors import UseCaseError
     from service.usecases.estimate import CalibrationCache
@@ -185,12 +185,15 @@ def estimate(
     bootstrap(engine, settings)
     try:
         with UnitOfWork(make_session_factory(engine)) as uow:
-            out = run_estimate(uow, AliasIndexCache(), CalibrationCache(), req, now=dt.datetime.now(dt.UTC))
+            r = run_estimate(uow, AliasIndexCache(), CalibrationCache(settings.measurements_min_points), req.to_core(),
+                             req.gpu, now=dt.datetime.now(dt.UTC))
     except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         for e in exc.fields:
             typer.echo(f"  {'.'.join(str(p) for p in e.path)}: {e.msg}", err=True)
         raise typer.Exit(2) from None
+    out = EstimateResponse.from_core(r.estimate, warnings=r.warnings, as_of=r.as_of, data_version=r.data_version,
+                                     estimator_version=r.estimator_version)
     typer.echo(out.model_dump_json(indent=2))
 
 

@@ -37,7 +37,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     app.state.alias_cache = AliasIndexCache()
-    app.state.calibrations = CalibrationCache()
+    app.state.calibrations = CalibrationCache(settings.measurements_min_points)
     problems.install(app)
     app.include_router(health.router)
     app.include_router(metrics_router)

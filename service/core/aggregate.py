@@ -180,6 +180,19 @@ class CellView:
     provenance_code: str
     provenance_reason: str
     other_fingerprints: tuple[FingerprintStats, ...]
+    evidence_hosts: int = 0  # hosts behind the chosen fingerprint's non-quarantined results, OOMs included
+    evidence_trusted: bool = False  # ... and whether a trusted agent is among them
+
+    @property
+    def measured_oom(self) -> bool:
+        """The chosen stack ran this configuration out of memory and never ran it ``ok``, on
+        evidence that counts (>= 2 hosts or a trusted agent, as for ``measured``)."""
+        return (self.count == 0 and self.status_counts.get("oom", 0) > 0
+                and (self.evidence_hosts >= 2 or self.evidence_trusted))
+
+    def median(self, metric: str) -> float | None:
+        s = self.metrics.get(metric)
+        return s.median if s is not None else None
 
 
 def fingerprint_stats(points: Iterable[Point]) -> list[FingerprintStats]:
@@ -230,12 +243,16 @@ def provenance(hosts: int, trusted: bool, usable: int) -> tuple[str | None, str,
     )
 
 
-def latest_measured(points: Sequence[Point], k: int) -> CellView:
-    """Apply the latest-measured rule to the points of one (GPU, workload, parameters) cell."""
+def latest_measured(points: Sequence[Point], k: int, window: int | None = None) -> CellView:
+    """Apply the latest-measured rule to the points of one (GPU, workload, parameters) cell:
+    choose the fingerprint (:func:`choose_fingerprint`), then summarise its newest ``window``
+    usable results (all of them when ``window`` is None)."""
     stats = fingerprint_stats(points)
     chosen, thin = choose_fingerprint(stats, k)
     mine = [p for p in points if p.fingerprint_hash == chosen.fingerprint_hash]
     usable = [p for p in mine if p.usable]
+    if window is not None and len(usable) > window:
+        usable = sorted(usable, key=lambda p: (p.measured_at, p.result_id))[-window:]
     metric_values: dict[str, list[float]] = {}
     memory_values: dict[str, list[float]] = {}
     for p in usable:
@@ -248,6 +265,7 @@ def latest_measured(points: Sequence[Point], k: int) -> CellView:
         status_counts[p.status] = status_counts.get(p.status, 0) + 1
     hosts = {p.host for p in usable}
     trusted = any(p.trusted for p in usable)
+    evidence = [p for p in mine if not p.quarantined and p.status in ("ok", "oom")]
     prov, code, reason = provenance(len(hosts), trusted, len(usable))
     metrics = {n: s for n, vs in metric_values.items() if (s := summarise(vs)) is not None}
     memory = {n: s for n, vs in memory_values.items() if (s := summarise(vs)) is not None}
@@ -273,4 +291,6 @@ def latest_measured(points: Sequence[Point], k: int) -> CellView:
                 reverse=True,
             )
         ),
+        evidence_hosts=len({p.host for p in evidence}),
+        evidence_trusted=any(p.trusted for p in evidence),
     )

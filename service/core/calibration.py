@@ -29,34 +29,39 @@ efficiencies), ``transferred`` (fitted on other GPUs; the source GPUs are named)
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from service.core.errors import InvalidConfiguration
 from service.core.memory import InferenceConfig, TrainConfig, estimate_training
-from service.core.models import get_model
+from service.core.models import ModelNotFound, get_model
 from service.core.performance import (
     SPEC_BAND,
     SPEC_DEFAULTS,
     Efficiencies,
-    PerfSpec,
     estimate_serving,
     estimate_step,
 )
+from service.core.precision import precision_family
+from service.core.specs import GpuSpec
 
 __all__ = [
     "PROVENANCES",
     "WORKLOAD_FIT_GROUPS",
     "Calibration",
+    "CalibrationSet",
+    "CellMeasurement",
     "MemoryCalibration",
     "MemoryPoint",
     "TimedPoint",
     "apply_multipliers",
     "config_from_benchmark",
+    "fit_calibrations",
     "fit_memory",
     "fit_time",
-    "precision_family",
     "predict_time",
     "provenance_for",
     "published_leave_one_out",
@@ -102,7 +107,7 @@ class TimedPoint:
     """A measured time: ``metric`` is ``step_time_s`` (training), ``ttft_s`` or ``tpot_s``."""
 
     config: TrainConfig | InferenceConfig
-    gpu: PerfSpec
+    gpu: GpuSpec
     value_s: float
     metric: str = "step_time_s"
     weight: float = 1.0
@@ -166,16 +171,6 @@ class MemoryCalibration:
     band: tuple[float, float]
     n_points: int
     mape: float
-
-
-def precision_family(precision: str) -> str:
-    """``fp32`` (fp32, tf32), ``16bit`` (amp_*, bf16, fp16) or ``8bit`` (fp8, int8, int4):
-    calibrations are fitted and applied within one family."""
-    if precision in ("fp32", "tf32"):
-        return "fp32"
-    if precision in ("fp8", "int8", "int4"):
-        return "8bit"
-    return "16bit"
 
 
 def _shape_of(config: TrainConfig | InferenceConfig) -> tuple[str, int, int]:
@@ -327,8 +322,8 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
     e = apply_multipliers(base, mult)
     residuals = [math.log(p.value_s / predict_time(p, e)) for p in pts]
     mape = sum(abs(math.exp(-r) - 1.0) for r in residuals) / len(residuals)
-    gpus = tuple(sorted({p.gpu.name for p in pts}))
-    archs = {p.gpu.architecture for p in pts}
+    gpus = tuple(sorted({p.gpu.slug for p in pts}))
+    archs = {p.gpu.family for p in pts}
     shapes = [_shape_of(p.config) for p in pts]
     return Calibration(
         efficiencies=replace(e, source="interpolated"),
@@ -346,16 +341,16 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
     )
 
 
-def transfer(cal: Calibration, target: PerfSpec) -> Calibration:
+def transfer(cal: Calibration, target: GpuSpec) -> Calibration:
     """Efficiencies for ``target`` from a calibration made on other GPU(s).
 
     Same GPU: unchanged (``interpolated``). Same architecture: same efficiencies, band
     x :data:`SAME_ARCH_BAND_FACTOR` (``transferred``). Another architecture: multipliers
     halved in log space toward the spec defaults, band at least :data:`CROSS_ARCH_BAND`.
     """
-    if target.name in cal.source_gpus and len(cal.source_gpus) == 1:
+    if target.slug in cal.source_gpus and len(cal.source_gpus) == 1:
         return cal
-    if target.architecture == cal.architecture:
+    if target.family == cal.architecture:
         lo, hi = cal.band
         return replace(
             cal, efficiencies=replace(cal.efficiencies, source="transferred"),
@@ -370,18 +365,18 @@ def transfer(cal: Calibration, target: PerfSpec) -> Calibration:
         cal, efficiencies=e, multipliers=half,
         band=(max(CROSS_ARCH_BAND[0], lo * 2), max(CROSS_ARCH_BAND[1], hi * 2)),
         provenance="transferred",
-        notes=(*cal.notes, f"across architectures: {cal.architecture} -> {target.architecture}, "
+        notes=(*cal.notes, f"across architectures: {cal.architecture} -> {target.family}, "
                            f"from {', '.join(cal.source_gpus)}"),
     )
 
 
-def provenance_for(target: PerfSpec, cal: Calibration | None, exact_cell_measured: bool = False) -> str:
+def provenance_for(target: GpuSpec, cal: Calibration | None, exact_cell_measured: bool = False) -> str:
     """The DESIGN provenance label for an estimate on ``target``."""
     if exact_cell_measured:
         return "measured"
     if cal is None:
         return "spec"
-    if target.name in cal.source_gpus and len(cal.source_gpus) == 1:
+    if target.slug in cal.source_gpus and len(cal.source_gpus) == 1:
         return "interpolated"
     return "transferred"
 
@@ -433,16 +428,16 @@ class LooReport:
     by_workload: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
-def _published_specs() -> dict[str, PerfSpec]:
+def _published_specs() -> dict[str, GpuSpec]:
     from service.core.published.lambda_pytorch_train import GPUS
 
-    out: dict[str, PerfSpec] = {}
+    out: dict[str, GpuSpec] = {}
     for name, g in GPUS.items():
         peaks = {"fp16": g["fp16_tflops"], "bf16": g["fp16_tflops"], "fp32": g["fp32_tflops"]}
         peaks["tf32"] = g["tf32_tflops"] if g["tf32_tflops"] is not None else g["fp32_tflops"]
-        out[name] = PerfSpec(name=name, architecture=g["architecture"], peak_tflops=peaks,
-                             bandwidth_gb_per_s=g["bandwidth_gb_per_s"],
-                             usable_memory_bytes=g["memory_gb"] * 10**9)
+        out[name] = GpuSpec(slug=name, name=name, architecture=g["architecture"], peaks=peaks,
+                            bandwidth_gb_per_s=g["bandwidth_gb_per_s"],
+                            usable_memory_bytes=g["memory_gb"] * 10**9)
     return out
 
 
@@ -493,7 +488,7 @@ def published_leave_one_out(workloads: Sequence[str] = ("resnet50", "bert_large_
                 others = pts[:i] + pts[i + 1:]
                 cal = fit_time(others, groups=groups, prior_weight=0.01)
                 e = cal.efficiencies
-                same = [p for p in others if p.gpu.architecture == target.gpu.architecture]
+                same = [p for p in others if p.gpu.family == target.gpu.family]
                 pred_t = predict_time(target, e)
                 method = "cross-architecture"
                 if same:
@@ -507,10 +502,10 @@ def published_leave_one_out(workloads: Sequence[str] = ("resnet50", "bert_large_
                 pk = target.config.precision
                 logs = []
                 for o in others:
-                    ratio = target.gpu.peak_for(pk) / o.gpu.peak_for(o.config.precision)
+                    ratio = target.gpu.require_peak(pk) / o.gpu.require_peak(o.config.precision)
                     logs.append(math.log(o.config.batch_size / o.value_s * ratio))
                 thr_base = math.exp(sum(logs) / len(logs))
-                wl_rows.append(LooRow(target.gpu.name, target.gpu.architecture, wl, prec,
+                wl_rows.append(LooRow(target.gpu.slug, target.gpu.family, wl, prec,
                                       thr_meas, thr_pred, thr_base, method))
             rows.extend(wl_rows)
             t = sum(abs(r.transfer / r.measured - 1) for r in wl_rows) / len(wl_rows)
@@ -558,7 +553,7 @@ def config_from_benchmark(workload: str, params: Mapping[str, object]) -> TrainC
     return None
 
 
-def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: PerfSpec,
+def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: GpuSpec,
                              step_time_s: float | None, metrics: Mapping[str, float]) -> list[TimedPoint]:
     """Calibration points from one measured result: the step time for training workloads,
     TTFT and TPOT (p50, ms in the vocabulary) for ``llm-infer``."""
@@ -572,3 +567,118 @@ def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: P
         if key in metrics and metrics[key] > 0:
             out.append(TimedPoint(cfg, gpu, float(metrics[key]) / 1e3, metric=metric))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The service's calibration set: one fit per (GPU, workload, precision family)
+# --------------------------------------------------------------------------------------------
+
+CALIBRATED_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer", "bert-large-train", "resnet50-train")
+MIN_POINTS_TO_FIT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CellMeasurement:
+    """One measured benchmark cell as calibration sees it: the GPU, the workload, its
+    canonical parameters and the cell's latest-measured medians (DESIGN's one rule: each cell
+    contributes its chosen fingerprint's median, never a pooled mix of stacks)."""
+
+    gpu: GpuSpec
+    workload: str
+    params: Mapping[str, object]
+    medians: Mapping[str, float]  # metric name -> median (step_time_s, ttft_ms_p50, tpot_ms_p50)
+
+
+GroupKey = tuple[str, str, str]  # (gpu slug, workload, precision family)
+
+
+def group_of(m: CellMeasurement) -> GroupKey | None:
+    """The calibration a cell feeds, or None (multi-GPU cells and uncalibrated workloads feed none)."""
+    if m.workload not in CALIBRATED_WORKLOADS:
+        return None
+    try:
+        n = int(str(m.params.get("gpu_count", 1) or 1))
+    except ValueError:
+        return None
+    if n != 1:
+        return None
+    return (m.gpu.slug, m.workload, precision_family(str(m.params.get("precision", "bf16"))))
+
+
+def fit_group(cells: Sequence[CellMeasurement]) -> Calibration | None:
+    """Fit one (GPU, workload, family) group; None with fewer than three usable points."""
+    if not cells:
+        return None
+    workload = cells[0].workload
+    points: list[TimedPoint] = []
+    for m in cells:
+        try:
+            points.extend(timed_points_from_result(
+                m.workload, m.params, m.gpu, m.medians.get("step_time_s"), m.medians))
+        except (InvalidConfiguration, ModelNotFound, KeyError, ValueError):
+            continue
+    if workload == "llm-infer":
+        points = [p for p in points if p.metric == "tpot_s"] + [p for p in points if p.metric == "ttft_s"]
+    if len(points) < MIN_POINTS_TO_FIT:
+        return None
+    try:
+        return fit_time(points, groups=WORKLOAD_FIT_GROUPS[workload])
+    except (ValueError, KeyError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationSet:
+    """Fitted calibrations keyed by (gpu slug, workload, precision family), and the
+    architecture family of every GPU that has one."""
+
+    by_key: Mapping[GroupKey, Calibration] = field(default_factory=dict)
+    families: Mapping[str, str] = field(default_factory=dict)
+    _picked: dict[tuple[str, str, str, str], Calibration | None] = field(
+        default_factory=dict, compare=False, repr=False)
+
+    def pick(self, gpu: GpuSpec, workload: str, precision: str) -> Calibration | None:
+        """This GPU's own fit, else the best-populated fit of the same architecture, else of
+        any architecture, transferred (:func:`transfer`). Memoised per (GPU, workload,
+        family): the set is immutable, so the answer is too."""
+        fam = precision_family(precision)
+        memo = (gpu.slug, gpu.family, workload, fam)
+        if memo in self._picked:
+            return self._picked[memo]
+        own = self.by_key.get((gpu.slug, workload, fam))
+        chosen: Calibration | None = own
+        if own is None:
+            candidates = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == fam]
+            if candidates:
+                same = [c for k, c in candidates if self.families.get(k[0]) == gpu.family]
+                chosen = transfer(max(same or [c for _, c in candidates], key=lambda c: c.n_points), gpu)
+        self._picked[memo] = chosen
+        return chosen
+
+    def refitted(self, groups: Mapping[GroupKey, Sequence[CellMeasurement]]) -> CalibrationSet:
+        """A copy with the given groups refitted (a group that no longer fits is dropped)."""
+        by_key = dict(self.by_key)
+        families = dict(self.families)
+        for key, cells in groups.items():
+            cal = fit_group(cells)
+            if cal is None:
+                by_key.pop(key, None)
+            else:
+                by_key[key] = cal
+            if cells:
+                families[key[0]] = cells[0].gpu.family
+        return CalibrationSet(by_key=by_key, families=families)
+
+
+def fit_calibrations(cells: Sequence[CellMeasurement]) -> CalibrationSet:
+    """Every group the cells feed, fitted."""
+    groups: dict[GroupKey, list[CellMeasurement]] = {}
+    for m in cells:
+        key = group_of(m)
+        if key is not None:
+            groups.setdefault(key, []).append(m)
+    return CalibrationSet().refitted({k: sorted(v, key=_cell_order) for k, v in groups.items()})
+
+
+def _cell_order(m: CellMeasurement) -> str:
+    return json.dumps(m.params, sort_keys=True, default=str)

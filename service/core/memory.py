@@ -53,18 +53,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from service.core.band import Band
+from service.core.errors import InvalidConfiguration
 from service.core.models import CnnSpec, DecoderSpec, EncoderSpec, ModelSpec
+from service.core.precision import TRAIN_MODES as _MODES
+from service.core.precision import TRAIN_PRECISIONS
 
 __all__ = [
     "ALLOCATOR_SLACK",
     "CUDA_CONTEXT_BYTES",
     "NCCL_BUFFER_BYTES",
     "TRANSFORMERS_VERSION_MODELLED",
-    "Band",
     "InferenceConfig",
-    "InvalidConfiguration",
     "MemoryEstimate",
     "TrainConfig",
     "estimate_cnn_inference",
@@ -129,8 +131,6 @@ INT8_BYTES_PER_PARAM = 1.0 + 4 / 4096
 INT4_GROUP_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / 128
 """AWQ/GPTQ 4-bit weights with an fp16 scale and a 4-bit zero point per group of 128."""
 
-Precision = Literal["fp32", "tf32", "amp_bf16", "amp_fp16", "bf16", "fp16"]
-TRAIN_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp_bf16", "amp_fp16", "bf16", "fp16")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "adafactor", "adamw_8bit")
 SHARDINGS: tuple[str, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "eager", "flash_attention_2")
@@ -141,53 +141,6 @@ DEFAULT_LORA_TARGETS: tuple[str, ...] = ("k_proj", "o_proj", "q_proj", "v_proj")
 _NOTE_STACK = f"transformers {TRANSFORMERS_VERSION_MODELLED}, PyTorch eager"
 _NOTE_CONTEXT = (f"CUDA context {CUDA_CONTEXT_BYTES // MiB} MiB; allocator slack {ALLOCATOR_SLACK:.0%} "
                  "of peak allocated")
-
-
-class InvalidConfiguration(ValueError):
-    """A configuration the estimator refuses (an invalid combination, not a miss):
-    ``field`` names the offending input."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class Band:
-    """A central estimate with the low/high ends of its stated (80 %) band."""
-
-    low: float
-    mid: float
-    high: float
-
-    def scaled(self, k: float) -> Band:
-        return Band(self.low * k, self.mid * k, self.high * k)
-
-    def contains(self, x: float) -> bool:
-        return self.low <= x <= self.high
-
-
-@dataclass(frozen=True, slots=True)
-class _Mode:
-    """Bytes per element by role for a precision mode."""
-
-    param: int  # stored parameters
-    grad: int  # gradients
-    state: int  # one AdamW/SGD state tensor element
-    compute: int  # matmul inputs/outputs (autocast dtype or parameter dtype)
-    residual: int  # the residual stream between layers
-    autocast: bool
-
-
-_MODES: dict[str, _Mode] = {
-    "fp32": _Mode(4, 4, 4, 4, 4, False),
-    "tf32": _Mode(4, 4, 4, 4, 4, False),
-    "amp_bf16": _Mode(4, 4, 4, 2, 4, True),
-    "amp_fp16": _Mode(4, 4, 4, 2, 4, True),
-    "bf16": _Mode(2, 2, 2, 2, 2, False),
-    "fp16": _Mode(2, 2, 2, 2, 2, False),
-}
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,22 +34,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
-from service.core.memory import _MODES, Band, InferenceConfig, TrainConfig, weight_bytes
+from service.core.band import Band
+from service.core.memory import InferenceConfig, TrainConfig, weight_bytes
 from service.core.models import CnnSpec, DecoderSpec
+from service.core.precision import PEAK_KEY
+from service.core.precision import TRAIN_MODES as _MODES
+from service.core.specs import GpuSpec, NodeShape
 
 __all__ = [
     "H200_SXM",
     "SPEC_DEFAULTS",
     "Efficiencies",
-    "PerfSpec",
     "ServingEstimate",
     "StepEstimate",
     "estimate_serving",
     "estimate_step",
-    "normalise_architecture",
-    "perf_spec_from_gpu",
     "time_to_train",
 ]
 
@@ -58,118 +59,33 @@ __all__ = [
 # GPU figures the estimator needs
 # --------------------------------------------------------------------------------------------
 
-PRECISION_PEAK_KEY: dict[str, str] = {
-    "fp32": "fp32", "tf32": "tf32", "amp_bf16": "bf16", "bf16": "bf16", "amp_fp16": "fp16",
-    "fp16": "fp16", "fp8": "fp8", "int8": "int8", "int4": "int4",
-}
+PCIE_ASSUMED_PER_DIRECTION_GB_PER_S = 0.985 * 2.0 * 16
+"""PCIe gen4 x16 payload bandwidth per direction (GB/s), assumed for collectives when the
+catalog does not source the GPU's PCIe generation and width (the answer says so)."""
+
+NETWORK_GBIT_PER_S_PER_GPU = 400.0
+"""Default network bandwidth between nodes per GPU (one 400 Gb/s NIC per GPU, as in DGX/HGX
+H100 and H200 systems); a deployment setting, not a GPU trait."""
 
 
-@dataclass(frozen=True, slots=True)
-class PerfSpec:
-    """Datasheet figures for one GPU, as the time model uses them.
-
-    ``peak_tflops`` are dense peaks by key ``fp32``/``tf32``/``bf16``/``fp16``/``fp8``/``int8``
-    (TOP/s for int8) -- DESIGN "GPU catalog semantics". Bandwidths in GB/s (1e9 B/s);
-    ``nvlink_per_direction_gb_per_s`` per GPU per direction (datasheets quote the
-    bidirectional total). ``architecture`` is the family name used for transfer
-    (``hopper``, ``ampere``, ``ada``, ``volta``, ``turing``, ``blackwell``, ``cdna3``...).
-    """
-
-    name: str
-    architecture: str
-    peak_tflops: Mapping[str, float]
-    bandwidth_gb_per_s: float
-    usable_memory_bytes: int
-    compute_capability: str | None = None
-    nvlink_per_direction_gb_per_s: float | None = None
-    nvlink_domain_size: int = 1
-    pcie_gen: int | None = None
-    pcie_lanes: int | None = None
-    network_gbit_per_s_per_gpu: float = 400.0
-
-    def peak_for(self, precision: str) -> float:
-        """Dense peak TFLOP/s for a benchmark precision; ``amp_*`` use the 16-bit peak."""
-        key = PRECISION_PEAK_KEY.get(precision, precision)
-        v = self.peak_tflops.get(key)
-        if v is None or v <= 0:
-            raise KeyError(f"{self.name} has no sourced {key} peak")
-        return float(v)
-
-    @property
-    def pcie_per_direction_gb_per_s(self) -> float:
-        """~0.985 GB/s per lane for gen3 (128b/130b), doubling per generation; gen4 x16 if unknown."""
-        gen = self.pcie_gen or 4
-        return 0.985 * float(2.0 ** (gen - 3)) * (self.pcie_lanes or 16)
-
-
-H200_SXM = PerfSpec(
-    name="nvidia-h200-sxm-141gb",
-    architecture="hopper",
+H200_SXM = GpuSpec(
+    slug="nvidia-h200-sxm",
+    vendor="nvidia",
+    name="NVIDIA H200 SXM",
+    architecture="Hopper",
+    form_factor="sxm",
     compute_capability="9.0",
-    peak_tflops={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9,
-                 "int8": 1978.9},
+    memory_bytes=141 * 10**9,
+    peaks={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9, "int8": 1978.9},
     bandwidth_gb_per_s=4800.0,
     usable_memory_bytes=143_771 * 2**20,
-    nvlink_per_direction_gb_per_s=450.0,
-    nvlink_domain_size=8,
-    pcie_gen=5,
-    pcie_lanes=16,
+    tdp_w=700.0,
+    node=NodeShape(nvlink_topology="switched", nvlink_domain_size=8, nvlink_per_direction_gb_per_s=450.0,
+                   pcie_gen=5, pcie_lanes=16),
 )
 """NVIDIA H200 SXM datasheet (dense): 141 GB HBM3e at 4.8 TB/s, 989.4 TFLOP/s BF16/FP16,
-494.7 TF32, 66.9 FP32, 1978.9 FP8; NVLink 4 900 GB/s bidirectional; NVML reports 143,771 MiB."""
-
-
-class _GpuLike(Protocol):
-    """What :func:`perf_spec_from_gpu` reads from a catalog ``GpuSpec`` (read-only)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def architecture(self) -> str | None: ...
-    @property
-    def bandwidth_gb_per_s(self) -> float | None: ...
-    @property
-    def usable_memory_bytes(self) -> int | None: ...
-    @property
-    def compute_capability(self) -> str | None: ...
-    @property
-    def peaks(self) -> Mapping[str, float | None]: ...
-
-
-def normalise_architecture(name: str | None) -> str:
-    """``"Ada Lovelace"`` -> ``"ada"``, ``"Hopper"`` -> ``"hopper"``, ``"CDNA 3"`` -> ``"cdna3"``:
-    the family key transfer compares."""
-    if not name:
-        return "unknown"
-    s = name.strip().lower().replace("lovelace", "").replace(" ", "").replace("-", "")
-    return s or "unknown"
-
-
-def perf_spec_from_gpu(gpu: _GpuLike) -> PerfSpec:
-    """Map a catalog ``GpuSpec`` (``core/specs.py``) onto :class:`PerfSpec`.
-
-    Catalog peak keys are ``fp32_tflops``, ``bf16_tflops``... and ``int8_tops``; a missing
-    bandwidth or memory raises ``ValueError`` (no estimate from an unsourced figure).
-    """
-    peaks: dict[str, float] = {}
-    for k, v in gpu.peaks.items():
-        if v is not None:
-            peaks[k.removesuffix("_tflops").removesuffix("_tops")] = float(v)
-    if not gpu.bandwidth_gb_per_s or not gpu.usable_memory_bytes:
-        raise ValueError(f"{gpu.name}: memory bandwidth and usable memory are required")
-    node = getattr(gpu, "node", None)
-    return PerfSpec(
-        name=getattr(gpu, "slug", gpu.name),
-        architecture=normalise_architecture(gpu.architecture),
-        peak_tflops=peaks,
-        bandwidth_gb_per_s=float(gpu.bandwidth_gb_per_s),
-        usable_memory_bytes=int(gpu.usable_memory_bytes),
-        compute_capability=gpu.compute_capability,
-        nvlink_per_direction_gb_per_s=getattr(node, "nvlink_per_direction_gb_per_s", None),
-        nvlink_domain_size=int(getattr(node, "nvlink_domain_size", 1) or 1),
-        pcie_gen=getattr(node, "pcie_gen", None),
-        pcie_lanes=getattr(node, "pcie_lanes", None),
-    )
+494.7 TF32, 66.9 FP32, 1978.9 FP8; NVLink 4 900 GB/s bidirectional; NVML reports 143,771 MiB.
+A fixture for tests and benchmarks; the service reads the catalog."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,7 +125,7 @@ class Efficiencies:
     extra: Mapping[str, float] = field(default_factory=dict)
 
     def mm_for(self, precision: str) -> float:
-        key = PRECISION_PEAK_KEY.get(precision, precision)
+        key = PEAK_KEY.get(precision, precision)
         return float(self.mm.get(key, self.mm.get("bf16", 0.7)))
 
 
@@ -295,21 +211,22 @@ def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
     return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
 
 
-def _collective_bw(gpu: PerfSpec, e: Efficiencies, n: int) -> float:
+def _collective_bw(gpu: GpuSpec, e: Efficiencies, n: int, network_gbit_per_s_per_gpu: float) -> float:
     """Bus bandwidth (B/s) for a collective over ``n`` GPUs: NVLink inside the NVLink domain,
-    PCIe otherwise, the network once ranks span nodes (``network_gbit_per_s_per_gpu``)."""
+    PCIe otherwise (gen4 x16 assumed when unsourced), the network once ranks span nodes."""
     if n <= 1:
         return math.inf
-    if gpu.nvlink_per_direction_gb_per_s and n <= gpu.nvlink_domain_size:
-        link = gpu.nvlink_per_direction_gb_per_s
-    elif n <= max(gpu.nvlink_domain_size, 8):
-        link = gpu.pcie_per_direction_gb_per_s
+    node = gpu.node
+    if node.nvlink_per_direction_gb_per_s and n <= node.nvlink_domain_size:
+        link = node.nvlink_per_direction_gb_per_s
+    elif n <= max(node.nvlink_domain_size, 8):
+        link = node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
     else:
-        link = gpu.network_gbit_per_s_per_gpu / 8.0
+        link = network_gbit_per_s_per_gpu / 8.0
     return link * 1e9 * e.comm
 
 
-def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS,
+def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
                   band: tuple[float, float] | None = None, provenance: str | None = None) -> StepEstimate:
     """Time of one optimizer step (``accumulation_steps`` micro-steps + optimizer + the
     communication left exposed) per GPU, with the model FLOPs and MFU.
@@ -321,10 +238,11 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
     if isinstance(m, CnnSpec):
         return _cnn_step(c, m, gpu, e, band, provenance)
     mode = _MODES[c.precision]
-    peak_t = gpu.peak_for(c.precision)
+    peak_t = gpu.require_peak(c.precision)
     peak = peak_t * 1e12
-    peak16 = gpu.peak_for("bf16") * 1e12 if "bf16" in gpu.peak_tflops else peak
-    bw = gpu.bandwidth_gb_per_s * 1e9 * e.bw
+    p16 = gpu.peak_for("bf16")
+    peak16 = p16 * 1e12 if p16 else peak
+    bw = gpu.require_bandwidth() * 1e9 * e.bw
     tp = c.tensor_parallel
     b, s = c.batch_size, c.seq_len
     T = float(b * s)
@@ -379,7 +297,7 @@ def estimate_step(c: TrainConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS
         # cast back: per token ~(6*in + 6*out) bytes under autocast, (6*in + 14*out) in pure
         # 16-bit, 12*out in fp32 -- and ~8 extra ops per target.
         shapes = m.linear_shapes()
-        adapter_peak = peak if mode.autocast else gpu.peak_for("fp32") * 1e12
+        adapter_peak = peak if mode.autocast else gpu.require_peak("fp32") * 1e12
         lora_flops = 0.0
         for t in c.lora_targets:
             i0, o0, copies = shapes[t]
@@ -479,8 +397,8 @@ CALIBRATED_BAND = (0.12, 0.12)
 """80 % band of an estimate from efficiencies fitted on the same GPU (``interpolated``)."""
 
 
-def _communication(c: TrainConfig, gpu: PerfSpec, e: Efficiencies, P: float, T: float, h: float,
-                   L: int, cb: float, t_bwd: float) -> float:
+def _communication(c: TrainConfig, gpu: GpuSpec, e: Efficiencies, P: float, T: float, h: float,
+                   L: int, cb: float, t_bwd: float, network: float = NETWORK_GBIT_PER_S_PER_GPU) -> float:
     """Exposed communication per optimizer step (s).
 
     DDP: ring all-reduce of the gradients, ``2(n-1)/n x bytes / busbw``, overlapped with
@@ -492,7 +410,7 @@ def _communication(c: TrainConfig, gpu: PerfSpec, e: Efficiencies, P: float, T: 
     dp, tp = c.data_parallel, c.tensor_parallel
     total = 0.0
     if dp > 1:
-        bw = _collective_bw(gpu, e, dp if tp == 1 else dp * tp)
+        bw = _collective_bw(gpu, e, dp if tp == 1 else dp * tp, network)
         trainable = P if c.finetune == "full" else P * 0.01
         grad_bytes = trainable * (4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0)
         k = (dp - 1) / dp
@@ -505,20 +423,20 @@ def _communication(c: TrainConfig, gpu: PerfSpec, e: Efficiencies, P: float, T: 
         t = volume / bw
         total += max(t - e.overlap * t_bwd * c.accumulation_steps, t * (1 - e.overlap))
     if tp > 1:
-        bw = _collective_bw(gpu, e, tp)
+        bw = _collective_bw(gpu, e, tp, network)
         per = 2 * (tp - 1) / tp * T * h * cb / bw
         total += 4 * L * per * c.accumulation_steps
     return total
 
 
-def _cnn_step(c: TrainConfig, m: CnnSpec, gpu: PerfSpec, e: Efficiencies,
+def _cnn_step(c: TrainConfig, m: CnnSpec, gpu: GpuSpec, e: Efficiencies,
               band: tuple[float, float] | None, provenance: str | None) -> StepEstimate:
     """ResNet training step: conv FLOPs (3x forward) at ``conv`` efficiency, plus activation
     traffic (each activation written and read ~12 times across forward and backward: conv out,
     BN read twice, ReLU, and their gradients), plus ~160 kernel launches per forward."""
     mode = _MODES[c.precision]
-    peak = gpu.peak_for(c.precision) * 1e12
-    bw = gpu.bandwidth_gb_per_s * 1e9 * e.bw
+    peak = gpu.require_peak(c.precision) * 1e12
+    bw = gpu.require_bandwidth() * 1e9 * e.bw
     b = c.batch_size
     flops = 3.0 * m.forward_flops_per_image * b
     act_bytes = float(m.activation_elements_per_image) * mode.compute * 12.0 * b
@@ -542,7 +460,7 @@ def _cnn_step(c: TrainConfig, m: CnnSpec, gpu: PerfSpec, e: Efficiencies,
     )
 
 
-def time_to_train(c: TrainConfig, tokens: float, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS,
+def time_to_train(c: TrainConfig, tokens: float, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
                   band: tuple[float, float] | None = None) -> tuple[float, Band, StepEstimate]:
     """Seconds to train on ``tokens`` tokens with the global batch held fixed: optimizer
     steps ``= ceil(tokens / (global_batch x seq_len))``; each step is ``accumulation_steps``
@@ -563,7 +481,7 @@ OPS_PER_LAYER_DECODE = 30
 OPS_PER_DECODE_STEP = 60  # generate(): logits processing, sampling, cache bookkeeping
 
 
-def estimate_serving(c: InferenceConfig, gpu: PerfSpec, e: Efficiencies = SPEC_DEFAULTS,
+def estimate_serving(c: InferenceConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
                      band: tuple[float, float] | None = None, provenance: str | None = None) -> ServingEstimate:
     """TTFT and TPOT for ``batch_size`` concurrent sequences (static batch, greedy decode).
 
@@ -576,8 +494,8 @@ def estimate_serving(c: InferenceConfig, gpu: PerfSpec, e: Efficiencies = SPEC_D
     """
     m = c.model
     tp = c.tensor_parallel
-    peak = gpu.peak_for("fp32" if c.precision == "fp32" else "bf16") * 1e12
-    bw = gpu.bandwidth_gb_per_s * 1e9 * e.bw
+    peak = gpu.require_peak("fp32" if c.precision == "fp32" else "bf16") * 1e12
+    bw = gpu.require_bandwidth() * 1e9 * e.bw
     cb = float(c.compute_bytes)
     L = m.num_layers
     h = float(m.hidden_size)

@@ -11,40 +11,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from service.core.errors import MissingFigure
+from service.core.precision import PEAK_KEY, SUPPORT_KEY
+
 Support = Literal["yes", "no", "unknown"]
 SUPPORT_KEYS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 FORM_FACTORS: tuple[str, ...] = ("pcie", "sxm", "oam")
 NVLINK_TOPOLOGIES: tuple[str, ...] = ("switched", "pairwise", "none")
 VENDORS: tuple[str, ...] = ("nvidia", "amd", "intel")
 
-# Peak keys in the catalog document, by benchmark precision (DESIGN: dense, FP32 accumulate).
-PEAK_KEY_BY_PRECISION: dict[str, str] = {
-    "fp32": "fp32_tflops",
-    "tf32": "tf32_tflops",
-    "amp_fp16": "fp16_tflops",
-    "fp16": "fp16_tflops",
-    "amp_bf16": "bf16_tflops",
-    "bf16": "bf16_tflops",
-    "fp8": "fp8_tflops",
-    "int8": "int8_tops",
-    "int4": "int4_tops",
-}
-SUPPORT_KEY_BY_PRECISION: dict[str, str] = {
-    "fp32": "fp32",
-    "tf32": "tf32",
-    "amp_fp16": "fp16",
-    "fp16": "fp16",
-    "amp_bf16": "bf16",
-    "bf16": "bf16",
-    "fp8": "fp8",
-    "int8": "int8",
-    "int4": "int4",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class NodeShape:
-    """How GPUs of this model connect inside a node. Bandwidths per direction, GB/s (1e9 B/s)."""
+    """How GPUs of this model connect inside a node. Bandwidths per direction, GB/s (1e9 B/s).
+    Unknown stays unknown: ``pcie_gen``/``pcie_lanes`` are ``None`` when unsourced."""
 
     nvlink_topology: str = "none"
     nvlink_domain_size: int = 1
@@ -56,39 +35,87 @@ class NodeShape:
     @property
     def pcie_per_direction_gb_per_s(self) -> float | None:
         """PCIe payload bandwidth per direction: ~0.985 GB/s per lane for gen3 (128b/130b),
-        doubling each generation (gen4 ~1.97, gen5 ~3.94 GB/s per lane)."""
+        doubling each generation (gen4 ~1.97, gen5 ~3.94 GB/s per lane); ``None`` if unsourced."""
         if self.pcie_gen is None or self.pcie_lanes is None or self.pcie_gen < 3:
             return None
         return 0.985 * float(2 ** (self.pcie_gen - 3)) * self.pcie_lanes
 
 
+def normalise_architecture(name: str | None) -> str:
+    """``"Ada Lovelace"`` -> ``"ada"``, ``"Hopper"`` -> ``"hopper"``, ``"CDNA 3"`` -> ``"cdna3"``:
+    the family key calibration transfer compares."""
+    if not name:
+        return "unknown"
+    s = name.strip().lower().replace("lovelace", "").replace(" ", "").replace("-", "")
+    return s or "unknown"
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSpec:
+    """One GPU model as the core sees it: the effective catalog document's figures.
+
+    ``peaks`` holds only sourced dense peaks, keyed by :data:`~service.core.precision.PEAK_KEY`
+    values (``fp32``, ``tf32``, ``bf16``, ``fp16``, ``fp8``, ``int8``, ``int4``, ``fp64``):
+    TFLOP/s for floating point, TOP/s for integers. A figure nobody sourced is absent, never
+    guessed; :meth:`require_peak` raises :class:`~service.core.errors.MissingFigure` for it.
+    """
+
     slug: str
-    vendor: str
-    name: str
-    architecture: str | None
-    form_factor: str | None
-    memory_bytes: int | None
-    usable_memory_bytes: int | None
-    bandwidth_gb_per_s: float | None
-    tdp_w: float | None
-    compute_capability: str | None
-    peaks: Mapping[str, float | None] = field(default_factory=dict)
+    vendor: str = "nvidia"
+    name: str = ""
+    architecture: str | None = None
+    form_factor: str | None = None
+    memory_bytes: int | None = None
+    usable_memory_bytes: int | None = None
+    bandwidth_gb_per_s: float | None = None
+    tdp_w: float | None = None
+    compute_capability: str | None = None
+    peaks: Mapping[str, float] = field(default_factory=dict)
     supports: Mapping[str, Support] = field(default_factory=dict)
     node: NodeShape = field(default_factory=NodeShape)
+    family: str = field(default="", compare=False)
+    """Normalised architecture (``hopper``, ``ada``, ``ampere``...), derived from
+    ``architecture`` on construction."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "family", normalise_architecture(self.architecture))
 
     def peak_for(self, precision: str) -> float | None:
-        """Dense peak (TFLOP/s or TOP/s) for a benchmark precision, or None if unsourced."""
-        key = PEAK_KEY_BY_PRECISION.get(precision)
-        value = None if key is None else self.peaks.get(key)
-        return None if value is None else float(value)
+        """Dense peak (TFLOP/s or TOP/s) a benchmark precision runs at, or None if unsourced."""
+        key = PEAK_KEY.get(precision, precision)
+        value = self.peaks.get(key)
+        return None if value is None or value <= 0 else float(value)
+
+    def require_peak(self, precision: str) -> float:
+        v = self.peak_for(precision)
+        if v is None:
+            raise MissingFigure(self.slug, f"{PEAK_KEY.get(precision, precision)} peak")
+        return v
+
+    def require_bandwidth(self) -> float:
+        if not self.bandwidth_gb_per_s:
+            raise MissingFigure(self.slug, "memory bandwidth")
+        return float(self.bandwidth_gb_per_s)
 
     def support_for(self, precision: str) -> Support:
-        key = SUPPORT_KEY_BY_PRECISION.get(precision)
+        key = SUPPORT_KEY.get(precision)
         if key is None:
             return "unknown"
         return self.supports.get(key, "unknown")
+
+    @property
+    def fit_memory_bytes(self) -> int | None:
+        """Memory a fit is decided against: the driver-reported usable figure, else the
+        physical one (optimistic; answers say so), else None."""
+        return self.usable_memory_bytes or self.memory_bytes
+
+
+def _peaks_from_doc(peaks: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in peaks.items():
+        if v is not None:
+            out[k.removesuffix("_tflops").removesuffix("_tops")] = float(v)
+    return out
 
 
 def gpu_spec_from_doc(doc: Mapping[str, Any]) -> GpuSpec:
@@ -109,7 +136,7 @@ def gpu_spec_from_doc(doc: Mapping[str, Any]) -> GpuSpec:
         bandwidth_gb_per_s=mem.get("bandwidth_gb_per_s"),
         tdp_w=power.get("tdp_w"),
         compute_capability=ident.get("compute_capability"),
-        peaks=dict(doc.get("peaks") or {}),
+        peaks=_peaks_from_doc(doc.get("peaks") or {}),
         supports=dict(doc.get("supports") or {}),
         node=NodeShape(
             nvlink_topology=nv.get("topology") or "none",

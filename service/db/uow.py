@@ -16,6 +16,7 @@ from service.db.models import DataVersion
 from service.db.repositories.benchmarks import BenchmarkRepository
 from service.db.repositories.catalog import CatalogRepository
 from service.db.repositories.keys import KeyRepository
+from service.db.repositories.measurements import MeasurementRepository
 
 
 class UnitOfWork:
@@ -26,6 +27,7 @@ class UnitOfWork:
         self.catalog = CatalogRepository(self.session)
         self.benchmarks = BenchmarkRepository(self.session)
         self.keys = KeyRepository(self.session)
+        self.measurements = MeasurementRepository(self.session)
 
     def __enter__(self) -> UnitOfWork:
         return self

@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.core.band import Band
+from service.core.estimate import Estimate, JobSpec, Notice
+
 Mode = Literal["training", "fine-tuning", "inference"]
 SolveFor = Literal["max_micro_batch", "max_context", "max_concurrency", "min_gpus"]
 
@@ -47,11 +50,28 @@ class EstimateRequest(BaseModel):
     kv_cache_dtype: Literal["auto", "fp8"] = "auto"
     solve_for: SolveFor | None = None
 
+    def to_core(self) -> JobSpec:
+        """The job as the core takes it (the GPU is resolved separately)."""
+        return JobSpec(
+            model=self.model, hf_config=self.hf_config, params_billion=self.params_billion, mode=self.mode,
+            gpu_count=self.gpu_count, precision=self.precision, batch_size=self.batch_size, seq_len=self.seq_len,
+            gradient_checkpointing=self.gradient_checkpointing, finetune=self.finetune, lora_rank=self.lora_rank,
+            lora_targets=tuple(self.lora_targets) if self.lora_targets else None, attention=self.attention,
+            optimizer=self.optimizer, sharding=self.sharding, tensor_parallel=self.tensor_parallel,
+            global_batch=self.global_batch, tokens=self.tokens, input_len=self.input_len,
+            output_len=self.output_len, quant_method=self.quant_method, engine=self.engine,
+            kv_cache_dtype=self.kv_cache_dtype, solve_for=self.solve_for,
+        )
+
 
 class BandOut(BaseModel):
     low: float
     mid: float
     high: float
+
+    @classmethod
+    def of(cls, b: Band, k: float = 1.0) -> BandOut:
+        return cls(low=b.low * k, mid=b.mid * k, high=b.high * k)
 
 
 class MemoryOut(BaseModel):
@@ -125,6 +145,56 @@ class EstimateResponse(BaseModel):
     as_of: dt.datetime
     data_version: int
     estimator_version: str
+
+    @classmethod
+    def from_core(cls, est: Estimate, *, warnings: tuple[Notice, ...], as_of: dt.datetime, data_version: int,
+                  estimator_version: str) -> EstimateResponse:
+        m, g, mem = est.job.model, est.gpu, est.memory
+        t, sv, so = est.time, est.serving, est.solve
+        return cls(
+            model={"id": m.id, "kind": m.kind, "total_params": m.total_params, "active_params": m.active_params,
+                   "description": m.describe()},
+            gpu={"slug": g.slug, "name": g.name, "usable_memory_bytes": mem.usable_memory_bytes,
+                 "architecture": g.architecture},
+            mode=est.job.mode,
+            configuration=dict(est.configuration),
+            memory=MemoryOut(
+                components={k: int(v) for k, v in mem.estimate.components.items()},
+                peak_phase=mem.estimate.peak_phase,
+                peak_allocated_bytes=mem.estimate.peak_allocated_bytes,
+                peak_allocated_band=BandOut.of(mem.estimate.peak_allocated_band),
+                device_memory_needed_bytes=mem.estimate.device_memory_needed_bytes,
+                device_memory_band=BandOut.of(mem.estimate.device_memory_band),
+                usable_memory_bytes=mem.usable_memory_bytes,
+                fits=mem.fits,
+                headroom_bytes=mem.headroom_bytes,
+                provenance=mem.provenance,
+                measured_peak_allocated_bytes=mem.measured_peak_allocated_bytes,
+                assumptions=list(mem.estimate.assumptions),
+            ),
+            time=None if t is None else TimeOut(
+                step_time_s=t.step_time_s, step_time_band=BandOut.of(t.step_time_band),
+                accumulation_steps=t.accumulation_steps, tokens_per_s=t.tokens_per_s,
+                tokens_per_s_per_gpu=t.tokens_per_s_per_gpu, samples_per_s=t.samples_per_s, mfu=t.mfu,
+                bound=t.bound, time_to_train_s=t.time_to_train_s,
+                time_to_train_band=BandOut.of(t.time_to_train_band) if t.time_to_train_band else None,
+                provenance=t.provenance, source_gpus=list(t.source_gpus), calibration_points=t.calibration_points,
+                measured_step_time_s=t.measured_step_time_s, notes=list(t.notes),
+            ),
+            serving=None if sv is None else ServingOut(
+                ttft_ms=sv.ttft_s * 1e3, ttft_band_ms=BandOut.of(sv.ttft_band, 1e3), tpot_ms=sv.tpot_s * 1e3,
+                tpot_band_ms=BandOut.of(sv.tpot_band, 1e3), output_tokens_per_s=sv.output_tokens_per_s,
+                prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance=sv.provenance,
+                source_gpus=list(sv.source_gpus),
+                measured_ttft_ms=sv.measured_ttft_s * 1e3 if sv.measured_ttft_s else None,
+                measured_tpot_ms=sv.measured_tpot_s * 1e3 if sv.measured_tpot_s else None,
+            ),
+            solve=None if so is None else SolveOut(target=so.target, value=so.value, detail=so.detail),
+            warnings=[WarningOut(code=w.code, message=w.message) for w in warnings],
+            as_of=as_of,
+            data_version=data_version,
+            estimator_version=estimator_version,
+        )
 
 
 class BatchRequest(BaseModel):

@@ -17,7 +17,15 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from service.core.specs import AliasEntry, Resolution, normalise_name, resolve_name
+from service.core.estimate import Notice
+from service.core.specs import (
+    AliasEntry,
+    GpuSpec,
+    Resolution,
+    gpu_spec_from_doc,
+    normalise_name,
+    resolve_name,
+)
 from service.core.vocabulary import VocabularyError, normalise_pci_id
 from service.db.models import FxRate, Gpu, GpuAlias, Price
 from service.db.uow import UnitOfWork
@@ -355,6 +363,23 @@ def get_gpu(uow: UnitOfWork, cache: AliasIndexCache, ident: str, *, use_default:
         )
     gpu = _load(uow, slug)
     return GpuView(out=_to_out(gpu), etag=etag_for(gpu), warnings=warnings)
+
+
+@dataclass(frozen=True)
+class ResolvedGpu:
+    """A name resolved to one GPU's spec, with what the resolution assumed."""
+
+    spec: GpuSpec
+    warnings: tuple[Notice, ...]
+
+
+def resolve_gpu(uow: UnitOfWork, cache: AliasIndexCache, ident: str, *, use_default: bool = False) -> ResolvedGpu:
+    """Resolve a slug, alias, GFD label or PCI id to the GPU's effective spec (``NotFound`` /
+    ``Ambiguous`` as :func:`get_gpu`)."""
+    view = get_gpu(uow, cache, ident, use_default=use_default)
+    gpu = _load(uow, view.out.slug)
+    return ResolvedGpu(spec=gpu_spec_from_doc(gpu.spec),
+                       warnings=tuple(Notice(w["code"], w["message"]) for w in view.warnings))
 
 
 def _load(uow: UnitOfWork, slug: str, *, include_deleted: bool = False) -> Gpu:

@@ -123,7 +123,7 @@ SPEC = GpuSpec(
     bandwidth_gb_per_s=3000.0,
     tdp_w=None,
     compute_capability=None,
-    peaks={"bf16_tflops": 900.0, "int8_tops": 1800.0, "fp8_tflops": None},
+    peaks={"bf16": 900.0, "int8": 1800.0},
 )
 
 

@@ -24,12 +24,13 @@ from service.core.calibration import (
 )
 from service.core.memory import TrainConfig, estimate_training
 from service.core.models import get_model
-from service.core.performance import H200_SXM, SPEC_DEFAULTS, PerfSpec, estimate_step
+from service.core.performance import H200_SXM, SPEC_DEFAULTS, estimate_step
+from service.core.specs import GpuSpec
 
-H100_SXM = replace(H200_SXM, name="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0)
-A100 = PerfSpec(name="nvidia-a100-sxm4-80gb", architecture="ampere",
-                peak_tflops={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
-                bandwidth_gb_per_s=2039.0, usable_memory_bytes=80 * 10**9)
+H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0)
+A100 = GpuSpec(slug="nvidia-a100-sxm4-80gb", architecture="Ampere",
+               peaks={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
+               bandwidth_gb_per_s=2039.0, usable_memory_bytes=80 * 10**9)
 
 
 def _grid() -> list[TrainConfig]:
@@ -50,7 +51,7 @@ def test_fit_recovers_known_multipliers() -> None:
     for k, v in truth.items():
         assert cal.multipliers[k] == pytest.approx(v, rel=0.08), k
     assert cal.fit_mape < 0.01
-    assert cal.provenance == "interpolated" and cal.source_gpus == (H200_SXM.name,)
+    assert cal.provenance == "interpolated" and cal.source_gpus == (H200_SXM.slug,)
     assert cal.band == (0.08, 0.08)  # residuals ~0: the floor
 
 

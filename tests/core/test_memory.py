@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
+from service.core.errors import InvalidConfiguration
 from service.core.memory import (
     CUDA_CONTEXT_BYTES,
     InferenceConfig,
-    InvalidConfiguration,
     TrainConfig,
     estimate_cnn_inference,
     estimate_inference,

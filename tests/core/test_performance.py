@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import pytest
 
@@ -12,24 +12,24 @@ from service.core.performance import (
     H200_SXM,
     SPEC_BAND,
     SPEC_DEFAULTS,
-    PerfSpec,
     estimate_serving,
     estimate_step,
-    perf_spec_from_gpu,
     time_to_train,
 )
+from service.core.specs import GpuSpec, NodeShape, gpu_spec_from_doc
 
-H100_SXM = replace(H200_SXM, name="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20)
-A100_SXM = PerfSpec(
-    name="nvidia-a100-sxm4-80gb", architecture="ampere", compute_capability="8.0",
-    peak_tflops={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
+H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20)
+A100_SXM = GpuSpec(
+    slug="nvidia-a100-sxm4-80gb", architecture="Ampere", compute_capability="8.0",
+    peaks={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
     bandwidth_gb_per_s=2039.0, usable_memory_bytes=81_920 * 2**20,
-    nvlink_per_direction_gb_per_s=300.0, nvlink_domain_size=8, pcie_gen=4, pcie_lanes=16,
+    node=NodeShape(nvlink_topology="switched", nvlink_per_direction_gb_per_s=300.0, nvlink_domain_size=8,
+                   pcie_gen=4, pcie_lanes=16),
 )
-L40S = PerfSpec(
-    name="nvidia-l40s", architecture="ada", compute_capability="8.9",
-    peak_tflops={"fp32": 91.6, "tf32": 183.0, "bf16": 362.05, "fp16": 362.05},
-    bandwidth_gb_per_s=864.0, usable_memory_bytes=46_068 * 2**20, pcie_gen=4, pcie_lanes=16,
+L40S = GpuSpec(
+    slug="nvidia-l40s", architecture="Ada Lovelace", compute_capability="8.9",
+    peaks={"fp32": 91.6, "tf32": 183.0, "bf16": 362.05, "fp16": 362.05},
+    bandwidth_gb_per_s=864.0, usable_memory_bytes=46_068 * 2**20, node=NodeShape(pcie_gen=4, pcie_lanes=16),
 )
 
 
@@ -131,7 +131,7 @@ def test_pcie_communication_is_slower_than_nvlink() -> None:
     m = get_model("gt-llama-3b")
     c = TrainConfig(model=m, precision="amp_bf16", batch_size=2, seq_len=2048, gpu_count=4, sharding="ddp")
     nv = estimate_step(c, H200_SXM)
-    pcie = estimate_step(c, replace(H200_SXM, nvlink_per_direction_gb_per_s=None, nvlink_domain_size=1))
+    pcie = estimate_step(c, replace(H200_SXM, node=NodeShape(pcie_gen=5, pcie_lanes=16)))
     assert pcie.communication_s > 5 * nv.communication_s
     tp = estimate_step(replace(c, tensor_parallel=4, sharding="none"), H200_SXM)
     assert tp.communication_s > 0
@@ -160,35 +160,29 @@ def test_cnn_and_encoder_steps() -> None:
     assert 50 < b.samples_per_s < 1000
 
 
-@dataclass
-class _Node:
-    nvlink_per_direction_gb_per_s: float | None = 450.0
-    nvlink_domain_size: int = 8
-    pcie_gen: int | None = 5
-    pcie_lanes: int | None = 16
+def _doc(**over: object) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "slug": "nvidia-h200-sxm", "vendor": "nvidia", "name": "NVIDIA H200 SXM", "architecture": "Hopper",
+        "memory": {"bandwidth_gb_per_s": 4800.0, "usable_memory_bytes": 143_771 * 2**20},
+        "identity": {"compute_capability": "9.0"},
+        "peaks": {"fp32_tflops": 67.0, "bf16_tflops": 989.5, "fp16_tflops": 989.5, "tf32_tflops": 494.5,
+                  "fp8_tflops": 1979.0, "int8_tops": 1979.0, "int4_tops": None},
+        "interconnect": {"nvlink": {"topology": "switched", "domain_size": 8, "per_direction_gb_per_s": 450.0}},
+    }
+    doc.update(over)
+    return doc
 
 
-@dataclass
-class _Gpu:
-    slug: str = "nvidia-h200-sxm"
-    name: str = "NVIDIA H200 SXM"
-    architecture: str | None = "Hopper"
-    bandwidth_gb_per_s: float | None = 4800.0
-    usable_memory_bytes: int | None = 143_771 * 2**20
-    compute_capability: str | None = "9.0"
-    peaks: dict[str, float | None] = field(default_factory=lambda: {
-        "fp32_tflops": 67.0, "bf16_tflops": 989.5, "fp16_tflops": 989.5, "tf32_tflops": 494.5,
-        "fp8_tflops": 1979.0, "int8_tops": 1979.0, "int4_tops": None})
-    node: _Node = field(default_factory=_Node)
-
-
-def test_perf_spec_from_catalog_gpu() -> None:
-    p = perf_spec_from_gpu(_Gpu())
-    assert p.name == "nvidia-h200-sxm" and p.architecture == "hopper"
+def test_gpu_spec_from_catalog_document() -> None:
+    """One GpuSpec: peaks keyed by precision, unknown stays unknown (no PCIe guess)."""
+    p = gpu_spec_from_doc(_doc())
+    assert p.slug == "nvidia-h200-sxm" and p.family == "hopper"
     assert p.peak_for("amp_bf16") == 989.5 and p.peak_for("int8") == 1979.0
-    assert p.nvlink_per_direction_gb_per_s == 450.0
+    assert p.node.nvlink_per_direction_gb_per_s == 450.0
+    assert p.peak_for("int4") is None
+    assert p.node.pcie_gen is None and p.node.pcie_per_direction_gb_per_s is None
     with pytest.raises(KeyError):
-        p.peak_for("int4")
-    with pytest.raises(ValueError):
-        perf_spec_from_gpu(_Gpu(bandwidth_gb_per_s=None))
-    assert perf_spec_from_gpu(_Gpu(architecture="Ada Lovelace")).architecture == "ada"
+        p.require_peak("int4")
+    with pytest.raises(KeyError):
+        estimate_step(TrainConfig(model=get_model("gt-llama-110m")), gpu_spec_from_doc(_doc(memory={})))
+    assert gpu_spec_from_doc(_doc(architecture="Ada Lovelace")).family == "ada"

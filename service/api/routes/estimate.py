@@ -33,7 +33,12 @@ CalDep = Annotated[uc.CalibrationCache, Depends(get_calibrations)]
     responses={422: {"model": Problem, "description": "invalid combination, unknown model/GPU, unsupported architecture"}},
 )
 def estimate(body: EstimateRequest, uow: UowDep, aliases: AliasCacheDep, cals: CalDep, _auth: ReadAuth) -> EstimateResponse:
-    return uc.estimate(uow, aliases, cals, body, now=dt.datetime.now(dt.UTC))
+    return present(uc.estimate(uow, aliases, cals, body.to_core(), body.gpu, now=dt.datetime.now(dt.UTC)))
+
+
+def present(r: uc.EstimateResult) -> EstimateResponse:
+    return EstimateResponse.from_core(r.estimate, warnings=r.warnings, as_of=r.as_of, data_version=r.data_version,
+                                      estimator_version=r.estimator_version)
 
 
 @router.post(
@@ -43,7 +48,8 @@ def estimate(body: EstimateRequest, uow: UowDep, aliases: AliasCacheDep, cals: C
     summary="Up to 256 configurations; each item answers 200 or carries the problem the single call would give",
 )
 def estimate_batch(body: BatchRequest, uow: UowDep, aliases: AliasCacheDep, cals: CalDep, _auth: ReadAuth) -> BatchResponse:
-    answers = uc.estimate_batch(uow, aliases, cals, body.items, now=dt.datetime.now(dt.UTC))
+    answers = uc.estimate_batch(uow, aliases, cals, [(i.to_core(), i.gpu) for i in body.items],
+                                now=dt.datetime.now(dt.UTC))
     items: list[BatchItem] = []
     for i, a in enumerate(answers):
         if isinstance(a, UseCaseError):
@@ -55,5 +61,5 @@ def estimate_batch(body: BatchRequest, uow: UowDep, aliases: AliasCacheDep, cals
             problem.update({k: v for k, v in a.extra.items() if k not in ("candidates", "query")})
             items.append(BatchItem(index=i, status=status, problem=problem))
         else:
-            items.append(BatchItem(index=i, status=200, result=a))
+            items.append(BatchItem(index=i, status=200, result=present(a)))
     return BatchResponse(items=items, data_version=uow.data_version())

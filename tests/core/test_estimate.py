@@ -1,0 +1,138 @@
+"""The pure estimation function: many configurations, no database, consistent answers."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import pytest
+
+from service.catalog.loader import load_shipped
+from service.core.aggregate import Point, latest_measured
+from service.core.calibration import CalibrationSet, TimedPoint, fit_time
+from service.core.errors import InvalidConfiguration
+from service.core.estimate import JobSpec, benchmark_cell, build_job, estimate, resolve_model
+from service.core.memory import TrainConfig
+from service.core.models import ModelNotFound, get_model
+from service.core.performance import H200_SXM, estimate_step
+from service.core.specs import GpuSpec, gpu_spec_from_doc
+
+CATALOG = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
+
+
+def _h200_calibration() -> CalibrationSet:
+    pts = []
+    for name in ("gt-llama-350m", "gt-llama-1b-v32k", "gt-llama-3b"):
+        for b, s in ((2, 1024), (4, 2048), (8, 512)):
+            c = TrainConfig(model=get_model(name), batch_size=b, seq_len=s)
+            pts.append(TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * 1.2))
+    return CalibrationSet(by_key={(H200_SXM.slug, "llm-train", "16bit"): fit_time(pts)},
+                          families={H200_SXM.slug: "hopper"})
+
+
+def _specs() -> list[JobSpec]:
+    out: list[JobSpec] = []
+    train = itertools.product(
+        ("llama3-8b", "llama2-13b", "gt-llama-350m", "mistral-7b", "qwen2.5-7b"),
+        ("training", "fine-tuning"), ("amp_bf16", "bf16"), (1, 2, 4), (1024, 4096), (False, True), (1, 8))
+    for model, mode, precision, batch, seq, ckpt, n in train:
+        out.append(JobSpec(model=model, mode=mode, precision=precision, batch_size=batch, seq_len=seq,
+                           gradient_checkpointing=ckpt, gpu_count=n, sharding="fsdp" if n > 1 else None))
+    for model, batch, inp, q in itertools.product(("llama3-8b", "llama2-70b", "mistral-7b"), (1, 16),
+                                                  (512, 4096), ("none", "awq")):
+        out.append(JobSpec(model=model, mode="inference", batch_size=batch, input_len=inp, quant_method=q))
+    for b in (32, 128, 256):
+        out.append(JobSpec(model="resnet50", batch_size=b))
+        out.append(JobSpec(model="bert-large", batch_size=b // 8, seq_len=512))
+    return out
+
+
+def test_500_configurations_without_a_database() -> None:
+    """The core function answers every configuration on every timed GPU, consistently."""
+    cals = _h200_calibration()
+    specs = _specs()
+    gpus = [CATALOG[s] for s in ("nvidia-h200-sxm", "nvidia-h100-sxm", "nvidia-a100-sxm4-80gb", "nvidia-l40s")]
+    answered = 0
+    for spec, gpu in zip(specs, itertools.cycle(gpus), strict=False):
+        job = build_job(spec)
+        est = estimate(gpu, job, cals)
+        m = est.memory
+        assert m.fits == (m.headroom_bytes >= 0)
+        b = m.estimate.device_memory_band
+        assert 0 < b.low <= b.mid <= b.high
+        if est.time is not None:
+            t = est.time
+            assert 0 < t.step_time_band.low <= t.step_time_s <= t.step_time_band.high
+            expected = "interpolated" if gpu.slug == "nvidia-h200-sxm" else "transferred"
+            if isinstance(job.config, TrainConfig) and job.model.kind == "decoder" and job.precision in ("amp_bf16", "bf16"):
+                assert t.provenance == expected
+        else:
+            assert est.serving is not None
+            assert est.serving.ttft_band.low <= est.serving.ttft_s <= est.serving.ttft_band.high
+        assert est == estimate(gpu, job, cals)  # deterministic
+        answered += 1
+    assert answered == len(specs) >= 500
+
+
+def test_refusals_name_the_field() -> None:
+    cases = [
+        (JobSpec(), "model"),
+        (JobSpec(model="llama3-8b", params_billion=7.0), "model"),
+        (JobSpec(model="llama3-8b", gpu_count=4, tensor_parallel=3), "tensor_parallel"),
+        (JobSpec(model="bert-large", mode="inference"), "mode"),
+        (JobSpec(model="llama3-8b", finetune="qlora", precision="fp32"), "precision"),
+        (JobSpec(hf_config={"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}), "hf_config"),
+    ]
+    for spec, field in cases:
+        with pytest.raises(InvalidConfiguration) as exc:
+            build_job(spec)
+        assert exc.value.field == field, spec
+    with pytest.raises(ModelNotFound):
+        resolve_model(JobSpec(model="llama3-8bb"))
+    v100 = CATALOG["nvidia-v100-sxm2-16gb"]
+    with pytest.raises(InvalidConfiguration) as exc:
+        estimate(v100, build_job(JobSpec(model="llama3-8b", precision="bf16")), CalibrationSet())
+    assert exc.value.field == "precision" and exc.value.code == "PRECISION_UNSUPPORTED"
+    with pytest.raises(InvalidConfiguration) as exc:
+        estimate(CATALOG["nvidia-h200-sxm"], build_job(JobSpec(model="llama3-8b", solve_for="max_concurrency")),
+                 CalibrationSet())
+    assert exc.value.field == "solve_for"
+
+
+def test_measured_cell_overrides_time_and_memory_with_quantiles() -> None:
+    """The exact cell's latest-measured view answers ``measured``: the median, and a band from
+    the p10/p90 quantiles (at least +-3 %)."""
+    import datetime as dt
+
+    gpu = CATALOG["nvidia-h200-sxm"]
+    job = build_job(JobSpec(model="gt-llama-350m", batch_size=4, seq_len=1024))
+    cell = benchmark_cell(job)
+    assert cell is not None and cell[0] == "llm-train"
+    t0 = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    times = [0.10, 0.11, 0.12, 0.13, 0.20]
+    pts = [Point(i, "fp", "host", True, "ok", False, t0 + dt.timedelta(minutes=i),
+                 {"step_time_s": t}, {"peak_allocated_bytes": 10 * 2**30}) for i, t in enumerate(times)]
+    view = latest_measured(pts, k=3)
+    est = estimate(gpu, job, CalibrationSet(), view)
+    assert est.time is not None and est.time.provenance == "measured"
+    assert est.time.step_time_s == pytest.approx(0.12)
+    assert est.time.step_time_band.high == pytest.approx(view.metrics["step_time_s"].p90)
+    assert est.time.step_time_band.high < 0.20
+    assert est.memory.provenance == "measured" and est.memory.measured_peak_allocated_bytes == 10 * 2**30
+    # an untrusted single host is not 'measured'
+    untrusted = latest_measured([replace(p, trusted=False) for p in pts], k=3)
+    assert estimate(gpu, job, CalibrationSet(), untrusted).time.provenance == "spec"  # type: ignore[union-attr]
+    # a trusted OOM-only cell decides the fit
+    oom = [replace(p, status="oom", metrics={}, memory={}) for p in pts[:2]]
+    e2 = estimate(gpu, job, CalibrationSet(), latest_measured(oom, k=3))
+    assert e2.memory.fits is False and "measured_oom" in [w.code for w in e2.warnings]
+
+
+def test_unknown_figures_give_memory_without_time() -> None:
+    bare = GpuSpec(slug="x-gpu", memory_bytes=48 * 10**9)
+    est = estimate(bare, build_job(JobSpec(model="llama3-8b", mode="fine-tuning")), CalibrationSet())
+    codes = [w.code for w in est.warnings]
+    assert est.time is None and "no_time_estimate" in codes and "usable_memory_unknown" in codes
+    with pytest.raises(InvalidConfiguration) as exc:
+        estimate(GpuSpec(slug="y-gpu"), build_job(JobSpec(model="llama3-8b")), CalibrationSet())
+    assert exc.value.field == "gpu"
