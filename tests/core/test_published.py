@@ -36,6 +36,7 @@ def test_every_table_has_source_date_and_one_stack(t: published.PublishedTable) 
     assert valid_date(t.date) and t.date_note
     # one stack: a single non-empty description with a version number in it
     assert t.stack and re.search(r"\d", t.stack)
+    assert t.engine and re.search(r"\d", t.engine)
     assert t.method and t.caveats
     assert t.kind in ("training", "serving")
     assert {r.table_id for r in t.rows} == {t.id}

@@ -6,7 +6,8 @@ and "Inference performance results". Every result there states "the TensorFlow 2
 container"; the changelog entry "June, 2020: Added benchmark results for DGX-A100; Updated
 benchmark results for DGX-1, DGX-2 and T4; Updated base docker image version" dates them.
 
-Stack: NGC TensorFlow 20.06-tf1-py3 (TensorFlow 1.15), DeepLearningExamples ResNet-50 v1.5.
+Stack: NGC TensorFlow 20.06-tf1-py3 (the TensorFlow 1.15 line of NGC images), DeepLearningExamples
+ResNet-50 v1.5.
 TF32 is on by default on Ampere (the README: "TF32 is supported in the NVIDIA Ampere GPU
 architecture and is enabled by default"), so the A100 "TF32" rows are ``tf32`` and the V100 / T4
 "FP32" rows are ``fp32``; "mixed precision" is TF-AMP (automatic graph rewrite to FP16 with loss
@@ -165,6 +166,7 @@ TABLE: Final = PublishedTable(
     date="2020-06",
     date_note="README changelog 'June, 2020: Added benchmark results for DGX-A100; Updated benchmark results "
               "for DGX-1, DGX-2 and T4'",
+    engine="tensorflow 1.15 (ngc 20.06-tf1)",
     stack="NGC TensorFlow 20.06-tf1-py3 (TensorFlow 1.15), DeepLearningExamples ResNet-50 v1.5",
     method="training: XLA, mean img/s over one epoch at the stated batch per GPU (1 GPU and full system); "
            "inference: no XLA, average img/s and batch latency over 80 batches, batch 1..256",

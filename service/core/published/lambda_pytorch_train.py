@@ -225,6 +225,7 @@ def _table() -> PublishedTable:
         ),
         date="2023",
         date_note="Lambda's 'PyTorch Training GPU Benchmarks 2023' page; CSV at commit 0551cb70",
+        engine="pytorch 1.13.0a0 (ngc 22.10)",
         stack=str(SOURCE["stack"]),
         method="single GPU; NVIDIA DeepLearningExamples (Lambda fork): ResNet-50 v1.5 images/s, BERT "
                "SQuAD fine-tuning seq_len 384 sequences/s; Lambda's batch per GPU by memory size",

@@ -9,8 +9,9 @@ Lambda's "version 0" stack are kept here; the Ampere rows of the same files were
 container and are the separate table ``lambda_pytorch_train_2021``.
 
 Stack (Lambda's ``pytorch/scripts/compile_results_pytorch_throughput.py``, same commit: "version:
-0 for pytorch:20.01-py3"): NGC PyTorch 20.01 (PyTorch 1.4, CUDA 10.2) with the NVIDIA
-DeepLearningExamples copies of that image. Date: result logs of these GPUs are dated 2020-03
+0 for pytorch:20.01-py3"): NGC PyTorch 20.01 with the NVIDIA DeepLearningExamples copies of that
+image (PyTorch 1.4 pre-release and CUDA 10.2 per NVIDIA's container release notes -- not stated in
+the cited files). Date: result logs of these GPUs are dated 2020-03
 (e.g. ``pytorch/results/V100/PyTorch_resnet50_FP32/08-03-2020_23-02-38.txt``, DLL timestamps
 2020-03-08).
 
@@ -128,7 +129,8 @@ TABLE: Final = PublishedTable(
         "pytorch/scripts/compile_results_pytorch_throughput.py")),
     date="2020-03",
     date_note="result logs of these GPUs are dated 2020-03 (file names and DLL timestamps)",
-    stack="NGC PyTorch 20.01-py3 (PyTorch 1.4, CUDA 10.2), NVIDIA DeepLearningExamples of that image",
+    engine="pytorch 1.4 (ngc 20.01)",
+    stack="NGC PyTorch 20.01-py3 (PyTorch 1.4 pre-release, CUDA 10.2), NVIDIA DeepLearningExamples of that image",
     method="single GPU; ResNet-50 v1.5 real ImageNet via DALI (CPU), mean per-epoch total img/s over "
            "2x100 iterations; BERT SQuAD v1.1 fine-tuning seq_len 384, sequences/s; Lambda's batch per GPU",
     caveats="fp16 is apex FP16 (master weights), not autocast; fp32 is strict FP32; Max-Q laptop and "

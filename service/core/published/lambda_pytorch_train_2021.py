@@ -8,10 +8,11 @@ single-GPU rows compiled with Lambda's "version 1" stack are kept (the Volta/Tur
 same files are ``lambda_pytorch_train_2020``).
 
 Stack (``pytorch/scripts/compile_results_pytorch_throughput.py`` at that commit: "version: ... 1
-for pytorch:20.10-py3"; every GPU here is listed as version 1): NGC PyTorch 20.10 (PyTorch 1.7,
-CUDA 11.1) with the DeepLearningExamples copies of that image. PyTorch 1.7 enables TF32 for
-cuDNN convolutions and matmuls by default, so the ``fp32`` CSV is recorded as ``tf32`` (every GPU
-here is Ampere). Date: result logs run from 2020-10-31 (A100 PCIe) to 2021-12-02 (the newest, 16x A4000;
+for pytorch:20.10-py3"; every GPU here is listed as version 1): NGC PyTorch 20.10 with the
+DeepLearningExamples copies of that image (PyTorch 1.7 pre-release and CUDA 11.1 per NVIDIA's
+container release notes -- not stated in the cited files). PyTorch 1.7 and NVIDIA's Ampere-era
+images enable TF32 for cuDNN convolutions and matmuls by default, so the ``fp32`` CSV is recorded
+as ``tf32`` (every GPU here is Ampere). Date: result logs run from 2020-10-31 (A100 PCIe) to 2021-12-02 (the newest, 16x A4000;
 file names are ``dd-mm-yyyy``); the CSV is the state at that commit.
 
 Method: ResNet-50 v1.5 for 2 epochs of 100 iterations, the figure is the mean of the per-epoch
@@ -144,7 +145,8 @@ TABLE: Final = PublishedTable(
         "pytorch/scripts/compile_results_pytorch_throughput.py")),
     date="2021-12",
     date_note="CSV state at commit 0b7337a; result logs dated 2020-10-31 .. 2021-12-02",
-    stack="NGC PyTorch 20.10-py3 (PyTorch 1.7, CUDA 11.1), NVIDIA DeepLearningExamples of that image",
+    engine="pytorch 1.7 (ngc 20.10)",
+    stack="NGC PyTorch 20.10-py3 (PyTorch 1.7 pre-release, CUDA 11.1), NVIDIA DeepLearningExamples of that image",
     method="single GPU; ResNet-50 v1.5 real ImageNet via DALI, mean per-epoch total img/s; BERT SQuAD v1.1 "
            "fine-tuning seq_len 384, sequences/s; Lambda's batch per GPU",
     caveats="'fp32' CSV recorded as tf32 (PyTorch 1.7 default on Ampere); fp16 is apex FP16, not autocast; "

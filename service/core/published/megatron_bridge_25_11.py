@@ -112,6 +112,7 @@ TABLE: Final = PublishedTable(
                       "00b7660be0254ac6f95f44164ddd0c3e9cc798ed"),),
     date="2025-11",
     date_note="section '25.11 NeMo Container' (container release month); no commit date in the stored copy",
+    engine="nemo 25.11 (megatron-core)",
     stack="NeMo Framework container 25.11 (Megatron-Bridge, Megatron-Core, Transformer Engine)",
     method="multi-GPU pre-training with per-system tuned layouts; tokens/s/GPU and model TFLOP/s/GPU",
     caveats="multi-GPU only (8..1024 GPUs); layouts and micro-batches differ per system; GB200/GB300 not "

@@ -112,6 +112,7 @@ class PublishedTable:
     date: str  # ISO year[-month[-day]] the figures were measured / published
     date_note: str  # how the date is known
     stack: str  # the one software stack (framework / engine versions, container)
+    engine: str  # short machine-readable framework or serving engine with version, e.g. "tensorrt-llm 0.14.0"
     method: str  # harness, batch policy, what the metric counts
     caveats: str
     rows: tuple[PublishedRow, ...]

@@ -143,6 +143,7 @@ TABLE: Final = PublishedTable(
                       "e00d4e6564921307dd264b61fe1d46f116095e0e"),),
     date="2024-11-01",
     date_note="TensorRT-LLM v0.14.0 release (PR #2401); the section says the data was generated with 0.14.0",
+    engine="tensorrt-llm 0.14.0 + triton tensorrtllm_backend",
     stack="TensorRT-LLM 0.14.0 + Triton TensorRT-LLM backend, BF16 engines",
     method="500 requests offered at a fixed QPS (2..32) or all at once (INF); mean TTFT / ITL, achieved "
            "req/s, total and output tokens/s",

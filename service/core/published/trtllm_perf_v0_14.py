@@ -197,6 +197,7 @@ TABLE: Final = PublishedTable(
     date="2024-11-01",
     date_note="TensorRT-LLM v0.14.0 release (NVIDIA/TensorRT-LLM PR #2401); the page says the data was "
               "generated with 0.14.0",
+    engine="tensorrt-llm 0.14.0",
     stack="TensorRT-LLM 0.14.0 (TensorRT engines, trtllm-bench throughput, in-flight batching)",
     method="offline max throughput (all requests queued at once), fixed input/output lengths, output "
            "tokens/s of the whole tp group",

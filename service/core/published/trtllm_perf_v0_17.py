@@ -175,6 +175,7 @@ TABLE: Final = PublishedTable(
     date="2025-01-30",
     date_note="TensorRT-LLM v0.17 release (NVIDIA/TensorRT-LLM PR #2725); the page says the data was "
               "generated with 0.17",
+    engine="tensorrt-llm 0.17",
     stack="TensorRT-LLM 0.17 (TensorRT engines, trtllm-bench throughput; gptManagerBenchmark on GH200)",
     method="offline max throughput (all requests queued at once), fixed input/output lengths, output "
            "tokens/s of the whole tp group",

@@ -213,6 +213,7 @@ TABLE: Final = PublishedTable(
                       "6ad7cf1bcc08e31990c62ba929a8e84f35667654"),),
     date="2024-04",
     date_note="TensorRT-LLM v0.9.0 release month (PR #1461); the page says all data was generated with 0.9.0",
+    engine="tensorrt-llm 0.9.0",
     stack="TensorRT-LLM 0.9.0 (TensorRT engines, C++ gptSessionBenchmark, static batching, contiguous KV)",
     method="static batch at the listed size, fixed input/output lengths; output tokens/s per GPU; "
            "first-token latency at batch 1",
