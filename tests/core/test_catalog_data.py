@@ -21,7 +21,7 @@ REQUIRED = [
 ]
 # Issue #13, item 5: GPUs users meet in published tables and clouds.
 GROWTH = [
-    "nvidia-gh200-480gb", "nvidia-gh200-144gb-hbm3e", "nvidia-rtx-3090", "nvidia-rtx-a5000",
+    "nvidia-gh200-96gb", "nvidia-gh200-144gb", "nvidia-rtx-3090", "nvidia-rtx-a5000",
     "nvidia-quadro-rtx-8000", "nvidia-v100-sxm3-32gb", "nvidia-rtx-pro-6000-blackwell-ws",
     "nvidia-rtx-pro-6000-blackwell-maxq", "nvidia-rtx-pro-6000-blackwell-server", "nvidia-b300", "nvidia-rtx-5090",
     "amd-mi355x",
@@ -60,7 +60,7 @@ def test_seed_post_errors_are_not_in_the_catalog() -> None:
     ("slug", "mib"),
     [
         ("nvidia-h200-sxm", 143_771), ("nvidia-h100-sxm", 81_559), ("nvidia-l40s", 46_068), ("nvidia-l20", 46_068),
-        ("nvidia-gh200-480gb", 97_871), ("nvidia-b300", 275_040), ("nvidia-rtx-pro-6000-blackwell-ws", 97_887),
+        ("nvidia-gh200-96gb", 97_871), ("nvidia-b300", 275_040), ("nvidia-rtx-pro-6000-blackwell-ws", 97_887),
         ("nvidia-rtx-pro-6000-blackwell-server", 97_887), ("nvidia-rtx-5090", 32_607), ("nvidia-rtx-a5000", 24_564),
     ],
 )
