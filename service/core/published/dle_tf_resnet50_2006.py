@@ -22,7 +22,8 @@ latency (ms) per batch size, without XLA (the XLA variants are left out so that 
 same two modes; the README notes "Performance without XLA enabled is low").
 
 GPUs: "DGX A100 (8x A100 40GB)" = A100 SXM4 40GB; "DGX-1 (8x V100 16G)" = V100 SXM2 16GB; "DGX-2
-(16x V100 32G)" = V100 SXM3 32GB (not in the catalog yet: slug ``None``); "T4" (inference only).
+(16x V100 32G)" = V100 SXM3 32GB (``nvidia-v100-sxm3-32gb``; the catalog leaves its peaks null, so the
+transfer fit cannot use it); "T4" (inference only).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ TABLE_ID: Final = "dle-tf-resnet50-ngc2006"
 GPUS: Final[dict[str, tuple[str, str | None, str]]] = {
     "A100": ("A100 40GB (DGX A100)", "nvidia-a100-sxm4-40gb", ""),
     "V100-16": ("V100 16GB (DGX-1)", "nvidia-v100-sxm2-16gb", ""),
-    "V100-32": ("V100 32GB (DGX-2)", None, "DGX-2 carries the V100 SXM3 32GB part"),
+    "V100-32": ("V100 32GB (DGX-2)", "nvidia-v100-sxm3-32gb", "DGX-2 carries the V100 SXM3 32GB part"),
     "T4": ("T4", "nvidia-t4", ""),
 }
 
@@ -170,7 +171,7 @@ TABLE: Final = PublishedTable(
     stack="NGC TensorFlow 20.06-tf1-py3 (TensorFlow 1.15), DeepLearningExamples ResNet-50 v1.5",
     method="training: XLA, mean img/s over one epoch at the stated batch per GPU (1 GPU and full system); "
            "inference: no XLA, average img/s and batch latency over 80 batches, batch 1..256",
-    caveats="training is TF32 on A100 but FP32 on V100 (TF32 needs Ampere); V100 32GB (DGX-2, SXM3) not in "
-            "the catalog; inference rows (resnet50-infer) ship in this training table as published together",
+    caveats="training is TF32 on A100 but FP32 on V100 (TF32 needs Ampere); V100 32GB (DGX-2, SXM3) has no "
+            "catalog peaks; inference rows (resnet50-infer) ship in this training table as published together",
     rows=_rows(),
 )

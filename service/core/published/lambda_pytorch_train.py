@@ -178,8 +178,9 @@ BATCH_FP32: Final[dict[str, dict[str, int]]] = {
     "H100 80GB SXM5": {"resnet50": 640, "bert_large_squad": 64, "bert_base_squad": 172},
 }
 _BATCH_FROM_TEMPLATE: Final = frozenset({"LambdaCloud A10", "H100 80GB SXM5"})
-# Slugs above that the service catalog does not carry yet: their rows get ``slug=None``.
-_NOT_IN_CATALOG: Final = frozenset({"nvidia-quadro-rtx-8000", "nvidia-rtx-3090"})
+# Slugs above that the service catalog does not carry: their rows get ``slug=None`` (none since the
+# catalog added the Quadro RTX 8000 and the GeForce RTX 3090, issue #13).
+_NOT_IN_CATALOG: Final[frozenset[str]] = frozenset()
 _ASSUMED: Final[dict[str, str]] = {
     "LambdaCloud V100 16GB": "SXM2 assumed (Lambda's 8x V100 cloud nodes); the source says only 'V100 16GB'",
 }

@@ -26,8 +26,9 @@ ran with DeepLearningExamples' ``--fp16`` flag (apex amp) of that image.
 
 GPU mapping: "V100 32GB" is listed at 250 W per GPU in Lambda's compile script, the PCIe part's
 TDP (SXM2 is 300 W), so it is mapped to ``nvidia-v100-pcie-32gb`` (flagged as an assumption).
-"RTX 8000" / "RTX 6000" / "RTX 5000" are the Quadro RTX parts; none of the Turing/Pascal parts is
-in the catalog yet (slug ``None``). The laptop "MAX-Q" rows are left out (power-limited variants
+"RTX 8000" / "RTX 6000" / "RTX 5000" are the Quadro RTX parts; of the Turing/Pascal parts only the
+Quadro RTX 8000 is in the catalog (the others keep slug ``None``; ``published.gpus`` sources their
+figures for the transfer fit). The laptop "MAX-Q" rows are left out (power-limited variants
 without a datasheet figure), as are multi-GPU rows.
 
 Caveats: real-data ResNet-50 (DALI on CPU) can be input-bound on fast GPUs; figures are
@@ -97,7 +98,7 @@ GTX 1080Ti,1,250,892,32,10,2,108,6,720000,100,36,4,0,2
 GPUS: Final[dict[str, tuple[str, str | None, str]]] = {
     "V100 32GB": ("Tesla V100 32GB", "nvidia-v100-pcie-32gb",
                   "PCIe assumed: Lambda lists 250 W per GPU (PCIe TDP; SXM2 is 300 W)"),
-    "RTX 8000": ("Quadro RTX 8000", None, ""),
+    "RTX 8000": ("Quadro RTX 8000", "nvidia-quadro-rtx-8000", ""),
     "RTX 6000": ("Quadro RTX 6000", None, ""),
     "RTX 5000": ("Quadro RTX 5000", None, ""),
     "Titan RTX": ("Titan RTX", None, ""),

@@ -31,7 +31,8 @@ synthetic data. Both logs show the same DeepLearningExamples options (``memory_f
 
 GPU mapping: "RTX A40" is the NVIDIA A40 (``nvidia-a40``). "Lambda Cloud — RTX A6000" duplicates
 the RTX A6000 row and is left out, as are the laptop "RTX 3080 Max-Q" and all multi-GPU rows.
-RTX 3070 / 3080 / 3090, RTX A5000 and RTX A4000 are not in the catalog yet (slug ``None``).
+The GeForce RTX 3090 and the RTX A5000 are catalogued; the RTX 3070 / 3080 and RTX A4000 are not
+(slug ``None``; ``published.gpus`` sources their figures for the transfer fit).
 The RTX 3070 BERT-large FP32 cell is left out: its batch is listed as 0 (the run could not fit a
 batch), so its throughput of 3 is not a measurement of a known configuration.
 """
@@ -110,12 +111,12 @@ RTX A4000,1,140,1321,48,16,4,160,9,1400000,152,52,8,2,5
 GPUS: Final[dict[str, tuple[str, str | None, str]]] = {
     "RTX 3070": ("GeForce RTX 3070", None, ""),
     "RTX 3080": ("GeForce RTX 3080", None, ""),
-    "RTX 3090": ("GeForce RTX 3090", None, ""),
+    "RTX 3090": ("GeForce RTX 3090", "nvidia-rtx-3090", ""),
     "A100 40GB PCIe": ("A100 40GB PCIe", "nvidia-a100-pcie-40gb", ""),
     "A100 40GB SXM4": ("A100 40GB SXM4", "nvidia-a100-sxm4-40gb", ""),
     "A100 80GB SXM4": ("A100 80GB SXM4", "nvidia-a100-sxm4-80gb", ""),
     "RTX A6000": ("RTX A6000", "nvidia-rtx-a6000", ""),
-    "RTX A5000": ("RTX A5000", None, ""),
+    "RTX A5000": ("RTX A5000", "nvidia-rtx-a5000", ""),
     "RTX A40": ("A40", "nvidia-a40", ""),
     "RTX A4000": ("RTX A4000", None, ""),
 }
