@@ -73,6 +73,15 @@ class GpuSpec:
     peaks: Mapping[str, float] = field(default_factory=dict)
     supports: Mapping[str, Support] = field(default_factory=dict)
     node: NodeShape = field(default_factory=NodeShape)
+    peak_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Derived peaks (catalog source kind ``derived``), keyed like ``peaks``: the (low, high)
+    range spanning the primary value and an alternative sibling's (equal when there is none).
+    An estimate whose time depends on one says so and its band spans the range."""
+    bandwidth_range: tuple[float, float] | None = None
+    """The same for a derived memory bandwidth (None when the bandwidth is sourced)."""
+    derivations: Mapping[str, str] = field(default_factory=dict)
+    """Derived figure (peak key, or ``bandwidth``) -> how it was derived: the sibling, the
+    catalog source's title and the alternative sibling's value."""
     family: str = field(default="", compare=False)
     """Normalised architecture (``hopper``, ``ada``, ``ampere``...), derived from
     ``architecture`` on construction."""
@@ -91,6 +100,10 @@ class GpuSpec:
         if v is None:
             raise MissingFigure(self.slug, f"{PEAK_KEY.get(precision, precision)} peak")
         return v
+
+    def derived_peak(self, precision: str) -> str | None:
+        """The derivation of the peak ``precision`` runs at, when that peak is derived."""
+        return self.derivations.get(PEAK_KEY.get(precision, precision))
 
     def require_bandwidth(self) -> float:
         if not self.bandwidth_gb_per_s:
@@ -118,6 +131,42 @@ def _peaks_from_doc(peaks: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def _derived(doc: Mapping[str, Any]) -> tuple[dict[str, tuple[float, float]], tuple[float, float] | None,
+                                              dict[str, str]]:
+    """Peak ranges, bandwidth range and derivation texts from the document's ``derived`` sources
+    (the plain-data twin of ``GpuDocument.derived_figures()``)."""
+    ranges: dict[str, tuple[float, float]] = {}
+    bandwidth: tuple[float, float] | None = None
+    texts: dict[str, str] = {}
+    for src in doc.get("sources") or ():
+        if src.get("source_kind") != "derived" or not src.get("derived_from"):
+            continue
+        group = src.get("group")
+        section = doc.get("peaks") if group == "peaks" else doc.get("memory") if group == "memory" else None
+        if not section:
+            continue
+        alt = src.get("alternative") or {}
+        for key in src.get("figures") or ():
+            value = section.get(key)
+            if value is None or (group == "memory" and key != "bandwidth_gb_per_s"):
+                continue
+            other = (alt.get("values") or {}).get(key)
+            lo, hi = (float(value), float(value)) if other is None else (min(value, other), max(value, other))
+            text = f"derived from {src['derived_from']} at an equal per-SM, per-clock rate"
+            if src.get("title"):
+                text += f" (catalog source: {src['title']})"
+            if other is not None:
+                text += f"; the alternative sibling {alt.get('sibling')} gives {float(other):g}"
+            if group == "memory":
+                bandwidth = (lo, hi)
+                texts["bandwidth"] = text
+            else:
+                short = key.removesuffix("_tflops").removesuffix("_tops")
+                ranges[short] = (lo, hi)
+                texts[short] = text
+    return ranges, bandwidth, texts
+
+
 def gpu_spec_from_doc(doc: Mapping[str, Any]) -> GpuSpec:
     mem = doc.get("memory") or {}
     ic = doc.get("interconnect") or {}
@@ -125,6 +174,7 @@ def gpu_spec_from_doc(doc: Mapping[str, Any]) -> GpuSpec:
     pcie = ic.get("pcie") or {}
     ident = doc.get("identity") or {}
     power = doc.get("power") or {}
+    ranges, bw_range, derivations = _derived(doc)
     return GpuSpec(
         slug=doc["slug"],
         vendor=doc["vendor"],
@@ -146,6 +196,9 @@ def gpu_spec_from_doc(doc: Mapping[str, Any]) -> GpuSpec:
             pcie_gen=pcie.get("gen"),
             pcie_lanes=pcie.get("lanes"),
         ),
+        peak_ranges=ranges,
+        bandwidth_range=bw_range,
+        derivations=derivations,
     )
 
 
