@@ -13,17 +13,22 @@ every multiplier toward 1 (the spec default) so sparse data cannot push a field 
 absurd. The band is the 10th-90th percentile of the log residuals, widened for small samples
 (``sqrt(1 + 2/n)``), with a floor of +/-8 %.
 
-Transfer (DESIGN "Provenance"): the same efficiencies apply to another GPU of the **same
-architecture** (same kernels, same fractions of peak) with a band 1.5x as wide; across
-architectures the fitted multipliers are halved in log space toward the spec defaults and the
-band is at least +/-35 %. :func:`published_leave_one_out` checks the cross-GPU model against a
-published table (``core/published``): each GPU in turn is predicted from the others, by the
-roofline with efficiencies fitted on the remaining GPUs (per-architecture correction when the
-architecture is represented) and, as the baseline, by datasheet peak ratios.
+Transfer (DESIGN "Provenance"): efficiencies fitted on one GPU reach another through
+:mod:`service.core.transfer` -- compute efficiencies scaled by the ratio of the two GPUs'
+per-architecture compute factors and sustained clocks under their power caps, bandwidth
+efficiency by the ratio of their memory factors, all fitted jointly on the shipped published
+training tables (no per-GPU factor). Within one architecture only the clock can differ; an
+architecture without published data gets no correction. The band combines the calibration's own
+band with the held-out error of that kind of transfer for the target's architecture
+(:mod:`service.core.accuracy`), in quadrature in log space. Where no measurement fits a
+(workload, precision family) at all but a shipped table holds it, :func:`published_calibration`
+anchors the efficiencies on that table (provenance ``published``, the table named).
 
-Provenance labels: ``measured`` (exact cell), ``interpolated`` (same GPU and workload, fitted
-efficiencies), ``transferred`` (fitted on other GPUs; the source GPUs are named),
-``published`` (an imported external result), ``spec`` (datasheet roofline with
+Provenance labels (ranked in :mod:`service.core.provenance`): ``measured`` (exact cell),
+``interpolated`` (same GPU and workload, fitted efficiencies), ``transferred`` (fitted on other
+GPUs; the source GPUs and the published tables behind the ratio are named), ``published``
+(anchored on an imported table), ``derived`` (depends on a catalog figure derived from a
+sibling; set by the estimator), ``spec`` (datasheet roofline with
 :data:`~service.core.performance.SPEC_DEFAULTS`).
 """
 
@@ -33,8 +38,8 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
+from service.core.accuracy import accuracy_for
 from service.core.errors import InvalidConfiguration
 from service.core.memory import InferenceConfig, TrainConfig, estimate_training
 from service.core.models import ModelNotFound, get_model
@@ -46,16 +51,20 @@ from service.core.performance import (
     estimate_step,
 )
 from service.core.precision import precision_family
+from service.core.provenance import PROVENANCES, Provenance
 from service.core.specs import GpuSpec
+from service.core.transfer import arch_key, arch_name, published_model, transfer_family
 
 __all__ = [
     "PROVENANCES",
+    "PUBLISHED_WORKLOADS",
     "WORKLOAD_FIT_GROUPS",
     "Calibration",
     "CalibrationSet",
     "CellMeasurement",
     "MemoryCalibration",
     "MemoryPoint",
+    "Provenance",
     "TimedPoint",
     "apply_multipliers",
     "config_from_benchmark",
@@ -64,13 +73,11 @@ __all__ = [
     "fit_time",
     "predict_time",
     "provenance_for",
-    "published_leave_one_out",
+    "published_calibration",
     "timed_points_from_result",
     "transfer",
 ]
 
-Provenance = Literal["measured", "interpolated", "transferred", "published", "spec"]
-PROVENANCES: tuple[str, ...] = ("measured", "interpolated", "transferred", "published", "spec")
 
 FIT_GROUPS: dict[str, tuple[str, ...]] = {
     "mm": ("mm",),
@@ -139,6 +146,15 @@ class Calibration:
     models: frozenset[str] = frozenset()
     seq_range: tuple[int, int] = (0, 0)
     tokens_range: tuple[int, int] = (0, 0)
+    scope: str = "same-gpu"
+    """How the efficiencies reach the GPU they are applied to: ``same-gpu``,
+    ``same-architecture``, ``cross-architecture``, ``unseen-architecture`` (a transfer) or
+    ``published-anchor``; with the provenance and the GPU's architecture it keys the accuracy
+    table."""
+    sources: tuple[str, ...] = ()
+    """Published tables the efficiencies lean on (ids of ``service.core.published``)."""
+    source: GpuSpec | None = field(default=None, compare=False, repr=False)
+    """The GPU the efficiencies were fitted on (the one with most points), for transfers."""
 
     def applies_to(self, precision: str) -> bool:
         """Efficiencies fitted on one precision family say nothing about another (different
@@ -323,6 +339,10 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
     residuals = [math.log(p.value_s / predict_time(p, e)) for p in pts]
     mape = sum(abs(math.exp(-r) - 1.0) for r in residuals) / len(residuals)
     gpus = tuple(sorted({p.gpu.slug for p in pts}))
+    counts: dict[str, int] = {}
+    for p in pts:
+        counts[p.gpu.slug] = counts.get(p.gpu.slug, 0) + 1
+    main = max(gpus, key=lambda g: (counts[g], g))
     archs = {p.gpu.family for p in pts}
     shapes = [_shape_of(p.config) for p in pts]
     return Calibration(
@@ -338,35 +358,143 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
         models=frozenset(x[0] for x in shapes),
         seq_range=(min(x[1] for x in shapes), max(x[1] for x in shapes)),
         tokens_range=(min(x[2] for x in shapes), max(x[2] for x in shapes)),
+        source=next(p.gpu for p in pts if p.gpu.slug == main),
     )
 
 
-def transfer(cal: Calibration, target: GpuSpec) -> Calibration:
-    """Efficiencies for ``target`` from a calibration made on other GPU(s).
+def _scale_efficiencies(e: Efficiencies, compute: float, memory: float, source: str) -> Efficiencies:
+    """``e`` with every compute efficiency (matmul, attention, convolution) times ``compute`` and
+    the bandwidth efficiency times ``memory``, each capped at 0.98 of the ceiling."""
+    return replace(e, mm={k: min(0.98, v * compute) for k, v in e.mm.items()},
+                   attn=min(0.98, e.attn * compute), conv=min(0.98, e.conv * compute),
+                   bw=min(0.98, e.bw * memory), source=source)
 
-    Same GPU: unchanged (``interpolated``). Same architecture: same efficiencies, band
-    x :data:`SAME_ARCH_BAND_FACTOR` (``transferred``). Another architecture: multipliers
-    halved in log space toward the spec defaults, band at least :data:`CROSS_ARCH_BAND`.
+
+def _combine(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    """Two independent relative bands combined in quadrature in log space."""
+    lo = math.hypot(-math.log(1.0 - min(a[0], 0.9)), -math.log(1.0 - min(b[0], 0.9)))
+    hi = math.hypot(math.log1p(a[1]), math.log1p(b[1]))
+    return (min(0.9, 1.0 - math.exp(-lo)), math.expm1(hi))
+
+
+def transfer(cal: Calibration, target: GpuSpec, precision: str | None = None, workload: str = "*") -> Calibration:
+    """Efficiencies for ``target`` from a calibration made on another GPU.
+
+    Same GPU: unchanged (``interpolated``). Otherwise ``transferred`` through the published
+    transfer model (:meth:`service.core.transfer.TransferModel.factors`) for the precision's
+    family: within one architecture only the sustained clock under the power cap differs;
+    across architectures the fitted compute and memory factors apply (the memory factor at most 1
+    for :data:`STREAMING_WORKLOADS`); an architecture without published data is left
+    uncorrected. The band is the calibration's combined with the
+    held-out error of that kind of transfer for the target's architecture (at least
+    :data:`CROSS_ARCH_BAND` when the architecture is unseen; the old widening rules when no
+    accuracy table ships).
     """
     if target.slug in cal.source_gpus and len(cal.source_gpus) == 1:
         return cal
-    if target.family == cal.architecture:
-        lo, hi = cal.band
-        return replace(
-            cal, efficiencies=replace(cal.efficiencies, source="transferred"),
-            band=(min(0.9, lo * SAME_ARCH_BAND_FACTOR), hi * SAME_ARCH_BAND_FACTOR),
-            provenance="transferred",
-            notes=(*cal.notes, f"same architecture ({cal.architecture}) as {', '.join(cal.source_gpus)}"),
-        )
-    half = {k: math.sqrt(v) for k, v in cal.multipliers.items()}
-    e = apply_multipliers(SPEC_DEFAULTS, half, source="transferred")
+    family = transfer_family(precision) if precision else ("fp32" if cal.family == "fp32" else "fp16/bf16")
+    model = published_model()
+    source = cal.source
+    if source is None:
+        f_compute = f_memory = 1.0
+        scope = "same-architecture" if target.family == cal.architecture else "unseen-architecture"
+        factors = None
+    else:
+        factors = model.factors(source, target, family)
+        f_compute, f_memory, scope = factors.compute, factors.memory, factors.scope
+        if scope == "same-gpu":  # a multi-GPU calibration applied to one of its GPUs
+            scope = "same-architecture"
+    streaming = workload in STREAMING_WORKLOADS and f_memory > 1.0
+    if streaming:
+        f_memory = 1.0
+    ta = arch_key(target)
+    acc = accuracy_for("transferred", scope, ta, workload)
     lo, hi = cal.band
+    if acc is not None:
+        band = _combine(cal.band, acc.band())
+        if scope == "unseen-architecture":
+            band = (max(band[0], CROSS_ARCH_BAND[0]), max(band[1], CROSS_ARCH_BAND[1]))
+    elif scope == "same-architecture":
+        band = (min(0.9, lo * SAME_ARCH_BAND_FACTOR), hi * SAME_ARCH_BAND_FACTOR)
+    else:
+        band = (max(CROSS_ARCH_BAND[0], lo * 2), max(CROSS_ARCH_BAND[1], hi * 2))
+    src = ", ".join(cal.source_gpus)
+    sa = arch_key(source) if source is not None else cal.architecture
+    if factors is None:
+        note = f"from {src}, efficiencies unchanged ({cal.architecture} -> {target.family})"
+        tables: tuple[str, ...] = ()
+    elif scope == "unseen-architecture":
+        missing = arch_name(ta) if not model.knows(target) else arch_name(sa)
+        note = (f"from {src}: {missing} has no published training data, so {target.slug} is assumed to "
+                f"reach the same fractions of its datasheet peaks and bandwidth as {src} (no correction)")
+        tables = ()
+    else:
+        what = ("same architecture" if scope == "same-architecture"
+                else f"across architectures, {arch_name(sa)} -> {arch_name(ta)}")
+        note = (f"{what}, from {src}: compute x{f_compute:.2f}, memory x{f_memory:.2f}"
+                f" (sustained clock under the power cap {factors.clock_target:.2f} vs {factors.clock_source:.2f}"
+                f" of boost; per-architecture factors fitted jointly on the published tables "
+                f"{', '.join(model.tables)})")
+        if streaming:
+            note += ("; the memory factor is capped at 1: its gain is cache reuse of CNN/BERT activations, "
+                     "and this workload streams weights, optimizer state or KV cache far larger than any L2")
+        tables = model.tables
     return replace(
-        cal, efficiencies=e, multipliers=half,
-        band=(max(CROSS_ARCH_BAND[0], lo * 2), max(CROSS_ARCH_BAND[1], hi * 2)),
-        provenance="transferred",
-        notes=(*cal.notes, f"across architectures: {cal.architecture} -> {target.family}, "
-                           f"from {', '.join(cal.source_gpus)}"),
+        cal, efficiencies=_scale_efficiencies(cal.efficiencies, f_compute, f_memory, "transferred"),
+        band=band, provenance="transferred", scope=scope, sources=tables,
+        notes=(*cal.notes, note),
+    )
+
+
+STREAMING_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer")
+"""Workloads whose memory-bound traffic streams tensors far larger than any on-chip cache
+(weights, optimizer state, KV cache): a transferred memory factor above 1 -- effective bandwidth
+above the DRAM ratio, which only cache reuse can give -- is capped at 1 for them."""
+
+PUBLISHED_WORKLOADS: dict[str, str] = {
+    "resnet50-train": "resnet50-train",
+    "bert-large-train": "bert-large-squad-finetune",
+}
+"""Estimator workload -> the published workload that can anchor it (BERT-Large MLM training
+and SQuAD fine-tuning share the encoder; the heads differ by a few per cent of the FLOPs)."""
+
+
+def published_calibration(gpu: GpuSpec, workload: str, precision: str) -> Calibration | None:
+    """Efficiencies anchored on the newest shipped table holding ``workload`` in the
+    precision's family, at ``gpu``'s architecture factors (provenance ``published``, the table
+    named); None when no table does. Used only where no measurement fits the (workload, family):
+    the table's stack (its year's framework) sets the speed, so its band is the held-out error of
+    such anchors and the note says which stack it is."""
+    from service.core.published import get_table
+    from service.core.transfer import fit_points
+
+    pw = PUBLISHED_WORKLOADS.get(workload)
+    if pw is None:
+        return None
+    family = transfer_family(precision)
+    model = published_model()
+    anchor = model.anchor(pw, family)
+    if anchor is None:
+        return None
+    tid, kc, km, kh = anchor
+    kc *= math.exp(model.compute_log(gpu, family))
+    km *= math.exp(model.memory_log(gpu))
+    base = SPEC_DEFAULTS
+    e = replace(base, mm={k: v * kc for k, v in base.mm.items()}, attn=base.attn * kc, conv=base.conv * kc,
+                bw=base.bw * km, dispatch_s=base.dispatch_s * kh, step_s=base.step_s * kh, source="published")
+    acc = accuracy_for("published", "published-anchor", arch_key(gpu), workload)
+    band = acc.band() if acc is not None else CROSS_ARCH_BAND
+    band = (max(band[0], BAND_FLOOR), max(band[1], BAND_FLOOR))
+    table = get_table(tid)
+    gpus = tuple(sorted({p.gpu.slug for p in fit_points() if p.group == (tid, pw, family)}))
+    factors = (f"at {arch_name(arch_key(gpu))} factors of the joint transfer fit" if model.knows(gpu) else
+               f"at the average architecture's factors ({arch_name(arch_key(gpu))} has no published data)")
+    note = (f"anchored on the published table '{table.title}' ({table.date}; {table.engine}): "
+            f"{pw} in {family} on {len(gpus)} GPUs, {factors} -- that stack's speed, not today's")
+    return Calibration(
+        efficiencies=e, band=band, multipliers={}, source_gpus=gpus, architecture=gpu.family,
+        n_points=len(gpus), fit_mape=0.0, provenance="published", family=precision_family(precision),
+        notes=(note,), scope="published-anchor", sources=(tid,),
     )
 
 
@@ -399,121 +527,6 @@ def fit_memory(points: Sequence[MemoryPoint]) -> MemoryCalibration:
     band = band_from_log_residuals(logs, floor=0.02)
     mape = sum(abs(1.0 / r - 1.0) for r in ratios) / len(ratios)
     return MemoryCalibration(scale, band, len(ratios), mape)
-
-
-# --------------------------------------------------------------------------------------------
-# Published cross-GPU table: leave one GPU out
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LooRow:
-    gpu: str
-    architecture: str
-    workload: str
-    precision: str
-    measured: float
-    transfer: float
-    baseline: float
-    method: str
-
-
-@dataclass(frozen=True, slots=True)
-class LooReport:
-    rows: tuple[LooRow, ...]
-    transfer_mape: float
-    baseline_mape: float
-    transfer_worst: float
-    baseline_worst: float
-    by_workload: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-
-def _published_specs() -> dict[str, GpuSpec]:
-    from service.core.published.lambda_pytorch_train import GPUS
-
-    out: dict[str, GpuSpec] = {}
-    for name, g in GPUS.items():
-        peaks = {"fp16": g["fp16_tflops"], "bf16": g["fp16_tflops"], "fp32": g["fp32_tflops"]}
-        peaks["tf32"] = g["tf32_tflops"] if g["tf32_tflops"] is not None else g["fp32_tflops"]
-        out[name] = GpuSpec(slug=name, name=name, architecture=g["architecture"], peaks=peaks,
-                            bandwidth_gb_per_s=g["bandwidth_gb_per_s"],
-                            usable_memory_bytes=g["memory_gb"] * 10**9)
-    return out
-
-
-def _published_points(workload: str, precision: str) -> list[TimedPoint]:
-    """Published throughput turned into step times at the published batch size."""
-    from service.core.published.lambda_pytorch_train import GPUS, WORKLOADS
-
-    specs = _published_specs()
-    w = WORKLOADS[workload]
-    model = get_model(str(w["model"]))
-    prec = "amp_fp16" if precision == "fp16" else "tf32"
-    pts: list[TimedPoint] = []
-    for name, g in GPUS.items():
-        thr = g["fp16" if precision == "fp16" else "fp32"][workload]
-        if thr <= 0:
-            continue
-        batch = g["batch_fp16"][workload]
-        if precision != "fp16":
-            batch = max(1, batch // 2)
-        seq = int(w["seq_len"]) or 1
-        cfg = TrainConfig(model=model, precision=prec, batch_size=batch, seq_len=seq,
-                          optimizer="sgd" if workload == "resnet50" else "adamw")
-        spec = specs[name]
-        if precision != "fp16" and g["tf32_tflops"] is None:
-            cfg = replace(cfg, precision="fp32")
-        pts.append(TimedPoint(cfg, spec, batch / thr))
-    return pts
-
-
-def published_leave_one_out(workloads: Sequence[str] = ("resnet50", "bert_large_squad", "bert_base_squad"),
-                            precisions: Sequence[str] = ("fp16", "fp32"),
-                            groups: Sequence[str] = ("mm", "bw", "conv")) -> LooReport:
-    """Predict each GPU of the published table from the others, for each workload/precision.
-
-    Transfer: fit ``groups`` multipliers on the other GPUs (all architectures), then correct by
-    the geometric-mean residual of the same-architecture GPUs among them when there are any
-    (shrunk by ``n/(n+1)``). Baseline: geometric mean over the other GPUs of
-    ``throughput_other x peak_target / peak_other`` (dense peak of the precision used).
-    Errors are on throughput, absolute percentage.
-    """
-    rows: list[LooRow] = []
-    by_wl: dict[str, tuple[float, float]] = {}
-    for wl in workloads:
-        for prec in precisions:
-            pts = _published_points(wl, prec)
-            wl_rows: list[LooRow] = []
-            for i, target in enumerate(pts):
-                others = pts[:i] + pts[i + 1:]
-                cal = fit_time(others, groups=groups, prior_weight=0.01)
-                e = cal.efficiencies
-                same = [p for p in others if p.gpu.family == target.gpu.family]
-                pred_t = predict_time(target, e)
-                method = "cross-architecture"
-                if same:
-                    res = [math.log(p.value_s / predict_time(p, e)) for p in same]
-                    k = sum(res) / len(res) * len(res) / (len(res) + 1)
-                    pred_t *= math.exp(k)
-                    method = "same-architecture"
-                batch = target.config.batch_size
-                thr_meas = batch / target.value_s
-                thr_pred = batch / pred_t
-                pk = target.config.precision
-                logs = []
-                for o in others:
-                    ratio = target.gpu.require_peak(pk) / o.gpu.require_peak(o.config.precision)
-                    logs.append(math.log(o.config.batch_size / o.value_s * ratio))
-                thr_base = math.exp(sum(logs) / len(logs))
-                wl_rows.append(LooRow(target.gpu.slug, target.gpu.family, wl, prec,
-                                      thr_meas, thr_pred, thr_base, method))
-            rows.extend(wl_rows)
-            t = sum(abs(r.transfer / r.measured - 1) for r in wl_rows) / len(wl_rows)
-            b = sum(abs(r.baseline / r.measured - 1) for r in wl_rows) / len(wl_rows)
-            by_wl[f"{wl}/{prec}"] = (t, b)
-    te = [abs(r.transfer / r.measured - 1) for r in rows]
-    be = [abs(r.baseline / r.measured - 1) for r in rows]
-    return LooReport(tuple(rows), sum(te) / len(te), sum(be) / len(be), max(te), max(be), by_wl)
 
 
 # --------------------------------------------------------------------------------------------
@@ -639,10 +652,12 @@ class CalibrationSet:
 
     def pick(self, gpu: GpuSpec, workload: str, precision: str) -> Calibration | None:
         """This GPU's own fit, else the best-populated fit of the same architecture, else of
-        any architecture, transferred (:func:`transfer`). Memoised per (GPU, workload,
-        family): the set is immutable, so the answer is too."""
+        any architecture, transferred (:func:`transfer`), else a published anchor
+        (:func:`published_calibration`). Memoised per (GPU, workload, transfer family): the set
+        is immutable, so the answer is too."""
         fam = precision_family(precision)
-        memo = (gpu.slug, gpu.family, workload, fam)
+        tfam = transfer_family(precision)
+        memo = (gpu.slug, gpu.family, workload, tfam)
         if memo in self._picked:
             return self._picked[memo]
         own = self.by_key.get((gpu.slug, workload, fam))
@@ -651,7 +666,10 @@ class CalibrationSet:
             candidates = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == fam]
             if candidates:
                 same = [c for k, c in candidates if self.families.get(k[0]) == gpu.family]
-                chosen = transfer(max(same or [c for _, c in candidates], key=lambda c: c.n_points), gpu)
+                best = max(same or [c for _, c in candidates], key=lambda c: (c.n_points, c.source_gpus))
+                chosen = transfer(best, gpu, precision, workload)
+            else:
+                chosen = published_calibration(gpu, workload, precision)
         self._picked[memo] = chosen
         return chosen
 

@@ -8,19 +8,25 @@ caller resolves names and loads data: the GPU's :class:`~service.core.specs.GpuS
 of the exact benchmark cell the job corresponds to (:func:`benchmark_cell`, then
 :func:`service.core.aggregate.latest_measured`).
 
-Provenance (DESIGN): ``measured`` when the exact cell was measured on this GPU with evidence
-that counts (>= 2 hosts or a trusted agent); ``interpolated`` when efficiencies were fitted on
-this GPU; ``transferred`` when fitted on other GPUs (named); ``spec`` for the datasheet
-roofline with the spec-default efficiencies.
+Provenance (DESIGN, ranked in :mod:`service.core.provenance`): ``measured`` when the exact cell
+was measured on this GPU with evidence that counts (>= 2 hosts or a trusted agent);
+``interpolated`` when efficiencies were fitted on this GPU; ``transferred`` when fitted on other
+GPUs (named, with the published tables that calibrate the cross-GPU ratio); ``published`` when
+anchored on a published table (named); ``derived`` when the time depends on a catalog peak
+derived from a sibling GPU (the derivation is noted and the band spans the alternative
+sibling's value); ``spec`` for the datasheet roofline with the spec-default efficiencies.
+Every time figure carries the held-out error measured for its provenance and the GPU's
+architecture (:mod:`service.core.accuracy`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from service.core.accuracy import Accuracy, accuracy_for
 from service.core.aggregate import CellView
 from service.core.band import Band
 from service.core.calibration import Calibration, CalibrationSet
@@ -45,8 +51,11 @@ from service.core.models import (
     from_parameter_count,
     get_model,
 )
-from service.core.performance import estimate_serving, estimate_step
+from service.core.performance import SPEC_DEFAULTS, estimate_serving, estimate_step
+from service.core.precision import PEAK_KEY
+from service.core.provenance import weakest
 from service.core.specs import GpuSpec
+from service.core.transfer import arch_key
 from service.core.vocabulary import VocabularyError, canonical_parameters, parameters_hash
 
 __all__ = [
@@ -66,7 +75,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.0.0"
+ESTIMATOR_VERSION = "1.1.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")
@@ -312,6 +321,10 @@ class TimeAnswer:
     calibration_points: int = 0
     measured_step_time_s: float | None = None
     notes: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    """Published tables the figure leans on (``service.core.published`` ids)."""
+    accuracy: Accuracy | None = None
+    """Held-out error measured for this provenance and the GPU's architecture."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +340,9 @@ class ServingAnswer:
     source_gpus: tuple[str, ...] = ()
     measured_ttft_s: float | None = None
     measured_tpot_s: float | None = None
+    sources: tuple[str, ...] = ()
+    accuracy: Accuracy | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,13 +420,14 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
     if not gpu.bandwidth_gb_per_s:
         warnings.append(Notice("no_time_estimate", f"{gpu.slug} lacks a sourced bandwidth; no time estimate"))
     else:
-        cal = calibrations.pick(gpu, workload_for(job), precision)
+        workload = workload_for(job)
+        cal = calibrations.pick(gpu, workload, precision)
         cell = measured if counts else None
         try:
             if isinstance(c, TrainConfig):
-                time_answer = _time(c, gpu, cal, job.tokens, cell)
+                time_answer = _time(c, gpu, cal, job.tokens, cell, workload)
             else:
-                serving_answer = _serving(c, gpu, cal, cell)
+                serving_answer = _serving(c, gpu, cal, cell, workload)
         except MissingFigure as exc:
             warnings.append(Notice("no_time_estimate", f"no time estimate: {exc.message}"))
     solve = _solve(job, usable) if job.solve_for else None
@@ -437,14 +454,40 @@ def _configuration(job: Job) -> dict[str, Any]:
     return out
 
 
+def _accuracy(provenance: str, scope: str, gpu: GpuSpec, workload: str) -> Accuracy | None:
+    return accuracy_for(provenance, scope, arch_key(gpu), workload)
+
+
+def _derived_span(gpu: GpuSpec, precision: str) -> tuple[GpuSpec, GpuSpec, str] | None:
+    """(the GPU at the low end of its derived figures, at the high end, the derivation) when the
+    peak ``precision`` runs at, or the bandwidth, is derived from a sibling; else None."""
+    what = gpu.derived_peak(precision)
+    text = f"the {PEAK_KEY.get(precision, precision)} peak is {what}" if what else None
+    if gpu.bandwidth_range is not None:
+        bw = f"the memory bandwidth is {gpu.derivations.get('bandwidth', 'derived')}"
+        text = f"{text}; {bw}" if text else bw
+    if text is None:
+        return None
+    lo = {k: r[0] for k, r in gpu.peak_ranges.items()}
+    hi = {k: r[1] for k, r in gpu.peak_ranges.items()}
+    bw_lo, bw_hi = gpu.bandwidth_range or (gpu.bandwidth_gb_per_s, gpu.bandwidth_gb_per_s)
+    return (replace(gpu, peaks={**gpu.peaks, **lo}, bandwidth_gb_per_s=bw_lo),
+            replace(gpu, peaks={**gpu.peaks, **hi}, bandwidth_gb_per_s=bw_hi), text)
+
+
 def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float | None,
-          cell: CellView | None) -> TimeAnswer:
+          cell: CellView | None, workload: str = "*") -> TimeAnswer:
     if cal is not None:
-        st = estimate_step(c, gpu, cal.efficiencies, band=cal.band_for(c), provenance=cal.provenance)
+        e = cal.efficiencies
+        st = estimate_step(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
         prov, sources, n, notes = cal.provenance, cal.source_gpus, cal.n_points, cal.notes
+        scope, tables = cal.scope, cal.sources
     else:
+        e = SPEC_DEFAULTS
         st = estimate_step(c, gpu)
         prov, sources, n, notes = "spec", (), 0, ("datasheet roofline with the spec-default efficiencies",)
+        scope, tables = "spec-default", ()
+    accuracy = _accuracy(prov, scope, gpu, workload)
     step = st.step_time_s
     band = st.step_time_band
     measured = None
@@ -454,6 +497,18 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
         band = Band(min(summary.p10, step * 0.97), step, max(summary.p90, step * 1.03))
         prov = "measured"
         notes = (f"median of {cell.count} measured results for this exact configuration",)
+        accuracy, tables = None, ()
+    else:
+        span = _derived_span(gpu, c.precision)
+        if span is not None:
+            slow = estimate_step(c, span[0], e).step_time_s
+            fast = estimate_step(c, span[1], e).step_time_s
+            if abs(slow - fast) > 1e-9 * step:
+                rel_lo, rel_hi = 1.0 - band.low / step, band.high / step - 1.0
+                band = Band(min(band.low, fast * (1.0 - rel_lo)), step, max(band.high, slow * (1.0 + rel_hi)))
+                prov = weakest(prov, "derived")
+                notes = (*notes, f"{gpu.slug}: {span[2]}; the step time is {fast * 1e3:.4g}-{slow * 1e3:.4g} ms "
+                                 "across the two values and the band spans both")
     k = step / st.step_time_s if st.step_time_s else 1.0
     ttt = ttt_band = None
     if tokens:
@@ -466,17 +521,21 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
         tokens_per_s=st.tokens_per_s / k * c.data_parallel, tokens_per_s_per_gpu=st.tokens_per_s / k,
         samples_per_s=st.samples_per_s / k * c.data_parallel, mfu=st.mfu / k, bound=st.bound,
         provenance=prov, time_to_train_s=ttt, time_to_train_band=ttt_band, source_gpus=tuple(sources),
-        calibration_points=n, measured_step_time_s=measured, notes=tuple(notes),
+        calibration_points=n, measured_step_time_s=measured, notes=tuple(notes), sources=tuple(tables),
+        accuracy=accuracy,
     )
 
 
-def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None) -> ServingAnswer:
+def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None,
+             workload: str = "llm-infer") -> ServingAnswer:
     if cal is not None:
-        sv = estimate_serving(c, gpu, cal.efficiencies, band=cal.band_for(c), provenance=cal.provenance)
-        prov, sources = cal.provenance, tuple(cal.source_gpus)
+        e = cal.efficiencies
+        sv = estimate_serving(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
+        prov, sources, scope, tables, notes = cal.provenance, tuple(cal.source_gpus), cal.scope, cal.sources, cal.notes
     else:
+        e = SPEC_DEFAULTS
         sv = estimate_serving(c, gpu)
-        prov, sources = "spec", ()
+        prov, sources, scope, tables, notes = "spec", (), "spec-default", (), ()
     ttft_ms = cell.median("ttft_ms_p50") if cell is not None else None
     tpot_ms = cell.median("tpot_ms_p50") if cell is not None else None
     if ttft_ms and tpot_ms:
@@ -487,10 +546,21 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
             prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance="measured",
             source_gpus=sources, measured_ttft_s=ttft, measured_tpot_s=tpot,
         )
+    accuracy = _accuracy(prov, scope, gpu, workload)
+    ttft_band, tpot_band = sv.ttft_band, sv.tpot_band
+    span = _derived_span(gpu, "fp32" if c.precision == "fp32" else "bf16")
+    if span is not None:
+        lo, hi = estimate_serving(c, span[1], e), estimate_serving(c, span[0], e)
+        if abs(hi.ttft_s - lo.ttft_s) + abs(hi.tpot_s - lo.tpot_s) > 1e-12:
+            ttft_band = Band(min(ttft_band.low, lo.ttft_s), sv.ttft_s, max(ttft_band.high, hi.ttft_s))
+            tpot_band = Band(min(tpot_band.low, lo.tpot_s), sv.tpot_s, max(tpot_band.high, hi.tpot_s))
+            prov = weakest(prov, "derived")
+            notes = (*notes, f"{gpu.slug}: {span[2]}; the bands span both values")
     return ServingAnswer(
-        ttft_s=sv.ttft_s, ttft_band=sv.ttft_band, tpot_s=sv.tpot_s, tpot_band=sv.tpot_band,
+        ttft_s=sv.ttft_s, ttft_band=ttft_band, tpot_s=sv.tpot_s, tpot_band=tpot_band,
         output_tokens_per_s=sv.output_tokens_per_s, prefill_bound=sv.prefill_bound,
-        decode_bound=sv.decode_bound, provenance=prov, source_gpus=sources,
+        decode_bound=sv.decode_bound, provenance=prov, source_gpus=sources, sources=tuple(tables),
+        accuracy=accuracy, notes=tuple(notes),
     )
 
 

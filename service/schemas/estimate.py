@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.core.accuracy import Accuracy
 from service.core.band import Band
 from service.core.estimate import Estimate, JobSpec, Notice
 
@@ -89,6 +90,28 @@ class MemoryOut(BaseModel):
     assumptions: list[str]
 
 
+class AccuracyOut(BaseModel):
+    """The held-out error measured for this kind of answer (provenance, scope, architecture)."""
+
+    provenance: str
+    scope: str = Field(description="same-gpu | same-architecture | cross-architecture | unseen-architecture | "
+                                   "published-anchor | spec-default")
+    architecture: str = Field(description="architecture key (sm80, sm89, cdna3 ...) or * when pooled")
+    workload: str = Field(description="estimator workload or * when pooled")
+    n: int = Field(description="held-out predictions the figures are measured on")
+    median_error: float = Field(description="median |predicted / measured - 1| of throughput")
+    mape: float
+    statement: str
+    basis: str
+
+    @classmethod
+    def of(cls, a: Accuracy | None) -> AccuracyOut | None:
+        if a is None:
+            return None
+        return cls(provenance=a.provenance, scope=a.scope, architecture=a.arch, workload=a.workload, n=a.n,
+                   median_error=a.median_error, mape=a.mape, statement=a.statement, basis=a.basis)
+
+
 class TimeOut(BaseModel):
     step_time_s: float
     step_time_band: BandOut
@@ -105,6 +128,8 @@ class TimeOut(BaseModel):
     calibration_points: int = 0
     measured_step_time_s: float | None = None
     notes: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list, description="published tables the figure leans on")
+    accuracy: AccuracyOut | None = None
 
 
 class ServingOut(BaseModel):
@@ -119,6 +144,9 @@ class ServingOut(BaseModel):
     source_gpus: list[str] = Field(default_factory=list)
     measured_ttft_ms: float | None = None
     measured_tpot_ms: float | None = None
+    notes: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list, description="published tables the figures lean on")
+    accuracy: AccuracyOut | None = None
 
 
 class SolveOut(BaseModel):
@@ -179,7 +207,8 @@ class EstimateResponse(BaseModel):
                 bound=t.bound, time_to_train_s=t.time_to_train_s,
                 time_to_train_band=BandOut.of(t.time_to_train_band) if t.time_to_train_band else None,
                 provenance=t.provenance, source_gpus=list(t.source_gpus), calibration_points=t.calibration_points,
-                measured_step_time_s=t.measured_step_time_s, notes=list(t.notes),
+                measured_step_time_s=t.measured_step_time_s, notes=list(t.notes), sources=list(t.sources),
+                accuracy=AccuracyOut.of(t.accuracy),
             ),
             serving=None if sv is None else ServingOut(
                 ttft_ms=sv.ttft_s * 1e3, ttft_band_ms=BandOut.of(sv.ttft_band, 1e3), tpot_ms=sv.tpot_s * 1e3,
@@ -188,6 +217,7 @@ class EstimateResponse(BaseModel):
                 source_gpus=list(sv.source_gpus),
                 measured_ttft_ms=sv.measured_ttft_s * 1e3 if sv.measured_ttft_s else None,
                 measured_tpot_ms=sv.measured_tpot_s * 1e3 if sv.measured_tpot_s else None,
+                notes=list(sv.notes), sources=list(sv.sources), accuracy=AccuracyOut.of(sv.accuracy),
             ),
             solve=None if so is None else SolveOut(target=so.target, value=so.value, detail=so.detail),
             warnings=[WarningOut(code=w.code, message=w.message) for w in warnings],

@@ -141,3 +141,33 @@ def test_batch_answers_each_item(client: TestClient) -> None:
     assert r.json()["items"][1]["problem"]["errors"][0]["loc"] == ["body", "items", 1, "model"]
     too_many = client.post("/v1/estimate/batch", json={"items": [items[0]] * 257})
     assert too_many.status_code == 422
+
+
+def test_every_newly_sourced_gpu_answers_with_labelled_time(client: TestClient) -> None:
+    """Issue 13: 'L40 or L20?' gets a time for both; the A10G and RTX 6000 Ada too; each time
+    states its provenance, the published tables it leans on and its measured accuracy."""
+    for gpu in ("nvidia-l20", "nvidia-l40", "nvidia-a10g", "nvidia-rtx-6000-ada"):
+        j = est(client, model="llama3-8b", mode="fine-tuning", gpu=gpu, batch_size=1, seq_len=2048)
+        t = j["time"]
+        assert t is not None, (gpu, j["warnings"])
+        assert t["provenance"] == "transferred" and t["source_gpus"] == ["nvidia-h200-sxm"]
+        assert t["sources"] and all(s.startswith(("lambda-", "dle-")) for s in t["sources"])
+        acc = t["accuracy"]
+        assert acc["provenance"] == "transferred" and acc["scope"] == "cross-architecture"
+        assert acc["n"] > 0 and "held-out predictions" in acc["statement"]
+
+
+def test_published_provenance_reaches_answers(client: TestClient) -> None:
+    """No measurement of ResNet-50 in TF32: the answer is anchored on Lambda's 2023 table and says so."""
+    t = est(client, model="resnet50", gpu="nvidia-a100-sxm4-80gb", precision="tf32", batch_size=256)["time"]
+    assert t["provenance"] == "published" and t["sources"] == ["lambda-pytorch-train-ngc2210"]
+    assert any("Lambda Labs PyTorch Training GPU Benchmarks 2023" in n for n in t["notes"])
+    assert t["accuracy"]["scope"] == "published-anchor"
+
+
+def test_derived_peak_answers_derived(client: TestClient) -> None:
+    t = est(client, model="llama3-8b", mode="fine-tuning", gpu="nvidia-rtx-a5000", batch_size=1, seq_len=2048)["time"]
+    assert t["provenance"] == "derived"
+    assert any("derived from nvidia-rtx-a6000" in n for n in t["notes"])
+    b = t["step_time_band"]
+    assert b["high"] > 1.4 * t["step_time_s"]  # spans the RTX 3090-rate alternative (half the tensor peak)

@@ -136,3 +136,82 @@ def test_unknown_figures_give_memory_without_time() -> None:
     with pytest.raises(InvalidConfiguration) as exc:
         estimate(GpuSpec(slug="y-gpu"), build_job(JobSpec(model="llama3-8b")), CalibrationSet())
     assert exc.value.field == "gpu"
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 13: every GPU timed, provenance with its measured accuracy, derived figures
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("slug", ["nvidia-l20", "nvidia-a10g", "nvidia-rtx-6000-ada", "nvidia-l40"])
+def test_newly_sourced_gpus_answer_with_time(slug: str) -> None:
+    """The seeds' 'L40 or L20?' and the A10G / RTX 6000 Ada get a time, labelled, with the
+    held-out error measured for that kind of answer on that architecture."""
+    cals = _h200_calibration()
+    for spec, provenance in ((JobSpec(model="llama3-8b", mode="fine-tuning", batch_size=1), "transferred"),
+                             (JobSpec(model="resnet50", precision="tf32", batch_size=128), "published"),
+                             (JobSpec(model="bert-large", precision="amp_fp16", batch_size=8, seq_len=384),
+                              "published")):
+        est = estimate(CATALOG[slug], build_job(spec), cals)
+        t = est.time
+        assert t is not None, (slug, est.warnings)
+        assert t.provenance == provenance
+        assert t.step_time_band.low < t.step_time_s < t.step_time_band.high
+        assert t.accuracy is not None and t.accuracy.provenance == provenance
+        assert "held-out predictions" in t.accuracy.statement
+        assert t.sources, "answers that lean on published tables name them"
+        if provenance == "published":
+            assert t.sources == ("lambda-pytorch-train-ngc2210",)
+            assert any("Lambda Labs PyTorch Training GPU Benchmarks 2023" in n for n in t.notes)
+
+
+def test_transferred_band_is_the_measured_transfer_error() -> None:
+    """The cross-architecture band is at least the 10th-90th percentile of the held-out transfer
+    errors for the target's architecture."""
+    from service.core.accuracy import accuracy_for
+
+    cals = _h200_calibration()
+    job = build_job(JobSpec(model="llama3-8b", batch_size=2, seq_len=2048))
+    for slug in ("nvidia-a100-sxm4-80gb", "nvidia-l40s", "nvidia-a10"):
+        t = estimate(CATALOG[slug], job, cals).time
+        assert t is not None and t.accuracy is not None and t.accuracy.scope == "cross-architecture"
+        acc = accuracy_for("transferred", "cross-architecture", t.accuracy.arch)
+        assert acc is not None
+        lo, hi = acc.band()
+        assert t.step_time_band.low <= t.step_time_s * (1 - lo) + 1e-12
+        assert t.step_time_band.high >= t.step_time_s * (1 + hi) - 1e-12
+
+
+def test_derived_peak_is_labelled_and_the_band_spans_the_alternative_sibling() -> None:
+    """The RTX A5000's tensor peaks are derived from the RTX A6000 (alternative: the RTX 3090's
+    half-rate FP32 accumulate): the answer says so and its band covers the time at either value."""
+    gpu = CATALOG["nvidia-rtx-a5000"]
+    assert gpu.peak_ranges["bf16"] == (55.5, 111.1) and gpu.peak_ranges["tf32"] == (27.8, 55.5)
+    cals = _h200_calibration()
+    job = build_job(JobSpec(model="llama3-8b", batch_size=1, seq_len=2048))
+    t = estimate(gpu, job, cals).time
+    assert t is not None and t.provenance == "derived"
+    assert any("derived from nvidia-rtx-a6000" in n and "nvidia-rtx-3090" in n for n in t.notes)
+    cal = cals.pick(gpu, "llm-train", "amp_bf16")
+    assert cal is not None
+    slow = estimate_step(job.config, replace(gpu, peaks={**gpu.peaks, "bf16": 55.5, "fp16": 55.5}),  # type: ignore[arg-type]
+                         cal.efficiencies).step_time_s
+    assert t.step_time_band.high >= slow > t.step_time_s
+    assert t.accuracy is not None and t.accuracy.provenance == "transferred"  # the path's own error
+    # a figure that is sourced is not derived: the RTX A6000 answers 'transferred'
+    t6 = estimate(CATALOG["nvidia-rtx-a6000"], job, cals).time
+    assert t6 is not None and t6.provenance == "transferred"
+    # memory-bound work does not depend on the derived peak: no 'derived' label
+    assert not CATALOG["nvidia-rtx-a5000"].bandwidth_range
+
+
+def test_provenance_rank() -> None:
+    from service.core.provenance import PROVENANCES, at_least, rank, weakest
+
+    assert PROVENANCES == ("measured", "interpolated", "transferred", "published", "derived", "spec")
+    assert rank("measured") > rank("interpolated") > rank("transferred") > rank("published") > rank("derived")
+    assert rank("derived") > rank("spec")
+    assert at_least("transferred", "published") and not at_least("derived", "published")
+    assert at_least("spec", "spec") and weakest("transferred", "derived", "published") == "derived"
+    with pytest.raises(ValueError, match="unknown provenance"):
+        rank("guessed")
