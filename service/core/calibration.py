@@ -689,7 +689,9 @@ class CalibrationSet:
 
 
 def fit_calibrations(cells: Sequence[CellMeasurement]) -> CalibrationSet:
-    """Every group the cells feed, fitted."""
+    """Every group the cells feed, fitted. Also fits the published transfer model (once per
+    process, cached) so that the first estimate that needs it does not pay for it."""
+    published_model()
     groups: dict[GroupKey, list[CellMeasurement]] = {}
     for m in cells:
         key = group_of(m)
