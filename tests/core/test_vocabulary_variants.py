@@ -139,3 +139,27 @@ def test_definitions_say_which_parameters_are_omitted_at_default() -> None:
     assert {n for n, p in params.items() if p.get("omitted_at_default")} == {"loop", "optimizer_impl", "mixed_precision"}
     assert params["loop"]["choices"] == ["loss_only", "keeps_outputs"]
     assert params["optimizer_impl"]["default"] == "fused" and params["mixed_precision"]["default"] == "autocast"
+
+
+def test_estimate_validation_leaves_variant_results_out_unless_asked(tmp_path: Path) -> None:
+    """benchmarks/validate_estimates.py predicts the reference loop: variant results are not
+    compared with it unless --include-variants."""
+    import importlib.util
+    import sys
+
+    path = REPO / "benchmarks" / "validate_estimates.py"
+    spec = importlib.util.spec_from_file_location("validate_estimates_variants", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    assert mod.VARIANT_PARAMETERS["llm-train"] == ("loop", "optimizer_impl", "mixed_precision")
+    results = [
+        {"workload": "llm-train", "parameters": canonical_parameters("llm-train", {**BASE, **extra}),
+         "status": "ok", "metrics": {}, "peak_allocated_bytes": 50 * 2**30, "step_time_s": 0.2}
+        for extra in ({}, {"loop": "keeps_outputs"}, {"optimizer_impl": "foreach"})
+    ]  # fmt: skip
+    f = tmp_path / "runs.json"
+    f.write_text(json.dumps([{"gpu": {"name": "NVIDIA H200", "slug": "nvidia-h200-sxm"}, "results": results}]))
+    assert len(mod.load_points([str(f)])) == 1 and len(mod.SKIPPED_VARIANTS) == 2
+    assert len(mod.load_points([str(f)], include_variants=True)) == 3
