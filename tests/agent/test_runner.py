@@ -196,6 +196,13 @@ def test_plan_files_validate() -> None:
     assert {c.parameters["attention"] for c in train} == {"sdpa", "eager"}
     assert {c.parameters["finetune"] for c in train} == {"full", "lora"}
     assert min(c.parameters["seq_len"] for c in train) == 512 and max(c.parameters["seq_len"] for c in train) == 4096
+    variants = load_plan(REPO / "service/agent/plans/h200-variants.json")
+    vtrain = [c.parameters for c in variants.configs if c.workload == "llm-train"]
+    assert {p.get("optimizer_impl") for p in vtrain} == {None, "foreach", "forloop"}  # None: fused, the default
+    assert {p.get("loop") for p in vtrain} == {None, "keeps_outputs"}
+    assert {p["precision"] for p in vtrain} == {"amp_bf16", "tf32", "fp32"}
+    assert {c.workload for c in variants.configs} == {"llm-train", "resnet50-train", "bert-large-train",
+                                                       "bert-large-infer", "resnet50-infer"}
     assert isinstance(smoke_plan(), Plan) and all(isinstance(c, ConfigSpec) for c in smoke_plan().configs)
     with pytest.raises(PlanError, match="unknown workload"):
         plan_from_dict({"configs": [{"workload": "nope"}]})
