@@ -77,6 +77,14 @@ def test_building_twice_gives_the_same_rows() -> None:
         ("lambda", "gpu_1x_h100_pcie", "us-west-1", "on_demand", "nvidia-h100-pcie", "3.29", 1),
         ("lambda", "gpu_8x_b200_sxm6", "europe-central-1", "on_demand", "nvidia-b200", "53.52", 8),
         ("runpod", "1x_A100-80GB_SECURE", "US", "on_demand", "nvidia-a100-pcie-80gb", "1.39", 1),
+        # Added in the second pass: L4 / L40S on AWS (g6, g6e) and GCP (g2 + L4).
+        ("aws", "g6.xlarge", "us-east-1", "on_demand", "nvidia-l4", "0.8048", 1),
+        ("aws", "g6.xlarge", "us-east-1", "spot", "nvidia-l4", "0.349", 1),  # cheapest AZ (use1-az4)
+        ("aws", "g6.48xlarge", "us-west-2", "on_demand", "nvidia-l4", "13.3504", 8),
+        ("aws", "g6e.xlarge", "us-west-2", "on_demand", "nvidia-l40s", "1.861", 1),
+        ("aws", "g6e.48xlarge", "us-east-1", "on_demand", "nvidia-l40s", "30.13118", 8),
+        ("gcp", "g2-standard-4", "us-central1", "on_demand", "nvidia-l4", "0.70683", 1),  # 0.14679 host + 0.56004 L4
+        ("gcp", "g2-standard-96", "europe-west4", "spot", "nvidia-l4", "3.6663", 8),  # 1.7159 + 1.9504
     ],
 )
 def test_spot_checks_against_the_source_rows(
@@ -95,6 +103,8 @@ def test_known_bad_or_unpriceable_rows_stay_out() -> None:
     # Ambiguous names stay unpriced rather than defaulted (Lambda 1x/2x/4x A100, Azure NCv3 V100).
     assert not by("lambda", "gpu_1x_a100", "us-east-1", "on_demand")
     assert not by("azure", "Standard_NC6s_v3", "eastus", "on_demand")
+    # Fractional L4 shares (AWS g6f) are not in the subset; the importer would skip them anyway.
+    assert not any(p["instance_type"].startswith("g6f.") for p in BUILD.prices)
 
 
 def test_unknown_names_are_the_documented_ones() -> None:
