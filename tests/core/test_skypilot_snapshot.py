@@ -77,7 +77,7 @@ def test_building_twice_gives_the_same_rows() -> None:
         ("lambda", "gpu_1x_h100_pcie", "us-west-1", "on_demand", "nvidia-h100-pcie", "3.29", 1),
         ("lambda", "gpu_8x_b200_sxm6", "europe-central-1", "on_demand", "nvidia-b200", "53.52", 8),
         ("runpod", "1x_A100-80GB_SECURE", "US", "on_demand", "nvidia-a100-pcie-80gb", "1.39", 1),
-        # Added in the second pass: L4 / L40S on AWS (g6, g6e) and GCP (g2 + L4).
+        # Added in the second pass: L4 / L40S on AWS (g6, g6e) and GCP (g2 + L4), the RunPod sample.
         ("aws", "g6.xlarge", "us-east-1", "on_demand", "nvidia-l4", "0.8048", 1),
         ("aws", "g6.xlarge", "us-east-1", "spot", "nvidia-l4", "0.349", 1),  # cheapest AZ (use1-az4)
         ("aws", "g6.48xlarge", "us-west-2", "on_demand", "nvidia-l4", "13.3504", 8),
@@ -85,6 +85,15 @@ def test_building_twice_gives_the_same_rows() -> None:
         ("aws", "g6e.48xlarge", "us-east-1", "on_demand", "nvidia-l40s", "30.13118", 8),
         ("gcp", "g2-standard-4", "us-central1", "on_demand", "nvidia-l4", "0.70683", 1),  # 0.14679 host + 0.56004 L4
         ("gcp", "g2-standard-96", "europe-west4", "spot", "nvidia-l4", "3.6663", 8),  # 1.7159 + 1.9504
+        ("runpod", "2x_A40_SECURE", "US", "on_demand", "nvidia-a40", "0.88", 2),
+        ("runpod", "8x_L40_SECURE", "US", "on_demand", "nvidia-l40", "6.56", 8),
+        ("runpod", "2x_L40S_SECURE", "US", "on_demand", "nvidia-l40s", "1.98", 2),
+        ("runpod", "5x_RTX4090_SECURE", "US", "on_demand", "nvidia-rtx-4090", "3.7", 5),
+        ("runpod", "1x_H100_SECURE", "US", "on_demand", "nvidia-h100-pcie", "2.89", 1),  # hint: 'H100' is RunPod's PCIe part
+        ("runpod", "2x_H100-NVL_SECURE", "US", "on_demand", "nvidia-h100-nvl-94gb", "6.38", 2),
+        ("runpod", "3x_A100-80GB-SXM_SECURE", "US", "on_demand", "nvidia-a100-sxm4-80gb", "4.77", 3),
+        ("runpod", "2x_RTX5090_SECURE", "US", "on_demand", "nvidia-rtx-5090", "1.98", 2),
+        ("runpod", "1x_B300_SECURE", "US", "on_demand", "nvidia-b300", "7.89", 1),
     ],
 )
 def test_spot_checks_against_the_source_rows(
