@@ -16,7 +16,7 @@ import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.core.aggregate import MIN_POINTS_FOR_OUTLIER_TEST, center_and_scale, outlier_score
 from service.core.quarantine import STATISTICAL_OUTLIER
@@ -211,11 +211,11 @@ def pick_by_memory(cands: Sequence[CatalogGpu], mem: int) -> CatalogGpu | None:
 # ---- what gets stored --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class NewResult:
+class NewResult(NamedTuple):
     """One vocabulary-checked, canonicalised result ready to store: ``params_hash`` and
     ``params_json`` come from one serialisation of the canonical parameters; ``check_*`` are
-    the catalog checks' verdict (None: passed, or no catalog GPU yet)."""
+    the catalog checks' verdict (None: passed, or no catalog GPU yet). A named tuple rather
+    than a frozen dataclass: a run carries up to 10,000 of them (three times cheaper to build)."""
 
     position: int
     workload: str
