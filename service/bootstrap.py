@@ -11,8 +11,8 @@ from service.catalog.loader import load_shipped
 from service.db.engine import make_session_factory
 from service.db.migrate import migrate_and_seed
 from service.db.uow import UnitOfWork
+from service.measurement_files import seed_measurements
 from service.settings import Settings
-from service.usecases.benchmarks import seed_measurements
 from service.usecases.catalog import SeedReport, upsert_catalog
 
 SeedHook = Callable[[Engine, Settings], None]

@@ -11,6 +11,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.core.results import OutlierPolicy
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -48,3 +50,11 @@ class Settings(BaseSettings):
     )
     price_stale_days: int = Field(default=180, ge=1)
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
+
+    def outlier_policy(self) -> OutlierPolicy:
+        """The MAD test's settings as the core type use cases and repositories take."""
+        return OutlierPolicy(
+            window=self.outlier_window,
+            mad_threshold=self.outlier_mad_threshold,
+            floor_fraction=self.outlier_floor_fraction,
+        )

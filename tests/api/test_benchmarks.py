@@ -109,8 +109,12 @@ def test_concurrent_twins_store_one_run(engine: Engine, settings: Settings, gpu:
         try:
             barrier.wait()
             with UnitOfWork(factory) as uow:
-                out = benchmarks.submit_run(uow, cache, principal, body, settings=settings)
-            answers.append((out.status_code, [o["result_id"] for o in out.body["results"]]))
+                out = benchmarks.submit_run(
+                    uow, cache, principal, body.to_core(),
+                    policy=settings.outlier_policy(), max_results=settings.max_results_per_run,
+                )
+            status = 201 if out.stored else 200  # as the route answers
+            answers.append((status, [o.result_id for o in out.answer.results]))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
