@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
+from service.core.cursor import decode_cursor, encode_cursor
 from service.core.quarantine import REVIEW_QUARANTINED, REVIEW_RELEASED, static_findings
 from service.core.specs import gpu_spec_from_doc
 from service.db.models import AdminAlert, ApiKey, BenchmarkResult, BenchmarkRun, Gpu, PendingGpu
@@ -35,7 +36,7 @@ from service.usecases.benchmark_cells import (
     utc,
 )
 from service.usecases.benchmark_queries import get_result, run_summary
-from service.usecases.catalog import AliasIndexCache, decode_cursor, encode_cursor
+from service.usecases.catalog import AliasIndexCache
 from service.usecases.errors import FieldError, Invalid, NotFound
 from service.usecases.keys import Principal
 

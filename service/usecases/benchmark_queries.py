@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import and_, case, distinct, func, select
 
 from service.core.aggregate import Point, Summary, latest_measured
+from service.core.cursor import decode_cursor, encode_cursor
 from service.core.vocabulary import (
     FINGERPRINT_FIELDS,
     FINGERPRINT_NULLABLE,
@@ -50,7 +51,7 @@ from service.schemas.benchmarks import (
     WorkloadOut,
 )
 from service.usecases.benchmark_cells import utc
-from service.usecases.catalog import AliasIndexCache, decode_cursor, encode_cursor, get_gpu
+from service.usecases.catalog import AliasIndexCache, resolve_gpu
 from service.usecases.errors import FieldError, Invalid, NotFound
 
 # ---- row -> wire ------------------------------------------------------------------------------
@@ -303,11 +304,11 @@ def fingerprint_conditions(uow: UnitOfWork, fp: Mapping[str, str]) -> list[Any]:
 
 
 def _gpu_id(uow: UnitOfWork, cache: AliasIndexCache, ident: str) -> tuple[int, str]:
-    view = get_gpu(uow, cache, ident)
-    gid = uow.session.scalar(select(Gpu.id).where(Gpu.slug == view.out.slug))
-    if gid is None:  # pragma: no cover - get_gpu found it
-        raise NotFound(f"no GPU with slug {view.out.slug!r}")
-    return int(gid), view.out.slug
+    slug = resolve_gpu(uow, cache, ident).record.slug
+    gid = uow.session.scalar(select(Gpu.id).where(Gpu.slug == slug))
+    if gid is None:  # pragma: no cover - resolve_gpu found it
+        raise NotFound(f"no GPU with slug {slug!r}")
+    return int(gid), slug
 
 
 def list_results(

@@ -65,7 +65,7 @@ from service.schemas.estimate import (
     TimeOut,
     WarningOut,
 )
-from service.usecases.catalog import AliasIndexCache, get_gpu
+from service.usecases.catalog import AliasIndexCache, resolve_gpu
 from service.usecases.errors import Ambiguous, FieldError, Invalid, NotFound, UseCaseError
 from service.usecases.models import resolve_model_input
 
@@ -356,13 +356,13 @@ def estimate(
 ) -> EstimateResponse:
     model, assumed = resolve_model_input(req.model, req.hf_config, req.params_billion)
     try:
-        view = get_gpu(uow, aliases, req.gpu, use_default=True)
+        view = resolve_gpu(uow, aliases, req.gpu, use_default=True)
     except (NotFound, Ambiguous) as exc:
         raise Invalid(
             exc.detail, fields=[FieldError(("gpu",), exc.detail)], **{k: v for k, v in exc.extra.items()}
         ) from None
-    warnings = [WarningOut(code=w["code"], message=w["message"]) for w in view.warnings]
-    spec = gpu_spec_from_doc(view.out.model_dump(mode="json"))
+    warnings = [WarningOut(code=w.code, message=w.message) for w in view.warnings]
+    spec = view.spec
     usable = spec.usable_memory_bytes
     if usable is None:
         if spec.memory_bytes is None:
