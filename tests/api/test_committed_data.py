@@ -14,7 +14,7 @@ from service.api.app import create_app
 from service.bootstrap import bootstrap
 from service.db.engine import make_engine
 from service.settings import Settings
-from service.usecases.benchmarks import load_measurement_files
+from service.measurement_files import load_measurement_files
 from tests.conftest import fresh_database_url
 
 REPO = Path(__file__).resolve().parents[2]
