@@ -45,6 +45,7 @@ from service.core.calibration import (  # noqa: E402
     predict_time,
     published_leave_one_out,
     timed_points_from_result,
+    transfer_precision,
 )
 from service.core.memory import (  # noqa: E402
     InferenceConfig,
@@ -230,6 +231,8 @@ def attach_predictions(points: list[Point]) -> list[Point]:
             else:
                 cfg = config_from_benchmark(p.workload, p.params)
                 if cfg is None:
+                    if p.workload == "gemm":  # kept for the precision-transfer check
+                        out.append(p)
                     continue
                 p.config = cfg
                 p.memory = estimate_training(cfg) if isinstance(cfg, TrainConfig) else estimate_inference(cfg)
@@ -480,6 +483,44 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
                                            "band_coverage": all_inside / n_all}
         out(f"  all held-out time predictions: MAPE {m_all:.1%} (target <= {TARGETS['time_calibrated_mape']:.0%}), "
             f"worst {w_all:.1%}, inside the stated 80% band {all_inside / n_all:.0%} (target >= 80%), n={n_all}")
+
+    # ---- precision transfer: fp32/tf32 predicted from the 16-bit fit and the measured GEMM ratio
+    gemm: dict[str, dict[str, float]] = {}
+    for p in by_wl.get("gemm", []):
+        rate = p.metrics.get("tflops") or p.metrics.get("tops")
+        if p.status == "ok" and rate:
+            gemm.setdefault(p.gpu.slug, {})[str(p.params["precision"])] = float(rate)
+    summary["precision_transfer"] = {}
+    for wl, pts in sorted(by_wl.items()):
+        timed = [p for p in pts if p.timed and wl in FIT_GROUPS]
+        src = [tp for p in timed for tp in p.timed if precision_family(tp.config.precision) == "16bit"]
+        dst = [p for p in timed if precision_family(p.timed[0].config.precision) == "fp32"]
+        if len(src) < 3 or not dst:
+            continue
+        cal16 = fit_time(src, groups=FIT_GROUPS[wl])
+        for prec in sorted({p.timed[0].config.precision for p in dst}):
+            pairs, spec_pairs, bands = [], [], []
+            for p in dst:
+                tp = p.timed[0]
+                if tp.config.precision != prec:
+                    continue
+                cal = transfer_precision(cal16, p.gpu, prec, gemm.get(p.gpu.slug, {}))
+                if cal is None:
+                    continue
+                pred = predict_time(tp, cal.efficiencies)
+                pairs.append((pred, tp.value_s))
+                spec_pairs.append((predict_time(tp, SPEC_DEFAULTS), tp.value_s))
+                bands.append((Band.relative(pred, cal.band_for(tp.config)), tp.value_s))
+            if not pairs:
+                continue
+            m_, w_, n_ = _mape(pairs)
+            sm, _, _ = _mape(spec_pairs)
+            cov, hw = _band_stats(bands)
+            summary["precision_transfer"][f"{wl}/{prec}"] = {"mape": m_, "worst": w_, "n": n_, "spec_mape": sm,
+                                                             "band_coverage": cov, "median_half_width": hw}
+            out(f"  precision transfer {wl} {prec} (16-bit fit x measured GEMM ratio, no {prec} point used): "
+                f"MAPE {m_:.1%}, worst {w_:.1%}, n={n_} (spec fallback {sm:.1%}); band coverage {cov:.0%}, "
+                f"median half-width {hw:.1%}")
 
     # ---- cross-GPU (published)
     if not cross_gpu:
