@@ -453,7 +453,7 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
         except MissingFigure as exc:
             warnings.append(Notice("no_time_estimate", f"no time estimate: {exc.message}"))
     if isinstance(c, TrainConfig) and not fits:
-        warnings.extend(_what_if(job, c, usable))
+        warnings.extend(_what_if(c, mem, usable))
     solve: SolveAnswer | None = None
     if job.solve_for:
         solve, notices = _solve(job, usable)
@@ -462,7 +462,7 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
                     serving=serving_answer, solve=solve, warnings=tuple(warnings))
 
 
-def _what_if(job: Job, c: TrainConfig, usable: int) -> list[Notice]:
+def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
     """Cheap alternatives the caller did not rule out, for a training job that does not fit:
     FSDP's mixed-precision policy instead of autocast over FSDP shards (which keeps every bf16
     weight cast, unsharded, until autocast exits) and the fused AdamW instead of foreach/forloop
@@ -470,7 +470,6 @@ def _what_if(job: Job, c: TrainConfig, usable: int) -> list[Notice]:
     from dataclasses import replace
 
     out: list[Notice] = []
-    mem = estimate_training(c)
     if c.sharding == "fsdp" and c.mixed_precision == "autocast" and c.precision.startswith("amp_"):
         alt = estimate_training(replace(c, mixed_precision="fsdp_policy"))
         if alt.fits(usable):
@@ -481,12 +480,15 @@ def _what_if(job: Job, c: TrainConfig, usable: int) -> list[Notice]:
                 "gathered layer at a time)")))
     if (mem.peak_phase == "optimizer-step" and c.optimizer == "adamw" and c.optimizer_impl != "fused"
             and c.sharding not in ("zero1", "zero2", "zero3")):
-        alt = estimate_training(replace(c, optimizer_impl="fused"))
-        if alt.fits(usable):
+        # fused AdamW changes only the optimizer step: drop its temporaries
+        temp = mem.components.get("optimizer_step_temporaries", 0)
+        alt_peak = max([v for k, v in mem.phases.items() if k != "optimizer-step"]
+                       + [mem.phases["optimizer-step"] - temp])
+        if mem.fits_with_peak(alt_peak, usable):
             out.append(Notice("try_fused_optimizer", (
-                f"the {c.optimizer_impl} AdamW step is the peak ({mem.components.get('optimizer_step_temporaries', 0) / 2**30:.1f} "
-                "GiB of step temporaries); torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') "
-                f"needs {alt.device_memory_band.high / 2**30:.1f} GiB at the band's upper end and fits")))
+                f"the {c.optimizer_impl} AdamW step is the peak ({temp / 2**30:.1f} GiB of step temporaries); "
+                "torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') needs "
+                f"{(mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30:.1f} GiB at the band's upper end and fits")))
     return out
 
 

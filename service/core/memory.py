@@ -331,6 +331,13 @@ class MemoryEstimate:
     device_memory_band: Band
     assumptions: tuple[str, ...] = ()
     phases: dict[str, int] = field(default_factory=dict)
+    upper_scale: float = 1.0
+    """Device memory at the band's upper end = ``upper_scale x peak + upper_fixed``."""
+    upper_fixed: float = 0.0
+
+    def fits_with_peak(self, peak_allocated_bytes: float, usable_memory_bytes: int) -> bool:
+        """The fit decision for the same configuration with another peak (a cheap what-if)."""
+        return self.upper_scale * peak_allocated_bytes + self.upper_fixed <= usable_memory_bytes
 
     def fits(self, usable_memory_bytes: int) -> bool:
         """Fit is decided at the upper end of the band (DESIGN "Estimation")."""
@@ -607,7 +614,21 @@ def _forloop_window(sizes: list[float]) -> float:
     return best
 
 
+_ORDER_CACHE: dict[tuple[int, str, tuple[str, ...], int], tuple[DecoderSpec, float, float]] = {}
+
+
 def _decoder_parameter_order(m: DecoderSpec, c: TrainConfig, shard: float) -> tuple[float, float]:
+    key = (id(m), "full" if c.finetune == "full" else "lora", c.lora_targets, c.lora_rank)
+    hit = _ORDER_CACHE.get(key)
+    if hit is None or hit[0] is not m:
+        if len(_ORDER_CACHE) > 4096:
+            _ORDER_CACHE.clear()
+        largest, window = _parameter_order(m, c)
+        hit = _ORDER_CACHE[key] = (m, largest, window)
+    return hit[1] / shard, hit[2] / shard
+
+
+def _parameter_order(m: DecoderSpec, c: TrainConfig) -> tuple[float, float]:
     """(largest trainable tensor, for-loop window) in elements per rank, from the Hugging Face
     registration order: embeddings; per layer q, k, v, o, gate, up, down (experts each, router),
     two norms; final norm; LM head. LoRA: ``lora_A`` (``r x in``) then ``lora_B``
@@ -624,7 +645,7 @@ def _decoder_parameter_order(m: DecoderSpec, c: TrainConfig, shard: float) -> tu
             if name in c.lora_targets:
                 layer += [float(c.lora_rank * i), float(c.lora_rank * o)] * k
         order = layer + layer[:2] if layer else [0.0]
-    return max(order) / shard, _forloop_window(order) / shard
+    return max(order), _forloop_window(order)
 
 
 # --------------------------------------------------------------------------------------------
@@ -930,6 +951,8 @@ def _finish(c: TrainConfig | None, peak: float, phases: Mapping[str, float], pea
         device_memory_band=Band(need_low, need, need_high),
         assumptions=tuple(notes),
         phases={k: int(v) for k, v in phases.items()},
+        upper_scale=(1 + hi) * (1 + slack[1]),
+        upper_fixed=upper_extra * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi,
     )
 
 
