@@ -13,11 +13,12 @@ Conventions
   difference, so the scale is floored at ``floor_fraction * |m|`` (a few percent of the median:
   run-to-run noise on a GPU is rarely below that). A value is an outlier when
   ``|x - m| / max(1.4826 * MAD, floor_fraction * |m|) > threshold``.
-- "Latest measured" for a (GPU, workload, canonical parameters) cell: among the fingerprints
-  (software/hardware stacks) with at least ``k`` usable results -- status ``ok``, not
-  quarantined, not retracted -- the one measured most recently (its newest usable result);
-  when none reaches ``k``, the best-populated fingerprint (ties: the most recent), flagged
-  ``thin``. Results of different fingerprints are never pooled.
+- "Latest measured" for a (GPU, workload, canonical parameters) cell: each fingerprint
+  (software/hardware stack) is summarised over its newest ``N`` non-quarantined results
+  (:func:`summarise_stack`); among the fingerprints with at least ``k`` usable results --
+  status ``ok``, not quarantined, not retracted -- the one measured most recently (its newest
+  usable result); when none reaches ``k``, the best-populated fingerprint (ties: the most
+  recent), flagged ``thin``. Results of different fingerprints are never pooled.
 - Provenance: a cell counts as ``measured`` for recommendations only with usable results from
   at least two hosts or from a trusted agent's key.
 """
@@ -162,12 +163,38 @@ class FingerprintStats:
 
 
 @dataclass(frozen=True, slots=True)
+class StackWindow:
+    """One stack (fingerprint) of one cell, summarised over its newest ``window`` non-quarantined
+    results (stored order): what the rule needs to choose a stack and what a view shows of it.
+    The service keeps one of these per (cell, fingerprint), refreshed as results are written,
+    so no reader scans a cell's history."""
+
+    fingerprint_hash: str
+    usable: int  # ok results in the window
+    total: int  # non-quarantined results in the window (ok, oom, error)
+    newest_usable: dt.datetime | None
+    newest: dt.datetime
+    metrics: Mapping[str, Summary]
+    memory: Mapping[str, Summary]
+    status_counts: Mapping[str, int]
+    quarantined: int  # quarantined results stored since the window's oldest result
+    hosts: tuple[str, ...]  # distinct hosts of the usable results
+    trusted: bool  # a trusted agent among the usable results
+    evidence_hosts: int  # distinct hosts of the ok and oom results
+    evidence_trusted: bool
+
+    @property
+    def stats(self) -> FingerprintStats:
+        return FingerprintStats(self.fingerprint_hash, self.usable, self.total, self.newest_usable, self.newest)
+
+
+@dataclass(frozen=True, slots=True)
 class CellView:
     """The latest-measured view of one cell."""
 
     fingerprint_hash: str
     thin: bool
-    count: int  # usable results in the chosen fingerprint
+    count: int  # usable results in the chosen fingerprint's window
     metrics: Mapping[str, Summary]
     memory: Mapping[str, Summary]
     status_counts: Mapping[str, int]
@@ -243,16 +270,19 @@ def provenance(hosts: int, trusted: bool, usable: int) -> tuple[str | None, str,
     )
 
 
-def latest_measured(points: Sequence[Point], k: int, window: int | None = None) -> CellView:
-    """Apply the latest-measured rule to the points of one (GPU, workload, parameters) cell:
-    choose the fingerprint (:func:`choose_fingerprint`), then summarise its newest ``window``
-    usable results (all of them when ``window`` is None)."""
-    stats = fingerprint_stats(points)
-    chosen, thin = choose_fingerprint(stats, k)
-    mine = [p for p in points if p.fingerprint_hash == chosen.fingerprint_hash]
-    usable = [p for p in mine if p.usable]
-    if window is not None and len(usable) > window:
-        usable = sorted(usable, key=lambda p: (p.measured_at, p.result_id))[-window:]
+def summarise_stack(points: Sequence[Point], window: int | None = None) -> StackWindow:
+    """Summarise one fingerprint's results (all of one cell and one fingerprint): the newest
+    ``window`` non-quarantined results by stored order (all when ``window`` is None)."""
+    if not points:
+        raise ValueError("no results to summarise")
+    fp = points[0].fingerprint_hash
+    ordered = sorted(points, key=lambda p: p.result_id)
+    kept = [p for p in ordered if not p.quarantined]
+    if window is not None and len(kept) > window:
+        kept = kept[-window:]
+    oldest = kept[0].result_id if kept else None
+    quarantined = sum(1 for p in ordered if p.quarantined and (oldest is None or p.result_id >= oldest))
+    usable = [p for p in kept if p.status == "ok"]
     metric_values: dict[str, list[float]] = {}
     memory_values: dict[str, list[float]] = {}
     for p in usable:
@@ -261,36 +291,63 @@ def latest_measured(points: Sequence[Point], k: int, window: int | None = None) 
         for name, b in p.memory.items():
             memory_values.setdefault(name, []).append(float(b))
     status_counts = {"ok": 0, "oom": 0, "error": 0}
-    for p in mine:
+    for p in kept:
         status_counts[p.status] = status_counts.get(p.status, 0) + 1
-    hosts = {p.host for p in usable}
-    trusted = any(p.trusted for p in usable)
-    evidence = [p for p in mine if not p.quarantined and p.status in ("ok", "oom")]
-    prov, code, reason = provenance(len(hosts), trusted, len(usable))
-    metrics = {n: s for n, vs in metric_values.items() if (s := summarise(vs)) is not None}
-    memory = {n: s for n, vs in memory_values.items() if (s := summarise(vs)) is not None}
+    evidence = [p for p in kept if p.status in ("ok", "oom")]
+    return StackWindow(
+        fingerprint_hash=fp,
+        usable=len(usable),
+        total=len(kept),
+        newest_usable=max((p.measured_at for p in usable), default=None),
+        newest=max(p.measured_at for p in (kept or ordered)),
+        metrics={n: s for n, vs in metric_values.items() if (s := summarise(vs)) is not None},
+        memory={n: s for n, vs in memory_values.items() if (s := summarise(vs)) is not None},
+        status_counts=status_counts,
+        quarantined=quarantined,
+        hosts=tuple(sorted({p.host for p in usable})),
+        trusted=any(p.trusted for p in usable),
+        evidence_hosts=len({p.host for p in evidence}),
+        evidence_trusted=any(p.trusted for p in evidence),
+    )
+
+
+def view_of(stacks: Sequence[StackWindow], k: int) -> CellView:
+    """The rule over one cell's stack summaries: choose the stack, report it."""
+    chosen_stats, thin = choose_fingerprint([s.stats for s in stacks], k)
+    chosen = next(s for s in stacks if s.fingerprint_hash == chosen_stats.fingerprint_hash)
+    prov, code, reason = provenance(len(chosen.hosts), chosen.trusted, chosen.usable)
     return CellView(
         fingerprint_hash=chosen.fingerprint_hash,
         thin=thin,
-        count=len(usable),
-        metrics=metrics,
-        memory=memory,
-        status_counts=status_counts,
-        quarantined_count=sum(1 for p in mine if p.quarantined),
-        oom_count_all_fingerprints=sum(1 for p in points if p.status == "oom"),
-        newest_measured_at=max((p.measured_at for p in usable), default=None),
-        host_count=len(hosts),
-        trusted_agent=trusted,
+        count=chosen.usable,
+        metrics=chosen.metrics,
+        memory=chosen.memory,
+        status_counts=dict(chosen.status_counts),
+        quarantined_count=chosen.quarantined,
+        oom_count_all_fingerprints=sum(s.status_counts.get("oom", 0) for s in stacks),
+        newest_measured_at=chosen.newest_usable,
+        host_count=len(chosen.hosts),
+        trusted_agent=chosen.trusted,
         provenance=prov,
         provenance_code=code,
         provenance_reason=reason,
         other_fingerprints=tuple(
             sorted(
-                (s for s in stats if s.fingerprint_hash != chosen.fingerprint_hash),
+                (s.stats for s in stacks if s.fingerprint_hash != chosen.fingerprint_hash),
                 key=lambda s: (s.newest, s.fingerprint_hash),
                 reverse=True,
             )
         ),
-        evidence_hosts=len({p.host for p in evidence}),
-        evidence_trusted=any(p.trusted for p in evidence),
+        evidence_hosts=chosen.evidence_hosts,
+        evidence_trusted=chosen.evidence_trusted,
     )
+
+
+def latest_measured(points: Sequence[Point], k: int, window: int | None = None) -> CellView:
+    """Apply the latest-measured rule to the points of one (GPU, workload, parameters) cell:
+    summarise each stack's newest ``window`` non-quarantined results, then choose the newest
+    stack with >= ``k`` usable results, else the best-populated one (``thin``)."""
+    by_fp: dict[str, list[Point]] = {}
+    for p in points:
+        by_fp.setdefault(p.fingerprint_hash, []).append(p)
+    return view_of([summarise_stack(pts, window) for pts in by_fp.values()], k)

@@ -11,7 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 Support = Literal["yes", "no", "unknown"]
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9.]+)*$"
-SOURCE_KINDS = ("vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids")
+SOURCE_KINDS = (
+    "vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids", "derived"
+)
+SourceGroup = Literal["memory", "peaks", "power", "identity", "interconnect", "usable_memory", "compute"]
 
 
 class _Strict(BaseModel):
@@ -107,16 +110,6 @@ class AliasIn(_Strict):
     default: bool = False
 
 
-class Source(_Strict):
-    group: Literal["memory", "peaks", "power", "identity", "interconnect", "usable_memory", "compute"]
-    title: str
-    url: str | None = None
-    source_kind: Literal[
-        "vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids"
-    ]
-    note: str | None = None
-
-
 _GROUP_FIELDS: dict[str, tuple[str, ...]] = {
     "memory": ("memory.memory_bytes", "memory.bandwidth_gb_per_s"),
     "usable_memory": ("memory.usable_memory_bytes",),
@@ -124,6 +117,84 @@ _GROUP_FIELDS: dict[str, tuple[str, ...]] = {
     "power": ("power.tdp_w",),
     "compute": ("compute.sm_count", "compute.cuda_cores", "compute.tensor_cores", "compute.boost_clock_mhz"),
 }
+
+
+class Alternative(_Strict):
+    """The same derivation from another sibling whose per-SM, per-clock rate differs: the
+    estimator's band for a derived figure spans both values."""
+
+    sibling: str = Field(pattern=SLUG_PATTERN, max_length=100, description="slug of the alternative sibling")
+    values: dict[str, float] = Field(
+        min_length=1, description="figure key (within the source's group) -> value derived from the alternative sibling"
+    )
+
+    @field_validator("values")
+    @classmethod
+    def _non_negative(cls, v: dict[str, float]) -> dict[str, float]:
+        for key, value in v.items():
+            if value < 0:
+                raise ValueError(f"alternative value for {key!r} must be >= 0")
+        return v
+
+
+class Source(_Strict):
+    group: SourceGroup
+    title: str
+    url: str | None = None
+    source_kind: Literal[
+        "vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids", "derived"
+    ]
+    note: str | None = None
+    figures: list[str] | None = Field(
+        default=None,
+        description="the figure keys of this group (e.g. 'bf16_tflops') the source covers; required when derived",
+    )
+    derived_from: str | None = Field(
+        default=None,
+        pattern=SLUG_PATTERN,
+        max_length=100,
+        description="derived only: slug of the sibling whose documented per-SM, per-clock rate was used",
+    )
+    alternative: Alternative | None = Field(
+        default=None, description="derived only: the value(s) an alternative sibling with a different rate gives"
+    )
+
+    @model_validator(mode="after")
+    def _derivation(self) -> Source:
+        if self.figures is not None:
+            allowed = {path.split(".", 1)[1] for path in _GROUP_FIELDS.get(self.group, ())}
+            unknown = [f for f in self.figures if f not in allowed]
+            if not self.figures or unknown:
+                raise ValueError(
+                    f"figures must name keys of group {self.group!r} ({sorted(allowed) or 'none'}), got {self.figures!r}"
+                )
+        if self.source_kind != "derived":
+            if self.derived_from is not None or self.alternative is not None:
+                raise ValueError("derived_from and alternative belong to source_kind 'derived' only")
+            return self
+        if not self.derived_from:
+            raise ValueError("a derived source must name the sibling it was derived from (derived_from)")
+        if not self.figures:
+            raise ValueError("a derived source must list the figures it derived (figures)")
+        if not self.note or not self.note.strip():
+            raise ValueError("a derived source must show its derivation in note")
+        if self.alternative is not None:
+            if self.alternative.sibling == self.derived_from:
+                raise ValueError("the alternative sibling must differ from derived_from")
+            extra = [k for k in self.alternative.values if k not in self.figures]
+            if extra:
+                raise ValueError(f"alternative values {extra!r} are not among the derived figures {self.figures!r}")
+        return self
+
+
+class DerivedFigure(BaseModel):
+    """One derived catalog figure and the range its siblings give (low == high: one sibling)."""
+
+    value: float
+    low: float
+    high: float
+    derived_from: str
+    alternative_sibling: str | None = None
 
 
 class GpuDocument(_Strict):
@@ -157,7 +228,39 @@ class GpuDocument(_Strict):
                 section, key = path.split(".")
                 if data[section].get(key) is not None and group not in groups:
                     raise ValueError(f"{path} has a value but no source with group {group!r}")
+        for src in self.sources:
+            if src.source_kind != "derived":
+                continue
+            if src.derived_from == self.slug:
+                raise ValueError("a derived source cannot be derived from the GPU itself")
+            section = _GROUP_FIELDS[src.group][0].split(".")[0]
+            for key in src.figures or ():
+                if data[section].get(key) is None:
+                    raise ValueError(f"{section}.{key} is listed as derived but has no value")
         return self
+
+    def derived_figures(self) -> dict[str, DerivedFigure]:
+        """Figures computed from a sibling (source_kind ``derived``), keyed by dotted path, with
+        the band an estimate must span: the value and, where an alternative sibling with a
+        different per-SM rate exists, the alternative value."""
+        data = self.model_dump()
+        out: dict[str, DerivedFigure] = {}
+        for src in self.sources:
+            if src.source_kind != "derived" or not src.derived_from:
+                continue
+            section = _GROUP_FIELDS[src.group][0].split(".")[0]
+            for key in src.figures or ():
+                value = float(data[section][key])
+                alt = src.alternative.values.get(key) if src.alternative else None
+                low, high = (value, value) if alt is None else (min(value, alt), max(value, alt))
+                out[f"{section}.{key}"] = DerivedFigure(
+                    value=value,
+                    low=low,
+                    high=high,
+                    derived_from=src.derived_from,
+                    alternative_sibling=src.alternative.sibling if src.alternative and alt is not None else None,
+                )
+        return out
 
 
 class GpuOut(GpuDocument):

@@ -152,3 +152,18 @@ def test_effective_state_precedence() -> None:
     assert in_outlier_baseline("ok", ABOVE_CATALOG_PEAK, "released", False)
     assert not in_outlier_baseline("ok", None, None, True)
     assert not in_outlier_baseline("oom", None, None, False)
+
+
+def test_window_summarises_the_newest_results_of_each_stack() -> None:
+    """The rule over materialised stack summaries equals the rule over raw points, and the
+    figures come from the newest N non-quarantined results only."""
+    from service.core.aggregate import summarise_stack, view_of
+
+    pts = [_p("a", float(v), day=v) for v in range(1, 11)] + [_p("a", 500.0, day=11, q=True)]
+    full = latest_measured(pts, k=3)
+    assert full.count == 10 and full.metrics["throughput"].median == 5.5
+    last3 = latest_measured(pts, k=3, window=3)
+    assert last3.count == 3 and last3.metrics["throughput"].median == 9.0
+    assert last3.quarantined_count == 1  # stored after the window's oldest result
+    stacks = [summarise_stack([p for p in pts if p.fingerprint_hash == "a"], 3)]
+    assert view_of(stacks, 3) == last3

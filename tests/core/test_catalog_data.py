@@ -8,7 +8,7 @@ import pytest
 
 from service.catalog.loader import load_shipped
 from service.core.specs import normalise_name
-from service.schemas.gpus import GpuDocument
+from service.schemas.gpus import _GROUP_FIELDS, SOURCE_KINDS, GpuDocument
 
 GPUS = {g["slug"]: GpuDocument.model_validate(g) for g in load_shipped().gpus}
 REQUIRED = [
@@ -18,6 +18,13 @@ REQUIRED = [
     "nvidia-h100-pcie", "nvidia-h100-sxm", "nvidia-h100-nvl-94gb", "nvidia-h800-sxm", "nvidia-h200-sxm",
     "nvidia-h200-nvl", "nvidia-b200", "nvidia-rtx-4090", "nvidia-rtx-6000-ada", "nvidia-rtx-a6000",
     "amd-mi210", "amd-mi250x", "amd-mi300x", "amd-mi325x", "intel-gaudi2", "intel-gaudi3",
+]
+# Issue #13, item 5: GPUs users meet in published tables and clouds.
+GROWTH = [
+    "nvidia-gh200-96gb", "nvidia-gh200-144gb", "nvidia-rtx-3090", "nvidia-rtx-a5000",
+    "nvidia-quadro-rtx-8000", "nvidia-v100-sxm3-32gb", "nvidia-rtx-pro-6000-blackwell-ws",
+    "nvidia-rtx-pro-6000-blackwell-maxq", "nvidia-rtx-pro-6000-blackwell-server", "nvidia-b300", "nvidia-rtx-5090",
+    "amd-mi355x",
 ]
 
 
@@ -51,7 +58,11 @@ def test_seed_post_errors_are_not_in_the_catalog() -> None:
 
 @pytest.mark.parametrize(
     ("slug", "mib"),
-    [("nvidia-h200-sxm", 143_771), ("nvidia-h100-sxm", 81_559), ("nvidia-l40s", 46_068), ("nvidia-l20", 46_068)],
+    [
+        ("nvidia-h200-sxm", 143_771), ("nvidia-h100-sxm", 81_559), ("nvidia-l40s", 46_068), ("nvidia-l20", 46_068),
+        ("nvidia-gh200-96gb", 97_871), ("nvidia-b300", 275_040), ("nvidia-rtx-pro-6000-blackwell-ws", 97_887),
+        ("nvidia-rtx-pro-6000-blackwell-server", 97_887), ("nvidia-rtx-5090", 32_607), ("nvidia-rtx-a5000", 24_564),
+    ],
 )
 def test_usable_memory_from_design(slug: str, mib: int) -> None:
     assert GPUS[slug].memory.usable_memory_bytes == mib * 2**20
@@ -75,3 +86,106 @@ def test_alias_defaults_are_unique_per_alias() -> None:
             if a.default:
                 defaults[normalise_name(a.name)] += 1
     assert all(n == 1 for n in defaults.values()), defaults
+
+
+def test_catalog_growth_gpus_are_present() -> None:
+    missing = [s for s in GROWTH if s not in GPUS]
+    assert not missing
+
+
+def _has_value(g: GpuDocument, path: str) -> bool:
+    section, key = path.split(".")
+    return getattr(getattr(g, section), key) is not None
+
+
+def test_every_non_null_group_has_a_source() -> None:
+    for slug, g in GPUS.items():
+        groups = {s.group for s in g.sources}
+        for group, paths in _GROUP_FIELDS.items():
+            if any(_has_value(g, p) for p in paths):
+                assert group in groups, (slug, group)
+        if g.identity.pci_device_ids or g.identity.compute_capability:
+            assert "identity" in groups, slug
+        ic = g.interconnect
+        if ic.nvlink.topology != "none" or ic.nvlink.per_direction_gb_per_s or ic.pcie.gen or ic.pcie.lanes:
+            assert "interconnect" in groups, slug
+
+
+def test_pci_device_ids_name_one_gpu_each() -> None:
+    seen: Counter[str] = Counter(p for g in GPUS.values() for p in g.identity.pci_device_ids)
+    assert [p for p, n in seen.items() if n > 1] == []
+    # DESIGN: 0x26B5 L40, 0x26B9 L40S, 0x26BA L20 (pci.ids)
+    assert "0x26b5" in GPUS["nvidia-l40"].identity.pci_device_ids
+    assert "0x26b9" in GPUS["nvidia-l40s"].identity.pci_device_ids
+    assert "0x26ba" in GPUS["nvidia-l20"].identity.pci_device_ids
+
+
+def test_derived_is_a_source_kind() -> None:
+    assert "derived" in SOURCE_KINDS
+
+
+def test_derived_figures_carry_their_derivation() -> None:
+    derived = {slug: g for slug, g in GPUS.items() if any(s.source_kind == "derived" for s in g.sources)}
+    assert "nvidia-rtx-a5000" in derived
+    for slug, g in derived.items():
+        for src in g.sources:
+            if src.source_kind != "derived":
+                continue
+            assert src.derived_from in GPUS and src.derived_from != slug, slug
+            assert src.note and len(src.note) > 200, slug  # sibling, per-SM rate, SMs, clock, arithmetic
+            assert GPUS[src.derived_from].name.split()[-1] in src.note, slug
+            sibling = GPUS[src.derived_from]
+            assert not any(s.source_kind == "derived" for s in sibling.sources), "derive from a sourced sibling"
+            if src.alternative is not None:
+                assert src.alternative.sibling in GPUS, slug
+                assert GPUS[src.alternative.sibling].name.split()[-1] in src.note, slug
+            # no derivation where a sourced figure exists: every other source of the group says what it covers
+            others = [s for s in g.sources if s.group == src.group and s is not src]
+            for other in others:
+                assert other.figures is not None, (slug, other.title)
+                assert not set(other.figures) & set(src.figures or ()), (slug, other.title)
+
+
+def test_rtx_a5000_derivation_and_band() -> None:
+    g = GPUS["nvidia-rtx-a5000"]
+    band = g.derived_figures()
+    assert band["peaks.bf16_tflops"].value == pytest.approx(64 * 1024 * 1.695e9 / 1e12, abs=0.05)
+    assert (band["peaks.bf16_tflops"].low, band["peaks.bf16_tflops"].high) == (55.5, 111.1)
+    assert band["peaks.bf16_tflops"].alternative_sibling == "nvidia-rtx-3090"
+    assert band["peaks.tf32_tflops"].low == pytest.approx(27.8)
+    assert band["peaks.int8_tops"].low == band["peaks.int8_tops"].high == 222.2
+    assert g.peaks.fp32_tflops == 27.8 and "peaks.fp32_tflops" not in band
+    a6000 = GPUS["nvidia-rtx-a6000"]
+    per_sm_clock = a6000.peaks.bf16_tflops * 1e12 / (a6000.compute.sm_count * a6000.compute.boost_clock_mhz * 1e6)
+    assert per_sm_clock == pytest.approx(1024, rel=0.005)
+
+
+@pytest.mark.parametrize("slug", ["nvidia-l20", "nvidia-a10g", "nvidia-rtx-6000-ada"])
+def test_issue_13_gpus_have_what_a_time_estimate_needs(slug: str) -> None:
+    g = GPUS[slug]
+    assert g.memory.bandwidth_gb_per_s
+    p = g.peaks
+    assert p.bf16_tflops and p.fp16_tflops and p.tf32_tflops and p.fp32_tflops
+    if g.supports.fp8 == "yes":
+        assert p.fp8_tflops
+    assert p.int8_tops
+
+
+def test_issue_13_figures() -> None:
+    l20, a10g, ada = GPUS["nvidia-l20"], GPUS["nvidia-a10g"], GPUS["nvidia-rtx-6000-ada"]
+    assert (l20.peaks.bf16_tflops, l20.peaks.fp8_tflops, l20.peaks.fp32_tflops) == (119.5, 239.0, 59.8)
+    assert (a10g.memory.bandwidth_gb_per_s, a10g.peaks.bf16_tflops, a10g.peaks.tf32_tflops) == (600, 70, 35)
+    assert (ada.peaks.bf16_tflops, ada.peaks.tf32_tflops, ada.peaks.fp8_tflops) == (364, 182.1, 728.5)
+    # sourced, not derived: same chip as the L40/L40S, but tensor rates are set per product
+    for g in (l20, a10g, ada):
+        assert not any(s.source_kind == "derived" for s in g.sources)
+    assert GPUS["nvidia-l40"].peaks.bf16_tflops != ada.peaks.bf16_tflops
+
+
+def test_unsourced_figures_stay_null() -> None:
+    v100 = GPUS["nvidia-v100-sxm3-32gb"]
+    assert v100.peaks.fp16_tflops is None and v100.memory.bandwidth_gb_per_s is None
+    server = GPUS["nvidia-rtx-pro-6000-blackwell-server"]
+    assert server.peaks.bf16_tflops is None and server.memory.bandwidth_gb_per_s is None
+    assert GPUS["nvidia-quadro-rtx-8000"].identity.pci_device_ids == []  # 0x1e30 is shared with the Quadro RTX 6000
+    assert GPUS["amd-mi355x"].supports.tf32 == "no" and GPUS["amd-mi355x"].peaks.tf32_tflops is None

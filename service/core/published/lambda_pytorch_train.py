@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Final, TypedDict
 
+from service.core.published.schema import PublishedRow, PublishedTable, SourceFile
+
 
 class GpuRow(TypedDict):
     slug: str
@@ -152,3 +154,85 @@ GPUS: Final[dict[str, GpuRow]] = {
         "batch_fp16": _B80,
     },
 }
+
+# --------------------------------------------------------------------------------------------
+# Uniform rows for the registry (``service.core.published``)
+# --------------------------------------------------------------------------------------------
+
+# Batch per GPU of the fp32 runs: ``pytorch/pytorch-train-bs-fp32.csv`` at commit
+# ``08d77c41c42f48de5598b48c77f3fbd1b6252348`` ("Ada A6000" there is the RTX 6000 Ada). The A10
+# and the H100 SXM5 have no row in either batch file; like ``batch_fp16`` above they take the
+# template of their memory size (24 GB: the RTX 3090 / 4090 rows; 80 GB: the A100 / H100 80 GB rows).
+BATCH_FP32: Final[dict[str, dict[str, int]]] = {
+    "Quadro RTX 8000": {"resnet50": 496, "bert_large_squad": 32, "bert_base_squad": 96},
+    "LambdaCloud V100 16GB": {"resnet50": 128, "bert_large_squad": 8, "bert_base_squad": 24},
+    "RTX 3090": {"resnet50": 224, "bert_large_squad": 16, "bert_base_squad": 48},
+    "LambdaCloud A10": {"resnet50": 224, "bert_large_squad": 16, "bert_base_squad": 48},
+    "LambdaCloud A100 40GB PCIe": {"resnet50": 360, "bert_large_squad": 28, "bert_base_squad": 80},
+    "A100 80GB PCIe": {"resnet50": 640, "bert_large_squad": 64, "bert_base_squad": 172},
+    "A100 80GB SXM4": {"resnet50": 640, "bert_large_squad": 64, "bert_base_squad": 172},
+    "RTX A6000": {"resnet50": 496, "bert_large_squad": 32, "bert_base_squad": 96},
+    "RTX 6000 Ada": {"resnet50": 496, "bert_large_squad": 32, "bert_base_squad": 96},
+    "RTX 4090": {"resnet50": 224, "bert_large_squad": 16, "bert_base_squad": 48},
+    "H100 80GB PCIe Gen5": {"resnet50": 640, "bert_large_squad": 64, "bert_base_squad": 172},
+    "H100 80GB SXM5": {"resnet50": 640, "bert_large_squad": 64, "bert_base_squad": 172},
+}
+_BATCH_FROM_TEMPLATE: Final = frozenset({"LambdaCloud A10", "H100 80GB SXM5"})
+# Slugs above that the service catalog does not carry yet: their rows get ``slug=None``.
+_NOT_IN_CATALOG: Final = frozenset({"nvidia-quadro-rtx-8000", "nvidia-rtx-3090"})
+_ASSUMED: Final[dict[str, str]] = {
+    "LambdaCloud V100 16GB": "SXM2 assumed (Lambda's 8x V100 cloud nodes); the source says only 'V100 16GB'",
+}
+
+
+def _table() -> PublishedTable:
+    from service.core.published._lambda_csv import LAMBDA_WORKLOADS
+
+    rows: list[PublishedRow] = []
+    for name, g in GPUS.items():
+        slug = None if g["slug"] in _NOT_IN_CATALOG else g["slug"]
+        for prec_table, values, batches in (("fp16", g["fp16"], g["batch_fp16"]),
+                                            ("fp32", g["fp32"], BATCH_FP32[name])):
+            if prec_table == "fp16":
+                precision, note = "amp_fp16", "automatic mixed precision"
+            elif g["tf32_tflops"] is None:
+                precision, note = "fp32", "Lambda's 'fp32' run; no TF32 on this GPU"
+            else:
+                precision, note = "tf32", "Lambda's 'fp32' run; TF32 tensor cores on (NGC default)"
+            if name in _BATCH_FROM_TEMPLATE:
+                note += "; batch from the template of the same memory size (no row in the batch file)"
+            for col, (workload, model, metric, seq_len) in LAMBDA_WORKLOADS.items():
+                rows.append(PublishedRow(
+                    table_id="lambda-pytorch-train-ngc2210", gpu_name=name, slug=slug, workload=workload,
+                    model=model, precision=precision, metric=metric, value=values[col], gpu_count=1,
+                    batch_size=batches[col], seq_len=seq_len, gpu_assumption=_ASSUMED.get(name, ""),
+                    note=note))
+    return PublishedTable(
+        id="lambda-pytorch-train-ngc2210",
+        title=str(SOURCE["name"]),
+        kind="training",
+        publisher="Lambda Labs",
+        url=str(SOURCE["url"]),
+        files=(
+            SourceFile("lambdal/deeplearning-benchmark", "pytorch/pytorch-train-throughput-fp16.csv",
+                       "0551cb70ffdc155dc4cb2c10dddebb65651c3883"),
+            SourceFile("lambdal/deeplearning-benchmark", "pytorch/pytorch-train-throughput-fp32.csv",
+                       "0551cb70ffdc155dc4cb2c10dddebb65651c3883"),
+            SourceFile("lambdal/deeplearning-benchmark", "pytorch/pytorch-train-bs-fp16.csv",
+                       "08d77c41c42f48de5598b48c77f3fbd1b6252348"),
+            SourceFile("lambdal/deeplearning-benchmark", "pytorch/pytorch-train-bs-fp32.csv",
+                       "08d77c41c42f48de5598b48c77f3fbd1b6252348"),
+        ),
+        date="2023",
+        date_note="Lambda's 'PyTorch Training GPU Benchmarks 2023' page; CSV at commit 0551cb70",
+        engine="pytorch 1.13.0a0 (ngc 22.10)",
+        stack=str(SOURCE["stack"]),
+        method="single GPU; NVIDIA DeepLearningExamples (Lambda fork): ResNet-50 v1.5 images/s, BERT "
+               "SQuAD fine-tuning seq_len 384 sequences/s; Lambda's batch per GPU by memory size",
+        caveats="fp32 runs are TF32 on Ampere and newer; V100 variant assumed SXM2; A10 / H100 SXM5 batch "
+                "from the memory-size template; OEM H100 rows left out as duplicates",
+        rows=tuple(rows),
+    )
+
+
+TABLE: Final = _table()

@@ -1,0 +1,197 @@
+"""The published tables: sourced, dated, one stack each, rows in the shared vocabulary, slugs known."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import pytest
+
+from service.catalog.loader import load_shipped
+from service.core import published
+from service.core.models import PRESETS
+from service.core.published import (
+    METRICS,
+    PRECISIONS,
+    TABLES,
+    WORKLOADS,
+    get_table,
+    precision_family,
+    rows,
+    summary,
+)
+from service.core.published.schema import valid_date
+
+CATALOG_SLUGS = {g["slug"] for g in load_shipped().gpus}
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+@pytest.mark.parametrize("t", TABLES, ids=lambda t: t.id)
+def test_every_table_has_source_date_and_one_stack(t: published.PublishedTable) -> None:
+    assert t.title and t.publisher and t.url.startswith("https://")
+    assert t.files, "at least one source file with its commit"
+    for f in t.files:
+        assert "/" in f.repository and f.path and HEX40.match(f.commit), f
+    assert valid_date(t.date) and t.date_note
+    # one stack: a single non-empty description with a version number in it
+    assert t.stack and re.search(r"\d", t.stack)
+    assert t.engine and re.search(r"\d", t.engine)
+    assert t.method and t.caveats
+    assert t.kind in ("training", "serving")
+    assert {r.table_id for r in t.rows} == {t.id}
+
+
+def test_table_ids_are_unique_and_resolvable() -> None:
+    ids = [t.id for t in TABLES]
+    assert len(ids) == len(set(ids))
+    for t in TABLES:
+        assert get_table(t.id) is t
+    with pytest.raises(KeyError):
+        get_table("no-such-table")
+
+
+@pytest.mark.parametrize("t", TABLES, ids=lambda t: t.id)
+def test_rows_use_the_shared_vocabulary(t: published.PublishedTable) -> None:
+    for r in t.rows:
+        assert r.workload in WORKLOADS, r
+        assert r.precision in PRECISIONS, r
+        assert r.metric in METRICS and r.unit == METRICS[r.metric], r
+        assert r.model in PRESETS or "/" in r.model, f"unknown model {r.model!r}"
+        if t.kind == "training":
+            assert r.workload in ("resnet50-train", "resnet50-infer", "bert-large-squad-finetune",
+                                  "bert-base-squad-finetune", "llm-pretrain"), r
+        else:
+            assert r.workload.startswith("llm-serve"), r
+            assert r.input_len and r.output_len, r
+
+
+@pytest.mark.parametrize("t", TABLES, ids=lambda t: t.id)
+def test_slugs_are_catalogued_or_null_with_a_name(t: published.PublishedTable) -> None:
+    for r in t.rows:
+        assert r.gpu_name.strip(), r
+        assert r.slug is None or r.slug in CATALOG_SLUGS, f"{r.slug!r} is not in the catalog"
+    # one GPU name maps to one slug within a table
+    seen: dict[str, str | None] = {}
+    for r in t.rows:
+        assert seen.setdefault(r.gpu_name, r.slug) == r.slug, r.gpu_name
+
+
+@pytest.mark.parametrize("t", TABLES, ids=lambda t: t.id)
+def test_values_are_positive_finite_and_configs_consistent(t: published.PublishedTable) -> None:
+    for r in t.rows:
+        assert math.isfinite(r.value) and r.value > 0, r
+        assert r.gpu_count >= 1 and r.tp >= 1 and r.pp >= 1, r
+        assert r.gpu_count % (r.tp * r.pp) == 0, r
+        for v in (r.batch_size, r.seq_len, r.input_len, r.output_len, r.concurrency):
+            assert v is None or v > 0, r
+        assert r.request_rate is None or r.request_rate > 0, r
+
+
+@pytest.mark.parametrize("t", TABLES, ids=lambda t: t.id)
+def test_no_duplicate_cells(t: published.PublishedTable) -> None:
+    """Two rows with the same GPU, configuration and metric would be a transcription error."""
+    keys = Counter(
+        (r.gpu_name, r.workload, r.model, r.precision, r.metric, r.batch_size, r.seq_len, r.input_len,
+         r.output_len, r.tp, r.pp, r.gpu_count, r.request_rate, r.concurrency)
+        for r in t.rows)
+    dup = [k for k, n in keys.items() if n > 1]
+    assert not dup, dup[:3]
+
+
+@pytest.mark.parametrize("t", TABLES, ids=lambda t: t.id)
+def test_at_least_three_gpus_per_cross_gpu_table(t: published.PublishedTable) -> None:
+    if t.cross_gpu:
+        assert len(t.gpus()) >= 3, t.gpus()
+    else:
+        assert "cross_gpu" in t.caveats, "a table kept out of the cross-GPU check says why"
+
+
+def test_registry_filters_and_families() -> None:
+    train = list(rows("training"))
+    serve = list(rows("serving"))
+    assert train and serve
+    assert all(get_table(r.table_id).kind == "training" for r in train)
+    assert not any(r.table_id == "trtllm-online-serving-v0.14" for r in rows())
+    assert any(r.table_id == "trtllm-online-serving-v0.14" for r in rows(include_non_cross_gpu=True))
+    assert precision_family("amp_bf16") == "fp16/bf16" and precision_family("tf32") == "tf32"
+    assert precision_family("mxfp8") == "fp8"
+    # every precision family of the issue is represented by at least one cross-GPU table
+    fams = {r.family for r in rows()}
+    assert fams == {"fp32", "tf32", "fp16/bf16", "fp8"}
+
+
+def test_summary_counts_pairs_per_family() -> None:
+    s = {d["id"]: d for d in summary()}
+    assert set(s) == {t.id for t in TABLES}
+    lam = s["lambda-pytorch-train-ngc2210"]
+    assert lam["gpus"] == 12 and lam["rows"] == 72
+    pairs = lam["pairs_by_family"]
+    assert isinstance(pairs, dict) and pairs["fp16/bf16"] == 66  # 12 GPUs, all with fp16 rows
+
+
+def test_lambda_2023_rows_match_the_module_literals() -> None:
+    from service.core.published.lambda_pytorch_train import GPUS
+
+    t = get_table("lambda-pytorch-train-ngc2210")
+    col = {"resnet50-train": "resnet50", "bert-large-squad-finetune": "bert_large_squad",
+           "bert-base-squad-finetune": "bert_base_squad"}
+    for r in t.rows:
+        g = GPUS[r.gpu_name]
+        table = g["fp16"] if r.precision == "amp_fp16" else g["fp32"]
+        assert r.value == table[col[r.workload]]
+        assert r.precision != "tf32" or g["tf32_tflops"] is not None
+        assert r.precision != "fp32" or g["tf32_tflops"] is None
+
+
+def _cell(table_id: str, **kw: object) -> float:
+    hits = [r for r in get_table(table_id).rows if all(getattr(r, k) == v for k, v in kw.items())]
+    assert len(hits) == 1, (kw, hits)
+    return hits[0].value
+
+
+def test_pinned_cells_as_published() -> None:
+    """A few cells per table, re-read from the source text at the cited commit."""
+    # Lambda NGC 20.01: V100 32GB ResNet-50 FP32 368 img/s at batch 296 (log: 296)
+    assert _cell("lambda-pytorch-train-ngc2001", gpu_name="Tesla V100 32GB", workload="resnet50-train",
+                 precision="fp32") == 368
+    r = [x for x in get_table("lambda-pytorch-train-ngc2001").rows
+         if x.gpu_name == "Tesla V100 32GB" and x.workload == "resnet50-train"]
+    assert {(x.precision, x.batch_size) for x in r} == {("fp32", 296), ("fp16", 596)}
+    # Lambda NGC 20.10: A100 40GB PCIe ResNet-50 TF32 744 img/s (log batch 360), A40 FP16 653 (batch 912)
+    assert _cell("lambda-pytorch-train-ngc2010", slug="nvidia-a100-pcie-40gb", workload="resnet50-train",
+                 precision="tf32") == 744
+    assert _cell("lambda-pytorch-train-ngc2010", slug="nvidia-a40", workload="resnet50-train",
+                 precision="fp16") == 653
+    # TensorRT-LLM v0.14: Llama 3.1 8B 128/128 TP1: H200 FP8 27778.8885, L40S FP8 8639.7933
+    kw: dict[str, object] = {"model": "llama3.1-8b", "input_len": 128, "output_len": 128, "tp": 1}
+    assert _cell("trtllm-perf-overview-v0.14", slug="nvidia-h200-sxm", precision="fp8", **kw) == 27778.8885
+    assert _cell("trtllm-perf-overview-v0.14", slug="nvidia-l40s", **kw) == 8639.7933
+    assert _cell("trtllm-perf-overview-v0.14", slug="nvidia-h100-sxm", precision="fp16", **kw) == 15571.6549
+    # TensorRT-LLM v0.17: Llama 3.1 70B TP4 500/2000: H200 12452.79, L40S 1634.72, A100 FP16 2275.79
+    kw = {"model": "llama3.1-70b", "input_len": 500, "output_len": 2000, "tp": 4}
+    assert _cell("trtllm-perf-overview-v0.17", slug="nvidia-h200-sxm", **kw) == 12452.79
+    assert _cell("trtllm-perf-overview-v0.17", slug="nvidia-l40s", **kw) == 1634.72
+    assert _cell("trtllm-perf-overview-v0.17", slug="nvidia-a100-sxm4-80gb", **kw) == 2275.79
+    # TensorRT-LLM v0.9: H100 Llama-2-70B TP2 2048/2048 batch 64: 1,011 tok/s/GPU; L40S GPT-J TTFT 61.7 ms
+    assert _cell("trtllm-perf-overview-v0.9", slug="nvidia-h100-sxm", model="llama2-70b", input_len=2048,
+                 output_len=2048, metric="output_tokens_per_s_per_gpu") == 1011
+    assert _cell("trtllm-perf-overview-v0.9", slug="nvidia-l40s", model="EleutherAI/gpt-j-6b",
+                 input_len=2048, metric="ttft_ms") == 61.7
+    # online serving v0.14: H200 Llama 3.1 8B 467/16 at INF: 81 req/s, mean TTFT 3227 ms
+    kw = {"slug": "nvidia-h200-sxm", "model": "llama3.1-8b", "input_len": 467, "output_len": 16,
+          "request_rate": None}
+    assert _cell("trtllm-online-serving-v0.14", metric="requests_per_s", **kw) == 81
+    assert _cell("trtllm-online-serving-v0.14", metric="ttft_ms", **kw) == 3227
+    # DLE TensorFlow 20.06: V100 16GB 1-GPU FP32 + XLA 412 img/s at 128; T4 FP32 inference batch 64 424.42
+    assert _cell("dle-tf-resnet50-ngc2006", slug="nvidia-v100-sxm2-16gb", workload="resnet50-train",
+                 precision="fp32", gpu_count=1) == 412
+    assert _cell("dle-tf-resnet50-ngc2006", slug="nvidia-t4", workload="resnet50-infer", precision="fp32",
+                 batch_size=64, metric="images_per_s") == 424.42
+    assert _cell("dle-tf-resnet50-ngc2006", gpu_name="V100 32GB (DGX-2)", workload="resnet50-infer",
+                 precision="fp32", batch_size=16, metric="latency_ms") == 15.209
+    # NeMo 25.11: Llama 3 8B FP8-CS on 8x B200 30624 tokens/s/GPU, MXFP8 29521; 8x H100 14451
+    kw = {"model": "llama3-8b", "metric": "tokens_per_s_per_gpu"}
+    assert _cell("nemo-megatron-bridge-pretrain-25.11", slug="nvidia-b200", precision="fp8", **kw) == 30624
+    assert _cell("nemo-megatron-bridge-pretrain-25.11", slug="nvidia-b200", precision="mxfp8", **kw) == 29521
+    assert _cell("nemo-megatron-bridge-pretrain-25.11", slug="nvidia-h100-sxm", **kw) == 14451
