@@ -105,7 +105,7 @@ def test_measured_cell_overrides_time_and_memory_with_quantiles() -> None:
     import datetime as dt
 
     gpu = CATALOG["nvidia-h200-sxm"]
-    job = build_job(JobSpec(model="gt-llama-350m", batch_size=4, seq_len=1024))
+    job = build_job(JobSpec(model="gt-llama-350m", batch_size=4, seq_len=1024, optimizer_impl="fused"))
     cell = benchmark_cell(job)
     assert cell is not None and cell[0] == "llm-train"
     t0 = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
