@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from service.api.app import create_app
 from service.bootstrap import bootstrap
 from service.db.engine import make_engine
-from service.settings import Settings
 from service.measurement_files import load_measurement_files
+from service.settings import Settings
 from tests.conftest import fresh_database_url
 
 REPO = Path(__file__).resolve().parents[2]
