@@ -21,6 +21,7 @@ from service.usecases.errors import (
     PayloadTooLarge,
     PreconditionFailed,
     PreconditionRequired,
+    RunIdTaken,
     Unauthorized,
     UseCaseError,
 )
@@ -63,6 +64,7 @@ STATUS_AND_TITLE: dict[type[UseCaseError], tuple[int, str]] = {
     Gone: (410, "Gone"),
     Conflict: (409, "Conflict"),
     IdempotencyConflict: (409, "Idempotency key reused with a different body"),
+    RunIdTaken: (409, "Run id already in use"),
     PreconditionFailed: (412, "Precondition failed"),
     PreconditionRequired: (428, "Precondition required"),
     Unauthorized: (401, "Unauthorized"),

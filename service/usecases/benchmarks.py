@@ -79,7 +79,14 @@ from service.usecases.benchmark_cells import (
     write_flips,
 )
 from service.usecases.catalog import AliasIndexCache
-from service.usecases.errors import FieldError, IdempotencyConflict, Invalid, PayloadTooLarge, UseCaseError
+from service.usecases.errors import (
+    FieldError,
+    IdempotencyConflict,
+    Invalid,
+    PayloadTooLarge,
+    RunIdTaken,
+    UseCaseError,
+)
 from service.usecases.keys import Principal
 
 log = logging.getLogger("gpu_advisor.benchmarks")
@@ -335,12 +342,17 @@ class SubmitOutcome:
     replayed: bool = False
 
 
-def _replay(uow: UnitOfWork, run_id: str, digest: str) -> SubmitOutcome | None:
+def _replay(uow: UnitOfWork, principal: Principal, run_id: str, digest: str) -> SubmitOutcome | None:
+    """The stored answer for ``run_id``, if this key stored it. A run id is globally unique:
+    another key's run id is a 409 that says nothing of the stored run -- not whether the body
+    matches, not its GPU, results or owner -- checked before the body hash is compared."""
     rec = uow.session.scalars(
         select(IdempotencyRecord).where(IdempotencyRecord.scope == IDEMPOTENCY_SCOPE, IdempotencyRecord.key == run_id)
     ).first()
     if rec is None:
         return None
+    if rec.api_key_id != principal.key_id:
+        raise RunIdTaken(f"run_id {run_id!r} is already in use; choose a new run_id", run_id=run_id)
     if rec.request_hash != digest:
         raise IdempotencyConflict(
             f"run {run_id!r} was already submitted with a different body; use a new run_id for new results",
@@ -410,7 +422,7 @@ def submit_run(
     _check_count(len(body.results), settings)
     now = now or dt.datetime.now(dt.UTC)
     digest = request_hash(body)
-    replay = _replay(uow, body.run_id, digest)
+    replay = _replay(uow, principal, body.run_id, digest)
     if replay is not None:
         if dry_run:
             b = dict(replay.body)
@@ -445,7 +457,7 @@ def submit_run(
     except IntegrityError:
         # A concurrent twin with the same run_id committed first: answer as a replay would.
         uow.rollback()
-        replay = _replay(uow, body.run_id, digest)
+        replay = _replay(uow, principal, body.run_id, digest)
         if replay is None:
             raise
         return replay

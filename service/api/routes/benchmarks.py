@@ -103,7 +103,7 @@ def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) 
     ),
     responses={
         200: {"model": BenchmarkRunAccepted, "description": "replay of a stored run (same run_id and body)"},
-        409: {**PROBLEM, "description": "the run_id was stored with a different body"},
+        409: {**PROBLEM, "description": "the run_id was stored with a different body, or by another API key (run ids are global)"},
         413: {**PROBLEM, "description": "body over the size limit, or more results than allowed per run"},
     },
 )
