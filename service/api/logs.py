@@ -35,7 +35,8 @@ _SECRETS = (
     (re.compile(r"gpa_([0-9A-Za-z]{1,16})_[0-9A-Za-z_\-]+"), r"gpa_\1_***"),
     (re.compile(r"(?i)\b(bearer)\s+[^\s,;\"']+"), r"\1 ***"),
 )
-_STD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime", "request_id"}
+# (uvicorn adds an ANSI-coloured copy of its message as color_message: not for JSON)
+_STD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime", "request_id", "color_message"}
 
 access_log = logging.getLogger("gpu_advisor.access")
 
