@@ -43,8 +43,15 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 60) -> ServerProcess:
+        return self.launch().wait_ready(timeout_s)
+
+    def launch(self) -> ServerProcess:
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(self.argv, cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=self._log)
+        return self
+
+    def wait_ready(self, timeout_s: float = 60) -> ServerProcess:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
