@@ -458,7 +458,9 @@ def list_gpus(
     if filters.vendor:
         q = q.where(Gpu.vendor == filters.vendor.lower())
     if filters.architecture:
-        q = q.where(Gpu.architecture.ilike(filters.architecture))
+        # case-insensitive equality: the value is data, never a LIKE pattern ("%" matched all)
+        literal = filters.architecture.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        q = q.where(Gpu.architecture.ilike(literal, escape="\\"))
     if filters.min_usable_memory_bytes is not None:
         q = q.where(Gpu.usable_memory_bytes >= filters.min_usable_memory_bytes)
     if filters.form_factor:
