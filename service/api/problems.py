@@ -146,7 +146,13 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-        return problem_response(500, "internal-error", "Internal server error", "an unexpected error occurred", request)
+        # answered outside the middleware stack: carry the request id here (it is on the
+        # server's log line about the error)
+        rid = request.scope.get("state", {}).get("request_id")
+        return problem_response(
+            500, "internal-error", "Internal server error", "an unexpected error occurred", request,
+            headers={"X-Request-ID": rid} if rid else None,
+        )
 
 
 PROBLEM_SCHEMA_REF = {"$ref": "#/components/schemas/Problem"}

@@ -78,3 +78,20 @@ def test_keys_are_stored_as_hashes_only(engine: Engine) -> None:
         cells = [str(v) for v in uow.session.execute(select(ApiKey.__table__).where(ApiKey.id == row.id)).one()]
     assert row.secret_hash == hashlib.sha256(key.encode()).hexdigest()
     assert not any(key in c or key.split("_", 2)[2] in c for c in cells)
+
+
+def test_an_unexpected_error_is_a_bare_500(tmp_path: Any) -> None:
+    """A database that was never migrated: the failure is a generic problem, with no SQL,
+    driver message or traceback in it (the request id is there to find the log line)."""
+    from service.api.app import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path}/never-migrated.db", rate_limits_enabled=False))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/v1/gpus", headers={"X-Request-ID": "find-the-log-line"})
+    assert r.headers["X-Request-ID"] == "find-the-log-line"
+    assert r.status_code == 500 and r.headers["content-type"] == "application/problem+json"
+    assert r.json() == {"type": "https://gpu-advisor.dev/problems/internal-error", "title": "Internal server error",
+                        "status": 500, "detail": "an unexpected error occurred", "instance": "/v1/gpus"}
+    for leak in ("sqlite", "SELECT", "Traceback", "no such table"):
+        assert leak not in r.text
