@@ -84,7 +84,7 @@ def serve(
         "server_header": False,
         # a worker must start (import the app) and answer the supervisor's pings within this;
         # uvicorn's 5 s kills and restarts workers that start slowly on a busy machine
-        "timeout_worker_healthcheck": 30,
+        "timeout_worker_healthcheck": 60,
     }
     log.info("serving on http://%s:%s (docs at /docs), %d worker(s)", host, port, workers)
     if workers > 1:

@@ -42,7 +42,7 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 60) -> ServerProcess:
+    def start(self, timeout_s: float = 120) -> ServerProcess:
         return self.launch().wait_ready(timeout_s)
 
     def launch(self) -> ServerProcess:
@@ -50,7 +50,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(self.argv, cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=self._log)
         return self
 
-    def wait_ready(self, timeout_s: float = 60) -> ServerProcess:
+    def wait_ready(self, timeout_s: float = 120) -> ServerProcess:
         assert self.proc is not None
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
