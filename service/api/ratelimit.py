@@ -233,15 +233,24 @@ class KeyIdentities:
     """API key secret (by its SHA-256) -> key id, for keys that authenticated in this process.
 
     ``lookup`` is the slow path (one indexed read through the same ``authenticate`` the routes
-    use); a key that fails it is not remembered, so its request is limited by address. Entries
-    expire so that a revoked key stops naming a bucket after a while (its requests are 401s
-    anyway)."""
+    use). A credential that fails it is remembered as such for ``negative_ttl_s``, so a flood of
+    made-up keys costs no database read per request; its requests are limited by address.
+    Entries expire so that a revoked key stops naming a bucket after a while (its requests
+    are 401s anyway) and a new key is recognised."""
 
-    def __init__(self, lookup: Callable[[str], int | None], *, ttl_s: float = 300.0, size: int = 10_000) -> None:
+    def __init__(
+        self,
+        lookup: Callable[[str], int | None],
+        *,
+        ttl_s: float = 300.0,
+        negative_ttl_s: float = 60.0,
+        size: int = 10_000,
+    ) -> None:
         self.lookup = lookup
         self.ttl_s = ttl_s
+        self.negative_ttl_s = negative_ttl_s
         self.size = size
-        self.known: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self.known: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
         self.lock = threading.Lock()
 
     async def key_id(self, authorization: str) -> int | None:
@@ -249,7 +258,7 @@ class KeyIdentities:
         now = time.monotonic()
         with self.lock:
             hit = self.known.get(digest)
-        if hit is not None and now - hit[1] < self.ttl_s:
+        if hit is not None and now - hit[1] < (self.ttl_s if hit[0] is not None else self.negative_ttl_s):
             return hit[0]
         from anyio import to_thread
 
@@ -257,12 +266,11 @@ class KeyIdentities:
             kid = await to_thread.run_sync(self.lookup, authorization)
         except Exception:  # the database is down: the route will answer that; limit by address
             return None
-        if kid is not None:
-            with self.lock:
-                self.known[digest] = (kid, now)
-                self.known.move_to_end(digest)
-                while len(self.known) > self.size:
-                    self.known.popitem(last=False)
+        with self.lock:
+            self.known[digest] = (kid, now)
+            self.known.move_to_end(digest)
+            while len(self.known) > self.size:
+                self.known.popitem(last=False)
         return kid
 
 
