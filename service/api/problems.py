@@ -24,6 +24,7 @@ from service.usecases.errors import (
     PayloadTooLarge,
     PreconditionFailed,
     PreconditionRequired,
+    RunIdTaken,
     Unauthorized,
     UseCaseError,
 )
@@ -66,6 +67,7 @@ STATUS_AND_TITLE: dict[type[UseCaseError], tuple[int, str]] = {
     Gone: (410, "Gone"),
     Conflict: (409, "Conflict"),
     IdempotencyConflict: (409, "Idempotency key reused with a different body"),
+    RunIdTaken: (409, "Run id already in use"),
     PreconditionFailed: (412, "Precondition failed"),
     PreconditionRequired: (428, "Precondition required"),
     Unauthorized: (401, "Unauthorized"),
@@ -166,7 +168,13 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-        return problem_response(500, "internal-error", "Internal server error", "an unexpected error occurred", request)
+        # answered outside the middleware stack: carry the request id here (it is on the
+        # server's log line about the error)
+        rid = request.scope.get("state", {}).get("request_id")
+        return problem_response(
+            500, "internal-error", "Internal server error", "an unexpected error occurred", request,
+            headers={"X-Request-ID": rid} if rid else None,
+        )
 
 
 PROBLEM_SCHEMA_REF = {"$ref": "#/components/schemas/Problem"}

@@ -290,6 +290,7 @@ class StoredAnswer:
 
     request_hash: str
     answer: SubmissionAnswer
+    api_key_id: int | None = None  # the key that stored the run
 
 
 # ---- what gets read back -----------------------------------------------------------------------

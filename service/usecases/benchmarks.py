@@ -69,7 +69,7 @@ from service.core.vocabulary import (
 from service.db.repositories.benchmarks import DuplicateRun
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import AliasIndexCache, resolve
-from service.usecases.errors import FieldError, IdempotencyConflict, Invalid, PayloadTooLarge
+from service.usecases.errors import FieldError, IdempotencyConflict, Invalid, PayloadTooLarge, RunIdTaken
 from service.usecases.keys import Principal
 from service.usecases.transaction import commits
 
@@ -379,10 +379,15 @@ def _check_request(run: RunSubmission, idempotency_key: str | None, max_results:
         )
 
 
-def _replay(uow: UnitOfWork, run: RunSubmission) -> SubmissionAnswer | None:
+def _replay(uow: UnitOfWork, principal: Principal, run: RunSubmission) -> SubmissionAnswer | None:
+    """The stored answer for ``run_id``, if this key stored it. A run id is globally unique:
+    another key's run id is a 409 that says nothing of the stored run -- not whether the body
+    matches, not its GPU, results or owner -- checked before the body hash is compared."""
     stored = uow.benchmarks.find_answer(run.run_id)
     if stored is None:
         return None
+    if stored.api_key_id != principal.key_id:
+        raise RunIdTaken(f"run_id {run.run_id!r} is already in use; choose a new run_id", run_id=run.run_id)
     if stored.request_hash != run.request_hash:
         raise IdempotencyConflict(
             f"run {run.run_id!r} was already submitted with a different body; use a new run_id for new results",
@@ -446,6 +451,7 @@ def _cell(match: GpuMatch, prep: PreparedRun, r: NewResult) -> CellKey:
 def validate_run(
     uow: UnitOfWork,
     cache: AliasIndexCache,
+    principal: Principal,
     run: RunSubmission,
     *,
     policy: OutlierPolicy,
@@ -457,7 +463,7 @@ def validate_run(
     checks, the outlier test against stored data); nothing is written."""
     _check_request(run, idempotency_key, max_results)
     now = now or dt.datetime.now(dt.UTC)
-    stored = _replay(uow, run)
+    stored = _replay(uow, principal, run)
     if stored is not None:
         warning = "this run is already stored; submitting it again replays the stored answer"
         return Submission(replace(stored, dry_run=True, warnings=(*stored.warnings, warning)))
@@ -498,7 +504,7 @@ def submit_run(
     """Store one run, or answer with the stored answer to the same run (a replay)."""
     _check_request(run, idempotency_key, max_results)
     now = now or dt.datetime.now(dt.UTC)
-    stored = _replay(uow, run)
+    stored = _replay(uow, principal, run)
     if stored is not None:
         return Submission(stored, replayed=True)
     prep = prepare_run(run, received_at=now)
@@ -508,7 +514,7 @@ def submit_run(
     except DuplicateRun:
         # A concurrent twin with the same run_id committed first: answer as a replay would.
         uow.rollback()
-        stored = _replay(uow, run)
+        stored = _replay(uow, principal, run)
         if stored is None:
             raise
         return Submission(stored, replayed=True)

@@ -166,7 +166,7 @@ AdminResultListing = Annotated[ResultListing, Depends(_result_listing(include_re
     ),
     responses={
         200: {"model": BenchmarkRunAccepted, "description": "replay of a stored run (same run_id and body)"},
-        409: {**PROBLEM, "description": "the run_id was stored with a different body"},
+        409: {**PROBLEM, "description": "the run_id was stored with a different body, or by another API key (run ids are global)"},
         413: {**PROBLEM, "description": "body over the size limit, or more results than allowed per run"},
     },
 )
@@ -200,10 +200,10 @@ def submit_run(
     response_model=BenchmarkRunAccepted,
     operation_id="validateBenchmarkRun",
     summary="Dry run: the same checks as a submission, nothing written",
-    responses={409: {**PROBLEM, "description": "the run_id was stored with a different body"}, 413: PROBLEM},
+    responses={409: {**PROBLEM, "description": "the run_id was stored with a different body, or by another API key (run ids are global)"}, 413: PROBLEM},
 )
 def validate_run(
-    _auth: SubmitAuth,
+    principal: SubmitAuth,
     _guard: ResultCountGuard,
     body: BenchmarkRunIn,
     uow: UowDep,
@@ -214,6 +214,7 @@ def validate_run(
     out = benchmarks.validate_run(
         uow,
         cache,
+        principal,
         body.to_core(),
         policy=settings.outlier_policy(),
         max_results=settings.max_results_per_run,

@@ -354,7 +354,8 @@ class BenchmarkRepository:
         ).first()
         if rec is None:
             return None
-        return StoredAnswer(request_hash=rec.request_hash, answer=expand_answer(rec.response_body))
+        return StoredAnswer(request_hash=rec.request_hash, answer=expand_answer(rec.response_body),
+                            api_key_id=rec.api_key_id)
 
     def save_answer(
         self, answer: SubmissionAnswer, *, api_key_id: int | None, request_hash: str, created_at: dt.datetime

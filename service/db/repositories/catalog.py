@@ -12,7 +12,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
 from service.core.catalog import AliasName, FxRate, GpuFilters, GpuRecord, PriceEntry, PriceRow, aliases_of
@@ -123,7 +123,8 @@ class CatalogRepository:
         if filters.vendor:
             q = q.where(Gpu.vendor == filters.vendor.lower())
         if filters.architecture:
-            q = q.where(Gpu.architecture.ilike(filters.architecture))
+            # case-insensitive equality: the value is data, never a LIKE pattern ("%" matched all)
+            q = q.where(func.lower(Gpu.architecture) == filters.architecture.lower())
         if filters.min_usable_memory_bytes is not None:
             q = q.where(Gpu.usable_memory_bytes >= filters.min_usable_memory_bytes)
         if filters.form_factor:
