@@ -198,7 +198,9 @@ def free_port() -> int:
 
 
 def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "GPU_ADVISOR_DATABASE_URL": url, "GPU_ADVISOR_SEED_MEASUREMENTS_DIR": ""}
+    # ingestion throughput, not rate limits: one key submits as fast as the server takes it
+    env = {**os.environ, "GPU_ADVISOR_DATABASE_URL": url, "GPU_ADVISOR_SEED_MEASUREMENTS_DIR": "",
+           "GPU_ADVISOR_RATE_LIMITS_ENABLED": "false"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "service.api.asgi:app", "--host", "127.0.0.1", "--port", str(port),
          "--workers", str(workers), "--log-level", "warning", "--no-access-log"],

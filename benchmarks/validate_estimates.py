@@ -39,7 +39,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ if str(ROOT) not in sys.path:
 
 from service.core import transfer as xfer  # noqa: E402
 from service.core.accuracy import Accuracy, dump_table, entry  # noqa: E402
+from service.core.band import Band  # noqa: E402
 from service.core.calibration import (  # noqa: E402
     WORKLOAD_FIT_GROUPS,
     Calibration,
@@ -57,6 +58,7 @@ from service.core.calibration import (  # noqa: E402
     fit_time,
     predict_time,
     timed_points_from_result,
+    transfer_precision,
 )
 from service.core.memory import (  # noqa: E402
     InferenceConfig,
@@ -75,13 +77,27 @@ from service.core.vocabulary import VocabularyError, canonical_parameters  # noq
 TARGETS = {
     "memory_mape": 0.08,
     "memory_worst": 0.20,
+    "memory_mape_stated": 0.02,  # llm-train, each result predicted with its own loop variant
+    "memory_mape_default": 0.05,  # llm-train, the loop left unstated (the API default)
+    "memory_mape_per_variant": 0.05,  # every optimizer implementation x sharding variant (issue 19)
     "time_calibrated_mape": 0.15,
+    "time_llm_train_mape": 0.12,
     "time_spec_mape": 0.35,
     "band_coverage": 0.80,
+    "band_coverage_range": (0.75, 0.90),  # an 80 % band: neither too narrow nor always covering
+    "memory_half_width": 0.06,
+    "time_half_width": 0.20,
     "transfer_vs_baseline": 0.60,
 }
 MIN_ACCURACY_N = 20
 """Fewest held-out predictions an architecture-specific accuracy entry needs (else pooled)."""
+
+ISSUE19_OOM = [  # ran out of memory on an independent H200 harness: must be answered fits: false
+    {"model": "llama2-7b", "precision": "amp_bf16", "batch_size": 2, "seq_len": 2048, "gradient_checkpointing": True,
+     "sharding": "fsdp", "mixed_precision": "autocast", "optimizer_impl": "foreach"},
+    {"model": "llama2-7b", "precision": "amp_bf16", "batch_size": 1, "seq_len": 2048, "gradient_checkpointing": False,
+     "sharding": "fsdp", "mixed_precision": "autocast", "optimizer_impl": "foreach"},
+]
 FIT_GROUPS = WORKLOAD_FIT_GROUPS
 
 
@@ -118,6 +134,12 @@ class Point:
                 extra.append(f"{p.get('sharding')}x{p.get('gpu_count')}")
             if int(p.get("global_batch") or 0) > int(p["batch_size"]) * int(p.get("gpu_count", 1)):
                 extra.append(f"gb{p.get('global_batch')}")
+            if p.get("mixed_precision", "autocast") != "autocast":
+                extra.append("policy")
+            if p.get("optimizer_impl", "fused") != "fused":
+                extra.append(str(p["optimizer_impl"]))
+            if p.get("loop", "loss_only") != "loss_only":
+                extra.append("keeps")
             return (f"{p['model']} {p['precision']} b{p['batch_size']} s{p['seq_len']}"
                     + (" " + ",".join(extra) if extra else ""))
         if self.workload == "llm-infer":
@@ -225,6 +247,8 @@ def attach_predictions(points: list[Point]) -> list[Point]:
             else:
                 cfg = config_from_benchmark(p.workload, p.params)
                 if cfg is None:
+                    if p.workload == "gemm":  # kept for the precision-transfer check
+                        out.append(p)
                     continue
                 p.config = cfg
                 p.memory = estimate_training(cfg) if isinstance(cfg, TrainConfig) else estimate_inference(cfg)
@@ -281,6 +305,23 @@ def _mape(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, int]:
     return sum(errs) / len(errs), max(errs), len(errs)
 
 
+def _band_stats(rows: Sequence[tuple[Band, float]]) -> tuple[float, float]:
+    """(coverage, median relative half-width) of bands around their central value."""
+    if not rows:
+        return math.nan, math.nan
+    inside = sum(1 for b, x in rows if b.low <= x <= b.high)
+    hws = sorted((b.high - b.low) / 2 / b.mid for b, _ in rows if b.mid)
+    return inside / len(rows), _median(hws) if hws else math.nan
+
+
+def _variant_key(p: dict[str, Any]) -> str:
+    sharding = str(p.get("sharding", "none"))
+    if sharding == "fsdp":
+        sharding += "+" + ("policy" if p.get("mixed_precision") == "fsdp_policy" else "autocast")
+    return (f"{p.get('optimizer_impl', 'fused'):7s} {sharding:14s} "
+            f"{'keeps_outputs' if p.get('loop') == 'keeps_outputs' else 'loss_only'}")
+
+
 def _fmt_gib(x: float | None) -> str:
     return "      -" if x is None else f"{x / 2**30:7.2f}"
 
@@ -331,24 +372,65 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
                       if p.memory and p.status == "ok" and p.measured_peak] for wl, pts in by_wl.items()}
     all_mem = [x for v in mem_pairs.values() for x in v]
     mape, worst, n = _mape(all_mem)
-    llm_mape, llm_worst, llm_n = _mape(mem_pairs.get("llm-train", []))
-    cover = [p.memory.peak_allocated_band.contains(float(p.measured_peak)) for pts in by_wl.values() for p in pts
-             if p.memory and p.status == "ok" and p.measured_peak]
-    summary["memory"] = {"mape": mape, "worst": worst, "n": n, "llm_train_mape": llm_mape,
-                         "llm_train_worst": llm_worst, "band_coverage": sum(cover) / len(cover) if cover else math.nan,
-                         "by_workload": {wl: _mape(v)[:2] for wl, v in mem_pairs.items() if v}}
+    summary["memory"] = {"mape": mape, "worst": worst, "n": n, "by_workload": {}}
     out(f"  peak allocated memory, all workloads: MAPE {mape:.1%} (target <= {TARGETS['memory_mape']:.0%}), "
         f"worst {worst:.1%} (target <= {TARGETS['memory_worst']:.0%}), n={n}")
-    out(f"    llm-train: MAPE {llm_mape:.1%}, worst {llm_worst:.1%}, n={llm_n}; "
-        f"band coverage {summary['memory']['band_coverage']:.0%}")
-    for wl, (m_, w_) in summary["memory"]["by_workload"].items():
-        if wl != "llm-train":
-            out(f"    {wl}: MAPE {m_:.1%}, worst {w_:.1%}")
+    out("    80% band on peak allocated memory, per workload: coverage (target "
+        f"{TARGETS['band_coverage_range'][0]:.0%}-{TARGETS['band_coverage_range'][1]:.0%}) and median half-width "
+        f"(target <= {TARGETS['memory_half_width']:.0%})")
+    for wl in sorted(mem_pairs):
+        pts = [p for p in by_wl[wl] if p.memory and p.status == "ok" and p.measured_peak]
+        if not pts:
+            continue
+        m_, w_, n_ = _mape(mem_pairs[wl])
+        cov, hw = _band_stats([(p.memory.peak_allocated_band, float(p.measured_peak)) for p in pts if p.memory])
+        summary["memory"]["by_workload"][wl] = {"mape": m_, "worst": w_, "n": n_, "band_coverage": cov,
+                                                "median_half_width": hw}
+        out(f"    {wl:17s} MAPE {m_:5.1%}, worst {w_:5.1%}, n={n_:3d}; band coverage {cov:4.0%}, "
+            f"median half-width {hw:4.1%}")
+    llm = [p for p in by_wl.get("llm-train", []) if p.memory and p.status == "ok" and p.measured_peak
+           and isinstance(p.config, TrainConfig)]
+    if llm:
+        stated = _mape([(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in llm if p.memory])
+        default_pairs = []
+        default_band = []
+        for p in llm:
+            assert isinstance(p.config, TrainConfig)
+            e = estimate_training(replace(p.config, loop=None))
+            default_pairs.append((float(e.peak_allocated_bytes), float(p.measured_peak)))
+            default_band.append((e.peak_allocated_band, float(p.measured_peak)))
+        dflt = _mape(default_pairs)
+        dcov, dhw = _band_stats(default_band)
+        summary["memory"]["llm_train_stated"] = {"mape": stated[0], "worst": stated[1], "n": stated[2]}
+        summary["memory"]["llm_train_default"] = {"mape": dflt[0], "worst": dflt[1], "n": dflt[2],
+                                                  "band_coverage": dcov, "median_half_width": dhw}
+        out(f"  llm-train memory, loop variant stated: MAPE {stated[0]:.1%} (target <= "
+            f"{TARGETS['memory_mape_stated']:.0%}), worst {stated[1]:.1%}, n={stated[2]}")
+        out(f"  llm-train memory, loop not stated (API default: loss_only centre, band top covers keeps_outputs): "
+            f"MAPE {dflt[0]:.1%} (target <= {TARGETS['memory_mape_default']:.0%}), worst {dflt[1]:.1%}; "
+            f"band coverage {dcov:.0%}, median half-width {dhw:.1%}")
+        groups: dict[str, list[Point]] = {}
+        for p in llm:
+            groups.setdefault(_variant_key(p.params), []).append(p)
+        out(f"  llm-train memory per variant (target <= {TARGETS['memory_mape_per_variant']:.0%} each; "
+            "optimizer-step peak: torch.cuda.max_memory_allocated inside optimizer.step())")
+        summary["memory"]["by_variant"] = {}
+        for key in sorted(groups):
+            g = groups[key]
+            m_, w_, n_ = _mape([(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in g if p.memory])
+            opt_pairs = [(float(p.memory.phases["optimizer-step"]), p.metrics["optimizer_step_peak_allocated_bytes"])
+                         for p in g if p.memory and p.metrics.get("optimizer_step_peak_allocated_bytes")]
+            om, _, on = _mape(opt_pairs)
+            summary["memory"]["by_variant"][key] = {"mape": m_, "worst": w_, "n": n_, "optimizer_step_mape": om,
+                                                    "optimizer_step_n": on}
+            extra = f"; optimizer-step peak MAPE {om:.1%} (n={on})" if on else ""
+            out(f"    {key:42s} MAPE {m_:5.1%}, worst {w_:5.1%}, n={n_:3d}{extra}")
 
     # ---- OOM decisions
     missed = false = 0
     near = 0
     decided = 0
+    false_cases: list[str] = []
     for pts in by_wl.values():
         for p in pts:
             if not p.memory or p.status not in ("ok", "oom") or not isinstance(p.config, TrainConfig | InferenceConfig):
@@ -362,9 +444,24 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
                 missed += 1
             if not fits and p.status == "ok":
                 false += 1
-    summary["oom"] = {"missed": missed, "false": false, "near_boundary": near, "decided": decided}
-    out(f"  OOM decisions (upper band vs usable memory): missed {missed}, false {false} "
-        f"(target 0 and 0); {near} of {decided} configurations within +/-25 % of the boundary")
+                false_cases.append(p.label)
+    summary["oom"] = {"missed": missed, "false": false, "near_boundary": near, "decided": decided,
+                      "false_cases": false_cases}
+    out(f"  OOM decisions (upper band vs usable memory): missed {missed} (target 0), false {false}; "
+        f"{near} of {decided} configurations within +/-25 % of the boundary")
+    for label in false_cases:
+        out(f"    ran, answered fits: false: {label}")
+    answers = []
+    for params in ISSUE19_OOM:
+        cfg = config_from_benchmark("llm-train", params)
+        assert isinstance(cfg, TrainConfig)
+        e = estimate_training(cfg)
+        answers.append(e.fits(H200_SXM.usable_memory_bytes or 0))
+        out(f"  issue 19 OOM configuration {params['batch_size']}x{params['seq_len']}"
+            f"{' ckpt' if params['gradient_checkpointing'] else ''} FSDP2+autocast foreach on the H200: "
+            f"fits={e.fits(H200_SXM.usable_memory_bytes or 0)} (target False; peak {e.peak_allocated_bytes / 2**30:.1f} "
+            f"GiB, band top {e.device_memory_band.high / 2**30:.1f} GiB of {(H200_SXM.usable_memory_bytes or 0) / 2**30:.1f})")
+    summary["oom"]["issue19_answers_fits"] = answers
 
     # ---- time
     summary["time"] = {}
@@ -382,17 +479,18 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
             if not held:
                 continue
             m_, w_, n_ = _mape([(p.held_out_time[scheme], p.timed[0].value_s) for p in held])
-            inside = 0
-            for p in held:
-                lo, hi = p.held_out_band[scheme]
-                pred = p.held_out_time[scheme]
-                inside += int(pred * (1 - lo) <= p.timed[0].value_s <= pred * (1 + hi))
-            cov = inside / len(held)
+            bands = [(Band.relative(p.held_out_time[scheme], p.held_out_band[scheme]), p.timed[0].value_s)
+                     for p in held]
+            cov, hw = _band_stats(bands)
+            inside = round(cov * len(held))
             all_inside += inside
             all_pairs.extend((p.held_out_time[scheme], p.timed[0].value_s) for p in held)
-            row[f"held_out_{scheme}"] = {"mape": m_, "worst": w_, "n": n_, "band_coverage": cov}
-            line += (f"; calibrated, whole {scheme} held out: MAPE {m_:.1%} (target <= "
-                     f"{TARGETS['time_calibrated_mape']:.0%}), worst {w_:.1%}, band coverage {cov:.0%} (n={n_})")
+            row[f"held_out_{scheme}"] = {"mape": m_, "worst": w_, "n": n_, "band_coverage": cov,
+                                         "median_half_width": hw}
+            target = TARGETS["time_llm_train_mape" if wl == "llm-train" else "time_calibrated_mape"]
+            line += (f"\n    calibrated, whole {scheme} held out: MAPE {m_:.1%} (target <= {target:.0%}), worst "
+                     f"{w_:.1%}, n={n_}; band coverage {cov:.0%}, median half-width {hw:.1%} (target <= "
+                     f"{TARGETS['time_half_width']:.0%})")
         summary["time"][wl] = row
         out(line)
     if all_pairs:
@@ -401,6 +499,44 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
                                            "band_coverage": all_inside / n_all}
         out(f"  all held-out time predictions: MAPE {m_all:.1%} (target <= {TARGETS['time_calibrated_mape']:.0%}), "
             f"worst {w_all:.1%}, inside the stated 80% band {all_inside / n_all:.0%} (target >= 80%), n={n_all}")
+
+    # ---- precision transfer: fp32/tf32 predicted from the 16-bit fit and the measured GEMM ratio
+    gemm: dict[str, dict[str, float]] = {}
+    for p in by_wl.get("gemm", []):
+        rate = p.metrics.get("tflops") or p.metrics.get("tops")
+        if p.status == "ok" and rate:
+            gemm.setdefault(p.gpu.slug, {})[str(p.params["precision"])] = float(rate)
+    summary["precision_transfer"] = {}
+    for wl, pts in sorted(by_wl.items()):
+        timed = [p for p in pts if p.timed and wl in FIT_GROUPS]
+        src = [tp for p in timed for tp in p.timed if precision_family(tp.config.precision) == "16bit"]
+        dst = [p for p in timed if precision_family(p.timed[0].config.precision) == "fp32"]
+        if len(src) < 3 or not dst:
+            continue
+        cal16 = fit_time(src, groups=FIT_GROUPS[wl])
+        for prec in sorted({p.timed[0].config.precision for p in dst}):
+            pairs, spec_pairs, bands = [], [], []
+            for p in dst:
+                tp = p.timed[0]
+                if tp.config.precision != prec:
+                    continue
+                cal = transfer_precision(cal16, p.gpu, prec, gemm.get(p.gpu.slug, {}))
+                if cal is None:
+                    continue
+                pred = predict_time(tp, cal.efficiencies)
+                pairs.append((pred, tp.value_s))
+                spec_pairs.append((predict_time(tp, SPEC_DEFAULTS), tp.value_s))
+                bands.append((Band.relative(pred, cal.band_for(tp.config)), tp.value_s))
+            if not pairs:
+                continue
+            m_, w_, n_ = _mape(pairs)
+            sm, _, _ = _mape(spec_pairs)
+            cov, hw = _band_stats(bands)
+            summary["precision_transfer"][f"{wl}/{prec}"] = {"mape": m_, "worst": w_, "n": n_, "spec_mape": sm,
+                                                             "band_coverage": cov, "median_half_width": hw}
+            out(f"  precision transfer {wl} {prec} (16-bit fit x measured GEMM ratio, no {prec} point used): "
+                f"MAPE {m_:.1%}, worst {w_:.1%}, n={n_} (spec fallback {sm:.1%}); band coverage {cov:.0%}, "
+                f"median half-width {hw:.1%}")
 
     # ---- cross-GPU (published)
     if not cross_gpu:
@@ -494,8 +630,8 @@ def accuracy_entries(points: Sequence[Point], rep: xfer.LooReport) -> list[Accur
             if len(errs) >= MIN_ACCURACY_N:
                 out.append(entry(prov, scope, a, "*", errs, basis))
 
-    for scope in ("same-architecture", "cross-architecture"):
-        by_arch("transferred", scope, [(p.target_arch, p.log_error) for p in rep.pairs if p.scope == scope],
+    for prov, scope in (("transferred", "same-architecture"), ("published", "cross-architecture")):
+        by_arch(prov, scope, [(p.target_arch, p.log_error) for p in rep.pairs if p.scope == scope],
                 f"{loo}, pairs of GPUs")
     out.append(entry("transferred", "unseen-architecture", "*", "*",
                      [p.uncorrected_log_error for p in rep.pairs if p.scope == "cross-architecture"],

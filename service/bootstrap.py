@@ -3,27 +3,62 @@ load committed measurements, all under one PostgreSQL advisory lock."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from sqlalchemy import Engine
 
+from service.api import validation
 from service.catalog.loader import load_shipped
 from service.db.engine import make_session_factory
 from service.db.migrate import migrate_and_seed
 from service.db.uow import UnitOfWork
+from service.measurement_files import seed_measurements
+from service.schemas.gpus import FxRateIn, PriceIn
 from service.settings import Settings
-from service.usecases.benchmarks import seed_measurements
 from service.usecases.catalog import SeedReport, upsert_catalog
+from service.usecases.errors import Invalid
 
 SeedHook = Callable[[Engine, Settings], None]
 # Later stages (measurements) register loaders here so bootstrap stays one call.
 EXTRA_SEEDERS: list[SeedHook] = [seed_measurements]
 
 
+def _shipped_document(raw: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        return validation.gpu_document(raw)
+    except Invalid as exc:
+        raise exc.at("catalog", str(raw.get("slug"))) from None
+
+
+def upsert_shipped(
+    uow: UnitOfWork,
+    gpus: Iterable[Mapping[str, Any]],
+    *,
+    catalog_version: str,
+    prices: Iterable[Mapping[str, Any]] = (),
+    fx_rates: Iterable[Mapping[str, Any]] = (),
+) -> SeedReport:
+    """Check shipped GPU documents, price rows (each with its ``gpu_slug``) and FX rates
+    against their schemas, then upsert them (``usecases.catalog.upsert_catalog``, which gets
+    the document validator for the effective documents it computes)."""
+    return upsert_catalog(
+        uow,
+        [_shipped_document(d) for d in gpus],
+        catalog_version=catalog_version,
+        validate=validation.gpu_document,
+        prices=[
+            (str(p["gpu_slug"]), PriceIn.model_validate({k: v for k, v in p.items() if k != "gpu_slug"}).to_core())
+            for p in prices
+        ],
+        fx_rates=[FxRateIn.model_validate(f).to_core() for f in fx_rates],
+    )
+
+
 def seed_catalog(engine: Engine) -> SeedReport:
     shipped = load_shipped()
     with UnitOfWork(make_session_factory(engine)) as uow:
-        return upsert_catalog(
+        return upsert_shipped(
             uow, shipped.gpus, catalog_version=shipped.version, prices=shipped.prices, fx_rates=shipped.fx_rates
         )
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from service.settings import Settings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 app = typer.Typer(help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False)
 keys_app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
@@ -32,23 +36,105 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
     workers: Annotated[int, typer.Option(help="uvicorn worker processes")] = 1,
     migrate: Annotated[bool, typer.Option(help="migrate and seed before serving")] = True,
+    log_level: Annotated[
+        str | None, typer.Option(help="debug | info | warning | error (default: GPU_ADVISOR_LOG_LEVEL, else info)")
+    ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="serve /metrics only on this port (on GPU_ADVISOR_METRICS_HOST, default 127.0.0.1), "
+                          "not on the API port"),
+    ] = None,
 ) -> None:
-    """Migrate, upsert the shipped catalog and committed measurements, then serve the API."""
+    """Migrate, upsert the shipped catalog and committed measurements, then serve the API.
+
+    Logs are JSON lines on stderr (GPU_ADVISOR_LOG_FORMAT=text for plain lines). With
+    --workers > 1, Prometheus metrics run in multiprocess mode (PROMETHEUS_MULTIPROC_DIR, a
+    fresh temporary directory unless set), so /metrics sums every worker; rate-limit buckets
+    are shared by the workers only through Redis (GPU_ADVISOR_REDIS_URL)."""
+    import logging.config
+    import os
+
     import uvicorn
 
-    from service.api.app import create_app
-    from service.bootstrap import bootstrap
+    from service.api.logs import logging_config
 
+    # Workers are fresh processes that read their settings from the environment: options go there.
+    if log_level is not None:
+        os.environ["GPU_ADVISOR_LOG_LEVEL"] = log_level
+    if metrics_port is not None:
+        os.environ["GPU_ADVISOR_METRICS_ACCESS"] = "port"
+        os.environ["GPU_ADVISOR_METRICS_PORT"] = str(metrics_port)
     settings = Settings()
+    log_config = logging_config(settings.log_format, settings.log_level)
+    logging.config.dictConfig(log_config)
+    log = logging.getLogger("gpu_advisor.serve")
     engine = _engine(settings)
     if migrate:
-        _log(f"migrating {engine.url.render_as_string(hide_password=True)} ...")
-        bootstrap(engine, settings, log=_log)
-    _log(f"serving on http://{host}:{port} (docs at /docs)")
+        log.info("migrating %s", engine.url.render_as_string(hide_password=True))
+        from service.bootstrap import bootstrap
+
+        bootstrap(engine, settings, log=log.info)
+    options: dict[str, object] = {
+        "host": host,
+        "port": port,
+        "log_config": log_config,
+        "log_level": settings.log_level,
+        "access_log": False,  # service.api.logs writes one JSON access line per request
+        "proxy_headers": False,  # X-Forwarded-For is read by service.api.client_address (trusted_proxies)
+        "server_header": False,
+        # a worker must start (import the app) and answer the supervisor's pings within this;
+        # uvicorn's 5 s kills and restarts workers that start slowly on a busy machine
+        "timeout_worker_healthcheck": 60,
+    }
+    log.info("serving on http://%s:%s (docs at /docs), %d worker(s)", host, port, workers)
     if workers > 1:
-        uvicorn.run("service.api.asgi:app", host=host, port=port, workers=workers, log_level="info")
+        from service.api.metrics import scrape_registry
+
+        _prometheus_multiprocess_dir(log)
+        if settings.rate_limits_enabled and not settings.redis_url:
+            log.warning("rate limits without GPU_ADVISOR_REDIS_URL are kept per worker process: "
+                        "each of the %d workers grants the full budget", workers)
+        if settings.metrics_access == "port":
+            _metrics_port(settings, scrape_registry(None, engine), log)
+        uvicorn.run("service.api.asgi:app", workers=workers, **options)  # type: ignore[arg-type]
     else:
-        uvicorn.run(create_app(settings, engine=engine), host=host, port=port, log_level="info")
+        from service.api.app import create_app
+        from service.api.metrics import scrape_registry
+
+        application = create_app(settings, engine=engine)
+        if settings.metrics_access == "port":
+            _metrics_port(settings, scrape_registry(application.state.metrics, engine), log)
+        uvicorn.run(application, **options)  # type: ignore[arg-type]
+
+
+def _prometheus_multiprocess_dir(log: logging.Logger) -> str:
+    """PROMETHEUS_MULTIPROC_DIR for the workers: the given directory emptied of a previous
+    run's files, or a fresh temporary one removed at exit."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    from service.api.metrics import MULTIPROC_ENV
+
+    path = os.environ.get(MULTIPROC_ENV)
+    if path:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        for stale in Path(path).glob("*.db"):
+            stale.unlink()
+    else:
+        path = tempfile.mkdtemp(prefix="gpu-advisor-prometheus-")
+        os.environ[MULTIPROC_ENV] = path
+        atexit.register(shutil.rmtree, path, True)
+    log.info("prometheus multiprocess mode: %s", path)
+    return path
+
+
+def _metrics_port(settings: Settings, registry: CollectorRegistry, log: logging.Logger) -> None:
+    from service.api.metrics import start_metrics_server
+
+    start_metrics_server(settings.metrics_host, settings.metrics_port, registry)
+    log.info("metrics on http://%s:%s/metrics only", settings.metrics_host, settings.metrics_port)
 
 
 @app.command("migrate")

@@ -6,16 +6,99 @@ factory); every other layer receives the object.
 
 from __future__ import annotations
 
+import ipaddress
+import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from service.core.results import OutlierPolicy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _default_database_url() -> str:
     return f"sqlite:///{(REPO_ROOT / 'var' / 'gpu-advisor.db').as_posix()}"
+
+
+class RateLimitRule(BaseModel):
+    """One rate limit: the requests it covers (methods x route templates, optionally only
+    pages larger than ``above_page_size`` items) and a token bucket of ``burst`` requests
+    refilled at ``per_minute``. Each caller (API key, else client address) has its own bucket
+    per rule."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    methods: tuple[str, ...] = Field(min_length=1, description="HTTP methods, upper case")
+    paths: tuple[str, ...] = Field(
+        min_length=1,
+        description="route templates as the API declares them, e.g. /v1/gpus/{slug}; {name:path} matches the rest",
+    )
+    per_minute: float = Field(gt=0, description="sustained rate: bucket refill per minute")
+    burst: int = Field(ge=1, description="bucket size: requests allowed back to back")
+    above_page_size: int | None = Field(
+        default=None, ge=1, description="only GETs asking for more than this many items (?limit=)"
+    )
+
+    @field_validator("methods")
+    @classmethod
+    def _upper(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(m.upper() for m in v)
+
+
+_WRITE = ("POST", "PUT", "PATCH", "DELETE")
+DEFAULT_RATE_LIMITS: dict[str, RateLimitRule] = {
+    # an agent submits a suite's runs at the end of a run, or a spool after an outage; its
+    # client honours Retry-After, so a burst of 60 and 2 runs/s sustained only paces it
+    "benchmark-submit": RateLimitRule(
+        methods=("POST",), paths=("/v1/benchmark-runs", "/v1/benchmark-runs/validate"), per_minute=120, burst=60
+    ),
+    "admin-write": RateLimitRule(
+        methods=_WRITE,
+        paths=("/v1/gpus", "/v1/gpus/{slug}", "/v1/gpus/{slug}/prices", "/v1/fx-rates", "/v1/admin/{rest:path}"),
+        per_minute=120,
+        burst=60,
+    ),
+    # one configuration: milliseconds of CPU
+    "estimate": RateLimitRule(methods=("POST",), paths=("/v1/estimate",), per_minute=600, burst=120),
+    # up to 256 configurations: about a second of CPU each, so one caller gets at most ~1/5 core
+    "estimate-batch": RateLimitRule(methods=("POST",), paths=("/v1/estimate/batch",), per_minute=12, burst=4),
+    # reserved for POST /v1/recommend (DESIGN "Recommendation"): enumerates GPU x count x strategy
+    "recommend": RateLimitRule(methods=("POST",), paths=("/v1/recommend",), per_minute=30, burst=10),
+    # a run with up to 10,000 results
+    "run-read": RateLimitRule(methods=("GET",), paths=("/v1/benchmark-runs/{run_id}",), per_minute=120, burst=30),
+    # pages over 100 items (the default page is 50, the largest 500)
+    "large-page": RateLimitRule(
+        methods=("GET",),
+        paths=(
+            "/v1/gpus",
+            "/v1/benchmark-results",
+            "/v1/admin/benchmark-results",
+            "/v1/admin/benchmark-runs",
+            "/v1/admin/alerts",
+        ),
+        per_minute=60,
+        burst=20,
+        above_page_size=100,
+    ),
+}
+"""The shipped rule table; ``GPU_ADVISOR_RATE_LIMITS`` overrides it rule by rule."""
+
+
+def merge_rate_limits(overrides: Mapping[str, Mapping[str, Any] | None]) -> dict[str, RateLimitRule]:
+    """The shipped table with ``overrides`` applied: a rule name mapped to fields changes
+    those fields (a new name needs every field), mapped to ``null`` drops the rule."""
+    rules: dict[str, RateLimitRule] = dict(DEFAULT_RATE_LIMITS)
+    for name, over in overrides.items():
+        if over is None:
+            rules.pop(name, None)
+            continue
+        base = rules[name].model_dump() if name in rules else {}
+        rules[name] = RateLimitRule.model_validate({**base, **over})
+    return rules
 
 
 class Settings(BaseSettings):
@@ -48,3 +131,65 @@ class Settings(BaseSettings):
     )
     price_stale_days: int = Field(default=180, ge=1)
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
+
+    def outlier_policy(self) -> OutlierPolicy:
+        """The MAD test's settings as the core type use cases and repositories take."""
+        return OutlierPolicy(
+            window=self.outlier_window,
+            mad_threshold=self.outlier_mad_threshold,
+            floor_fraction=self.outlier_floor_fraction,
+        )
+
+    # ---- operating it: limits, timeouts, proxies, metrics, logs (issue 17) ----
+    body_read_timeout_s: float = Field(
+        default=30.0, gt=0, description="a request body must arrive within this many seconds of its headers (else 408)"
+    )
+    rate_limits_enabled: bool = Field(default=True, description="enforce the rate-limit rules")
+    rate_limits: dict[str, dict[str, Any] | None] = Field(
+        default_factory=dict,
+        description="JSON overrides of the rule table by name, e.g. "
+        '{"estimate-batch": {"per_minute": 30}, "run-read": null}',
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis for rate-limit buckets shared by every process and replica (redis://host:6379/0); "
+        "unset: buckets live in process memory",
+    )
+    rate_limit_key_prefix: str = Field(default="gpu-advisor:rl:", min_length=1, max_length=200)
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="addresses or networks of reverse proxies whose X-Forwarded-For is believed "
+        "(comma-separated or a JSON list); empty: the peer address is the client",
+    )
+    metrics_access: Literal["admin", "open", "port"] = Field(
+        default="admin",
+        description="/metrics: admin = needs an admin key; open = anyone; port = only on metrics_host:metrics_port",
+    )
+    metrics_host: str = Field(default="127.0.0.1", description="interface of the separate metrics port")
+    metrics_port: int = Field(default=9464, ge=1, le=65535)
+    log_format: Literal["json", "text"] = Field(default="json", description="json: one JSON object per line")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("rate_limits")
+    @classmethod
+    def _rules_valid(cls, v: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any] | None]:
+        merge_rate_limits(v)  # raises on an unknown field, a new rule missing fields, a bad value
+        return v
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip()
+            return json.loads(v) if v.startswith("[") else [p.strip() for p in v.split(",") if p.strip()]
+        return v
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, v: list[str]) -> list[str]:
+        for item in v:
+            ipaddress.ip_network(item, strict=False)  # ValueError -> a settings error naming the field
+        return v
+
+    def rate_limit_rules(self) -> dict[str, RateLimitRule]:
+        return merge_rate_limits(self.rate_limits)

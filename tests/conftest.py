@@ -66,7 +66,11 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url)
+    """The shared app's settings. Rate limits are off here: every test of the session talks
+    to one app from one address ("testclient"), so shared buckets would make tests depend on
+    each other's request counts. tests/api/test_limits.py and tests/db/test_replicas.py build
+    apps and servers with limits on."""
+    return Settings(database_url=database_url, rate_limits_enabled=False)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -10,17 +12,24 @@ from sqlalchemy import Engine
 
 from service import __version__
 from service.api import problems
+from service.api.client_address import TrustedProxies
 from service.api.limits import BodyLimitMiddleware
+from service.api.logs import RequestContextMiddleware
 from service.api.metrics import Metrics, MetricsMiddleware
 from service.api.metrics import router as metrics_router
+from service.api.openapi_ops import document_operations
+from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
 from service.api.routes import estimate as estimate_routes
 from service.api.routes import models as models_routes
 from service.db.engine import make_engine, make_session_factory
+from service.db.uow import UnitOfWork
 from service.schemas.common import Problem
 from service.settings import Settings
 from service.usecases.catalog import AliasIndexCache
+from service.usecases.errors import UseCaseError
 from service.usecases.estimate import CalibrationCache
+from service.usecases.keys import authenticate
 
 DESCRIPTION = """GPU Advisor: which GPU, how many, how long and at what cost for a deep-learning job,
 from datasheet-correct specs and the latest measured benchmark results.
@@ -32,7 +41,14 @@ Writes need `Authorization: Bearer <key>` with the right scope (read < submit < 
 def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
     settings = settings or Settings()
     engine = engine or make_engine(settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
-    app = FastAPI(title="GPU Advisor", version=__version__, description=DESCRIPTION)
+    limiter = Limiter(settings.redis_url, settings.rate_limit_key_prefix)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await limiter.aclose()
+
+    app = FastAPI(title="GPU Advisor", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
@@ -45,9 +61,36 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(benchmarks.router)
     app.include_router(models_routes.router)
     app.include_router(estimate_routes.router)
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
-    app.state.metrics = Metrics()
-    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    # Middleware, outermost first: request id + access log, metrics, rate limits, body limits.
+    # (Starlette wraps in reverse order of addition.) A limit is decided before the body is
+    # read and before the handler runs.
+    trusted = TrustedProxies(settings.trusted_proxies)
+    app.state.metrics = metrics = Metrics(engine)
+    limiter.on_backend_error = metrics.rate_limit_backend_errors.inc
+    app.state.limiter = limiter
+    table = RuleTable(settings.rate_limit_rules())
+
+    def key_id(authorization: str) -> int | None:
+        with UnitOfWork(app.state.session_factory) as uow:
+            try:
+                return authenticate(uow, authorization, "read").key_id
+            except UseCaseError:
+                return None
+
+    app.add_middleware(
+        BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes, body_read_timeout_s=settings.body_read_timeout_s
+    )
+    if settings.rate_limits_enabled:
+        app.add_middleware(
+            RateLimitMiddleware,
+            table=table,
+            limiter=limiter,
+            identities=KeyIdentities(key_id),
+            trusted=trusted,
+            on_limited=lambda rule: metrics.rate_limited.labels(rule).inc(),
+        )
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(RequestContextMiddleware, trusted=trusted)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -58,7 +101,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         )
         problem_defs = schema["components"]["schemas"]["Problem"].pop("$defs", {})
         schema["components"]["schemas"].update(problem_defs)
-        app.openapi_schema = problems.declare_problems(schema)
+        app.openapi_schema = document_operations(problems.declare_problems(schema), settings, table)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

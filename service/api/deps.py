@@ -19,9 +19,9 @@ def get_settings(request: Request) -> Settings:
 
 
 def get_uow(request: Request) -> Iterator[UnitOfWork]:
-    """One unit of work per request. Use cases commit explicitly before returning, so the
-    commit happens before the response is sent; this only closes (rolling back anything
-    uncommitted, e.g. after an error)."""
+    """One unit of work per request. A write use case commits when it returns
+    (``usecases.transaction.commits``), before the route builds the response; this only
+    closes (rolling back anything uncommitted, e.g. after an error)."""
     uow = UnitOfWork(request.app.state.session_factory)
     try:
         yield uow

@@ -9,6 +9,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from service.api.presenters.gpus import candidate_json
+from service.core.catalog import GpuCandidate
+from service.core.cursor import InvalidCursor
 from service.usecases.errors import (
     Ambiguous,
     Conflict,
@@ -21,6 +24,7 @@ from service.usecases.errors import (
     PayloadTooLarge,
     PreconditionFailed,
     PreconditionRequired,
+    RunIdTaken,
     Unauthorized,
     UseCaseError,
 )
@@ -63,6 +67,7 @@ STATUS_AND_TITLE: dict[type[UseCaseError], tuple[int, str]] = {
     Gone: (410, "Gone"),
     Conflict: (409, "Conflict"),
     IdempotencyConflict: (409, "Idempotency key reused with a different body"),
+    RunIdTaken: (409, "Run id already in use"),
     PreconditionFailed: (412, "Precondition failed"),
     PreconditionRequired: (428, "Precondition required"),
     Unauthorized: (401, "Unauthorized"),
@@ -98,14 +103,29 @@ def field_errors(fields: tuple[FieldError, ...], method: str) -> list[dict[str, 
     return out
 
 
+def extra_json(value: Any) -> Any:
+    """A refusal's extra member as JSON: core values a use case attaches (the candidates of
+    an ambiguous GPU name, with their URLs) become their wire form."""
+    if isinstance(value, GpuCandidate):
+        return candidate_json(value)
+    if isinstance(value, list | tuple):
+        return [extra_json(v) for v in value]
+    return value
+
+
 def ambiguous_body(exc: Ambiguous) -> dict[str, Any]:
     """The 300 answer for a name that matches several GPUs (one shape everywhere)."""
     return {
         "query": exc.extra.get("query"),
         "detail": exc.detail,
-        "candidates": exc.extra.get("candidates", []),
+        "candidates": extra_json(exc.extra.get("candidates", [])),
         "default": exc.extra.get("default"),
     }
+
+
+def invalid_cursor(exc: InvalidCursor) -> Invalid:
+    """A cursor the core could not read, as the refusal naming its query parameter."""
+    return Invalid(exc.detail, fields=[FieldError((exc.field,), exc.message)])
 
 
 def problem_for(exc: UseCaseError, request: Request | None, method: str = "GET") -> JSONResponse:
@@ -113,7 +133,7 @@ def problem_for(exc: UseCaseError, request: Request | None, method: str = "GET")
     if isinstance(exc, Ambiguous) and status == 300:
         return JSONResponse(ambiguous_body(exc), status_code=300)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    extra = {k: v for k, v in exc.extra.items() if k not in ("scheme", "query")}
+    extra = {k: extra_json(v) for k, v in exc.extra.items() if k not in ("scheme", "query")}
     return problem_response(
         status, exc.kind, title, exc.detail, request,
         errors=field_errors(exc.fields, method) or None, headers=headers, **extra,
@@ -124,6 +144,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(UseCaseError)
     async def _use_case_error(request: Request, exc: UseCaseError) -> JSONResponse:
         return problem_for(exc, request, request.method)
+
+    @app.exception_handler(InvalidCursor)
+    async def _cursor(request: Request, exc: InvalidCursor) -> JSONResponse:
+        return problem_for(invalid_cursor(exc), request, request.method)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -144,7 +168,13 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-        return problem_response(500, "internal-error", "Internal server error", "an unexpected error occurred", request)
+        # answered outside the middleware stack: carry the request id here (it is on the
+        # server's log line about the error)
+        rid = request.scope.get("state", {}).get("request_id")
+        return problem_response(
+            500, "internal-error", "Internal server error", "an unexpected error occurred", request,
+            headers={"X-Request-ID": rid} if rid else None,
+        )
 
 
 PROBLEM_SCHEMA_REF = {"$ref": "#/components/schemas/Problem"}

@@ -11,13 +11,15 @@ Sources of the entries:
 * ``interpolated`` (``same-gpu``): the H200 measurements, whole model sizes / sequence lengths /
   batch sizes held out of the fit (per workload);
 * ``spec`` (``spec-default``): the spec-default roofline against the same measurements;
-* ``transferred``: the shipped published training tables, each GPU left out of the transfer fit
-  and predicted from every other GPU of its table and configuration -- ``same-architecture`` and
-  ``cross-architecture`` pairs by the held-out GPU's architecture, ``unseen-architecture`` from
-  the same pairs with the architecture corrections switched off (what an architecture without
-  published data gets);
-* ``published`` (``published-anchor``): the held-out GPU predicted from its table's fitted
-  speed alone.
+* transfers to another GPU: the shipped published training tables, each GPU left out of the
+  transfer fit and predicted from every other GPU of its table and configuration --
+  ``same-architecture`` and ``cross-architecture`` pairs by the held-out GPU's architecture
+  (answers on these paths are labelled ``published`` when the published fit supplied the ratio,
+  ``transferred`` when it did not), ``unseen-architecture`` from the same pairs with the
+  architecture corrections switched off (what an architecture without published data gets);
+* ``published-anchor``: the held-out GPU predicted from its table's fitted speed alone.
+
+Entries are keyed by scope (the path an answer took), GPU architecture and workload.
 
 Errors are of the rate (throughput = 1 / time: ``|predicted / measured - 1|``), as the cross-GPU
 check reports them; quantiles are of ``log(measured time / predicted time)`` and
@@ -38,7 +40,7 @@ from typing import Any, Final
 __all__ = ["ACCURACY_FILE", "SCOPE_LABELS", "Accuracy", "accuracy_for", "accuracy_table", "dump_table", "entry"]
 
 ACCURACY_FILE: Final = "accuracy.json"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 
 SCOPE_LABELS: Final[dict[str, str]] = {
     "same-gpu": "fitted on this GPU",
@@ -54,7 +56,7 @@ SCOPE_LABELS: Final[dict[str, str]] = {
 class Accuracy:
     """Held-out error of one kind of prediction."""
 
-    provenance: str
+    provenance: str  # the label answers on this path carry (informational; entries are keyed by scope)
     scope: str
     arch: str  # architecture key (``sm80``) or ``*`` (pooled)
     workload: str  # estimator workload or ``*``
@@ -68,8 +70,8 @@ class Accuracy:
     @property
     def statement(self) -> str:
         where = "" if self.arch == "*" else f" ({self.arch})"
-        return (f"{SCOPE_LABELS.get(self.scope, self.scope)}{where}: median {self.median_error:.0%}, MAPE "
-                f"{self.mape:.0%} over {self.n:,} held-out predictions ({self.basis})")
+        return (f"{SCOPE_LABELS.get(self.scope, self.scope)}{where}: throughput error median "
+                f"{self.median_error:.0%}, MAPE {self.mape:.0%} over {self.n:,} held-out predictions ({self.basis})")
 
     def band(self) -> tuple[float, float]:
         """Relative (low, high) step-time band covering the 10th-90th percentile of the errors."""
@@ -107,7 +109,7 @@ def dump_table(entries: Sequence[Accuracy], meta: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Table:
-    entries: Mapping[tuple[str, str, str, str], Accuracy]
+    entries: Mapping[tuple[str, str, str], Accuracy]
     meta: Mapping[str, Any]
 
 
@@ -121,19 +123,19 @@ def accuracy_table() -> _Table:
     doc = json.loads(text)
     if doc.get("schema") != SCHEMA_VERSION:
         return _Table({}, {})
-    out: dict[tuple[str, str, str, str], Accuracy] = {}
+    out: dict[tuple[str, str, str], Accuracy] = {}
     for d in doc.get("entries", []):
         a = Accuracy(**d)
-        out[(a.provenance, a.scope, a.arch, a.workload)] = a
+        out[(a.scope, a.arch, a.workload)] = a
     return _Table(out, {k: v for k, v in doc.items() if k != "entries"})
 
 
-def accuracy_for(provenance: str, scope: str, arch: str, workload: str = "*") -> Accuracy | None:
-    """The most specific entry: (architecture, workload), then the pooled architecture, then the
-    pooled workload."""
+def accuracy_for(scope: str, arch: str, workload: str = "*") -> Accuracy | None:
+    """The most specific entry for the path an answer took (its scope): (architecture,
+    workload), then the pooled architecture, then the pooled workload."""
     table = accuracy_table().entries
     for a, w in ((arch, workload), (arch, "*"), ("*", workload), ("*", "*")):
-        hit = table.get((provenance, scope, a, w))
+        hit = table.get((scope, a, w))
         if hit is not None:
             return hit
     return None

@@ -25,11 +25,14 @@ band with the held-out error of that kind of transfer for the target's architect
 anchors the efficiencies on that table (provenance ``published``, the table named).
 
 Provenance labels (ranked in :mod:`service.core.provenance`): ``measured`` (exact cell),
-``interpolated`` (same GPU and workload, fitted efficiencies), ``transferred`` (fitted on other
-GPUs; the source GPUs and the published tables behind the ratio are named), ``published``
-(anchored on an imported table), ``derived`` (depends on a catalog figure derived from a
-sibling; set by the estimator), ``spec`` (datasheet roofline with
-:data:`~service.core.performance.SPEC_DEFAULTS`).
+``interpolated`` (same GPU and workload, fitted efficiencies), ``transferred`` (fitted on another
+GPU -- named -- and carried over without a published input: within the architecture at the same
+peaks and power, or to an architecture the tables do not hold), ``published`` (the answer leans
+on the published tables, which are named: the cross-GPU ratio comes from their fit -- across
+architectures, or within one at another power cap -- or the efficiencies are anchored on a
+table), ``derived`` (depends on a catalog figure derived from a sibling; set by the estimator),
+``spec`` (datasheet roofline with :data:`~service.core.performance.SPEC_DEFAULTS`). An answer is
+labelled by its weakest input (issue 13: answers that lean on the published tables say so).
 """
 
 from __future__ import annotations
@@ -97,6 +100,15 @@ WORKLOAD_FIT_GROUPS: dict[str, tuple[str, ...]] = {
 }
 """Which multipliers each benchmark workload's points can inform (CNNs: convolutions, not
 matmuls; BERT at these lengths: no attention-bound configuration)."""
+
+PRIOR_SCALE: dict[str, float] = {"dispatch": 0.1}
+"""Per-group scale of the prior toward the spec default. The host's per-kernel launch cost
+is a property of the host CPU and the Python stack, not of the GPU's datasheet: its spec
+default (6 us) is a weak guess -- the H200 host's probe measured ~15 us per backward kernel --
+so the few launch-bound points must be able to move it (changed after seeing the H200
+small-model points, which the default prior held at ~2/3 of their measured time). Applied
+from :data:`PRIOR_SCALE_MIN_POINTS` points on: a handful cannot pin a host cost."""
+PRIOR_SCALE_MIN_POINTS = 20
 
 BAND_FLOOR = 0.08
 UNSEEN_MODEL_BAND_FACTOR = 1.5
@@ -307,6 +319,7 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
         raise ValueError(f"points mix precision families {sorted(families)}: fit each family separately")
     names = list(groups)
     wsum = sum(p.weight for p in pts)
+    scale = PRIOR_SCALE if len(pts) >= PRIOR_SCALE_MIN_POINTS else {}
 
     def objective(x: list[float]) -> float:
         e = apply_multipliers(base, {n: math.exp(v) for n, v in zip(names, x, strict=True)})
@@ -314,7 +327,7 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
         for p in pts:
             r = math.log(predict_time(p, e) / p.value_s)
             err += p.weight * r * r
-        return err / wsum + prior_weight * sum(v * v for v in x)
+        return err / wsum + prior_weight * sum(scale.get(n, 1.0) * v * v for n, v in zip(names, x, strict=True))
 
     # The host-dispatch floor enters through max(GPU, host): from the spec start it may not bind
     # anywhere, and the simplex never finds it. Start also from dispatch x e and x e^2.
@@ -380,12 +393,13 @@ def _combine(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, flo
 def transfer(cal: Calibration, target: GpuSpec, precision: str | None = None, workload: str = "*") -> Calibration:
     """Efficiencies for ``target`` from a calibration made on another GPU.
 
-    Same GPU: unchanged (``interpolated``). Otherwise ``transferred`` through the published
+    Same GPU: unchanged (``interpolated``). Otherwise carried over by the published
     transfer model (:meth:`service.core.transfer.TransferModel.factors`) for the precision's
     family: within one architecture only the sustained clock under the power cap differs;
     across architectures the fitted compute and memory factors apply (the memory factor at most 1
     for :data:`STREAMING_WORKLOADS`); an architecture without published data is left
-    uncorrected. The band is the calibration's combined with the
+    uncorrected. Provenance ``published`` when the published fit supplied a factor (naming the
+    tables in ``sources``), else ``transferred``. The band is the calibration's combined with the
     held-out error of that kind of transfer for the target's architecture (at least
     :data:`CROSS_ARCH_BAND` when the architecture is unseen; the old widening rules when no
     accuracy table ships).
@@ -408,7 +422,7 @@ def transfer(cal: Calibration, target: GpuSpec, precision: str | None = None, wo
     if streaming:
         f_memory = 1.0
     ta = arch_key(target)
-    acc = accuracy_for("transferred", scope, ta, workload)
+    acc = accuracy_for(scope, ta, workload)
     lo, hi = cal.band
     if acc is not None:
         band = _combine(cal.band, acc.band())
@@ -439,9 +453,19 @@ def transfer(cal: Calibration, target: GpuSpec, precision: str | None = None, wo
             note += ("; the memory factor is capped at 1: its gain is cache reuse of CNN/BERT activations, "
                      "and this workload streams weights, optimizer state or KV cache far larger than any L2")
         tables = model.tables
+    # the answer leans on the published tables whenever their fit supplied a factor (issue 13:
+    # such answers say 'published' and name the tables); a transfer within the architecture
+    # between GPUs of the same peaks and power (factors within 0.5 % of 1), or to an architecture
+    # the tables do not hold, leans on none
+    leans = bool(tables) and (abs(f_compute - 1.0) > 0.005 or abs(f_memory - 1.0) > 0.005
+                              or scope == "cross-architecture")
+    if not leans:
+        tables = ()
+    else:
+        note += "; provenance 'published': the cross-GPU ratio comes from the published tables"
     return replace(
         cal, efficiencies=_scale_efficiencies(cal.efficiencies, f_compute, f_memory, "transferred"),
-        band=band, provenance="transferred", scope=scope, sources=tables,
+        band=band, provenance="published" if leans else "transferred", scope=scope, sources=tables,
         notes=(*cal.notes, note),
     )
 
@@ -482,7 +506,7 @@ def published_calibration(gpu: GpuSpec, workload: str, precision: str) -> Calibr
     base = SPEC_DEFAULTS
     e = replace(base, mm={k: v * kc for k, v in base.mm.items()}, attn=base.attn * kc, conv=base.conv * kc,
                 bw=base.bw * km, dispatch_s=base.dispatch_s * kh, step_s=base.step_s * kh, source="published")
-    acc = accuracy_for("published", "published-anchor", arch_key(gpu), workload)
+    acc = accuracy_for("published-anchor", arch_key(gpu), workload)
     band = acc.band() if acc is not None else CROSS_ARCH_BAND
     band = (max(band[0], BAND_FLOOR), max(band[1], BAND_FLOOR))
     table = get_table(tid)
@@ -586,8 +610,61 @@ def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: G
 # The service's calibration set: one fit per (GPU, workload, precision family)
 # --------------------------------------------------------------------------------------------
 
-CALIBRATED_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer", "bert-large-train", "resnet50-train")
+TIMED_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer", "bert-large-train", "resnet50-train")
+CALIBRATED_WORKLOADS: tuple[str, ...] = (*TIMED_WORKLOADS, "gemm")
+"""Workloads whose cells calibration reads: the timed workloads it fits, and ``gemm``, whose
+measured TFLOP/s per precision transfer a fit to a precision without points
+(:func:`transfer_precision`)."""
 MIN_POINTS_TO_FIT = 3
+PRECISION_TRANSFER_BAND_FACTOR = 1.5
+"""Band widening for a fit carried to another precision by the measured GEMM ratio (one step
+from the data, like a same-architecture GPU transfer)."""
+
+
+def transfer_precision(cal: Calibration, gpu: GpuSpec, precision: str,
+                       gemm_tflops: Mapping[str, float]) -> Calibration | None:
+    """``cal`` (fitted on another precision family of ``gpu``) carried to ``precision``: the
+    compute-bound groups (matmuls, attention, convolutions) scaled by the GEMM rate the agent
+    measured on this GPU for the two precisions, ``gemm[target] / gemm[source]``; the
+    memory-bound phases keep their bandwidth efficiency (the model already counts their bytes
+    per element for the precision); host costs unchanged. ``None`` without both GEMM rates or
+    datasheet peaks. Provenance ``transferred``, naming the source precision."""
+    from service.core.precision import PEAK_KEY
+
+    source_key = {"16bit": "bf16", "fp32": "tf32", "8bit": "fp8"}.get(cal.family)
+    target_key = PEAK_KEY.get(precision, precision)
+    if source_key is None or source_key == target_key:
+        return None
+    g_s, g_t = gemm_tflops.get(source_key), gemm_tflops.get(target_key)
+    p_s, p_t = gpu.peak_for(source_key), gpu.peak_for(target_key)
+    if not (g_s and g_t and p_s and p_t):
+        return None
+
+    def scaled(eff_s: float, peak_s: float, peak_t: float) -> float:
+        """Efficiency against ``peak_t`` whose time is the source time with its GEMM-rate part
+        scaled: a group reaching a fraction ``r = eff_s x peak_s / g_s`` of the measured GEMM
+        rate spends ``r`` of its time in tensor math (scales by ``g_s / g_t``) and ``1 - r``
+        in what does not (memory, latency; kept)."""
+        r = min(1.0, eff_s * peak_s / g_s)
+        return min(0.98, eff_s * peak_s / peak_t / (r * g_s / g_t + (1.0 - r)))
+
+    e = cal.efficiencies
+    mm = dict(e.mm)
+    mm[target_key] = scaled(float(e.mm.get(source_key, e.mm_for(source_key))), p_s, p_t)
+    # attention runs against the 16-bit peak in the step model, convolutions against the
+    # precision's own peak
+    p16 = gpu.peak_for("bf16") or p_s
+    attn = scaled(e.attn, p16, p16)
+    conv = scaled(e.conv, p_s, p_t)
+    eff = replace(e, mm=mm, attn=attn, conv=conv, source="transferred")
+    lo, hi = cal.band
+    k = PRECISION_TRANSFER_BAND_FACTOR
+    return replace(
+        cal, efficiencies=eff, band=(min(0.9, lo * k), hi * k), provenance="transferred",
+        family=precision_family(precision),
+        notes=(*cal.notes, f"transferred from {source_key} on {gpu.slug}: compute scaled by the measured GEMM "
+                           f"ratio {target_key}/{source_key} = {g_t:.0f}/{g_s:.0f} TFLOP/s"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -607,7 +684,7 @@ GroupKey = tuple[str, str, str]  # (gpu slug, workload, precision family)
 
 def group_of(m: CellMeasurement) -> GroupKey | None:
     """The calibration a cell feeds, or None (multi-GPU cells and uncalibrated workloads feed none)."""
-    if m.workload not in CALIBRATED_WORKLOADS:
+    if m.workload not in TIMED_WORKLOADS:
         return None
     try:
         n = int(str(m.params.get("gpu_count", 1) or 1))
@@ -647,22 +724,31 @@ class CalibrationSet:
 
     by_key: Mapping[GroupKey, Calibration] = field(default_factory=dict)
     families: Mapping[str, str] = field(default_factory=dict)
+    gemm_tflops: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Measured large-GEMM rate per GPU slug and precision key (``bf16``, ``tf32``, ``fp32``...),
+    from the agent's ``gemm`` results: what :func:`transfer_precision` scales by."""
     _picked: dict[tuple[str, str, str, str], Calibration | None] = field(
         default_factory=dict, compare=False, repr=False)
 
     def pick(self, gpu: GpuSpec, workload: str, precision: str) -> Calibration | None:
-        """This GPU's own fit, else the best-populated fit of the same architecture, else of
-        any architecture, transferred (:func:`transfer`), else a published anchor
-        (:func:`published_calibration`). Memoised per (GPU, workload, transfer family): the set
-        is immutable, so the answer is too."""
+        """This GPU's own fit for the precision family; else another family's fit on this GPU
+        carried over by the measured GEMM ratio (:func:`transfer_precision`); else the
+        best-populated fit of the same architecture, else of any architecture, transferred
+        (:func:`transfer`); else a published anchor (:func:`published_calibration`). Memoised
+        per (GPU, workload, precision): the set is immutable, so the answer is too."""
         fam = precision_family(precision)
-        tfam = transfer_family(precision)
-        memo = (gpu.slug, gpu.family, workload, tfam)
+        memo = (gpu.slug, gpu.family, workload, precision)
         if memo in self._picked:
             return self._picked[memo]
         own = self.by_key.get((gpu.slug, workload, fam))
         chosen: Calibration | None = own
-        if own is None:
+        if own is None and gpu.slug in self.gemm_tflops:
+            others = [c for k, c in self.by_key.items() if k[0] == gpu.slug and k[1] == workload]
+            for source in sorted(others, key=lambda c: -c.n_points):
+                chosen = transfer_precision(source, gpu, precision, self.gemm_tflops[gpu.slug])
+                if chosen is not None:
+                    break
+        if chosen is None:
             candidates = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == fam]
             if candidates:
                 same = [c for k, c in candidates if self.families.get(k[0]) == gpu.family]
@@ -685,19 +771,34 @@ class CalibrationSet:
                 by_key[key] = cal
             if cells:
                 families[key[0]] = cells[0].gpu.family
-        return CalibrationSet(by_key=by_key, families=families)
+        return CalibrationSet(by_key=by_key, families=families, gemm_tflops=self.gemm_tflops)
+
+
+def gemm_rates(cells: Sequence[CellMeasurement]) -> dict[str, dict[str, float]]:
+    """Measured GEMM TFLOP/s (TOP/s for integers) per GPU slug and precision, from ``gemm``
+    cells (their latest-measured medians)."""
+    out: dict[str, dict[str, float]] = {}
+    for m in cells:
+        if m.workload != "gemm":
+            continue
+        rate = m.medians.get("tflops") or m.medians.get("tops")
+        if rate and rate > 0:
+            out.setdefault(m.gpu.slug, {})[str(m.params.get("precision"))] = float(rate)
+    return out
 
 
 def fit_calibrations(cells: Sequence[CellMeasurement]) -> CalibrationSet:
-    """Every group the cells feed, fitted. Also fits the published transfer model (once per
-    process, cached) so that the first estimate that needs it does not pay for it."""
+    """Every group the cells feed, fitted; the GEMM rates of ``gemm`` cells kept for
+    precision transfer. Also fits the published transfer model (once per process, cached) so
+    that the first estimate that needs it does not pay for it."""
     published_model()
     groups: dict[GroupKey, list[CellMeasurement]] = {}
     for m in cells:
         key = group_of(m)
         if key is not None:
             groups.setdefault(key, []).append(m)
-    return CalibrationSet().refitted({k: sorted(v, key=_cell_order) for k, v in groups.items()})
+    base = CalibrationSet(gemm_tflops=gemm_rates(cells))
+    return base.refitted({k: sorted(v, key=_cell_order) for k, v in groups.items()})
 
 
 def _cell_order(m: CellMeasurement) -> str:

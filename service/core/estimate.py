@@ -10,9 +10,10 @@ of the exact benchmark cell the job corresponds to (:func:`benchmark_cell`, then
 
 Provenance (DESIGN, ranked in :mod:`service.core.provenance`): ``measured`` when the exact cell
 was measured on this GPU with evidence that counts (>= 2 hosts or a trusted agent);
-``interpolated`` when efficiencies were fitted on this GPU; ``transferred`` when fitted on other
-GPUs (named, with the published tables that calibrate the cross-GPU ratio); ``published`` when
-anchored on a published table (named); ``derived`` when the time depends on a catalog peak
+``interpolated`` when efficiencies were fitted on this GPU; ``transferred`` when fitted on another
+GPU (named) and carried over without a published input; ``published`` when the answer leans on
+the published tables (named in ``sources``): the cross-GPU ratio from their joint fit, or an
+anchor on one of them; ``derived`` when the time depends on a catalog peak
 derived from a sibling GPU (the derivation is noted and the band spans the alternative
 sibling's value); ``spec`` for the datasheet roofline with the spec-default efficiencies.
 Every time figure carries the held-out error measured for its provenance and the GPU's
@@ -120,6 +121,21 @@ class JobSpec:
     engine: str = "hf-transformers"
     kv_cache_dtype: str = "auto"
     solve_for: str | None = None
+    loop: str | None = None
+    optimizer_impl: str | None = None
+    mixed_precision: str | None = None
+
+
+DEFAULT_OPTIMIZER_IMPL = "foreach"
+"""``optimizer_impl`` when the caller does not say: what ``torch.optim.AdamW(params)`` runs on
+CUDA. torch 2.x picks ``foreach`` whenever every parameter is a CUDA tensor (DTensor shards
+included) and neither ``fused`` nor ``foreach`` is passed (``torch/optim/optimizer.py``
+``_default_to_fused_or_foreach``; fused is not the default, pytorch/pytorch#95241/#95415). The
+HF Trainer runs ``adamw_torch`` (that same call) up to transformers 4.54 and
+``adamw_torch_fused`` (``fused=True``) from 4.55 on with torch >= 2.8
+(huggingface/transformers#25109, #37358; ``training_args.py`` in 5.x). ``foreach`` is the
+implementation whose step temporaries (one state-dtype copy of the parameter group) a fit must
+allow for when the loop is not known; ``fused`` saves them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +150,9 @@ class Job:
     solve_for: str | None = None
     model_is_preset: bool = True
     model_note: str | None = None  # the shape assumed for a bare parameter count
+    stated: frozenset[str] = frozenset()
+    """Defaultable training fields the caller gave (``precision``, ``sharding``, ``loop``,
+    ``optimizer_impl``, ``mixed_precision``): a what-if may change the others."""
 
     @property
     def inference(self) -> bool:
@@ -178,9 +197,13 @@ def resolve_model(spec: JobSpec) -> tuple[ModelSpec, str | None, bool]:
 
 def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
     """Fill the defaults and validate the combination (``InvalidConfiguration`` names the
-    field). Defaults: precision ``amp_bf16`` for training, ``bf16`` for inference;
-    ``fine-tuning`` means LoRA unless ``finetune`` says otherwise; sharding ``none`` on one GPU
-    and ``ddp`` on several; a CNN trains with SGD."""
+    field). Defaults: precision ``amp_bf16`` for training, ``bf16`` for fine-tuning (PEFT and
+    full fine-tuning load the base in bf16; ask for ``amp_bf16`` for fp32 master weights) and
+    for inference; ``fine-tuning`` means LoRA unless ``finetune`` says otherwise; sharding
+    ``none`` on one GPU and ``ddp`` on several; ``mixed_precision`` the FSDP mixed-precision
+    policy for ``amp_*`` with ``sharding='fsdp'``, autocast otherwise; ``optimizer_impl``
+    :data:`DEFAULT_OPTIMIZER_IMPL`; ``loop`` not stated (``loss_only`` with the band's upper end
+    covering ``keeps_outputs``); a CNN trains with SGD."""
     note: str | None = None
     preset = True
     if model is None:
@@ -214,22 +237,31 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
         else:
             kwargs["seq_len"] = spec.seq_len
             kwargs["optimizer"] = spec.optimizer
+        precision = spec.precision or ("bf16" if spec.mode == "fine-tuning" else "amp_bf16")
+        sharding = spec.sharding or ("none" if spec.gpu_count == 1 else "ddp")
+        mixed = spec.mixed_precision or (
+            "fsdp_policy" if sharding == "fsdp" and precision.startswith("amp_") else "autocast")
         config = TrainConfig(
             model=model,
-            precision=spec.precision or "amp_bf16",
+            precision=precision,
             batch_size=spec.batch_size,
             gradient_checkpointing=spec.gradient_checkpointing,
             finetune=spec.finetune or ("lora" if spec.mode == "fine-tuning" else "full"),
             lora_rank=spec.lora_rank,
             attention=spec.attention,
-            sharding=spec.sharding or ("none" if spec.gpu_count == 1 else "ddp"),
+            sharding=sharding,
             gpu_count=spec.gpu_count,
             tensor_parallel=spec.tensor_parallel,
             global_batch=spec.global_batch,
+            optimizer_impl=spec.optimizer_impl or DEFAULT_OPTIMIZER_IMPL,
+            loop=spec.loop,
+            mixed_precision=mixed,
             **kwargs,
         )
+    stated = frozenset(name for name in ("precision", "sharding", "loop", "optimizer_impl", "mixed_precision")
+                       if getattr(spec, name) is not None)
     return Job(model=model, mode=spec.mode, config=config, tokens=spec.tokens, solve_for=spec.solve_for,
-               model_is_preset=preset, model_note=note)
+               model_is_preset=preset, model_note=note, stated=stated)
 
 
 def workload_for(job: Job) -> str:
@@ -261,6 +293,14 @@ def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
             "attention": c.attention, "optimizer": c.optimizer, "sharding": c.sharding,
             "gpu_count": c.gpu_count, "global_batch": c.global_batch,
         }
+        # declared variants, named only away from the vocabulary defaults (cells measured
+        # before they existed keep their hash); an unstated loop is looked up as loss_only,
+        # the central estimate
+        for name, value, default in (("loop", c.loop or "loss_only", "loss_only"),
+                                     ("optimizer_impl", c.optimizer_impl, "fused"),
+                                     ("mixed_precision", c.mixed_precision, "autocast")):
+            if value != default:
+                params[name] = value
     elif isinstance(c, TrainConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
         workload, params = "bert-large-train", {"precision": c.precision, "batch_size": c.batch_size,
                                                 "seq_len": c.seq_len}
@@ -430,9 +470,44 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
                 serving_answer = _serving(c, gpu, cal, cell, workload)
         except MissingFigure as exc:
             warnings.append(Notice("no_time_estimate", f"no time estimate: {exc.message}"))
-    solve = _solve(job, usable) if job.solve_for else None
+    if isinstance(c, TrainConfig) and not fits:
+        warnings.extend(_what_if(c, mem, usable))
+    solve: SolveAnswer | None = None
+    if job.solve_for:
+        solve, notices = _solve(job, usable)
+        warnings.extend(notices)
     return Estimate(job=job, gpu=gpu, memory=memory, time=time_answer,
                     serving=serving_answer, solve=solve, warnings=tuple(warnings))
+
+
+def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
+    """Cheap alternatives the caller did not rule out, for a training job that does not fit:
+    FSDP's mixed-precision policy instead of autocast over FSDP shards (which keeps every bf16
+    weight cast, unsharded, until autocast exits) and the fused AdamW instead of foreach/forloop
+    when the optimizer step is the peak."""
+    from dataclasses import replace
+
+    out: list[Notice] = []
+    if c.sharding == "fsdp" and c.mixed_precision == "autocast" and c.precision.startswith("amp_"):
+        alt = estimate_training(replace(c, mixed_precision="fsdp_policy"))
+        if alt.fits(usable):
+            out.append(Notice("try_fsdp_mixed_precision_policy", (
+                "with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) instead of torch.autocast, "
+                f"{alt.device_memory_band.high / 2**30:.1f} GiB per GPU at the band's upper end: it fits "
+                "(autocast keeps the whole model's bf16 weight casts until it exits; the policy casts one "
+                "gathered layer at a time)")))
+    if (mem.peak_phase == "optimizer-step" and c.optimizer == "adamw" and c.optimizer_impl != "fused"
+            and c.sharding not in ("zero1", "zero2", "zero3")):
+        # fused AdamW changes only the optimizer step: drop its temporaries
+        temp = mem.components.get("optimizer_step_temporaries", 0)
+        alt_peak = max([v for k, v in mem.phases.items() if k != "optimizer-step"]
+                       + [mem.phases["optimizer-step"] - temp])
+        if mem.fits_with_peak(alt_peak, usable):
+            out.append(Notice("try_fused_optimizer", (
+                f"the {c.optimizer_impl} AdamW step is the peak ({temp / 2**30:.1f} GiB of step temporaries); "
+                "torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') needs "
+                f"{(mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30:.1f} GiB at the band's upper end and fits")))
+    return out
 
 
 def _configuration(job: Job) -> dict[str, Any]:
@@ -444,6 +519,7 @@ def _configuration(job: Job) -> dict[str, Any]:
             finetune=c.finetune, lora_rank=c.lora_rank if c.finetune != "full" else None,
             attention=c.attention, optimizer=c.optimizer, sharding=c.sharding, gpu_count=c.gpu_count,
             tensor_parallel=c.tensor_parallel, global_batch=c.effective_global_batch,
+            optimizer_impl=c.optimizer_impl, loop=c.loop, mixed_precision=c.mixed_precision,
         )
     else:
         out.update(
@@ -454,8 +530,8 @@ def _configuration(job: Job) -> dict[str, Any]:
     return out
 
 
-def _accuracy(provenance: str, scope: str, gpu: GpuSpec, workload: str) -> Accuracy | None:
-    return accuracy_for(provenance, scope, arch_key(gpu), workload)
+def _accuracy(scope: str, gpu: GpuSpec, workload: str) -> Accuracy | None:
+    return accuracy_for(scope, arch_key(gpu), workload)
 
 
 def _derived_span(gpu: GpuSpec, precision: str) -> tuple[GpuSpec, GpuSpec, str] | None:
@@ -487,7 +563,7 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
         st = estimate_step(c, gpu)
         prov, sources, n, notes = "spec", (), 0, ("datasheet roofline with the spec-default efficiencies",)
         scope, tables = "spec-default", ()
-    accuracy = _accuracy(prov, scope, gpu, workload)
+    accuracy = _accuracy(scope, gpu, workload)
     step = st.step_time_s
     band = st.step_time_band
     measured = None
@@ -546,7 +622,7 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
             prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance="measured",
             source_gpus=sources, measured_ttft_s=ttft, measured_tpot_s=tpot,
         )
-    accuracy = _accuracy(prov, scope, gpu, workload)
+    accuracy = _accuracy(scope, gpu, workload)
     ttft_band, tpot_band = sv.ttft_band, sv.tpot_band
     span = _derived_span(gpu, "fp32" if c.precision == "fp32" else "bf16")
     if span is not None:
@@ -564,29 +640,65 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
     )
 
 
-def _solve(job: Job, usable: int) -> SolveAnswer:
+def _solve(job: Job, usable: int) -> tuple[SolveAnswer, list[Notice]]:
     target = job.solve_for
     assert target is not None
     c = job.config
+    notices: list[Notice] = []
     if target == "max_micro_batch":
         if not isinstance(c, TrainConfig):
             raise InvalidConfiguration("solve_for", "max_micro_batch applies to training; use max_concurrency for inference")
         v = largest_micro_batch(c, usable)
-        return SolveAnswer(target, v, f"largest per-GPU micro-batch at seq_len {c.seq_len} that fits at the band's upper end")
+        return SolveAnswer(target, v, f"largest per-GPU micro-batch at seq_len {c.seq_len} that fits at the band's "
+                                      "upper end"), notices
     if target == "max_context":
         v = largest_context(c, usable)
         what = "training seq_len" if isinstance(c, TrainConfig) else f"prompt length with output_len {c.output_len} kept"
-        return SolveAnswer(target, v, f"longest {what} that fits (multiples of 128)")
+        detail = f"longest {what} that fits (multiples of 128)"
+        limit = _context_limit(job)
+        cap = limit if isinstance(c, TrainConfig) else limit - c.output_len
+        if limit and v > cap:
+            v = max(0, cap)
+            notices.append(Notice("context_capped_at_model_limit", (
+                f"{job.model.id} has max_position_embeddings {limit:,}: the answer is capped there, although "
+                "memory would allow more")))
+            detail += f", capped at the model's max_position_embeddings ({limit:,})"
+        return SolveAnswer(target, v, detail), notices
     if target == "max_concurrency":
         if not isinstance(c, InferenceConfig):
             raise InvalidConfiguration("solve_for", "max_concurrency applies to inference; use max_micro_batch for training")
         v = most_concurrent_sequences(c, usable)
-        return SolveAnswer(target, v, f"concurrent sequences of {c.input_len}+{c.output_len} tokens that fit")
+        return SolveAnswer(target, v, f"concurrent sequences of {c.input_len}+{c.output_len} tokens that fit"), notices
     if not isinstance(c, TrainConfig):
         raise InvalidConfiguration("solve_for", "min_gpus applies to training")
-    found = fewest_gpus(c, usable)
+    amp = c.precision.startswith("amp_")
+    # an amp_* job moved onto FSDP takes the mixed-precision policy unless the caller chose autocast
+    keep_autocast = "mixed_precision" in job.stated and c.mixed_precision == "autocast"
+    mixed = "autocast" if keep_autocast else "fsdp_policy"
+    found = fewest_gpus(c, usable, sharded_mixed_precision=mixed)
+    if amp and (keep_autocast or (c.sharding == "fsdp" and c.mixed_precision == "autocast")):
+        alt = fewest_gpus(replace(c, sharding="fsdp", mixed_precision="fsdp_policy") if c.gpu_count > 1 or
+                          c.sharding == "fsdp" else c, usable, sharded_mixed_precision="fsdp_policy")
+        if alt is not None and (found is None or alt[0] < found[0]):
+            notices.append(Notice("try_fsdp_mixed_precision_policy", (
+                f"with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) it fits on {alt[0]} GPUs"
+                + ("" if found is None else f" instead of {found[0]}")
+                + "; torch.autocast over FSDP shards keeps the whole model's bf16 weight casts until it exits")))
     if found is None:
-        return SolveAnswer(target, 0, "does not fit on any GPU count searched (up to 4096)")
+        return SolveAnswer(target, 0, "does not fit on any GPU count searched (up to 4096)"), notices
     n, _ = found
     shard = c.sharding if c.sharding not in ("none", "ddp") else "fsdp"
-    return SolveAnswer(target, n, f"fewest GPUs that fit with sharding {shard if n > 1 else c.sharding}")
+    how = shard if n > 1 else c.sharding
+    if how == "fsdp" and amp:
+        used = c.mixed_precision if c.sharding == "fsdp" else mixed
+        how += " with " + ("MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)" if used == "fsdp_policy"
+                           else "torch.autocast")
+    return SolveAnswer(target, n, f"fewest GPUs that fit with sharding {how}"), notices
+
+
+def _context_limit(job: Job) -> int:
+    """The model's own position limit (0: none known)."""
+    m = job.model
+    if isinstance(m, DecoderSpec | EncoderSpec):
+        return int(m.max_position_embeddings)
+    return 0

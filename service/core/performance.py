@@ -198,11 +198,34 @@ class ServingEstimate:
 # Training step
 # --------------------------------------------------------------------------------------------
 
-# Per-layer op counts of the HF Llama layer in eager mode (forward; backward ~1.6x), and of
-# the loss. Counted from transformers 5.x modeling_llama (norms 6 ops each, RoPE 10, ...).
-OPS_PER_LAYER_FWD = 40
-OPS_PER_LAYER_BWD = 64
-OPS_HEAD = 40
+# Host cost of eager PyTorch, per kernel launched (issue 11, launch-bound steps). Kernel counts
+# of the HF Llama layer under autocast (transformers 5.17, torch 2.11, SDPA), from the torch
+# profiler on the H200 (a physics probe, 6- and 12-layer models, differenced per layer):
+# forward 49 kernels per layer, backward 94, embeddings + final norm + LM head + loss 38 in
+# forward and 31 in backward. Host time per kernel differs by who launches it: the backward is
+# issued by autograd's C++ engine (the unit, ``Efficiencies.dispatch_s``), the forward from
+# Python module code (1.65x), and checkpoint recompute from Python inside the backward, through
+# the non-reentrant checkpoint's saved-tensor hooks (4.4x; 3.2 ms per layer for 47 kernels on
+# the probe); a checkpointed layer's forward also pays the wrapper (~37 backward-kernel units
+# per layer). Checkpointing therefore adds about 2.5x the host time of a plain backward.
+OPS_PER_LAYER_FWD = 49
+OPS_PER_LAYER_BWD = 94
+OPS_HEAD = 38
+OPS_HEAD_BWD = 31
+HOST_COST_FORWARD = 1.65
+HOST_COST_RECOMPUTE = 4.4
+HOST_CHECKPOINT_WRAPPER = 37.0
+OPS_PER_FSDP_UNIT = 40
+"""FSDP2 kernels per wrapped unit and micro-batch: copy-in, all-gather and copy-out in forward
+and again in backward, reduce-scatter with its copies, reshards."""
+OPT_KERNELS_PER_TENSOR_FORLOOP = 9
+"""``_single_tensor_adam``: mul_, lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_ (+ step)."""
+OPT_ACCESSES = {"fused": 7.0, "foreach": 21.0, "forloop": 21.0}
+"""AdamW element accesses per parameter (reads + writes of parameter, gradient, two states and
+temporaries). Fused: one pass (p r/w, g r, m r/w, v r/w). foreach/for-loop: one pass per op --
+weight decay (2), lerp (3), v*beta2 (2), addcmul (4), sqrt (2), / bias correction (2), + eps
+(2), addcdiv (4). 7B amp_bf16 on the H200 measured +91 ms (foreach) and +78 ms (for-loop) over
+fused, against +85 ms from these counts at 4.3 TB/s."""
 OPS_ENCODER_LAYER_FWD = 30
 OPS_ENCODER_LAYER_BWD = 50
 
@@ -237,7 +260,7 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
     m = c.model
     if isinstance(m, CnnSpec):
         return _cnn_step(c, m, gpu, e, band, provenance)
-    mode = _MODES[c.precision]
+    mode = c.mode
     peak_t = gpu.require_peak(c.precision)
     peak = peak_t * 1e12
     p16 = gpu.peak_for("bf16")
@@ -339,22 +362,51 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
     trainable = P if full else lora_params
     cast_bytes = 6.0 * (L * layer_w_all + h * V) if mode.autocast else 0.0
     grad_cast_bytes = 6.0 * trainable if mode.autocast and full else 0.0
-    opt_bpp = {"adamw": 7.0, "sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}[c.optimizer]
-    opt_bytes = opt_bpp * float(mode.state if full else 4) * trainable
+    zero = c.sharding in ("zero1", "zero2", "zero3")
+    impl = c.optimizer_impl if c.optimizer == "adamw" and not zero else "fused"
+    opt_bpp = {"adamw": OPT_ACCESSES[impl], "sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}[c.optimizer]
+    shard = float(c.data_parallel if c.sharding in ("fsdp", "zero3") else 1)
+    opt_bytes = opt_bpp * float(mode.state if full else 4) * trainable / shard
     t_opt = opt_bytes / bw + e.step_s
+    if impl == "forloop":
+        n_tensors = float(L * (len(m.linear_shapes()) + 2) + 3) if isinstance(m, DecoderSpec) else 16.0 * L
+        t_opt += n_tensors * OPT_KERNELS_PER_TENSOR_FORLOOP * e.dispatch_s
     t_casts = (cast_bytes + grad_cast_bytes) / bw
+    # FSDP2 (any world size, also one rank): per micro-batch each unit is gathered in forward and
+    # backward (copy-in and copy-out, read + write each: 4 bytes moved per gathered byte) and its
+    # gradients reduce-scattered (the fp32 reduce input written and read, the shard accumulated)
+    fsdp_units = 0
+    if c.sharding == "fsdp" and isinstance(m, DecoderSpec):
+        fsdp_units = L + 1
+        policy = c.mixed_precision == "fsdp_policy"
+        gathered = 2.0 if policy else float(mode.param)
+        fsdp_bytes = 2.0 * 4.0 * gathered * P + (2.0 * gathered + 4.0 * 4.0 if policy else 4.0 * 4.0) * trainable
+        if policy:  # the gather casts fp32 shards (read 4) into bf16 (write 2) instead of copying
+            fsdp_bytes += 2.0 * 2.0 * P
+        t_casts += fsdp_bytes / bw
 
     # ---- checkpointing: one more forward of the layers
     t_recompute = 0.0
+    host_fwd = (L * ops_f + OPS_HEAD) * HOST_COST_FORWARD
+    host_bwd = float(L * ops_b + OPS_HEAD_BWD)
     if c.gradient_checkpointing:
         t_recompute = (t_mm_fwd * L * layer_mm / (L * layer_mm + h * V)) + t_attn_fwd + t_ew_fwd
-        ops_b += ops_f
+        host_fwd += L * HOST_CHECKPOINT_WRAPPER
+        host_bwd += L * ops_f * HOST_COST_RECOMPUTE
+    host_fwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
+    host_bwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
+    host_fwd *= e.dispatch_s
+    host_bwd *= e.dispatch_s
 
     gpu_fwd = t_mm_fwd + t_attn_fwd + t_ew_fwd + t_loss * 0.4
     gpu_bwd = t_mm_bwd + t_attn_bwd + t_ew_bwd + t_loss * 0.6 + t_recompute
     gpu_micro = gpu_fwd + gpu_bwd + t_casts
-    host_micro = (L * (ops_f + ops_b) + OPS_HEAD) * e.dispatch_s
-    micro = max(gpu_micro, host_micro)
+    host_micro = host_fwd + host_bwd
+    # The host issues the forward, then the backward: the GPU idles in a phase whose kernels are
+    # issued slower than they run, so each phase takes the longer of the two (a step is not
+    # max(total GPU, total host): a launch-bound backward cannot borrow a GPU-bound forward's slack).
+    share = (gpu_fwd + 0.5 * t_casts) / gpu_micro if gpu_micro > 0 else 0.5
+    micro = max(gpu_micro * share, host_fwd) + max(gpu_micro * (1 - share), host_bwd)
     bound = "host-dispatch" if host_micro > gpu_micro else (
         "compute" if (t_mm_fwd + t_mm_bwd + t_attn_fwd + t_attn_bwd) > 0.5 * gpu_micro else "memory")
 
@@ -418,6 +470,9 @@ def _communication(c: TrainConfig, gpu: GpuSpec, e: Efficiencies, P: float, T: f
             volume = 2 * k * grad_bytes
         elif c.sharding in ("zero1", "zero2"):
             volume = k * grad_bytes + k * 2.0 * P
+        elif c.sharding == "fsdp":  # gathers in forward and backward, gradients reduce-scattered
+            gathered = 2.0 if c.mixed_precision == "fsdp_policy" else float(c.mode.param)
+            volume = k * (2.0 * gathered * P + float(c.mode.grad) * trainable)
         else:
             volume = 3 * k * 2.0 * P
         t = volume / bw

@@ -44,6 +44,19 @@ TRAIN_MODES: dict[str, Mode] = {
 }
 TRAIN_PRECISIONS: tuple[str, ...] = tuple(TRAIN_MODES)
 
+FSDP_POLICY_MODE = Mode(4, 4, 4, 2, 2, False)
+"""``amp_*`` under FSDP ``MixedPrecisionPolicy(param_dtype=half, reduce_dtype=fp32)`` without
+autocast: fp32 sharded parameters, gradients and optimizer state; the gathered parameters, and
+so every activation, in 16 bits (the layer computes as pure bf16 does)."""
+
+
+def train_mode(precision: str, mixed_precision: str = "autocast") -> Mode:
+    """Bytes by role for a training precision; ``mixed_precision='fsdp_policy'`` turns an
+    ``amp_*`` precision into :data:`FSDP_POLICY_MODE` (no autocast, 16-bit compute)."""
+    if mixed_precision == "fsdp_policy" and precision.startswith("amp_"):
+        return FSDP_POLICY_MODE
+    return TRAIN_MODES[precision]
+
 
 def precision_family(precision: str) -> str:
     """``fp32`` (fp32, tf32), ``16bit`` (amp_*, bf16, fp16) or ``8bit`` (fp8, int8, int4):

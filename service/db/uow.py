@@ -13,6 +13,8 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.models import DataVersion
+from service.db.repositories.benchmark_admin import BenchmarkAdminRepository
+from service.db.repositories.benchmark_queries import BenchmarkQueryRepository
 from service.db.repositories.benchmarks import BenchmarkRepository
 from service.db.repositories.catalog import CatalogRepository
 from service.db.repositories.keys import KeyRepository
@@ -26,6 +28,8 @@ class UnitOfWork:
         self._dirty = False
         self.catalog = CatalogRepository(self.session)
         self.benchmarks = BenchmarkRepository(self.session)
+        self.benchmark_queries = BenchmarkQueryRepository(self.session)
+        self.benchmark_admin = BenchmarkAdminRepository(self.session)
         self.keys = KeyRepository(self.session)
         self.measurements = MeasurementRepository(self.session)
 

@@ -3,15 +3,21 @@
 Structural validation lives here (types, lengths, required keys); vocabulary validation
 (known workload, parameter, metric, unit; finite non-negative numbers; fingerprint
 completeness) lives in ``service.core.vocabulary`` and is applied by the use case so every
-error points at the exact field, e.g. ``results[17].metrics.throughput.unit``.
+error points at the exact field, e.g. ``results[17].metrics.throughput.unit``. A validated
+run reaches the use case as a core :class:`~service.core.submission.RunSubmission`
+(:meth:`BenchmarkRunIn.to_core`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from service.core.submission import GpuIdentity as CoreGpuIdentity
+from service.core.submission import MetricReading, ResultSubmission, RunSubmission
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$"
 MAX_RESULTS_PER_RUN = 10_000
@@ -81,6 +87,51 @@ class BenchmarkRunIn(BaseModel):
     @classmethod
     def _sorted_fingerprint(cls, v: dict[str, Any]) -> dict[str, Any]:
         return dict(sorted(v.items()))
+
+    def request_hash(self) -> str:
+        """SHA-256 of the parsed body serialised by this schema: typed fields are normalised
+        (``2500`` and ``2500.0`` for a metric value are one float), free-form maps are
+        key-sorted by the validators, so only a change of content changes the hash."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+    def to_core(self) -> RunSubmission:
+        """The validated run as the ingestion use case takes it, with its body digest."""
+        g = self.gpu
+        return RunSubmission(
+            run_id=self.run_id,
+            suite_version=self.suite_version,
+            host=self.host,
+            gpu=CoreGpuIdentity(
+                name=g.name,
+                pci_device_id=g.pci_device_id,
+                pci_vendor_id=g.pci_vendor_id,
+                pci_subsystem_id=g.pci_subsystem_id,
+                memory_total_bytes=g.memory_total_bytes,
+                slug=g.slug,
+            ),
+            gpu_count=self.gpu_count,
+            fingerprint=self.fingerprint,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            notes=self.notes,
+            results=tuple(
+                ResultSubmission(
+                    workload=r.workload,
+                    parameters=r.parameters,
+                    status=r.status,
+                    metrics={k: MetricReading(m.value, m.unit) for k, m in r.metrics.items()},
+                    step_time_s=r.step_time_s,
+                    peak_allocated_bytes=r.peak_allocated_bytes,
+                    peak_reserved_bytes=r.peak_reserved_bytes,
+                    nvml_used_bytes=r.nvml_used_bytes,
+                    repeats=r.repeats,
+                    error=r.error,
+                    measured_at=r.measured_at,
+                )
+                for r in self.results
+            ),
+            request_hash=self.request_hash(),
+        )
 
 
 class ResultOutcome(BaseModel):

@@ -27,7 +27,11 @@ class EstimateRequest(BaseModel):
     gpu: str = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
     gpu_count: int = Field(default=1, ge=1, le=4096)
     mode: Mode = Field(default="training", description="fine-tuning defaults to LoRA")
-    precision: str | None = Field(default=None, description="default amp_bf16 (training) / bf16 (inference)")
+    precision: str | None = Field(
+        default=None,
+        description="default amp_bf16 (training: fp32 parameters under autocast); bf16 for fine-tuning (base "
+                    "loaded in bf16, as PEFT users do; ask for amp_bf16 for fp32 master weights) and inference",
+    )
     # training
     batch_size: int = Field(default=1, ge=1, le=65536, description="per-GPU micro-batch (training) or concurrent sequences (inference)")
     seq_len: int = Field(default=2048, ge=1, le=1_048_576, description="training sequence length")
@@ -42,6 +46,26 @@ class EstimateRequest(BaseModel):
     )
     tensor_parallel: int = Field(default=1, ge=1, le=64)
     global_batch: int = Field(default=0, ge=0, description="sequences per optimizer step; 0 = batch_size x data-parallel ranks")
+    loop: Literal["loss_only", "keeps_outputs"] | None = Field(
+        default=None,
+        description="training loop: loss_only keeps only model(...).loss (HF Trainer); keeps_outputs holds the "
+                    "output object and its B x S x V logits through backward (out = model(**batch); "
+                    "out.loss.backward()). Not given: the estimate is loss_only and the band's upper end (where "
+                    "fits is decided) covers keeps_outputs",
+    )
+    optimizer_impl: Literal["fused", "foreach", "forloop"] | None = Field(
+        default=None,
+        description="torch.optim AdamW implementation; default foreach, what torch.optim.AdamW(params) runs on CUDA "
+                    "(its step holds one fp32 copy of the parameters it updates); the HF Trainer on "
+                    "transformers >= 4.55 with torch >= 2.8 runs fused (no step temporaries)",
+    )
+    mixed_precision: Literal["autocast", "fsdp_policy"] | None = Field(
+        default=None,
+        description="how amp_* casts: autocast (torch.autocast; over FSDP shards it keeps every bf16 weight cast "
+                    "until it exits) or fsdp_policy (FSDP MixedPrecisionPolicy(param_dtype=bf16, "
+                    "reduce_dtype=fp32): bf16 copies of the gathered layer only). Default fsdp_policy with "
+                    "sharding fsdp, autocast otherwise",
+    )
     tokens: float | None = Field(default=None, gt=0, description="tokens to train on: gives time_to_train_s")
     # inference
     input_len: int = Field(default=1024, ge=1, le=1_048_576)
@@ -61,7 +85,8 @@ class EstimateRequest(BaseModel):
             optimizer=self.optimizer, sharding=self.sharding, tensor_parallel=self.tensor_parallel,
             global_batch=self.global_batch, tokens=self.tokens, input_len=self.input_len,
             output_len=self.output_len, quant_method=self.quant_method, engine=self.engine,
-            kv_cache_dtype=self.kv_cache_dtype, solve_for=self.solve_for,
+            kv_cache_dtype=self.kv_cache_dtype, solve_for=self.solve_for, loop=self.loop,
+            optimizer_impl=self.optimizer_impl, mixed_precision=self.mixed_precision,
         )
 
 

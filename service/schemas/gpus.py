@@ -4,10 +4,13 @@ the same schema) and the API envelopes around it."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from service.core import catalog as core
 
 Support = Literal["yes", "no", "unknown"]
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9.]+)*$"
@@ -274,6 +277,20 @@ class GpuOut(GpuDocument):
     updated_at: dt.datetime
     links: dict[str, str] = Field(default_factory=dict)
 
+    @classmethod
+    def from_core(cls, record: core.GpuRecord, links: Mapping[str, str]) -> GpuOut:
+        return cls.model_validate(
+            {
+                **record.document,
+                "origin": record.origin,
+                "overridden_fields": record.overridden_fields,
+                "revision": record.revision,
+                "catalog_version": record.catalog_version,
+                "updated_at": record.updated_at,
+                "links": dict(links),
+            }
+        )
+
 
 class GpuList(BaseModel):
     items: list[GpuOut]
@@ -314,6 +331,20 @@ class PriceIn(_Strict):
     source: str = Field(min_length=1, max_length=500)
     is_estimate: bool = True
 
+    def to_core(self) -> core.PriceEntry:
+        return core.PriceEntry(
+            provider=self.provider,
+            region=self.region,
+            instance_type=self.instance_type,
+            gpus_per_instance=self.gpus_per_instance,
+            pricing_model=self.pricing_model,
+            currency=self.currency,
+            amount=self.amount,
+            effective_date=self.effective_date,
+            source=self.source,
+            is_estimate=self.is_estimate,
+        )
+
 
 class PriceOut(PriceIn):
     id: int
@@ -323,6 +354,29 @@ class PriceOut(PriceIn):
     stale: bool
     converted: dict[str, Decimal] = Field(default_factory=dict, description="amount in other currencies via the FX table")
     fx_date: dt.date | None = None
+
+    @classmethod
+    def from_core(cls, view: core.PriceView) -> PriceOut:
+        p = view.row
+        return cls(
+            id=p.id,
+            gpu_slug=p.gpu_slug,
+            provider=p.provider,
+            region=p.region,
+            instance_type=p.instance_type,
+            gpus_per_instance=p.gpus_per_instance,
+            pricing_model=p.pricing_model,
+            currency=p.currency,
+            amount=p.amount,
+            effective_date=p.effective_date,
+            source=p.source,
+            is_estimate=p.is_estimate,
+            per_gpu_hour=view.per_gpu_hour,
+            age_days=view.age_days,
+            stale=view.stale,
+            converted=dict(view.converted),
+            fx_date=view.fx_date,
+        )
 
 
 class PriceList(BaseModel):
@@ -337,6 +391,11 @@ class FxRateIn(_Strict):
     rate: Decimal = Field(gt=0)
     effective_date: dt.date
     source: str = Field(min_length=1, max_length=500)
+
+    def to_core(self) -> core.FxRate:
+        return core.FxRate(
+            base=self.base, quote=self.quote, rate=self.rate, effective_date=self.effective_date, source=self.source
+        )
 
 
 def doc_dump(doc: GpuDocument) -> dict[str, Any]:

@@ -1,20 +1,23 @@
-"""Benchmark submission (``POST /v1/benchmark-runs`` and ``/validate``) and the loader for
-committed measurement datasets.
+"""Benchmark submission (``POST /v1/benchmark-runs``) and its dry run (``/validate``).
 
-One submission is one transaction, committed before the answer is returned:
+One submission is one transaction, committed (by :func:`~service.usecases.transaction.commits`)
+before the answer is returned:
 
-1. the run id is the idempotency key: a stored run with the same canonical body hash is
-   answered with the stored response; a different body is a 409;
+1. the run id is the idempotency key: a stored run with the same body digest is answered with
+   the stored answer; a different body is refused (:class:`IdempotencyConflict`);
 2. vocabulary checks (workload, parameters, metrics and units, finite non-negative numbers,
-   fingerprint completeness) -- every violation is reported with its ``loc``; nothing else is
+   fingerprint completeness) -- every violation is reported with its path; nothing else is
    refused (DESIGN: only schema and unit errors are 422);
 3. the GPU is resolved (admin mapping of this identity, PCI id + memory, NVML name); an unknown
    one makes the run ``pending`` in the admin queue;
 4. catalog checks per result (above the dense peak, above usable memory) and, once the rows
    are in, the MAD outlier test over every touched (GPU, fingerprint, parameters) cell, with
    quarantine reasons and admin alerts;
-5. rows go in with one multi-row INSERT (``insertmanyvalues``); hashes are computed once per
+5. rows go in with one bulk statement (COPY on PostgreSQL); hashes are computed once per
    distinct parameter set.
+
+The run arrives as a :class:`~service.core.submission.RunSubmission`: its shape was checked
+by the wire model in the API layer (or the bootstrap, for committed datasets).
 """
 
 from __future__ import annotations
@@ -22,19 +25,30 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import logging
+import secrets
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from math import isfinite
-from pathlib import Path
-from typing import Any, cast
-
-from pydantic import ValidationError
-from sqlalchemy import Engine, Table, select
-from sqlalchemy.exc import IntegrityError
+from typing import Any
 
 from service.core.quarantine import static_findings
+from service.core.results import (
+    AlertDraft,
+    CellKey,
+    Flip,
+    GpuMatch,
+    NewResult,
+    NewRun,
+    OutlierPolicy,
+    PendingGpu,
+    ResultOutcome,
+    SubmissionAnswer,
+    VirtualPoint,
+    outlier_alert,
+    pick_by_memory,
+)
+from service.core.submission import RunSubmission
 from service.core.vocabulary import (
     FINGERPRINT_FIELDS,
     FINGERPRINT_NULLABLE,
@@ -52,85 +66,31 @@ from service.core.vocabulary import (
     normalise_pci_id,
     suite_definition_hash,
 )
-from service.db.benchmarks_repo import insert_results
-from service.db.engine import make_session_factory
-from service.db.models import (
-    ApiKey,
-    BenchmarkFingerprint,
-    BenchmarkRun,
-    IdempotencyRecord,
-    PendingGpu,
-)
+from service.db.repositories.benchmarks import DuplicateRun
 from service.db.uow import UnitOfWork
-from service.schemas.benchmarks import BenchmarkRunIn
-from service.settings import Settings
-from service.usecases.benchmark_cells import (
-    AlertDraft,
-    CellKey,
-    Flip,
-    GpuMatch,
-    VirtualPoint,
-    add_alerts,
-    insert_ignore,
-    lock_cells,
-    outlier_alert,
-    resolve_gpu,
-    run_outlier_test,
-    write_flips,
-)
-from service.usecases.catalog import AliasIndexCache
-from service.usecases.errors import FieldError, IdempotencyConflict, Invalid, PayloadTooLarge, UseCaseError
+from service.usecases.catalog import AliasIndexCache, resolve
+from service.usecases.errors import FieldError, IdempotencyConflict, Invalid, PayloadTooLarge, RunIdTaken
 from service.usecases.keys import Principal
-
-log = logging.getLogger("gpu_advisor.benchmarks")
-
-IDEMPOTENCY_SCOPE = "benchmark-runs"
-
+from service.usecases.transaction import commits
 
 # ---- validation (pure) -----------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class PreparedResult:
-    position: int
-    workload: str
-    params: dict[str, Any]
-    params_hash: str
-    params_json: str
-    status: str
-    metrics: dict[str, float]
-    main_value: float | None
-    step_time_s: float | None
-    memory: dict[str, int | None]
-    repeats: int | None
-    error: str | None
-    measured_at: dt.datetime
-    check_reason: str | None = None
-    check_detail: str | None = None
-
-
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PreparedRun:
-    body: BenchmarkRunIn
+    run: RunSubmission
     pci_device_id: str
     fingerprint: dict[str, Any]
     fingerprint_hash: str
     stack_fields: dict[str, Any]
-    results: list[PreparedResult]
-    warnings: list[str] = field(default_factory=list)
+    results: tuple[NewResult, ...]
+    warnings: tuple[str, ...] = ()
 
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
     if value is None:
         return None
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-
-
-def request_hash(body: BenchmarkRunIn) -> str:
-    """SHA-256 of the parsed body serialised by its schema: typed fields are normalised
-    (``2500`` and ``2500.0`` for a metric value are one float), free-form maps are key-sorted
-    by the schema, so only a change of content changes the hash."""
-    return hashlib.sha256(body.model_dump_json().encode()).hexdigest()
 
 
 def params_identity(workload: str, canonical: Mapping[str, Any]) -> tuple[str, str]:
@@ -199,15 +159,15 @@ def _main_value(w: WorkloadDef, metrics: Mapping[str, float]) -> float | None:
     return None
 
 
-def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRun:
+def prepare_run(run: RunSubmission, *, received_at: dt.datetime) -> PreparedRun:
     """Vocabulary validation and canonicalisation; every violation is collected, then one
-    :class:`Invalid` names them all (``loc`` starts with ``body``)."""
+    :class:`Invalid` names them all (paths relative to the submitted run)."""
     errors: list[FieldError] = []
 
     def err(loc: tuple[str | int, ...], msg: str) -> None:
         errors.append(FieldError(loc, msg, type="vocabulary"))
 
-    fp = body.fingerprint
+    fp = run.fingerprint
     fp_errors = len(errors)
     for key in FINGERPRINT_REQUIRED:
         if key not in fp or fp[key] is None or fp[key] == "":
@@ -227,13 +187,13 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
 
     pci = ""
     try:
-        pci = normalise_pci_id(body.gpu.pci_device_id, ("gpu", "pci_device_id"))
+        pci = normalise_pci_id(run.gpu.pci_device_id, ("gpu", "pci_device_id"))
     except VocabularyError as exc:
         err(exc.loc, exc.message)
 
-    run_time = _aware(body.finished_at) or _aware(body.started_at) or received_at
-    results: list[PreparedResult] = []
-    for i, r in enumerate(body.results):
+    run_time = _aware(run.finished_at) or _aware(run.started_at) or received_at
+    results: list[NewResult] = []
+    for i, r in enumerate(run.results):
         base: tuple[str | int, ...] = ("results", i)
         try:
             w = get_workload(r.workload, (*base, "workload"))
@@ -277,7 +237,7 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
         if r.step_time_s is not None and "step_time_s" in {m.name for m in w.metrics}:
             metrics.setdefault("step_time_s", float(r.step_time_s))
         results.append(
-            PreparedResult(
+            NewResult(
                 position=i,
                 workload=w.name,
                 params=hit[0],
@@ -296,14 +256,15 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        # the detail reads as it always has: the path as the client wrote the body
         raise Invalid(
             f"{'.'.join(['body', *(str(p) for p in first.path)])}: {first.msg}{more}", fields=errors
         )
 
     warnings: list[str] = []
-    if checked_fp.get("suite_version") != body.suite_version:
+    if checked_fp.get("suite_version") != run.suite_version:
         warnings.append(
-            f"fingerprint.suite_version {checked_fp.get('suite_version')!r} differs from suite_version {body.suite_version!r}"
+            f"fingerprint.suite_version {checked_fp.get('suite_version')!r} differs from suite_version {run.suite_version!r}"
         )
     if checked_fp.get("workload_definition_hash") != suite_definition_hash():
         warnings.append(
@@ -315,345 +276,325 @@ def prepare_run(body: BenchmarkRunIn, *, received_at: dt.datetime) -> PreparedRu
         warnings.append(f"fingerprint.pci_device_id {fp_pci} differs from gpu.pci_device_id {pci}")
     stack = {k: v for k, v in checked_fp.items() if k not in FINGERPRINT_UNHASHED}
     return PreparedRun(
-        body=body,
+        run=run,
         pci_device_id=pci,
         fingerprint=checked_fp,
         fingerprint_hash=fingerprint_hash(checked_fp),
         stack_fields=stack,
-        results=results,
-        warnings=warnings,
+        results=tuple(results),
+        warnings=tuple(warnings),
     )
+
+
+# ---- GPU resolution -------------------------------------------------------------------------------
+
+
+def resolve_gpu(
+    uow: UnitOfWork, cache: AliasIndexCache, *, pci: str, name: str, mem: int
+) -> tuple[GpuMatch | None, PendingGpu | None]:
+    """Catalog GPU for an NVML identity: an admin's mapping of this exact identity, else PCI
+    device id + memory, else the NVML name through the alias index (memory picks among an
+    ambiguous name's variants). Returns (match, queue entry if this identity is queued)."""
+    repo = uow.benchmarks
+    pending = repo.find_pending(pci, name, mem)
+    if pending is not None and pending.status == "mapped" and pending.mapped_gpu_id is not None:
+        gpu = repo.live_gpu(pending.mapped_gpu_id)
+        if gpu is not None:
+            return GpuMatch.of(gpu, "admin_mapping"), pending
+    by_pci = repo.live_gpus_with_pci(pci)
+    picked = pick_by_memory(by_pci, mem) if by_pci else None
+    if picked is not None:
+        return GpuMatch.of(picked, "pci_memory"), pending
+    res = resolve(uow, cache, name) if name.strip() else None
+    if res is not None and res.slugs:
+        rows = repo.live_gpus_by_slugs(res.slugs)
+        if len(rows) == 1:
+            return GpuMatch.of(rows[0], "name"), pending
+        picked = pick_by_memory(rows, mem)
+        if picked is not None:
+            return GpuMatch.of(picked, "name_memory"), pending
+    return None, pending
+
+
+@dataclass(frozen=True, slots=True)
+class _Placement:
+    """Where a prepared run goes: its GPU (or queue entry) and its results after the catalog
+    checks."""
+
+    match: GpuMatch | None
+    pending: PendingGpu | None
+    results: tuple[NewResult, ...]
+    warnings: tuple[str, ...]
+
+
+def _checked(r: NewResult, match: GpuMatch) -> NewResult:
+    found = static_findings(r.workload, r.params, r.metrics, r.memory, match.spec)
+    if not found:
+        return r
+    return r._replace(check_reason=found[0].reason, check_detail="; ".join(f.detail for f in found)[:2000])
+
+
+def _place(uow: UnitOfWork, cache: AliasIndexCache, prep: PreparedRun) -> _Placement:
+    ident = prep.run.gpu
+    name = ident.name.strip()
+    match, pending = resolve_gpu(uow, cache, pci=prep.pci_device_id, name=name, mem=ident.memory_total_bytes)
+    warnings = list(prep.warnings)
+    results = prep.results
+    if match is not None:
+        if ident.slug and ident.slug != match.slug:
+            warnings.append(f"the agent guessed gpu.slug {ident.slug!r}; the service resolved {match.slug!r}")
+        results = tuple(_checked(r, match) for r in results)
+    else:
+        warnings.append(
+            f"GPU {name!r} ({prep.pci_device_id}, {ident.memory_total_bytes} B) is not in the catalog: "
+            "the run is kept as pending and counts once an admin maps it"
+        )
+    return _Placement(match=match, pending=pending, results=results, warnings=tuple(warnings))
 
 
 # ---- submission --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class SubmitOutcome:
-    status_code: int  # 201 stored, 200 replay or dry run
-    body: dict[str, Any]
+class Submission:
+    """The answer to a submission; ``stored``: this call stored the run (else a replay of the
+    stored answer, or a dry run); ``replayed``: the stored answer to an earlier submission."""
+
+    answer: SubmissionAnswer
+    stored: bool = False
     replayed: bool = False
 
 
-def _replay(uow: UnitOfWork, run_id: str, digest: str) -> SubmitOutcome | None:
-    rec = uow.session.scalars(
-        select(IdempotencyRecord).where(IdempotencyRecord.scope == IDEMPOTENCY_SCOPE, IdempotencyRecord.key == run_id)
-    ).first()
-    if rec is None:
-        return None
-    if rec.request_hash != digest:
-        raise IdempotencyConflict(
-            f"run {run_id!r} was already submitted with a different body; use a new run_id for new results",
-            run_id=run_id,
-        )
-    body = _expand(rec.response_body)
-    body["data_version"] = uow.data_version()
-    return SubmitOutcome(status_code=200, body=body, replayed=True)
-
-
-def _compact(answer: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored form of an answer: per-result outcomes as id and status lists plus the
-    quarantined few (a 10,000-result answer stays small)."""
-    out = {k: v for k, v in answer.items() if k not in ("results", "data_version")}
-    results = answer["results"]
-    out["outcomes"] = {
-        "ids": [o["result_id"] for o in results],
-        "statuses": [o["status"] for o in results],
-        "quarantined": {str(o["index"]): [o["quarantine_reason"], o["quarantine_detail"]] for o in results if o["quarantined"]},
-    }
-    return out
-
-
-def _expand(stored: Mapping[str, Any]) -> dict[str, Any]:
-    body = {k: v for k, v in stored.items() if k != "outcomes"}
-    oc = stored["outcomes"]
-    q = oc["quarantined"]
-    body["results"] = [
-        {
-            "index": i,
-            "result_id": rid,
-            "status": status,
-            "quarantined": str(i) in q,
-            "quarantine_reason": q[str(i)][0] if str(i) in q else None,
-            "quarantine_detail": q[str(i)][1] if str(i) in q else None,
-        }
-        for i, (rid, status) in enumerate(zip(oc["ids"], oc["statuses"], strict=True))
-    ]
-    return body
-
-
-def _check_count(n: int, settings: Settings) -> None:
-    if n > settings.max_results_per_run:
-        raise PayloadTooLarge(
-            f"a run may carry at most {settings.max_results_per_run} results; this one has {n}: split it",
-            max_results_per_run=settings.max_results_per_run,
-        )
-
-
-def submit_run(
-    uow: UnitOfWork,
-    cache: AliasIndexCache,
-    principal: Principal,
-    body: BenchmarkRunIn,
-    *,
-    settings: Settings,
-    idempotency_key: str | None = None,
-    dry_run: bool = False,
-    now: dt.datetime | None = None,
-) -> SubmitOutcome:
-    """Store one run (or, with ``dry_run``, say what storing it would do and write nothing)."""
-    if idempotency_key is not None and idempotency_key != body.run_id:
+def _check_request(run: RunSubmission, idempotency_key: str | None, max_results: int) -> None:
+    if idempotency_key is not None and idempotency_key != run.run_id:
         raise Invalid(
             "Idempotency-Key must equal the body's run_id (the run id is the idempotency key)",
-            fields=[FieldError(("Idempotency-Key",), f"expected {body.run_id!r}", location="header", type="value_error")],
+            fields=[FieldError(("Idempotency-Key",), f"expected {run.run_id!r}", location="header", type="value_error")],
         )
-    _check_count(len(body.results), settings)
-    now = now or dt.datetime.now(dt.UTC)
-    digest = request_hash(body)
-    replay = _replay(uow, body.run_id, digest)
-    if replay is not None:
-        if dry_run:
-            b = dict(replay.body)
-            b["dry_run"] = True
-            b["warnings"] = [*b.get("warnings", []), "this run is already stored; submitting it again replays the stored answer"]
-            return SubmitOutcome(status_code=200, body=b)
-        return replay
-
-    prep = prepare_run(body, received_at=now)
-    ident = body.gpu
-    name = ident.name.strip()
-    match, pending = resolve_gpu(uow, cache, pci=prep.pci_device_id, name=name, mem=ident.memory_total_bytes)
-    warnings = list(prep.warnings)
-    if match is not None:
-        if ident.slug and ident.slug != match.slug:
-            warnings.append(f"the agent guessed gpu.slug {ident.slug!r}; the service resolved {match.slug!r}")
-        for r in prep.results:
-            found = static_findings(r.workload, r.params, r.metrics, r.memory, match.spec)
-            if found:
-                r.check_reason = found[0].reason
-                r.check_detail = "; ".join(f.detail for f in found)[:2000]
-    else:
-        warnings.append(
-            f"GPU {name!r} ({prep.pci_device_id}, {ident.memory_total_bytes} B) is not in the catalog: "
-            "the run is kept as pending and counts once an admin maps it"
+    n = len(run.results)
+    if n > max_results:
+        raise PayloadTooLarge(
+            f"a run may carry at most {max_results} results; this one has {n}: split it",
+            max_results_per_run=max_results,
         )
 
-    if dry_run:
-        return _dry_run_answer(uow, prep, match, pending, warnings, settings)
-    try:
-        return _store(uow, principal, prep, match, pending, warnings, digest, settings, now)
-    except IntegrityError:
-        # A concurrent twin with the same run_id committed first: answer as a replay would.
-        uow.rollback()
-        replay = _replay(uow, body.run_id, digest)
-        if replay is None:
-            raise
-        return replay
+
+def _replay(uow: UnitOfWork, principal: Principal, run: RunSubmission) -> SubmissionAnswer | None:
+    """The stored answer for ``run_id``, if this key stored it. A run id is globally unique:
+    another key's run id is a 409 that says nothing of the stored run -- not whether the body
+    matches, not its GPU, results or owner -- checked before the body hash is compared."""
+    stored = uow.benchmarks.find_answer(run.run_id)
+    if stored is None:
+        return None
+    if stored.api_key_id != principal.key_id:
+        raise RunIdTaken(f"run_id {run.run_id!r} is already in use; choose a new run_id", run_id=run.run_id)
+    if stored.request_hash != run.request_hash:
+        raise IdempotencyConflict(
+            f"run {run.run_id!r} was already submitted with a different body; use a new run_id for new results",
+            run_id=run.run_id,
+        )
+    return stored.answer
 
 
-def _outcomes(prep: PreparedRun, ids: Mapping[int, int], flips: Mapping[int, Flip]) -> list[dict[str, Any]]:
+def _outcomes(
+    results: Sequence[NewResult], ids: Mapping[int, int], flips: Mapping[int, Flip]
+) -> tuple[ResultOutcome, ...]:
     """Per result: its id and quarantine state (catalog checks, then any outlier flip)."""
     out = []
-    for r in prep.results:
+    for r in results:
         f = flips.get(r.position)
         if f is not None:
             q, reason, detail = f.quarantined, f.quarantine_reason, f.quarantine_detail
         else:
             q, reason, detail = r.check_reason is not None, r.check_reason, r.check_detail
         out.append(
-            {
-                "index": r.position,
-                "result_id": ids.get(r.position),
-                "status": r.status,
-                "quarantined": q,
-                "quarantine_reason": reason,
-                "quarantine_detail": detail,
-            }
+            ResultOutcome(
+                index=r.position,
+                result_id=ids.get(r.position),
+                status=r.status,
+                quarantined=q,
+                quarantine_reason=reason,
+                quarantine_detail=detail,
+            )
         )
-    return out
+    return tuple(out)
 
 
 def _answer(
     prep: PreparedRun,
     match: GpuMatch | None,
     pending_id: int | None,
-    outcomes: list[dict[str, Any]],
-    warnings: list[str],
+    outcomes: tuple[ResultOutcome, ...],
+    warnings: Sequence[str],
     *,
     dry_run: bool,
-) -> dict[str, Any]:
-    return {
-        "run_id": prep.body.run_id,
-        "state": "accepted" if match is not None else "pending",
-        "gpu_slug": match.slug if match else None,
-        "fingerprint_hash": prep.fingerprint_hash,
-        "result_count": len(outcomes),
-        "quarantined_count": sum(1 for o in outcomes if o["quarantined"]),
-        "results": outcomes,
-        "warnings": warnings,
-        "resolved_by": match.resolved_by if match else None,
-        "pending_gpu_id": pending_id,
-        "dry_run": dry_run,
-    }
+) -> SubmissionAnswer:
+    return SubmissionAnswer(
+        run_id=prep.run.run_id,
+        state="accepted" if match is not None else "pending",
+        gpu_slug=match.slug if match else None,
+        fingerprint_hash=prep.fingerprint_hash,
+        result_count=len(outcomes),
+        quarantined_count=sum(1 for o in outcomes if o.quarantined),
+        results=outcomes,
+        warnings=tuple(warnings),
+        resolved_by=match.resolved_by if match else None,
+        pending_gpu_id=pending_id,
+        dry_run=dry_run,
+    )
 
 
-def _cell(match: GpuMatch, prep: PreparedRun, r: PreparedResult) -> CellKey:
+def _cell(match: GpuMatch, prep: PreparedRun, r: NewResult) -> CellKey:
     return (match.gpu_id, prep.fingerprint_hash, r.workload, r.params_hash)
 
 
-def _dry_run_answer(
+def validate_run(
     uow: UnitOfWork,
-    prep: PreparedRun,
-    match: GpuMatch | None,
-    pending: PendingGpu | None,
-    warnings: list[str],
-    settings: Settings,
-) -> SubmitOutcome:
+    cache: AliasIndexCache,
+    principal: Principal,
+    run: RunSubmission,
+    *,
+    policy: OutlierPolicy,
+    max_results: int,
+    idempotency_key: str | None = None,
+    now: dt.datetime | None = None,
+) -> Submission:
+    """Dry run: the checks of :func:`submit_run` and what storing the run would do (catalog
+    checks, the outlier test against stored data); nothing is written."""
+    _check_request(run, idempotency_key, max_results)
+    now = now or dt.datetime.now(dt.UTC)
+    stored = _replay(uow, principal, run)
+    if stored is not None:
+        warning = "this run is already stored; submitting it again replays the stored answer"
+        return Submission(replace(stored, dry_run=True, warnings=(*stored.warnings, warning)))
+    prep = prepare_run(run, received_at=now)
+    placed = _place(uow, cache, prep)
+    match = placed.match
     flips: dict[int, Flip] = {}
     if match is not None:
-        ok = [r for r in prep.results if r.status == "ok"]
         virtual = [
             VirtualPoint(cell=_cell(match, prep, r), value=r.main_value, in_baseline=r.check_reason is None, tag=r.position)
-            for r in ok
+            for r in placed.results
+            if r.status == "ok"
         ]
-        found = run_outlier_test(uow, {v.cell for v in virtual}, settings, virtual=virtual)
+        found = uow.benchmarks.outlier_test({v.cell for v in virtual}, policy, virtual=virtual)
         for f in found:
             if f.id is None and f.outlier_detail is not None:
-                f.quarantined, f.quarantine_reason, f.quarantine_detail = True, "statistical_outlier", f.outlier_detail
-                flips[int(f.tag)] = f
+                flips[int(f.tag)] = replace(
+                    f, quarantined=True, quarantine_reason="statistical_outlier", quarantine_detail=f.outlier_detail
+                )
+    pending = placed.pending
     pending_id = pending.id if pending is not None and match is None else None
-    body = _answer(prep, match, pending_id, _outcomes(prep, {}, flips), warnings, dry_run=True)
-    body["data_version"] = uow.data_version()
-    return SubmitOutcome(status_code=200, body=body)
+    outcomes = _outcomes(placed.results, {}, flips)
+    return Submission(_answer(prep, match, pending_id, outcomes, placed.warnings, dry_run=True))
+
+
+@commits
+def submit_run(
+    uow: UnitOfWork,
+    cache: AliasIndexCache,
+    principal: Principal,
+    run: RunSubmission,
+    *,
+    policy: OutlierPolicy,
+    max_results: int,
+    idempotency_key: str | None = None,
+    now: dt.datetime | None = None,
+) -> Submission:
+    """Store one run, or answer with the stored answer to the same run (a replay)."""
+    _check_request(run, idempotency_key, max_results)
+    now = now or dt.datetime.now(dt.UTC)
+    stored = _replay(uow, principal, run)
+    if stored is not None:
+        return Submission(stored, replayed=True)
+    prep = prepare_run(run, received_at=now)
+    placed = _place(uow, cache, prep)
+    try:
+        return Submission(_store(uow, principal, prep, placed, policy, now), stored=True)
+    except DuplicateRun:
+        # A concurrent twin with the same run_id committed first: answer as a replay would.
+        uow.rollback()
+        stored = _replay(uow, principal, run)
+        if stored is None:
+            raise
+        return Submission(stored, replayed=True)
 
 
 def _store(
     uow: UnitOfWork,
     principal: Principal,
     prep: PreparedRun,
-    match: GpuMatch | None,
-    pending: PendingGpu | None,
-    warnings: list[str],
-    digest: str,
-    settings: Settings,
+    placed: _Placement,
+    policy: OutlierPolicy,
     now: dt.datetime,
-) -> SubmitOutcome:
-    s = uow.session
-    body = prep.body
+) -> SubmissionAnswer:
+    repo = uow.benchmarks
+    run = prep.run
+    match, pending, results = placed.match, placed.pending, placed.results
     alerts: list[AlertDraft] = []
-    insert_ignore(
-        uow,
-        cast(Table, BenchmarkFingerprint.__table__),
-        {"hash": prep.fingerprint_hash, "fields": prep.stack_fields, "first_seen_at": now},
-        ["hash"],
-    )
+    repo.ensure_fingerprint(prep.fingerprint_hash, prep.stack_fields, now)
     pending_id: int | None = None
     if match is None:
-        ident = body.gpu
+        ident = run.gpu
+        name = ident.name.strip()
         if pending is None:
-            new_id = insert_ignore(
-                uow,
-                cast(Table, PendingGpu.__table__),
-                {
-                    "pci_device_id": prep.pci_device_id,
-                    "nvml_name": ident.name.strip(),
-                    "memory_total_bytes": ident.memory_total_bytes,
-                    "pci_vendor_id": ident.pci_vendor_id,
-                    "pci_subsystem_id": ident.pci_subsystem_id,
-                    "status": "pending",
-                    "first_seen_at": now,
-                    "last_seen_at": now,
-                },
-                ["pci_device_id", "nvml_name", "memory_total_bytes"],
+            pending, created = repo.add_pending(
+                pci=prep.pci_device_id,
+                name=name,
+                mem=ident.memory_total_bytes,
+                pci_vendor_id=ident.pci_vendor_id,
+                pci_subsystem_id=ident.pci_subsystem_id,
+                seen_at=now,
             )
-            pending = s.scalars(
-                select(PendingGpu).where(
-                    PendingGpu.pci_device_id == prep.pci_device_id,
-                    PendingGpu.nvml_name == ident.name.strip(),
-                    PendingGpu.memory_total_bytes == ident.memory_total_bytes,
-                )
-            ).one()
-            if new_id is not None:
+            if created:
                 alerts.append(
                     AlertDraft(
                         kind="pending_gpu",
                         message=(
-                            f"unknown GPU {ident.name.strip()!r} ({prep.pci_device_id}, {ident.memory_total_bytes} B) "
-                            f"submitted results; map it to a catalog GPU (POST /v1/admin/pending-gpus/{new_id}/map)"
+                            f"unknown GPU {name!r} ({prep.pci_device_id}, {ident.memory_total_bytes} B) "
+                            f"submitted results; map it to a catalog GPU (POST /v1/admin/pending-gpus/{pending.id}/map)"
                         ),
                         pending_gpu_id=pending.id,
-                        data={"result_count": len(prep.results)},
+                        data={"result_count": len(results)},
                     )
                 )
-        else:
-            pending.last_seen_at = now
-            if pending.status == "mapped":  # its GPU was deleted since: back to the queue
-                pending.status, pending.mapped_gpu_id = "pending", None
+        else:  # a mapped identity whose GPU was deleted since goes back to the queue
+            repo.touch_pending(pending.id, now, requeue=pending.status == "mapped")
         pending_id = pending.id
     elif pending is not None:
         pending_id = pending.id
 
-    run = BenchmarkRun(
-        run_id=body.run_id,
-        api_key_id=principal.key_id,
-        host=body.host,
-        gpu_id=match.gpu_id if match else None,
-        pending_gpu_id=pending_id if match is None else None,
-        resolved_by=match.resolved_by if match else None,
-        gpu_identity=body.gpu.model_dump(mode="json"),
-        gpu_count=body.gpu_count,
-        suite_version=body.suite_version,
-        fingerprint=prep.fingerprint,
-        fingerprint_hash=prep.fingerprint_hash,
-        request_hash=digest,
-        result_count=len(prep.results),
-        started_at=_aware(body.started_at),
-        finished_at=_aware(body.finished_at),
-        notes=body.notes,
-        received_at=now,
-    )
-    s.add(run)
-    s.flush()  # a duplicate run_id fails here (IntegrityError), before any result is written
+    run_pk = repo.add_run(
+        NewRun(
+            run_id=run.run_id,
+            api_key_id=principal.key_id,
+            host=run.host,
+            gpu_id=match.gpu_id if match else None,
+            pending_gpu_id=pending_id if match is None else None,
+            resolved_by=match.resolved_by if match else None,
+            gpu_identity=run.gpu.as_document(),
+            gpu_count=run.gpu_count,
+            suite_version=run.suite_version,
+            fingerprint=prep.fingerprint,
+            fingerprint_hash=prep.fingerprint_hash,
+            request_hash=run.request_hash,
+            result_count=len(results),
+            started_at=_aware(run.started_at),
+            finished_at=_aware(run.finished_at),
+            notes=run.notes,
+            received_at=now,
+        )
+    )  # a duplicate run_id fails here (DuplicateRun), before any result is written
 
     gpu_id = match.gpu_id if match else None
-    rows = [
-        {
-            "run_pk": run.id,
-            "position": r.position,
-            "gpu_id": gpu_id,
-            "fingerprint_hash": prep.fingerprint_hash,
-            "workload": r.workload,
-            "params": r.params,
-            "params_hash": r.params_hash,
-            "status": r.status,
-            "metrics": r.metrics,
-            "main_value": r.main_value,
-            "step_time_s": r.step_time_s,
-            "peak_allocated_bytes": r.memory["peak_allocated_bytes"],
-            "peak_reserved_bytes": r.memory["peak_reserved_bytes"],
-            "nvml_used_bytes": r.memory["nvml_used_bytes"],
-            "repeats": r.repeats,
-            "error": r.error,
-            "measured_at": r.measured_at,
-            "check_reason": r.check_reason,
-            "check_detail": r.check_detail,
-            "outlier_detail": None,
-            "quarantined": r.check_reason is not None,
-            "quarantine_reason": r.check_reason,
-            "quarantine_detail": r.check_detail,
-            "retracted": False,
-        }
-        for r in prep.results
-    ]
-    ids = insert_results(s, rows, params_json=[r.params_json for r in prep.results])
-    id_by_position = {r.position: i for r, i in zip(prep.results, ids, strict=True)}
+    ids = repo.add_results(run_pk, gpu_id, prep.fingerprint_hash, results)
+    id_by_position = {r.position: i for r, i in zip(results, ids, strict=True)}
 
     flips_by_position: dict[int, Flip] = {}
     if match is not None:
-        cells = {_cell(match, prep, r) for r in prep.results if r.status == "ok"}
-        lock_cells(uow, cells)  # after the insert: the critical section is the test itself
-        flips = run_outlier_test(uow, cells, settings)
-        write_flips(uow, flips)
+        cells = {_cell(match, prep, r) for r in results if r.status == "ok"}
+        # the cells are locked after the insert: the critical section is the test itself
+        flips = repo.reevaluate(cells, policy)
         position_by_id = {i: p for p, i in id_by_position.items()}
         others: list[Flip] = []
         for f in flips:
@@ -662,134 +603,54 @@ def _store(
                 flips_by_position[pos] = f
             else:
                 others.append(f)
-        a = outlier_alert(others, gpu_id=match.gpu_id, slug=match.slug, run_pk=run.id, context=f"after run {body.run_id}")
+        a = outlier_alert(others, gpu_id=match.gpu_id, slug=match.slug, run_pk=run_pk, context=f"after run {run.run_id}")
         if a is not None:
             alerts.append(a)
 
-    outcomes = _outcomes(prep, id_by_position, flips_by_position)
-    by_reason: dict[str, list[dict[str, Any]]] = {}
+    outcomes = _outcomes(results, id_by_position, flips_by_position)
+    by_reason: dict[str, list[ResultOutcome]] = {}
     for o in outcomes:
-        if o["quarantined"] and o["quarantine_reason"]:
-            by_reason.setdefault(o["quarantine_reason"], []).append(o)
+        if o.quarantined and o.quarantine_reason:
+            by_reason.setdefault(o.quarantine_reason, []).append(o)
     for reason, items in sorted(by_reason.items()):
         alerts.append(
             AlertDraft(
                 kind=reason,
-                message=f"run {body.run_id}: {len(items)} result(s) quarantined ({reason}) on "
-                f"{match.slug if match else 'a pending GPU'}; e.g. {items[0]['quarantine_detail']}",
+                message=f"run {run.run_id}: {len(items)} result(s) quarantined ({reason}) on "
+                f"{match.slug if match else 'a pending GPU'}; e.g. {items[0].quarantine_detail}",
                 gpu_id=gpu_id,
-                run_pk=run.id,
-                result_ids=[int(i["result_id"]) for i in items if i["result_id"] is not None],
-                data={"example": items[0]["quarantine_detail"]},
+                run_pk=run_pk,
+                result_ids=tuple(int(i.result_id) for i in items if i.result_id is not None),
+                data={"example": items[0].quarantine_detail},
             )
         )
-    add_alerts(uow, alerts, now)
+    repo.add_alerts(alerts, now)
 
-    answer = _answer(prep, match, pending_id if match is None else None, outcomes, warnings, dry_run=False)
-    s.add(
-        IdempotencyRecord(
-            scope=IDEMPOTENCY_SCOPE,
-            key=body.run_id,
-            api_key_id=principal.key_id,
-            request_hash=digest,
-            status_code=201,
-            response_body=_compact(answer),
-            created_at=now,
-        )
-    )
+    answer = _answer(prep, match, pending_id if match is None else None, outcomes, placed.warnings, dry_run=False)
+    repo.save_answer(answer, api_key_id=principal.key_id, request_hash=run.request_hash, created_at=now)
     uow.mark_write()
-    version = uow.commit()
-    answer = dict(answer)
-    answer["data_version"] = version if version is not None else uow.data_version()
-    return SubmitOutcome(status_code=201, body=answer)
+    return answer
 
 
-# ---- committed measurement datasets --------------------------------------------------------------
+# ---- the built-in agent of committed datasets ------------------------------------------------------
 
 BUILTIN_AGENT_NAME = "builtin:committed-measurements"
 
 
+@commits
 def builtin_principal(uow: UnitOfWork) -> Principal:
     """The trusted identity committed datasets are attributed to: an API key row whose secret
     was never generated in a usable form (random hash), so nobody can authenticate as it."""
-    row = uow.session.scalars(select(ApiKey).where(ApiKey.name == BUILTIN_AGENT_NAME)).first()
-    if row is None:
-        import secrets
-
-        row = ApiKey(
-            name=BUILTIN_AGENT_NAME,
-            prefix="builtin",
-            secret_hash=hashlib.sha256(secrets.token_bytes(32)).hexdigest(),
-            scope="submit",
-            trusted=True,
-        )
-        uow.session.add(row)
-        uow.session.flush()
-        uow.mark_write()
-        uow.commit()
-    return Principal(key_id=row.id, name=row.name, scope=row.scope, trusted=True)
-
-
-@dataclass
-class SeedMeasurementsReport:
-    files: int = 0
-    stored: int = 0
-    replayed: int = 0
-    refused: list[str] = field(default_factory=list)
-
-
-def load_measurement_files(engine: Engine, settings: Settings, directory: Path | None = None) -> SeedMeasurementsReport:
-    """Load every ``*.json`` (a JSON list of ``BenchmarkRunIn`` objects) from the directory,
-    idempotently by run id, as the built-in trusted agent. A run that does not validate or
-    conflicts with a stored one is reported and skipped; start-up goes on."""
-    report = SeedMeasurementsReport()
-    d = directory if directory is not None else settings.seed_measurements_dir
-    if d is None or not Path(d).is_dir():
-        return report
-    factory = make_session_factory(engine)
-    cache = AliasIndexCache()
-    principal: Principal | None = None  # created on first use: an empty directory writes nothing
-    for path in sorted(Path(d).glob("*.json")):
-        report.files += 1
-        try:
-            runs = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            report.refused.append(f"{path.name}: not readable JSON: {exc}")
-            continue
-        if not isinstance(runs, list):
-            report.refused.append(f"{path.name}: expected a JSON list of runs")
-            continue
-        for i, raw in enumerate(runs):
-            where = f"{path.name}[{i}]"
-            try:
-                body = BenchmarkRunIn.model_validate(raw)
-            except ValidationError as exc:
-                report.refused.append(f"{where}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
-                continue
-            with UnitOfWork(factory) as uow:
-                if principal is None:
-                    principal = builtin_principal(uow)
-                try:
-                    out = submit_run(uow, cache, principal, body, settings=settings)
-                except UseCaseError as exc:
-                    report.refused.append(f"{where} ({body.run_id}): {exc.detail}")
-                    continue
-            if out.replayed:
-                report.replayed += 1
-            else:
-                report.stored += 1
-    for line in report.refused:
-        log.warning("committed measurements: %s", line)
-    log.info(
-        "committed measurements: %d file(s), %d run(s) stored, %d already present, %d refused",
-        report.files,
-        report.stored,
-        report.replayed,
-        len(report.refused),
+    found = uow.benchmarks.key_by_name(BUILTIN_AGENT_NAME)
+    if found is not None:
+        key_id, name, scope = found
+        return Principal(key_id=key_id, name=name, scope=scope, trusted=True)
+    key_id = uow.benchmarks.add_trusted_key(
+        name=BUILTIN_AGENT_NAME,
+        prefix="builtin",
+        secret_hash=hashlib.sha256(secrets.token_bytes(32)).hexdigest(),
+        scope="submit",
     )
-    return report
+    uow.mark_write()
+    return Principal(key_id=key_id, name=BUILTIN_AGENT_NAME, scope="submit", trusted=True)
 
-
-def seed_measurements(engine: Engine, settings: Settings) -> None:
-    """Bootstrap hook (``service.bootstrap.EXTRA_SEEDERS``)."""
-    load_measurement_files(engine, settings)

@@ -66,6 +66,13 @@ class IdempotencyConflict(UseCaseError):
     kind = "idempotency-conflict"
 
 
+class RunIdTaken(Conflict):
+    """A run id another API key stored: run ids are global, and the refusal reveals nothing of
+    the stored run."""
+
+    kind = "run-id-taken"
+
+
 class PreconditionFailed(UseCaseError):
     kind = "precondition-failed"
 

@@ -96,7 +96,8 @@ def estimate(
         est = core_estimate(resolved.spec, job, cals.get(uow), measured)
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
-    return EstimateResult(estimate=est, warnings=(*resolved.warnings, *est.warnings), as_of=now,
+    found = tuple(Notice(w.code, w.message) for w in resolved.warnings)
+    return EstimateResult(estimate=est, warnings=(*found, *est.warnings), as_of=now,
                           data_version=uow.data_version())
 
 

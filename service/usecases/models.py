@@ -1,13 +1,14 @@
-"""Model architecture look-ups: presets, Hugging Face config bodies, parameter counts."""
+"""Model architecture look-ups: presets, Hugging Face config bodies, parameter counts.
+
+Answers are the core's :class:`~service.core.models.ModelSpec`; the API turns them into wire
+models (``schemas.models.ModelSummary.from_core`` / ``ModelDetail.from_core``)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from service.core.models import (
-    DecoderSpec,
     ModelNotFound,
     ModelSpec,
     UnsupportedArchitecture,
@@ -16,46 +17,12 @@ from service.core.models import (
     get_model,
     list_models,
 )
-from service.schemas.models import ModelDetail, ModelList, ModelSummary
 from service.usecases.errors import FieldError, Invalid, NotFound
 
 
-def _summary(m: ModelSpec) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "kind": m.kind,
-        "family": m.family,
-        "hf_id": m.hf_id,
-        "total_params": m.total_params,
-        "active_params": m.active_params,
-        "description": m.describe(),
-        "aliases": list(m.aliases),
-    }
-
-
-def detail(m: ModelSpec, assumed_shape: str | None = None) -> ModelDetail:
-    config = {
-        f.name: getattr(m, f.name)
-        for f in dataclasses.fields(m)
-        if f.name not in {"aliases", "source", "notes", "id", "kind", "family", "hf_id"}
-    }
-    per_layer = m.per_layer_breakdown() if isinstance(m, DecoderSpec) else None
-    kv = m.kv_cache_bytes_per_token(2.0) if isinstance(m, DecoderSpec) else None
-    return ModelDetail(
-        **_summary(m),
-        config={k: (list(v) if isinstance(v, tuple) else v) for k, v in config.items()},
-        parameter_breakdown=m.parameter_breakdown(),
-        per_layer_breakdown=per_layer,
-        kv_cache_bytes_per_token_bf16=kv,
-        source=m.source,
-        notes=m.notes,
-        assumed_shape=assumed_shape,
-    )
-
-
-def list_all() -> ModelList:
-    items = [ModelSummary(**_summary(m)) for m in list_models()]
-    return ModelList(items=items, count=len(items))
+def list_all() -> list[ModelSpec]:
+    """Every preset, in catalogue order."""
+    return list(list_models())
 
 
 def lookup(name: str) -> ModelSpec:

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from service.api.validation import gpu_document as validate_gpu_document
 from service.core.vocabulary import SUITE_VERSION, suite_definition_hash
 from service.db.engine import make_session_factory
 from service.db.uow import UnitOfWork
@@ -61,7 +62,7 @@ def make_gpu(engine: Engine, **kw: Any) -> dict[str, Any]:
     pci = kw.pop("pci", None) or new_pci()
     doc = gpu_document(slug, pci, **kw)
     with UnitOfWork(make_session_factory(engine)) as uow:
-        create_gpu(uow, doc)
+        create_gpu(uow, validate_gpu_document(doc))
     return {"slug": slug, "pci": pci, "usable": doc["memory"]["usable_memory_bytes"], "name": doc["name"]}
 
 

@@ -84,6 +84,47 @@ def test_submit_replay_and_conflict(client: TestClient, engine: Engine, submit_k
     assert _count_runs(engine, body["run_id"]) == 1
 
 
+def test_another_keys_run_id_is_a_409_that_reveals_nothing(
+    client: TestClient, engine: Engine, submit_key: str, gpu: dict[str, Any]
+) -> None:
+    """Run ids are global: a second agent posting the first agent's run_id -- same body or
+    not, submit or dry run -- gets one and the same 409, with nothing of the stored run in it;
+    nothing is written, and the owner still gets its replay."""
+    from tests.conftest import _key
+
+    body = run_on(gpu, [result(metrics={"throughput": 3100.0 + i}) for i in range(3)], host="agent-a-host")
+    first = client.post("/v1/benchmark-runs", json=body, headers=auth(submit_key))
+    assert first.status_code == 201, first.text
+    other = _key(engine, "submit")
+    changed = copy.deepcopy(body)
+    changed["results"][0]["metrics"]["throughput"]["value"] = 1.0
+    answers = [
+        client.post(path, json=b, headers={**auth(other), "Idempotency-Key": body["run_id"]})
+        for path in ("/v1/benchmark-runs", "/v1/benchmark-runs/validate")
+        for b in (body, changed)
+    ]
+    for r in answers:
+        assert r.status_code == 409, r.text
+        assert r.headers["content-type"].startswith("application/problem+json")
+        assert "Idempotent-Replayed" not in r.headers and "Location" not in r.headers
+        p = r.json()
+        assert p["type"].endswith("/run-id-taken")
+        assert set(p) == {"type", "title", "status", "detail", "instance", "run_id"}
+        text = r.text
+        for secret in (gpu["slug"], gpu["pci"], "agent-a-host", body["fingerprint"]["host_id"]):
+            assert secret not in text
+    # same body or not: byte-for-byte the same refusal (apart from the path it was posted to)
+    assert answers[0].json() == answers[1].json()
+    assert answers[2].json() == answers[3].json()
+    assert _count_runs(engine, body["run_id"]) == 1
+    with UnitOfWork(make_session_factory(engine)) as uow:
+        owner = uow.session.scalar(select(IdempotencyRecord.api_key_id).where(IdempotencyRecord.key == body["run_id"]))
+        run_owner = uow.session.scalar(select(BenchmarkRun.api_key_id).where(BenchmarkRun.run_id == body["run_id"]))
+    assert owner == run_owner and owner is not None
+    again = client.post("/v1/benchmark-runs", json=body, headers=auth(submit_key))
+    assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+
+
 def test_idempotency_key_must_equal_run_id(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
     body = run_on(gpu, [result()])
     r = client.post("/v1/benchmark-runs", json=body, headers={**auth(submit_key), "Idempotency-Key": "another-run-id"})
@@ -109,8 +150,12 @@ def test_concurrent_twins_store_one_run(engine: Engine, settings: Settings, gpu:
         try:
             barrier.wait()
             with UnitOfWork(factory) as uow:
-                out = benchmarks.submit_run(uow, cache, principal, body, settings=settings)
-            answers.append((out.status_code, [o["result_id"] for o in out.body["results"]]))
+                out = benchmarks.submit_run(
+                    uow, cache, principal, body.to_core(),
+                    policy=settings.outlier_policy(), max_results=settings.max_results_per_run,
+                )
+            status = 201 if out.stored else 200  # as the route answers
+            answers.append((status, [o.result_id for o in out.answer.results]))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

@@ -15,8 +15,9 @@ from service.bootstrap import EXTRA_SEEDERS
 from service.db.engine import make_session_factory
 from service.db.models import ApiKey, BenchmarkRun
 from service.db.uow import UnitOfWork
+from service.measurement_files import load_measurement_files, seed_measurements
 from service.settings import Settings
-from service.usecases.benchmarks import BUILTIN_AGENT_NAME, load_measurement_files, seed_measurements
+from service.usecases.benchmarks import BUILTIN_AGENT_NAME
 from tests.api.benchmark_fixtures import make_gpu, result, run_on
 from tests.conftest import _key, auth
 

@@ -16,7 +16,8 @@ def est(client: TestClient, **body: Any) -> dict[str, Any]:
 
 
 def test_exact_measured_cell_answers_measured(client: TestClient) -> None:
-    j = est(client, model="llama3-8b", gpu="NVIDIA H200", batch_size=1, seq_len=2048)
+    # the measured cell ran fused AdamW (the agent's reference loop); the default is foreach
+    j = est(client, model="llama3-8b", gpu="NVIDIA H200", batch_size=1, seq_len=2048, optimizer_impl="fused")
     assert j["gpu"]["slug"] == "nvidia-h200-sxm"
     assert j["memory"]["fits"] is True and j["memory"]["provenance"] == "measured"
     measured = j["memory"]["measured_peak_allocated_bytes"]
@@ -27,7 +28,7 @@ def test_exact_measured_cell_answers_measured(client: TestClient) -> None:
 
 
 def test_measured_oom_is_reported_as_not_fitting(client: TestClient) -> None:
-    j = est(client, model="llama3-8b", gpu="nvidia-h200-sxm", batch_size=2, seq_len=2048)
+    j = est(client, model="llama3-8b", gpu="nvidia-h200-sxm", batch_size=2, seq_len=2048, optimizer_impl="fused")
     assert j["memory"]["fits"] is False
     assert "measured_oom" in [w["code"] for w in j["warnings"]]
     assert j["memory"]["headroom_bytes"] < 0
@@ -40,7 +41,9 @@ def test_provenance_interpolated_then_transferred_with_wider_bands(client: TestC
     other_arch = est(client, gpu="nvidia-l40s", **body)["time"]
     assert own["provenance"] == "interpolated" and own["source_gpus"] == ["nvidia-h200-sxm"]
     assert own["calibration_points"] >= 40  # the main ground-truth stack, not a small side dataset
-    assert same_arch["provenance"] == "transferred" and other_arch["provenance"] == "transferred"
+    # across architectures the ratio comes from the published tables: 'published', the tables named
+    assert same_arch["provenance"] == "transferred" and other_arch["provenance"] == "published"
+    assert other_arch["source_gpus"] == ["nvidia-h200-sxm"] and other_arch["sources"]
 
     def rel(t: dict[str, Any]) -> float:
         b = t["step_time_band"]
@@ -79,7 +82,9 @@ def test_min_gpus_and_max_concurrency_and_context(client: TestClient) -> None:
     chats = est(client, model="llama3-8b", gpu="l20", mode="inference", input_len=7168, output_len=1024,
                 engine="vllm", solve_for="max_concurrency")
     assert chats["solve"]["value"] >= 10
-    ctx = est(client, model="gt-llama-1b-v32k", gpu="nvidia-l4", batch_size=1, solve_for="max_context")
+    # fused AdamW: with foreach's step temporaries (20 B/parameter) the 1.2B model fills an L4 by itself
+    ctx = est(client, model="gt-llama-1b-v32k", gpu="nvidia-l4", batch_size=1, optimizer_impl="fused",
+              solve_for="max_context")
     assert ctx["solve"]["value"] % 128 == 0 and ctx["solve"]["value"] > 0
 
 
@@ -150,19 +155,20 @@ def test_every_newly_sourced_gpu_answers_with_labelled_time(client: TestClient) 
         j = est(client, model="llama3-8b", mode="fine-tuning", gpu=gpu, batch_size=1, seq_len=2048)
         t = j["time"]
         assert t is not None, (gpu, j["warnings"])
-        assert t["provenance"] == "transferred" and t["source_gpus"] == ["nvidia-h200-sxm"]
+        assert t["provenance"] == "published" and t["source_gpus"] == ["nvidia-h200-sxm"]
         assert t["sources"] and all(s.startswith(("lambda-", "dle-")) for s in t["sources"])
         acc = t["accuracy"]
-        assert acc["provenance"] == "transferred" and acc["scope"] == "cross-architecture"
+        assert acc["provenance"] == "published" and acc["scope"] == "cross-architecture"
         assert acc["n"] > 0 and "held-out predictions" in acc["statement"]
 
 
 def test_published_provenance_reaches_answers(client: TestClient) -> None:
-    """No measurement of ResNet-50 in TF32: the answer is anchored on Lambda's 2023 table and says so."""
-    t = est(client, model="resnet50", gpu="nvidia-a100-sxm4-80gb", precision="tf32", batch_size=256)["time"]
-    assert t["provenance"] == "published" and t["sources"] == ["lambda-pytorch-train-ngc2210"]
-    assert any("Lambda Labs PyTorch Training GPU Benchmarks 2023" in n for n in t["notes"])
-    assert t["accuracy"]["scope"] == "published-anchor"
+    """A100 from the H200's measurements: the cross-architecture ratio is the published tables' fit,
+    so the answer says 'published' and names them."""
+    t = est(client, model="resnet50", gpu="nvidia-a100-sxm4-80gb", precision="amp_fp16", batch_size=256)["time"]
+    assert t["provenance"] == "published" and "lambda-pytorch-train-ngc2210" in t["sources"]
+    assert any("published tables" in n for n in t["notes"])
+    assert t["accuracy"]["scope"] == "cross-architecture"
 
 
 def test_derived_peak_answers_derived(client: TestClient) -> None:

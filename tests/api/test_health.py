@@ -17,9 +17,11 @@ def test_body_limit_413_problem(app) -> None:  # type: ignore[no-untyped-def]
         assert r.headers["content-type"] == "application/problem+json"
 
 
-def test_metrics_counts_requests_by_route(client) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_counts_requests_by_route(client, admin_key) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import auth
+
     client.get("/v1/gpus/nvidia-l4")
-    text = client.get("/metrics").text
+    text = client.get("/metrics", headers=auth(admin_key)).text
     assert 'gpu_advisor_http_requests_total{method="GET",route="/v1/gpus/{ident}",status="200"}' in text
     assert "gpu_advisor_data_version" in text
 

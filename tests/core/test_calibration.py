@@ -92,21 +92,24 @@ def test_transfer_rules() -> None:
     assert same.efficiencies.mm == cal.efficiencies.mm and same.efficiencies.bw == cal.efficiencies.bw
     assert same.band[0] > cal.band[0] and same.band[1] > cal.band[1]
     assert any("same architecture" in n for n in same.notes)
-    # same architecture at a lower power cap: only the compute side slows (clock under the cap)
+    # same architecture at a lower power cap: only the compute side slows (clock under the cap,
+    # whose energy per FLOP the published tables fit: provenance 'published')
     pcie = transfer(cal, H100_PCIE, "amp_bf16")
+    assert pcie.provenance == "published" and pcie.sources
     assert pcie.efficiencies.mm["bf16"] < cal.efficiencies.mm["bf16"]
     assert pcie.efficiencies.bw == cal.efficiencies.bw
     # across architectures: the fitted factors, the published tables named, the measured accuracy stated
     cross = transfer(cal, A100, "amp_bf16")
     f = published_model().factors(H200_SXM, A100, "fp16/bf16")
     assert cross.scope == "cross-architecture" and cross.sources == published_model().tables
+    assert cross.provenance == "published" and cross.source_gpus == (H200_SXM.slug,)
     assert cross.efficiencies.bw == pytest.approx(min(0.98, cal.efficiencies.bw * f.memory))
     assert cross.efficiencies.mm["bf16"] == pytest.approx(min(0.98, cal.efficiencies.mm["bf16"] * f.compute))
     assert cross.band[1] >= cal.band[1]
     assert any("across architectures" in n for n in cross.notes)
     # an architecture without published data: no correction, at least the cross-architecture band
     unseen = transfer(cal, MI300X, "amp_bf16")
-    assert unseen.scope == "unseen-architecture" and unseen.sources == ()
+    assert unseen.scope == "unseen-architecture" and unseen.sources == () and unseen.provenance == "transferred"
     assert unseen.efficiencies.mm == cal.efficiencies.mm
     assert unseen.band[0] >= CROSS_ARCH_BAND[0] and unseen.band[1] >= CROSS_ARCH_BAND[1]
 
@@ -216,10 +219,12 @@ def test_validate_script_on_synthetic_fixture(tmp_path: Any) -> None:
     points = mod.attach_predictions(mod.load_points([str(tmp_path / "runs.json")]))
     summary = mod.evaluate(points, out=lines.append, cross_gpu=False)
     assert any("gt-llama-3b amp_bf16 b4 s2048" in ln for ln in lines)
-    assert summary["memory"]["llm_train_mape"] < 0.03  # the fixture's noise is +/-2 %
+    assert summary["memory"]["llm_train_stated"]["mape"] < 0.03  # the fixture's noise is +/-2 %
     assert summary["oom"]["missed"] == 0 and summary["oom"]["false"] == 0
     t = summary["time"]["llm-train"]
-    assert t["held_out_model"]["mape"] < 0.08 and t["held_out_seq_len"]["mape"] < 0.08
+    # holding out seq_len 512 removes every launch-bound point, so the host cost (truth x1.8) is
+    # not identifiable there and the prior holds it at the spec default
+    assert t["held_out_model"]["mape"] < 0.08 and t["held_out_seq_len"]["mape"] < 0.12
     assert t["held_out_model"]["band_coverage"] >= 0.8
     assert "cross_gpu" not in summary  # the transfer's own check: test_transfer.py
     assert mod.main(["--data", str(tmp_path / "*.json"), "--json", str(out_json), "--no-cross-gpu"]) == 0
@@ -267,3 +272,31 @@ def test_config_from_benchmark_parameters() -> None:
     assert timed_points_from_result("llm-train", canonical_parameters(
         "llm-train", {"model": "gt-llama-110m", "precision": "bf16", "batch_size": 1, "seq_len": 128}),
         H200_SXM, None, {}) == []
+
+
+def test_precision_transfer_scales_compute_by_the_measured_gemm_ratio() -> None:
+    """A precision without points on a GPU takes that GPU's fit of another precision, with the
+    compute-bound groups scaled by the GEMM rates the agent measured there; provenance
+    ``transferred`` naming the source precision."""
+    from service.core.calibration import CalibrationSet, transfer_precision
+    from service.core.models import get_model as gm
+    from service.core.performance import H200_SXM, estimate_step
+
+    pts = []
+    for name, b, s in (("gt-llama-350m", 4, 1024), ("gt-llama-1b-v32k", 2, 2048), ("gt-llama-3b", 2, 1024)):
+        c = TrainConfig(model=gm(name), batch_size=b, seq_len=s, gradient_checkpointing=False)
+        pts.append(TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * 1.1))
+    cal = fit_time(pts)
+    gemm = {"bf16": 662.0, "tf32": 346.0, "fp32": 51.0}
+    cs = CalibrationSet(by_key={(H200_SXM.slug, "llm-train", "16bit"): cal}, families={H200_SXM.slug: "hopper"},
+                        gemm_tflops={H200_SXM.slug: gemm})
+    t = cs.pick(H200_SXM, "llm-train", "tf32")
+    assert t is not None and t.provenance == "transferred" and "bf16" in t.notes[-1]
+    assert cs.pick(H200_SXM, "llm-train", "fp32") is not t  # per precision, not per family
+    # a compute-bound step (multi-head attention: a fused fp32 kernel exists) slows by about the
+    # GEMM ratio; its fp32 elementwise traffic adds a little
+    big = TrainConfig(model=gm("gt-llama-350m"), precision="tf32", batch_size=16, seq_len=2048)
+    ref = TrainConfig(model=gm("gt-llama-350m"), precision="amp_bf16", batch_size=16, seq_len=2048)
+    slow = estimate_step(big, H200_SXM, t.efficiencies).step_time_s / estimate_step(ref, H200_SXM, cal.efficiencies).step_time_s
+    assert 1.3 < slow <= gemm["bf16"] / gemm["tf32"] * 1.3
+    assert transfer_precision(cal, H200_SXM, "tf32", {"bf16": 662.0}) is None  # no tf32 rate: no transfer

@@ -171,8 +171,12 @@ def test_fewest_gpus_for_70b_full_finetune() -> None:
     assert n in (4, 8)  # 8 bytes/param = 552 GB sharded, plus activations and the unsharded root
     assert est.fits(H200_USABLE)
     assert not estimate_training(replace(c, gpu_count=n // 2, sharding="fsdp")).fits(H200_USABLE)
-    # FSDP with autocast over fp32 shards keeps every bf16 weight cast (138 GB): never fits
-    assert fewest_gpus(replace(c, precision="amp_bf16"), H200_USABLE, max_gpus=64) is None
+    # FSDP with autocast over fp32 shards keeps every bf16 weight cast (138 GB): never fits;
+    # with the mixed-precision policy (the default for sharded amp_*) it does
+    amp = replace(c, precision="amp_bf16")
+    assert fewest_gpus(amp, H200_USABLE, max_gpus=64, sharded_mixed_precision="autocast") is None
+    found_amp = fewest_gpus(amp, H200_USABLE, max_gpus=64)
+    assert found_amp is not None and found_amp[0] == 16
 
 
 def test_kv_cache_gqa_and_inference() -> None:

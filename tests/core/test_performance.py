@@ -186,3 +186,30 @@ def test_gpu_spec_from_catalog_document() -> None:
     with pytest.raises(KeyError):
         estimate_step(TrainConfig(model=get_model("gt-llama-110m")), gpu_spec_from_doc(_doc(memory={})))
     assert gpu_spec_from_doc(_doc(architecture="Ada Lovelace")).family == "ada"
+
+
+def test_checkpoint_recompute_costs_host_time_beyond_a_forward() -> None:
+    """Launch-bound steps (issue 11): checkpointing replays the forward's kernels from Python
+    inside the backward, so a launch-bound step's host time grows by more than a forward's
+    launches; a compute-bound step grows by about one forward of GPU time."""
+    from service.core.performance import HOST_COST_FORWARD, HOST_COST_RECOMPUTE
+
+    small = TrainConfig(model=get_model("gt-llama-110m"), batch_size=2, seq_len=512)
+    a = estimate_step(small, H200_SXM)
+    b = estimate_step(replace(small, gradient_checkpointing=True), H200_SXM)
+    assert a.bound == "host-dispatch" and b.bound == "host-dispatch"
+    assert HOST_COST_RECOMPUTE > HOST_COST_FORWARD > 1.0
+    fwd_host = a.phases["host_dispatch"] * 49 * HOST_COST_FORWARD / (49 * HOST_COST_FORWARD + 94)
+    assert b.phases["host_dispatch"] - a.phases["host_dispatch"] > 1.5 * fwd_host
+    assert b.step_time_s / a.step_time_s > 1.5
+
+
+def test_optimizer_implementation_step_time() -> None:
+    """foreach/for-loop AdamW make one pass per op (21 element accesses vs fused's 7), and the
+    for-loop also launches each op per tensor."""
+    c = TrainConfig(model=get_model("llama2-7b"), batch_size=1, seq_len=2048)
+    fused = estimate_step(c, H200_SXM).phases["optimizer"]
+    foreach = estimate_step(replace(c, optimizer_impl="foreach"), H200_SXM).phases["optimizer"]
+    forloop = estimate_step(replace(c, optimizer_impl="forloop"), H200_SXM).phases["optimizer"]
+    assert 2.5 < (foreach - 1e-3) / (fused - 1e-3) < 3.5
+    assert forloop > foreach

@@ -205,12 +205,13 @@ def test_accuracy_table_ships_and_matches_the_check(loo: xfer.LooReport) -> None
 
     assert accuracy_table().meta.get("generated_by", "").endswith("--write-accuracy")
     cross = [p for p in loo.pairs if p.scope == "cross-architecture"]
-    acc = accuracy_for("transferred", "cross-architecture", "*")
+    acc = accuracy_for("cross-architecture", "*")
     assert acc is not None and acc.n == len(cross)
     assert acc.mape == pytest.approx(sum(p.error for p in cross) / len(cross), abs=2e-4)
-    assert accuracy_for("published", "published-anchor", "sm80") is not None
-    assert accuracy_for("interpolated", "same-gpu", "sm90", "llm-train") is not None
-    assert accuracy_for("spec", "spec-default", "sm89", "llm-train") is not None
+    assert acc.provenance == "published"  # answers on this path lean on the published tables
+    assert accuracy_for("published-anchor", "sm80") is not None
+    assert accuracy_for("same-gpu", "sm90", "llm-train") is not None
+    assert accuracy_for("spec-default", "sm89", "llm-train") is not None
 
 
 def test_fit_is_fast_and_cached() -> None:

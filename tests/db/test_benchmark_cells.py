@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select, update
 
+from service.core.results import CellKey
 from service.core.vocabulary import WORKLOADS, canonical_parameters, parameters_hash
 from service.db.engine import make_session_factory
 from service.db.models import BenchmarkResult, Gpu
@@ -16,7 +17,6 @@ from service.db.uow import UnitOfWork
 from service.schemas.benchmarks import BenchmarkRunIn
 from service.settings import Settings
 from service.usecases import benchmarks
-from service.usecases.benchmark_cells import CellKey, run_outlier_test
 from service.usecases.benchmarks import params_identity
 from service.usecases.catalog import AliasIndexCache
 from service.usecases.keys import Principal
@@ -76,7 +76,8 @@ def test_sql_and_python_outlier_tests_agree(engine: Engine, settings: Settings) 
             continue
         body = BenchmarkRunIn.model_validate(run_on(gpu, rows))
         with UnitOfWork(factory) as uow:
-            benchmarks.submit_run(uow, AliasIndexCache(), principal, body, settings=settings)
+            benchmarks.submit_run(uow, AliasIndexCache(), principal, body.to_core(),
+                                  policy=settings.outlier_policy(), max_results=settings.max_results_per_run)
     with UnitOfWork(factory) as uow:
         gid = uow.session.scalar(select(Gpu.id).where(Gpu.slug == gpu["slug"]))
         ids = list(uow.session.scalars(select(BenchmarkResult.id).where(BenchmarkResult.gpu_id == gid)))
@@ -98,8 +99,8 @@ def test_sql_and_python_outlier_tests_agree(engine: Engine, settings: Settings) 
                        BenchmarkResult.params_hash).where(BenchmarkResult.gpu_id == gid).distinct()
             )
         }
-        in_sql = run_outlier_test(uow, cells, settings, in_database=True)
-        in_python = run_outlier_test(uow, cells, settings, in_database=False)
+        in_sql = uow.benchmarks.outlier_test(cells, settings.outlier_policy(), in_database=True)
+        in_python = uow.benchmarks.outlier_test(cells, settings.outlier_policy(), in_database=False)
         uow.rollback()
     assert in_sql, "the scenario produced no flips; it tests nothing"
     as_set = lambda flips: {(f.id, f.outlier_detail is not None) for f in flips}  # noqa: E731
@@ -112,8 +113,6 @@ def test_sql_and_python_outlier_tests_agree(engine: Engine, settings: Settings) 
 def test_the_outlier_window_bounds_the_test(engine: Engine, settings: Settings) -> None:
     """Only a cell's most recent ``outlier_window`` results take part: an old point outside
     the window keeps its verdict and does not weigh on new ones."""
-    from service.usecases.benchmark_cells import reevaluate
-
     small = settings.model_copy(update={"outlier_window": 4})
     gpu = make_gpu(engine)
     factory = make_session_factory(engine)
@@ -125,8 +124,9 @@ def test_the_outlier_window_bounds_the_test(engine: Engine, settings: Settings) 
     def submit(values: list[float]) -> list[int]:
         body = BenchmarkRunIn.model_validate(run_on(gpu, [result(metrics={"throughput": v}) for v in values]))
         with UnitOfWork(factory) as uow:
-            out = benchmarks.submit_run(uow, AliasIndexCache(), principal, body, settings=small)
-        return [o["result_id"] for o in out.body["results"]]
+            out = benchmarks.submit_run(uow, AliasIndexCache(), principal, body.to_core(),
+                                        policy=small.outlier_policy(), max_results=small.max_results_per_run)
+        return [o.result_id for o in out.answer.results]
 
     (old,) = submit([5000.0])
     submit([100.0, 101.0, 102.0, 103.0])  # the window is now these four: 5000 fell out unjudged
@@ -137,6 +137,6 @@ def test_the_outlier_window_bounds_the_test(engine: Engine, settings: Settings) 
         assert gid is not None
         cell = (gid, row.fingerprint_hash, row.workload, row.params_hash)
         # with the default window the old point is in again and is an outlier
-        flips = reevaluate(uow, {cell}, settings)
+        flips = uow.benchmarks.reevaluate({cell}, settings.outlier_policy())
         assert [f.id for f in flips] == [old] and flips[0].quarantine_reason == "statistical_outlier"
         uow.rollback()

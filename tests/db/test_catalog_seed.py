@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from service.bootstrap import bootstrap
+from service.api.presenters.gpus import gpu_out
+from service.api.validation import gpu_document as validate_gpu_document
+from service.bootstrap import bootstrap, upsert_shipped
 from service.catalog.loader import load_shipped
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Gpu, GpuAlias
@@ -45,7 +47,7 @@ def test_reseed_is_idempotent_and_does_not_bump_data_version(fresh: Engine) -> N
         n_alias = uow.session.scalar(select(func.count()).select_from(GpuAlias))
     shipped = load_shipped()
     with _uow(fresh) as uow:
-        r = catalog.upsert_catalog(uow, shipped.gpus, catalog_version=shipped.version, prices=shipped.prices, fx_rates=shipped.fx_rates)
+        r = upsert_shipped(uow, shipped.gpus, catalog_version=shipped.version, prices=shipped.prices, fx_rates=shipped.fx_rates)
     assert (r.created, r.updated, r.prices_upserted, r.fx_upserted) == (0, 0, 0, 0)
     assert r.unchanged == len(shipped.gpus)
     with _uow(fresh) as uow:
@@ -56,17 +58,17 @@ def test_reseed_is_idempotent_and_does_not_bump_data_version(fresh: Engine) -> N
 def test_corrected_figure_reaches_db_but_admin_override_survives(fresh: Engine) -> None:
     cache = catalog.AliasIndexCache()
     with _uow(fresh) as uow:
-        view = catalog.get_gpu(uow, cache, "nvidia-l4")
-        catalog.patch_gpu(uow, "nvidia-l4", {"power": {"tdp_w": 70.5}}, view.etag)
+        view = catalog.resolve_gpu(uow, cache, "nvidia-l4")
+        catalog.patch_gpu(uow, "nvidia-l4", {"power": {"tdp_w": 70.5}}, view.etag, validate=validate_gpu_document)
     docs = _docs()
     l4 = next(d for d in docs if d["slug"] == "nvidia-l4")
     l4["power"]["tdp_w"] = 99.0  # upstream "correction" of the overridden field
     l4["memory"]["bandwidth_gb_per_s"] = 301.0  # and of a field nobody overrode
     with _uow(fresh) as uow:
-        r = catalog.upsert_catalog(uow, docs, catalog_version="v-next")
+        r = upsert_shipped(uow, docs, catalog_version="v-next")
         assert r.kept_override == 1 and r.updated == 1
     with _uow(fresh) as uow:
-        out = catalog.get_gpu(uow, cache, "nvidia-l4").out
+        out = gpu_out(catalog.resolve_gpu(uow, cache, "nvidia-l4").record)
         assert out.power.tdp_w == 70.5
         assert out.memory.bandwidth_gb_per_s == 301.0
         assert out.overridden_fields == ["power.tdp_w"]
@@ -76,16 +78,16 @@ def test_corrected_figure_reaches_db_but_admin_override_survives(fresh: Engine) 
 def test_admin_delete_survives_upsert(fresh: Engine) -> None:
     cache = catalog.AliasIndexCache()
     with _uow(fresh) as uow:
-        view = catalog.get_gpu(uow, cache, "nvidia-t4")
+        view = catalog.resolve_gpu(uow, cache, "nvidia-t4")
         catalog.delete_gpu(uow, "nvidia-t4", view.etag)
     shipped = load_shipped()
     with _uow(fresh) as uow:
-        catalog.upsert_catalog(uow, shipped.gpus, catalog_version="again")
+        upsert_shipped(uow, shipped.gpus, catalog_version="again")
     with _uow(fresh) as uow:
         row = uow.session.scalars(select(Gpu).where(Gpu.slug == "nvidia-t4")).one()
         assert row.deleted
         with pytest.raises(catalog.NotFound):
-            catalog.get_gpu(uow, cache, "T4")
+            catalog.resolve_gpu(uow, cache, "T4")
 
 
 def _boot(e: Engine, url: str, errors: list[BaseException]) -> None:

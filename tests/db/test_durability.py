@@ -88,6 +88,9 @@ class Server:
             **os.environ,
             "GPU_ADVISOR_DATABASE_URL": url,
             "GPU_ADVISOR_SEED_MEASUREMENTS_DIR": "",
+            # durability, not limits: one key submits as fast as it can (tests/db/test_replicas.py
+            # runs its servers with limits on)
+            "GPU_ADVISOR_RATE_LIMITS_ENABLED": "false",
             **(extra_env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None

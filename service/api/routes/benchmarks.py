@@ -1,18 +1,24 @@
 """Benchmark routes: submission (+ dry run), queries, the latest-measured view, the workload
 vocabulary, coverage, and the admin queue (alerts, pending GPUs, review, retraction).
 
-HTTP <-> use case only. Query filters with dynamic names (``param.<name>``, ``fp.<field>``)
-are collected here from the query string and handed over as plain mappings."""
+HTTP <-> use case only: a request becomes a use-case call (a validated run becomes a core
+:class:`~service.core.submission.RunSubmission`), the answer becomes a wire model
+(:mod:`service.api.presenters.benchmarks`). Query filters with dynamic names
+(``param.<name>``, ``fp.<field>``) are collected from the query string and handed over as
+plain mappings; the result filters are declared once, for the public and the admin listing."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, SubmitAuth, UowDep
+from service.api.presenters import benchmarks as present
 from service.schemas.benchmarks import (
     MAX_RESULTS_PER_RUN,
     AlertList,
@@ -36,6 +42,7 @@ from service.schemas.benchmarks import (
 )
 from service.schemas.common import Problem
 from service.schemas.gpus import AmbiguousGpu
+from service.settings import Settings
 from service.usecases import benchmark_admin, benchmark_queries, benchmarks
 from service.usecases.benchmark_queries import ResultFilters
 from service.usecases.errors import PayloadTooLarge
@@ -76,6 +83,10 @@ def _dynamic(request: Request, prefix: str) -> dict[str, str]:
     return {k[len(prefix) :]: v for k, v in request.query_params.items() if k.startswith(prefix) and len(k) > len(prefix)}
 
 
+def _page_size(limit: int | None, settings: Settings) -> int:
+    return min(limit or settings.page_size_default, settings.page_size_max)
+
+
 def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
     body = model.model_dump(mode="json")
     h = {"X-Data-Version": str(body.get("data_version", ""))}
@@ -83,6 +94,58 @@ def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) 
     return JSONResponse(body, status_code=status, headers=h)
 
 
+@dataclass(frozen=True, slots=True)
+class ResultListing:
+    """A result listing request: its filters, page size and cursor."""
+
+    filters: ResultFilters
+    limit: int
+    cursor: str | None
+
+
+def _result_listing(*, include_retracted_default: bool) -> Callable[..., ResultListing]:
+    """The result filters, declared once; the public listing hides retracted results unless
+    asked, the admin listing shows them unless told not to."""
+
+    def listing(
+        request: Request,
+        settings: SettingsDep,
+        gpu: Annotated[str | None, Query(description="slug, alias or PCI id")] = None,
+        pending_gpu_id: Annotated[int | None, Query(description="results of a pending (unmapped) GPU")] = None,
+        workload: Annotated[str | None, Query(max_length=64)] = None,
+        status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
+        quarantined: Annotated[bool | None, Query()] = None,
+        agent: Annotated[int | None, Query(description="API key id of the submitting agent")] = None,
+        host: Annotated[str | None, Query(max_length=200)] = None,
+        since: Annotated[dt.datetime | None, Query(description="measured at or after (ISO 8601)")] = None,
+        run_id: Annotated[str | None, Query(max_length=128)] = None,
+        fingerprint_hash: Annotated[str | None, Query(max_length=16)] = None,
+        include_retracted: bool = include_retracted_default,
+        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+        cursor: Annotated[str | None, Query(max_length=2000)] = None,
+    ) -> ResultListing:
+        filters = ResultFilters(
+            gpu=gpu,
+            pending_gpu_id=pending_gpu_id,
+            workload=workload,
+            status=status,
+            quarantined=quarantined,
+            agent=agent,
+            host=host,
+            since=since,
+            run_id=run_id,
+            fingerprint_hash=fingerprint_hash,
+            include_retracted=include_retracted,
+            params=_dynamic(request, "param."),
+            fingerprint=_dynamic(request, "fp."),
+        )
+        return ResultListing(filters=filters, limit=_page_size(limit, settings), cursor=cursor)
+
+    return listing
+
+
+PublicResultListing = Annotated[ResultListing, Depends(_result_listing(include_retracted_default=False))]
+AdminResultListing = Annotated[ResultListing, Depends(_result_listing(include_retracted_default=True))]
 
 
 # ---- submission ----------------------------------------------------------------------------------
@@ -103,7 +166,7 @@ def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) 
     ),
     responses={
         200: {"model": BenchmarkRunAccepted, "description": "replay of a stored run (same run_id and body)"},
-        409: {**PROBLEM, "description": "the run_id was stored with a different body"},
+        409: {**PROBLEM, "description": "the run_id was stored with a different body, or by another API key (run ids are global)"},
         413: {**PROBLEM, "description": "body over the size limit, or more results than allowed per run"},
     },
 )
@@ -116,11 +179,20 @@ def submit_run(
     settings: SettingsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
-    out = benchmarks.submit_run(uow, cache, principal, body, settings=settings, idempotency_key=idempotency_key)
-    headers = {"X-Data-Version": str(out.body["data_version"]), "Location": f"/v1/benchmark-runs/{body.run_id}"}
+    out = benchmarks.submit_run(
+        uow,
+        cache,
+        principal,
+        body.to_core(),
+        policy=settings.outlier_policy(),
+        max_results=settings.max_results_per_run,
+        idempotency_key=idempotency_key,
+    )
+    version = uow.data_version()  # committed by now
+    headers = {"X-Data-Version": str(version), "Location": f"/v1/benchmark-runs/{body.run_id}"}
     if out.replayed:
         headers["Idempotent-Replayed"] = "true"
-    return JSONResponse(out.body, status_code=out.status_code, headers=headers)
+    return JSONResponse(present.submission(out.answer, version), status_code=201 if out.stored else 200, headers=headers)
 
 
 @router.post(
@@ -128,7 +200,7 @@ def submit_run(
     response_model=BenchmarkRunAccepted,
     operation_id="validateBenchmarkRun",
     summary="Dry run: the same checks as a submission, nothing written",
-    responses={409: {**PROBLEM, "description": "the run_id was stored with a different body"}, 413: PROBLEM},
+    responses={409: {**PROBLEM, "description": "the run_id was stored with a different body, or by another API key (run ids are global)"}, 413: PROBLEM},
 )
 def validate_run(
     principal: SubmitAuth,
@@ -139,10 +211,17 @@ def validate_run(
     settings: SettingsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
-    out = benchmarks.submit_run(
-        uow, cache, principal, body, settings=settings, idempotency_key=idempotency_key, dry_run=True
+    out = benchmarks.validate_run(
+        uow,
+        cache,
+        principal,
+        body.to_core(),
+        policy=settings.outlier_policy(),
+        max_results=settings.max_results_per_run,
+        idempotency_key=idempotency_key,
     )
-    return JSONResponse(out.body, status_code=200, headers={"X-Data-Version": str(out.body["data_version"])})
+    version = uow.data_version()
+    return JSONResponse(present.submission(out.answer, version), status_code=200, headers={"X-Data-Version": str(version)})
 
 
 # ---- queries ---------------------------------------------------------------------------------------
@@ -161,7 +240,7 @@ def get_run(
     _auth: ReadAuth,
     include_results: Annotated[bool, Query(description="false: counts only")] = True,
 ) -> Response:
-    return _json(benchmark_queries.get_run(uow, run_id, include_results=include_results))
+    return _json(present.run_out(benchmark_queries.get_run(uow, run_id, include_results=include_results)))
 
 
 @router.get(
@@ -172,45 +251,9 @@ def get_run(
     description=FILTER_HELP,
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def list_results(
-    request: Request,
-    uow: UowDep,
-    cache: AliasCacheDep,
-    settings: SettingsDep,
-    _auth: ReadAuth,
-    gpu: Annotated[str | None, Query(description="slug, alias or PCI id")] = None,
-    pending_gpu_id: Annotated[int | None, Query(description="results of a pending (unmapped) GPU")] = None,
-    workload: Annotated[str | None, Query(max_length=64)] = None,
-    status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
-    quarantined: Annotated[bool | None, Query()] = None,
-    agent: Annotated[int | None, Query(description="API key id of the submitting agent")] = None,
-    host: Annotated[str | None, Query(max_length=200)] = None,
-    since: Annotated[dt.datetime | None, Query(description="measured at or after (ISO 8601)")] = None,
-    run_id: Annotated[str | None, Query(max_length=128)] = None,
-    fingerprint_hash: Annotated[str | None, Query(max_length=16)] = None,
-    include_retracted: bool = False,
-    limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
-    cursor: Annotated[str | None, Query(max_length=2000)] = None,
-) -> Response:
-    f = ResultFilters(
-        gpu=gpu,
-        pending_gpu_id=pending_gpu_id,
-        workload=workload,
-        status=status,
-        quarantined=quarantined,
-        agent=agent,
-        host=host,
-        since=since,
-        run_id=run_id,
-        fingerprint_hash=fingerprint_hash,
-        include_retracted=include_retracted,
-        params=_dynamic(request, "param."),
-        fingerprint=_dynamic(request, "fp."),
-    )
-    out = benchmark_queries.list_results(
-        uow, cache, f, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
-    )
-    return _json(out)
+def list_results(uow: UowDep, cache: AliasCacheDep, _auth: ReadAuth, listing: PublicResultListing) -> Response:
+    out = benchmark_queries.list_results(uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor)
+    return _json(present.result_list(out))
 
 
 @router.get(
@@ -221,7 +264,7 @@ def list_results(
     responses={404: PROBLEM},
 )
 def get_result(result_id: int, uow: UowDep, _auth: ReadAuth) -> Response:
-    out = benchmark_queries.get_result(uow, result_id)
+    out = present.result_out(benchmark_queries.get_result(uow, result_id))
     return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
 
 
@@ -259,12 +302,12 @@ def gpu_measurements(
         fingerprint=_dynamic(request, "fp."),
         fingerprint_hash=fingerprint_hash,
     )
-    return _json(out)
+    return _json(present.measurements(out))
 
 
 @router.get("/workloads", response_model=WorkloadList, operation_id="listWorkloads", summary="The benchmark vocabulary")
 def list_workloads(_auth: ReadAuth) -> WorkloadList:
-    return benchmark_queries.workloads()
+    return present.workload_list(benchmark_queries.workloads())
 
 
 @router.get(
@@ -275,7 +318,7 @@ def list_workloads(_auth: ReadAuth) -> WorkloadList:
     responses={404: PROBLEM},
 )
 def get_workload(name: str, _auth: ReadAuth) -> WorkloadOut:
-    return benchmark_queries.workload(name)
+    return present.workload_out(benchmark_queries.workload(name))
 
 
 @router.get(
@@ -285,7 +328,7 @@ def get_workload(name: str, _auth: ReadAuth) -> WorkloadOut:
     summary="GPU x workload: result counts, newest date, empty cells",
 )
 def coverage(uow: UowDep, _auth: ReadAuth) -> Response:
-    return _json(benchmark_queries.coverage(uow))
+    return _json(present.coverage(benchmark_queries.coverage(uow)))
 
 
 # ---- admin ---------------------------------------------------------------------------------------
@@ -312,13 +355,9 @@ def list_alerts(
     cursor: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> Response:
     out = benchmark_admin.list_alerts(
-        uow,
-        kind=kind,
-        acknowledged=acknowledged,
-        limit=min(limit or settings.page_size_default, settings.page_size_max),
-        cursor=cursor,
+        uow, kind=kind, acknowledged=acknowledged, limit=_page_size(limit, settings), cursor=cursor
     )
-    return _json(out)
+    return _json(present.alert_list(out))
 
 
 @router.post(
@@ -330,7 +369,7 @@ def list_alerts(
     responses={404: PROBLEM},
 )
 def acknowledge_alert(alert_id: int, uow: UowDep, principal: AdminAuth) -> Response:
-    out = benchmark_admin.acknowledge_alert(uow, principal, alert_id)
+    out = present.alert_out(benchmark_admin.acknowledge_alert(uow, principal, alert_id))
     return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
 
 
@@ -347,7 +386,7 @@ def list_pending_gpus(
     _auth: AdminAuth,
     status: Annotated[Literal["pending", "mapped"] | None, Query()] = "pending",
 ) -> Response:
-    return _json(benchmark_admin.list_pending(uow, cache, status=status))
+    return _json(present.pending_gpu_list(benchmark_admin.list_pending(uow, cache, status=status)))
 
 
 @router.post(
@@ -366,7 +405,8 @@ def map_pending_gpu(
     settings: SettingsDep,
     principal: AdminAuth,
 ) -> Response:
-    out = benchmark_admin.map_pending(uow, cache, principal, pending_id, body.slug, settings=settings)
+    entry = benchmark_admin.map_pending(uow, cache, principal, pending_id, body.slug, policy=settings.outlier_policy())
+    out = present.pending_gpu_out(entry)
     return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
 
 
@@ -379,46 +419,9 @@ def map_pending_gpu(
     tags=ADMIN_TAGS,
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def admin_list_results(
-    request: Request,
-    uow: UowDep,
-    cache: AliasCacheDep,
-    settings: SettingsDep,
-    _auth: AdminAuth,
-    gpu: Annotated[str | None, Query()] = None,
-    pending_gpu_id: Annotated[int | None, Query()] = None,
-    workload: Annotated[str | None, Query(max_length=64)] = None,
-    status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
-    quarantined: Annotated[bool | None, Query()] = None,
-    agent: Annotated[int | None, Query(description="API key id")] = None,
-    host: Annotated[str | None, Query(max_length=200)] = None,
-    since: Annotated[dt.datetime | None, Query()] = None,
-    run_id: Annotated[str | None, Query(max_length=128)] = None,
-    fingerprint_hash: Annotated[str | None, Query(max_length=16)] = None,
-    include_retracted: bool = True,
-    limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
-    cursor: Annotated[str | None, Query(max_length=2000)] = None,
-) -> Response:
-    return list_results(
-        request,
-        uow,
-        cache,
-        settings,
-        None,
-        gpu=gpu,
-        pending_gpu_id=pending_gpu_id,
-        workload=workload,
-        status=status,
-        quarantined=quarantined,
-        agent=agent,
-        host=host,
-        since=since,
-        run_id=run_id,
-        fingerprint_hash=fingerprint_hash,
-        include_retracted=include_retracted,
-        limit=limit,
-        cursor=cursor,
-    )
+def admin_list_results(uow: UowDep, cache: AliasCacheDep, _auth: AdminAuth, listing: AdminResultListing) -> Response:
+    out = benchmark_queries.list_results(uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor)
+    return _json(present.result_list(out))
 
 
 @router.post(
@@ -432,9 +435,10 @@ def admin_list_results(
 def release_result(
     result_id: int, body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
 ) -> Response:
-    return _json(
-        benchmark_admin.review_result(uow, principal, result_id, action="release", reason=body.reason, settings=settings)
+    out = benchmark_admin.review_result(
+        uow, principal, result_id, action="release", reason=body.reason, policy=settings.outlier_policy()
     )
+    return _json(present.review_out(out, uow.data_version()))
 
 
 @router.post(
@@ -448,11 +452,10 @@ def release_result(
 def quarantine_result(
     result_id: int, body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
 ) -> Response:
-    return _json(
-        benchmark_admin.review_result(
-            uow, principal, result_id, action="quarantine", reason=body.reason, settings=settings
-        )
+    out = benchmark_admin.review_result(
+        uow, principal, result_id, action="quarantine", reason=body.reason, policy=settings.outlier_policy()
     )
+    return _json(present.review_out(out, uow.data_version()))
 
 
 @router.post(
@@ -470,9 +473,10 @@ def retract_run(
     principal: AdminAuth,
     run_id: Annotated[str, Path(max_length=128)],
 ) -> Response:
-    return _json(
-        benchmark_admin.set_retracted(uow, principal, run_id, retract=True, reason=body.reason, settings=settings)
+    out = benchmark_admin.set_retracted(
+        uow, principal, run_id, retract=True, reason=body.reason, policy=settings.outlier_policy()
     )
+    return _json(present.retract_out(out, uow.data_version()))
 
 
 @router.post(
@@ -486,7 +490,8 @@ def retract_run(
 def restore_run(
     uow: UowDep, settings: SettingsDep, principal: AdminAuth, run_id: Annotated[str, Path(max_length=128)]
 ) -> Response:
-    return _json(benchmark_admin.set_retracted(uow, principal, run_id, retract=False, reason=None, settings=settings))
+    out = benchmark_admin.set_retracted(uow, principal, run_id, retract=False, reason=None, policy=settings.outlier_policy())
+    return _json(present.retract_out(out, uow.data_version()))
 
 
 @router.get(
@@ -507,11 +512,6 @@ def admin_list_runs(
     cursor: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> Response:
     out = benchmark_queries.list_runs(
-        uow,
-        agent=agent,
-        state=state,
-        gpu_slug=gpu,
-        limit=min(limit or settings.page_size_default, settings.page_size_max),
-        cursor=cursor,
+        uow, agent=agent, state=state, gpu_slug=gpu, limit=_page_size(limit, settings), cursor=cursor
     )
-    return _json(out)
+    return _json(present.run_list(out))

@@ -8,22 +8,26 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Header, Query, Response, status
 from fastapi.responses import JSONResponse
 
+from service.api import validation
 from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, UowDep
+from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
+from service.core.catalog import GpuFilters
 from service.schemas.common import Problem
-from service.schemas.gpus import AmbiguousGpu, FxRateIn, GpuDocument, GpuList, GpuOut, PriceIn, PriceList
+from service.schemas.gpus import (
+    AmbiguousGpu,
+    FxRateIn,
+    GpuDocument,
+    GpuList,
+    GpuOut,
+    PriceIn,
+    PriceList,
+    PriceOut,
+)
 from service.usecases import catalog
 
 router = APIRouter(prefix="/v1", tags=["gpus"])
 
 PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
-
-
-def _gpu_response(view: catalog.GpuView, data_version: int, code: int = 200) -> JSONResponse:
-    headers = {"ETag": view.etag, "X-Data-Version": str(data_version)}
-    body = view.out.model_dump(mode="json")
-    if view.warnings:
-        body["warnings"] = view.warnings
-    return JSONResponse(body, status_code=code, headers=headers)
 
 
 @router.get("/gpus", response_model=GpuList, operation_id="listGpus", summary="List catalog GPUs")
@@ -46,7 +50,7 @@ def list_gpus(
     if min_usable_memory_gib is not None:
         gib = int(min_usable_memory_gib * 2**30)
         min_mem = max(min_mem or 0, gib)
-    filters = catalog.GpuFilters(
+    filters = GpuFilters(
         vendor=vendor,
         architecture=architecture,
         min_usable_memory_bytes=min_mem,
@@ -54,10 +58,11 @@ def list_gpus(
         form_factor=form_factor,
         nvlink_topology=nvlink_topology,
     )
-    items, nxt = catalog.list_gpus(
+    page = catalog.list_gpus(
         uow, filters, sort=sort, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
     )
-    return GpuList(items=items, next_cursor=nxt, count=len(items), data_version=uow.data_version())
+    items = [gpu_out(r) for r in page.items]
+    return GpuList(items=items, next_cursor=page.next_cursor, count=len(items), data_version=uow.data_version())
 
 
 @router.get(
@@ -79,10 +84,10 @@ def get_gpu(
     on_ambiguous: Annotated[Literal["candidates", "default"], Query(description="'default' resolves an ambiguous name to its stated default, with an assumed_variant warning")] = "candidates",
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
-    view = catalog.get_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
+    view = catalog.resolve_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
     if if_none_match and (view.etag in [t.strip() for t in if_none_match.split(",")] or if_none_match.strip() == "*"):
         return Response(status_code=304, headers={"ETag": view.etag})
-    return _gpu_response(view, uow.data_version())
+    return gpu_response(view.record, uow.data_version(), warnings=view.warnings)
 
 
 @router.post(
@@ -94,9 +99,9 @@ def get_gpu(
     responses={409: {"model": Problem, "description": "slug exists"}},
 )
 def create_gpu(uow: UowDep, _auth: AdminAuth, body: Annotated[dict[str, Any], Body(description="a GpuDocument")]) -> Response:
-    view = catalog.create_gpu(uow, body)
-    resp = _gpu_response(view, uow.data_version(), code=201)
-    resp.headers["Location"] = f"/v1/gpus/{view.out.slug}"
+    record = catalog.create_gpu(uow, validation.gpu_document(body))
+    resp = gpu_response(record, uow.data_version(), status_code=201)
+    resp.headers["Location"] = gpu_url(record.slug)
     return resp
 
 
@@ -118,8 +123,8 @@ def update_gpu(
     body: Annotated[dict[str, Any], Body(description="JSON merge patch over the GpuDocument")],
     if_match: Annotated[str | None, Header()] = None,
 ) -> Response:
-    view = catalog.patch_gpu(uow, slug, body, if_match)
-    return _gpu_response(view, uow.data_version())
+    record = catalog.patch_gpu(uow, slug, body, if_match, validate=validation.gpu_document)
+    return gpu_response(record, uow.data_version())
 
 
 @router.delete(
@@ -144,10 +149,11 @@ def delete_gpu(
     responses={300: {"model": AmbiguousGpu}, 404: {"model": Problem}},
 )
 def list_prices(ident: str, uow: UowDep, cache: AliasCacheDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
-    slug, items = catalog.list_prices(
+    listing = catalog.list_prices(
         uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
     )
-    out = PriceList(gpu_slug=slug, items=items, data_version=uow.data_version())
+    items = [PriceOut.from_core(v) for v in listing.items]
+    out = PriceList(gpu_slug=listing.gpu_slug, items=items, data_version=uow.data_version())
     return JSONResponse(out.model_dump(mode="json"))
 
 
@@ -159,7 +165,7 @@ def list_prices(ident: str, uow: UowDep, cache: AliasCacheDep, settings: Setting
     responses={404: {"model": Problem}},
 )
 def add_price(slug: str, body: PriceIn, uow: UowDep, _auth: AdminAuth) -> Response:
-    catalog.add_price(uow, slug, body)
+    catalog.add_price(uow, slug, body.to_core())
     return Response(status_code=204)
 
 
@@ -171,7 +177,7 @@ def add_price(slug: str, body: PriceIn, uow: UowDep, _auth: AdminAuth) -> Respon
     tags=["prices"],
 )
 def add_fx(body: FxRateIn, uow: UowDep, _auth: AdminAuth) -> Response:
-    catalog.add_fx_rate(uow, body)
+    catalog.add_fx_rate(uow, body.to_core())
     return Response(status_code=204)
 
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
+
+from service.db.uow import UnitOfWork
 
 router = APIRouter(tags=["health"])
 
@@ -15,9 +16,9 @@ def healthz() -> dict[str, str]:
 @router.get("/readyz", operation_id="readyz", summary="Readiness: the database answers and is migrated")
 def readyz(request: Request) -> JSONResponse:
     try:
-        with request.app.state.engine.connect() as conn:
-            version = conn.execute(text("SELECT version FROM data_version WHERE id = 1")).scalar_one()
-        return JSONResponse({"status": "ready", "database": "ok", "data_version": int(version)})
+        with UnitOfWork(request.app.state.session_factory) as uow:
+            version = uow.data_version()
+        return JSONResponse({"status": "ready", "database": "ok", "data_version": version})
     except Exception as exc:  # any DB failure means not ready
         return JSONResponse(
             {"type": "https://gpu-advisor.dev/problems/not-ready", "title": "Not ready", "status": 503,

@@ -16,7 +16,7 @@ router = APIRouter(prefix="/v1", tags=["models"])
 
 @router.get("/models", response_model=ModelList, operation_id="listModels", summary="Model presets")
 def list_models(_auth: ReadAuth) -> ModelList:
-    return uc.list_all()
+    return ModelList.from_core(uc.list_all())
 
 
 @router.get(
@@ -27,7 +27,7 @@ def list_models(_auth: ReadAuth) -> ModelList:
     responses={404: {"model": Problem, "description": "unknown model; `close_matches` lists near names"}},
 )
 def get_model(model_id: str, _auth: ReadAuth) -> ModelDetail:
-    return uc.detail(uc.lookup(model_id))
+    return ModelDetail.from_core(uc.lookup(model_id))
 
 
 @router.post(
@@ -39,4 +39,4 @@ def get_model(model_id: str, _auth: ReadAuth) -> ModelDetail:
 )
 def parse_model(_auth: ReadAuth, body: Annotated[dict[str, Any], Body(description="config.json")]) -> ModelDetail:
     spec, shape = uc.resolve_model_input(None, body, None)
-    return uc.detail(spec, shape)
+    return ModelDetail.from_core(spec, shape)

@@ -36,19 +36,26 @@ def _utc(value: dt.datetime) -> dt.datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
-def _points_query() -> Select[Any]:
-    """Results joined to their run (host) and the run's key (trusted): written once."""
-    R = BenchmarkResult
+def results_with_runs(*columns: Any) -> Select[Any]:
+    """Results joined to their run (host, run id, queue entry) and the run's API key (agent
+    name, trusted): the one place this join is written. Result listings, the measurements view
+    and the estimator's lookups all start here."""
     return (
-        select(
-            R.id, R.gpu_id, R.workload, R.params_hash, R.fingerprint_hash, R.status, R.quarantined,
-            R.measured_at, R.metrics, R.peak_allocated_bytes, R.peak_reserved_bytes, R.nvml_used_bytes,
-            BenchmarkRun.host, ApiKey.trusted,
-        )
-        .join(BenchmarkRun, BenchmarkRun.id == R.run_pk)
+        select(*columns)
+        .select_from(BenchmarkResult)
+        .join(BenchmarkRun, BenchmarkRun.id == BenchmarkResult.run_pk)
         .outerjoin(ApiKey, ApiKey.id == BenchmarkRun.api_key_id)
-        .where(R.retracted.is_(False))
     )
+
+
+def points_query() -> Select[Any]:
+    """Non-retracted results with what :class:`Point` needs (rows for :func:`point_from_row`)."""
+    R = BenchmarkResult
+    return results_with_runs(
+        R.id, R.gpu_id, R.workload, R.params_hash, R.fingerprint_hash, R.status, R.quarantined,
+        R.measured_at, R.metrics, R.peak_allocated_bytes, R.peak_reserved_bytes, R.nvml_used_bytes,
+        BenchmarkRun.host, ApiKey.trusted,
+    ).where(R.retracted.is_(False))
 
 
 def point_from_row(r: Any) -> Point:
@@ -68,7 +75,7 @@ class MeasurementRepository:
 
     def cell_points(self, gpu_slug: str, workload: str, params_hash: str) -> list[Point]:
         """Every non-retracted result of one cell (the estimator's exact-cell lookup)."""
-        q = (_points_query().join(Gpu, Gpu.id == BenchmarkResult.gpu_id)
+        q = (points_query().join(Gpu, Gpu.id == BenchmarkResult.gpu_id)
              .where(Gpu.slug == gpu_slug, BenchmarkResult.workload == workload,
                     BenchmarkResult.params_hash == params_hash))
         return [point_from_row(r) for r in self._s.execute(q)]
@@ -76,7 +83,7 @@ class MeasurementRepository:
     def cells(self, workloads: Sequence[str] | None = None, gpu_slugs: Iterable[str] | None = None) -> list[StoredCell]:
         """Batch: every cell of the given workloads (and GPUs), catalog GPUs only, with the
         GPU's effective spec and the cell's canonical parameters (read once per cell)."""
-        q = _points_query().where(BenchmarkResult.gpu_id.is_not(None))
+        q = points_query().where(BenchmarkResult.gpu_id.is_not(None))
         if workloads is not None:
             q = q.where(BenchmarkResult.workload.in_(list(workloads)))
         gpu_ids: dict[int, GpuSpec] = {}
