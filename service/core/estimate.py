@@ -22,6 +22,7 @@ architecture (:mod:`service.core.accuracy`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -531,7 +532,13 @@ def _configuration(job: Job) -> dict[str, Any]:
 
 
 def _accuracy(scope: str, gpu: GpuSpec, workload: str) -> Accuracy | None:
-    return accuracy_for(scope, arch_key(gpu), workload)
+    return _accuracy_by_key(scope, gpu.compute_capability, gpu.family, workload)
+
+
+@functools.lru_cache(maxsize=4096)
+def _accuracy_by_key(scope: str, cc: str | None, family: str, workload: str) -> Accuracy | None:
+    """Cached: a recommendation asks it for hundreds of candidates of a handful of kinds."""
+    return accuracy_for(scope, arch_key(GpuSpec(slug="-", compute_capability=cc, architecture=family)), workload)
 
 
 def _derived_span(gpu: GpuSpec, precision: str) -> tuple[GpuSpec, GpuSpec, str] | None:
