@@ -9,8 +9,8 @@ from fastapi import Depends, Header, Request
 
 from service.db.uow import UnitOfWork
 from service.settings import Settings
-from service.usecases.catalog import AliasIndexCache
 from service.usecases.keys import Principal, authenticate
+from service.usecases.read_model import ReadModel
 
 
 def get_settings(request: Request) -> Settings:
@@ -18,25 +18,42 @@ def get_settings(request: Request) -> Settings:
     return s
 
 
-def get_uow(request: Request) -> Iterator[UnitOfWork]:
-    """One unit of work per request. A write use case commits when it returns
-    (``usecases.transaction.commits``), before the route builds the response; this only
-    closes (rolling back anything uncommitted, e.g. after an error)."""
-    uow = UnitOfWork(request.app.state.session_factory)
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _uow(request: Request, *, write: bool) -> Iterator[UnitOfWork]:
+    state = request.app.state
+    factory = state.session_factory if write else state.read_session_factory
+    uow = UnitOfWork(factory, stack_window=state.settings.measurement_window)
     try:
         yield uow
     finally:
         uow.close()
 
 
-def get_alias_cache(request: Request) -> AliasIndexCache:
-    c: AliasIndexCache = request.app.state.alias_cache
+def get_uow(request: Request) -> Iterator[UnitOfWork]:
+    """One unit of work per request: a write transaction for POST/PUT/PATCH/DELETE (SQLite:
+    ``BEGIN IMMEDIATE``), a read transaction otherwise (SQLite: deferred, never waiting for a
+    writer). A write use case commits when it returns (``usecases.transaction.commits``),
+    before the route builds the response; this only closes (rolling back anything
+    uncommitted, e.g. after an error)."""
+    yield from _uow(request, write=request.method.upper() in WRITE_METHODS)
+
+
+def get_read_uow(request: Request) -> Iterator[UnitOfWork]:
+    """A read transaction for the POST routes that only read (estimates, dry runs, parsing)."""
+    yield from _uow(request, write=False)
+
+
+def get_read_model(request: Request) -> ReadModel:
+    c: ReadModel = request.app.state.read_model
     return c
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 UowDep = Annotated[UnitOfWork, Depends(get_uow)]
-AliasCacheDep = Annotated[AliasIndexCache, Depends(get_alias_cache)]
+ReadUowDep = Annotated[UnitOfWork, Depends(get_read_uow)]
+ReadDep = Annotated[ReadModel, Depends(get_read_model)]
 
 
 def require(scope: str) -> Callable[..., Principal | None]:

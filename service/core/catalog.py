@@ -169,6 +169,26 @@ class GpuFilters:
     form_factor: str | None = None
     nvlink_topology: str | None = None
 
+    def admits(self, document: Mapping[str, Any]) -> bool:
+        """Whether a GPU's effective document passes every filter (a GPU with an unknown
+        usable memory fails a memory floor)."""
+        d = document
+        if self.vendor and d.get("vendor") != self.vendor.lower():
+            return False
+        if self.architecture and str(d.get("architecture") or "").lower() != self.architecture.lower():
+            return False
+        if self.min_usable_memory_bytes is not None:
+            usable = (d.get("memory") or {}).get("usable_memory_bytes")
+            if usable is None or usable < self.min_usable_memory_bytes:
+                return False
+        if self.form_factor and d.get("form_factor") != self.form_factor:
+            return False
+        if self.nvlink_topology:
+            topo = ((d.get("interconnect") or {}).get("nvlink") or {}).get("topology") or "none"
+            if topo != self.nvlink_topology:
+                return False
+        return all((d.get("supports") or {}).get(p) == "yes" for p in self.supports)
+
 
 # ---- names -------------------------------------------------------------------------------
 

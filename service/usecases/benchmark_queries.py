@@ -11,19 +11,21 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from service.core.aggregate import CellView, latest_measured
+from service.core.aggregate import CellView, latest_measured, view_of
 from service.core.results import (
     CoverageStats,
     ParamFilter,
     ResultQuery,
     StoredResult,
     StoredRun,
+    fp_value_matches,
     main_metric_of,
 )
 from service.core.vocabulary import (
     FINGERPRINT_FIELDS,
     FINGERPRINT_NULLABLE,
     FINGERPRINT_REQUIRED,
+    FINGERPRINT_UNHASHED,
     MEMORY_FIELDS,
     PRECISIONS,
     RESULT_STATUSES,
@@ -32,12 +34,14 @@ from service.core.vocabulary import (
     VocabularyError,
     WorkloadDef,
     coerce_parameter,
+    parameter_value,
     suite_definition_hash,
 )
 from service.db.uow import UnitOfWork
-from service.usecases.catalog import AliasIndexCache, resolve_gpu
+from service.usecases.catalog import resolve_gpu
 from service.usecases.errors import FieldError, Invalid, NotFound
 from service.usecases.paging import before_of, cut_page
+from service.usecases.read_model import ReadModel
 
 # ---- one result, one run ---------------------------------------------------------------------
 
@@ -54,7 +58,7 @@ class RunDetail:
     run: StoredRun
     status_counts: Mapping[str, int]  # every status, zeros included
     results: tuple[StoredResult, ...] | None  # by position; None when not asked for
-    data_version: int
+    data_version: str
 
 
 def get_run(uow: UnitOfWork, run_id: str, *, include_results: bool = True) -> RunDetail:
@@ -138,7 +142,7 @@ def check_fingerprint_filters(fp: Mapping[str, str]) -> None:
             )
 
 
-def _gpu(uow: UnitOfWork, cache: AliasIndexCache, ident: str) -> tuple[int, str]:
+def _gpu(uow: UnitOfWork, cache: ReadModel, ident: str) -> tuple[int, str]:
     """(row id, slug) of the GPU a slug, alias or PCI id names (``NotFound`` / ``Ambiguous``)."""
     slug = resolve_gpu(uow, cache, ident).spec.slug
     gid = uow.benchmark_queries.gpu_id(slug)
@@ -154,11 +158,11 @@ def _gpu(uow: UnitOfWork, cache: AliasIndexCache, ident: str) -> tuple[int, str]
 class ResultPage:
     items: tuple[StoredResult, ...]
     next_cursor: str | None
-    data_version: int
+    data_version: str
 
 
 def list_results(
-    uow: UnitOfWork, cache: AliasIndexCache, f: ResultFilters, *, limit: int, cursor: str | None
+    uow: UnitOfWork, cache: ReadModel, f: ResultFilters, *, limit: int, cursor: str | None
 ) -> ResultPage:
     """Newest first (by id), keyset pagination."""
     _check_workload(f.workload)
@@ -190,7 +194,7 @@ def list_results(
 class RunPage:
     items: tuple[StoredRun, ...]
     next_cursor: str | None
-    data_version: int
+    data_version: str
 
 
 def list_runs(
@@ -229,12 +233,12 @@ class Measurements:
     gpu_slug: str
     min_points: int
     cells: tuple[MeasuredCell, ...]  # by workload, then parameters
-    data_version: int
+    data_version: str
 
 
 def measurements(
     uow: UnitOfWork,
-    cache: AliasIndexCache,
+    cache: ReadModel,
     ident: str,
     *,
     min_points: int,
@@ -246,15 +250,20 @@ def measurements(
     """The latest-measured view (DESIGN; :func:`service.core.aggregate.latest_measured`) of
     every (workload, canonical parameters) cell of a GPU, or of the cells matching the filters."""
     _check_workload(workload)
-    gid, slug = _gpu(uow, cache, ident)
     pf = param_filters(workload, params or {})
     check_fingerprint_filters(fingerprint or {})
+    if not any(name in FINGERPRINT_UNHASHED for name in (fingerprint or {})):
+        return _measurements_from_snapshot(uow, cache, ident, min_points, workload, pf, fingerprint or {},
+                                           fingerprint_hash)
+    # host-identity filters (fp.host_id...) select results, not stacks: read them from the
+    # results, over the same window, with the same rule
+    gid, slug = _gpu(uow, cache, ident)
     q = uow.benchmark_queries
     points = q.measured_points(
         gid, workload=workload, params=pf, fingerprint=fingerprint or {}, fingerprint_hash=fingerprint_hash
     )
     parameters = q.cell_parameters(gid, {ph for _, ph in points})
-    views = {key: latest_measured(pts, min_points) for key, pts in points.items()}
+    views = {key: latest_measured(pts, min_points, cache.window) for key, pts in points.items()}
     fields = q.fingerprint_fields({v.fingerprint_hash for v in views.values()})
     cells = [
         MeasuredCell(
@@ -269,6 +278,50 @@ def measurements(
     ]
     cells.sort(key=lambda c: (c.workload, json.dumps(c.parameters, sort_keys=True)))
     return Measurements(gpu_slug=slug, min_points=min_points, cells=tuple(cells), data_version=uow.data_version())
+
+
+def _param_matches(workload: str, params: Mapping[str, object], f: ParamFilter) -> bool:
+    value = parameter_value(workload, params, f.name)
+    if f.type in ("int", "float"):
+        return isinstance(value, int | float) and not isinstance(value, bool) and float(value) == float(f.value)
+    return bool(value == f.value)
+
+
+def _measurements_from_snapshot(
+    uow: UnitOfWork,
+    read: ReadModel,
+    ident: str,
+    min_points: int,
+    workload: str | None,
+    pf: tuple[ParamFilter, ...],
+    fingerprint: Mapping[str, str],
+    fingerprint_hash: str | None,
+) -> Measurements:
+    """The view from the read snapshot's stack summaries: no result is read."""
+    slug = resolve_gpu(uow, read, ident).record.slug
+    snap = read.snapshot(uow).measurements
+    cells: list[MeasuredCell] = []
+    for key in snap.by_gpu.get(slug, ()):
+        c = snap.cells[key]
+        if workload is not None and c.workload != workload:
+            continue
+        if not all(_param_matches(c.workload, c.params, f) for f in pf):
+            continue
+        stacks = [s for s in c.stacks
+                  if (fingerprint_hash is None or s.fingerprint_hash == fingerprint_hash)
+                  and all(fp_value_matches(snap.fingerprints.get(s.fingerprint_hash, {}).get(k), v)
+                          for k, v in fingerprint.items())]
+        if not stacks:
+            continue
+        v = view_of(stacks, min_points)
+        cells.append(MeasuredCell(
+            workload=c.workload, parameters=dict(c.params), parameters_hash=c.params_hash,
+            main_metric=main_metric_of(c.workload, v.metrics),
+            fingerprint=dict(snap.fingerprints.get(v.fingerprint_hash, {})), view=v,
+        ))
+    cells.sort(key=lambda c: (c.workload, json.dumps(c.parameters, sort_keys=True)))
+    return Measurements(gpu_slug=slug, min_points=min_points, cells=tuple(cells),
+                        data_version=uow.data_version())
 
 
 # ---- vocabulary and coverage --------------------------------------------------------------------------
@@ -319,7 +372,7 @@ class Coverage:
     rows: tuple[CoverageRow, ...]
     empty_cells: tuple[tuple[str, str], ...]  # (gpu slug, workload) with no results
     pending_runs: int
-    data_version: int
+    data_version: str
 
 
 _EMPTY = CoverageStats(

@@ -60,7 +60,7 @@ from service.usecases.benchmark_queries import (
 # ---- submission -----------------------------------------------------------------------------------
 
 
-def submission(answer: SubmissionAnswer, data_version: int) -> dict[str, Any]:
+def submission(answer: SubmissionAnswer, data_version: str) -> dict[str, Any]:
     """The :class:`~service.schemas.benchmarks.BenchmarkRunAccepted` document. Built as plain
     JSON, not through the model: an answer to a 10,000-result run is not validated twice."""
     return {
@@ -336,9 +336,9 @@ def pending_gpu_list(q: PendingGpuQueue) -> PendingGpuList:
     return PendingGpuList(items=items, count=len(items), data_version=q.data_version)
 
 
-def review_out(r: ReviewAnswer, data_version: int) -> ReviewOut:
+def review_out(r: ReviewAnswer, data_version: str) -> ReviewOut:
     return ReviewOut(result=result_out(r.result), changed_results=r.changed_results, data_version=data_version)
 
 
-def retract_out(r: Retraction, data_version: int) -> RetractOut:
+def retract_out(r: Retraction, data_version: str) -> RetractOut:
     return RetractOut(run=run_summary(r.run), changed_results=r.changed_results, data_version=data_version)

@@ -34,7 +34,7 @@ def candidate_json(c: GpuCandidate) -> dict[str, Any]:
 
 
 def gpu_response(
-    record: GpuRecord, data_version: int, *, warnings: Sequence[GpuWarning] = (), status_code: int = 200
+    record: GpuRecord, data_version: str, *, warnings: Sequence[GpuWarning] = (), status_code: int = 200
 ) -> JSONResponse:
     """The GPU as served: ``GpuOut`` plus ``warnings`` when resolving its name assumed
     something; ``ETag`` and ``X-Data-Version`` headers."""

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, SubmitAuth, UowDep
+from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsDep, SubmitAuth, UowDep
 from service.api.presenters import benchmarks as present
 from service.schemas.benchmarks import (
     MAX_RESULTS_PER_RUN,
@@ -175,7 +175,7 @@ def submit_run(
     _guard: ResultCountGuard,
     body: BenchmarkRunIn,
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     settings: SettingsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
@@ -206,8 +206,8 @@ def validate_run(
     principal: SubmitAuth,
     _guard: ResultCountGuard,
     body: BenchmarkRunIn,
-    uow: UowDep,
-    cache: AliasCacheDep,
+    uow: ReadUowDep,
+    cache: ReadDep,
     settings: SettingsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
@@ -251,7 +251,7 @@ def get_run(
     description=FILTER_HELP,
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def list_results(uow: UowDep, cache: AliasCacheDep, _auth: ReadAuth, listing: PublicResultListing) -> Response:
+def list_results(uow: UowDep, cache: ReadDep, _auth: ReadAuth, listing: PublicResultListing) -> Response:
     out = benchmark_queries.list_results(uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor)
     return _json(present.result_list(out))
 
@@ -285,7 +285,7 @@ def gpu_measurements(
     ident: str,
     request: Request,
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     settings: SettingsDep,
     _auth: ReadAuth,
     workload: Annotated[str | None, Query(max_length=64)] = None,
@@ -382,7 +382,7 @@ def acknowledge_alert(alert_id: int, uow: UowDep, principal: AdminAuth) -> Respo
 )
 def list_pending_gpus(
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     _auth: AdminAuth,
     status: Annotated[Literal["pending", "mapped"] | None, Query()] = "pending",
 ) -> Response:
@@ -401,7 +401,7 @@ def map_pending_gpu(
     pending_id: int,
     body: MapPendingIn,
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     settings: SettingsDep,
     principal: AdminAuth,
 ) -> Response:
@@ -419,7 +419,7 @@ def map_pending_gpu(
     tags=ADMIN_TAGS,
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def admin_list_results(uow: UowDep, cache: AliasCacheDep, _auth: AdminAuth, listing: AdminResultListing) -> Response:
+def admin_list_results(uow: UowDep, cache: ReadDep, _auth: AdminAuth, listing: AdminResultListing) -> Response:
     out = benchmark_queries.list_results(uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor)
     return _json(present.result_list(out))
 
