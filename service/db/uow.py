@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import TracebackType
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.estimate import ESTIMATOR_VERSION
@@ -112,7 +113,15 @@ class UnitOfWork:
         """The current watermarks, read once per unit of work (until it commits): however many
         parts of a read request ask, the request makes one watermark read."""
         if self._watermarks is None:
-            self._watermarks = self.stacks.watermarks()
+            try:
+                self._watermarks = self.stacks.watermarks()
+            except DBAPIError as exc:
+                # no pre-ping per checkout: a connection the server dropped fails here, the pool
+                # invalidates it, and the read is retried once on a fresh one
+                if not exc.connection_invalidated:
+                    raise
+                self.session.rollback()
+                self._watermarks = self.stacks.watermarks()
         return self._watermarks
 
     def data_version(self) -> str:

@@ -167,3 +167,27 @@ def test_sqlite_reads_do_not_wait_for_a_writer(client: TestClient, settings: Set
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def test_a_dropped_postgresql_connection_is_retried_once(settings: Settings, engine: Engine) -> None:
+    """No pre-ping per checkout: when the server has dropped a pooled connection, the watermark
+    read fails once, the pool invalidates the connection and the read is retried."""
+    if not is_postgres():
+        return
+    from sqlalchemy import text
+
+    from service.db.engine import make_engine
+
+    eng = make_engine(settings.database_url)
+    try:
+        factory = make_session_factory(eng, write=False)
+        with UnitOfWork(factory) as uow:
+            pid = uow.session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            uow.session.rollback()
+        with engine.connect() as admin:
+            admin.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+            admin.commit()
+        with UnitOfWork(factory) as uow:
+            assert uow.watermarks().catalog >= 0
+    finally:
+        eng.dispose()
