@@ -121,14 +121,16 @@ class GpuRecord:
     catalog_version: str | None
     updated_at: dt.datetime
     deleted: bool = False
+    etag: str = field(default="", compare=False)
+    """Strong ETag (:func:`compute_etag`), derived on construction: the read path serves it on
+    every GPU answer and keys its serialised documents by it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "etag", compute_etag(self.revision, self.document))
 
     @property
     def name(self) -> str:
         return str(self.document["name"])
-
-    @property
-    def etag(self) -> str:
-        return compute_etag(self.revision, self.document)
 
     @property
     def overridden_fields(self) -> list[str]:

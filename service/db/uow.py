@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import TracebackType
 
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,7 +28,7 @@ from service.db.repositories.benchmarks import BenchmarkRepository
 from service.db.repositories.catalog import CatalogRepository
 from service.db.repositories.keys import KeyRepository
 from service.db.repositories.measurements import MeasurementRepository
-from service.db.repositories.stacks import StackRepository
+from service.db.repositories.stacks import WATERMARKS_SQL, StackRepository
 
 DEFAULT_STACK_WINDOW = 100
 
@@ -114,15 +115,27 @@ class UnitOfWork:
         parts of a read request ask, the request makes one watermark read."""
         if self._watermarks is None:
             try:
-                self._watermarks = self.stacks.watermarks()
+                self._watermarks = self._read_watermarks()
             except DBAPIError as exc:
                 # no pre-ping per checkout: a connection the server dropped fails here, the pool
                 # invalidates it, and the read is retried once on a fresh one
                 if not exc.connection_invalidated:
                     raise
                 self.session.rollback()
-                self._watermarks = self.stacks.watermarks()
+                self._watermarks = self._read_watermarks()
         return self._watermarks
+
+    def _read_watermarks(self) -> Watermarks:
+        """Outside a transaction of this unit of work, on a pooled connection of its own (the
+        ORM session's begin/close costs more than the read); inside one, in it."""
+        if self.session.in_transaction():
+            return self.stacks.watermarks()
+        bind = self.session.get_bind()
+        if not isinstance(bind, Engine):  # pragma: no cover - sessions here are bound to engines
+            return self.stacks.watermarks()
+        with bind.connect() as conn:
+            row = conn.exec_driver_sql(WATERMARKS_SQL).one()
+        return Watermarks(int(row[0]), int(row[1]))
 
     def data_version(self) -> str:
         """``c<catalog>.m<measurement>.e<estimator>`` as answers carry it."""

@@ -328,6 +328,7 @@ class MeasurementsOut(BaseModel):
     min_points: int = Field(description="k: usable results a fingerprint needs not to be thin")
     cells: list[MeasuredCellOut]
     data_version: DataVersion
+    next_cursor: str | None = Field(default=None, description="the next page of cells (`cursor=`), if any")
 
 
 # ---- vocabulary and coverage ------------------------------------------------------------------------

@@ -9,9 +9,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from service.core.aggregate import CellView, latest_measured, view_of
+from service.core.aggregate import CellView, StackWindow, latest_measured, view_of
+from service.core.cursor import InvalidCursor, decode_cursor, encode_cursor
 from service.core.results import (
     CoverageStats,
     ParamFilter,
@@ -41,7 +43,7 @@ from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve_gpu
 from service.usecases.errors import FieldError, Invalid, NotFound
 from service.usecases.paging import before_of, cut_page
-from service.usecases.read_model import ReadModel
+from service.usecases.read_model import MeasuredCellStacks, ReadModel
 
 # ---- one result, one run ---------------------------------------------------------------------
 
@@ -226,6 +228,7 @@ class MeasuredCell:
     main_metric: str
     fingerprint: Mapping[str, object]  # the chosen stack's fields
     view: CellView
+    sort_key: tuple[str, str] = ("", "")  # (workload, canonical parameters as JSON): the listing order
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +237,22 @@ class Measurements:
     min_points: int
     cells: tuple[MeasuredCell, ...]  # by workload, then parameters
     data_version: str
+    next_cursor: str | None = None
+
+
+def _page(m: Measurements, limit: int | None, cursor: str | None) -> Measurements:
+    """Page limits: ``limit`` cells from the position the cursor names."""
+    if limit is None:
+        return m
+    start = 0
+    if cursor:
+        pos = decode_cursor(cursor).get("pos")
+        if not isinstance(pos, int) or isinstance(pos, bool) or pos < 0:
+            raise InvalidCursor("cursor", "not a measurements cursor")
+        start = pos
+    page = m.cells[start:start + limit]
+    nxt = encode_cursor({"pos": start + limit}) if start + limit < len(m.cells) else None
+    return replace(m, cells=page, next_cursor=nxt)
 
 
 def measurements(
@@ -246,9 +265,27 @@ def measurements(
     params: Mapping[str, str] | None = None,
     fingerprint: Mapping[str, str] | None = None,
     fingerprint_hash: str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
 ) -> Measurements:
     """The latest-measured view (DESIGN; :func:`service.core.aggregate.latest_measured`) of
-    every (workload, canonical parameters) cell of a GPU, or of the cells matching the filters."""
+    every (workload, canonical parameters) cell of a GPU, or of the cells matching the filters;
+    ``limit`` cells per page."""
+    return _page(_measurements(uow, cache, ident, min_points=min_points, workload=workload, params=params,
+                               fingerprint=fingerprint, fingerprint_hash=fingerprint_hash), limit, cursor)
+
+
+def _measurements(
+    uow: UnitOfWork,
+    cache: ReadModel,
+    ident: str,
+    *,
+    min_points: int,
+    workload: str | None = None,
+    params: Mapping[str, str] | None = None,
+    fingerprint: Mapping[str, str] | None = None,
+    fingerprint_hash: str | None = None,
+) -> Measurements:
     _check_workload(workload)
     pf = param_filters(workload, params or {})
     check_fingerprint_filters(fingerprint or {})
@@ -297,9 +334,12 @@ def _measurements_from_snapshot(
     fingerprint: Mapping[str, str],
     fingerprint_hash: str | None,
 ) -> Measurements:
-    """The view from the read snapshot's stack summaries: no result is read."""
+    """The view from the read snapshot's stack summaries: no result is read. Unfiltered
+    cells are memoised per snapshot (the same view object serves every request until the
+    measurement watermark moves)."""
     slug = resolve_gpu(uow, read, ident).record.slug
     snap = read.snapshot(uow).measurements
+    stack_filter = bool(fingerprint) or fingerprint_hash is not None
     cells: list[MeasuredCell] = []
     for key in snap.by_gpu.get(slug, ()):
         c = snap.cells[key]
@@ -307,21 +347,33 @@ def _measurements_from_snapshot(
             continue
         if not all(_param_matches(c.workload, c.params, f) for f in pf):
             continue
+        if not stack_filter:
+            memo_key = ("cell", key, min_points)
+            found = snap.memo.get(memo_key)
+            if found is None:
+                found = snap.memo[memo_key] = _measured_cell(c, list(c.stacks), snap.fingerprints, min_points)
+            cells.append(found)
+            continue
         stacks = [s for s in c.stacks
                   if (fingerprint_hash is None or s.fingerprint_hash == fingerprint_hash)
                   and all(fp_value_matches(snap.fingerprints.get(s.fingerprint_hash, {}).get(k), v)
                           for k, v in fingerprint.items())]
-        if not stacks:
-            continue
-        v = view_of(stacks, min_points)
-        cells.append(MeasuredCell(
-            workload=c.workload, parameters=dict(c.params), parameters_hash=c.params_hash,
-            main_metric=main_metric_of(c.workload, v.metrics),
-            fingerprint=dict(snap.fingerprints.get(v.fingerprint_hash, {})), view=v,
-        ))
-    cells.sort(key=lambda c: (c.workload, json.dumps(c.parameters, sort_keys=True)))
+        if stacks:
+            cells.append(_measured_cell(c, stacks, snap.fingerprints, min_points))
+    cells.sort(key=lambda c: c.sort_key)
     return Measurements(gpu_slug=slug, min_points=min_points, cells=tuple(cells),
                         data_version=uow.data_version())
+
+
+def _measured_cell(c: MeasuredCellStacks, stacks: list[StackWindow], fingerprints: Mapping[str, Mapping[str, Any]],
+                   k: int) -> MeasuredCell:
+    v = view_of(stacks, k)
+    return MeasuredCell(
+        workload=c.workload, parameters=dict(c.params), parameters_hash=c.params_hash,
+        main_metric=main_metric_of(c.workload, v.metrics),
+        fingerprint=dict(fingerprints.get(v.fingerprint_hash, {})), view=v,
+        sort_key=(c.workload, json.dumps(c.params, sort_keys=True, default=str)),
+    )
 
 
 # ---- vocabulary and coverage --------------------------------------------------------------------------

@@ -78,6 +78,9 @@ class MeasurementSnapshot:
     cells: Mapping[CellId, MeasuredCellStacks]
     by_gpu: Mapping[str, tuple[CellId, ...]]
     fingerprints: Mapping[str, Mapping[str, Any]]  # stack hash -> fingerprint fields
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Per-snapshot memo of derived views (a cell's view at k, its presentation): a snapshot
+    is immutable, so what is derived from it never goes stale; a new snapshot starts empty."""
 
     def cell(self, slug: str, workload: str, params_hash: str) -> MeasuredCellStacks | None:
         return self.cells.get((slug, workload, params_hash))

@@ -281,7 +281,7 @@ def get_result(result_id: int, uow: UowDep, _auth: ReadAuth) -> Response:
     ),
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def gpu_measurements(
+async def gpu_measurements(
     ident: str,
     request: Request,
     uow: UowDep,
@@ -291,6 +291,8 @@ def gpu_measurements(
     workload: Annotated[str | None, Query(max_length=64)] = None,
     fingerprint_hash: Annotated[str | None, Query(max_length=16, description="pin one stack")] = None,
     min_points: Annotated[int | None, Query(ge=1, le=1000, description="k; default from settings")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="cells per page")] = 500,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> Response:
     out = benchmark_queries.measurements(
         uow,
@@ -301,12 +303,15 @@ def gpu_measurements(
         params=_dynamic(request, "param."),
         fingerprint=_dynamic(request, "fp."),
         fingerprint_hash=fingerprint_hash,
+        limit=limit,
+        cursor=cursor,
     )
-    return _json(present.measurements(out))
+    return Response(present.measurements_json(out), media_type="application/json",
+                    headers={"X-Data-Version": out.data_version})
 
 
 @router.get("/workloads", response_model=WorkloadList, operation_id="listWorkloads", summary="The benchmark vocabulary")
-def list_workloads(_auth: ReadAuth) -> WorkloadList:
+async def list_workloads(_auth: ReadAuth) -> WorkloadList:
     return present.workload_list(benchmark_queries.workloads())
 
 
@@ -317,7 +322,7 @@ def list_workloads(_auth: ReadAuth) -> WorkloadList:
     summary="One workload definition with its hash",
     responses={404: PROBLEM},
 )
-def get_workload(name: str, _auth: ReadAuth) -> WorkloadOut:
+async def get_workload(name: str, _auth: ReadAuth) -> WorkloadOut:
     return present.workload_out(benchmark_queries.workload(name))
 
 

@@ -24,7 +24,7 @@ router = APIRouter(prefix="/v1", tags=["estimate"])
     summary="Memory (breakdown, fit, headroom) and time (band, provenance) for one configuration",
     responses={422: {"model": Problem, "description": "invalid combination, unknown model/GPU, unsupported architecture"}},
 )
-def estimate(body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> EstimateResponse:
+async def estimate(body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> EstimateResponse:
     return present(uc.estimate(uow, read, body.to_core(), body.gpu, now=dt.datetime.now(dt.UTC)))
 
 

@@ -31,7 +31,7 @@ PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 
 
 @router.get("/gpus", response_model=GpuList, operation_id="listGpus", summary="List catalog GPUs")
-def list_gpus(
+async def list_gpus(
     uow: UowDep,
     read: ReadDep,
     settings: SettingsDep,
@@ -77,7 +77,7 @@ def list_gpus(
         404: {"model": Problem, "description": "unknown name; `close_matches` lists near names"},
     },
 )
-def get_gpu(
+async def get_gpu(
     ident: str,
     uow: UowDep,
     cache: ReadDep,
@@ -149,7 +149,7 @@ def delete_gpu(
     summary="Reference prices for a GPU (estimates), with per-GPU-hour and FX conversion",
     responses={300: {"model": AmbiguousGpu}, 404: {"model": Problem}},
 )
-def list_prices(ident: str, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
+async def list_prices(ident: str, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
     listing = catalog.list_prices(
         uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
     )
