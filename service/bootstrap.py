@@ -18,6 +18,7 @@ from service.schemas.gpus import FxRateIn, PriceIn
 from service.settings import Settings
 from service.usecases.catalog import SeedReport, upsert_catalog
 from service.usecases.errors import Invalid
+from service.usecases.read_model import rebuild_stacks
 
 SeedHook = Callable[[Engine, Settings], None]
 # Later stages (measurements) register loaders here so bootstrap stays one call.
@@ -73,5 +74,9 @@ def bootstrap(engine: Engine, settings: Settings, *, log: Callable[[str], None] 
             )
         for hook in EXTRA_SEEDERS:
             hook(engine, settings)
+        with UnitOfWork(make_session_factory(engine), stack_window=settings.measurement_window) as uow:
+            n = rebuild_stacks(uow)
+        if n:
+            log(f"measurements: {n} stack summaries rebuilt from stored results")
 
     migrate_and_seed(engine, seed)

@@ -247,10 +247,9 @@ def estimate(
     from service.db.engine import make_session_factory
     from service.db.uow import UnitOfWork
     from service.schemas.estimate import EstimateRequest, EstimateResponse
-    from service.usecases.catalog import AliasIndexCache
     from service.usecases.errors import UseCaseError
-    from service.usecases.estimate import CalibrationCache
     from service.usecases.estimate import estimate as run_estimate
+    from service.usecases.read_model import ReadModel
 
     body: dict[str, object] = {"model": model, "gpu": gpu, "gpu_count": gpu_count, "mode": mode}
     for item in set_ or []:
@@ -271,7 +270,7 @@ def estimate(
     bootstrap(engine, settings)
     try:
         with UnitOfWork(make_session_factory(engine)) as uow:
-            r = run_estimate(uow, AliasIndexCache(), CalibrationCache(settings.measurements_min_points), req.to_core(),
+            r = run_estimate(uow, ReadModel(min_points=settings.measurements_min_points, background=False), req.to_core(),
                              req.gpu, now=dt.datetime.now(dt.UTC))
     except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)

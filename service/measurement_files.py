@@ -22,9 +22,9 @@ from service.db.uow import UnitOfWork
 from service.schemas.benchmarks import BenchmarkRunIn
 from service.settings import Settings
 from service.usecases import benchmarks
-from service.usecases.catalog import AliasIndexCache
 from service.usecases.errors import UseCaseError
 from service.usecases.keys import Principal
+from service.usecases.read_model import ReadModel
 
 log = logging.getLogger("gpu_advisor.benchmarks")
 
@@ -45,7 +45,7 @@ def load_measurement_files(engine: Engine, settings: Settings, directory: Path |
     if d is None or not Path(d).is_dir():
         return report
     factory = make_session_factory(engine)
-    cache = AliasIndexCache()
+    cache = ReadModel(background=False)
     policy = settings.outlier_policy()
     principal: Principal | None = None  # created on first use: an empty directory writes nothing
     for path in sorted(Path(d).glob("*.json")):
@@ -65,7 +65,7 @@ def load_measurement_files(engine: Engine, settings: Settings, directory: Path |
             except ValidationError as exc:
                 report.refused.append(f"{where}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
                 continue
-            with UnitOfWork(factory) as uow:
+            with UnitOfWork(factory, stack_window=settings.measurement_window) as uow:
                 if principal is None:
                     principal = benchmarks.builtin_principal(uow)
                 try:

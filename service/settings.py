@@ -122,6 +122,13 @@ class Settings(BaseSettings):
         description="the MAD test of a (GPU, fingerprint, parameters) cell looks at its most recent N results "
         "(bounded work per submission however large a cell grows)",
     )
+    measurement_window: int = Field(
+        default=100,
+        ge=3,
+        le=10_000,
+        description="N of the latest-measured rule: each stack of a cell is summarised over its newest N "
+        "non-quarantined results (maintained as results are written; docs/architecture.md)",
+    )
     seed_catalog: bool = Field(default=True, description="upsert the shipped catalog on serve/migrate")
     seed_measurements_dir: Path | None = Field(
         default_factory=lambda: (REPO_ROOT / "data" / "benchmarks")

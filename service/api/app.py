@@ -26,10 +26,9 @@ from service.db.engine import make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.schemas.common import Problem
 from service.settings import Settings
-from service.usecases.catalog import AliasIndexCache
 from service.usecases.errors import UseCaseError
-from service.usecases.estimate import CalibrationCache
 from service.usecases.keys import authenticate
+from service.usecases.read_model import ReadModel
 
 DESCRIPTION = """GPU Advisor: which GPU, how many, how long and at what cost for a deep-learning job,
 from datasheet-correct specs and the latest measured benchmark results.
@@ -52,8 +51,8 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
-    app.state.alias_cache = AliasIndexCache()
-    app.state.calibrations = CalibrationCache(settings.measurements_min_points)
+    app.state.read_session_factory = make_session_factory(engine, write=False)
+    app.state.read_model = ReadModel(min_points=settings.measurements_min_points, window=settings.measurement_window)
     problems.install(app)
     app.include_router(health.router)
     app.include_router(metrics_router)
@@ -71,7 +70,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     table = RuleTable(settings.rate_limit_rules())
 
     def key_id(authorization: str) -> int | None:
-        with UnitOfWork(app.state.session_factory) as uow:
+        with UnitOfWork(app.state.read_session_factory) as uow:
             try:
                 return authenticate(uow, authorization, "read").key_id
             except UseCaseError:

@@ -2,52 +2,78 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
+from fastapi.concurrency import run_in_threadpool
 
 from service.db.uow import UnitOfWork
 from service.settings import Settings
-from service.usecases.catalog import AliasIndexCache
 from service.usecases.keys import Principal, authenticate
+from service.usecases.read_model import ReadModel
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     s: Settings = request.app.state.settings
     return s
 
 
-def get_uow(request: Request) -> Iterator[UnitOfWork]:
-    """One unit of work per request. A write use case commits when it returns
-    (``usecases.transaction.commits``), before the route builds the response; this only
-    closes (rolling back anything uncommitted, e.g. after an error)."""
-    uow = UnitOfWork(request.app.state.session_factory)
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def _uow(request: Request, *, write: bool) -> AsyncIterator[UnitOfWork]:
+    """Async, so FastAPI does not hop to the thread pool to open and close it: opening a
+    session does no I/O; closing hands the connection back to the pool (a rollback of a read
+    transaction, run in the thread pool)."""
+    state = request.app.state
+    factory = state.session_factory if write else state.read_session_factory
+    uow = UnitOfWork(factory, stack_window=state.settings.measurement_window)
     try:
         yield uow
     finally:
-        uow.close()
+        if uow.session.in_transaction():
+            await run_in_threadpool(uow.close)
+        else:
+            uow.close()
 
 
-def get_alias_cache(request: Request) -> AliasIndexCache:
-    c: AliasIndexCache = request.app.state.alias_cache
+async def get_uow(request: Request) -> AsyncIterator[UnitOfWork]:
+    """One unit of work per request: a write transaction for POST/PUT/PATCH/DELETE (SQLite:
+    ``BEGIN IMMEDIATE``), a read transaction otherwise (SQLite: deferred, never waiting for a
+    writer). A write use case commits when it returns (``usecases.transaction.commits``),
+    before the route builds the response; this only closes (rolling back anything
+    uncommitted, e.g. after an error)."""
+    async for uow in _uow(request, write=request.method.upper() in WRITE_METHODS):
+        yield uow
+
+
+async def get_read_uow(request: Request) -> AsyncIterator[UnitOfWork]:
+    """A read transaction for the POST routes that only read (estimates, dry runs, parsing)."""
+    async for uow in _uow(request, write=False):
+        yield uow
+
+
+async def get_read_model(request: Request) -> ReadModel:
+    c: ReadModel = request.app.state.read_model
     return c
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 UowDep = Annotated[UnitOfWork, Depends(get_uow)]
-AliasCacheDep = Annotated[AliasIndexCache, Depends(get_alias_cache)]
+ReadUowDep = Annotated[UnitOfWork, Depends(get_read_uow)]
+ReadDep = Annotated[ReadModel, Depends(get_read_model)]
 
 
-def require(scope: str) -> Callable[..., Principal | None]:
-    def dep(
+def require(scope: str) -> Callable[..., Awaitable[Principal | None]]:
+    async def dep(
         uow: UowDep,
         settings: SettingsDep,
         authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
     ) -> Principal | None:
         if scope == "read" and not settings.read_requires_key:
             return None
-        return authenticate(uow, authorization, scope)
+        return await run_in_threadpool(authenticate, uow, authorization, scope)
 
     return dep
 

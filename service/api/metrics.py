@@ -10,7 +10,7 @@ What is counted:
   ingestion), ``..._pending_total`` (stored for a GPU the catalog does not know);
 - ``gpu_advisor_answers_total{endpoint, part, provenance}``: every memory / time / serving
   figure answered, by its provenance (measured, interpolated, transferred, spec ...);
-- ``gpu_advisor_data_version``, read from the database at scrape time.
+- ``gpu_advisor_watermark{kind="catalog"|"measurement"}``, read from the database at scrape time.
 
 :class:`Metrics` is the interface: anything holding the app (a route, a future use-case hook)
 may call its methods. Today they are fed by :class:`MetricsMiddleware`, which reads the JSON
@@ -58,8 +58,8 @@ def multiprocess_dir() -> str | None:
 
 
 class DataVersionCollector(Collector):
-    """``gpu_advisor_data_version`` from the database, read when scraped (absent when the
-    database does not answer: metrics must answer anyway)."""
+    """``gpu_advisor_watermark`` (catalog and measurement) from the database, read when
+    scraped (absent when the database does not answer: metrics must answer anyway)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -67,11 +67,13 @@ class DataVersionCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         try:
             with self.engine.connect() as conn:
-                v = conn.execute(text("SELECT version FROM data_version WHERE id = 1")).scalar_one()
+                row = conn.execute(text("SELECT catalog, measurement FROM watermarks WHERE id = 1")).one()
         except Exception:
             return
-        g = GaugeMetricFamily("gpu_advisor_data_version", "current data_version")
-        g.add_metric([], float(v))
+        g = GaugeMetricFamily("gpu_advisor_watermark", "current watermark of the catalog and of the measurements",
+                              labels=["kind"])
+        g.add_metric(["catalog"], float(row[0]))
+        g.add_metric(["measurement"], float(row[1]))
         yield g
 
 
@@ -265,7 +267,7 @@ def metrics_guard(
     if settings.metrics_access == "admin":
         # its own short unit of work, closed before the scrape reads the database (on SQLite a
         # transaction left open would hold the write lock the scrape then waits for)
-        with UnitOfWork(request.app.state.session_factory) as uow:
+        with UnitOfWork(request.app.state.read_session_factory) as uow:
             authenticate(uow, authorization, "admin")
 
 

@@ -351,3 +351,51 @@ def latest_measured(points: Sequence[Point], k: int, window: int | None = None) 
     for p in points:
         by_fp.setdefault(p.fingerprint_hash, []).append(p)
     return view_of([summarise_stack(pts, window) for pts in by_fp.values()], k)
+
+
+# ---- stored form of a stack summary -------------------------------------------------------------
+
+
+def _summary_doc(s: Summary) -> dict[str, float]:
+    return {"count": s.count, "median": s.median, "p10": s.p10, "p90": s.p90, "min": s.min, "max": s.max}
+
+
+def _summary_of(d: Mapping[str, float]) -> Summary:
+    return Summary(count=int(d["count"]), median=float(d["median"]), p10=float(d["p10"]), p90=float(d["p90"]),
+                   min=float(d["min"]), max=float(d["max"]))
+
+
+def stack_to_doc(s: StackWindow) -> dict[str, object]:
+    """A JSON-safe document of a stack summary (what the database stores per stack)."""
+    return {
+        "fingerprint_hash": s.fingerprint_hash, "usable": s.usable, "total": s.total,
+        "newest_usable": s.newest_usable.isoformat() if s.newest_usable else None,
+        "newest": s.newest.isoformat(),
+        "metrics": {k: _summary_doc(v) for k, v in s.metrics.items()},
+        "memory": {k: _summary_doc(v) for k, v in s.memory.items()},
+        "status_counts": dict(s.status_counts), "quarantined": s.quarantined, "hosts": list(s.hosts),
+        "trusted": s.trusted, "evidence_hosts": s.evidence_hosts, "evidence_trusted": s.evidence_trusted,
+    }
+
+
+def stack_from_doc(d: Mapping[str, object]) -> StackWindow:
+    def ts(v: object) -> dt.datetime:
+        t = dt.datetime.fromisoformat(str(v))
+        return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+
+    metrics = d.get("metrics") or {}
+    memory = d.get("memory") or {}
+    assert isinstance(metrics, Mapping) and isinstance(memory, Mapping)
+    counts = d.get("status_counts") or {}
+    assert isinstance(counts, Mapping)
+    hosts = d.get("hosts") or []
+    assert isinstance(hosts, list)
+    return StackWindow(
+        fingerprint_hash=str(d["fingerprint_hash"]), usable=int(str(d["usable"])), total=int(str(d["total"])),
+        newest_usable=ts(d["newest_usable"]) if d.get("newest_usable") else None, newest=ts(d["newest"]),
+        metrics={str(k): _summary_of(v) for k, v in metrics.items()},
+        memory={str(k): _summary_of(v) for k, v in memory.items()},
+        status_counts={str(k): int(v) for k, v in counts.items()}, quarantined=int(str(d["quarantined"])),
+        hosts=tuple(str(h) for h in hosts), trusted=bool(d["trusted"]),
+        evidence_hosts=int(str(d["evidence_hosts"])), evidence_trusted=bool(d["evidence_trusted"]),
+    )

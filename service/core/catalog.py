@@ -121,14 +121,16 @@ class GpuRecord:
     catalog_version: str | None
     updated_at: dt.datetime
     deleted: bool = False
+    etag: str = field(default="", compare=False)
+    """Strong ETag (:func:`compute_etag`), derived on construction: the read path serves it on
+    every GPU answer and keys its serialised documents by it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "etag", compute_etag(self.revision, self.document))
 
     @property
     def name(self) -> str:
         return str(self.document["name"])
-
-    @property
-    def etag(self) -> str:
-        return compute_etag(self.revision, self.document)
 
     @property
     def overridden_fields(self) -> list[str]:
@@ -168,6 +170,26 @@ class GpuFilters:
     supports: tuple[str, ...] = ()
     form_factor: str | None = None
     nvlink_topology: str | None = None
+
+    def admits(self, document: Mapping[str, Any]) -> bool:
+        """Whether a GPU's effective document passes every filter (a GPU with an unknown
+        usable memory fails a memory floor)."""
+        d = document
+        if self.vendor and d.get("vendor") != self.vendor.lower():
+            return False
+        if self.architecture and str(d.get("architecture") or "").lower() != self.architecture.lower():
+            return False
+        if self.min_usable_memory_bytes is not None:
+            usable = (d.get("memory") or {}).get("usable_memory_bytes")
+            if usable is None or usable < self.min_usable_memory_bytes:
+                return False
+        if self.form_factor and d.get("form_factor") != self.form_factor:
+            return False
+        if self.nvlink_topology:
+            topo = ((d.get("interconnect") or {}).get("nvlink") or {}).get("topology") or "none"
+            if topo != self.nvlink_topology:
+                return False
+        return all((d.get("supports") or {}).get(p) == "yes" for p in self.supports)
 
 
 # ---- names -------------------------------------------------------------------------------

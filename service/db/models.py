@@ -48,12 +48,42 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-class DataVersion(Base):
-    """One row (id=1): a counter bumped in every write transaction (DESIGN, Transactions)."""
+class Watermarks(Base):
+    """One row (id=1): the ``catalog`` watermark (GPUs, aliases, prices, FX) and the
+    ``measurement`` watermark (results, quarantine, retractions, pending-GPU mappings). Each
+    moves only in a transaction that changed its data; keys, alert acknowledgements and stored
+    recommendations move neither (docs/architecture.md, "Watermarks")."""
 
-    __tablename__ = "data_version"
+    __tablename__ = "watermarks"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    version: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    catalog: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    measurement: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+
+
+class MeasurementJournal(Base):
+    """The cells a measurement commit touched, keyed by the measurement watermark it set: a
+    reader at watermark ``w`` brings its snapshot to ``w'`` by reloading the cells of the
+    entries in ``(w, w']``."""
+
+    __tablename__ = "measurement_journal"
+    watermark: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    cells: Mapped[list[Any]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
+
+
+class BenchmarkStack(Base):
+    """One stack (fingerprint) of one cell (GPU, parameters hash -- which covers the workload),
+    summarised over its newest N non-quarantined results (:class:`service.core.aggregate.StackWindow`
+    as JSON), refreshed in the transaction that changes the cell. Readers never scan results."""
+
+    __tablename__ = "benchmark_stacks"
+    gpu_id: Mapped[int] = mapped_column(ForeignKey("gpus.id"), primary_key=True)
+    params_hash: Mapped[str] = mapped_column(String(16), primary_key=True)
+    fingerprint_hash: Mapped[str] = mapped_column(String(16), primary_key=True)
+    workload: Mapped[str] = mapped_column(String(64), nullable=False)
+    params: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    summary: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
 
 

@@ -1,37 +1,56 @@
 """Unit of work: one per request (or CLI command). It owns the session and the repositories
-over it (``uow.catalog``, ``uow.benchmarks``, ``uow.keys``). Repositories flush; only
+over it (``uow.catalog``, ``uow.benchmarks``, ``uow.keys``, ...). Repositories flush; only
 :meth:`UnitOfWork.commit` commits -- and only ``service.usecases.transaction.commits`` calls
-it, once, at the end of a write use case. A committing write bumps ``data_version`` inside the
-same transaction."""
+it, once, at the end of a write use case.
+
+Watermarks (docs/architecture.md, "Watermarks"): a write use case says what it changed --
+:meth:`touch_catalog` (GPUs, aliases, prices, FX) or :meth:`touch_cells` (results of cells:
+new results, quarantine, retraction, a pending GPU mapped) -- and the commit, in the same
+transaction, refreshes the touched stacks' summaries, moves the matching watermark and
+journals the touched cells. A write that touches neither (a key, an alert acknowledgement, a
+stored recommendation) moves no watermark.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
+from collections.abc import Iterable
 from types import TracebackType
 
-from sqlalchemy import select, update
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.db.models import DataVersion
+from service.core.estimate import ESTIMATOR_VERSION
+from service.core.versions import DataVersion, Watermarks
 from service.db.repositories.benchmark_admin import BenchmarkAdminRepository
 from service.db.repositories.benchmark_queries import BenchmarkQueryRepository
 from service.db.repositories.benchmarks import BenchmarkRepository
 from service.db.repositories.catalog import CatalogRepository
 from service.db.repositories.keys import KeyRepository
 from service.db.repositories.measurements import MeasurementRepository
+from service.db.repositories.stacks import WATERMARKS_SQL, StackRepository
+
+DEFAULT_STACK_WINDOW = 100
+
+CellKey = tuple[int | None, str, str, str]  # (gpu_id, fingerprint_hash, workload, params_hash)
 
 
 class UnitOfWork:
-    def __init__(self, factory: sessionmaker[Session]) -> None:
+    def __init__(self, factory: sessionmaker[Session], *, stack_window: int = DEFAULT_STACK_WINDOW) -> None:
         self._factory = factory
         self.session: Session = factory()
-        self._dirty = False
+        self.stack_window = stack_window
+        self._catalog_changed = False
+        self._cells: set[tuple[int, str, str, str]] = set()
+        self._watermarks: Watermarks | None = None
+        self._everything = False
         self.catalog = CatalogRepository(self.session)
         self.benchmarks = BenchmarkRepository(self.session)
         self.benchmark_queries = BenchmarkQueryRepository(self.session)
         self.benchmark_admin = BenchmarkAdminRepository(self.session)
         self.keys = KeyRepository(self.session)
         self.measurements = MeasurementRepository(self.session)
+        self.stacks = StackRepository(self.session)
 
     def __enter__(self) -> UnitOfWork:
         return self
@@ -41,34 +60,83 @@ class UnitOfWork:
     ) -> None:
         self.close()
 
-    def mark_write(self) -> None:
-        self._dirty = True
+    # ---- what this transaction changed ---------------------------------------------------
 
-    def bump_data_version(self) -> int:
-        """Increment the global counter (row lock on PostgreSQL serialises bumps)."""
-        self.session.execute(
-            update(DataVersion).where(DataVersion.id == 1).values(
-                version=DataVersion.version + 1, updated_at=dt.datetime.now(dt.UTC)
-            )
-        )
-        v = self.session.execute(select(DataVersion.version).where(DataVersion.id == 1)).scalar_one()
-        return int(v)
+    def touch_catalog(self) -> None:
+        """GPUs, aliases, prices or FX rates changed: the catalog watermark moves at commit."""
+        self._catalog_changed = True
 
-    def commit(self) -> int | None:
-        """Commit; if anything was written, bump ``data_version`` first. Returns the new version."""
-        version = None
-        if self._dirty:
-            version = self.bump_data_version()
+    def touch_cells(self, cells: Iterable[CellKey]) -> None:
+        """Results of these (gpu_id, fingerprint, workload, parameters hash) cells changed: their
+        stack summaries are refreshed, the measurement watermark moves and the cells are
+        journalled at commit. Cells of pending GPUs (``gpu_id`` None) belong to no view."""
+        for gpu_id, fp, workload, params_hash in cells:
+            if gpu_id is not None:
+                self._cells.add((int(gpu_id), fp, workload, params_hash))
+
+    def touch_every_cell(self) -> None:
+        """Every stack summary was rebuilt: the measurement watermark moves without a journal
+        entry, so every reader reloads all cells."""
+        self._everything = True
+
+    # ---- commit --------------------------------------------------------------------------
+
+    def commit(self) -> Watermarks | None:
+        """Commit; first, in the same transaction, refresh the touched stacks, move the
+        watermarks of what changed and journal the touched cells. Returns the new watermarks
+        when one moved."""
+        moved: Watermarks | None = None
+        if self._cells:
+            self.stacks.refresh(((g, ph, fp) for g, fp, _wl, ph in self._cells), self.stack_window)
+        if self._cells or self._catalog_changed or self._everything:
+            moved = self.stacks.bump(catalog=self._catalog_changed, measurement=bool(self._cells) or self._everything)
+            if self._cells and not self._everything:
+                self.stacks.journal(moved.measurement, ((g, wl, ph) for g, _fp, wl, ph in self._cells))
         self.session.commit()
-        self._dirty = False
-        return version
+        self._cells.clear()
+        self._catalog_changed = False
+        self._everything = False
+        self._watermarks = None
+        return moved
 
     def rollback(self) -> None:
         self.session.rollback()
-        self._dirty = False
+        self._watermarks = None
+        self._cells.clear()
+        self._catalog_changed = False
 
     def close(self) -> None:
         self.session.close()
 
-    def data_version(self) -> int:
-        return int(self.session.execute(select(DataVersion.version).where(DataVersion.id == 1)).scalar_one())
+    # ---- reads -----------------------------------------------------------------------------
+
+    def watermarks(self) -> Watermarks:
+        """The current watermarks, read once per unit of work (until it commits): however many
+        parts of a read request ask, the request makes one watermark read."""
+        if self._watermarks is None:
+            try:
+                self._watermarks = self._read_watermarks()
+            except DBAPIError as exc:
+                # no pre-ping per checkout: a connection the server dropped fails here, the pool
+                # invalidates it, and the read is retried once on a fresh one
+                if not exc.connection_invalidated:
+                    raise
+                self.session.rollback()
+                self._watermarks = self._read_watermarks()
+        return self._watermarks
+
+    def _read_watermarks(self) -> Watermarks:
+        """Outside a transaction of this unit of work, on a pooled connection of its own (the
+        ORM session's begin/close costs more than the read); inside one, in it."""
+        if self.session.in_transaction():
+            return self.stacks.watermarks()
+        bind = self.session.get_bind()
+        if not isinstance(bind, Engine):  # pragma: no cover - sessions here are bound to engines
+            return self.stacks.watermarks()
+        with bind.connect() as conn:
+            row = conn.exec_driver_sql(WATERMARKS_SQL).one()
+        return Watermarks(int(row[0]), int(row[1]))
+
+    def data_version(self) -> str:
+        """``c<catalog>.m<measurement>.e<estimator>`` as answers carry it."""
+        return str(DataVersion(self.watermarks(), ESTIMATOR_VERSION))

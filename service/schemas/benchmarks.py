@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.core.submission import GpuIdentity as CoreGpuIdentity
 from service.core.submission import MetricReading, ResultSubmission, RunSubmission
+from service.schemas.common import DataVersion
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$"
 MAX_RESULTS_PER_RUN = 10_000
@@ -159,7 +160,7 @@ class BenchmarkRunAccepted(BaseModel):
     result_count: int
     quarantined_count: int
     results: list[ResultOutcome]
-    data_version: int
+    data_version: DataVersion
     warnings: list[str] = Field(default_factory=list)
     resolved_by: str | None = Field(
         default=None, description="how the GPU was identified: admin_mapping | pci_memory | name"
@@ -220,7 +221,7 @@ class ResultList(BaseModel):
     items: list[ResultOut]
     count: int
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last page")
-    data_version: int
+    data_version: DataVersion
 
 
 class GpuRef(BaseModel):
@@ -250,7 +251,7 @@ class RunOut(BaseModel):
     retracted_at: datetime | None
     retract_reason: str | None
     results: list[ResultOut] | None = Field(description="the run's results (omitted with include_results=false)")
-    data_version: int
+    data_version: DataVersion
 
 
 class RunSummary(BaseModel):
@@ -272,7 +273,7 @@ class RunList(BaseModel):
     items: list[RunSummary]
     count: int
     next_cursor: str | None
-    data_version: int
+    data_version: DataVersion
 
 
 # ---- latest measured ----------------------------------------------------------------------------
@@ -326,7 +327,8 @@ class MeasurementsOut(BaseModel):
     gpu_slug: str
     min_points: int = Field(description="k: usable results a fingerprint needs not to be thin")
     cells: list[MeasuredCellOut]
-    data_version: int
+    data_version: DataVersion
+    next_cursor: str | None = Field(default=None, description="the next page of cells (`cursor=`), if any")
 
 
 # ---- vocabulary and coverage ------------------------------------------------------------------------
@@ -376,7 +378,7 @@ class CoverageOut(BaseModel):
     rows: list[CoverageRow]
     empty_cells: list[tuple[str, str]] = Field(description="(gpu slug, workload) pairs with no results")
     pending_runs: int = Field(description="runs waiting for an unknown GPU to be mapped")
-    data_version: int
+    data_version: DataVersion
 
 
 # ---- admin ---------------------------------------------------------------------------------------
@@ -409,7 +411,7 @@ class AlertList(BaseModel):
     items: list[AlertOut]
     count: int
     next_cursor: str | None
-    data_version: int
+    data_version: DataVersion
 
 
 class PendingGpuOut(BaseModel):
@@ -432,16 +434,16 @@ class PendingGpuOut(BaseModel):
 class PendingGpuList(BaseModel):
     items: list[PendingGpuOut]
     count: int
-    data_version: int
+    data_version: DataVersion
 
 
 class ReviewOut(BaseModel):
     result: ResultOut
     changed_results: int = Field(description="results in the cell whose quarantine state changed")
-    data_version: int
+    data_version: DataVersion
 
 
 class RetractOut(BaseModel):
     run: RunSummary
     changed_results: int
-    data_version: int
+    data_version: DataVersion

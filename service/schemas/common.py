@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,3 +34,14 @@ class Warning_(BaseModel):
 class Page(BaseModel):
     next_cursor: str | None = Field(description="pass as ?cursor= to get the next page; null on the last page")
     count: int = Field(description="items on this page")
+
+
+DataVersion = Annotated[
+    str,
+    Field(
+        description="what the answer was computed from: c<catalog watermark>.m<measurement watermark>."
+        "e<estimator version> (docs/architecture.md, 'Watermarks'); also the X-Data-Version header",
+        examples=["c3.m42.e1.1.0"],
+        pattern=r"^c\d+\.m\d+\.e.+$",
+    ),
+]

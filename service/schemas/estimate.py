@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.core.accuracy import Accuracy
 from service.core.band import Band
 from service.core.estimate import Estimate, JobSpec, Notice
+from service.schemas.common import DataVersion
 
 Mode = Literal["training", "fine-tuning", "inference"]
 SolveFor = Literal["max_micro_batch", "max_context", "max_concurrency", "min_gpus"]
@@ -196,12 +197,15 @@ class EstimateResponse(BaseModel):
     solve: SolveOut | None = None
     warnings: list[WarningOut] = Field(default_factory=list)
     as_of: dt.datetime
-    data_version: int
+    data_version: DataVersion
     estimator_version: str
+    calibration_watermark: int | None = Field(
+        default=None, description="the measurement watermark the calibrations used were fitted at: they are "
+        "refitted off the request path, so right after new measurements this can trail data_version's")
 
     @classmethod
-    def from_core(cls, est: Estimate, *, warnings: tuple[Notice, ...], as_of: dt.datetime, data_version: int,
-                  estimator_version: str) -> EstimateResponse:
+    def from_core(cls, est: Estimate, *, warnings: tuple[Notice, ...], as_of: dt.datetime, data_version: str,
+                  estimator_version: str, calibration_watermark: int | None = None) -> EstimateResponse:
         m, g, mem = est.job.model, est.gpu, est.memory
         t, sv, so = est.time, est.serving, est.solve
         return cls(
@@ -249,6 +253,7 @@ class EstimateResponse(BaseModel):
             as_of=as_of,
             data_version=data_version,
             estimator_version=estimator_version,
+            calibration_watermark=calibration_watermark,
         )
 
 
@@ -266,4 +271,4 @@ class BatchItem(BaseModel):
 
 class BatchResponse(BaseModel):
     items: list[BatchItem]
-    data_version: int
+    data_version: DataVersion

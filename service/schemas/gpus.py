@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from service.core import catalog as core
+from service.schemas.common import DataVersion
 
 Support = Literal["yes", "no", "unknown"]
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9.]+)*$"
@@ -296,7 +297,7 @@ class GpuList(BaseModel):
     items: list[GpuOut]
     next_cursor: str | None
     count: int
-    data_version: int
+    data_version: DataVersion
 
 
 class GpuCandidate(BaseModel):
@@ -382,7 +383,7 @@ class PriceOut(PriceIn):
 class PriceList(BaseModel):
     gpu_slug: str
     items: list[PriceOut]
-    data_version: int
+    data_version: DataVersion
 
 
 class FxRateIn(_Strict):

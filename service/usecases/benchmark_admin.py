@@ -23,10 +23,11 @@ from service.core.results import (
 from service.core.specs import normalise_name
 from service.db.uow import UnitOfWork
 from service.usecases.benchmark_queries import get_result
-from service.usecases.catalog import AliasIndexCache, resolve
+from service.usecases.catalog import resolve
 from service.usecases.errors import FieldError, NotFound
 from service.usecases.keys import Principal
 from service.usecases.paging import before_of, cut_page
+from service.usecases.read_model import ReadModel
 from service.usecases.transaction import commits
 
 # ---- alerts -----------------------------------------------------------------------------------
@@ -36,7 +37,7 @@ from service.usecases.transaction import commits
 class AlertPage:
     items: tuple[AdminAlert, ...]
     next_cursor: str | None
-    data_version: int
+    data_version: str
 
 
 def list_alerts(
@@ -55,9 +56,7 @@ def acknowledge_alert(uow: UnitOfWork, principal: Principal, alert_id: int) -> A
     found = uow.benchmark_admin.acknowledge_alert(alert_id, at=dt.datetime.now(dt.UTC), by_key_id=principal.key_id)
     if found is None:
         raise NotFound(f"no alert with id {alert_id}")
-    alert, changed = found
-    if changed:
-        uow.mark_write()
+    alert, _changed = found
     return alert
 
 
@@ -78,10 +77,10 @@ class PendingGpuEntry:
 @dataclass(frozen=True, slots=True)
 class PendingGpuList:
     items: tuple[PendingGpuEntry, ...]
-    data_version: int
+    data_version: str
 
 
-def pending_candidates(uow: UnitOfWork, cache: AliasIndexCache, p: PendingGpu) -> list[str]:
+def pending_candidates(uow: UnitOfWork, cache: ReadModel, p: PendingGpu) -> list[str]:
     """Catalog GPUs an admin might map a pending device to: same PCI id, or a close name."""
     slugs = uow.benchmarks.slugs_with_pci(p.pci_device_id)
     res = resolve(uow, cache, p.nvml_name) if normalise_name(p.nvml_name) else None
@@ -90,7 +89,7 @@ def pending_candidates(uow: UnitOfWork, cache: AliasIndexCache, p: PendingGpu) -
     return sorted(slugs)
 
 
-def _entries(uow: UnitOfWork, cache: AliasIndexCache, queue: Sequence[PendingGpu]) -> tuple[PendingGpuEntry, ...]:
+def _entries(uow: UnitOfWork, cache: ReadModel, queue: Sequence[PendingGpu]) -> tuple[PendingGpuEntry, ...]:
     usage = uow.benchmark_admin.pending_usage(queue)
     return tuple(
         PendingGpuEntry(
@@ -104,14 +103,14 @@ def _entries(uow: UnitOfWork, cache: AliasIndexCache, queue: Sequence[PendingGpu
     )
 
 
-def list_pending(uow: UnitOfWork, cache: AliasIndexCache, *, status: str | None) -> PendingGpuList:
+def list_pending(uow: UnitOfWork, cache: ReadModel, *, status: str | None) -> PendingGpuList:
     items = _entries(uow, cache, uow.benchmark_admin.list_pending(status=status))
     return PendingGpuList(items=items, data_version=uow.data_version())
 
 
 @commits
 def map_pending(
-    uow: UnitOfWork, cache: AliasIndexCache, principal: Principal, pending_id: int, slug: str, *, policy: OutlierPolicy
+    uow: UnitOfWork, cache: ReadModel, principal: Principal, pending_id: int, slug: str, *, policy: OutlierPolicy
 ) -> PendingGpuEntry:
     """Attach a pending device's runs to a catalog GPU: results get the GPU, its catalog checks
     and the outlier test of their cells; later runs with this identity resolve to it."""
@@ -158,7 +157,7 @@ def map_pending(
     if a is not None:
         drafts.append(a)
     repo.add_alerts(drafts, now)
-    uow.mark_write()
+    uow.touch_cells(old_cells | new_cells)
     mapped = admin.pending(p.id)
     assert mapped is not None
     return _entries(uow, cache, [mapped])[0]
@@ -188,7 +187,8 @@ def review_result(
     changed: list[Flip] = []
     if r.gpu_id is not None and r.status == "ok":
         changed = uow.benchmarks.reevaluate({(r.gpu_id, r.fingerprint_hash, r.workload, r.params_hash)}, policy)
-    uow.mark_write()
+    if r.gpu_id is not None:
+        uow.touch_cells({(r.gpu_id, r.fingerprint_hash, r.workload, r.params_hash)})
     others = sum(1 for c in changed if c.id != r.id)
     return Review(result=get_result(uow, result_id), changed_results=others)
 
@@ -216,8 +216,9 @@ def set_retracted(
         uow.benchmark_admin.set_run_retracted(
             run.pk, retract=retract, reason=reason, at=dt.datetime.now(dt.UTC), by_key_id=principal.key_id
         )
-        changed = uow.benchmarks.reevaluate(uow.benchmarks.cells_of_run(run.pk), policy)
-        uow.mark_write()
+        cells = uow.benchmarks.cells_of_run(run.pk)
+        changed = uow.benchmarks.reevaluate(cells, policy)
+        uow.touch_cells(cells)
     after = uow.benchmark_queries.run(run_id)
     assert after is not None
     return Retraction(run=after, changed_results=len(changed))

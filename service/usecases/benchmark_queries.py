@@ -9,21 +9,25 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from service.core.aggregate import CellView, latest_measured
+from service.core.aggregate import CellView, StackWindow, latest_measured, view_of
+from service.core.cursor import InvalidCursor, decode_cursor, encode_cursor
 from service.core.results import (
     CoverageStats,
     ParamFilter,
     ResultQuery,
     StoredResult,
     StoredRun,
+    fp_value_matches,
     main_metric_of,
 )
 from service.core.vocabulary import (
     FINGERPRINT_FIELDS,
     FINGERPRINT_NULLABLE,
     FINGERPRINT_REQUIRED,
+    FINGERPRINT_UNHASHED,
     MEMORY_FIELDS,
     PRECISIONS,
     RESULT_STATUSES,
@@ -32,12 +36,14 @@ from service.core.vocabulary import (
     VocabularyError,
     WorkloadDef,
     coerce_parameter,
+    parameter_value,
     suite_definition_hash,
 )
 from service.db.uow import UnitOfWork
-from service.usecases.catalog import AliasIndexCache, resolve_gpu
+from service.usecases.catalog import resolve_gpu
 from service.usecases.errors import FieldError, Invalid, NotFound
 from service.usecases.paging import before_of, cut_page
+from service.usecases.read_model import MeasuredCellStacks, ReadModel
 
 # ---- one result, one run ---------------------------------------------------------------------
 
@@ -54,7 +60,7 @@ class RunDetail:
     run: StoredRun
     status_counts: Mapping[str, int]  # every status, zeros included
     results: tuple[StoredResult, ...] | None  # by position; None when not asked for
-    data_version: int
+    data_version: str
 
 
 def get_run(uow: UnitOfWork, run_id: str, *, include_results: bool = True) -> RunDetail:
@@ -138,7 +144,7 @@ def check_fingerprint_filters(fp: Mapping[str, str]) -> None:
             )
 
 
-def _gpu(uow: UnitOfWork, cache: AliasIndexCache, ident: str) -> tuple[int, str]:
+def _gpu(uow: UnitOfWork, cache: ReadModel, ident: str) -> tuple[int, str]:
     """(row id, slug) of the GPU a slug, alias or PCI id names (``NotFound`` / ``Ambiguous``)."""
     slug = resolve_gpu(uow, cache, ident).spec.slug
     gid = uow.benchmark_queries.gpu_id(slug)
@@ -154,11 +160,11 @@ def _gpu(uow: UnitOfWork, cache: AliasIndexCache, ident: str) -> tuple[int, str]
 class ResultPage:
     items: tuple[StoredResult, ...]
     next_cursor: str | None
-    data_version: int
+    data_version: str
 
 
 def list_results(
-    uow: UnitOfWork, cache: AliasIndexCache, f: ResultFilters, *, limit: int, cursor: str | None
+    uow: UnitOfWork, cache: ReadModel, f: ResultFilters, *, limit: int, cursor: str | None
 ) -> ResultPage:
     """Newest first (by id), keyset pagination."""
     _check_workload(f.workload)
@@ -190,7 +196,7 @@ def list_results(
 class RunPage:
     items: tuple[StoredRun, ...]
     next_cursor: str | None
-    data_version: int
+    data_version: str
 
 
 def list_runs(
@@ -222,6 +228,7 @@ class MeasuredCell:
     main_metric: str
     fingerprint: Mapping[str, object]  # the chosen stack's fields
     view: CellView
+    sort_key: tuple[str, str] = ("", "")  # (workload, canonical parameters as JSON): the listing order
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,12 +236,48 @@ class Measurements:
     gpu_slug: str
     min_points: int
     cells: tuple[MeasuredCell, ...]  # by workload, then parameters
-    data_version: int
+    data_version: str
+    next_cursor: str | None = None
+
+
+def _page(m: Measurements, limit: int | None, cursor: str | None) -> Measurements:
+    """Page limits: ``limit`` cells from the position the cursor names."""
+    if limit is None:
+        return m
+    start = 0
+    if cursor:
+        pos = decode_cursor(cursor).get("pos")
+        if not isinstance(pos, int) or isinstance(pos, bool) or pos < 0:
+            raise InvalidCursor("cursor", "not a measurements cursor")
+        start = pos
+    page = m.cells[start:start + limit]
+    nxt = encode_cursor({"pos": start + limit}) if start + limit < len(m.cells) else None
+    return replace(m, cells=page, next_cursor=nxt)
 
 
 def measurements(
     uow: UnitOfWork,
-    cache: AliasIndexCache,
+    cache: ReadModel,
+    ident: str,
+    *,
+    min_points: int,
+    workload: str | None = None,
+    params: Mapping[str, str] | None = None,
+    fingerprint: Mapping[str, str] | None = None,
+    fingerprint_hash: str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> Measurements:
+    """The latest-measured view (DESIGN; :func:`service.core.aggregate.latest_measured`) of
+    every (workload, canonical parameters) cell of a GPU, or of the cells matching the filters;
+    ``limit`` cells per page."""
+    return _page(_measurements(uow, cache, ident, min_points=min_points, workload=workload, params=params,
+                               fingerprint=fingerprint, fingerprint_hash=fingerprint_hash), limit, cursor)
+
+
+def _measurements(
+    uow: UnitOfWork,
+    cache: ReadModel,
     ident: str,
     *,
     min_points: int,
@@ -243,18 +286,21 @@ def measurements(
     fingerprint: Mapping[str, str] | None = None,
     fingerprint_hash: str | None = None,
 ) -> Measurements:
-    """The latest-measured view (DESIGN; :func:`service.core.aggregate.latest_measured`) of
-    every (workload, canonical parameters) cell of a GPU, or of the cells matching the filters."""
     _check_workload(workload)
-    gid, slug = _gpu(uow, cache, ident)
     pf = param_filters(workload, params or {})
     check_fingerprint_filters(fingerprint or {})
+    if not any(name in FINGERPRINT_UNHASHED for name in (fingerprint or {})):
+        return _measurements_from_snapshot(uow, cache, ident, min_points, workload, pf, fingerprint or {},
+                                           fingerprint_hash)
+    # host-identity filters (fp.host_id...) select results, not stacks: read them from the
+    # results, over the same window, with the same rule
+    gid, slug = _gpu(uow, cache, ident)
     q = uow.benchmark_queries
     points = q.measured_points(
         gid, workload=workload, params=pf, fingerprint=fingerprint or {}, fingerprint_hash=fingerprint_hash
     )
     parameters = q.cell_parameters(gid, {ph for _, ph in points})
-    views = {key: latest_measured(pts, min_points) for key, pts in points.items()}
+    views = {key: latest_measured(pts, min_points, cache.window) for key, pts in points.items()}
     fields = q.fingerprint_fields({v.fingerprint_hash for v in views.values()})
     cells = [
         MeasuredCell(
@@ -269,6 +315,65 @@ def measurements(
     ]
     cells.sort(key=lambda c: (c.workload, json.dumps(c.parameters, sort_keys=True)))
     return Measurements(gpu_slug=slug, min_points=min_points, cells=tuple(cells), data_version=uow.data_version())
+
+
+def _param_matches(workload: str, params: Mapping[str, object], f: ParamFilter) -> bool:
+    value = parameter_value(workload, params, f.name)
+    if f.type in ("int", "float"):
+        return isinstance(value, int | float) and not isinstance(value, bool) and float(value) == float(f.value)
+    return bool(value == f.value)
+
+
+def _measurements_from_snapshot(
+    uow: UnitOfWork,
+    read: ReadModel,
+    ident: str,
+    min_points: int,
+    workload: str | None,
+    pf: tuple[ParamFilter, ...],
+    fingerprint: Mapping[str, str],
+    fingerprint_hash: str | None,
+) -> Measurements:
+    """The view from the read snapshot's stack summaries: no result is read. Unfiltered
+    cells are memoised per snapshot (the same view object serves every request until the
+    measurement watermark moves)."""
+    slug = resolve_gpu(uow, read, ident).record.slug
+    snap = read.snapshot(uow).measurements
+    stack_filter = bool(fingerprint) or fingerprint_hash is not None
+    cells: list[MeasuredCell] = []
+    for key in snap.by_gpu.get(slug, ()):
+        c = snap.cells[key]
+        if workload is not None and c.workload != workload:
+            continue
+        if not all(_param_matches(c.workload, c.params, f) for f in pf):
+            continue
+        if not stack_filter:
+            memo_key = ("cell", key, min_points)
+            found = snap.memo.get(memo_key)
+            if found is None:
+                found = snap.memo[memo_key] = _measured_cell(c, list(c.stacks), snap.fingerprints, min_points)
+            cells.append(found)
+            continue
+        stacks = [s for s in c.stacks
+                  if (fingerprint_hash is None or s.fingerprint_hash == fingerprint_hash)
+                  and all(fp_value_matches(snap.fingerprints.get(s.fingerprint_hash, {}).get(k), v)
+                          for k, v in fingerprint.items())]
+        if stacks:
+            cells.append(_measured_cell(c, stacks, snap.fingerprints, min_points))
+    cells.sort(key=lambda c: c.sort_key)
+    return Measurements(gpu_slug=slug, min_points=min_points, cells=tuple(cells),
+                        data_version=uow.data_version())
+
+
+def _measured_cell(c: MeasuredCellStacks, stacks: list[StackWindow], fingerprints: Mapping[str, Mapping[str, Any]],
+                   k: int) -> MeasuredCell:
+    v = view_of(stacks, k)
+    return MeasuredCell(
+        workload=c.workload, parameters=dict(c.params), parameters_hash=c.params_hash,
+        main_metric=main_metric_of(c.workload, v.metrics),
+        fingerprint=dict(fingerprints.get(v.fingerprint_hash, {})), view=v,
+        sort_key=(c.workload, json.dumps(c.params, sort_keys=True, default=str)),
+    )
 
 
 # ---- vocabulary and coverage --------------------------------------------------------------------------
@@ -319,7 +424,7 @@ class Coverage:
     rows: tuple[CoverageRow, ...]
     empty_cells: tuple[tuple[str, str], ...]  # (gpu slug, workload) with no results
     pending_runs: int
-    data_version: int
+    data_version: str
 
 
 _EMPTY = CoverageStats(

@@ -68,9 +68,10 @@ from service.core.vocabulary import (
 )
 from service.db.repositories.benchmarks import DuplicateRun
 from service.db.uow import UnitOfWork
-from service.usecases.catalog import AliasIndexCache, resolve
+from service.usecases.catalog import resolve
 from service.usecases.errors import FieldError, IdempotencyConflict, Invalid, PayloadTooLarge, RunIdTaken
 from service.usecases.keys import Principal
+from service.usecases.read_model import ReadModel
 from service.usecases.transaction import commits
 
 # ---- validation (pure) -----------------------------------------------------------------------
@@ -290,7 +291,7 @@ def prepare_run(run: RunSubmission, *, received_at: dt.datetime) -> PreparedRun:
 
 
 def resolve_gpu(
-    uow: UnitOfWork, cache: AliasIndexCache, *, pci: str, name: str, mem: int
+    uow: UnitOfWork, cache: ReadModel, *, pci: str, name: str, mem: int
 ) -> tuple[GpuMatch | None, PendingGpu | None]:
     """Catalog GPU for an NVML identity: an admin's mapping of this exact identity, else PCI
     device id + memory, else the NVML name through the alias index (memory picks among an
@@ -334,7 +335,7 @@ def _checked(r: NewResult, match: GpuMatch) -> NewResult:
     return r._replace(check_reason=found[0].reason, check_detail="; ".join(f.detail for f in found)[:2000])
 
 
-def _place(uow: UnitOfWork, cache: AliasIndexCache, prep: PreparedRun) -> _Placement:
+def _place(uow: UnitOfWork, cache: ReadModel, prep: PreparedRun) -> _Placement:
     ident = prep.run.gpu
     name = ident.name.strip()
     match, pending = resolve_gpu(uow, cache, pci=prep.pci_device_id, name=name, mem=ident.memory_total_bytes)
@@ -450,7 +451,7 @@ def _cell(match: GpuMatch, prep: PreparedRun, r: NewResult) -> CellKey:
 
 def validate_run(
     uow: UnitOfWork,
-    cache: AliasIndexCache,
+    cache: ReadModel,
     principal: Principal,
     run: RunSubmission,
     *,
@@ -492,7 +493,7 @@ def validate_run(
 @commits
 def submit_run(
     uow: UnitOfWork,
-    cache: AliasIndexCache,
+    cache: ReadModel,
     principal: Principal,
     run: RunSubmission,
     *,
@@ -628,7 +629,8 @@ def _store(
 
     answer = _answer(prep, match, pending_id if match is None else None, outcomes, placed.warnings, dry_run=False)
     repo.save_answer(answer, api_key_id=principal.key_id, request_hash=run.request_hash, created_at=now)
-    uow.mark_write()
+    if match is not None:
+        uow.touch_cells(_cell(match, prep, r) for r in prep.results)
     return answer
 
 
@@ -651,6 +653,5 @@ def builtin_principal(uow: UnitOfWork) -> Principal:
         secret_hash=hashlib.sha256(secrets.token_bytes(32)).hexdigest(),
         scope="submit",
     )
-    uow.mark_write()
     return Principal(key_id=key_id, name=BUILTIN_AGENT_NAME, scope="submit", trusted=True)
 

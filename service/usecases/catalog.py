@@ -31,7 +31,7 @@ from service.core.catalog import (
     view_price,
 )
 from service.core.cursor import decode_cursor, encode_cursor
-from service.core.specs import AliasEntry, GpuSpec, Resolution, gpu_spec_from_doc
+from service.core.specs import GpuSpec, Resolution, gpu_spec_from_doc
 from service.db.uow import UnitOfWork
 from service.usecases.errors import (
     Ambiguous,
@@ -42,6 +42,7 @@ from service.usecases.errors import (
     PreconditionFailed,
     PreconditionRequired,
 )
+from service.usecases.read_model import ReadModel
 from service.usecases.transaction import commits
 
 DocumentValidator = Callable[[Mapping[str, Any]], dict[str, Any]]
@@ -154,7 +155,7 @@ def upsert_catalog(
         if uow.catalog.upsert_fx_rate(rate):
             fx_upserted += 1
     if created or updated or prices_upserted or fx_upserted:
-        uow.mark_write()
+        uow.touch_catalog()
     return SeedReport(
         created=created,
         updated=updated,
@@ -169,25 +170,10 @@ def upsert_catalog(
 # ---- name resolution ---------------------------------------------------------------------
 
 
-class AliasIndexCache:
-    """Alias index (normalised alias -> entries), rebuilt when ``data_version`` moves: one
-    cheap query per request keeps replicas from serving stale names."""
-
-    def __init__(self) -> None:
-        self._version: int | None = None
-        self._index: dict[str, list[AliasEntry]] = {}
-
-    def get(self, uow: UnitOfWork) -> dict[str, list[AliasEntry]]:
-        v = uow.data_version()
-        if v != self._version:
-            self._index, self._version = uow.catalog.alias_index(), v
-        return self._index
-
-
-def resolve(uow: UnitOfWork, cache: AliasIndexCache, ident: str) -> Resolution:
+def resolve(uow: UnitOfWork, cache: ReadModel, ident: str) -> Resolution:
     """Resolve a slug, alias, GFD label or PCI device id to catalog slugs (none, one, or
     several when the name is ambiguous)."""
-    return resolve_ident(ident, cache.get(uow))
+    return resolve_ident(ident, cache.snapshot(uow).catalog.alias_index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +194,7 @@ class GpuView:
         return self.record.etag
 
 
-def resolve_gpu(uow: UnitOfWork, aliases: AliasIndexCache, ident: str, *, use_default: bool = False) -> GpuView:
+def resolve_gpu(uow: UnitOfWork, aliases: ReadModel, ident: str, *, use_default: bool = False) -> GpuView:
     """Find one GPU by slug, alias, GFD label (``-SHARED`` and MIG suffixes peeled off, with a
     warning each) or PCI device id.
 
@@ -232,7 +218,8 @@ def resolve_gpu(uow: UnitOfWork, aliases: AliasIndexCache, ident: str, *, use_de
                 )
             )
         else:
-            found = uow.catalog.gpus(res.slugs)
+            records = aliases.snapshot(uow).catalog.records
+            found = [records[x] for x in sorted(res.slugs) if x in records]
             raise Ambiguous(
                 f"{ident!r} names {len(found)} GPUs; pick one",
                 candidates=[GpuCandidate(r.slug, r.name, r.slug == res.default_slug) for r in found],
@@ -251,7 +238,10 @@ def resolve_gpu(uow: UnitOfWork, aliases: AliasIndexCache, ident: str, *, use_de
         warnings.append(
             GpuWarning("shared_gpu", f"{ident!r} is a time-shared GPU; throughput is split between tenants", {})
         )
-    return GpuView(record=_require(uow, slug), warnings=tuple(warnings))
+    record = aliases.snapshot(uow).catalog.records.get(slug)
+    if record is None:  # pragma: no cover - the alias index and the records are one snapshot
+        raise NotFound(f"no GPU with slug {slug!r}")
+    return GpuView(record=record, warnings=tuple(warnings))
 
 
 # ---- listing -----------------------------------------------------------------------------
@@ -263,7 +253,9 @@ class GpuPage:
     next_cursor: str | None
 
 
-def list_gpus(uow: UnitOfWork, filters: GpuFilters, *, sort: str, limit: int, cursor: str | None) -> GpuPage:
+def list_gpus(
+    uow: UnitOfWork, read: ReadModel, filters: GpuFilters, *, sort: str, limit: int, cursor: str | None
+) -> GpuPage:
     """One page of the catalog, sorted by ``sort`` (a :data:`SORT_KEYS` key, ``-`` prefix for
     descending; unknown values last, slug breaks ties). The cursor holds the sort order, the
     last slug served and the position, so a page stays put when a GPU before it disappears."""
@@ -274,7 +266,8 @@ def list_gpus(uow: UnitOfWork, filters: GpuFilters, *, sort: str, limit: int, cu
             f"unknown sort key {key!r}",
             fields=[FieldError(("sort",), f"one of {', '.join(sorted(SORT_KEYS))}, optionally prefixed by '-'")],
         )
-    records = sort_records(uow.catalog.list_gpus(filters), key, descending=desc)
+    live = read.snapshot(uow).catalog.records.values()
+    records = sort_records([r for r in live if filters.admits(r.document)], key, descending=desc)
     start = 0
     if cursor:
         c = decode_cursor(cursor)
@@ -346,7 +339,7 @@ def create_gpu(uow: UnitOfWork, document: Mapping[str, Any]) -> GpuRecord:
             updated_at=now,
         )
         uow.catalog.add(record)
-    uow.mark_write()
+    uow.touch_catalog()
     return record
 
 
@@ -369,7 +362,7 @@ def patch_gpu(
         updated_at=_now(),
     )
     uow.catalog.save(record)
-    uow.mark_write()
+    uow.touch_catalog()
     return record
 
 
@@ -379,7 +372,7 @@ def delete_gpu(uow: UnitOfWork, slug: str, if_match: str | None) -> None:
     record = _require(uow, slug)
     _check_if_match(record, if_match)
     uow.catalog.save(replace(record, deleted=True, revision=record.revision + 1, updated_at=_now()))
-    uow.mark_write()
+    uow.touch_catalog()
 
 
 # ---- prices ------------------------------------------------------------------------------
@@ -392,13 +385,14 @@ class PriceListing:
 
 
 def list_prices(
-    uow: UnitOfWork, aliases: AliasIndexCache, ident: str, *, today: dt.date, stale_days: int
+    uow: UnitOfWork, aliases: ReadModel, ident: str, *, today: dt.date, stale_days: int
 ) -> PriceListing:
     """The reference prices of the GPU ``ident`` names, each with per-GPU-hour, age and the
     amount in the other currency (:func:`~service.core.catalog.view_price`)."""
     slug = resolve_gpu(uow, aliases, ident).record.slug
-    rates = uow.catalog.fx_rates()
-    rows = uow.catalog.prices(slug)
+    catalog = aliases.snapshot(uow).catalog
+    rates = catalog.fx_rates
+    rows = catalog.prices.get(slug, ())
     return PriceListing(
         gpu_slug=slug, items=tuple(view_price(p, rates, today=today, stale_days=stale_days) for p in rows)
     )
@@ -409,7 +403,7 @@ def add_price(uow: UnitOfWork, slug: str, entry: PriceEntry) -> None:
     """Add or update a reference price row of a GPU (idempotent by the row's key)."""
     _require(uow, slug)
     if uow.catalog.upsert_price(slug, entry, origin="admin"):
-        uow.mark_write()
+        uow.touch_catalog()
 
 
 @commits
@@ -418,4 +412,4 @@ def add_fx_rate(uow: UnitOfWork, rate: FxRate) -> None:
     if rate.base == rate.quote:
         raise Invalid("base and quote must differ", fields=[FieldError(("quote",), "same as base")])
     if uow.catalog.upsert_fx_rate(rate):
-        uow.mark_write()
+        uow.touch_catalog()

@@ -1,9 +1,10 @@
-"""``/v1/estimate``: resolve the GPU and the model, load the calibrations and the exact
-measured cell, call the pure :func:`service.core.estimate.estimate`.
+"""``/v1/estimate``: resolve the GPU and the model, take the calibrations and the exact
+measured cell from the read snapshot, call the pure :func:`service.core.estimate.estimate`.
 
-Calibration (``service.core.calibration.fit_calibrations``) is fitted per (GPU, workload,
-precision family) from every measured cell's latest-measured medians (DESIGN's one rule) and
-cached by ``data_version`` (one cheap query per request keeps replicas current).
+The snapshot (:mod:`service.usecases.read_model`) holds every measured cell's stack summaries
+and the calibrations fitted from them (per GPU, workload and precision family, from each
+cell's latest-measured medians -- DESIGN's one rule); an estimate makes one database round
+trip, the watermark read.
 """
 
 from __future__ import annotations
@@ -12,18 +13,18 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.core.aggregate import CellView, latest_measured
-from service.core.calibration import CALIBRATED_WORKLOADS, CalibrationSet, CellMeasurement, fit_calibrations
+from service.core.aggregate import CellView
 from service.core.errors import InvalidConfiguration
 from service.core.estimate import ESTIMATOR_VERSION, Estimate, JobSpec, Notice, benchmark_cell, build_job
 from service.core.estimate import estimate as core_estimate
 from service.core.models import ModelNotFound
-from service.core.specs import GpuSpec
+from service.core.versions import DataVersion
 from service.db.uow import UnitOfWork
-from service.usecases.catalog import AliasIndexCache, resolve_gpu
+from service.usecases.catalog import resolve_gpu
 from service.usecases.errors import Ambiguous, FieldError, Invalid, NotFound, UseCaseError
+from service.usecases.read_model import ReadModel, Snapshot
 
-__all__ = ["CalibrationCache", "EstimateResult", "estimate", "estimate_batch", "invalid_configuration"]
+__all__ = ["EstimateResult", "estimate", "estimate_batch", "invalid_configuration", "measured_view"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,34 +34,9 @@ class EstimateResult:
     estimate: Estimate
     warnings: tuple[Notice, ...]
     as_of: dt.datetime
-    data_version: int
+    data_version: str
+    calibration_watermark: int = 0
     estimator_version: str = ESTIMATOR_VERSION
-
-
-class CalibrationCache:
-    """Fitted calibrations, refitted when ``data_version`` moves."""
-
-    def __init__(self, min_points: int = 3) -> None:
-        self._set: CalibrationSet | None = None
-        self._version: int | None = None
-        self.min_points = min_points
-
-    def get(self, uow: UnitOfWork) -> CalibrationSet:
-        v = uow.data_version()
-        if self._set is None or self._version != v:
-            self._set = fit_calibrations(_cell_measurements(uow, self.min_points))
-            self._version = v
-        return self._set
-
-
-def _cell_measurements(uow: UnitOfWork, k: int) -> list[CellMeasurement]:
-    out: list[CellMeasurement] = []
-    for cell in uow.measurements.cells(CALIBRATED_WORKLOADS):
-        view = latest_measured(cell.points, k)
-        medians = {name: s.median for name, s in view.metrics.items()}
-        if medians:
-            out.append(CellMeasurement(gpu=cell.gpu, workload=cell.workload, params=cell.params, medians=medians))
-    return out
 
 
 def invalid_configuration(exc: InvalidConfiguration) -> Invalid:
@@ -68,17 +44,20 @@ def invalid_configuration(exc: InvalidConfiguration) -> Invalid:
     return Invalid(exc.message, fields=[FieldError((exc.field,), exc.message)], **extra)
 
 
-def _measured_view(uow: UnitOfWork, gpu: GpuSpec, cell: tuple[str, object, str] | None, k: int) -> CellView | None:
+def measured_view(snap: Snapshot, slug: str, cell: tuple[str, object, str] | None, k: int) -> CellView | None:
+    """The latest-measured view of a benchmark cell on a GPU, from the snapshot."""
     if cell is None:
         return None
     workload, _, params_hash = cell
-    points = uow.measurements.cell_points(gpu.slug, workload, params_hash)
-    return latest_measured(points, k) if points else None
+    found = snap.measurements.cell(slug, workload, params_hash)
+    return found.view(k) if found is not None else None
 
 
-def estimate(
-    uow: UnitOfWork, aliases: AliasIndexCache, cals: CalibrationCache, spec: JobSpec, gpu: str, *, now: dt.datetime
-) -> EstimateResult:
+def data_version(snap: Snapshot) -> str:
+    return str(DataVersion(snap.watermarks, ESTIMATOR_VERSION))
+
+
+def estimate(uow: UnitOfWork, read: ReadModel, spec: JobSpec, gpu: str, *, now: dt.datetime) -> EstimateResult:
     """One configuration on one GPU. Refusals name the field (``model``, ``gpu``, ...)."""
     try:
         job = build_job(spec)
@@ -87,30 +66,31 @@ def estimate(
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
     try:
-        resolved = resolve_gpu(uow, aliases, gpu, use_default=True)
+        resolved = resolve_gpu(uow, read, gpu, use_default=True)
     except (NotFound, Ambiguous) as exc:
         raise Invalid(exc.detail, fields=[FieldError(("gpu",), exc.detail)],
                       **{k: v for k, v in exc.extra.items() if k != "query"}) from None
-    measured = _measured_view(uow, resolved.spec, benchmark_cell(job), cals.min_points)
+    snap = read.snapshot(uow)
+    spec_of_gpu = snap.catalog.specs[resolved.record.slug]
+    measured = measured_view(snap, spec_of_gpu.slug, benchmark_cell(job), read.min_points)
     try:
-        est = core_estimate(resolved.spec, job, cals.get(uow), measured)
+        est = core_estimate(spec_of_gpu, job, snap.calibrations, measured)
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
     found = tuple(Notice(w.code, w.message) for w in resolved.warnings)
-    return EstimateResult(estimate=est, warnings=(*found, *est.warnings), as_of=now,
-                          data_version=uow.data_version())
+    return EstimateResult(estimate=est, warnings=(*found, *est.warnings), as_of=now, data_version=data_version(snap),
+                          calibration_watermark=snap.calibration_watermark)
 
 
 def estimate_batch(
-    uow: UnitOfWork, aliases: AliasIndexCache, cals: CalibrationCache, items: Sequence[tuple[JobSpec, str]],
-    *, now: dt.datetime,
+    uow: UnitOfWork, read: ReadModel, items: Sequence[tuple[JobSpec, str]], *, now: dt.datetime,
 ) -> list[EstimateResult | UseCaseError]:
     """Each item's answer, or the refusal the single call would give (field paths under
     ``items.<i>``)."""
     out: list[EstimateResult | UseCaseError] = []
     for i, (spec, gpu) in enumerate(items):
         try:
-            out.append(estimate(uow, aliases, cals, spec, gpu, now=now))
+            out.append(estimate(uow, read, spec, gpu, now=now))
         except UseCaseError as exc:
             out.append(exc.at("items", i))
     return out

@@ -42,7 +42,6 @@ def create_key(uow: UnitOfWork, *, name: str, scope: str, trusted: bool = False)
     prefix = secrets.token_hex(4)
     secret = f"gpa_{prefix}_{secrets.token_urlsafe(32)}"
     key = uow.keys.add(name=name.strip(), prefix=prefix, secret_hash=hash_secret(secret), scope=scope, trusted=trusted)
-    uow.mark_write()
     return CreatedKey(id=key.id, name=key.name, scope=scope, secret=secret)
 
 
@@ -51,8 +50,7 @@ def revoke_key(uow: UnitOfWork, key_id: int) -> None:
     """Revoke a key (again: nothing changes); requests with it get 401 from then on."""
     if uow.keys.get(key_id) is None:
         raise NotFound(f"no API key with id {key_id}")
-    if uow.keys.revoke(key_id, dt.datetime.now(dt.UTC)):
-        uow.mark_write()
+    uow.keys.revoke(key_id, dt.datetime.now(dt.UTC))
 
 
 def list_keys(uow: UnitOfWork) -> list[ApiKeyRecord]:

@@ -21,8 +21,8 @@ from service.db.uow import UnitOfWork
 from service.schemas.benchmarks import BenchmarkRunIn
 from service.settings import Settings
 from service.usecases import benchmarks
-from service.usecases.catalog import AliasIndexCache
 from service.usecases.keys import Principal
+from service.usecases.read_model import ReadModel
 from tests.api.benchmark_fixtures import GIB, fingerprint, make_gpu, new_pci, result, run, run_on
 from tests.conftest import auth
 
@@ -34,7 +34,7 @@ def _count_runs(engine: Engine, run_id: str) -> int:
         return int(uow.session.scalar(select(func.count()).where(BenchmarkRun.run_id == run_id)) or 0)
 
 
-def _data_version(engine: Engine) -> int:
+def _data_version(engine: Engine) -> str:
     with UnitOfWork(make_session_factory(engine)) as uow:
         return uow.data_version()
 
@@ -60,7 +60,7 @@ def test_submit_replay_and_conflict(client: TestClient, engine: Engine, submit_k
     assert first["resolved_by"] == "pci_memory"
     assert first["result_count"] == 3 and all(o["result_id"] for o in first["results"])
     assert r.headers["Location"] == f"/v1/benchmark-runs/{body['run_id']}"
-    assert int(r.headers["X-Data-Version"]) == first["data_version"] == _data_version(engine)
+    assert r.headers["X-Data-Version"] == first["data_version"] == _data_version(engine)
 
     # same body (different key order, 2500 vs 2500.0) -> the stored answer, nothing new written
     again = json.loads(json.dumps(body))
@@ -136,7 +136,7 @@ def test_concurrent_twins_store_one_run(engine: Engine, settings: Settings, gpu:
     """Eight threads submit the same run at once: one insert wins, the rest replay it."""
     body = BenchmarkRunIn.model_validate(run_on(gpu, [result(metrics={"throughput": 100.0 + i}) for i in range(20)]))
     factory = make_session_factory(engine)
-    cache = AliasIndexCache()
+    cache = ReadModel()
     with UnitOfWork(factory) as uow:
         from service.usecases.keys import create_key
 

@@ -23,7 +23,7 @@ def test_metrics_counts_requests_by_route(client, admin_key) -> None:  # type: i
     client.get("/v1/gpus/nvidia-l4")
     text = client.get("/metrics", headers=auth(admin_key)).text
     assert 'gpu_advisor_http_requests_total{method="GET",route="/v1/gpus/{ident}",status="200"}' in text
-    assert "gpu_advisor_data_version" in text
+    assert "gpu_advisor_watermark" in text
 
 
 def test_readyz_503_when_database_is_unreachable(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -40,7 +40,7 @@ _SHARED: dict[str, Any] = {}
 def _shared_caches(app: FastAPI) -> None:
     """The apps built here share the session app's per-process caches (alias index,
     calibrations), as apps in one process would: no test pays for a calibration rebuild."""
-    _SHARED.update(alias_cache=app.state.alias_cache, calibrations=app.state.calibrations)
+    _SHARED.update(read_model=app.state.read_model)
 
 
 def fresh(settings: Settings, engine: Engine, **update: Any) -> FastAPI:

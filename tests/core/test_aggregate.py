@@ -167,3 +167,13 @@ def test_window_summarises_the_newest_results_of_each_stack() -> None:
     assert last3.quarantined_count == 1  # stored after the window's oldest result
     stacks = [summarise_stack([p for p in pts if p.fingerprint_hash == "a"], 3)]
     assert view_of(stacks, 3) == last3
+
+
+def test_stack_document_round_trip() -> None:
+    from service.core.aggregate import stack_from_doc, stack_to_doc, summarise_stack
+
+    s = summarise_stack([_p("a", float(v), day=v, host=f"h{v % 2}") for v in range(1, 6)], 4)
+    assert stack_from_doc(stack_to_doc(s)) == s
+    import json
+
+    assert stack_from_doc(json.loads(json.dumps(stack_to_doc(s)))) == s

@@ -18,8 +18,8 @@ from service.schemas.benchmarks import BenchmarkRunIn
 from service.settings import Settings
 from service.usecases import benchmarks
 from service.usecases.benchmarks import params_identity
-from service.usecases.catalog import AliasIndexCache
 from service.usecases.keys import Principal
+from service.usecases.read_model import ReadModel
 from tests.api.benchmark_fixtures import make_gpu, result, run_on
 from tests.conftest import is_postgres
 
@@ -76,7 +76,7 @@ def test_sql_and_python_outlier_tests_agree(engine: Engine, settings: Settings) 
             continue
         body = BenchmarkRunIn.model_validate(run_on(gpu, rows))
         with UnitOfWork(factory) as uow:
-            benchmarks.submit_run(uow, AliasIndexCache(), principal, body.to_core(),
+            benchmarks.submit_run(uow, ReadModel(), principal, body.to_core(),
                                   policy=settings.outlier_policy(), max_results=settings.max_results_per_run)
     with UnitOfWork(factory) as uow:
         gid = uow.session.scalar(select(Gpu.id).where(Gpu.slug == gpu["slug"]))
@@ -124,7 +124,7 @@ def test_the_outlier_window_bounds_the_test(engine: Engine, settings: Settings) 
     def submit(values: list[float]) -> list[int]:
         body = BenchmarkRunIn.model_validate(run_on(gpu, [result(metrics={"throughput": v}) for v in values]))
         with UnitOfWork(factory) as uow:
-            out = benchmarks.submit_run(uow, AliasIndexCache(), principal, body.to_core(),
+            out = benchmarks.submit_run(uow, ReadModel(), principal, body.to_core(),
                                         policy=small.outlier_policy(), max_results=small.max_results_per_run)
         return [o.result_id for o in out.answer.results]
 

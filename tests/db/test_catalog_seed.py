@@ -56,7 +56,7 @@ def test_reseed_is_idempotent_and_does_not_bump_data_version(fresh: Engine) -> N
 
 
 def test_corrected_figure_reaches_db_but_admin_override_survives(fresh: Engine) -> None:
-    cache = catalog.AliasIndexCache()
+    cache = catalog.ReadModel()
     with _uow(fresh) as uow:
         view = catalog.resolve_gpu(uow, cache, "nvidia-l4")
         catalog.patch_gpu(uow, "nvidia-l4", {"power": {"tdp_w": 70.5}}, view.etag, validate=validate_gpu_document)
@@ -76,7 +76,7 @@ def test_corrected_figure_reaches_db_but_admin_override_survives(fresh: Engine) 
 
 
 def test_admin_delete_survives_upsert(fresh: Engine) -> None:
-    cache = catalog.AliasIndexCache()
+    cache = catalog.ReadModel()
     with _uow(fresh) as uow:
         view = catalog.resolve_gpu(uow, cache, "nvidia-t4")
         catalog.delete_gpu(uow, "nvidia-t4", view.etag)

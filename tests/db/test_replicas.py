@@ -264,7 +264,7 @@ def _results_by_run(session: Any, run_ids: list[str]) -> dict[str, list[int]]:
 # ---- reads across replicas ---------------------------------------------------------------------
 
 ESTIMATES: list[dict[str, Any]] = [
-    {"model": "llama3-8b", "gpu": "NVIDIA H200", "batch_size": 1, "seq_len": 2048},
+    {"model": "llama3-8b", "gpu": "NVIDIA H200", "batch_size": 1, "seq_len": 2048, "optimizer_impl": "fused"},
     {"model": "meta-llama/Llama-2-13b-hf", "gpu": "L40", "gpu_count": 2, "mode": "fine-tuning", "precision": "bf16",
      "batch_size": 1, "seq_len": 2048, "gradient_checkpointing": True},
     {"model": "llama3-8b", "gpu": "L20", "mode": "inference", "engine": "vllm", "input_len": 7168, "output_len": 1024,

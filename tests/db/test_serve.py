@@ -122,7 +122,7 @@ def test_every_scrape_counts_both_workers(served: Served) -> None:
     assert len([v for v in per_worker.values() if v > 0]) == 2, f"one worker took every request: {per_worker}"
     scrapes = [_scraped(httpx.get(served.metrics_url).text) for _ in range(5)]
     assert scrapes == [n] * 5
-    assert "gpu_advisor_data_version" in httpx.get(served.metrics_url).text
+    assert "gpu_advisor_watermark" in httpx.get(served.metrics_url).text
     # metrics_access = port: nothing on the API port, key or not
     assert httpx.get(f"{served.server.url}/metrics", headers={"Authorization": f"Bearer {served.admin}"}).status_code == 404
 

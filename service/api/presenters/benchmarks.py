@@ -5,6 +5,7 @@ write answer carries is the one read after the use case committed, so callers pa
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from service.core.aggregate import Summary
@@ -60,7 +61,7 @@ from service.usecases.benchmark_queries import (
 # ---- submission -----------------------------------------------------------------------------------
 
 
-def submission(answer: SubmissionAnswer, data_version: int) -> dict[str, Any]:
+def submission(answer: SubmissionAnswer, data_version: str) -> dict[str, Any]:
     """The :class:`~service.schemas.benchmarks.BenchmarkRunAccepted` document. Built as plain
     JSON, not through the model: an answer to a 10,000-result run is not validated twice."""
     return {
@@ -236,7 +237,34 @@ def measurements(m: Measurements) -> MeasurementsOut:
         min_points=m.min_points,
         cells=[measured_cell_out(c) for c in m.cells],
         data_version=m.data_version,
+        next_cursor=m.next_cursor,
     )
+
+
+_CELL_JSON: dict[int, tuple[MeasuredCell, bytes]] = {}
+"""Encoded cells by the identity of the (immutable, snapshot-memoised) cell object; the entry
+holds the object, so its id cannot be reused while cached. Bounded."""
+
+
+def _encode(value: Any) -> bytes:
+    # as starlette's JSONResponse renders
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
+
+
+def measurements_json(m: Measurements) -> bytes:
+    """:func:`measurements` as encoded JSON, each cell encoded once per snapshot: the view of a
+    GPU with hundreds of cells costs a join, not a serialisation."""
+    frags: list[bytes] = []
+    for c in m.cells:
+        hit = _CELL_JSON.get(id(c))
+        if hit is None or hit[0] is not c:
+            if len(_CELL_JSON) > 50_000:
+                _CELL_JSON.clear()
+            hit = _CELL_JSON[id(c)] = (c, _encode(measured_cell_out(c).model_dump(mode="json")))
+        frags.append(hit[1])
+    head = _encode({"gpu_slug": m.gpu_slug, "min_points": m.min_points})[:-1]
+    tail = _encode({"data_version": m.data_version, "next_cursor": m.next_cursor})[1:]
+    return head + b',"cells":[' + b",".join(frags) + b"]," + tail
 
 
 # ---- vocabulary and coverage ----------------------------------------------------------------------------
@@ -336,9 +364,9 @@ def pending_gpu_list(q: PendingGpuQueue) -> PendingGpuList:
     return PendingGpuList(items=items, count=len(items), data_version=q.data_version)
 
 
-def review_out(r: ReviewAnswer, data_version: int) -> ReviewOut:
+def review_out(r: ReviewAnswer, data_version: str) -> ReviewOut:
     return ReviewOut(result=result_out(r.result), changed_results=r.changed_results, data_version=data_version)
 
 
-def retract_out(r: Retraction, data_version: int) -> RetractOut:
+def retract_out(r: Retraction, data_version: str) -> RetractOut:
     return RetractOut(run=run_summary(r.run), changed_results=r.changed_results, data_version=data_version)

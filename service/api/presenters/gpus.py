@@ -33,13 +33,29 @@ def candidate_json(c: GpuCandidate) -> dict[str, Any]:
     return {"slug": c.slug, "name": c.name, "url": gpu_url(c.slug), "default": c.default}
 
 
+_BODIES: dict[tuple[str, str], dict[str, Any]] = {}
+"""Serialised GPU documents by (slug, ETag): an ETag names one revision of one document, so
+a cached body is never stale; bounded (the catalog has tens of GPUs)."""
+
+
+def gpu_body(record: GpuRecord) -> dict[str, Any]:
+    key = (record.slug, record.etag)
+    body = _BODIES.get(key)
+    if body is None:
+        if len(_BODIES) > 4096:
+            _BODIES.clear()
+        body = _BODIES[key] = gpu_out(record).model_dump(mode="json")
+    return body
+
+
 def gpu_response(
-    record: GpuRecord, data_version: int, *, warnings: Sequence[GpuWarning] = (), status_code: int = 200
+    record: GpuRecord, data_version: str, *, warnings: Sequence[GpuWarning] = (), status_code: int = 200
 ) -> JSONResponse:
     """The GPU as served: ``GpuOut`` plus ``warnings`` when resolving its name assumed
     something; ``ETag`` and ``X-Data-Version`` headers."""
-    body = gpu_out(record).model_dump(mode="json")
+    body = gpu_body(record)
     if warnings:
+        body = dict(body)
         body["warnings"] = [warning_json(w) for w in warnings]
     headers = {"ETag": record.etag, "X-Data-Version": str(data_version)}
     return JSONResponse(body, status_code=status_code, headers=headers)

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, SubmitAuth, UowDep
+from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsDep, SubmitAuth, UowDep
 from service.api.presenters import benchmarks as present
 from service.schemas.benchmarks import (
     MAX_RESULTS_PER_RUN,
@@ -175,7 +175,7 @@ def submit_run(
     _guard: ResultCountGuard,
     body: BenchmarkRunIn,
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     settings: SettingsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
@@ -206,8 +206,8 @@ def validate_run(
     principal: SubmitAuth,
     _guard: ResultCountGuard,
     body: BenchmarkRunIn,
-    uow: UowDep,
-    cache: AliasCacheDep,
+    uow: ReadUowDep,
+    cache: ReadDep,
     settings: SettingsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
@@ -251,7 +251,7 @@ def get_run(
     description=FILTER_HELP,
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def list_results(uow: UowDep, cache: AliasCacheDep, _auth: ReadAuth, listing: PublicResultListing) -> Response:
+def list_results(uow: UowDep, cache: ReadDep, _auth: ReadAuth, listing: PublicResultListing) -> Response:
     out = benchmark_queries.list_results(uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor)
     return _json(present.result_list(out))
 
@@ -281,16 +281,18 @@ def get_result(result_id: int, uow: UowDep, _auth: ReadAuth) -> Response:
     ),
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def gpu_measurements(
+async def gpu_measurements(
     ident: str,
     request: Request,
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     settings: SettingsDep,
     _auth: ReadAuth,
     workload: Annotated[str | None, Query(max_length=64)] = None,
     fingerprint_hash: Annotated[str | None, Query(max_length=16, description="pin one stack")] = None,
     min_points: Annotated[int | None, Query(ge=1, le=1000, description="k; default from settings")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="cells per page")] = 500,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> Response:
     out = benchmark_queries.measurements(
         uow,
@@ -301,12 +303,15 @@ def gpu_measurements(
         params=_dynamic(request, "param."),
         fingerprint=_dynamic(request, "fp."),
         fingerprint_hash=fingerprint_hash,
+        limit=limit,
+        cursor=cursor,
     )
-    return _json(present.measurements(out))
+    return Response(present.measurements_json(out), media_type="application/json",
+                    headers={"X-Data-Version": out.data_version})
 
 
 @router.get("/workloads", response_model=WorkloadList, operation_id="listWorkloads", summary="The benchmark vocabulary")
-def list_workloads(_auth: ReadAuth) -> WorkloadList:
+async def list_workloads(_auth: ReadAuth) -> WorkloadList:
     return present.workload_list(benchmark_queries.workloads())
 
 
@@ -317,7 +322,7 @@ def list_workloads(_auth: ReadAuth) -> WorkloadList:
     summary="One workload definition with its hash",
     responses={404: PROBLEM},
 )
-def get_workload(name: str, _auth: ReadAuth) -> WorkloadOut:
+async def get_workload(name: str, _auth: ReadAuth) -> WorkloadOut:
     return present.workload_out(benchmark_queries.workload(name))
 
 
@@ -382,7 +387,7 @@ def acknowledge_alert(alert_id: int, uow: UowDep, principal: AdminAuth) -> Respo
 )
 def list_pending_gpus(
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     _auth: AdminAuth,
     status: Annotated[Literal["pending", "mapped"] | None, Query()] = "pending",
 ) -> Response:
@@ -401,7 +406,7 @@ def map_pending_gpu(
     pending_id: int,
     body: MapPendingIn,
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     settings: SettingsDep,
     principal: AdminAuth,
 ) -> Response:
@@ -419,7 +424,7 @@ def map_pending_gpu(
     tags=ADMIN_TAGS,
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def admin_list_results(uow: UowDep, cache: AliasCacheDep, _auth: AdminAuth, listing: AdminResultListing) -> Response:
+def admin_list_results(uow: UowDep, cache: ReadDep, _auth: AdminAuth, listing: AdminResultListing) -> Response:
     out = benchmark_queries.list_results(uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor)
     return _json(present.result_list(out))
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 
-from service.api.deps import AliasCacheDep, ReadAuth, UowDep
+from service.api.deps import ReadAuth, ReadDep, ReadUowDep
 from service.api.problems import field_errors, status_of
 from service.schemas.common import Problem
 from service.schemas.estimate import BatchItem, BatchRequest, BatchResponse, EstimateRequest, EstimateResponse
@@ -17,14 +17,6 @@ from service.usecases.errors import UseCaseError
 router = APIRouter(prefix="/v1", tags=["estimate"])
 
 
-def get_calibrations(request: Request) -> uc.CalibrationCache:
-    c: uc.CalibrationCache = request.app.state.calibrations
-    return c
-
-
-CalDep = Annotated[uc.CalibrationCache, Depends(get_calibrations)]
-
-
 @router.post(
     "/estimate",
     response_model=EstimateResponse,
@@ -32,13 +24,14 @@ CalDep = Annotated[uc.CalibrationCache, Depends(get_calibrations)]
     summary="Memory (breakdown, fit, headroom) and time (band, provenance) for one configuration",
     responses={422: {"model": Problem, "description": "invalid combination, unknown model/GPU, unsupported architecture"}},
 )
-def estimate(body: EstimateRequest, uow: UowDep, aliases: AliasCacheDep, cals: CalDep, _auth: ReadAuth) -> EstimateResponse:
-    return present(uc.estimate(uow, aliases, cals, body.to_core(), body.gpu, now=dt.datetime.now(dt.UTC)))
+async def estimate(body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> EstimateResponse:
+    return present(uc.estimate(uow, read, body.to_core(), body.gpu, now=dt.datetime.now(dt.UTC)))
 
 
 def present(r: uc.EstimateResult) -> EstimateResponse:
     return EstimateResponse.from_core(r.estimate, warnings=r.warnings, as_of=r.as_of, data_version=r.data_version,
-                                      estimator_version=r.estimator_version)
+                                      estimator_version=r.estimator_version,
+                                      calibration_watermark=r.calibration_watermark)
 
 
 @router.post(
@@ -47,8 +40,8 @@ def present(r: uc.EstimateResult) -> EstimateResponse:
     operation_id="estimateBatch",
     summary="Up to 256 configurations; each item answers 200 or carries the problem the single call would give",
 )
-def estimate_batch(body: BatchRequest, uow: UowDep, aliases: AliasCacheDep, cals: CalDep, _auth: ReadAuth) -> BatchResponse:
-    answers = uc.estimate_batch(uow, aliases, cals, [(i.to_core(), i.gpu) for i in body.items],
+def estimate_batch(body: BatchRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> BatchResponse:
+    answers = uc.estimate_batch(uow, read, [(i.to_core(), i.gpu) for i in body.items],
                                 now=dt.datetime.now(dt.UTC))
     items: list[BatchItem] = []
     for i, a in enumerate(answers):

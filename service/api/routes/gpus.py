@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Header, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from service.api import validation
-from service.api.deps import AdminAuth, AliasCacheDep, ReadAuth, SettingsDep, UowDep
+from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
 from service.core.catalog import GpuFilters
 from service.schemas.common import Problem
@@ -31,8 +31,9 @@ PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 
 
 @router.get("/gpus", response_model=GpuList, operation_id="listGpus", summary="List catalog GPUs")
-def list_gpus(
+async def list_gpus(
     uow: UowDep,
+    read: ReadDep,
     settings: SettingsDep,
     _auth: ReadAuth,
     vendor: Annotated[Literal["nvidia", "amd", "intel"] | None, Query()] = None,
@@ -59,7 +60,7 @@ def list_gpus(
         nvlink_topology=nvlink_topology,
     )
     page = catalog.list_gpus(
-        uow, filters, sort=sort, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
+        uow, read, filters, sort=sort, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
     )
     items = [gpu_out(r) for r in page.items]
     return GpuList(items=items, next_cursor=page.next_cursor, count=len(items), data_version=uow.data_version())
@@ -76,10 +77,10 @@ def list_gpus(
         404: {"model": Problem, "description": "unknown name; `close_matches` lists near names"},
     },
 )
-def get_gpu(
+async def get_gpu(
     ident: str,
     uow: UowDep,
-    cache: AliasCacheDep,
+    cache: ReadDep,
     _auth: ReadAuth,
     on_ambiguous: Annotated[Literal["candidates", "default"], Query(description="'default' resolves an ambiguous name to its stated default, with an assumed_variant warning")] = "candidates",
     if_none_match: Annotated[str | None, Header()] = None,
@@ -148,7 +149,7 @@ def delete_gpu(
     summary="Reference prices for a GPU (estimates), with per-GPU-hour and FX conversion",
     responses={300: {"model": AmbiguousGpu}, 404: {"model": Problem}},
 )
-def list_prices(ident: str, uow: UowDep, cache: AliasCacheDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
+async def list_prices(ident: str, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
     listing = catalog.list_prices(
         uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
     )

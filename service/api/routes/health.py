@@ -16,7 +16,7 @@ def healthz() -> dict[str, str]:
 @router.get("/readyz", operation_id="readyz", summary="Readiness: the database answers and is migrated")
 def readyz(request: Request) -> JSONResponse:
     try:
-        with UnitOfWork(request.app.state.session_factory) as uow:
+        with UnitOfWork(request.app.state.read_session_factory) as uow:
             version = uow.data_version()
         return JSONResponse({"status": "ready", "database": "ok", "data_version": version})
     except Exception as exc:  # any DB failure means not ready

@@ -15,7 +15,7 @@ router = APIRouter(prefix="/v1", tags=["models"])
 
 
 @router.get("/models", response_model=ModelList, operation_id="listModels", summary="Model presets")
-def list_models(_auth: ReadAuth) -> ModelList:
+async def list_models(_auth: ReadAuth) -> ModelList:
     return ModelList.from_core(uc.list_all())
 
 
@@ -26,7 +26,7 @@ def list_models(_auth: ReadAuth) -> ModelList:
     summary="A preset by id, alias or Hugging Face id, with its exact parameter breakdown",
     responses={404: {"model": Problem, "description": "unknown model; `close_matches` lists near names"}},
 )
-def get_model(model_id: str, _auth: ReadAuth) -> ModelDetail:
+async def get_model(model_id: str, _auth: ReadAuth) -> ModelDetail:
     return ModelDetail.from_core(uc.lookup(model_id))
 
 

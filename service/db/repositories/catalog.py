@@ -214,7 +214,7 @@ class CatalogRepository:
                 return []
             return [_price_row(p, slug) for p in self._s.scalars(select(Price).where(Price.gpu_id == gid).order_by(*order))]
         q = select(Price, Gpu.slug).join(Gpu, Gpu.id == Price.gpu_id).order_by(Gpu.slug, *order)
-        return [_price_row(p, s) for p, s in self._s.execute(q).tuples()]
+        return [_price_row(p, s) for p, s in self._s.execute(q)]
 
     def upsert_price(self, slug: str, entry: PriceEntry, *, origin: str) -> bool:
         """Insert the row, or update amount and ``is_estimate`` of the row with the same key

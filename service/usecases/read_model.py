@@ -1,0 +1,346 @@
+"""The per-process read snapshot (docs/architecture.md, "Read path").
+
+Every advisory read (a GPU, the catalog list, prices, ``/v1/estimate``, the measurements view,
+later ``/v1/compare`` and ``/v1/recommend``) answers from memory: the catalog (records, specs,
+the alias index, prices, FX) keyed by the catalog watermark, and the measured cells (every
+stack's window summary, the stack fingerprints, the calibrations) keyed by the measurement
+watermark. A request reads the two watermarks (one single-row read, memoised on its unit of
+work) and, only when one moved, brings its part forward:
+
+* the catalog is small (tens of GPUs): it is reloaded whole, in two queries;
+* measurements follow the **journal**: the cells touched by each commit since the snapshot's
+  watermark are reloaded (their stack summaries, one indexed query), so a run's worth of
+  changes costs milliseconds; the calibrations those cells feed -- only those -- are refitted
+  on a background worker thread and swapped in when done (a fit takes up to a second; it
+  never runs on the request path). Until then answers use the previous fits and say from
+  which measurement watermark they are (``calibration_watermark``). A journal that no longer
+  reaches back means a full reload (the fits then refit in the background too).
+
+A write through one replica is seen by the next request to any replica: the watermark read is
+against the shared database, and the journal tells every process what to reload.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.core.aggregate import CellView, StackWindow, view_of
+from service.core.calibration import (
+    CALIBRATED_WORKLOADS,
+    CalibrationSet,
+    CellMeasurement,
+    GroupKey,
+    fit_calibrations,
+    gemm_rates,
+    group_of,
+)
+from service.core.catalog import FxRate, GpuRecord, PriceRow
+from service.core.specs import AliasEntry, GpuSpec
+from service.core.versions import Watermarks
+from service.db.repositories.stacks import StoredStack
+from service.db.uow import UnitOfWork
+from service.usecases.transaction import commits
+
+CellId = tuple[str, str, str]  # (gpu slug, workload, parameters hash)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogSnapshot:
+    watermark: int
+    records: Mapping[str, GpuRecord]  # live GPUs by slug
+    specs: Mapping[str, GpuSpec]
+    alias_index: Mapping[str, list[AliasEntry]]
+    prices: Mapping[str, tuple[PriceRow, ...]]  # by slug, every GPU (deleted ones too)
+    fx_rates: tuple[FxRate, ...]  # newest first
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredCellStacks:
+    """Every stack of one cell (GPU, workload, canonical parameters)."""
+
+    gpu_slug: str
+    workload: str
+    params_hash: str
+    params: Mapping[str, Any]
+    stacks: tuple[StackWindow, ...]
+
+    def view(self, k: int) -> CellView:
+        return view_of(self.stacks, k)
+
+
+@dataclass(frozen=True, slots=True)
+class MeasurementSnapshot:
+    watermark: int
+    cells: Mapping[CellId, MeasuredCellStacks]
+    by_gpu: Mapping[str, tuple[CellId, ...]]
+    fingerprints: Mapping[str, Mapping[str, Any]]  # stack hash -> fingerprint fields
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Per-snapshot memo of derived views (a cell's view at k, its presentation): a snapshot
+    is immutable, so what is derived from it never goes stale; a new snapshot starts empty."""
+
+    def cell(self, slug: str, workload: str, params_hash: str) -> MeasuredCellStacks | None:
+        return self.cells.get((slug, workload, params_hash))
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one request reads: the catalog, the measured cells and the fitted calibrations."""
+
+    catalog: CatalogSnapshot
+    measurements: MeasurementSnapshot
+    calibrations: CalibrationSet
+    calibration_watermark: int  # the measurement watermark the calibrations were fitted at
+
+    @property
+    def watermarks(self) -> Watermarks:
+        return Watermarks(self.catalog.watermark, self.measurements.watermark)
+
+
+@dataclass
+class ReadModelStats:
+    """Counters tests and metrics read: what the snapshot had to do."""
+
+    catalog_loads: int = 0
+    full_measurement_loads: int = 0
+    journal_applications: int = 0
+    cells_reloaded: int = 0
+    full_fits: int = 0
+    refitted_groups: list[GroupKey] = field(default_factory=list)
+
+
+def _cells_of(stacks: Iterable[StoredStack]) -> dict[CellId, MeasuredCellStacks]:
+    grouped: dict[CellId, list[StoredStack]] = {}
+    for s in stacks:
+        grouped.setdefault((s.gpu_slug, s.workload, s.params_hash), []).append(s)
+    out: dict[CellId, MeasuredCellStacks] = {}
+    for key, ss in grouped.items():
+        ss.sort(key=lambda s: s.stack.fingerprint_hash)
+        newest = max(ss, key=lambda s: s.stack.newest)
+        out[key] = MeasuredCellStacks(gpu_slug=key[0], workload=key[1], params_hash=key[2], params=newest.params,
+                                      stacks=tuple(s.stack for s in ss))
+    return out
+
+
+def _by_gpu(cells: Mapping[CellId, MeasuredCellStacks]) -> dict[str, tuple[CellId, ...]]:
+    out: dict[str, list[CellId]] = {}
+    for key in sorted(cells):
+        out.setdefault(key[0], []).append(key)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def cell_measurements(cells: Iterable[MeasuredCellStacks], specs: Mapping[str, GpuSpec], k: int) -> list[CellMeasurement]:
+    """The calibration inputs of measured cells: each cell's latest-measured medians (the one
+    rule), on the GPU's current spec."""
+    out: list[CellMeasurement] = []
+    for c in cells:
+        if c.workload not in CALIBRATED_WORKLOADS or c.gpu_slug not in specs:
+            continue
+        view = c.view(k)
+        medians = {name: s.median for name, s in view.metrics.items()}
+        if medians:
+            out.append(CellMeasurement(gpu=specs[c.gpu_slug], workload=c.workload, params=c.params, medians=medians))
+    return out
+
+
+class ReadModel:
+    """One per process (``app.state.read_model``); thread-safe. ``background=False`` refits
+    on the calling thread (the CLI, some tests)."""
+
+    def __init__(self, *, min_points: int = 3, window: int = 100, background: bool = True) -> None:
+        self.min_points = min_points
+        self.window = window
+        self.stats = ReadModelStats()
+        self._lock = threading.Lock()
+        self._catalog: CatalogSnapshot | None = None
+        self._measurements: MeasurementSnapshot | None = None
+        self._calibrations = CalibrationSet()
+        self._calibration_watermark = -1
+        self._fitted_specs: Mapping[str, GpuSpec] = {}
+        self._pending_groups: set[GroupKey] = set()
+        self._full_fit_pending = True
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="refit") if background else None
+        self._future: Future[None] | None = None
+
+    # ---- the request path ------------------------------------------------------------------
+
+    def snapshot(self, uow: UnitOfWork) -> Snapshot:
+        """The snapshot at the database's current watermarks (one watermark read)."""
+        marks = uow.watermarks()
+        catalog = self._catalog
+        if catalog is None or catalog.watermark != marks.catalog:
+            catalog = self._load_catalog(uow, marks.catalog)
+        measured = self._measurements
+        if measured is None or measured.watermark != marks.measurement:
+            measured = self._advance_measurements(uow, marks.measurement)
+        self._schedule_fits(catalog, measured)
+        with self._lock:
+            return Snapshot(catalog=catalog, measurements=measured, calibrations=self._calibrations,
+                            calibration_watermark=self._calibration_watermark)
+
+    def get(self, uow: UnitOfWork) -> Mapping[str, list[AliasEntry]]:
+        """The alias index (what name resolution needs)."""
+        return self.snapshot(uow).catalog.alias_index
+
+    # ---- catalog -----------------------------------------------------------------------------
+
+    def _load_catalog(self, uow: UnitOfWork, watermark: int) -> CatalogSnapshot:
+        repo = uow.catalog
+        records = repo.records()
+        prices: dict[str, list[PriceRow]] = {}
+        for p in repo.prices():
+            prices.setdefault(p.gpu_slug, []).append(p)
+        from service.core.specs import gpu_spec_from_doc
+
+        snap = CatalogSnapshot(
+            watermark=watermark,
+            records=records,
+            specs={slug: gpu_spec_from_doc(r.document) for slug, r in records.items()},
+            alias_index=repo.alias_index(),
+            prices={k: tuple(v) for k, v in prices.items()},
+            fx_rates=tuple(repo.fx_rates()),
+        )
+        with self._lock:
+            if self._catalog is None or self._catalog.watermark < watermark:
+                self._catalog = snap
+                self.stats.catalog_loads += 1
+            return self._catalog
+
+    # ---- measurements --------------------------------------------------------------------------
+
+    def _advance_measurements(self, uow: UnitOfWork, watermark: int) -> MeasurementSnapshot:
+        current = self._measurements
+        entries = uow.stacks.journal_since(current.watermark, watermark) if current is not None else None
+        if current is None or entries is None or watermark < current.watermark:
+            stacks = uow.stacks.stacks_of_cells(None)
+            cells = _cells_of(stacks)
+            snap = MeasurementSnapshot(watermark=watermark, cells=cells, by_gpu=_by_gpu(cells),
+                                       fingerprints=uow.benchmark_queries.fingerprint_fields(
+                                           {s.stack.fingerprint_hash for s in stacks}))
+            with self._lock:
+                if self._measurements is None or self._measurements.watermark < watermark or entries is None:
+                    self._measurements = snap
+                    self._full_fit_pending = True
+                    self.stats.full_measurement_loads += 1
+                return self._measurements
+        touched = {(g, wl, ph) for e in entries for g, wl, ph in e.cells}
+        reloaded = _cells_of(uow.stacks.stacks_of_cells({(g, ph) for g, _wl, ph in touched}))
+        slugs = uow.stacks.slugs_of({g for g, _wl, _ph in touched})
+        cells = dict(current.cells)
+        for g, wl, ph in touched:
+            if g in slugs:
+                cells.pop((slugs[g], wl, ph), None)
+        cells.update(reloaded)
+        new_fps = {s.fingerprint_hash for c in reloaded.values() for s in c.stacks} - set(current.fingerprints)
+        fingerprints = dict(current.fingerprints)
+        if new_fps:
+            fingerprints.update(uow.benchmark_queries.fingerprint_fields(new_fps))
+        snap = MeasurementSnapshot(watermark=watermark, cells=cells, by_gpu=_by_gpu(cells), fingerprints=fingerprints)
+        groups = self._groups_of(list(reloaded.values()), [slugs[g] for g, _wl, _ph in touched if g in slugs])
+        with self._lock:
+            if self._measurements is not None and self._measurements.watermark >= watermark:
+                return self._measurements  # another request got here first
+            self._measurements = snap
+            self._pending_groups |= groups
+            self.stats.journal_applications += 1
+            self.stats.cells_reloaded += len(reloaded)
+            return snap
+
+    def _groups_of(self, cells: Sequence[MeasuredCellStacks], removed_slugs: Sequence[str]) -> set[GroupKey]:
+        """The calibration groups these cells feed (a removed cell's group needs a refit too:
+        it is identified from its GPU; the group key needs its workload and family, so every
+        group of that GPU and workload is refitted)."""
+        keys: set[GroupKey] = set()
+        specs = self._catalog.specs if self._catalog is not None else {}
+        for m in cell_measurements(cells, specs, self.min_points):
+            key = group_of(m)
+            if key is not None:
+                keys.add(key)
+        for c in cells:
+            if c.workload == "gemm" and c.gpu_slug in specs:
+                keys.add((c.gpu_slug, "gemm", "*"))
+        keys.update((slug, "*", "*") for slug in removed_slugs if slug not in {c.gpu_slug for c in cells})
+        return keys
+
+    # ---- calibrations: fitted off the request path ---------------------------------------------
+
+    def _schedule_fits(self, catalog: CatalogSnapshot, measured: MeasurementSnapshot) -> None:
+        with self._lock:
+            if self._fitted_specs is not catalog.specs:
+                changed = {s for s in set(catalog.specs) | set(self._fitted_specs)
+                           if catalog.specs.get(s) != self._fitted_specs.get(s)}
+                if self._fitted_specs:
+                    self._pending_groups |= {(s, "*", "*") for s in changed}
+                self._fitted_specs = catalog.specs
+            work = self._full_fit_pending or bool(self._pending_groups)
+            if not work or (self._future is not None and not self._future.done()):
+                return
+            full, groups = self._full_fit_pending, set(self._pending_groups)
+            self._full_fit_pending = False
+            self._pending_groups.clear()
+            if self._executor is None or self._calibration_watermark < 0:
+                job: Future[None] | None = None
+            else:
+                job = self._executor.submit(self._fit, catalog, measured, full, groups)
+                self._future = job
+        if job is None:
+            self._fit(catalog, measured, full, groups)
+
+    def _fit(self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]) -> None:
+        cms = cell_measurements(measured.cells.values(), catalog.specs, self.min_points)
+        if full:
+            fitted = fit_calibrations(cms)
+            with self._lock:
+                self.stats.full_fits += 1
+        else:
+            wanted: dict[GroupKey, list[CellMeasurement]] = {}
+            for m in cms:
+                key = group_of(m)
+                if key is None:
+                    continue
+                if key in groups or (key[0], "*", "*") in groups or (key[0], key[1], "*") in groups:
+                    wanted.setdefault(key, []).append(m)
+            # groups named but with no cells left are dropped by refitting them empty
+            for g in groups:
+                if "*" not in g and g not in wanted:
+                    wanted[g] = []
+            base = self._calibrations
+            from dataclasses import replace
+
+            fitted = replace(base, gemm_tflops=gemm_rates(cms), _picked={}).refitted(
+                {k: sorted(v, key=lambda m: repr(sorted(m.params.items()))) for k, v in wanted.items()})
+            with self._lock:
+                self.stats.refitted_groups.extend(sorted(wanted))
+        with self._lock:
+            if measured.watermark >= self._calibration_watermark:
+                self._calibrations = fitted
+                self._calibration_watermark = measured.watermark
+
+    def wait_for_fits(self, timeout: float = 120.0) -> None:
+        """Block until scheduled fits are done (tests, the load benchmark's warm-up)."""
+        f = self._future
+        if f is not None:
+            f.result(timeout=timeout)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+@commits
+def rebuild_stacks(uow: UnitOfWork, *, only_if_missing: bool = True) -> int:
+    """Recompute every stack summary from the stored results (a database upgraded from before
+    summaries existed, or a changed ``measurement_window``). With ``only_if_missing``, only
+    when results exist and no summary does. Returns the number of stacks rebuilt."""
+    if only_if_missing and uow.stacks.count() > 0:
+        return 0
+    keys = uow.stacks.all_stack_keys()
+    if not keys:
+        return 0
+    uow.stacks.refresh(keys, uow.stack_window)
+    uow.stacks.clear_stale()
+    uow.touch_every_cell()
+    return len(keys)
