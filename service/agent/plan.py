@@ -36,6 +36,7 @@ DEFAULT_EST_S: dict[str, float] = {
     "resnet50-train": 12.0,
     "resnet50-infer": 8.0,
     "bert-large-train": 12.0,
+    "bert-large-infer": 8.0,
     "llm-train": 15.0,
     "llm-infer": 20.0,
 }
@@ -217,9 +218,12 @@ def smoke_plan() -> Plan:
         _cfg("resnet50-train", precision="fp32", batch_size=2),
         _cfg("resnet50-infer", precision="fp32", batch_size=2),
         _cfg("bert-large-train", precision="fp32", batch_size=2, seq_len=16),
+        _cfg("bert-large-infer", precision="fp32", batch_size=2, seq_len=16),
         _cfg("llm-train", precision="fp32", **llm),
         _cfg("llm-train", precision="amp_bf16", gradient_checkpointing=True, finetune="lora", **llm),
         _cfg("llm-train", precision="bf16", attention="eager", **llm),
+        _cfg("llm-train", precision="fp32", loop="keeps_outputs", optimizer_impl="foreach", **llm),
+        _cfg("llm-train", precision="fp32", optimizer_impl="forloop", **llm),
         _cfg("llm-infer", model="gt-llama-110m", precision="bf16", batch_size=2, input_len=16, output_len=4),
     ]
     return plan_from_dict({"name": "smoke", "defaults": {"warmup": 1, "steps": 2, "repeats": 2, "est_s": 3,
@@ -241,6 +245,7 @@ def quick_plan() -> Plan:
         _cfg("resnet50-train", 10, precision="amp_bf16", batch_size=128),
         _cfg("resnet50-infer", 8, precision="amp_bf16", batch_size=256),
         _cfg("bert-large-train", 12, precision="amp_bf16", batch_size=32, seq_len=128),
+        _cfg("bert-large-infer", 8, precision="amp_bf16", batch_size=64, seq_len=128),
     ]
     return plan_from_dict({"name": "quick", "defaults": {"warmup": 2, "steps": 5, "timeout_s": 240},
                            "configs": configs})
@@ -268,6 +273,8 @@ def standard_plan() -> Plan:
     configs += [_cfg("resnet50-infer", 8, precision="amp_bf16", batch_size=bs) for bs in (1, 64, 256)]
     configs += [_cfg("bert-large-train", 12, precision="amp_bf16", batch_size=bs, seq_len=seq)
                 for seq in (128, 512) for bs in (8, 16, 32)]
+    configs += [_cfg("bert-large-infer", 8, precision="amp_bf16", batch_size=bs, seq_len=seq)
+                for seq in (128, 512) for bs in (1, 32, 128)]
     return plan_from_dict({"name": "standard", "defaults": {"warmup": 2, "steps": 5, "timeout_s": 300},
                            "configs": configs})
 

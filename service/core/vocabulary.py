@@ -9,7 +9,10 @@ TFLOP/s for floating-point rates and TOP/s for integer rates.
 
 Parameters are canonicalised -- defaults filled, types normalised, enums lower-cased -- and
 hashed (``parameters_hash``), so ``{"batch_size": 8}`` and ``{"batch_size": 8.0}`` are one
-cell. The stack fingerprint is hashed the same way (``fingerprint_hash``) over every field
+cell. A parameter added to a workload after results were stored is declared with
+``omit_at_default=True``: at its default value it is left out of the canonical parameters (and
+so of the hash and of the stored JSON), so every cell stored before it existed keeps its hash
+and its stored form; :func:`parameter_value` reads such a parameter with its default filled. The stack fingerprint is hashed the same way (``fingerprint_hash``) over every field
 except the host identity, so results from several hosts with the same stack pool together
 while "results from >= 2 hosts" stays countable.
 """
@@ -39,6 +42,11 @@ PRECISIONS: tuple[str, ...] = (
 
 RESULT_STATUSES: tuple[str, ...] = ("ok", "oom", "error")
 
+# llm-train loop variants (DESIGN "Estimation": the reference loop and its declared variants).
+LOOPS: tuple[str, ...] = ("loss_only", "keeps_outputs")
+OPTIMIZER_IMPLS: tuple[str, ...] = ("fused", "foreach", "forloop")
+MIXED_PRECISIONS: tuple[str, ...] = ("autocast", "fsdp_policy")
+
 ParamType = Literal["int", "float", "bool", "str", "enum"]
 
 
@@ -64,6 +72,9 @@ class ParamDef:
     maximum: float | None = None
     unit: str | None = None
     description: str = ""
+    omit_at_default: bool = False
+    """Left out of the canonical parameters (hash, stored JSON) when equal to ``default``: for
+    parameters added after results were stored, so those results keep their cell."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +126,8 @@ class WorkloadDef:
                     "maximum": p.maximum,
                     "unit": p.unit,
                     "description": p.description,
+                    # only where set, so the definitions (and hashes) of untouched workloads stay
+                    **({"omitted_at_default": True} if p.omit_at_default else {}),
                 }
                 for p in self.parameters
             ],
@@ -189,6 +202,13 @@ WORKLOADS: dict[str, WorkloadDef] = {
             (MetricDef("throughput", "samples/s"), _STEP, _ENERGY, _POWER),
         ),
         WorkloadDef(
+            "bert-large-infer",
+            "BERT-Large masked-LM forward, eval + inference_mode, synthetic tokens",
+            "throughput",
+            (_PRECISION, _BATCH, ParamDef("seq_len", "int", default=512, minimum=8, maximum=4096, unit="tokens")),
+            (MetricDef("throughput", "samples/s"), _STEP, _ENERGY, _POWER),
+        ),
+        WorkloadDef(
             "llm-train",
             "decoder-only (Llama-style) training step: forward, backward, fused AdamW step",
             "throughput",
@@ -211,6 +231,37 @@ WORKLOADS: dict[str, WorkloadDef] = {
                 ParamDef("sharding", "enum", default="none", choices=("none", "ddp", "fsdp", "zero1", "zero2", "zero3")),
                 ParamDef("gpu_count", "int", default=1, minimum=1, maximum=4096),
                 ParamDef("global_batch", "int", default=0, minimum=0, description="sequences per optimizer step; 0 = batch_size x gpu_count"),
+                # Declared loop variants (DESIGN "Estimation"), added after results were stored:
+                # omitted at their defaults, so every stored cell keeps its hash.
+                ParamDef(
+                    "loop",
+                    "enum",
+                    default="loss_only",
+                    choices=LOOPS,
+                    omit_at_default=True,
+                    description="loss_only: the step keeps only the loss (model(...).loss; the agent and the HF "
+                    "Trainer); keeps_outputs: a hand-written loop that holds the model output (logits) through "
+                    "backward and the optimizer step, until the next forward replaces it",
+                ),
+                ParamDef(
+                    "optimizer_impl",
+                    "enum",
+                    default="fused",
+                    choices=OPTIMIZER_IMPLS,
+                    omit_at_default=True,
+                    description="torch.optim implementation: fused (fused=True, the reference), foreach "
+                    "(foreach=True), forloop (foreach=False, fused=False)",
+                ),
+                ParamDef(
+                    "mixed_precision",
+                    "enum",
+                    default="autocast",
+                    choices=MIXED_PRECISIONS,
+                    omit_at_default=True,
+                    description="autocast: torch.autocast over the precision's parameters (FSDP gathers fp32 "
+                    "parameters); fsdp_policy: FSDP2 MixedPrecisionPolicy(param_dtype=half, reduce_dtype=fp32) "
+                    "over fp32 sharded parameters, no autocast (sharding fsdp with an amp_* precision only)",
+                ),
             ),
             (
                 MetricDef("throughput", "tokens/s"),
@@ -218,6 +269,13 @@ WORKLOADS: dict[str, WorkloadDef] = {
                 MetricDef("mfu", "ratio", "model FLOPs utilisation against the catalog dense peak"),
                 _ENERGY,
                 _POWER,
+                MetricDef(
+                    "optimizer_step_peak_allocated_bytes",
+                    "B",
+                    "torch.cuda.max_memory_allocated reached inside optimizer.step() (reset just before it) "
+                    "in one steady-state step after the timed ones; maximum over ranks",
+                    higher_is_better=False,
+                ),
             ),
         ),
         WorkloadDef(
@@ -383,7 +441,10 @@ def canonical_parameters(
     """Validate and canonicalise parameters: defaults filled, types normalised, unknown refused.
 
     Derived defaults: for ``llm-train`` a ``global_batch`` of 0 becomes
-    ``batch_size * gpu_count``; LoRA fields are cleared for full fine-tuning.
+    ``batch_size * gpu_count``; LoRA fields are cleared for full fine-tuning. Cross-field
+    rules: ``mixed_precision='fsdp_policy'`` needs ``sharding='fsdp'`` and an ``amp_*``
+    precision. Parameters declared ``omit_at_default`` are left out at their default value
+    (module docstring; :func:`parameter_value` reads them).
     """
     w = get_workload(workload)
     out: dict[str, Any] = {}
@@ -399,6 +460,18 @@ def canonical_parameters(
         else:
             out[p.name] = p.default
     if workload == "llm-train":
+        if out["mixed_precision"] == "fsdp_policy":
+            if out["sharding"] != "fsdp":
+                raise VocabularyError(
+                    (*loc, "mixed_precision"),
+                    f"mixed_precision 'fsdp_policy' is an FSDP option; needs sharding 'fsdp', got {out['sharding']!r}",
+                )
+            if out["precision"] not in ("amp_bf16", "amp_fp16"):
+                raise VocabularyError(
+                    (*loc, "mixed_precision"),
+                    "mixed_precision 'fsdp_policy' casts fp32 sharded parameters to half precision; needs an "
+                    f"amp_* precision (amp_bf16, amp_fp16), got {out['precision']!r}",
+                )
         if out["finetune"] == "full":
             out["lora_rank"] = 0
             out["lora_targets"] = ""
@@ -408,7 +481,21 @@ def canonical_parameters(
             out["lora_targets"] = "k_proj,o_proj,q_proj,v_proj"
         if out["global_batch"] == 0:
             out["global_batch"] = out["batch_size"] * out["gpu_count"]
+    for p in w.parameters:
+        if p.omit_at_default and out[p.name] == p.default:
+            del out[p.name]
     return out
+
+
+def parameter_value(workload: str, canonical: Mapping[str, Any], name: str) -> Any:
+    """A parameter of canonical parameters, its default where canonicalisation left it out
+    (``omit_at_default``): readers use this rather than ``canonical[name]``."""
+    if name in canonical:
+        return canonical[name]
+    p = get_workload(workload).param(name)
+    if p is None:
+        raise KeyError(f"{workload} has no parameter {name!r}")
+    return p.default
 
 
 def coerce_parameter(workload: str, name: str, value: Any, loc: tuple[str | int, ...] = ("parameters",)) -> Any:

@@ -26,6 +26,7 @@ from service.agent.multigpu.launcher import (
     build_jobs,
     job_environment,
     run_job,
+    run_suite,
     torchrun_command,
     validate_run,
 )
@@ -88,12 +89,12 @@ def test_build_jobs_skips_what_cannot_run() -> None:
     labels = [j.label for j in jobs]
     assert labels == [
         "collective ws1",
-        "llm-train gt-llama-350m none ws1",
-        "llm-train gt-llama-350m ddp ws1",
-        "llm-train gt-llama-350m fsdp ws1",
+        "llm-train gt-llama-350m none ws1 bs4x2048",
+        "llm-train gt-llama-350m ddp ws1 bs4x2048",
+        "llm-train gt-llama-350m fsdp ws1 bs4x2048",
         "collective ws2",
-        "llm-train gt-llama-350m ddp ws2",
-        "llm-train gt-llama-350m fsdp ws2",
+        "llm-train gt-llama-350m ddp ws2 bs4x2048",
+        "llm-train gt-llama-350m fsdp ws2 bs4x2048",
         "collective ws4",
     ]
     assert any("world size 8: needs 8 GPUs, 4 visible" in s for s in skipped)
@@ -288,7 +289,7 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     jobs, skipped = build_jobs(plan, visible_devices=None)
     assert not skipped
     # collective ws1 runs in test_cli_smoke_writes_validated_runs; three launches keep this fast
-    keep = {"collective ws2", "llm-train mg-tiny-llama ddp ws1", "llm-train mg-tiny-llama fsdp ws2"}
+    keep = {"collective ws2", "llm-train mg-tiny-llama ddp ws1 bs1x32", "llm-train mg-tiny-llama fsdp ws2 bs1x32"}
     base = tmp_path_factory.mktemp("multigpu")
     outcomes = [run_job(j, plan, base / f"job{i}") for i, j in enumerate(jobs) if j.label in keep]
     assert len(outcomes) == 3
@@ -415,3 +416,111 @@ def test_cli_smoke_writes_validated_runs(tmp_path: Path, isolated_env: None) -> 
         assert r["status"] == "ok" and r["metrics"]["busbw_gb_per_s"]["value"] == 0
         assert r["metrics"]["algbw_gb_per_s"]["value"] > 0
     assert json.loads((tmp_path / "details.json").read_text())[0]["returncode"] == 0
+
+
+# --- declared variants: optimizer implementation, FSDP mixed-precision policy, loop ----------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_variants_are_checked_before_anything_is_launched() -> None:
+    def jobs(**kw: Any) -> list[Job]:
+        plan = SuitePlan(world_sizes=(1,), collective=None,
+                         llm=(LlmPlan(model="gt-llama-350m", batch_size=4, global_batch=4, **kw),))  # fmt: skip
+        return build_jobs(plan, visible_devices=1)[0]
+
+    ddp, fsdp = jobs(mixed_precision="autocast", optimizer_impl="foreach", loop="keeps_outputs")
+    assert ddp.spec["optimizer_impl"] == "foreach" and ddp.label.startswith("llm-train gt-llama-350m ddp")
+    assert fsdp.label == "llm-train gt-llama-350m fsdp ws1 bs4x2048 foreach keeps_outputs"
+    p = fsdp.expected[0]["parameters"]
+    assert (p["optimizer_impl"], p["mixed_precision"], p["loop"]) == ("foreach", "autocast", "keeps_outputs")
+    canon = canonical_parameters("llm-train", p)
+    assert canon["loop"] == "keeps_outputs" and "mixed_precision" not in canon  # default: left out
+    with pytest.raises(ValueError, match="mixed_precision"):  # the policy is an FSDP option
+        jobs(mixed_precision="fsdp_policy")
+    with pytest.raises(ValueError, match="mixed_precision"):  # and casts fp32 params: amp_bf16 only
+        jobs(mixed_precision="fsdp_policy", shardings=("fsdp",), precision="bf16")
+    with pytest.raises(ValueError, match="optimizer_impl"):
+        jobs(optimizer_impl="apex")
+    (policy,) = jobs(mixed_precision="fsdp_policy", shardings=("fsdp",))
+    assert policy.label.endswith("fsdp_policy")
+    args = parser().parse_args(["--models", "gt-llama-350m", "--optimizer-impl", "forloop", "--loop",
+                                "keeps_outputs", "--mixed-precision", "fsdp_policy"])  # fmt: skip
+    (lp,) = plan_from_args(args).llm
+    assert (lp.optimizer_impl, lp.loop, lp.mixed_precision) == ("forloop", "keeps_outputs", "fsdp_policy")
+
+
+def test_plan_files_and_resume(tmp_path: Path, isolated_env: None) -> None:
+    plan_path = REPO / "service/agent/plans/h200-variants-fsdp-ws1.json"
+    plan = plan_from_args(parser().parse_args(["--plan", str(plan_path), "--backend", "nccl", "--time-budget", "300"]))
+    assert plan.collective is None and plan.world_sizes == (1,) and plan.time_budget_s == 300
+    jobs, skipped = build_jobs(plan, visible_devices=1)
+    assert len(jobs) == 24 and not skipped
+    cells = {(j.spec["model"], j.spec["optimizer_impl"], j.spec["mixed_precision"], j.spec["batch_size"]) for j in jobs}
+    assert len(cells) == 24
+    assert {j.spec["global_batch"] for j in jobs if j.spec["model"] == "llama2-7b"} == {1, 2}  # one micro-batch
+    # --resume: cells a runs file holds as ok or oom are not run again; errors are
+    first, second, third = (dict(j.expected[0]) for j in jobs[:3])
+    runs = [{"results": [first | {"status": "ok"}, second | {"status": "oom"}, third | {"status": "error"}]}]
+    done_file = tmp_path / "done.json"
+    done_file.write_text(json.dumps(runs))
+    resumed = plan_from_args(parser().parse_args(["--plan", str(plan_path), "--resume", str(done_file)]))
+    jobs2, skipped2 = build_jobs(resumed, visible_devices=1)
+    assert len(jobs2) == 22 and sum("already measured" in s for s in skipped2) == 2
+    assert jobs2[0].label == jobs[2].label
+    # a plan file's entries: defaults overlaid, unknown keys refused
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"llm": [{"model": "gt-llama-350m", "batch_size": 2, "batch": 3}]}))
+    assert main(["--plan", str(bad), "-o", str(tmp_path / "x.json")]) == EXIT_USAGE
+    bad.write_text(json.dumps({"llm": [{"model": "gt-llama-350m", "batch_size": 2, "shardings": ["ddp"],
+                                        "mixed_precision": "fsdp_policy"}]}))  # fmt: skip
+    assert main(["--plan", str(bad), "-o", str(tmp_path / "x.json")]) == EXIT_USAGE
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_launched_variants_on_cpu(tmp_path: Path) -> None:
+    """Real torchrun jobs at world size 1 (gloo): FSDP2 with the mixed-precision policy,
+    foreach AdamW, the keeps_outputs loop and checkpointing; the plain model with the for-loop
+    AdamW; a third job the time budget leaves out (and the runs say so)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    common: dict[str, Any] = dict(model="mg-tiny-llama", batch_size=1, seq_len=32, global_batch=2,
+                                  warmup_steps=1, steps=2, est_s=1.0)  # fmt: skip
+    plan = SuitePlan(
+        world_sizes=(1,),
+        backend="gloo",
+        device="cpu",
+        collective=None,
+        llm=(
+            LlmPlan(precision="amp_bf16", shardings=("fsdp",), mixed_precision="fsdp_policy",
+                    optimizer_impl="foreach", loop="keeps_outputs", gradient_checkpointing=True, **common),
+            LlmPlan(precision="fp32", shardings=("none",), optimizer_impl="forloop", **common),
+            LlmPlan(precision="fp32", shardings=("fsdp",), **(common | {"est_s": 10_000.0})),
+        ),
+        job_timeout_s=120,
+        time_budget_s=600,
+    )  # fmt: skip
+    runs, outcomes = run_suite(plan, workdir=tmp_path)
+    assert [oc.job.label for oc in outcomes] == [
+        "llm-train mg-tiny-llama fsdp ws1 bs1x32 ckpt foreach fsdp_policy keeps_outputs",
+        "llm-train mg-tiny-llama none ws1 bs1x32 forloop",
+    ]
+    for oc in outcomes:
+        assert oc.failure is None, f"{oc.job.label}: {oc.failure}\n{oc.log_tail}"
+    assert len(runs) == 2  # amp_bf16 and strict fp32: two stacks (the TF32 switches differ)
+    for run in runs:
+        _validate_like_the_service(run)
+        assert "not run (time budget 600 s): 1 job(s)" in run["notes"] and "MixedPrecisionPolicy" in run["notes"]
+    results = [r for run in runs for r in run["results"]]
+    policy, plain = (r["parameters"] for r in results)
+    assert (policy["mixed_precision"], policy["optimizer_impl"], policy["loop"], policy["sharding"]) == (
+        "fsdp_policy", "foreach", "keeps_outputs", "fsdp")
+    assert policy["gradient_checkpointing"] is True and policy["global_batch"] == 2
+    assert plain["optimizer_impl"] == "forloop" and "loop" not in plain and "mixed_precision" not in plain
+    # what the steps really computed in: the policy casts the gathered parameters to bf16 without
+    # autocast (logits bf16) while the optimizer updates fp32 sharded parameters
+    dtypes = [oc.results[0]["extra"]["dtypes"] for oc in outcomes]
+    assert dtypes == [{"lm_head_output": "bfloat16", "optimizer_param": "float32"},
+                      {"lm_head_output": "float32", "optimizer_param": "float32"}]  # fmt: skip
+    for r in results:  # CPU: no allocator peaks, and a window under 1 s reports no energy
+        assert "optimizer_step_peak_allocated_bytes" not in r["metrics"] and "energy_per_step_j" not in r["metrics"]

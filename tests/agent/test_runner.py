@@ -92,7 +92,8 @@ def test_time_budget_stops_before_a_config_that_would_overrun() -> None:
 def test_smoke_run_end_to_end_on_cpu(tmp_path: Path) -> None:
     out = tmp_path / "smoke.json"
     res = CliRunner().invoke(cli.agent_app, ["run", "--smoke", "--workloads",
-                                             "gemm,memory-bandwidth,resnet50-train,bert-large-train,llm-train,llm-infer",
+                                             "gemm,memory-bandwidth,resnet50-train,bert-large-train,bert-large-infer,"
+                                             "llm-train,llm-infer",
                                              "-o", str(out), "--json"])
     assert res.exit_code == 0, res.output
     runs = read_runs(out)
@@ -109,6 +110,13 @@ def test_smoke_run_end_to_end_on_cpu(tmp_path: Path) -> None:
     assert set(infer["metrics"]) >= {"ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99", "output_tokens_per_s"}
     lora = next(x for x in results if x["workload"] == "llm-train" and x["parameters"]["finetune"] == "lora")
     assert lora["parameters"]["lora_targets"] == "k_proj,o_proj,q_proj,v_proj"
+    # the declared loop variants run, as cells of their own; the reference loop's cells name none
+    train = [x for x in results if x["workload"] == "llm-train"]
+    variants = {(x["parameters"].get("loop"), x["parameters"].get("optimizer_impl")) for x in train}
+    assert variants == {(None, None), ("keeps_outputs", "foreach"), (None, "forloop")}
+    assert all("optimizer_step_peak_allocated_bytes" not in x["metrics"] for x in train)  # CUDA only
+    bert_infer = next(x for x in results if x["workload"] == "bert-large-infer")
+    assert bert_infer["metrics"]["throughput"]["unit"] == "samples/s" and bert_infer["parameters"]["seq_len"] == 16
     notes = runs[0]["notes"]
     assert "smoke=true" in notes and "fp8" in notes  # fp8 gemm is skipped on a CPU, and said so
     try:
@@ -120,6 +128,34 @@ def test_smoke_run_end_to_end_on_cpu(tmp_path: Path) -> None:
                                              "-o", str(tmp_path / "again.json")])
     assert res.exit_code == 0, res.output
     assert "already measured" in res.output and not (tmp_path / "again.json").exists()
+
+
+@needs_torch
+@pytest.mark.parametrize(("impl", "foreach", "fused"), [("fused", None, None), ("foreach", True, False),
+                                                        ("forloop", False, False)])
+def test_optimizer_implementations(impl: str, foreach: bool | None, fused: bool | None) -> None:
+    """On the CPU ``fused`` is torch's default choice (fused=True only on CUDA); the other two
+    are pinned either way. One real step each: the implementations compute the same update."""
+    import torch
+
+    from service.agent.suite.common import Context, OptimizerStepPeak, adamw, backward_and_step
+
+    ctx = Context(device="cpu", smoke=True, nvml_index=None, warmup=1, steps=1, repeats=1)
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(64, 64))
+    opt = adamw(ctx, [w], impl)
+    assert (opt.defaults["foreach"], opt.defaults["fused"]) == (foreach, fused)
+    peak = OptimizerStepPeak(ctx)
+    peak.arm()
+    assert not peak.armed  # the optimizer-step peak is a CUDA allocator figure: inert on the CPU
+    backward_and_step((w * w).sum(), opt, None, peak)
+    assert w.grad is None and peak.value is None
+    torch.manual_seed(0)
+    ref = torch.nn.Parameter(torch.randn(64, 64))
+    ref_opt = torch.optim.AdamW([ref], lr=1e-4, foreach=False)
+    (ref * ref).sum().backward()
+    ref_opt.step()
+    assert torch.allclose(w, ref, rtol=0, atol=1e-7)
 
 
 def test_build_runs_groups_by_tf32_and_carries_the_probe() -> None:
@@ -160,6 +196,13 @@ def test_plan_files_validate() -> None:
     assert {c.parameters["attention"] for c in train} == {"sdpa", "eager"}
     assert {c.parameters["finetune"] for c in train} == {"full", "lora"}
     assert min(c.parameters["seq_len"] for c in train) == 512 and max(c.parameters["seq_len"] for c in train) == 4096
+    variants = load_plan(REPO / "service/agent/plans/h200-variants.json")
+    vtrain = [c.parameters for c in variants.configs if c.workload == "llm-train"]
+    assert {p.get("optimizer_impl") for p in vtrain} == {None, "foreach", "forloop"}  # None: fused, the default
+    assert {p.get("loop") for p in vtrain} == {None, "keeps_outputs"}
+    assert {p["precision"] for p in vtrain} == {"amp_bf16", "tf32", "fp32"}
+    assert {c.workload for c in variants.configs} == {"llm-train", "resnet50-train", "bert-large-train",
+                                                       "bert-large-infer", "resnet50-infer"}
     assert isinstance(smoke_plan(), Plan) and all(isinstance(c, ConfigSpec) for c in smoke_plan().configs)
     with pytest.raises(PlanError, match="unknown workload"):
         plan_from_dict({"configs": [{"workload": "nope"}]})

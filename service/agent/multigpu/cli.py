@@ -22,10 +22,19 @@ from service.agent.multigpu.launcher import (
     CollectivePlan,
     LlmPlan,
     SuitePlan,
+    build_jobs,
+    llm_plans_from_dict,
+    measured_cells,
     run_suite,
     visible_gpu_count,
 )
-from service.agent.multigpu.llm_train import SHARDINGS, SUPPORTED_PRECISIONS
+from service.agent.multigpu.llm_train import (
+    LOOPS,
+    MIXED_PRECISIONS,
+    OPTIMIZER_IMPLS,
+    SHARDINGS,
+    SUPPORTED_PRECISIONS,
+)
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -90,6 +99,25 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--timeout", type=float, default=900.0, help="seconds per job before its processes are killed"
     )
+    ap.add_argument(
+        "--optimizer-impl", choices=OPTIMIZER_IMPLS, default="fused", help="AdamW implementation (llm-train)"
+    )
+    ap.add_argument(
+        "--mixed-precision",
+        choices=MIXED_PRECISIONS,
+        default="autocast",
+        help="fsdp_policy: FSDP2 MixedPrecisionPolicy (bf16 params, fp32 reduce) instead of autocast (fsdp only)",
+    )
+    ap.add_argument("--loop", choices=LOOPS, default="loss_only", help="keeps_outputs: hold the model output")
+    ap.add_argument(
+        "--plan", type=Path, help="llm-train plan file (JSON; docs/multigpu.md): replaces the --models grid"
+    )
+    ap.add_argument(
+        "--time-budget", type=float, help="seconds: start no job whose est_s would overrun (the rest is noted)"
+    )
+    ap.add_argument(
+        "--resume", type=Path, help="runs file: skip llm-train cells it holds as ok or oom (errors run again)"
+    )
     ap.add_argument("--workdir", type=Path, help="keep each job's files (logs, rank errors) here")
     ap.add_argument("--smoke", action="store_true", help="tiny CPU/gloo run at world sizes 1,2 (tests)")
     ap.add_argument("--quiet", "-q", action="store_true")
@@ -107,8 +135,10 @@ def plan_from_args(a: argparse.Namespace) -> SuitePlan:
             if "collective" in a.workloads
             else None,
             llm=(
-                LlmPlan(model="mg-tiny-llama", precision="fp32", batch_size=1, seq_len=32, global_batch=2,
-                        shardings=tuple(a.shardings), warmup_steps=1, steps=2),
+                LlmPlan(model="mg-tiny-llama", precision="amp_bf16" if a.mixed_precision == "fsdp_policy" else "fp32",
+                        batch_size=1, seq_len=32, global_batch=2, shardings=tuple(a.shardings), warmup_steps=1,
+                        steps=2, optimizer_impl=a.optimizer_impl, mixed_precision=a.mixed_precision, loop=a.loop,
+                        gradient_checkpointing=a.gradient_checkpointing),
             )
             if "llm-train" in a.workloads
             else (),
@@ -117,6 +147,27 @@ def plan_from_args(a: argparse.Namespace) -> SuitePlan:
     gpus = visible_gpu_count()
     backend = a.backend or ("nccl" if gpus else "gloo")
     device = "cuda" if backend == "nccl" else "cpu"
+    done = frozenset[str]()
+    if a.resume is not None:
+        runs = json.loads(a.resume.read_text())
+        done = measured_cells(runs if isinstance(runs, list) else [runs])
+    if a.plan is not None:
+        doc = json.loads(a.plan.read_text())
+        if not isinstance(doc, dict):
+            raise ValueError(f"{a.plan}: a plan file is a JSON object")
+        ws = tuple(a.world_sizes or doc.get("world_sizes") or (1,))
+        return SuitePlan(
+            world_sizes=ws,
+            backend=backend,
+            device=device,
+            collective=None,
+            llm=llm_plans_from_dict(doc, world_sizes=ws),
+            job_timeout_s=float(doc.get("job_timeout_s", a.timeout)),
+            peak_tflops=a.peak_tflops,
+            name=str(doc.get("name") or a.plan.stem),
+            time_budget_s=a.time_budget,
+            done=done,
+        )
     ws = tuple(a.world_sizes or [n for n in (1, 2, 4, 8) if n <= max(gpus, 1)])
     for op in a.ops:
         if op not in OPS:
@@ -153,11 +204,15 @@ def plan_from_args(a: argparse.Namespace) -> SuitePlan:
             warmup_steps=a.warmup_steps,
             steps=a.steps,
             include_unsharded_baseline=a.baseline,
+            optimizer_impl=a.optimizer_impl,
+            mixed_precision=a.mixed_precision,
+            loop=a.loop,
         )
         for m in (a.models if "llm-train" in a.workloads else [])
     )
     return SuitePlan(world_sizes=ws, backend=backend, device=device, collective=coll, llm=llm,
-                     job_timeout_s=a.timeout, peak_tflops=a.peak_tflops)  # fmt: skip
+                     job_timeout_s=a.timeout, peak_tflops=a.peak_tflops, time_budget_s=a.time_budget,
+                     done=done)  # fmt: skip
 
 
 def _terminate(signum: int, _frame: object) -> None:
@@ -182,6 +237,7 @@ def _main(argv: list[str] | None) -> int:
         plan = plan_from_args(a)
         if a.workdir:
             a.workdir.mkdir(parents=True, exist_ok=True)
+        build_jobs(plan, visible_devices=None)  # refuse a bad variant before launching anything
     except (ValueError, OSError) as exc:
         ap.print_usage(sys.stderr)
         print(f"error: {exc}", file=sys.stderr)

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,7 +30,7 @@ from typing import Any
 
 from service.agent.multigpu import collectives
 from service.agent.multigpu.env import SAFE_ENV, safe_environ
-from service.agent.multigpu.llm_train import SHARDINGS, accumulation_steps, result_parameters
+from service.agent.multigpu.llm_train import SHARDINGS, accumulation_steps, check_variant, result_parameters
 from service.core.vocabulary import (
     SUITE_VERSION,
     VocabularyError,
@@ -76,6 +77,10 @@ class LlmPlan:
     warmup_steps: int = 2
     steps: int = 5
     include_unsharded_baseline: bool = False  # also sharding=none at world size 1
+    optimizer_impl: str = "fused"
+    mixed_precision: str = "autocast"  # "fsdp_policy": FSDP2 MixedPrecisionPolicy (fsdp only)
+    loop: str = "loss_only"
+    est_s: float = 60.0  # expected seconds per job (torchrun start included), for --time-budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +92,44 @@ class SuitePlan:
     llm: tuple[LlmPlan, ...] = ()
     job_timeout_s: float = 900.0
     peak_tflops: float | None = None
+    name: str = "multigpu"
+    time_budget_s: float | None = None  # start no job whose est_s would overrun this
+    done: frozenset[str] = frozenset()  # cells already measured (ok/oom) elsewhere: not run again
+
+
+_LLM_FIELDS = frozenset(LlmPlan.__dataclass_fields__)
+
+
+def llm_plans_from_dict(doc: dict[str, Any], *, world_sizes: Sequence[int]) -> tuple[LlmPlan, ...]:
+    """The ``llm`` list of a plan file as :class:`LlmPlan` entries.
+
+    A plan file is JSON: ``{"name", "description", "world_sizes": [1], "job_timeout_s",
+    "defaults": {LlmPlan fields}, "llm": [{LlmPlan fields}, ...]}``; each entry is its
+    ``defaults`` overlaid by the entry. ``global_batch`` defaults to ``batch_size`` x the largest
+    world size (one micro-batch per rank there). Unknown keys are refused.
+    """
+    defaults = doc.get("defaults") or {}
+    entries = doc.get("llm")
+    if not isinstance(defaults, dict) or not isinstance(entries, list) or not entries:
+        raise ValueError("a plan file needs a non-empty 'llm' list (and 'defaults', if any, an object)")
+    out: list[LlmPlan] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"llm[{i}]: an object is required")
+        merged = {**defaults, **entry}
+        unknown = set(merged) - _LLM_FIELDS
+        if unknown:
+            raise ValueError(f"llm[{i}]: unknown keys {sorted(unknown)}; known: {sorted(_LLM_FIELDS)}")
+        if "model" not in merged or "batch_size" not in merged:
+            raise ValueError(f"llm[{i}]: 'model' and 'batch_size' are required")
+        merged.setdefault("global_batch", int(merged["batch_size"]) * max(world_sizes))
+        if "shardings" in merged:
+            merged["shardings"] = tuple(merged["shardings"])
+        try:
+            out.append(LlmPlan(**merged))
+        except TypeError as exc:
+            raise ValueError(f"llm[{i}]: {exc}") from None
+    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -111,7 +154,18 @@ class Job:
         if self.kind == "collective":
             return f"collective ws{self.world_size}"
         s = self.spec
-        return f"llm-train {s['model']} {s['sharding']} ws{self.world_size}"
+        bits = [f"llm-train {s['model']} {s['sharding']} ws{self.world_size}"]
+        bits.append(f"bs{s['batch_size']}x{s['seq_len']}")
+        if s.get("gradient_checkpointing"):
+            bits.append("ckpt")
+        for key, default in (("optimizer_impl", "fused"), ("mixed_precision", "autocast"), ("loop", "loss_only")):
+            if s.get(key, default) != default:
+                bits.append(str(s[key]))
+        return " ".join(bits)
+
+    @property
+    def est_s(self) -> float:
+        return float(self.spec.get("est_s", 60.0))
 
 
 @dataclass(slots=True)
@@ -189,10 +243,49 @@ def build_jobs(plan: SuitePlan, *, visible_devices: int | None) -> tuple[list[Jo
                     "warmup_steps": lp.warmup_steps,
                     "steps": lp.steps,
                     "peak_tflops": plan.peak_tflops,
+                    "optimizer_impl": lp.optimizer_impl,
+                    "mixed_precision": lp.mixed_precision,
+                    "loop": lp.loop,
+                    "est_s": lp.est_s,
                 }
-                expected = [{"workload": "llm-train", "parameters": result_parameters(spec, ws)}]
-                jobs.append(Job(ws, "llm-train", spec, expected))
+                params = result_parameters(spec, ws)
+                try:
+                    check_variant(spec)
+                    canonical_parameters("llm-train", params)
+                except (ValueError, VocabularyError) as exc:
+                    raise ValueError(f"llm-train {lp.model} {sh} world size {ws}: {exc}") from None
+                if _cell_key("llm-train", params) in plan.done:
+                    skipped.append(f"llm-train {lp.model} {sh} world size {ws} ({_variant(spec)}): already measured")
+                    continue
+                jobs.append(Job(ws, "llm-train", spec, [{"workload": "llm-train", "parameters": params}]))
     return jobs, skipped
+
+
+def _variant(spec: dict[str, Any]) -> str:
+    ckpt = " ckpt" if spec.get("gradient_checkpointing") else ""
+    return (
+        f"bs{spec['batch_size']}x{spec['seq_len']}{ckpt} {spec.get('optimizer_impl', 'fused')} "
+        f"{spec.get('mixed_precision', 'autocast')} {spec.get('loop', 'loss_only')}"
+    )
+
+
+def _non_default_variant(spec: dict[str, Any]) -> bool:
+    return (spec.get("optimizer_impl", "fused"), spec.get("mixed_precision", "autocast"),
+            spec.get("loop", "loss_only")) != ("fused", "autocast", "loss_only")  # fmt: skip
+
+
+def measured_cells(runs: Sequence[dict[str, Any]]) -> frozenset[str]:
+    """Cells (workload + canonical parameters hash) with an ``ok`` or ``oom`` result in ``runs``
+    (for ``--resume``: errors are run again)."""
+    keys = set()
+    for run in runs:
+        for r in run.get("results", []):
+            if r.get("status") in ("ok", "oom") and "workload" in r:
+                try:
+                    keys.add(_cell_key(r["workload"], r.get("parameters") or {}))
+                except VocabularyError:
+                    continue
+    return frozenset(keys)
 
 
 def torchrun_command(python: str, world_size: int, job_path: Path, out_dir: Path) -> list[str]:
@@ -410,6 +503,13 @@ def _run_notes(outcomes: Sequence[JobOutcome], extra: Sequence[str]) -> str:
             "world size 1: busbw is 0 by definition; an in-place all_reduce is a no-op (time = launch "
             "overhead, algbw meaningless); all_gather/reduce_scatter are a device copy. Path check only."
         )
+    if any(oc.job.kind == "llm-train" and _non_default_variant(oc.job.spec) for oc in outcomes):
+        lines.append(
+            "variants: optimizer_impl fused/foreach/forloop = AdamW(fused=True) / (foreach=True) / "
+            "(foreach=False, fused=False); mixed_precision fsdp_policy = FSDP2 MixedPrecisionPolicy("
+            "param_dtype=bf16, reduce_dtype=fp32) on every fully_shard, fp32 sharded params, no autocast; "
+            "loop keeps_outputs = model output held through backward and optimizer step until the next forward."
+        )
     for oc in outcomes:
         if oc.job.kind == "llm-train":
             s = oc.job.spec
@@ -476,6 +576,7 @@ def run_suite(
     progress: Callable[[str], None] | None = None,
     checkpoint: Callable[[list[dict[str, Any]]], None] | None = None,
     python: str = sys.executable,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[list[dict[str, Any]], list[JobOutcome]]:
     """Run every job of ``plan``; return (validated runs, per-job outcomes).
 
@@ -488,9 +589,17 @@ def run_suite(
     for s in skipped:
         say(f"skip: {s}")
     outcomes: list[JobOutcome] = []
+    t_start = clock()
     with tempfile.TemporaryDirectory(prefix="gpu-advisor-multigpu-") as tmp:
         base = workdir or Path(tmp)
         for i, job in enumerate(jobs):
+            elapsed = clock() - t_start
+            if plan.time_budget_s is not None and elapsed + job.est_s > plan.time_budget_s:
+                rest = jobs[i:]
+                skipped.append(f"not run (time budget {plan.time_budget_s:g} s): {len(rest)} job(s): "
+                               + "; ".join(j.label for j in rest)[:1200])
+                say(f"time budget: {len(rest)} job(s) not run")
+                break
             say(f"[{i + 1}/{len(jobs)}] {job.label}")
             oc = run_job(job, plan, base / f"job{i:03d}", python=python)
             if oc.failure:
@@ -509,5 +618,7 @@ def _assemble(
 ) -> list[dict[str, Any]]:
     fb_fp, fb_gpu = host_fallbacks(plan)
     notes = [f"skipped {s}" for s in skipped]
-    notes.append("plan: " + json.dumps(asdict(plan), sort_keys=True, default=str)[:1500])
+    summary = {k: v for k, v in asdict(plan).items() if k not in ("llm", "done")}
+    summary["llm_configs"] = len(plan.llm)
+    notes.append("plan: " + json.dumps(summary, sort_keys=True, default=str)[:1500])
     return assemble_runs(outcomes, fallback_fingerprint=fb_fp, fallback_gpu=fb_gpu, notes=notes)

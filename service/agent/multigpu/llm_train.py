@@ -15,9 +15,19 @@ config (random init on the device, no downloads), loss from ``labels=input_ids``
 - ``sharding=fsdp``: FSDP2 ``fully_shard`` on every decoder layer and on the root, default
   ``reshard_after_forward=True`` (ZeRO-3: parameters, gradients and optimizer state sharded);
   gradients are reduce-scattered on every micro-batch (FSDP's memory-saving default).
-  Parameters keep the precision's storage dtype: with ``amp_bf16`` they are fp32 and
-  all-gathered in fp32, compute runs under autocast; with ``bf16`` they are bf16 end to end.
-  (FSDP ``MixedPrecisionPolicy`` is a different, undeclared variant and is not used.)
+  With ``mixed_precision=autocast`` (the default) parameters keep the precision's storage
+  dtype: with ``amp_bf16`` they are fp32 and all-gathered in fp32, compute runs under
+  autocast; with ``bf16`` they are bf16 end to end. With ``mixed_precision=fsdp_policy``
+  (``amp_bf16`` only) every ``fully_shard`` gets ``MixedPrecisionPolicy(param_dtype=bf16,
+  reduce_dtype=fp32)``: fp32 sharded parameters (and optimizer state), bf16 all-gathers and
+  compute, fp32 gradient reduce-scatter, and no autocast.
+
+Declared variants (vocabulary ``llm-train``), as the single-GPU suite runs them:
+``optimizer_impl`` ``fused`` (default; fused=True on CUDA) | ``foreach`` | ``forloop``
+(``foreach=False, fused=False``); ``loop`` ``loss_only`` (default: only the loss is kept) |
+``keeps_outputs`` (``out = model(...)`` is held through backward and the optimizer step, until
+the next micro-batch's forward replaces it); ``gradient_checkpointing`` (transformers'
+non-reentrant checkpointing of every decoder layer, enabled before wrapping).
 
 Precisions: ``fp32`` (strict: matmul precision ``highest``, cuDNN TF32 off), ``tf32``,
 ``amp_bf16`` (fp32 parameters, bf16 autocast), ``bf16`` (pure bf16 parameters and optimizer
@@ -26,8 +36,11 @@ state). Others are reported as ``status: error``.
 Timing: ``warmup_steps`` optimizer steps, then ``steps`` timed steps, each between device
 synchronisations; a step's time is the maximum over ranks, ``step_time_s`` the median over
 steps. Memory: CUDA allocator peaks over the timed steps, maximum over ranks; device memory in
-use (NVML, else ``cudaMemGetInfo``) at the end, maximum over ranks. Energy: the NVML energy
-counter of every rank's GPU over the timed steps, summed over ranks (the whole job's energy).
+use (NVML, else ``cudaMemGetInfo``) at the end, maximum over ranks; then one more optimizer
+step with the peak statistics reset just before ``optimizer.step()``, whose allocator peak
+inside the step is ``optimizer_step_peak_allocated_bytes`` (maximum over ranks; CUDA only). Energy: the NVML energy
+counter of every rank's GPU over the timed steps, summed over ranks (the whole job's energy),
+reported only when the timed window lasted at least ``MIN_ENERGY_WINDOW_S``.
 """
 
 from __future__ import annotations
@@ -36,12 +49,16 @@ import contextlib
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from service.agent.multigpu.model_config import LlamaShape, llama_config, resolve_shape
 
 SUPPORTED_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp_bf16", "bf16")
 SHARDINGS: tuple[str, ...] = ("none", "ddp", "fsdp")
+OPTIMIZER_IMPLS: tuple[str, ...] = ("fused", "foreach", "forloop")
+MIXED_PRECISIONS: tuple[str, ...] = ("autocast", "fsdp_policy")
+LOOPS: tuple[str, ...] = ("loss_only", "keeps_outputs")
 
 #: Dense per-GPU peaks (TFLOP/s) by PCI device id, used only for ``mfu``. Source: NVIDIA H100
 #: and H200 SXM datasheets (sparse figures halved): BF16 1979/2, TF32 989/2, FP32 67.
@@ -50,6 +67,11 @@ DENSE_PEAK_TFLOPS: dict[str, dict[str, float]] = {
     "0x2335": {"bf16": 989.5, "tf32": 494.5, "fp32": 67.0},  # H200 SXM 141GB
 }
 _PEAK_KEY = {"amp_bf16": "bf16", "bf16": "bf16", "tf32": "tf32", "fp32": "fp32"}
+
+MIN_ENERGY_WINDOW_S = 1.0
+"""Energy and power are reported only over timed windows at least this long (the single-GPU
+agent's rule, ``suite.common.MIN_ENERGY_WINDOW_S``: NVML's energy counter is too coarse for
+shorter windows)."""
 
 
 def accumulation_steps(global_batch: int, batch_size: int, world: int) -> int:
@@ -76,6 +98,9 @@ def result_parameters(spec: dict[str, Any], world: int) -> dict[str, Any]:
         "sharding": spec["sharding"],
         "gpu_count": world,
         "global_batch": spec["global_batch"],
+        "optimizer_impl": spec.get("optimizer_impl", "fused"),
+        "mixed_precision": spec.get("mixed_precision", "autocast"),
+        "loop": spec.get("loop", "loss_only"),
     }
 
 
@@ -166,47 +191,128 @@ def _build_model(
         ids = [local_rank] if device.type == "cuda" else None
         model = DistributedDataParallel(model, device_ids=ids)
     elif sharding == "fsdp":
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        kwargs: dict[str, Any] = {}
+        if spec.get("mixed_precision", "autocast") == "fsdp_policy":
+            kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         for layer in model.model.layers:
-            fully_shard(layer)
-        fully_shard(model)
+            fully_shard(layer, **kwargs)
+        fully_shard(model, **kwargs)
     elif sharding != "none" or world != 1:
         raise ValueError(f"sharding {sharding!r} at world size {world} is not supported")
     return model, attn
 
 
-def _optimizer(model: Any, device: Any) -> Any:
+def _optimizer(model: Any, device: Any, impl: str = "fused") -> Any:
+    """``torch.optim.AdamW`` in the ``optimizer_impl`` implementation (fused: the reference)."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
-    if device.type == "cuda":
-        return torch.optim.AdamW(params, lr=1e-5, fused=True)
-    return torch.optim.AdamW(params, lr=1e-5)
+    if impl == "fused":
+        if device.type == "cuda":
+            return torch.optim.AdamW(params, lr=1e-5, fused=True)
+        return torch.optim.AdamW(params, lr=1e-5)
+    if impl == "foreach":
+        return torch.optim.AdamW(params, lr=1e-5, foreach=True, fused=False)
+    if impl == "forloop":
+        return torch.optim.AdamW(params, lr=1e-5, foreach=False, fused=False)
+    raise ValueError(f"optimizer_impl {impl!r} is not one of {', '.join(OPTIMIZER_IMPLS)}")
 
 
-def prepare(
-    spec: dict[str, Any], *, device: Any, world: int, rank: int, local_rank: int
-) -> tuple[Callable[[], None], LlamaShape, str, int]:
-    """Build model, optimizer and data; return (one optimizer step, shape, attention, accum)."""
-    import torch
+class OptimizerStepPeak:
+    """Allocator peak inside ``optimizer.step()`` for one armed step (CUDA only).
 
+    Armed after the timed steps (whose peaks were read already): synchronise, reset the peak
+    statistics just before the optimizer step, read ``max_memory_allocated`` right after it.
+    """
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.armed = False
+        self.value: int | None = None
+
+    def arm(self) -> None:
+        self.armed = self.device.type == "cuda"
+
+    @contextlib.contextmanager
+    def around_step(self) -> Iterator[None]:
+        if not self.armed:
+            yield
+            return
+        import torch
+
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        yield
+        torch.cuda.synchronize(self.device)
+        self.value = int(torch.cuda.max_memory_allocated(self.device))
+        self.armed = False
+
+
+def check_variant(spec: dict[str, Any]) -> None:
+    """``ValueError`` for a variant this suite cannot run (the vocabulary's rules, plus what is
+    implemented here)."""
     precision = spec["precision"]
     if precision not in SUPPORTED_PRECISIONS:
         raise ValueError(
             f"precision {precision!r} is not run by the multi-GPU suite ({', '.join(SUPPORTED_PRECISIONS)})"
         )
+    for key, allowed in (("optimizer_impl", OPTIMIZER_IMPLS), ("mixed_precision", MIXED_PRECISIONS),
+                         ("loop", LOOPS)):  # fmt: skip
+        value = spec.get(key, allowed[0])
+        if value not in allowed:
+            raise ValueError(f"{key} {value!r} is not one of {', '.join(allowed)}")
+    if spec.get("mixed_precision", "autocast") == "fsdp_policy" and (
+        spec["sharding"] != "fsdp" or precision != "amp_bf16"
+    ):
+        raise ValueError("mixed_precision fsdp_policy needs sharding fsdp and precision amp_bf16")
+
+
+@dataclass
+class Prepared:
+    """A built configuration: one optimizer step and what the result reports about it."""
+
+    step: Callable[[], None]
+    shape: LlamaShape
+    attention: str
+    accum: int
+    opt_peak: OptimizerStepPeak
+    dtypes: dict[str, str] = field(default_factory=dict)
+    """What the step really computes in: ``lm_head_output`` (the logits' dtype, seen by a forward
+    hook) and ``optimizer_param`` (the dtype of the parameters the optimizer updates)."""
+
+
+def prepare(spec: dict[str, Any], *, device: Any, world: int, rank: int, local_rank: int) -> Prepared:
+    """Build model, optimizer and data; return one optimizer step and its probes."""
+    import torch
+
+    check_variant(spec)
+    precision = spec["precision"]
     accum = accumulation_steps(int(spec["global_batch"]), int(spec["batch_size"]), world)
     set_precision_flags(precision)
     shape = resolve_shape(spec["model"])
     model, attn = _build_model(spec, shape, device, world, local_rank)
-    opt = _optimizer(model, device)
+    opt = _optimizer(model, device, str(spec.get("optimizer_impl", "fused")))
+    opt_peak = OptimizerStepPeak(device)
+    dtypes: dict[str, str] = {}
+    first = next(iter(p for g in opt.param_groups for p in g["params"]), None)
+    if first is not None:
+        dtypes["optimizer_param"] = str(first.dtype).removeprefix("torch.")
+
+    def _seen(_mod: Any, _inp: Any, output: Any) -> None:
+        dtypes.setdefault("lm_head_output", str(output.dtype).removeprefix("torch."))
+
+    getattr(model, "module", model).lm_head.register_forward_hook(_seen)
     gen = torch.Generator(device=device).manual_seed(1234 + rank)
     tokens = torch.randint(
         0, shape.vocab_size, (int(spec["batch_size"]), int(spec["seq_len"])), device=device, generator=gen
     )
-    use_autocast = precision == "amp_bf16"
+    # fsdp_policy: the policy casts (bf16 gathers, fp32 reduce); autocast would cast again
+    use_autocast = precision == "amp_bf16" and spec.get("mixed_precision", "autocast") == "autocast"
     ddp = spec["sharding"] == "ddp"
+    keeps_outputs = spec.get("loop", "loss_only") == "keeps_outputs"
+    held: dict[str, Any] = {}
 
     def autocast() -> contextlib.AbstractContextManager[Any]:
         if use_autocast:
@@ -224,13 +330,20 @@ def prepare(
     def step() -> None:
         for i in range(accum):
             with sync_ctx(i == accum - 1):
-                with autocast():
-                    loss = model(input_ids=tokens, labels=tokens).loss / accum
-                loss.backward()
-        opt.step()
+                if keeps_outputs:
+                    with autocast():
+                        out = model(input_ids=tokens, labels=tokens)
+                    held["out"] = out  # the previous output was alive until now, as in a for loop
+                    (out.loss / accum).backward()
+                else:
+                    with autocast():
+                        loss = model(input_ids=tokens, labels=tokens).loss / accum
+                    loss.backward()
+        with opt_peak.around_step():
+            opt.step()
         opt.zero_grad(set_to_none=True)
 
-    return step, shape, attn, accum
+    return Prepared(step, shape, attn, accum, opt_peak, dtypes)
 
 
 def measure(
@@ -240,6 +353,7 @@ def measure(
     warmup_steps: int,
     steps: int,
     pci_bus_id: str | None,
+    opt_peak: OptimizerStepPeak | None = None,
 ) -> dict[str, Any]:
     """Time ``steps`` optimizer steps after ``warmup_steps``; memory and energy as documented."""
     import torch
@@ -288,6 +402,14 @@ def measure(
         out["peak_allocated_bytes"], out["peak_reserved_bytes"], out["nvml_used_bytes"] = (
             int(x) for x in mem.tolist()
         )
+        if opt_peak is not None:  # one more step, its optimizer step's peak (after the figures above)
+            opt_peak.arm()
+            step()
+            sync()
+            v = torch.tensor([float(opt_peak.value or 0)], dtype=torch.float64, device=device)
+            dist.all_reduce(v, op=dist.ReduceOp.MAX)
+            if v.item() > 0:
+                out["optimizer_step_peak_allocated_bytes"] = int(v.item())
     have_energy = e0 is not None and e1 is not None
     en = torch.tensor(
         [(e1 - e0) if (e0 is not None and e1 is not None) else 0.0, 1.0 if have_energy else 0.0, wall],
@@ -297,7 +419,8 @@ def measure(
     flags = en.clone()
     dist.all_reduce(en, op=dist.ReduceOp.SUM)
     dist.all_reduce(flags, op=dist.ReduceOp.MIN)
-    if flags[1].item() > 0:  # every rank read its counter
+    # every rank read its counter, over a window long enough for NVML's coarse counter
+    if flags[1].item() > 0 and flags[2].item() >= MIN_ENERGY_WINDOW_S:
         joules = float(en[0].item())
         out["energy_per_step_j"] = joules / steps
         out["avg_power_w"] = joules / float(flags[2].item()) if flags[2].item() > 0 else None
@@ -322,14 +445,16 @@ def run(
 
     world, rank = dist.get_world_size(), dist.get_rank()
     local_rank = device.index if device.type == "cuda" else 0
-    step, shape, attn, accum = prepare(spec, device=device, world=world, rank=rank, local_rank=local_rank)
-    on_ready(attn)
+    prep = prepare(spec, device=device, world=world, rank=rank, local_rank=local_rank)
+    shape, accum = prep.shape, prep.accum
+    on_ready(prep.attention)
     m = measure(
-        step,
+        prep.step,
         device=device,
         warmup_steps=int(spec.get("warmup_steps", 2)),
         steps=int(spec.get("steps", 5)),
         pci_bus_id=pci_bus_id,
+        opt_peak=prep.opt_peak,
     )
     tokens_per_step = int(spec["global_batch"]) * int(spec["seq_len"])
     throughput = tokens_per_step / m["step_time_s"]
@@ -347,6 +472,11 @@ def run(
         metrics["energy_per_step_j"] = {"value": m["energy_per_step_j"], "unit": "J"}
     if m.get("avg_power_w") is not None:
         metrics["avg_power_w"] = {"value": m["avg_power_w"], "unit": "W"}
+    if m.get("optimizer_step_peak_allocated_bytes") is not None:
+        metrics["optimizer_step_peak_allocated_bytes"] = {
+            "value": float(m["optimizer_step_peak_allocated_bytes"]),
+            "unit": "B",
+        }
     emit(
         {
             "workload": "llm-train",
@@ -364,6 +494,7 @@ def run(
                 "parameter_count": shape.parameter_count(),
                 "flops_per_token": shape.flops_per_token(int(spec["seq_len"])),
                 "peak_tflops_for_mfu": peak,
+                "dtypes": dict(prep.dtypes),
             },
         }
     )

@@ -14,6 +14,7 @@ WORKLOAD_MODULES: dict[str, str] = {
     "resnet50-train": "service.agent.suite.vision",
     "resnet50-infer": "service.agent.suite.vision",
     "bert-large-train": "service.agent.suite.bert",
+    "bert-large-infer": "service.agent.suite.bert",
     "llm-train": "service.agent.suite.llm_train",
     "llm-infer": "service.agent.suite.llm_infer",
 }

@@ -149,16 +149,54 @@ def grad_scaler(ctx: Context, precision: str) -> Any:
     return None
 
 
-def backward_and_step(loss: Any, opt: Any, scaler: Any) -> None:
+class OptimizerStepPeak:
+    """Peak allocated bytes reached inside ``optimizer.step()``, for one armed step.
+
+    ``arm()`` once the timed steps are over (their peak has been read, so it is not
+    disturbed); the next :func:`backward_and_step` synchronises, calls
+    ``torch.cuda.reset_peak_memory_stats()`` just before the optimizer step (the peak restarts
+    at what is allocated then: parameters, gradients, optimizer state, anything the loop still
+    holds), and reads ``max_memory_allocated`` right after it. CUDA only; ``value`` stays
+    ``None`` on the CPU.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.armed = False
+        self.value: int | None = None
+
+    def arm(self) -> None:
+        self.armed = self.ctx.cuda
+
+    @contextlib.contextmanager
+    def around_step(self) -> Iterator[None]:
+        if not self.armed:
+            yield
+            return
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        yield
+        torch.cuda.synchronize()
+        self.value = int(torch.cuda.max_memory_allocated())
+        self.armed = False
+
+
+def backward_and_step(loss: Any, opt: Any, scaler: Any, opt_peak: OptimizerStepPeak | None = None) -> None:
     """Backward, optimizer step (through the GradScaler when there is one) and
-    ``zero_grad(set_to_none=True)``: the tail of every training step in the suite."""
+    ``zero_grad(set_to_none=True)``: the tail of every training step in the suite.
+    ``opt_peak``, when armed, records the peak inside the optimizer step."""
+    around = opt_peak.around_step() if opt_peak is not None else contextlib.nullcontext()
     if scaler is not None:
         scaler.scale(loss).backward()
-        scaler.step(opt)
+        with around:
+            scaler.step(opt)
         scaler.update()
     else:
         loss.backward()
-        opt.step()
+        with around:
+            opt.step()
     opt.zero_grad(set_to_none=True)
 
 
@@ -284,11 +322,28 @@ def seeded(seed: int = 0) -> Iterator[None]:
     yield
 
 
-def fused_adamw(ctx: Context, params: Any, lr: float = 1e-4) -> Any:
-    """``torch.optim.AdamW(fused=True)`` on CUDA (the reference loop); the default on CPU."""
+def adamw(ctx: Context, params: Any, impl: str = "fused", lr: float = 1e-4) -> Any:
+    """``torch.optim.AdamW`` in the implementation ``impl`` (vocabulary ``optimizer_impl``).
+
+    ``fused``: ``fused=True`` on CUDA (the reference loop; torch's default choice on the CPU);
+    ``foreach``: ``foreach=True, fused=False`` (multi-tensor kernels over every parameter at
+    once: larger temporaries); ``forloop``: ``foreach=False, fused=False`` (one parameter at a
+    time).
+    """
     import torch
 
-    return torch.optim.AdamW(params, lr=lr, fused=True if ctx.cuda else None)
+    if impl == "fused":
+        return torch.optim.AdamW(params, lr=lr, fused=True if ctx.cuda else None)
+    if impl == "foreach":
+        return torch.optim.AdamW(params, lr=lr, foreach=True, fused=False)
+    if impl == "forloop":
+        return torch.optim.AdamW(params, lr=lr, foreach=False, fused=False)
+    raise Skip(f"optimizer_impl {impl!r} is not implemented")
+
+
+def fused_adamw(ctx: Context, params: Any, lr: float = 1e-4) -> Any:
+    """``torch.optim.AdamW(fused=True)`` on CUDA (the reference loop); the default on CPU."""
+    return adamw(ctx, params, "fused", lr=lr)
 
 
 def tokens(ctx: Context, vocab: int, batch: int, seq: int) -> Any:

@@ -9,6 +9,21 @@ Precision: ``amp_bf16``/``amp_fp16`` = fp32 parameters under autocast (GradScale
 LoRA: peft ``LoraConfig(r=rank, lora_alpha=2*rank, dropout 0, target_modules)`` on the frozen
 base (peft's defaults otherwise: adapters kept in fp32). Gradient checkpointing: transformers'
 non-reentrant checkpointing of every decoder layer.
+
+Declared variants (vocabulary ``llm-train``):
+
+- ``loop``: ``loss_only`` (default) keeps only ``model(...).loss``, so the output object and
+  its logits are released before backward (the HF Trainer does the same);
+  ``keeps_outputs`` is the hand-written loop ``out = model(**batch); out.loss.backward();
+  opt.step()``: the output (logits ``B x S x V``) is held through backward and the optimizer
+  step, and -- as a ``for`` loop's variable is -- until the next step's forward returns its
+  replacement.
+- ``optimizer_impl``: ``fused`` (default), ``foreach``, ``forloop`` (``suite.common.adamw``).
+
+Memory: besides the peaks over the timed steps, one more steady-state step is run after them
+with the peak statistics reset just before ``optimizer.step()``:
+``optimizer_step_peak_allocated_bytes`` is the allocator peak inside the optimizer step
+(CUDA only).
 """
 
 from __future__ import annotations
@@ -17,10 +32,11 @@ from typing import Any
 
 from service.agent.suite.common import (
     Context,
+    OptimizerStepPeak,
     Skip,
+    adamw,
     autocast,
     backward_and_step,
-    fused_adamw,
     grad_scaler,
     measure,
     param_dtype,
@@ -61,15 +77,35 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
         raise Skip("no trainable parameters")
-    opt = fused_adamw(ctx, trainable)
+    opt = adamw(ctx, trainable, str(params.get("optimizer_impl") or "fused"))
     scaler = grad_scaler(ctx, precision)
     ac = autocast(ctx, precision)
     ids = tokens(ctx, config.vocab_size, bs, seq)
+    opt_peak = OptimizerStepPeak(ctx)
+    loop = str(params.get("loop") or "loss_only")
+    if loop not in ("loss_only", "keeps_outputs"):
+        raise Skip(f"loop {loop!r} is not implemented")
+    held: dict[str, Any] = {}
 
     def step() -> None:
-        with ac:
-            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-        backward_and_step(loss, opt, scaler)
+        if loop == "keeps_outputs":
+            with ac:
+                out = model(input_ids=ids, labels=ids, use_cache=False)
+            held["out"] = out  # the previous step's output was alive until now, as in a for loop
+            backward_and_step(out.loss, opt, scaler, opt_peak)
+        else:
+            with ac:
+                loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+            backward_and_step(loss, opt, scaler, opt_peak)
 
     m = measure(ctx, step)
-    return result(m, metrics={"throughput": bs * seq / m.median_s})
+    opt_peak.arm()
+    if opt_peak.armed:
+        import torch
+
+        try:
+            step()  # the same steady-state step once more; only its optimizer step's peak is read
+        except torch.OutOfMemoryError:  # the timed steps ran: keep them, report no optimizer-step peak
+            opt_peak.value = None
+    return result(m, metrics={"throughput": bs * seq / m.median_s,
+                              "optimizer_step_peak_allocated_bytes": opt_peak.value})
