@@ -112,7 +112,11 @@ def test_invalid_inputs_are_precise_422s(client: TestClient) -> None:
         ({"model": "llama3-8b", "gpu": "nvidia-v100-sxm2-16gb", "precision": "bf16"}, ["body", "precision"]),
         ({"model": "llama3-8b", "gpu": "h100", "batch_size": 0}, ["body", "batch_size"]),
         ({"hf_config": {"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}, "gpu": "h100"}, ["body", "hf_config"]),
-        ({"model": "bert-large", "gpu": "h100", "mode": "inference"}, ["body", "mode"]),
+        ({"model": "bert-large", "gpu": "h100", "mode": "inference", "seq_len": 1024}, ["body", "seq_len"]),
+        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "engine": "sglang"}, ["body", "engine"]),
+        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "requests_per_s": 5}, ["body", "requests_per_s"]),
+        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "gpu_count": 6, "tensor_parallel": 4},
+         ["body", "gpu_count"]),
         ({"model": "llama3-8b", "gpu": "h100", "solve_for": "max_concurrency"}, ["body", "solve_for"]),
     ]
     for body, loc in cases:

@@ -145,7 +145,7 @@ def _synthetic_runs() -> list[dict[str, Any]]:
     """Runs in the agent's format whose 'measurements' are the model itself under hidden
     'true' efficiencies, with deterministic noise (memory +/-2 %, time +/-6 %)."""
     from service.core.memory import InferenceConfig, estimate_inference
-    from service.core.performance import estimate_serving
+    from service.core.serving import estimate_serving
     from service.core.vocabulary import canonical_parameters
 
     truth = apply_multipliers(SPEC_DEFAULTS, {"mm": 0.85, "dispatch": 1.8, "bw": 0.9})

@@ -79,7 +79,10 @@ def test_refusals_name_the_field() -> None:
         (JobSpec(), "model"),
         (JobSpec(model="llama3-8b", params_billion=7.0), "model"),
         (JobSpec(model="llama3-8b", gpu_count=4, tensor_parallel=3), "tensor_parallel"),
-        (JobSpec(model="bert-large", mode="inference"), "mode"),
+        (JobSpec(model="bert-large", mode="inference", seq_len=1024), "seq_len"),
+        (JobSpec(model="llama3-8b", mode="inference", engine="sglang"), "engine"),
+        (JobSpec(model="llama3-8b", mode="inference", gpu_count=6, tensor_parallel=4), "gpu_count"),
+        (JobSpec(model="llama3-8b", mode="inference", requests_per_s=5.0), "requests_per_s"),
         (JobSpec(model="llama3-8b", finetune="qlora", precision="fp32"), "precision"),
         (JobSpec(hf_config={"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}), "hf_config"),
     ]
