@@ -818,7 +818,8 @@ def _min_gpus_serving(job: Job, c: InferenceConfig, usable: int, gpu: GpuSpec) -
             return SolveAnswer("min_gpus", 0, f"no tensor-parallel degree of {gpu.slug} (up to its NVLink domain) meets "
                                               "the targets at any rate, or the model does not fit")
         r = plan.estimate
-        tried = ", ".join(f"TP{tp}: {reps} x {per:.2f} req/s" if reps else f"TP{tp}: misses the targets"
+        tried = ", ".join(f"TP{tp}: {reps} x {per:.2f} req/s" if 0 < reps <= 4 * plan.replicas
+                          else f"TP{tp}: {per:.2f} req/s per replica" if reps else f"TP{tp}: misses the targets"
                           for tp, reps, per in plan.considered)
         return SolveAnswer(
             "min_gpus", plan.gpus,

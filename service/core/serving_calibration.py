@@ -73,7 +73,7 @@ PointKind = Literal["offline", "static", "ttft", "online_ttft", "online_itl", "o
 FIT_KINDS: tuple[str, ...] = ("offline", "static", "ttft")
 ONLINE_KINDS: tuple[str, ...] = ("online_ttft", "online_itl", "online_rps")
 
-FIT_FIELDS: tuple[str, ...] = ("mm16", "mm8", "tokens0", "attn", "bw", "step_s", "request_s", "allreduce_s", "comm",
+FIT_FIELDS: tuple[str, ...] = ("mm16", "mm8", "attn", "bw", "step_s", "request_s", "allreduce_s", "comm",
                                "reserve_gib")
 """Fields of :class:`~service.core.serving.EngineEfficiencies` the published tables inform."""
 
