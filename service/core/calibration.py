@@ -609,7 +609,9 @@ GroupKey = tuple[str, str, str]  # (gpu slug, workload, precision family)
 
 
 def group_of(m: CellMeasurement) -> GroupKey | None:
-    """The calibration a cell feeds, or None (multi-GPU cells and uncalibrated workloads feed none)."""
+    """The calibration a cell feeds, or None (multi-GPU cells, uncalibrated workloads and
+    ``llm-infer`` cells of engines other than hf-transformers feed none: a measured vLLM cell
+    answers its own configuration as ``measured``, it does not move the eager model)."""
     if m.workload not in CALIBRATED_WORKLOADS:
         return None
     try:
@@ -618,6 +620,8 @@ def group_of(m: CellMeasurement) -> GroupKey | None:
         return None
     if n != 1:
         return None
+    if m.workload == "llm-infer" and str(m.params.get("engine", "hf-transformers")) != "hf-transformers":
+        return None  # a continuous-batching engine's cells calibrate nothing of the eager model
     return (m.gpu.slug, m.workload, precision_family(str(m.params.get("precision", "bf16"))))
 
 

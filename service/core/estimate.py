@@ -560,7 +560,7 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
             elif isinstance(c, BatchInferenceConfig):
                 time_answer = _batch_time(c, gpu, cal, cell)
             elif ENGINE_CLASSES[c.engine].batching == "continuous":
-                serving_answer = _continuous(c, gpu, job.serving)
+                serving_answer = _continuous(c, gpu, job.serving, cell)
             else:
                 serving_answer = _serving(c, gpu, cal, cell, calibrations.host_profile("llm-infer", precision))
         except MissingFigure as exc:
@@ -679,9 +679,11 @@ QUEUEING_NOTE = ("p50 from Poisson arrivals split over the replicas, a state-dep
                  f"{VALIDATED_UTILISATION:.0%} utilisation; p90/p99 are not validated and not answered")
 
 
-def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None) -> ServingAnswer:
+def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None,
+                cell: CellView | None = None) -> ServingAnswer:
     """A continuous-batching engine (tensorrt-llm published, vllm transferred): at a fixed
-    concurrency per replica (``batch_size``/``concurrency``) or at a request rate."""
+    concurrency per replica (``batch_size``/``concurrency``) or at a request rate. An agent's
+    measurement of this exact cell (the llm-infer engine plug-in) answers as ``measured``."""
     eng = ENGINE_CLASSES[c.engine]
     e = CONTINUOUS_EFFICIENCIES
     d = deployment(c, gpu)
@@ -729,12 +731,22 @@ def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None) -> 
         bound = decode_bound(d, e, pt.n)
         if (q.concurrency if q is not None and q.concurrency else c.batch_size) > cap:
             notes.append(f"concurrency capped at {cap} sequences per replica (scheduler and KV cache)")
+    prov = eng.provenance
+    measured_ttft = measured_tpot = None
+    m_ttft = cell.median("ttft_ms_p50") if cell is not None and rate is None else None
+    m_tpot = cell.median("tpot_ms_p50") if cell is not None and rate is None else None
+    if cell is not None and m_ttft and m_tpot:
+        measured_ttft, measured_tpot = m_ttft / 1e3, m_tpot / 1e3
+        ttft, tpot, prov = measured_ttft, measured_tpot, "measured"
+        out_tps = c.batch_size / tpot * c.replicas
+        lo_t = hi_t = lo_p = hi_p = 0.05
+        notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
     finite = math.isfinite(ttft) and math.isfinite(tpot)
     return ServingAnswer(
         ttft_s=ttft, ttft_band=Band(ttft * (1 - lo_t), ttft, ttft * (1 + hi_t)) if finite else Band(ttft, ttft, ttft),
         tpot_s=tpot, tpot_band=Band(tpot * (1 - lo_p), tpot, tpot * (1 + hi_p)) if finite else Band(tpot, tpot, tpot),
         output_tokens_per_s=out_tps, prefill_bound="compute", decode_bound=bound,
-        provenance=eng.provenance, source_gpus=(), engine=c.engine, tensor_parallel=c.tensor_parallel,
+        provenance=prov, source_gpus=(), measured_ttft_s=measured_ttft, measured_tpot_s=measured_tpot, engine=c.engine, tensor_parallel=c.tensor_parallel,
         replicas=c.replicas, concurrency_per_replica=conc, max_concurrency_per_replica=cap, rate=rate,
         notes=tuple(notes),
     )

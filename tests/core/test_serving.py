@@ -287,3 +287,15 @@ def test_encoder_and_cnn_inference_are_estimated() -> None:
         fast = replace(H100, slug="fast", bandwidth_gb_per_s=6000.0, peaks={k: v * 2 for k, v in H100.peaks.items()})
         assert estimate_batch_inference(BatchInferenceConfig(model=m, batch_size=256, seq_len=128),
                                         fast).step_time_s <= large.step_time_s
+
+
+def test_engine_measurements_never_move_the_eager_calibration() -> None:
+    """An agent's vLLM results (the llm-infer engine plug-in) are that engine's measured cells;
+    they feed no hf-transformers fit."""
+    from service.core.calibration import CellMeasurement, group_of
+
+    params = {"model": "llama3-8b", "precision": "bf16", "quant_method": "none", "batch_size": 8,
+              "input_len": 512, "output_len": 128, "attention": "sdpa"}
+    hf = CellMeasurement(H200, "llm-infer", {**params, "engine": "hf-transformers"}, {"ttft_ms_p50": 100.0})
+    vllm = CellMeasurement(H200, "llm-infer", {**params, "engine": "vllm"}, {"ttft_ms_p50": 30.0})
+    assert group_of(hf) is not None and group_of(vllm) is None
