@@ -560,7 +560,13 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
             elif isinstance(c, BatchInferenceConfig):
                 time_answer = _batch_time(c, gpu, cal, cell)
             elif ENGINE_CLASSES[c.engine].batching == "continuous":
-                serving_answer = _continuous(c, gpu, job.serving, cell)
+                try:
+                    serving_answer = _continuous(c, gpu, job.serving, cell)
+                except InvalidConfiguration as exc:
+                    if exc.code != "MEMORY_INSUFFICIENT" or job.solve_for != "min_gpus":
+                        raise
+                    warnings.append(Notice("no_serving_as_given", f"{exc.message}; solve (min_gpus) gives "
+                                                                  "the replicas x tensor_parallel that serve it"))
             else:
                 serving_answer = _serving(c, gpu, cal, cell, calibrations.host_profile("llm-infer", precision))
         except MissingFigure as exc:
