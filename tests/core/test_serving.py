@@ -299,3 +299,11 @@ def test_engine_measurements_never_move_the_eager_calibration() -> None:
     hf = CellMeasurement(H200, "llm-infer", {**params, "engine": "hf-transformers"}, {"ttft_ms_p50": 100.0})
     vllm = CellMeasurement(H200, "llm-infer", {**params, "engine": "vllm"}, {"ttft_ms_p50": 30.0})
     assert group_of(hf) is not None and group_of(vllm) is None
+
+
+def test_min_gpus_answers_even_when_one_gpu_does_not_hold_the_model() -> None:
+    spec = JobSpec(model="qwen2.5-72b", mode="inference", engine="vllm", input_len=1024, output_len=256,
+                   requests_per_s=20.0, ttft_target_ms=1000, tpot_target_ms=50, solve_for="min_gpus")
+    est = estimate(H200, build_job(spec), CalibrationSet())
+    assert est.serving is None and "no_serving_as_given" in [w.code for w in est.warnings]
+    assert est.solve is not None and est.solve.value == 12 and est.solve.tensor_parallel == 4
