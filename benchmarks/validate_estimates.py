@@ -13,7 +13,8 @@ predicted vs measured peak allocated memory and step time, then a summary:
 * step time calibrated on the same GPU, **holding out whole model sizes** (fit on every other
   model, predict all configurations of the held-out one) and **whole sequence lengths**, with
   the coverage of the fitted 80 % band on the held-out points;
-* serving (TTFT/TPOT), ResNet-50 and BERT-Large the same way, holding out whole batch sizes;
+* serving (TTFT/TPOT) the same way; ResNet-50 and BERT-Large training and inference
+  (``resnet50-infer``, ``bert-large-infer``) holding out whole batch sizes;
 * cross-GPU transfer (``service.core.transfer``) on every shipped published training table:
   each GPU left out of the joint fit and predicted from every other GPU of the same table and
   configuration; ratio MAPE pooled and per precision family beside the datasheet baseline
@@ -61,14 +62,15 @@ from service.core.calibration import (  # noqa: E402
     transfer_precision,
 )
 from service.core.memory import (  # noqa: E402
+    BatchInferenceConfig,
     InferenceConfig,
     MemoryEstimate,
     TrainConfig,
-    estimate_cnn_inference,
+    estimate_batch_inference,
     estimate_inference,
     estimate_training,
 )
-from service.core.models import CnnSpec, ModelNotFound, get_model  # noqa: E402
+from service.core.models import ModelNotFound  # noqa: E402
 from service.core.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS  # noqa: E402
 from service.core.precision import precision_family  # noqa: E402
 from service.core.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
@@ -112,7 +114,7 @@ class Point:
     measured_peak: int | None
     measured_time: float | None
     metrics: dict[str, float]
-    config: TrainConfig | InferenceConfig | None = None
+    config: TrainConfig | InferenceConfig | BatchInferenceConfig | None = None
     memory: MemoryEstimate | None = None
     spec_time: float | None = None
     held_out_time: dict[str, float] = field(default_factory=dict)
@@ -240,18 +242,18 @@ def attach_predictions(points: list[Point]) -> list[Point]:
     out = []
     for p in points:
         try:
-            if p.workload == "resnet50-infer":
-                m = get_model("resnet50")
-                assert isinstance(m, CnnSpec)
-                p.memory = estimate_cnn_inference(m, p.params["precision"], p.params["batch_size"])
+            cfg = config_from_benchmark(p.workload, p.params)
+            if cfg is None:
+                if p.workload == "gemm":  # kept for the precision-transfer check
+                    out.append(p)
+                continue
+            p.config = cfg
+            if isinstance(cfg, TrainConfig):
+                p.memory = estimate_training(cfg)
+            elif isinstance(cfg, BatchInferenceConfig):
+                p.memory = estimate_batch_inference(cfg)
             else:
-                cfg = config_from_benchmark(p.workload, p.params)
-                if cfg is None:
-                    if p.workload == "gemm":  # kept for the precision-transfer check
-                        out.append(p)
-                    continue
-                p.config = cfg
-                p.memory = estimate_training(cfg) if isinstance(cfg, TrainConfig) else estimate_inference(cfg)
+                p.memory = estimate_inference(cfg)
         except (ModelNotFound, ValueError, KeyError, AssertionError):
             continue
         if p.status == "ok" and p.config is not None:
@@ -433,7 +435,7 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
     false_cases: list[str] = []
     for pts in by_wl.values():
         for p in pts:
-            if not p.memory or p.status not in ("ok", "oom") or not isinstance(p.config, TrainConfig | InferenceConfig):
+            if not p.memory or p.status not in ("ok", "oom") or not isinstance(p.config, TrainConfig | InferenceConfig | BatchInferenceConfig):
                 continue
             usable = p.gpu.usable_memory_bytes
             decided += 1

@@ -44,17 +44,17 @@ from dataclasses import dataclass, field, replace
 
 from service.core.accuracy import accuracy_for
 from service.core.errors import InvalidConfiguration
-from service.core.memory import InferenceConfig, TrainConfig, estimate_training
+from service.core.memory import BatchInferenceConfig, InferenceConfig, TrainConfig, estimate_training
 from service.core.models import ModelNotFound, get_model
 from service.core.performance import (
     SPEC_BAND,
     SPEC_DEFAULTS,
     Efficiencies,
-    estimate_serving,
     estimate_step,
 )
 from service.core.precision import precision_family
 from service.core.provenance import PROVENANCES, Provenance
+from service.core.serving import HostProfile, estimate_batch_inference, estimate_serving
 from service.core.specs import GpuSpec
 from service.core.transfer import arch_key, arch_name, published_model, transfer_family
 
@@ -97,6 +97,8 @@ WORKLOAD_FIT_GROUPS: dict[str, tuple[str, ...]] = {
     "bert-large-train": ("mm", "bw", "dispatch"),
     "resnet50-train": ("conv", "bw", "dispatch"),
     "llm-infer": ("mm", "attn", "bw", "dispatch"),
+    "bert-large-infer": ("mm", "attn", "bw", "dispatch"),
+    "resnet50-infer": ("conv", "bw", "dispatch"),
 }
 """Which multipliers each benchmark workload's points can inform (CNNs: convolutions, not
 matmuls; BERT at these lengths: no attention-bound configuration)."""
@@ -125,7 +127,7 @@ PRIOR_WEIGHT = 0.02
 class TimedPoint:
     """A measured time: ``metric`` is ``step_time_s`` (training), ``ttft_s`` or ``tpot_s``."""
 
-    config: TrainConfig | InferenceConfig
+    config: TrainConfig | InferenceConfig | BatchInferenceConfig
     gpu: GpuSpec
     value_s: float
     metric: str = "step_time_s"
@@ -173,7 +175,7 @@ class Calibration:
         kernels: tensor-core 16-bit vs FP32/TF32 vs 8-bit)."""
         return precision_family(precision) == self.family
 
-    def band_for(self, config: TrainConfig | InferenceConfig) -> tuple[float, float]:
+    def band_for(self, config: TrainConfig | InferenceConfig | BatchInferenceConfig) -> tuple[float, float]:
         """The band widened with distance from the calibration data (DESIGN "Estimation"):
         x :data:`UNSEEN_MODEL_BAND_FACTOR` for a model (size/shape) not among the calibration
         points, x :data:`OUT_OF_RANGE_BAND_FACTOR` for a sequence length or a token count per
@@ -201,9 +203,9 @@ class MemoryCalibration:
     mape: float
 
 
-def _shape_of(config: TrainConfig | InferenceConfig) -> tuple[str, int, int]:
+def _shape_of(config: TrainConfig | InferenceConfig | BatchInferenceConfig) -> tuple[str, int, int]:
     """(model id, sequence length, tokens per step) of a configuration."""
-    if isinstance(config, TrainConfig):
+    if isinstance(config, TrainConfig | BatchInferenceConfig):
         return config.model.id, config.seq_len, config.batch_size * config.seq_len
     return config.model.id, config.input_len, config.batch_size * config.input_len
 
@@ -217,6 +219,8 @@ def predict_time(p: TimedPoint, e: Efficiencies) -> float:
     """The model's value for ``p.metric`` under efficiencies ``e`` (seconds)."""
     if isinstance(p.config, TrainConfig):
         return estimate_step(p.config, p.gpu, e).step_time_s
+    if isinstance(p.config, BatchInferenceConfig):
+        return estimate_batch_inference(p.config, p.gpu, e).step_time_s
     s = estimate_serving(p.config, p.gpu, e)
     return s.ttft_s if p.metric == "ttft_s" else s.tpot_s
 
@@ -558,13 +562,14 @@ def fit_memory(points: Sequence[MemoryPoint]) -> MemoryCalibration:
 # --------------------------------------------------------------------------------------------
 
 
-def config_from_benchmark(workload: str, params: Mapping[str, object]) -> TrainConfig | InferenceConfig | None:
+def config_from_benchmark(workload: str, params: Mapping[str, object],
+                          ) -> TrainConfig | InferenceConfig | BatchInferenceConfig | None:
     """The core configuration a benchmark cell measures (canonical vocabulary parameters), or
     ``None`` for workloads the estimator does not model (``gemm``, ``memory-bandwidth``,
-    ``collective``, ``resnet50-infer``). Raises ``ModelNotFound`` / ``InvalidConfiguration``
-    for parameters it cannot represent."""
+    ``collective``). Raises ``ModelNotFound`` / ``InvalidConfiguration`` for parameters it
+    cannot represent."""
     from service.core.memory import train_config_from_parameters
-    from service.core.models import DecoderSpec
+    from service.core.models import CnnSpec, DecoderSpec, EncoderSpec
 
     def num(key: str, default: int) -> int:
         v = params.get(key, default)
@@ -578,6 +583,16 @@ def config_from_benchmark(workload: str, params: Mapping[str, object]) -> TrainC
     if workload == "resnet50-train":
         return TrainConfig(model=get_model("resnet50"), precision=str(params["precision"]),
                            batch_size=num("batch_size", 1), seq_len=1, optimizer="sgd")
+    if workload == "bert-large-infer":
+        enc = get_model("bert-large")
+        assert isinstance(enc, EncoderSpec)
+        return BatchInferenceConfig(model=enc, precision=str(params["precision"]), batch_size=num("batch_size", 1),
+                                    seq_len=num("seq_len", 512))
+    if workload == "resnet50-infer":
+        cnn = get_model("resnet50")
+        assert isinstance(cnn, CnnSpec)
+        return BatchInferenceConfig(model=cnn, precision=str(params["precision"]), batch_size=num("batch_size", 1),
+                                    seq_len=1)
     if workload == "llm-infer":
         m = get_model(str(params["model"]))
         if not isinstance(m, DecoderSpec):
@@ -597,7 +612,7 @@ def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: G
     cfg = config_from_benchmark(workload, params)
     if cfg is None:
         return []
-    if isinstance(cfg, TrainConfig):
+    if isinstance(cfg, TrainConfig | BatchInferenceConfig):
         return [TimedPoint(cfg, gpu, float(step_time_s))] if step_time_s else []
     out = []
     for metric, key in (("ttft_s", "ttft_ms_p50"), ("tpot_s", "tpot_ms_p50")):
@@ -610,11 +625,12 @@ def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: G
 # The service's calibration set: one fit per (GPU, workload, precision family)
 # --------------------------------------------------------------------------------------------
 
-TIMED_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer", "bert-large-train", "resnet50-train")
+TIMED_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer", "bert-large-train", "resnet50-train",
+                                     "bert-large-infer", "resnet50-infer")
 CALIBRATED_WORKLOADS: tuple[str, ...] = (*TIMED_WORKLOADS, "gemm")
-"""Workloads whose cells calibration reads: the timed workloads it fits, and ``gemm``, whose
-measured TFLOP/s per precision transfer a fit to a precision without points
-(:func:`transfer_precision`)."""
+"""Workloads whose cells calibration reads: the timed workloads it fits (training, eager
+``llm-infer``, encoder/CNN batch inference), and ``gemm``, whose measured TFLOP/s per precision
+transfer a fit to a precision without points (:func:`transfer_precision`)."""
 MIN_POINTS_TO_FIT = 3
 PRECISION_TRANSFER_BAND_FACTOR = 1.5
 """Band widening for a fit carried to another precision by the measured GEMM ratio (one step
@@ -683,7 +699,9 @@ GroupKey = tuple[str, str, str]  # (gpu slug, workload, precision family)
 
 
 def group_of(m: CellMeasurement) -> GroupKey | None:
-    """The calibration a cell feeds, or None (multi-GPU cells and uncalibrated workloads feed none)."""
+    """The calibration a cell feeds, or None (multi-GPU cells, untimed workloads such as ``gemm``
+    and ``llm-infer`` cells of engines other than hf-transformers feed none: a measured vLLM cell
+    answers its own configuration as ``measured``, it does not move the eager model)."""
     if m.workload not in TIMED_WORKLOADS:
         return None
     try:
@@ -692,6 +710,8 @@ def group_of(m: CellMeasurement) -> GroupKey | None:
         return None
     if n != 1:
         return None
+    if m.workload == "llm-infer" and str(m.params.get("engine", "hf-transformers")) != "hf-transformers":
+        return None  # a continuous-batching engine's cells calibrate nothing of the eager model
     return (m.gpu.slug, m.workload, precision_family(str(m.params.get("precision", "bf16"))))
 
 
@@ -758,6 +778,19 @@ class CalibrationSet:
                 chosen = published_calibration(gpu, workload, precision)
         self._picked[memo] = chosen
         return chosen
+
+    def host_profile(self, workload: str, precision: str) -> HostProfile | None:
+        """The host side of eager PyTorch for ``workload`` (``dispatch_s``, ``step_s``) from the
+        best-populated fit of that workload and precision family, untransferred: a property of
+        the engine and the host that measured it, applied to every GPU alike (DESIGN
+        "Estimation"), never scaled by GPU architecture. None without a fit."""
+        fam = precision_family(precision)
+        fits = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == fam]
+        if not fits:
+            return None
+        _, best = max(fits, key=lambda kc: (kc[1].n_points, kc[0][0]))
+        e = best.efficiencies
+        return HostProfile(e.dispatch_s, e.step_s, f"eager PyTorch on the host of {', '.join(best.source_gpus)}")
 
     def refitted(self, groups: Mapping[GroupKey, Sequence[CellMeasurement]]) -> CalibrationSet:
         """A copy with the given groups refitted (a group that no longer fits is dropped)."""

@@ -34,9 +34,11 @@ from service.core.band import Band
 from service.core.calibration import Calibration, CalibrationSet
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.memory import (
+    BatchInferenceConfig,
     InferenceConfig,
     MemoryEstimate,
     TrainConfig,
+    estimate_batch_inference,
     estimate_inference,
     estimate_training,
     fewest_gpus,
@@ -53,9 +55,30 @@ from service.core.models import (
     from_parameter_count,
     get_model,
 )
-from service.core.performance import SPEC_DEFAULTS, estimate_serving, estimate_step
+from service.core.performance import SPEC_DEFAULTS, estimate_step
 from service.core.precision import PEAK_KEY
 from service.core.provenance import weakest
+from service.core.serving import (
+    CONTINUOUS_BAND,
+    CONTINUOUS_EFFICIENCIES,
+    ENGINE_CLASSES,
+    TRANSFERRED_ENGINE_BAND_FACTOR,
+    HostProfile,
+    ServingPlan,
+    Workload,
+    capacity_at_slo,
+    concurrency_cap,
+    decode_bound,
+    deployment,
+    estimate_serving,
+    plan_min_gpus,
+    serve_at_rate,
+    serve_concurrency,
+    tp_candidates,
+)
+from service.core.serving import (
+    estimate_batch_inference as batch_inference_time,
+)
 from service.core.specs import GpuSpec
 from service.core.transfer import arch_key
 from service.core.vocabulary import VocabularyError, canonical_parameters, parameters_hash
@@ -67,7 +90,9 @@ __all__ = [
     "JobSpec",
     "MemoryAnswer",
     "Notice",
+    "RateAnswer",
     "ServingAnswer",
+    "ServingQuestion",
     "SolveAnswer",
     "TimeAnswer",
     "benchmark_cell",
@@ -77,7 +102,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.1.0"
+ESTIMATOR_VERSION = "1.2.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")
@@ -105,7 +130,7 @@ class JobSpec:
     gpu_count: int = 1
     precision: str | None = None
     batch_size: int = 1
-    seq_len: int = 2048
+    seq_len: int | None = None
     gradient_checkpointing: bool = False
     finetune: str | None = None
     lora_rank: int = 16
@@ -125,6 +150,13 @@ class JobSpec:
     loop: str | None = None
     optimizer_impl: str | None = None
     mixed_precision: str | None = None
+    # serving at a request rate (continuous-batching engines)
+    requests_per_s: float | None = None
+    concurrency: int | None = None
+    input_len_cv: float = 0.0
+    output_len_cv: float = 0.0
+    ttft_target_ms: float | None = None
+    tpot_target_ms: float | None = None
 
 
 DEFAULT_OPTIMIZER_IMPL = "foreach"
@@ -139,6 +171,24 @@ implementation whose step temporaries (one state-dtype copy of the parameter gro
 allow for when the loop is not known; ``fused`` saves them."""
 
 
+DEFAULT_TRAIN_SEQ_LEN = 2048
+DEFAULT_ENCODER_SEQ_LEN = 512
+"""``seq_len`` when not given: 2048 for training; 512 for encoder inference (the
+``bert-large-infer`` vocabulary default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServingQuestion:
+    """What a serving estimate is asked beyond one configuration: a request rate over all
+    replicas (or a fixed concurrency per replica), the length distributions and p50 targets."""
+
+    workload: Workload
+    requests_per_s: float | None = None
+    concurrency: int | None = None
+    ttft_target_s: float | None = None
+    tpot_target_s: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """A job with its model resolved and its defaults filled: a training configuration or a
@@ -146,7 +196,7 @@ class Job:
 
     model: ModelSpec
     mode: str
-    config: TrainConfig | InferenceConfig
+    config: TrainConfig | InferenceConfig | BatchInferenceConfig
     tokens: float | None = None
     solve_for: str | None = None
     model_is_preset: bool = True
@@ -154,10 +204,11 @@ class Job:
     stated: frozenset[str] = frozenset()
     """Defaultable training fields the caller gave (``precision``, ``sharding``, ``loop``,
     ``optimizer_impl``, ``mixed_precision``): a what-if may change the others."""
+    serving: ServingQuestion | None = None
 
     @property
     def inference(self) -> bool:
-        return isinstance(self.config, InferenceConfig)
+        return isinstance(self.config, InferenceConfig | BatchInferenceConfig)
 
     @property
     def precision(self) -> str:
@@ -165,8 +216,8 @@ class Job:
 
     @property
     def gpu_count(self) -> int:
-        c = self.config
-        return c.gpu_count if isinstance(c, TrainConfig) else c.tensor_parallel
+        """Every GPU of the job: data-parallel ranks x TP (training), replicas x TP (serving)."""
+        return self.config.gpu_count
 
 
 def resolve_model(spec: JobSpec) -> tuple[ModelSpec, str | None, bool]:
@@ -213,21 +264,10 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
         raise InvalidConfiguration("mode", f"mode must be one of {', '.join(MODES)}")
     if spec.solve_for is not None and spec.solve_for not in SOLVE_TARGETS:
         raise InvalidConfiguration("solve_for", f"solve_for must be one of {', '.join(SOLVE_TARGETS)}")
-    config: TrainConfig | InferenceConfig
+    config: TrainConfig | InferenceConfig | BatchInferenceConfig
+    serving: ServingQuestion | None = None
     if spec.mode == "inference":
-        if not isinstance(model, DecoderSpec):
-            raise InvalidConfiguration("mode", "inference estimates are modelled for decoder-only models")
-        config = InferenceConfig(
-            model=model,
-            precision=spec.precision or "bf16",
-            quant_method=spec.quant_method,
-            batch_size=spec.batch_size,
-            input_len=spec.input_len,
-            output_len=spec.output_len,
-            engine=spec.engine,
-            tensor_parallel=max(spec.tensor_parallel, 1) if spec.gpu_count > 1 else 1,
-            kv_cache_bytes_per_element=1.0 if spec.kv_cache_dtype == "fp8" else 0.0,
-        )
+        config, serving = _inference_config(spec, model)
     else:
         kwargs: dict[str, Any] = {}
         if spec.lora_targets:
@@ -236,7 +276,7 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             kwargs["seq_len"] = 1
             kwargs["optimizer"] = spec.optimizer if spec.optimizer != "adamw" else "sgd"
         else:
-            kwargs["seq_len"] = spec.seq_len
+            kwargs["seq_len"] = spec.seq_len or DEFAULT_TRAIN_SEQ_LEN
             kwargs["optimizer"] = spec.optimizer
         precision = spec.precision or ("bf16" if spec.mode == "fine-tuning" else "amp_bf16")
         sharding = spec.sharding or ("none" if spec.gpu_count == 1 else "ddp")
@@ -262,12 +302,74 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
     stated = frozenset(name for name in ("precision", "sharding", "loop", "optimizer_impl", "mixed_precision")
                        if getattr(spec, name) is not None)
     return Job(model=model, mode=spec.mode, config=config, tokens=spec.tokens, solve_for=spec.solve_for,
-               model_is_preset=preset, model_note=note, stated=stated)
+               model_is_preset=preset, model_note=note, stated=stated, serving=serving)
+
+
+def _inference_config(spec: JobSpec, model: ModelSpec) -> tuple[InferenceConfig | BatchInferenceConfig,
+                                                                 ServingQuestion | None]:
+    """Serving a decoder (``replicas = gpu_count / tensor_parallel`` copies of a TP group), or
+    batched inference of an encoder / CNN (``gpu_count`` independent replicas)."""
+    if spec.engine not in ENGINE_CLASSES:
+        raise InvalidConfiguration("engine", f"engine {spec.engine!r} is not modelled (modelled: "
+                                             f"{', '.join(ENGINE_CLASSES)}); sglang has no published or "
+                                             "measured data to calibrate it")
+    if not isinstance(model, DecoderSpec):
+        if spec.tensor_parallel > 1:
+            raise InvalidConfiguration("tensor_parallel", "encoders and CNNs are served one GPU per replica")
+        if spec.requests_per_s is not None or spec.solve_for == "min_gpus":
+            raise InvalidConfiguration("requests_per_s", "request-rate serving is modelled for decoder LLMs")
+        seq = 1
+        if isinstance(model, EncoderSpec):
+            seq = spec.seq_len or DEFAULT_ENCODER_SEQ_LEN
+            if seq > model.max_position_embeddings:
+                raise InvalidConfiguration("seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions")
+        return BatchInferenceConfig(model=model, precision=spec.precision or "bf16", batch_size=spec.batch_size,
+                                    seq_len=seq, replicas=spec.gpu_count), None
+    tp = max(spec.tensor_parallel, 1)
+    if spec.solve_for != "min_gpus" and (spec.gpu_count < tp or spec.gpu_count % tp):
+        raise InvalidConfiguration("gpu_count", f"gpu_count ({spec.gpu_count}) must be a multiple of tensor_parallel "
+                                                f"({tp}): replicas x tensor_parallel GPUs")
+    continuous = ENGINE_CLASSES[spec.engine].batching == "continuous"
+    if spec.requests_per_s is not None and not continuous:
+        raise InvalidConfiguration("requests_per_s", "request-rate serving is modelled for continuous-batching "
+                                                     "engines (vllm, tensorrt-llm); hf-transformers serves one "
+                                                     "static batch (give batch_size)")
+    if spec.concurrency is not None and not continuous:
+        raise InvalidConfiguration("concurrency", "concurrency applies to continuous-batching engines; "
+                                                  "hf-transformers serves one static batch (give batch_size)")
+    if spec.solve_for == "min_gpus" and spec.requests_per_s is None and (spec.ttft_target_ms or spec.tpot_target_ms):
+        raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
+    config = InferenceConfig(
+        model=model,
+        precision=spec.precision or "bf16",
+        quant_method=spec.quant_method,
+        batch_size=spec.concurrency or spec.batch_size,
+        input_len=spec.input_len,
+        output_len=spec.output_len,
+        engine=spec.engine,
+        tensor_parallel=tp,
+        kv_cache_bytes_per_element=1.0 if spec.kv_cache_dtype in ("fp8", "int8") else 0.0,
+        replicas=max(1, spec.gpu_count // tp),
+    )
+    serving = None
+    if continuous:
+        serving = ServingQuestion(
+            workload=Workload(float(spec.input_len), float(max(spec.output_len, 1)), spec.input_len_cv,
+                              spec.output_len_cv),
+            requests_per_s=spec.requests_per_s, concurrency=spec.concurrency,
+            ttft_target_s=spec.ttft_target_ms / 1e3 if spec.ttft_target_ms else None,
+            tpot_target_s=spec.tpot_target_ms / 1e3 if spec.tpot_target_ms else None,
+        )
+    return config, serving
 
 
 def workload_for(job: Job) -> str:
     """The benchmark workload whose measurements calibrate this job's time."""
     if job.inference:
+        if isinstance(job.model, EncoderSpec):
+            return "bert-large-infer"
+        if isinstance(job.model, CnnSpec):
+            return "resnet50-infer"
         return "llm-infer"
     if isinstance(job.model, EncoderSpec):
         return "bert-large-train"
@@ -308,11 +410,18 @@ def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
     elif isinstance(c, TrainConfig) and isinstance(m, CnnSpec):
         workload, params = "resnet50-train", {"precision": c.precision, "batch_size": c.batch_size}
     elif isinstance(c, InferenceConfig):
+        if c.tensor_parallel != 1 or (job.serving is not None and job.serving.requests_per_s is not None):
+            return None  # the llm-infer cell is one GPU at a fixed batch
         workload = "llm-infer"
         params = {
             "model": m.id, "precision": c.precision, "quant_method": c.quant_method, "engine": c.engine,
             "batch_size": c.batch_size, "input_len": c.input_len, "output_len": c.output_len,
         }
+    elif isinstance(c, BatchInferenceConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
+        workload, params = "bert-large-infer", {"precision": c.precision, "batch_size": c.batch_size,
+                                                "seq_len": c.seq_len}
+    elif isinstance(c, BatchInferenceConfig) and isinstance(m, CnnSpec):
+        workload, params = "resnet50-infer", {"precision": c.precision, "batch_size": c.batch_size}
     else:
         return None
     try:
@@ -369,6 +478,28 @@ class TimeAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class RateAnswer:
+    """Serving at an offered request rate over all replicas (``service.core.serving``, the
+    queueing model): p50 latencies, whether the targets are met, the fleet's capacity at the
+    targets and the headroom it leaves."""
+
+    requests_per_s: float
+    stable: bool
+    ttft_p50_s: float
+    tpot_p50_s: float
+    ttft_mean_s: float
+    in_flight_per_replica: float
+    utilisation: float
+    queue_wait_s: float
+    capacity_requests_per_s: float
+    headroom: float
+    meets_ttft: bool | None
+    meets_tpot: bool | None
+    validated: bool
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class ServingAnswer:
     ttft_s: float
     ttft_band: Band
@@ -383,6 +514,12 @@ class ServingAnswer:
     measured_tpot_s: float | None = None
     sources: tuple[str, ...] = ()
     accuracy: Accuracy | None = None
+    engine: str = "hf-transformers"
+    tensor_parallel: int = 1
+    replicas: int = 1
+    concurrency_per_replica: int = 0
+    max_concurrency_per_replica: int = 0
+    rate: RateAnswer | None = None
     notes: tuple[str, ...] = ()
 
 
@@ -391,6 +528,11 @@ class SolveAnswer:
     target: str
     value: int
     detail: str
+    replicas: int | None = None
+    tensor_parallel: int | None = None
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    headroom: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,15 +576,20 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
     precision = job.precision
     if gpu.support_for(precision) == "no":
         raise InvalidConfiguration("precision", f"{gpu.slug} does not support {precision}", code="PRECISION_UNSUPPORTED")
-    n_gpus = job.config.gpu_count if isinstance(job.config, TrainConfig) else 1
+    c = job.config
+    n_gpus = c.gpu_count if isinstance(c, TrainConfig) else (c.tensor_parallel if isinstance(c, InferenceConfig) else 1)
     if n_gpus > 1 and gpu.node.nvlink_topology == "none":
         warnings.append(Notice("pcie_multi_gpu_unvalidated", "multi-GPU communication over PCIe is modelled from the "
                                                              "datasheet only; no PCIe-only multi-GPU measurement validates it"))
     elif n_gpus > 1:
         warnings.append(Notice("multi_gpu_unvalidated", "multi-GPU communication is modelled from the node shape; it "
                                                         "has not been validated against multi-GPU measurements yet"))
-    c = job.config
-    mem = estimate_training(c) if isinstance(c, TrainConfig) else estimate_inference(c)
+    if isinstance(c, TrainConfig):
+        mem = estimate_training(c)
+    elif isinstance(c, InferenceConfig):
+        mem = estimate_inference(c)
+    else:
+        mem = estimate_batch_inference(c)
     counts = measured is not None and measured.provenance == "measured"
     peak_measured = measured.memory.get("peak_allocated_bytes") if measured is not None else None
     fits = mem.fits(usable)
@@ -467,15 +614,26 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
         try:
             if isinstance(c, TrainConfig):
                 time_answer = _time(c, gpu, cal, job.tokens, cell, workload)
+            elif isinstance(c, BatchInferenceConfig):
+                time_answer = _batch_time(c, gpu, cal, cell)
+            elif ENGINE_CLASSES[c.engine].batching == "continuous":
+                try:
+                    serving_answer = _continuous(c, gpu, job.serving, cell)
+                except InvalidConfiguration as exc:
+                    if exc.code != "MEMORY_INSUFFICIENT" or job.solve_for != "min_gpus":
+                        raise
+                    warnings.append(Notice("no_serving_as_given", f"{exc.message}; solve (min_gpus) gives "
+                                                                  "the replicas x tensor_parallel that serve it"))
             else:
-                serving_answer = _serving(c, gpu, cal, cell, workload)
+                serving_answer = _serving(c, gpu, cal, cell, calibrations.host_profile("llm-infer", precision),
+                                          workload)
         except MissingFigure as exc:
             warnings.append(Notice("no_time_estimate", f"no time estimate: {exc.message}"))
     if isinstance(c, TrainConfig) and not fits:
         warnings.extend(_what_if(c, mem, usable))
     solve: SolveAnswer | None = None
     if job.solve_for:
-        solve, notices = _solve(job, usable)
+        solve, notices = _solve(job, usable, gpu)
         warnings.extend(notices)
     return Estimate(job=job, gpu=gpu, memory=memory, time=time_answer,
                     serving=serving_answer, solve=solve, warnings=tuple(warnings))
@@ -522,12 +680,22 @@ def _configuration(job: Job) -> dict[str, Any]:
             tensor_parallel=c.tensor_parallel, global_batch=c.effective_global_batch,
             optimizer_impl=c.optimizer_impl, loop=c.loop, mixed_precision=c.mixed_precision,
         )
-    else:
+    elif isinstance(c, InferenceConfig):
         out.update(
             batch_size=c.batch_size, input_len=c.input_len, output_len=c.output_len,
-            quant_method=c.quant_method, engine=c.engine, kv_cache_bytes_per_element=c.kv_bytes,
-            tensor_parallel=c.tensor_parallel,
+            quant_method=c.quant_method, weight_format=c.weight_format, engine=c.engine,
+            kv_cache_bytes_per_element=c.kv_bytes, tensor_parallel=c.tensor_parallel, replicas=c.replicas,
+            gpu_count=c.gpu_count,
         )
+        q = job.serving
+        if q is not None:
+            out.update(requests_per_s=q.requests_per_s, concurrency=q.concurrency,
+                       input_len_cv=q.workload.input_cv, output_len_cv=q.workload.output_cv,
+                       ttft_target_ms=q.ttft_target_s * 1e3 if q.ttft_target_s else None,
+                       tpot_target_ms=q.tpot_target_s * 1e3 if q.tpot_target_s else None)
+    else:
+        out.update(batch_size=c.batch_size, seq_len=c.seq_len if isinstance(c.model, EncoderSpec) else None,
+                   replicas=c.replicas, gpu_count=c.gpu_count)
     return out
 
 
@@ -610,15 +778,24 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
 
 
 def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None,
-             workload: str = "llm-infer") -> ServingAnswer:
+             host: HostProfile | None, workload: str = "llm-infer") -> ServingAnswer:
+    """hf-transformers (eager, static batch): the GPU-side efficiencies come from this GPU's
+    calibration (or a transfer); the host floor from the engine and host that measured it,
+    the same for every GPU (:class:`~service.core.serving.HostProfile`)."""
+    notes: tuple[str, ...] = ()
+    if host is not None:
+        notes = (f"host floor of eager generate: {host.dispatch_s * 1e6:.1f} us per op, measured with "
+                 f"{host.source} (a property of engine and host, applied to every GPU alike)",)
     if cal is not None:
         e = cal.efficiencies
-        sv = estimate_serving(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
-        prov, sources, scope, tables, notes = cal.provenance, tuple(cal.source_gpus), cal.scope, cal.sources, cal.notes
+        sv = estimate_serving(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance, host=host)
+        prov, sources, scope, tables = cal.provenance, tuple(cal.source_gpus), cal.scope, cal.sources
+        notes = (*notes, *cal.notes)
     else:
         e = SPEC_DEFAULTS
-        sv = estimate_serving(c, gpu)
-        prov, sources, scope, tables, notes = "spec", (), "spec-default", (), ()
+        sv = estimate_serving(c, gpu, host=host)
+        prov, sources, scope, tables = "spec", (), "spec-default", ()
+    notes = (*notes, *sv.notes)
     ttft_ms = cell.median("ttft_ms_p50") if cell is not None else None
     tpot_ms = cell.median("tpot_ms_p50") if cell is not None else None
     if ttft_ms and tpot_ms:
@@ -627,13 +804,15 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
             ttft_s=ttft, ttft_band=Band(ttft * 0.95, ttft, ttft * 1.05), tpot_s=tpot,
             tpot_band=Band(tpot * 0.95, tpot, tpot * 1.05), output_tokens_per_s=c.batch_size / tpot,
             prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance="measured",
-            source_gpus=sources, measured_ttft_s=ttft, measured_tpot_s=tpot,
+            source_gpus=sources, measured_ttft_s=ttft, measured_tpot_s=tpot, engine=c.engine,
+            tensor_parallel=c.tensor_parallel, replicas=c.replicas, concurrency_per_replica=c.batch_size,
+            notes=notes,
         )
     accuracy = _accuracy(scope, gpu, workload)
     ttft_band, tpot_band = sv.ttft_band, sv.tpot_band
     span = _derived_span(gpu, "fp32" if c.precision == "fp32" else "bf16")
     if span is not None:
-        lo, hi = estimate_serving(c, span[1], e), estimate_serving(c, span[0], e)
+        lo, hi = estimate_serving(c, span[1], e, host=host), estimate_serving(c, span[0], e, host=host)
         if abs(hi.ttft_s - lo.ttft_s) + abs(hi.tpot_s - lo.tpot_s) > 1e-12:
             ttft_band = Band(min(ttft_band.low, lo.ttft_s), sv.ttft_s, max(ttft_band.high, hi.ttft_s))
             tpot_band = Band(min(tpot_band.low, lo.tpot_s), sv.tpot_s, max(tpot_band.high, hi.tpot_s))
@@ -643,15 +822,132 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
         ttft_s=sv.ttft_s, ttft_band=ttft_band, tpot_s=sv.tpot_s, tpot_band=tpot_band,
         output_tokens_per_s=sv.output_tokens_per_s, prefill_bound=sv.prefill_bound,
         decode_bound=sv.decode_bound, provenance=prov, source_gpus=sources, sources=tuple(tables),
-        accuracy=accuracy, notes=tuple(notes),
+        accuracy=accuracy, engine=c.engine, tensor_parallel=c.tensor_parallel, replicas=c.replicas,
+        concurrency_per_replica=c.batch_size, notes=tuple(notes),
     )
 
 
-def _solve(job: Job, usable: int) -> tuple[SolveAnswer, list[Notice]]:
+VALIDATED_UTILISATION = 0.85
+"""The queueing model was validated (means of fixed-length runs) up to this utilisation; above
+it the published finite runs never reach a steady state to compare with."""
+
+QUEUEING_NOTE = ("p50 from Poisson arrivals split over the replicas, a state-dependent processor-sharing "
+                 "batch scheduler and an M/G/c admission queue (service.core.serving); validated on means "
+                 "of NVIDIA's TensorRT-LLM 0.14 online runs at 2-32 QPS on H100/H200 up to "
+                 f"{VALIDATED_UTILISATION:.0%} utilisation; p90/p99 are not validated and not answered")
+
+
+def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None,
+                cell: CellView | None = None) -> ServingAnswer:
+    """A continuous-batching engine (tensorrt-llm published, vllm transferred): at a fixed
+    concurrency per replica (``batch_size``/``concurrency``) or at a request rate. An agent's
+    measurement of this exact cell (the llm-infer engine plug-in) answers as ``measured``."""
+    eng = ENGINE_CLASSES[c.engine]
+    e = CONTINUOUS_EFFICIENCIES
+    d = deployment(c, gpu)
+    w = q.workload if q is not None else Workload(float(c.input_len), float(max(c.output_len, 1)))
+    k = TRANSFERRED_ENGINE_BAND_FACTOR if eng.provenance == "transferred" else 1.0
+    notes: list[str] = [f"{eng.name}: {eng.source}", *d.notes]
+    if eng.provenance == "transferred":
+        notes.append("continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
+                     "vLLM's scheduler and memory defaults (no vLLM table calibrates it; band x"
+                     f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})")
+    cap, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
+    if cap < 1:
+        raise InvalidConfiguration("tensor_parallel", f"{c.model.id} leaves no KV cache for one request on "
+                                                      f"{gpu.slug} at tensor_parallel {c.tensor_parallel}",
+                                   code="MEMORY_INSUFFICIENT")
+    lo_t, hi_t = (x * k for x in CONTINUOUS_BAND["ttft"])
+    lo_p, hi_p = (x * k for x in CONTINUOUS_BAND["tpot"])
+    rate: RateAnswer | None = None
+    if q is not None and q.requests_per_s is not None:
+        r = serve_at_rate(c, gpu, q.requests_per_s, w, e, d)
+        per = capacity_at_slo(c, gpu, w, q.ttft_target_s, q.tpot_target_s, e, d)
+        fleet = per * c.replicas
+        validated = r.stable and r.utilisation <= VALIDATED_UTILISATION
+        rate = RateAnswer(
+            requests_per_s=q.requests_per_s, stable=r.stable, ttft_p50_s=r.ttft_s, tpot_p50_s=r.tpot_s,
+            ttft_mean_s=r.ttft_mean_s, in_flight_per_replica=r.in_flight, utilisation=r.utilisation,
+            queue_wait_s=r.queue_wait_s, capacity_requests_per_s=fleet,
+            headroom=fleet / q.requests_per_s - 1.0 if q.requests_per_s > 0 else math.inf,
+            meets_ttft=None if q.ttft_target_s is None else bool(r.stable and r.ttft_s <= q.ttft_target_s),
+            meets_tpot=None if q.tpot_target_s is None else bool(r.stable and r.tpot_s <= q.tpot_target_s),
+            validated=validated,
+            note=QUEUEING_NOTE if validated else (
+                "the replicas cannot keep up with this rate (overload)" if not r.stable else
+                QUEUEING_NOTE + f"; this point is above {VALIDATED_UTILISATION:.0%} utilisation: not validated"),
+        )
+        ttft, tpot = r.ttft_s, r.tpot_s
+        out_tps = q.requests_per_s * w.output_len if r.stable else 0.0
+        conc = round(r.in_flight)
+        bound = r.bound
+    else:
+        pt = serve_concurrency(c, gpu, e, q.concurrency if q is not None else None, d)
+        ttft, tpot = pt.ttft_s, pt.tpot_s
+        out_tps = pt.output_tokens_per_s * c.replicas
+        conc = int(pt.n)
+        bound = decode_bound(d, e, pt.n)
+        if (q.concurrency if q is not None and q.concurrency else c.batch_size) > cap:
+            notes.append(f"concurrency capped at {cap} sequences per replica (scheduler and KV cache)")
+    prov = eng.provenance
+    measured_ttft = measured_tpot = None
+    m_ttft = cell.median("ttft_ms_p50") if cell is not None and rate is None else None
+    m_tpot = cell.median("tpot_ms_p50") if cell is not None and rate is None else None
+    if cell is not None and m_ttft and m_tpot:
+        measured_ttft, measured_tpot = m_ttft / 1e3, m_tpot / 1e3
+        ttft, tpot, prov = measured_ttft, measured_tpot, "measured"
+        out_tps = c.batch_size / tpot * c.replicas
+        lo_t = hi_t = lo_p = hi_p = 0.05
+        notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
+    finite = math.isfinite(ttft) and math.isfinite(tpot)
+    return ServingAnswer(
+        ttft_s=ttft, ttft_band=Band(ttft * (1 - lo_t), ttft, ttft * (1 + hi_t)) if finite else Band(ttft, ttft, ttft),
+        tpot_s=tpot, tpot_band=Band(tpot * (1 - lo_p), tpot, tpot * (1 + hi_p)) if finite else Band(tpot, tpot, tpot),
+        output_tokens_per_s=out_tps, prefill_bound="compute", decode_bound=bound,
+        provenance=prov, source_gpus=(), measured_ttft_s=measured_ttft, measured_tpot_s=measured_tpot, engine=c.engine, tensor_parallel=c.tensor_parallel,
+        replicas=c.replicas, concurrency_per_replica=conc, max_concurrency_per_replica=cap, rate=rate,
+        notes=tuple(notes),
+    )
+
+
+def _batch_time(c: BatchInferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None) -> TimeAnswer:
+    """Encoder / CNN inference: one forward of the batch (``step_time_s``), inputs/s over all
+    replicas; calibrated on the agent's ``bert-large-infer`` / ``resnet50-infer``."""
+    if cal is not None:
+        est = batch_inference_time(c, gpu, cal.efficiencies, band=cal.band_for(c), provenance=cal.provenance)
+        prov, sources, n, notes = cal.provenance, cal.source_gpus, cal.n_points, cal.notes
+    else:
+        est = batch_inference_time(c, gpu)
+        prov, sources, n, notes = "spec", (), 0, ("datasheet roofline with the spec-default efficiencies",)
+    step, band = est.step_time_s, est.step_time_band
+    measured = None
+    summary = cell.metrics.get("step_time_s") if cell is not None else None
+    if cell is not None and summary is not None and summary.median > 0:
+        measured = step = summary.median
+        band = Band(min(summary.p10, step * 0.97), step, max(summary.p90, step * 1.03))
+        prov = "measured"
+        notes = (f"median of {cell.count} measured results for this exact configuration",)
+    m = c.model
+    per_input = float(c.seq_len) if isinstance(m, EncoderSpec) else 1.0
+    flops = (2.0 * c.batch_size * c.seq_len * m.matmul_params_per_token if isinstance(m, EncoderSpec)
+             else m.forward_flops_per_image * c.batch_size)
+    peak = gpu.peak_for(c.precision) or 0.0
+    return TimeAnswer(
+        step_time_s=step, step_time_band=band, accumulation_steps=1,
+        tokens_per_s=c.batch_size * per_input / step * c.replicas, tokens_per_s_per_gpu=c.batch_size * per_input / step,
+        samples_per_s=c.batch_size / step * c.replicas, mfu=flops / step / (peak * 1e12) if peak else 0.0,
+        bound=est.bound, provenance=prov, source_gpus=tuple(sources), calibration_points=n,
+        measured_step_time_s=measured, notes=tuple(notes),
+    )
+
+
+def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notice]]:
     target = job.solve_for
     assert target is not None
     c = job.config
     notices: list[Notice] = []
+    if isinstance(c, BatchInferenceConfig):
+        raise InvalidConfiguration("solve_for", f"{target} is not modelled for encoder / CNN inference")
     if target == "max_micro_batch":
         if not isinstance(c, TrainConfig):
             raise InvalidConfiguration("solve_for", "max_micro_batch applies to training; use max_concurrency for inference")
@@ -674,10 +970,15 @@ def _solve(job: Job, usable: int) -> tuple[SolveAnswer, list[Notice]]:
     if target == "max_concurrency":
         if not isinstance(c, InferenceConfig):
             raise InvalidConfiguration("solve_for", "max_concurrency applies to inference; use max_micro_batch for training")
+        if ENGINE_CLASSES[c.engine].batching == "continuous" and gpu.bandwidth_gb_per_s:
+            cap, _ = concurrency_cap(deployment(c, gpu), float(c.input_len), float(max(c.output_len, 1)),
+                                     reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib)
+            return SolveAnswer(target, max(0, cap), f"sequences of {c.input_len}+{c.output_len} tokens one replica runs "
+                                                    f"at once: {c.engine}'s scheduler limit and paged KV cache"), notices
         v = most_concurrent_sequences(c, usable)
         return SolveAnswer(target, v, f"concurrent sequences of {c.input_len}+{c.output_len} tokens that fit"), notices
-    if not isinstance(c, TrainConfig):
-        raise InvalidConfiguration("solve_for", "min_gpus applies to training")
+    if isinstance(c, InferenceConfig):
+        return _min_gpus_serving(job, c, usable, gpu), notices
     amp = c.precision.startswith("amp_")
     # an amp_* job moved onto FSDP takes the mixed-precision policy unless the caller chose autocast
     keep_autocast = "mixed_precision" in job.stated and c.mixed_precision == "autocast"
@@ -709,3 +1010,35 @@ def _context_limit(job: Job) -> int:
     if isinstance(m, DecoderSpec | EncoderSpec):
         return int(m.max_position_embeddings)
     return 0
+
+
+def _min_gpus_serving(job: Job, c: InferenceConfig, usable: int, gpu: GpuSpec) -> SolveAnswer:
+    """Serving: with a request rate (continuous engines), the fewest ``replicas x TP`` GPUs that
+    meet the p50 targets (:func:`~service.core.serving.plan_min_gpus`); otherwise the smallest
+    TP group one copy of the model fits on."""
+    q = job.serving
+    if q is not None and q.requests_per_s is not None and gpu.bandwidth_gb_per_s:
+        plan: ServingPlan | None = plan_min_gpus(c, gpu, q.requests_per_s, q.workload, q.ttft_target_s,
+                                                 q.tpot_target_s)
+        if plan is None:
+            return SolveAnswer("min_gpus", 0, f"no tensor-parallel degree of {gpu.slug} (up to its NVLink domain) meets "
+                                              "the targets at any rate, or the model does not fit")
+        r = plan.estimate
+        tried = ", ".join(f"TP{tp}: {reps} x {per:.2f} req/s" if 0 < reps <= 4 * plan.replicas
+                          else f"TP{tp}: {per:.2f} req/s per replica" if reps else f"TP{tp}: misses the targets"
+                          for tp, reps, per in plan.considered)
+        return SolveAnswer(
+            "min_gpus", plan.gpus,
+            f"{plan.replicas} replicas x TP{plan.tensor_parallel} = {plan.gpus} GPUs serve {q.requests_per_s:g} req/s "
+            f"at p50 TTFT {r.ttft_s * 1e3:.0f} ms, TPOT {r.tpot_s * 1e3:.1f} ms; capacity at the targets "
+            f"{plan.capacity_per_replica * plan.replicas:.2f} req/s (headroom {plan.headroom:.0%}); considered {tried}",
+            replicas=plan.replicas, tensor_parallel=plan.tensor_parallel, ttft_s=r.ttft_s, tpot_s=r.tpot_s,
+            headroom=plan.headroom,
+        )
+    for tp in tp_candidates(c.model, gpu, limit=64):
+        cfg = replace(c, tensor_parallel=tp, replicas=1)
+        if estimate_inference(cfg).fits(usable):
+            return SolveAnswer("min_gpus", tp, f"smallest tensor-parallel group one copy fits on (TP{tp}); give "
+                                               "requests_per_s (vllm / tensorrt-llm) to size replicas for a load",
+                               replicas=1, tensor_parallel=tp)
+    return SolveAnswer("min_gpus", 0, "does not fit on any tensor-parallel degree searched")

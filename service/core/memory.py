@@ -76,12 +76,16 @@ from service.core.precision import TRAIN_PRECISIONS, Mode, train_mode
 __all__ = [
     "ALLOCATOR_SLACK",
     "CUDA_CONTEXT_BYTES",
+    "ENGINES",
     "NCCL_BUFFER_BYTES",
     "TRANSFORMERS_VERSION_MODELLED",
+    "BatchInferenceConfig",
     "InferenceConfig",
     "MemoryEstimate",
     "TrainConfig",
+    "estimate_batch_inference",
     "estimate_cnn_inference",
+    "estimate_encoder_inference",
     "estimate_inference",
     "estimate_training",
     "fewest_gpus",
@@ -1070,7 +1074,13 @@ def estimate_training(c: TrainConfig) -> MemoryEstimate:
 # Inference
 # --------------------------------------------------------------------------------------------
 
-QUANT_METHODS: tuple[str, ...] = ("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8")
+QUANT_METHODS: tuple[str, ...] = ("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8")
+"""Weight formats: ``bnb-*`` (bitsandbytes), ``awq``/``gptq`` (4-bit weight-only), ``fp8``
+(FP8 E4M3 weights with per-tensor scales; W8A8 where the GPU has FP8 tensor cores) and ``int8``
+(SmoothQuant-style W8A8: int8 weights and activations on the int8 tensor cores)."""
+
+ENGINES: tuple[str, ...] = ("hf-transformers", "vllm", "tensorrt-llm")
+"""Serving engines modelled (``service.core.serving`` describes each class)."""
 
 PREFILL_CHUNK_TOKENS = 8192
 """Tokens a serving engine with chunked prefill (vLLM's default ``max_num_batched_tokens``
@@ -1082,10 +1092,14 @@ prefills the whole batch at once."""
 class InferenceConfig:
     """Serving ``batch_size`` sequences of ``input_len`` prompt + ``output_len`` generated tokens.
 
-    ``precision`` is the compute/activation dtype (``bf16``/``fp16``/``fp32``); ``quant_method``
-    the weight format. ``kv_cache_bytes_per_element`` defaults to the compute dtype (2), 1 for
-    an fp8 KV cache. ``engine``: ``hf-transformers`` (``generate`` with a dynamic cache) or
-    ``vllm`` (paged cache preallocated to ``gpu_memory_utilization``).
+    ``precision`` is the compute/activation dtype (``bf16``/``fp16``/``fp32``; ``fp8`` and ``int8``
+    mean W8A8 weights in that format); ``quant_method`` the weight format
+    (:attr:`weight_format` resolves the two). ``kv_cache_bytes_per_element`` defaults to the
+    compute dtype (2), 1 for an fp8/int8 KV cache. ``engine``: ``hf-transformers`` (``generate``
+    with a dynamic cache), ``vllm`` or ``tensorrt-llm`` (continuous batching, paged cache
+    preallocated by the engine). ``tensor_parallel`` GPUs hold one copy of the model; ``replicas``
+    copies serve side by side (data parallel), so the job uses ``tensor_parallel x replicas`` GPUs.
+    Memory is per GPU of one replica.
     """
 
     model: DecoderSpec
@@ -1098,10 +1112,15 @@ class InferenceConfig:
     tensor_parallel: int = 1
     kv_cache_bytes_per_element: float = 0.0
     gpu_memory_utilization: float = 0.9
+    replicas: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, DecoderSpec):
             raise InvalidConfiguration("model", "inference memory is modelled for decoder-only models")
+        if self.engine not in ENGINES:
+            raise InvalidConfiguration("engine", f"engine must be one of {', '.join(ENGINES)}")
+        if self.tensor_parallel < 1 or self.replicas < 1:
+            raise InvalidConfiguration("tensor_parallel", "tensor_parallel and replicas must be >= 1")
         if self.precision not in ("bf16", "fp16", "fp32", "amp_bf16", "amp_fp16", "fp8", "int8", "int4"):
             raise InvalidConfiguration("precision", f"unknown precision {self.precision!r}")
         if self.quant_method not in QUANT_METHODS:
@@ -1119,6 +1138,18 @@ class InferenceConfig:
     def kv_bytes(self) -> float:
         return self.kv_cache_bytes_per_element or float(self.compute_bytes)
 
+    @property
+    def weight_format(self) -> str:
+        """The weight format: ``quant_method``, or ``fp8``/``int8`` for those precisions with
+        ``quant_method`` ``none`` (W8A8 weights in the precision's format)."""
+        if self.quant_method == "none" and self.precision in ("fp8", "int8"):
+            return self.precision
+        return self.quant_method
+
+    @property
+    def gpu_count(self) -> int:
+        return self.tensor_parallel * self.replicas
+
 
 def weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> float:
     """Weights by format. Quantisers leave embeddings, norms and the LM head in 16-bit and
@@ -1134,6 +1165,7 @@ def weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> f
         "awq": INT4_GROUP_BYTES_PER_PARAM,
         "gptq": INT4_GROUP_BYTES_PER_PARAM,
         "fp8": 1.0,
+        "int8": INT8_BYTES_PER_PARAM,
     }[quant_method]
     return linear * per + other * (compute_bytes if quant_method == "none" else 2.0)
 
@@ -1166,9 +1198,9 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     m = c.model
     tp = c.tensor_parallel
     amp = c.precision.startswith("amp_")
-    w = weight_bytes(m, c.quant_method, 4 if amp else c.compute_bytes) / tp
+    w = weight_bytes(m, c.weight_format, 4 if amp else c.compute_bytes) / tp
     cache = 0.0
-    if amp and c.quant_method == "none":  # no cache outside autograd: one layer's casts at a time
+    if amp and c.weight_format == "none":  # no cache outside autograd: one layer's casts at a time
         cache = 2.0 * float(m.params_per_layer - m.norm_params_per_layer) / tp
     per_seq = c.input_len + c.output_len
     prompt = c.input_len
@@ -1204,9 +1236,9 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
         "logits": int(logits),
         "workspace": int(workspace + dequant + (cat_copy if peak_phase != "prefill" else 0)),
     }
-    notes = [f"{c.engine}; weights {c.quant_method}; KV cache {c.kv_bytes:g} B/element, "
+    notes = [f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
              f"{m.kv_cache_bytes_per_token(c.kv_bytes) / tp / 1024:.0f} KiB per token"]
-    rel = (0.05, 0.06) if c.quant_method == "none" else (0.08, 0.12)
+    rel = (0.05, 0.06) if c.weight_format == "none" else (0.08, 0.12)
     return _finish(None, peak, phases, peak_phase, components,
                    {"weights": int(w), "kv_cache": int(kv)}, notes, rel, multi_gpu=tp > 1)
 
@@ -1228,6 +1260,59 @@ def estimate_cnn_inference(m: CnnSpec, precision: str, batch_size: int) -> Memor
     comps = {"parameters": int(w), "activations": int(acts), "workspace": int(workspace)}
     return _finish(None, peak, {"forward": peak}, "forward", comps, {"parameters": int(w)},
                    ["torchvision ResNet, eval, channels_last"], (0.06, 0.02), multi_gpu=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchInferenceConfig:
+    """Batched inference of an encoder (BERT, ``BertForMaskedLM`` in eval + ``inference_mode``)
+    or a CNN (torchvision ResNet in eval, channels_last): ``batch_size`` inputs per forward
+    (sequences of ``seq_len`` tokens, or images), on one GPU per replica; ``replicas`` GPUs each
+    run their own copy. What the agent's ``bert-large-infer`` / ``resnet50-infer`` measure."""
+
+    model: EncoderSpec | CnnSpec
+    precision: str = "bf16"
+    batch_size: int = 1
+    seq_len: int = 128
+    replicas: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, EncoderSpec | CnnSpec):
+            raise InvalidConfiguration("model", "batched inference is modelled for encoders and CNNs")
+        if self.precision not in _MODES:
+            raise InvalidConfiguration("precision", f"precision must be one of {', '.join(_MODES)}")
+        if self.batch_size < 1 or self.seq_len < 1 or self.replicas < 1:
+            raise InvalidConfiguration("batch_size", "batch_size, seq_len and replicas must be >= 1")
+
+    @property
+    def gpu_count(self) -> int:
+        return self.replicas
+
+
+def estimate_encoder_inference(m: EncoderSpec, precision: str, batch_size: int, seq_len: int) -> MemoryEstimate:
+    """BERT masked-LM inference (eval, ``inference_mode``): parameters (fp32 under autocast, whose
+    per-layer weight casts are freed after use), and the working set at the MLM head, the
+    largest moment: the logits over every token (``T x V`` in the compute dtype; the MLM head
+    scores all positions) plus the head transform's output, GELU and LayerNorm buffers
+    (``~10 T h`` bytes under autocast, whose LayerNorm runs in fp32; ``6 T h`` in pure 16-bit)
+    and ~32 MiB of cuBLAS workspace. Checked against the H200 ``bert-large-infer`` sweep."""
+    mode = _MODES.get(precision, _MODES["amp_bf16"])
+    T = float(batch_size * seq_len)
+    w = mode.param * float(m.total_params)
+    logits = mode.compute * T * m.vocab_size
+    head = (10.0 if mode.autocast else 3.0 * mode.compute) * T * m.hidden_size
+    workspace = 32.0 * MiB
+    peak = w + logits + head + workspace
+    comps = {"parameters": int(w), "logits": int(logits), "activations": int(head), "workspace": int(workspace)}
+    return _finish(None, peak, {"mlm-head": peak}, "mlm-head", comps, {"parameters": int(w)},
+                   ["HF BertForMaskedLM, eval + inference_mode, logits over every position"], (0.06, 0.08),
+                   multi_gpu=False)
+
+
+def estimate_batch_inference(c: BatchInferenceConfig) -> MemoryEstimate:
+    """Per-GPU memory of :class:`BatchInferenceConfig` (encoder or CNN)."""
+    if isinstance(c.model, CnnSpec):
+        return estimate_cnn_inference(c.model, c.precision, c.batch_size)
+    return estimate_encoder_inference(c.model, c.precision, c.batch_size, c.seq_len)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Step time, throughput, time to train and serving latency: a roofline per operation group.
+"""Step time, throughput and time to train: a roofline per operation group (serving lives in
+:mod:`service.core.serving`).
 
 Every phase of a step is split into groups of kernels that share a bound:
 
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from service.core.band import Band
-from service.core.memory import InferenceConfig, TrainConfig, weight_bytes
+from service.core.memory import TrainConfig
 from service.core.models import CnnSpec, DecoderSpec
 from service.core.precision import PEAK_KEY
 from service.core.precision import TRAIN_MODES as _MODES
@@ -47,9 +48,7 @@ __all__ = [
     "H200_SXM",
     "SPEC_DEFAULTS",
     "Efficiencies",
-    "ServingEstimate",
     "StepEstimate",
-    "estimate_serving",
     "estimate_step",
     "time_to_train",
 ]
@@ -178,20 +177,6 @@ class StepEstimate:
     bound: str
     provenance: str = "spec"
     assumptions: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ServingEstimate:
-    """Serving latency for one batch: time to first token and time per output token."""
-
-    ttft_s: float
-    ttft_band: Band
-    tpot_s: float
-    tpot_band: Band
-    output_tokens_per_s: float
-    prefill_bound: str
-    decode_bound: str
-    provenance: str = "spec"
 
 
 # --------------------------------------------------------------------------------------------
@@ -526,73 +511,6 @@ def time_to_train(c: TrainConfig, tokens: float, gpu: GpuSpec, e: Efficiencies =
     steps = math.ceil(tokens / per_step)
     t = steps * st.step_time_s
     return t, st.step_time_band.scaled(steps), st
-
-
-# --------------------------------------------------------------------------------------------
-# Serving
-# --------------------------------------------------------------------------------------------
-
-OPS_PER_LAYER_DECODE = 30
-OPS_PER_DECODE_STEP = 60  # generate(): logits processing, sampling, cache bookkeeping
-
-
-def estimate_serving(c: InferenceConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
-                     band: tuple[float, float] | None = None, provenance: str | None = None) -> ServingEstimate:
-    """TTFT and TPOT for ``batch_size`` concurrent sequences (static batch, greedy decode).
-
-    Prefill: roofline of the forward over ``b x input_len`` tokens (matmuls at shape
-    efficiency, causal flash attention, elementwise traffic) + the per-layer dispatch floor.
-    Decode, per output token: read every weight once (quantised bytes) and the KV cache of all
-    sequences at the mid-point length, ``2 x active params x b`` FLOPs and ``4 x ctx x q_dim``
-    attention FLOPs per sequence and layer; eager ``generate`` is usually launch-bound, so the
-    host floor ``(layers x 30 + 60) x dispatch_s`` applies.
-    """
-    m = c.model
-    tp = c.tensor_parallel
-    peak = gpu.require_peak("fp32" if c.precision == "fp32" else "bf16") * 1e12
-    bw = gpu.require_bandwidth() * 1e9 * e.bw
-    cb = float(c.compute_bytes)
-    L = m.num_layers
-    h = float(m.hidden_size)
-    T = float(c.batch_size * c.input_len)
-    layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
-    V = float(m.vocab_size) / tp
-    wbytes = weight_bytes(m, c.quant_method, c.compute_bytes) / tp
-    if m.is_moe:  # decode reads only the routed experts' weights when batch is small
-        touched = min(1.0, c.batch_size * m.experts_per_token / m.num_experts)
-        wbytes *= (m.active_params + (m.total_params - m.active_params) * touched) / m.total_params
-    mm_eff = e.mm_for(c.precision) * _shape(e, T, h)
-    q = float(m.q_dim) / tp
-    prefill_flops = 2.0 * T * L * layer_mm + 2.0 * c.batch_size * h * V
-    prefill_attn = 4.0 * T * c.input_len * q * L * 0.5
-    hd = float(m.head_dim)
-    attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
-    ew = 76.0 * h + 20.0 * (q + float(m.kv_dim) / tp) + 10.0 * float(m.intermediate_size) / tp
-    t_pre_mm = max(prefill_flops / (peak * mm_eff), wbytes / bw)
-    t_pre = t_pre_mm + prefill_attn / (peak * attn_eff) + ew * cb / 2.0 * T * L / bw
-    host_pre = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * e.dispatch_s
-    ttft = max(t_pre, host_pre) + e.step_s * 0.2
-    ctx = c.input_len + c.output_len / 2.0
-    kv = m.kv_cache_bytes_per_token(c.kv_bytes) / tp * ctx * c.batch_size
-    dec_flops = 2.0 * c.batch_size * (L * layer_mm + h * V) + 4.0 * c.batch_size * ctx * q * L
-    # one token per sequence: the GEMMs are weight-streaming, so only the hidden-size factor
-    # applies (the token factor models tile waste of compute-bound GEMMs, not GEMV-like ones)
-    dec_eff = e.mm_for(c.precision) * h / (h + e.mm_hidden0)
-    t_dec_gpu = max(dec_flops / (peak * dec_eff), (wbytes + kv) / bw)
-    host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * e.dispatch_s
-    tpot = max(t_dec_gpu, host_dec)
-    prov = provenance or e.source
-    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
-    return ServingEstimate(
-        ttft_s=ttft, ttft_band=Band(ttft * (1 - lo), ttft, ttft * (1 + hi)),
-        tpot_s=tpot, tpot_band=Band(tpot * (1 - lo), tpot, tpot * (1 + hi)),
-        output_tokens_per_s=c.batch_size / tpot,
-        prefill_bound="host-dispatch" if host_pre > t_pre else (
-            "compute" if prefill_flops / (peak * mm_eff) > wbytes / bw else "memory"),
-        decode_bound="host-dispatch" if host_dec > t_dec_gpu else (
-            "compute" if dec_flops / (peak * dec_eff) > (wbytes + kv) / bw else "memory"),
-        provenance=prov,
-    )
 
 
 def with_efficiencies(e: Efficiencies, **changes: Any) -> Efficiencies:

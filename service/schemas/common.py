@@ -41,7 +41,7 @@ DataVersion = Annotated[
     Field(
         description="what the answer was computed from: c<catalog watermark>.m<measurement watermark>."
         "e<estimator version> (docs/architecture.md, 'Watermarks'); also the X-Data-Version header",
-        examples=["c3.m42.e1.1.0"],
+        examples=["c3.m42.e1.2.0"],
         pattern=r"^c\d+\.m\d+\.e.+$",
     ),
 ]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.core.accuracy import Accuracy
 from service.core.band import Band
-from service.core.estimate import Estimate, JobSpec, Notice
+from service.core.estimate import Estimate, JobSpec, Notice, ServingAnswer
 from service.schemas.common import DataVersion
 
 Mode = Literal["training", "fine-tuning", "inference"]
@@ -35,7 +36,9 @@ class EstimateRequest(BaseModel):
     )
     # training
     batch_size: int = Field(default=1, ge=1, le=65536, description="per-GPU micro-batch (training) or concurrent sequences (inference)")
-    seq_len: int = Field(default=2048, ge=1, le=1_048_576, description="training sequence length")
+    seq_len: int | None = Field(default=None, ge=1, le=1_048_576,
+                                description="training sequence length (default 2048), or the encoder's input length "
+                                            "for BERT inference (default 512)")
     gradient_checkpointing: bool = False
     finetune: Literal["full", "lora", "qlora"] | None = None
     lora_rank: int = Field(default=16, ge=1, le=4096)
@@ -71,10 +74,32 @@ class EstimateRequest(BaseModel):
     # inference
     input_len: int = Field(default=1024, ge=1, le=1_048_576)
     output_len: int = Field(default=256, ge=0, le=1_048_576)
-    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8"] = "none"
-    engine: Literal["hf-transformers", "vllm"] = "hf-transformers"
-    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
-    solve_for: SolveFor | None = None
+    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"] = Field(
+        default="none", description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
+                                    "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only")
+    engine: Literal["hf-transformers", "vllm", "tensorrt-llm"] = Field(
+        default="hf-transformers",
+        description="hf-transformers: eager generate, one static batch (what the agent measures); vllm / tensorrt-llm: "
+                    "continuous batching with a paged KV cache, CUDA-graph decode, chunked prefill (calibrated on "
+                    "NVIDIA's published TensorRT-LLM tables; vllm is transferred from them). sglang is not modelled")
+    kv_cache_dtype: Literal["auto", "fp8", "int8"] = "auto"
+    solve_for: SolveFor | None = Field(
+        default=None, description="min_gpus for inference: with requests_per_s, the fewest replicas x "
+                                  "tensor_parallel GPUs meeting the p50 targets; without, the smallest TP group that fits")
+    # serving at a request rate (continuous-batching engines)
+    requests_per_s: float | None = Field(
+        default=None, gt=0, le=1_000_000,
+        description="offered load over all replicas (Poisson arrivals, split evenly); replicas = gpu_count / "
+                    "tensor_parallel. Needs engine vllm or tensorrt-llm")
+    concurrency: int | None = Field(
+        default=None, ge=1, le=65536,
+        description="requests kept in flight per replica (closed loop) instead of a rate; default batch_size")
+    input_len_cv: float = Field(default=0.0, ge=0, le=10,
+                                description="dispersion of prompt lengths: standard deviation / mean (input_len is the mean)")
+    output_len_cv: float = Field(default=0.0, ge=0, le=10,
+                                 description="dispersion of output lengths: standard deviation / mean (output_len is the mean)")
+    ttft_target_ms: float | None = Field(default=None, gt=0, description="p50 time-to-first-token target")
+    tpot_target_ms: float | None = Field(default=None, gt=0, description="p50 time-per-output-token target")
 
     def to_core(self) -> JobSpec:
         """The job as the core takes it (the GPU is resolved separately)."""
@@ -88,6 +113,8 @@ class EstimateRequest(BaseModel):
             output_len=self.output_len, quant_method=self.quant_method, engine=self.engine,
             kv_cache_dtype=self.kv_cache_dtype, solve_for=self.solve_for, loop=self.loop,
             optimizer_impl=self.optimizer_impl, mixed_precision=self.mixed_precision,
+            requests_per_s=self.requests_per_s, concurrency=self.concurrency, input_len_cv=self.input_len_cv,
+            output_len_cv=self.output_len_cv, ttft_target_ms=self.ttft_target_ms, tpot_target_ms=self.tpot_target_ms,
         )
 
 
@@ -158,12 +185,33 @@ class TimeOut(BaseModel):
     accuracy: AccuracyOut | None = None
 
 
+class RateOut(BaseModel):
+    """Serving at ``requests_per_s`` (continuous-batching engines)."""
+
+    requests_per_s: float
+    stable: bool = Field(description="False when the replicas cannot keep up (latencies are then null)")
+    ttft_p50_ms: float | None
+    tpot_p50_ms: float | None
+    ttft_mean_ms: float | None
+    in_flight_per_replica: float = Field(description="requests in decode per replica (Little's law)")
+    utilisation: float | None = Field(description="processor-sharing utilisation of a replica's batch scheduler")
+    queue_wait_ms: float | None = Field(description="mean wait for admission under the concurrency cap (M/G/c)")
+    capacity_requests_per_s: float = Field(description="largest rate the replicas sustain within the p50 targets "
+                                                       "(at most 90% utilisation)")
+    headroom: float = Field(description="capacity / requests_per_s - 1")
+    meets_ttft: bool | None = None
+    meets_tpot: bool | None = None
+    percentile: Literal["p50"] = "p50"
+    validated: bool = Field(description="within the utilisation range the queueing model was validated on")
+    note: str
+
+
 class ServingOut(BaseModel):
-    ttft_ms: float
-    ttft_band_ms: BandOut
-    tpot_ms: float
-    tpot_band_ms: BandOut
-    output_tokens_per_s: float
+    ttft_ms: float | None = Field(description="p50 for continuous-batching engines; null when overloaded")
+    ttft_band_ms: BandOut | None
+    tpot_ms: float | None
+    tpot_band_ms: BandOut | None
+    output_tokens_per_s: float = Field(description="all replicas together")
     prefill_bound: str
     decode_bound: str
     provenance: str
@@ -173,12 +221,24 @@ class ServingOut(BaseModel):
     notes: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list, description="published tables the figures lean on")
     accuracy: AccuracyOut | None = None
+    engine: str
+    tensor_parallel: int
+    replicas: int
+    concurrency_per_replica: int = Field(description="sequences in flight per replica")
+    max_concurrency_per_replica: int = Field(description="continuous engines: sequences one replica admits "
+                                                         "(scheduler limit and paged KV cache); 0 for static batches")
+    rate: RateOut | None = None
 
 
 class SolveOut(BaseModel):
     target: SolveFor
-    value: int = Field(description="0 when nothing fits")
+    value: int = Field(description="0 when nothing fits; for min_gpus the total GPUs (replicas x tensor_parallel)")
     detail: str
+    replicas: int | None = None
+    tensor_parallel: int | None = None
+    ttft_ms: float | None = Field(default=None, description="min_gpus with a rate: achieved p50 TTFT")
+    tpot_ms: float | None = Field(default=None, description="min_gpus with a rate: achieved p50 TPOT")
+    headroom: float | None = Field(default=None, description="min_gpus with a rate: capacity at the targets / rate - 1")
 
 
 class WarningOut(BaseModel):
@@ -239,22 +299,49 @@ class EstimateResponse(BaseModel):
                 measured_step_time_s=t.measured_step_time_s, notes=list(t.notes), sources=list(t.sources),
                 accuracy=AccuracyOut.of(t.accuracy),
             ),
-            serving=None if sv is None else ServingOut(
-                ttft_ms=sv.ttft_s * 1e3, ttft_band_ms=BandOut.of(sv.ttft_band, 1e3), tpot_ms=sv.tpot_s * 1e3,
-                tpot_band_ms=BandOut.of(sv.tpot_band, 1e3), output_tokens_per_s=sv.output_tokens_per_s,
-                prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance=sv.provenance,
-                source_gpus=list(sv.source_gpus),
-                measured_ttft_ms=sv.measured_ttft_s * 1e3 if sv.measured_ttft_s else None,
-                measured_tpot_ms=sv.measured_tpot_s * 1e3 if sv.measured_tpot_s else None,
-                notes=list(sv.notes), sources=list(sv.sources), accuracy=AccuracyOut.of(sv.accuracy),
+            serving=None if sv is None else _serving_out(sv),
+            solve=None if so is None else SolveOut(
+                target=so.target, value=so.value, detail=so.detail, replicas=so.replicas,
+                tensor_parallel=so.tensor_parallel, ttft_ms=_ms(so.ttft_s), tpot_ms=_ms(so.tpot_s),
+                headroom=so.headroom,
             ),
-            solve=None if so is None else SolveOut(target=so.target, value=so.value, detail=so.detail),
             warnings=[WarningOut(code=w.code, message=w.message) for w in warnings],
             as_of=as_of,
             data_version=data_version,
             estimator_version=estimator_version,
             calibration_watermark=calibration_watermark,
         )
+
+
+def _ms(s: float | None) -> float | None:
+    """Seconds to milliseconds; None (JSON null) for a missing or infinite value."""
+    return None if s is None or not math.isfinite(s) else s * 1e3
+
+
+def _band_ms(b: Band) -> BandOut | None:
+    return BandOut.of(b, 1e3) if math.isfinite(b.high) else None
+
+
+def _serving_out(sv: ServingAnswer) -> ServingOut:
+    r = sv.rate
+    return ServingOut(
+        ttft_ms=_ms(sv.ttft_s), ttft_band_ms=_band_ms(sv.ttft_band), tpot_ms=_ms(sv.tpot_s),
+        tpot_band_ms=_band_ms(sv.tpot_band), output_tokens_per_s=sv.output_tokens_per_s,
+        prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance=sv.provenance,
+        source_gpus=list(sv.source_gpus), measured_ttft_ms=_ms(sv.measured_ttft_s),
+        measured_tpot_ms=_ms(sv.measured_tpot_s), engine=sv.engine, tensor_parallel=sv.tensor_parallel,
+        replicas=sv.replicas, concurrency_per_replica=sv.concurrency_per_replica,
+        max_concurrency_per_replica=sv.max_concurrency_per_replica, notes=list(sv.notes),
+        sources=list(sv.sources), accuracy=AccuracyOut.of(sv.accuracy),
+        rate=None if r is None else RateOut(
+            requests_per_s=r.requests_per_s, stable=r.stable, ttft_p50_ms=_ms(r.ttft_p50_s),
+            tpot_p50_ms=_ms(r.tpot_p50_s), ttft_mean_ms=_ms(r.ttft_mean_s), in_flight_per_replica=r.in_flight_per_replica,
+            utilisation=r.utilisation if math.isfinite(r.utilisation) else None,
+            queue_wait_ms=_ms(r.queue_wait_s), capacity_requests_per_s=r.capacity_requests_per_s,
+            headroom=r.headroom if math.isfinite(r.headroom) else 0.0, meets_ttft=r.meets_ttft,
+            meets_tpot=r.meets_tpot, validated=r.validated, note=r.note,
+        ),
+    )
 
 
 class BatchRequest(BaseModel):

@@ -117,7 +117,11 @@ def test_invalid_inputs_are_precise_422s(client: TestClient) -> None:
         ({"model": "llama3-8b", "gpu": "nvidia-v100-sxm2-16gb", "precision": "bf16"}, ["body", "precision"]),
         ({"model": "llama3-8b", "gpu": "h100", "batch_size": 0}, ["body", "batch_size"]),
         ({"hf_config": {"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}, "gpu": "h100"}, ["body", "hf_config"]),
-        ({"model": "bert-large", "gpu": "h100", "mode": "inference"}, ["body", "mode"]),
+        ({"model": "bert-large", "gpu": "h100", "mode": "inference", "seq_len": 1024}, ["body", "seq_len"]),
+        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "engine": "sglang"}, ["body", "engine"]),
+        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "requests_per_s": 5}, ["body", "requests_per_s"]),
+        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "gpu_count": 6, "tensor_parallel": 4},
+         ["body", "gpu_count"]),
         ({"model": "llama3-8b", "gpu": "h100", "solve_for": "max_concurrency"}, ["body", "solve_for"]),
     ]
     for body, loc in cases:
@@ -177,3 +181,21 @@ def test_derived_peak_answers_derived(client: TestClient) -> None:
     assert any("derived from nvidia-rtx-a6000" in n for n in t["notes"])
     b = t["step_time_band"]
     assert b["high"] > 1.4 * t["step_time_s"]  # spans the RTX 3090-rate alternative (half the tensor peak)
+
+
+def test_serving_at_a_request_rate_and_min_gpus(client: TestClient) -> None:
+    body = {"model": "Qwen/Qwen2.5-72B-Instruct", "gpu": "nvidia-h200-sxm", "mode": "inference", "engine": "vllm",
+            "gpu_count": 8, "tensor_parallel": 4, "input_len": 1024, "output_len": 256, "input_len_cv": 0.5,
+            "output_len_cv": 0.8, "requests_per_s": 5, "ttft_target_ms": 1000, "tpot_target_ms": 50}
+    j = est(client, **body)
+    sv = j["serving"]
+    assert sv["engine"] == "vllm" and sv["replicas"] == 2 and sv["tensor_parallel"] == 4
+    assert sv["provenance"] == "transferred" and sv["rate"]["percentile"] == "p50"
+    assert sv["rate"]["stable"] and sv["rate"]["meets_ttft"] and sv["rate"]["meets_tpot"]
+    assert j["configuration"]["replicas"] == 2 and j["configuration"]["requests_per_s"] == 5
+    solved = est(client, **{**body, "requests_per_s": 20, "solve_for": "min_gpus"})["solve"]
+    assert solved["value"] == solved["replicas"] * solved["tensor_parallel"] and solved["headroom"] >= 0
+    overload = est(client, **{**body, "gpu_count": 4, "requests_per_s": 500})["serving"]
+    assert overload["rate"]["stable"] is False and overload["ttft_ms"] is None
+    bert = est(client, model="bert-large", gpu="h100", mode="inference", batch_size=32, seq_len=128)
+    assert bert["time"]["samples_per_s"] > 0 and bert["configuration"]["seq_len"] == 128

@@ -169,7 +169,7 @@ def _synthetic_runs() -> list[dict[str, Any]]:
     """Runs in the agent's format whose 'measurements' are the model itself under hidden
     'true' efficiencies, with deterministic noise (memory +/-2 %, time +/-6 %)."""
     from service.core.memory import InferenceConfig, estimate_inference
-    from service.core.performance import estimate_serving
+    from service.core.serving import estimate_serving
     from service.core.vocabulary import canonical_parameters
 
     truth = apply_multipliers(SPEC_DEFAULTS, {"mm": 0.85, "dispatch": 1.8, "bw": 0.9})
@@ -300,3 +300,46 @@ def test_precision_transfer_scales_compute_by_the_measured_gemm_ratio() -> None:
     slow = estimate_step(big, H200_SXM, t.efficiencies).step_time_s / estimate_step(ref, H200_SXM, cal.efficiencies).step_time_s
     assert 1.3 < slow <= gemm["bf16"] / gemm["tf32"] * 1.3
     assert transfer_precision(cal, H200_SXM, "tf32", {"bf16": 662.0}) is None  # no tf32 rate: no transfer
+
+
+def test_calibrated_workloads_and_groups_cover_training_serving_and_gemm() -> None:
+    """Calibration reads the timed workloads of both estimators (training, eager llm-infer,
+    encoder/CNN batch inference) and ``gemm``; ``gemm`` feeds no fit (its rates carry a fit to
+    another precision), nor does an engine other than hf-transformers. A bert-large-infer fit
+    on 16-bit points reaches tf32 through the measured GEMM ratio."""
+    from service.core.calibration import (
+        CALIBRATED_WORKLOADS,
+        TIMED_WORKLOADS,
+        CellMeasurement,
+        fit_calibrations,
+        group_of,
+    )
+    from service.core.memory import BatchInferenceConfig
+    from service.core.models import EncoderSpec
+    from service.core.serving import estimate_batch_inference
+
+    assert (*TIMED_WORKLOADS, "gemm") == CALIBRATED_WORKLOADS
+    assert set(TIMED_WORKLOADS) == {"llm-train", "llm-infer", "bert-large-train", "resnet50-train",
+                                    "bert-large-infer", "resnet50-infer"}
+    h200 = H200_SXM
+    assert group_of(CellMeasurement(h200, "gemm", {"precision": "bf16", "n": 8192}, {"tflops": 662.0})) is None
+    assert group_of(CellMeasurement(h200, "resnet50-infer", {"precision": "amp_bf16", "batch_size": 64},
+                                    {"step_time_s": 0.005})) == (h200.slug, "resnet50-infer", "16bit")
+    llm = {"model": "gt-llama-350m", "precision": "bf16", "batch_size": 4, "input_len": 256, "output_len": 64}
+    assert group_of(CellMeasurement(h200, "llm-infer", {**llm, "engine": "tensorrt-llm"}, {"ttft_ms_p50": 9.0})) is None
+    assert group_of(CellMeasurement(h200, "llm-infer", llm, {"ttft_ms_p50": 9.0})) == (h200.slug, "llm-infer", "16bit")
+
+    enc = get_model("bert-large")
+    assert isinstance(enc, EncoderSpec)
+    cells = [CellMeasurement(h200, "gemm", {"precision": p, "n": 8192}, {"tflops": r})
+             for p, r in (("bf16", 662.0), ("tf32", 346.0))]
+    for b, s in ((8, 128), (32, 128), (8, 512), (32, 512)):
+        t = estimate_batch_inference(BatchInferenceConfig(model=enc, precision="amp_bf16", batch_size=b, seq_len=s),
+                                     h200).step_time_s * 1.2
+        cells.append(CellMeasurement(h200, "bert-large-infer", {"precision": "amp_bf16", "batch_size": b, "seq_len": s},
+                                     {"step_time_s": t}))
+    cs = fit_calibrations(cells)
+    assert set(cs.by_key) == {(h200.slug, "bert-large-infer", "16bit")}
+    assert cs.gemm_tflops[h200.slug] == {"bf16": 662.0, "tf32": 346.0}
+    tf32 = cs.pick(h200, "bert-large-infer", "tf32")
+    assert tf32 is not None and tf32.provenance == "transferred" and "tf32/bf16" in tf32.notes[-1]

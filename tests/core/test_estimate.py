@@ -79,7 +79,10 @@ def test_refusals_name_the_field() -> None:
         (JobSpec(), "model"),
         (JobSpec(model="llama3-8b", params_billion=7.0), "model"),
         (JobSpec(model="llama3-8b", gpu_count=4, tensor_parallel=3), "tensor_parallel"),
-        (JobSpec(model="bert-large", mode="inference"), "mode"),
+        (JobSpec(model="bert-large", mode="inference", seq_len=1024), "seq_len"),
+        (JobSpec(model="llama3-8b", mode="inference", engine="sglang"), "engine"),
+        (JobSpec(model="llama3-8b", mode="inference", gpu_count=6, tensor_parallel=4), "gpu_count"),
+        (JobSpec(model="llama3-8b", mode="inference", requests_per_s=5.0), "requests_per_s"),
         (JobSpec(model="llama3-8b", finetune="qlora", precision="fp32"), "precision"),
         (JobSpec(hf_config={"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}), "hf_config"),
     ]
@@ -216,3 +219,28 @@ def test_provenance_rank() -> None:
     assert at_least("spec", "spec") and weakest("transferred", "derived", "published") == "derived"
     with pytest.raises(ValueError, match="unknown provenance"):
         rank("guessed")
+
+
+def test_one_job_spec_carries_training_variants_and_serving_questions() -> None:
+    """Both estimators through one JobSpec/Job: the training variants the caller stated, the
+    serving question of a continuous engine, the notices of a solve for either, and the refusal
+    of a solve for encoder / CNN inference."""
+    h200 = CATALOG["nvidia-h200-sxm"]
+    train = build_job(JobSpec(model="llama3-8b", mode="fine-tuning", optimizer_impl="fused", loop="keeps_outputs"))
+    assert train.stated == frozenset({"optimizer_impl", "loop"}) and train.serving is None
+    assert train.precision == "bf16"  # the fine-tuning default
+    serve = build_job(JobSpec(model="qwen2.5-72b", mode="inference", engine="vllm", gpu_count=8, tensor_parallel=4,
+                              requests_per_s=5.0, ttft_target_ms=1000, tpot_target_ms=50, solve_for="min_gpus"))
+    assert serve.serving is not None and serve.serving.requests_per_s == 5.0 and serve.gpu_count == 8
+    e = estimate(h200, serve, CalibrationSet())
+    assert e.serving is not None and e.serving.rate is not None and e.serving.replicas == 2
+    assert e.solve is not None and e.solve.value == e.solve.replicas * e.solve.tensor_parallel  # type: ignore[operator]
+    ctx = estimate(h200, build_job(JobSpec(model="llama3-8b", mode="inference", engine="tensorrt-llm",
+                                           solve_for="max_context")), CalibrationSet())
+    assert ctx.solve is not None and "context_capped_at_model_limit" in [w.code for w in ctx.warnings]
+    enc = build_job(JobSpec(model="bert-large", mode="inference", batch_size=32, solve_for="max_micro_batch"))
+    with pytest.raises(InvalidConfiguration, match="encoder / CNN inference"):
+        estimate(h200, enc, CalibrationSet())
+    cnn = estimate(h200, build_job(JobSpec(model="resnet50", mode="inference", batch_size=64, gpu_count=2)),
+                   CalibrationSet())
+    assert cnn.time is not None and cnn.time.samples_per_s == pytest.approx(2 * cnn.time.tokens_per_s_per_gpu)

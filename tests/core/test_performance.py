@@ -12,10 +12,10 @@ from service.core.performance import (
     H200_SXM,
     SPEC_BAND,
     SPEC_DEFAULTS,
-    estimate_serving,
     estimate_step,
     time_to_train,
 )
+from service.core.serving import estimate_serving
 from service.core.specs import GpuSpec, NodeShape, gpu_spec_from_doc
 
 H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20)

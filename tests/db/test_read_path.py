@@ -191,3 +191,62 @@ def test_a_dropped_postgresql_connection_is_retried_once(settings: Settings, eng
             assert uow.watermarks().catalog >= 0
     finally:
         eng.dispose()
+
+
+def _h200_cell_run(workload: str, params: dict[str, Any], metrics: dict[str, float], *, host: str, stack: str,
+                   units: dict[str, str] | None = None) -> dict[str, Any]:
+    """Three results of one cell on the H200, on the named stack (the metrics scaled by 1, 1.01, 1.02)."""
+    fp = fingerprint("0x2335", torch_version=f"2.5.1+{stack}", host_id=host)
+    return run([result(workload, params, {k: v * (1 + i / 100) for k, v in metrics.items()}, units=units)
+                for i in range(3)], fp=fp, host=host)
+
+
+def test_serving_workloads_on_the_read_path(settings: Settings, engine: Engine, submit_key: str) -> None:
+    """The serving branch's workloads through the snapshot: a bert-large-infer cell measured
+    through A makes B's next encoder-inference answer ``measured`` and refits only the
+    (H200, bert-large-infer, 16bit) calibration; an agent's vLLM llm-infer cell (the engine
+    plug-in) answers its own configuration as ``measured`` and refits nothing."""
+    a = create_app(settings, engine=engine)
+    b = create_app(settings, engine=engine)
+    bert = {"model": "bert-large", "gpu": "nvidia-h200-sxm", "mode": "inference", "precision": "amp_bf16",
+            "batch_size": 24, "seq_len": 384}
+    vllm = {"model": "gt-llama-350m", "gpu": "nvidia-h200-sxm", "mode": "inference", "engine": "vllm",
+            "precision": "bf16", "batch_size": 4, "input_len": 384, "output_len": 96}
+    with TestClient(a) as ca, TestClient(b) as cb:
+        first = cb.post("/v1/estimate", json=bert).json()
+        assert first["time"]["provenance"] == "interpolated"  # the committed H200 bert-large-infer sweep
+        rm: ReadModel = b.state.read_model
+        rm.wait_for_fits()
+        refits_before = len(rm.stats.refitted_groups)
+        step = first["time"]["step_time_s"] * 0.37
+        stack = uuid.uuid4().hex[:6]
+        params = {"precision": "amp_bf16", "batch_size": 24, "seq_len": 384}
+        for host in ("enc-a", "enc-b"):  # two hosts: the cell counts as measured
+            r = _h200_cell_run("bert-large-infer", params, {"throughput": 24 / step, "step_time_s": step},
+                               host=host, stack=stack)
+            assert ca.post("/v1/benchmark-runs", json=r, headers=auth(submit_key)).status_code == 201
+        nxt = cb.post("/v1/estimate", json=bert).json()
+        assert nxt["time"]["provenance"] == "measured"
+        assert abs(nxt["time"]["step_time_s"] - step * 1.01) / step < 0.02
+        rm.wait_for_fits()
+        assert set(rm.stats.refitted_groups[refits_before:]) == {("nvidia-h200-sxm", "bert-large-infer", "16bit")}
+
+        before = cb.post("/v1/estimate", json=vllm).json()["serving"]
+        assert before["provenance"] == "transferred"
+        rm.wait_for_fits()
+        refits_before = len(rm.stats.refitted_groups)
+        fits_before = rm.stats.full_fits
+        cell = {"model": "gt-llama-350m", "precision": "bf16", "engine": "vllm", "batch_size": 4,
+                "input_len": 384, "output_len": 96}
+        ms = {"ttft_ms_p50": before["ttft_ms"] * 2.0, "tpot_ms_p50": before["tpot_ms"] * 2.0,
+              "output_tokens_per_s": 4 / (before["tpot_ms"] * 2e-3)}
+        for host in ("eng-a", "eng-b"):
+            r = _h200_cell_run("llm-infer", cell, ms, host=host, stack=stack,
+                               units={"ttft_ms_p50": "ms", "tpot_ms_p50": "ms"})
+            assert ca.post("/v1/benchmark-runs", json=r, headers=auth(submit_key)).status_code == 201
+        after = cb.post("/v1/estimate", json=vllm).json()["serving"]
+        assert after["provenance"] == "measured" and after["engine"] == "vllm"
+        assert abs(after["ttft_ms"] - before["ttft_ms"] * 2.02) / after["ttft_ms"] < 0.02
+        rm.wait_for_fits()
+        assert rm.stats.full_fits == fits_before
+        assert rm.stats.refitted_groups[refits_before:] == []  # engine cells feed no fit

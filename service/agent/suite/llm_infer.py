@@ -1,4 +1,5 @@
-"""``llm-infer``: prefill + greedy decode with a KV cache, engine "hf-transformers".
+"""``llm-infer``: prefill + greedy decode with a KV cache, engine "hf-transformers"; other
+engines (``vllm``, ...) through a plug-in (:func:`engine_plugin`).
 
 A manual loop over ``LlamaForCausalLM`` (what ``generate`` does, minus sampling and stopping
 logic): prefill the batch of ``input_len`` random tokens with ``logits_to_keep=1`` and take the
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from service.agent.suite.common import (
@@ -28,6 +30,26 @@ from service.agent.suite.common import (
 )
 from service.agent.suite.llm_common import build_model, llama_config
 
+ENGINE_PLUGIN_GROUP = "gpu_advisor.llm_infer_engines"
+
+
+def engine_plugin(name: str) -> Callable[[Context, dict[str, Any]], dict[str, Any]] | None:
+    """The ``llm-infer`` runner for serving engine ``name`` (the workload's ``engine`` parameter,
+    e.g. ``vllm``), or None. An operator with the engine installed registers a callable under
+    the entry-point group :data:`ENGINE_PLUGIN_GROUP` with that name; it is called as
+    ``runner(ctx, params)`` and returns the same result dict as :func:`run` (``status``, the
+    ``ttft_ms_*`` / ``tpot_ms_*`` / ``output_tokens_per_s`` metrics, ``step_time_s``, peak memory
+    -- ``batch_size`` requests in flight, ``input_len`` / ``output_len`` tokens each), plus
+    ``extra.engine_version``. Its results are the engine's ``measured`` cells; the service never
+    mixes them into the eager (hf-transformers) calibration."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENGINE_PLUGIN_GROUP):
+        if ep.name == name:
+            runner = ep.load()
+            return runner if callable(runner) else None
+    return None
+
 
 def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     import torch
@@ -35,8 +57,13 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     precision = params["precision"]
     if params.get("quant_method", "none") != "none":
         raise Skip(f"quant_method {params['quant_method']} is not implemented by this agent version")
-    if params.get("engine", "hf-transformers") != "hf-transformers":
-        raise Skip(f"engine {params['engine']} is not available; this agent runs hf-transformers")
+    engine = params.get("engine", "hf-transformers")
+    if engine != "hf-transformers":
+        plugin = engine_plugin(engine)
+        if plugin is None:
+            raise Skip(f"engine {engine} is not available: install a plug-in registering it under the "
+                       f"'{ENGINE_PLUGIN_GROUP}' entry-point group; this agent runs hf-transformers")
+        return plugin(ctx, params)
     bs = int(params["batch_size"])
     n_in = int(params["input_len"])
     n_out = int(params["output_len"])
