@@ -557,10 +557,13 @@ class Estimate:
 # --------------------------------------------------------------------------------------------
 
 
-def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: CellView | None = None) -> Estimate:
+def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: CellView | None = None, *,
+             breakdown: MemoryEstimate | None = None) -> Estimate:
     """Memory, time and the optional solve-for for ``job`` on ``gpu``.
 
     ``measured`` is the latest-measured view of :func:`benchmark_cell` on this GPU (or None).
+    ``breakdown`` is the job's memory breakdown when the caller already has it: it does not depend
+    on the GPU, so a recommender computes it once for every GPU it compares.
     Raises :class:`InvalidConfiguration` for a GPU without a memory figure or a precision the
     GPU does not support (code ``PRECISION_UNSUPPORTED``)."""
     warnings: list[Notice] = []
@@ -584,7 +587,9 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
     elif n_gpus > 1:
         warnings.append(Notice("multi_gpu_unvalidated", "multi-GPU communication is modelled from the node shape; it "
                                                         "has not been validated against multi-GPU measurements yet"))
-    if isinstance(c, TrainConfig):
+    if breakdown is not None:
+        mem = breakdown
+    elif isinstance(c, TrainConfig):
         mem = estimate_training(c)
     elif isinstance(c, InferenceConfig):
         mem = estimate_inference(c)

@@ -17,17 +17,16 @@ Mode = Literal["training", "fine-tuning", "inference"]
 SolveFor = Literal["max_micro_batch", "max_context", "max_concurrency", "min_gpus"]
 
 
-class EstimateRequest(BaseModel):
-    """One concrete configuration. Give exactly one of ``model`` (preset id, alias or Hugging
-    Face id), ``hf_config`` (a ``config.json`` body, as-is) or ``params_billion``."""
+class WorkloadIn(BaseModel):
+    """A job without its hardware: what ``/v1/estimate`` and ``/v1/recommend`` share. Give
+    exactly one of ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a
+    ``config.json`` body, as-is) or ``params_billion``."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(default=None, max_length=200, examples=["meta-llama/Llama-2-13b-hf"])
     hf_config: dict[str, Any] | None = None
     params_billion: float | None = Field(default=None, gt=0, le=10_000)
-    gpu: str = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
-    gpu_count: int = Field(default=1, ge=1, le=4096)
     mode: Mode = Field(default="training", description="fine-tuning defaults to LoRA")
     precision: str | None = Field(
         default=None,
@@ -48,7 +47,6 @@ class EstimateRequest(BaseModel):
     sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(
         default=None, description="default: none on one GPU, ddp on several"
     )
-    tensor_parallel: int = Field(default=1, ge=1, le=64)
     global_batch: int = Field(default=0, ge=0, description="sequences per optimizer step; 0 = batch_size x data-parallel ranks")
     loop: Literal["loss_only", "keeps_outputs"] | None = Field(
         default=None,
@@ -83,9 +81,6 @@ class EstimateRequest(BaseModel):
                     "continuous batching with a paged KV cache, CUDA-graph decode, chunked prefill (calibrated on "
                     "NVIDIA's published TensorRT-LLM tables; vllm is transferred from them). sglang is not modelled")
     kv_cache_dtype: Literal["auto", "fp8", "int8"] = "auto"
-    solve_for: SolveFor | None = Field(
-        default=None, description="min_gpus for inference: with requests_per_s, the fewest replicas x "
-                                  "tensor_parallel GPUs meeting the p50 targets; without, the smallest TP group that fits")
     # serving at a request rate (continuous-batching engines)
     requests_per_s: float | None = Field(
         default=None, gt=0, le=1_000_000,
@@ -101,21 +96,43 @@ class EstimateRequest(BaseModel):
     ttft_target_ms: float | None = Field(default=None, gt=0, description="p50 time-to-first-token target")
     tpot_target_ms: float | None = Field(default=None, gt=0, description="p50 time-per-output-token target")
 
-    def to_core(self) -> JobSpec:
-        """The job as the core takes it (the GPU is resolved separately)."""
+    def to_core(self, *, gpu_count: int = 1, tensor_parallel: int = 1, solve_for: str | None = None) -> JobSpec:
+        """The job as the core takes it, on ``gpu_count`` GPUs (the GPU is resolved separately)."""
         return JobSpec(
             model=self.model, hf_config=self.hf_config, params_billion=self.params_billion, mode=self.mode,
-            gpu_count=self.gpu_count, precision=self.precision, batch_size=self.batch_size, seq_len=self.seq_len,
+            gpu_count=gpu_count, precision=self.precision, batch_size=self.batch_size, seq_len=self.seq_len,
             gradient_checkpointing=self.gradient_checkpointing, finetune=self.finetune, lora_rank=self.lora_rank,
             lora_targets=tuple(self.lora_targets) if self.lora_targets else None, attention=self.attention,
-            optimizer=self.optimizer, sharding=self.sharding, tensor_parallel=self.tensor_parallel,
+            optimizer=self.optimizer, sharding=self.sharding, tensor_parallel=tensor_parallel,
             global_batch=self.global_batch, tokens=self.tokens, input_len=self.input_len,
             output_len=self.output_len, quant_method=self.quant_method, engine=self.engine,
-            kv_cache_dtype=self.kv_cache_dtype, solve_for=self.solve_for, loop=self.loop,
+            kv_cache_dtype=self.kv_cache_dtype, solve_for=solve_for, loop=self.loop,
             optimizer_impl=self.optimizer_impl, mixed_precision=self.mixed_precision,
             requests_per_s=self.requests_per_s, concurrency=self.concurrency, input_len_cv=self.input_len_cv,
             output_len_cv=self.output_len_cv, ttft_target_ms=self.ttft_target_ms, tpot_target_ms=self.tpot_target_ms,
         )
+
+
+class EstimateRequest(WorkloadIn):
+    """One concrete configuration: a workload on a GPU and a count. Give exactly one of
+    ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a ``config.json`` body,
+    as-is) or ``params_billion``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
+    gpu_count: int = Field(default=1, ge=1, le=4096)
+    tensor_parallel: int = Field(default=1, ge=1, le=64)
+    solve_for: SolveFor | None = Field(
+        default=None, description="min_gpus for inference: with requests_per_s, the fewest replicas x "
+                                  "tensor_parallel GPUs meeting the p50 targets; without, the smallest TP group that fits")
+
+    def to_core(self, *, gpu_count: int | None = None, tensor_parallel: int | None = None,
+                solve_for: str | None = None) -> JobSpec:
+        """The job as the core takes it (the GPU is resolved separately)."""
+        return WorkloadIn.to_core(self, gpu_count=gpu_count or self.gpu_count,
+                                  tensor_parallel=tensor_parallel or self.tensor_parallel,
+                                  solve_for=solve_for or self.solve_for)
 
 
 class BandOut(BaseModel):

@@ -1,0 +1,349 @@
+"""Wire models for ``POST /v1/recommend`` and ``GET /v1/recommendations/{id}``.
+
+The workload is exactly what ``/v1/estimate`` takes without the hardware (:class:`WorkloadIn`);
+the constraints, the objective and the cost assumptions say what may be chosen and how the
+choices are ranked. Every reason (an option's, an exclusion's, a what-if's) carries a stable
+machine ``code``, its numbers in ``params`` and a ``message`` in the language the request's
+``Accept-Language`` asked for (English or Chinese).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.core.recommend import (
+    Constraints,
+    CostInputs,
+    Pool,
+    RecommendQuestion,
+)
+from service.schemas.common import DataVersion
+from service.schemas.estimate import AccuracyOut, BandOut, WorkloadIn
+
+Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"]
+FormFactor = Literal["pcie", "sxm", "oam"]
+ProvenanceName = Literal["measured", "interpolated", "transferred", "published", "derived", "spec"]
+
+PricingModel = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+
+RECOMMENDATION_ID_PATTERN = r"^rec_[0-9a-f]{24}$"
+
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class PoolIn(BaseModel):
+    """GPUs you already have: one pool of identical nodes. Free GPUs per node decide what can
+    be placed: tensor parallelism stays inside a node, data parallelism may span nodes."""
+
+    model_config = _STRICT
+
+    gpu: str = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["L40"])
+    gpus_per_node: int = Field(ge=1, le=72, examples=[8])
+    free_gpus_per_node: int | None = Field(default=None, ge=0, le=72,
+                                           description="default: every GPU of the node is free")
+    nodes: int = Field(default=1, ge=1, le=4096)
+    interconnect: Literal["nvlink", "pcie"] | None = Field(
+        default=None, description="between the GPUs of a node; default: what the catalog says the part has")
+
+
+class BudgetIn(BaseModel):
+    model_config = _STRICT
+
+    per_hour: Decimal | None = Field(default=None, gt=0, le=Decimal("1e9"), description="whole deployment, per hour")
+    per_run: Decimal | None = Field(default=None, gt=0, le=Decimal("1e12"),
+                                    description="one training run (needs workload.tokens)")
+    purchase: Decimal | None = Field(default=None, gt=0, le=Decimal("1e12"), description="capital for buying the GPUs")
+    currency: Literal["USD", "CNY"] = "USD"
+
+
+class ConstraintsIn(BaseModel):
+    """What the answer may choose from. Everything is optional: no constraint, no filter."""
+
+    model_config = _STRICT
+
+    deadline_hours: float | None = Field(default=None, gt=0, le=100_000,
+                                         description="training must finish within this (needs workload.tokens); "
+                                                     "decided at the band's upper end")
+    budget: BudgetIn | None = None
+    max_gpus: int = Field(default=64, ge=1, le=4096, description="GPUs of one option, all nodes together")
+    allowed_gpus: list[str] | None = Field(default=None, max_length=100,
+                                           description="only these (any name the catalog resolves)")
+    excluded_gpus: list[str] = Field(default_factory=list, max_length=100)
+    inventory: list[PoolIn] | None = Field(default=None, max_length=50,
+                                           description="only GPUs you have: each pool's free GPUs bound the options")
+    max_power_w_per_gpu: float | None = Field(default=None, gt=0, le=10_000, description="board power (TDP) cap per GPU")
+    max_power_w_total: float | None = Field(default=None, gt=0, le=10_000_000, description="TDP of all GPUs of an option")
+    form_factors: list[FormFactor] | None = Field(default=None, max_length=3, examples=[["pcie"]])
+    nvlink_required: bool = False
+    providers: list[str] | None = Field(default=None, max_length=50,
+                                        description="cloud providers whose prices may be used")
+    min_provenance: ProvenanceName | None = Field(
+        default=None, description="every number of an option at least this good (measured > interpolated > "
+                                  "transferred > published > derived > spec)")
+    max_band_pct: float | None = Field(default=None, gt=0, le=1000,
+                                       description="widest accepted band: (high - low) / mid of the objective's time, %")
+    allow_gradient_checkpointing: bool = Field(default=True, description="training: may trade compute for memory")
+    allow_quantization: bool = Field(default=False, description="serving: may offer FP8 / INT8 / 4-bit weights")
+    vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
+
+    def to_core(self) -> Constraints:
+        b = self.budget
+        return Constraints(
+            deadline_hours=self.deadline_hours,
+            budget_per_hour=float(b.per_hour) if b and b.per_hour is not None else None,
+            budget_per_run=float(b.per_run) if b and b.per_run is not None else None,
+            budget_purchase=float(b.purchase) if b and b.purchase is not None else None,
+            currency=b.currency if b else "USD",
+            max_gpus=self.max_gpus,
+            allowed_gpus=tuple(self.allowed_gpus) if self.allowed_gpus is not None else None,
+            excluded_gpus=tuple(self.excluded_gpus),
+            pools=tuple(Pool(gpu=p.gpu, gpus_per_node=p.gpus_per_node,
+                             free_gpus_per_node=p.gpus_per_node if p.free_gpus_per_node is None
+                             else min(p.free_gpus_per_node, p.gpus_per_node),
+                             nodes=p.nodes, interconnect=p.interconnect)
+                        for p in self.inventory) if self.inventory is not None else None,
+            max_power_w_per_gpu=self.max_power_w_per_gpu,
+            max_power_w_total=self.max_power_w_total,
+            form_factors=tuple(self.form_factors) if self.form_factors else None,
+            nvlink_required=self.nvlink_required,
+            providers=tuple(self.providers) if self.providers is not None else None,
+            min_provenance=self.min_provenance,
+            max_band_pct=self.max_band_pct,
+            allow_gradient_checkpointing=self.allow_gradient_checkpointing,
+            allow_quantization=self.allow_quantization,
+            vendors=tuple(self.vendors) if self.vendors else None,
+        )
+
+
+class CostAssumptionsIn(BaseModel):
+    """How prices become costs. Defaults are documented in ``service.core.cost``."""
+
+    model_config = _STRICT
+
+    pricing_models: list[PricingModel] = Field(default_factory=lambda: list[PricingModel](["on_demand"]),
+                                               min_length=1, max_length=4)
+    utilisation: float = Field(default=0.7, gt=0, le=1, description="TCO: share of the hours the GPUs do useful work")
+    pue: float = Field(default=1.58, ge=1, le=5, description="TCO: data-centre power usage effectiveness")
+    electricity_usd_per_kwh: float = Field(default=0.10, ge=0, le=10)
+    amortisation_years: float = Field(default=5.0, gt=0, le=20)
+
+    def to_core(self) -> CostInputs:
+        return CostInputs(pricing_models=tuple(self.pricing_models), utilisation=self.utilisation, pue=self.pue,
+                          electricity_usd_per_kwh=self.electricity_usd_per_kwh,
+                          amortisation_years=self.amortisation_years)
+
+
+class RecommendRequest(BaseModel):
+    """A job and what may be chosen: which GPU, how many, which strategy."""
+
+    model_config = _STRICT
+
+    workload: WorkloadIn
+    constraints: ConstraintsIn = Field(default_factory=ConstraintsIn)
+    objective: Objective = Field(
+        default="fastest",
+        description="fastest: shortest time to train / highest training throughput, or lowest TPOT at the "
+                    "requested rate for serving; cheapest: lowest cost of the run (training with tokens), per "
+                    "token trained, or per hour of the serving fleet; cost_per_million_tokens: lowest cost per "
+                    "million tokens trained or served at the requested load; perf_per_watt: most tokens per "
+                    "second per watt of board power")
+    limit: int = Field(default=5, ge=1, le=50, description="ranked options returned")
+    cost: CostAssumptionsIn = Field(default_factory=CostAssumptionsIn)
+
+    def to_core(self) -> RecommendQuestion:
+        return RecommendQuestion(
+            job=self.workload.to_core(), constraints=self.constraints.to_core(), objective=self.objective,
+            limit=self.limit, cost=self.cost.to_core())
+
+
+# ---- the answer ---------------------------------------------------------------------------------
+
+
+class ReasonOut(BaseModel):
+    code: str = Field(description="stable machine code (docs/architecture.md, 'Recommendation')",
+                      examples=["MEMORY_INSUFFICIENT"])
+    params: dict[str, Any] = Field(default_factory=dict, description="the numbers behind the sentence")
+    message: str = Field(description="the sentence, in the language Accept-Language asked for (en, zh)")
+
+
+class GpuRef(BaseModel):
+    slug: str
+    name: str
+    architecture: str | None = None
+    form_factor: str | None = None
+    tdp_w: float | None = None
+
+
+class StrategyOut(BaseModel):
+    """How the GPUs of an option are used."""
+
+    gpu_count: int
+    nodes: int = Field(description="nodes the option spans")
+    gpus_per_node: int
+    sharding: str | None = Field(default=None, description="training: none | ddp | fsdp | zero1-3")
+    mixed_precision: str | None = None
+    gradient_checkpointing: bool | None = None
+    finetune: str | None = None
+    precision: str
+    micro_batch: int | None = None
+    global_batch: int | None = None
+    accumulation_steps: int | None = None
+    tensor_parallel: int = 1
+    replicas: int | None = Field(default=None, description="serving: replicas of a TP group")
+    engine: str | None = None
+    quant_method: str | None = None
+    kv_cache_dtype: str | None = None
+
+
+class MemoryPerGpuOut(BaseModel):
+    needed_bytes: int = Field(description="device memory needed per GPU at the band's upper end (what fit is decided on)")
+    needed_mid_bytes: int
+    usable_bytes: int
+    headroom_bytes: int
+    peak_phase: str
+    provenance: str
+
+
+class FigureOut(BaseModel):
+    """One number with its 80% band, provenance and the stated accuracy of its kind."""
+
+    value: float
+    band: BandOut | None = None
+    unit: str
+    provenance: str
+    accuracy: AccuracyOut | None = None
+
+
+class TrainingPerfOut(BaseModel):
+    step_time: FigureOut
+    tokens_per_s: float = Field(description="all GPUs together")
+    time_to_train: FigureOut | None = Field(default=None, description="hours; with workload.tokens")
+    mfu: float
+    bound: str
+    source_gpus: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+
+
+class ServingPerfOut(BaseModel):
+    ttft: FigureOut | None = Field(default=None, description="p50, ms")
+    tpot: FigureOut | None = Field(default=None, description="p50, ms")
+    output_tokens_per_s: float = Field(description="served at the requested load, all replicas")
+    capacity_requests_per_s: float | None = Field(default=None, description="largest rate within the targets")
+    headroom: float | None = None
+    utilisation: float | None = None
+    concurrency_per_replica: int | None = None
+    max_concurrency_per_replica: int | None = None
+    source_gpus: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+
+
+class CostOut(BaseModel):
+    currency: str
+    provider: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+    instances: int | None = None
+    gpus_paid: int | None = Field(default=None, description="GPUs rented: the cheapest shape covering the count")
+    pricing_model: str | None = None
+    per_hour: float | None = None
+    run: BandOut | None = Field(default=None, description="cost of the training run (band from the time band)")
+    per_million_tokens: float | None = Field(default=None, description="trained, or served at the requested load")
+    tco: dict[str, Any] | None = Field(default=None, description="buying instead of renting")
+    price_row_ids: list[int] = Field(default_factory=list)
+    price_age_days: int | None = None
+    stale: bool | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class KubernetesHint(BaseModel):
+    node_selector: dict[str, str]
+    resources: dict[str, dict[str, int]]
+
+
+class SchedulingOut(BaseModel):
+    kubernetes: KubernetesHint | None = None
+    slurm: list[str] = Field(default_factory=list, description="sbatch options (walltime from the band's upper end)")
+    skypilot: dict[str, Any] | None = None
+    torchrun: list[str] | None = Field(default=None, description="multi-node training: torchrun arguments")
+
+
+class OptionOut(BaseModel):
+    rank: int
+    gpu: GpuRef
+    strategy: StrategyOut
+    memory: MemoryPerGpuOut
+    training: TrainingPerfOut | None = None
+    serving: ServingPerfOut | None = None
+    cost: CostOut | None = None
+    power_w: float | None = Field(default=None, description="board power (TDP) of all GPUs of the option")
+    perf_per_watt: float | None = Field(default=None, description="tokens/s per W of board power")
+    provenance: str = Field(description="the weakest provenance among the option's numbers")
+    objective_value: float | None = None
+    objective_unit: str
+    ratio_to_best: float | None = Field(default=None, description="objective value / the best's (>= 1 worse)")
+    ratio_uncertainty: float | None = Field(
+        default=None, description="80% half-width of log(ratio to the best) from the cross-GPU ratio errors")
+    within_error_of_best: bool
+    reasons: list[ReasonOut] = Field(default_factory=list)
+    warnings: list[ReasonOut] = Field(default_factory=list)
+    scheduling: SchedulingOut | None = None
+
+
+class FrontierPoint(BaseModel):
+    gpu: str
+    gpu_count: int
+    hours: float | None = None
+    cost: float | None = None
+    time_value: float = Field(description="training: hours (or s per 1M tokens); serving: TPOT ms")
+    cost_value: float = Field(description="run cost, or cost per million tokens / per hour")
+    rank: int | None = Field(default=None, description="the option's rank when it is among the options returned")
+
+
+class ExclusionOut(BaseModel):
+    gpu: GpuRef
+    code: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    message: str
+    also: list[ReasonOut] = Field(default_factory=list, description="other reasons that also rule it out")
+
+
+class WhatIfOut(BaseModel):
+    code: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    message: str
+    change: dict[str, Any] = Field(description="what to change in the request")
+    gpu: str
+    gpu_count: int
+
+
+class WatermarksOut(BaseModel):
+    catalog: int
+    measurement: int
+
+
+class ConsideredOut(BaseModel):
+    gpus: int
+    candidates: int = Field(description="GPU x count x strategy combinations enumerated")
+    memory_estimates: int = Field(description="memory breakdowns computed (shared by every GPU)")
+    timed: int = Field(description="candidates timed by the estimator after pruning")
+
+
+class RecommendResponse(BaseModel):
+    recommendation_id: str = Field(pattern=RECOMMENDATION_ID_PATTERN, examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"])
+    as_of: dt.datetime
+    data_version: DataVersion
+    watermarks: WatermarksOut
+    estimator_version: str
+    calibration_watermark: int | None = None
+    objective: Objective
+    question: dict[str, Any] = Field(description="the workload as understood: model, mode, defaults filled")
+    options: list[OptionOut]
+    frontier: list[FrontierPoint] = Field(description="time vs cost Pareto frontier over every feasible option")
+    excluded: list[ExclusionOut]
+    what_if: list[WhatIfOut] = Field(description="at most 3 changes that make a cheaper option feasible")
+    warnings: list[ReasonOut] = Field(default_factory=list)
+    considered: ConsideredOut
