@@ -137,6 +137,9 @@ class Settings(BaseSettings):
         description="directory of committed measurement runs loaded on start (idempotent by run_id)",
     )
     price_stale_days: int = Field(default=180, ge=1)
+    recommendation_retention_days: int = Field(
+        default=30, ge=1, le=36_500,
+        description="stored /v1/recommend answers older than this are deleted by `gpu-advisor recommendations prune`")
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
 
     def outlier_policy(self) -> OutlierPolicy:

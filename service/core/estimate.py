@@ -97,6 +97,7 @@ __all__ = [
     "TimeAnswer",
     "benchmark_cell",
     "build_job",
+    "configuration_of",
     "estimate",
     "resolve_model",
     "workload_for",
@@ -672,6 +673,11 @@ def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
                 "torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') needs "
                 f"{(mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30:.1f} GiB at the band's upper end and fits")))
     return out
+
+
+def configuration_of(job: Job) -> dict[str, Any]:
+    """The configuration a job stands for, defaults filled (what answers echo back)."""
+    return _configuration(job)
 
 
 def _configuration(job: Job) -> dict[str, Any]:

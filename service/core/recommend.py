@@ -40,6 +40,7 @@ Ranking
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -81,8 +82,11 @@ __all__ = [
     "RecommendData",
     "RecommendQuestion",
     "Recommendation",
+    "Scheduling",
+    "StoredRecommendation",
     "WhatIf",
     "recommend",
+    "scheduling",
 ]
 
 GiB: Final = 2**30
@@ -272,6 +276,7 @@ class Option:
     within_error_of_best: bool = False
     run_cost: tuple[float, float, float] | None = None  # (low, mid, high)
     cost_per_million_tokens: float | None = None
+    schedule: Scheduling | None = None
 
     @property
     def train(self) -> TrainConfig | None:
@@ -298,6 +303,62 @@ class Option:
 
 
 @dataclass(frozen=True, slots=True)
+class Scheduling:
+    """How to ask a scheduler for an option (defaults: the GPU's catalog aliases)."""
+
+    k8s_resource: str
+    k8s_per_pod: int
+    k8s_pods: int
+    k8s_node_selector: Mapping[str, str]
+    slurm: tuple[str, ...]
+    skypilot: Mapping[str, Any] | None
+    torchrun: tuple[str, ...] | None
+
+
+K8S_RESOURCE: Final[dict[str, str]] = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "habana.ai/gaudi"}
+"""Device-plugin resource names (NVIDIA, AMD and Intel Gaudi device plugins)."""
+
+
+def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
+    """Kubernetes (node selector on GFD's ``nvidia.com/gpu.product``, one pod per node for
+    training and per replica for serving), Slurm (``--gres`` per node, ``--time`` from the upper
+    end of the time band, rounded up to the minute), SkyPilot and torchrun arguments."""
+    names = names or GpuNames()
+    serve = o.serve
+    per_pod = serve.tensor_parallel if serve is not None else o.gpus_per_node
+    pods = serve.replicas if serve is not None else o.nodes
+    selector = {"nvidia.com/gpu.product": names.gfd} if o.gpu.vendor == "nvidia" and names.gfd else {}
+    gres_type = (names.short or o.gpu.slug).lower().replace(" ", "-")
+    slurm = [f"--nodes={o.nodes}", f"--gres=gpu:{gres_type}:{o.gpus_per_node}"]
+    if o.train is not None:
+        slurm.append(f"--ntasks-per-node={o.gpus_per_node}")
+    if o.hours_band is not None:
+        minutes = max(1, math.ceil(o.hours_band[1] * 60.0))
+        d, rem = divmod(minutes, 24 * 60)
+        h, m = divmod(rem, 60)
+        slurm.append(f"--time={d}-{h:02d}:{m:02d}:00" if d else f"--time={h:02d}:{m:02d}:00")
+    sky = {"accelerators": f"{names.skypilot}:{o.gpus_per_node}", "num_nodes": o.nodes} if names.skypilot else None
+    torchrun: tuple[str, ...] | None = None
+    if o.train is not None and o.gpu_count > 1:
+        torchrun = (("--standalone", f"--nproc-per-node={o.gpus_per_node}") if o.nodes == 1 else (
+            f"--nnodes={o.nodes}", f"--nproc-per-node={o.gpus_per_node}", "--rdzv-backend=c10d",
+            "--rdzv-endpoint=$MASTER_ADDR:29500", "--rdzv-id=$SLURM_JOB_ID"))
+    return Scheduling(k8s_resource=K8S_RESOURCE.get(o.gpu.vendor, "nvidia.com/gpu"), k8s_per_pod=per_pod,
+                      k8s_pods=pods, k8s_node_selector=selector, slurm=tuple(slurm), skypilot=sky, torchrun=torchrun)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecommendation:
+    """A stored answer as the wire wrote it (the presenter re-words its sentences)."""
+
+    id: str
+    data_version: str
+    request: Mapping[str, Any]
+    response: Mapping[str, Any]
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
 class WhatIf:
     code: str
     gpu: GpuSpec
@@ -318,6 +379,7 @@ class Recommendation:
     candidates: int
     memory_estimates: int
     timed: int
+    gpus: int = 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,7 +574,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     ranked = _rank(feasible, q.objective)
     if serving is not None:
         ranked = serving.finish(ranked[: q.limit]) + ranked[q.limit:]
-    options = tuple(ranked[: q.limit])
+    options = tuple(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))) for o in ranked[: q.limit])
     frontier = _frontier([o for o in frontier_pool if _check_constraints(o, q, data) is o or o in feasible])
     whatifs = (search.what_ifs(options, excluded) if search is not None
                else serving.what_ifs(options, excluded))  # type: ignore[union-attr]
@@ -523,7 +585,8 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         warnings.append(Reason("GLOBAL_BATCH_HELD", {"global_batch": search.global_batch}))
     return Recommendation(job=job, objective=q.objective, options=options, frontier=tuple(frontier),
                           excluded=tuple(excluded), what_if=tuple(whatifs[:3]), warnings=tuple(warnings),
-                          candidates=counter.candidates, memory_estimates=counter.memory, timed=counter.timed)
+                          candidates=counter.candidates, memory_estimates=counter.memory, timed=counter.timed,
+                          gpus=len(data.specs))
 
 
 def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> Option | Exclusion:

@@ -345,3 +345,20 @@ class AdminAlert(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
     acknowledged_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     acknowledged_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
+
+
+# ---- stored recommendations (issue 15) ----------------------------------------------------------
+
+
+class Recommendation(Base):
+    """A stored ``POST /v1/recommend`` answer. The id is derived from hash(input, watermarks,
+    estimator version), so the same question on the same data is stored once (an insert that
+    conflicts does nothing). Storing moves no watermark; old rows are pruned by age."""
+
+    __tablename__ = "recommendations"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    data_version: Mapped[str] = mapped_column(String(64), nullable=False)
+    request: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    response: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now,
+                                                    index=True)

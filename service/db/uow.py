@@ -28,6 +28,7 @@ from service.db.repositories.benchmarks import BenchmarkRepository
 from service.db.repositories.catalog import CatalogRepository
 from service.db.repositories.keys import KeyRepository
 from service.db.repositories.measurements import MeasurementRepository
+from service.db.repositories.recommendations import RecommendationRepository
 from service.db.repositories.stacks import WATERMARKS_SQL, StackRepository
 
 DEFAULT_STACK_WINDOW = 100
@@ -51,6 +52,7 @@ class UnitOfWork:
         self.keys = KeyRepository(self.session)
         self.measurements = MeasurementRepository(self.session)
         self.stacks = StackRepository(self.session)
+        self.recommendations = RecommendationRepository(self.session)
 
     def __enter__(self) -> UnitOfWork:
         return self

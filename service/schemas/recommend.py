@@ -260,8 +260,9 @@ class CostOut(BaseModel):
 
 
 class KubernetesHint(BaseModel):
-    node_selector: dict[str, str]
-    resources: dict[str, dict[str, int]]
+    node_selector: dict[str, str] = Field(description="GPU feature discovery's product label (NVIDIA)")
+    resources: dict[str, dict[str, int]] = Field(description="per pod: limits of the device plugin's resource")
+    pods: int = Field(description="training: one pod per node; serving: one pod per replica")
 
 
 class SchedulingOut(BaseModel):

@@ -50,6 +50,7 @@ def test_upgrade_downgrade_upgrade_and_no_drift(empty_engine: Engine) -> None:
         "benchmark_results",
         "pending_gpus",
         "admin_alerts",
+        "recommendations",
     } <= tables
     downgrade(empty_engine, "base")
     assert set(inspect(empty_engine).get_table_names()) <= {"alembic_version"}

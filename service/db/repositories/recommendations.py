@@ -1,0 +1,43 @@
+"""Stored recommendations: one insert per answer (deduplicated by id), a read by id, a prune
+by age. Returns :class:`~service.core.recommend.StoredRecommendation`; writes flush."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from service.core.recommend import StoredRecommendation
+from service.db.models import Recommendation
+
+
+class RecommendationRepository:
+    def __init__(self, session: Session) -> None:
+        self._s = session
+
+    def add(self, rec_id: str, *, data_version: str, request: dict[str, Any], response: dict[str, Any],
+            created_at: dt.datetime) -> bool:
+        """Store unless the id is already stored (one statement: INSERT ... ON CONFLICT DO
+        NOTHING). True when this call stored it."""
+        values = {"id": rec_id, "data_version": data_version, "request": request, "response": response,
+                  "created_at": created_at}
+        dialect = self._s.get_bind().dialect.name
+        stmt = (pg_insert(Recommendation) if dialect == "postgresql" else sqlite_insert(Recommendation)).values(values)
+        result = self._s.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
+        return bool(getattr(result, "rowcount", 0))
+
+    def get(self, rec_id: str) -> StoredRecommendation | None:
+        row = self._s.execute(select(Recommendation).where(Recommendation.id == rec_id)).scalar_one_or_none()
+        if row is None:
+            return None
+        return StoredRecommendation(id=row.id, data_version=row.data_version, request=row.request,
+                                    response=row.response, created_at=row.created_at)
+
+    def prune(self, older_than: dt.datetime) -> int:
+        """Delete answers stored before ``older_than``; the number deleted."""
+        result = self._s.execute(delete(Recommendation).where(Recommendation.created_at < older_than))
+        return int(getattr(result, "rowcount", 0) or 0)

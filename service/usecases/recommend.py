@@ -1,0 +1,188 @@
+"""``POST /v1/recommend``: load from the read snapshot, search with the pure core, store the
+answer once; ``GET /v1/recommendations/{id}``; pruning old answers.
+
+A recommendation makes one watermark read (the snapshot) and one insert (the answer, skipped
+by the database when the same question was already answered on the same data: the id is
+derived from hash(question, data version)). Storing moves no watermark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from service.core.aggregate import CellView
+from service.core.catalog import GpuRecord
+from service.core.errors import InvalidConfiguration
+from service.core.estimate import ESTIMATOR_VERSION, Job, benchmark_cell, build_job
+from service.core.models import ModelNotFound
+from service.core.recommend import (
+    Constraints,
+    GpuNames,
+    Pool,
+    Recommendation,
+    RecommendData,
+    RecommendQuestion,
+    StoredRecommendation,
+)
+from service.core.recommend import recommend as core_recommend
+from service.core.specs import GpuSpec
+from service.core.versions import DataVersion, Watermarks
+from service.db.uow import UnitOfWork
+from service.usecases.catalog import resolve
+from service.usecases.errors import FieldError, Invalid, NotFound
+from service.usecases.estimate import invalid_configuration, measured_view
+from service.usecases.read_model import ReadModel, Snapshot
+from service.usecases.transaction import commits
+
+__all__ = ["RecommendOutcome", "get_recommendation", "prune_recommendations", "recommend", "recommendation_id"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecommendOutcome:
+    """The core answer plus what the stored answer states about its inputs."""
+
+    recommendation_id: str
+    recommendation: Recommendation
+    as_of: dt.datetime
+    data_version: str
+    watermarks: Watermarks
+    calibration_watermark: int
+    estimator_version: str = ESTIMATOR_VERSION
+
+
+def recommendation_id(request: Mapping[str, Any], data_version: str) -> str:
+    """``rec_`` + 96 bits of sha256(canonical request JSON, data version): the same question on
+    the same data (and models) gets the same id, so it is stored once."""
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), default=str)
+    return "rec_" + hashlib.sha256(f"{canonical}\n{data_version}".encode()).hexdigest()[:24]
+
+
+_NAMES: dict[int, dict[str, GpuNames]] = {}
+
+
+def _names(snap: Snapshot) -> Mapping[str, GpuNames]:
+    """Scheduler names per GPU from its aliases (GFD label, SkyPilot, short), per catalog."""
+    key = snap.catalog.watermark
+    found = _NAMES.get(key)
+    if found is None:
+        found = {slug: _names_of(r) for slug, r in snap.catalog.records.items()}
+        if len(_NAMES) > 4:
+            _NAMES.clear()
+        _NAMES[key] = found
+    return found
+
+
+def _names_of(r: GpuRecord) -> GpuNames:
+    by_kind: dict[str, str] = {}
+    for a in r.document.get("aliases") or []:
+        by_kind.setdefault(str(a.get("kind")), str(a.get("name")))
+    return GpuNames(gfd=by_kind.get("gfd"), skypilot=by_kind.get("skypilot"), short=by_kind.get("short"))
+
+
+def _slugs(uow: UnitOfWork, read: ReadModel, names: tuple[str, ...], path: str) -> tuple[str, ...]:
+    """Every slug each name stands for (an ambiguous name stands for all its variants)."""
+    out: list[str] = []
+    for i, name in enumerate(names):
+        res = resolve(uow, read, name)
+        if not res.slugs:
+            hint = f"; did you mean {', '.join(res.close_matches)}?" if res.close_matches else ""
+            msg = f"no GPU is known as {name!r}{hint}"
+            raise Invalid(msg, fields=[FieldError(("constraints", path, i), msg)],
+                          close_matches=list(res.close_matches))
+        out.extend(sorted(res.slugs))
+    return tuple(dict.fromkeys(out))
+
+
+def _resolved(uow: UnitOfWork, read: ReadModel, c: Constraints) -> Constraints:
+    pools = None
+    if c.pools is not None:
+        pools_out: list[Pool] = []
+        for i, p in enumerate(c.pools):
+            res = resolve(uow, read, p.gpu)
+            slug = res.resolved or res.default_slug
+            if slug is None:
+                msg = (f"no GPU is known as {p.gpu!r}" if not res.slugs
+                       else f"{p.gpu!r} names {len(res.slugs)} GPUs ({', '.join(sorted(res.slugs))}); pick one")
+                raise Invalid(msg, fields=[FieldError(("constraints", "inventory", i, "gpu"), msg)])
+            pools_out.append(replace(p, gpu=slug))
+        pools = tuple(pools_out)
+    return replace(
+        c,
+        allowed_gpus=_slugs(uow, read, c.allowed_gpus, "allowed_gpus") if c.allowed_gpus is not None else None,
+        excluded_gpus=_slugs(uow, read, c.excluded_gpus, "excluded_gpus"),
+        pools=pools,
+    )
+
+
+def _job(q: RecommendQuestion) -> Job:
+    try:
+        return build_job(q.job)
+    except ModelNotFound as exc:
+        raise Invalid(str(exc), fields=[FieldError(("workload", "model"), str(exc))],
+                      close_matches=exc.close_matches) from None
+    except InvalidConfiguration as exc:
+        raise _invalid(exc) from None
+
+
+def _invalid(exc: InvalidConfiguration) -> Invalid:
+    """A core refusal, its field placed under ``workload`` unless it names its section."""
+    field = exc.field
+    path: tuple[str | int, ...] = tuple(field.split(".")) if "." in field else ("workload", field)
+    err = invalid_configuration(exc)
+    return Invalid(err.detail, fields=[FieldError(path, exc.message)], **err.extra)
+
+
+def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Mapping[str, Any], *,
+            now: dt.datetime) -> RecommendOutcome:
+    """The answer, not stored (the CLI, and the first half of :func:`recommend`)."""
+    job = _job(q)
+    snap = read.snapshot(uow)
+    q = replace(q, constraints=_resolved(uow, read, q.constraints))
+    measured_gpus = snap.measurements.by_gpu
+    k = read.min_points
+
+    def measured(gpu: GpuSpec, j: Job) -> CellView | None:
+        if gpu.slug not in measured_gpus:
+            return None
+        return measured_view(snap, gpu.slug, benchmark_cell(j), k)
+
+    data = RecommendData(specs=snap.catalog.specs, calibrations=snap.calibrations, names=_names(snap),
+                         measured=measured, pricer=None)
+    try:
+        rec = core_recommend(job, q, data)
+    except InvalidConfiguration as exc:
+        raise _invalid(exc) from None
+    version = str(DataVersion(snap.watermarks, ESTIMATOR_VERSION))
+    return RecommendOutcome(recommendation_id=recommendation_id(request, version), recommendation=rec, as_of=now,
+                            data_version=version, watermarks=snap.watermarks,
+                            calibration_watermark=snap.calibration_watermark)
+
+
+@commits
+def recommend(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Mapping[str, Any], *,
+              now: dt.datetime, present: Callable[[RecommendOutcome], dict[str, Any]]) -> tuple[RecommendOutcome, dict[str, Any]]:
+    """Compute, then store the answer ``present`` makes of it (one insert, skipped when this
+    id is already stored). Returns the outcome and the stored document."""
+    outcome = compute(uow, read, q, request, now=now)
+    doc = present(outcome)
+    uow.recommendations.add(outcome.recommendation_id, data_version=outcome.data_version, request=dict(request),
+                            response=doc, created_at=now)
+    return outcome, doc
+
+
+def get_recommendation(uow: UnitOfWork, rec_id: str) -> StoredRecommendation:
+    found = uow.recommendations.get(rec_id)
+    if found is None:
+        raise NotFound(f"no stored recommendation {rec_id!r} (answers are kept for a limited time)")
+    return found
+
+
+@commits
+def prune_recommendations(uow: UnitOfWork, *, retention_days: int, now: dt.datetime) -> int:
+    """Delete stored answers older than ``retention_days``; the number deleted."""
+    return uow.recommendations.prune(now - dt.timedelta(days=retention_days))
