@@ -1139,11 +1139,9 @@ class _ServingSearch:
                 return Exclusion(gpu, latency_miss)
             need = smallest_need[0] if smallest_need is not None else math.inf
             tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
+            fmt = smallest_need[2] if smallest_need is not None else self.formats[0]
             return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", {
-                "gpu": name, "usable_gib": _gib(usable), "needed_gib": _gib(need) if math.isfinite(need) else None,
-                "tensor_parallel": tp, "gpu_count": tp,
-                "weights_gib": _gib(self.memory(self.formats[0], tp).components.get("weights", 0)),
-                "kv_cache_gib": _gib(self.memory(self.formats[0], tp).components.get("kv_cache", 0))}))
+                "gpu": name, "tensor_parallel": tp, "gpu_count": tp, **_serving_memory(self.memory(fmt, tp), usable)}))
         obj = self.q.objective
         if obj == "fastest":
             key: Callable[[Option], tuple[float, ...]] = lambda o: (o.time_value, o.gpu_count)  # noqa: E731
@@ -1252,10 +1250,12 @@ class _ServingSearch:
         placeholder = full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
         cpm = quote.per_hour / (served * 3600.0) * 1e6 if quote is not None and served > 0 else None
         reasons = [Reason("FITS", {"gpu": name, "gpu_count": n, "tensor_parallel": tp,
-                                   "needed_gib": _gib(mem.device_memory_band.high), "usable_gib": _gib(usable),
                                    "headroom_gib": _gib(usable - mem.device_memory_band.high),
-                                   "weights_gib": _gib(mem.components.get("weights", 0)),
-                                   "kv_cache_gib": _gib(mem.components.get("kv_cache", 0))})]
+                                   **_serving_memory(mem, usable)})]
+        if tp > 1:
+            one = self.memory(fmt, 1)
+            if not one.fits(usable):
+                reasons.append(Reason("SINGLE_GPU_TOO_SMALL", {"gpu": name, **_serving_memory(one, usable)}))
         if self.serving is not None and (self.serving.ttft_target_s or self.serving.tpot_target_s) and self.rate:
             reasons.append(Reason("MEETS_TARGETS", {
                 "replicas": replicas, "tensor_parallel": tp, "rate": self.rate, "ttft_ms": round(ttft * 1e3, 1),
@@ -1321,6 +1321,18 @@ class _ServingSearch:
                                        "usable_gib": _gib(o.usable_bytes)}))
                     break
         return out[:3]
+
+
+def _serving_memory(mem: MemoryEstimate, usable: int) -> dict[str, Any]:
+    """Per-GPU serving memory in GiB and in GB (datasheets and the driver speak GB): the
+    figure the fit is decided on (band's upper end), the weights and the KV cache at full
+    context for every sequence, against the usable memory."""
+    weights = float(mem.persistent.get("weights", mem.components.get("weights", 0)))
+    kv = float(mem.persistent.get("kv_cache", mem.components.get("kv_cache", 0)))
+    high = mem.device_memory_band.high
+    return {"needed_gib": _gib(high), "usable_gib": _gib(usable), "weights_gib": _gib(weights),
+            "kv_cache_gib": _gib(kv), "needed_gb": round(high / 1e9, 2), "usable_gb": round(usable / 1e9, 2),
+            "weights_gb": round(weights / 1e9, 1), "kv_cache_gb": round(kv / 1e9, 1)}
 
 
 def _rank_again(options: Sequence[Option], objective: str) -> list[Option]:

@@ -129,7 +129,11 @@ EN: dict[str, Template] = {
     "CHECKPOINTING_TO_FIT": lambda p: (f"gradient checkpointing on: without it {_p(p, 'needed_without_gib')} GiB per GPU "
                                        f"would be needed ({_p(p, 'usable_gib')} GiB usable)"),
     "SINGLE_GPU_TOO_SMALL": lambda p: (f"one {_p(p, 'gpu')} is not enough: the job needs {_p(p, 'needed_gib')} GiB on a "
-                                       f"single GPU; it has {_p(p, 'usable_gib')} GiB usable"),
+                                       f"single GPU" + (f" ({_p(p, 'weights_gb')} GB of weights + {_p(p, 'kv_cache_gb')} "
+                                                        f"GB of KV cache + working set = {_p(p, 'needed_gb')} GB)"
+                                                        if p.get("weights_gb") is not None else "")
+                                       + f"; it has {_p(p, 'usable_gib')} GiB usable"
+                                       + (f" ({_p(p, 'usable_gb')} GB)" if p.get("usable_gb") is not None else "")),
     "MEETS_DEADLINE": lambda p: (f"finishes within the {_p(p, 'deadline_hours')} h deadline even at the band's upper "
                                  f"end ({_p(p, 'hours_high')} h)"),
     "MEETS_TARGETS": lambda p: (f"{_p(p, 'replicas')} replica(s) x TP{_p(p, 'tensor_parallel')} serve {_p(p, 'rate')} "
@@ -167,8 +171,9 @@ def _en_memory(p: Mapping[str, Any]) -> str:
         how = f" as {_p(p, 'sharding')} over {_p(p, 'gpu_count')} GPUs" + (
             " with gradient checkpointing" if p.get("gradient_checkpointing") else "")
     extra = ""
-    if p.get("weights_gib") is not None:
-        extra = f" ({_p(p, 'weights_gib')} GiB weights + {_p(p, 'kv_cache_gib')} GiB KV cache + working set)"
+    if p.get("weights_gb") is not None:
+        extra = (f" ({_p(p, 'weights_gb')} GB of weights + {_p(p, 'kv_cache_gb')} GB of KV cache + working set = "
+                 f"{_p(p, 'needed_gb')} GB against {_p(p, 'usable_gb')} GB usable)")
     single = (f"; {_p(p, 'single_gpu_needed_gib')} GiB on one GPU" if p.get("single_gpu_needed_gib") is not None else "")
     return (f"needs {_p(p, 'needed_gib')} GiB per GPU{how}{extra}{single}; the {_p(p, 'gpu')} has "
             f"{_p(p, 'usable_gib')} GiB usable")
@@ -224,8 +229,10 @@ ZH: dict[str, Template] = {
                                  f"超过可用的 {_p(p, 'usable_gib')} GiB"),
     "CHECKPOINTING_TO_FIT": lambda p: (f"开启梯度检查点：不开则每块 GPU 需要 {_p(p, 'needed_without_gib')} GiB"
                                        f"（可用 {_p(p, 'usable_gib')} GiB）"),
-    "SINGLE_GPU_TOO_SMALL": lambda p: (f"单块 {_p(p, 'gpu')} 不够：单卡需要 {_p(p, 'needed_gib')} GiB，"
-                                       f"而它只有 {_p(p, 'usable_gib')} GiB 可用"),
+    "SINGLE_GPU_TOO_SMALL": lambda p: (f"单块 {_p(p, 'gpu')} 不够：单卡需要 {_p(p, 'needed_gib')} GiB"
+                                       + (f"（权重 {_p(p, 'weights_gb')} GB + KV 缓存 {_p(p, 'kv_cache_gb')} GB + 工作区）"
+                                          if p.get("weights_gb") is not None else "")
+                                       + f"，而它只有 {_p(p, 'usable_gib')} GiB 可用"),
     "MEETS_DEADLINE": lambda p: (f"即使按误差带上限（{_p(p, 'hours_high')} 小时）也能在 {_p(p, 'deadline_hours')} "
                                  "小时的截止时间内完成"),
     "MEETS_TARGETS": lambda p: (f"{_p(p, 'replicas')} 个副本 x TP{_p(p, 'tensor_parallel')} 以 {_p(p, 'rate')} 请求/秒运行，"

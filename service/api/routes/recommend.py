@@ -31,7 +31,7 @@ EXAMPLES: dict[str, Any] = {
         "value": {"workload": {"model": "Qwen/Qwen2.5-72B-Instruct", "mode": "inference", "engine": "vllm",
                                "input_len": 1024, "input_len_cv": 0.5, "output_len": 256, "output_len_cv": 0.8,
                                "requests_per_s": 20, "ttft_target_ms": 1000, "tpot_target_ms": 50},
-                  "constraints": {"allowed_gpus": ["H100 SXM", "H200", "A100-SXM4-80GB"], "max_gpus": 64},
+                  "constraints": {"allowed_gpus": ["H100 SXM", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 64},
                   "objective": "fastest"},
     },
     "power-capped-pcie": {
