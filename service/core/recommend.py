@@ -64,6 +64,7 @@ from service.core.serving import (
     ENGINE_CLASSES,
     concurrency_cap,
     deployment,
+    iteration_s,
     serve_at_rate,
 )
 from service.core.specs import GpuSpec
@@ -380,6 +381,9 @@ class Recommendation:
     memory_estimates: int
     timed: int
     gpus: int = 0
+    not_ranked: tuple[tuple[GpuSpec, float], ...] = ()
+    """GPUs not sized because a physical lower bound on their objective value was already worse
+    than the last option returned (with that bound)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -550,6 +554,8 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     feasible: list[Option] = []
     frontier_pool: list[Option] = []
     excluded: list[Exclusion] = []
+    searched: _TrainingSearch | _ServingSearch = search if search is not None else serving  # type: ignore[assignment]
+    pending: list[tuple[float | None, str, GpuSpec, int]] = []
     for slug in sorted(data.specs):
         gpu = data.specs[slug]
         static = _static_reasons(gpu, job, cons)
@@ -560,7 +566,17 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         if why is not None or cap < 1:
             excluded.append(Exclusion(gpu, why or Reason("OVER_GPU_LIMIT", {"gpu": gpu.name, "max_gpus": cap})))
             continue
-        found = (search.options(gpu, cap) if search is not None else serving.options(gpu, cap))  # type: ignore[union-attr]
+        pending.append((searched.bound(gpu, cap), slug, gpu, cap))
+    # most promising first: a GPU whose physical lower bound on the objective is worse than the
+    # limit-th option found so far cannot enter the answer and is not sized (``not_ranked``)
+    pending.sort(key=lambda x: (x[0] is None, x[0] or 0.0, x[1]))
+    values: list[float] = []
+    not_ranked: list[tuple[GpuSpec, float]] = []
+    for bound, _slug, gpu, cap in pending:
+        if bound is not None and len(values) >= q.limit and bound > values[q.limit - 1]:
+            not_ranked.append((gpu, bound))
+            continue
+        found = searched.options(gpu, cap)
         if isinstance(found, Exclusion):
             excluded.append(found)
             continue
@@ -571,6 +587,11 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
             excluded.append(checked)
             continue
         feasible.append(checked)
+        v = _objective_value(checked, q.objective)
+        if v is not None:
+            values.append(v)
+            values.sort()
+    excluded.sort(key=lambda x: x.gpu.slug)
     ranked = _rank(feasible, q.objective)
     if serving is not None:
         ranked = serving.finish(ranked[: q.limit]) + ranked[q.limit:]
@@ -586,7 +607,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     return Recommendation(job=job, objective=q.objective, options=options, frontier=tuple(frontier),
                           excluded=tuple(excluded), what_if=tuple(whatifs[:3]), warnings=tuple(warnings),
                           candidates=counter.candidates, memory_estimates=counter.memory, timed=counter.timed,
-                          gpus=len(data.specs))
+                          gpus=len(data.specs), not_ranked=tuple(not_ranked))
 
 
 def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> Option | Exclusion:
@@ -817,6 +838,22 @@ class _TrainingSearch:
         return best
 
     # ---- per GPU ----------------------------------------------------------------------------
+
+    def bound(self, gpu: GpuSpec, cap: int) -> float | None:
+        """A lower bound on this GPU's objective value from the roofline alone: a trained token
+        costs at least ``4 N`` FLOPs (forward ``2 N``, backward through the activations ``2 N``;
+        ``6 N`` with weight gradients), run at the dense peak on every GPU allowed. None where
+        the objective has no such bound (prices) or a figure is missing."""
+        peak = gpu.peak_for(self.base.precision) or gpu.peak_for("bf16")
+        if not peak:
+            return None
+        flops = 4.0 * float(self.job.model.active_params)
+        if self.q.objective == "fastest":
+            s_per_token = flops / (cap * peak * 1e12)
+            return self.job.tokens * s_per_token / 3600.0 if self.job.tokens else 1e6 * s_per_token
+        if self.q.objective == "perf_per_watt" and gpu.tdp_w:
+            return gpu.tdp_w * flops / (peak * 1e12)  # W per (token/s) on one GPU, perfectly used
+        return None
 
     def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
         usable = int(gpu.fit_memory_bytes or 0)
@@ -1081,6 +1118,28 @@ class _ServingSearch:
             k *= 2
         return out, per_node
 
+    def bound(self, gpu: GpuSpec, cap: int) -> float | None:
+        """A lower bound on the objective from the roofline: every decode step streams the
+        weights a GPU holds (``fastest``: TPOT >= weight bytes per GPU / bandwidth at the largest
+        TP that fits and can be placed); ``perf_per_watt`` at a request rate: at least one TP
+        group of the smallest degree that fits draws its board power for the same tokens."""
+        if not gpu.bandwidth_gb_per_s:
+            return None
+        usable = int(gpu.fit_memory_bytes or 0)
+        tps, per_node = self.tp_degrees(gpu, cap)
+        fitting = [(fmt, tp) for fmt in self.formats for tp in tps
+                   if tp <= per_node and self.memory(fmt, tp).fits(usable)]
+        if not fitting:
+            return None
+        m = self.base.model
+        active = float(m.active_params) / float(m.total_params) if m.total_params else 1.0
+        if self.q.objective == "fastest":
+            return min(float(self.memory(fmt, tp).persistent.get("weights", 0)) * active
+                       / (gpu.bandwidth_gb_per_s * 1e9) for fmt, tp in fitting)
+        if self.q.objective == "perf_per_watt" and gpu.tdp_w and self.rate and self.serving is not None:
+            return min(tp for _f, tp in fitting) * gpu.tdp_w / (self.rate * self.serving.workload.output_len)
+        return None
+
     def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
         usable = int(gpu.fit_memory_bytes or 0)
         name = gpu.name or gpu.slug
@@ -1182,36 +1241,60 @@ class _ServingSearch:
             max_rep = max(1, cap // tp)
             rate = self.rate
 
-            def ok(reps: int) -> bool:
-                self.counter.timed += 1
-                return self._ok(serve_at_rate(replace(cfg, replicas=1), gpu, rate / reps, w,
-                                              CONTINUOUS_EFFICIENCIES, d))
+            one = cfg  # replicas=1: each replica takes rate / reps
+            seen: dict[int, Any] = {}
 
-            # a lone request must meet the targets, else no replica count helps
-            lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
-            self.counter.timed += 1
+            def ok(reps: int) -> bool:
+                if reps not in seen:
+                    self.counter.timed += 1
+                    seen[reps] = serve_at_rate(one, gpu, rate / reps, w, CONTINUOUS_EFFICIENCIES, d)
+                return self._ok(seen[reps])
+
             s = self.serving
-            if s.ttft_target_s is not None and lone.ttft_s > s.ttft_target_s:
-                return Reason("MISSES_TTFT", {"gpu": name, "tensor_parallel": tp, "ttft_ms": round(lone.ttft_s * 1e3, 1),
-                                              "target_ms": round(s.ttft_target_s * 1e3, 1)})
-            if s.tpot_target_s is not None and lone.tpot_s > s.tpot_target_s:
-                return Reason("MISSES_TPOT", {"gpu": name, "tensor_parallel": tp, "tpot_ms": round(lone.tpot_s * 1e3, 2),
-                                              "target_ms": round(s.tpot_target_s * 1e3, 2)})
+
+            def lone_misses() -> Reason | None:
+                """A lone request must meet the targets, else no replica count helps."""
+                lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
+                self.counter.timed += 1
+                if s.ttft_target_s is not None and lone.ttft_s > s.ttft_target_s:
+                    return Reason("MISSES_TTFT", {"gpu": name, "tensor_parallel": tp,
+                                                  "ttft_ms": round(lone.ttft_s * 1e3, 1),
+                                                  "target_ms": round(s.ttft_target_s * 1e3, 1)})
+                if s.tpot_target_s is not None and lone.tpot_s > s.tpot_target_s:
+                    return Reason("MISSES_TPOT", {"gpu": name, "tensor_parallel": tp,
+                                                  "tpot_ms": round(lone.tpot_s * 1e3, 2),
+                                                  "target_ms": round(s.tpot_target_s * 1e3, 2)})
+                return None
+
             lo, hi = 0, 1
+            # the replicas the decode throughput and the TPOT target allow at best (a bound up
+            # to the iteration time's curvature, hence the margin): what cannot fit under the
+            # GPU limit, or beat a smaller TP's plan, is not searched
+            guess = _replicas_guess(d, w, seqs, rate, s.tpot_target_s)
+            if guess > max_rep * GUESS_MARGIN:
+                return Reason("OVER_GPU_LIMIT", {"gpu": name, "tensor_parallel": tp, "max_gpus": cap,
+                                                 "replicas_needed_more_than": max_rep, "replicas_at_least": guess})
+            floor = max(0, int(guess / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
             if fewest is not None:
                 most = fewest // tp  # ties go to the larger TP (lower latency)
-                if most < 1 or not ok(most):
+                if most < 1 or guess > most * GUESS_MARGIN or not ok(most):
                     return None
-                hi = most
+                hi, lo = most, min(floor, most - 1)
+            else:
+                hi = min(max_rep, guess)
+                if ok(hi):
+                    lo = min(floor, hi - 1)
+                elif hi >= max_rep:
+                    return lone_misses() or Reason("OVER_GPU_LIMIT", {
+                        "gpu": name, "tensor_parallel": tp, "max_gpus": cap, "replicas_needed_more_than": max_rep})
+                else:
+                    lo, hi = hi, min(max_rep, hi * 2)
             while not ok(hi):
                 lo = hi
-                hi *= 2
-                if hi > max_rep:
-                    if not ok(max_rep):
-                        return Reason("OVER_GPU_LIMIT", {"gpu": name, "tensor_parallel": tp, "max_gpus": cap,
-                                                         "replicas_needed_more_than": max_rep})
-                    hi = max_rep
-                    break
+                if hi >= max_rep:
+                    return lone_misses() or Reason("OVER_GPU_LIMIT", {"gpu": name, "tensor_parallel": tp, "max_gpus": cap,
+                                                     "replicas_needed_more_than": max_rep})
+                hi = min(max_rep, hi * 2)
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 if ok(mid):
@@ -1232,8 +1315,8 @@ class _ServingSearch:
         full: Estimate | None = None
         if self.continuous and self.rate is not None:
             assert self.serving is not None
-            r = serve_at_rate(cfg, gpu, self.rate, self.serving.workload, CONTINUOUS_EFFICIENCIES)
-            tpot, ttft, served = r.tpot_s, r.ttft_s, r.output_tokens_per_s
+            r = seen[replicas]  # one replica at rate / replicas: the fleet's latencies
+            tpot, ttft, served = r.tpot_s, r.ttft_s, self.rate * self.serving.workload.output_len
             bound = r.bound
         else:
             self.counter.timed += 1
@@ -1253,9 +1336,9 @@ class _ServingSearch:
                                    "headroom_gib": _gib(usable - mem.device_memory_band.high),
                                    **_serving_memory(mem, usable)})]
         if tp > 1:
-            one = self.memory(fmt, 1)
-            if not one.fits(usable):
-                reasons.append(Reason("SINGLE_GPU_TOO_SMALL", {"gpu": name, **_serving_memory(one, usable)}))
+            alone = self.memory(fmt, 1)
+            if not alone.fits(usable):
+                reasons.append(Reason("SINGLE_GPU_TOO_SMALL", {"gpu": name, **_serving_memory(alone, usable)}))
         if self.serving is not None and (self.serving.ttft_target_s or self.serving.tpot_target_s) and self.rate:
             reasons.append(Reason("MEETS_TARGETS", {
                 "replicas": replicas, "tensor_parallel": tp, "rate": self.rate, "ttft_ms": round(ttft * 1e3, 1),
@@ -1321,6 +1404,38 @@ class _ServingSearch:
                                        "usable_gib": _gib(o.usable_bytes)}))
                     break
         return out[:3]
+
+
+GUESS_MARGIN: Final = 1.25
+"""How far the replica bound may be off before a plan is given up on without a queueing
+evaluation (the bound assumes an iteration time affine in the sequences decoding)."""
+
+
+def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> int:
+    """Replicas a replica's iteration time suggests, a starting point for the search (checked
+    by the queueing model). The iteration time is taken as affine in what it carries,
+    ``t = a + b n + c p``: ``n = lambda O t`` sequences decoding (Little's law) and
+    ``p = lambda I t`` prompt tokens prefilled per iteration, so ``t = a / (1 - lambda (b O +
+    c I))``; the largest per-replica rate keeps ``t`` under the TPOT target and the sequences
+    in flight under the engine's cap at 90% utilisation."""
+    out_len = max(w.output_len, 1.0)
+    in_len = max(w.input_len, 1.0)
+    ctx = in_len + out_len / 2.0
+    e = CONTINUOUS_EFFICIENCIES
+    a = iteration_s(d, e, 0.0, ctx)
+    b = (iteration_s(d, e, float(max(seqs, 1)), ctx) - a) / max(seqs, 1)
+    c = (iteration_s(d, e, 0.0, ctx, in_len, in_len / 2.0, 1.0) - a) / in_len
+    load = b * out_len + c * in_len  # seconds of iteration per unit of per-replica rate, per second
+    if load <= 0:
+        return 1
+    lam = 0.9 / load  # utilisation 90%: t = a / (1 - 0.9) at most
+    if tpot_target_s is not None:
+        if tpot_target_s <= a:
+            return 1
+        lam = min(lam, (1.0 - a / tpot_target_s) / load)
+    t = a / max(1e-9, 1.0 - lam * load)
+    lam = min(lam, 0.9 * seqs / (out_len * t)) if seqs > 0 else lam
+    return max(1, math.ceil(rate / lam)) if lam > 0 else 1
 
 
 def _serving_memory(mem: MemoryEstimate, usable: int) -> dict[str, Any]:

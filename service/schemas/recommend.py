@@ -69,7 +69,8 @@ class ConstraintsIn(BaseModel):
                                          description="training must finish within this (needs workload.tokens); "
                                                      "decided at the band's upper end")
     budget: BudgetIn | None = None
-    max_gpus: int = Field(default=64, ge=1, le=4096, description="GPUs of one option, all nodes together")
+    max_gpus: int = Field(default=8, ge=1, le=4096,
+                          description="GPUs of one option, all nodes together (default: one 8-GPU node)")
     allowed_gpus: list[str] | None = Field(default=None, max_length=100,
                                            description="only these (any name the catalog resolves)")
     excluded_gpus: list[str] = Field(default_factory=list, max_length=100)
