@@ -44,10 +44,22 @@ import datetime as dt
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from service.core.aggregate import CellView
 from service.core.calibration import CalibrationSet
+from service.core.cost import (
+    NO_PRICE,
+    NO_PURCHASE_PRICE,
+    CostAssumptions,
+    PriceBook,
+    RentQuote,
+    Tco,
+    cost_per_million_tokens,
+    run_cost,
+    tco,
+    tco_exclusion,
+)
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimate import Estimate, Job, JobSpec, ServingAnswer, TimeAnswer, estimate
 from service.core.memory import (
@@ -73,12 +85,10 @@ __all__ = [
     "OBJECTIVES",
     "REASON_CODES",
     "Constraints",
-    "CostInputs",
     "Exclusion",
     "GpuNames",
     "Option",
     "Pool",
-    "Quote",
     "Reason",
     "RecommendData",
     "RecommendQuestion",
@@ -99,7 +109,7 @@ REASON_CODES: Final[tuple[str, ...]] = (
     "EXCLUDED_BY_USER", "NOT_ALLOWED", "NOT_IN_INVENTORY", "VENDOR_NOT_ALLOWED", "FORM_FACTOR", "NO_NVLINK",
     "OVER_POWER_CAP", "POWER_UNKNOWN", "NO_MEMORY_FIGURE", "PRECISION_UNSUPPORTED", "MEMORY_INSUFFICIENT",
     "NO_PLACEMENT", "OVER_GPU_LIMIT", "NO_TIME_ESTIMATE", "MISSES_DEADLINE", "MISSES_TTFT", "MISSES_TPOT",
-    "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE", "OVER_BUDGET",
+    "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE", "NO_PURCHASE_PRICE", "NO_POWER_FIGURE", "OVER_BUDGET",
     # options
     "FITS", "SHARDED_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE", "MEETS_TARGETS",
     "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE", "WITHIN_ERROR_OF_BEST", "MEASURED_HERE",
@@ -160,56 +170,12 @@ class Constraints:
 
 
 @dataclass(frozen=True, slots=True)
-class CostInputs:
-    """How prices become costs (documented defaults live in ``service.core.cost``)."""
-
-    pricing_models: tuple[str, ...] = ("on_demand",)
-    utilisation: float = 0.7
-    pue: float = 1.58
-    electricity_usd_per_kwh: float = 0.10
-    amortisation_years: float = 5.0
-
-
-@dataclass(frozen=True, slots=True)
 class RecommendQuestion:
     job: JobSpec
     constraints: Constraints = field(default_factory=Constraints)
     objective: str = "fastest"
     limit: int = 5
-    cost: CostInputs = field(default_factory=CostInputs)
-
-
-class Quote(Protocol):
-    """A rentable shape covering a GPU count (``service.core.cost.RentQuote``)."""
-
-    @property
-    def per_hour(self) -> float: ...
-    @property
-    def gpus_paid(self) -> int: ...
-    @property
-    def instances(self) -> int: ...
-    @property
-    def provider(self) -> str: ...
-    @property
-    def region(self) -> str: ...
-    @property
-    def instance_type(self) -> str: ...
-    @property
-    def pricing_model(self) -> str: ...
-    @property
-    def currency(self) -> str: ...
-    @property
-    def price_row_ids(self) -> tuple[int, ...]: ...
-    @property
-    def age_days(self) -> int: ...
-    @property
-    def stale(self) -> bool: ...
-    @property
-    def notes(self) -> tuple[str, ...]: ...
-
-
-Pricer = Callable[[str, int], "Quote | None"]
-"""(slug, GPU count) -> the cheapest rentable shape covering the count, or None."""
+    cost: CostAssumptions = field(default_factory=CostAssumptions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +195,8 @@ class RecommendData:
     calibrations: CalibrationSet
     names: Mapping[str, GpuNames] = field(default_factory=dict)
     measured: Callable[[GpuSpec, Job], CellView | None] | None = None
-    pricer: Pricer | None = None
+    prices: PriceBook | None = None
+    """Rent and purchase prices (``service.core.cost``); None: no cost is answered."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,7 +228,7 @@ class Option:
     est: Estimate
     memory_high_bytes: int
     usable_bytes: int
-    quote: Quote | None
+    quote: RentQuote | None
     hours: float | None  # time to train (training with tokens)
     hours_band: tuple[float, float] | None
     tokens_per_s: float  # trained, or served at the requested load
@@ -278,6 +245,8 @@ class Option:
     run_cost: tuple[float, float, float] | None = None  # (low, mid, high)
     cost_per_million_tokens: float | None = None
     schedule: Scheduling | None = None
+    tco: Tco | None = None
+    tco_missing: str | None = None  # why there is no TCO (a service.core.cost reason code)
 
     @property
     def train(self) -> TrainConfig | None:
@@ -595,7 +564,8 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     ranked = _rank(feasible, q.objective)
     if serving is not None:
         ranked = serving.finish(ranked[: q.limit]) + ranked[q.limit:]
-    options = tuple(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))) for o in ranked[: q.limit])
+    options = tuple(_with_tco(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))), q, data)
+                    for o in ranked[: q.limit])
     frontier = _frontier([o for o in frontier_pool if _check_constraints(o, q, data) is o or o in feasible])
     whatifs = (search.what_ifs(options, excluded) if search is not None
                else serving.what_ifs(options, excluded))  # type: ignore[union-attr]
@@ -625,11 +595,10 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
                                                     "max_band_pct": cons.max_band_pct}))
     needs_price = (q.objective in ("cheapest", "cost_per_million_tokens") or cons.budget_per_hour is not None
                    or cons.budget_per_run is not None)
-    if o.quote is None and needs_price and data.pricer is not None:
-        reasons.append(Reason("NO_PRICE", {"gpu": name, "gpu_count": o.gpu_count,
-                                           "providers": list(cons.providers) if cons.providers else None}))
-    elif o.quote is None and needs_price:
-        reasons.append(Reason("NO_PRICE", {"gpu": name, "gpu_count": o.gpu_count, "providers": None}))
+    if o.quote is None and needs_price:
+        reasons.append(Reason(NO_PRICE, {"gpu": name, "gpu_count": o.gpu_count,
+                                         "providers": sorted(cons.providers) if cons.providers else None,
+                                         "pricing_models": list(q.cost.pricing_models), "currency": q.cost.currency}))
     if o.quote is not None:
         if cons.budget_per_hour is not None and o.quote.per_hour > cons.budget_per_hour:
             reasons.append(Reason("OVER_BUDGET", {"gpu": name, "gpu_count": o.gpu_count, "what": "per_hour",
@@ -639,9 +608,30 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
             reasons.append(Reason("OVER_BUDGET", {"gpu": name, "gpu_count": o.gpu_count, "what": "per_run",
                                                   "cost": round(o.run_cost[2], 2), "budget": cons.budget_per_run,
                                                   "currency": o.quote.currency}))
+    if cons.budget_purchase is not None:
+        owned = _with_tco(o, q, data) if data.prices is not None else o
+        if owned.tco is None:
+            reasons.append(Reason(owned.tco_missing or NO_PURCHASE_PRICE, {"gpu": name, "gpu_count": o.gpu_count}))
+        elif owned.tco.capex > cons.budget_purchase:
+            reasons.append(Reason("OVER_BUDGET", {"gpu": name, "gpu_count": o.gpu_count, "what": "purchase",
+                                                  "cost": round(owned.tco.capex, 2), "budget": cons.budget_purchase,
+                                                  "currency": owned.tco.currency}))
     if reasons:
         return Exclusion(o.gpu, reasons[0], tuple(reasons[1:]))
     return o
+
+
+def _with_tco(o: Option, q: RecommendQuestion, data: RecommendData) -> Option:
+    """Owning instead of renting: the option's TCO per hour (and for the run), or why not."""
+    if data.prices is None:
+        return o
+    hb = o.hours_band
+    t = tco(data.prices, o.gpu.slug, gpu_count=o.gpu_count, tdp_w=o.gpu.tdp_w, assumptions=q.cost,
+            hours=o.hours, hours_low=min(hb[0], o.hours) if hb and o.hours else None,
+            hours_high=max(hb[1], o.hours) if hb and o.hours else None)
+    if t is None:
+        return replace(o, tco_missing=tco_exclusion(data.prices, o.gpu.slug, tdp_w=o.gpu.tdp_w) or NO_PURCHASE_PRICE)
+    return replace(o, tco=t)
 
 
 def _option_band_pct(o: Option) -> float:
@@ -714,8 +704,9 @@ def _frontier(points: Sequence[Option]) -> list[Option]:
     return out
 
 
-def _price(data: RecommendData, gpu: GpuSpec, n: int) -> Quote | None:
-    return data.pricer(gpu.slug, n) if data.pricer is not None else None
+def _price(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, n: int) -> RentQuote | None:
+    """The cheapest rentable shape covering ``n`` GPUs under the question's cost assumptions."""
+    return data.prices.rent(gpu.slug, n, q.cost) if data.prices is not None else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -960,19 +951,20 @@ class _TrainingSearch:
             return None
         n = cfg.gpu_count
         nodes, per = _placement(gpu, n, self.q.constraints)
-        quote = _price(self.data, gpu, n)
+        quote = _price(self.data, self.q, gpu, n)
         hours = t.time_to_train_s / 3600.0 if t.time_to_train_s else None
         hb = t.time_to_train_band
         hours_band = (hb.low / 3600.0, hb.high / 3600.0) if hb is not None else None
         tps = t.tokens_per_s
         time_value = hours if hours is not None else (1e6 / tps if tps > 0 else math.inf)
-        run_cost = None
+        run: tuple[float, float, float] | None = None
         cpm = None
         if quote is not None:
             if hours is not None and hours_band is not None:
-                run_cost = (quote.per_hour * hours_band[0], quote.per_hour * hours, quote.per_hour * hours_band[1])
+                rc = run_cost(quote, hours, hours_low=min(hours_band[0], hours), hours_high=max(hours_band[1], hours))
+                run = (rc.low, rc.amount, rc.high)
             if tps > 0:
-                cpm = quote.per_hour / (tps * 3600.0) * 1e6
+                cpm = cost_per_million_tokens(quote.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps)
         reasons = [Reason("FITS", {"gpu": gpu.name or gpu.slug, "gpu_count": n,
                                    "needed_gib": _gib(plan.mem.device_memory_band.high), "usable_gib": _gib(usable),
                                    "headroom_gib": _gib(usable - plan.mem.device_memory_band.high)})]
@@ -998,7 +990,7 @@ class _TrainingSearch:
             memory_high_bytes=int(plan.mem.device_memory_band.high), usable_bytes=usable, quote=quote,
             hours=hours, hours_band=hours_band, tokens_per_s=tps, power_w=gpu.tdp_w * n if gpu.tdp_w else None,
             provenance=t.provenance, time_value=time_value, objective_value=None, u=ratio_half_width(t),
-            reasons=tuple(reasons), run_cost=run_cost, cost_per_million_tokens=cpm,
+            reasons=tuple(reasons), run_cost=run, cost_per_million_tokens=cpm,
         )
 
     # ---- what-ifs -----------------------------------------------------------------------------
@@ -1305,7 +1297,7 @@ class _ServingSearch:
         n = replicas * tp
         cfg = replace(cfg, replicas=replicas)
         job = replace(self.job, config=cfg, solve_for=None)
-        quote = _price(self.data, gpu, n)
+        quote = _price(self.data, self.q, gpu, n)
         nodes, per = _placement(gpu, n, self.q.constraints)
         if self.q.constraints.pools is not None:
             shape = _pool_shape(gpu, self.q.constraints)
@@ -1331,7 +1323,8 @@ class _ServingSearch:
             tpot, ttft, served, bound = sv.tpot_s, sv.ttft_s, sv.output_tokens_per_s, sv.decode_bound
             full = est
         placeholder = full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
-        cpm = quote.per_hour / (served * 3600.0) * 1e6 if quote is not None and served > 0 else None
+        cpm = (cost_per_million_tokens(quote.per_hour, capacity_tokens_per_s=served, served_tokens_per_s=served)
+               if quote is not None and served > 0 else None)
         reasons = [Reason("FITS", {"gpu": name, "gpu_count": n, "tensor_parallel": tp,
                                    "headroom_gib": _gib(usable - mem.device_memory_band.high),
                                    **_serving_memory(mem, usable)})]

@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.core.cost import CostAssumptions
 from service.core.recommend import (
     Constraints,
-    CostInputs,
     Pool,
     RecommendQuestion,
 )
@@ -28,7 +28,7 @@ Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_
 FormFactor = Literal["pcie", "sxm", "oam"]
 ProvenanceName = Literal["measured", "interpolated", "transferred", "published", "derived", "spec"]
 
-PricingModel = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+PricingModel = Literal["on_demand", "spot", "reserved"]
 
 RECOMMENDATION_ID_PATTERN = r"^rec_[0-9a-f]{24}$"
 
@@ -121,21 +121,31 @@ class ConstraintsIn(BaseModel):
 
 
 class CostAssumptionsIn(BaseModel):
-    """How prices become costs. Defaults are documented in ``service.core.cost``."""
+    """How prices become costs; every default is sourced or argued in ``service.core.cost``
+    (``CostAssumptions``) and docs/prices.md. The currency is the budget's."""
 
     model_config = _STRICT
 
     pricing_models: list[PricingModel] = Field(default_factory=lambda: list[PricingModel](["on_demand"]),
-                                               min_length=1, max_length=4)
-    utilisation: float = Field(default=0.7, gt=0, le=1, description="TCO: share of the hours the GPUs do useful work")
+                                               min_length=1, max_length=3,
+                                               description="rental prices that may be used (spot and reserved "
+                                                           "only when asked for)")
+    utilisation: float = Field(default=0.7, gt=0, le=1, description="TCO: share of owned GPU-hours doing this work")
     pue: float = Field(default=1.58, ge=1, le=5, description="TCO: data-centre power usage effectiveness")
     electricity_usd_per_kwh: float = Field(default=0.10, ge=0, le=10)
     amortisation_years: float = Field(default=5.0, gt=0, le=20)
+    node_overhead_fraction: float = Field(default=0.25, ge=0, le=10,
+                                          description="TCO: the host around a per-node (SXM/OAM) baseboard")
+    host_power_fraction: float = Field(default=0.82, ge=0, le=10, description="TCO: host power per GPU power")
 
-    def to_core(self) -> CostInputs:
-        return CostInputs(pricing_models=tuple(self.pricing_models), utilisation=self.utilisation, pue=self.pue,
-                          electricity_usd_per_kwh=self.electricity_usd_per_kwh,
-                          amortisation_years=self.amortisation_years)
+    def to_core(self, *, currency: str, providers: list[str] | None) -> CostAssumptions:
+        return CostAssumptions(currency=currency, pricing_models=tuple(dict.fromkeys(self.pricing_models)),
+                               providers=frozenset(providers) if providers is not None else None,
+                               utilisation=self.utilisation, pue=self.pue,
+                               electricity_usd_per_kwh=self.electricity_usd_per_kwh,
+                               amortisation_years=self.amortisation_years,
+                               node_overhead_fraction=self.node_overhead_fraction,
+                               host_power_fraction=self.host_power_fraction)
 
 
 class RecommendRequest(BaseModel):
@@ -158,7 +168,9 @@ class RecommendRequest(BaseModel):
     def to_core(self) -> RecommendQuestion:
         return RecommendQuestion(
             job=self.workload.to_core(), constraints=self.constraints.to_core(), objective=self.objective,
-            limit=self.limit, cost=self.cost.to_core())
+            limit=self.limit,
+            cost=self.cost.to_core(currency=self.constraints.budget.currency if self.constraints.budget else "USD",
+                                   providers=self.constraints.providers))
 
 
 # ---- the answer ---------------------------------------------------------------------------------

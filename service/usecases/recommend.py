@@ -138,11 +138,14 @@ def _invalid(exc: InvalidConfiguration) -> Invalid:
 
 
 def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Mapping[str, Any], *,
-            now: dt.datetime) -> RecommendOutcome:
-    """The answer, not stored (the CLI, and the first half of :func:`recommend`)."""
+            now: dt.datetime, price_stale_days: int | None = None) -> RecommendOutcome:
+    """The answer, not stored (the CLI, and the first half of :func:`recommend`). Prices are
+    read from the snapshot's price book of ``now``'s day."""
     job = _job(q)
     snap = read.snapshot(uow)
     q = replace(q, constraints=_resolved(uow, read, q.constraints))
+    if price_stale_days is not None:
+        q = replace(q, cost=replace(q.cost, stale_after_days=price_stale_days))
     measured_gpus = snap.measurements.by_gpu
     k = read.min_points
 
@@ -152,7 +155,7 @@ def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Map
         return measured_view(snap, gpu.slug, benchmark_cell(j), k)
 
     data = RecommendData(specs=snap.catalog.specs, calibrations=snap.calibrations, names=_names(snap),
-                         measured=measured, pricer=None)
+                         measured=measured, prices=snap.price_book(now.date()))
     try:
         rec = core_recommend(job, q, data)
     except InvalidConfiguration as exc:
@@ -165,10 +168,11 @@ def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Map
 
 @commits
 def recommend(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Mapping[str, Any], *,
-              now: dt.datetime, present: Callable[[RecommendOutcome], dict[str, Any]]) -> tuple[RecommendOutcome, dict[str, Any]]:
+              now: dt.datetime, present: Callable[[RecommendOutcome], dict[str, Any]],
+              price_stale_days: int | None = None) -> tuple[RecommendOutcome, dict[str, Any]]:
     """Compute, then store the answer ``present`` makes of it (one insert, skipped when this
     id is already stored). Returns the outcome and the stored document."""
-    outcome = compute(uow, read, q, request, now=now)
+    outcome = compute(uow, read, q, request, now=now, price_stale_days=price_stale_days)
     doc = present(outcome)
     uow.recommendations.add(outcome.recommendation_id, data_version=outcome.data_version, request=dict(request),
                             response=doc, created_at=now)

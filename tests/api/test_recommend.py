@@ -388,3 +388,71 @@ def test_a_submission_changes_the_next_answer_on_another_instance(settings: Sett
         assert o["provenance"] == "measured" and o["training"]["step_time"]["provenance"] == "measured"
         assert abs(o["training"]["step_time"]["value"] - step * 1.01) / step < 0.02
         assert "MEASURED_HERE" in _codes(o)
+
+
+# ---- prices: rentable shapes, cost per million tokens, budgets ----------------------------------
+
+
+def _price(client: TestClient, admin_key: str, slug: str, provider: str, instance: str, gpus: int,
+           amount: str) -> None:
+    r = client.post(f"/v1/gpus/{slug}/prices", headers=auth(admin_key), json={
+        "provider": provider, "region": "test-1", "instance_type": instance, "gpus_per_instance": gpus,
+        "pricing_model": "on_demand", "currency": "USD", "amount": amount, "effective_date": "2026-11-01",
+        "source": "test price sheet"})
+    assert r.status_code in (200, 201, 204), r.text
+
+
+def test_qwen25_72b_cost_per_million_tokens_from_rentable_shapes(client: TestClient, admin_key: str) -> None:
+    """The same Qwen2.5-72B service ranked by cost per million tokens at 20 req/s: each fleet is
+    rented in whole 8-GPU instances; the cost per million tokens is the fleet's hourly price
+    over the tokens served at the load (not the capacity)."""
+    provider = f"rec-test-{uuid.uuid4().hex[:6]}"
+    per_instance = {"nvidia-h100-sxm": "98.32", "nvidia-h200-sxm": "84.80", "nvidia-a100-sxm4-80gb": "40.96"}
+    for slug, amount in per_instance.items():
+        _price(client, admin_key, slug, provider, f"{slug}-x8", 8, amount)
+    doc = _ask(client, {"workload": {"model": "Qwen/Qwen2.5-72B-Instruct", "mode": "inference", "engine": "vllm",
+                                     "input_len": 1024, "input_len_cv": 0.5, "output_len": 256,
+                                     "output_len_cv": 0.8, "requests_per_s": 20, "ttft_target_ms": 1000,
+                                     "tpot_target_ms": 50},
+                        "constraints": {"allowed_gpus": list(per_instance), "max_gpus": 64, "providers": [provider]},
+                        "objective": "cost_per_million_tokens"})
+    assert {o["gpu"]["slug"] for o in doc["options"]} == set(per_instance)
+    served = 20 * 256
+    values = []
+    for o in doc["options"]:
+        c = o["cost"]
+        n = o["strategy"]["gpu_count"]
+        assert c["provider"] == provider and c["instances"] == math.ceil(n / 8) and c["gpus_paid"] == c["instances"] * 8
+        assert math.isclose(c["per_hour"], c["instances"] * float(per_instance[o["gpu"]["slug"]]), rel_tol=1e-9)
+        assert math.isclose(c["per_million_tokens"], c["per_hour"] / (served * 3600) * 1e6, rel_tol=1e-9)
+        assert o["objective_value"] == c["per_million_tokens"]
+        values.append(c["per_million_tokens"])
+    assert values == sorted(values)
+    assert doc["frontier"], "time vs cost frontier"
+    times = [p["time_value"] for p in doc["frontier"]]
+    costs = [p["cost_value"] for p in doc["frontier"]]
+    assert times == sorted(times) and costs == sorted(costs, reverse=True)
+
+
+def test_budget_per_hour_excludes_with_the_numbers(client: TestClient, admin_key: str) -> None:
+    provider = f"rec-budget-{uuid.uuid4().hex[:6]}"
+    _price(client, admin_key, "nvidia-l40", provider, "l40-x1", 1, "1.20")
+    _price(client, admin_key, "nvidia-h100-sxm", provider, "h100-x8", 8, "98.32")
+    doc = _ask(client, {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "tokens": 2e8},
+                        "constraints": {"allowed_gpus": ["L40", "H100 SXM"], "max_gpus": 1, "providers": [provider],
+                                        "budget": {"per_hour": 10, "currency": "USD"}},
+                        "objective": "cheapest"})
+    assert [o["gpu"]["slug"] for o in doc["options"]] == ["nvidia-l40"]
+    o = doc["options"][0]
+    run = o["cost"]["run"]
+    hours = o["training"]["time_to_train"]
+    assert math.isclose(run["mid"], 1.20 * hours["value"], rel_tol=1e-9)
+    assert math.isclose(run["high"], 1.20 * hours["band"]["high"], rel_tol=1e-9)
+    h100 = _excluded(doc, "nvidia-h100-sxm")
+    assert h100["code"] == "OVER_BUDGET"
+    assert h100["params"]["cost"] == 98.32 and h100["params"]["budget"] == 10  # one GPU rents a whole 8-GPU node
+    assert "98.32 USD per hour" in h100["message"]
+    no_price = _ask(client, {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2},
+                             "constraints": {"allowed_gpus": ["L20"], "max_gpus": 1, "providers": [provider]},
+                             "objective": "cheapest"})
+    assert _excluded(no_price, "nvidia-l20")["code"] in ("NO_PRICE", "NO_TIME_ESTIMATE")

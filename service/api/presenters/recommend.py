@@ -77,7 +77,15 @@ def _p(params: Mapping[str, Any], key: str, default: str = "?") -> str:
     return default if v is None else _n(v)
 
 
+def _money(params: Mapping[str, Any], key: str) -> str:
+    v = params.get(key)
+    return "?" if v is None else f"{float(v):,.2f}"
+
+
 Template = Callable[[Mapping[str, Any]], str]
+
+_EN_BUDGET: dict[str, str] = {"per_hour": "per hour", "per_run": "for the run (band upper end)", "purchase": "to buy"}
+_ZH_BUDGET: dict[str, str] = {"per_hour": "每小时", "per_run": "整次训练（误差带上限）", "purchase": "采购"}
 
 EN: dict[str, Template] = {
     "EXCLUDED_BY_USER": lambda p: f"the {_p(p, 'gpu')} is in excluded_gpus",
@@ -115,10 +123,14 @@ EN: dict[str, Template] = {
                                        f"{_p(p, 'minimum')}"),
     "BAND_TOO_WIDE": lambda p: (f"the {_p(p, 'gpu')} band is {_p(p, 'band_pct')}% wide, over the "
                                 f"{_p(p, 'max_band_pct')}% allowed"),
-    "NO_PRICE": lambda p: f"no rentable price for {_p(p, 'gpu_count')}x {_p(p, 'gpu')}",
-    "OVER_BUDGET": lambda p: (f"{_p(p, 'gpu_count')}x {_p(p, 'gpu')} cost {_p(p, 'cost')} {_p(p, 'currency')} "
-                              f"{'per hour' if p.get('what') == 'per_hour' else 'for the run (band upper end)'}, over "
-                              f"the budget of {_p(p, 'budget')}"),
+    "NO_PRICE": lambda p: (f"no rentable price for {_p(p, 'gpu_count')}x {_p(p, 'gpu')} in {_p(p, 'currency', 'USD')}"
+                           + (f" from {', '.join(p['providers'])}" if p.get("providers") else "")
+                           + (f" ({', '.join(p['pricing_models'])})" if p.get("pricing_models") else "")),
+    "NO_PURCHASE_PRICE": lambda p: f"no purchase price for the {_p(p, 'gpu')}, so no TCO",
+    "NO_POWER_FIGURE": lambda p: f"the {_p(p, 'gpu')} has no power figure, so no energy cost and no TCO",
+    "OVER_BUDGET": lambda p: (f"{_p(p, 'gpu_count')}x {_p(p, 'gpu')} cost {_money(p, 'cost')} {_p(p, 'currency')} "
+                              f"{_EN_BUDGET.get(str(p.get('what')), '')}, over "
+                              f"the budget of {_money(p, 'budget')}"),
     "FITS": lambda p: (f"fits: needs {_p(p, 'needed_gib')} GiB per GPU at the band's upper end"
                        + (f" ({_p(p, 'weights_gib')} GiB weights + {_p(p, 'kv_cache_gib')} GiB KV cache)"
                           if p.get("weights_gib") is not None else "")
@@ -217,10 +229,12 @@ ZH: dict[str, Template] = {
                               f"{_p(p, 'tpot_ms')} ms，目标是 {_p(p, 'target_ms')} ms"),
     "PROVENANCE_BELOW_MIN": lambda p: f"{_p(p, 'gpu')} 的数据来源为 {_p(p, 'provenance')}，低于要求的 {_p(p, 'minimum')}",
     "BAND_TOO_WIDE": lambda p: f"{_p(p, 'gpu')} 的误差带宽 {_p(p, 'band_pct')}%，超过允许的 {_p(p, 'max_band_pct')}%",
-    "NO_PRICE": lambda p: f"没有 {_p(p, 'gpu_count')} 块 {_p(p, 'gpu')} 的可租用价格",
+    "NO_PRICE": lambda p: f"没有 {_p(p, 'gpu_count')} 块 {_p(p, 'gpu')} 的可租用价格（{_p(p, 'currency', 'USD')}）",
+    "NO_PURCHASE_PRICE": lambda p: f"{_p(p, 'gpu')} 没有采购价格，无法计算 TCO",
+    "NO_POWER_FIGURE": lambda p: f"{_p(p, 'gpu')} 没有功耗数据，无法计算电费和 TCO",
     "OVER_BUDGET": lambda p: (f"{_p(p, 'gpu_count')} 块 {_p(p, 'gpu')} "
-                              f"{'每小时' if p.get('what') == 'per_hour' else '整次训练（误差带上限）'}花费 "
-                              f"{_p(p, 'cost')} {_p(p, 'currency')}，超出预算 {_p(p, 'budget')}"),
+                              f"{_ZH_BUDGET.get(str(p.get('what')), '')}花费 "
+                              f"{_money(p, 'cost')} {_p(p, 'currency')}，超出预算 {_money(p, 'budget')}"),
     "FITS": lambda p: (f"放得下：按误差带上限每块 GPU 需要 {_p(p, 'needed_gib')} GiB"
                        + (f"（权重 {_p(p, 'weights_gib')} GiB + KV 缓存 {_p(p, 'kv_cache_gib')} GiB）"
                           if p.get("weights_gib") is not None else "")
@@ -361,14 +375,37 @@ def _strategy(o: Option) -> StrategyOut:
                        quant_method=s.quant_method, kv_cache_dtype="fp8" if s.kv_bytes == 1.0 else "auto")
 
 
+def _tco(o: Option) -> dict[str, Any] | None:
+    t = o.tco
+    if t is None:
+        return {"available": False, "reason": o.tco_missing} if o.tco_missing else None
+    out: dict[str, Any] = {
+        "available": True, "currency": t.currency, "per_hour": t.per_hour, "per_gpu_hour": t.per_gpu_hour,
+        "capex": t.capex, "capex_per_hour": t.capex_per_hour, "energy_per_hour": t.energy_per_hour,
+        "units": t.units, "per_node": t.per_node, "gpus_paid": t.gpus_paid, "power_w_per_gpu": t.power_w,
+        "power_source": t.power_source, "energy_kw": t.energy_kw, "price_row_ids": list(t.price_row_ids),
+        "price_age_days": t.age_days, "stale": t.stale, "notes": list(t.notes),
+        "assumptions": {"utilisation": t.assumptions.utilisation, "pue": t.assumptions.pue,
+                        "electricity_usd_per_kwh": t.assumptions.electricity_usd_per_kwh,
+                        "amortisation_years": t.assumptions.amortisation_years,
+                        "node_overhead_fraction": t.assumptions.node_overhead_fraction,
+                        "host_power_fraction": t.assumptions.host_power_fraction}}
+    if t.run is not None:
+        out["run"] = {"low": t.run.low, "mid": t.run.amount, "high": t.run.high}
+    return out
+
+
 def _cost(o: Option) -> CostOut | None:
     qt = o.quote
     if qt is None:
-        return None
+        tco_doc = _tco(o)
+        if tco_doc is None or not tco_doc.get("available"):
+            return None
+        return CostOut(currency=tco_doc["currency"], tco=tco_doc)
     return CostOut(currency=qt.currency, provider=qt.provider, region=qt.region, instance_type=qt.instance_type,
                    instances=qt.instances, gpus_paid=qt.gpus_paid, pricing_model=qt.pricing_model, per_hour=qt.per_hour,
                    run=BandOut(low=o.run_cost[0], mid=o.run_cost[1], high=o.run_cost[2]) if o.run_cost else None,
-                   per_million_tokens=o.cost_per_million_tokens, price_row_ids=list(qt.price_row_ids),
+                   per_million_tokens=o.cost_per_million_tokens, tco=_tco(o), price_row_ids=list(qt.price_row_ids),
                    price_age_days=qt.age_days, stale=qt.stale, notes=list(qt.notes))
 
 

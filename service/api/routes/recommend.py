@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Header, Path
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from service.api.deps import ReadAuth, ReadDep, ReadUowDep, UowDep
+from service.api.deps import ReadAuth, ReadDep, ReadUowDep, SettingsDep, UowDep
 from service.api.presenters.recommend import document, language, localise
 from service.schemas.common import Problem
 from service.schemas.recommend import RECOMMENDATION_ID_PATTERN, RecommendRequest, RecommendResponse
@@ -64,13 +64,14 @@ def _json(doc: dict[str, Any], *, status: int = 200) -> Response:
     responses=RESPONSES,
 )
 async def recommend(
-    uow: UowDep, read: ReadDep, _auth: ReadAuth,
+    uow: UowDep, read: ReadDep, _auth: ReadAuth, settings: SettingsDep,
     body: Annotated[RecommendRequest, Body(openapi_examples=EXAMPLES)],
     accept_language: Annotated[str | None, Header()] = None,
 ) -> Response:
     request = body.model_dump(mode="json")
     _outcome, doc = await run_in_threadpool(uc.recommend, uow, read, body.to_core(), request,
-                                           now=dt.datetime.now(dt.UTC), present=document)
+                                           now=dt.datetime.now(dt.UTC), present=document,
+                                           price_stale_days=settings.price_stale_days)
     return _json(localise(doc, language(accept_language)))
 
 
