@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.core.accuracy import Accuracy
 from service.core.band import Band
 from service.core.estimate import Estimate, JobSpec, Notice, ServingAnswer
-from service.schemas.common import DataVersion
+from service.schemas.common import DataVersion, JsonObject, SafeStr
 
 Mode = Literal["training", "fine-tuning", "inference"]
 SolveFor = Literal["max_micro_batch", "max_context", "max_concurrency", "min_gpus"]
@@ -24,12 +24,12 @@ class WorkloadIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str | None = Field(default=None, max_length=200, examples=["meta-llama/Llama-2-13b-hf"])
-    hf_config: dict[str, Any] | None = None
+    model: SafeStr | None = Field(default=None, max_length=200, examples=["meta-llama/Llama-2-13b-hf"])
+    hf_config: JsonObject | None = None
     params_billion: float | None = Field(default=None, gt=0, le=10_000)
     mode: Mode = Field(default="training", description="fine-tuning defaults to LoRA")
-    precision: str | None = Field(
-        default=None,
+    precision: SafeStr | None = Field(
+        default=None, max_length=32,
         description="default amp_bf16 (training: fp32 parameters under autocast); bf16 for fine-tuning (base "
                     "loaded in bf16, as PEFT users do; ask for amp_bf16 for fp32 master weights) and inference",
     )
@@ -41,7 +41,7 @@ class WorkloadIn(BaseModel):
     gradient_checkpointing: bool = False
     finetune: Literal["full", "lora", "qlora"] | None = None
     lora_rank: int = Field(default=16, ge=1, le=4096)
-    lora_targets: list[str] | None = None
+    lora_targets: list[Annotated[SafeStr, Field(max_length=64)]] | None = Field(default=None, max_length=64)
     attention: Literal["sdpa", "eager", "flash_attention_2"] = "sdpa"
     optimizer: Literal["adamw", "sgd", "adafactor", "adamw_8bit"] = "adamw"
     sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(
@@ -120,7 +120,7 @@ class EstimateRequest(WorkloadIn):
 
     model_config = ConfigDict(extra="forbid")
 
-    gpu: str = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
+    gpu: SafeStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
     gpu_count: int = Field(default=1, ge=1, le=4096)
     tensor_parallel: int = Field(default=1, ge=1, le=64)
     solve_for: SolveFor | None = Field(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +21,7 @@ from service.core.recommend import (
     Pool,
     RecommendQuestion,
 )
-from service.schemas.common import DataVersion
+from service.schemas.common import DataVersion, SafeStr
 from service.schemas.estimate import AccuracyOut, BandOut, WorkloadIn
 
 Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"]
@@ -34,6 +34,8 @@ RECOMMENDATION_ID_PATTERN = r"^rec_[0-9a-f]{24}$"
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
+GpuName = Annotated[SafeStr, Field(min_length=1, max_length=200, description="slug, alias or PCI id")]
+
 
 class PoolIn(BaseModel):
     """GPUs you already have: one pool of identical nodes. Free GPUs per node decide what can
@@ -41,7 +43,7 @@ class PoolIn(BaseModel):
 
     model_config = _STRICT
 
-    gpu: str = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["L40"])
+    gpu: SafeStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["L40"])
     gpus_per_node: int = Field(ge=1, le=72, examples=[8])
     free_gpus_per_node: int | None = Field(default=None, ge=0, le=72,
                                            description="default: every GPU of the node is free")
@@ -71,16 +73,16 @@ class ConstraintsIn(BaseModel):
     budget: BudgetIn | None = None
     max_gpus: int = Field(default=8, ge=1, le=4096,
                           description="GPUs of one option, all nodes together (default: one 8-GPU node)")
-    allowed_gpus: list[str] | None = Field(default=None, max_length=100,
+    allowed_gpus: list[GpuName] | None = Field(default=None, max_length=100,
                                            description="only these (any name the catalog resolves)")
-    excluded_gpus: list[str] = Field(default_factory=list, max_length=100)
+    excluded_gpus: list[GpuName] = Field(default_factory=list, max_length=100)
     inventory: list[PoolIn] | None = Field(default=None, max_length=50,
                                            description="only GPUs you have: each pool's free GPUs bound the options")
     max_power_w_per_gpu: float | None = Field(default=None, gt=0, le=10_000, description="board power (TDP) cap per GPU")
     max_power_w_total: float | None = Field(default=None, gt=0, le=10_000_000, description="TDP of all GPUs of an option")
     form_factors: list[FormFactor] | None = Field(default=None, max_length=3, examples=[["pcie"]])
     nvlink_required: bool = False
-    providers: list[str] | None = Field(default=None, max_length=50,
+    providers: list[Annotated[SafeStr, Field(min_length=1, max_length=100)]] | None = Field(default=None, max_length=50,
                                         description="cloud providers whose prices may be used")
     min_provenance: ProvenanceName | None = Field(
         default=None, description="every number of an option at least this good (measured > interpolated > "

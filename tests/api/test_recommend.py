@@ -317,6 +317,10 @@ def test_validation_names_the_field(client: TestClient) -> None:
     p = _problem(client, {"workload": {"model": "llama3-8b"},
                           "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 0}]}})
     assert p["errors"][0]["loc"][:4] == ["body", "constraints", "inventory", 0]
+    p = _problem(client, {"workload": {"model": "llama3-8b"}, "constraints": {"excluded_gpus": ["L4\u0000"]}})
+    assert p["errors"][0]["loc"][:4] == ["body", "constraints", "excluded_gpus", 0]
+    p = _problem(client, {"workload": {"model": "llama3-8b"}, "constraints": {"providers": ["aws\u0000"]}})
+    assert p["errors"][0]["loc"][:4] == ["body", "constraints", "providers", 0]
     r = client.post("/v1/recommend", content=b'{"workload": {"model": "llama3-8b"}, "constraints": '
                                                b'{"max_power_w_per_gpu": NaN}}',
                     headers={"Content-Type": "application/json"})
