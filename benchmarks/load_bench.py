@@ -16,11 +16,17 @@ What it does, per database (SQLite file and/or PostgreSQL):
    (slugs, nvidia-smi names, GFD labels, PCI ids), estimate bodies (models, GPUs, modes,
    batch and sequence), measurement views (workload filters, the 100k-result cell among them);
 5. runs the estimate phase again while a thread submits 20 runs (100 results each, new cells
-   and the hot cell), and reports the estimate latencies of that phase.
+   and the hot cell), and reports the estimate latencies of that phase;
+6. (issue 15) ``POST /v1/recommend`` with the issue's scenario bodies, their fields randomised
+   (sizes, rates, targets, objectives, ``Accept-Language``) and a per-request random figure
+   (tokens to train, a length dispersion) so that every request is a new question and stores
+   a new answer: storing included.
 
 Prints req/s, p50, p99 and max per phase and the ratios to /healthz, and checks the issue's
 targets: catalog GET >= 50 % of /healthz and p99 <= 25 ms; estimate >= 25 % and p99 <= 50 ms;
-during submissions estimate p99 <= 50 ms and max <= 100 ms; measurements view p99 <= 50 ms.
+during submissions estimate p99 <= 50 ms and max <= 100 ms; measurements view p99 <= 50 ms;
+recommend p50 <= 20 ms, p99 <= 50 ms and >= 50 req/s (issue 15). ``--only-recommend`` skips
+phases 2 (with ``--results 0``), 4 and 5 but for /healthz.
 
 Usage: ``python benchmarks/load_bench.py [--db sqlite|postgresql|both] [--pg URL]
 [--duration 15] [--connections 4] [--results 100000]``
@@ -66,7 +72,10 @@ GPUS = ["nvidia-h200-sxm", "nvidia-h100-sxm", "nvidia-a100-sxm4-80gb", "nvidia-l
 WORKLOAD_FILTERS = ["", "?workload=gemm", "?workload=llm-train", "?workload=gemm&param.precision=bf16",
                     "?workload=llm-infer", "?workload=resnet50-train"]
 TARGETS = {"catalog_ratio": 0.50, "catalog_p99_ms": 25.0, "estimate_ratio": 0.25, "estimate_p99_ms": 50.0,
-           "submit_estimate_p99_ms": 50.0, "submit_estimate_max_ms": 100.0, "measurements_p99_ms": 50.0}
+           "submit_estimate_p99_ms": 50.0, "submit_estimate_max_ms": 100.0, "measurements_p99_ms": 50.0,
+           "recommend_p50_ms": 20.0, "recommend_p99_ms": 50.0, "recommend_rps": 50.0}
+NONCE = "%%RND%%"
+"""Replaced by a random integer per request in the wrk script: every recommend body is new."""
 
 
 # ---- requests ------------------------------------------------------------------------------------
@@ -89,22 +98,101 @@ def estimate_bodies(n: int, rng: random.Random) -> list[dict[str, Any]]:
     return out
 
 
-def lua_script(requests: Sequence[tuple[str, str, str | None]]) -> str:
-    """A wrk script cycling through (method, path, body) per thread, and a done() that prints
-    one JSON line of the figures."""
+def recommend_bodies(n: int, rng: random.Random) -> list[tuple[dict[str, Any], str | None]]:
+    """The issue's scenarios (tests/api/test_recommend.py), fields randomised; each body carries
+    :data:`NONCE` in a figure that changes the question, not its cost (tokens to train, a
+    prompt-length dispersion), and some ask for Chinese."""
+    def training() -> dict[str, Any]:
+        kind = rng.choice(["13b-full", "7b-lora", "8b-capped", "8b-node"])
+        if kind == "13b-full":
+            w = {"model": "meta-llama/Llama-2-13b-hf", "precision": "amp_bf16", "batch_size": rng.choice([2, 4, 8]),
+                 "seq_len": rng.choice([1024, 2048, 4096])}
+            c: dict[str, Any] = {"max_gpus": rng.choice([2, 4, 8])}
+        elif kind == "7b-lora":
+            w = {"model": "meta-llama/Llama-2-7b-hf", "mode": "fine-tuning", "finetune": "lora", "precision": "bf16",
+                 "batch_size": rng.choice([1, 2, 4, 8]), "seq_len": rng.choice([1024, 2048, 4096])}
+            c = {"max_gpus": 1, "allow_gradient_checkpointing": rng.random() < 0.8}
+        elif kind == "8b-capped":
+            w = {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": rng.choice([1, 2, 4]), "seq_len": 2048}
+            c = {"max_power_w_per_gpu": rng.choice([300, 350, 400]), "form_factors": ["pcie"],
+                 "max_gpus": rng.choice([1, 2, 4])}
+        else:
+            w = {"model": rng.choice(["llama3-8b", "mistral-7b", "qwen2.5-7b"]), "batch_size": rng.choice([1, 2, 4]),
+                 "seq_len": rng.choice([1024, 2048])}
+            c = {"max_gpus": 8}
+        w["tokens"] = NONCE + "000"
+        return {"workload": w, "constraints": c}
+
+    def serving() -> dict[str, Any]:
+        kind = rng.choice(["70b-4k", "7b-chat", "qwen72", "l40-inventory"])
+        cv = f"0.{NONCE}"
+        if kind == "70b-4k":
+            w = {"model": "meta-llama/Llama-2-70b-hf", "mode": "inference", "precision": "bf16",
+                 "input_len": rng.choice([1792, 3840]), "output_len": 256, "batch_size": rng.choice([1, 4, 8, 16])}
+            c: dict[str, Any] = {"max_gpus": rng.choice([1, 8])}
+            return {"workload": w, "constraints": c, "limit": 5 + rng.randrange(3), "objective": "fastest",
+                    "cost": {"utilisation": NONCE.join(["0.", ""])}}
+        if kind == "7b-chat":
+            w = {"model": "meta-llama/Llama-2-7b-hf", "mode": "inference", "engine": "vllm", "input_len": 512,
+                 "output_len": 256, "requests_per_s": rng.choice([1, 2, 4, 8]), "tpot_target_ms": rng.choice([20, 30, 50]),
+                 "input_len_cv": cv}
+            c = {"max_gpus": 1, "vendors": ["nvidia"]}
+        elif kind == "qwen72":
+            w = {"model": "Qwen/Qwen2.5-72B-Instruct", "mode": "inference", "engine": "vllm", "input_len": 1024,
+                 "input_len_cv": cv, "output_len": 256, "output_len_cv": 0.8,
+                 "requests_per_s": rng.choice([5, 10, 20, 30]), "ttft_target_ms": 1000, "tpot_target_ms": 50}
+            c = {"allowed_gpus": ["H100 SXM", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 64}
+        else:
+            w = {"model": rng.choice(["llama3-8b", "meta-llama/Llama-2-70b-hf"]), "mode": "inference",
+                 "engine": "vllm", "input_len": 1024, "output_len": 256, "requests_per_s": rng.choice([1, 2, 4]),
+                 "input_len_cv": cv}
+            c = {"inventory": [{"gpu": "L40", "gpus_per_node": 1, "nodes": 8}], "max_gpus": 8}
+        return {"workload": w, "constraints": c}
+
+    out: list[tuple[dict[str, Any], str | None]] = []
+    while len(out) < n:
+        body = training() if rng.random() < 0.5 else serving()
+        body.setdefault("objective", rng.choice(["fastest", "fastest", "perf_per_watt"]))
+        out.append((body, "zh-CN" if rng.random() < 0.25 else None))
+    return out
+
+
+def recommend_requests(bodies: Sequence[tuple[dict[str, Any], str | None]]) -> list[tuple[str, str, str | None, dict[str, str]]]:
+    """(method, path, body, headers) with the nonce left for the wrk script to fill (unquoted:
+    it stands for a number)."""
+    out = []
+    for body, lang in bodies:
+        text = json.dumps(body).replace(f'"{NONCE}000"', f"{NONCE}000").replace(f'"0.{NONCE}"', f"0.{NONCE}")
+        out.append(("POST", "/v1/recommend", text, {"Accept-Language": lang} if lang else {}))
+    return out
+
+
+def lua_script(requests: Sequence[tuple[str, str, str | None] | tuple[str, str, str | None, dict[str, str]]]) -> str:
+    """A wrk script cycling through (method, path, body[, headers]) per thread, filling
+    :data:`NONCE` with a random integer per request, and a done() that prints one JSON line of
+    the figures."""
     rows = []
-    for method, path, body in requests:
+    for req in requests:
+        method, path, body = req[0], req[1], req[2]
+        extra = req[3] if len(req) > 3 else {}  # type: ignore[misc]
         b = "nil" if body is None else json.dumps(body)
-        rows.append(f"  {{{json.dumps(method)}, {json.dumps(path)}, {b}}},")
+        h = "{" + ", ".join(f"[{json.dumps(k)}] = {json.dumps(v)}" for k, v in extra.items()) + "}"
+        rows.append(f"  {{{json.dumps(method)}, {json.dumps(path)}, {b}, {h}}},")
     return "\n".join([
         "local reqs = {", *rows, "}",
         "local i = math.random(1, #reqs)",
+        "math.randomseed(os.time() + math.floor(os.clock() * 1e6))",
         "request = function()",
         "  i = i % #reqs + 1",
         "  local r = reqs[i]",
         "  local headers = {}",
-        "  if r[3] ~= nil then headers['Content-Type'] = 'application/json' end",
-        "  return wrk.format(r[1], r[2], headers, r[3])",
+        "  for k, v in pairs(r[4]) do headers[k] = v end",
+        "  local body = r[3]",
+        "  if body ~= nil then",
+        "    headers['Content-Type'] = 'application/json'",
+        f"    body = string.gsub(body, '{NONCE.replace('%', '%%')}', function() return tostring(math.random(100000, 999999999)) end)",
+        "  end",
+        "  return wrk.format(r[1], r[2], headers, body)",
         "end",
         "done = function(summary, latency, requests)",
         "  local e = summary.errors",
@@ -116,7 +204,7 @@ def lua_script(requests: Sequence[tuple[str, str, str | None]]) -> str:
     ])
 
 
-def wrk(url: str, requests: Sequence[tuple[str, str, str | None]], *, duration: int, connections: int,
+def wrk(url: str, requests: Sequence[Any], *, duration: int, connections: int,
         workdir: Path) -> dict[str, float]:
     script = workdir / f"wrk-{uuid.uuid4().hex[:8]}.lua"
     script.write_text(lua_script(requests))
@@ -218,29 +306,50 @@ def bench_database(name: str, url: str, args: argparse.Namespace, workdir: Path)
                     raise RuntimeError(f"seeding failed: {r.status_code} {r.text[:500]}")
                 stored += n
             print(f"   stored {stored:,} results in one cell in {time.time() - t0:.1f} s", flush=True)
-            hot = c.get("/v1/gpus/nvidia-h200-sxm/measurements?workload=gemm&param.precision=bf16&param.n=8192").json()
-            cell = next(x for x in hot["cells"] if x["parameters"].get("n") == 8192)
-            print(f"   the hot cell: {cell['count']} results in its window (N), chosen stack of "
-                  f"{len(cell['other_fingerprints']) + 1} stack(s)", flush=True)
+            if stored:
+                hot = c.get("/v1/gpus/nvidia-h200-sxm/measurements?workload=gemm&param.precision=bf16&param.n=8192").json()
+                cell = next(x for x in hot["cells"] if x["parameters"].get("n") == 8192)
+                print(f"   the hot cell: {cell['count']} results in its window (N), chosen stack of "
+                      f"{len(cell['other_fingerprints']) + 1} stack(s)", flush=True)
             # warm-up: the first estimate fits the calibrations
             bodies = estimate_bodies(300, rng)
             for b in bodies[:20]:
                 c.post("/v1/estimate", json=b)
             for ident in GPU_IDENTS:
                 c.get(f"/v1/gpus/{ident}")
+            rec_reqs = recommend_requests(recommend_bodies(400, rng))
+            for _m, path, text, hdrs in rec_reqs[:40]:
+                assert text is not None
+                body = text.replace(NONCE, str(rng.randrange(100000, 999999999)))
+                r = c.post(path, content=body, headers={**hdrs, "Content-Type": "application/json"})
+                if r.status_code != 200:
+                    raise RuntimeError(f"recommend warm-up failed: {r.status_code} {r.text[:500]}")
         est_reqs = [("POST", "/v1/estimate", json.dumps(b)) for b in bodies]
-        phases: dict[str, list[tuple[str, str, str | None]]] = {
+        phases: dict[str, list[Any]] = {
             "healthz": [("GET", "/healthz", None)],
             "catalog GET /v1/gpus/{ident}": [("GET", f"/v1/gpus/{quote(i, safe='?=')}", None) for i in GPU_IDENTS],
             "POST /v1/estimate": est_reqs,
             "measurements view (100k-result cell)": [
                 ("GET", f"/v1/gpus/{quote(g)}/measurements{f}", None)
                 for g in ("nvidia-h200-sxm", "NVIDIA H200") for f in WORKLOAD_FILTERS],
+            "POST /v1/recommend (stored)": rec_reqs,
         }
+        if args.only_recommend:
+            phases = {k: v for k, v in phases.items() if k in ("healthz", "POST /v1/recommend (stored)")}
         results: dict[str, dict[str, float]] = {}
         for phase, reqs in phases.items():
             results[phase] = wrk(base, reqs, duration=args.duration, connections=args.connections, workdir=workdir)
             print(f"   {phase}: {results[phase]['rps']:.0f} req/s", flush=True)
+        from sqlalchemy import create_engine, text
+
+        eng = create_engine(url if not url.startswith("postgresql://") else url.replace("postgresql://", "postgresql+psycopg://", 1))
+        with eng.connect() as conn:
+            n_stored = conn.execute(text("SELECT count(*) FROM recommendations")).scalar_one()
+        eng.dispose()
+        results["POST /v1/recommend (stored)"]["stored"] = float(n_stored)
+        print(f"   {n_stored:,} recommendations stored", flush=True)
+        if args.only_recommend:
+            return results
         # estimates while 20 runs are submitted
         submit_lat: list[float] = []
 
@@ -278,6 +387,17 @@ def report(name: str, res: dict[str, dict[str, float]]) -> list[str]:
     for phase, r in res.items():
         print(f"{phase:45s} {r['rps']:8.0f} {r['rps'] / base:6.1%} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
               f"{r['max_ms']:8.1f} {int(r['errors'] + r['non2xx']):7d}")
+    rec = res["POST /v1/recommend (stored)"]
+    rec_checks = [
+        ("recommend p50 <= 20 ms", rec["p50_ms"] <= TARGETS["recommend_p50_ms"]),
+        ("recommend p99 <= 50 ms", rec["p99_ms"] <= TARGETS["recommend_p99_ms"]),
+        ("recommend >= 50 req/s (4 clients)", rec["rps"] >= TARGETS["recommend_rps"]),
+    ]
+    if "POST /v1/estimate" not in res:
+        checks = [*rec_checks, ("no errors or non-2xx", all(r["errors"] == 0 and r["non2xx"] == 0 for r in res.values()))]
+        for label, ok in checks:
+            print(f"   {'met    ' if ok else 'NOT met'} {label}")
+        return [f"{name}: {label}" for label, ok in checks if not ok]
     cat, est = res["catalog GET /v1/gpus/{ident}"], res["POST /v1/estimate"]
     meas, sub = res["measurements view (100k-result cell)"], res["POST /v1/estimate during 20 submissions"]
     print(f"   {int(sub['submissions'])} runs submitted during the last phase (p50 {sub['submit_p50_ms']:.0f} ms each)")
@@ -289,6 +409,7 @@ def report(name: str, res: dict[str, dict[str, float]]) -> list[str]:
         ("estimate during submissions p99 <= 50 ms", sub["p99_ms"] <= TARGETS["submit_estimate_p99_ms"]),
         ("estimate during submissions max <= 100 ms", sub["max_ms"] <= TARGETS["submit_estimate_max_ms"]),
         ("measurements view p99 <= 50 ms", meas["p99_ms"] <= TARGETS["measurements_p99_ms"]),
+        *rec_checks,
         ("no errors or non-2xx", all(r["errors"] == 0 and r["non2xx"] == 0 for r in res.values())),
     ]
     for label, ok in checks:
@@ -303,6 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--duration", type=int, default=15)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--results", type=int, default=100_000)
+    ap.add_argument("--only-recommend", action="store_true", help="only /healthz and the recommend phase")
     args = ap.parse_args(argv)
     if shutil.which("wrk") is None:
         print("wrk is not installed (apt-get install wrk)", file=sys.stderr)

@@ -74,6 +74,8 @@ from service.core.provenance import at_least, weakest
 from service.core.serving import (
     CONTINUOUS_EFFICIENCIES,
     ENGINE_CLASSES,
+    OPS_PER_DECODE_STEP,
+    OPS_PER_LAYER_DECODE,
     concurrency_cap,
     deployment,
     iteration_s,
@@ -1080,6 +1082,14 @@ class _ServingSearch:
             formats += ["fp8", "awq"]
         self.formats = tuple(formats)
         self._mem: dict[tuple[str, int], MemoryEstimate] = {}
+        self.host_floor_s = 0.0
+        """Eager generate launches every op of a decode step from Python: the host profile's
+        dispatch cost per op bounds TPOT from below on every GPU alike (``service.core.serving``)."""
+        if not self.continuous:
+            host = data.calibrations.host_profile("llm-infer", self.base.precision)
+            m = self.base.model
+            if host is not None and isinstance(m, DecoderSpec):
+                self.host_floor_s = host.dispatch_s * (m.num_layers * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP)
         self._rejected: dict[str, Reason] = {}
 
     def memory(self, fmt: str, tp: int) -> MemoryEstimate:
@@ -1126,8 +1136,9 @@ class _ServingSearch:
         m = self.base.model
         active = float(m.active_params) / float(m.total_params) if m.total_params else 1.0
         if self.q.objective == "fastest":
-            return min(float(self.memory(fmt, tp).persistent.get("weights", 0)) * active
-                       / (gpu.bandwidth_gb_per_s * 1e9) for fmt, tp in fitting)
+            stream = min(float(self.memory(fmt, tp).persistent.get("weights", 0)) * active
+                         / (gpu.bandwidth_gb_per_s * 1e9) for fmt, tp in fitting)
+            return max(stream, self.host_floor_s)
         if self.q.objective == "perf_per_watt" and gpu.tdp_w and self.rate and self.serving is not None:
             return min(tp for _f, tp in fitting) * gpu.tdp_w / (self.rate * self.serving.workload.output_len)
         return None
