@@ -209,7 +209,7 @@ def wrk(url: str, requests: Sequence[Any], *, duration: int, connections: int,
     script = workdir / f"wrk-{uuid.uuid4().hex[:8]}.lua"
     script.write_text(lua_script(requests))
     out = subprocess.run(
-        ["wrk", "-t", "2", "-c", str(connections), "-d", f"{duration}s", "--timeout", "10s", "-s", str(script), url],
+        ["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{duration}s", "--timeout", "10s", "-s", str(script), url],
         capture_output=True, text=True, timeout=duration + 60,
     )
     line = next((x for x in out.stdout.splitlines() if x.startswith("WRKJSON ")), None)
@@ -267,9 +267,10 @@ def cli(env: dict[str, str], *args: str) -> str:
     return out.stdout
 
 
-def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def start_server(env: dict[str, str], port: int, workers: int = 1) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--no-migrate", "--port", str(port), "--log-level", "warning"],
+        [sys.executable, "-m", "service.cli", "serve", "--no-migrate", "--port", str(port), "--log-level", "warning",
+         "--workers", str(workers)],
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
     )
     deadline = time.time() + 120
@@ -291,7 +292,7 @@ def bench_database(name: str, url: str, args: argparse.Namespace, workdir: Path)
     cli(env, "migrate")
     key = cli(env, "keys", "create", "--scope", "submit", "--name", "load-bench").strip().splitlines()[-1]
     port = free_port()
-    proc = start_server(env, port)
+    proc = start_server(env, port, args.workers)
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {key}"}
     try:
@@ -334,12 +335,17 @@ def bench_database(name: str, url: str, args: argparse.Namespace, workdir: Path)
                 for g in ("nvidia-h200-sxm", "NVIDIA H200") for f in WORKLOAD_FILTERS],
             "POST /v1/recommend (stored)": rec_reqs,
         }
+        unloaded: dict[str, float] | None = None
         if args.only_recommend:
             phases = {k: v for k, v in phases.items() if k in ("healthz", "POST /v1/recommend (stored)")}
         results: dict[str, dict[str, float]] = {}
         for phase, reqs in phases.items():
             results[phase] = wrk(base, reqs, duration=args.duration, connections=args.connections, workdir=workdir)
             print(f"   {phase}: {results[phase]['rps']:.0f} req/s", flush=True)
+        # unloaded: one client, one request at a time (the latency targets)
+        unloaded = wrk(base, rec_reqs, duration=args.duration, connections=1, workdir=workdir)
+        results["POST /v1/recommend (stored), 1 client"] = unloaded
+        print(f"   POST /v1/recommend, 1 client: p50 {unloaded['p50_ms']:.1f} ms", flush=True)
         from sqlalchemy import create_engine, text
 
         eng = create_engine(url if not url.startswith("postgresql://") else url.replace("postgresql://", "postgresql+psycopg://", 1))
@@ -347,6 +353,7 @@ def bench_database(name: str, url: str, args: argparse.Namespace, workdir: Path)
             n_stored = conn.execute(text("SELECT count(*) FROM recommendations")).scalar_one()
         eng.dispose()
         results["POST /v1/recommend (stored)"]["stored"] = float(n_stored)
+        results["POST /v1/recommend (stored)"]["connections"] = float(args.connections)
         print(f"   {n_stored:,} recommendations stored", flush=True)
         if args.only_recommend:
             return results
@@ -387,11 +394,12 @@ def report(name: str, res: dict[str, dict[str, float]]) -> list[str]:
     for phase, r in res.items():
         print(f"{phase:45s} {r['rps']:8.0f} {r['rps'] / base:6.1%} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
               f"{r['max_ms']:8.1f} {int(r['errors'] + r['non2xx']):7d}")
-    rec = res["POST /v1/recommend (stored)"]
+    rec, one = res["POST /v1/recommend (stored)"], res["POST /v1/recommend (stored), 1 client"]
+    print(f"   {int(rec.get('stored', 0)):,} recommendations stored in the database after the phases")
     rec_checks = [
-        ("recommend p50 <= 20 ms", rec["p50_ms"] <= TARGETS["recommend_p50_ms"]),
-        ("recommend p99 <= 50 ms", rec["p99_ms"] <= TARGETS["recommend_p99_ms"]),
-        ("recommend >= 50 req/s (4 clients)", rec["rps"] >= TARGETS["recommend_rps"]),
+        ("recommend unloaded p50 <= 20 ms", one["p50_ms"] <= TARGETS["recommend_p50_ms"]),
+        ("recommend unloaded p99 <= 50 ms", one["p99_ms"] <= TARGETS["recommend_p99_ms"]),
+        (f"recommend >= 50 req/s ({int(rec.get('connections', 4))} clients)", rec["rps"] >= TARGETS["recommend_rps"]),
     ]
     if "POST /v1/estimate" not in res:
         checks = [*rec_checks, ("no errors or non-2xx", all(r["errors"] == 0 and r["non2xx"] == 0 for r in res.values()))]
@@ -425,6 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--results", type=int, default=100_000)
     ap.add_argument("--only-recommend", action="store_true", help="only /healthz and the recommend phase")
+    ap.add_argument("--workers", type=int, default=1, help="uvicorn workers of the server under test")
     args = ap.parse_args(argv)
     if shutil.which("wrk") is None:
         print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
