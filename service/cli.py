@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 app = typer.Typer(help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False)
 keys_app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
+recommendations_app = typer.Typer(help="Stored /v1/recommend answers.", no_args_is_help=True)
+app.add_typer(recommendations_app, name="recommendations")
 
 
 def _engine(settings: Settings):  # type: ignore[no-untyped-def]
@@ -280,6 +282,25 @@ def estimate(
     out = EstimateResponse.from_core(r.estimate, warnings=r.warnings, as_of=r.as_of, data_version=r.data_version,
                                      estimator_version=r.estimator_version)
     typer.echo(out.model_dump_json(indent=2))
+
+
+@recommendations_app.command("prune")
+def recommendations_prune(
+    days: Annotated[int | None, typer.Option(help="keep this many days (default: the setting "
+                                                  "GPU_ADVISOR_RECOMMENDATION_RETENTION_DAYS)", min=1)] = None,
+) -> None:
+    """Delete stored recommendations older than the retention (run it from cron)."""
+    import datetime as dt
+
+    from service.db.engine import make_session_factory
+    from service.db.uow import UnitOfWork
+    from service.usecases.recommend import prune_recommendations
+
+    settings = Settings()
+    keep = days or settings.recommendation_retention_days
+    with UnitOfWork(make_session_factory(_engine(settings))) as uow:
+        n = prune_recommendations(uow, retention_days=keep, now=dt.datetime.now(dt.UTC))
+    typer.echo(f"deleted {n} stored recommendations older than {keep} days")
 
 
 def _mount_optional() -> None:
