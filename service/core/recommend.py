@@ -753,6 +753,8 @@ class _TrainingSearch:
             self.shardings = ("ddp", "fsdp")
         self._plans: dict[tuple[int, str, bool], _Plan | None] = {}
         self._relaxed_memo: dict[tuple[str, int, str, bool], MemoryEstimate | None] = {}
+        self.fewest: dict[str, int] = {}
+        """Per GPU, the fewest GPUs any allowed strategy fits on (what a what-if must beat)."""
 
     # ---- configurations ----------------------------------------------------------------
 
@@ -859,6 +861,8 @@ class _TrainingSearch:
             if plans:
                 n0 = n
                 break
+        if n0 is not None:
+            self.fewest[gpu.slug] = n0
         if n0 is None:
             top = counts[-1] if counts else 1
             light = self.lightest(top)
@@ -1026,7 +1030,7 @@ class _TrainingSearch:
                           lambda c: replace(c, optimizer_impl="fused")))
         if not relax:
             return out
-        current: dict[str, int] = {o.gpu.slug: o.gpu_count for o in options}
+        current: dict[str, int] = {o.gpu.slug: self.fewest.get(o.gpu.slug, o.gpu_count) for o in options}
         for ex in excluded:
             if ex.reason.code == "MEMORY_INSUFFICIENT":
                 current.setdefault(ex.gpu.slug, 10**9)
