@@ -25,10 +25,13 @@ def upgrade() -> None:
     op.create_table(
         'recommendations',
         sa.Column('id', sa.String(length=32), nullable=False),
+        sa.Column('api_key_id', sa.Integer(), nullable=True),
         sa.Column('data_version', sa.String(length=64), nullable=False),
         sa.Column('request', JSON, nullable=False),
         sa.Column('response', JSON, nullable=False),
         sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(['api_key_id'], ['api_keys.id'], name=op.f('fk_recommendations_api_key_id_api_keys'),
+                                ondelete='CASCADE'),
         sa.PrimaryKeyConstraint('id', name=op.f('pk_recommendations')),
     )
     with op.batch_alter_table('recommendations', schema=None) as batch_op:

@@ -79,5 +79,21 @@ def require(scope: str) -> Callable[..., Awaitable[Principal | None]]:
 
 
 ReadAuth = Annotated[Principal | None, Depends(require("read"))]
+
+
+async def optional_principal(
+    uow: ReadUowDep,
+    settings: SettingsDep,
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> Principal | None:
+    """The caller's key when one is sent (an invalid one is 401), else None -- or 401 when
+    reads need a key. Looked up in a read transaction: a write request keeps its write lock
+    for its own write."""
+    if authorization is None and not settings.read_requires_key:
+        return None
+    return await run_in_threadpool(authenticate, uow, authorization, "read")
+
+
+OptionalPrincipal = Annotated[Principal | None, Depends(optional_principal)]
 SubmitAuth = Annotated[Principal, Depends(require("submit"))]
 AdminAuth = Annotated[Principal, Depends(require("admin"))]

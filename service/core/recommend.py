@@ -324,6 +324,7 @@ class StoredRecommendation:
     """A stored answer as the wire wrote it (the presenter re-words its sentences)."""
 
     id: str
+    api_key_id: int | None
     data_version: str
     request: Mapping[str, Any]
     response: Mapping[str, Any]

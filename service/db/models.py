@@ -351,12 +351,15 @@ class AdminAlert(Base):
 
 
 class Recommendation(Base):
-    """A stored ``POST /v1/recommend`` answer. The id is derived from hash(input, watermarks,
-    estimator version), so the same question on the same data is stored once (an insert that
-    conflicts does nothing). Storing moves no watermark; old rows are pruned by age."""
+    """A stored ``POST /v1/recommend`` answer. The id is derived from hash(asking key, input,
+    watermarks, estimator version), so the same question on the same data is stored once per
+    asker (an insert that conflicts does nothing). Storing moves no watermark; old rows are
+    pruned by age."""
 
     __tablename__ = "recommendations"
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    api_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"))
+    """The key that asked (only it, or an admin, reads the answer); None: asked without a key."""
     data_version: Mapped[str] = mapped_column(String(64), nullable=False)
     request: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
     response: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)

@@ -55,11 +55,12 @@ class RecommendOutcome:
     estimator_version: str = ESTIMATOR_VERSION
 
 
-def recommendation_id(request: Mapping[str, Any], data_version: str) -> str:
-    """``rec_`` + 96 bits of sha256(canonical request JSON, data version): the same question on
-    the same data (and models) gets the same id, so it is stored once."""
+def recommendation_id(request: Mapping[str, Any], data_version: str, owner: int | None = None) -> str:
+    """``rec_`` + 96 bits of sha256(asking key, canonical request JSON, data version): the same
+    question on the same data (and models) from the same asker gets the same id, so it is
+    stored once. Ids are not secrets: reading an answer a key asked for needs that key."""
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), default=str)
-    return "rec_" + hashlib.sha256(f"{canonical}\n{data_version}".encode()).hexdigest()[:24]
+    return "rec_" + hashlib.sha256(f"{owner or ''}\n{canonical}\n{data_version}".encode()).hexdigest()[:24]
 
 
 _NAMES: dict[int, dict[str, GpuNames]] = {}
@@ -138,7 +139,7 @@ def _invalid(exc: InvalidConfiguration) -> Invalid:
 
 
 def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Mapping[str, Any], *,
-            now: dt.datetime, price_stale_days: int | None = None) -> RecommendOutcome:
+            now: dt.datetime, price_stale_days: int | None = None, owner: int | None = None) -> RecommendOutcome:
     """The answer, not stored (the CLI, and the first half of :func:`recommend`). Prices are
     read from the snapshot's price book of ``now``'s day."""
     job = _job(q)
@@ -161,7 +162,7 @@ def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Map
     except InvalidConfiguration as exc:
         raise _invalid(exc) from None
     version = str(DataVersion(snap.watermarks, ESTIMATOR_VERSION))
-    return RecommendOutcome(recommendation_id=recommendation_id(request, version), recommendation=rec, as_of=now,
+    return RecommendOutcome(recommendation_id=recommendation_id(request, version, owner), recommendation=rec, as_of=now,
                             data_version=version, watermarks=snap.watermarks,
                             calibration_watermark=snap.calibration_watermark)
 
@@ -169,19 +170,22 @@ def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Map
 @commits
 def recommend(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Mapping[str, Any], *,
               now: dt.datetime, present: Callable[[RecommendOutcome], dict[str, Any]],
-              price_stale_days: int | None = None) -> tuple[RecommendOutcome, dict[str, Any]]:
-    """Compute, then store the answer ``present`` makes of it (one insert, skipped when this
-    id is already stored). Returns the outcome and the stored document."""
-    outcome = compute(uow, read, q, request, now=now, price_stale_days=price_stale_days)
+              price_stale_days: int | None = None, owner: int | None = None) -> tuple[RecommendOutcome, dict[str, Any]]:
+    """Compute, then store the answer ``present`` makes of it for ``owner`` (the asking key's
+    id; one insert, skipped when this id is already stored). Returns the outcome and the
+    stored document."""
+    outcome = compute(uow, read, q, request, now=now, price_stale_days=price_stale_days, owner=owner)
     doc = present(outcome)
-    uow.recommendations.add(outcome.recommendation_id, data_version=outcome.data_version, request=dict(request),
-                            response=doc, created_at=now)
+    uow.recommendations.add(outcome.recommendation_id, api_key_id=owner, data_version=outcome.data_version,
+                            request=dict(request), response=doc, created_at=now)
     return outcome, doc
 
 
-def get_recommendation(uow: UnitOfWork, rec_id: str) -> StoredRecommendation:
+def get_recommendation(uow: UnitOfWork, rec_id: str, *, reader: int | None, admin: bool = False) -> StoredRecommendation:
+    """A stored answer. One asked with a key is read with that key (or an admin's); to anyone
+    else it does not exist (404, the same as an unknown id: nothing is revealed)."""
     found = uow.recommendations.get(rec_id)
-    if found is None:
+    if found is None or (found.api_key_id is not None and not admin and reader != found.api_key_id):
         raise NotFound(f"no stored recommendation {rec_id!r} (answers are kept for a limited time)")
     return found
 

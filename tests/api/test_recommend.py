@@ -15,6 +15,7 @@ from sqlalchemy import Engine, func, select
 from service.api.app import create_app
 from service.db.engine import make_session_factory
 from service.db.models import Recommendation
+from service.db.uow import UnitOfWork
 from service.settings import Settings
 from tests.api.benchmark_fixtures import fingerprint, result, run
 from tests.conftest import auth
@@ -460,3 +461,29 @@ def test_budget_per_hour_excludes_with_the_numbers(client: TestClient, admin_key
                              "constraints": {"allowed_gpus": ["L20"], "max_gpus": 1, "providers": [provider]},
                              "objective": "cheapest"})
     assert _excluded(no_price, "nvidia-l20")["code"] in ("NO_PRICE", "NO_TIME_ESTIMATE")
+
+
+def test_an_answer_asked_with_a_key_is_read_only_with_that_key(client: TestClient, engine: Engine,
+                                                                admin_key: str) -> None:
+    """SECURITY.md API1: another key (or no key) gets the same 404 as an unknown id; the asker
+    and an admin read it; the same question asked by another key is stored as its own."""
+    from service.usecases.keys import create_key
+
+    with UnitOfWork(make_session_factory(engine)) as uow:
+        alice = create_key(uow, name=f"alice-{uuid.uuid4().hex[:6]}", scope="read").secret
+        bob = create_key(uow, name=f"bob-{uuid.uuid4().hex[:6]}", scope="read").secret
+    body = {"workload": {"model": "llama3-8b", "batch_size": 5}, "constraints": {"max_gpus": 1}}
+    mine = client.post("/v1/recommend", json=body, headers=auth(alice)).json()
+    rid = mine["recommendation_id"]
+    assert client.get(f"/v1/recommendations/{rid}", headers=auth(alice)).status_code == 200
+    assert client.get(f"/v1/recommendations/{rid}", headers=auth(admin_key)).status_code == 200
+    other = client.get(f"/v1/recommendations/{rid}", headers=auth(bob))
+    anonymous = client.get(f"/v1/recommendations/{rid}")
+    unknown = client.get("/v1/recommendations/rec_ffffffffffffffffffffffff", headers=auth(bob))
+    assert other.status_code == anonymous.status_code == unknown.status_code == 404
+    assert other.json()["detail"].replace(rid, "X") == unknown.json()["detail"].replace(
+        "rec_ffffffffffffffffffffffff", "X")
+    bobs = client.post("/v1/recommend", json=body, headers=auth(bob)).json()
+    assert bobs["recommendation_id"] != rid
+    assert client.get(f"/v1/recommendations/{bobs['recommendation_id']}", headers=auth(bob)).status_code == 200
+    assert client.post("/v1/recommend", json=body, headers={"Authorization": "Bearer gpa_nope"}).status_code == 401

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Header, Path
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from service.api.deps import ReadAuth, ReadDep, ReadUowDep, SettingsDep, UowDep
+from service.api.deps import OptionalPrincipal, ReadDep, ReadUowDep, SettingsDep, UowDep
 from service.api.presenters.recommend import document, language, localise
 from service.schemas.common import Problem
 from service.schemas.recommend import RECOMMENDATION_ID_PATTERN, RecommendRequest, RecommendResponse
@@ -60,18 +60,20 @@ def _json(doc: dict[str, Any], *, status: int = 200) -> Response:
     description="The workload is what /v1/estimate takes, without the GPU. Options are ranked by the objective; "
                 "`within_error_of_best` compares ratios to the best with the cross-GPU ratio uncertainty; every "
                 "excluded GPU carries a reason code and its numbers; sentences follow Accept-Language (en, zh). "
-                "The same question on the same data (data_version) gets the same recommendation_id.",
+                "The same question on the same data (data_version) from the same caller gets the same recommendation_id; "
+                "an answer asked for with an API key is readable only with that key (or an admin key).",
     responses=RESPONSES,
 )
 async def recommend(
-    uow: UowDep, read: ReadDep, _auth: ReadAuth, settings: SettingsDep,
+    uow: UowDep, read: ReadDep, caller: OptionalPrincipal, settings: SettingsDep,
     body: Annotated[RecommendRequest, Body(openapi_examples=EXAMPLES)],
     accept_language: Annotated[str | None, Header()] = None,
 ) -> Response:
     request = body.model_dump(mode="json")
     _outcome, doc = await run_in_threadpool(uc.recommend, uow, read, body.to_core(), request,
                                            now=dt.datetime.now(dt.UTC), present=document,
-                                           price_stale_days=settings.price_stale_days)
+                                           price_stale_days=settings.price_stale_days,
+                                           owner=caller.key_id if caller is not None else None)
     return _json(localise(doc, language(accept_language)))
 
 
@@ -80,13 +82,19 @@ async def recommend(
     response_model=RecommendResponse,
     operation_id="getRecommendation",
     summary="A stored recommendation, as it was answered (sentences in the reader's Accept-Language)",
-    responses={404: {"model": Problem, "description": "no such stored answer (or pruned after the retention)"}},
+    description="An answer asked for with an API key is read with that key (or an admin key); to anyone else "
+                "it is 404, like an unknown id. An answer asked for without a key is readable by its id.",
+    responses={401: {"model": Problem, "description": "an invalid API key was sent"},
+               404: {"model": Problem, "description": "no such stored answer for this caller (or pruned after "
+                                                      "the retention)"}},
 )
 async def get_recommendation(
-    uow: ReadUowDep, _auth: ReadAuth,
+    uow: ReadUowDep, caller: OptionalPrincipal,
     recommendation_id: Annotated[str, Path(pattern=RECOMMENDATION_ID_PATTERN,
                                            examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"])],
     accept_language: Annotated[str | None, Header()] = None,
 ) -> Response:
-    stored = await run_in_threadpool(uc.get_recommendation, uow, recommendation_id)
+    stored = await run_in_threadpool(uc.get_recommendation, uow, recommendation_id,
+                                     reader=caller.key_id if caller is not None else None,
+                                     admin=caller is not None and caller.scope == "admin")
     return _json(localise(dict(stored.response), language(accept_language)))
