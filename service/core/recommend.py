@@ -546,7 +546,12 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     not_ranked: list[tuple[GpuSpec, float]] = []
     for bound, _slug, gpu, cap in pending:
         if bound is not None and len(values) >= q.limit and bound > values[q.limit - 1]:
-            not_ranked.append((gpu, bound))
+            # not sized; but what memory or placement rules out is still said
+            ruled_out = searched.screen(gpu, cap)
+            if ruled_out is not None:
+                excluded.append(ruled_out)
+            else:
+                not_ranked.append((gpu, bound))
             continue
         found = searched.options(gpu, cap)
         if isinstance(found, Exclusion):
@@ -851,6 +856,15 @@ class _TrainingSearch:
             return gpu.tdp_w * flops / (peak * 1e12)  # W per (token/s) on one GPU, perfectly used
         return None
 
+    def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
+        """The memory verdict alone (breakdowns are shared, so this is cheap): the exclusion a
+        GPU gets when nothing fits, else None."""
+        usable = int(gpu.fit_memory_bytes or 0)
+        if any(self.fitting(n, usable) for n in self.counts(cap, gpu)):
+            return None
+        found = self.options(gpu, cap)
+        return found if isinstance(found, Exclusion) else None
+
     def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
         usable = int(gpu.fit_memory_bytes or 0)
         name = gpu.name or gpu.slug
@@ -1147,6 +1161,17 @@ class _ServingSearch:
         if self.q.objective == "perf_per_watt" and gpu.tdp_w and self.rate and self.serving is not None:
             return min(tp for _f, tp in fitting) * gpu.tdp_w / (self.rate * self.serving.workload.output_len)
         return None
+
+    def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
+        """Memory and placement alone: ``MEMORY_INSUFFICIENT`` when no TP degree holds a replica,
+        ``NO_PLACEMENT`` when the ones that do cannot be placed, else None."""
+        usable = int(gpu.fit_memory_bytes or 0)
+        tps, per_node = self.tp_degrees(gpu, cap)
+        fits = [(fmt, tp) for fmt in self.formats for tp in tps if self.memory(fmt, tp).fits(usable)]
+        if fits and any(tp <= per_node for _f, tp in fits):
+            return None
+        found = self.options(gpu, cap)
+        return found if isinstance(found, Exclusion) else None
 
     def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
         usable = int(gpu.fit_memory_bytes or 0)

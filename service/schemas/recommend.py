@@ -346,6 +346,10 @@ class ConsideredOut(BaseModel):
     candidates: int = Field(description="GPU x count x strategy combinations enumerated")
     memory_estimates: int = Field(description="memory breakdowns computed (shared by every GPU)")
     timed: int = Field(description="candidates timed by the estimator after pruning")
+    not_ranked: list[str] = Field(
+        default_factory=list,
+        description="GPUs not sized: a physical lower bound on their objective value was already worse than the "
+                    "last option returned (neither options nor exclusions)")
 
 
 class RecommendResponse(BaseModel):

@@ -77,6 +77,12 @@ def _p(params: Mapping[str, Any], key: str, default: str = "?") -> str:
     return default if v is None else _n(v)
 
 
+def _gb2(params: Mapping[str, Any], key: str) -> str:
+    """Usable memory in GB to the driver's precision (150.75 GB, not 150.8)."""
+    v = params.get(key)
+    return "?" if v is None else f"{float(v):,.2f}"
+
+
 def _money(params: Mapping[str, Any], key: str) -> str:
     v = params.get(key)
     return "?" if v is None else f"{float(v):,.2f}"
@@ -145,7 +151,7 @@ EN: dict[str, Template] = {
                                                         f"GB of KV cache + working set = {_p(p, 'needed_gb')} GB)"
                                                         if p.get("weights_gb") is not None else "")
                                        + f"; it has {_p(p, 'usable_gib')} GiB usable"
-                                       + (f" ({_p(p, 'usable_gb')} GB)" if p.get("usable_gb") is not None else "")),
+                                       + (f" ({_gb2(p, 'usable_gb')} GB)" if p.get("usable_gb") is not None else "")),
     "MEETS_DEADLINE": lambda p: (f"finishes within the {_p(p, 'deadline_hours')} h deadline even at the band's upper "
                                  f"end ({_p(p, 'hours_high')} h)"),
     "MEETS_TARGETS": lambda p: (f"{_p(p, 'replicas')} replica(s) x TP{_p(p, 'tensor_parallel')} serve {_p(p, 'rate')} "
@@ -185,7 +191,7 @@ def _en_memory(p: Mapping[str, Any]) -> str:
     extra = ""
     if p.get("weights_gb") is not None:
         extra = (f" ({_p(p, 'weights_gb')} GB of weights + {_p(p, 'kv_cache_gb')} GB of KV cache + working set = "
-                 f"{_p(p, 'needed_gb')} GB against {_p(p, 'usable_gb')} GB usable)")
+                 f"{_p(p, 'needed_gb')} GB against {_gb2(p, 'usable_gb')} GB usable)")
     single = (f"; {_p(p, 'single_gpu_needed_gib')} GiB on one GPU" if p.get("single_gpu_needed_gib") is not None else "")
     return (f"needs {_p(p, 'needed_gib')} GiB per GPU{how}{extra}{single}; the {_p(p, 'gpu')} has "
             f"{_p(p, 'usable_gib')} GiB usable")
@@ -482,6 +488,7 @@ def document(outcome: RecommendOutcome) -> dict[str, Any]:
                            change=dict(w.change), gpu=w.gpu.slug, gpu_count=w.gpu_count) for w in rec.what_if],
         warnings=[_reason(r) for r in rec.warnings],
         considered=ConsideredOut(gpus=rec.gpus, candidates=rec.candidates,
-                                 memory_estimates=rec.memory_estimates, timed=rec.timed),
+                                 memory_estimates=rec.memory_estimates, timed=rec.timed,
+                                 not_ranked=[g.slug for g, _b in rec.not_ranked]),
     )
     return resp.model_dump(mode="json")
