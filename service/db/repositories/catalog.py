@@ -297,8 +297,8 @@ class CatalogRepository:
                 changed += 1
             elif row.origin == "admin" and origin != "admin":
                 continue
-            elif row.amount != e.amount or row.is_estimate != e.is_estimate:
-                row.amount, row.is_estimate = e.amount, e.is_estimate
+            elif row.amount != e.amount or row.is_estimate != e.is_estimate or row.origin != origin:
+                row.amount, row.is_estimate, row.origin = e.amount, e.is_estimate, origin
                 changed += 1
         self._s.add_all(new)
         self._s.flush()
