@@ -249,8 +249,8 @@ def prices_import_skypilot(
     label = source or f"SkyPilot catalog catalogs/v8/{name}/vms.csv (operator import of {path.name})"
     settings = Settings()
     engine = _engine(settings)
-    migrate_and_seed(engine)
     try:
+        migrate_and_seed(engine)
         with UnitOfWork(make_session_factory(engine)) as uow:
             out = import_skypilot(uow, text, provider=name, effective_date=date, source=label,
                                   hints=load_hints(), dry_run=dry_run)
@@ -259,6 +259,8 @@ def prices_import_skypilot(
         for f in exc.fields:
             typer.echo(f"  {', '.join(str(p) for p in f.path)}: {f.msg}", err=True)
         raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
     r = out.report
     typer.echo(f"{name}: {r.gpu_rows} GPU rows, {r.non_gpu_rows} non-GPU rows, {r.duplicate_rows} duplicates; "
                f"{len(r.records)} price rows ({date.isoformat()})")

@@ -57,7 +57,7 @@ def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> Comp
                               fingerprint_hash=x.fingerprint_hash, newest_measured_at=x.newest_measured_at,
                               source_gpus=list(x.source_gpus), reason=x.reason) for x in r.cells],
         ))
-    cheapest = [p.providers[0].per_gpu_hour if p.providers else None for p in c.prices]
+    cheapest = [round(p.providers[0].per_gpu_hour, 6) if p.providers else None for p in c.prices]
     prices = [
         GpuPrices(
             slug=p.slug,
