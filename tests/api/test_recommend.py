@@ -354,12 +354,29 @@ def test_stored_answer_dedup_and_determinism(client: TestClient, engine: Engine)
     assert client.get("/v1/recommendations/not-an-id").status_code == 422
 
 
-def test_a_recommendation_moves_no_watermark(client: TestClient) -> None:
-    before = client.get("/v1/gpus/nvidia-l4").headers.get("x-data-version")
+def test_a_recommendation_moves_no_watermark(client: TestClient, engine: Engine) -> None:
+    with UnitOfWork(make_session_factory(engine)) as uow:
+        before = uow.watermarks()
     doc = _ask(client, {"workload": {"model": "llama3-8b", "batch_size": 3}, "constraints": {"max_gpus": 1}})
-    assert doc["data_version"] == before or before is None
-    again = _ask(client, {"workload": {"model": "llama3-8b", "batch_size": 3}, "constraints": {"max_gpus": 1}})
-    assert again["data_version"] == doc["data_version"]
+    with UnitOfWork(make_session_factory(engine)) as uow:
+        assert uow.watermarks() == before
+    assert doc["watermarks"] == {"catalog": before.catalog, "measurement": before.measurement}
+
+
+def test_recommend_is_rate_limited_and_a_refusal_stores_nothing(settings: Settings, engine: Engine) -> None:
+    from tests.api.test_limits import _is_429, limited
+
+    app = limited(settings, engine, {"recommend": {"burst": 1, "per_minute": 1}})
+    body = {"workload": {"model": "llama3-8b", "batch_size": 7}, "constraints": {"max_gpus": 1},
+            "limit": 1 + uuid.uuid4().int % 40}
+    with TestClient(app) as c:
+        assert c.post("/v1/recommend", json=body).status_code == 200
+        again = {**body, "objective": "perf_per_watt"}
+        _is_429(c.post("/v1/recommend", json=again), "recommend")
+    with make_session_factory(engine)() as s:
+        stored = s.execute(select(Recommendation.request)).scalars().all()
+    assert sum(1 for r in stored if r.get("limit") == body["limit"] and r["workload"]["batch_size"] == 7
+               and r.get("objective") == "perf_per_watt") == 0
 
 
 # ---- latest data drives it, on every replica --------------------------------------------------
