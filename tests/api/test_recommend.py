@@ -504,3 +504,27 @@ def test_an_answer_asked_with_a_key_is_read_only_with_that_key(client: TestClien
     assert bobs["recommendation_id"] != rid
     assert client.get(f"/v1/recommendations/{bobs['recommendation_id']}", headers=auth(bob)).status_code == 200
     assert client.post("/v1/recommend", json=body, headers={"Authorization": "Bearer gpa_nope"}).status_code == 401
+
+
+def test_pruning_by_the_bound_never_changes_the_answer(client: TestClient) -> None:
+    """GPUs whose lower bound is worse than the limit-th option are not sized: the options a
+    small limit returns are exactly the first ones of a limit large enough to size (nearly)
+    every GPU, and the pruned GPUs rank below them there."""
+    bodies = [
+        {"workload": {"model": "llama3-8b", "batch_size": 2, "tokens": 1e9}, "constraints": {"max_gpus": 8}},
+        {"workload": {"model": "meta-llama/Llama-2-7b-hf", "mode": "inference", "engine": "vllm", "input_len": 512,
+                      "output_len": 256, "requests_per_s": 2, "tpot_target_ms": 30}, "constraints": {"max_gpus": 1}},
+        {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2}, "constraints": {"max_gpus": 2},
+         "objective": "perf_per_watt"},
+    ]
+    for body in bodies:
+        small = _ask(client, {**body, "limit": 3})
+        big = _ask(client, {**body, "limit": 50})
+        assert small["considered"]["not_ranked"], "the bound pruned nothing: the test shows nothing"
+        key = [(o["gpu"]["slug"], o["strategy"]["gpu_count"], round(o["objective_value"], 9)) for o in small["options"]]
+        assert key == [(o["gpu"]["slug"], o["strategy"]["gpu_count"], round(o["objective_value"], 9))
+                       for o in big["options"][:3]]
+        ranked = [o["gpu"]["slug"] for o in big["options"]]
+        for slug in small["considered"]["not_ranked"]:
+            assert slug not in ranked[:3]
+        assert {e["gpu"]["slug"] for e in small["excluded"]} <= {e["gpu"]["slug"] for e in big["excluded"]}
