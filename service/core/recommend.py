@@ -518,6 +518,9 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
                                                      "and CNNs: use /v1/estimate")
     if serving is not None and not isinstance(job.model, DecoderSpec):
         raise InvalidConfiguration("workload.model", "serving recommendations are modelled for decoder LLMs")
+    if cons.deadline_hours is not None and serving is not None:
+        raise InvalidConfiguration("constraints.deadline_hours", "a deadline applies to training (a serving job "
+                                                                 "runs until stopped: give latency targets)")
     if cons.deadline_hours is not None and search is not None and not job.tokens:
         raise InvalidConfiguration("constraints.deadline_hours", "a deadline needs workload.tokens (tokens to train)")
     if cons.budget_per_run is not None and (search is None or not job.tokens):

@@ -308,6 +308,9 @@ def test_validation_names_the_field(client: TestClient) -> None:
     assert p["errors"][0]["loc"] == ["body", "constraints", "allowed_gpus", 1]
     p = _problem(client, {"workload": {"model": "llama3-8b"}, "constraints": {"deadline_hours": 10}})
     assert p["errors"][0]["loc"] == ["body", "constraints", "deadline_hours"]
+    p = _problem(client, {"workload": {"model": "llama3-8b", "mode": "inference", "engine": "vllm",
+                                       "requests_per_s": 1}, "constraints": {"deadline_hours": 10}})
+    assert p["errors"][0]["loc"] == ["body", "constraints", "deadline_hours"]
     p = _problem(client, {"workload": {"model": "llama3-8b"}, "objective": "best"})
     assert p["errors"][0]["loc"] == ["body", "objective"]
     p = _problem(client, {"workload": {"model": "llama3-8b", "gpu": "H100"}})
