@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from service.api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_SCHEMA_REF
 from service.api.ratelimit import RuleTable
 from service.settings import Settings
@@ -17,13 +19,61 @@ RETRY_AFTER = {
 }
 
 
+ALLOW = {"description": "the methods this path accepts", "schema": {"type": "string"}}
+REQUIRED_HEADERS = frozenset({"if-match"})
+"""Headers the handlers require although FastAPI sees them as optional (so that a missing one
+is the documented 428, not a 422): the schema marks them required."""
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {PROBLEM_MEDIA_TYPE: {"schema": PROBLEM_SCHEMA_REF}}}
+
+
+def document_bodies(schema: dict[str, Any], models: dict[str, type[BaseModel]]) -> None:
+    """Bodies a route reads as a plain JSON object and validates itself (a GPU document is
+    checked after a merge, with errors at paths inside it): the schema names the model, whose
+    definition joins the components (``x-body-model`` on the operation says which)."""
+    comps = schema.setdefault("components", {}).setdefault("schemas", {})
+    for item in schema.get("paths", {}).values():
+        for op in item.values():
+            name = op.get("x-body-model") if isinstance(op, dict) else None
+            if name is None:
+                continue
+            if name not in comps:
+                doc = models[name].model_json_schema(ref_template="#/components/schemas/{model}")
+                for def_name, definition in doc.pop("$defs", {}).items():
+                    comps.setdefault(def_name, definition)
+                comps[name] = doc
+            body = op["requestBody"]["content"]["application/json"]
+            body["schema"] = {"$ref": f"#/components/schemas/{name}"}
+            del op["x-body-model"]
+
+
 def document_operations(schema: dict[str, Any], settings: Settings, table: RuleTable) -> dict[str, Any]:
     schema.setdefault("components", {}).setdefault("headers", {})["Retry-After"] = RETRY_AFTER
+    schema["components"]["headers"]["Allow"] = ALLOW
     for path, item in schema.get("paths", {}).items():
         for method, op in item.items():
             if not isinstance(op, dict) or "responses" not in op:
                 continue
             responses = op["responses"]
+            for param in op.get("parameters", []):
+                if param.get("in") == "header" and param.get("name", "").lower() in REQUIRED_HEADERS:
+                    param["required"] = True
+                    branches = [b for b in param["schema"].pop("anyOf", []) if b.get("type") != "null"]
+                    if len(branches) == 1:
+                        param["schema"].update(branches[0])
+            if any(p.get("in") == "header" and p.get("name", "").lower() == "if-match" for p in op.get("parameters", [])):
+                responses.setdefault("412", _problem("If-Match does not match the current ETag"))
+                responses.setdefault("428", _problem("If-Match missing"))
+            responses["405"] = {
+                **_problem("this method is not allowed on this path; `Allow` lists the ones that are"),
+                "headers": {"Allow": {"$ref": "#/components/headers/Allow"}},
+            }
+            if "requestBody" in op:
+                responses["400"] = _problem(
+                    "the body is not JSON text this API can read (not UTF-8, or nested past the parser's limit)"
+                )
             if "429" in responses:
                 responses["429"]["headers"] = {"Retry-After": {"$ref": "#/components/headers/Retry-After"}}
             if "requestBody" in op:

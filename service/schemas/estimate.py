@@ -4,52 +4,60 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.core.accuracy import Accuracy
 from service.core.band import Band
 from service.core.estimate import Estimate, JobSpec, Notice, ServingAnswer
-from service.schemas.common import DataVersion
+from service.schemas.common import DataVersion, JsonInt, JsonObject, RequestModel, SafeStr, UtcDatetime
+
+ONE_MODEL_INPUT: list[dict[str, Any]] = [
+    {"required": ["model"], "properties": {"model": {"type": "string"}}},
+    {"required": ["hf_config"], "properties": {"hf_config": {"type": "object"}}},
+    {"required": ["params_billion"], "properties": {"params_billion": {"type": "number"}}},
+]
+"""Exactly one of ``model`` / ``hf_config`` / ``params_billion`` is given (non-null): the
+schema says so with ``oneOf``; the use case enforces it (422 at ``model``)."""
 
 Mode = Literal["training", "fine-tuning", "inference"]
 SolveFor = Literal["max_micro_batch", "max_context", "max_concurrency", "min_gpus"]
 
 
-class EstimateRequest(BaseModel):
+class EstimateRequest(RequestModel):
     """One concrete configuration. Give exactly one of ``model`` (preset id, alias or Hugging
     Face id), ``hf_config`` (a ``config.json`` body, as-is) or ``params_billion``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(json_schema_extra=lambda schema: schema.update(oneOf=ONE_MODEL_INPUT))
 
-    model: str | None = Field(default=None, max_length=200, examples=["meta-llama/Llama-2-13b-hf"])
-    hf_config: dict[str, Any] | None = None
-    params_billion: float | None = Field(default=None, gt=0, le=10_000)
-    gpu: str = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
-    gpu_count: int = Field(default=1, ge=1, le=4096)
+    model: SafeStr | None = Field(default=None, min_length=1, max_length=200, examples=["meta-llama/Llama-2-13b-hf"])
+    hf_config: JsonObject | None = Field(default=None, description="a config.json body, as-is")
+    params_billion: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False)
+    gpu: SafeStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
+    gpu_count: JsonInt = Field(default=1, ge=1, le=4096)
     mode: Mode = Field(default="training", description="fine-tuning defaults to LoRA")
-    precision: str | None = Field(
-        default=None,
+    precision: SafeStr | None = Field(
+        default=None, max_length=32,
         description="default amp_bf16 (training: fp32 parameters under autocast); bf16 for fine-tuning (base "
                     "loaded in bf16, as PEFT users do; ask for amp_bf16 for fp32 master weights) and inference",
     )
     # training
-    batch_size: int = Field(default=1, ge=1, le=65536, description="per-GPU micro-batch (training) or concurrent sequences (inference)")
-    seq_len: int | None = Field(default=None, ge=1, le=1_048_576,
+    batch_size: JsonInt = Field(default=1, ge=1, le=65536, description="per-GPU micro-batch (training) or concurrent sequences (inference)")
+    seq_len: JsonInt | None = Field(default=None, ge=1, le=1_048_576,
                                 description="training sequence length (default 2048), or the encoder's input length "
                                             "for BERT inference (default 512)")
     gradient_checkpointing: bool = False
     finetune: Literal["full", "lora", "qlora"] | None = None
-    lora_rank: int = Field(default=16, ge=1, le=4096)
-    lora_targets: list[str] | None = None
+    lora_rank: JsonInt = Field(default=16, ge=1, le=4096)
+    lora_targets: list[Annotated[SafeStr, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=64)
     attention: Literal["sdpa", "eager", "flash_attention_2"] = "sdpa"
     optimizer: Literal["adamw", "sgd", "adafactor", "adamw_8bit"] = "adamw"
     sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(
         default=None, description="default: none on one GPU, ddp on several"
     )
-    tensor_parallel: int = Field(default=1, ge=1, le=64)
-    global_batch: int = Field(default=0, ge=0, description="sequences per optimizer step; 0 = batch_size x data-parallel ranks")
+    tensor_parallel: JsonInt = Field(default=1, ge=1, le=64)
+    global_batch: JsonInt = Field(default=0, ge=0, le=2**31 - 1, description="sequences per optimizer step; 0 = batch_size x data-parallel ranks")
     loop: Literal["loss_only", "keeps_outputs"] | None = Field(
         default=None,
         description="training loop: loss_only keeps only model(...).loss (HF Trainer); keeps_outputs holds the "
@@ -70,10 +78,11 @@ class EstimateRequest(BaseModel):
                     "reduce_dtype=fp32): bf16 copies of the gathered layer only). Default fsdp_policy with "
                     "sharding fsdp, autocast otherwise",
     )
-    tokens: float | None = Field(default=None, gt=0, description="tokens to train on: gives time_to_train_s")
+    tokens: float | None = Field(default=None, gt=0, le=1e18, allow_inf_nan=False,
+                                 description="tokens to train on: gives time_to_train_s")
     # inference
-    input_len: int = Field(default=1024, ge=1, le=1_048_576)
-    output_len: int = Field(default=256, ge=0, le=1_048_576)
+    input_len: JsonInt = Field(default=1024, ge=1, le=1_048_576)
+    output_len: JsonInt = Field(default=256, ge=0, le=1_048_576)
     quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"] = Field(
         default="none", description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
                                     "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only")
@@ -88,18 +97,20 @@ class EstimateRequest(BaseModel):
                                   "tensor_parallel GPUs meeting the p50 targets; without, the smallest TP group that fits")
     # serving at a request rate (continuous-batching engines)
     requests_per_s: float | None = Field(
-        default=None, gt=0, le=1_000_000,
+        default=None, gt=0, le=1_000_000, allow_inf_nan=False,
         description="offered load over all replicas (Poisson arrivals, split evenly); replicas = gpu_count / "
                     "tensor_parallel. Needs engine vllm or tensorrt-llm")
-    concurrency: int | None = Field(
+    concurrency: JsonInt | None = Field(
         default=None, ge=1, le=65536,
         description="requests kept in flight per replica (closed loop) instead of a rate; default batch_size")
     input_len_cv: float = Field(default=0.0, ge=0, le=10,
                                 description="dispersion of prompt lengths: standard deviation / mean (input_len is the mean)")
     output_len_cv: float = Field(default=0.0, ge=0, le=10,
                                  description="dispersion of output lengths: standard deviation / mean (output_len is the mean)")
-    ttft_target_ms: float | None = Field(default=None, gt=0, description="p50 time-to-first-token target")
-    tpot_target_ms: float | None = Field(default=None, gt=0, description="p50 time-per-output-token target")
+    ttft_target_ms: float | None = Field(default=None, gt=0, le=3.6e6, allow_inf_nan=False,
+                                         description="p50 time-to-first-token target (at most an hour)")
+    tpot_target_ms: float | None = Field(default=None, gt=0, le=3.6e6, allow_inf_nan=False,
+                                         description="p50 time-per-output-token target (at most an hour)")
 
     def to_core(self) -> JobSpec:
         """The job as the core takes it (the GPU is resolved separately)."""
@@ -256,7 +267,7 @@ class EstimateResponse(BaseModel):
     serving: ServingOut | None = None
     solve: SolveOut | None = None
     warnings: list[WarningOut] = Field(default_factory=list)
-    as_of: dt.datetime
+    as_of: UtcDatetime
     data_version: DataVersion
     estimator_version: str
     calibration_watermark: int | None = Field(
@@ -344,9 +355,11 @@ def _serving_out(sv: ServingAnswer) -> ServingOut:
     )
 
 
-class BatchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    items: list[EstimateRequest] = Field(min_length=1, max_length=256)
+class BatchRequest(RequestModel):
+    """``{"items": [<an EstimateRequest>, ...]}``: 1 to 256 configurations."""
+
+    items: list[EstimateRequest] = Field(min_length=1, max_length=256,
+                                         description="each item is the body POST /v1/estimate takes")
 
 
 class BatchItem(BaseModel):
