@@ -17,7 +17,7 @@ from service.api.limits import BodyLimitMiddleware
 from service.api.logs import RequestContextMiddleware
 from service.api.metrics import Metrics, MetricsMiddleware
 from service.api.metrics import router as metrics_router
-from service.api.openapi_ops import document_bodies, document_operations
+from service.api.openapi_ops import document_bodies, document_operations, document_security
 from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
 from service.api.routes import estimate as estimate_routes
@@ -104,6 +104,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         problem_defs = schema["components"]["schemas"]["Problem"].pop("$defs", {})
         schema["components"]["schemas"].update(problem_defs)
         document_bodies(schema, {"GpuDocument": GpuDocument})
+        document_security(schema, app.routes, settings)
         app.openapi_schema = document_operations(problems.declare_problems(schema), settings, table)
         return app.openapi_schema
 

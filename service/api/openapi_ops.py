@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 
 from service.api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_SCHEMA_REF
@@ -49,6 +50,44 @@ def document_bodies(schema: dict[str, Any], models: dict[str, type[BaseModel]]) 
             del op["x-body-model"]
 
 
+SCOPE_RANK = {"read": 0, "submit": 1, "admin": 2}
+BEARER = {"type": "http", "scheme": "bearer", "description": "an API key: `Authorization: Bearer gpa_...`"}
+
+
+def _required_scope(dependant: Any) -> str | None:
+    found: list[str] = []
+
+    def walk(d: Any) -> None:
+        scope = getattr(d.call, "required_scope", None)
+        if scope is not None:
+            found.append(scope)
+        for sub in d.dependencies:
+            walk(sub)
+
+    walk(dependant)
+    return max(found, key=SCOPE_RANK.__getitem__) if found else None
+
+
+def document_security(schema: dict[str, Any], routes: list[Any], settings: Settings) -> None:
+    """Each operation's key requirement, from the dependency that enforces it: ``x-required-scope``
+    (read < submit < admin) and, where a key is needed with these settings, ``security`` with
+    the bearer scheme (reads need none unless ``read_requires_key``)."""
+    schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearerAuth"] = BEARER
+    for context in iter_route_contexts(routes):
+        route = context.original_route
+        dependant = getattr(route, "dependant", None)
+        scope = _required_scope(dependant) if dependant is not None else None
+        if scope is None or not context.path_format:
+            continue
+        for method in getattr(route, "methods", ()):
+            op = schema.get("paths", {}).get(context.path_format, {}).get(method.lower())
+            if op is None:
+                continue
+            op["x-required-scope"] = scope
+            if scope != "read" or settings.read_requires_key:
+                op["security"] = [{"bearerAuth": []}]
+
+
 def document_operations(schema: dict[str, Any], settings: Settings, table: RuleTable) -> dict[str, Any]:
     schema.setdefault("components", {}).setdefault("headers", {})["Retry-After"] = RETRY_AFTER
     schema["components"]["headers"]["Allow"] = ALLOW
@@ -58,11 +97,15 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                 continue
             responses = op["responses"]
             for param in op.get("parameters", []):
-                if param.get("in") == "header" and param.get("name", "").lower() in REQUIRED_HEADERS:
+                if param.get("in") != "header":
+                    continue
+                # a header is present (a string) or absent: never JSON null
+                branches = [b for b in param["schema"].get("anyOf", []) if b.get("type") != "null"]
+                if len(branches) == 1:
+                    del param["schema"]["anyOf"]
+                    param["schema"].update(branches[0])
+                if param.get("name", "").lower() in REQUIRED_HEADERS:
                     param["required"] = True
-                    branches = [b for b in param["schema"].pop("anyOf", []) if b.get("type") != "null"]
-                    if len(branches) == 1:
-                        param["schema"].update(branches[0])
             if any(p.get("in") == "header" and p.get("name", "").lower() == "if-match" for p in op.get("parameters", [])):
                 responses.setdefault("412", _problem("If-Match does not match the current ETag"))
                 responses.setdefault("428", _problem("If-Match missing"))
@@ -102,4 +145,24 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                         f"page size: default {settings.page_size_default}, at most {settings.page_size_max} "
                         "(a larger value is clamped to it)"
                     )
+    _standard_keywords(schema)
     return schema
+
+
+_KEYWORDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def _standard_keywords(node: Any) -> None:
+    """Bounds Pydantic could not fold into a JSON Schema keyword (an integer type wrapped in a
+    validator, e.g. ``JsonInt`` in a union) come out under their Python names: spell them as
+    JSON Schema does, so a generated client and the fuzzer see them."""
+    if isinstance(node, dict):
+        if node.get("type") in ("integer", "number"):
+            for py, js in _KEYWORDS.items():
+                if py in node:
+                    node.setdefault(js, node.pop(py))
+        for value in node.values():
+            _standard_keywords(value)
+    elif isinstance(node, list):
+        for value in node:
+            _standard_keywords(value)

@@ -8,7 +8,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.presenters.gpus import candidate_json
@@ -189,12 +191,12 @@ def install(app: FastAPI) -> None:
 
 def allowed_methods(app: Any, scope: Scope) -> list[str]:
     """Every method the routes matching this path accept (``HEAD`` with ``GET``), for ``Allow``."""
-    methods: set[str] = set()
     path = scope.get("path", "")
-    for route in app.router.routes:
-        regex = getattr(route, "path_regex", None)
-        if regex is not None and regex.match(path):
-            methods |= set(getattr(route, "methods", None) or ())
+    methods: set[str] = set()
+    for context in iter_route_contexts(app.routes):
+        fmt = context.path_format
+        if fmt and compile_path(fmt)[0].match(path):
+            methods |= set(getattr(context.original_route, "methods", None) or ())
     return sorted(methods)
 
 

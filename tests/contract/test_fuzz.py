@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
 
 import hypothesis
 import pytest
@@ -82,15 +85,52 @@ def schema_states_the_rules(ctx, response, case: Case) -> None:  # type: ignore[
         )
 
 
-CONFIG = SchemathesisConfig.from_dict({
-    "seed": SEED,
-    "checks": {
-        "positive_data_acceptance": {"expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "412", "422", "429"]},
-        # a missing If-Match is 428 Precondition Required (RFC 6585), as documented
-        "missing_required_header": {"expected-statuses": ["400", "401", "403", "406", "415", "422", "428"]},
-    },
-})
-schema = schemathesis.openapi.from_dict(create_app(Settings(database_url="sqlite://")).openapi(), config=CONFIG)
+def _templates_matching(url_path: str) -> set[str]:
+    """The methods of every document path whose template matches ``url_path``."""
+    methods: set[str] = set()
+    for template, item in DOCUMENT["paths"].items():
+        pattern = "^" + re.sub(r"\\\{[^/]+\\\}", "[^/]+", re.escape(template)) + "$"
+        if template.startswith("/v1/models/") and "{" in template:  # {model_id:path}: ids carry slashes
+            pattern = pattern.replace("[^/]+", ".+")
+        if re.match(pattern, url_path):
+            methods |= {m.upper() for m in item if m in ("get", "put", "post", "delete", "patch")}
+    return methods
+
+
+@schemathesis.check
+def allow_lists_the_paths_methods(ctx, response, case: Case) -> None:  # type: ignore[no-untyped-def]
+    """On a 405, ``Allow`` lists exactly the methods the URL answers, over every path of the
+    document that matches it. (Replaces schemathesis's ``allow_header_conformance``, which
+    compares with one path item only: ``/v1/models/parse`` also answers GET through
+    ``/v1/models/{model_id}``, ``/v1/gpus/{ident}`` (GET) and ``/v1/gpus/{slug}`` (PATCH,
+    DELETE) are one URL.)"""
+    if response.status_code != 405:
+        return
+    path = urlsplit(response.request.url).path
+    allow = {m.strip().upper() for m in (response.headers.get("allow") or [""])[0].split(",") if m.strip()}
+    expected = _templates_matching(path)
+    if allow - {"HEAD", "OPTIONS"} != expected:
+        raise AssertionError(f"405 on {path}: Allow {sorted(allow)}, the document's methods {sorted(expected)}")
+
+
+CHECKS = {
+    "positive_data_acceptance": {"expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "412", "422", "429"]},
+    # 413: a run with more results than allowed per run is refused as too large, as documented
+    "negative_data_rejection": {"expected-statuses": ["400", "401", "403", "404", "405", "406", "409", "413", "415",
+                                                      "422", "428", "429"]},
+    # a missing If-Match is 428 Precondition Required (RFC 6585), as documented
+    "missing_required_header": {"expected-statuses": ["400", "401", "403", "406", "415", "422", "428"]},
+    "allow_header_conformance": {"enabled": False},  # replaced by allow_lists_the_paths_methods (see there)
+}
+DOCUMENT = create_app(Settings(database_url="sqlite://")).openapi()
+schema = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig.from_dict({"seed": SEED, "checks": CHECKS}))
+"""Every phase (explicit examples, coverage of every boundary, fuzzing) with the key of the
+scope each operation requires (``x-required-scope``; reads get a read key)."""
+other_scopes = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig.from_dict({
+    "seed": SEED, "checks": CHECKS, "phases": {"coverage": {"enabled": False}, "examples": {"enabled": False}},
+}))
+"""The other scopes: a few fuzzed cases each, to show a lower scope is refused (403) and a
+higher one answers like the required one, on every operation."""
 
 
 @pytest.fixture(scope="module")
@@ -114,16 +154,41 @@ def fuzz_keys(fuzz_engine: Engine) -> dict[str, str]:
         return {s: create_key(uow, name=f"fuzz-{s}-{uuid.uuid4().hex[:6]}", scope=s).secret for s in SCOPES}
 
 
-@pytest.fixture(params=SCOPES)
-def scope_key(request: pytest.FixtureRequest, fuzz_keys: dict[str, str]) -> str:
-    return fuzz_keys[request.param]
+def required_scope(case: Case) -> str:
+    return str(case.operation.definition.raw.get("x-required-scope") or "read")
+
+
+def call(case: Case, app: FastAPI, key: str) -> Any:
+    """Send the case with ``key`` -- unless schemathesis is testing the missing credential
+    itself (a negative case of the operation's ``security``), which must then be a 401."""
+    case.operation.schema.app = app  # checks that send requests of their own (ignored_auth) use it too
+    if case.operation.schema.is_security_param_negated(case):
+        return case.call_and_validate(app=app)
+    return case.call_and_validate(app=app, headers={"Authorization": f"Bearer {key}"})
 
 
 @schema.parametrize()
 @hypothesis.seed(SEED)
-@hypothesis.settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=False, database=None,
+@hypothesis.settings(max_examples=MAX_EXAMPLES, deadline=None, database=None,
                      suppress_health_check=list(hypothesis.HealthCheck))
-def test_fuzz(case: Case, fuzz_app: FastAPI, scope_key: str) -> None:
-    case.call_and_validate(app=fuzz_app, headers={"Authorization": f"Bearer {scope_key}"})
+def test_fuzz(case: Case, fuzz_app: FastAPI, fuzz_keys: dict[str, str]) -> None:
+    call(case, fuzz_app, fuzz_keys[required_scope(case)])
+
+
+@pytest.fixture(params=SCOPES)
+def other_scope(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@other_scopes.parametrize()
+@hypothesis.seed(SEED)
+@hypothesis.settings(max_examples=2, deadline=None, database=None, suppress_health_check=list(hypothesis.HealthCheck))
+def test_fuzz_other_scopes(case: Case, fuzz_app: FastAPI, fuzz_keys: dict[str, str], other_scope: str) -> None:
+    if other_scope == required_scope(case):
+        return  # test_fuzz covers it, every phase
+    r = call(case, fuzz_app, fuzz_keys[other_scope])
+    sent = r.request.headers.get("Authorization")
+    if SCOPES.index(other_scope) < SCOPES.index(required_scope(case)) and sent == f"Bearer {fuzz_keys[other_scope]}":
+        assert r.status_code == 403, (other_scope, r.status_code, r.text)
 
 
