@@ -48,6 +48,8 @@ from tests.conftest import fresh_database_url
 
 SEED = 16
 MAX_EXAMPLES = int(os.environ.get("GPU_ADVISOR_FUZZ_EXAMPLES", "8"))
+COUNT_FILE = os.environ.get("GPU_ADVISOR_FUZZ_COUNT_FILE")
+"""benchmarks/fuzz_long.py: one line per case sent (operation, status) for its counts."""
 SCOPES = ("read", "submit", "admin")
 
 SCHEMA_LEVEL_ERRORS = frozenset({
@@ -162,9 +164,14 @@ def call(case: Case, app: FastAPI, key: str) -> Any:
     """Send the case with ``key`` -- unless schemathesis is testing the missing credential
     itself (a negative case of the operation's ``security``), which must then be a 401."""
     case.operation.schema.app = app  # checks that send requests of their own (ignored_auth) use it too
-    if case.operation.schema.is_security_param_negated(case):
-        return case.call_and_validate(app=app)
-    return case.call_and_validate(app=app, headers={"Authorization": f"Bearer {key}"})
+    headers = {} if case.operation.schema.is_security_param_negated(case) else {"Authorization": f"Bearer {key}"}
+    try:
+        response = case.call_and_validate(app=app, headers=headers)
+    finally:
+        if COUNT_FILE:
+            with open(COUNT_FILE, "a") as f:
+                f.write(f"{case.operation.label}\n")
+    return response
 
 
 @schema.parametrize()
