@@ -34,6 +34,32 @@ def _log(msg: str) -> None:
     typer.echo(msg, err=True)
 
 
+def _require_database(engine, *, migrated: bool = False) -> None:  # type: ignore[no-untyped-def]
+    """One line and exit status 2, not a traceback, when the database cannot be opened (a
+    PostgreSQL database that was never created, a server that is down, wrong credentials) or,
+    with ``migrated``, has no schema yet."""
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import DBAPIError
+
+    where = engine.url.render_as_string(hide_password=True)
+    try:
+        with engine.connect() as conn:
+            at_head = inspect(conn).has_table("alembic_version")
+    except DBAPIError as exc:
+        reason = (str(exc.orig) if exc.orig is not None else str(exc)).strip().splitlines()[0]
+        hint = ""
+        if engine.dialect.name == "postgresql" and "does not exist" in reason:
+            host = engine.url.host or "localhost"
+            user = f" -U {engine.url.username}" if engine.url.username else ""
+            hint = f" (create it first: createdb -h {host}{user} {engine.url.database})"
+        typer.echo(f"error: cannot open the database {where}: {reason}{hint}", err=True)
+        raise typer.Exit(2) from None
+    if migrated and not at_head:
+        typer.echo(f"error: the database {where} has no schema yet: run `gpu-advisor migrate` first "
+                   "(or serve without --no-migrate)", err=True)
+        raise typer.Exit(2)
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
@@ -73,6 +99,7 @@ def serve(
     logging.config.dictConfig(log_config)
     log = logging.getLogger("gpu_advisor.serve")
     engine = _engine(settings)
+    _require_database(engine, migrated=not migrate)
     if migrate:
         log.info("migrating %s", engine.url.render_as_string(hide_password=True))
         from service.bootstrap import bootstrap
@@ -149,6 +176,7 @@ def migrate_cmd(seed: Annotated[bool, typer.Option(help="also upsert catalog and
 
     settings = Settings()
     engine = _engine(settings)
+    _require_database(engine)
     if seed:
         bootstrap(engine, settings, log=_log)
     else:
@@ -171,6 +199,7 @@ def keys_create(
 
     settings = Settings()
     engine = _engine(settings)
+    _require_database(engine)
     migrate_and_seed(engine)
     try:
         with UnitOfWork(make_session_factory(engine)) as uow:
@@ -178,7 +207,8 @@ def keys_create(
     except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"created key id={k.id} name={k.name!r} scope={k.scope}; store the secret now, it is not shown again:")
+    typer.echo(f"created key id={k.id} name={k.name!r} scope={k.scope} (revoke: gpu-advisor keys revoke {k.id}); "
+               "store the secret now, it is not shown again:")
     typer.echo(k.secret)
 
 
@@ -187,31 +217,38 @@ def keys_list() -> None:
     """List keys (never secrets)."""
     from service.db.engine import make_session_factory
     from service.db.uow import UnitOfWork
-    from service.usecases.keys import list_keys
+    from service.usecases.keys import is_builtin, list_keys
 
     settings = Settings()
-    with UnitOfWork(make_session_factory(_engine(settings))) as uow:
+    engine = _engine(settings)
+    _require_database(engine, migrated=True)
+    with UnitOfWork(make_session_factory(engine)) as uow:
         for k in list_keys(uow):
             state = f"revoked {k.revoked_at:%Y-%m-%d}" if k.revoked_at else "active"
+            if is_builtin(k):
+                state = "built-in (committed measurements; cannot authenticate)"
             typer.echo(f"{k.id}\t{k.scope}\t{state}\tgpa_{k.prefix}_...\t{k.name}")
 
 
 @keys_app.command("revoke")
-def keys_revoke(key_id: Annotated[int, typer.Argument(help="id from `keys list`")]) -> None:
-    """Revoke a key; requests with it get 401 from then on."""
+def keys_revoke(key: Annotated[str, typer.Argument(help="the id `keys create` / `keys list` print, or the key's name")]) -> None:
+    """Revoke a key by id or name; requests with it get 401 from then on. The built-in agent's
+    key (the committed measurements') is refused."""
     from service.db.engine import make_session_factory
     from service.db.uow import UnitOfWork
     from service.usecases.errors import UseCaseError
     from service.usecases.keys import revoke_key
 
     settings = Settings()
+    engine = _engine(settings)
+    _require_database(engine, migrated=True)
     try:
-        with UnitOfWork(make_session_factory(_engine(settings))) as uow:
-            revoke_key(uow, key_id)
+        with UnitOfWork(make_session_factory(engine)) as uow:
+            revoked = revoke_key(uow, key)
     except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"revoked key {key_id}")
+    typer.echo(f"revoked key {revoked.id} ({revoked.name})")
 
 
 @prices_app.command("import-skypilot")
@@ -332,6 +369,7 @@ def estimate(
         raise typer.Exit(2) from None
     settings = Settings()
     engine = _engine(settings)
+    _require_database(engine)
     from service.bootstrap import bootstrap
 
     bootstrap(engine, settings)

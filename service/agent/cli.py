@@ -102,6 +102,9 @@ def probe(
         capture = capture_raw(nvml)
         host = parse_raw(capture)
     except ProbeError as exc:
+        if as_json or raw:  # a script reading stdout gets JSON either way; the exit code says which
+            print(json.dumps({"error": {"message": str(exc), "exit_code": exc.exit_code}}))
+            raise typer.Exit(exc.exit_code) from None
         raise _fail(str(exc), exc.exit_code) from None
     if raw:
         print(json.dumps(capture, indent=1, default=str))

@@ -19,7 +19,7 @@ from service.api.limits import BodyLimitMiddleware
 from service.api.logs import RequestContextMiddleware
 from service.api.metrics import Metrics, MetricsMiddleware
 from service.api.metrics import router as metrics_router
-from service.api.openapi_ops import document_operations
+from service.api.openapi_ops import document_bodies, document_operations, document_security
 from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
 from service.api.routes import compare as compare_routes
@@ -29,6 +29,7 @@ from service.api.routes import recommend as recommend_routes
 from service.db.engine import make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.schemas.common import Problem
+from service.schemas.gpus import GpuDocument
 from service.settings import Settings
 from service.usecases.errors import UseCaseError
 from service.usecases.keys import authenticate
@@ -80,7 +81,8 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(estimate_routes.router)
     app.include_router(recommend_routes.router)
     app.include_router(compare_routes.router)
-    # Middleware, outermost first: request id + access log, metrics, rate limits, body limits.
+    # Middleware, outermost first: request id + access log, metrics, rate limits, body limits,
+    # unhandled errors (a 500 problem, not re-raised).
     # (Starlette wraps in reverse order of addition.) A limit is decided before the body is
     # read and before the handler runs.
     trusted = TrustedProxies(settings.trusted_proxies)
@@ -96,6 +98,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             except UseCaseError:
                 return None
 
+    app.add_middleware(problems.UnhandledErrors)  # innermost: a 500 that keeps the connection
     app.add_middleware(
         BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes, body_read_timeout_s=settings.body_read_timeout_s
     )
@@ -120,6 +123,8 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         )
         problem_defs = schema["components"]["schemas"]["Problem"].pop("$defs", {})
         schema["components"]["schemas"].update(problem_defs)
+        document_bodies(schema, {"GpuDocument": GpuDocument})
+        document_security(schema, app.routes, settings)
         app.openapi_schema = document_operations(problems.declare_problems(schema), settings, table)
         return app.openapi_schema
 

@@ -75,6 +75,7 @@ def require(scope: str) -> Callable[..., Awaitable[Principal | None]]:
             return None
         return await run_in_threadpool(authenticate, uow, authorization, scope)
 
+    dep.required_scope = scope  # type: ignore[attr-defined]  # read by api.openapi_ops.document_security
     return dep
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi.routing import iter_route_contexts
+from pydantic import BaseModel
+
 from service.api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_SCHEMA_REF
 from service.api.ratelimit import RuleTable
 from service.settings import Settings
@@ -17,13 +20,103 @@ RETRY_AFTER = {
 }
 
 
+ALLOW = {"description": "the methods this path accepts", "schema": {"type": "string"}}
+REQUIRED_HEADERS = frozenset({"if-match"})
+"""Headers the handlers require although FastAPI sees them as optional (so that a missing one
+is the documented 428, not a 422): the schema marks them required."""
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {PROBLEM_MEDIA_TYPE: {"schema": PROBLEM_SCHEMA_REF}}}
+
+
+def document_bodies(schema: dict[str, Any], models: dict[str, type[BaseModel]]) -> None:
+    """Bodies a route reads as a plain JSON object and validates itself (a GPU document is
+    checked after a merge, with errors at paths inside it): the schema names the model, whose
+    definition joins the components (``x-body-model`` on the operation says which)."""
+    comps = schema.setdefault("components", {}).setdefault("schemas", {})
+    for item in schema.get("paths", {}).values():
+        for op in item.values():
+            name = op.get("x-body-model") if isinstance(op, dict) else None
+            if name is None:
+                continue
+            if name not in comps:
+                doc = models[name].model_json_schema(ref_template="#/components/schemas/{model}")
+                for def_name, definition in doc.pop("$defs", {}).items():
+                    comps.setdefault(def_name, definition)
+                comps[name] = doc
+            body = op["requestBody"]["content"]["application/json"]
+            body["schema"] = {"$ref": f"#/components/schemas/{name}"}
+            del op["x-body-model"]
+
+
+SCOPE_RANK = {"read": 0, "submit": 1, "admin": 2}
+BEARER = {"type": "http", "scheme": "bearer", "description": "an API key: `Authorization: Bearer gpa_...`"}
+
+
+def _required_scope(dependant: Any) -> str | None:
+    found: list[str] = []
+
+    def walk(d: Any) -> None:
+        scope = getattr(d.call, "required_scope", None)
+        if scope is not None:
+            found.append(scope)
+        for sub in d.dependencies:
+            walk(sub)
+
+    walk(dependant)
+    return max(found, key=SCOPE_RANK.__getitem__) if found else None
+
+
+def document_security(schema: dict[str, Any], routes: list[Any], settings: Settings) -> None:
+    """Each operation's key requirement, from the dependency that enforces it: ``x-required-scope``
+    (read < submit < admin) and, where a key is needed with these settings, ``security`` with
+    the bearer scheme (reads need none unless ``read_requires_key``)."""
+    schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearerAuth"] = BEARER
+    for context in iter_route_contexts(routes):
+        route = context.original_route
+        dependant = getattr(route, "dependant", None)
+        scope = _required_scope(dependant) if dependant is not None else None
+        if scope is None or not context.path_format:
+            continue
+        for method in getattr(route, "methods", ()):
+            op = schema.get("paths", {}).get(context.path_format, {}).get(method.lower())
+            if op is None:
+                continue
+            op["x-required-scope"] = scope
+            if scope != "read" or settings.read_requires_key:
+                op["security"] = [{"bearerAuth": []}]
+
+
 def document_operations(schema: dict[str, Any], settings: Settings, table: RuleTable) -> dict[str, Any]:
     schema.setdefault("components", {}).setdefault("headers", {})["Retry-After"] = RETRY_AFTER
+    schema["components"]["headers"]["Allow"] = ALLOW
     for path, item in schema.get("paths", {}).items():
         for method, op in item.items():
             if not isinstance(op, dict) or "responses" not in op:
                 continue
             responses = op["responses"]
+            for param in op.get("parameters", []):
+                if param.get("in") != "header":
+                    continue
+                # a header is present (a string) or absent: never JSON null
+                branches = [b for b in param["schema"].get("anyOf", []) if b.get("type") != "null"]
+                if len(branches) == 1:
+                    del param["schema"]["anyOf"]
+                    param["schema"].update(branches[0])
+                if param.get("name", "").lower() in REQUIRED_HEADERS:
+                    param["required"] = True
+            if any(p.get("in") == "header" and p.get("name", "").lower() == "if-match" for p in op.get("parameters", [])):
+                responses.setdefault("412", _problem("If-Match does not match the current ETag"))
+                responses.setdefault("428", _problem("If-Match missing"))
+            responses["405"] = {
+                **_problem("this method is not allowed on this path; `Allow` lists the ones that are"),
+                "headers": {"Allow": {"$ref": "#/components/headers/Allow"}},
+            }
+            if "requestBody" in op:
+                responses["400"] = _problem(
+                    "the body is not JSON text this API can read (not UTF-8, or nested past the parser's limit)"
+                )
             if "429" in responses:
                 responses["429"]["headers"] = {"Retry-After": {"$ref": "#/components/headers/Retry-After"}}
             if "requestBody" in op:
@@ -52,4 +145,24 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                         f"page size: default {settings.page_size_default}, at most {settings.page_size_max} "
                         "(a larger value is clamped to it)"
                     )
+    _standard_keywords(schema)
     return schema
+
+
+_KEYWORDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def _standard_keywords(node: Any) -> None:
+    """Bounds Pydantic could not fold into a JSON Schema keyword (an integer type wrapped in a
+    validator, e.g. ``JsonInt`` in a union) come out under their Python names: spell them as
+    JSON Schema does, so a generated client and the fuzzer see them."""
+    if isinstance(node, dict):
+        if node.get("type") in ("integer", "number"):
+            for py, js in _KEYWORDS.items():
+                if py in node:
+                    node.setdefault(js, node.pop(py))
+        for value in node.values():
+            _standard_keywords(value)
+    elif isinstance(node, list):
+        for value in node:
+            _standard_keywords(value)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.presenters.gpus import candidate_json
 from service.core.catalog import GpuCandidate
@@ -161,10 +165,18 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}.get(exc.status_code, "http-error")
-        return problem_response(
-            exc.status_code, code, str(exc.detail) if exc.detail else "Error", None, request,
-            headers=dict(exc.headers) if exc.headers else None,
-        )
+        headers = dict(exc.headers) if exc.headers else {}
+        title, detail = str(exc.detail) if exc.detail else "Error", None
+        if exc.status_code == 405:
+            # Starlette names only the first route that matched the path; the path's methods
+            # are spread over several routes (GET, PATCH and DELETE of /v1/gpus/{slug})
+            headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
+            detail = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
+        elif exc.status_code == 400:
+            # FastAPI's answer to a body that is not JSON text (not UTF-8, too deeply nested)
+            code, title = "malformed-body", "Malformed request body"
+            detail = "the request body is not JSON text this API can read (UTF-8, nested at most ~1000 levels)"
+        return problem_response(exc.status_code, code, title, detail, request, headers=headers or None)
 
     @app.exception_handler(Exception)
     async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
@@ -176,6 +188,52 @@ def install(app: FastAPI) -> None:
             headers={"X-Request-ID": rid} if rid else None,
         )
 
+
+def allowed_methods(app: Any, scope: Scope) -> list[str]:
+    """Every method the routes matching this path accept (``HEAD`` with ``GET``), for ``Allow``."""
+    path = scope.get("path", "")
+    methods: set[str] = set()
+    for context in iter_route_contexts(app.routes):
+        fmt = context.path_format
+        if fmt and compile_path(fmt)[0].match(path):
+            methods |= set(getattr(context.original_route, "methods", None) or ())
+    return sorted(methods)
+
+
+class UnhandledErrors:
+    """Innermost middleware: an exception a route did not handle is logged with its traceback
+    and answered as a bare problem+json 500 -- and not re-raised, so the server keeps the
+    keep-alive connection (uvicorn closes a connection whose application raised) and the
+    middleware around it (request id, access line, metrics) sees an ordinary 500."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(msg: Message) -> None:
+            nonlocal started
+            if msg["type"] == "http.response.start":
+                started = True
+            await send(msg)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception:
+            if started:  # half an answer is out: nothing to do but let the server drop it
+                raise
+            error_log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
+            response = problem_response(
+                500, "internal-error", "Internal server error", "an unexpected error occurred", Request(scope)
+            )
+            await response(scope, receive, send)
+
+
+error_log = logging.getLogger("gpu_advisor.errors")
 
 PROBLEM_SCHEMA_REF = {"$ref": "#/components/schemas/Problem"}
 STANDARD_PROBLEMS: dict[str, str] = {

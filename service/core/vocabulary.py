@@ -355,6 +355,18 @@ FINGERPRINT_NULLABLE: tuple[str, ...] = (
     "nccl_nvls_enable",
 )
 FINGERPRINT_FIELDS: tuple[str, ...] = FINGERPRINT_REQUIRED + FINGERPRINT_NULLABLE
+FINGERPRINT_RANGES: dict[str, tuple[float, float]] = {
+    "power_limit_w": (1.0, 5_000.0),
+    "app_clock_sm_mhz": (1.0, 10_000.0),
+    "app_clock_mem_mhz": (1.0, 100_000.0),
+    "pcie_gen": (1.0, 7.0),
+    "pcie_width": (1.0, 32.0),
+}
+"""Physical ranges of the numeric fingerprint fields (null where the host has none). NVML's
+enforced power limit in W (the largest board limit shipped, GB200's ~2.7 kW, is inside),
+application clocks in MHz (SM clocks are ~2 GHz; NVML's memory clock is at most a few tens of
+GHz for any DRAM), PCIe generation 1-7 and link width x1-x32 (the PCIe specification's
+widths)."""
 # Fields left out of the stack hash: identity of the machine, not of the stack.
 FINGERPRINT_UNHASHED: frozenset[str] = frozenset({"host_id", "container_image_digest"})
 
@@ -552,6 +564,14 @@ def check_fingerprint(fp: Mapping[str, Any], loc: tuple[str | int, ...] = ("fing
     for key in fp:
         if key not in out:
             raise VocabularyError((*loc, key), f"unknown fingerprint field {key!r}")
+    for key, (lo, hi) in FINGERPRINT_RANGES.items():
+        value = out.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise VocabularyError((*loc, key), f"fingerprint field {key!r} must be a finite number or null")
+        if not lo <= value <= hi:
+            raise VocabularyError((*loc, key), f"fingerprint field {key!r} must be between {lo:g} and {hi:g}; got {value!r}")
     nvls = out.get("nccl_nvls_enable")
     if isinstance(nvls, str):  # the environment string ("0"/"1") and a boolean are one value
         low = nvls.strip().lower()

@@ -11,53 +11,62 @@ run reaches the use case as a core :class:`~service.core.submission.RunSubmissio
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from service.core.submission import GpuIdentity as CoreGpuIdentity
 from service.core.submission import MetricReading, ResultSubmission, RunSubmission
-from service.schemas.common import DataVersion
+from service.schemas.common import (
+    ByteCount,
+    DataVersion,
+    FiniteFloat,
+    Int64,
+    JsonInt,
+    JsonObject,
+    NonNegativeInt32,
+    RequestModel,
+    SafeStr,
+    SaneDatetime,
+    UtcDatetime,
+)
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$"
 MAX_RESULTS_PER_RUN = 10_000
-INT64_MAX = 2**63 - 1  # storage bounds: larger values are refused (422), not overflowed
-INT32_MAX = 2**31 - 1
+MetricName = Annotated[SafeStr, Field(min_length=1, max_length=64)]
 
 
-class MetricValue(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    value: float = Field(description="the figure, in `unit`")
-    unit: str = Field(description="must equal the unit the vocabulary defines for this metric")
+class MetricValue(RequestModel):
+    value: float = Field(description="the figure, in `unit` (finite and non-negative: checked with the vocabulary, "
+                         "so every result's errors come in one answer)")
+    unit: SafeStr = Field(max_length=32, description="must equal the unit the vocabulary defines for this metric")
 
 
-class GpuIdentity(BaseModel):
+class GpuIdentity(RequestModel):
     """What NVML says the device is. The service resolves it to a catalog slug by PCI id +
     memory (names are a fallback); an unknown device makes the run ``pending``."""
 
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=200, description="NVML name, e.g. 'NVIDIA H200'")
-    pci_device_id: str = Field(description="e.g. '0x2335' or NVML's packed '0x233510DE'")
-    pci_vendor_id: str | None = Field(default=None, max_length=32, description="e.g. '0x10de'")
-    pci_subsystem_id: str | None = Field(default=None, max_length=32)
-    memory_total_bytes: int = Field(ge=0, le=INT64_MAX, description="NVML memory total (usable, ECC-default)")
-    slug: str | None = Field(default=None, description="agent's offline guess; the service re-resolves")
+    name: SafeStr = Field(min_length=1, max_length=200, description="NVML name, e.g. 'NVIDIA H200'")
+    pci_device_id: SafeStr = Field(max_length=32, description="e.g. '0x2335' or NVML's packed '0x233510DE'")
+    pci_vendor_id: SafeStr | None = Field(default=None, max_length=32, description="e.g. '0x10de'")
+    pci_subsystem_id: SafeStr | None = Field(default=None, max_length=32)
+    memory_total_bytes: ByteCount = Field(description="NVML memory total (usable, ECC-default)")
+    slug: SafeStr | None = Field(default=None, max_length=100, description="agent's offline guess; the service re-resolves")
 
 
-class BenchmarkResultIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    workload: str = Field(min_length=1, max_length=64)
-    parameters: dict[str, Any] = Field(default_factory=dict)
+class BenchmarkResultIn(RequestModel):
+    workload: SafeStr = Field(min_length=1, max_length=64)
+    parameters: JsonObject = Field(default_factory=dict)
     status: Literal["ok", "oom", "error"]
-    metrics: dict[str, MetricValue] = Field(default_factory=dict)
-    step_time_s: float | None = None
-    peak_allocated_bytes: int | None = Field(default=None, le=INT64_MAX)
-    peak_reserved_bytes: int | None = Field(default=None, le=INT64_MAX)
-    nvml_used_bytes: int | None = Field(default=None, le=INT64_MAX)
-    repeats: int | None = Field(default=None, ge=0, le=INT32_MAX)
-    error: str | None = Field(default=None, max_length=4000, description="error text for status oom/error")
-    measured_at: datetime | None = None
+    metrics: dict[MetricName, MetricValue] = Field(default_factory=dict)
+    step_time_s: FiniteFloat | None = None
+    # the sign of a memory figure is checked with the vocabulary (one answer names every error)
+    peak_allocated_bytes: Int64 | None = None
+    peak_reserved_bytes: Int64 | None = None
+    nvml_used_bytes: Int64 | None = None
+    repeats: NonNegativeInt32 | None = None
+    error: SafeStr | None = Field(default=None, max_length=4000, description="error text for status oom/error")
+    measured_at: SaneDatetime | None = None
 
     @field_validator("parameters", "metrics")
     @classmethod
@@ -67,17 +76,19 @@ class BenchmarkResultIn(BaseModel):
         return dict(sorted(v.items()))
 
 
-class BenchmarkRunIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BenchmarkRunIn(RequestModel):
     run_id: str = Field(pattern=RUN_ID_PATTERN, description="client-chosen, unique per run; the idempotency key")
-    suite_version: str = Field(min_length=1, max_length=32)
-    host: str = Field(min_length=1, max_length=200, description="host name or stable host id")
+    suite_version: SafeStr = Field(min_length=1, max_length=32)
+    host: SafeStr = Field(min_length=1, max_length=200, description="host name or stable host id")
     gpu: GpuIdentity
-    gpu_count: int = Field(default=1, ge=1, le=4096)
-    fingerprint: dict[str, Any]
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    notes: str | None = Field(default=None, max_length=4000)
+    gpu_count: JsonInt = Field(default=1, ge=1, le=4096)
+    fingerprint: JsonObject = Field(
+        description="the software/hardware stack: every field of GET /v1/workloads `fingerprint_required` and "
+        "`fingerprint_nullable`, nothing else (nesting at most 32 deep, NUL-free valid UTF-8 text)"
+    )
+    started_at: SaneDatetime | None = None
+    finished_at: SaneDatetime | None = None
+    notes: SafeStr | None = Field(default=None, max_length=4000)
     results: list[BenchmarkResultIn] = Field(
         min_length=1,
         max_length=MAX_RESULTS_PER_RUN,
@@ -186,7 +197,7 @@ class Quarantine(BaseModel):
 class Review(BaseModel):
     state: Literal["released", "quarantined"]
     reason: str | None
-    reviewed_at: datetime | None
+    reviewed_at: UtcDatetime | None
     reviewed_by_key_id: int | None
 
 
@@ -210,7 +221,7 @@ class ResultOut(BaseModel):
     nvml_used_bytes: int | None
     repeats: int | None
     error: str | None
-    measured_at: datetime
+    measured_at: UtcDatetime
     quarantined: bool
     quarantine: Quarantine | None
     review: Review | None
@@ -241,14 +252,14 @@ class RunOut(BaseModel):
     suite_version: str
     fingerprint: dict[str, Any]
     fingerprint_hash: str
-    started_at: datetime | None
-    finished_at: datetime | None
-    received_at: datetime
+    started_at: UtcDatetime | None
+    finished_at: UtcDatetime | None
+    received_at: UtcDatetime
     notes: str | None
     result_count: int
     status_counts: dict[str, int]
     quarantined_count: int
-    retracted_at: datetime | None
+    retracted_at: UtcDatetime | None
     retract_reason: str | None
     results: list[ResultOut] | None = Field(description="the run's results (omitted with include_results=false)")
     data_version: DataVersion
@@ -264,8 +275,8 @@ class RunSummary(BaseModel):
     fingerprint_hash: str
     result_count: int
     quarantined_count: int
-    received_at: datetime
-    retracted_at: datetime | None
+    received_at: UtcDatetime
+    retracted_at: UtcDatetime | None
     retract_reason: str | None
 
 
@@ -295,7 +306,7 @@ class FingerprintBrief(BaseModel):
     fingerprint_hash: str
     usable_count: int
     result_count: int
-    newest_measured_at: datetime
+    newest_measured_at: UtcDatetime
 
 
 class MeasuredCellOut(BaseModel):
@@ -312,7 +323,7 @@ class MeasuredCellOut(BaseModel):
     status_counts: dict[str, int] = Field(description="results by status in the chosen fingerprint")
     oom_count: int = Field(description="OOM results in this cell, all fingerprints: 'does not fit here'")
     quarantined_count: int
-    newest_measured_at: datetime | None
+    newest_measured_at: UtcDatetime | None
     host_count: int
     trusted_agent: bool
     provenance: Literal["measured"] | None = Field(
@@ -364,7 +375,7 @@ class CoverageCell(BaseModel):
     configurations: int = Field(description="distinct canonical parameter sets")
     fingerprints: int
     hosts: int
-    newest_measured_at: datetime | None
+    newest_measured_at: UtcDatetime | None
 
 
 class CoverageRow(BaseModel):
@@ -384,14 +395,12 @@ class CoverageOut(BaseModel):
 # ---- admin ---------------------------------------------------------------------------------------
 
 
-class ReasonIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    reason: str = Field(min_length=1, max_length=2000)
+class ReasonIn(RequestModel):
+    reason: SafeStr = Field(min_length=1, max_length=2000)
 
 
-class MapPendingIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    slug: str = Field(min_length=1, max_length=100, description="catalog GPU (create it first with POST /v1/gpus)")
+class MapPendingIn(RequestModel):
+    slug: SafeStr = Field(min_length=1, max_length=100, description="catalog GPU (create it first with POST /v1/gpus)")
 
 
 class AlertOut(BaseModel):
@@ -403,8 +412,8 @@ class AlertOut(BaseModel):
     pending_gpu_id: int | None
     result_count: int
     data: dict[str, Any]
-    created_at: datetime
-    acknowledged_at: datetime | None
+    created_at: UtcDatetime
+    acknowledged_at: UtcDatetime | None
 
 
 class AlertList(BaseModel):
@@ -422,12 +431,12 @@ class PendingGpuOut(BaseModel):
     pci_vendor_id: str | None
     pci_subsystem_id: str | None
     memory_total_bytes: int
-    first_seen_at: datetime
-    last_seen_at: datetime
+    first_seen_at: UtcDatetime
+    last_seen_at: UtcDatetime
     run_count: int
     result_count: int
     mapped_gpu_slug: str | None
-    mapped_at: datetime | None
+    mapped_at: UtcDatetime | None
     candidates: list[str] = Field(description="catalog GPUs sharing the PCI id or a similar name")
 
 

@@ -10,7 +10,7 @@ import re
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
 
 
 class ProblemError(BaseModel):
@@ -73,8 +73,9 @@ FLOAT_ABS_MAX = 1e15
 """Largest magnitude of a free-form number (JSON maps, unbounded figures): every physical
 quantity here is far below it, and float arithmetic on it stays finite."""
 EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-LATEST = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
-"""Timestamps are taken in [EARLIEST, LATEST) after conversion to UTC (a naive one is UTC)."""
+LATEST = dt.datetime(2101, 1, 1, tzinfo=dt.UTC)
+"""Timestamps are taken in [EARLIEST, LATEST) -- the years 1970 to 2100 -- after conversion to
+UTC (a naive one is UTC)."""
 
 NUL_FREE_PATTERN = r"^[^\x00]*$"
 """What the schema says of every free text: no NUL (PostgreSQL text cannot hold one)."""
@@ -130,14 +131,38 @@ def safe_json(value: Any) -> Any:
     return value
 
 
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def iso_text(value: Any) -> Any:
+    """Timestamps and dates arrive as ISO 8601 text (Pydantic would also read a number, or a
+    numeric string, as Unix time -- the schema says ``format: date-time``, so that is refused)."""
+    if isinstance(value, str) and not ISO_DATE.match(value):
+        raise ValueError("must be an ISO 8601 date or date-time, e.g. 2026-12-01T23:00:00Z")
+    if isinstance(value, bool | int | float):
+        raise ValueError("must be an ISO 8601 string, not a number")
+    return value
+
+
+def json_int(value: Any) -> Any:
+    """An integer as JSON has it: ``3`` or ``3.0`` (JSON Schema's integer), never ``true`` or ``"3"``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be an integer")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be an integer")
+        return int(value)
+    return value
+
+
 def sane_datetime(value: dt.datetime) -> dt.datetime:
-    """A timestamp in UTC within [1970, 2100); naive means UTC. Checked before the offset is
+    """A timestamp in UTC in the years 1970 to 2100; naive means UTC. Checked before the offset is
     applied (``0001-01-01T00:00:00+23:59`` would underflow)."""
     if not EARLIEST.year <= value.year < LATEST.year:
-        raise ValueError(f"must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} (UTC)")
+        raise ValueError("must be in the years 1970 to 2100 (UTC)")
     utc = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
     if not EARLIEST <= utc < LATEST:
-        raise ValueError(f"must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} (UTC)")
+        raise ValueError("must be in the years 1970 to 2100 (UTC)")
     return utc
 
 
@@ -176,10 +201,13 @@ def bounded_decimal(*, max_digits: int, decimal_places: int, le: Decimal, descri
             if not math.isfinite(value):
                 raise ValueError("must be finite")
             return Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_EVEN) if abs(value) < 1e18 else value
+        if isinstance(value, int):
+            return Decimal(value)
         return value
 
     return Annotated[
         Decimal,
+        Strict(False),
         BeforeValidator(plain),
         Field(ge=step, le=le, max_digits=max_digits, decimal_places=decimal_places, allow_inf_nan=False,
               description=description),
@@ -195,28 +223,33 @@ def bounded_decimal(*, max_digits: int, decimal_places: int, le: Decimal, descri
     ]
 
 
+JsonInt = Annotated[int, Strict(False), BeforeValidator(json_int)]
+"""An integer of a request body (``3`` or ``3.0``; not ``true``, not ``"3"``): add ``Field`` bounds."""
+
 Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
 """Any integer stored in or compared with an ``Integer`` column."""
 BoundedInt32 = Int32
-NonNegativeInt32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
+NonNegativeInt32 = Annotated[JsonInt, Field(ge=0, le=INT32_MAX)]
+"""A count of a request body stored in an ``Integer`` column."""
 Id32 = Annotated[int, Field(ge=1, le=INT32_MAX, description="row id")]
 """The id of a row whose key is an ``Integer`` (keys, alerts, pending GPUs)."""
-Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Int64 = Annotated[JsonInt, Field(ge=INT64_MIN, le=INT64_MAX)]
 BoundedInt64 = Int64
 Id64 = Annotated[int, Field(ge=1, le=INT64_MAX, description="row id")]
 """The id of a row whose key is a ``BigInteger`` (benchmark results)."""
-ByteCount = Annotated[int, Field(ge=0, le=INT64_MAX, description="bytes")]
+ByteCount = Annotated[JsonInt, Field(ge=0, le=INT64_MAX, description="bytes")]
+"""A byte count of a request body (``BigInteger``)."""
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False, ge=-FLOAT_ABS_MAX, le=FLOAT_ABS_MAX)]
 """A float that is finite (no NaN, Infinity, 1e309) and of sane magnitude."""
 
 
 def physical(lo: float, hi: float, *, lo_exclusive: bool = False, description: str | None = None) -> Any:
-    """A finite float in a physical range, e.g. ``physical(1, 2000)`` for a power limit in W."""
-    bound = Field(gt=lo, le=hi, allow_inf_nan=False, description=description) if lo_exclusive else Field(
-        ge=lo, le=hi, allow_inf_nan=False, description=description
-    )
-    return Annotated[float, bound]
+    """The bounds of a finite float in a physical range: ``Annotated[float, physical(1, 2000)]``
+    for a power limit in W."""
+    if lo_exclusive:
+        return Field(gt=lo, le=hi, allow_inf_nan=False, description=description)
+    return Field(ge=lo, le=hi, allow_inf_nan=False, description=description)
 
 
 SafeStr = Annotated[
@@ -234,8 +267,10 @@ safe text, 64-bit integers, finite floats."""
 
 SaneDatetime = Annotated[
     dt.datetime,
+    Strict(False),
+    BeforeValidator(iso_text),
     AfterValidator(sane_datetime),
-    Field(description="RFC 3339; naive means UTC; between 1970-01-01 and 2100-01-01 UTC"),
+    Field(description="RFC 3339 date-time in the years 1970 to 2100 (UTC); without an offset it is UTC"),
 ]
 """A timestamp a request gives (stored, or compared with stored ones)."""
 
@@ -245,11 +280,32 @@ UtcDatetime = Annotated[dt.datetime, AfterValidator(utc_datetime)]
 
 def sane_date(value: dt.date) -> dt.date:
     if not EARLIEST.year <= value.year < LATEST.year:
-        raise ValueError(f"must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
+        raise ValueError("must be in the years 1970 to 2100")
     return value
 
 
 SaneDate = Annotated[
-    dt.date, AfterValidator(sane_date), Field(description="ISO 8601 date between 1970-01-01 and 2100-01-01")
+    dt.date, Strict(False), BeforeValidator(iso_text), AfterValidator(sane_date), Field(description="ISO 8601 date in the years 1970 to 2100")
 ]
 """A calendar date a request gives (price and FX effective dates)."""
+
+
+class RequestModel(BaseModel):
+    """Base of every request body: unknown members are refused, and JSON types are taken as
+    the schema states them (``true`` is not a number, ``"5"`` is not an integer); timestamps,
+    dates and decimals are parsed from their string forms (their types say so)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,2000}$"
+Cursor = Annotated[
+    str,
+    Field(
+        pattern=CURSOR_PATTERN,
+        max_length=2000,
+        description="the `next_cursor` of the previous page, as given (URL-safe base64 without padding); "
+        "anything else is a 422",
+    ),
+]
+"""The ``cursor`` query parameter of every paged listing."""

@@ -11,22 +11,30 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.core.accuracy import Accuracy
 from service.core.band import Band
 from service.core.estimate import Estimate, JobSpec, Notice, ServingAnswer
-from service.schemas.common import DataVersion, JsonObject, SafeStr
+from service.schemas.common import DataVersion, JsonInt, JsonObject, RequestModel, SafeStr, UtcDatetime
+
+ONE_MODEL_INPUT: list[dict[str, Any]] = [
+    {"required": ["model"], "properties": {"model": {"type": "string"}}},
+    {"required": ["hf_config"], "properties": {"hf_config": {"type": "object"}}},
+    {"required": ["params_billion"], "properties": {"params_billion": {"type": "number"}}},
+]
+"""Exactly one of ``model`` / ``hf_config`` / ``params_billion`` is given (non-null): the
+schema says so with ``oneOf``; the use case enforces it (422 at ``model``)."""
 
 Mode = Literal["training", "fine-tuning", "inference"]
 SolveFor = Literal["max_micro_batch", "max_context", "max_concurrency", "min_gpus"]
 
 
-class WorkloadIn(BaseModel):
+class WorkloadIn(RequestModel):
     """A job without its hardware: what ``/v1/estimate`` and ``/v1/recommend`` share. Give
     exactly one of ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a
     ``config.json`` body, as-is) or ``params_billion``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(json_schema_extra=lambda schema: schema.update(oneOf=ONE_MODEL_INPUT))
 
-    model: SafeStr | None = Field(default=None, max_length=200, examples=["meta-llama/Llama-2-13b-hf"])
-    hf_config: JsonObject | None = None
-    params_billion: float | None = Field(default=None, gt=0, le=10_000)
+    model: SafeStr | None = Field(default=None, min_length=1, max_length=200, examples=["meta-llama/Llama-2-13b-hf"])
+    hf_config: JsonObject | None = Field(default=None, description="a config.json body, as-is")
+    params_billion: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False)
     mode: Mode = Field(default="training", description="fine-tuning defaults to LoRA")
     precision: SafeStr | None = Field(
         default=None, max_length=32,
@@ -34,20 +42,20 @@ class WorkloadIn(BaseModel):
                     "loaded in bf16, as PEFT users do; ask for amp_bf16 for fp32 master weights) and inference",
     )
     # training
-    batch_size: int = Field(default=1, ge=1, le=65536, description="per-GPU micro-batch (training) or concurrent sequences (inference)")
-    seq_len: int | None = Field(default=None, ge=1, le=1_048_576,
+    batch_size: JsonInt = Field(default=1, ge=1, le=65536, description="per-GPU micro-batch (training) or concurrent sequences (inference)")
+    seq_len: JsonInt | None = Field(default=None, ge=1, le=1_048_576,
                                 description="training sequence length (default 2048), or the encoder's input length "
                                             "for BERT inference (default 512)")
     gradient_checkpointing: bool = False
     finetune: Literal["full", "lora", "qlora"] | None = None
-    lora_rank: int = Field(default=16, ge=1, le=4096)
-    lora_targets: list[Annotated[SafeStr, Field(max_length=64)]] | None = Field(default=None, max_length=64)
+    lora_rank: JsonInt = Field(default=16, ge=1, le=4096)
+    lora_targets: list[Annotated[SafeStr, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=64)
     attention: Literal["sdpa", "eager", "flash_attention_2"] = "sdpa"
     optimizer: Literal["adamw", "sgd", "adafactor", "adamw_8bit"] = "adamw"
     sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(
         default=None, description="default: none on one GPU, ddp on several"
     )
-    global_batch: int = Field(default=0, ge=0, description="sequences per optimizer step; 0 = batch_size x data-parallel ranks")
+    global_batch: JsonInt = Field(default=0, ge=0, le=2**31 - 1, description="sequences per optimizer step; 0 = batch_size x data-parallel ranks")
     loop: Literal["loss_only", "keeps_outputs"] | None = Field(
         default=None,
         description="training loop: loss_only keeps only model(...).loss (HF Trainer); keeps_outputs holds the "
@@ -68,10 +76,11 @@ class WorkloadIn(BaseModel):
                     "reduce_dtype=fp32): bf16 copies of the gathered layer only). Default fsdp_policy with "
                     "sharding fsdp, autocast otherwise",
     )
-    tokens: float | None = Field(default=None, gt=0, description="tokens to train on: gives time_to_train_s")
+    tokens: float | None = Field(default=None, gt=0, le=1e18, allow_inf_nan=False,
+                                 description="tokens to train on: gives time_to_train_s")
     # inference
-    input_len: int = Field(default=1024, ge=1, le=1_048_576)
-    output_len: int = Field(default=256, ge=0, le=1_048_576)
+    input_len: JsonInt = Field(default=1024, ge=1, le=1_048_576)
+    output_len: JsonInt = Field(default=256, ge=0, le=1_048_576)
     quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"] = Field(
         default="none", description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
                                     "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only")
@@ -83,18 +92,20 @@ class WorkloadIn(BaseModel):
     kv_cache_dtype: Literal["auto", "fp8", "int8"] = "auto"
     # serving at a request rate (continuous-batching engines)
     requests_per_s: float | None = Field(
-        default=None, gt=0, le=1_000_000,
+        default=None, gt=0, le=1_000_000, allow_inf_nan=False,
         description="offered load over all replicas (Poisson arrivals, split evenly); replicas = gpu_count / "
                     "tensor_parallel. Needs engine vllm or tensorrt-llm")
-    concurrency: int | None = Field(
+    concurrency: JsonInt | None = Field(
         default=None, ge=1, le=65536,
         description="requests kept in flight per replica (closed loop) instead of a rate; default batch_size")
     input_len_cv: float = Field(default=0.0, ge=0, le=10,
                                 description="dispersion of prompt lengths: standard deviation / mean (input_len is the mean)")
     output_len_cv: float = Field(default=0.0, ge=0, le=10,
                                  description="dispersion of output lengths: standard deviation / mean (output_len is the mean)")
-    ttft_target_ms: float | None = Field(default=None, gt=0, description="p50 time-to-first-token target")
-    tpot_target_ms: float | None = Field(default=None, gt=0, description="p50 time-per-output-token target")
+    ttft_target_ms: float | None = Field(default=None, gt=0, le=3.6e6, allow_inf_nan=False,
+                                         description="p50 time-to-first-token target (at most an hour)")
+    tpot_target_ms: float | None = Field(default=None, gt=0, le=3.6e6, allow_inf_nan=False,
+                                         description="p50 time-per-output-token target (at most an hour)")
 
     def to_core(self, *, gpu_count: int = 1, tensor_parallel: int = 1, solve_for: str | None = None) -> JobSpec:
         """The job as the core takes it, on ``gpu_count`` GPUs (the GPU is resolved separately)."""
@@ -118,11 +129,9 @@ class EstimateRequest(WorkloadIn):
     ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a ``config.json`` body,
     as-is) or ``params_billion``."""
 
-    model_config = ConfigDict(extra="forbid")
-
     gpu: SafeStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
-    gpu_count: int = Field(default=1, ge=1, le=4096)
-    tensor_parallel: int = Field(default=1, ge=1, le=64)
+    gpu_count: JsonInt = Field(default=1, ge=1, le=4096)
+    tensor_parallel: JsonInt = Field(default=1, ge=1, le=64)
     solve_for: SolveFor | None = Field(
         default=None, description="min_gpus for inference: with requests_per_s, the fewest replicas x "
                                   "tensor_parallel GPUs meeting the p50 targets; without, the smallest TP group that fits")
@@ -273,7 +282,7 @@ class EstimateResponse(BaseModel):
     serving: ServingOut | None = None
     solve: SolveOut | None = None
     warnings: list[WarningOut] = Field(default_factory=list)
-    as_of: dt.datetime
+    as_of: UtcDatetime
     data_version: DataVersion
     estimator_version: str
     calibration_watermark: int | None = Field(
@@ -361,9 +370,11 @@ def _serving_out(sv: ServingAnswer) -> ServingOut:
     )
 
 
-class BatchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    items: list[EstimateRequest] = Field(min_length=1, max_length=256)
+class BatchRequest(RequestModel):
+    """``{"items": [<an EstimateRequest>, ...]}``: 1 to 256 configurations."""
+
+    items: list[EstimateRequest] = Field(min_length=1, max_length=256,
+                                         description="each item is the body POST /v1/estimate takes")
 
 
 class BatchItem(BaseModel):

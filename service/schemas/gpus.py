@@ -6,12 +6,23 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from service.core import catalog as core
-from service.schemas.common import DataVersion
+from service.schemas.common import (
+    ByteCount,
+    DataVersion,
+    JsonInt,
+    NonNegativeInt32,
+    RequestModel,
+    SafeStr,
+    SaneDate,
+    UtcDatetime,
+    bounded_decimal,
+    physical,
+)
 
 Support = Literal["yes", "no", "unknown"]
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9.]+)*$"
@@ -21,41 +32,47 @@ SOURCE_KINDS = (
 SourceGroup = Literal["memory", "peaks", "power", "identity", "interconnect", "usable_memory", "compute"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Strict(RequestModel):
+    """Catalog documents: unknown members refused, JSON types as the schema states them."""
+
+
+Text = Annotated[SafeStr, Field(max_length=2000)]
+"""A descriptive text of a catalog document (kept in a JSON column)."""
+Tflops = Annotated[float, physical(0, 1e6)]
+"""A per-device peak in TFLOP/s (or TOPS): the largest shipping part is below 1e4."""
 
 
 class Memory(_Strict):
-    marketed: str | None = Field(default=None, description="the datasheet's figure, e.g. '141 GB HBM3e'")
-    type: str | None = None
-    memory_bytes: int | None = Field(default=None, ge=0, description="physical memory, bytes")
-    usable_memory_bytes: int | None = Field(
-        default=None, ge=0, description="what the driver reports with default ECC (nvidia-smi total), bytes"
+    marketed: Text | None = Field(default=None, description="the datasheet's figure, e.g. '141 GB HBM3e'")
+    type: Text | None = None
+    memory_bytes: ByteCount | None = Field(default=None, description="physical memory, bytes")
+    usable_memory_bytes: ByteCount | None = Field(
+        default=None, description="what the driver reports with default ECC (nvidia-smi total), bytes"
     )
-    bandwidth_gb_per_s: float | None = Field(default=None, ge=0)
-    bus_width_bits: int | None = Field(default=None, ge=0)
+    bandwidth_gb_per_s: Annotated[float, physical(0, 1e6)] | None = None
+    bus_width_bits: NonNegativeInt32 | None = None
     ecc: Support = "unknown"
 
 
 class Compute(_Strict):
-    sm_count: int | None = Field(default=None, ge=0)
-    cuda_cores: int | None = Field(default=None, ge=0)
-    tensor_cores: int | None = Field(default=None, ge=0)
-    boost_clock_mhz: float | None = Field(default=None, ge=0)
+    sm_count: NonNegativeInt32 | None = None
+    cuda_cores: NonNegativeInt32 | None = None
+    tensor_cores: NonNegativeInt32 | None = None
+    boost_clock_mhz: Annotated[float, physical(0, 1e5)] | None = None
 
 
 class Peaks(_Strict):
     """Dense, per device, FP32 accumulate (sparse figures halved)."""
 
-    fp64_tflops: float | None = Field(default=None, ge=0)
-    fp64_tensor_tflops: float | None = Field(default=None, ge=0)
-    fp32_tflops: float | None = Field(default=None, ge=0)
-    tf32_tflops: float | None = Field(default=None, ge=0)
-    bf16_tflops: float | None = Field(default=None, ge=0)
-    fp16_tflops: float | None = Field(default=None, ge=0)
-    fp8_tflops: float | None = Field(default=None, ge=0)
-    int8_tops: float | None = Field(default=None, ge=0)
-    int4_tops: float | None = Field(default=None, ge=0)
+    fp64_tflops: Tflops | None = None
+    fp64_tensor_tflops: Tflops | None = None
+    fp32_tflops: Tflops | None = None
+    tf32_tflops: Tflops | None = None
+    bf16_tflops: Tflops | None = None
+    fp16_tflops: Tflops | None = None
+    fp8_tflops: Tflops | None = None
+    int8_tops: Tflops | None = None
+    int4_tops: Tflops | None = None
 
 
 class Supports(_Strict):
@@ -69,9 +86,9 @@ class Supports(_Strict):
 
 
 class Identity(_Strict):
-    compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")
+    compute_capability: str | None = Field(default=None, pattern=r"^\d{1,3}\.\d{1,3}$")
     pci_vendor_id: str | None = Field(default=None, pattern=r"^0x[0-9a-f]{4}$")
-    pci_device_ids: list[str] = Field(default_factory=list)
+    pci_device_ids: list[Annotated[str, Field(pattern=r"^0x[0-9a-f]{4}$")]] = Field(default_factory=list, max_length=256)
 
     @field_validator("pci_device_ids")
     @classmethod
@@ -86,30 +103,30 @@ class Identity(_Strict):
 
 class NvLink(_Strict):
     topology: Literal["switched", "pairwise", "none"] = "none"
-    domain_size: int | None = Field(default=None, ge=1)
-    per_direction_gb_per_s: float | None = Field(default=None, ge=0)
-    version: str | None = None
+    domain_size: JsonInt | None = Field(default=None, ge=1, le=100_000)
+    per_direction_gb_per_s: Annotated[float, physical(0, 1e6)] | None = None
+    version: Text | None = None
 
 
 class Pcie(_Strict):
-    gen: int | None = Field(default=None, ge=1, le=7)
-    lanes: int | None = Field(default=None, ge=1, le=32)
+    gen: JsonInt | None = Field(default=None, ge=1, le=7)
+    lanes: JsonInt | None = Field(default=None, ge=1, le=32)
 
 
 class Interconnect(_Strict):
     nvlink: NvLink = Field(default_factory=NvLink)
     p2p_over_pcie: Support = "unknown"
     pcie: Pcie = Field(default_factory=Pcie)
-    note: str | None = None
+    note: Text | None = None
 
 
 class Power(_Strict):
-    tdp_w: float | None = Field(default=None, ge=0)
-    configurable_min_w: float | None = Field(default=None, ge=0)
+    tdp_w: Annotated[float, physical(0, 1e5)] | None = None
+    configurable_min_w: Annotated[float, physical(0, 1e5)] | None = None
 
 
 class AliasIn(_Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: SafeStr = Field(min_length=1, max_length=200)
     kind: Literal["nvml", "gfd", "skypilot", "short", "other"]
     default: bool = False
 
@@ -128,7 +145,7 @@ class Alternative(_Strict):
     estimator's band for a derived figure spans both values."""
 
     sibling: str = Field(pattern=SLUG_PATTERN, max_length=100, description="slug of the alternative sibling")
-    values: dict[str, float] = Field(
+    values: dict[Annotated[SafeStr, Field(max_length=64)], Tflops] = Field(
         min_length=1, description="figure key (within the source's group) -> value derived from the alternative sibling"
     )
 
@@ -143,13 +160,13 @@ class Alternative(_Strict):
 
 class Source(_Strict):
     group: SourceGroup
-    title: str
-    url: str | None = None
+    title: Text
+    url: Text | None = None
     source_kind: Literal[
         "vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids", "derived"
     ]
-    note: str | None = None
-    figures: list[str] | None = Field(
+    note: Text | None = None
+    figures: list[Annotated[SafeStr, Field(max_length=64)]] | None = Field(
         default=None,
         description="the figure keys of this group (e.g. 'bf16_tflops') the source covers; required when derived",
     )
@@ -206,12 +223,12 @@ class GpuDocument(_Strict):
 
     slug: str = Field(pattern=SLUG_PATTERN, max_length=100)
     vendor: Literal["nvidia", "amd", "intel"]
-    name: str = Field(min_length=1, max_length=200)
-    architecture: str | None = None
-    chip: str | None = None
+    name: SafeStr = Field(min_length=1, max_length=200)
+    architecture: SafeStr | None = Field(default=None, max_length=64)
+    chip: Text | None = None
     form_factor: Literal["pcie", "sxm", "oam"]
-    market: str | None = None
-    launch_year: int | None = Field(default=None, ge=2000, le=2100)
+    market: Text | None = None
+    launch_year: JsonInt | None = Field(default=None, ge=2000, le=2100)
     memory: Memory = Field(default_factory=Memory)
     compute: Compute = Field(default_factory=Compute)
     peaks: Peaks = Field(default_factory=Peaks)
@@ -219,9 +236,9 @@ class GpuDocument(_Strict):
     identity: Identity = Field(default_factory=Identity)
     interconnect: Interconnect = Field(default_factory=Interconnect)
     power: Power = Field(default_factory=Power)
-    aliases: list[AliasIn] = Field(default_factory=list)
-    sources: list[Source] = Field(default_factory=list)
-    notes: str | None = None
+    aliases: list[AliasIn] = Field(default_factory=list, max_length=256)
+    sources: list[Source] = Field(default_factory=list, max_length=256)
+    notes: SafeStr | None = Field(default=None, max_length=8000)
 
     @model_validator(mode="after")
     def _sourced(self) -> GpuDocument:
@@ -275,7 +292,7 @@ class GpuOut(GpuDocument):
     overridden_fields: list[str] = Field(description="dotted paths an admin override changed")
     revision: int
     catalog_version: str | None
-    updated_at: dt.datetime
+    updated_at: UtcDatetime
     links: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
@@ -320,16 +337,32 @@ class GpuPatch(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+if TYPE_CHECKING:
+    Amount = Decimal
+    Rate = Decimal
+else:
+    Amount = bounded_decimal(
+        max_digits=18, decimal_places=6, le=Decimal(10**9),
+        description="price in `currency` (per hour for hourly models): a JSON number (rounded to 6 places) or a "
+        "decimal string such as \"0.71\"; more than 0, at most 1e9",
+    )
+    Rate = bounded_decimal(
+        max_digits=20, decimal_places=10, le=Decimal(10**6),
+        description="units of `quote` per unit of `base`: a JSON number (rounded to 10 places) or a decimal "
+        "string such as \"7.1\"; more than 0, at most 1e6",
+    )
+
+
 class PriceIn(_Strict):
-    provider: str = Field(min_length=1, max_length=64)
-    region: str = Field(min_length=1, max_length=64)
-    instance_type: str = Field(min_length=1, max_length=100)
-    gpus_per_instance: int = Field(ge=1, le=1024)
+    provider: SafeStr = Field(min_length=1, max_length=64)
+    region: SafeStr = Field(min_length=1, max_length=64)
+    instance_type: SafeStr = Field(min_length=1, max_length=100)
+    gpus_per_instance: JsonInt = Field(ge=1, le=1024)
     pricing_model: Literal["purchase", "on_demand", "spot", "reserved"]
     currency: Literal["USD", "CNY"]
-    amount: Decimal = Field(gt=0, max_digits=18, decimal_places=6)
-    effective_date: dt.date
-    source: str = Field(min_length=1, max_length=500)
+    amount: Amount
+    effective_date: SaneDate
+    source: SafeStr = Field(min_length=1, max_length=500)
     is_estimate: bool = True
 
     def to_core(self) -> core.PriceEntry:
@@ -348,6 +381,7 @@ class PriceIn(_Strict):
 
 
 class PriceOut(PriceIn):
+    model_config = ConfigDict(extra="forbid", strict=False)
     id: int
     gpu_slug: str
     per_gpu_hour: Decimal | None = Field(description="amount / gpus_per_instance for hourly models")
@@ -389,9 +423,9 @@ class PriceList(BaseModel):
 class FxRateIn(_Strict):
     base: Literal["USD", "CNY"]
     quote: Literal["USD", "CNY"]
-    rate: Decimal = Field(gt=0)
-    effective_date: dt.date
-    source: str = Field(min_length=1, max_length=500)
+    rate: Rate
+    effective_date: SaneDate
+    source: SafeStr = Field(min_length=1, max_length=500)
 
     def to_core(self) -> core.FxRate:
         return core.FxRate(

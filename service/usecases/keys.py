@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from service.core.keys import SCOPES, ApiKeyRecord, hash_secret, scope_allows, secret_matches, secret_prefix
 from service.db.uow import UnitOfWork
-from service.usecases.errors import FieldError, Forbidden, Invalid, NotFound, Unauthorized
+from service.usecases.errors import Conflict, FieldError, Forbidden, Invalid, NotFound, Unauthorized
 from service.usecases.transaction import commits
 
 
@@ -45,12 +45,46 @@ def create_key(uow: UnitOfWork, *, name: str, scope: str, trusted: bool = False)
     return CreatedKey(id=key.id, name=key.name, scope=scope, secret=secret)
 
 
+BUILTIN_PREFIX = "builtin"
+"""The prefix of the built-in agent's key (``usecases.benchmarks.builtin_principal``): the
+committed measurements are attributed to it, and nobody can authenticate with it."""
+
+
+def is_builtin(key: ApiKeyRecord) -> bool:
+    return key.prefix == BUILTIN_PREFIX
+
+
+def find_key(uow: UnitOfWork, ident: str) -> ApiKeyRecord:
+    """A key by the id ``keys list`` and ``keys create`` print, or by its name (which must
+    name exactly one key that is not revoked)."""
+    ident = ident.strip()
+    if ident.isdigit():
+        found = uow.keys.get(int(ident)) if int(ident) < 2**31 else None
+        if found is None:
+            raise NotFound(f"no API key with id {ident}")
+        return found
+    named = [k for k in uow.keys.list_all() if k.name == ident and k.revoked_at is None]
+    if not named:
+        raise NotFound(f"no active API key named {ident!r}")
+    if len(named) > 1:
+        ids = ", ".join(str(k.id) for k in named)
+        raise Conflict(f"{len(named)} active keys are named {ident!r} (ids {ids}): give the id")
+    return named[0]
+
+
 @commits
-def revoke_key(uow: UnitOfWork, key_id: int) -> None:
-    """Revoke a key (again: nothing changes); requests with it get 401 from then on."""
-    if uow.keys.get(key_id) is None:
-        raise NotFound(f"no API key with id {key_id}")
-    uow.keys.revoke(key_id, dt.datetime.now(dt.UTC))
+def revoke_key(uow: UnitOfWork, ident: str | int) -> ApiKeyRecord:
+    """Revoke a key, by id or name (again: nothing changes); requests with it get 401 from
+    then on. The built-in agent's key is refused: it authenticates nobody, and the committed
+    measurements are attributed to it."""
+    key = find_key(uow, str(ident))
+    if is_builtin(key):
+        raise Conflict(
+            f"key {key.id} ({key.name}) is the built-in agent the committed measurements are attributed to; "
+            "nobody can authenticate with it, so there is nothing to revoke"
+        )
+    uow.keys.revoke(key.id, dt.datetime.now(dt.UTC))
+    return key
 
 
 def list_keys(uow: UnitOfWork) -> list[ApiKeyRecord]:

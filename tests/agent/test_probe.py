@@ -113,6 +113,10 @@ def test_probe_cli_json_raw_and_exit_codes(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(cli, "load_nvml", no_driver)
     res = runner.invoke(cli.agent_app, ["probe"])
     assert res.exit_code == exitcodes.NO_DRIVER
+    res = runner.invoke(cli.agent_app, ["probe", "--json"])  # issue 16: JSON on error too
+    assert res.exit_code == exitcodes.NO_DRIVER
+    err = json.loads(res.stdout)["error"]
+    assert err["exit_code"] == exitcodes.NO_DRIVER and err["message"]
     res = runner.invoke(cli.agent_app, ["run", "--sizes", "quick"])
     assert res.exit_code == exitcodes.NO_DRIVER
 

@@ -9,7 +9,6 @@ plain mappings; the result filters are declared once, for the public and the adm
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -21,6 +20,7 @@ from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsD
 from service.api.presenters import benchmarks as present
 from service.schemas.benchmarks import (
     MAX_RESULTS_PER_RUN,
+    RUN_ID_PATTERN,
     AlertList,
     AlertOut,
     BenchmarkRunAccepted,
@@ -40,12 +40,12 @@ from service.schemas.benchmarks import (
     WorkloadList,
     WorkloadOut,
 )
-from service.schemas.common import Problem
+from service.schemas.common import Cursor, Id32, Id64, Problem, SafeStr, SaneDatetime, safe_text
 from service.schemas.gpus import AmbiguousGpu
 from service.settings import Settings
 from service.usecases import benchmark_admin, benchmark_queries, benchmarks
 from service.usecases.benchmark_queries import ResultFilters
-from service.usecases.errors import PayloadTooLarge
+from service.usecases.errors import FieldError, Invalid, PayloadTooLarge
 
 router = APIRouter(prefix="/v1", tags=["benchmarks"])
 
@@ -75,12 +75,40 @@ async def _result_count_guard(request: Request, settings: SettingsDep) -> None:
 
 ResultCountGuard = Annotated[None, Depends(_result_count_guard)]
 IdempotencyKey = Annotated[
-    str | None, Header(description="optional; must equal the body's run_id (the run id is the idempotency key)")
+    str | None,
+    Header(
+        pattern=RUN_ID_PATTERN,
+        description="optional; when given it must equal the body's run_id (the run id is the idempotency key): "
+        "a different value is a 422",
+    ),
 ]
+RunIdPath = Annotated[SafeStr, Path(max_length=128, description="the run's run_id")]
+
+DYNAMIC_NAME_MAX = 64
+DYNAMIC_VALUE_MAX = 200
 
 
 def _dynamic(request: Request, prefix: str) -> dict[str, str]:
-    return {k[len(prefix) :]: v for k, v in request.query_params.items() if k.startswith(prefix) and len(k) > len(prefix)}
+    """The ``param.<name>`` / ``fp.<field>`` filters, bounded like declared ones: a name of at
+    most 64 and a value of at most 200 characters, NUL-free valid UTF-8 (else a 422 naming it)."""
+    out: dict[str, str] = {}
+    for k, v in request.query_params.items():
+        if not k.startswith(prefix) or len(k) == len(prefix):
+            continue
+        problem = None
+        try:
+            safe_text(k)
+            safe_text(v)
+        except ValueError as exc:
+            problem = str(exc)
+        if problem is None and len(k) - len(prefix) > DYNAMIC_NAME_MAX:
+            problem = f"a filter name has at most {DYNAMIC_NAME_MAX} characters"
+        if problem is None and len(v) > DYNAMIC_VALUE_MAX:
+            problem = f"a filter value has at most {DYNAMIC_VALUE_MAX} characters"
+        if problem is not None:
+            raise Invalid(f"query parameter {k!r}: {problem}", fields=[FieldError((k,), problem, location="query")])
+        out[k[len(prefix) :]] = v
+    return out
 
 
 def _page_size(limit: int | None, settings: Settings) -> int:
@@ -110,19 +138,19 @@ def _result_listing(*, include_retracted_default: bool) -> Callable[..., ResultL
     def listing(
         request: Request,
         settings: SettingsDep,
-        gpu: Annotated[str | None, Query(description="slug, alias or PCI id")] = None,
-        pending_gpu_id: Annotated[int | None, Query(description="results of a pending (unmapped) GPU")] = None,
-        workload: Annotated[str | None, Query(max_length=64)] = None,
+        gpu: Annotated[SafeStr | None, Query(max_length=200, description="slug, alias or PCI id")] = None,
+        pending_gpu_id: Annotated[Id32 | None, Query(description="results of a pending (unmapped) GPU")] = None,
+        workload: Annotated[SafeStr | None, Query(max_length=64)] = None,
         status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
         quarantined: Annotated[bool | None, Query()] = None,
-        agent: Annotated[int | None, Query(description="API key id of the submitting agent")] = None,
-        host: Annotated[str | None, Query(max_length=200)] = None,
-        since: Annotated[dt.datetime | None, Query(description="measured at or after (ISO 8601)")] = None,
-        run_id: Annotated[str | None, Query(max_length=128)] = None,
-        fingerprint_hash: Annotated[str | None, Query(max_length=16)] = None,
+        agent: Annotated[Id32 | None, Query(description="API key id of the submitting agent")] = None,
+        host: Annotated[SafeStr | None, Query(max_length=200)] = None,
+        since: Annotated[SaneDatetime | None, Query(description="measured at or after (ISO 8601)")] = None,
+        run_id: Annotated[SafeStr | None, Query(max_length=128)] = None,
+        fingerprint_hash: Annotated[SafeStr | None, Query(max_length=16)] = None,
         include_retracted: bool = include_retracted_default,
         limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
-        cursor: Annotated[str | None, Query(max_length=2000)] = None,
+        cursor: Annotated[Cursor | None, Query()] = None,
     ) -> ResultListing:
         filters = ResultFilters(
             gpu=gpu,
@@ -235,7 +263,7 @@ def validate_run(
     responses={404: PROBLEM},
 )
 def get_run(
-    run_id: str,
+    run_id: RunIdPath,
     uow: UowDep,
     _auth: ReadAuth,
     include_results: Annotated[bool, Query(description="false: counts only")] = True,
@@ -263,7 +291,7 @@ def list_results(uow: UowDep, cache: ReadDep, _auth: ReadAuth, listing: PublicRe
     summary="One stored result",
     responses={404: PROBLEM},
 )
-def get_result(result_id: int, uow: UowDep, _auth: ReadAuth) -> Response:
+def get_result(result_id: Annotated[Id64, Path()], uow: UowDep, _auth: ReadAuth) -> Response:
     out = present.result_out(benchmark_queries.get_result(uow, result_id))
     return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
 
@@ -282,17 +310,17 @@ def get_result(result_id: int, uow: UowDep, _auth: ReadAuth) -> Response:
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
 async def gpu_measurements(
-    ident: str,
+    ident: Annotated[SafeStr, Path(max_length=200)],
     request: Request,
     uow: UowDep,
     cache: ReadDep,
     settings: SettingsDep,
     _auth: ReadAuth,
-    workload: Annotated[str | None, Query(max_length=64)] = None,
-    fingerprint_hash: Annotated[str | None, Query(max_length=16, description="pin one stack")] = None,
+    workload: Annotated[SafeStr | None, Query(max_length=64)] = None,
+    fingerprint_hash: Annotated[SafeStr | None, Query(max_length=16, description="pin one stack")] = None,
     min_points: Annotated[int | None, Query(ge=1, le=1000, description="k; default from settings")] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="cells per page")] = 500,
-    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+    cursor: Annotated[Cursor | None, Query()] = None,
 ) -> Response:
     out = benchmark_queries.measurements(
         uow,
@@ -322,7 +350,7 @@ async def list_workloads(_auth: ReadAuth) -> WorkloadList:
     summary="One workload definition with its hash",
     responses={404: PROBLEM},
 )
-async def get_workload(name: str, _auth: ReadAuth) -> WorkloadOut:
+async def get_workload(name: Annotated[SafeStr, Path(max_length=64)], _auth: ReadAuth) -> WorkloadOut:
     return present.workload_out(benchmark_queries.workload(name))
 
 
@@ -357,7 +385,7 @@ def list_alerts(
     ] = None,
     acknowledged: Annotated[bool | None, Query()] = None,
     limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
-    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+    cursor: Annotated[Cursor | None, Query()] = None,
 ) -> Response:
     out = benchmark_admin.list_alerts(
         uow, kind=kind, acknowledged=acknowledged, limit=_page_size(limit, settings), cursor=cursor
@@ -373,7 +401,7 @@ def list_alerts(
     tags=ADMIN_TAGS,
     responses={404: PROBLEM},
 )
-def acknowledge_alert(alert_id: int, uow: UowDep, principal: AdminAuth) -> Response:
+def acknowledge_alert(alert_id: Annotated[Id32, Path()], uow: UowDep, principal: AdminAuth) -> Response:
     out = present.alert_out(benchmark_admin.acknowledge_alert(uow, principal, alert_id))
     return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
 
@@ -403,7 +431,7 @@ def list_pending_gpus(
     responses={404: PROBLEM},
 )
 def map_pending_gpu(
-    pending_id: int,
+    pending_id: Annotated[Id32, Path()],
     body: MapPendingIn,
     uow: UowDep,
     cache: ReadDep,
@@ -438,7 +466,7 @@ def admin_list_results(uow: UowDep, cache: ReadDep, _auth: AdminAuth, listing: A
     responses={404: PROBLEM},
 )
 def release_result(
-    result_id: int, body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
+    result_id: Annotated[Id64, Path()], body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
 ) -> Response:
     out = benchmark_admin.review_result(
         uow, principal, result_id, action="release", reason=body.reason, policy=settings.outlier_policy()
@@ -455,7 +483,7 @@ def release_result(
     responses={404: PROBLEM},
 )
 def quarantine_result(
-    result_id: int, body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
+    result_id: Annotated[Id64, Path()], body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
 ) -> Response:
     out = benchmark_admin.review_result(
         uow, principal, result_id, action="quarantine", reason=body.reason, policy=settings.outlier_policy()
@@ -476,7 +504,7 @@ def retract_run(
     uow: UowDep,
     settings: SettingsDep,
     principal: AdminAuth,
-    run_id: Annotated[str, Path(max_length=128)],
+    run_id: RunIdPath,
 ) -> Response:
     out = benchmark_admin.set_retracted(
         uow, principal, run_id, retract=True, reason=body.reason, policy=settings.outlier_policy()
@@ -493,7 +521,7 @@ def retract_run(
     responses={404: PROBLEM},
 )
 def restore_run(
-    uow: UowDep, settings: SettingsDep, principal: AdminAuth, run_id: Annotated[str, Path(max_length=128)]
+    uow: UowDep, settings: SettingsDep, principal: AdminAuth, run_id: RunIdPath
 ) -> Response:
     out = benchmark_admin.set_retracted(uow, principal, run_id, retract=False, reason=None, policy=settings.outlier_policy())
     return _json(present.retract_out(out, uow.data_version()))
@@ -510,11 +538,11 @@ def admin_list_runs(
     uow: UowDep,
     settings: SettingsDep,
     _auth: AdminAuth,
-    agent: Annotated[int | None, Query(description="API key id")] = None,
+    agent: Annotated[Id32 | None, Query(description="API key id")] = None,
     state: Annotated[Literal["accepted", "pending", "retracted"] | None, Query()] = None,
-    gpu: Annotated[str | None, Query(description="catalog slug")] = None,
+    gpu: Annotated[SafeStr | None, Query(max_length=100, description="catalog slug")] = None,
     limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
-    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+    cursor: Annotated[Cursor | None, Query()] = None,
 ) -> Response:
     out = benchmark_queries.list_runs(
         uow, agent=agent, state=state, gpu_slug=gpu, limit=_page_size(limit, settings), cursor=cursor

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Header, Query, Response, status
+from fastapi import APIRouter, Body, Header, Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from service.api import validation
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
-from service.core.catalog import GpuFilters
-from service.schemas.common import Problem
+from service.core.catalog import SORT_KEYS, GpuFilters
+from service.schemas.common import INT64_MAX, Cursor, JsonObject, Problem, SafeStr
 from service.schemas.gpus import (
     AmbiguousGpu,
     FxRateIn,
@@ -28,6 +28,10 @@ from service.usecases import catalog
 router = APIRouter(prefix="/v1", tags=["gpus"])
 
 PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+SORT_PATTERN = rf"^-?(?:{'|'.join(sorted(SORT_KEYS))})$"
+GpuName = Annotated[SafeStr, Path(max_length=200, description="slug, alias (nvidia-smi name, GFD label, ...) or PCI id")]
+Slug = Annotated[SafeStr, Path(max_length=100, description="catalog slug")]
+IF_MATCH_HELP = "the GPU's current ETag (from GET); required: 428 without it, 412 when stale"
 
 
 @router.get("/gpus", response_model=GpuList, operation_id="listGpus", summary="List catalog GPUs")
@@ -37,15 +41,17 @@ async def list_gpus(
     settings: SettingsDep,
     _auth: ReadAuth,
     vendor: Annotated[Literal["nvidia", "amd", "intel"] | None, Query()] = None,
-    architecture: Annotated[str | None, Query(max_length=64, description="e.g. Hopper, Ada Lovelace")] = None,
-    min_usable_memory_bytes: Annotated[int | None, Query(ge=0)] = None,
-    min_usable_memory_gib: Annotated[float | None, Query(ge=0, description="convenience: GiB (2^30 B)")] = None,
+    architecture: Annotated[SafeStr | None, Query(max_length=64, description="e.g. Hopper, Ada Lovelace")] = None,
+    min_usable_memory_bytes: Annotated[int | None, Query(ge=0, le=INT64_MAX)] = None,
+    min_usable_memory_gib: Annotated[float | None, Query(
+        ge=0, le=8e9, allow_inf_nan=False, description="convenience: GiB (2^30 B); at most 8e9 (a 64-bit byte count)"
+    )] = None,
     supports: Annotated[list[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]] | None, Query(description="repeatable; each must be 'yes'")] = None,
     form_factor: Annotated[Literal["pcie", "sxm", "oam"] | None, Query()] = None,
     nvlink_topology: Annotated[Literal["switched", "pairwise", "none"] | None, Query()] = None,
-    sort: Annotated[str, Query(description="slug, usable_memory_bytes, bandwidth_gb_per_s, tdp_w, bf16_tflops, fp32_tflops, fp8_tflops, launch_year; prefix '-' for descending")] = "slug",
+    sort: Annotated[str, Query(pattern=SORT_PATTERN, description="slug, usable_memory_bytes, bandwidth_gb_per_s, tdp_w, bf16_tflops, fp32_tflops, fp8_tflops, launch_year; prefix '-' for descending")] = "slug",
     limit: Annotated[int | None, Query(ge=1, le=500)] = None,
-    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+    cursor: Annotated[Cursor | None, Query()] = None,
 ) -> GpuList:
     min_mem = min_usable_memory_bytes
     if min_usable_memory_gib is not None:
@@ -78,12 +84,12 @@ async def list_gpus(
     },
 )
 async def get_gpu(
-    ident: str,
+    ident: GpuName,
     uow: UowDep,
     cache: ReadDep,
     _auth: ReadAuth,
     on_ambiguous: Annotated[Literal["candidates", "default"], Query(description="'default' resolves an ambiguous name to its stated default, with an assumed_variant warning")] = "candidates",
-    if_none_match: Annotated[str | None, Header()] = None,
+    if_none_match: Annotated[SafeStr | None, Header(max_length=2000)] = None,
 ) -> Response:
     view = catalog.resolve_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
     if if_none_match and (view.etag in [t.strip() for t in if_none_match.split(",")] or if_none_match.strip() == "*"):
@@ -97,9 +103,10 @@ async def get_gpu(
     status_code=status.HTTP_201_CREATED,
     operation_id="createGpu",
     summary="Admin: add a GPU (kept in the override layer)",
+    openapi_extra={"x-body-model": "GpuDocument"},
     responses={409: {"model": Problem, "description": "slug exists"}},
 )
-def create_gpu(uow: UowDep, _auth: AdminAuth, body: Annotated[dict[str, Any], Body(description="a GpuDocument")]) -> Response:
+def create_gpu(uow: UowDep, _auth: AdminAuth, body: Annotated[JsonObject, Body(description="a GpuDocument")]) -> Response:
     record = catalog.create_gpu(uow, validation.gpu_document(body))
     resp = gpu_response(record, uow.data_version(), status_code=201)
     resp.headers["Location"] = gpu_url(record.slug)
@@ -118,11 +125,11 @@ def create_gpu(uow: UowDep, _auth: AdminAuth, body: Annotated[dict[str, Any], Bo
     },
 )
 def update_gpu(
-    slug: str,
+    slug: Slug,
     uow: UowDep,
     _auth: AdminAuth,
-    body: Annotated[dict[str, Any], Body(description="JSON merge patch over the GpuDocument")],
-    if_match: Annotated[str | None, Header()] = None,
+    body: Annotated[JsonObject, Body(description="JSON merge patch (RFC 7396) over the GpuDocument")],
+    if_match: Annotated[SafeStr | None, Header(max_length=200, description=IF_MATCH_HELP)] = None,
 ) -> Response:
     record = catalog.patch_gpu(uow, slug, body, if_match, validate=validation.gpu_document)
     return gpu_response(record, uow.data_version())
@@ -136,7 +143,10 @@ def update_gpu(
     responses={404: {"model": Problem}, 412: {"model": Problem}, 428: {"model": Problem}},
 )
 def delete_gpu(
-    slug: str, uow: UowDep, _auth: AdminAuth, if_match: Annotated[str | None, Header()] = None
+    slug: Slug,
+    uow: UowDep,
+    _auth: AdminAuth,
+    if_match: Annotated[SafeStr | None, Header(max_length=200, description=IF_MATCH_HELP)] = None,
 ) -> Response:
     catalog.delete_gpu(uow, slug, if_match)
     return Response(status_code=204)
@@ -149,7 +159,7 @@ def delete_gpu(
     summary="Reference prices for a GPU (estimates), with per-GPU-hour and FX conversion",
     responses={300: {"model": AmbiguousGpu}, 404: {"model": Problem}},
 )
-async def list_prices(ident: str, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
+async def list_prices(ident: GpuName, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
     listing = catalog.list_prices(
         uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
     )
@@ -165,7 +175,7 @@ async def list_prices(ident: str, uow: UowDep, cache: ReadDep, settings: Setting
     summary="Admin: add or update a reference price row (idempotent by its key)",
     responses={404: {"model": Problem}},
 )
-def add_price(slug: str, body: PriceIn, uow: UowDep, _auth: AdminAuth) -> Response:
+def add_price(slug: Slug, body: PriceIn, uow: UowDep, _auth: AdminAuth) -> Response:
     catalog.add_price(uow, slug, body.to_core())
     return Response(status_code=204)
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Path
 
 from service.api.deps import ReadAuth
-from service.schemas.common import Problem
+from service.schemas.common import JsonObject, Problem, SafeStr
 from service.schemas.models import ModelDetail, ModelList
 from service.usecases import models as uc
 
@@ -26,7 +26,7 @@ async def list_models(_auth: ReadAuth) -> ModelList:
     summary="A preset by id, alias or Hugging Face id, with its exact parameter breakdown",
     responses={404: {"model": Problem, "description": "unknown model; `close_matches` lists near names"}},
 )
-async def get_model(model_id: str, _auth: ReadAuth) -> ModelDetail:
+async def get_model(model_id: Annotated[SafeStr, Path(max_length=200)], _auth: ReadAuth) -> ModelDetail:
     return ModelDetail.from_core(uc.lookup(model_id))
 
 
@@ -37,6 +37,6 @@ async def get_model(model_id: str, _auth: ReadAuth) -> ModelDetail:
     summary="Parse a Hugging Face config.json body (as-is) into the estimator's architecture",
     responses={422: {"model": Problem, "description": "unsupported architecture (e.g. MLA) or unusable config"}},
 )
-def parse_model(_auth: ReadAuth, body: Annotated[dict[str, Any], Body(description="config.json")]) -> ModelDetail:
+def parse_model(_auth: ReadAuth, body: Annotated[JsonObject, Body(description="config.json")]) -> ModelDetail:
     spec, shape = uc.resolve_model_input(None, body, None)
     return ModelDetail.from_core(spec, shape)
