@@ -58,7 +58,7 @@ def test_a_derived_source_validates_and_gives_a_band() -> None:
         ({"figures": ["bandwidth_gb_per_s"]}, "figures must name keys"),
         ({"alternative": {"sibling": "nvidia-z", "values": {"tf32_tflops": 1.0}}}, "not among the derived"),
         ({"alternative": {"sibling": "nvidia-x", "values": {"bf16_tflops": 1.0}}}, "must differ"),
-        ({"alternative": {"sibling": "nvidia-z", "values": {"bf16_tflops": -1.0}}}, ">= 0"),
+        ({"alternative": {"sibling": "nvidia-z", "values": {"bf16_tflops": -1.0}}}, "greater than or equal to 0"),
         ({"alternative": {"sibling": "nvidia-z", "values": {}}}, "at least 1"),
         ({"derived_from": "nvidia-y"}, "derived from the GPU itself"),
         ({"figures": ["tf32_tflops"]}, "listed as derived but has no value"),
