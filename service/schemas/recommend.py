@@ -10,7 +10,6 @@ machine ``code``, its numbers in ``params`` and a ``message`` in the language th
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +20,7 @@ from service.core.recommend import (
     Pool,
     RecommendQuestion,
 )
-from service.schemas.common import DataVersion, SafeStr
+from service.schemas.common import DataVersion, JsonInt, SafeStr
 from service.schemas.estimate import AccuracyOut, BandOut, WorkloadIn
 
 Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"]
@@ -32,7 +31,8 @@ PricingModel = Literal["on_demand", "spot", "reserved"]
 
 RECOMMENDATION_ID_PATTERN = r"^rec_[0-9a-f]{24}$"
 
-_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+"""Request bodies take JSON types as the schema states them (``RequestModel``'s rule)."""
 
 GpuName = Annotated[SafeStr, Field(min_length=1, max_length=200, description="slug, alias or PCI id")]
 
@@ -44,10 +44,10 @@ class PoolIn(BaseModel):
     model_config = _STRICT
 
     gpu: SafeStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["L40"])
-    gpus_per_node: int = Field(ge=1, le=72, examples=[8])
-    free_gpus_per_node: int | None = Field(default=None, ge=0, le=72,
+    gpus_per_node: JsonInt = Field(ge=1, le=72, examples=[8])
+    free_gpus_per_node: JsonInt | None = Field(default=None, ge=0, le=72,
                                            description="default: every GPU of the node is free")
-    nodes: int = Field(default=1, ge=1, le=4096)
+    nodes: JsonInt = Field(default=1, ge=1, le=4096)
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="between the GPUs of a node; default: what the catalog says the part has")
 
@@ -55,10 +55,10 @@ class PoolIn(BaseModel):
 class BudgetIn(BaseModel):
     model_config = _STRICT
 
-    per_hour: Decimal | None = Field(default=None, gt=0, le=Decimal("1e9"), description="whole deployment, per hour")
-    per_run: Decimal | None = Field(default=None, gt=0, le=Decimal("1e12"),
+    per_hour: float | None = Field(default=None, gt=0, le=1e9, description="whole deployment, per hour")
+    per_run: float | None = Field(default=None, gt=0, le=1e12,
                                     description="one training run (needs workload.tokens)")
-    purchase: Decimal | None = Field(default=None, gt=0, le=Decimal("1e12"), description="capital for buying the GPUs")
+    purchase: float | None = Field(default=None, gt=0, le=1e12, description="capital for buying the GPUs")
     currency: Literal["USD", "CNY"] = "USD"
 
 
@@ -71,7 +71,7 @@ class ConstraintsIn(BaseModel):
                                          description="training must finish within this (needs workload.tokens); "
                                                      "decided at the band's upper end")
     budget: BudgetIn | None = None
-    max_gpus: int = Field(default=8, ge=1, le=4096,
+    max_gpus: JsonInt = Field(default=8, ge=1, le=4096,
                           description="GPUs of one option, all nodes together (default: one 8-GPU node)")
     allowed_gpus: list[GpuName] | None = Field(default=None, max_length=100,
                                            description="only these (any name the catalog resolves)")
@@ -164,7 +164,7 @@ class RecommendRequest(BaseModel):
                     "token trained, or per hour of the serving fleet; cost_per_million_tokens: lowest cost per "
                     "million tokens trained or served at the requested load; perf_per_watt: most tokens per "
                     "second per watt of board power")
-    limit: int = Field(default=5, ge=1, le=50, description="ranked options returned")
+    limit: JsonInt = Field(default=5, ge=1, le=50, description="ranked options returned")
     cost: CostAssumptionsIn = Field(default_factory=CostAssumptionsIn)
 
     def to_core(self) -> RecommendQuestion:
