@@ -44,6 +44,7 @@ def test_readme_shell_examples_run_against_a_fresh_install(tmp_path: Path) -> No
         workdir = tmp_path / "fresh"
         workdir.mkdir()
         (workdir / ".venv").symlink_to(Path(sys.executable).parent.parent)
+        (workdir / "service").symlink_to(REPO / "service")  # examples name shipped files by repo path
         script = "set -euo pipefail\n" + "\n".join(blocks)
         script = script.replace("localhost:8000", f"127.0.0.1:{port}").replace("curl -s ", "curl -sS --fail-with-body ")
         out = subprocess.run(["bash", "-c", script], cwd=workdir, capture_output=True, text=True, timeout=600,
