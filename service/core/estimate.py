@@ -34,6 +34,7 @@ from service.core.band import Band
 from service.core.calibration import Calibration, CalibrationSet
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.memory import (
+    DEFAULT_LORA_TARGETS,
     BatchInferenceConfig,
     InferenceConfig,
     MemoryEstimate,
@@ -189,6 +190,10 @@ class ServingQuestion:
     tpot_target_s: float | None = None
 
 
+_INFERENCE_CONFIGS = (InferenceConfig, BatchInferenceConfig)
+"""For ``isinstance``: a tuple built once (``A | B`` would build a union on every call)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """A job with its model resolved and its defaults filled: a training configuration or a
@@ -208,7 +213,7 @@ class Job:
 
     @property
     def inference(self) -> bool:
-        return isinstance(self.config, InferenceConfig | BatchInferenceConfig)
+        return isinstance(self.config, _INFERENCE_CONFIGS)
 
     @property
     def precision(self) -> str:
@@ -269,15 +274,12 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
     if spec.mode == "inference":
         config, serving = _inference_config(spec, model)
     else:
-        kwargs: dict[str, Any] = {}
-        if spec.lora_targets:
-            kwargs["lora_targets"] = tuple(spec.lora_targets)
         if isinstance(model, CnnSpec):
-            kwargs["seq_len"] = 1
-            kwargs["optimizer"] = spec.optimizer if spec.optimizer != "adamw" else "sgd"
+            seq_len = 1
+            optimizer = spec.optimizer if spec.optimizer != "adamw" else "sgd"
         else:
-            kwargs["seq_len"] = spec.seq_len or DEFAULT_TRAIN_SEQ_LEN
-            kwargs["optimizer"] = spec.optimizer
+            seq_len = spec.seq_len or DEFAULT_TRAIN_SEQ_LEN
+            optimizer = spec.optimizer
         precision = spec.precision or ("bf16" if spec.mode == "fine-tuning" else "amp_bf16")
         sharding = spec.sharding or ("none" if spec.gpu_count == 1 else "ddp")
         mixed = spec.mixed_precision or (
@@ -286,10 +288,13 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             model=model,
             precision=precision,
             batch_size=spec.batch_size,
+            seq_len=seq_len,
             gradient_checkpointing=spec.gradient_checkpointing,
             finetune=spec.finetune or ("lora" if spec.mode == "fine-tuning" else "full"),
             lora_rank=spec.lora_rank,
+            lora_targets=tuple(spec.lora_targets) if spec.lora_targets else DEFAULT_LORA_TARGETS,
             attention=spec.attention,
+            optimizer=optimizer,
             sharding=sharding,
             gpu_count=spec.gpu_count,
             tensor_parallel=spec.tensor_parallel,
@@ -297,10 +302,10 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             optimizer_impl=spec.optimizer_impl or DEFAULT_OPTIMIZER_IMPL,
             loop=spec.loop,
             mixed_precision=mixed,
-            **kwargs,
         )
-    stated = frozenset(name for name in ("precision", "sharding", "loop", "optimizer_impl", "mixed_precision")
-                       if getattr(spec, name) is not None)
+    stated = frozenset([name for name, value in (
+        ("precision", spec.precision), ("sharding", spec.sharding), ("loop", spec.loop),
+        ("optimizer_impl", spec.optimizer_impl), ("mixed_precision", spec.mixed_precision)) if value is not None])
     return Job(model=model, mode=spec.mode, config=config, tokens=spec.tokens, solve_for=spec.solve_for,
                model_is_preset=preset, model_note=note, stated=stated, serving=serving)
 
@@ -644,8 +649,6 @@ def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
     FSDP's mixed-precision policy instead of autocast over FSDP shards (which keeps every bf16
     weight cast, unsharded, until autocast exits) and the fused AdamW instead of foreach/forloop
     when the optimizer step is the peak."""
-    from dataclasses import replace
-
     out: list[Notice] = []
     if c.sharding == "fsdp" and c.mixed_precision == "autocast" and c.precision.startswith("amp_"):
         alt = estimate_training(replace(c, mixed_precision="fsdp_policy"))

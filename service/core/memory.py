@@ -215,11 +215,14 @@ class TrainConfig:
             raise InvalidConfiguration("batch_size", "batch_size must be >= 1")
         if self.seq_len < 1:
             raise InvalidConfiguration("seq_len", "seq_len must be >= 1")
-        for name, allowed in (("finetune", FINETUNES), ("attention", ATTENTIONS),
-                              ("optimizer", OPTIMIZERS), ("sharding", SHARDINGS),
-                              ("optimizer_impl", OPTIMIZER_IMPLS), ("mixed_precision", MIXED_PRECISIONS)):
-            if getattr(self, name) not in allowed:
-                raise InvalidConfiguration(name, f"{name} must be one of {', '.join(allowed)}")
+        if (self.finetune not in FINETUNES or self.attention not in ATTENTIONS or self.optimizer not in OPTIMIZERS
+                or self.sharding not in SHARDINGS or self.optimizer_impl not in OPTIMIZER_IMPLS
+                or self.mixed_precision not in MIXED_PRECISIONS):  # one test on the path taken every time
+            for name, allowed in (("finetune", FINETUNES), ("attention", ATTENTIONS),
+                                  ("optimizer", OPTIMIZERS), ("sharding", SHARDINGS),
+                                  ("optimizer_impl", OPTIMIZER_IMPLS), ("mixed_precision", MIXED_PRECISIONS)):
+                if getattr(self, name) not in allowed:
+                    raise InvalidConfiguration(name, f"{name} must be one of {', '.join(allowed)}")
         if self.loop is not None and self.loop not in LOOPS:
             raise InvalidConfiguration("loop", f"loop must be one of {', '.join(LOOPS)}")
         if self.mixed_precision == "fsdp_policy" and (self.sharding != "fsdp"
