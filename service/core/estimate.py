@@ -56,7 +56,7 @@ from service.core.models import (
     from_parameter_count,
     get_model,
 )
-from service.core.performance import SPEC_DEFAULTS, estimate_step
+from service.core.performance import SPEC_DEFAULTS, step_summary
 from service.core.precision import PEAK_KEY
 from service.core.provenance import weakest
 from service.core.serving import (
@@ -733,12 +733,12 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
           cell: CellView | None, workload: str = "*") -> TimeAnswer:
     if cal is not None:
         e = cal.efficiencies
-        st = estimate_step(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
+        st = step_summary(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
         prov, sources, n, notes = cal.provenance, cal.source_gpus, cal.n_points, cal.notes
         scope, tables = cal.scope, cal.sources
     else:
         e = SPEC_DEFAULTS
-        st = estimate_step(c, gpu)
+        st = step_summary(c, gpu)
         prov, sources, n, notes = "spec", (), 0, ("datasheet roofline with the spec-default efficiencies",)
         scope, tables = "spec-default", ()
     accuracy = _accuracy(scope, gpu, workload)
@@ -755,8 +755,8 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
     else:
         span = _derived_span(gpu, c.precision)
         if span is not None:
-            slow = estimate_step(c, span[0], e).step_time_s
-            fast = estimate_step(c, span[1], e).step_time_s
+            slow = step_summary(c, span[0], e).step_time_s
+            fast = step_summary(c, span[1], e).step_time_s
             if abs(slow - fast) > 1e-9 * step:
                 rel_lo, rel_hi = 1.0 - band.low / step, band.high / step - 1.0
                 band = Band(min(band.low, fast * (1.0 - rel_lo)), step, max(band.high, slow * (1.0 + rel_hi)))

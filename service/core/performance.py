@@ -49,7 +49,9 @@ __all__ = [
     "SPEC_DEFAULTS",
     "Efficiencies",
     "StepEstimate",
+    "StepSummary",
     "estimate_step",
+    "step_summary",
     "time_to_train",
 ]
 
@@ -364,6 +366,46 @@ _OPT_BYTES_PER_PARAM = {"sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}
 """Element accesses per parameter of the optimizers other than AdamW (:data:`OPT_ACCESSES`)."""
 
 
+class StepSummary(NamedTuple):
+    """What an answer reads of a step (:func:`step_summary`): the :class:`StepEstimate` fields of
+    the same names, without the phase breakdown, model FLOPs and assumptions."""
+
+    step_time_s: float
+    step_time_band: Band
+    accumulation_steps: int
+    tokens_per_s: float
+    samples_per_s: float
+    mfu: float
+    bound: str
+
+
+class _Step(NamedTuple):
+    """Every figure of a decoder/encoder step (:func:`_step`), before it is dressed as a
+    :class:`StepEstimate` or a :class:`StepSummary`."""
+
+    step: float
+    micro: float
+    accum: int
+    tokens: float
+    samples: float
+    model_flops: float
+    mfu: float
+    bound: str
+    gpu_fwd: float
+    gpu_bwd: float
+    casts: float
+    optimizer: float
+    host: float
+    communication: float
+    notes: list[str]
+
+
+def _band(step: float, e: Efficiencies, band: tuple[float, float] | None, provenance: str | None) -> tuple[Band, str]:
+    prov = provenance or e.source
+    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    return Band(step * (1 - lo), step, step * (1 + hi)), prov
+
+
 def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
                   band: tuple[float, float] | None = None, provenance: str | None = None) -> StepEstimate:
     """Time of one optimizer step (``accumulation_steps`` micro-steps + optimizer + the
@@ -375,6 +417,46 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
     m = c.model
     if isinstance(m, CnnSpec):
         return _cnn_step(c, m, gpu, e, band, provenance)
+    r = _step(c, gpu, e)
+    step_band, prov = _band(r.step, e, band, provenance)
+    return StepEstimate(
+        step_time_s=r.step,
+        step_time_band=step_band,
+        micro_step_time_s=r.micro,
+        accumulation_steps=r.accum,
+        tokens_per_s=r.tokens / r.step,
+        samples_per_s=r.samples / r.step,
+        model_flops_per_step=r.model_flops,
+        mfu=r.mfu,
+        phases={
+            "forward": r.gpu_fwd, "backward": r.gpu_bwd, "weight_casts": r.casts, "optimizer": r.optimizer,
+            "host_dispatch": r.host, "communication": r.communication,
+        },
+        communication_s=r.communication,
+        bound=r.bound,
+        provenance=prov,
+        assumptions=tuple(r.notes),
+    )
+
+
+def step_summary(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
+                 band: tuple[float, float] | None = None, provenance: str | None = None) -> StepSummary:
+    """:func:`estimate_step`'s step time, band, throughput, MFU and bound alone (the same
+    figures): what an estimate answers, without building the phase breakdown it does not show."""
+    m = c.model
+    if isinstance(m, CnnSpec):
+        st = _cnn_step(c, m, gpu, e, band, provenance)
+        return StepSummary(st.step_time_s, st.step_time_band, st.accumulation_steps, st.tokens_per_s,
+                           st.samples_per_s, st.mfu, st.bound)
+    r = _step(c, gpu, e)
+    step_band, _ = _band(r.step, e, band, provenance)
+    return StepSummary(r.step, step_band, r.accum, r.tokens / r.step, r.samples / r.step, r.mfu, r.bound)
+
+
+def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
+    """The step model for decoders and encoders (module docstring)."""
+    m = c.model
+    assert not isinstance(m, CnnSpec)
     mode = c.mode
     autocast = mode.autocast
     peak_t = gpu.require_peak(c.precision)
@@ -505,27 +587,8 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
     model_flops = 2.0 * T * sh.matmul_per_token * (3.0 if full else 2.0) * accum
     model_flops += 4.0 * T * s * sh.heads_x_dim * L * causal * 3 * accum
     mfu = model_flops / (step * peak * tp)
-    prov = provenance or e.source
-    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
-    phases = {
-        "forward": gpu_fwd, "backward": gpu_bwd, "weight_casts": t_casts, "optimizer": t_opt,
-        "host_dispatch": host_micro, "communication": comm,
-    }
-    return StepEstimate(
-        step_time_s=step,
-        step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
-        micro_step_time_s=micro,
-        accumulation_steps=accum,
-        tokens_per_s=tokens / step,
-        samples_per_s=accum * b / step,
-        model_flops_per_step=model_flops,
-        mfu=mfu,
-        phases=phases,
-        communication_s=comm,
-        bound=bound,
-        provenance=prov,
-        assumptions=tuple(notes),
-    )
+    return _Step(step, micro, accum, tokens, accum * b, model_flops, mfu, bound, gpu_fwd, gpu_bwd, t_casts,
+                 t_opt, host_micro, comm, notes)
 
 
 SPEC_BAND = (0.30, 0.45)
