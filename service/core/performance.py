@@ -310,11 +310,12 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
         ew = (110.0 * h + 12.0 * f) if autocast else (90.0 * h + 16.0 * f)
         forloop = 16.0 * L
     decoder = isinstance(m, DecoderSpec)
+    gqa = isinstance(m, DecoderSpec) and m.num_heads > m.num_kv_heads
     hd = float(getattr(m, "head_dim", 64))
     shape = _StepShape(
         decoder=decoder, L=L, h=h, q=q, kv=kv, f=f, V=V, layer_mm=layer_mm, layer_w_all=layer_w_all,
         mm_weights=L * layer_mm + h * V, w_weights=L * layer_w_all + h * V, causal=causal,
-        ops_f=ops_f, ops_b=ops_b, ew=ew, gqa=decoder and m.num_heads > m.num_kv_heads,
+        ops_f=ops_f, ops_b=ops_b, ew=ew, gqa=gqa,
         a_heads=float(m.num_heads) / tp, hd=hd, P=float(m.total_params) / tp,
         matmul_per_token=float(m.matmul_params_per_token),
         heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)), forloop_tensors=forloop,
