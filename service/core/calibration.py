@@ -193,6 +193,10 @@ class Calibration:
         return (min(0.9, lo * k), hi * k)
 
 
+_SEQUENCE_CONFIGS = (TrainConfig, BatchInferenceConfig)
+"""Configurations with a ``seq_len`` (a tuple for ``isinstance``: ``A | B`` builds a union per call)."""
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryCalibration:
     """Multiplicative correction of the analytic peak and the band of its residuals."""
@@ -205,7 +209,7 @@ class MemoryCalibration:
 
 def _shape_of(config: TrainConfig | InferenceConfig | BatchInferenceConfig) -> tuple[str, int, int]:
     """(model id, sequence length, tokens per step) of a configuration."""
-    if isinstance(config, TrainConfig | BatchInferenceConfig):
+    if isinstance(config, _SEQUENCE_CONFIGS):
         return config.model.id, config.seq_len, config.batch_size * config.seq_len
     return config.model.id, config.input_len, config.batch_size * config.input_len
 

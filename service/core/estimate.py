@@ -34,6 +34,7 @@ from service.core.band import Band
 from service.core.calibration import Calibration, CalibrationSet
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.memory import (
+    DEFAULT_LORA_TARGETS,
     BatchInferenceConfig,
     InferenceConfig,
     MemoryEstimate,
@@ -55,7 +56,7 @@ from service.core.models import (
     from_parameter_count,
     get_model,
 )
-from service.core.performance import SPEC_DEFAULTS, estimate_step
+from service.core.performance import SPEC_DEFAULTS, step_summary
 from service.core.precision import PEAK_KEY
 from service.core.provenance import weakest
 from service.core.serving import (
@@ -190,6 +191,10 @@ class ServingQuestion:
     tpot_target_s: float | None = None
 
 
+_INFERENCE_CONFIGS = (InferenceConfig, BatchInferenceConfig)
+"""For ``isinstance``: a tuple built once (``A | B`` would build a union on every call)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """A job with its model resolved and its defaults filled: a training configuration or a
@@ -209,7 +214,7 @@ class Job:
 
     @property
     def inference(self) -> bool:
-        return isinstance(self.config, InferenceConfig | BatchInferenceConfig)
+        return isinstance(self.config, _INFERENCE_CONFIGS)
 
     @property
     def precision(self) -> str:
@@ -270,15 +275,12 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
     if spec.mode == "inference":
         config, serving = _inference_config(spec, model)
     else:
-        kwargs: dict[str, Any] = {}
-        if spec.lora_targets:
-            kwargs["lora_targets"] = tuple(spec.lora_targets)
         if isinstance(model, CnnSpec):
-            kwargs["seq_len"] = 1
-            kwargs["optimizer"] = spec.optimizer if spec.optimizer != "adamw" else "sgd"
+            seq_len = 1
+            optimizer = spec.optimizer if spec.optimizer != "adamw" else "sgd"
         else:
-            kwargs["seq_len"] = spec.seq_len or DEFAULT_TRAIN_SEQ_LEN
-            kwargs["optimizer"] = spec.optimizer
+            seq_len = spec.seq_len or DEFAULT_TRAIN_SEQ_LEN
+            optimizer = spec.optimizer
         precision = spec.precision or ("bf16" if spec.mode == "fine-tuning" else "amp_bf16")
         sharding = spec.sharding or ("none" if spec.gpu_count == 1 else "ddp")
         mixed = spec.mixed_precision or (
@@ -287,10 +289,13 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             model=model,
             precision=precision,
             batch_size=spec.batch_size,
+            seq_len=seq_len,
             gradient_checkpointing=spec.gradient_checkpointing,
             finetune=spec.finetune or ("lora" if spec.mode == "fine-tuning" else "full"),
             lora_rank=spec.lora_rank,
+            lora_targets=tuple(spec.lora_targets) if spec.lora_targets else DEFAULT_LORA_TARGETS,
             attention=spec.attention,
+            optimizer=optimizer,
             sharding=sharding,
             gpu_count=spec.gpu_count,
             tensor_parallel=spec.tensor_parallel,
@@ -298,10 +303,10 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             optimizer_impl=spec.optimizer_impl or DEFAULT_OPTIMIZER_IMPL,
             loop=spec.loop,
             mixed_precision=mixed,
-            **kwargs,
         )
-    stated = frozenset(name for name in ("precision", "sharding", "loop", "optimizer_impl", "mixed_precision")
-                       if getattr(spec, name) is not None)
+    stated = frozenset([name for name, value in (
+        ("precision", spec.precision), ("sharding", spec.sharding), ("loop", spec.loop),
+        ("optimizer_impl", spec.optimizer_impl), ("mixed_precision", spec.mixed_precision)) if value is not None])
     return Job(model=model, mode=spec.mode, config=config, tokens=spec.tokens, solve_for=spec.solve_for,
                model_is_preset=preset, model_note=note, stated=stated, serving=serving)
 
@@ -650,8 +655,6 @@ def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
     FSDP's mixed-precision policy instead of autocast over FSDP shards (which keeps every bf16
     weight cast, unsharded, until autocast exits) and the fused AdamW instead of foreach/forloop
     when the optimizer step is the peak."""
-    from dataclasses import replace
-
     out: list[Notice] = []
     if c.sharding == "fsdp" and c.mixed_precision == "autocast" and c.precision.startswith("amp_"):
         alt = estimate_training(replace(c, mixed_precision="fsdp_policy"))
@@ -741,12 +744,12 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
           cell: CellView | None, workload: str = "*") -> TimeAnswer:
     if cal is not None:
         e = cal.efficiencies
-        st = estimate_step(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
+        st = step_summary(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
         prov, sources, n, notes = cal.provenance, cal.source_gpus, cal.n_points, cal.notes
         scope, tables = cal.scope, cal.sources
     else:
         e = SPEC_DEFAULTS
-        st = estimate_step(c, gpu)
+        st = step_summary(c, gpu)
         prov, sources, n, notes = "spec", (), 0, ("datasheet roofline with the spec-default efficiencies",)
         scope, tables = "spec-default", ()
     accuracy = _accuracy(scope, gpu, workload)
@@ -763,8 +766,8 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
     else:
         span = _derived_span(gpu, c.precision)
         if span is not None:
-            slow = estimate_step(c, span[0], e).step_time_s
-            fast = estimate_step(c, span[1], e).step_time_s
+            slow = step_summary(c, span[0], e).step_time_s
+            fast = step_summary(c, span[1], e).step_time_s
             if abs(slow - fast) > 1e-9 * step:
                 rel_lo, rel_hi = 1.0 - band.low / step, band.high / step - 1.0
                 band = Band(min(band.low, fast * (1.0 - rel_lo)), step, max(band.high, slow * (1.0 + rel_hi)))

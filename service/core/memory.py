@@ -65,7 +65,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.core.band import Band
 from service.core.errors import InvalidConfiguration
@@ -215,11 +215,14 @@ class TrainConfig:
             raise InvalidConfiguration("batch_size", "batch_size must be >= 1")
         if self.seq_len < 1:
             raise InvalidConfiguration("seq_len", "seq_len must be >= 1")
-        for name, allowed in (("finetune", FINETUNES), ("attention", ATTENTIONS),
-                              ("optimizer", OPTIMIZERS), ("sharding", SHARDINGS),
-                              ("optimizer_impl", OPTIMIZER_IMPLS), ("mixed_precision", MIXED_PRECISIONS)):
-            if getattr(self, name) not in allowed:
-                raise InvalidConfiguration(name, f"{name} must be one of {', '.join(allowed)}")
+        if (self.finetune not in FINETUNES or self.attention not in ATTENTIONS or self.optimizer not in OPTIMIZERS
+                or self.sharding not in SHARDINGS or self.optimizer_impl not in OPTIMIZER_IMPLS
+                or self.mixed_precision not in MIXED_PRECISIONS):  # one test on the path taken every time
+            for name, allowed in (("finetune", FINETUNES), ("attention", ATTENTIONS),
+                                  ("optimizer", OPTIMIZERS), ("sharding", SHARDINGS),
+                                  ("optimizer_impl", OPTIMIZER_IMPLS), ("mixed_precision", MIXED_PRECISIONS)):
+                if getattr(self, name) not in allowed:
+                    raise InvalidConfiguration(name, f"{name} must be one of {', '.join(allowed)}")
         if self.loop is not None and self.loop not in LOOPS:
             raise InvalidConfiguration("loop", f"loop must be one of {', '.join(LOOPS)}")
         if self.mixed_precision == "fsdp_policy" and (self.sharding != "fsdp"
@@ -282,8 +285,10 @@ class TrainConfig:
 
     @property
     def accumulation_steps(self) -> int:
-        """Micro-steps per optimizer step (gradient accumulation)."""
-        return max(1, self.effective_global_batch // (self.batch_size * self.data_parallel))
+        """Micro-steps per optimizer step (gradient accumulation): ``effective_global_batch //
+        (batch_size * data_parallel)``, at least 1 (written out: estimates read it often)."""
+        per_step = self.batch_size * (self.gpu_count // self.tensor_parallel)
+        return max(1, (self.global_batch or per_step) // per_step)
 
 
 def train_config_from_parameters(params: Mapping[str, Any], model: ModelSpec | None = None) -> TrainConfig:
@@ -357,15 +362,74 @@ class MemoryEstimate:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Layer:
-    """One decoder layer's memory terms in bytes for the local micro-batch."""
+class _Layer(NamedTuple):
+    """One decoder layer's memory terms in bytes for the local micro-batch (a named tuple: built
+    twice per estimate, and a tuple is several times cheaper to build than a frozen dataclass)."""
 
     saved: float  # activations autograd keeps from forward to backward
     weight_copies: float  # autocast bf16/fp16 weight copies saved for backward
     forward_transient: float  # largest extra buffer alive during this layer's forward
     backward_transient: float  # largest extra buffer alive during this layer's backward
     checkpoint: float  # what a checkpointed layer keeps (its input)
+
+
+class _Dims(NamedTuple):
+    """A decoder's shapes as the memory model uses them, per tensor-parallel shard: functions of
+    the model and ``tp`` alone, so computed once per (model, tp) by :func:`_dims` rather than per
+    estimate. Each is the exact expression the model used inline (``//`` where a width is split
+    evenly, ``/`` where a total is), so the figures are bit-for-bit the same."""
+
+    h: float  # hidden size (replicated)
+    q: float  # q_dim // tp
+    kv: float  # kv_dim // tp
+    f: float  # intermediate_size // tp
+    a: float  # num_heads // tp
+    groups: float  # query heads per KV head
+    act_experts: float  # experts_per_token
+    layer_matmul: float  # one layer's matmul weights (every expert) / tp
+    qkv_weights: float  # hidden x (q + 2 kv) weights of the whole layer
+    w_mlp: float  # hidden x ffn / tp
+    P: float  # total parameters / tp
+    V: float  # vocabulary / tp
+    emb: float  # embedding parameters / tp
+    linear: float  # every layer's matmul weights / tp
+    root: float  # FSDP root unit: embeddings, an untied LM head and the final norm / tp
+    unit: float  # FSDP layer unit: one layer's parameters / tp
+
+
+_DIMS_CACHE: dict[tuple[int, int], tuple[DecoderSpec, _Dims]] = {}
+
+
+def _dims(m: DecoderSpec, tp: int) -> _Dims:
+    """:class:`_Dims` of ``m`` split ``tp`` ways, memoised per (model, tp) like the parameter
+    counts (keyed by identity, the spec kept alive beside its entry; bounded)."""
+    hit = _DIMS_CACHE.get((id(m), tp))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    cnt = m._c()
+    d = _Dims(
+        h=float(m.hidden_size),
+        q=float(m.q_dim // tp),
+        kv=float(m.kv_dim // tp),
+        f=float(m.intermediate_size // tp),
+        a=float(m.num_heads // tp),
+        groups=float(m.num_heads // m.num_kv_heads),
+        act_experts=float(m.experts_per_token),
+        layer_matmul=float(cnt.per_layer - cnt.norms) / tp,
+        qkv_weights=float(m.hidden_size * (m.q_dim + 2 * m.kv_dim)),
+        w_mlp=float(m.hidden_size * m.intermediate_size) / tp,
+        P=float(cnt.total) / tp,
+        V=float(m.vocab_size) / tp,
+        emb=float(cnt.embedding) / tp,
+        linear=float(m.num_layers * (cnt.per_layer - cnt.norms)) / tp,
+        root=float(cnt.embedding + (0 if m.tie_word_embeddings else m.vocab_size * m.hidden_size)
+                   + m.hidden_size) / tp,
+        unit=float(cnt.per_layer) / tp,
+    )
+    if len(_DIMS_CACHE) > 4096:
+        _DIMS_CACHE.clear()
+    _DIMS_CACHE[(id(m), tp)] = (m, d)
+    return d
 
 
 def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -> _Layer:
@@ -404,18 +468,13 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     dtype whenever a gradient flows (``MatMul4Bit`` saves ``A``).
     """
     mode = c.mode
-    tp = c.tensor_parallel
+    d = _dims(m, c.tensor_parallel)
     b, s = c.batch_size, c.seq_len
     T = float(b * s)
-    h = float(m.hidden_size)
-    q = float(m.q_dim // tp)
-    kv = float(m.kv_dim // tp)
-    f = float(m.intermediate_size // tp)
-    a = float(m.num_heads // tp)
-    act_experts = float(m.experts_per_token)
+    h, q, kv, f, a = d.h, d.q, d.kv, d.f, d.a
     cb, rb = mode.compute, mode.residual
     full = c.finetune == "full"
-    lora = set(c.lora_targets) if not full else set()
+    lora: tuple[str, ...] = () if full else c.lora_targets
     qlora = c.finetune == "qlora"
     grads_flow = not (layer0 and not full)  # frozen embeddings: layer 0's input needs no grad
 
@@ -466,7 +525,7 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     else:
         saved += group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out)
     # --- attention core
-    groups = float(m.num_heads // m.num_kv_heads)
+    groups = d.groups
     lse = 4.0 * T * a
     math_kernel = c.attention == "eager" or (cb == 4 and groups > 1)
     if math_kernel:
@@ -496,7 +555,9 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     if "down_proj" in lora:
         mlp += (adapter_input(f, full or qlora) if not (cb == 4 and not mode.autocast) else
                 (0.0 if (full or qlora) else cb * T * f)) + lora_out_bytes
-    if m.is_moe:
+    moe = m.num_experts > 1
+    act_experts = d.act_experts
+    if moe:
         # each token's hidden state goes through experts_per_token experts; router logits fp32
         mlp = mlp * act_experts + 4.0 * T * m.num_experts + cb * T * h * act_experts
     saved += mlp
@@ -504,16 +565,14 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     # --- autocast weight copies saved for backward (bf16 copy of every matmul weight)
     weight_copies = 0.0
     if mode.autocast and not qlora:
-        cnt = m._c()
         # every expert is cast (with many tokens every expert receives some)
-        per_layer_matmul = float(cnt.per_layer - cnt.norms) / tp
-        weight_copies = cb * per_layer_matmul
+        weight_copies = cb * d.layer_matmul
         if layer0 and not full:  # q/k/v base see an input without grad: nothing saved
-            weight_copies -= cb * float(m.hidden_size * (m.q_dim + 2 * m.kv_dim)) / tp
+            weight_copies -= cb * d.qkv_weights / c.tensor_parallel
 
-    mlp_fwd = cb * T * f * (2.0 if not m.is_moe else 2.0 * act_experts)
+    mlp_fwd = cb * T * f * (2.0 if not moe else 2.0 * act_experts)
     forward_transient = max(fwd_core_transient, mlp_fwd)
-    w_mlp = float(m.hidden_size * m.intermediate_size) / tp
+    w_mlp = d.w_mlp
     wgrad = (cb + mode.grad) * w_mlp if full else 0.0
     mlp_bwd = 3.0 * cb * T * f + wgrad
     if qlora:
@@ -542,7 +601,7 @@ def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer) -> _Layer:
         saved -= 3 * mode.compute * T * h if mode.autocast else (2.0 * T * h if mode.compute == 2 else 0.0)
     copies = top.weight_copies
     if copies:
-        copies -= mode.compute * float(m.hidden_size * (m.q_dim + 2 * m.kv_dim)) / tp
+        copies -= mode.compute * _dims(m, tp).qkv_weights / tp
     return _Layer(saved, copies, top.forward_transient, top.backward_transient, top.checkpoint)
 
 
@@ -618,18 +677,31 @@ def _forloop_window(sizes: list[float]) -> float:
     return best
 
 
-_ORDER_CACHE: dict[tuple[int, str, tuple[str, ...], int], tuple[DecoderSpec, float, float]] = {}
+class _Trainables(NamedTuple):
+    """What the optimizer sees of a decoder's trainable tensors, before sharding (elements)."""
+
+    largest: float  # the largest trainable tensor
+    window: float  # the for-loop window (:func:`_forloop_window`)
+    adapters: int  # LoRA adapter parameters (:func:`_lora_params`; 0 for full training)
+    targets: str  # the LoRA targets, sorted and comma-joined, as the notes name them
 
 
-def _decoder_parameter_order(m: DecoderSpec, c: TrainConfig, shard: float) -> tuple[float, float]:
-    key = (id(m), "full" if c.finetune == "full" else "lora", c.lora_targets, c.lora_rank)
+_ORDER_CACHE: dict[tuple[int, str, tuple[str, ...], int], tuple[DecoderSpec, _Trainables]] = {}
+
+
+def _decoder_trainables(m: DecoderSpec, c: TrainConfig) -> _Trainables:
+    """:class:`_Trainables` of ``m`` under ``c``'s fine-tuning method, LoRA targets and rank:
+    functions of the model and those three alone, memoised per model (bounded)."""
+    full = c.finetune == "full"
+    key = (id(m), "full" if full else "lora", c.lora_targets, c.lora_rank)
     hit = _ORDER_CACHE.get(key)
     if hit is None or hit[0] is not m:
         if len(_ORDER_CACHE) > 4096:
             _ORDER_CACHE.clear()
         largest, window = _parameter_order(m, c)
-        hit = _ORDER_CACHE[key] = (m, largest, window)
-    return hit[1] / shard, hit[2] / shard
+        hit = _ORDER_CACHE[key] = (m, _Trainables(largest, window, 0 if full else _lora_params(m, c),
+                                                  ",".join(sorted(c.lora_targets))))
+    return hit[1]
 
 
 def _parameter_order(m: DecoderSpec, c: TrainConfig) -> tuple[float, float]:
@@ -661,25 +733,39 @@ FSDP_LIVE_UNITS = 2
 the one computing and the one prefetched (implicit forward prefetch, default explicit backward
 prefetch of one unit)."""
 
+_FSDP_NOTE = ("FSDP2 as the agent's multi-GPU suite runs it: fully_shard per decoder layer and on the "
+              "root, reshard_after_forward default (layers reshard, the root's embeddings and LM head "
+              "stay gathered from forward to backward); storage-dtype shards and gathers")
+_FSDP_NOTE_AUTOCAST = (_FSDP_NOTE + " under torch.autocast, whose cache keeps every bf16 weight cast until "
+                       "autocast exits (not sharded)")
+_FSDP_NOTE_POLICY = _FSDP_NOTE.removesuffix("storage-dtype shards and gathers") + (
+    "MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): fp32 shards, bf16 gathers, no autocast")
+_ADAMW_NOTES = {
+    "fused": "AdamW fused: no step temporaries",
+    "foreach": "AdamW foreach: one state-dtype copy of the parameter group during step() (_foreach_sqrt)",
+    "forloop": "AdamW forloop: sqrt and quotient of one tensor during step(), plus the previous denominator",
+}
+
 
 def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     mode = c.mode
-    tp, dp = c.tensor_parallel, c.data_parallel
+    tp = c.tensor_parallel
+    dp = c.gpu_count // tp  # c.data_parallel
+    sharding = c.sharding
     notes: list[str] = [_NOTE_STACK]
-    cnt = m._c()
-    P = float(cnt.total) / tp
-    V = float(m.vocab_size) / tp
-    h = float(m.hidden_size)
+    d = _dims(m, tp)  # the model's shapes per shard, computed once per (model, tp)
+    P, V, h = d.P, d.V, d.h
     T = float(c.batch_size * c.seq_len)
     L = m.num_layers
     cb = mode.compute
     full = c.finetune == "full"
-    fsdp = c.sharding == "fsdp"
+    fsdp = sharding == "fsdp"
     policy = fsdp and c.mixed_precision == "fsdp_policy"
-    shards_grads = c.sharding in ("zero2", "zero3", "fsdp")
+    shards_grads = sharding in ("zero2", "zero3", "fsdp")
+    zero = sharding in ("zero1", "zero2", "zero3")
 
     # ---------------- parameters, gradients, optimizer state (per rank)
-    emb = float(cnt.embedding) / tp
+    emb = d.emb
     lm_head_w = V * h  # multiplied whether tied or not
     shapes2d: list[tuple[int, int]] = []
     if c.optimizer == "adafactor":  # factored second moments need the matrix shapes
@@ -689,11 +775,12 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         if not m.tie_word_embeddings:
             shapes2d.append((m.vocab_size, m.hidden_size))
     # optimizer temporaries see the rank's tensors: FSDP/ZeRO-3 shards, tensor-parallel slices
-    opt_shard = float(tp * (dp if c.sharding in ("fsdp", "zero3") else 1))
-    largest, window = _decoder_parameter_order(m, c, opt_shard)
+    opt_shard = float(tp * (dp if sharding in ("fsdp", "zero3") else 1))
+    order = _decoder_trainables(m, c)
+    largest, window = order.largest / opt_shard, order.window / opt_shard
 
     if full:
-        if c.sharding in ("zero1", "zero2", "zero3"):
+        if zero:
             # DeepSpeed bf16: 16-bit params and grads, fp32 master + 2 states in the optimizer
             w = 2.0 * P
             g = 2.0 * P
@@ -707,9 +794,9 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             opt_state, opt_temp = _optimizer_bytes(c, P, mode.state, largest, shapes2d, window)
         lora_w = 0.0
     else:
-        adapters = float(_lora_params(m, c)) / tp
+        adapters = float(order.adapters) / tp
         if c.finetune == "qlora":
-            linear = float(m.num_layers * (cnt.per_layer - cnt.norms)) / tp
+            linear = d.linear
             other = P - linear
             w = linear * NF4_BYTES_PER_PARAM + other * mode.param
             notes.append("QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and "
@@ -719,30 +806,26 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         lora_w = 4.0 * adapters  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
         g = 4.0 * adapters
         opt_state, opt_temp = _optimizer_bytes(c, adapters, 4, largest, None, window)
-        notes.append(f"LoRA rank {c.lora_rank} on {','.join(sorted(c.lora_targets))}: "
+        notes.append(f"LoRA rank {c.lora_rank} on {order.targets}: "
                      f"{adapters:,.0f} trainable parameters (fp32 adapters)")
-    if c.optimizer == "adamw" and c.sharding not in ("zero1", "zero2", "zero3"):
-        notes.append(f"AdamW {c.optimizer_impl}: " + {
-            "fused": "no step temporaries",
-            "foreach": "one state-dtype copy of the parameter group during step() (_foreach_sqrt)",
-            "forloop": "sqrt and quotient of one tensor during step(), plus the previous denominator",
-        }[c.optimizer_impl])
+    if c.optimizer == "adamw" and not zero:
+        notes.append(_ADAMW_NOTES[c.optimizer_impl])
 
     # sharding of persistent state over data-parallel ranks
     gather_buffer = 0.0  # alive in every phase (ZeRO buckets and live parameters)
     ddp_buckets = 0.0
     fsdp_root = fsdp_units = fsdp_unit_grads = 0.0  # FSDP2: forward/backward only
-    if dp > 1 or c.sharding != "none":
-        if c.sharding == "ddp" or (c.sharding == "none" and dp > 1):
+    if dp > 1 or sharding != "none":
+        if sharding == "ddp" or (sharding == "none" and dp > 1):
             ddp_buckets = DDP_BUCKET_FRACTION * g
-        elif c.sharding == "zero1":
+        elif sharding == "zero1":
             opt_state /= dp
             gather_buffer = min(float(ZERO_BUCKET_ELEMENTS), P) * 2.0
-        elif c.sharding == "zero2":
+        elif sharding == "zero2":
             opt_state /= dp
             g /= dp
             gather_buffer = min(float(ZERO_BUCKET_ELEMENTS), P) * 2.0 * 2
-        elif c.sharding == "zero3":
+        elif sharding == "zero3":
             opt_state /= dp
             g /= dp
             w /= dp
@@ -758,19 +841,15 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             opt_state /= dp
             opt_temp /= dp  # foreach/for-loop temporaries follow the rank's DTensor shards
             gathered = 2.0 if policy else float(mode.param)
-            root = float(cnt.embedding + (0 if m.tie_word_embeddings else m.vocab_size * m.hidden_size)
-                         + m.hidden_size) / tp
-            unit = float(cnt.per_layer) / tp
+            root = d.root  # embeddings, an untied LM head and the final norm
+            unit = d.unit  # one decoder layer
             fsdp_root = gathered * root
             fsdp_units = FSDP_LIVE_UNITS * gathered * unit if full or c.finetune == "lora" else 0.0
             # backward of a unit: its unsharded gradients (gathered dtype) and the fp32
             # reduce-scatter input (a cast copy under the policy, the gradients themselves
             # otherwise)
             fsdp_unit_grads = (gathered + (4.0 if policy else 0.0)) * unit if full else 0.0
-            notes.append(
-                "FSDP2 as the agent's multi-GPU suite runs it: fully_shard per decoder layer and on the "
-                "root, reshard_after_forward default (layers reshard, the root's embeddings and LM head "
-                f"stay gathered from forward to backward); {'MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): fp32 shards, bf16 gathers, no autocast' if policy else 'storage-dtype shards and gathers' + (' under torch.autocast, whose cache keeps every bf16 weight cast until autocast exits (not sharded)' if mode.autocast else '')}")
+            notes.append(_FSDP_NOTE_POLICY if policy else _FSDP_NOTE_AUTOCAST if mode.autocast else _FSDP_NOTE)
     persistent = {
         "parameters": int(w),
         "lora_adapters": int(lora_w),
@@ -780,7 +859,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     # ---------------- activations
     top = _decoder_layer_saved(m, c)
     bottom = top if full else _layer0(m, c, top)
-    no_cache = c.sharding == "zero3" or not mode.autocast
+    no_cache = sharding == "zero3" or not mode.autocast
     copies_all = 0.0 if no_cache else top.weight_copies * (L - 1) + bottom.weight_copies
 
     acts_all = top.saved * (L - 1) + bottom.saved
@@ -811,8 +890,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
 
     g_full = g
     g_emb = (mode.grad * emb if full else 0.0) / (dp if shards_grads else 1)
-    accum = c.accumulation_steps
-    g_fwd = g_full if accum > 1 else 0.0
+    g_fwd = g_full if c.accumulation_steps > 1 else 0.0
     base = w + lora_w + opt_state + misc + gather_buffer + ddp_buckets
     fb = base + fsdp_root  # forward/backward: the FSDP root stays gathered
 
@@ -840,11 +918,12 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         phases["forward-layer"] = (fb + g_fwd + copies_all + acts_all - top.saved + top.forward_transient
                                    + fsdp_units)
     phases["optimizer-step"] = base + g_full + opt_temp
-    if c.keeps_outputs:
+    keeps_outputs = c.loop == "keeps_outputs"
+    if keeps_outputs:
         phases = {k: v + held for k, v in phases.items()}
         notes.append(f"loop keeps_outputs: the output's logits ({held / GiB:.2f} GiB) are held through "
                      "backward and the optimizer step until the next forward returns")
-    peak_phase = max(phases, key=lambda k: phases[k])
+    peak_phase = max(phases, key=phases.__getitem__)  # the first of equal peaks
     peak = phases[peak_phase]
     in_fb = peak_phase != "optimizer-step"
     layer_phase = peak_phase in ("forward-layer", "backward-top-layer", "backward-bottom-layer")
@@ -865,7 +944,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             (bottom.saved if peak_phase == "backward-bottom-layer" else 0)),
         "logits_and_loss": int(loss_fwd if peak_phase == "forward-loss" else
                                loss_bwd if peak_phase == "backward-loss" else 0),
-        "logits_held_by_loop": int(held if c.keeps_outputs else 0),
+        "logits_held_by_loop": int(held if keeps_outputs else 0),
         "fsdp_gathered_parameters": int((fsdp_root if in_fb else 0.0) + (fsdp_units if layer_phase else 0.0)),
         "sharding_buffers": int(gather_buffer + ddp_buckets),
         "workspace": int(misc),

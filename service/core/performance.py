@@ -35,11 +35,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.core.band import Band
 from service.core.memory import TrainConfig
-from service.core.models import CnnSpec, DecoderSpec
+from service.core.models import CnnSpec, DecoderSpec, EncoderSpec
 from service.core.precision import PEAK_KEY
 from service.core.precision import TRAIN_MODES as _MODES
 from service.core.specs import GpuSpec, NodeShape
@@ -49,7 +49,9 @@ __all__ = [
     "SPEC_DEFAULTS",
     "Efficiencies",
     "StepEstimate",
+    "StepSummary",
     "estimate_step",
+    "step_summary",
     "time_to_train",
 ]
 
@@ -234,30 +236,47 @@ def _collective_bw(gpu: GpuSpec, e: Efficiencies, n: int, network_gbit_per_s_per
     return link * 1e9 * e.comm
 
 
-def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
-                  band: tuple[float, float] | None = None, provenance: str | None = None) -> StepEstimate:
-    """Time of one optimizer step (``accumulation_steps`` micro-steps + optimizer + the
-    communication left exposed) per GPU, with the model FLOPs and MFU.
+class _StepShape(NamedTuple):
+    """What the step model reads of a decoder or encoder, per tensor-parallel shard and numeric
+    mode: functions of (model, tp, autocast, compute bytes) alone, so computed once for each by
+    :func:`_step_shape` instead of on every estimate. Each field is the exact expression the step
+    model used inline (sums kept as written), so the figures are bit-for-bit the same."""
 
-    ``band`` is the relative (low, high) 80 % band; by default the spec band
-    (:data:`SPEC_BAND`) or, for fitted efficiencies, :data:`CALIBRATED_BAND`.
-    """
-    m = c.model
-    if isinstance(m, CnnSpec):
-        return _cnn_step(c, m, gpu, e, band, provenance)
-    mode = c.mode
-    peak_t = gpu.require_peak(c.precision)
-    peak = peak_t * 1e12
-    p16 = gpu.peak_for("bf16")
-    peak16 = p16 * 1e12 if p16 else peak
-    bw = gpu.require_bandwidth() * 1e9 * e.bw
-    tp = c.tensor_parallel
-    b, s = c.batch_size, c.seq_len
-    T = float(b * s)
-    cb = float(mode.compute)
-    full = c.finetune == "full"
-    notes: list[str] = []
+    decoder: bool
+    L: int
+    h: float
+    q: float  # q_dim / tp (the encoder: hidden)
+    kv: float
+    f: float
+    V: float
+    layer_mm: float  # one layer's matmul weights a token passes through (active experts)
+    layer_w_all: float  # one layer's matmul weights (every expert)
+    mm_weights: float  # L * layer_mm + h * V
+    w_weights: float  # L * layer_w_all + h * V
+    causal: float
+    ops_f: int
+    ops_b: int
+    ew: float  # elementwise bytes per token per layer (forward), by precision
+    gqa: bool  # a decoder whose queries share KV heads (fp32 SDPA runs the math kernel)
+    a_heads: float  # num_heads / tp
+    hd: float  # head_dim
+    P: float  # total parameters / tp
+    matmul_per_token: float
+    heads_x_dim: float  # num_heads * head_dim (model FLOPs)
+    forloop_tensors: float  # parameter tensors a for-loop optimizer visits
 
+
+_SHAPE_CACHE: dict[tuple[int, int, bool, int], tuple[DecoderSpec | EncoderSpec, _StepShape]] = {}
+
+
+def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: int) -> _StepShape:
+    """:class:`_StepShape` of ``m``, memoised per (model, tp, mode) like the parameter counts
+    (keyed by identity with the spec kept beside its entry; bounded)."""
+    key = (id(m), tp, autocast, compute)
+    hit = _SHAPE_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    cb = float(compute)
     if isinstance(m, DecoderSpec):
         L = m.num_layers
         h = float(m.hidden_size)
@@ -270,7 +289,7 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
         causal = 0.5
         ops_f, ops_b = OPS_PER_LAYER_FWD, OPS_PER_LAYER_BWD
         # elementwise bytes per token per layer (forward), by precision (module docstring)
-        if mode.autocast:
+        if autocast:
             ew = 106.0 * h + 36.0 * (q + kv) + 10.0 * f
         elif cb == 4:
             ew = 76.0 * h + 40.0 * (q + kv) + 20.0 * f
@@ -278,6 +297,7 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
             ew = 76.0 * h + 20.0 * (q + kv) + 10.0 * f
         if m.is_moe:
             ew += 10.0 * f * (m.experts_per_token - 1) + 8.0 * m.num_experts
+        forloop = float(L * (len(m.linear_shapes()) + 2) + 3)
     else:  # EncoderSpec
         L = m.num_layers
         h = float(m.hidden_size)
@@ -287,44 +307,207 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
         layer_mm = layer_w_all = float(4 * m.hidden_size**2 + 2 * m.hidden_size * m.intermediate_size)
         causal = 1.0
         ops_f, ops_b = OPS_ENCODER_LAYER_FWD, OPS_ENCODER_LAYER_BWD
-        ew = (110.0 * h + 12.0 * f) if mode.autocast else (90.0 * h + 16.0 * f)
+        ew = (110.0 * h + 12.0 * f) if autocast else (90.0 * h + 16.0 * f)
+        forloop = 16.0 * L
+    decoder = isinstance(m, DecoderSpec)
+    gqa = isinstance(m, DecoderSpec) and m.num_heads > m.num_kv_heads
+    hd = float(getattr(m, "head_dim", 64))
+    shape = _StepShape(
+        decoder=decoder, L=L, h=h, q=q, kv=kv, f=f, V=V, layer_mm=layer_mm, layer_w_all=layer_w_all,
+        mm_weights=L * layer_mm + h * V, w_weights=L * layer_w_all + h * V, causal=causal,
+        ops_f=ops_f, ops_b=ops_b, ew=ew, gqa=gqa,
+        a_heads=float(m.num_heads) / tp, hd=hd, P=float(m.total_params) / tp,
+        matmul_per_token=float(m.matmul_params_per_token),
+        heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)), forloop_tensors=forloop,
+    )
+    if len(_SHAPE_CACHE) > 4096:
+        _SHAPE_CACHE.clear()
+    _SHAPE_CACHE[key] = (m, shape)
+    return shape
+
+
+class _Adapters(NamedTuple):
+    """The LoRA adapters as the step model reads them (per shard): per target, ``in + out`` of
+    the adapted linear (for the adapter FLOPs, which scale with tokens); the adapter parameters
+    and elementwise bytes per token, summed over the targets in the order given."""
+
+    widths: tuple[int, ...]
+    params: float
+    ew: float
+
+
+_ADAPTER_CACHE: dict[tuple[int, int, tuple[str, ...], int, bool, int], tuple[DecoderSpec, _Adapters]] = {}
+
+
+def _adapters(m: DecoderSpec, tp: int, targets: tuple[str, ...], rank: int, autocast: bool,
+              compute: int) -> _Adapters:
+    """:class:`_Adapters` for LoRA ``targets`` of rank ``rank``, memoised per model (bounded)."""
+    key = (id(m), tp, targets, rank, autocast, compute)
+    hit = _ADAPTER_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    cb = float(compute)
+    shapes = m.linear_shapes()
+    L = m.num_layers
+    params = ew = 0.0
+    for t in targets:
+        i0, o0, copies = shapes[t]
+        params += float(rank * (i0 + o0) * copies * L) / tp
+        i = float(i0) / (tp if t in ("o_proj", "down_proj") else 1)
+        o = float(o0) / (1 if t in ("o_proj", "down_proj") else tp)
+        ew += (6.0 * i + 6.0 * o) if autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
+    out = _Adapters(tuple(shapes[t][0] + shapes[t][1] for t in targets), params, ew)
+    if len(_ADAPTER_CACHE) > 4096:
+        _ADAPTER_CACHE.clear()
+    _ADAPTER_CACHE[key] = (m, out)
+    return out
+
+
+_OPT_BYTES_PER_PARAM = {"sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}
+"""Element accesses per parameter of the optimizers other than AdamW (:data:`OPT_ACCESSES`)."""
+
+
+class StepSummary(NamedTuple):
+    """What an answer reads of a step (:func:`step_summary`): the :class:`StepEstimate` fields of
+    the same names, without the phase breakdown, model FLOPs and assumptions."""
+
+    step_time_s: float
+    step_time_band: Band
+    accumulation_steps: int
+    tokens_per_s: float
+    samples_per_s: float
+    mfu: float
+    bound: str
+
+
+class _Step(NamedTuple):
+    """Every figure of a decoder/encoder step (:func:`_step`), before it is dressed as a
+    :class:`StepEstimate` or a :class:`StepSummary`."""
+
+    step: float
+    micro: float
+    accum: int
+    tokens: float
+    samples: float
+    model_flops: float
+    mfu: float
+    bound: str
+    gpu_fwd: float
+    gpu_bwd: float
+    casts: float
+    optimizer: float
+    host: float
+    communication: float
+    notes: list[str]
+
+
+def _band(step: float, e: Efficiencies, band: tuple[float, float] | None, provenance: str | None) -> tuple[Band, str]:
+    prov = provenance or e.source
+    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    return Band(step * (1 - lo), step, step * (1 + hi)), prov
+
+
+def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
+                  band: tuple[float, float] | None = None, provenance: str | None = None) -> StepEstimate:
+    """Time of one optimizer step (``accumulation_steps`` micro-steps + optimizer + the
+    communication left exposed) per GPU, with the model FLOPs and MFU.
+
+    ``band`` is the relative (low, high) 80 % band; by default the spec band
+    (:data:`SPEC_BAND`) or, for fitted efficiencies, :data:`CALIBRATED_BAND`.
+    """
+    m = c.model
+    if isinstance(m, CnnSpec):
+        return _cnn_step(c, m, gpu, e, band, provenance)
+    r = _step(c, gpu, e)
+    step_band, prov = _band(r.step, e, band, provenance)
+    return StepEstimate(
+        step_time_s=r.step,
+        step_time_band=step_band,
+        micro_step_time_s=r.micro,
+        accumulation_steps=r.accum,
+        tokens_per_s=r.tokens / r.step,
+        samples_per_s=r.samples / r.step,
+        model_flops_per_step=r.model_flops,
+        mfu=r.mfu,
+        phases={
+            "forward": r.gpu_fwd, "backward": r.gpu_bwd, "weight_casts": r.casts, "optimizer": r.optimizer,
+            "host_dispatch": r.host, "communication": r.communication,
+        },
+        communication_s=r.communication,
+        bound=r.bound,
+        provenance=prov,
+        assumptions=tuple(r.notes),
+    )
+
+
+def step_summary(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
+                 band: tuple[float, float] | None = None, provenance: str | None = None) -> StepSummary:
+    """:func:`estimate_step`'s step time, band, throughput, MFU and bound alone (the same
+    figures): what an estimate answers, without building the phase breakdown it does not show."""
+    m = c.model
+    if isinstance(m, CnnSpec):
+        st = _cnn_step(c, m, gpu, e, band, provenance)
+        return StepSummary(st.step_time_s, st.step_time_band, st.accumulation_steps, st.tokens_per_s,
+                           st.samples_per_s, st.mfu, st.bound)
+    r = _step(c, gpu, e)
+    step_band, _ = _band(r.step, e, band, provenance)
+    return StepSummary(r.step, step_band, r.accum, r.tokens / r.step, r.samples / r.step, r.mfu, r.bound)
+
+
+def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
+    """The step model for decoders and encoders (module docstring)."""
+    m = c.model
+    assert not isinstance(m, CnnSpec)
+    mode = c.mode
+    autocast = mode.autocast
+    peak_t = gpu.require_peak(c.precision)
+    peak = peak_t * 1e12
+    p16 = gpu.peak_for("bf16")
+    peak16 = p16 * 1e12 if p16 else peak
+    bw = gpu.require_bandwidth() * 1e9 * e.bw
+    tp = c.tensor_parallel
+    b, s = c.batch_size, c.seq_len
+    T = float(b * s)
+    cb = float(mode.compute)
+    full = c.finetune == "full"
+    notes: list[str] = []
+    sh = _step_shape(m, tp, autocast, mode.compute)  # the model's shapes, once per (model, tp, mode)
+    L, h, V, layer_mm, causal = sh.L, sh.h, sh.V, sh.layer_mm, sh.causal
+    ops_f, ops_b = sh.ops_f, sh.ops_b
 
     mm_eff = e.mm_for(c.precision) * _shape(e, T, h)
     # ---- matmuls
-    fwd_mm_flops = 2.0 * T * (L * layer_mm + h * V)
-    w_bytes_fwd = cb * (L * layer_w_all + h * V)
+    fwd_mm_flops = 2.0 * T * sh.mm_weights
+    w_bytes_fwd = cb * sh.w_weights
     t_mm_fwd = max(fwd_mm_flops / (peak * mm_eff), w_bytes_fwd / bw)
     bwd_mult = 2.0 if full else 1.0
     t_mm_bwd = t_mm_fwd * bwd_mult
     lora_ew = 0.0
     lora_params = 0.0
-    if not full and isinstance(m, DecoderSpec):
+    if not full and sh.decoder:
         # PEFT adapters: two thin matmuls per target (rank r) at low efficiency, plus the
         # elementwise traffic of the adapter path -- input cast to the fp32 adapter dtype
         # (pure 16-bit) or autocast copy (amp), the scaled add into the base output and the
         # cast back: per token ~(6*in + 6*out) bytes under autocast, (6*in + 14*out) in pure
-        # 16-bit, 12*out in fp32 -- and ~8 extra ops per target.
-        shapes = m.linear_shapes()
-        adapter_peak = peak if mode.autocast else gpu.require_peak("fp32") * 1e12
+        # 16-bit, 12*out in fp32 -- and ~8 extra ops per target (:func:`_adapters`).
+        assert isinstance(m, DecoderSpec)
+        ad = _adapters(m, tp, c.lora_targets, c.lora_rank, autocast, mode.compute)
+        adapter_peak = peak if autocast else gpu.require_peak("fp32") * 1e12
         lora_flops = 0.0
-        for t in c.lora_targets:
-            i0, o0, copies = shapes[t]
-            lora_flops += 2.0 * T * c.lora_rank * (i0 + o0) * L
-            lora_params += float(c.lora_rank * (i0 + o0) * copies * L) / tp
-            i = float(i0) / (tp if t in ("o_proj", "down_proj") else 1)
-            o = float(o0) / (1 if t in ("o_proj", "down_proj") else tp)
-            lora_ew += (6.0 * i + 6.0 * o) if mode.autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
+        rank = c.lora_rank
+        for width in ad.widths:
+            lora_flops += 2.0 * T * rank * width * L
+        lora_params, lora_ew = ad.params, ad.ew
         t_mm_fwd += lora_flops / (adapter_peak * mm_eff * 0.5)
         t_mm_bwd += 2 * lora_flops / (adapter_peak * mm_eff * 0.5)
         ops_f += 8 * len(c.lora_targets)
         ops_b += 10 * len(c.lora_targets)
     # ---- attention
-    heads_dim = q  # q_dim per shard
-    eager_like = c.attention == "eager" or (cb == 4 and isinstance(m, DecoderSpec)
-                                             and m.num_heads > m.num_kv_heads)
+    heads_dim = sh.q  # q_dim per shard
+    eager_like = c.attention == "eager" or (cb == 4 and sh.gqa)
     attn_flops_fwd = 4.0 * T * s * heads_dim * L * (1.0 if eager_like else causal)
     if eager_like:
-        a_heads = float(m.num_heads) / tp
+        a_heads = sh.a_heads
         s2 = float(b) * a_heads * float(s) * float(s)
         attn_bytes_fwd = 30.0 * s2 * L
         attn_mm_eff = mm_eff
@@ -332,36 +515,38 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
         t_attn_bwd = 2.0 * attn_flops_fwd / (peak * attn_mm_eff) + 2.0 * attn_bytes_fwd / bw
         notes.append("math attention kernel (s^2 scores in memory)")
     else:
-        hd = float(getattr(m, "head_dim", 64))
+        hd = sh.hd
         attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
         t_attn_fwd = attn_flops_fwd / (peak16 * attn_eff)
         t_attn_bwd = 2.5 * t_attn_fwd
     # ---- elementwise (layers + loss)
-    ew_fwd = (ew + lora_ew) * T * L
+    ew_fwd = (sh.ew + lora_ew) * T * L
     loss_bytes = (40.0 if cb != 4 else 32.0) * T * V
     t_ew_fwd = ew_fwd / bw
     t_ew_bwd = e.elementwise_bwd * ew_fwd / bw
     t_loss = loss_bytes / bw
     # ---- per-step weight traffic: autocast casts, gradient casts, optimizer
-    P = float(m.total_params) / tp
+    P = sh.P
     trainable = P if full else lora_params
-    cast_bytes = 6.0 * (L * layer_w_all + h * V) if mode.autocast else 0.0
-    grad_cast_bytes = 6.0 * trainable if mode.autocast and full else 0.0
-    zero = c.sharding in ("zero1", "zero2", "zero3")
-    impl = c.optimizer_impl if c.optimizer == "adamw" and not zero else "fused"
-    opt_bpp = {"adamw": OPT_ACCESSES[impl], "sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}[c.optimizer]
-    shard = float(c.data_parallel if c.sharding in ("fsdp", "zero3") else 1)
+    cast_bytes = 6.0 * sh.w_weights if autocast else 0.0
+    grad_cast_bytes = 6.0 * trainable if autocast and full else 0.0
+    sharding = c.sharding
+    zero = sharding in ("zero1", "zero2", "zero3")
+    adamw = c.optimizer == "adamw"
+    impl = c.optimizer_impl if adamw and not zero else "fused"
+    opt_bpp = OPT_ACCESSES[impl] if adamw else _OPT_BYTES_PER_PARAM[c.optimizer]
+    dp = c.gpu_count // tp  # c.data_parallel
+    shard = float(dp if sharding in ("fsdp", "zero3") else 1)
     opt_bytes = opt_bpp * float(mode.state if full else 4) * trainable / shard
     t_opt = opt_bytes / bw + e.step_s
     if impl == "forloop":
-        n_tensors = float(L * (len(m.linear_shapes()) + 2) + 3) if isinstance(m, DecoderSpec) else 16.0 * L
-        t_opt += n_tensors * OPT_KERNELS_PER_TENSOR_FORLOOP * e.dispatch_s
+        t_opt += sh.forloop_tensors * OPT_KERNELS_PER_TENSOR_FORLOOP * e.dispatch_s
     t_casts = (cast_bytes + grad_cast_bytes) / bw
     # FSDP2 (any world size, also one rank): per micro-batch each unit is gathered in forward and
     # backward (copy-in and copy-out, read + write each: 4 bytes moved per gathered byte) and its
     # gradients reduce-scattered (the fp32 reduce input written and read, the shard accumulated)
     fsdp_units = 0
-    if c.sharding == "fsdp" and isinstance(m, DecoderSpec):
+    if sharding == "fsdp" and sh.decoder:
         fsdp_units = L + 1
         policy = c.mixed_precision == "fsdp_policy"
         gathered = 2.0 if policy else float(mode.param)
@@ -375,7 +560,7 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
     host_fwd = (L * ops_f + OPS_HEAD) * HOST_COST_FORWARD
     host_bwd = float(L * ops_b + OPS_HEAD_BWD)
     if c.gradient_checkpointing:
-        t_recompute = (t_mm_fwd * L * layer_mm / (L * layer_mm + h * V)) + t_attn_fwd + t_ew_fwd
+        t_recompute = (t_mm_fwd * L * layer_mm / sh.mm_weights) + t_attn_fwd + t_ew_fwd
         host_fwd += L * HOST_CHECKPOINT_WRAPPER
         host_bwd += L * ops_f * HOST_COST_RECOMPUTE
     host_fwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
@@ -395,35 +580,16 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
     bound = "host-dispatch" if host_micro > gpu_micro else (
         "compute" if (t_mm_fwd + t_mm_bwd + t_attn_fwd + t_attn_bwd) > 0.5 * gpu_micro else "memory")
 
-    # ---- communication
-    comm = _communication(c, gpu, e, P, T, h, L, cb, gpu_bwd)
+    # ---- communication (none on one GPU)
+    comm = _communication(c, gpu, e, P, T, h, L, cb, gpu_bwd) if c.gpu_count > 1 else 0.0
     accum = c.accumulation_steps
     step = accum * micro + t_opt + comm
-    tokens = float(accum * b * (s if not isinstance(m, CnnSpec) else 1))
-    model_flops = 2.0 * T * float(m.matmul_params_per_token) * (3.0 if full else 2.0) * accum
-    model_flops += 4.0 * T * s * float(m.num_heads * getattr(m, "head_dim", 64)) * m.num_layers * causal * 3 * accum
+    tokens = float(accum * b * s)
+    model_flops = 2.0 * T * sh.matmul_per_token * (3.0 if full else 2.0) * accum
+    model_flops += 4.0 * T * s * sh.heads_x_dim * L * causal * 3 * accum
     mfu = model_flops / (step * peak * tp)
-    prov = provenance or e.source
-    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
-    phases = {
-        "forward": gpu_fwd, "backward": gpu_bwd, "weight_casts": t_casts, "optimizer": t_opt,
-        "host_dispatch": host_micro, "communication": comm,
-    }
-    return StepEstimate(
-        step_time_s=step,
-        step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
-        micro_step_time_s=micro,
-        accumulation_steps=accum,
-        tokens_per_s=tokens / step,
-        samples_per_s=accum * b / step,
-        model_flops_per_step=model_flops,
-        mfu=mfu,
-        phases=phases,
-        communication_s=comm,
-        bound=bound,
-        provenance=prov,
-        assumptions=tuple(notes),
-    )
+    return _Step(step, micro, accum, tokens, accum * b, model_flops, mfu, bound, gpu_fwd, gpu_bwd, t_casts,
+                 t_opt, host_micro, comm, notes)
 
 
 SPEC_BAND = (0.30, 0.45)
