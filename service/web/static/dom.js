@@ -28,6 +28,12 @@ function apply(el, props) {
   }
 }
 
+/** Append children (text, nodes, arrays; null/false skipped) to an existing element. */
+export function add(el, ...children) {
+  append(el, children);
+  return el;
+}
+
 /** An HTML element: h("td", {class: "num"}, "48 GB"). Children are text or nodes. */
 export function h(tag, props, ...children) {
   const el = document.createElement(tag);

@@ -3,15 +3,47 @@
 // pending-GPU queue and quarantine alerts (GET /v1/admin/pending-gpus, /v1/admin/alerts).
 // Agents write `host`, names and messages: all of it is shown as text.
 import { api, ApiError, hasKey, setKey } from "../api.js";
-import { h, table } from "../dom.js";
+import { add, h, table } from "../dom.js";
 import { num, when } from "../fmt.js";
 import { t } from "../i18n.js";
 import { apiExample, problemBlock } from "../ui.js";
 
-/** measured: on average >= k usable results per configuration; thin: fewer; missing: none usable. */
-export function cellState(cell, k) {
-  if (!cell || cell.usable === 0) return "missing";
-  return cell.usable >= k * Math.max(1, cell.configurations) ? "measured" : "thin";
+/**
+ * A GPU x workload cell from the latest-measured view of that GPU: measured when every
+ * configuration has a stack with >= k usable results and counts as measured (>= 2 hosts or a
+ * trusted agent); thin when some configuration falls short; missing when nothing is usable.
+ */
+export function cellState(cell, cells) {
+  if (!cell || cell.usable === 0 || !cells || cells.length === 0) return { state: "missing", full: 0, of: 0 };
+  const full = cells.filter((c) => !c.thin && c.provenance === "measured").length;
+  return { state: full === cells.length ? "measured" : "thin", full, of: cells.length };
+}
+
+/** Latest-measured cells by workload, for every GPU that has results (one call per such GPU). */
+async function measuredCells(cov) {
+  const withData = cov.rows.filter((r) => Object.values(r.workloads).some((c) => c.results > 0));
+  const byGpu = {};
+  let k = null;
+  await Promise.all(withData.map(async (row) => {
+    const cells = await listCells(`/v1/gpus/${encodeURIComponent(row.gpu_slug)}/measurements`);
+    k = cells.k;
+    const byWl = {};
+    for (const c of cells.items) (byWl[c.workload] ||= []).push(c);
+    byGpu[row.gpu_slug] = byWl;
+  }));
+  return { byGpu, k };
+}
+
+async function listCells(path) {
+  const items = [];
+  let cursor = null, k = null;
+  do {
+    const page = await api(cursor ? `${path}?cursor=${encodeURIComponent(cursor)}` : path);
+    items.push(...page.cells);
+    k = page.min_points;
+    cursor = page.next_cursor;
+  } while (cursor);
+  return { items, k };
 }
 
 function mainMetric(r) {
@@ -43,19 +75,20 @@ async function showCell(panel, slug, name, workload) {
   }
 }
 
-function coverageGrid(cov, k, panel) {
+function coverageGrid(cov, measured, panel) {
   const head = [t("col_gpu"), ...cov.workloads];
-  const rows = cov.rows.map((row) => h("tr", null,
+  const rows = cov.rows.map((row) => h("tr", { "data-slug": row.gpu_slug },
     h("th", { scope: "row" }, h("a", { href: `#/gpus/${encodeURIComponent(row.gpu_slug)}` }, row.name)),
     cov.workloads.map((wl) => {
       const c = row.workloads[wl];
-      const state = cellState(c, k);
-      const label = `${t(state)}${c.results ? ` · ${c.usable}/${c.results}` : ""}`;
-      if (c.results === 0) return h("td", { class: `cell cell-${state}`, "data-state": state }, t(state));
+      const { state, full, of } = cellState(c, measured.byGpu[row.gpu_slug]?.[wl]);
+      if (c.results === 0) return h("td", { class: `cell cell-${state}`, "data-state": state, "data-workload": wl }, t(state));
+      const label = `${t(state)}${of ? ` · ${full}/${of}` : ""}`;
       const btn = h("button", { type: "button", class: "cell-button", "data-gpu": row.gpu_slug, "data-workload": wl,
-        "aria-label": `${row.name} × ${wl}: ${t(state)}, ${c.usable} / ${c.results}, ${c.hosts} host(s)` }, label);
+        "aria-label": `${row.name} × ${wl}: ${t(state)}; ${full} of ${of} configurations measured; `
+          + `${c.usable} usable of ${c.results} results from ${c.hosts} host(s)` }, label);
       btn.addEventListener("click", () => showCell(panel, row.gpu_slug, row.name, wl));
-      return h("td", { class: `cell cell-${state}`, "data-state": state }, btn);
+      return h("td", { class: `cell cell-${state}`, "data-state": state, "data-workload": wl }, btn);
     })));
   return table(t("data_title"), head, rows, { class: "coverage" });
 }
@@ -109,18 +142,14 @@ function adminPanel() {
 export async function render(root) {
   const path = "/v1/coverage";
   const cov = await api(path);
-  let k = 3;
-  if (cov.rows.length) {
-    const m = await api(`/v1/gpus/${encodeURIComponent(cov.rows[0].gpu_slug)}/measurements?limit=1`);
-    k = m.min_points;
-  }
+  const measured = await measuredCells(cov);
   const panel = h("div", { class: "cell-panel" });
-  root.append(
+  add(root,
     h("h1", null, t("data_title")),
-    h("p", { class: "legend-line" }, t("data_legend").replace("{k}", `k = ${k}`), " ",
+    h("p", { class: "legend-line" }, t("data_legend").replace("{k}", `k = ${measured.k ?? 3}`), " ",
       ["measured", "thin", "missing"].map((st) => h("span", { class: `chip cell-${st}` }, t(st)))),
     cov.pending_runs ? h("p", null, `${cov.pending_runs} run(s) wait for an unknown GPU to be mapped.`) : null,
-    coverageGrid(cov, k, panel),
+    coverageGrid(cov, measured, panel),
     apiExample("GET", path),
     panel,
     adminPanel());

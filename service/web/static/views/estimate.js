@@ -1,7 +1,7 @@
 // Estimate view: one configuration -> POST /v1/estimate: the memory breakdown as a stacked bar
 // against the GPU's usable memory, time (or serving latencies) with band and provenance.
 import { api, ApiError, listAll } from "../api.js";
-import { h } from "../dom.js";
+import { add, h } from "../dom.js";
 import { band, gib, GIB, ms, num, seconds } from "../fmt.js";
 import { stackedBar } from "../charts.js";
 import { t } from "../i18n.js";
@@ -158,6 +158,6 @@ export async function render(root, { params, width }) {
     }
   }
   form.addEventListener("submit", (ev) => { ev.preventDefault(); submit(); });
-  root.append(h("h1", null, t("estimate_title")), form, out);
+  add(root,h("h1", null, t("estimate_title")), form, out);
   if ([...params.keys()].length) await submit();
 }

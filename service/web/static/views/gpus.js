@@ -1,7 +1,7 @@
 // GPU spec view: the catalog list from GET /v1/gpus, one GPU's figures with their sources from
 // GET /v1/gpus/{slug}.
 import { api, listAll } from "../api.js";
-import { h, safeLink, table } from "../dom.js";
+import { add, h, safeLink, table } from "../dom.js";
 import { gib, num } from "../fmt.js";
 import { t } from "../i18n.js";
 import { apiExample, provenance } from "../ui.js";
@@ -49,7 +49,7 @@ async function renderList(root) {
     const q = filter.value.trim().toLowerCase();
     for (const tr of rows) tr.hidden = q !== "" && !tr.dataset.text.includes(q);
   });
-  root.append(
+  add(root,
     h("h1", null, t("gpus_title")),
     h("div", { class: "field" }, h("label", { for: "gpu-filter" }, t("gpus_filter")), filter),
     table(t("gpus_title"), COLUMNS.map(([k]) => t(k)), rows, { class: "gpu-list" }),
@@ -90,7 +90,7 @@ async function renderOne(root, slug) {
       `NVLink ${g.interconnect?.nvlink?.topology ?? "—"}; PCIe Gen${g.interconnect?.pcie?.gen ?? "?"} x${g.interconnect?.pcie?.lanes ?? "?"}`),
     h("td", null, g.interconnect?.note ?? "")),
   ];
-  root.append(
+  add(root,
     h("p", null, h("a", { href: "#/gpus" }, `← ${t("back_to_list")}`)),
     h("h1", null, g.name),
     h("p", { class: "lede" }, [g.architecture, g.chip, g.form_factor, g.market, g.launch_year].filter(Boolean).join(" · ")),
