@@ -47,8 +47,11 @@ export function showProblem(form, error) {
   const leftovers = [];
   let first = null;
   for (const fe of error.fieldErrors || []) {
-    const top = fe.field.split(".")[0];
-    const slot = form.querySelector(`[data-error-for="${CSS.escape(fe.field)}"]`) || form.querySelector(`[data-error-for="${CSS.escape(top)}"]`);
+    // the field itself, else its closest enclosing field ("constraints.budget.per_hour" -> ...)
+    let slot = null;
+    for (let parts = fe.field.split("."); parts.length && !slot; parts.pop()) {
+      slot = form.querySelector(`[data-error-for="${CSS.escape(parts.join("."))}"]`);
+    }
     if (slot) {
       slot.append(h("span", null, fe.msg));
       const control = slot.closest(".field")?.querySelector("input, select, textarea");
