@@ -129,6 +129,11 @@ class Settings(BaseSettings):
         description="N of the latest-measured rule: each stack of a cell is summarised over its newest N "
         "non-quarantined results (maintained as results are written; docs/architecture.md)",
     )
+    warm_read_model: bool = Field(
+        default=True,
+        description="build the read snapshot and fit every calibration at start-up, in a background thread "
+        "(/readyz answers 503 'warming' until it is done), so no request pays for the full fit",
+    )
     seed_catalog: bool = Field(default=True, description="upsert the shipped catalog on serve/migrate")
     seed_measurements_dir: Path | None = Field(
         default_factory=lambda: (REPO_ROOT / "data" / "benchmarks")

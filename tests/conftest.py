@@ -24,6 +24,10 @@ from service.settings import Settings
 from service.usecases.keys import create_key
 
 PG_ENV = "GPU_ADVISOR_TEST_DATABASE_URL"
+# apps built from default settings in tests (and servers they start) do not warm up at start-up:
+# each would spend seconds of CPU fitting calibrations in a background thread; the warm-up has
+# its own test (tests/db/test_read_path.py)
+os.environ.setdefault("GPU_ADVISOR_WARM_READ_MODEL", "false")
 
 
 def is_postgres() -> bool:
@@ -70,7 +74,7 @@ def settings(database_url: str) -> Settings:
     to one app from one address ("testclient"), so shared buckets would make tests depend on
     each other's request counts. tests/api/test_limits.py and tests/db/test_replicas.py build
     apps and servers with limits on."""
-    return Settings(database_url=database_url, rate_limits_enabled=False)
+    return Settings(database_url=database_url, rate_limits_enabled=False, warm_read_model=False)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,6 +40,16 @@ Errors are RFC 9457 `application/problem+json`; `errors[].loc` names the field a
 Writes need `Authorization: Bearer <key>` with the right scope (read < submit < admin)."""
 
 
+def _warm(app: FastAPI) -> None:
+    """Start-up warm-up of the read model (off the request path; a failure only logs: requests
+    then fit on first use, as without the warm-up)."""
+    try:
+        with UnitOfWork(app.state.read_session_factory) as uow:
+            app.state.read_model.warm(uow)
+    except Exception:  # a database that is down at start-up: /readyz says so
+        logging.getLogger("gpu_advisor").warning("read model warm-up failed", exc_info=True)
+
+
 def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
     settings = settings or Settings()
     engine = engine or make_engine(settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
@@ -45,6 +57,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.warm_read_model:
+            app.state.warm_up = threading.Thread(target=_warm, args=(app,), name="warm-read-model", daemon=True)
+            app.state.warm_up.start()
         yield
         await limiter.aclose()
 
@@ -53,6 +68,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     app.state.read_session_factory = make_session_factory(engine, write=False)
+    app.state.warm_up = None
     app.state.read_model = ReadModel(min_points=settings.measurements_min_points, window=settings.measurement_window)
     problems.install(app)
     app.include_router(health.router)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from types import TracebackType
+from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.estimate import ESTIMATOR_VERSION
@@ -114,29 +114,53 @@ class UnitOfWork:
         """The current watermarks, read once per unit of work (until it commits): however many
         parts of a read request ask, the request makes one watermark read."""
         if self._watermarks is None:
-            try:
-                self._watermarks = self._read_watermarks()
-            except DBAPIError as exc:
-                # no pre-ping per checkout: a connection the server dropped fails here, the pool
-                # invalidates it, and the read is retried once on a fresh one
-                if not exc.connection_invalidated:
-                    raise
-                self.session.rollback()
-                self._watermarks = self._read_watermarks()
+            if self.session.in_transaction():
+                self._watermarks = self.stacks.watermarks()
+            else:
+                bind = self.session.get_bind()
+                if not isinstance(bind, Engine):  # pragma: no cover - sessions here are bound to engines
+                    self._watermarks = self.stacks.watermarks()
+                else:
+                    self._watermarks = read_watermarks(bind)
         return self._watermarks
-
-    def _read_watermarks(self) -> Watermarks:
-        """Outside a transaction of this unit of work, on a pooled connection of its own (the
-        ORM session's begin/close costs more than the read); inside one, in it."""
-        if self.session.in_transaction():
-            return self.stacks.watermarks()
-        bind = self.session.get_bind()
-        if not isinstance(bind, Engine):  # pragma: no cover - sessions here are bound to engines
-            return self.stacks.watermarks()
-        with bind.connect() as conn:
-            row = conn.exec_driver_sql(WATERMARKS_SQL).one()
-        return Watermarks(int(row[0]), int(row[1]))
 
     def data_version(self) -> str:
         """``c<catalog>.m<measurement>.e<estimator>`` as answers carry it."""
         return str(DataVersion(self.watermarks(), ESTIMATOR_VERSION))
+
+
+def read_watermarks(engine: Engine) -> Watermarks:
+    """One watermark read on a pooled connection of its own, outside any transaction: one
+    round trip on PostgreSQL (the DBAPI connection is put in autocommit for the statement, so
+    psycopg sends no BEGIN and the pool's reset-on-return has nothing to roll back; SQLite's
+    connections are in autocommit already). There is no pre-ping per checkout: a connection
+    the server dropped fails here, is invalidated, and the read is retried once on a fresh one."""
+    dbapi = engine.dialect.loaded_dbapi
+    retryable = (dbapi.OperationalError, dbapi.InterfaceError)
+    for attempt in (0, 1):
+        raw = engine.raw_connection()
+        try:
+            driver: Any = raw.driver_connection
+            switch = getattr(driver, "autocommit", None) is False
+            if switch:
+                driver.autocommit = True
+            try:
+                cur = raw.cursor()
+                try:
+                    cur.execute(WATERMARKS_SQL)
+                    row = cur.fetchone()
+                finally:
+                    cur.close()
+            finally:
+                if switch and not getattr(driver, "closed", False):
+                    driver.autocommit = False
+            if row is None:
+                raise LookupError("the watermarks row is missing: run gpu-advisor migrate")
+            return Watermarks(int(row[0]), int(row[1]))
+        except retryable:
+            raw.invalidate()
+            if attempt:
+                raise
+        finally:
+            raw.close()
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -150,6 +150,8 @@ class ReadModel:
     """One per process (``app.state.read_model``); thread-safe. ``background=False`` refits
     on the calling thread (the CLI, some tests)."""
 
+    FIRST_FIT_WAIT_S = 120.0
+
     def __init__(self, *, min_points: int = 3, window: int = 100, background: bool = True) -> None:
         self.min_points = min_points
         self.window = window
@@ -164,6 +166,7 @@ class ReadModel:
         self._full_fit_pending = True
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="refit") if background else None
         self._future: Future[None] | None = None
+        self._first_fit = threading.Event()
 
     # ---- the request path ------------------------------------------------------------------
 
@@ -177,6 +180,11 @@ class ReadModel:
         if measured is None or measured.watermark != marks.measurement:
             measured = self._advance_measurements(uow, marks.measurement)
         self._schedule_fits(catalog, measured)
+        if self._calibration_watermark < 0:
+            # the first fit runs on the thread that found it pending (the start-up warm-up, or
+            # the first request without one); a request arriving meanwhile waits for it rather
+            # than answering from no calibrations at all
+            self._first_fit.wait(timeout=self.FIRST_FIT_WAIT_S)
         with self._lock:
             return Snapshot(catalog=catalog, measurements=measured, calibrations=self._calibrations,
                             calibration_watermark=self._calibration_watermark)
@@ -290,6 +298,12 @@ class ReadModel:
             self._fit(catalog, measured, full, groups)
 
     def _fit(self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]) -> None:
+        try:
+            self._fit_now(catalog, measured, full, groups)
+        finally:
+            self._first_fit.set()
+
+    def _fit_now(self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]) -> None:
         cms = cell_measurements(measured.cells.values(), catalog.specs, self.min_points)
         if full:
             fitted = fit_calibrations(cms)
@@ -318,6 +332,16 @@ class ReadModel:
             if measured.watermark >= self._calibration_watermark:
                 self._calibrations = fitted
                 self._calibration_watermark = measured.watermark
+
+    def warm(self, uow: UnitOfWork) -> None:
+        """Load the catalog and measurements and fit every calibration now (at start-up, off
+        the request path), so no request pays for the full fit."""
+        self.snapshot(uow)
+
+    @property
+    def warmed(self) -> bool:
+        """Whether the first full calibration fit has finished."""
+        return self._first_fit.is_set()
 
     def wait_for_fits(self, timeout: float = 120.0) -> None:
         """Block until scheduled fits are done (tests, the load benchmark's warm-up)."""

@@ -250,3 +250,27 @@ def test_serving_workloads_on_the_read_path(settings: Settings, engine: Engine, 
         rm.wait_for_fits()
         assert rm.stats.full_fits == fits_before
         assert rm.stats.refitted_groups[refits_before:] == []  # engine cells feed no fit
+
+
+def test_start_up_warms_the_read_model_so_no_request_pays_the_full_fit(settings: Settings, engine: Engine) -> None:
+    """With ``warm_read_model`` (the default outside tests) the snapshot and every calibration
+    are built at start-up in a background thread; /readyz is 503 'warming' until then, and the
+    first estimate afterwards fits nothing."""
+    app = create_app(settings.model_copy(update={"warm_read_model": True}), engine=engine)
+    rm: ReadModel = app.state.read_model
+    with TestClient(app) as c:
+        deadline = time.monotonic() + 120
+        seen: list[int] = []
+        while time.monotonic() < deadline:
+            r = c.get("/readyz")
+            seen.append(r.status_code)
+            if r.status_code == 200:
+                break
+            assert r.status_code == 503 and "warming" in r.json()["detail"]
+            time.sleep(0.05)
+        assert seen[-1] == 200, seen
+        assert rm.warmed and rm.stats.full_fits == 1
+        est = c.post("/v1/estimate", json={"model": "llama3-8b", "gpu": "nvidia-h100-sxm"})
+        assert est.status_code == 200, est.text
+        rm.wait_for_fits()
+        assert rm.stats.full_fits == 1 and rm.stats.full_measurement_loads == 1
