@@ -77,7 +77,10 @@ async function showCell(panel, slug, name, workload) {
 
 function coverageGrid(cov, measured, panel) {
   const head = [t("col_gpu"), ...cov.workloads];
-  const rows = cov.rows.map((row) => h("tr", { "data-slug": row.gpu_slug },
+  // GPUs with results first (the catalog order otherwise), so what is measured is seen first
+  const has = (row) => Object.values(row.workloads).some((c) => c.results > 0);
+  const ordered = [...cov.rows.filter(has), ...cov.rows.filter((r) => !has(r))];
+  const rows = ordered.map((row) => h("tr", { "data-slug": row.gpu_slug },
     h("th", { scope: "row" }, h("a", { href: `#/gpus/${encodeURIComponent(row.gpu_slug)}` }, row.name)),
     cov.workloads.map((wl) => {
       const c = row.workloads[wl];
