@@ -23,8 +23,8 @@ from service.api.openapi_ops import document_operations
 from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
 from service.api.routes import estimate as estimate_routes
-from service.api.routes import page as page_routes
 from service.api.routes import models as models_routes
+from service.api.routes import page as page_routes
 from service.db.engine import make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.schemas.common import Problem

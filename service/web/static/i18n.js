@@ -42,7 +42,7 @@ const STRINGS = {
     col_price: "Per GPU-hour", col_model: "Pricing", col_date: "Effective",
     recommend_title: "Recommend GPUs", options: "Ranked options", excluded: "Excluded GPUs", frontier: "Time vs cost",
     scheduling: "Scheduling hint", share: "Shareable link", reasons: "Reasons",
-    cost: "cost", time: "time",
+    cost: "cost", time: "time", col_workload: "Workload", all: "all", currency: "Currency",
   },
   zh: {
     title: "GPU 选型助手",
@@ -84,7 +84,7 @@ const STRINGS = {
     col_price: "每 GPU 小时", col_model: "计费方式", col_date: "生效日期",
     recommend_title: "GPU 推荐", options: "排序后的方案", excluded: "被排除的 GPU", frontier: "时间与成本",
     scheduling: "调度提示", share: "分享链接", reasons: "理由",
-    cost: "成本", time: "时间",
+    cost: "成本", time: "时间", col_workload: "工作负载", all: "全部", currency: "币种",
   },
 };
 

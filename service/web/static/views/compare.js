@@ -17,8 +17,9 @@ function ratio(r) {
 
 function specValue(row, fig) {
   if (fig.value === null || fig.value === undefined) return "—";
+  if (row.unit === "gen") return `Gen ${fig.value}`;
   const digits = Number.isInteger(fig.value) ? 0 : fig.value >= 100 ? 1 : 2;
-  return `${num(fig.value, digits)}${row.unit ? ` ${row.unit}` : ""}`;
+  return `${num(fig.value, digits)}${row.unit && row.unit !== "count" ? ` ${row.unit}` : ""}`;
 }
 
 function specTable(out) {
@@ -59,10 +60,16 @@ function cellText(c) {
   return num(c.value, c.value >= 100 ? 0 : 2);
 }
 
+const MAX_GROUPS = 12;
+
 function resultsSection(out, width) {
-  const groups = chartGroups(out);
-  if (!groups.length) return h("p", null, t("no_measurements"));
-  return groups.map((g) => {
+  const all = chartGroups(out);
+  if (!all.length) return h("p", null, t("no_measurements"));
+  // charts by batch size first; a long list is cut (the workload filter narrows it)
+  const groups = [...all].sort((a, b) => Number(b.rows.length > 1) - Number(a.rows.length > 1)).slice(0, MAX_GROUPS);
+  const more = all.length - groups.length;
+  return [more > 0 ? h("p", { class: "note" }, `${groups.length} of ${all.length} configurations shown: pick a workload to see the rest.`) : null,
+    ...groups.map((g) => {
     const title = `${g.workload} ${Object.entries(g.params).map(([k, v]) => `${k}=${v}`).join(" ")} — ${g.metric} (${g.unit})`;
     const byBatch = g.rows.every((r) => typeof r.batch === "number");
     const chart = byBatch ? lineChart(out.gpus.map((gpu, i) => ({
@@ -80,7 +87,7 @@ function resultsSection(out, width) {
     return h("section", { class: "result-group", "data-workload": g.workload },
       h("h3", null, title), chart,
       table(title, [byBatch ? t("batch_size") : t("col_params"), ...out.gpus.map((x) => x.name), ""], rows, { class: "compare-results" }));
-  });
+  })];
 }
 
 function pricesSection(out) {
@@ -99,15 +106,20 @@ function pricesSection(out) {
 export async function render(root, { params, width }) {
   const gpus = params.get("gpus") || DEFAULT_GPUS;
   const currency = params.get("currency") || "USD";
+  const workload = params.get("workload") || "";
+  const vocabulary = await api("/v1/workloads");
   const form = h("form", { class: "compare-form", novalidate: true },
     h("div", { class: "grid" },
       field("gpus", t("compare_pick"), { value: gpus }),
-      field("currency", "Currency", { kind: "select", options: [["USD", "USD"], ["CNY", "CNY"]], value: currency })),
+      field("workload", t("col_workload"), { kind: "select", value: workload,
+        options: [["", t("all")], ...vocabulary.items.map((w) => [w.name, w.name])] }),
+      field("currency", t("currency"), { kind: "select", options: [["USD", "USD"], ["CNY", "CNY"]], value: currency })),
     h("div", { class: "form-problem" }),
     h("button", { type: "submit" }, t("submit")));
   const out = h("div", { class: "result", "aria-live": "polite" });
-  async function load(list, cur) {
+  async function load(list, cur, wl) {
     const q = new URLSearchParams({ gpus: list, currency: cur });
+    if (wl) q.set("workload", wl);
     setParams("compare", q);
     const path = `/v1/compare?${q}`;
     clearErrors(form);
@@ -134,8 +146,9 @@ export async function render(root, { params, width }) {
   }
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    load(form.elements.gpus.value.split(",").map((x) => x.trim()).filter(Boolean).join(","), form.elements.currency.value);
+    load(form.elements.gpus.value.split(",").map((x) => x.trim()).filter(Boolean).join(","), form.elements.currency.value,
+      form.elements.workload.value);
   });
   add(root, h("h1", null, t("compare_title")), form, out);
-  await load(gpus, currency);
+  await load(gpus, currency, workload);
 }
