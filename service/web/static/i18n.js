@@ -43,6 +43,12 @@ const STRINGS = {
     recommend_title: "Recommend GPUs", options: "Ranked options", excluded: "Excluded GPUs", frontier: "Time vs cost",
     scheduling: "Scheduling hint", share: "Shareable link", reasons: "Reasons",
     cost: "cost", time: "time", col_workload: "Workload", all: "all", currency: "Currency",
+    f_global_batch: "Global batch (sequences per step)", f_rps: "Requests per second", f_ttft_target: "TTFT target (ms, p50)",
+    f_tpot_target: "TPOT target (ms, p50)", f_objective: "Objective", f_budget_hour: "Budget per hour (USD)",
+    f_budget_run: "Budget per run (USD)", f_deadline: "Deadline (hours)", f_power_cap: "Power cap per GPU (W)",
+    f_max_gpus: "Most GPUs", f_allowed: "Only these GPUs (comma-separated)", f_inv_gpu: "Inventory: GPU you have",
+    f_inv_per_node: "Inventory: GPUs per node", f_inv_nodes: "Inventory: nodes", f_allow_ckpt: "May use gradient checkpointing",
+    legend_job: "Job", legend_constraints: "Constraints", what_if: "What if",
   },
   zh: {
     title: "GPU 选型助手",
@@ -85,6 +91,12 @@ const STRINGS = {
     recommend_title: "GPU 推荐", options: "排序后的方案", excluded: "被排除的 GPU", frontier: "时间与成本",
     scheduling: "调度提示", share: "分享链接", reasons: "理由",
     cost: "成本", time: "时间", col_workload: "工作负载", all: "全部", currency: "币种",
+    f_global_batch: "全局批大小（每步序列数）", f_rps: "每秒请求数", f_ttft_target: "TTFT 目标（毫秒，p50）",
+    f_tpot_target: "TPOT 目标（毫秒，p50）", f_objective: "优化目标", f_budget_hour: "每小时预算（美元）",
+    f_budget_run: "单次训练预算（美元）", f_deadline: "截止时间（小时）", f_power_cap: "单卡功耗上限（瓦）",
+    f_max_gpus: "最多 GPU 数", f_allowed: "只考虑这些 GPU（逗号分隔）", f_inv_gpu: "现有库存：GPU 型号",
+    f_inv_per_node: "现有库存：每节点 GPU 数", f_inv_nodes: "现有库存：节点数", f_allow_ckpt: "允许梯度检查点",
+    legend_job: "任务", legend_constraints: "约束", what_if: "如果……",
   },
 };
 

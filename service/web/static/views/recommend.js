@@ -17,6 +17,8 @@ const NUMBERS = new Set(["workload.batch_size", "workload.seq_len", "workload.gl
   "workload.input_len", "workload.output_len", "workload.requests_per_s", "workload.ttft_target_ms", "workload.tpot_target_ms",
   "constraints.deadline_hours", "constraints.budget.per_hour", "constraints.budget.per_run", "constraints.max_gpus",
   "constraints.max_power_w_per_gpu", "constraints.inventory.gpus_per_node", "constraints.inventory.nodes", "limit"]);
+const QUESTION_FIELDS = new Set(["mode", "precision", "batch_size", "seq_len", "tokens", "finetune", "engine", "input_len",
+  "output_len", "requests_per_s", "ttft_target_ms", "tpot_target_ms"]);
 const TRAINING = ["workload.seq_len", "workload.global_batch", "workload.tokens", "workload.finetune", "constraints.deadline_hours",
   "constraints.budget.per_run", "constraints.allow_gradient_checkpointing"];
 const SERVING = ["workload.engine", "workload.input_len", "workload.output_len", "workload.requests_per_s",
@@ -153,17 +155,25 @@ function answer(r, width) {
     r.options.length ? h("div", { class: "options" }, r.options.map(optionCard)) : h("p", null, t("none")),
     h("h2", null, t("frontier")), frontierSection(r, width),
     h("h2", null, t("excluded")), r.excluded.length ? excludedTable(r) : h("p", null, t("none")),
-    r.what_if?.length ? [h("h2", null, "What if"), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
+    r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
     h("p", { class: "note" }, `${r.recommendation_id} · ${when(r.as_of)} · ${r.considered.candidates} candidates, ${r.considered.timed} timed`));
 }
 
-/** The form's fields from a stored question (what the shared link answers). */
-function flatten(obj, prefix = "", out = {}) {
-  for (const [k, v] of Object.entries(obj || {})) {
-    const name = prefix ? `${prefix}.${k}` : k;
-    if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, name, out);
-    else if (v !== null && v !== undefined) out[name] = Array.isArray(v) ? v.join(",") : String(v);
-  }
+/**
+ * The form's fields from a stored answer's `question` (the workload as understood: the model,
+ * the mode, the tokens and the configuration with defaults filled), so a shared link shows
+ * the question beside its answer.
+ */
+export function formOfQuestion(question, objective) {
+  const out = { objective };
+  // global_batch, gpu_count, sharding ... in `configuration` are one option's, not the question's
+  const put = (k, v) => {
+    if (QUESTION_FIELDS.has(k) && v !== null && v !== undefined && typeof v !== "object") out[`workload.${k}`] = String(v);
+  };
+  for (const [k, v] of Object.entries(question?.configuration || {})) put(k, v);
+  for (const [k, v] of Object.entries(question || {})) put(k, v);
+  const model = question?.model;
+  if (model) out["workload.model"] = typeof model === "object" ? model.id : String(model);
   return out;
 }
 
@@ -172,33 +182,33 @@ function buildForm(initial) {
   const modes = [["training", t("mode_training")], ["fine-tuning", t("mode_finetuning")], ["inference", t("mode_inference")]];
   const objectives = [["fastest", "fastest"], ["cheapest", "cheapest"], ["cost_per_million_tokens", "cost per million tokens"], ["perf_per_watt", "perf per watt"]];
   return h("form", { class: "recommend-form", novalidate: true },
-    h("fieldset", null, h("legend", null, "Job"), h("div", { class: "grid" },
+    h("fieldset", null, h("legend", null, t("legend_job")), h("div", { class: "grid" },
       f("workload.model", t("f_model"), { list: "model-options" }),
       f("workload.mode", t("f_mode"), { kind: "select", options: modes }),
       f("workload.precision", t("f_precision"), { kind: "select", options: ["", "amp_bf16", "bf16", "fp16", "fp8"].map((p) => [p, p || t("default")]) }),
       f("workload.batch_size", t("f_batch"), { kind: "number" }),
       f("workload.seq_len", t("f_seq"), { kind: "number" }),
-      f("workload.global_batch", "Global batch (sequences per step)", { kind: "number" }),
+      f("workload.global_batch", t("f_global_batch"), { kind: "number" }),
       f("workload.tokens", t("f_tokens"), { kind: "number" }),
       f("workload.finetune", t("f_finetune"), { kind: "select", options: [["", t("default")], ["lora", "LoRA"], ["qlora", "QLoRA"], ["full", "full"]] }),
       f("workload.engine", t("f_engine"), { kind: "select", options: [["vllm", "vllm"], ["tensorrt-llm", "tensorrt-llm"], ["hf-transformers", "hf-transformers"]] }),
       f("workload.input_len", t("f_input_len"), { kind: "number" }),
       f("workload.output_len", t("f_output_len"), { kind: "number" }),
-      f("workload.requests_per_s", "Requests per second", { kind: "number", step: "any" }),
-      f("workload.ttft_target_ms", "TTFT target (ms, p50)", { kind: "number", step: "any" }),
-      f("workload.tpot_target_ms", "TPOT target (ms, p50)", { kind: "number", step: "any" }))),
-    h("fieldset", null, h("legend", null, "Constraints"), h("div", { class: "grid" },
-      f("objective", "Objective", { kind: "select", options: objectives }),
-      f("constraints.budget.per_hour", "Budget per hour (USD)", { kind: "number", step: "any" }),
-      f("constraints.budget.per_run", "Budget per run (USD)", { kind: "number", step: "any" }),
-      f("constraints.deadline_hours", "Deadline (hours)", { kind: "number", step: "any" }),
-      f("constraints.max_power_w_per_gpu", "Power cap per GPU (W)", { kind: "number" }),
-      f("constraints.max_gpus", "Most GPUs", { kind: "number" }),
-      f("constraints.allowed_gpus", "Only these GPUs (comma-separated)"),
-      f("constraints.inventory.gpu", "Inventory: GPU you have"),
-      f("constraints.inventory.gpus_per_node", "Inventory: GPUs per node", { kind: "number" }),
-      f("constraints.inventory.nodes", "Inventory: nodes", { kind: "number" }),
-      f("constraints.allow_gradient_checkpointing", "May use gradient checkpointing", { kind: "checkbox", value: initial["constraints.allow_gradient_checkpointing"] !== "false" }))),
+      f("workload.requests_per_s", t("f_rps"), { kind: "number", step: "any" }),
+      f("workload.ttft_target_ms", t("f_ttft_target"), { kind: "number", step: "any" }),
+      f("workload.tpot_target_ms", t("f_tpot_target"), { kind: "number", step: "any" }))),
+    h("fieldset", null, h("legend", null, t("legend_constraints")), h("div", { class: "grid" },
+      f("objective", t("f_objective"), { kind: "select", options: objectives }),
+      f("constraints.budget.per_hour", t("f_budget_hour"), { kind: "number", step: "any" }),
+      f("constraints.budget.per_run", t("f_budget_run"), { kind: "number", step: "any" }),
+      f("constraints.deadline_hours", t("f_deadline"), { kind: "number", step: "any" }),
+      f("constraints.max_power_w_per_gpu", t("f_power_cap"), { kind: "number" }),
+      f("constraints.max_gpus", t("f_max_gpus"), { kind: "number" }),
+      f("constraints.allowed_gpus", t("f_allowed")),
+      f("constraints.inventory.gpu", t("f_inv_gpu")),
+      f("constraints.inventory.gpus_per_node", t("f_inv_per_node"), { kind: "number" }),
+      f("constraints.inventory.nodes", t("f_inv_nodes"), { kind: "number" }),
+      f("constraints.allow_gradient_checkpointing", t("f_allow_ckpt"), { kind: "checkbox", value: initial["constraints.allow_gradient_checkpointing"] !== "false" }))),
     h("div", { class: "form-problem" }),
     h("button", { type: "submit" }, t("submit")));
 }
@@ -210,7 +220,7 @@ export async function render(root, { params, width }) {
   let stored = null;
   if (id) {
     stored = await api(`/v1/recommendations/${encodeURIComponent(id)}`);
-    initial = { ...flatten({ workload: stored.question }), objective: stored.objective };
+    initial = formOfQuestion(stored.question, stored.objective);
   }
   const models = await api("/v1/models");
   const form = buildForm(initial);
