@@ -151,9 +151,9 @@ function answer(r, width) {
   return h("div", { class: "recommend-result", "data-recommendation-id": r.recommendation_id },
     h("p", { class: "share" }, `${t("share")}: `, linkEl, " ", copyButton(link, linkEl)),
     r.warnings?.length ? h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, w.message))) : null,
+    h("h2", null, t("frontier")), frontierSection(r, width),
     h("h2", null, t("options")),
     r.options.length ? h("div", { class: "options" }, r.options.map(optionCard)) : h("p", null, t("none")),
-    h("h2", null, t("frontier")), frontierSection(r, width),
     h("h2", null, t("excluded")), r.excluded.length ? excludedTable(r) : h("p", null, t("none")),
     r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
     h("p", { class: "note" }, `${r.recommendation_id} · ${when(r.as_of)} · ${r.considered.candidates} candidates, ${r.considered.timed} timed`));
