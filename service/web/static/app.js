@@ -15,7 +15,7 @@ const VIEWS = {
 
 let generation = 0;
 
-async function route() {
+async function route(event) {
   const mine = ++generation;
   const { view, rest, params } = parseHash(location.hash);
   for (const a of document.querySelectorAll("nav a[data-view]")) {
@@ -34,6 +34,8 @@ async function route() {
     if (mine !== generation) return;  // a newer navigation won
     main.replaceChildren(root);
     document.title = `${t(`nav_${view}`)} · ${t("title")}`;
+    // after a navigation (not the first load), keyboard and screen-reader users land on the new view
+    if (event) main.focus({ preventScroll: false });
   } catch (err) {
     if (mine !== generation) return;
     main.replaceChildren(problemBlock(err));
@@ -52,4 +54,4 @@ function localiseChrome() {
 
 localiseChrome();
 window.addEventListener("hashchange", route);
-route();
+route(null);
