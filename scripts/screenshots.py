@@ -8,7 +8,8 @@ Without ``--url`` it builds a temporary database with the real migrations and th
 catalog and measurements, starts ``gpu-advisor serve`` on it and stops it afterwards. With
 ``--example-runs`` it first submits made-up ResNet-50 runs for the L40 and the L20 (to see the
 compare chart's measured points and OOM mark on a page that has none): illustrations, never
-for the README, and their host names say so.
+for the README, and their host names say so. The Chinese screenshot needs a CJK font on the
+machine (Debian: ``fonts-wqy-microhei``); the browser tests read text, not glyphs, and do not.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ GPU_ADVISOR_REQUIRE_BROWSER=1 (CI sets it), where they fail.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import uuid
@@ -142,6 +143,27 @@ class PageProblems:
             d.dismiss()
 
         page.on("dialog", on_dialog)
+
+
+@functools.cache
+def _axe_source() -> str:
+    import axe_playwright_python
+
+    return (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text()
+
+
+def assert_accessible(page: Any, *, exclude: tuple[str, ...] = ()) -> None:
+    """axe-core's WCAG 2 A/AA rules on what the page shows now: no violation (labels,
+    contrast, accessible names, structure)."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(_axe_source())  # through the DevTools protocol: not page script, CSP does not apply
+    context: dict[str, Any] = {"include": [["body"]], "exclude": [[sel] for sel in exclude]}
+    options = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]},
+               "resultTypes": ["violations"]}
+    results = page.evaluate("([c, o]) => axe.run(c, o)", [context, options])
+    found = [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:3]]}"
+             for v in results["violations"]]
+    assert found == [], "\n".join(found)
 
 
 @pytest.fixture()

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.api.benchmark_fixtures import fingerprint, result, run
-from tests.page.conftest import Served
+from tests.page.conftest import Served, assert_accessible
 from tests.page.test_views import L40_PCI, L40_USABLE, open_view
 
 L20_PCI = "0x26ba"
@@ -76,6 +76,7 @@ def test_l40_vs_l20_shows_the_right_figures(page: Any, served: Served, measured_
     # prices per provider, per GPU-hour
     assert page.locator(f'table.compare-prices tr[data-gpu="{l40}"]').count() >= 1
     assert "USD" in page.locator("table.compare-prices caption").inner_text()
+    assert_accessible(page)
 
 
 def test_compare_refuses_with_the_apis_problem_next_to_the_field(page: Any, served: Served, measured_l40_l20: None,

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.page.conftest import PageProblems, Served, new_page
+from tests.page.conftest import PageProblems, Served, assert_accessible, new_page
 from tests.page.test_views import open_view
 
 QUESTION = {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "precision": "bf16", "batch_size": 1,
@@ -64,6 +64,7 @@ def test_recommend_round_trip_shows_ranked_options_and_the_frontier(
     # the URL is the shareable link
     assert page.url.endswith(f"#/recommend?id={rid}")
     assert page.locator(".share-link").inner_text() == page.url
+    assert_accessible(page)
 
 
 def test_the_shared_link_reproduces_the_answer_and_the_hint_copies(

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.api.benchmark_fixtures import fingerprint, result, run
-from tests.page.conftest import PageProblems, Served, new_page
+from tests.page.conftest import PageProblems, Served, assert_accessible, new_page
 
 XSS = "<img src=x onerror=alert(1)>"
 L40_PCI = "0x26b5"
@@ -34,6 +34,7 @@ def test_each_view_loads_without_console_errors(page: Any, served: Served, hash_
     assert page.locator("main h1").first.inner_text() == heading
     assert page.locator("main .problem").count() == 0
     assert page.locator(f'nav a[aria-current="page"][data-view="{hash_.split("/")[1]}"]').count() == 1
+    assert_accessible(page)
     # the page fixture fails the test on any console error, uncaught exception or dialog
 
 
@@ -64,6 +65,7 @@ def test_estimate_round_trip_draws_memory_against_usable_memory(page: Any, serve
     time_text = page.locator(".result-block.time").inner_text()
     assert api["time"]["provenance"] in time_text and "80% band" in time_text
     assert page.locator(".result-block.time .prov").first.inner_text() == api["time"]["provenance"]
+    assert_accessible(page)
     # the URL now reproduces the answer
     assert "gpu=L40" in page.url and "mode=fine-tuning" in page.url
     shared = new_page(page.context.browser, PageProblems())
@@ -92,6 +94,7 @@ def test_a_bad_input_shows_the_apis_problem_next_to_the_field(page: Any, served:
     assert field.evaluate("el => el === document.activeElement")
     assert page.locator(".form-problem .problem").inner_text().startswith(problem["title"])
     assert page.locator(".estimate-result").count() == 0
+    assert_accessible(page)
     # a domain refusal names its field too: an unknown GPU
     page.get_by_label("Batch size (per GPU)").fill("1")
     page.get_by_label("GPU (any name the catalog resolves)").fill("no-such-gpu-9000")
@@ -139,6 +142,7 @@ def test_data_view_grid_and_agent_text_is_rendered_inert(page: Any, served: Serv
     page.wait_for_selector("table.results")
     hosts = page.locator("table.results td.host").all_inner_texts()
     assert XSS in hosts, "the literal string is visible"
+    assert_accessible(page)
     assert page.locator("main img").count() == 0, "no element was made from it"
     assert page.evaluate("() => document.querySelectorAll('img, script:not([src])').length") == 0
     page.wait_for_timeout(300)  # an onerror would fire right away; the fixture fails on any dialog
@@ -159,6 +163,7 @@ def test_admin_panel_keeps_the_key_in_memory_only(page: Any, served: Served, pro
     page.wait_for_selector("table.pending")
     assert name in page.locator("table.pending").inner_text()
     assert page.locator("table.pending i").count() == 0
+    assert_accessible(page)
     assert page.get_by_label("API key (admin scope)").input_value() == ""
     stored = page.evaluate(
         "() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie])")
