@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from service.api import validation
-from service.catalog.loader import load_shipped
+from service.catalog.loader import load_shipped, shipped_prices
 from service.db.engine import make_session_factory
 from service.db.migrate import migrate_and_seed
 from service.db.uow import UnitOfWork
@@ -60,7 +60,7 @@ def seed_catalog(engine: Engine) -> SeedReport:
     shipped = load_shipped()
     with UnitOfWork(make_session_factory(engine)) as uow:
         return upsert_shipped(
-            uow, shipped.gpus, catalog_version=shipped.version, prices=shipped.prices, fx_rates=shipped.fx_rates
+            uow, shipped.gpus, catalog_version=shipped.version, prices=shipped_prices(shipped), fx_rates=shipped.fx_rates
         )
 
 

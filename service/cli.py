@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 app = typer.Typer(help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False)
 keys_app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
+prices_app = typer.Typer(help="Reference prices: import cloud catalogs.", no_args_is_help=True)
+app.add_typer(prices_app, name="prices")
 
 
 def _engine(settings: Settings):  # type: ignore[no-untyped-def]
@@ -208,6 +210,69 @@ def keys_revoke(key_id: Annotated[int, typer.Argument(help="id from `keys list`"
         typer.echo(f"error: {exc.detail}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"revoked key {key_id}")
+
+
+@prices_app.command("import-skypilot")
+def prices_import_skypilot(
+    path: Annotated[Path, typer.Argument(help="a SkyPilot vms.csv (catalogs/v8/<cloud>/vms.csv)", exists=True, dir_okay=False)],
+    provider: Annotated[str | None, typer.Option(help="cloud name; default: the file's folder (aws/vms.csv -> aws)")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="the prices' date, YYYY-MM-DD (the catalog commit's date); default today")] = None,
+    source: Annotated[str | None, typer.Option(help="where the file came from; default names SkyPilot's catalog path")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="report only, write nothing")] = False,
+) -> None:
+    """Import cloud prices from a SkyPilot instance catalog: every malformed row is reported
+    (line, column) and nothing is imported; unknown GPU names are reported, never guessed;
+    re-importing the same file changes nothing."""
+    import datetime as dt
+
+    from service.catalog.skypilot_snapshot import load_hints
+    from service.db.engine import make_session_factory
+    from service.db.migrate import migrate_and_seed
+    from service.db.uow import UnitOfWork
+    from service.usecases.errors import UseCaseError
+    from service.usecases.prices import import_skypilot
+
+    name = provider or path.resolve().parent.name
+    if not name or name in {".", "/"}:
+        typer.echo("error: --provider is needed (the file's folder does not name a cloud)", err=True)
+        raise typer.Exit(2)
+    try:
+        date = dt.date.fromisoformat(as_of) if as_of else dt.datetime.now(dt.UTC).date()
+    except ValueError:
+        typer.echo(f"error: --as-of: not a date (YYYY-MM-DD): {as_of!r}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        typer.echo(f"error: cannot read {path}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    label = source or f"SkyPilot catalog catalogs/v8/{name}/vms.csv (operator import of {path.name})"
+    settings = Settings()
+    engine = _engine(settings)
+    try:
+        migrate_and_seed(engine)
+        with UnitOfWork(make_session_factory(engine)) as uow:
+            out = import_skypilot(uow, text, provider=name, effective_date=date, source=label,
+                                  hints=load_hints(), dry_run=dry_run)
+    except UseCaseError as exc:
+        typer.echo(f"error: {exc.detail}", err=True)
+        for f in exc.fields:
+            typer.echo(f"  {', '.join(str(p) for p in f.path)}: {f.msg}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
+    r = out.report
+    typer.echo(f"{name}: {r.gpu_rows} GPU rows, {r.non_gpu_rows} non-GPU rows, {r.duplicate_rows} duplicates; "
+               f"{len(r.records)} price rows ({date.isoformat()})")
+    for reason, n in r.skipped_by_reason().items():
+        typer.echo(f"  skipped {n} row(s): {reason}")
+    for i in r.issues:
+        cands = f" (candidates: {', '.join(i.candidates)})" if i.candidates else ""
+        typer.echo(f"  not mapped, {i.kind}: {i.name!r}{cands}, {i.offers} offer(s): {i.detail}")
+    if out.dry_run:
+        typer.echo("dry run: nothing written")
+    else:
+        typer.echo(f"{out.upserted} price row(s) added or changed")
 
 
 @app.command()

@@ -22,6 +22,7 @@ from service.api.metrics import router as metrics_router
 from service.api.openapi_ops import document_operations
 from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
+from service.api.routes import compare as compare_routes
 from service.api.routes import estimate as estimate_routes
 from service.api.routes import models as models_routes
 from service.api.routes import page as page_routes
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(benchmarks.router)
     app.include_router(models_routes.router)
     app.include_router(estimate_routes.router)
+    app.include_router(compare_routes.router)
     app.include_router(page_routes.make_router())
     # Middleware, outermost first: request id + access log, metrics, rate limits, body limits.
     # (Starlette wraps in reverse order of addition.) A limit is decided before the body is

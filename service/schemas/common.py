@@ -1,10 +1,16 @@
-"""Shared wire models: problem details (RFC 9457), pagination envelope, warnings."""
+"""Shared wire models: problem details (RFC 9457), pagination envelope, warnings, and the bound
+types every request field uses (integers bounded to their column, finite floats in physical
+ranges, NUL-free UTF-8 text, bounded JSON depth, sane timestamps, bounded decimals)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import math
+import re
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 
 class ProblemError(BaseModel):
@@ -45,3 +51,205 @@ DataVersion = Annotated[
         pattern=r"^c\d+\.m\d+\.e.+$",
     ),
 ]
+
+
+# ---- bound types: every value that reaches a column, a filter or the core is bounded here ------
+#
+# A request that breaks one of these is a 422 naming the field (FastAPI turns the Pydantic error
+# into problem+json), the same on SQLite and PostgreSQL: nothing out of range reaches the database,
+# where the two would fail differently (PostgreSQL: integer out of range, numeric field overflow,
+# invalid byte sequence, stack depth; SQLite: stores it). Each type states its rule in the OpenAPI
+# document too, so a generated client cannot send what the server refuses for an unstated reason.
+# docs/architecture.md, "Where validation lives", says when to use which.
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+"""An ``Integer`` column (PostgreSQL ``integer``)."""
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""A ``BigInteger`` column (PostgreSQL ``bigint``; SQLite's integer)."""
+MAX_JSON_DEPTH = 32
+"""Nesting of free-form JSON objects (parameters, fingerprints, GPU documents, config.json):
+real ones are 3-4 deep; PostgreSQL refuses ~300 and Python's recursion stops near 1000."""
+FLOAT_ABS_MAX = 1e15
+"""Largest magnitude of a free-form number (JSON maps, unbounded figures): every physical
+quantity here is far below it, and float arithmetic on it stays finite."""
+EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+LATEST = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
+"""Timestamps are taken in [EARLIEST, LATEST) after conversion to UTC (a naive one is UTC)."""
+
+NUL_FREE_PATTERN = r"^[^\x00]*$"
+"""What the schema says of every free text: no NUL (PostgreSQL text cannot hold one)."""
+
+
+def safe_text(value: str) -> str:
+    """No NUL, and encodable as UTF-8 (a lone surrogate such as ``"\\udc80"``, which JSON's
+    ``\\u`` escapes can carry, is not)."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL (\\u0000)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode: a lone surrogate (\\ud800-\\udfff) is not") from None
+    return value
+
+
+def _json_ok(value: Any, depth: int, path: str) -> None:
+    if isinstance(value, dict):
+        if depth >= MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels at {path or 'the top'}")
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValueError(f"object keys must be strings at {path or 'the top'}")
+            try:
+                safe_text(k)
+            except ValueError as exc:
+                raise ValueError(f"key {path + '.' if path else ''}{k!r}: {exc}") from None
+            _json_ok(v, depth + 1, f"{path}.{k}" if path else k)
+    elif isinstance(value, list):
+        if depth >= MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels at {path or 'the top'}")
+        for i, v in enumerate(value):
+            _json_ok(v, depth + 1, f"{path}[{i}]")
+    elif isinstance(value, str):
+        try:
+            safe_text(value)
+        except ValueError as exc:
+            raise ValueError(f"{path or 'value'}: {exc}") from None
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"{path or 'value'}: integers must fit in 64 bits")
+    elif isinstance(value, float) and (not math.isfinite(value) or abs(value) > FLOAT_ABS_MAX):
+        raise ValueError(f"{path or 'value'}: numbers must be finite and at most {FLOAT_ABS_MAX:g} in magnitude")
+
+
+def safe_json(value: Any) -> Any:
+    """A free-form JSON value kept or searched as given: bounded depth, safe text in keys and
+    values, 64-bit integers, finite floats of sane magnitude."""
+    _json_ok(value, 0, "")
+    return value
+
+
+def sane_datetime(value: dt.datetime) -> dt.datetime:
+    """A timestamp in UTC within [1970, 2100); naive means UTC. Checked before the offset is
+    applied (``0001-01-01T00:00:00+23:59`` would underflow)."""
+    if not EARLIEST.year <= value.year < LATEST.year:
+        raise ValueError(f"must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} (UTC)")
+    utc = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+    if not EARLIEST <= utc < LATEST:
+        raise ValueError(f"must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} (UTC)")
+    return utc
+
+
+def utc_datetime(value: dt.datetime) -> dt.datetime:
+    """An answer's timestamp with its offset (a naive one, as SQLite returns, is UTC), so it is
+    an RFC 3339 ``date-time``."""
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value
+
+
+def bounded_decimal(*, max_digits: int, decimal_places: int, le: Decimal, description: str) -> Any:
+    """A positive decimal that fits ``Numeric(max_digits, decimal_places)`` and is at most ``le``:
+    a JSON number (rounded half-even to ``decimal_places``; at least one unit of the last
+    place) or a string of plain digits (``"0.71"``: no sign, no exponent). The schema states
+    both forms, so a client that follows it is never refused for the form."""
+    int_digits = len(str(int(le))) - 1
+    assert int_digits + decimal_places <= max_digits and le == Decimal(10) ** int_digits
+    step = Decimal(1).scaleb(-decimal_places)
+    # >= 1: up to int_digits digits, optional fraction; below 1: "0." then k zeros, a non-zero
+    # digit, up to the remaining places (so "0", "0.0" are not positive and "0.10" is fine)
+    below_one = "|".join(
+        ("0" * k) + rf"[1-9]\d{{0,{decimal_places - 1 - k}}}" for k in range(decimal_places)
+    )
+    pattern = rf"^(?:[1-9]\d{{0,{int_digits - 1}}}(?:\.\d{{1,{decimal_places}}})?|0\.(?:{below_one}))$"
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("must be a number or a decimal string")
+        if isinstance(value, str):
+            if not re.fullmatch(pattern, value):
+                raise ValueError(
+                    f"a decimal string must be plain digits, more than 0 and less than {le}, with at most "
+                    f"{decimal_places} places after the point, e.g. '0.71'"
+                )
+            return Decimal(value)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError("must be finite")
+            return Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_EVEN) if abs(value) < 1e18 else value
+        return value
+
+    return Annotated[
+        Decimal,
+        BeforeValidator(plain),
+        Field(ge=step, le=le, max_digits=max_digits, decimal_places=decimal_places, allow_inf_nan=False,
+              description=description),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "number", "minimum": float(step), "maximum": float(le)},
+                    {"type": "string", "pattern": pattern},
+                ],
+                "description": description,
+            }
+        ),
+    ]
+
+
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+"""Any integer stored in or compared with an ``Integer`` column."""
+BoundedInt32 = Int32
+NonNegativeInt32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
+Id32 = Annotated[int, Field(ge=1, le=INT32_MAX, description="row id")]
+"""The id of a row whose key is an ``Integer`` (keys, alerts, pending GPUs)."""
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+BoundedInt64 = Int64
+Id64 = Annotated[int, Field(ge=1, le=INT64_MAX, description="row id")]
+"""The id of a row whose key is a ``BigInteger`` (benchmark results)."""
+ByteCount = Annotated[int, Field(ge=0, le=INT64_MAX, description="bytes")]
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False, ge=-FLOAT_ABS_MAX, le=FLOAT_ABS_MAX)]
+"""A float that is finite (no NaN, Infinity, 1e309) and of sane magnitude."""
+
+
+def physical(lo: float, hi: float, *, lo_exclusive: bool = False, description: str | None = None) -> Any:
+    """A finite float in a physical range, e.g. ``physical(1, 2000)`` for a power limit in W."""
+    bound = Field(gt=lo, le=hi, allow_inf_nan=False, description=description) if lo_exclusive else Field(
+        ge=lo, le=hi, allow_inf_nan=False, description=description
+    )
+    return Annotated[float, bound]
+
+
+SafeStr = Annotated[
+    str,
+    AfterValidator(safe_text),
+    Field(json_schema_extra={"pattern": NUL_FREE_PATTERN}),
+]
+"""Free text: NUL-free, valid UTF-8 (no lone surrogates). Add ``max_length`` where it is stored."""
+
+JsonObject = Annotated[
+    dict[str, Any], AfterValidator(safe_json), Field(json_schema_extra={"x-max-depth": MAX_JSON_DEPTH})
+]
+"""A free-form JSON object (parameters, fingerprint, config.json): depth <= MAX_JSON_DEPTH,
+safe text, 64-bit integers, finite floats."""
+
+SaneDatetime = Annotated[
+    dt.datetime,
+    AfterValidator(sane_datetime),
+    Field(description="RFC 3339; naive means UTC; between 1970-01-01 and 2100-01-01 UTC"),
+]
+"""A timestamp a request gives (stored, or compared with stored ones)."""
+
+UtcDatetime = Annotated[dt.datetime, AfterValidator(utc_datetime)]
+"""A timestamp an answer gives: always with its offset."""
+
+
+def sane_date(value: dt.date) -> dt.date:
+    if not EARLIEST.year <= value.year < LATEST.year:
+        raise ValueError(f"must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
+    return value
+
+
+SaneDate = Annotated[
+    dt.date, AfterValidator(sane_date), Field(description="ISO 8601 date between 1970-01-01 and 2100-01-01")
+]
+"""A calendar date a request gives (price and FX effective dates)."""

@@ -144,13 +144,9 @@ def upsert_catalog(
         records[slug] = record
     uow.catalog.add_all(new.values())
     errors: list[str] = []
-    prices_upserted = fx_upserted = 0
-    for slug, entry in prices:
-        if slug not in records:
-            errors.append(f"price for unknown GPU {slug}")
-            continue
-        if uow.catalog.upsert_price(slug, entry, origin="catalog"):
-            prices_upserted += 1
+    fx_upserted = 0
+    prices_upserted, unknown = uow.catalog.upsert_prices(prices, origin="catalog")
+    errors += [f"price for unknown GPU {slug}" for slug in unknown]
     for rate in fx_rates:
         if uow.catalog.upsert_fx_rate(rate):
             fx_upserted += 1

@@ -22,6 +22,7 @@ against the shared database, and the journal tells every process what to reload.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,6 +40,7 @@ from service.core.calibration import (
     group_of,
 )
 from service.core.catalog import FxRate, GpuRecord, PriceRow
+from service.core.cost import PriceBook
 from service.core.specs import AliasEntry, GpuSpec
 from service.core.versions import Watermarks
 from service.db.repositories.stacks import StoredStack
@@ -56,6 +58,19 @@ class CatalogSnapshot:
     alias_index: Mapping[str, list[AliasEntry]]
     prices: Mapping[str, tuple[PriceRow, ...]]  # by slug, every GPU (deleted ones too)
     fx_rates: tuple[FxRate, ...]  # newest first
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Per-snapshot memo of derived views (the price book per day): a snapshot is immutable."""
+
+    def price_book(self, today: dt.date) -> PriceBook:
+        """The :class:`~service.core.cost.PriceBook` of this snapshot's prices and FX rates,
+        built once per snapshot and day (ages and staleness are counted from ``today``)."""
+        key = ("price_book", today)
+        book = self.memo.get(key)
+        if book is None:
+            if len(self.memo) > 64:
+                self.memo.clear()
+            book = self.memo[key] = PriceBook.build(self.prices, self.fx_rates, today=today)
+        return book
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +113,10 @@ class Snapshot:
     @property
     def watermarks(self) -> Watermarks:
         return Watermarks(self.catalog.watermark, self.measurements.watermark)
+
+    def price_book(self, today: dt.date) -> PriceBook:
+        """The catalog's price book on ``today`` (:meth:`CatalogSnapshot.price_book`)."""
+        return self.catalog.price_book(today)
 
 
 @dataclass

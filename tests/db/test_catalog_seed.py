@@ -15,9 +15,10 @@ from sqlalchemy import Engine, func, select
 from service.api.presenters.gpus import gpu_out
 from service.api.validation import gpu_document as validate_gpu_document
 from service.bootstrap import bootstrap, upsert_shipped
-from service.catalog.loader import load_shipped
+from service.catalog.loader import load_shipped, shipped_prices
+from service.catalog.skypilot_snapshot import build_snapshot
 from service.db.engine import make_engine, make_session_factory
-from service.db.models import Gpu, GpuAlias
+from service.db.models import Gpu, GpuAlias, Price
 from service.db.uow import UnitOfWork
 from service.settings import Settings
 from service.usecases import catalog
@@ -53,6 +54,47 @@ def test_reseed_is_idempotent_and_does_not_bump_data_version(fresh: Engine) -> N
     with _uow(fresh) as uow:
         assert uow.data_version() == v0
         assert uow.session.scalar(select(func.count()).select_from(GpuAlias)) == n_alias
+
+
+def test_seed_upserts_every_shipped_price_row_and_a_restart_changes_nothing(fresh: Engine) -> None:
+    shipped = load_shipped()
+    cloud = build_snapshot(shipped.gpus).prices
+    expected = {(p["gpu_slug"], p["provider"], p["region"], p["instance_type"], p["pricing_model"]) for p in cloud}
+    assert len(cloud) > 600  # the SkyPilot snapshot, not just prices.json's handful
+    with _uow(fresh) as uow:
+        v0 = uow.data_version()
+        stored = uow.catalog.prices()
+        n0 = uow.session.scalar(select(func.count()).select_from(Price))
+    keys = {(p.gpu_slug, p.provider, p.region, p.instance_type, p.pricing_model) for p in stored}
+    assert expected <= keys
+    assert n0 == len(shipped_prices(shipped))  # prices.json + purchase + SkyPilot, no duplicates
+    by_model = {p.pricing_model for p in stored if p.gpu_slug == "nvidia-rtx-4090"}
+    assert "purchase" in by_model and "on_demand" in by_model
+    l40 = [p for p in stored if p.gpu_slug == "nvidia-l40" and p.pricing_model == "on_demand"]
+    assert {p.provider for p in l40} == {"hyperstack", "runpod"}
+    assert not [p for p in stored if p.gpu_slug == "nvidia-l20"]  # China-market: no cloud lists it
+    # a restart: bootstrap again, nothing changes, the catalog watermark stays put
+    bootstrap(fresh, Settings(database_url=str(fresh.url.render_as_string(hide_password=False)), seed_measurements_dir=None))
+    with _uow(fresh) as uow:
+        assert uow.data_version() == v0
+        assert uow.session.scalar(select(func.count()).select_from(Price)) == n0
+
+
+def test_seed_never_clobbers_an_admin_price_row(fresh: Engine) -> None:
+    shipped = load_shipped()
+    row = next(p for p in shipped_prices(shipped) if p["gpu_slug"] == "nvidia-l40" and p["provider"] == "runpod")
+    from service.schemas.gpus import PriceIn
+
+    entry = PriceIn.model_validate({**{k: v for k, v in row.items() if k != "gpu_slug"}, "amount": "0.01"}).to_core()
+    with _uow(fresh) as uow:
+        catalog.add_price(uow, "nvidia-l40", entry)  # the admin's row has the shipped row's key
+    with _uow(fresh) as uow:
+        r = upsert_shipped(uow, shipped.gpus, catalog_version=shipped.version, prices=shipped_prices(shipped))
+        assert r.prices_upserted == 0
+    with _uow(fresh) as uow:
+        mine = [p for p in uow.catalog.prices("nvidia-l40") if p.provider == "runpod" and p.source == row["source"]
+                and p.pricing_model == row["pricing_model"] and p.region == row["region"]]
+        assert [str(p.amount.normalize()) for p in mine] == ["0.01"]
 
 
 def test_corrected_figure_reaches_db_but_admin_override_survives(fresh: Engine) -> None:

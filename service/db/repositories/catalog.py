@@ -219,7 +219,8 @@ class CatalogRepository:
     def upsert_price(self, slug: str, entry: PriceEntry, *, origin: str) -> bool:
         """Insert the row, or update amount and ``is_estimate`` of the row with the same key
         (GPU, provider, region, instance type, GPUs per instance, pricing model, currency,
-        date, source). Returns whether anything changed. ``LookupError`` for an unknown slug."""
+        date, source). Returns whether anything changed. ``LookupError`` for an unknown slug.
+        A row an admin wrote (or took over) is left alone unless ``origin`` is ``admin``."""
         gid = self._gpu_id(slug)
         if gid is None:
             raise LookupError(f"no GPU with slug {slug!r}")
@@ -237,10 +238,14 @@ class CatalogRepository:
             )
         ).first()
         if existing is not None:
-            if existing.amount == entry.amount and existing.is_estimate == entry.is_estimate:
+            if existing.origin == "admin" and origin != "admin":
+                return False  # an admin's row is never clobbered by a shipped or imported one
+            if (existing.amount == entry.amount and existing.is_estimate == entry.is_estimate
+                    and existing.origin == origin):
                 return False
             existing.amount = entry.amount
             existing.is_estimate = entry.is_estimate
+            existing.origin = origin  # an admin who re-states a shipped row's key takes it over
         else:
             self._s.add(
                 Price(
@@ -260,6 +265,44 @@ class CatalogRepository:
             )
         self._s.flush()
         return True
+
+    def upsert_prices(self, rows: Iterable[tuple[str, PriceEntry]], *, origin: str) -> tuple[int, list[str]]:
+        """Upsert many rows in one pass (the seed's ~700 rows, an operator's import): one read of
+        the existing rows, then inserts and updates. A row whose key matches an ``admin`` row is
+        left alone when ``origin`` is not ``admin`` (an admin's price is never clobbered by a
+        shipped or imported one). Returns (rows inserted or changed, slugs the catalog lacks)."""
+        ids: dict[str, int] = {slug: gid for slug, gid in self._s.execute(select(Gpu.slug, Gpu.id))}
+        existing: dict[tuple[Any, ...], Price] = {}
+        for p in self._s.scalars(select(Price)):
+            existing[(p.gpu_id, p.provider, p.region, p.instance_type, p.gpus_per_instance, p.pricing_model,
+                      p.currency, p.effective_date, p.source)] = p
+        changed = 0
+        unknown: list[str] = []
+        new: list[Price] = []
+        for slug, e in rows:
+            gid = ids.get(slug)
+            if gid is None:
+                unknown.append(slug)
+                continue
+            key = (gid, e.provider, e.region, e.instance_type, e.gpus_per_instance, e.pricing_model, e.currency,
+                   e.effective_date, e.source)
+            row = existing.get(key)
+            if row is None:
+                row = Price(gpu_id=gid, origin=origin, provider=e.provider, region=e.region,
+                            instance_type=e.instance_type, gpus_per_instance=e.gpus_per_instance,
+                            pricing_model=e.pricing_model, currency=e.currency, amount=e.amount,
+                            effective_date=e.effective_date, source=e.source, is_estimate=e.is_estimate)
+                existing[key] = row
+                new.append(row)
+                changed += 1
+            elif row.origin == "admin" and origin != "admin":
+                continue
+            elif row.amount != e.amount or row.is_estimate != e.is_estimate or row.origin != origin:
+                row.amount, row.is_estimate, row.origin = e.amount, e.is_estimate, origin
+                changed += 1
+        self._s.add_all(new)
+        self._s.flush()
+        return changed, unknown
 
     def fx_rates(self) -> list[FxRate]:
         """Every FX rate, newest first."""

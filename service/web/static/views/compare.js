@@ -32,14 +32,14 @@ function specTable(out) {
         h("span", { class: "value" }, specValue(row, fig)), i > 0 ? ratio(fig.ratio_to_first) : null, " ",
         h("span", { title: [fig.source_title, fig.derivation].filter(Boolean).join(" — ") || fig.provenance }, provenance(fig.provenance)))));
   });
-  return table(t("specs"), ["", ...out.gpus.map((g) => g.name)], rows, { class: "compare-specs" });
+  return table(t("specs"), [t("col_field"), ...out.gpus.map((g) => g.name)], rows, { class: "compare-specs" });
 }
 
 function capabilityTable(out) {
   const rows = [...out.capabilities].sort((a, b) => Number(b.differs) - Number(a.differs)).map((row) =>
     h("tr", { class: row.differs ? "diff" : null, "data-key": row.key }, h("th", { scope: "row" }, row.label),
       row.values.map((v) => h("td", { class: `support support-${v}` }, v === null || v === undefined ? "—" : String(v)))));
-  return table(t("capabilities"), ["", ...out.gpus.map((g) => g.name)], rows, { class: "compare-capabilities" });
+  return table(t("capabilities"), [t("col_field"), ...out.gpus.map((g) => g.name)], rows, { class: "compare-capabilities" });
 }
 
 /** Result rows grouped into charts: one per workload, metric and parameters other than batch size. */
@@ -86,7 +86,7 @@ function resultsSection(out, width) {
       h("td", null, r.common_stack === false ? "mixed stacks" : r.common_stack ? "one stack" : "")));
     return h("section", { class: "result-group", "data-workload": g.workload },
       h("h3", null, title), chart,
-      table(title, [byBatch ? t("batch_size") : t("col_params"), ...out.gpus.map((x) => x.name), ""], rows, { class: "compare-results" }));
+      table(title, [byBatch ? t("batch_size") : t("col_params"), ...out.gpus.map((x) => x.name), t("col_stack")], rows, { class: "compare-results" }));
   })];
 }
 

@@ -1,0 +1,52 @@
+"""``GET /v1/compare``: GPUs side by side (read path: answered from the read model)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import JSONResponse
+
+from service.api.deps import ReadAuth, ReadDep, SettingsDep, UowDep
+from service.api.presenters.compare import compare_out
+from service.schemas.common import Problem
+from service.schemas.compare import CompareOut
+from service.schemas.gpus import AmbiguousGpu
+from service.usecases import compare as uc
+
+router = APIRouter(prefix="/v1", tags=["compare"])
+
+
+@router.get(
+    "/compare",
+    response_model=CompareOut,
+    operation_id="compareGpus",
+    summary="Compare 2-8 GPUs: specs with provenance, capabilities, measured results and estimates, cloud prices",
+    responses={
+        300: {"model": AmbiguousGpu, "description": "a name matches several GPUs; pick a candidate"},
+        304: {"description": "not modified (If-None-Match matched the ETag)"},
+        404: {"model": Problem, "description": "a name the catalog does not know (named in `detail`)"},
+    },
+)
+async def compare_gpus(
+    uow: UowDep,
+    read: ReadDep,
+    settings: SettingsDep,
+    _auth: ReadAuth,
+    gpus: Annotated[list[str], Query(description="2 to 8 GPU names (slug, alias or PCI id), comma-separated or repeated; the first is the reference for ratios", max_length=8)],
+    currency: Annotated[Literal["USD", "CNY"], Query(description="currency of the prices")] = "USD",
+    workload: Annotated[str | None, Query(max_length=64, description="only result rows of this workload")] = None,
+    on_ambiguous: Annotated[Literal["candidates", "default"], Query(description="'default' resolves an ambiguous name to its stated default")] = "candidates",
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    now = dt.datetime.now(dt.UTC)
+    args = {"today": now.date(), "stale_days": settings.price_stale_days, "currency": currency,
+            "workload": workload, "use_default": on_ambiguous == "default"}
+    if if_none_match:
+        etag = uc.comparison_etag(uow, read, gpus, **args)  # type: ignore[arg-type]
+        if etag in [t.strip() for t in if_none_match.split(",")] or if_none_match.strip() == "*":
+            return Response(status_code=304, headers={"ETag": etag})
+    result = uc.compare(uow, read, gpus, **args)  # type: ignore[arg-type]
+    body = compare_out(result, as_of=now, data_version=uow.data_version())
+    return JSONResponse(body.model_dump(mode="json"), headers={"ETag": result.etag, "X-Data-Version": uow.data_version()})
