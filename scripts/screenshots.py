@@ -110,8 +110,7 @@ def shoot(url: str, out: Path) -> None:
             if ready:
                 page.wait_for_selector(f"{ready}, .problem")
             if name == "recommend":
-                page.locator(".recommend-result, .form-problem").first.scroll_into_view_if_needed()
-                page.evaluate("() => document.querySelector('.recommend-result, .form-problem').scrollIntoView()")
+                page.evaluate("() => (document.querySelector('.recommend-result') || document.querySelector('form')).scrollIntoView()")
             page.screenshot(path=str(out / f"{name}.png"), full_page=name == "estimate")
             print(f"{out / (name + '.png')}")
         phone = browser.new_page(viewport={"width": 390, "height": 844}, locale="zh-CN", device_scale_factor=1)

@@ -178,7 +178,8 @@ export function frontierChart(points, { width = 640, title, xLabel, yLabel, xFmt
     if (p.yLow !== undefined && p.yHigh !== undefined) g.append(s("line", { x1: x(p.x), y1: y(p.yLow), x2: x(p.x), y2: y(p.yHigh), class: "whisker" }));
     g.append(s("circle", { cx: x(p.x), cy: y(p.y), r: p.frontier ? 6 : 4 },
       s("title", null, `${p.label}: ${xFmt(p.x)}, ${yFmt(p.y)}`)));
-    g.append(s("text", { x: x(p.x) + 8, y: y(p.y) - 8, class: "point-label" }, p.label));
+    const right = x(p.x) > width * 0.7;  // labels near the right edge go to the left of their point
+    g.append(s("text", { x: x(p.x) + (right ? -8 : 8), y: y(p.y) - 8, class: "point-label", "text-anchor": right ? "end" : "start" }, p.label));
     body.append(g);
   });
   const desc = points.map((p) => `${p.label}: ${xFmt(p.x)}, ${yFmt(p.y)}${p.frontier ? " (frontier)" : ""}`).join("; ");

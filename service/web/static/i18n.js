@@ -42,7 +42,7 @@ const STRINGS = {
     col_price: "Per GPU-hour", col_model: "Pricing", col_date: "Effective",
     recommend_title: "Recommend GPUs", options: "Ranked options", excluded: "Excluded GPUs", frontier: "Time vs cost",
     scheduling: "Scheduling hint", share: "Shareable link", reasons: "Reasons",
-    cost: "cost", time: "time", col_workload: "Workload", col_stack: "Software stack", all: "all", currency: "Currency",
+    cost: "Cost", time: "Time", col_workload: "Workload", col_stack: "Software stack", all: "all", currency: "Currency",
     f_global_batch: "Global batch (sequences per step)", f_rps: "Requests per second", f_ttft_target: "TTFT target (ms, p50)",
     f_tpot_target: "TPOT target (ms, p50)", f_objective: "Objective", f_budget_hour: "Budget per hour (USD)",
     f_budget_run: "Budget per run (USD)", f_deadline: "Deadline (hours)", f_power_cap: "Power cap per GPU (W)",
