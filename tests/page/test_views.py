@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.benchmark_fixtures import fingerprint, result, run
+from tests.api.benchmark_fixtures import fingerprint, gpu_document, new_pci, result, run
 from tests.page.conftest import PageProblems, Served, assert_accessible, new_page
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -198,3 +198,22 @@ def test_phone_width_has_no_sideways_scrolling(browser: Any, served: Served, pro
     finally:
         phone.context.close()
     assert problems.errors == [] and problems.dialogs == []
+
+
+def test_catalog_text_and_links_from_an_admin_are_inert(page: Any, served: Served) -> None:
+    """An admin-written GPU document: markup in names and notes shows as text, and a source URL
+    that is not http(s) never becomes a link."""
+    slug = f"nvidia-test-{uuid.uuid4().hex[:8]}"
+    doc = gpu_document(slug, new_pci(), name=f"{XSS} GPU")
+    doc["notes"] = "<script>alert(3)</script>"
+    doc["sources"][0].update(title=f"{XSS} datasheet", url="javascript:alert(4)")
+    doc["sources"][2].update(title="vendor page", url="https://example.com/datasheet")
+    r = served.post("/v1/gpus", doc, served.admin_key)
+    assert r.status_code == 201, r.text
+    open_view(page, served, f"#/gpus/{slug}")
+    assert page.locator("main h1").inner_text() == f"{XSS} GPU"
+    sources = page.locator("ol.sources")
+    assert f"{XSS} datasheet" in sources.inner_text() and "<script>alert(3)</script>" in page.locator("main").inner_text()
+    hrefs = sources.locator("a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    assert hrefs == ["https://example.com/datasheet"], hrefs
+    assert page.evaluate("() => document.querySelectorAll('main img, main script').length") == 0
