@@ -189,10 +189,12 @@ def test_the_page_speaks_chinese_to_a_chinese_browser(browser: Any, served: Serv
 def test_phone_width_has_no_sideways_scrolling(browser: Any, served: Served, problems: PageProblems) -> None:
     phone = new_page(browser, problems, width=375, height=740)
     try:
-        for hash_ in ("#/estimate?model=llama3-8b&gpu=nvidia-l40&mode=fine-tuning", "#/data", "#/gpus"):
+        for hash_ in ("#/estimate?model=llama3-8b&gpu=nvidia-l40&mode=fine-tuning", "#/data", "#/gpus", "#/compare"):
             open_view(phone, served, hash_)
             if "estimate" in hash_:
                 phone.wait_for_selector(".estimate-result")
+            if "compare" in hash_:
+                phone.wait_for_selector("table.compare-specs")
             width = phone.evaluate("() => document.documentElement.scrollWidth")
             assert width <= 375, (hash_, width)
     finally:

@@ -68,7 +68,7 @@ function resultsSection(out, width) {
   // charts by batch size first; a long list is cut (the workload filter narrows it)
   const groups = [...all].sort((a, b) => Number(b.rows.length > 1) - Number(a.rows.length > 1)).slice(0, MAX_GROUPS);
   const more = all.length - groups.length;
-  return [more > 0 ? h("p", { class: "note" }, `${groups.length} of ${all.length} configurations shown: pick a workload to see the rest.`) : null,
+  return [more > 0 ? h("p", { class: "note" }, t("groups_cut").replace("{n}", groups.length).replace("{all}", all.length)) : null,
     ...groups.map((g) => {
     const title = `${g.workload} ${Object.entries(g.params).map(([k, v]) => `${k}=${v}`).join(" ")} — ${g.metric} (${g.unit})`;
     const byBatch = g.rows.every((r) => typeof r.batch === "number");
@@ -83,7 +83,7 @@ function resultsSection(out, width) {
       r.cells.map((c, i) => h("td", { class: ["num", c.oom ? "oom" : null], "data-gpu": out.gpus[i].slug },
         cellText(c), i > 0 ? ratio(c.speedup_vs_first) : null, " ",
         c.source === "measurement" ? provenance(c.thin ? "measured (thin)" : "measured") : c.provenance ? provenance(c.provenance) : null)),
-      h("td", null, r.common_stack === false ? "mixed stacks" : r.common_stack ? "one stack" : "")));
+      h("td", null, r.common_stack === false ? t("mixed_stacks") : r.common_stack ? t("one_stack") : "")));
     return h("section", { class: "result-group", "data-workload": g.workload },
       h("h3", null, title), chart,
       table(title, [byBatch ? t("batch_size") : t("col_params"), ...out.gpus.map((x) => x.name), t("col_stack")], rows, { class: "compare-results" }));
