@@ -77,6 +77,23 @@ def test_estimate_round_trip_draws_memory_against_usable_memory(page: Any, serve
         shared.context.close()
 
 
+def test_estimate_serving_shows_latencies_with_bands(page: Any, served: Served) -> None:
+    query = {"model": "llama3-8b", "gpu": "L20", "mode": "inference", "engine": "vllm", "batch_size": 8,
+             "input_len": 7168, "output_len": 1024}
+    open_view(page, served, "#/estimate?" + "&".join(f"{k}={v}" for k, v in query.items()))
+    page.wait_for_selector(".result-block.serving")
+    api = httpx.post(f"{served.url}/v1/estimate", json=query, timeout=30).json()["serving"]
+    facts = dict(zip(page.locator(".serving dt").all_inner_texts(), page.locator(".serving dd").all_inner_texts(), strict=True))
+    ttft, band = api["ttft_ms"], api["ttft_band_ms"]
+
+    def one(x: float) -> str:  # Intl.NumberFormat("en", {maximumFractionDigits: 1})
+        return f"{x:,.1f}".removesuffix(".0")
+
+    assert facts["Time to first token"] == f"{one(ttft)} ms (80% band {one(band['low'])} ms – {one(band['high'])} ms)"
+    assert facts["Provenance"].startswith(api["provenance"])
+    assert page.get_by_label("Sequence length").is_hidden() and page.get_by_label("Input tokens").is_visible()
+
+
 def test_a_bad_input_shows_the_apis_problem_next_to_the_field(page: Any, served: Served, problems: PageProblems) -> None:
     problems.expect_status(422)
     open_view(page, served, "#/estimate")

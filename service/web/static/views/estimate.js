@@ -91,7 +91,7 @@ function servingSection(sv) {
       [t("ttft"), `${ms(sv.ttft_ms)} (${t("band")} ${band(sv.ttft_band_ms, ms)})`],
       [t("tpot"), `${ms(sv.tpot_ms)} (${t("band")} ${band(sv.tpot_band_ms, ms)})`],
       [t("output_tps"), num(sv.output_tokens_per_s, 0)],
-      ["engine", `${sv.engine}, TP${sv.tensor_parallel} × ${sv.replicas}`],
+      [t("f_engine"), `${sv.engine}, TP${sv.tensor_parallel} × ${sv.replicas}`],
       [t("provenance"), h("span", null, provenance(sv.provenance), sv.source_gpus?.length ? ` ${t("source_gpus")}: ${sv.source_gpus.join(", ")}` : "")],
       sv.accuracy ? [t("accuracy"), sv.accuracy.statement] : null,
     ]),
