@@ -25,6 +25,7 @@ from service.api.routes import benchmarks, gpus, health
 from service.api.routes import compare as compare_routes
 from service.api.routes import estimate as estimate_routes
 from service.api.routes import models as models_routes
+from service.api.routes import page as page_routes
 from service.api.routes import recommend as recommend_routes
 from service.db.engine import make_engine, make_session_factory
 from service.db.uow import UnitOfWork
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(estimate_routes.router)
     app.include_router(recommend_routes.router)
     app.include_router(compare_routes.router)
+    app.include_router(page_routes.make_router())
     # Middleware, outermost first: request id + access log, metrics, rate limits, body limits,
     # unhandled errors (a 500 problem, not re-raised).
     # (Starlette wraps in reverse order of addition.) A limit is decided before the body is

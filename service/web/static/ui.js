@@ -1,0 +1,107 @@
+// Form fields with an error slot each, problem display, and the "API call behind this view"
+// box (the page is the API's living example, so every view shows the call it made).
+import { h, nextId } from "./dom.js";
+import { t } from "./i18n.js";
+
+/**
+ * A labelled field. kind: "text" | "number" | "select" | "checkbox". The error slot sits right
+ * after the control and is tied to it with aria-describedby, so a screen reader reads the
+ * API's message with the field.
+ */
+export function field(name, label, { kind = "text", value, options, min, max, step, list, placeholder, required } = {}) {
+  const id = nextId(`f-${name.replace(/\W/g, "-")}`);
+  const errId = `${id}-err`;
+  let control;
+  if (kind === "select") {
+    control = h("select", { id, name, "aria-describedby": errId },
+      options.map(([v, text]) => h("option", { value: v }, text)));
+    if (value !== undefined) control.value = String(value);
+  } else if (kind === "checkbox") {
+    control = h("input", { id, name, type: "checkbox", "aria-describedby": errId, checked: !!value });
+  } else {
+    control = h("input", { id, name, type: kind, "aria-describedby": errId, min, max, step, list, placeholder,
+      required, autocomplete: "off", spellcheck: "false" });
+    if (value !== undefined && value !== null) control.value = String(value);
+  }
+  const err = h("p", { id: errId, class: "field-error", "data-error-for": name, role: "status" });
+  const wrap = kind === "checkbox"
+    ? h("div", { class: "field field-check", "data-field": name }, control, h("label", { for: id }, label), err)
+    : h("div", { class: "field", "data-field": name }, h("label", { for: id }, label), control, err);
+  return wrap;
+}
+
+/** Clear every field error and the form-level problem in `form`. */
+export function clearErrors(form) {
+  for (const el of form.querySelectorAll(".field-error")) el.replaceChildren();
+  for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+  form.querySelector(".form-problem")?.replaceChildren();
+}
+
+/**
+ * Show an ApiError on a form: each `errors[].loc` next to its field (the first one focused),
+ * the rest (and the problem's title/detail) in the form's problem box.
+ */
+export function showProblem(form, error) {
+  clearErrors(form);
+  const box = form.querySelector(".form-problem");
+  const leftovers = [];
+  let first = null;
+  for (const fe of error.fieldErrors || []) {
+    // the field itself, else its closest enclosing field ("constraints.budget.per_hour" -> ...)
+    let slot = null;
+    for (let parts = fe.field.split("."); parts.length && !slot; parts.pop()) {
+      slot = form.querySelector(`[data-error-for="${CSS.escape(parts.join("."))}"]`);
+    }
+    if (slot) {
+      slot.append(h("span", null, fe.msg));
+      const control = slot.closest(".field")?.querySelector("input, select, textarea");
+      control?.setAttribute("aria-invalid", "true");
+      first = first || control;
+    } else {
+      leftovers.push(`${fe.field || "request"}: ${fe.msg}`);
+    }
+  }
+  if (box) {
+    const p = error.problem || {};
+    box.append(h("div", { class: "problem", role: "alert" },
+      h("strong", null, p.title || t("error")), p.detail ? ` — ${p.detail}` : "",
+      leftovers.length ? h("ul", null, leftovers.map((l) => h("li", null, l))) : null));
+  }
+  first?.focus();
+}
+
+/** A problem shown in place of a view's content. */
+export function problemBlock(error) {
+  const p = error?.problem || {};
+  return h("div", { class: "problem", role: "alert" }, h("strong", null, p.title || t("error")),
+    ` — ${p.detail || error?.message || String(error)}`);
+}
+
+/** The request a view made, as a copyable curl line. */
+export function apiExample(method, path, body) {
+  const origin = location.origin;
+  const cmd = method === "GET"
+    ? `curl -s '${origin}${path}'`
+    : `curl -s -X ${method} '${origin}${path}' -H 'Content-Type: application/json' -d '${JSON.stringify(body)}'`;
+  return h("details", { class: "api-example" }, h("summary", null, t("api_example")),
+    h("pre", null, h("code", null, cmd)));
+}
+
+/** A copy-to-clipboard button for `text` (falls back to selecting the text). */
+export function copyButton(text, target) {
+  const btn = h("button", { type: "button", class: "copy" }, t("copy"));
+  btn.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      btn.textContent = t("copied");
+    } catch {
+      if (target) getSelection().selectAllChildren(target);
+    }
+  });
+  return btn;
+}
+
+/** A provenance mark: measured / interpolated / transferred / published / derived / spec / datasheet. */
+export function provenance(kind) {
+  return h("span", { class: `prov prov-${String(kind || "unknown").replace(/\W/g, "")}`, title: kind }, kind || "—");
+}

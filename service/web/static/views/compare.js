@@ -1,0 +1,154 @@
+// Compare view: 2–6 GPUs side by side from GET /v1/compare: specs with ratios to the first GPU
+// and provenance marks, capability differences, measured results per workload as charts
+// (throughput by batch size, OOM marked), price per GPU-hour by provider.
+import { api, ApiError } from "../api.js";
+import { add, h, table } from "../dom.js";
+import { lineChart } from "../charts.js";
+import { num, when } from "../fmt.js";
+import { t } from "../i18n.js";
+import { setParams } from "../nav.js";
+import { apiExample, clearErrors, field, problemBlock, provenance, showProblem } from "../ui.js";
+
+export const DEFAULT_GPUS = "nvidia-l40,nvidia-l20,nvidia-a100-sxm4-80gb";
+
+function ratio(r) {
+  return r === null || r === undefined ? null : h("span", { class: "ratio" }, ` ×${num(r, 2)}`);
+}
+
+function specValue(row, fig) {
+  if (fig.value === null || fig.value === undefined) return "—";
+  if (row.unit === "gen") return `Gen ${fig.value}`;
+  const digits = Number.isInteger(fig.value) ? 0 : fig.value >= 100 ? 1 : 2;
+  return `${num(fig.value, digits)}${row.unit && row.unit !== "count" ? ` ${row.unit}` : ""}`;
+}
+
+function specTable(out) {
+  const rows = out.specs.map((row) => {
+    const known = row.values.map((v) => v.value).filter((v) => v !== null && v !== undefined);
+    const best = known.length > 1 ? (row.higher_is_better ? Math.max(...known) : Math.min(...known)) : null;
+    return h("tr", { class: row.differs ? "diff" : null, "data-key": row.key },
+      h("th", { scope: "row" }, row.label),
+      row.values.map((fig, i) => h("td", { class: ["num", best !== null && fig.value === best && row.differs ? "best" : null], "data-gpu": out.gpus[i].slug },
+        h("span", { class: "value" }, specValue(row, fig)), i > 0 ? ratio(fig.ratio_to_first) : null, " ",
+        h("span", { title: [fig.source_title, fig.derivation].filter(Boolean).join(" — ") || fig.provenance }, provenance(fig.provenance)))));
+  });
+  return table(t("specs"), [t("col_field"), ...out.gpus.map((g) => g.name)], rows, { class: "compare-specs" });
+}
+
+function capabilityTable(out) {
+  const rows = [...out.capabilities].sort((a, b) => Number(b.differs) - Number(a.differs)).map((row) =>
+    h("tr", { class: row.differs ? "diff" : null, "data-key": row.key }, h("th", { scope: "row" }, row.label),
+      row.values.map((v) => h("td", { class: `support support-${v}` }, v === null || v === undefined ? "—" : String(v)))));
+  return table(t("capabilities"), [t("col_field"), ...out.gpus.map((g) => g.name)], rows, { class: "compare-capabilities" });
+}
+
+/** Result rows grouped into charts: one per workload, metric and parameters other than batch size. */
+export function chartGroups(out) {
+  const groups = new Map();
+  for (const row of out.results) {
+    const { batch_size: bs, ...rest } = row.parameters;
+    const key = `${row.workload}|${row.metric}|${JSON.stringify(rest)}`;
+    if (!groups.has(key)) groups.set(key, { workload: row.workload, metric: row.metric, unit: row.unit, params: rest, rows: [] });
+    groups.get(key).rows.push({ ...row, batch: bs });
+  }
+  return [...groups.values()];
+}
+
+function cellText(c) {
+  if (c.oom) return t("oom");
+  if (c.value === null || c.value === undefined) return c.reason ? `— (${c.reason})` : "—";
+  return num(c.value, c.value >= 100 ? 0 : 2);
+}
+
+const MAX_GROUPS = 12;
+
+function resultsSection(out, width) {
+  const all = chartGroups(out);
+  if (!all.length) return h("p", null, t("no_measurements"));
+  // charts by batch size first; a long list is cut (the workload filter narrows it)
+  const groups = [...all].sort((a, b) => Number(b.rows.length > 1) - Number(a.rows.length > 1)).slice(0, MAX_GROUPS);
+  const more = all.length - groups.length;
+  return [more > 0 ? h("p", { class: "note" }, t("groups_cut").replace("{n}", groups.length).replace("{all}", all.length)) : null,
+    ...groups.map((g) => {
+    const title = `${g.workload} ${Object.entries(g.params).map(([k, v]) => `${k}=${v}`).join(" ")} — ${g.metric} (${g.unit})`;
+    const byBatch = g.rows.every((r) => typeof r.batch === "number");
+    const chart = byBatch ? lineChart(out.gpus.map((gpu, i) => ({
+      name: gpu.name,
+      points: g.rows.filter((r) => r.cells[i].oom || r.cells[i].value !== null).map((r) => ({
+        x: r.batch, y: r.cells[i].value ?? 0, low: r.cells[i].low ?? undefined, high: r.cells[i].high ?? undefined, oom: r.cells[i].oom,
+      })),
+    })).filter((sr) => sr.points.length), { width, title, xLabel: t("batch_size"), yLabel: g.unit, oomLabel: t("oom") }) : null;
+    const rows = g.rows.sort((a, b) => (a.batch ?? 0) - (b.batch ?? 0)).map((r) => h("tr", null,
+      h("th", { scope: "row" }, byBatch ? String(r.batch) : Object.entries(r.parameters).map(([k, v]) => `${k}=${v}`).join(", ")),
+      r.cells.map((c, i) => h("td", { class: ["num", c.oom ? "oom" : null], "data-gpu": out.gpus[i].slug },
+        cellText(c), i > 0 ? ratio(c.speedup_vs_first) : null, " ",
+        c.source === "measurement" ? provenance(c.thin ? "measured (thin)" : "measured") : c.provenance ? provenance(c.provenance) : null)),
+      h("td", null, r.common_stack === false ? t("mixed_stacks") : r.common_stack ? t("one_stack") : "")));
+    return h("section", { class: "result-group", "data-workload": g.workload },
+      h("h3", null, title), chart,
+      table(title, [byBatch ? t("batch_size") : t("col_params"), ...out.gpus.map((x) => x.name), t("col_stack")], rows, { class: "compare-results" }));
+  })];
+}
+
+function pricesSection(out) {
+  const rows = out.prices.flatMap((gp, i) => {
+    const name = out.gpus[i].name;
+    if (!gp.providers.length) return [h("tr", { "data-gpu": gp.slug }, h("th", { scope: "row" }, name), h("td", { colspan: "6" }, gp.reason ?? "—"))];
+    return gp.providers.map((p) => h("tr", { "data-gpu": gp.slug, class: p.stale ? "stale" : null },
+      h("th", { scope: "row" }, name), h("td", null, p.provider), h("td", null, p.region), h("td", null, `${p.instance_type} (${p.gpus_per_instance} GPU)`),
+      h("td", { class: ["num", p.per_gpu_hour === gp.cheapest_per_gpu_hour ? "best" : null] }, `${num(p.per_gpu_hour, 2)} ${p.currency}`),
+      h("td", null, p.pricing_model), h("td", null, `${p.effective_date}${p.stale ? " (stale)" : ""}`)));
+  });
+  return table(`${t("prices")} (${out.currency}, ${out.pricing_model})`,
+    [t("col_gpu"), t("col_provider"), t("col_region"), t("col_instance"), t("col_price"), t("col_model"), t("col_date")], rows, { class: "compare-prices" });
+}
+
+export async function render(root, { params, width }) {
+  const gpus = params.get("gpus") || DEFAULT_GPUS;
+  const currency = params.get("currency") || "USD";
+  const workload = params.get("workload") || "";
+  const vocabulary = await api("/v1/workloads");
+  const form = h("form", { class: "compare-form", novalidate: true },
+    h("div", { class: "grid" },
+      field("gpus", t("compare_pick"), { value: gpus }),
+      field("workload", t("col_workload"), { kind: "select", value: workload,
+        options: [["", t("all")], ...vocabulary.items.map((w) => [w.name, w.name])] }),
+      field("currency", t("currency"), { kind: "select", options: [["USD", "USD"], ["CNY", "CNY"]], value: currency })),
+    h("div", { class: "form-problem" }),
+    h("button", { type: "submit" }, t("submit")));
+  const out = h("div", { class: "result", "aria-live": "polite" });
+  async function load(list, cur, wl) {
+    const q = new URLSearchParams({ gpus: list, currency: cur });
+    if (wl) q.set("workload", wl);
+    setParams("compare", q);
+    const path = `/v1/compare?${q}`;
+    clearErrors(form);
+    out.replaceChildren(h("p", { class: "loading" }, t("loading")));
+    try {
+      const r = await api(path);
+      out.replaceChildren();
+      add(out,
+        h("ul", { class: "compare-gpus" }, r.gpus.map((g) => h("li", null, h("a", { href: `#/gpus/${encodeURIComponent(g.slug)}` }, g.name),
+          ` — ${[g.architecture, g.form_factor].filter(Boolean).join(", ")}`,
+          g.warnings?.length ? h("span", { class: "note" }, ` (${g.warnings.map((w) => w.message).join("; ")})`) : null))),
+        h("h2", null, t("specs")), specTable(r),
+        h("h2", null, t("capabilities")), capabilityTable(r),
+        h("h2", null, t("measured_results")), resultsSection(r, width),
+        h("h2", null, t("prices")), pricesSection(r),
+        r.notes?.length ? h("ul", { class: "notes" }, r.notes.map((n) => h("li", null, n))) : null,
+        h("p", { class: "note" }, `as of ${when(r.as_of)}`),
+        apiExample("GET", path));
+    } catch (err) {
+      out.replaceChildren();
+      if (err instanceof ApiError) showProblem(form, err);
+      else out.append(problemBlock(err));
+    }
+  }
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    load(form.elements.gpus.value.split(",").map((x) => x.trim()).filter(Boolean).join(","), form.elements.currency.value,
+      form.elements.workload.value);
+  });
+  add(root, h("h1", null, t("compare_title")), form, out);
+  await load(gpus, currency, workload);
+}

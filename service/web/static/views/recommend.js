@@ -1,0 +1,253 @@
+// Recommend view: the common questions -> POST /v1/recommend: ranked options with their reasons
+// (in the language the browser asks for), the time-vs-cost frontier with error bands, excluded
+// GPUs with reasons, the scheduling hint ready to copy, and a link that reproduces the answer
+// through GET /v1/recommendations/{recommendation_id}.
+import { api, ApiError } from "../api.js";
+import { add, h, table } from "../dom.js";
+import { frontierChart } from "../charts.js";
+import { gib, num, when } from "../fmt.js";
+import { t } from "../i18n.js";
+import { setParams } from "../nav.js";
+import { apiExample, clearErrors, copyButton, field, problemBlock, provenance, showProblem } from "../ui.js";
+
+export const DEFAULTS = { "workload.model": "llama3-8b", "workload.mode": "fine-tuning", "workload.seq_len": "2048",
+  "workload.batch_size": "1", "workload.tokens": "100000000", objective: "fastest", "constraints.max_gpus": "8" };
+
+const NUMBERS = new Set(["workload.batch_size", "workload.seq_len", "workload.global_batch", "workload.tokens",
+  "workload.input_len", "workload.output_len", "workload.requests_per_s", "workload.ttft_target_ms", "workload.tpot_target_ms",
+  "constraints.deadline_hours", "constraints.budget.per_hour", "constraints.budget.per_run", "constraints.max_gpus",
+  "constraints.max_power_w_per_gpu", "constraints.inventory.gpus_per_node", "constraints.inventory.nodes", "limit"]);
+const QUESTION_FIELDS = new Set(["mode", "precision", "batch_size", "seq_len", "tokens", "finetune", "engine", "input_len",
+  "output_len", "requests_per_s", "ttft_target_ms", "tpot_target_ms"]);
+const TRAINING = ["workload.seq_len", "workload.global_batch", "workload.tokens", "workload.finetune", "constraints.deadline_hours",
+  "constraints.budget.per_run", "constraints.allow_gradient_checkpointing"];
+const SERVING = ["workload.engine", "workload.input_len", "workload.output_len", "workload.requests_per_s",
+  "workload.ttft_target_ms", "workload.tpot_target_ms"];
+
+function set(obj, path, value) {
+  const keys = path.split(".");
+  let o = obj;
+  for (const k of keys.slice(0, -1)) o = o[k] ||= {};
+  o[keys.at(-1)] = value;
+}
+
+/** The request body from the form's dotted field names; empty fields are left to the API's defaults. */
+export function bodyOf(form) {
+  const fd = new FormData(form);
+  const mode = fd.get("workload.mode");
+  const body = { workload: {} };
+  for (const [name, raw] of fd.entries()) {
+    const v = String(raw).trim();
+    if (v === "" || name.startsWith("constraints.inventory.")) continue;
+    if ((mode === "inference" && TRAINING.includes(name)) || (mode !== "inference" && SERVING.includes(name))) continue;
+    if (name === "workload.finetune" && mode !== "fine-tuning") continue;
+    if (name === "constraints.allowed_gpus" || name === "constraints.form_factors") {
+      set(body, name, v.split(",").map((x) => x.trim()).filter(Boolean));
+    } else if (name === "constraints.allow_gradient_checkpointing") {
+      continue;  // a checkbox: handled below
+    } else {
+      set(body, name, NUMBERS.has(name) && Number.isFinite(Number(v)) ? Number(v) : v);
+    }
+  }
+  if (mode !== "inference" && !form.elements["constraints.allow_gradient_checkpointing"].checked) {
+    set(body, "constraints.allow_gradient_checkpointing", false);
+  }
+  const inv = ["gpu", "gpus_per_node", "nodes"].map((k) => String(fd.get(`constraints.inventory.${k}`) ?? "").trim());
+  if (inv[0]) {
+    const pool = { gpu: inv[0], gpus_per_node: inv[1] === "" ? 8 : Number(inv[1]) };
+    if (inv[2] !== "") pool.nodes = Number(inv[2]);
+    set(body, "constraints.inventory", [pool]);
+  }
+  if (body.constraints?.budget) body.constraints.budget.currency = "USD";
+  return body;
+}
+
+function hours(x) {
+  return x === null || x === undefined ? "—" : `${num(x, x < 10 ? 2 : 1)} h`;
+}
+
+function figure(f, fmt) {
+  if (!f) return "—";
+  return h("span", null, fmt(f.value), f.band ? ` (${fmt(f.band.low)} – ${fmt(f.band.high)})` : "", " ", provenance(f.provenance));
+}
+
+function strategyText(st) {
+  const parts = [`${st.gpu_count} GPU`, st.nodes > 1 ? `${st.nodes} × ${st.gpus_per_node}` : null, st.precision,
+    st.sharding && st.sharding !== "none" ? st.sharding : null, st.tensor_parallel > 1 ? `TP${st.tensor_parallel}` : null,
+    st.replicas ? `${st.replicas} replica(s)` : null, st.engine, st.finetune, st.gradient_checkpointing ? "gradient checkpointing" : null,
+    st.micro_batch ? `micro-batch ${st.micro_batch}` : null, st.accumulation_steps > 1 ? `${st.accumulation_steps} accumulation steps` : null,
+    st.quant_method && st.quant_method !== "none" ? st.quant_method : null];
+  return parts.filter(Boolean).join(" · ");
+}
+
+/** The scheduling hint as the text one pastes: Kubernetes, Slurm, SkyPilot, torchrun. */
+export function schedulingText(sc) {
+  const lines = [];
+  if (sc.kubernetes) {
+    lines.push("# Kubernetes", "nodeSelector:", ...Object.entries(sc.kubernetes.node_selector).map(([k, v]) => `  ${k}: "${v}"`),
+      "resources:", ...Object.entries(sc.kubernetes.resources).flatMap(([k, m]) => [`  ${k}:`, ...Object.entries(m).map(([r, n]) => `    ${r}: ${n}`)]));
+  }
+  if (sc.slurm?.length) lines.push("# Slurm", ...sc.slurm.map((o) => `#SBATCH ${o}`));
+  if (sc.skypilot) lines.push("# SkyPilot", ...Object.entries(sc.skypilot).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`));
+  if (sc.torchrun?.length) lines.push("# torchrun", `torchrun ${sc.torchrun.join(" ")}`);
+  return lines.join("\n");
+}
+
+function optionCard(o) {
+  const hint = o.scheduling ? schedulingText(o.scheduling) : "";
+  const pre = hint ? h("pre", { class: "hint" }, h("code", null, hint)) : null;
+  const c = o.cost;
+  return h("article", { class: "option", "data-rank": o.rank, "data-gpu": o.gpu.slug },
+    h("h3", null, h("span", { class: "rank" }, `#${o.rank}`), ` ${o.gpu.name} × ${o.strategy.gpu_count}`,
+      o.within_error_of_best ? h("span", { class: "badge" }, " ≈ best") : null),
+    h("p", { class: "note" }, strategyText(o.strategy)),
+    h("dl", { class: "facts" },
+      h("dt", null, t("memory_title")), h("dd", null, `${gib(o.memory.needed_bytes)} / ${gib(o.memory.usable_bytes)} (${t("headroom")} ${gib(o.memory.headroom_bytes)}) `, provenance(o.memory.provenance)),
+      o.training ? [h("dt", null, t("step_time")), h("dd", null, figure(o.training.step_time, (v) => `${num(v, 3)} s`))] : null,
+      o.training?.time_to_train ? [h("dt", null, t("time_to_train")), h("dd", null, figure(o.training.time_to_train, hours))] : null,
+      o.training ? [h("dt", null, t("throughput")), h("dd", null, `${num(o.training.tokens_per_s, 0)} tokens/s, MFU ${num(o.training.mfu * 100, 0)}%`)] : null,
+      o.serving?.ttft ? [h("dt", null, t("ttft")), h("dd", null, figure(o.serving.ttft, (v) => `${num(v, 1)} ms`))] : null,
+      o.serving?.tpot ? [h("dt", null, t("tpot")), h("dd", null, figure(o.serving.tpot, (v) => `${num(v, 1)} ms`))] : null,
+      c ? [h("dt", null, t("cost")), h("dd", null, [
+        c.per_hour !== null && c.per_hour !== undefined ? `${num(c.per_hour, 2)} ${c.currency}/h` : null,
+        c.run ? `run ${num(c.run.mid, 0)} (${num(c.run.low, 0)} – ${num(c.run.high, 0)}) ${c.currency}` : null,
+        c.per_million_tokens ? `${num(c.per_million_tokens, 2)} ${c.currency} / 1M tokens` : null,
+        c.provider ? `${c.provider} ${c.instance_type ?? ""}${c.instances ? ` × ${c.instances}` : ""}` : null,
+        c.stale ? "stale price" : null].filter(Boolean).join(" · "))] : null,
+      o.perf_per_watt ? [h("dt", null, "perf/W"), h("dd", null, `${num(o.perf_per_watt, 2)} tokens/s/W`)] : null,
+      h("dt", null, t("provenance")), h("dd", null, provenance(o.provenance))),
+    o.reasons.length ? h("ul", { class: "reasons", "aria-label": t("reasons") }, o.reasons.map((r) => h("li", { "data-code": r.code }, r.message))) : null,
+    o.warnings.length ? h("ul", { class: "warnings" }, o.warnings.map((r) => h("li", { "data-code": r.code }, r.message))) : null,
+    pre ? h("div", { class: "scheduling" }, h("h4", null, t("scheduling")), pre, copyButton(hint, pre)) : null);
+}
+
+function frontierSection(r, width) {
+  const byRank = new Map(r.options.map((o) => [o.rank, o]));
+  const serving = r.options.some((o) => o.serving) || r.question?.mode === "inference";
+  const trainingHours = r.frontier.some((p) => p.hours !== null && p.hours !== undefined);
+  const pts = r.frontier.map((p) => {
+    const o = p.rank ? byRank.get(p.rank) : null;
+    const tf = serving ? o?.serving?.tpot : trainingHours ? o?.training?.time_to_train : null;
+    const run = trainingHours ? o?.cost?.run : null;
+    return { x: p.time_value, y: p.cost_value, label: `${p.gpu} ×${p.gpu_count}`, frontier: true,
+      xLow: tf?.band?.low, xHigh: tf?.band?.high, yLow: run?.low, yHigh: run?.high };
+  });
+  if (!pts.length) return h("p", null, t("none"));
+  const currency = r.options.find((o) => o.cost)?.cost.currency ?? "USD";
+  const xLabel = serving ? "TPOT (ms)" : trainingHours ? `${t("time_to_train")} (h)` : "s / 1M tokens";
+  const yLabel = `${t("cost")} (${currency})`;
+  return frontierChart(pts, { width, title: `${t("frontier")}: ${xLabel} × ${yLabel}`, xLabel, yLabel });
+}
+
+function excludedTable(r) {
+  return table(t("excluded"), [t("col_gpu"), "code", t("reasons")], r.excluded.map((e) => h("tr", { "data-gpu": e.gpu.slug },
+    h("th", { scope: "row" }, e.gpu.name), h("td", null, h("code", null, e.code)),
+    h("td", null, e.message, e.also?.length ? h("ul", null, e.also.map((a) => h("li", null, a.message))) : null))), { class: "excluded" });
+}
+
+function answer(r, width) {
+  const link = `${location.origin}/#/recommend?id=${encodeURIComponent(r.recommendation_id)}`;
+  const linkEl = h("a", { href: link, class: "share-link" }, link);
+  return h("div", { class: "recommend-result", "data-recommendation-id": r.recommendation_id },
+    h("p", { class: "share" }, `${t("share")}: `, linkEl, " ", copyButton(link, linkEl)),
+    r.warnings?.length ? h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, w.message))) : null,
+    h("h2", null, t("frontier")), frontierSection(r, width),
+    h("h2", null, t("options")),
+    r.options.length ? h("div", { class: "options" }, r.options.map(optionCard)) : h("p", null, t("none")),
+    h("h2", null, t("excluded")), r.excluded.length ? excludedTable(r) : h("p", null, t("none")),
+    r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
+    h("p", { class: "note" }, `${r.recommendation_id} · ${when(r.as_of)} · ${r.considered.candidates} candidates, ${r.considered.timed} timed`));
+}
+
+/**
+ * The form's fields from a stored answer's `question` (the workload as understood: the model,
+ * the mode, the tokens and the configuration with defaults filled), so a shared link shows
+ * the question beside its answer.
+ */
+export function formOfQuestion(question, objective) {
+  const out = { objective };
+  // global_batch, gpu_count, sharding ... in `configuration` are one option's, not the question's
+  const put = (k, v) => {
+    if (QUESTION_FIELDS.has(k) && v !== null && v !== undefined && typeof v !== "object") out[`workload.${k}`] = String(v);
+  };
+  for (const [k, v] of Object.entries(question?.configuration || {})) put(k, v);
+  for (const [k, v] of Object.entries(question || {})) put(k, v);
+  const model = question?.model;
+  if (model) out["workload.model"] = typeof model === "object" ? model.id : String(model);
+  return out;
+}
+
+function buildForm(initial) {
+  const f = (name, label, opts = {}) => field(name, label, { value: initial[name] ?? opts.value, ...opts });
+  const modes = [["training", t("mode_training")], ["fine-tuning", t("mode_finetuning")], ["inference", t("mode_inference")]];
+  const objectives = [["fastest", "fastest"], ["cheapest", "cheapest"], ["cost_per_million_tokens", "cost per million tokens"], ["perf_per_watt", "perf per watt"]];
+  return h("form", { class: "recommend-form", novalidate: true },
+    h("fieldset", null, h("legend", null, t("legend_job")), h("div", { class: "grid" },
+      f("workload.model", t("f_model"), { list: "model-options" }),
+      f("workload.mode", t("f_mode"), { kind: "select", options: modes }),
+      f("workload.precision", t("f_precision"), { kind: "select", options: ["", "amp_bf16", "bf16", "fp16", "fp8"].map((p) => [p, p || t("default")]) }),
+      f("workload.batch_size", t("f_batch"), { kind: "number" }),
+      f("workload.seq_len", t("f_seq"), { kind: "number" }),
+      f("workload.global_batch", t("f_global_batch"), { kind: "number" }),
+      f("workload.tokens", t("f_tokens"), { kind: "number" }),
+      f("workload.finetune", t("f_finetune"), { kind: "select", options: [["", t("default")], ["lora", "LoRA"], ["qlora", "QLoRA"], ["full", "full"]] }),
+      f("workload.engine", t("f_engine"), { kind: "select", options: [["vllm", "vllm"], ["tensorrt-llm", "tensorrt-llm"], ["hf-transformers", "hf-transformers"]] }),
+      f("workload.input_len", t("f_input_len"), { kind: "number" }),
+      f("workload.output_len", t("f_output_len"), { kind: "number" }),
+      f("workload.requests_per_s", t("f_rps"), { kind: "number", step: "any" }),
+      f("workload.ttft_target_ms", t("f_ttft_target"), { kind: "number", step: "any" }),
+      f("workload.tpot_target_ms", t("f_tpot_target"), { kind: "number", step: "any" }))),
+    h("fieldset", null, h("legend", null, t("legend_constraints")), h("div", { class: "grid" },
+      f("objective", t("f_objective"), { kind: "select", options: objectives }),
+      f("constraints.budget.per_hour", t("f_budget_hour"), { kind: "number", step: "any" }),
+      f("constraints.budget.per_run", t("f_budget_run"), { kind: "number", step: "any" }),
+      f("constraints.deadline_hours", t("f_deadline"), { kind: "number", step: "any" }),
+      f("constraints.max_power_w_per_gpu", t("f_power_cap"), { kind: "number" }),
+      f("constraints.max_gpus", t("f_max_gpus"), { kind: "number" }),
+      f("constraints.allowed_gpus", t("f_allowed")),
+      f("constraints.inventory.gpu", t("f_inv_gpu")),
+      f("constraints.inventory.gpus_per_node", t("f_inv_per_node"), { kind: "number" }),
+      f("constraints.inventory.nodes", t("f_inv_nodes"), { kind: "number" }),
+      f("constraints.allow_gradient_checkpointing", t("f_allow_ckpt"), { kind: "checkbox", value: initial["constraints.allow_gradient_checkpointing"] !== "false" }))),
+    h("div", { class: "form-problem" }),
+    h("button", { type: "submit" }, t("submit")));
+}
+
+export async function render(root, { params, width }) {
+  const id = params.get("id");
+  const out = h("div", { class: "result", "aria-live": "polite" });
+  let initial = DEFAULTS;
+  let stored = null;
+  if (id) {
+    stored = await api(`/v1/recommendations/${encodeURIComponent(id)}`);
+    initial = formOfQuestion(stored.question, stored.objective);
+  }
+  const models = await api("/v1/models");
+  const form = buildForm(initial);
+  form.append(h("datalist", { id: "model-options" }, (models.items || []).map((m) => h("option", { value: m.id }))));
+  const syncMode = () => {
+    const mode = form.elements["workload.mode"].value;
+    for (const k of TRAINING) form.querySelector(`[data-field="${k}"]`).hidden = mode === "inference";
+    for (const k of SERVING) form.querySelector(`[data-field="${k}"]`).hidden = mode !== "inference";
+    form.querySelector('[data-field="workload.finetune"]').hidden = mode !== "fine-tuning";
+  };
+  form.elements["workload.mode"].addEventListener("change", syncMode);
+  syncMode();
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const body = bodyOf(form);
+    clearErrors(form);
+    out.replaceChildren(h("p", { class: "loading" }, t("loading")));
+    try {
+      const r = await api("/v1/recommend", { method: "POST", body });
+      setParams("recommend", new URLSearchParams({ id: r.recommendation_id }));
+      out.replaceChildren(answer(r, width), apiExample("POST", "/v1/recommend", body));
+    } catch (err) {
+      out.replaceChildren();
+      if (err instanceof ApiError) showProblem(form, err);
+      else out.append(problemBlock(err));
+    }
+  });
+  if (stored) out.replaceChildren(answer(stored, width), apiExample("GET", `/v1/recommendations/${encodeURIComponent(id)}`));
+  add(root, h("h1", null, t("recommend_title")), form, out);
+}
