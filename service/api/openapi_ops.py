@@ -161,6 +161,11 @@ def _standard_keywords(node: Any) -> None:
             for py, js in _KEYWORDS.items():
                 if py in node:
                     node.setdefault(js, node.pop(py))
+        if "patternProperties" in node and "additionalProperties" not in node:
+            # a dict whose keys are constrained (SafeStr keys: NUL-free) comes out as
+            # patternProperties; without this, a key outside the pattern may hold anything by
+            # JSON Schema, while the server refuses it: say so
+            node["additionalProperties"] = False
         for value in node.values():
             _standard_keywords(value)
     elif isinstance(node, list):
