@@ -29,6 +29,9 @@ async def _uow(request: Request, *, write: bool) -> AsyncIterator[UnitOfWork]:
     state = request.app.state
     factory = state.session_factory if write else state.read_session_factory
     uow = UnitOfWork(factory, stack_window=state.settings.measurement_window)
+    reader = getattr(state, "watermark_reader", None)
+    if not write and reader is not None and reads_snapshot(request):
+        uow.use_watermarks(await reader.read())
     try:
         yield uow
     finally:
@@ -36,6 +39,27 @@ async def _uow(request: Request, *, write: bool) -> AsyncIterator[UnitOfWork]:
             await run_in_threadpool(uow.close)
         else:
             uow.close()
+
+
+_SNAPSHOT_ROUTES: dict[int, bool] = {}
+
+
+def reads_snapshot(request: Request) -> bool:
+    """Whether the matched route reads the read model (it declares ``ReadDep``), and so needs
+    the request's watermark read; decided once per route."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return False
+    known = _SNAPSHOT_ROUTES.get(id(route))
+    if known is None:
+        stack, known = list(dependant.dependencies), False
+        while stack and not known:
+            d = stack.pop()
+            known = d.call is get_read_model
+            stack.extend(d.dependencies)
+        _SNAPSHOT_ROUTES[id(route)] = known
+    return known
 
 
 async def get_uow(request: Request) -> AsyncIterator[UnitOfWork]:

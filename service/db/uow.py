@@ -126,6 +126,12 @@ class UnitOfWork:
                     self._watermarks = read_watermarks(bind)
         return self._watermarks
 
+    def use_watermarks(self, watermarks: Watermarks) -> None:
+        """Watermarks the caller read before this unit of work's transaction (the API reads
+        them without blocking its event loop, ``db.watermark_reader``); they count as this unit
+        of work's one watermark read."""
+        self._watermarks = watermarks
+
     def data_version(self) -> str:
         """``c<catalog>.m<measurement>.e<estimator>`` as answers carry it."""
         return str(DataVersion(self.watermarks(), ESTIMATOR_VERSION))
