@@ -95,15 +95,32 @@ def require(scope: str) -> Callable[..., Awaitable[Principal | None]]:
         settings: SettingsDep,
         authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
     ) -> Principal | None:
-        if scope == "read" and not settings.read_requires_key:
-            return None
         return await run_in_threadpool(authenticate, uow, authorization, scope)
 
     dep.required_scope = scope  # type: ignore[attr-defined]  # read by api.openapi_ops.document_security
     return dep
 
 
-ReadAuth = Annotated[Principal | None, Depends(require("read"))]
+async def require_read(
+    request: Request, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
+) -> Principal | None:
+    """Read scope: nothing to check unless reads need a key (``read_requires_key``), then the key
+    is looked up in a read transaction of its own. Taking only the request (no unit of work or
+    settings as sub-dependencies) keeps the hot read routes' dependency graph small: each node
+    costs FastAPI parameter analysis on every request."""
+    state = request.app.state
+    if not state.settings.read_requires_key:
+        return None
+
+    def check() -> Principal:
+        with UnitOfWork(state.read_session_factory) as uow:
+            return authenticate(uow, authorization, "read")
+
+    return await run_in_threadpool(check)
+
+
+require_read.required_scope = "read"  # type: ignore[attr-defined]  # read by api.openapi_ops.document_security
+ReadAuth = Annotated[Principal | None, Depends(require_read)]
 
 
 async def optional_principal(

@@ -95,3 +95,20 @@ def test_an_unexpected_error_is_a_bare_500(tmp_path: Any) -> None:
                         "status": 500, "detail": "an unexpected error occurred", "instance": "/v1/gpus"}
     for leak in ("sqlite", "SELECT", "Traceback", "no such table"):
         assert leak not in r.text
+
+
+def test_reads_need_a_read_key_when_configured(settings: Any, engine: Engine, read_key: str, submit_key: str) -> None:
+    """``read_requires_key``: a GET without a key is 401, with an unknown key 401, with a read
+    (or higher) key 200; the estimate, a read-only POST, follows the same rule."""
+    from service.api.app import create_app
+
+    app = create_app(settings.model_copy(update={"read_requires_key": True}), engine=engine)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/v1/gpus/nvidia-h200-sxm")
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+        assert c.get("/v1/gpus/nvidia-h200-sxm", headers=auth("gpua_nope_nope")).status_code == 401
+        for key in (read_key, submit_key):
+            assert c.get("/v1/gpus/nvidia-h200-sxm", headers=auth(key)).status_code == 200
+        body = {"model": "llama3-8b", "gpu": "nvidia-h200-sxm", "precision": "bf16", "batch_size": 1, "seq_len": 1024}
+        assert c.post("/v1/estimate", json=body).status_code == 401
+        assert c.post("/v1/estimate", json=body, headers=auth(read_key)).status_code == 200
