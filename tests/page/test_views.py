@@ -236,3 +236,25 @@ def test_catalog_text_and_links_from_an_admin_are_inert(page: Any, served: Serve
     hrefs = sources.locator("a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
     assert hrefs == ["https://example.com/datasheet"], hrefs
     assert page.evaluate("() => document.querySelectorAll('main img, main script').length") == 0
+
+
+def test_every_page_string_exists_in_both_languages(page: Any, served: Served) -> None:
+    """The zh and en dictionaries have the same keys, and every key the modules ask for
+    (``t("...")``, and the ``nav_<view>`` keys built from the views) is in them: a missing zh
+    string would silently fall back to English, a missing key would show the key itself."""
+    import re
+    from pathlib import Path
+
+    page.goto(served.url)
+    keys = page.evaluate(
+        "import('/static/i18n.js').then(m => ({en: Object.keys(m.STRINGS.en), zh: Object.keys(m.STRINGS.zh)}))"
+    )
+    en, zh = set(keys["en"]), set(keys["zh"])
+    assert en - zh == set() and zh - en == set()
+    static = Path(__file__).resolve().parents[2] / "service" / "web" / "static"
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in static.rglob("*.js"))
+    used = set(re.findall(r'\bt\("([A-Za-z0-9_]+)"\)', sources))
+    assert len(used) > 50  # the pattern still matches how the modules call t()
+    views = set(re.findall(r'data-view="([a-z]+)"', page.content()))
+    assert views, "the navigation names its views"
+    assert used | {f"nav_{v}" for v in views} <= en

@@ -1,7 +1,7 @@
 // The page's own words in the browser's language (zh or en). Figures and reasons from the API
 // are shown as the API gives them; the API is asked in the same language (Accept-Language).
 
-const STRINGS = {
+export const STRINGS = {
   en: {
     title: "GPU Advisor",
     tagline: "Which GPU, how many, how long, at what cost — every figure with its source.",
