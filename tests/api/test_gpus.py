@@ -89,6 +89,17 @@ def test_etag_if_none_match_304(client: TestClient) -> None:
     assert r2.status_code == 304
     r3 = client.get("/v1/gpus/nvidia-l4", headers={"If-None-Match": '"0-stale"'})
     assert r3.status_code == 200
+    # a list, the weak form (If-None-Match compares weakly) and "*" match; a tag that merely
+    # contains this one does not
+    for header in (f'"0-stale", {etag}', f"W/{etag}", "*"):
+        assert client.get("/v1/gpus/nvidia-l4", headers={"If-None-Match": header}).status_code == 304, header
+    assert client.get("/v1/gpus/nvidia-l4", headers={"If-None-Match": etag[:-1] + 'x"'}).status_code == 200
+
+
+def test_the_page_and_its_files_answer_304_by_the_same_rule(client: TestClient) -> None:
+    etag = client.get("/static/app.js").headers["etag"]
+    assert client.get("/static/app.js", headers={"If-None-Match": f'"other", W/{etag}'}).status_code == 304
+    assert client.get("/static/app.js", headers={"If-None-Match": etag.rstrip('"') + 'x"'}).status_code == 200
 
 
 def test_list_filters_sort_and_cursor(client: TestClient) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 
+from service.api.conditional import etag_matches
 from service.api.deps import ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.compare import compare_out
 from service.schemas.common import Problem
@@ -45,7 +46,7 @@ async def compare_gpus(
             "workload": workload, "use_default": on_ambiguous == "default"}
     if if_none_match:
         etag = uc.comparison_etag(uow, read, gpus, **args)  # type: ignore[arg-type]
-        if etag in [t.strip() for t in if_none_match.split(",")] or if_none_match.strip() == "*":
+        if etag_matches(if_none_match, etag):
             return Response(status_code=304, headers={"ETag": etag})
     result = uc.compare(uow, read, gpus, **args)  # type: ignore[arg-type]
     body = compare_out(result, as_of=now, data_version=uow.data_version())

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Header, Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from service.api import validation
+from service.api.conditional import etag_matches
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
 from service.core.catalog import SORT_KEYS, GpuFilters
@@ -92,7 +93,7 @@ async def get_gpu(
     if_none_match: Annotated[SafeStr | None, Header(max_length=2000)] = None,
 ) -> Response:
     view = catalog.resolve_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
-    if if_none_match and (view.etag in [t.strip() for t in if_none_match.split(",")] or if_none_match.strip() == "*"):
+    if etag_matches(if_none_match, view.etag):
         return Response(status_code=304, headers={"ETag": view.etag})
     return gpu_response(view.record, uow.data_version(), warnings=view.warnings)
 

@@ -17,6 +17,7 @@ from importlib import resources
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
+from service.api.conditional import etag_matches
 from service.api.problems import problem_response
 
 WEB_PACKAGE = "service"
@@ -87,7 +88,7 @@ def load_assets() -> dict[str, Asset]:
 
 def _serve(asset: Asset, request: Request) -> Response:
     headers = {**PAGE_HEADERS, "ETag": asset.etag}
-    if asset.etag in request.headers.get("if-none-match", ""):
+    if etag_matches(request.headers.get("if-none-match"), asset.etag):
         return Response(status_code=304, headers=headers)
     return Response(asset.body, media_type=asset.media_type, headers=headers)
 
