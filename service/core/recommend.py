@@ -115,10 +115,14 @@ REASON_CODES: Final[tuple[str, ...]] = (
     # options
     "FITS", "SHARDED_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE", "MEETS_TARGETS",
     "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE", "WITHIN_ERROR_OF_BEST", "MEASURED_HERE",
-    "NO_PRICE_FOR_OPTION", "GLOBAL_BATCH_HELD", "QUANTISED_WEIGHTS", "MULTI_NODE",
+    "QUANTISED_WEIGHTS", "MULTI_NODE",
     # what-ifs
-    "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS", "WITH_MORE_GPUS",
+    "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS",
+    # warnings
+    "NO_OPTION", "GLOBAL_BATCH_HELD",
 )
+"""Every code the recommender emits (docs/architecture.md lists them with their meaning); the
+presenter has a sentence for each in every language (tests/api/test_recommend_sentences.py)."""
 
 TRAIN_COUNTS: Final[tuple[int, ...]] = (1, 2, 4, 8)
 """Counts inside one node; above 8, whole nodes of the GPU's node size (powers of two of them)."""
