@@ -30,9 +30,9 @@ async def _uow(request: Request, *, write: bool) -> AsyncIterator[UnitOfWork]:
     factory = state.session_factory if write else state.read_session_factory
     uow = UnitOfWork(factory, stack_window=state.settings.measurement_window)
     reader = getattr(state, "watermark_reader", None)
-    if not write and reader is not None and reads_snapshot(request):
-        uow.use_watermarks(await reader.read())
     try:
+        if not write and reader is not None and reads_snapshot(request):
+            uow.use_watermarks(await reader.read())
         yield uow
     finally:
         if uow.session.in_transaction():
