@@ -45,6 +45,7 @@ class AsyncWatermarkReader:
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._flight: asyncio.Future[Watermarks] | None = None
         self._next: asyncio.Future[Watermarks] | None = None
+        self._closed = False
         self.reads = 0
         """Round trips made (a test checks that concurrent requests share them)."""
 
@@ -89,6 +90,8 @@ class AsyncWatermarkReader:
 
     async def _query(self) -> Watermarks:
         for attempt in (0, 1):
+            if self._closed:
+                raise psycopg.InterfaceError("the watermark reader is closed (the app is shutting down)")
             try:
                 if self._conn is None or self._conn.closed:
                     self._conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
@@ -112,4 +115,5 @@ class AsyncWatermarkReader:
                 await conn.close()
 
     async def aclose(self) -> None:
+        self._closed = True
         await self._drop()
