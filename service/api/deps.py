@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
@@ -22,10 +23,21 @@ async def get_settings(request: Request) -> Settings:
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
+@asynccontextmanager
 async def _uow(request: Request, *, write: bool) -> AsyncIterator[UnitOfWork]:
     """Async, so FastAPI does not hop to the thread pool to open and close it: opening a
     session does no I/O; closing hands the connection back to the pool (a rollback of a read
-    transaction, run in the thread pool)."""
+    transaction, run in the thread pool).
+
+    A context manager, entered with ``async with`` by the dependencies below: FastAPI throws a
+    request's error (a 422 of a body refused after the key check, a use case's 404, ...) into
+    the dependency at its ``yield``, and ``async with`` passes it on, so the session is closed
+    before the error's answer. (Iterating an inner generator -- ``async for uow in gen: yield
+    uow`` -- does not: the error leaves the loop and the inner generator is abandoned at its
+    ``yield``, its ``finally`` left to the event loop's async-generator finaliser, which runs
+    later or, when the loop shuts down, is cancelled. The session -- a reference cycle with its
+    transaction -- then kept the pooled connection, and on SQLite the write lock, until the
+    cyclic garbage collector freed it: other writers waited, up to the busy timeout.)"""
     state = request.app.state
     factory = state.session_factory if write else state.read_session_factory
     uow = UnitOfWork(factory, stack_window=state.settings.measurement_window)
@@ -68,13 +80,13 @@ async def get_uow(request: Request) -> AsyncIterator[UnitOfWork]:
     writer). A write use case commits when it returns (``usecases.transaction.commits``),
     before the route builds the response; this only closes (rolling back anything
     uncommitted, e.g. after an error)."""
-    async for uow in _uow(request, write=request.method.upper() in WRITE_METHODS):
+    async with _uow(request, write=request.method.upper() in WRITE_METHODS) as uow:
         yield uow
 
 
 async def get_read_uow(request: Request) -> AsyncIterator[UnitOfWork]:
     """A read transaction for the POST routes that only read (estimates, dry runs, parsing)."""
-    async for uow in _uow(request, write=False):
+    async with _uow(request, write=False) as uow:
         yield uow
 
 
