@@ -40,12 +40,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.deps import SettingsDep
-from service.db.uow import UnitOfWork
+from service.db.uow import UnitOfWork, read_watermarks
 from service.usecases.errors import NotFound
 from service.usecases.keys import authenticate
 
@@ -66,14 +66,15 @@ class DataVersionCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         try:
-            with self.engine.connect() as conn:
-                row = conn.execute(text("SELECT catalog, measurement FROM watermarks WHERE id = 1")).one()
+            # the request path's read: outside any transaction (on SQLite no BEGIN IMMEDIATE, so a
+            # scrape never waits for the write lock)
+            marks = read_watermarks(self.engine)
         except Exception:
             return
         g = GaugeMetricFamily("gpu_advisor_watermark", "current watermark of the catalog and of the measurements",
                               labels=["kind"])
-        g.add_metric(["catalog"], float(row[0]))
-        g.add_metric(["measurement"], float(row[1]))
+        g.add_metric(["catalog"], float(marks.catalog))
+        g.add_metric(["measurement"], float(marks.measurement))
         yield g
 
 
