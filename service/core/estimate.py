@@ -46,6 +46,7 @@ from service.core.memory import (
     largest_context,
     largest_micro_batch,
     most_concurrent_sequences,
+    training_breakdown,
 )
 from service.core.models import (
     CnnSpec,
@@ -596,7 +597,7 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
     if breakdown is not None:
         mem = breakdown
     elif isinstance(c, TrainConfig):
-        mem = estimate_training(c)
+        mem = training_breakdown(c)
     elif isinstance(c, InferenceConfig):
         mem = estimate_inference(c)
     else:

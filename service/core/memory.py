@@ -93,6 +93,7 @@ __all__ = [
     "largest_micro_batch",
     "most_concurrent_sequences",
     "train_config_from_parameters",
+    "training_breakdown",
 ]
 
 MiB = 2**20
@@ -1147,6 +1148,33 @@ def estimate_training(c: TrainConfig) -> MemoryEstimate:
     if isinstance(m, EncoderSpec):
         return _training_encoder(m, c)
     return _training_cnn(m, c)
+
+
+TRAINING_BREAKDOWN_CACHE_SIZE = 2048
+"""Entries :func:`training_breakdown` keeps before it starts over (each holds one breakdown)."""
+
+_BREAKDOWN_CACHE: dict[tuple[Any, ...], tuple[ModelSpec, MemoryEstimate]] = {}
+
+
+def training_breakdown(c: TrainConfig) -> MemoryEstimate:
+    """:func:`estimate_training`, memoised (bounded) for the estimate path: the breakdown depends
+    on the configuration alone, never on the GPU, so ``/v1/compare``, a batch and a repeated
+    request over several GPUs compute it once. The key is every :class:`TrainConfig` field, the
+    model by identity (the spec is kept beside its entry, so its id cannot be reused while the
+    entry lives): an entry is only ever the answer computed for an equal configuration. The
+    breakdown returned is shared; like the recommender's shared breakdowns it is read, never
+    changed."""
+    key = (id(c.model), c.precision, c.batch_size, c.seq_len, c.gradient_checkpointing, c.finetune, c.lora_rank,
+           c.lora_targets, c.attention, c.optimizer, c.sharding, c.gpu_count, c.tensor_parallel, c.global_batch,
+           c.optimizer_impl, c.loop, c.mixed_precision)
+    hit = _BREAKDOWN_CACHE.get(key)
+    if hit is not None and hit[0] is c.model:
+        return hit[1]
+    mem = estimate_training(c)
+    if len(_BREAKDOWN_CACHE) >= TRAINING_BREAKDOWN_CACHE_SIZE:
+        _BREAKDOWN_CACHE.clear()
+    _BREAKDOWN_CACHE[key] = (c.model, mem)
+    return mem
 
 
 # --------------------------------------------------------------------------------------------
