@@ -33,6 +33,7 @@ from service.core.aggregate import CellView
 from service.core.band import Band
 from service.core.calibration import Calibration, CalibrationSet
 from service.core.errors import InvalidConfiguration, MissingFigure
+from service.core.frozen import fast_init
 from service.core.memory import (
     DEFAULT_LORA_TARGETS,
     BatchInferenceConfig,
@@ -196,6 +197,7 @@ _INFERENCE_CONFIGS = (InferenceConfig, BatchInferenceConfig)
 """For ``isinstance``: a tuple built once (``A | B`` would build a union on every call)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Job:
     """A job with its model resolved and its defaults filled: a training configuration or a
@@ -443,6 +445,7 @@ def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
 # --------------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Notice:
     """A warning attached to an answer: a stable code and a sentence."""
@@ -451,6 +454,7 @@ class Notice:
     message: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemoryAnswer:
     estimate: MemoryEstimate
@@ -461,6 +465,7 @@ class MemoryAnswer:
     measured_peak_allocated_bytes: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TimeAnswer:
     step_time_s: float
@@ -542,6 +547,7 @@ class SolveAnswer:
     headroom: float | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Estimate:
     job: Job

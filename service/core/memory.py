@@ -69,6 +69,7 @@ from typing import Any, NamedTuple
 
 from service.core.band import Band
 from service.core.errors import InvalidConfiguration
+from service.core.frozen import fast_init
 from service.core.models import CnnSpec, DecoderSpec, EncoderSpec, ModelSpec
 from service.core.precision import TRAIN_MODES as _MODES
 from service.core.precision import TRAIN_PRECISIONS, Mode, train_mode
@@ -168,6 +169,7 @@ _NOTE_CONTEXT = (f"CUDA context {CUDA_CONTEXT_BYTES // MiB} MiB; allocator slack
 # --------------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
     """One training configuration, per GPU where it matters.
@@ -324,6 +326,7 @@ def train_config_from_parameters(params: Mapping[str, Any], model: ModelSpec | N
 # --------------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemoryEstimate:
     """Per-GPU memory. ``components`` are the terms summed at the peak phase (bytes);
