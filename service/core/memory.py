@@ -237,8 +237,7 @@ class TrainConfig:
             raise InvalidConfiguration("gpu_count", "gpu_count and tensor_parallel must be >= 1")
         if self.gpu_count % self.tensor_parallel:
             raise InvalidConfiguration("tensor_parallel", "gpu_count must be a multiple of tensor_parallel")
-        if self.sharding != "none" and self.data_parallel == 1 and self.sharding != "ddp":
-            pass  # sharding over one rank is legal (it degenerates to no sharding)
+        # sharding over one rank is legal (it degenerates to no sharding)
         m = self.model
         if self.tensor_parallel > 1:
             if not isinstance(m, DecoderSpec):
