@@ -153,6 +153,8 @@ OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "adafactor", "adamw_8bit")
 OPTIMIZER_IMPLS: tuple[str, ...] = ("fused", "foreach", "forloop")
 LOOPS: tuple[str, ...] = ("loss_only", "keeps_outputs")
 MIXED_PRECISIONS: tuple[str, ...] = ("autocast", "fsdp_policy")
+_MODE_OF: dict[tuple[str, str], Mode] = {(p, mp): train_mode(p, mp) for p in _MODES for mp in MIXED_PRECISIONS}
+"""``train_mode`` of every (precision, mixed_precision) a :class:`TrainConfig` accepts."""
 SHARDINGS: tuple[str, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "eager", "flash_attention_2")
 FINETUNES: tuple[str, ...] = ("full", "lora", "qlora")
@@ -274,8 +276,9 @@ class TrainConfig:
 
     @property
     def mode(self) -> Mode:
-        """Bytes by role: the precision's, or the FSDP mixed-precision policy's."""
-        return train_mode(self.precision, self.mixed_precision)
+        """Bytes by role: the precision's, or the FSDP mixed-precision policy's
+        (:func:`~service.core.precision.train_mode`, tabulated: the estimate reads it often)."""
+        return _MODE_OF[self.precision, self.mixed_precision]
 
     @property
     def keeps_outputs(self) -> bool:
