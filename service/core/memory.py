@@ -438,6 +438,39 @@ def _dims(m: DecoderSpec, tp: int) -> _Dims:
     return d
 
 
+def _adapter_input(autocast: bool, cb: float, T: float, width: float, shared_available: bool) -> float:
+    """Bytes ``lora_A`` keeps for an input of ``width`` features (``T`` tokens, compute bytes
+    ``cb``; see :func:`_decoder_layer_saved`)."""
+    if autocast:
+        return cb * T * width
+    if cb == 2:
+        return 4.0 * T * width
+    return 0.0 if shared_available else 4.0 * T * width
+
+
+def _group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bool, lora: tuple[str, ...],
+                  qlora: bool, autocast: bool, cb: float, T: float, lora_out_bytes: float) -> float:
+    """Inputs kept by a group of frozen linears fed by one norm output (q/k/v or gate/up) under
+    LoRA/QLoRA (module-level, not a closure: :func:`_decoder_layer_saved` runs per estimate)."""
+    out = 0.0
+    shared_kept = False
+    if qlora and flows:  # bnb casts to the compute dtype per module
+        if autocast:
+            out += len(names) * cb * T * width
+        else:
+            out += tensor
+            shared_kept = True
+    for n in names:
+        if n in lora:
+            if not autocast and cb == 4 and not shared_kept:
+                out += tensor
+                shared_kept = True
+            else:
+                out += _adapter_input(autocast, cb, T, width, shared_kept)
+            out += lora_out_bytes
+    return out
+
+
 def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -> _Layer:
     """Saved activations of one Llama decoder layer (``T = b*s`` tokens, per tensor-parallel
     shard: ``q = heads*head_dim/tp``, ``kv = kv_heads*head_dim/tp``, ``f = ffn/tp``).
@@ -493,43 +526,14 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
         norm_x, norm_y, norm_out = 4.0 * T * h, 2.0 * T * h, 2.0 * T * h
     lora_out_bytes = (cb if mode.autocast else 4.0) * T * c.lora_rank
 
-    def adapter_input(width: float, shared_available: bool) -> float:
-        """Bytes ``lora_A`` keeps for an input of ``width`` features."""
-        if mode.autocast:
-            return cb * T * width
-        if cb == 2:
-            return 4.0 * T * width
-        return 0.0 if shared_available else 4.0 * T * width
-
-    def group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bool = grads_flow) -> float:
-        """Inputs kept by a group of linears fed by one norm output (q/k/v or gate/up)."""
-        if full:
-            return len(names) * cb * T * width if mode.autocast else tensor
-        out = 0.0
-        shared_kept = False
-        if qlora and flows:  # bnb casts to the compute dtype per module
-            if mode.autocast:
-                out += len(names) * cb * T * width
-            else:
-                out += tensor
-                shared_kept = True
-        for n in names:
-            if n in lora:
-                if not mode.autocast and cb == 4 and not shared_kept:
-                    out += tensor
-                    shared_kept = True
-                else:
-                    out += adapter_input(width, shared_kept)
-                out += lora_out_bytes
-        return out
-
     saved = 0.0
     if grads_flow:
         saved += norm_x + (norm_y if full else 0.0)
     if full:
         saved += 3 * cb * T * h if mode.autocast else norm_out
     else:
-        saved += group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out)
+        saved += _group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out, grads_flow, lora, qlora, mode.autocast, cb,
+                               T, lora_out_bytes)
     # --- attention core
     groups = d.groups
     lse = 4.0 * T * a
@@ -547,19 +551,20 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
         bwd_core_transient = cb * T * q * 3 + 4.0 * T * q
     saved += core
     if "o_proj" in lora:  # attention output is saved by SDPA already (shared in fp32)
-        saved += adapter_input(q, True) + lora_out_bytes
+        saved += _adapter_input(mode.autocast, cb, T, q, True) + lora_out_bytes
     # --- post-attention RMSNorm
     saved += norm_x + (norm_y if full else 0.0)
     # --- MLP
     if full:
         saved += 2 * cb * T * h if mode.autocast else norm_out
     else:  # the attention adapters give the residual a gradient, also in layer 0
-        saved += group_inputs(("gate_proj", "up_proj"), h, norm_out, True)
+        saved += _group_inputs(("gate_proj", "up_proj"), h, norm_out, True, lora, qlora, mode.autocast, cb, T,
+                               lora_out_bytes)
     mlp = cb * T * f * 3.0  # gate out (SiLU input), SiLU out, up out
     if full or qlora:
         mlp += cb * T * f  # product = down input
     if "down_proj" in lora:
-        mlp += (adapter_input(f, full or qlora) if not (cb == 4 and not mode.autocast) else
+        mlp += (_adapter_input(mode.autocast, cb, T, f, full or qlora) if not (cb == 4 and not mode.autocast) else
                 (0.0 if (full or qlora) else cb * T * f)) + lora_out_bytes
     moe = m.num_experts > 1
     act_experts = d.act_experts
