@@ -5,8 +5,11 @@ One estimate = ``build_job`` (defaults and validation) and ``service.core.estima
 a recommendation does per candidate. The calibration set holds a fit for the H200 and the
 estimate runs on the H100 SXM, so the same-architecture transfer path is timed too. Timed with ``time.process_time`` over many iterations, for a
 mix of configurations (dense 8B, 70B with FSDP, LoRA, checkpointing, MoE), after a warm-up.
-Each case runs in 5 repeats; the best repeat is the figure ``timeit`` recommends (slower
-repeats measure other processes on a shared machine), the median is printed beside it.
+Every iteration builds a new job for the same configuration, so the memory breakdown, which does
+not depend on the GPU, is read from ``memory.training_breakdown``'s memo (docs/architecture.md);
+the rest of the estimate is computed each time. Each case runs in 5 repeats; the best repeat is
+the figure ``timeit`` recommends (slower repeats measure other processes on a shared machine),
+the median is printed beside it.
 
 Usage: ``python benchmarks/estimate_speed.py [--iterations N]``
 """

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from service.core.frozen import fast_init
 
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Band:
     low: float

@@ -33,6 +33,7 @@ from service.core.aggregate import CellView
 from service.core.band import Band
 from service.core.calibration import Calibration, CalibrationSet
 from service.core.errors import InvalidConfiguration, MissingFigure
+from service.core.frozen import fast_init
 from service.core.memory import (
     DEFAULT_LORA_TARGETS,
     BatchInferenceConfig,
@@ -46,6 +47,7 @@ from service.core.memory import (
     largest_context,
     largest_micro_batch,
     most_concurrent_sequences,
+    training_breakdown,
 )
 from service.core.models import (
     CnnSpec,
@@ -195,6 +197,7 @@ _INFERENCE_CONFIGS = (InferenceConfig, BatchInferenceConfig)
 """For ``isinstance``: a tuple built once (``A | B`` would build a union on every call)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Job:
     """A job with its model resolved and its defaults filled: a training configuration or a
@@ -285,9 +288,9 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
         sharding = spec.sharding or ("none" if spec.gpu_count == 1 else "ddp")
         mixed = spec.mixed_precision or (
             "fsdp_policy" if sharding == "fsdp" and precision.startswith("amp_") else "autocast")
-        config = TrainConfig(
-            model=model,
-            precision=precision,
+        config = TrainConfig(  # model and precision by position: > 15 keywords would build a dict per call
+            model,
+            precision,
             batch_size=spec.batch_size,
             seq_len=seq_len,
             gradient_checkpointing=spec.gradient_checkpointing,
@@ -304,11 +307,19 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             loop=spec.loop,
             mixed_precision=mixed,
         )
-    stated = frozenset([name for name, value in (
-        ("precision", spec.precision), ("sharding", spec.sharding), ("loop", spec.loop),
-        ("optimizer_impl", spec.optimizer_impl), ("mixed_precision", spec.mixed_precision)) if value is not None])
+    stated = _stated(spec.precision is not None, spec.sharding is not None, spec.loop is not None,
+                     spec.optimizer_impl is not None, spec.mixed_precision is not None)
     return Job(model=model, mode=spec.mode, config=config, tokens=spec.tokens, solve_for=spec.solve_for,
                model_is_preset=preset, model_note=note, stated=stated, serving=serving)
+
+
+@functools.lru_cache(maxsize=32)
+def _stated(precision: bool, sharding: bool, loop: bool, optimizer_impl: bool, mixed_precision: bool) -> frozenset[str]:
+    """:attr:`Job.stated` from which of the defaultable fields were given (32 combinations, each
+    frozenset built once and shared: it is immutable)."""
+    return frozenset([name for name, given in (
+        ("precision", precision), ("sharding", sharding), ("loop", loop), ("optimizer_impl", optimizer_impl),
+        ("mixed_precision", mixed_precision)) if given])
 
 
 def _inference_config(spec: JobSpec, model: ModelSpec) -> tuple[InferenceConfig | BatchInferenceConfig,
@@ -442,6 +453,7 @@ def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
 # --------------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Notice:
     """A warning attached to an answer: a stable code and a sentence."""
@@ -450,6 +462,7 @@ class Notice:
     message: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemoryAnswer:
     estimate: MemoryEstimate
@@ -460,6 +473,7 @@ class MemoryAnswer:
     measured_peak_allocated_bytes: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TimeAnswer:
     step_time_s: float
@@ -541,6 +555,7 @@ class SolveAnswer:
     headroom: float | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Estimate:
     job: Job
@@ -561,6 +576,13 @@ class Estimate:
 # --------------------------------------------------------------------------------------------
 # The estimate
 # --------------------------------------------------------------------------------------------
+
+
+_PCIE_MULTI_GPU = Notice("pcie_multi_gpu_unvalidated", "multi-GPU communication over PCIe is modelled from the "
+                                                        "datasheet only; no PCIe-only multi-GPU measurement validates it")
+_MULTI_GPU = Notice("multi_gpu_unvalidated", "multi-GPU communication is modelled from the node shape; it has not "
+                                             "been validated against multi-GPU measurements yet")
+"""Warnings whose text never varies, built once (a Notice is immutable, so answers may share it)."""
 
 
 def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: CellView | None = None, *,
@@ -587,16 +609,12 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
         raise InvalidConfiguration("precision", f"{gpu.slug} does not support {precision}", code="PRECISION_UNSUPPORTED")
     c = job.config
     n_gpus = c.gpu_count if isinstance(c, TrainConfig) else (c.tensor_parallel if isinstance(c, InferenceConfig) else 1)
-    if n_gpus > 1 and gpu.node.nvlink_topology == "none":
-        warnings.append(Notice("pcie_multi_gpu_unvalidated", "multi-GPU communication over PCIe is modelled from the "
-                                                             "datasheet only; no PCIe-only multi-GPU measurement validates it"))
-    elif n_gpus > 1:
-        warnings.append(Notice("multi_gpu_unvalidated", "multi-GPU communication is modelled from the node shape; it "
-                                                        "has not been validated against multi-GPU measurements yet"))
+    if n_gpus > 1:
+        warnings.append(_PCIE_MULTI_GPU if gpu.node.nvlink_topology == "none" else _MULTI_GPU)
     if breakdown is not None:
         mem = breakdown
     elif isinstance(c, TrainConfig):
-        mem = estimate_training(c)
+        mem = training_breakdown(c)
     elif isinstance(c, InferenceConfig):
         mem = estimate_inference(c)
     else:
@@ -781,8 +799,8 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
         steps = math.ceil(tokens / per_step)
         ttt = steps * step
         ttt_band = band.scaled(steps)
-    return TimeAnswer(
-        step_time_s=step, step_time_band=band, accumulation_steps=st.accumulation_steps,
+    return TimeAnswer(  # the step time and its band by position: > 15 keywords would build a dict per call
+        step, band, accumulation_steps=st.accumulation_steps,
         tokens_per_s=st.tokens_per_s / k * c.data_parallel, tokens_per_s_per_gpu=st.tokens_per_s / k,
         samples_per_s=st.samples_per_s / k * c.data_parallel, mfu=st.mfu / k, bound=st.bound,
         provenance=prov, time_to_train_s=ttt, time_to_train_band=ttt_band, source_gpus=tuple(sources),
@@ -814,8 +832,8 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
     tpot_ms = cell.median("tpot_ms_p50") if cell is not None else None
     if ttft_ms and tpot_ms:
         ttft, tpot = ttft_ms / 1e3, tpot_ms / 1e3
-        return ServingAnswer(
-            ttft_s=ttft, ttft_band=Band(ttft * 0.95, ttft, ttft * 1.05), tpot_s=tpot,
+        return ServingAnswer(  # TTFT by position: > 15 keywords would build a dict per call
+            ttft, ttft_band=Band(ttft * 0.95, ttft, ttft * 1.05), tpot_s=tpot,
             tpot_band=Band(tpot * 0.95, tpot, tpot * 1.05), output_tokens_per_s=c.batch_size / tpot,
             prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance="measured",
             source_gpus=sources, measured_ttft_s=ttft, measured_tpot_s=tpot, engine=c.engine,
@@ -832,8 +850,8 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
             tpot_band = Band(min(tpot_band.low, lo.tpot_s), sv.tpot_s, max(tpot_band.high, hi.tpot_s))
             prov = weakest(prov, "derived")
             notes = (*notes, f"{gpu.slug}: {span[2]}; the bands span both values")
-    return ServingAnswer(
-        ttft_s=sv.ttft_s, ttft_band=ttft_band, tpot_s=sv.tpot_s, tpot_band=tpot_band,
+    return ServingAnswer(  # TTFT by position: > 15 keywords would build a dict per call
+        sv.ttft_s, ttft_band=ttft_band, tpot_s=sv.tpot_s, tpot_band=tpot_band,
         output_tokens_per_s=sv.output_tokens_per_s, prefill_bound=sv.prefill_bound,
         decode_bound=sv.decode_bound, provenance=prov, source_gpus=sources, sources=tuple(tables),
         accuracy=accuracy, engine=c.engine, tensor_parallel=c.tensor_parallel, replicas=c.replicas,
@@ -914,9 +932,9 @@ def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None,
         lo_t = hi_t = lo_p = hi_p = 0.05
         notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
     finite = math.isfinite(ttft) and math.isfinite(tpot)
-    return ServingAnswer(
-        ttft_s=ttft, ttft_band=Band(ttft * (1 - lo_t), ttft, ttft * (1 + hi_t)) if finite else Band(ttft, ttft, ttft),
-        tpot_s=tpot, tpot_band=Band(tpot * (1 - lo_p), tpot, tpot * (1 + hi_p)) if finite else Band(tpot, tpot, tpot),
+    return ServingAnswer(  # TTFT, its band and TPOT by position: > 15 keywords would build a dict per call
+        ttft, Band(ttft * (1 - lo_t), ttft, ttft * (1 + hi_t)) if finite else Band(ttft, ttft, ttft),
+        tpot, tpot_band=Band(tpot * (1 - lo_p), tpot, tpot * (1 + hi_p)) if finite else Band(tpot, tpot, tpot),
         output_tokens_per_s=out_tps, prefill_bound="compute", decode_bound=bound,
         provenance=prov, source_gpus=(), measured_ttft_s=measured_ttft, measured_tpot_s=measured_tpot, engine=c.engine, tensor_parallel=c.tensor_parallel,
         replicas=c.replicas, concurrency_per_replica=conc, max_concurrency_per_replica=cap, rate=rate,

@@ -69,6 +69,7 @@ from typing import Any, NamedTuple
 
 from service.core.band import Band
 from service.core.errors import InvalidConfiguration
+from service.core.frozen import fast_init
 from service.core.models import CnnSpec, DecoderSpec, EncoderSpec, ModelSpec
 from service.core.precision import TRAIN_MODES as _MODES
 from service.core.precision import TRAIN_PRECISIONS, Mode, train_mode
@@ -93,6 +94,7 @@ __all__ = [
     "largest_micro_batch",
     "most_concurrent_sequences",
     "train_config_from_parameters",
+    "training_breakdown",
 ]
 
 MiB = 2**20
@@ -151,6 +153,8 @@ OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "adafactor", "adamw_8bit")
 OPTIMIZER_IMPLS: tuple[str, ...] = ("fused", "foreach", "forloop")
 LOOPS: tuple[str, ...] = ("loss_only", "keeps_outputs")
 MIXED_PRECISIONS: tuple[str, ...] = ("autocast", "fsdp_policy")
+_MODE_OF: dict[tuple[str, str], Mode] = {(p, mp): train_mode(p, mp) for p in _MODES for mp in MIXED_PRECISIONS}
+"""``train_mode`` of every (precision, mixed_precision) a :class:`TrainConfig` accepts."""
 SHARDINGS: tuple[str, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "eager", "flash_attention_2")
 FINETUNES: tuple[str, ...] = ("full", "lora", "qlora")
@@ -167,6 +171,7 @@ _NOTE_CONTEXT = (f"CUDA context {CUDA_CONTEXT_BYTES // MiB} MiB; allocator slack
 # --------------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
     """One training configuration, per GPU where it matters.
@@ -234,8 +239,7 @@ class TrainConfig:
             raise InvalidConfiguration("gpu_count", "gpu_count and tensor_parallel must be >= 1")
         if self.gpu_count % self.tensor_parallel:
             raise InvalidConfiguration("tensor_parallel", "gpu_count must be a multiple of tensor_parallel")
-        if self.sharding != "none" and self.data_parallel == 1 and self.sharding != "ddp":
-            pass  # sharding over one rank is legal (it degenerates to no sharding)
+        # sharding over one rank is legal (it degenerates to no sharding)
         m = self.model
         if self.tensor_parallel > 1:
             if not isinstance(m, DecoderSpec):
@@ -272,8 +276,9 @@ class TrainConfig:
 
     @property
     def mode(self) -> Mode:
-        """Bytes by role: the precision's, or the FSDP mixed-precision policy's."""
-        return train_mode(self.precision, self.mixed_precision)
+        """Bytes by role: the precision's, or the FSDP mixed-precision policy's
+        (:func:`~service.core.precision.train_mode`, tabulated: the estimate reads it often)."""
+        return _MODE_OF[self.precision, self.mixed_precision]
 
     @property
     def keeps_outputs(self) -> bool:
@@ -323,6 +328,7 @@ def train_config_from_parameters(params: Mapping[str, Any], model: ModelSpec | N
 # --------------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemoryEstimate:
     """Per-GPU memory. ``components`` are the terms summed at the peak phase (bytes);
@@ -432,6 +438,39 @@ def _dims(m: DecoderSpec, tp: int) -> _Dims:
     return d
 
 
+def _adapter_input(autocast: bool, cb: float, T: float, width: float, shared_available: bool) -> float:
+    """Bytes ``lora_A`` keeps for an input of ``width`` features (``T`` tokens, compute bytes
+    ``cb``; see :func:`_decoder_layer_saved`)."""
+    if autocast:
+        return cb * T * width
+    if cb == 2:
+        return 4.0 * T * width
+    return 0.0 if shared_available else 4.0 * T * width
+
+
+def _group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bool, lora: tuple[str, ...],
+                  qlora: bool, autocast: bool, cb: float, T: float, lora_out_bytes: float) -> float:
+    """Inputs kept by a group of frozen linears fed by one norm output (q/k/v or gate/up) under
+    LoRA/QLoRA (module-level, not a closure: :func:`_decoder_layer_saved` runs per estimate)."""
+    out = 0.0
+    shared_kept = False
+    if qlora and flows:  # bnb casts to the compute dtype per module
+        if autocast:
+            out += len(names) * cb * T * width
+        else:
+            out += tensor
+            shared_kept = True
+    for n in names:
+        if n in lora:
+            if not autocast and cb == 4 and not shared_kept:
+                out += tensor
+                shared_kept = True
+            else:
+                out += _adapter_input(autocast, cb, T, width, shared_kept)
+            out += lora_out_bytes
+    return out
+
+
 def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -> _Layer:
     """Saved activations of one Llama decoder layer (``T = b*s`` tokens, per tensor-parallel
     shard: ``q = heads*head_dim/tp``, ``kv = kv_heads*head_dim/tp``, ``f = ffn/tp``).
@@ -487,43 +526,14 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
         norm_x, norm_y, norm_out = 4.0 * T * h, 2.0 * T * h, 2.0 * T * h
     lora_out_bytes = (cb if mode.autocast else 4.0) * T * c.lora_rank
 
-    def adapter_input(width: float, shared_available: bool) -> float:
-        """Bytes ``lora_A`` keeps for an input of ``width`` features."""
-        if mode.autocast:
-            return cb * T * width
-        if cb == 2:
-            return 4.0 * T * width
-        return 0.0 if shared_available else 4.0 * T * width
-
-    def group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bool = grads_flow) -> float:
-        """Inputs kept by a group of linears fed by one norm output (q/k/v or gate/up)."""
-        if full:
-            return len(names) * cb * T * width if mode.autocast else tensor
-        out = 0.0
-        shared_kept = False
-        if qlora and flows:  # bnb casts to the compute dtype per module
-            if mode.autocast:
-                out += len(names) * cb * T * width
-            else:
-                out += tensor
-                shared_kept = True
-        for n in names:
-            if n in lora:
-                if not mode.autocast and cb == 4 and not shared_kept:
-                    out += tensor
-                    shared_kept = True
-                else:
-                    out += adapter_input(width, shared_kept)
-                out += lora_out_bytes
-        return out
-
     saved = 0.0
     if grads_flow:
         saved += norm_x + (norm_y if full else 0.0)
     if full:
         saved += 3 * cb * T * h if mode.autocast else norm_out
     else:
-        saved += group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out)
+        saved += _group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out, grads_flow, lora, qlora, mode.autocast, cb,
+                               T, lora_out_bytes)
     # --- attention core
     groups = d.groups
     lse = 4.0 * T * a
@@ -541,19 +551,20 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
         bwd_core_transient = cb * T * q * 3 + 4.0 * T * q
     saved += core
     if "o_proj" in lora:  # attention output is saved by SDPA already (shared in fp32)
-        saved += adapter_input(q, True) + lora_out_bytes
+        saved += _adapter_input(mode.autocast, cb, T, q, True) + lora_out_bytes
     # --- post-attention RMSNorm
     saved += norm_x + (norm_y if full else 0.0)
     # --- MLP
     if full:
         saved += 2 * cb * T * h if mode.autocast else norm_out
     else:  # the attention adapters give the residual a gradient, also in layer 0
-        saved += group_inputs(("gate_proj", "up_proj"), h, norm_out, True)
+        saved += _group_inputs(("gate_proj", "up_proj"), h, norm_out, True, lora, qlora, mode.autocast, cb, T,
+                               lora_out_bytes)
     mlp = cb * T * f * 3.0  # gate out (SiLU input), SiLU out, up out
     if full or qlora:
         mlp += cb * T * f  # product = down input
     if "down_proj" in lora:
-        mlp += (adapter_input(f, full or qlora) if not (cb == 4 and not mode.autocast) else
+        mlp += (_adapter_input(mode.autocast, cb, T, f, full or qlora) if not (cb == 4 and not mode.autocast) else
                 (0.0 if (full or qlora) else cb * T * f)) + lora_out_bytes
     moe = m.num_experts > 1
     act_experts = d.act_experts
@@ -1147,6 +1158,33 @@ def estimate_training(c: TrainConfig) -> MemoryEstimate:
     if isinstance(m, EncoderSpec):
         return _training_encoder(m, c)
     return _training_cnn(m, c)
+
+
+TRAINING_BREAKDOWN_CACHE_SIZE = 2048
+"""Entries :func:`training_breakdown` keeps before it starts over (each holds one breakdown)."""
+
+_BREAKDOWN_CACHE: dict[tuple[Any, ...], tuple[ModelSpec, MemoryEstimate]] = {}
+
+
+def training_breakdown(c: TrainConfig) -> MemoryEstimate:
+    """:func:`estimate_training`, memoised (bounded) for the estimate path: the breakdown depends
+    on the configuration alone, never on the GPU, so ``/v1/compare``, a batch and a repeated
+    request over several GPUs compute it once. The key is every :class:`TrainConfig` field, the
+    model by identity (the spec is kept beside its entry, so its id cannot be reused while the
+    entry lives): an entry is only ever the answer computed for an equal configuration. The
+    breakdown returned is shared; like the recommender's shared breakdowns it is read, never
+    changed."""
+    key = (id(c.model), c.precision, c.batch_size, c.seq_len, c.gradient_checkpointing, c.finetune, c.lora_rank,
+           c.lora_targets, c.attention, c.optimizer, c.sharding, c.gpu_count, c.tensor_parallel, c.global_batch,
+           c.optimizer_impl, c.loop, c.mixed_precision)
+    hit = _BREAKDOWN_CACHE.get(key)
+    if hit is not None and hit[0] is c.model:
+        return hit[1]
+    mem = estimate_training(c)
+    if len(_BREAKDOWN_CACHE) >= TRAINING_BREAKDOWN_CACHE_SIZE:
+        _BREAKDOWN_CACHE.clear()
+    _BREAKDOWN_CACHE[key] = (c.model, mem)
+    return mem
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from service.core.memory import (
     largest_micro_batch,
     most_concurrent_sequences,
     train_config_from_parameters,
+    training_breakdown,
     weight_bytes,
 )
 from service.core.models import CnnSpec, DecoderSpec, get_model
@@ -271,3 +272,48 @@ def test_layer0_shortcut_equals_full_enumeration() -> None:
                 top = _decoder_layer_saved(c.model, c)
                 a, b = _decoder_layer_saved(c.model, c, layer0=True), _layer0(c.model, c, top)
                 assert a.saved == pytest.approx(b.saved) and a.weight_copies == pytest.approx(b.weight_copies)
+
+
+def test_training_breakdown_memo_keys_every_field() -> None:
+    """The memoised breakdown is the one computed for an equal configuration: a variant that
+    differs in any single field (each variant changes the answer) is never served the cached
+    breakdown of another."""
+    import dataclasses
+
+    from service.core import memory
+
+    base = TrainConfig(model=get_model("llama3-8b"), precision="amp_bf16", batch_size=2, seq_len=1024,
+                       finetune="lora", loop="loss_only", optimizer_impl="foreach")
+    variants: dict[str, dict[str, object]] = {
+        "model": {"model": get_model("mistral-7b")},
+        "precision": {"precision": "bf16"},
+        "batch_size": {"batch_size": 4},
+        "seq_len": {"seq_len": 2048},
+        "gradient_checkpointing": {"gradient_checkpointing": True},
+        "finetune": {"finetune": "qlora"},
+        "lora_rank": {"lora_rank": 64},
+        "lora_targets": {"lora_targets": ("q_proj", "v_proj")},
+        "attention": {"attention": "eager"},
+        "optimizer": {"optimizer": "sgd"},
+        "sharding": {"sharding": "ddp"},
+        "gpu_count": {"gpu_count": 2, "sharding": "ddp"},
+        "tensor_parallel": {"gpu_count": 2, "tensor_parallel": 2},
+        "global_batch": {"global_batch": 8},
+        "optimizer_impl": {"optimizer_impl": "fused"},
+        "loop": {"loop": None},
+        "mixed_precision": {"gpu_count": 2, "sharding": "fsdp", "mixed_precision": "fsdp_policy"},
+    }
+    assert set(variants) == {f.name for f in dataclasses.fields(TrainConfig)}
+    memory._BREAKDOWN_CACHE.clear()
+    first = training_breakdown(base)
+    assert first == estimate_training(base)
+    assert training_breakdown(replace(base)) is first  # an equal configuration: the same breakdown
+    for name, changes in variants.items():
+        cfg = replace(base, **changes)  # type: ignore[arg-type]
+        if name == "mixed_precision":  # changes more than one field: compare with its fsdp twin
+            assert estimate_training(cfg) != estimate_training(replace(cfg, mixed_precision="autocast"))
+        else:
+            assert estimate_training(cfg) != first, name
+        assert training_breakdown(cfg) == estimate_training(cfg), name
+        assert training_breakdown(cfg) is not first, name
+    memory._BREAKDOWN_CACHE.clear()
