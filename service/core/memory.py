@@ -1166,6 +1166,12 @@ TRAINING_BREAKDOWN_CACHE_SIZE = 2048
 _BREAKDOWN_CACHE: dict[tuple[Any, ...], tuple[ModelSpec, MemoryEstimate]] = {}
 
 
+def forget_training_breakdowns() -> None:
+    """Empty :func:`training_breakdown`'s memo (``benchmarks/estimate_speed.py`` times an estimate
+    of a configuration not seen before with it)."""
+    _BREAKDOWN_CACHE.clear()
+
+
 def training_breakdown(c: TrainConfig) -> MemoryEstimate:
     """:func:`estimate_training`, memoised (bounded) for the estimate path: the breakdown depends
     on the configuration alone, never on the GPU, so ``/v1/compare``, a batch and a repeated
