@@ -20,6 +20,7 @@ from service.schemas.common import (
     SafeStr,
     SaneDate,
     UtcDatetime,
+    Warning_,
     bounded_decimal,
     physical,
 )
@@ -309,6 +310,14 @@ class GpuOut(GpuDocument):
             }
         )
 
+
+
+class GpuAnswer(GpuOut):
+    """``GET /v1/gpus/{ident}``: the GPU, plus ``warnings`` when resolving the name assumed
+    something (``assumed_variant`` under ``on_ambiguous=default``, a ``-SHARED`` or MIG suffix
+    peeled off); absent otherwise."""
+
+    warnings: list[Warning_] | None = Field(default=None, description="what resolving the name assumed; absent when nothing")
 
 class GpuList(BaseModel):
     items: list[GpuOut]

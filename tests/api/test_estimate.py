@@ -152,6 +152,18 @@ def test_batch_answers_each_item(client: TestClient) -> None:
     assert too_many.status_code == 422
 
 
+def test_batch_refuses_a_body_whose_item_breaks_the_schema_whole(client: TestClient) -> None:
+    """An item without exactly one model input breaks the schema's ``oneOf``: the body is refused
+    (422 naming each such item's field), like an item with a refused field value -- not a 200
+    carrying per-item problems (the long fuzz run found the 200)."""
+    ok = {"model": "llama3-8b", "gpu": "nvidia-h200-sxm"}
+    r = client.post("/v1/estimate/batch", json={"items": [ok, {"gpu": "nvidia-h200-sxm"},
+                                                          {**ok, "params_billion": 7}]})
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert [e["loc"] for e in r.json()["errors"]] == [["body", "items", 1, "model"], ["body", "items", 2, "model"]]
+    assert client.post("/v1/estimate/batch", json={"items": [ok, {**ok, "batch_size": 0}]}).status_code == 422
+
+
 def test_every_newly_sourced_gpu_answers_with_labelled_time(client: TestClient) -> None:
     """Issue 13: 'L40 or L20?' gets a time for both; the A10G and RTX 6000 Ada too; each time
     states its provenance, the published tables it leans on and its measured accuracy."""

@@ -208,3 +208,16 @@ def test_create_validation_names_field(client: TestClient, admin_key: str) -> No
     doc2 = copy.deepcopy(_doc("Not A Slug"))
     r = client.post("/v1/gpus", json=doc2, headers=auth(admin_key))
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "slug"]
+
+
+def test_an_assumed_variant_answer_matches_its_declared_schema(client: TestClient) -> None:
+    """``on_ambiguous=default`` adds ``warnings``; the declared 200 schema (``GpuAnswer``, extra
+    fields forbidden) has it (the long fuzz run found an answer the schema did not allow)."""
+    from service.schemas.gpus import GpuAnswer
+
+    r = client.get("/v1/gpus/A100-80GB?on_ambiguous=default")
+    assert r.status_code == 200 and r.json()["warnings"][0]["code"] == "assumed_variant"
+    GpuAnswer.model_validate_json(r.text)
+    plain = client.get("/v1/gpus/nvidia-l4")
+    assert "warnings" not in plain.json()
+    GpuAnswer.model_validate_json(plain.text)

@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.exceptions import RequestValidationError
 
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
 from service.api.problems import field_errors, status_of
@@ -39,8 +40,20 @@ def present(r: uc.EstimateResult) -> EstimateResponse:
     response_model=BatchResponse,
     operation_id="estimateBatch",
     summary="Up to 256 configurations; each item answers 200 or carries the problem the single call would give",
+    description="A body the schema refuses -- an item's field included, e.g. an item without exactly one of "
+                "model, hf_config, params_billion -- is refused whole (422 naming the item's field). What only the "
+                "catalog or the presets can decide (an unknown GPU or model preset) is answered per item.",
 )
 def estimate_batch(body: BatchRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> BatchResponse:
+    # the schema's rule for every item (exactly one model input, ``oneOf``) refuses the whole
+    # body, like any other item field the schema refuses; what only the catalog or the model
+    # presets can decide (an unknown GPU or preset) is answered per item
+    wrong = [i for i, it in enumerate(body.items)
+             if sum(x is not None for x in (it.model, it.hf_config, it.params_billion)) != 1]
+    if wrong:
+        raise RequestValidationError([
+            {"type": "value_error", "loc": ("body", "items", i, "model"), "input": None,
+             "msg": "give exactly one of model, hf_config, params_billion"} for i in wrong])
     answers = uc.estimate_batch(uow, read, [(i.to_core(), i.gpu) for i in body.items],
                                 now=dt.datetime.now(dt.UTC))
     items: list[BatchItem] = []

@@ -17,6 +17,7 @@ from service.schemas.common import INT64_MAX, Cursor, JsonObject, Problem, SafeS
 from service.schemas.gpus import (
     AmbiguousGpu,
     FxRateIn,
+    GpuAnswer,
     GpuDocument,
     GpuList,
     GpuOut,
@@ -75,7 +76,7 @@ async def list_gpus(
 
 @router.get(
     "/gpus/{ident}",
-    response_model=GpuOut,
+    response_model=GpuAnswer,
     operation_id="getGpu",
     summary="Get a GPU by slug, alias (nvidia-smi, GFD label, SkyPilot name, short form) or PCI device id",
     responses={
