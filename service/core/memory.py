@@ -471,7 +471,8 @@ def _group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bo
     return out
 
 
-def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -> _Layer:
+def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, mode: Mode | None = None,
+                         d: _Dims | None = None) -> _Layer:
     """Saved activations of one Llama decoder layer (``T = b*s`` tokens, per tensor-parallel
     shard: ``q = heads*head_dim/tp``, ``kv = kv_heads*head_dim/tp``, ``f = ffn/tp``).
 
@@ -505,9 +506,13 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     autocast that fp32 input is cast back to a fresh bf16 copy (``2T*in``); in fp32 the input
     tensor itself is shared. bitsandbytes 4-bit linears (QLoRA) keep their input in the compute
     dtype whenever a gradient flows (``MatMul4Bit`` saves ``A``).
+
+    ``mode`` and ``d`` are ``c.mode`` and ``_dims(m, c.tensor_parallel)`` when the caller has them.
     """
-    mode = c.mode
-    d = _dims(m, c.tensor_parallel)
+    if mode is None:
+        mode = c.mode
+    if d is None:
+        d = _dims(m, c.tensor_parallel)
     b, s = c.batch_size, c.seq_len
     T = float(b * s)
     h, q, kv, f, a = d.h, d.q, d.kv, d.f, d.a
@@ -598,12 +603,13 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     )
 
 
-def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer) -> _Layer:
+def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer, mode: Mode | None = None, d: _Dims | None = None) -> _Layer:
     """Layer 0 under LoRA/QLoRA, from a later layer: the frozen embeddings give its input no
     gradient, so its input norm keeps nothing, its frozen q/k/v keep neither input nor weight
     copy (QLoRA: no 4-bit input copies for q/k/v either). Equals
     ``_decoder_layer_saved(m, c, layer0=True)``; computed as a difference for speed."""
-    mode = c.mode
+    if mode is None:
+        mode = c.mode
     tp = c.tensor_parallel
     T = float(c.batch_size * c.seq_len)
     h = float(m.hidden_size)
@@ -612,7 +618,7 @@ def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer) -> _Layer:
         saved -= 3 * mode.compute * T * h if mode.autocast else (2.0 * T * h if mode.compute == 2 else 0.0)
     copies = top.weight_copies
     if copies:
-        copies -= mode.compute * _dims(m, tp).qkv_weights / tp
+        copies -= mode.compute * (d if d is not None else _dims(m, tp)).qkv_weights / tp
     return _Layer(saved, copies, top.forward_transient, top.backward_transient, top.checkpoint)
 
 
@@ -778,8 +784,9 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     # ---------------- parameters, gradients, optimizer state (per rank)
     emb = d.emb
     lm_head_w = V * h  # multiplied whether tied or not
-    shapes2d: list[tuple[int, int]] = []
+    shapes2d: list[tuple[int, int]] | None = None  # only Adafactor reads them
     if c.optimizer == "adafactor":  # factored second moments need the matrix shapes
+        shapes2d = []
         for i, o, k in m.linear_shapes().values():
             shapes2d.extend([(i, o)] * (k * L))
         shapes2d.append((m.vocab_size, m.hidden_size))
@@ -868,8 +875,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     }
 
     # ---------------- activations
-    top = _decoder_layer_saved(m, c)
-    bottom = top if full else _layer0(m, c, top)
+    top = _decoder_layer_saved(m, c, False, mode, d)
+    bottom = top if full else _layer0(m, c, top, mode, d)
     no_cache = sharding == "zero3" or not mode.autocast
     copies_all = 0.0 if no_cache else top.weight_copies * (L - 1) + bottom.weight_copies
 
@@ -901,7 +908,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
 
     g_full = g
     g_emb = (mode.grad * emb if full else 0.0) / (dp if shards_grads else 1)
-    g_fwd = g_full if c.accumulation_steps > 1 else 0.0
+    per_step = c.batch_size * dp  # c.accumulation_steps > 1, written out
+    g_fwd = g_full if (c.global_batch or per_step) // per_step > 1 else 0.0
     base = w + lora_w + opt_state + misc + gather_buffer + ddp_buckets
     fb = base + fsdp_root  # forward/backward: the FSDP root stays gathered
 
@@ -937,22 +945,22 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     peak_phase = max(phases, key=phases.__getitem__)  # the first of equal peaks
     peak = phases[peak_phase]
     in_fb = peak_phase != "optimizer-step"
-    layer_phase = peak_phase in ("forward-layer", "backward-top-layer", "backward-bottom-layer")
+    at_bottom = peak_phase == "backward-bottom-layer"
+    layer_phase = at_bottom or peak_phase in ("forward-layer", "backward-top-layer")
+    all_saved = in_fb and not at_bottom  # every layer's activations are alive at the peak
 
     components = {
         "parameters": int(w),
         "lora_adapters": int(lora_w),
-        "gradients": int(g_full if peak_phase in ("optimizer-step",) else
-                         (g_full - g_emb if peak_phase == "backward-bottom-layer" else g_fwd)),
+        "gradients": int(g_full if not in_fb else (g_full - g_emb if at_bottom else g_fwd)),
         "optimizer_states": int(opt_state),
-        "optimizer_step_temporaries": int(opt_temp if peak_phase == "optimizer-step" else 0),
-        "autocast_weight_copies": int(copies_all + head_copy if peak_phase in (
-            "forward-loss", "backward-loss", "backward-top-layer", "forward-layer")
-            and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full)) else 0),
+        "optimizer_step_temporaries": int(0 if in_fb else opt_temp),
+        "autocast_weight_copies": int(copies_all + head_copy if all_saved
+                                      and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full))
+                                      else 0),
         "activations": int(
-            (top.checkpoint * L if c.gradient_checkpointing else acts_all)
-            if peak_phase in ("forward-loss", "backward-loss", "backward-top-layer", "forward-layer") else
-            (bottom.saved if peak_phase == "backward-bottom-layer" else 0)),
+            (top.checkpoint * L if c.gradient_checkpointing else acts_all) if all_saved else
+            (bottom.saved if at_bottom else 0)),
         "logits_and_loss": int(loss_fwd if peak_phase == "forward-loss" else
                                loss_bwd if peak_phase == "backward-loss" else 0),
         "logits_held_by_loop": int(held if keeps_outputs else 0),
