@@ -701,6 +701,7 @@ class _Trainables(NamedTuple):
     window: float  # the for-loop window (:func:`_forloop_window`)
     adapters: int  # LoRA adapter parameters (:func:`_lora_params`; 0 for full training)
     targets: str  # the LoRA targets, sorted and comma-joined, as the notes name them
+    notes: dict[int, str]  # the LoRA note by tensor_parallel (:func:`_lora_note`), filled as met
 
 
 _ORDER_CACHE: dict[tuple[int, str, tuple[str, ...], int], tuple[DecoderSpec, _Trainables]] = {}
@@ -717,8 +718,15 @@ def _decoder_trainables(m: DecoderSpec, c: TrainConfig) -> _Trainables:
             _ORDER_CACHE.clear()
         largest, window = _parameter_order(m, c)
         hit = _ORDER_CACHE[key] = (m, _Trainables(largest, window, 0 if full else _lora_params(m, c),
-                                                  ",".join(sorted(c.lora_targets))))
+                                                  ",".join(sorted(c.lora_targets)), {}))
     return hit[1]
+
+
+def _lora_note(order: _Trainables, rank: int, tp: int, adapters: float) -> str:
+    """The LoRA note for ``adapters = order.adapters / tp``, kept in ``order.notes``: a function
+    of the model, targets, rank and ``tp`` alone (formatting ``,.0f`` costs more than a lookup)."""
+    note = order.notes[tp] = f"LoRA rank {rank} on {order.targets}: {adapters:,.0f} trainable parameters (fp32 adapters)"
+    return note
 
 
 def _parameter_order(m: DecoderSpec, c: TrainConfig) -> tuple[float, float]:
@@ -824,8 +832,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         lora_w = 4.0 * adapters  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
         g = 4.0 * adapters
         opt_state, opt_temp = _optimizer_bytes(c, adapters, 4, largest, None, window)
-        notes.append(f"LoRA rank {c.lora_rank} on {order.targets}: "
-                     f"{adapters:,.0f} trainable parameters (fp32 adapters)")
+        notes.append(order.notes.get(tp) or _lora_note(order, c.lora_rank, tp, adapters))
     if c.optimizer == "adamw" and not zero:
         notes.append(_ADAMW_NOTES[c.optimizer_impl])
 
