@@ -515,7 +515,8 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
         d = _dims(m, c.tensor_parallel)
     b, s = c.batch_size, c.seq_len
     T = float(b * s)
-    h, q, kv, f, a = d.h, d.q, d.kv, d.f, d.a
+    # one unpacking: a named tuple's fields read by name each cost a generic attribute lookup
+    h, q, kv, f, a, groups, act_experts, layer_matmul, qkv_weights, w_mlp = d[:10]
     cb, rb = mode.compute, mode.residual
     full = c.finetune == "full"
     lora: tuple[str, ...] = () if full else c.lora_targets
@@ -540,7 +541,6 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
         saved += _group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out, grads_flow, lora, qlora, mode.autocast, cb,
                                T, lora_out_bytes)
     # --- attention core
-    groups = d.groups
     lse = 4.0 * T * a
     math_kernel = c.attention == "eager" or (cb == 4 and groups > 1)
     if math_kernel:
@@ -572,7 +572,6 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
         mlp += (_adapter_input(mode.autocast, cb, T, f, full or qlora) if not (cb == 4 and not mode.autocast) else
                 (0.0 if (full or qlora) else cb * T * f)) + lora_out_bytes
     moe = m.num_experts > 1
-    act_experts = d.act_experts
     if moe:
         # each token's hidden state goes through experts_per_token experts; router logits fp32
         mlp = mlp * act_experts + 4.0 * T * m.num_experts + cb * T * h * act_experts
@@ -582,13 +581,12 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
     weight_copies = 0.0
     if mode.autocast and not qlora:
         # every expert is cast (with many tokens every expert receives some)
-        weight_copies = cb * d.layer_matmul
+        weight_copies = cb * layer_matmul
         if layer0 and not full:  # q/k/v base see an input without grad: nothing saved
-            weight_copies -= cb * d.qkv_weights / c.tensor_parallel
+            weight_copies -= cb * qkv_weights / c.tensor_parallel
 
     mlp_fwd = cb * T * f * (2.0 if not moe else 2.0 * act_experts)
     forward_transient = max(fwd_core_transient, mlp_fwd)
-    w_mlp = d.w_mlp
     wgrad = (cb + mode.grad) * w_mlp if full else 0.0
     mlp_bwd = 3.0 * cb * T * f + wgrad
     if qlora:
@@ -613,13 +611,13 @@ def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer, mode: Mode | None = Non
     tp = c.tensor_parallel
     T = float(c.batch_size * c.seq_len)
     h = float(m.hidden_size)
-    saved = top.saved - 4.0 * T * h  # input RMSNorm's saved fp32 input
+    saved, copies, forward_transient, backward_transient, checkpoint = top
+    saved -= 4.0 * T * h  # input RMSNorm's saved fp32 input
     if c.finetune == "qlora":
         saved -= 3 * mode.compute * T * h if mode.autocast else (2.0 * T * h if mode.compute == 2 else 0.0)
-    copies = top.weight_copies
     if copies:
         copies -= mode.compute * (d if d is not None else _dims(m, tp)).qkv_weights / tp
-    return _Layer(saved, copies, top.forward_transient, top.backward_transient, top.checkpoint)
+    return _Layer(saved, copies, forward_transient, backward_transient, checkpoint)
 
 
 def _lora_params(m: DecoderSpec, c: TrainConfig) -> int:
@@ -779,7 +777,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     sharding = c.sharding
     notes: list[str] = [_NOTE_STACK]
     d = _dims(m, tp)  # the model's shapes per shard, computed once per (model, tp)
-    P, V, h = d.P, d.V, d.h
+    P, V, emb, linear, root, unit = d[10:]  # one unpacking (see _decoder_layer_saved)
+    h = d[0]
     T = float(c.batch_size * c.seq_len)
     L = m.num_layers
     cb = mode.compute
@@ -790,7 +789,6 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     zero = sharding in ("zero1", "zero2", "zero3")
 
     # ---------------- parameters, gradients, optimizer state (per rank)
-    emb = d.emb
     lm_head_w = V * h  # multiplied whether tied or not
     shapes2d: list[tuple[int, int]] | None = None  # only Adafactor reads them
     if c.optimizer == "adafactor":  # factored second moments need the matrix shapes
@@ -822,7 +820,6 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     else:
         adapters = float(order.adapters) / tp
         if c.finetune == "qlora":
-            linear = d.linear
             other = P - linear
             w = linear * NF4_BYTES_PER_PARAM + other * mode.param
             notes.append("QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and "
@@ -866,8 +863,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             opt_state /= dp
             opt_temp /= dp  # foreach/for-loop temporaries follow the rank's DTensor shards
             gathered = 2.0 if policy else float(mode.param)
-            root = d.root  # embeddings, an untied LM head and the final norm
-            unit = d.unit  # one decoder layer
+            # root: embeddings, an untied LM head and the final norm; unit: one decoder layer
             fsdp_root = gathered * root
             fsdp_units = FSDP_LIVE_UNITS * gathered * unit if full or c.finetune == "lora" else 0.0
             # backward of a unit: its unsharded gradients (gathered dtype) and the fp32
@@ -885,9 +881,11 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     top = _decoder_layer_saved(m, c, False, mode, d)
     bottom = top if full else _layer0(m, c, top, mode, d)
     no_cache = sharding == "zero3" or not mode.autocast
-    copies_all = 0.0 if no_cache else top.weight_copies * (L - 1) + bottom.weight_copies
+    t_saved, t_copies, t_fwd, t_bwd, t_ckpt = top
+    b_saved, b_copies, _, b_bwd, _ = bottom
+    copies_all = 0.0 if no_cache else t_copies * (L - 1) + b_copies
 
-    acts_all = top.saved * (L - 1) + bottom.saved
+    acts_all = t_saved * (L - 1) + b_saved
 
     # final norm + lm_head input + loss
     if mode.autocast:
@@ -922,26 +920,26 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
 
     phases: dict[str, float] = {}
     if c.gradient_checkpointing:
-        ckpts = top.checkpoint * L
+        ckpts = t_ckpt * L
         # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
         # bases are cast per call and, checkpointed, not kept)
         cached = (copies_all + head_copy) if full else 0.0
         phases["forward-loss"] = fb + g_fwd + cached + ckpts + head_saved + loss_fwd
         phases["backward-loss"] = fb + g_fwd + ckpts + head_saved + loss_bwd
-        layer_work = (top.saved + top.weight_copies * (0 if no_cache else 1) + top.backward_transient
+        layer_work = (t_saved + t_copies * (0 if no_cache else 1) + t_bwd
                       + fsdp_units + fsdp_unit_grads)
         phases["backward-top-layer"] = fb + max(g_fwd, lm_head_grad) + ckpts + layer_work
-        phases["backward-bottom-layer"] = fb + (g_full - g_emb) + top.checkpoint + layer_work
+        phases["backward-bottom-layer"] = fb + (g_full - g_emb) + t_ckpt + layer_work
         notes.append("gradient checkpointing: one saved input per layer, one layer recomputed at a time")
     else:
         phases["forward-loss"] = fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd
         phases["backward-loss"] = fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd
         phases["backward-top-layer"] = (fb + max(g_fwd, lm_head_grad) + copies_all + acts_all
-                                        + top.backward_transient + cb * T * h + fsdp_units + fsdp_unit_grads)
-        phases["backward-bottom-layer"] = (fb + (g_full - g_emb) + bottom.saved + bottom.weight_copies
-                                           + bottom.backward_transient + fsdp_units + fsdp_unit_grads)
+                                        + t_bwd + cb * T * h + fsdp_units + fsdp_unit_grads)
+        phases["backward-bottom-layer"] = (fb + (g_full - g_emb) + b_saved + b_copies
+                                           + b_bwd + fsdp_units + fsdp_unit_grads)
         # forward transient of one layer with everything below it saved
-        phases["forward-layer"] = (fb + g_fwd + copies_all + acts_all - top.saved + top.forward_transient
+        phases["forward-layer"] = (fb + g_fwd + copies_all + acts_all - t_saved + t_fwd
                                    + fsdp_units)
     phases["optimizer-step"] = base + g_full + opt_temp
     keeps_outputs = c.loop == "keeps_outputs"
@@ -949,8 +947,11 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         phases = {k: v + held for k, v in phases.items()}
         notes.append(f"loop keeps_outputs: the output's logits ({held / GiB:.2f} GiB) are held through "
                      "backward and the optimizer step until the next forward returns")
-    peak_phase = max(phases, key=phases.__getitem__)  # the first of equal peaks
-    peak = phases[peak_phase]
+    peak_phase = ""
+    peak = 0.0
+    for phase, value in phases.items():  # the first of equal peaks, as max(phases, key=...) (a loop: cheaper)
+        if not peak_phase or value > peak:
+            peak_phase, peak = phase, value
     in_fb = peak_phase != "optimizer-step"
     at_bottom = peak_phase == "backward-bottom-layer"
     layer_phase = at_bottom or peak_phase in ("forward-layer", "backward-top-layer")
@@ -966,8 +967,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
                                       and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full))
                                       else 0),
         "activations": int(
-            (top.checkpoint * L if c.gradient_checkpointing else acts_all) if all_saved else
-            (bottom.saved if at_bottom else 0)),
+            (t_ckpt * L if c.gradient_checkpointing else acts_all) if all_saved else
+            (b_saved if at_bottom else 0)),
         "logits_and_loss": int(loss_fwd if peak_phase == "forward-loss" else
                                loss_bwd if peak_phase == "backward-loss" else 0),
         "logits_held_by_loop": int(held if keeps_outputs else 0),
