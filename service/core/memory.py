@@ -592,13 +592,9 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
     if qlora:
         mlp_bwd += 2.0 * w_mlp  # dequantised weight for the input gradient
     backward_transient = max(bwd_core_transient, mlp_bwd) + 2.0 * cb * T * h
-    return _Layer(
-        saved=saved,
-        weight_copies=weight_copies,
-        forward_transient=forward_transient,
-        backward_transient=backward_transient,
-        checkpoint=rb * T * h,
-    )
+    # (saved, weight_copies, forward_transient, backward_transient, checkpoint); tuple.__new__
+    # skips the named tuple's Python-level __new__
+    return tuple.__new__(_Layer, (saved, weight_copies, forward_transient, backward_transient, rb * T * h))
 
 
 def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer, mode: Mode | None = None, d: _Dims | None = None) -> _Layer:
@@ -617,7 +613,7 @@ def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer, mode: Mode | None = Non
         saved -= 3 * mode.compute * T * h if mode.autocast else (2.0 * T * h if mode.compute == 2 else 0.0)
     if copies:
         copies -= mode.compute * (d if d is not None else _dims(m, tp)).qkv_weights / tp
-    return _Layer(saved, copies, forward_transient, backward_transient, checkpoint)
+    return tuple.__new__(_Layer, (saved, copies, forward_transient, backward_transient, checkpoint))
 
 
 def _lora_params(m: DecoderSpec, c: TrainConfig) -> int:
