@@ -515,7 +515,7 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
     if d is None:
         d = _dims(m, c.tensor_parallel)
     b, s = c.batch_size, c.seq_len
-    T = float(b * s)
+    T = 1.0 * (b * s)  # float(b * s) without float's constructor call: the same double
     # one unpacking: a named tuple's fields read by name each cost a generic attribute lookup
     h, q, kv, f, a, groups, act_experts, layer_matmul, qkv_weights, w_mlp = d[:10]
     cb, rb = mode.compute, mode.residual
@@ -606,8 +606,8 @@ def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer, mode: Mode | None = Non
     if mode is None:
         mode = c.mode
     tp = c.tensor_parallel
-    T = float(c.batch_size * c.seq_len)
-    h = float(m.hidden_size)
+    T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), cheaper
+    h = 1.0 * m.hidden_size
     saved, copies, forward_transient, backward_transient, checkpoint = top
     saved -= 4.0 * T * h  # input RMSNorm's saved fp32 input
     if c.finetune == "qlora":
@@ -776,7 +776,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     d = _dims(m, tp)  # the model's shapes per shard, computed once per (model, tp)
     P, V, emb, linear, root, unit = d[10:]  # one unpacking (see _decoder_layer_saved)
     h = d[0]
-    T = float(c.batch_size * c.seq_len)
+    T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), without float's constructor call
     L = m.num_layers
     cb = mode.compute
     full = c.finetune == "full"
@@ -796,7 +796,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         if not m.tie_word_embeddings:
             shapes2d.append((m.vocab_size, m.hidden_size))
     # optimizer temporaries see the rank's tensors: FSDP/ZeRO-3 shards, tensor-parallel slices
-    opt_shard = float(tp * (dp if sharding in ("fsdp", "zero3") else 1))
+    opt_shard = 1.0 * (tp * (dp if sharding in ("fsdp", "zero3") else 1))
     order = _decoder_trainables(m, c)
     largest, window = order.largest / opt_shard, order.window / opt_shard
 
@@ -815,7 +815,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             opt_state, opt_temp = _optimizer_bytes(c, P, mode.state, largest, shapes2d, window)
         lora_w = 0.0
     else:
-        adapters = float(order.adapters) / tp
+        adapters = 1.0 * order.adapters / tp
         if c.finetune == "qlora":
             other = P - linear
             w = linear * NF4_BYTES_PER_PARAM + other * mode.param
@@ -915,30 +915,36 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     base = w + lora_w + opt_state + misc + gather_buffer + ddp_buckets
     fb = base + fsdp_root  # forward/backward: the FSDP root stays gathered
 
-    phases: dict[str, float] = {}
+    # each branch builds its phases as one literal (presized; item stores resize at the sixth)
+    step = base + g_full + opt_temp  # the optimizer step
+    phases: dict[str, float]
     if c.gradient_checkpointing:
         ckpts = t_ckpt * L
         # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
         # bases are cast per call and, checkpointed, not kept)
         cached = (copies_all + head_copy) if full else 0.0
-        phases["forward-loss"] = fb + g_fwd + cached + ckpts + head_saved + loss_fwd
-        phases["backward-loss"] = fb + g_fwd + ckpts + head_saved + loss_bwd
         layer_work = (t_saved + t_copies * (0 if no_cache else 1) + t_bwd
                       + fsdp_units + fsdp_unit_grads)
-        phases["backward-top-layer"] = fb + max(g_fwd, lm_head_grad) + ckpts + layer_work
-        phases["backward-bottom-layer"] = fb + (g_full - g_emb) + t_ckpt + layer_work
+        phases = {
+            "forward-loss": fb + g_fwd + cached + ckpts + head_saved + loss_fwd,
+            "backward-loss": fb + g_fwd + ckpts + head_saved + loss_bwd,
+            "backward-top-layer": fb + max(g_fwd, lm_head_grad) + ckpts + layer_work,
+            "backward-bottom-layer": fb + (g_full - g_emb) + t_ckpt + layer_work,
+            "optimizer-step": step,
+        }
         notes.append("gradient checkpointing: one saved input per layer, one layer recomputed at a time")
     else:
-        phases["forward-loss"] = fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd
-        phases["backward-loss"] = fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd
-        phases["backward-top-layer"] = (fb + max(g_fwd, lm_head_grad) + copies_all + acts_all
-                                        + t_bwd + cb * T * h + fsdp_units + fsdp_unit_grads)
-        phases["backward-bottom-layer"] = (fb + (g_full - g_emb) + b_saved + b_copies
-                                           + b_bwd + fsdp_units + fsdp_unit_grads)
-        # forward transient of one layer with everything below it saved
-        phases["forward-layer"] = (fb + g_fwd + copies_all + acts_all - t_saved + t_fwd
-                                   + fsdp_units)
-    phases["optimizer-step"] = base + g_full + opt_temp
+        phases = {
+            "forward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd,
+            "backward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd,
+            "backward-top-layer": (fb + max(g_fwd, lm_head_grad) + copies_all + acts_all
+                                   + t_bwd + cb * T * h + fsdp_units + fsdp_unit_grads),
+            "backward-bottom-layer": (fb + (g_full - g_emb) + b_saved + b_copies
+                                      + b_bwd + fsdp_units + fsdp_unit_grads),
+            # forward transient of one layer with everything below it saved
+            "forward-layer": fb + g_fwd + copies_all + acts_all - t_saved + t_fwd + fsdp_units,
+            "optimizer-step": step,
+        }
     keeps_outputs = c.loop == "keeps_outputs"
     if keeps_outputs:
         phases = {k: v + held for k, v in phases.items()}
