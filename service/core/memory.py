@@ -798,7 +798,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     # optimizer temporaries see the rank's tensors: FSDP/ZeRO-3 shards, tensor-parallel slices
     opt_shard = 1.0 * (tp * (dp if sharding in ("fsdp", "zero3") else 1))
     order = _decoder_trainables(m, c)
-    largest, window = order.largest / opt_shard, order.window / opt_shard
+    largest, window, n_adapters, _, lora_notes = order  # one unpacking (see _decoder_layer_saved)
+    largest, window = largest / opt_shard, window / opt_shard
 
     if full:
         if zero:
@@ -815,7 +816,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             opt_state, opt_temp = _optimizer_bytes(c, P, mode.state, largest, shapes2d, window)
         lora_w = 0.0
     else:
-        adapters = 1.0 * order.adapters / tp
+        adapters = 1.0 * n_adapters / tp
         if c.finetune == "qlora":
             other = P - linear
             w = linear * NF4_BYTES_PER_PARAM + other * mode.param
@@ -826,7 +827,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         lora_w = 4.0 * adapters  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
         g = 4.0 * adapters
         opt_state, opt_temp = _optimizer_bytes(c, adapters, 4, largest, None, window)
-        notes.append(order.notes.get(tp) or _lora_note(order, c.lora_rank, tp, adapters))
+        notes.append(lora_notes.get(tp) or _lora_note(order, c.lora_rank, tp, adapters))
     if c.optimizer == "adamw" and not zero:
         notes.append(_ADAMW_NOTES[c.optimizer_impl])
 
