@@ -1052,21 +1052,21 @@ def _finish(c: TrainConfig | None, peak: float, phases: Mapping[str, float], pea
     need_low = peak * (1 - lo) * (1 + slack[0]) + CUDA_CONTEXT_BAND[0] + nccl_lo
     need_high = top * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi
     notes.append(_NOTE_CONTEXT)
-    return MemoryEstimate(
-        components=components,
-        persistent=persistent,
-        peak_phase=peak_phase,
-        peak_allocated_bytes=trunc(peak),
-        peak_allocated_band=Band(peak * (1 - lo), peak, top * (1 + hi)),
-        reserved_bytes=trunc(reserved),
-        cuda_context_bytes=CUDA_CONTEXT_BYTES,
-        nccl_bytes=nccl,
-        device_memory_needed_bytes=trunc(need),
-        device_memory_band=Band(need_low, need, need_high),
-        assumptions=tuple(notes),
-        phases={k: trunc(v) for k, v in phases.items()},
-        upper_scale=(1 + hi) * (1 + slack[1]),
-        upper_fixed=upper_extra * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi,
+    return MemoryEstimate(  # positional, in field order (15 keywords are matched by name one by one)
+        components,
+        persistent,
+        peak_phase,
+        trunc(peak),  # peak_allocated_bytes
+        Band(peak * (1 - lo), peak, top * (1 + hi)),  # peak_allocated_band
+        trunc(reserved),  # reserved_bytes
+        CUDA_CONTEXT_BYTES,
+        nccl,  # nccl_bytes
+        trunc(need),  # device_memory_needed_bytes
+        Band(need_low, need, need_high),  # device_memory_band
+        tuple(notes),  # assumptions
+        {k: trunc(v) for k, v in phases.items()},  # phases
+        (1 + hi) * (1 + slack[1]),  # upper_scale
+        upper_extra * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi,  # upper_fixed
     )
 
 
