@@ -65,6 +65,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from math import trunc  # int() of a float, without int's constructor call (~3x cheaper)
 from typing import Any, NamedTuple
 
 from service.core.band import Band
@@ -471,7 +472,8 @@ def _group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bo
     return out
 
 
-def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -> _Layer:
+def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, mode: Mode | None = None,
+                         d: _Dims | None = None) -> _Layer:
     """Saved activations of one Llama decoder layer (``T = b*s`` tokens, per tensor-parallel
     shard: ``q = heads*head_dim/tp``, ``kv = kv_heads*head_dim/tp``, ``f = ffn/tp``).
 
@@ -505,12 +507,17 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     autocast that fp32 input is cast back to a fresh bf16 copy (``2T*in``); in fp32 the input
     tensor itself is shared. bitsandbytes 4-bit linears (QLoRA) keep their input in the compute
     dtype whenever a gradient flows (``MatMul4Bit`` saves ``A``).
+
+    ``mode`` and ``d`` are ``c.mode`` and ``_dims(m, c.tensor_parallel)`` when the caller has them.
     """
-    mode = c.mode
-    d = _dims(m, c.tensor_parallel)
+    if mode is None:
+        mode = c.mode
+    if d is None:
+        d = _dims(m, c.tensor_parallel)
     b, s = c.batch_size, c.seq_len
-    T = float(b * s)
-    h, q, kv, f, a = d.h, d.q, d.kv, d.f, d.a
+    T = 1.0 * (b * s)  # float(b * s) without float's constructor call: the same double
+    # one unpacking: a named tuple's fields read by name each cost a generic attribute lookup
+    h, q, kv, f, a, groups, act_experts, layer_matmul, qkv_weights, w_mlp = d[:10]
     cb, rb = mode.compute, mode.residual
     full = c.finetune == "full"
     lora: tuple[str, ...] = () if full else c.lora_targets
@@ -535,7 +542,6 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
         saved += _group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out, grads_flow, lora, qlora, mode.autocast, cb,
                                T, lora_out_bytes)
     # --- attention core
-    groups = d.groups
     lse = 4.0 * T * a
     math_kernel = c.attention == "eager" or (cb == 4 and groups > 1)
     if math_kernel:
@@ -567,7 +573,6 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
         mlp += (_adapter_input(mode.autocast, cb, T, f, full or qlora) if not (cb == 4 and not mode.autocast) else
                 (0.0 if (full or qlora) else cb * T * f)) + lora_out_bytes
     moe = m.num_experts > 1
-    act_experts = d.act_experts
     if moe:
         # each token's hidden state goes through experts_per_token experts; router logits fp32
         mlp = mlp * act_experts + 4.0 * T * m.num_experts + cb * T * h * act_experts
@@ -577,43 +582,39 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False) -
     weight_copies = 0.0
     if mode.autocast and not qlora:
         # every expert is cast (with many tokens every expert receives some)
-        weight_copies = cb * d.layer_matmul
+        weight_copies = cb * layer_matmul
         if layer0 and not full:  # q/k/v base see an input without grad: nothing saved
-            weight_copies -= cb * d.qkv_weights / c.tensor_parallel
+            weight_copies -= cb * qkv_weights / c.tensor_parallel
 
     mlp_fwd = cb * T * f * (2.0 if not moe else 2.0 * act_experts)
     forward_transient = max(fwd_core_transient, mlp_fwd)
-    w_mlp = d.w_mlp
     wgrad = (cb + mode.grad) * w_mlp if full else 0.0
     mlp_bwd = 3.0 * cb * T * f + wgrad
     if qlora:
         mlp_bwd += 2.0 * w_mlp  # dequantised weight for the input gradient
     backward_transient = max(bwd_core_transient, mlp_bwd) + 2.0 * cb * T * h
-    return _Layer(
-        saved=saved,
-        weight_copies=weight_copies,
-        forward_transient=forward_transient,
-        backward_transient=backward_transient,
-        checkpoint=rb * T * h,
-    )
+    # (saved, weight_copies, forward_transient, backward_transient, checkpoint); tuple.__new__
+    # skips the named tuple's Python-level __new__
+    return tuple.__new__(_Layer, (saved, weight_copies, forward_transient, backward_transient, rb * T * h))
 
 
-def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer) -> _Layer:
+def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer, mode: Mode | None = None, d: _Dims | None = None) -> _Layer:
     """Layer 0 under LoRA/QLoRA, from a later layer: the frozen embeddings give its input no
     gradient, so its input norm keeps nothing, its frozen q/k/v keep neither input nor weight
     copy (QLoRA: no 4-bit input copies for q/k/v either). Equals
     ``_decoder_layer_saved(m, c, layer0=True)``; computed as a difference for speed."""
-    mode = c.mode
+    if mode is None:
+        mode = c.mode
     tp = c.tensor_parallel
-    T = float(c.batch_size * c.seq_len)
-    h = float(m.hidden_size)
-    saved = top.saved - 4.0 * T * h  # input RMSNorm's saved fp32 input
+    T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), cheaper
+    h = 1.0 * m.hidden_size
+    saved, copies, forward_transient, backward_transient, checkpoint = top
+    saved -= 4.0 * T * h  # input RMSNorm's saved fp32 input
     if c.finetune == "qlora":
         saved -= 3 * mode.compute * T * h if mode.autocast else (2.0 * T * h if mode.compute == 2 else 0.0)
-    copies = top.weight_copies
     if copies:
-        copies -= mode.compute * _dims(m, tp).qkv_weights / tp
-    return _Layer(saved, copies, top.forward_transient, top.backward_transient, top.checkpoint)
+        copies -= mode.compute * (d if d is not None else _dims(m, tp)).qkv_weights / tp
+    return tuple.__new__(_Layer, (saved, copies, forward_transient, backward_transient, checkpoint))
 
 
 def _lora_params(m: DecoderSpec, c: TrainConfig) -> int:
@@ -695,6 +696,7 @@ class _Trainables(NamedTuple):
     window: float  # the for-loop window (:func:`_forloop_window`)
     adapters: int  # LoRA adapter parameters (:func:`_lora_params`; 0 for full training)
     targets: str  # the LoRA targets, sorted and comma-joined, as the notes name them
+    notes: dict[int, str]  # the LoRA note by tensor_parallel (:func:`_lora_note`), filled as met
 
 
 _ORDER_CACHE: dict[tuple[int, str, tuple[str, ...], int], tuple[DecoderSpec, _Trainables]] = {}
@@ -711,8 +713,15 @@ def _decoder_trainables(m: DecoderSpec, c: TrainConfig) -> _Trainables:
             _ORDER_CACHE.clear()
         largest, window = _parameter_order(m, c)
         hit = _ORDER_CACHE[key] = (m, _Trainables(largest, window, 0 if full else _lora_params(m, c),
-                                                  ",".join(sorted(c.lora_targets))))
+                                                  ",".join(sorted(c.lora_targets)), {}))
     return hit[1]
+
+
+def _lora_note(order: _Trainables, rank: int, tp: int, adapters: float) -> str:
+    """The LoRA note for ``adapters = order.adapters / tp``, kept in ``order.notes``: a function
+    of the model, targets, rank and ``tp`` alone (formatting ``,.0f`` costs more than a lookup)."""
+    note = order.notes[tp] = f"LoRA rank {rank} on {order.targets}: {adapters:,.0f} trainable parameters (fp32 adapters)"
+    return note
 
 
 def _parameter_order(m: DecoderSpec, c: TrainConfig) -> tuple[float, float]:
@@ -765,8 +774,9 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     sharding = c.sharding
     notes: list[str] = [_NOTE_STACK]
     d = _dims(m, tp)  # the model's shapes per shard, computed once per (model, tp)
-    P, V, h = d.P, d.V, d.h
-    T = float(c.batch_size * c.seq_len)
+    P, V, emb, linear, root, unit = d[10:]  # one unpacking (see _decoder_layer_saved)
+    h = d[0]
+    T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), without float's constructor call
     L = m.num_layers
     cb = mode.compute
     full = c.finetune == "full"
@@ -776,19 +786,20 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     zero = sharding in ("zero1", "zero2", "zero3")
 
     # ---------------- parameters, gradients, optimizer state (per rank)
-    emb = d.emb
     lm_head_w = V * h  # multiplied whether tied or not
-    shapes2d: list[tuple[int, int]] = []
+    shapes2d: list[tuple[int, int]] | None = None  # only Adafactor reads them
     if c.optimizer == "adafactor":  # factored second moments need the matrix shapes
+        shapes2d = []
         for i, o, k in m.linear_shapes().values():
             shapes2d.extend([(i, o)] * (k * L))
         shapes2d.append((m.vocab_size, m.hidden_size))
         if not m.tie_word_embeddings:
             shapes2d.append((m.vocab_size, m.hidden_size))
     # optimizer temporaries see the rank's tensors: FSDP/ZeRO-3 shards, tensor-parallel slices
-    opt_shard = float(tp * (dp if sharding in ("fsdp", "zero3") else 1))
+    opt_shard = 1.0 * (tp * (dp if sharding in ("fsdp", "zero3") else 1))
     order = _decoder_trainables(m, c)
-    largest, window = order.largest / opt_shard, order.window / opt_shard
+    largest, window, n_adapters, _, lora_notes = order  # one unpacking (see _decoder_layer_saved)
+    largest, window = largest / opt_shard, window / opt_shard
 
     if full:
         if zero:
@@ -805,9 +816,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             opt_state, opt_temp = _optimizer_bytes(c, P, mode.state, largest, shapes2d, window)
         lora_w = 0.0
     else:
-        adapters = float(order.adapters) / tp
+        adapters = 1.0 * n_adapters / tp
         if c.finetune == "qlora":
-            linear = d.linear
             other = P - linear
             w = linear * NF4_BYTES_PER_PARAM + other * mode.param
             notes.append("QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and "
@@ -817,8 +827,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         lora_w = 4.0 * adapters  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
         g = 4.0 * adapters
         opt_state, opt_temp = _optimizer_bytes(c, adapters, 4, largest, None, window)
-        notes.append(f"LoRA rank {c.lora_rank} on {order.targets}: "
-                     f"{adapters:,.0f} trainable parameters (fp32 adapters)")
+        notes.append(lora_notes.get(tp) or _lora_note(order, c.lora_rank, tp, adapters))
     if c.optimizer == "adamw" and not zero:
         notes.append(_ADAMW_NOTES[c.optimizer_impl])
 
@@ -852,8 +861,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             opt_state /= dp
             opt_temp /= dp  # foreach/for-loop temporaries follow the rank's DTensor shards
             gathered = 2.0 if policy else float(mode.param)
-            root = d.root  # embeddings, an untied LM head and the final norm
-            unit = d.unit  # one decoder layer
+            # root: embeddings, an untied LM head and the final norm; unit: one decoder layer
             fsdp_root = gathered * root
             fsdp_units = FSDP_LIVE_UNITS * gathered * unit if full or c.finetune == "lora" else 0.0
             # backward of a unit: its unsharded gradients (gathered dtype) and the fp32
@@ -862,18 +870,20 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             fsdp_unit_grads = (gathered + (4.0 if policy else 0.0)) * unit if full else 0.0
             notes.append(_FSDP_NOTE_POLICY if policy else _FSDP_NOTE_AUTOCAST if mode.autocast else _FSDP_NOTE)
     persistent = {
-        "parameters": int(w),
-        "lora_adapters": int(lora_w),
-        "optimizer_states": int(opt_state),
+        "parameters": trunc(w),
+        "lora_adapters": trunc(lora_w),
+        "optimizer_states": trunc(opt_state),
     }
 
     # ---------------- activations
-    top = _decoder_layer_saved(m, c)
-    bottom = top if full else _layer0(m, c, top)
+    top = _decoder_layer_saved(m, c, False, mode, d)
+    bottom = top if full else _layer0(m, c, top, mode, d)
     no_cache = sharding == "zero3" or not mode.autocast
-    copies_all = 0.0 if no_cache else top.weight_copies * (L - 1) + bottom.weight_copies
+    t_saved, t_copies, t_fwd, t_bwd, t_ckpt = top
+    b_saved, b_copies, _, b_bwd, _ = bottom
+    copies_all = 0.0 if no_cache else t_copies * (L - 1) + b_copies
 
-    acts_all = top.saved * (L - 1) + bottom.saved
+    acts_all = t_saved * (L - 1) + b_saved
 
     # final norm + lm_head input + loss
     if mode.autocast:
@@ -901,66 +911,76 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
 
     g_full = g
     g_emb = (mode.grad * emb if full else 0.0) / (dp if shards_grads else 1)
-    g_fwd = g_full if c.accumulation_steps > 1 else 0.0
+    per_step = c.batch_size * dp  # c.accumulation_steps > 1, written out
+    g_fwd = g_full if (c.global_batch or per_step) // per_step > 1 else 0.0
     base = w + lora_w + opt_state + misc + gather_buffer + ddp_buckets
     fb = base + fsdp_root  # forward/backward: the FSDP root stays gathered
 
-    phases: dict[str, float] = {}
+    # each branch builds its phases as one literal (presized; item stores resize at the sixth)
+    step = base + g_full + opt_temp  # the optimizer step
+    phases: dict[str, float]
     if c.gradient_checkpointing:
-        ckpts = top.checkpoint * L
+        ckpts = t_ckpt * L
         # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
         # bases are cast per call and, checkpointed, not kept)
         cached = (copies_all + head_copy) if full else 0.0
-        phases["forward-loss"] = fb + g_fwd + cached + ckpts + head_saved + loss_fwd
-        phases["backward-loss"] = fb + g_fwd + ckpts + head_saved + loss_bwd
-        layer_work = (top.saved + top.weight_copies * (0 if no_cache else 1) + top.backward_transient
+        layer_work = (t_saved + t_copies * (0 if no_cache else 1) + t_bwd
                       + fsdp_units + fsdp_unit_grads)
-        phases["backward-top-layer"] = fb + max(g_fwd, lm_head_grad) + ckpts + layer_work
-        phases["backward-bottom-layer"] = fb + (g_full - g_emb) + top.checkpoint + layer_work
+        phases = {
+            "forward-loss": fb + g_fwd + cached + ckpts + head_saved + loss_fwd,
+            "backward-loss": fb + g_fwd + ckpts + head_saved + loss_bwd,
+            "backward-top-layer": fb + max(g_fwd, lm_head_grad) + ckpts + layer_work,
+            "backward-bottom-layer": fb + (g_full - g_emb) + t_ckpt + layer_work,
+            "optimizer-step": step,
+        }
         notes.append("gradient checkpointing: one saved input per layer, one layer recomputed at a time")
     else:
-        phases["forward-loss"] = fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd
-        phases["backward-loss"] = fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd
-        phases["backward-top-layer"] = (fb + max(g_fwd, lm_head_grad) + copies_all + acts_all
-                                        + top.backward_transient + cb * T * h + fsdp_units + fsdp_unit_grads)
-        phases["backward-bottom-layer"] = (fb + (g_full - g_emb) + bottom.saved + bottom.weight_copies
-                                           + bottom.backward_transient + fsdp_units + fsdp_unit_grads)
-        # forward transient of one layer with everything below it saved
-        phases["forward-layer"] = (fb + g_fwd + copies_all + acts_all - top.saved + top.forward_transient
-                                   + fsdp_units)
-    phases["optimizer-step"] = base + g_full + opt_temp
+        phases = {
+            "forward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd,
+            "backward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd,
+            "backward-top-layer": (fb + max(g_fwd, lm_head_grad) + copies_all + acts_all
+                                   + t_bwd + cb * T * h + fsdp_units + fsdp_unit_grads),
+            "backward-bottom-layer": (fb + (g_full - g_emb) + b_saved + b_copies
+                                      + b_bwd + fsdp_units + fsdp_unit_grads),
+            # forward transient of one layer with everything below it saved
+            "forward-layer": fb + g_fwd + copies_all + acts_all - t_saved + t_fwd + fsdp_units,
+            "optimizer-step": step,
+        }
     keeps_outputs = c.loop == "keeps_outputs"
     if keeps_outputs:
         phases = {k: v + held for k, v in phases.items()}
         notes.append(f"loop keeps_outputs: the output's logits ({held / GiB:.2f} GiB) are held through "
                      "backward and the optimizer step until the next forward returns")
-    peak_phase = max(phases, key=phases.__getitem__)  # the first of equal peaks
-    peak = phases[peak_phase]
+    peak_phase = ""
+    peak = 0.0
+    for phase, value in phases.items():  # the first of equal peaks, as max(phases, key=...) (a loop: cheaper)
+        if not peak_phase or value > peak:
+            peak_phase, peak = phase, value
     in_fb = peak_phase != "optimizer-step"
-    layer_phase = peak_phase in ("forward-layer", "backward-top-layer", "backward-bottom-layer")
+    at_bottom = peak_phase == "backward-bottom-layer"
+    layer_phase = at_bottom or peak_phase in ("forward-layer", "backward-top-layer")
+    all_saved = in_fb and not at_bottom  # every layer's activations are alive at the peak
 
     components = {
-        "parameters": int(w),
-        "lora_adapters": int(lora_w),
-        "gradients": int(g_full if peak_phase in ("optimizer-step",) else
-                         (g_full - g_emb if peak_phase == "backward-bottom-layer" else g_fwd)),
-        "optimizer_states": int(opt_state),
-        "optimizer_step_temporaries": int(opt_temp if peak_phase == "optimizer-step" else 0),
-        "autocast_weight_copies": int(copies_all + head_copy if peak_phase in (
-            "forward-loss", "backward-loss", "backward-top-layer", "forward-layer")
-            and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full)) else 0),
-        "activations": int(
-            (top.checkpoint * L if c.gradient_checkpointing else acts_all)
-            if peak_phase in ("forward-loss", "backward-loss", "backward-top-layer", "forward-layer") else
-            (bottom.saved if peak_phase == "backward-bottom-layer" else 0)),
-        "logits_and_loss": int(loss_fwd if peak_phase == "forward-loss" else
+        "parameters": trunc(w),
+        "lora_adapters": trunc(lora_w),
+        "gradients": trunc(g_full if not in_fb else (g_full - g_emb if at_bottom else g_fwd)),
+        "optimizer_states": trunc(opt_state),
+        "optimizer_step_temporaries": trunc(0 if in_fb else opt_temp),
+        "autocast_weight_copies": trunc(copies_all + head_copy if all_saved
+                                      and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full))
+                                      else 0),
+        "activations": trunc(
+            (t_ckpt * L if c.gradient_checkpointing else acts_all) if all_saved else
+            (b_saved if at_bottom else 0)),
+        "logits_and_loss": trunc(loss_fwd if peak_phase == "forward-loss" else
                                loss_bwd if peak_phase == "backward-loss" else 0),
-        "logits_held_by_loop": int(held if keeps_outputs else 0),
-        "fsdp_gathered_parameters": int((fsdp_root if in_fb else 0.0) + (fsdp_units if layer_phase else 0.0)),
-        "sharding_buffers": int(gather_buffer + ddp_buckets),
-        "workspace": int(misc),
+        "logits_held_by_loop": trunc(held if keeps_outputs else 0),
+        "fsdp_gathered_parameters": trunc((fsdp_root if in_fb else 0.0) + (fsdp_units if layer_phase else 0.0)),
+        "sharding_buffers": trunc(gather_buffer + ddp_buckets),
+        "workspace": trunc(misc),
     }
-    components["transient"] = int(peak - sum(components.values()))
+    components["transient"] = trunc(peak - sum(components.values()))
     upper_extra = 0.0
     if c.loop is None:
         upper_extra = held
@@ -1032,21 +1052,21 @@ def _finish(c: TrainConfig | None, peak: float, phases: Mapping[str, float], pea
     need_low = peak * (1 - lo) * (1 + slack[0]) + CUDA_CONTEXT_BAND[0] + nccl_lo
     need_high = top * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi
     notes.append(_NOTE_CONTEXT)
-    return MemoryEstimate(
-        components=components,
-        persistent=persistent,
-        peak_phase=peak_phase,
-        peak_allocated_bytes=int(peak),
-        peak_allocated_band=Band(peak * (1 - lo), peak, top * (1 + hi)),
-        reserved_bytes=int(reserved),
-        cuda_context_bytes=CUDA_CONTEXT_BYTES,
-        nccl_bytes=nccl,
-        device_memory_needed_bytes=int(need),
-        device_memory_band=Band(need_low, need, need_high),
-        assumptions=tuple(notes),
-        phases={k: int(v) for k, v in phases.items()},
-        upper_scale=(1 + hi) * (1 + slack[1]),
-        upper_fixed=upper_extra * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi,
+    return MemoryEstimate(  # positional, in field order (15 keywords are matched by name one by one)
+        components,
+        persistent,
+        peak_phase,
+        trunc(peak),  # peak_allocated_bytes
+        Band(peak * (1 - lo), peak, top * (1 + hi)),  # peak_allocated_band
+        trunc(reserved),  # reserved_bytes
+        CUDA_CONTEXT_BYTES,
+        nccl,  # nccl_bytes
+        trunc(need),  # device_memory_needed_bytes
+        Band(need_low, need, need_high),  # device_memory_band
+        tuple(notes),  # assumptions
+        {k: trunc(v) for k, v in phases.items()},  # phases
+        (1 + hi) * (1 + slack[1]),  # upper_scale
+        upper_extra * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi,  # upper_fixed
     )
 
 

@@ -76,3 +76,40 @@ def test_refuses_what_it_does_not_reproduce() -> None:
     for cls in (NoSlots, KwOnly):
         with pytest.raises(TypeError):
             fast_init(cls)
+
+
+@fast_init
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Wide:
+    """Enough fields to be filled through a twin class."""
+
+    a: int
+    b: int
+    c: int
+    d: int
+    e: int
+    f: int
+    g: int
+    h: int = 8
+    extra: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.a < 0:
+            raise ValueError("a must be >= 0")
+
+
+def test_a_wide_class_filled_through_its_twin_is_itself_again() -> None:
+    w = _Wide(1, 2, 3, 4, 5, 6, 7)
+    assert type(w) is _Wide and (w.a, w.g, w.h, w.extra) == (1, 7, 8, {})
+    assert w == _Wide(1, 2, 3, 4, 5, 6, 7, 8, {})
+    assert pickle.loads(pickle.dumps(w)) == w and dataclasses.replace(w, h=9).h == 9
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.a = 2  # type: ignore[misc]
+    with pytest.raises(ValueError, match="a must be"):
+        _Wide(-1, 2, 3, 4, 5, 6, 7)
+
+    class Sub(_Wide):  # another layout, _Wide's __init__: filled through the descriptors
+        __slots__ = ("more",)
+
+    s = Sub(1, 2, 3, 4, 5, 6, 7)
+    assert type(s) is Sub and (s.a, s.g, s.h) == (1, 7, 8)
