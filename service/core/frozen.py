@@ -9,13 +9,6 @@ same storage, about twice as fast. Everything else the dataclass decorator made 
 the signature (positional order, defaults, default factories), ``__post_init__``, the frozen
 ``__setattr__``/``__delattr__``, ``__eq__``, ``__hash__``, ``__repr__``, ``__match_args__``,
 pickling, ``dataclasses.replace`` (it calls the class) and ``asdict``.
-
-A class of :data:`TWIN_MIN_FIELDS` fields or more (the memory breakdown, the training
-configuration, the estimate) is filled faster still through a twin: a plain class with the same
-slots, which the instance is switched to (``__class__`` assignment, allowed between classes of one
-slot layout), filled by ordinary attribute stores and switched back from, before
-``__post_init__`` -- two class switches cost less than that many descriptor calls. An instance of
-a subclass (another layout) is filled through the descriptors.
 """
 
 from __future__ import annotations
@@ -26,10 +19,6 @@ from typing import Any, TypeVar, cast
 __all__ = ["fast_init"]
 
 T = TypeVar("T")
-
-TWIN_MIN_FIELDS = 8
-"""Fields from which filling through a twin class beats calling each slot's descriptor (measured
-on CPython 3.11: ~45 ns a descriptor call, ~150 ns a class switch)."""
 
 _MISSING_FACTORY: Any = object()
 """Default of a parameter whose field has a ``default_factory`` (called when it is passed)."""
@@ -45,11 +34,9 @@ def fast_init(cls: type[T]) -> type[T]:
     fields = dataclasses.fields(cast(Any, cls))
     if len(getattr(cls, "__dataclass_fields__", {})) != len(fields):
         raise TypeError(f"{cls.__name__}: InitVar / ClassVar pseudo-fields are not supported")
-    ns: dict[str, Any] = {"_MISSING_FACTORY": _MISSING_FACTORY, "_cls": cls, "_osa": object.__setattr__}
+    ns: dict[str, Any] = {"_MISSING_FACTORY": _MISSING_FACTORY}
     args: list[str] = []
     body: list[str] = []
-    sets: list[str] = []
-    stores: list[str] = []
     for i, f in enumerate(fields):
         if not f.init or f.kw_only:
             raise TypeError(f"{cls.__name__}.{f.name}: init=False and keyword-only fields are not supported")
@@ -65,18 +52,7 @@ def fast_init(cls: type[T]) -> type[T]:
             body.append(f"    if {name} is _MISSING_FACTORY: {name} = _factory{i}()")
         else:
             args.append(name)
-        sets.append(f"{setter}(self, {name})")
-        stores.append(f"self.{name} = {name}")
-    if len(fields) >= TWIN_MIN_FIELDS:
-        ns["_Twin"] = type(f"_{cls.__name__}Filling", cls.__bases__, {"__slots__": cls.__dict__["__slots__"]})
-        body.append("    if self.__class__ is _cls:")
-        body.append("        _osa(self, '__class__', _Twin)")
-        body.extend(f"        {line}" for line in stores)
-        body.append("        self.__class__ = _cls")
-        body.append("    else:")
-        body.extend(f"        {line}" for line in sets)
-    else:
-        body.extend(f"    {line}" for line in sets)
+        body.append(f"    {setter}(self, {name})")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
     src = f"def __init__(self, {', '.join(args)}):\n" + "\n".join(body or ["    pass"]) + "\n"
