@@ -155,7 +155,13 @@ def test_optimizer_implementations(impl: str, foreach: bool | None, fused: bool 
     ref_opt = torch.optim.AdamW([ref], lr=1e-4, foreach=False)
     (ref * ref).sum().backward()
     ref_opt.step()
-    assert torch.allclose(w, ref, rtol=0, atol=1e-7)
+    # the same update (lr 1e-4 moves every weight by ~1e-4) up to float32 rounding: the foreach and
+    # for-loop kernels may round one ulp apart (2.4e-7 at |w| ~ 2; which SIMD path runs depends
+    # on the tensor's alignment), so 1e-7 was flaky; 1e-6 is still a hundredth of the step
+    torch.manual_seed(0)
+    w0 = torch.randn(64, 64)
+    assert float((ref.detach() - w0).abs().min()) > 5e-5
+    assert torch.allclose(w, ref, rtol=0, atol=1e-6)
 
 
 def test_build_runs_groups_by_tf32_and_carries_the_probe() -> None:
