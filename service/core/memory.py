@@ -517,7 +517,7 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
     b, s = c.batch_size, c.seq_len
     T = 1.0 * (b * s)  # float(b * s) without float's constructor call: the same double
     # one unpacking: a named tuple's fields read by name each cost a generic attribute lookup
-    h, q, kv, f, a, groups, act_experts, layer_matmul, qkv_weights, w_mlp = d[:10]
+    h, q, kv, f, a, groups, act_experts, layer_matmul, qkv_weights, w_mlp, *_ = d
     cb, rb = mode.compute, mode.residual
     full = c.finetune == "full"
     lora: tuple[str, ...] = () if full else c.lora_targets
@@ -774,8 +774,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     sharding = c.sharding
     notes: list[str] = [_NOTE_STACK]
     d = _dims(m, tp)  # the model's shapes per shard, computed once per (model, tp)
-    P, V, emb, linear, root, unit = d[10:]  # one unpacking (see _decoder_layer_saved)
-    h = d[0]
+    h, *_, P, V, emb, linear, root, unit = d  # one unpacking (see _decoder_layer_saved)
     T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), without float's constructor call
     L = m.num_layers
     cb = mode.compute
@@ -911,8 +910,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
 
     g_full = g
     g_emb = (mode.grad * emb if full else 0.0) / (dp if shards_grads else 1)
-    per_step = c.batch_size * dp  # c.accumulation_steps > 1, written out
-    g_fwd = g_full if (c.global_batch or per_step) // per_step > 1 else 0.0
+    g_fwd = g_full if c.accumulation_steps > 1 else 0.0
     base = w + lora_w + opt_state + misc + gather_buffer + ddp_buckets
     fb = base + fsdp_root  # forward/backward: the FSDP root stays gathered
 
