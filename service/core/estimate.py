@@ -88,6 +88,7 @@ from service.core.vocabulary import VocabularyError, canonical_parameters, param
 
 __all__ = [
     "ESTIMATOR_VERSION",
+    "ONE_MODEL_INPUT",
     "Estimate",
     "Job",
     "JobSpec",
@@ -102,6 +103,7 @@ __all__ = [
     "build_job",
     "configuration_of",
     "estimate",
+    "has_one_model_input",
     "resolve_model",
     "workload_for",
 ]
@@ -229,14 +231,22 @@ class Job:
         return self.config.gpu_count
 
 
+ONE_MODEL_INPUT = "give exactly one of model, hf_config, params_billion"
+"""The rule every request naming a model follows, as answers state it (field ``model``)."""
+
+
+def has_one_model_input(model: object, hf_config: object, params_billion: object) -> bool:
+    """Whether exactly one of a preset name, a config.json body and a parameter count is given."""
+    return (model is not None) + (hf_config is not None) + (params_billion is not None) == 1
+
+
 def resolve_model(spec: JobSpec) -> tuple[ModelSpec, str | None, bool]:
     """(model, assumed-shape note, is a preset) from exactly one of the three model inputs.
 
     Raises :class:`InvalidConfiguration` naming the field, or
     :class:`~service.core.models.ModelNotFound` (with close matches) for an unknown name."""
-    given = [x for x in (spec.model, spec.hf_config, spec.params_billion) if x is not None]
-    if len(given) != 1:
-        raise InvalidConfiguration("model", "give exactly one of model, hf_config, params_billion")
+    if not has_one_model_input(spec.model, spec.hf_config, spec.params_billion):
+        raise InvalidConfiguration("model", ONE_MODEL_INPUT)
     if spec.model is not None:
         return get_model(spec.model), None, True
     if spec.hf_config is not None:

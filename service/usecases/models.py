@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from service.core.estimate import ONE_MODEL_INPUT, has_one_model_input
 from service.core.models import (
     ModelNotFound,
     ModelSpec,
@@ -36,10 +37,9 @@ def resolve_model_input(
     model: str | None, hf_config: Mapping[str, Any] | None, params_billion: float | None, loc: tuple[str | int, ...] = ()
 ) -> tuple[ModelSpec, str | None]:
     """Exactly one of: a preset name, a Hugging Face config.json body, a parameter count."""
-    given = [x for x in (model, hf_config, params_billion) if x is not None]
-    if len(given) != 1:
+    if not has_one_model_input(model, hf_config, params_billion):
         raise Invalid(
-            "give exactly one of model, hf_config, params_billion",
+            ONE_MODEL_INPUT,
             fields=[FieldError((*loc, "model"), "exactly one of model / hf_config / params_billion")],
         )
     if model is not None:

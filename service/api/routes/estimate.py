@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
 from service.api.problems import field_errors, status_of
+from service.core.estimate import ONE_MODEL_INPUT, has_one_model_input
 from service.schemas.common import Problem
 from service.schemas.estimate import BatchItem, BatchRequest, BatchResponse, EstimateRequest, EstimateResponse
 from service.usecases import estimate as uc
@@ -48,12 +49,10 @@ def estimate_batch(body: BatchRequest, uow: ReadUowDep, read: ReadDep, _auth: Re
     # the schema's rule for every item (exactly one model input, ``oneOf``) refuses the whole
     # body, like any other item field the schema refuses; what only the catalog or the model
     # presets can decide (an unknown GPU or preset) is answered per item
-    wrong = [i for i, it in enumerate(body.items)
-             if sum(x is not None for x in (it.model, it.hf_config, it.params_billion)) != 1]
+    wrong = [i for i, it in enumerate(body.items) if not has_one_model_input(it.model, it.hf_config, it.params_billion)]
     if wrong:
-        raise RequestValidationError([
-            {"type": "value_error", "loc": ("body", "items", i, "model"), "input": None,
-             "msg": "give exactly one of model, hf_config, params_billion"} for i in wrong])
+        raise RequestValidationError([{"type": "value_error", "loc": ("body", "items", i, "model"), "input": None,
+                                       "msg": ONE_MODEL_INPUT} for i in wrong])
     answers = uc.estimate_batch(uow, read, [(i.to_core(), i.gpu) for i in body.items],
                                 now=dt.datetime.now(dt.UTC))
     items: list[BatchItem] = []
