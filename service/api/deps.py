@@ -53,7 +53,9 @@ async def _uow(request: Request, *, write: bool) -> AsyncIterator[UnitOfWork]:
             uow.close()
 
 
-_SNAPSHOT_ROUTES: dict[int, bool] = {}
+_READS_SNAPSHOT = "gpu_advisor_reads_snapshot"
+"""Attribute a route carries once :func:`reads_snapshot` has decided for it (on the route itself:
+routes are unhashable, and an ``id`` can be reused once an app and its routes are gone)."""
 
 
 def reads_snapshot(request: Request) -> bool:
@@ -63,14 +65,14 @@ def reads_snapshot(request: Request) -> bool:
     dependant = getattr(route, "dependant", None)
     if dependant is None:
         return False
-    known = _SNAPSHOT_ROUTES.get(id(route))
+    known: bool | None = getattr(route, _READS_SNAPSHOT, None)
     if known is None:
         stack, known = list(dependant.dependencies), False
         while stack and not known:
             d = stack.pop()
             known = d.call is get_read_model
             stack.extend(d.dependencies)
-        _SNAPSHOT_ROUTES[id(route)] = known
+        setattr(route, _READS_SNAPSHOT, known)
     return known
 
 
@@ -103,9 +105,7 @@ ReadDep = Annotated[ReadModel, Depends(get_read_model)]
 
 def require(scope: str) -> Callable[..., Awaitable[Principal | None]]:
     async def dep(
-        uow: UowDep,
-        settings: SettingsDep,
-        authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+        uow: UowDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
     ) -> Principal | None:
         return await run_in_threadpool(authenticate, uow, authorization, scope)
 
