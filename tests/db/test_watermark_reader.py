@@ -6,7 +6,7 @@ the app keeps the blocking read (checked too)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import pytest
 from fastapi.testclient import TestClient
@@ -32,94 +32,85 @@ def _bump_catalog(engine: Engine) -> Watermarks:
     return moved
 
 
-def _run(coro: Any) -> Any:
-    return asyncio.run(coro)
+@pytest.fixture()
+def conninfo(engine: Engine) -> str:
+    info = conninfo_for(engine)
+    assert info is not None
+    return info
 
 
-@pg_only
-def test_a_read_sees_every_commit_made_before_it_was_asked_for(engine: Engine) -> None:
-    conninfo = conninfo_for(engine)
-    assert conninfo is not None
+def _with_reader(conninfo: str, scenario: Callable[[AsyncWatermarkReader], Awaitable[None]]) -> None:
+    """Run ``scenario`` on a fresh reader in an event loop of its own; close the reader after."""
 
-    async def scenario() -> None:
+    async def run() -> None:
         reader = AsyncWatermarkReader(conninfo)
         try:
-            first = await reader.read()
-            # a read in flight when the commit lands may predate it: the read asked for after
-            # the commit must still see it
-            in_flight = asyncio.ensure_future(reader.read())
-            await asyncio.sleep(0)
-            moved = await asyncio.to_thread(_bump_catalog, engine)
-            after = await reader.read()
-            await in_flight
-            assert after.catalog >= moved.catalog > first.catalog
+            await scenario(reader)
         finally:
             await reader.aclose()
 
-    _run(scenario())
+    asyncio.run(run())
 
 
 @pg_only
-def test_concurrent_requests_share_round_trips(engine: Engine) -> None:
-    conninfo = conninfo_for(engine)
-    assert conninfo is not None
+def test_a_read_sees_every_commit_made_before_it_was_asked_for(engine: Engine, conninfo: str) -> None:
+    async def scenario(reader: AsyncWatermarkReader) -> None:
+        first = await reader.read()
+        # a read in flight when the commit lands may predate it: the read asked for after the
+        # commit must still see it
+        in_flight = asyncio.ensure_future(reader.read())
+        await asyncio.sleep(0)
+        moved = await asyncio.to_thread(_bump_catalog, engine)
+        after = await reader.read()
+        await in_flight
+        assert after.catalog >= moved.catalog > first.catalog
 
-    async def scenario() -> None:
-        reader = AsyncWatermarkReader(conninfo)
-        try:
-            before = await reader.read()
-            reads_before = reader.reads
-            answers = await asyncio.gather(*(reader.read() for _ in range(50)))
-            # one read in flight and one shared by everyone who asked meanwhile
-            assert reader.reads - reads_before <= 2
-            assert all(a == before for a in answers)
-        finally:
-            await reader.aclose()
-
-    _run(scenario())
+    _with_reader(conninfo, scenario)
 
 
 @pg_only
-def test_a_dropped_connection_is_replaced_and_the_read_retried(engine: Engine) -> None:
-    conninfo = conninfo_for(engine)
-    assert conninfo is not None
+def test_concurrent_requests_share_round_trips(conninfo: str) -> None:
+    async def scenario(reader: AsyncWatermarkReader) -> None:
+        before = await reader.read()
+        reads_before = reader.reads
+        answers = await asyncio.gather(*(reader.read() for _ in range(50)))
+        # one read in flight and one shared by everyone who asked meanwhile
+        assert reader.reads - reads_before <= 2
+        assert all(a == before for a in answers)
 
-    async def scenario() -> None:
-        reader = AsyncWatermarkReader(conninfo)
-        try:
-            await reader.read()
-            conn = reader._conn
-            assert conn is not None
-            pid = conn.info.backend_pid
-
-            def kill() -> None:
-                with engine.connect() as admin:
-                    admin.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
-                    admin.commit()
-
-            await asyncio.to_thread(kill)
-            again = await reader.read()
-            assert again.catalog >= 0
-            assert reader._conn is not None and reader._conn.info.backend_pid != pid
-        finally:
-            await reader.aclose()
-
-    _run(scenario())
+    _with_reader(conninfo, scenario)
 
 
 @pg_only
-def test_a_read_that_cannot_reach_the_server_fails_every_waiter(engine: Engine) -> None:
-    conninfo = conninfo_for(engine)
-    assert conninfo is not None
+def test_a_dropped_connection_is_replaced_and_the_read_retried(engine: Engine, conninfo: str) -> None:
+    async def scenario(reader: AsyncWatermarkReader) -> None:
+        await reader.read()
+        conn = reader._conn
+        assert conn is not None
+        pid = conn.info.backend_pid
+
+        def kill() -> None:
+            with engine.connect() as admin:
+                admin.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+                admin.commit()
+
+        await asyncio.to_thread(kill)
+        again = await reader.read()
+        assert again.catalog >= 0
+        assert reader._conn is not None and reader._conn.info.backend_pid != pid
+
+    _with_reader(conninfo, scenario)
+
+
+@pg_only
+def test_a_read_that_cannot_reach_the_server_fails_every_waiter(conninfo: str) -> None:
     bad = conninfo.replace("127.0.0.1:5432", "127.0.0.1:1") if "127.0.0.1:5432" in conninfo else conninfo + "?port=1"
 
-    async def scenario() -> None:
-        reader = AsyncWatermarkReader(bad)
+    async def scenario(reader: AsyncWatermarkReader) -> None:
         results = await asyncio.gather(*(reader.read() for _ in range(3)), return_exceptions=True)
         assert all(isinstance(r, Exception) for r in results), results
-        await reader.aclose()
 
-    _run(scenario())
+    _with_reader(bad, scenario)
 
 
 def test_the_app_reads_watermarks_asynchronously_only_where_the_snapshot_is_read(settings: Settings,
