@@ -110,51 +110,61 @@ def _page_size(query_string: bytes) -> int:
 # ---- buckets -----------------------------------------------------------------------------------
 
 
+def _micros(seconds: float) -> int:
+    """Seconds as whole microseconds (the buckets' integer time)."""
+    return round(seconds * 1_000_000)
+
+
 class MemoryLimiter:
-    """GCRA buckets in this process's memory (bounded: full buckets are forgotten first)."""
+    """GCRA buckets in this process's memory (bounded: full buckets are forgotten first).
+
+    Times are whole microseconds: GCRA adds and compares intervals, and in floating point a
+    sum can round up by an ulp -- enough, at some clock readings, for a bucket to refuse a
+    request its burst allows (a burst-1 rule refused a fresh bucket's first request)."""
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic, max_buckets: int = 100_000) -> None:
         self.clock = clock
         self.max_buckets = max_buckets
-        self.tat: OrderedDict[str, float] = OrderedDict()
+        self.tat: OrderedDict[str, int] = OrderedDict()  # theoretical arrival time, µs
         self.lock = threading.Lock()
 
     def hit(self, key: str, interval_s: float, burst: int) -> Decision:
+        interval = _micros(interval_s)
         with self.lock:
-            now = self.clock()
+            now = _micros(self.clock())
             tat = max(self.tat.get(key, now), now)
-            new_tat = tat + interval_s
-            allow_at = new_tat - burst * interval_s
+            allow_at = tat - (burst - 1) * interval
             if now < allow_at:
-                return Decision(False, allow_at - now, 0)
-            self.tat[key] = new_tat
+                return Decision(False, (allow_at - now) / 1e6, 0)
+            self.tat[key] = tat + interval
             self.tat.move_to_end(key)
             if len(self.tat) > self.max_buckets:
                 self._sweep(now)
-            return Decision(True, 0.0, int((now - allow_at) / interval_s))
+            return Decision(True, 0.0, (now - allow_at) // interval)
 
-    def _sweep(self, now: float) -> None:
+    def _sweep(self, now: int) -> None:
         for k in [k for k, t in self.tat.items() if t <= now]:
             del self.tat[k]
         while len(self.tat) > self.max_buckets:
             self.tat.popitem(last=False)
 
 
-# KEYS[1] bucket; ARGV[1] interval (ms), ARGV[2] burst. Returns {allowed, retry_after_ms, remaining}.
-# Redis's clock (TIME) is the one clock of every replica; floats travel as strings.
+# KEYS[1] bucket; ARGV[1] interval (whole µs), ARGV[2] burst. Returns {allowed, retry_after_ms,
+# remaining}. Redis's clock (TIME) is the one clock of every replica. Times are whole microseconds,
+# exact in Lua's doubles (< 2^53), as in MemoryLimiter: no rounding can refuse what the burst allows.
 GCRA_LUA = """
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local tat = tonumber(redis.call('GET', KEYS[1]))
 if tat == nil or tat < now then tat = now end
-local new_tat = tat + interval
-local allow_at = new_tat - burst * interval
+local allow_at = tat - (burst - 1) * interval
 if now < allow_at then
-  return {0, tostring(allow_at - now), 0}
+  return {0, tostring((allow_at - now) / 1000), 0}
 end
-redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(new_tat - now) + 1000)
+local new_tat = tat + interval
+redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', math.ceil((new_tat - now) / 1000) + 1000)
 return {1, '0', math.floor((now - allow_at) / interval)}
 """
 
@@ -187,7 +197,7 @@ class RedisLimiter:
     async def hit(self, key: str, interval_s: float, burst: int) -> Decision:
         try:
             script = self._ensure()
-            allowed, retry_ms, remaining = await script(keys=[key], args=[repr(interval_s * 1000.0), burst])
+            allowed, retry_ms, remaining = await script(keys=[key], args=[_micros(interval_s), burst])
             return Decision(bool(int(allowed)), float(retry_ms) / 1000.0, int(remaining))
         except Exception as exc:  # Redis down or slow: judge by this process's buckets
             self.on_error()
