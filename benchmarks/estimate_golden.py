@@ -1,5 +1,5 @@
 """Golden answers of the pure estimation core: a broad, deterministic grid of configurations
-whose every :class:`~service.core.estimate.Estimate` (all fields) must stay bit-for-bit the same
+whose every :class:`~service.core.estimation.estimate.Estimate` (all fields) must stay bit-for-bit the same
 while the core is made faster (issue 9: <= 50 us per training estimate, answers unchanged).
 
 The grid (:func:`grid`) spans every model preset family (dense Llama/Mistral/Qwen/GPT-3, MoE
@@ -51,12 +51,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from service.catalog.loader import load_shipped  # noqa: E402
-from service.core.aggregate import CellView, Point, latest_measured  # noqa: E402
-from service.core.calibration import CalibrationSet, CellMeasurement, fit_calibrations  # noqa: E402
+from service.core.catalog.models import CnnSpec, DecoderSpec, EncoderSpec, ModelNotFound, list_models  # noqa: E402
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
 from service.core.errors import InvalidConfiguration, MissingFigure  # noqa: E402
-from service.core.estimate import JobSpec, build_job, estimate  # noqa: E402
-from service.core.models import CnnSpec, DecoderSpec, EncoderSpec, ModelNotFound, list_models  # noqa: E402
-from service.core.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
+from service.core.estimation.calibration import CalibrationSet, CellMeasurement, fit_calibrations  # noqa: E402
+from service.core.estimation.estimate import JobSpec, build_job, estimate  # noqa: E402
+from service.core.evidence.aggregate import CellView, Point, latest_measured  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "estimate_golden.json"
 SAMPLE_EVERY = 60

@@ -1,6 +1,6 @@
 """CPU cost of one training estimate (target <= 50 us), through the pure core function.
 
-One estimate = ``build_job`` (defaults and validation) and ``service.core.estimate.estimate``
+One estimate = ``build_job`` (defaults and validation) and ``service.core.estimation.estimate.estimate``
 (memory breakdown, fit, calibrated step time with its band and provenance) for one GPU -- what
 a recommendation does per candidate. The calibration set holds a fit for the H200 and the
 estimate runs on the H100 SXM, so the same-architecture transfer path is timed too. Timed with
@@ -35,11 +35,11 @@ if str(ROOT) not in sys.path:
 
 from dataclasses import replace  # noqa: E402
 
-from service.core.calibration import CalibrationSet, TimedPoint, fit_time  # noqa: E402
-from service.core.estimate import JobSpec, build_job, estimate  # noqa: E402
-from service.core.memory import TrainConfig, forget_training_breakdowns  # noqa: E402
-from service.core.models import get_model  # noqa: E402
-from service.core.performance import H200_SXM, estimate_step  # noqa: E402
+from service.core.catalog.models import get_model  # noqa: E402
+from service.core.estimation.calibration import CalibrationSet, TimedPoint, fit_time  # noqa: E402
+from service.core.estimation.estimate import JobSpec, build_job, estimate  # noqa: E402
+from service.core.estimation.memory import TrainConfig, forget_training_breakdowns  # noqa: E402
+from service.core.estimation.performance import H200_SXM, estimate_step  # noqa: E402
 
 TARGET_US = 50.0
 

@@ -49,7 +49,7 @@ import psycopg  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from service.bootstrap import bootstrap  # noqa: E402
-from service.core.vocabulary import SUITE_VERSION, suite_definition_hash  # noqa: E402
+from service.core.catalog.vocabulary import SUITE_VERSION, suite_definition_hash  # noqa: E402
 from service.db.engine import make_engine, make_session_factory  # noqa: E402
 from service.db.uow import UnitOfWork  # noqa: E402
 from service.settings import Settings  # noqa: E402

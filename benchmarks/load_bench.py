@@ -58,7 +58,7 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from service.core.vocabulary import SUITE_VERSION, suite_definition_hash  # noqa: E402
+from service.core.catalog.vocabulary import SUITE_VERSION, suite_definition_hash  # noqa: E402
 
 H200 = {"pci": "0x2335", "memory": 143_771 * 2**20, "name": "NVIDIA H200"}
 GPU_IDENTS = [

@@ -13,7 +13,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from service.core.published import FAMILIES, TABLES, summary
+from service.core.evidence.published import FAMILIES, TABLES, summary
 
 
 def main(argv: Sequence[str] | None = None) -> int:

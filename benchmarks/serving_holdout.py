@@ -1,7 +1,7 @@
 """Independent published serving figures, for checking only: never used to fit anything.
 
 The engine class is fitted on the TensorRT-LLM tables the service ships
-(``service/core/published``: v0.9 static, v0.14 / v0.17 offline, v0.14 online). These figures
+(``service/core/evidence/published``: v0.9 static, v0.14 / v0.17 offline, v0.14 online). These figures
 come from sources the project does not ship and other engine versions, so they test whether the
 fit captured physics rather than numbers. Values are copied as published; the configuration
 each was measured at, and any inference about it, is stated per table.

@@ -15,14 +15,14 @@ predicted vs measured peak allocated memory and step time, then a summary:
   the coverage of the fitted 80 % band on the held-out points;
 * serving (TTFT/TPOT) the same way; ResNet-50 and BERT-Large training and inference
   (``resnet50-infer``, ``bert-large-infer``) holding out whole batch sizes;
-* cross-GPU transfer (``service.core.transfer``) on every shipped published training table:
+* cross-GPU transfer (``service.core.estimation.transfer``) on every shipped published training table:
   each GPU left out of the joint fit and predicted from every other GPU of the same table and
   configuration; ratio MAPE pooled and per precision family beside the datasheet baseline
   (geometric mean of the tensor-peak and bandwidth ratios) on the same pairs, with the targets
   (pooled <= 0.6x the baseline, no family worse than its baseline).
 
-``--write-accuracy`` writes the accuracy table the service ships (``service/core/accuracy.json``:
-held-out error per provenance, scope and GPU architecture; see ``service.core.accuracy``).
+``--write-accuracy`` writes the accuracy table the service ships (``service/core/estimation/accuracy.json``:
+held-out error per provenance, scope and GPU architecture; see ``service.core.estimation.accuracy``).
 Regenerate it after any change to the estimator, the transfer or the data::
 
     python benchmarks/validate_estimates.py --write-accuracy
@@ -48,10 +48,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from service.core import transfer as xfer  # noqa: E402
-from service.core.accuracy import Accuracy, dump_table, entry  # noqa: E402
-from service.core.band import Band  # noqa: E402
-from service.core.calibration import (  # noqa: E402
+from service.core.catalog.models import ModelNotFound  # noqa: E402
+from service.core.catalog.precision import precision_family  # noqa: E402
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
+from service.core.catalog.vocabulary import VocabularyError, canonical_parameters  # noqa: E402
+from service.core.estimation import transfer as xfer  # noqa: E402
+from service.core.estimation.accuracy import Accuracy, dump_table, entry  # noqa: E402
+from service.core.estimation.band import Band  # noqa: E402
+from service.core.estimation.calibration import (  # noqa: E402
     WORKLOAD_FIT_GROUPS,
     Calibration,
     TimedPoint,
@@ -61,7 +65,7 @@ from service.core.calibration import (  # noqa: E402
     timed_points_from_result,
     transfer_precision,
 )
-from service.core.memory import (  # noqa: E402
+from service.core.estimation.memory import (  # noqa: E402
     BatchInferenceConfig,
     InferenceConfig,
     MemoryEstimate,
@@ -70,11 +74,7 @@ from service.core.memory import (  # noqa: E402
     estimate_inference,
     estimate_training,
 )
-from service.core.models import ModelNotFound  # noqa: E402
-from service.core.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS  # noqa: E402
-from service.core.precision import precision_family  # noqa: E402
-from service.core.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
-from service.core.vocabulary import VocabularyError, canonical_parameters  # noqa: E402
+from service.core.estimation.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS  # noqa: E402
 
 TARGETS = {
     "memory_mape": 0.08,
@@ -564,7 +564,7 @@ def cross_gpu_report(rep: xfer.LooReport, out: Callable[[str], None] = print) ->
     ok_pooled = pooled[0] <= TARGETS["transfer_vs_baseline"] * pooled[1]
     ok_fams = all(a <= b for a, b, _ in fams.values())
     out("")
-    out(f"Cross-GPU transfer (service.core.transfer): {len(rep.tables)} shipped training tables, {rep.n_points} "
+    out(f"Cross-GPU transfer (service.core.estimation.transfer): {len(rep.tables)} shipped training tables, {rep.n_points} "
         f"single-GPU figures on {len(rep.held_out)} GPUs; each GPU left out of the joint fit and predicted from every "
         "other GPU of its table and configuration (ordered pairs); ratio MAPE beside the datasheet baseline "
         "(geometric mean of tensor-peak and bandwidth ratios) on the same pairs")
@@ -671,9 +671,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "else data/benchmarks/raw/*.json")
     ap.add_argument("--json", default=None, help="write the summary as JSON here")
     ap.add_argument("--no-cross-gpu", action="store_true", help="skip the published-table check")
-    ap.add_argument("--write-accuracy", nargs="?", const=str(ROOT / "service" / "core" / "accuracy.json"),
+    ap.add_argument("--write-accuracy", nargs="?", const=str(ROOT / "service" / "core" / "estimation" / "accuracy.json"),
                     default=None, metavar="PATH",
-                    help="write the accuracy table the service ships (default service/core/accuracy.json)")
+                    help="write the accuracy table the service ships (default service/core/estimation/accuracy.json)")
     args = ap.parse_args(argv)
     globs = args.data or [str(ROOT / "data" / "benchmarks" / "*.json")]
     paths = sorted({p for g in globs for p in glob.glob(g)})
@@ -688,7 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2, default=str))
     if args.write_accuracy:
-        from service.core.estimate import ESTIMATOR_VERSION
+        from service.core.estimation.estimate import ESTIMATOR_VERSION
 
         rep = _loo()
         meta = {

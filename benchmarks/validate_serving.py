@@ -40,11 +40,11 @@ if str(ROOT) not in sys.path:
 from benchmarks.serving_holdout import TABLES as HOLDOUT  # noqa: E402
 from benchmarks.serving_holdout import HoldoutTable  # noqa: E402
 from service.catalog.loader import load_shipped  # noqa: E402
-from service.core.calibration import CellMeasurement, fit_calibrations  # noqa: E402
-from service.core.memory import InferenceConfig  # noqa: E402
-from service.core.models import DecoderSpec, get_model  # noqa: E402
-from service.core.published import TABLES  # noqa: E402
-from service.core.serving import (  # noqa: E402
+from service.core.catalog.models import DecoderSpec, get_model  # noqa: E402
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
+from service.core.estimation.calibration import CellMeasurement, fit_calibrations  # noqa: E402
+from service.core.estimation.memory import InferenceConfig  # noqa: E402
+from service.core.estimation.serving import (  # noqa: E402
     CONTINUOUS_EFFICIENCIES,
     EngineEfficiencies,
     Workload,
@@ -55,7 +55,7 @@ from service.core.serving import (  # noqa: E402
     serve_concurrency,
     static_batch,
 )
-from service.core.serving_calibration import (  # noqa: E402
+from service.core.estimation.serving_calibration import (  # noqa: E402
     FIT_FIELDS,
     ONLINE_KINDS,
     LooResult,
@@ -64,7 +64,7 @@ from service.core.serving_calibration import (  # noqa: E402
     leave_one_gpu_out,
     published_points,
 )
-from service.core.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
+from service.core.evidence.published import TABLES  # noqa: E402
 
 VALIDATED_UTILISATION = 0.85
 TARGET_MAPE = 0.20

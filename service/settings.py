@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from service.core.results import OutlierPolicy
+from service.core.evidence.results import OutlierPolicy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -50,7 +50,7 @@ from service.agent.probe import (
 )
 from service.agent.runner import ConfigOutcome, Executor, Runner
 from service.agent.spool import Spool, default_spool_dir
-from service.core.vocabulary import WORKLOADS
+from service.core.catalog.vocabulary import WORKLOADS
 
 agent_app = typer.Typer(
     name="agent",

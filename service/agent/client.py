@@ -33,7 +33,7 @@ from typing import Any, Literal
 import httpx
 
 from service.agent.spool import Spool
-from service.core.vocabulary import SUITE_VERSION
+from service.core.catalog.vocabulary import SUITE_VERSION
 from service.schemas.benchmarks import MAX_RESULTS_PER_RUN
 
 Outcome = Literal["accepted", "replayed", "spooled", "dead_letter"]

@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from service.core.vocabulary import VocabularyError, normalise_pci_id
+from service.core.catalog.vocabulary import VocabularyError, normalise_pci_id
 
 MIB = 1024 * 1024
 

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from service.agent.probe import GpuProbe, HostProbe
 from service.agent.runner import ConfigOutcome, SessionLog
-from service.core.vocabulary import (
+from service.core.catalog.vocabulary import (
     SUITE_VERSION,
     VocabularyError,
     canonical_parameters,
@@ -250,7 +250,7 @@ def write_runs(path: Path, runs: list[dict[str, Any]]) -> None:
 
 def measured_keys(runs: list[dict[str, Any]], statuses: tuple[str, ...] = ("ok", "oom")) -> set[str]:
     """Cells (workload + canonical parameters hash) already measured in ``runs`` (for --resume)."""
-    from service.core.vocabulary import parameters_hash
+    from service.core.catalog.vocabulary import parameters_hash
 
     keys: set[str] = set()
     for run in runs:

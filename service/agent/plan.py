@@ -17,7 +17,7 @@ A plan file is JSON::
 Configurations run in file order, so put the most valuable first: a time budget stops the run
 before the first configuration whose estimate (``est_s``) no longer fits. Parameters are
 validated and canonicalised with the shared vocabulary when the plan is loaded; model ids
-must resolve through ``service.core.models``.
+must resolve through ``service.core.catalog.models``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from service.core.vocabulary import VocabularyError, canonical_parameters, parameters_hash
+from service.core.catalog.vocabulary import VocabularyError, canonical_parameters, parameters_hash
 
 DEFAULT_EST_S: dict[str, float] = {
     "gemm": 5.0,
@@ -111,7 +111,7 @@ class Plan:
 def _model_check(workload: str, params: Mapping[str, Any], loc: tuple[str | int, ...]) -> None:
     if workload not in ("llm-train", "llm-infer"):
         return
-    from service.core.models import ModelNotFound, get_model
+    from service.core.catalog.models import ModelNotFound, get_model
 
     try:
         spec = get_model(str(params["model"]))
@@ -157,7 +157,7 @@ def make_config(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = Non
 
 def _canonical_model(name: str) -> str:
     """The preset id a model name resolves to (so aliases share one cell)."""
-    from service.core.models import ModelNotFound, get_model
+    from service.core.catalog.models import ModelNotFound, get_model
 
     try:
         return str(get_model(name).id)

@@ -92,7 +92,7 @@ class Executor:
 
 def architecture_for(model: str) -> dict[str, Any]:
     """The preset's architecture as a plain dict for the configuration process."""
-    from service.core.models import get_model
+    from service.core.catalog.models import get_model
 
     spec = get_model(model)
     arch = dataclasses.asdict(spec)

@@ -14,8 +14,8 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.presenters.gpus import candidate_json
-from service.core.catalog import GpuCandidate
-from service.core.cursor import InvalidCursor
+from service.core.access.cursor import InvalidCursor
+from service.core.catalog.records import GpuCandidate
 from service.usecases.errors import (
     Ambiguous,
     Conflict,

@@ -3,7 +3,7 @@
 ``data/skypilot/manifest.json`` names each shipped ``<provider>/vms.csv`` (a verbatim subset of
 the rows of a SkyPilot catalog file), the repository path and commit it was copied from, and the
 date basis. :func:`build_snapshot` parses every file with the same pure importer an operator's
-refresh uses (:func:`service.core.skypilot.import_vms_csv`), maps names through the catalog's
+refresh uses (:func:`service.core.pricing.skypilot.import_vms_csv`), maps names through the catalog's
 aliases (SkyPilot-kind aliases first, then every alias) and the sourced instance hints, and
 returns price dicts shaped like ``prices.json`` rows plus one report per file. Nothing here
 touches the database; wiring the rows into ``upsert_catalog`` is the caller's job.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.core.skypilot import (
+from service.core.pricing.skypilot import (
     ImportReport,
     InstanceHint,
     alias_index_from_docs,

@@ -74,7 +74,7 @@ class MeasurementJournal(Base):
 
 class BenchmarkStack(Base):
     """One stack (fingerprint) of one cell (GPU, parameters hash -- which covers the workload),
-    summarised over its newest N non-quarantined results (:class:`service.core.aggregate.StackWindow`
+    summarised over its newest N non-quarantined results (:class:`service.core.evidence.aggregate.StackWindow`
     as JSON), refreshed in the transaction that changes the cell. Readers never scan results."""
 
     __tablename__ = "benchmark_stacks"
@@ -291,7 +291,7 @@ class BenchmarkResult(Base):
     Quarantine inputs (``check_*``: catalog checks; ``outlier_detail``: the MAD test; ``review_*``:
     an admin's sticky decision) are kept apart; ``quarantined``/``quarantine_reason``/
     ``quarantine_detail`` materialise the effective state
-    (:func:`service.core.quarantine.effective_state`)."""
+    (:func:`service.core.evidence.quarantine.effective_state`)."""
 
     __tablename__ = "benchmark_results"
     __table_args__ = (

@@ -20,8 +20,8 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.core.estimate import ESTIMATOR_VERSION
-from service.core.versions import DataVersion, Watermarks
+from service.core.estimation.estimate import ESTIMATOR_VERSION
+from service.core.evidence.versions import DataVersion, Watermarks
 from service.db.repositories.benchmark_admin import BenchmarkAdminRepository
 from service.db.repositories.benchmark_queries import BenchmarkQueryRepository
 from service.db.repositories.benchmarks import BenchmarkRepository

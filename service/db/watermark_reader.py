@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import Engine
 
-from service.core.versions import Watermarks
+from service.core.evidence.versions import Watermarks
 from service.db.repositories.stacks import WATERMARKS_SQL
 
 

@@ -2,9 +2,9 @@
 
 Structural validation lives here (types, lengths, required keys); vocabulary validation
 (known workload, parameter, metric, unit; finite non-negative numbers; fingerprint
-completeness) lives in ``service.core.vocabulary`` and is applied by the use case so every
+completeness) lives in ``service.core.catalog.vocabulary`` and is applied by the use case so every
 error points at the exact field, e.g. ``results[17].metrics.throughput.unit``. A validated
-run reaches the use case as a core :class:`~service.core.submission.RunSubmission`
+run reaches the use case as a core :class:`~service.core.evidence.submission.RunSubmission`
 (:meth:`BenchmarkRunIn.to_core`).
 """
 
@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from service.core.submission import GpuIdentity as CoreGpuIdentity
-from service.core.submission import MetricReading, ResultSubmission, RunSubmission
+from service.core.evidence.submission import GpuIdentity as CoreGpuIdentity
+from service.core.evidence.submission import MetricReading, ResultSubmission, RunSubmission
 from service.schemas.common import (
     ByteCount,
     DataVersion,

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.core.accuracy import Accuracy
-from service.core.band import Band
-from service.core.estimate import Estimate, JobSpec, Notice, ServingAnswer
+from service.core.estimation.accuracy import Accuracy
+from service.core.estimation.band import Band
+from service.core.estimation.estimate import Estimate, JobSpec, Notice, ServingAnswer
 from service.schemas.common import DataVersion, JsonInt, JsonObject, RequestModel, SafeStr, UtcDatetime
 
 ONE_MODEL_INPUT: list[dict[str, Any]] = [

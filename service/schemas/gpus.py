@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from service.core import catalog as core
+from service.core.catalog import records as core
 from service.schemas.common import (
     ByteCount,
     DataVersion,

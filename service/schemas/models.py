@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from service.core.models import DecoderSpec, ModelSpec
+from service.core.catalog.models import DecoderSpec, ModelSpec
 
 _NOT_CONFIG = frozenset({"aliases", "source", "notes", "id", "kind", "family", "hf_id"})
 

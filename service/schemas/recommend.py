@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.core.cost import CostAssumptions
-from service.core.recommend import (
+from service.core.pricing.cost import CostAssumptions
+from service.core.recommend.search import (
     Constraints,
     Pool,
     RecommendQuestion,
@@ -123,7 +123,7 @@ class ConstraintsIn(BaseModel):
 
 
 class CostAssumptionsIn(BaseModel):
-    """How prices become costs; every default is sourced or argued in ``service.core.cost``
+    """How prices become costs; every default is sourced or argued in ``service.core.pricing.cost``
     (``CostAssumptions``) and docs/prices.md. The currency is the budget's."""
 
     model_config = _STRICT

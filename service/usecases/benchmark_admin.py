@@ -8,8 +8,9 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.core.quarantine import REVIEW_QUARANTINED, REVIEW_RELEASED, static_findings
-from service.core.results import (
+from service.core.catalog.specs import normalise_name
+from service.core.evidence.quarantine import REVIEW_QUARANTINED, REVIEW_RELEASED, static_findings
+from service.core.evidence.results import (
     AdminAlert,
     AlertDraft,
     CellKey,
@@ -20,7 +21,6 @@ from service.core.results import (
     StoredRun,
     outlier_alert,
 )
-from service.core.specs import normalise_name
 from service.db.uow import UnitOfWork
 from service.usecases.benchmark_queries import get_result
 from service.usecases.catalog import resolve

@@ -1,7 +1,7 @@
 """Reading benchmark data: a run, result listings with filters, the latest-measured view of a
 GPU, the workload vocabulary and the coverage matrix. Read-only: nothing here commits.
 
-Answers are core types (:mod:`service.core.results`, :class:`~service.core.aggregate.CellView`)
+Answers are core types (:mod:`service.core.evidence.results`, :class:`~service.core.evidence.aggregate.CellView`)
 wrapped in the small dataclasses below; the API layer turns them into wire models."""
 
 from __future__ import annotations
@@ -12,18 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from service.core.aggregate import CellView, StackWindow, latest_measured, view_of
-from service.core.cursor import InvalidCursor, decode_cursor, encode_cursor
-from service.core.results import (
-    CoverageStats,
-    ParamFilter,
-    ResultQuery,
-    StoredResult,
-    StoredRun,
-    fp_value_matches,
-    main_metric_of,
-)
-from service.core.vocabulary import (
+from service.core.access.cursor import InvalidCursor, decode_cursor, encode_cursor
+from service.core.catalog.vocabulary import (
     FINGERPRINT_FIELDS,
     FINGERPRINT_NULLABLE,
     FINGERPRINT_REQUIRED,
@@ -38,6 +28,16 @@ from service.core.vocabulary import (
     coerce_parameter,
     parameter_value,
     suite_definition_hash,
+)
+from service.core.evidence.aggregate import CellView, StackWindow, latest_measured, view_of
+from service.core.evidence.results import (
+    CoverageStats,
+    ParamFilter,
+    ResultQuery,
+    StoredResult,
+    StoredRun,
+    fp_value_matches,
+    main_metric_of,
 )
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve_gpu
@@ -268,7 +268,7 @@ def measurements(
     limit: int | None = None,
     cursor: str | None = None,
 ) -> Measurements:
-    """The latest-measured view (DESIGN; :func:`service.core.aggregate.latest_measured`) of
+    """The latest-measured view (DESIGN; :func:`service.core.evidence.aggregate.latest_measured`) of
     every (workload, canonical parameters) cell of a GPU, or of the cells matching the filters;
     ``limit`` cells per page."""
     return _page(_measurements(uow, cache, ident, min_points=min_points, workload=workload, params=params,

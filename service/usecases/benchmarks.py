@@ -16,7 +16,7 @@ before the answer is returned:
 5. rows go in with one bulk statement (COPY on PostgreSQL); hashes are computed once per
    distinct parameter set.
 
-The run arrives as a :class:`~service.core.submission.RunSubmission`: its shape was checked
+The run arrives as a :class:`~service.core.evidence.submission.RunSubmission`: its shape was checked
 by the wire model in the API layer (or the bootstrap, for committed datasets).
 """
 
@@ -32,24 +32,7 @@ from dataclasses import dataclass, replace
 from math import isfinite
 from typing import Any
 
-from service.core.quarantine import static_findings
-from service.core.results import (
-    AlertDraft,
-    CellKey,
-    Flip,
-    GpuMatch,
-    NewResult,
-    NewRun,
-    OutlierPolicy,
-    PendingGpu,
-    ResultOutcome,
-    SubmissionAnswer,
-    VirtualPoint,
-    outlier_alert,
-    pick_by_memory,
-)
-from service.core.submission import RunSubmission
-from service.core.vocabulary import (
+from service.core.catalog.vocabulary import (
     FINGERPRINT_FIELDS,
     FINGERPRINT_NULLABLE,
     FINGERPRINT_REQUIRED,
@@ -66,6 +49,23 @@ from service.core.vocabulary import (
     normalise_pci_id,
     suite_definition_hash,
 )
+from service.core.evidence.quarantine import static_findings
+from service.core.evidence.results import (
+    AlertDraft,
+    CellKey,
+    Flip,
+    GpuMatch,
+    NewResult,
+    NewRun,
+    OutlierPolicy,
+    PendingGpu,
+    ResultOutcome,
+    SubmissionAnswer,
+    VirtualPoint,
+    outlier_alert,
+    pick_by_memory,
+)
+from service.core.evidence.submission import RunSubmission
 from service.db.repositories.benchmarks import DuplicateRun
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve
@@ -96,7 +96,7 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
 
 def params_identity(workload: str, canonical: Mapping[str, Any]) -> tuple[str, str]:
     """(``parameters_hash``, canonical JSON of the parameters) from one serialisation: the
-    hash is :func:`service.core.vocabulary.parameters_hash` -- SHA-256 of the sorted, compact
+    hash is :func:`service.core.catalog.vocabulary.parameters_hash` -- SHA-256 of the sorted, compact
     JSON of ``{"parameters": ..., "workload": ...}`` -- built around the parameters' own JSON,
     which is also what gets stored (tests check the two stay equal)."""
     pj = _CANONICAL_JSON.encode(canonical)
@@ -104,7 +104,7 @@ def params_identity(workload: str, canonical: Mapping[str, Any]) -> tuple[str, s
     return hashlib.sha256(blob.encode()).hexdigest()[:16], pj
 
 
-# the settings of service.core.vocabulary.stable_hash, built once (json.dumps builds one per call)
+# the settings of service.core.catalog.vocabulary.stable_hash, built once (json.dumps builds one per call)
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
 
 

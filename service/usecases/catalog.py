@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from service.core.catalog import (
+from service.core.access.cursor import decode_cursor, encode_cursor
+from service.core.catalog.records import (
     SORT_KEYS,
     FxRate,
     GpuCandidate,
@@ -30,8 +31,7 @@ from service.core.catalog import (
     sort_records,
     view_price,
 )
-from service.core.cursor import decode_cursor, encode_cursor
-from service.core.specs import GpuSpec, Resolution, gpu_spec_from_doc
+from service.core.catalog.specs import GpuSpec, Resolution, gpu_spec_from_doc
 from service.db.uow import UnitOfWork
 from service.usecases.errors import (
     Ambiguous,
@@ -384,7 +384,7 @@ def list_prices(
     uow: UnitOfWork, aliases: ReadModel, ident: str, *, today: dt.date, stale_days: int
 ) -> PriceListing:
     """The reference prices of the GPU ``ident`` names, each with per-GPU-hour, age and the
-    amount in the other currency (:func:`~service.core.catalog.view_price`)."""
+    amount in the other currency (:func:`~service.core.catalog.records.view_price`)."""
     slug = resolve_gpu(uow, aliases, ident).record.slug
     catalog = aliases.snapshot(uow).catalog
     rates = catalog.fx_rates

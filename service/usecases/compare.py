@@ -7,10 +7,10 @@ one watermark read).
   view (DESIGN: one rule). Where two or more GPUs measured a cell, the stacks are taken from one
   common software stack (driver, CUDA, torch... equal; the hardware fields of a fingerprint
   differ by nature) when one exists, and the row says when they had to be mixed. A GPU that did
-  not measure the cell gets the estimator's figure (``core.estimate``, provenance as
+  not measure the cell gets the estimator's figure (``core.estimation.estimate``, provenance as
   ``/v1/estimate`` labels it), only when the estimate is of exactly that cell (its benchmark
   cell hash matches); otherwise no figure and the reason.
-* **Prices**: the cheapest on-demand rate per GPU-hour per provider (``core.cost.PriceBook``).
+* **Prices**: the cheapest on-demand rate per GPU-hour per provider (``core.pricing.cost.PriceBook``).
 
 The answer is memoised per (watermarks, calibration watermark, day, request): a compare is
 computed once per data change however often it is asked.
@@ -25,12 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.core.aggregate import CellView, view_of
-from service.core.cost import NO_PRICE, CostAssumptions, RentQuote
+from service.core.catalog.vocabulary import WORKLOADS
 from service.core.errors import InvalidConfiguration, MissingFigure
-from service.core.estimate import ESTIMATOR_VERSION, JobSpec, benchmark_cell, build_job, estimate
-from service.core.results import main_metric_of
-from service.core.vocabulary import WORKLOADS
+from service.core.estimation.estimate import ESTIMATOR_VERSION, JobSpec, benchmark_cell, build_job, estimate
+from service.core.evidence.aggregate import CellView, view_of
+from service.core.evidence.results import main_metric_of
+from service.core.pricing.cost import NO_PRICE, CostAssumptions, RentQuote
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import GpuView, resolve_gpu
 from service.usecases.errors import FieldError, Invalid

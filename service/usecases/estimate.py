@@ -1,5 +1,5 @@
 """``/v1/estimate``: resolve the GPU and the model, take the calibrations and the exact
-measured cell from the read snapshot, call the pure :func:`service.core.estimate.estimate`.
+measured cell from the read snapshot, call the pure :func:`service.core.estimation.estimate.estimate`.
 
 The snapshot (:mod:`service.usecases.read_model`) holds every measured cell's stack summaries
 and the calibrations fitted from them (per GPU, workload and precision family, from each
@@ -13,12 +13,19 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.core.aggregate import CellView
+from service.core.catalog.models import ModelNotFound
 from service.core.errors import InvalidConfiguration
-from service.core.estimate import ESTIMATOR_VERSION, Estimate, JobSpec, Notice, benchmark_cell, build_job
-from service.core.estimate import estimate as core_estimate
-from service.core.models import ModelNotFound
-from service.core.versions import DataVersion
+from service.core.estimation.estimate import (
+    ESTIMATOR_VERSION,
+    Estimate,
+    JobSpec,
+    Notice,
+    benchmark_cell,
+    build_job,
+)
+from service.core.estimation.estimate import estimate as core_estimate
+from service.core.evidence.aggregate import CellView
+from service.core.evidence.versions import DataVersion
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve_gpu
 from service.usecases.errors import Ambiguous, FieldError, Invalid, NotFound, UseCaseError

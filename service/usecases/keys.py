@@ -1,7 +1,7 @@
 """API keys: created with a scope, shown once, stored as SHA-256, revocable.
 
 Scopes nest: ``admin`` may do everything, ``submit`` may submit and read, ``read`` reads
-(:mod:`service.core.keys`).
+(:mod:`service.core.access.keys`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,14 @@ import datetime as dt
 import secrets
 from dataclasses import dataclass
 
-from service.core.keys import SCOPES, ApiKeyRecord, hash_secret, scope_allows, secret_matches, secret_prefix
+from service.core.access.keys import (
+    SCOPES,
+    ApiKeyRecord,
+    hash_secret,
+    scope_allows,
+    secret_matches,
+    secret_prefix,
+)
 from service.db.uow import UnitOfWork
 from service.usecases.errors import Conflict, FieldError, Forbidden, Invalid, NotFound, Unauthorized
 from service.usecases.transaction import commits

@@ -1,6 +1,6 @@
 """Model architecture look-ups: presets, Hugging Face config bodies, parameter counts.
 
-Answers are the core's :class:`~service.core.models.ModelSpec`; the API turns them into wire
+Answers are the core's :class:`~service.core.catalog.models.ModelSpec`; the API turns them into wire
 models (``schemas.models.ModelSummary.from_core`` / ``ModelDetail.from_core``)."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.core.estimate import ONE_MODEL_INPUT, has_one_model_input
-from service.core.models import (
+from service.core.catalog.models import (
     ModelNotFound,
     ModelSpec,
     UnsupportedArchitecture,
@@ -18,6 +17,7 @@ from service.core.models import (
     get_model,
     list_models,
 )
+from service.core.estimation.estimate import ONE_MODEL_INPUT, has_one_model_input
 from service.usecases.errors import FieldError, Invalid, NotFound
 
 

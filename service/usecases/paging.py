@@ -1,12 +1,12 @@
 """Keyset pagination for listings ordered newest first by id: the cursor check and the page
-cut, written once (:mod:`service.core.cursor` encodes and decodes)."""
+cut, written once (:mod:`service.core.access.cursor` encodes and decodes)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from service.core.cursor import InvalidCursor, decode_before, encode_before
+from service.core.access.cursor import InvalidCursor, decode_before, encode_before
 from service.usecases.errors import FieldError, Invalid
 
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """Price use cases: an operator's refresh from a SkyPilot ``vms.csv``.
 
-The pure importer (:func:`service.core.skypilot.import_vms_csv`) parses, folds zones and maps
+The pure importer (:func:`service.core.pricing.skypilot.import_vms_csv`) parses, folds zones and maps
 names through the aliases of the catalog as it is now (SkyPilot-kind aliases first, then every
 alias; sourced instance hints passed in by the caller); this use case refuses a file with any
 malformed row before writing anything (nothing half-imported), then upserts the price rows in
@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from service.core.catalog import PriceEntry
-from service.core.skypilot import (
+from service.core.catalog.records import PriceEntry
+from service.core.pricing.skypilot import (
     ImportReport,
     InstanceHint,
     alias_index_from_docs,

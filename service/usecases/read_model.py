@@ -29,8 +29,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.core.aggregate import CellView, StackWindow, view_of
-from service.core.calibration import (
+from service.core.catalog.records import FxRate, GpuRecord, PriceRow
+from service.core.catalog.specs import AliasEntry, GpuSpec
+from service.core.estimation.calibration import (
     CALIBRATED_WORKLOADS,
     CalibrationSet,
     CellMeasurement,
@@ -39,10 +40,9 @@ from service.core.calibration import (
     gemm_rates,
     group_of,
 )
-from service.core.catalog import FxRate, GpuRecord, PriceRow
-from service.core.cost import PriceBook
-from service.core.specs import AliasEntry, GpuSpec
-from service.core.versions import Watermarks
+from service.core.evidence.aggregate import CellView, StackWindow, view_of
+from service.core.evidence.versions import Watermarks
+from service.core.pricing.cost import PriceBook
 from service.db.repositories.stacks import StoredStack
 from service.db.uow import UnitOfWork
 from service.usecases.transaction import commits
@@ -62,7 +62,7 @@ class CatalogSnapshot:
     """Per-snapshot memo of derived views (the price book per day): a snapshot is immutable."""
 
     def price_book(self, today: dt.date) -> PriceBook:
-        """The :class:`~service.core.cost.PriceBook` of this snapshot's prices and FX rates,
+        """The :class:`~service.core.pricing.cost.PriceBook` of this snapshot's prices and FX rates,
         built once per snapshot and day (ages and staleness are counted from ``today``)."""
         key = ("price_book", today)
         book = self.memo.get(key)
@@ -220,7 +220,7 @@ class ReadModel:
         prices: dict[str, list[PriceRow]] = {}
         for p in repo.prices():
             prices.setdefault(p.gpu_slug, []).append(p)
-        from service.core.specs import gpu_spec_from_doc
+        from service.core.catalog.specs import gpu_spec_from_doc
 
         snap = CatalogSnapshot(
             watermark=watermark,

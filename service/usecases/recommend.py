@@ -15,12 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from service.core.aggregate import CellView
-from service.core.catalog import GpuRecord
+from service.core.catalog.models import ModelNotFound
+from service.core.catalog.records import GpuRecord
+from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
-from service.core.estimate import ESTIMATOR_VERSION, Job, benchmark_cell, build_job
-from service.core.models import ModelNotFound
-from service.core.recommend import (
+from service.core.estimation.estimate import ESTIMATOR_VERSION, Job, benchmark_cell, build_job
+from service.core.evidence.aggregate import CellView
+from service.core.evidence.versions import DataVersion, Watermarks
+from service.core.recommend.search import (
     Constraints,
     GpuNames,
     Pool,
@@ -29,9 +31,7 @@ from service.core.recommend import (
     RecommendQuestion,
     StoredRecommendation,
 )
-from service.core.recommend import recommend as core_recommend
-from service.core.specs import GpuSpec
-from service.core.versions import DataVersion, Watermarks
+from service.core.recommend.search import recommend as core_recommend
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve
 from service.usecases.errors import FieldError, Invalid, NotFound

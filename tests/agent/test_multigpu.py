@@ -32,7 +32,7 @@ from service.agent.multigpu.launcher import (
 )
 from service.agent.multigpu.llm_train import accumulation_steps
 from service.agent.multigpu.model_config import SUITE_PRESETS, UnknownModelError, resolve_shape
-from service.core.vocabulary import (
+from service.core.catalog.vocabulary import (
     FINGERPRINT_FIELDS,
     SUITE_VERSION,
     canonical_parameters,
@@ -129,7 +129,7 @@ def test_model_shapes_come_from_the_core_presets() -> None:
     assert resolve_shape("mg-tiny-llama") is SUITE_PRESETS["mg-tiny-llama"]
     with pytest.raises(UnknownModelError):
         resolve_shape("no-such-model-xyz")
-    core = pytest.importorskip("service.core.models")
+    core = pytest.importorskip("service.core.catalog.models")
     spec: Any = core.get_model("gt-llama-1b-v128k")
     shape = resolve_shape("gt-llama-1b-v128k")
     assert (shape.hidden_size, shape.num_layers, shape.num_kv_heads, shape.vocab_size) == (

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from service.api.validation import gpu_document as validate_gpu_document
-from service.core.vocabulary import SUITE_VERSION, suite_definition_hash
+from service.core.catalog.vocabulary import SUITE_VERSION, suite_definition_hash
 from service.db.engine import make_session_factory
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import create_gpu

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from service.core.vocabulary import WORKLOADS, suite_definition_hash
+from service.core.catalog.vocabulary import WORKLOADS, suite_definition_hash
 from tests.api.benchmark_fixtures import fingerprint, make_gpu, result, run_on
 from tests.conftest import _key, auth
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from service.api.app import create_app
 from service.bootstrap import bootstrap
 from service.cli import app as cli
-from service.core.skypilot import parse_vms_csv, render_vms_csv
+from service.core.pricing.skypilot import parse_vms_csv, render_vms_csv
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Price
 from service.db.uow import UnitOfWork

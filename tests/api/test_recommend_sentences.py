@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from service.api.presenters.recommend import EN, ZH, sentence
-from service.core.recommend import REASON_CODES
+from service.core.recommend.search import REASON_CODES
 
 
 def test_both_languages_cover_exactly_the_reason_codes() -> None:
@@ -22,12 +22,12 @@ def test_every_sentence_renders_even_without_its_parameters(code: str) -> None:
 
 
 def test_every_code_the_recommender_writes_is_listed() -> None:
-    """A code written in core/recommend.py but missing from REASON_CODES would reach users as
+    """A code written in core/recommend/search.py but missing from REASON_CODES would reach users as
     its bare code (no sentence) -- the list is checked against the source."""
     import re
     from pathlib import Path
 
-    import service.core.recommend as rec
+    import service.core.recommend.search as rec
 
     written = set(re.findall(r'Reason\(\s*"([A-Z_]+)"', Path(rec.__file__).read_text(encoding="utf-8")))
     assert len(written) > 20

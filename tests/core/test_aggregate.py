@@ -7,7 +7,8 @@ import datetime as dt
 
 import pytest
 
-from service.core.aggregate import (
+from service.core.catalog.specs import GpuSpec
+from service.core.evidence.aggregate import (
     Point,
     center_and_scale,
     choose_fingerprint,
@@ -17,14 +18,13 @@ from service.core.aggregate import (
     quantile,
     summarise,
 )
-from service.core.quarantine import (
+from service.core.evidence.quarantine import (
     ABOVE_CATALOG_PEAK,
     ABOVE_USABLE_MEMORY,
     effective_state,
     in_outlier_baseline,
     static_findings,
 )
-from service.core.specs import GpuSpec
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -157,7 +157,7 @@ def test_effective_state_precedence() -> None:
 def test_window_summarises_the_newest_results_of_each_stack() -> None:
     """The rule over materialised stack summaries equals the rule over raw points, and the
     figures come from the newest N non-quarantined results only."""
-    from service.core.aggregate import summarise_stack, view_of
+    from service.core.evidence.aggregate import summarise_stack, view_of
 
     pts = [_p("a", float(v), day=v) for v in range(1, 11)] + [_p("a", 500.0, day=11, q=True)]
     full = latest_measured(pts, k=3)
@@ -170,7 +170,7 @@ def test_window_summarises_the_newest_results_of_each_stack() -> None:
 
 
 def test_stack_document_round_trip() -> None:
-    from service.core.aggregate import stack_from_doc, stack_to_doc, summarise_stack
+    from service.core.evidence.aggregate import stack_from_doc, stack_to_doc, summarise_stack
 
     s = summarise_stack([_p("a", float(v), day=v, host=f"h{v % 2}") for v in range(1, 6)], 4)
     assert stack_from_doc(stack_to_doc(s)) == s

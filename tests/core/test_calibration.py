@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from service.core.calibration import (
+from service.core.catalog.models import get_model
+from service.core.catalog.specs import GpuSpec
+from service.core.estimation.calibration import (
     CROSS_ARCH_BAND,
     MemoryPoint,
     TimedPoint,
@@ -22,10 +24,8 @@ from service.core.calibration import (
     published_calibration,
     transfer,
 )
-from service.core.memory import TrainConfig, estimate_training
-from service.core.models import get_model
-from service.core.performance import H200_SXM, SPEC_DEFAULTS, estimate_step
-from service.core.specs import GpuSpec
+from service.core.estimation.memory import TrainConfig, estimate_training
+from service.core.estimation.performance import H200_SXM, SPEC_DEFAULTS, estimate_step
 
 H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0)
 H100_PCIE = replace(H200_SXM, slug="nvidia-h100-pcie", bandwidth_gb_per_s=2000.0, tdp_w=350.0,
@@ -80,7 +80,7 @@ def test_band_from_residuals() -> None:
 
 
 def test_transfer_rules() -> None:
-    from service.core.transfer import published_model
+    from service.core.estimation.transfer import published_model
 
     pts = [TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * 1.3) for c in _grid()]
     cal = fit_time(pts)
@@ -168,9 +168,9 @@ def _load_validate_script() -> Any:
 def _synthetic_runs() -> list[dict[str, Any]]:
     """Runs in the agent's format whose 'measurements' are the model itself under hidden
     'true' efficiencies, with deterministic noise (memory +/-2 %, time +/-6 %)."""
-    from service.core.memory import InferenceConfig, estimate_inference
-    from service.core.serving import estimate_serving
-    from service.core.vocabulary import canonical_parameters
+    from service.core.catalog.vocabulary import canonical_parameters
+    from service.core.estimation.memory import InferenceConfig, estimate_inference
+    from service.core.estimation.serving import estimate_serving
 
     truth = apply_multipliers(SPEC_DEFAULTS, {"mm": 0.85, "dispatch": 1.8, "bw": 0.9})
     results: list[dict[str, Any]] = []
@@ -233,7 +233,7 @@ def test_validate_script_on_synthetic_fixture(tmp_path: Any) -> None:
 
 
 def test_precision_families_and_distance_aware_band() -> None:
-    from service.core.calibration import precision_family
+    from service.core.estimation.calibration import precision_family
 
     assert precision_family("tf32") == "fp32" and precision_family("amp_bf16") == "16bit"
     assert precision_family("fp8") == "8bit"
@@ -255,9 +255,9 @@ def test_precision_families_and_distance_aware_band() -> None:
 
 
 def test_config_from_benchmark_parameters() -> None:
-    from service.core.calibration import config_from_benchmark, timed_points_from_result
-    from service.core.memory import InferenceConfig
-    from service.core.vocabulary import canonical_parameters
+    from service.core.catalog.vocabulary import canonical_parameters
+    from service.core.estimation.calibration import config_from_benchmark, timed_points_from_result
+    from service.core.estimation.memory import InferenceConfig
 
     p = canonical_parameters("llm-infer", {"model": "llama3-8b", "precision": "bf16", "batch_size": 8,
                                            "input_len": 512, "output_len": 64})
@@ -278,9 +278,9 @@ def test_precision_transfer_scales_compute_by_the_measured_gemm_ratio() -> None:
     """A precision without points on a GPU takes that GPU's fit of another precision, with the
     compute-bound groups scaled by the GEMM rates the agent measured there; provenance
     ``transferred`` naming the source precision."""
-    from service.core.calibration import CalibrationSet, transfer_precision
-    from service.core.models import get_model as gm
-    from service.core.performance import H200_SXM, estimate_step
+    from service.core.catalog.models import get_model as gm
+    from service.core.estimation.calibration import CalibrationSet, transfer_precision
+    from service.core.estimation.performance import H200_SXM, estimate_step
 
     pts = []
     for name, b, s in (("gt-llama-350m", 4, 1024), ("gt-llama-1b-v32k", 2, 2048), ("gt-llama-3b", 2, 1024)):
@@ -307,16 +307,16 @@ def test_calibrated_workloads_and_groups_cover_training_serving_and_gemm() -> No
     encoder/CNN batch inference) and ``gemm``; ``gemm`` feeds no fit (its rates carry a fit to
     another precision), nor does an engine other than hf-transformers. A bert-large-infer fit
     on 16-bit points reaches tf32 through the measured GEMM ratio."""
-    from service.core.calibration import (
+    from service.core.catalog.models import EncoderSpec
+    from service.core.estimation.calibration import (
         CALIBRATED_WORKLOADS,
         TIMED_WORKLOADS,
         CellMeasurement,
         fit_calibrations,
         group_of,
     )
-    from service.core.memory import BatchInferenceConfig
-    from service.core.models import EncoderSpec
-    from service.core.serving import estimate_batch_inference
+    from service.core.estimation.memory import BatchInferenceConfig
+    from service.core.estimation.serving import estimate_batch_inference
 
     assert (*TIMED_WORKLOADS, "gemm") == CALIBRATED_WORKLOADS
     assert set(TIMED_WORKLOADS) == {"llm-train", "llm-infer", "bert-large-train", "resnet50-train",

@@ -8,7 +8,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from service.core.catalog import (
+from service.core.catalog.records import (
     AliasName,
     FxRate,
     GpuRecord,
@@ -25,7 +25,7 @@ from service.core.catalog import (
     sort_value,
     view_price,
 )
-from service.core.specs import AliasEntry
+from service.core.catalog.specs import AliasEntry
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from service.catalog.loader import load_shipped
-from service.core.specs import normalise_name
+from service.core.catalog.specs import normalise_name
 from service.schemas.gpus import _GROUP_FIELDS, SOURCE_KINDS, GpuDocument
 
 GPUS = {g["slug"]: GpuDocument.model_validate(g) for g in load_shipped().gpus}

@@ -1,4 +1,4 @@
-"""core.cost: rent from instance shapes, run cost, cost per token, TCO. Every expected figure
+"""core.pricing.cost: rent from instance shapes, run cost, cost per token, TCO. Every expected figure
 is computed by hand from the rows written here."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from service.core.catalog import FxRate, PriceRow
-from service.core.cost import (
+from service.core.catalog.records import FxRate, PriceRow
+from service.core.errors import InvalidConfiguration
+from service.core.pricing.cost import (
     CURRENCY_CONVERTED,
     HOST_NOT_INCLUDED,
     HOURS_PER_YEAR,
@@ -26,7 +27,6 @@ from service.core.cost import (
     tco,
     tco_exclusion,
 )
-from service.core.errors import InvalidConfiguration
 
 TODAY = dt.date(2027, 1, 10)
 _ids = iter(range(1, 10_000))

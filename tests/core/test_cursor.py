@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.core.cursor import InvalidCursor, decode_cursor, encode_cursor
+from service.core.access.cursor import InvalidCursor, decode_cursor, encode_cursor
 
 
 def test_round_trip_is_url_safe_without_padding() -> None:

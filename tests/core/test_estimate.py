@@ -8,14 +8,14 @@ from dataclasses import replace
 import pytest
 
 from service.catalog.loader import load_shipped
-from service.core.aggregate import Point, latest_measured
-from service.core.calibration import CalibrationSet, TimedPoint, fit_time
+from service.core.catalog.models import ModelNotFound, get_model
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc
 from service.core.errors import InvalidConfiguration
-from service.core.estimate import JobSpec, benchmark_cell, build_job, estimate, resolve_model
-from service.core.memory import TrainConfig
-from service.core.models import ModelNotFound, get_model
-from service.core.performance import H200_SXM, estimate_step
-from service.core.specs import GpuSpec, gpu_spec_from_doc
+from service.core.estimation.calibration import CalibrationSet, TimedPoint, fit_time
+from service.core.estimation.estimate import JobSpec, benchmark_cell, build_job, estimate, resolve_model
+from service.core.estimation.memory import TrainConfig
+from service.core.estimation.performance import H200_SXM, estimate_step
+from service.core.evidence.aggregate import Point, latest_measured
 
 CATALOG = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 
@@ -171,7 +171,7 @@ def test_newly_sourced_gpus_answer_with_time(slug: str) -> None:
 def test_transferred_band_is_the_measured_transfer_error() -> None:
     """The cross-architecture band is at least the 10th-90th percentile of the held-out transfer
     errors for the target's architecture."""
-    from service.core.accuracy import accuracy_for
+    from service.core.estimation.accuracy import accuracy_for
 
     cals = _h200_calibration()
     job = build_job(JobSpec(model="llama3-8b", batch_size=2, seq_len=2048))
@@ -210,7 +210,7 @@ def test_derived_peak_is_labelled_and_the_band_spans_the_alternative_sibling() -
 
 
 def test_provenance_rank() -> None:
-    from service.core.provenance import PROVENANCES, at_least, rank, weakest
+    from service.core.evidence.provenance import PROVENANCES, at_least, rank, weakest
 
     assert PROVENANCES == ("measured", "interpolated", "transferred", "published", "derived", "spec")
     assert rank("measured") > rank("interpolated") > rank("transferred") > rank("published") > rank("derived")

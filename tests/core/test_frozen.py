@@ -7,11 +7,11 @@ import pickle
 
 import pytest
 
-from service.core.band import Band
+from service.core.catalog.models import get_model
 from service.core.errors import InvalidConfiguration
-from service.core.frozen import fast_init
-from service.core.memory import TrainConfig
-from service.core.models import get_model
+from service.core.estimation.band import Band
+from service.core.estimation.frozen import fast_init
+from service.core.estimation.memory import TrainConfig
 
 
 @fast_init

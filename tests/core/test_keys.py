@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.core.keys import SCOPES, hash_secret, scope_allows, secret_matches, secret_prefix
+from service.core.access.keys import SCOPES, hash_secret, scope_allows, secret_matches, secret_prefix
 
 
 def test_scopes_nest() -> None:

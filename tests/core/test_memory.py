@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from service.core.catalog.models import CnnSpec, DecoderSpec, get_model
 from service.core.errors import InvalidConfiguration
-from service.core.memory import (
+from service.core.estimation.memory import (
     CUDA_CONTEXT_BYTES,
     InferenceConfig,
     TrainConfig,
@@ -24,7 +25,6 @@ from service.core.memory import (
     training_breakdown,
     weight_bytes,
 )
-from service.core.models import CnnSpec, DecoderSpec, get_model
 
 GiB = 2**30
 H200_USABLE = 143_771 * 2**20
@@ -37,7 +37,7 @@ def dec(name: str) -> DecoderSpec:
 
 
 # Peak torch.cuda.max_memory_allocated over a steady-state step, measured on one H200
-# (torch 2.11.0+cu130, transformers 5.17.0, peft; the reference loop of core/memory.py) by a
+# (torch 2.11.0+cu130, transformers 5.17.0, peft; the reference loop of core/estimation/memory.py) by a
 # development probe while the model was written -- not the validation data set.
 H200_PROBE = [
     # model, precision, batch, seq, extra, measured peak bytes
@@ -258,7 +258,7 @@ def test_breakdown_sums_to_peak() -> None:
 
 
 def test_layer0_shortcut_equals_full_enumeration() -> None:
-    from service.core.memory import _decoder_layer_saved, _layer0
+    from service.core.estimation.memory import _decoder_layer_saved, _layer0
 
     for prec in ("amp_bf16", "bf16", "fp32"):
         for ft in ("lora", "qlora"):
@@ -280,7 +280,7 @@ def test_training_breakdown_memo_keys_every_field() -> None:
     breakdown of another."""
     import dataclasses
 
-    from service.core import memory
+    from service.core.estimation import memory
 
     base = TrainConfig(model=get_model("llama3-8b"), precision="amp_bf16", batch_size=2, seq_len=1024,
                        finetune="lora", loop="loss_only", optimizer_impl="foreach")

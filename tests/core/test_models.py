@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.core.models import (
+from service.core.catalog.models import (
     PRESETS,
     CnnSpec,
     DecoderSpec,

@@ -6,17 +6,17 @@ from dataclasses import replace
 
 import pytest
 
-from service.core.memory import InferenceConfig, TrainConfig
-from service.core.models import DecoderSpec, get_model
-from service.core.performance import (
+from service.core.catalog.models import DecoderSpec, get_model
+from service.core.catalog.specs import GpuSpec, NodeShape, gpu_spec_from_doc
+from service.core.estimation.memory import InferenceConfig, TrainConfig
+from service.core.estimation.performance import (
     H200_SXM,
     SPEC_BAND,
     SPEC_DEFAULTS,
     estimate_step,
     time_to_train,
 )
-from service.core.serving import estimate_serving
-from service.core.specs import GpuSpec, NodeShape, gpu_spec_from_doc
+from service.core.estimation.serving import estimate_serving
 
 H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20)
 A100_SXM = GpuSpec(
@@ -192,7 +192,7 @@ def test_checkpoint_recompute_costs_host_time_beyond_a_forward() -> None:
     """Launch-bound steps (issue 11): checkpointing replays the forward's kernels from Python
     inside the backward, so a launch-bound step's host time grows by more than a forward's
     launches; a compute-bound step grows by about one forward of GPU time."""
-    from service.core.performance import HOST_COST_FORWARD, HOST_COST_RECOMPUTE
+    from service.core.estimation.performance import HOST_COST_FORWARD, HOST_COST_RECOMPUTE
 
     small = TrainConfig(model=get_model("gt-llama-110m"), batch_size=2, seq_len=512)
     a = estimate_step(small, H200_SXM)

@@ -15,13 +15,13 @@ from dataclasses import replace
 import pytest
 
 from service.catalog.loader import load_shipped
-from service.core.calibration import Calibration as _Cal
-from service.core.calibration import apply_multipliers, transfer_precision
+from service.core.catalog.models import get_model
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc
 from service.core.errors import MissingFigure
-from service.core.memory import TrainConfig, estimate_training
-from service.core.models import get_model
-from service.core.performance import SPEC_DEFAULTS, Efficiencies, estimate_step
-from service.core.specs import GpuSpec, gpu_spec_from_doc
+from service.core.estimation.calibration import Calibration as _Cal
+from service.core.estimation.calibration import apply_multipliers, transfer_precision
+from service.core.estimation.memory import TrainConfig, estimate_training
+from service.core.estimation.performance import SPEC_DEFAULTS, Efficiencies, estimate_step
 
 CATALOG = [gpu_spec_from_doc(d) for d in load_shipped().gpus]
 TIMED = [g for g in CATALOG if g.peak_for("bf16") and g.bandwidth_gb_per_s]

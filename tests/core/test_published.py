@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 
 from service.catalog.loader import load_shipped
-from service.core import published
-from service.core.models import PRESETS
-from service.core.published import (
+from service.core.catalog.models import PRESETS
+from service.core.evidence import published
+from service.core.evidence.published import (
     METRICS,
     PRECISIONS,
     TABLES,
@@ -21,7 +21,7 @@ from service.core.published import (
     rows,
     summary,
 )
-from service.core.published.schema import valid_date
+from service.core.evidence.published.schema import valid_date
 
 CATALOG_SLUGS = {g["slug"] for g in load_shipped().gpus}
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -131,7 +131,7 @@ def test_summary_counts_pairs_per_family() -> None:
 
 
 def test_lambda_2023_rows_match_the_module_literals() -> None:
-    from service.core.published.lambda_pytorch_train import GPUS
+    from service.core.evidence.published.lambda_pytorch_train import GPUS
 
     t = get_table("lambda-pytorch-train-ngc2210")
     col = {"resnet50-train": "resnet50", "bert-large-squad-finetune": "bert_large_squad",

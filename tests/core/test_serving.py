@@ -11,13 +11,14 @@ from dataclasses import replace
 import pytest
 
 from service.catalog.loader import load_shipped
-from service.core.calibration import CalibrationSet
+from service.core.catalog.models import CnnSpec, DecoderSpec, EncoderSpec, get_model
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc
 from service.core.errors import InvalidConfiguration
-from service.core.estimate import JobSpec, build_job, estimate
-from service.core.memory import BatchInferenceConfig, InferenceConfig
-from service.core.models import CnnSpec, DecoderSpec, EncoderSpec, get_model
-from service.core.performance import SPEC_DEFAULTS
-from service.core.serving import (
+from service.core.estimation.calibration import CalibrationSet
+from service.core.estimation.estimate import JobSpec, build_job, estimate
+from service.core.estimation.memory import BatchInferenceConfig, InferenceConfig
+from service.core.estimation.performance import SPEC_DEFAULTS
+from service.core.estimation.serving import (
     CONTINUOUS_EFFICIENCIES,
     HostProfile,
     Workload,
@@ -31,7 +32,6 @@ from service.core.serving import (
     serve_at_rate,
     serve_concurrency,
 )
-from service.core.specs import GpuSpec, gpu_spec_from_doc
 
 CATALOG = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 H100 = CATALOG["nvidia-h100-sxm"]
@@ -292,7 +292,7 @@ def test_encoder_and_cnn_inference_are_estimated() -> None:
 def test_engine_measurements_never_move_the_eager_calibration() -> None:
     """An agent's vLLM results (the llm-infer engine plug-in) are that engine's measured cells;
     they feed no hf-transformers fit."""
-    from service.core.calibration import CellMeasurement, group_of
+    from service.core.estimation.calibration import CellMeasurement, group_of
 
     params = {"model": "llama3-8b", "precision": "bf16", "quant_method": "none", "batch_size": 8,
               "input_len": 512, "output_len": 128, "attention": "sdpa"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from service.catalog.loader import load_shipped
-from service.core.serving import CONTINUOUS_EFFICIENCIES, CONTINUOUS_SPEC
-from service.core.serving_calibration import FIT_FIELDS, fit_engine, predict, published_points
-from service.core.specs import gpu_spec_from_doc
+from service.core.catalog.specs import gpu_spec_from_doc
+from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, CONTINUOUS_SPEC
+from service.core.estimation.serving_calibration import FIT_FIELDS, fit_engine, predict, published_points
 
 GPUS = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 

@@ -1,4 +1,4 @@
-"""SkyPilot vms.csv -> price records (service.core.skypilot), on small files in SkyPilot's format."""
+"""SkyPilot vms.csv -> price records (service.core.pricing.skypilot), on small files in SkyPilot's format."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from service.core import skypilot as sp
-from service.core.specs import AliasEntry
+from service.core.catalog.specs import AliasEntry
+from service.core.pricing import skypilot as sp
 
 AWS_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch"
 

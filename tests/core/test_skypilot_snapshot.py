@@ -12,8 +12,8 @@ import pytest
 
 from service.catalog.loader import DATA_DIR, load_shipped
 from service.catalog.skypilot_snapshot import SKYPILOT_DIR, build_snapshot, load_hints, load_manifest
-from service.core.skypilot import alias_index_from_docs, parse_vms_csv
-from service.core.specs import normalise_name
+from service.core.catalog.specs import normalise_name
+from service.core.pricing.skypilot import alias_index_from_docs, parse_vms_csv
 from service.schemas.gpus import FxRateIn, PriceIn
 
 SHIPPED = load_shipped()

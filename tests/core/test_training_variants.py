@@ -8,12 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from service.core.calibration import CalibrationSet
+from service.core.catalog.models import DecoderSpec, get_model
 from service.core.errors import InvalidConfiguration
-from service.core.estimate import DEFAULT_OPTIMIZER_IMPL, JobSpec, build_job, estimate
-from service.core.memory import TrainConfig, estimate_training, fewest_gpus, train_config_from_parameters
-from service.core.models import DecoderSpec, get_model
-from service.core.performance import H200_SXM
+from service.core.estimation.calibration import CalibrationSet
+from service.core.estimation.estimate import DEFAULT_OPTIMIZER_IMPL, JobSpec, build_job, estimate
+from service.core.estimation.memory import (
+    TrainConfig,
+    estimate_training,
+    fewest_gpus,
+    train_config_from_parameters,
+)
+from service.core.estimation.performance import H200_SXM
 
 GiB = 2**30
 H200_USABLE = 143_771 * 2**20
@@ -194,7 +199,7 @@ def test_fine_tuning_loads_the_base_in_bf16() -> None:
 
 
 def test_max_context_is_capped_at_the_models_limit_with_a_warning() -> None:
-    from service.core.specs import GpuSpec
+    from service.core.catalog.specs import GpuSpec
 
     l40 = GpuSpec(slug="nvidia-l40", usable_memory_bytes=46_068 * 2**20, peaks={"bf16": 181.0},
                   bandwidth_gb_per_s=864.0)

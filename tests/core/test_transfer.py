@@ -10,14 +10,14 @@ from dataclasses import replace
 import pytest
 
 from service.catalog.loader import load_shipped
-from service.core import transfer as xfer
-from service.core.calibration import TimedPoint, fit_time, transfer
-from service.core.memory import TrainConfig
-from service.core.models import get_model
-from service.core.performance import H200_SXM, estimate_step
-from service.core.published import TABLES
-from service.core.published.gpus import CATALOGUED, TABLE_ONLY, figures_for
-from service.core.specs import GpuSpec, gpu_spec_from_doc
+from service.core.catalog.models import get_model
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc
+from service.core.estimation import transfer as xfer
+from service.core.estimation.calibration import TimedPoint, fit_time, transfer
+from service.core.estimation.memory import TrainConfig
+from service.core.estimation.performance import H200_SXM, estimate_step
+from service.core.evidence.published import TABLES
+from service.core.evidence.published.gpus import CATALOGUED, TABLE_ONLY, figures_for
 
 CATALOG = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 
@@ -122,7 +122,7 @@ CONFIG = TrainConfig(model=get_model("llama3-8b"), precision="amp_bf16", batch_s
 
 def _phases(cal: object, gpu: GpuSpec) -> xfer.Profile:
     """The compute- and memory-bound seconds of a step on ``gpu`` with the H200 fit transferred."""
-    from service.core.calibration import Calibration
+    from service.core.estimation.calibration import Calibration
 
     assert isinstance(cal, Calibration)
     return xfer.profile(CONFIG, gpu, transfer(cal, gpu, CONFIG.precision).efficiencies)
@@ -201,7 +201,7 @@ def test_leave_one_gpu_out_refits_without_the_gpu(loo: xfer.LooReport) -> None:
 def test_accuracy_table_ships_and_matches_the_check(loo: xfer.LooReport) -> None:
     """The shipped table is what the validation script writes from this check (regenerate with
     ``python benchmarks/validate_estimates.py --write-accuracy`` when it drifts)."""
-    from service.core.accuracy import accuracy_for, accuracy_table
+    from service.core.estimation.accuracy import accuracy_for, accuracy_table
 
     assert accuracy_table().meta.get("generated_by", "").endswith("--write-accuracy")
     cross = [p for p in loo.pairs if p.scope == "cross-architecture"]

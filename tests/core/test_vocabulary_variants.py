@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from service.core.vocabulary import (
+from service.core.catalog.vocabulary import (
     WORKLOADS,
     VocabularyError,
     canonical_parameters,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select, update
 
-from service.core.results import CellKey
-from service.core.vocabulary import WORKLOADS, canonical_parameters, parameters_hash
+from service.core.catalog.vocabulary import WORKLOADS, canonical_parameters, parameters_hash
+from service.core.evidence.results import CellKey
 from service.db.engine import make_session_factory
 from service.db.models import BenchmarkResult, Gpu
 from service.db.uow import UnitOfWork

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from service.api.app import create_app
-from service.core.aggregate import latest_measured
-from service.core.versions import DataVersion
+from service.core.evidence.aggregate import latest_measured
+from service.core.evidence.versions import DataVersion
 from service.db.engine import make_session_factory
 from service.db.repositories.measurements import point_from_row, points_query
 from service.db.uow import UnitOfWork

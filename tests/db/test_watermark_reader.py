@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
 from service.api.app import create_app
-from service.core.versions import Watermarks
+from service.core.evidence.versions import Watermarks
 from service.db.engine import make_session_factory
 from service.db.uow import UnitOfWork
 from service.db.watermark_reader import AsyncWatermarkReader, conninfo_for

@@ -1,6 +1,6 @@
 """Stack fingerprint and GPU identity for multi-GPU runs, read from the environment.
 
-Every field of :data:`service.core.vocabulary.FINGERPRINT_FIELDS` is filled. On a GPU host the
+Every field of :data:`service.core.catalog.vocabulary.FINGERPRINT_FIELDS` is filled. On a GPU host the
 hardware fields come from NVML (``nvidia-ml-py``), with ``/sys/bus/pci`` as a fallback for the
 PCI device id; on a CPU-only host (the gloo smoke runs) they take explicit placeholder values
 (``driver_version: "none"``, ``pci_device_id: "0x0000"``, ``ecc_mode: "n/a"``) rather than
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from service.agent.multigpu.env import nvls_disabled
-from service.core.vocabulary import SUITE_VERSION, normalise_pci_id, suite_definition_hash
+from service.core.catalog.vocabulary import SUITE_VERSION, normalise_pci_id, suite_definition_hash
 
 #: Placeholder values for hardware that a CPU-only host does not have.
 CPU_PLACEHOLDERS: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """Llama-style model shapes for the llm-train scaling runs, as Hugging Face ``LlamaConfig``.
 
-Shapes come from the estimation core's presets (``service.core.models.get_model``) so that
+Shapes come from the estimation core's presets (``service.core.catalog.models.get_model``) so that
 the measured cell and the estimate describe the same architecture. The suite's own tiny
 preset (``mg-tiny-llama``, for CPU smoke tests) is defined here and nowhere else. An id the
 core does not know is an error: the suite never guesses a shape for a named model.
@@ -14,7 +14,7 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class LlamaShape:
-    """The fields of a decoder spec that a Llama model needs (see core/models.py DecoderSpec)."""
+    """The fields of a decoder spec that a Llama model needs (see core/catalog/models.py DecoderSpec)."""
 
     hidden_size: int
     num_layers: int
@@ -87,7 +87,7 @@ class UnsupportedModelError(ValueError):
 
 def _from_core(model_id: str) -> LlamaShape | None:
     try:
-        from service.core import models as core_models
+        from service.core.catalog import models as core_models
     except ImportError:
         return None
     get_model = getattr(core_models, "get_model", None)
@@ -95,7 +95,7 @@ def _from_core(model_id: str) -> LlamaShape | None:
         return None
     try:
         spec = get_model(model_id)
-    except LookupError:  # core.models.ModelNotFound
+    except LookupError:  # core.catalog.models.ModelNotFound
         return None
     if spec is None:
         return None
@@ -151,7 +151,7 @@ def resolve_shape(model_id: str) -> LlamaShape:
     if shape is None:
         raise UnknownModelError(
             f"unknown model {model_id!r}: not a suite preset ({', '.join(SUITE_PRESETS)}) "
-            "and not known to service.core.models.get_model"
+            "and not known to service.core.catalog.models.get_model"
         )
     return shape
 

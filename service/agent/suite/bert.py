@@ -2,7 +2,7 @@
 
 Built from ``BertConfig`` (24 layers, hidden 1024, 16 heads, FFN 4096, vocabulary 30522,
 512 positions; SDPA attention) -- no download. The model is ``BertForMaskedLM`` in both
-workloads (the shape ``service.core.models`` counts for ``bert-large``).
+workloads (the shape ``service.core.catalog.models`` counts for ``bert-large``).
 
 Training: 15% of positions carry labels (the rest -100), fused AdamW. Inference: ``eval()``
 under ``torch.inference_mode()``, the full forward with the MLM head (logits ``B x S x V``),

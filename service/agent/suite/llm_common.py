@@ -1,6 +1,6 @@
 """Building a Llama-style ``LlamaForCausalLM`` from a model preset's architecture, on device.
 
-The architecture dict is :class:`service.core.models.DecoderSpec` as resolved by the runner
+The architecture dict is :class:`service.core.catalog.models.DecoderSpec` as resolved by the runner
 (``dataclasses.asdict``). Only Llama-layout decoders are built (gated SiLU MLP, RMSNorm, RoPE,
 dense, no QK-norm); anything else is skipped rather than approximated. Weights are
 initialised on the device by transformers' own init (no download).

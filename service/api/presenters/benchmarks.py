@@ -1,6 +1,6 @@
 """Benchmark answers -> wire models (:mod:`service.schemas.benchmarks`).
 
-Units come from the vocabulary (:func:`service.core.results.metric_unit`); the data version a
+Units come from the vocabulary (:func:`service.core.evidence.results.metric_unit`); the data version a
 write answer carries is the one read after the use case committed, so callers pass it in."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.core.aggregate import Summary
-from service.core.results import (
+from service.core.catalog.vocabulary import WorkloadDef
+from service.core.evidence.aggregate import Summary
+from service.core.evidence.results import (
     AdminAlert,
     CoverageStats,
     StoredResult,
@@ -17,7 +18,6 @@ from service.core.results import (
     SubmissionAnswer,
     metric_unit,
 )
-from service.core.vocabulary import WorkloadDef
 from service.schemas.benchmarks import (
     AgentRef,
     AlertList,

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from service.core.catalog import GpuCandidate, GpuRecord, GpuWarning
+from service.core.catalog.records import GpuCandidate, GpuRecord, GpuWarning
 from service.schemas.gpus import GpuOut
 
 

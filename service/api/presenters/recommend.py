@@ -13,8 +13,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from service.core.estimate import ServingAnswer, TimeAnswer, configuration_of
-from service.core.recommend import Exclusion, Option, Reason, WhatIf
+from service.core.estimation.estimate import ServingAnswer, TimeAnswer, configuration_of
+from service.core.recommend.search import Exclusion, Option, Reason, WhatIf
 from service.schemas.estimate import AccuracyOut, BandOut
 from service.schemas.recommend import (
     ConsideredOut,

@@ -2,7 +2,7 @@
 vocabulary, coverage, and the admin queue (alerts, pending GPUs, review, retraction).
 
 HTTP <-> use case only: a request becomes a use-case call (a validated run becomes a core
-:class:`~service.core.submission.RunSubmission`), the answer becomes a wire model
+:class:`~service.core.evidence.submission.RunSubmission`), the answer becomes a wire model
 (:mod:`service.api.presenters.benchmarks`). Query filters with dynamic names
 (``param.<name>``, ``fp.<field>``) are collected from the query string and handed over as
 plain mappings; the result filters are declared once, for the public and the admin listing."""

@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
 from service.api.problems import field_errors, status_of
-from service.core.estimate import ONE_MODEL_INPUT, has_one_model_input
+from service.core.estimation.estimate import ONE_MODEL_INPUT, has_one_model_input
 from service.schemas.common import Problem
 from service.schemas.estimate import BatchItem, BatchRequest, BatchResponse, EstimateRequest, EstimateResponse
 from service.usecases import estimate as uc

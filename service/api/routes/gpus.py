@@ -12,7 +12,7 @@ from service.api import validation
 from service.api.conditional import etag_matches
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
-from service.core.catalog import SORT_KEYS, GpuFilters
+from service.core.catalog.records import SORT_KEYS, GpuFilters
 from service.schemas.common import INT64_MAX, Cursor, JsonObject, Problem, SafeStr
 from service.schemas.gpus import (
     AmbiguousGpu,

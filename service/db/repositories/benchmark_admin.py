@@ -1,5 +1,5 @@
 """Admin work on benchmark data: alerts, the pending-GPU queue and its mapping, reviews and
-retraction. Returns :mod:`service.core.results` types; flushes, never commits. The cells
+retraction. Returns :mod:`service.core.evidence.results` types; flushes, never commits. The cells
 these changes touch are re-evaluated through :class:`~service.db.repositories.benchmarks.BenchmarkRepository`."""
 
 from __future__ import annotations
@@ -11,8 +11,14 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from service.core.quarantine import effective_state
-from service.core.results import AdminAlert, PendingGpu, PendingGpuUsage, ResultToCheck, ReviewedResult
+from service.core.evidence.quarantine import effective_state
+from service.core.evidence.results import (
+    AdminAlert,
+    PendingGpu,
+    PendingGpuUsage,
+    ResultToCheck,
+    ReviewedResult,
+)
 from service.db.models import AdminAlert as AlertRow
 from service.db.models import BenchmarkResult, BenchmarkRun, Gpu
 from service.db.models import PendingGpu as PendingGpuRow

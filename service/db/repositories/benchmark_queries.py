@@ -1,6 +1,6 @@
 """Reads of benchmark data: a stored result or run, result and run listings with their
 filters, the points behind the latest-measured view of a GPU, and the coverage counts.
-Returns :mod:`service.core.results` types (and :class:`~service.core.aggregate.Point`);
+Returns :mod:`service.core.evidence.results` types (and :class:`~service.core.evidence.aggregate.Point`);
 read-only."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any
 from sqlalchemy import Select, and_, case, distinct, func, select
 from sqlalchemy.orm import Session
 
-from service.core.aggregate import Point
-from service.core.results import (
+from service.core.catalog.vocabulary import FINGERPRINT_UNHASHED
+from service.core.evidence.aggregate import Point
+from service.core.evidence.results import (
     CoverageStats,
     LiveGpu,
     ParamFilter,
@@ -22,7 +23,6 @@ from service.core.results import (
     StoredRun,
     fp_value_matches,
 )
-from service.core.vocabulary import FINGERPRINT_UNHASHED
 from service.db.models import ApiKey, BenchmarkFingerprint, BenchmarkResult, BenchmarkRun, Gpu
 from service.db.repositories.benchmarks import utc, utc_or_none
 from service.db.repositories.measurements import point_from_row, points_query, results_with_runs

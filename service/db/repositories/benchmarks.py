@@ -1,6 +1,6 @@
 """Benchmark ingestion and the cells it touches: idempotency records, fingerprints, pending
 GPUs, runs and results, the outlier test over a cell, quarantine state, admin alerts.
-Returns :mod:`service.core.results` types; flushes, never commits. Reads live in
+Returns :mod:`service.core.evidence.results` types; flushes, never commits. Reads live in
 ``benchmark_queries``, admin actions in ``benchmark_admin``.
 
 Ingestion is the hot path and keeps its shape:
@@ -16,7 +16,7 @@ Ingestion is the hot path and keeps its shape:
   serialises all writers already);
 - on PostgreSQL the outlier test runs in SQL over each cell's window and returns only the
   flips; elsewhere (and for a dry run's virtual points) the rows come back and
-  :func:`service.core.results.outlier_flips` decides. Both give the same flips (tested).
+  :func:`service.core.evidence.results.outlier_flips` decides. Both give the same flips (tested).
 """
 
 from __future__ import annotations
@@ -45,9 +45,10 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from service.core.aggregate import MAD_TO_SIGMA, MIN_POINTS_FOR_OUTLIER_TEST
-from service.core.quarantine import REVIEW_RELEASED, effective_state
-from service.core.results import (
+from service.core.catalog.specs import gpu_spec_from_doc
+from service.core.evidence.aggregate import MAD_TO_SIGMA, MIN_POINTS_FOR_OUTLIER_TEST
+from service.core.evidence.quarantine import REVIEW_RELEASED, effective_state
+from service.core.evidence.results import (
     AlertDraft,
     CatalogGpu,
     CellKey,
@@ -64,7 +65,6 @@ from service.core.results import (
     outlier_detail,
     outlier_flips,
 )
-from service.core.specs import gpu_spec_from_doc
 from service.db.models import AdminAlert as AlertRow
 from service.db.models import (
     ApiKey,
@@ -309,7 +309,7 @@ WHERE x.outlier <> x.f
 
 
 def _baseline_expr() -> Any:
-    """SQL twin of :func:`service.core.quarantine.in_outlier_baseline` (status filtered apart)."""
+    """SQL twin of :func:`service.core.evidence.quarantine.in_outlier_baseline` (status filtered apart)."""
     R = BenchmarkResult
     return and_(
         R.main_value.is_not(None),
@@ -595,7 +595,7 @@ class BenchmarkRepository:
     def _outlier_test_in_postgres(
         self, groups: Mapping[tuple[int, str], set[tuple[str, str]]], policy: OutlierPolicy
     ) -> list[Flip]:
-        """The same test as :func:`service.core.results.outlier_flips`, computed by
+        """The same test as :func:`service.core.evidence.results.outlier_flips`, computed by
         PostgreSQL: per cell (the parameters hash covers the workload, so it names a cell within
         GPU and fingerprint) the newest ``window`` rows by index, the median with
         ``percentile_cont(0.5)`` (the type-7 median), the MAD over the cell's own array, then a

@@ -1,6 +1,6 @@
 """GPUs, aliases, prices and FX rates.
 
-Reads return core types (:mod:`service.core.catalog`, :class:`~service.core.specs.GpuSpec`);
+Reads return core types (:mod:`service.core.catalog.records`, :class:`~service.core.catalog.specs.GpuSpec`);
 documents handed out are copies, so nothing a caller does to them reaches the session. Writes
 take core types, keep the materialised columns and the alias rows in step with the effective
 document, and flush.
@@ -15,8 +15,16 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
-from service.core.catalog import AliasName, FxRate, GpuFilters, GpuRecord, PriceEntry, PriceRow, aliases_of
-from service.core.specs import AliasEntry, GpuSpec, gpu_spec_from_doc
+from service.core.catalog.records import (
+    AliasName,
+    FxRate,
+    GpuFilters,
+    GpuRecord,
+    PriceEntry,
+    PriceRow,
+    aliases_of,
+)
+from service.core.catalog.specs import AliasEntry, GpuSpec, gpu_spec_from_doc
 from service.db.models import FxRate as FxRateRow
 from service.db.models import Gpu, GpuAlias, Price
 
@@ -168,7 +176,7 @@ class CatalogRepository:
     def add_all(self, records: Iterable[GpuRecord]) -> None:
         """Insert new GPUs, in order, each created at its ``updated_at``, with its filter
         columns and alias rows from the effective document
-        (:func:`~service.core.catalog.aliases_of`). Flushes once."""
+        (:func:`~service.core.catalog.records.aliases_of`). Flushes once."""
         for record in records:
             row = Gpu(slug=record.slug, created_at=record.updated_at)
             _materialise(row, record.document)

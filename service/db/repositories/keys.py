@@ -1,4 +1,4 @@
-"""API keys (stored hashed). Returns :class:`~service.core.keys.ApiKeyRecord`; writes flush."""
+"""API keys (stored hashed). Returns :class:`~service.core.access.keys.ApiKeyRecord`; writes flush."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.core.keys import ApiKeyRecord
+from service.core.access.keys import ApiKeyRecord
 from service.db.models import ApiKey
 
 

@@ -1,4 +1,4 @@
-"""Stored results as the latest-measured rule sees them: :class:`~service.core.aggregate.Point`
+"""Stored results as the latest-measured rule sees them: :class:`~service.core.evidence.aggregate.Point`
 per result, grouped by cell. Read-only.
 
 A cell is (GPU, workload, parameters hash); retracted results are never returned; quarantined
@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from service.core.aggregate import Point
-from service.core.specs import GpuSpec, gpu_spec_from_doc
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc
+from service.core.evidence.aggregate import Point
 from service.db.models import ApiKey, BenchmarkResult, BenchmarkRun, Gpu
 
 CellKey = tuple[str, str, str]  # (gpu slug, workload, params hash)

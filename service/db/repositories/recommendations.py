@@ -1,5 +1,5 @@
 """Stored recommendations: one insert per answer (deduplicated by id), a read by id, a prune
-by age. Returns :class:`~service.core.recommend.StoredRecommendation`; writes flush."""
+by age. Returns :class:`~service.core.recommend.search.StoredRecommendation`; writes flush."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from service.core.recommend import StoredRecommendation
+from service.core.recommend.search import StoredRecommendation
 from service.db.models import Recommendation
 
 

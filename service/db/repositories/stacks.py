@@ -2,7 +2,7 @@
 journal: the write side of the read path (docs/architecture.md, "Read path").
 
 A stack is one fingerprint's results in one cell (GPU, parameters hash). Its summary is
-recomputed -- by :func:`service.core.aggregate.summarise_stack`, the one rule -- from its newest
+recomputed -- by :func:`service.core.evidence.aggregate.summarise_stack`, the one rule -- from its newest
 N non-quarantined results whenever a transaction changes the cell (new results, quarantine
 or release, retraction or restore, a pending GPU mapped), in that same transaction, so readers
 never scan results. Work per touched stack is bounded by N, not by the cell's history.
@@ -19,8 +19,8 @@ from sqlalchemy import delete, func, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from service.core.aggregate import Point, StackWindow, stack_from_doc, stack_to_doc, summarise_stack
-from service.core.versions import Watermarks
+from service.core.evidence.aggregate import Point, StackWindow, stack_from_doc, stack_to_doc, summarise_stack
+from service.core.evidence.versions import Watermarks
 from service.db.models import ApiKey, BenchmarkResult, BenchmarkRun, BenchmarkStack, Gpu, MeasurementJournal
 from service.db.models import Watermarks as WatermarksRow
 from service.db.repositories.measurements import point_from_row

@@ -1,0 +1,1 @@
+"""Who may call and how listings page: API key scopes and stored hashes, opaque cursors."""

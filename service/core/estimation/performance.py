@@ -1,0 +1,685 @@
+"""Step time, throughput and time to train: a roofline per operation group (serving lives in
+:mod:`service.core.estimation.serving`).
+
+Every phase of a step is split into groups of kernels that share a bound:
+
+* **matmuls** (linear layers, LM head): ``FLOPs / (peak x e_mm x shape)`` or, when the
+  weights dominate (decode, tiny batches), ``bytes / (bandwidth x e_bw)``; ``shape`` is
+  ``T/(T + T0) * h/(h + h0)`` -- GEMMs with few rows (tokens ``T``) or a narrow hidden size
+  ``h`` reach less of the peak;
+* **attention** (SDPA flash kernels): ``FLOPs / (peak x e_attn)``; eager attention adds the
+  ``s^2`` score/softmax tensors as memory traffic;
+* **elementwise** (norms, RoPE, casts, residual adds, SiLU, loss, optimizer): bytes moved
+  ``/ (bandwidth x e_bw)``;
+* **host dispatch**: PyTorch eager launches every op from Python; ``ops x t_dispatch`` is a
+  floor under the GPU time (small models are launch-bound).
+
+A step takes ``max(sum of GPU group times, dispatch time) + t_step`` plus the communication
+that does not overlap with compute. Communication uses the node shape: NVLink per-direction
+bandwidth inside an NVLink domain, otherwise PCIe, and the network between nodes.
+
+FLOP conventions: a matmul of ``M x K`` by ``K x N`` is ``2MKN``; backward of a trainable
+linear is twice its forward (input and weight gradients), of a frozen one once (input
+gradient only); causal flash attention skips the upper triangle (``2 * 2 * s * d`` per query
+token, halved), its backward is 2.5x its forward (it recomputes ``QK^T``); gradient
+checkpointing adds one more forward.
+
+The efficiencies live in :class:`Efficiencies`. :data:`SPEC_DEFAULTS` are the figures used
+with datasheet peaks alone (provenance ``spec``); they were committed before any fitting and
+are never edited to fit data -- calibration (``core/estimation/calibration.py``) produces new
+:class:`Efficiencies` instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from service.core.catalog.models import CnnSpec, DecoderSpec, EncoderSpec
+from service.core.catalog.precision import PEAK_KEY
+from service.core.catalog.precision import TRAIN_MODES as _MODES
+from service.core.catalog.specs import GpuSpec, NodeShape
+from service.core.estimation.band import Band
+from service.core.estimation.memory import TrainConfig
+
+__all__ = [
+    "H200_SXM",
+    "SPEC_DEFAULTS",
+    "Efficiencies",
+    "StepEstimate",
+    "StepSummary",
+    "estimate_step",
+    "step_summary",
+    "time_to_train",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# GPU figures the estimator needs
+# --------------------------------------------------------------------------------------------
+
+PCIE_ASSUMED_PER_DIRECTION_GB_PER_S = 0.985 * 2.0 * 16
+"""PCIe gen4 x16 payload bandwidth per direction (GB/s), assumed for collectives when the
+catalog does not source the GPU's PCIe generation and width (the answer says so)."""
+
+NETWORK_GBIT_PER_S_PER_GPU = 400.0
+"""Default network bandwidth between nodes per GPU (one 400 Gb/s NIC per GPU, as in DGX/HGX
+H100 and H200 systems); a deployment setting, not a GPU trait."""
+
+
+H200_SXM = GpuSpec(
+    slug="nvidia-h200-sxm",
+    vendor="nvidia",
+    name="NVIDIA H200 SXM",
+    architecture="Hopper",
+    form_factor="sxm",
+    compute_capability="9.0",
+    memory_bytes=141 * 10**9,
+    peaks={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9, "int8": 1978.9},
+    bandwidth_gb_per_s=4800.0,
+    usable_memory_bytes=143_771 * 2**20,
+    tdp_w=700.0,
+    node=NodeShape(nvlink_topology="switched", nvlink_domain_size=8, nvlink_per_direction_gb_per_s=450.0,
+                   pcie_gen=5, pcie_lanes=16),
+)
+"""NVIDIA H200 SXM datasheet (dense): 141 GB HBM3e at 4.8 TB/s, 989.4 TFLOP/s BF16/FP16,
+494.7 TF32, 66.9 FP32, 1978.9 FP8; NVLink 4 900 GB/s bidirectional; NVML reports 143,771 MiB.
+A fixture for tests and benchmarks; the service reads the catalog."""
+
+
+# --------------------------------------------------------------------------------------------
+# Efficiencies
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Efficiencies:
+    """Fractions of datasheet peaks reached, and fixed costs.
+
+    * ``mm``: best-case matmul fraction of the dense peak, per precision key;
+    * ``mm_tokens0`` / ``mm_hidden0``: half-efficiency points of the shape factor
+      ``T/(T+T0) * h/(h+h0)``;
+    * ``attn``: fused attention fraction of the 16-bit peak (FLOPs actually computed);
+    * ``bw``: fraction of datasheet bandwidth reached by elementwise kernels;
+    * ``elementwise_bwd``: backward/forward ratio of elementwise bytes;
+    * ``dispatch_s``: host time to launch one op in eager PyTorch (autograd included);
+    * ``step_s``: fixed per-step host cost (optimizer bookkeeping, Python loop);
+    * ``comm``: fraction of link bandwidth collectives reach (NCCL bus bandwidth);
+    * ``overlap``: fraction of gradient communication hidden behind backward (DDP/FSDP).
+    * ``conv``: fraction of the 16-bit peak cuDNN convolutions reach (CNNs).
+    """
+
+    mm: Mapping[str, float]
+    mm_tokens0: float
+    mm_hidden0: float
+    attn: float
+    bw: float
+    elementwise_bwd: float
+    dispatch_s: float
+    step_s: float
+    comm: float
+    overlap: float
+    conv: float
+    source: str = "spec"
+    extra: Mapping[str, float] = field(default_factory=dict)
+
+    def mm_for(self, precision: str) -> float:
+        key = PEAK_KEY.get(precision, precision)
+        return float(self.mm.get(key, self.mm.get("bf16", 0.7)))
+
+
+SPEC_DEFAULTS = Efficiencies(
+    mm={"fp32": 0.85, "tf32": 0.70, "bf16": 0.80, "fp16": 0.80, "fp8": 0.65, "int8": 0.65},
+    mm_tokens0=256.0,
+    mm_hidden0=512.0,
+    attn=0.40,
+    bw=0.80,
+    elementwise_bwd=2.0,
+    dispatch_s=6e-6,
+    step_s=1e-3,
+    comm=0.80,
+    overlap=0.7,
+    conv=0.35,
+    source="spec",
+)
+"""Spec-default efficiencies, committed before any fitting (never edited to fit data).
+
+Sources: cuBLAS large-GEMM rates of 75-85 % of the dense tensor-core peak on A100/H100 (an
+8192^3 bf16 matmul ran at ~790 of 989 TFLOP/s on the H200 here: 0.80); SGEMM ~85-90 % of the
+FP32 peak; TF32 ~70 %; FlashAttention-2 forward/backward at 35-50 % of the 16-bit peak on
+Hopper (Dao 2023, and FA3 paper's FA2 baselines); device copies at ~90 % of datasheet
+bandwidth (4.3 of 4.8 TB/s here), elementwise eager kernels lower (0.8); PyTorch eager
+dispatch of 5-10 us per op with autograd; NCCL bus bandwidth ~80 % of the link rate;
+ResNet-50 cuDNN training at roughly a third of the tensor peak once BN/ReLU traffic is
+counted separately.
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StepEstimate:
+    """One optimizer step per GPU. Times in seconds; ``phases`` break the micro-step down."""
+
+    step_time_s: float
+    step_time_band: Band
+    micro_step_time_s: float
+    accumulation_steps: int
+    tokens_per_s: float
+    samples_per_s: float
+    model_flops_per_step: float
+    mfu: float
+    phases: dict[str, float]
+    communication_s: float
+    bound: str
+    provenance: str = "spec"
+    assumptions: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# Training step
+# --------------------------------------------------------------------------------------------
+
+# Host cost of eager PyTorch, per kernel launched (issue 11, launch-bound steps). Kernel counts
+# of the HF Llama layer under autocast (transformers 5.17, torch 2.11, SDPA), from the torch
+# profiler on the H200 (a physics probe, 6- and 12-layer models, differenced per layer):
+# forward 49 kernels per layer, backward 94, embeddings + final norm + LM head + loss 38 in
+# forward and 31 in backward. Host time per kernel differs by who launches it: the backward is
+# issued by autograd's C++ engine (the unit, ``Efficiencies.dispatch_s``), the forward from
+# Python module code (1.65x), and checkpoint recompute from Python inside the backward, through
+# the non-reentrant checkpoint's saved-tensor hooks (4.4x; 3.2 ms per layer for 47 kernels on
+# the probe); a checkpointed layer's forward also pays the wrapper (~37 backward-kernel units
+# per layer). Checkpointing therefore adds about 2.5x the host time of a plain backward.
+OPS_PER_LAYER_FWD = 49
+OPS_PER_LAYER_BWD = 94
+OPS_HEAD = 38
+OPS_HEAD_BWD = 31
+HOST_COST_FORWARD = 1.65
+HOST_COST_RECOMPUTE = 4.4
+HOST_CHECKPOINT_WRAPPER = 37.0
+OPS_PER_FSDP_UNIT = 40
+"""FSDP2 kernels per wrapped unit and micro-batch: copy-in, all-gather and copy-out in forward
+and again in backward, reduce-scatter with its copies, reshards."""
+OPT_KERNELS_PER_TENSOR_FORLOOP = 9
+"""``_single_tensor_adam``: mul_, lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_ (+ step)."""
+OPT_ACCESSES = {"fused": 7.0, "foreach": 21.0, "forloop": 21.0}
+"""AdamW element accesses per parameter (reads + writes of parameter, gradient, two states and
+temporaries). Fused: one pass (p r/w, g r, m r/w, v r/w). foreach/for-loop: one pass per op --
+weight decay (2), lerp (3), v*beta2 (2), addcmul (4), sqrt (2), / bias correction (2), + eps
+(2), addcdiv (4). 7B amp_bf16 on the H200 measured +91 ms (foreach) and +78 ms (for-loop) over
+fused, against +85 ms from these counts at 4.3 TB/s."""
+OPS_ENCODER_LAYER_FWD = 30
+OPS_ENCODER_LAYER_BWD = 50
+
+
+def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
+    return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
+
+
+def _collective_bw(gpu: GpuSpec, e: Efficiencies, n: int, network_gbit_per_s_per_gpu: float) -> float:
+    """Bus bandwidth (B/s) for a collective over ``n`` GPUs: NVLink inside the NVLink domain,
+    PCIe otherwise (gen4 x16 assumed when unsourced), the network once ranks span nodes."""
+    if n <= 1:
+        return math.inf
+    node = gpu.node
+    if node.nvlink_per_direction_gb_per_s and n <= node.nvlink_domain_size:
+        link = node.nvlink_per_direction_gb_per_s
+    elif n <= max(node.nvlink_domain_size, 8):
+        link = node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
+    else:
+        link = network_gbit_per_s_per_gpu / 8.0
+    return link * 1e9 * e.comm
+
+
+class _StepShape(NamedTuple):
+    """What the step model reads of a decoder or encoder, per tensor-parallel shard and numeric
+    mode: functions of (model, tp, autocast, compute bytes) alone, so computed once for each by
+    :func:`_step_shape` instead of on every estimate. Each field is the exact expression the step
+    model used inline (sums kept as written), so the figures are bit-for-bit the same."""
+
+    decoder: bool
+    L: int
+    h: float
+    q: float  # q_dim / tp (the encoder: hidden)
+    kv: float
+    f: float
+    V: float
+    layer_mm: float  # one layer's matmul weights a token passes through (active experts)
+    layer_w_all: float  # one layer's matmul weights (every expert)
+    mm_weights: float  # L * layer_mm + h * V
+    w_weights: float  # L * layer_w_all + h * V
+    causal: float
+    ops_f: int
+    ops_b: int
+    ew: float  # elementwise bytes per token per layer (forward), by precision
+    gqa: bool  # a decoder whose queries share KV heads (fp32 SDPA runs the math kernel)
+    a_heads: float  # num_heads / tp
+    hd: float  # head_dim
+    P: float  # total parameters / tp
+    matmul_per_token: float
+    heads_x_dim: float  # num_heads * head_dim (model FLOPs)
+    forloop_tensors: float  # parameter tensors a for-loop optimizer visits
+
+
+_SHAPE_CACHE: dict[tuple[int, int, bool, int], tuple[DecoderSpec | EncoderSpec, _StepShape]] = {}
+
+
+def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: int) -> _StepShape:
+    """:class:`_StepShape` of ``m``, memoised per (model, tp, mode) like the parameter counts
+    (keyed by identity with the spec kept beside its entry; bounded)."""
+    key = (id(m), tp, autocast, compute)
+    hit = _SHAPE_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    cb = float(compute)
+    if isinstance(m, DecoderSpec):
+        L = m.num_layers
+        h = float(m.hidden_size)
+        q, kv = float(m.q_dim) / tp, float(m.kv_dim) / tp
+        f = float(m.intermediate_size) / tp
+        V = float(m.vocab_size) / tp
+        cnt = m._c()
+        layer_mm = float(cnt.active_per_layer - cnt.norms) / tp
+        layer_w_all = float(cnt.per_layer - cnt.norms) / tp
+        causal = 0.5
+        ops_f, ops_b = OPS_PER_LAYER_FWD, OPS_PER_LAYER_BWD
+        # elementwise bytes per token per layer (forward), by precision (module docstring)
+        if autocast:
+            ew = 106.0 * h + 36.0 * (q + kv) + 10.0 * f
+        elif cb == 4:
+            ew = 76.0 * h + 40.0 * (q + kv) + 20.0 * f
+        else:
+            ew = 76.0 * h + 20.0 * (q + kv) + 10.0 * f
+        if m.is_moe:
+            ew += 10.0 * f * (m.experts_per_token - 1) + 8.0 * m.num_experts
+        forloop = float(L * (len(m.linear_shapes()) + 2) + 3)
+    else:  # EncoderSpec
+        L = m.num_layers
+        h = float(m.hidden_size)
+        q = kv = h
+        f = float(m.intermediate_size)
+        V = float(m.vocab_size)
+        layer_mm = layer_w_all = float(4 * m.hidden_size**2 + 2 * m.hidden_size * m.intermediate_size)
+        causal = 1.0
+        ops_f, ops_b = OPS_ENCODER_LAYER_FWD, OPS_ENCODER_LAYER_BWD
+        ew = (110.0 * h + 12.0 * f) if autocast else (90.0 * h + 16.0 * f)
+        forloop = 16.0 * L
+    decoder = isinstance(m, DecoderSpec)
+    gqa = isinstance(m, DecoderSpec) and m.num_heads > m.num_kv_heads
+    hd = float(getattr(m, "head_dim", 64))
+    shape = _StepShape(
+        decoder=decoder, L=L, h=h, q=q, kv=kv, f=f, V=V, layer_mm=layer_mm, layer_w_all=layer_w_all,
+        mm_weights=L * layer_mm + h * V, w_weights=L * layer_w_all + h * V, causal=causal,
+        ops_f=ops_f, ops_b=ops_b, ew=ew, gqa=gqa,
+        a_heads=float(m.num_heads) / tp, hd=hd, P=float(m.total_params) / tp,
+        matmul_per_token=float(m.matmul_params_per_token),
+        heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)), forloop_tensors=forloop,
+    )
+    if len(_SHAPE_CACHE) > 4096:
+        _SHAPE_CACHE.clear()
+    _SHAPE_CACHE[key] = (m, shape)
+    return shape
+
+
+class _Adapters(NamedTuple):
+    """The LoRA adapters as the step model reads them (per shard): per target, ``in + out`` of
+    the adapted linear (for the adapter FLOPs, which scale with tokens); the adapter parameters
+    and elementwise bytes per token, summed over the targets in the order given."""
+
+    widths: tuple[int, ...]
+    params: float
+    ew: float
+
+
+_ADAPTER_CACHE: dict[tuple[int, int, tuple[str, ...], int, bool, int], tuple[DecoderSpec, _Adapters]] = {}
+
+
+def _adapters(m: DecoderSpec, tp: int, targets: tuple[str, ...], rank: int, autocast: bool,
+              compute: int) -> _Adapters:
+    """:class:`_Adapters` for LoRA ``targets`` of rank ``rank``, memoised per model (bounded)."""
+    key = (id(m), tp, targets, rank, autocast, compute)
+    hit = _ADAPTER_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    cb = float(compute)
+    shapes = m.linear_shapes()
+    L = m.num_layers
+    params = ew = 0.0
+    for t in targets:
+        i0, o0, copies = shapes[t]
+        params += float(rank * (i0 + o0) * copies * L) / tp
+        i = float(i0) / (tp if t in ("o_proj", "down_proj") else 1)
+        o = float(o0) / (1 if t in ("o_proj", "down_proj") else tp)
+        ew += (6.0 * i + 6.0 * o) if autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
+    out = _Adapters(tuple(shapes[t][0] + shapes[t][1] for t in targets), params, ew)
+    if len(_ADAPTER_CACHE) > 4096:
+        _ADAPTER_CACHE.clear()
+    _ADAPTER_CACHE[key] = (m, out)
+    return out
+
+
+_OPT_BYTES_PER_PARAM = {"sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}
+"""Element accesses per parameter of the optimizers other than AdamW (:data:`OPT_ACCESSES`)."""
+
+
+class StepSummary(NamedTuple):
+    """What an answer reads of a step (:func:`step_summary`): the :class:`StepEstimate` fields of
+    the same names, without the phase breakdown, model FLOPs and assumptions."""
+
+    step_time_s: float
+    step_time_band: Band
+    accumulation_steps: int
+    tokens_per_s: float
+    samples_per_s: float
+    mfu: float
+    bound: str
+
+
+class _Step(NamedTuple):
+    """Every figure of a decoder/encoder step (:func:`_step`), before it is dressed as a
+    :class:`StepEstimate` or a :class:`StepSummary`."""
+
+    step: float
+    micro: float
+    accum: int
+    tokens: float
+    samples: float
+    model_flops: float
+    mfu: float
+    bound: str
+    gpu_fwd: float
+    gpu_bwd: float
+    casts: float
+    optimizer: float
+    host: float
+    communication: float
+    notes: list[str]
+
+
+def _band(step: float, e: Efficiencies, band: tuple[float, float] | None, provenance: str | None) -> tuple[Band, str]:
+    prov = provenance or e.source
+    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    return Band(step * (1 - lo), step, step * (1 + hi)), prov
+
+
+def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
+                  band: tuple[float, float] | None = None, provenance: str | None = None) -> StepEstimate:
+    """Time of one optimizer step (``accumulation_steps`` micro-steps + optimizer + the
+    communication left exposed) per GPU, with the model FLOPs and MFU.
+
+    ``band`` is the relative (low, high) 80 % band; by default the spec band
+    (:data:`SPEC_BAND`) or, for fitted efficiencies, :data:`CALIBRATED_BAND`.
+    """
+    m = c.model
+    if isinstance(m, CnnSpec):
+        return _cnn_step(c, m, gpu, e, band, provenance)
+    r = _step(c, gpu, e)
+    step_band, prov = _band(r.step, e, band, provenance)
+    return StepEstimate(
+        step_time_s=r.step,
+        step_time_band=step_band,
+        micro_step_time_s=r.micro,
+        accumulation_steps=r.accum,
+        tokens_per_s=r.tokens / r.step,
+        samples_per_s=r.samples / r.step,
+        model_flops_per_step=r.model_flops,
+        mfu=r.mfu,
+        phases={
+            "forward": r.gpu_fwd, "backward": r.gpu_bwd, "weight_casts": r.casts, "optimizer": r.optimizer,
+            "host_dispatch": r.host, "communication": r.communication,
+        },
+        communication_s=r.communication,
+        bound=r.bound,
+        provenance=prov,
+        assumptions=tuple(r.notes),
+    )
+
+
+def step_summary(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
+                 band: tuple[float, float] | None = None, provenance: str | None = None) -> StepSummary:
+    """:func:`estimate_step`'s step time, band, throughput, MFU and bound alone (the same
+    figures): what an estimate answers, without building the phase breakdown it does not show."""
+    m = c.model
+    if isinstance(m, CnnSpec):
+        st = _cnn_step(c, m, gpu, e, band, provenance)
+        return StepSummary(st.step_time_s, st.step_time_band, st.accumulation_steps, st.tokens_per_s,
+                           st.samples_per_s, st.mfu, st.bound)
+    r = _step(c, gpu, e)
+    step_band, _ = _band(r.step, e, band, provenance)
+    return StepSummary(r.step, step_band, r.accum, r.tokens / r.step, r.samples / r.step, r.mfu, r.bound)
+
+
+def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
+    """The step model for decoders and encoders (module docstring)."""
+    m = c.model
+    assert not isinstance(m, CnnSpec)
+    mode = c.mode
+    autocast = mode.autocast
+    peak_t = gpu.require_peak(c.precision)
+    peak = peak_t * 1e12
+    p16 = gpu.peak_for("bf16")
+    peak16 = p16 * 1e12 if p16 else peak
+    bw = gpu.require_bandwidth() * 1e9 * e.bw
+    tp = c.tensor_parallel
+    b, s = c.batch_size, c.seq_len
+    T = float(b * s)
+    cb = float(mode.compute)
+    full = c.finetune == "full"
+    notes: list[str] = []
+    sh = _step_shape(m, tp, autocast, mode.compute)  # the model's shapes, once per (model, tp, mode)
+    L, h, V, layer_mm, causal = sh.L, sh.h, sh.V, sh.layer_mm, sh.causal
+    ops_f, ops_b = sh.ops_f, sh.ops_b
+
+    mm_eff = e.mm_for(c.precision) * _shape(e, T, h)
+    # ---- matmuls
+    fwd_mm_flops = 2.0 * T * sh.mm_weights
+    w_bytes_fwd = cb * sh.w_weights
+    t_mm_fwd = max(fwd_mm_flops / (peak * mm_eff), w_bytes_fwd / bw)
+    bwd_mult = 2.0 if full else 1.0
+    t_mm_bwd = t_mm_fwd * bwd_mult
+    lora_ew = 0.0
+    lora_params = 0.0
+    if not full and sh.decoder:
+        # PEFT adapters: two thin matmuls per target (rank r) at low efficiency, plus the
+        # elementwise traffic of the adapter path -- input cast to the fp32 adapter dtype
+        # (pure 16-bit) or autocast copy (amp), the scaled add into the base output and the
+        # cast back: per token ~(6*in + 6*out) bytes under autocast, (6*in + 14*out) in pure
+        # 16-bit, 12*out in fp32 -- and ~8 extra ops per target (:func:`_adapters`).
+        assert isinstance(m, DecoderSpec)
+        ad = _adapters(m, tp, c.lora_targets, c.lora_rank, autocast, mode.compute)
+        adapter_peak = peak if autocast else gpu.require_peak("fp32") * 1e12
+        lora_flops = 0.0
+        rank = c.lora_rank
+        for width in ad.widths:
+            lora_flops += 2.0 * T * rank * width * L
+        lora_params, lora_ew = ad.params, ad.ew
+        t_mm_fwd += lora_flops / (adapter_peak * mm_eff * 0.5)
+        t_mm_bwd += 2 * lora_flops / (adapter_peak * mm_eff * 0.5)
+        ops_f += 8 * len(c.lora_targets)
+        ops_b += 10 * len(c.lora_targets)
+    # ---- attention
+    heads_dim = sh.q  # q_dim per shard
+    eager_like = c.attention == "eager" or (cb == 4 and sh.gqa)
+    attn_flops_fwd = 4.0 * T * s * heads_dim * L * (1.0 if eager_like else causal)
+    if eager_like:
+        a_heads = sh.a_heads
+        s2 = float(b) * a_heads * float(s) * float(s)
+        attn_bytes_fwd = 30.0 * s2 * L
+        attn_mm_eff = mm_eff
+        t_attn_fwd = attn_flops_fwd / (peak * attn_mm_eff) + attn_bytes_fwd / bw
+        t_attn_bwd = 2.0 * attn_flops_fwd / (peak * attn_mm_eff) + 2.0 * attn_bytes_fwd / bw
+        notes.append("math attention kernel (s^2 scores in memory)")
+    else:
+        hd = sh.hd
+        attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
+        t_attn_fwd = attn_flops_fwd / (peak16 * attn_eff)
+        t_attn_bwd = 2.5 * t_attn_fwd
+    # ---- elementwise (layers + loss)
+    ew_fwd = (sh.ew + lora_ew) * T * L
+    loss_bytes = (40.0 if cb != 4 else 32.0) * T * V
+    t_ew_fwd = ew_fwd / bw
+    t_ew_bwd = e.elementwise_bwd * ew_fwd / bw
+    t_loss = loss_bytes / bw
+    # ---- per-step weight traffic: autocast casts, gradient casts, optimizer
+    P = sh.P
+    trainable = P if full else lora_params
+    cast_bytes = 6.0 * sh.w_weights if autocast else 0.0
+    grad_cast_bytes = 6.0 * trainable if autocast and full else 0.0
+    sharding = c.sharding
+    zero = sharding in ("zero1", "zero2", "zero3")
+    adamw = c.optimizer == "adamw"
+    impl = c.optimizer_impl if adamw and not zero else "fused"
+    opt_bpp = OPT_ACCESSES[impl] if adamw else _OPT_BYTES_PER_PARAM[c.optimizer]
+    dp = c.gpu_count // tp  # c.data_parallel
+    shard = float(dp if sharding in ("fsdp", "zero3") else 1)
+    opt_bytes = opt_bpp * float(mode.state if full else 4) * trainable / shard
+    t_opt = opt_bytes / bw + e.step_s
+    if impl == "forloop":
+        t_opt += sh.forloop_tensors * OPT_KERNELS_PER_TENSOR_FORLOOP * e.dispatch_s
+    t_casts = (cast_bytes + grad_cast_bytes) / bw
+    # FSDP2 (any world size, also one rank): per micro-batch each unit is gathered in forward and
+    # backward (copy-in and copy-out, read + write each: 4 bytes moved per gathered byte) and its
+    # gradients reduce-scattered (the fp32 reduce input written and read, the shard accumulated)
+    fsdp_units = 0
+    if sharding == "fsdp" and sh.decoder:
+        fsdp_units = L + 1
+        policy = c.mixed_precision == "fsdp_policy"
+        gathered = 2.0 if policy else float(mode.param)
+        fsdp_bytes = 2.0 * 4.0 * gathered * P + (2.0 * gathered + 4.0 * 4.0 if policy else 4.0 * 4.0) * trainable
+        if policy:  # the gather casts fp32 shards (read 4) into bf16 (write 2) instead of copying
+            fsdp_bytes += 2.0 * 2.0 * P
+        t_casts += fsdp_bytes / bw
+
+    # ---- checkpointing: one more forward of the layers
+    t_recompute = 0.0
+    host_fwd = (L * ops_f + OPS_HEAD) * HOST_COST_FORWARD
+    host_bwd = float(L * ops_b + OPS_HEAD_BWD)
+    if c.gradient_checkpointing:
+        t_recompute = (t_mm_fwd * L * layer_mm / sh.mm_weights) + t_attn_fwd + t_ew_fwd
+        host_fwd += L * HOST_CHECKPOINT_WRAPPER
+        host_bwd += L * ops_f * HOST_COST_RECOMPUTE
+    host_fwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
+    host_bwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
+    host_fwd *= e.dispatch_s
+    host_bwd *= e.dispatch_s
+
+    gpu_fwd = t_mm_fwd + t_attn_fwd + t_ew_fwd + t_loss * 0.4
+    gpu_bwd = t_mm_bwd + t_attn_bwd + t_ew_bwd + t_loss * 0.6 + t_recompute
+    gpu_micro = gpu_fwd + gpu_bwd + t_casts
+    host_micro = host_fwd + host_bwd
+    # The host issues the forward, then the backward: the GPU idles in a phase whose kernels are
+    # issued slower than they run, so each phase takes the longer of the two (a step is not
+    # max(total GPU, total host): a launch-bound backward cannot borrow a GPU-bound forward's slack).
+    share = (gpu_fwd + 0.5 * t_casts) / gpu_micro if gpu_micro > 0 else 0.5
+    micro = max(gpu_micro * share, host_fwd) + max(gpu_micro * (1 - share), host_bwd)
+    bound = "host-dispatch" if host_micro > gpu_micro else (
+        "compute" if (t_mm_fwd + t_mm_bwd + t_attn_fwd + t_attn_bwd) > 0.5 * gpu_micro else "memory")
+
+    # ---- communication (none on one GPU)
+    comm = _communication(c, gpu, e, P, T, h, L, cb, gpu_bwd) if c.gpu_count > 1 else 0.0
+    accum = c.accumulation_steps
+    step = accum * micro + t_opt + comm
+    tokens = float(accum * b * s)
+    model_flops = 2.0 * T * sh.matmul_per_token * (3.0 if full else 2.0) * accum
+    model_flops += 4.0 * T * s * sh.heads_x_dim * L * causal * 3 * accum
+    mfu = model_flops / (step * peak * tp)
+    return _Step(step, micro, accum, tokens, accum * b, model_flops, mfu, bound, gpu_fwd, gpu_bwd, t_casts,
+                 t_opt, host_micro, comm, notes)
+
+
+SPEC_BAND = (0.30, 0.45)
+"""80 % band of a spec-default estimate, relative (low, high): datasheet peaks with default
+efficiencies are usually optimistic, so the band leans high."""
+
+CALIBRATED_BAND = (0.12, 0.12)
+"""80 % band of an estimate from efficiencies fitted on the same GPU (``interpolated``)."""
+
+
+def _communication(c: TrainConfig, gpu: GpuSpec, e: Efficiencies, P: float, T: float, h: float,
+                   L: int, cb: float, t_bwd: float, network: float = NETWORK_GBIT_PER_S_PER_GPU) -> float:
+    """Exposed communication per optimizer step (s).
+
+    DDP: ring all-reduce of the gradients, ``2(n-1)/n x bytes / busbw``, overlapped with
+    backward by ``overlap``. ZeRO-1/2: reduce-scatter of gradients + all-gather of parameters
+    (``(n-1)/n`` each). FSDP/ZeRO-3: parameters all-gathered in forward and backward plus the
+    gradient reduce-scatter, in bf16, overlapped likewise. Tensor parallelism: two all-reduces
+    of the ``T x h`` activations per layer in forward and two in backward, not overlapped.
+    """
+    dp, tp = c.data_parallel, c.tensor_parallel
+    total = 0.0
+    if dp > 1:
+        bw = _collective_bw(gpu, e, dp if tp == 1 else dp * tp, network)
+        trainable = P if c.finetune == "full" else P * 0.01
+        grad_bytes = trainable * (4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0)
+        k = (dp - 1) / dp
+        if c.sharding in ("none", "ddp"):
+            volume = 2 * k * grad_bytes
+        elif c.sharding in ("zero1", "zero2"):
+            volume = k * grad_bytes + k * 2.0 * P
+        elif c.sharding == "fsdp":  # gathers in forward and backward, gradients reduce-scattered
+            gathered = 2.0 if c.mixed_precision == "fsdp_policy" else float(c.mode.param)
+            volume = k * (2.0 * gathered * P + float(c.mode.grad) * trainable)
+        else:
+            volume = 3 * k * 2.0 * P
+        t = volume / bw
+        total += max(t - e.overlap * t_bwd * c.accumulation_steps, t * (1 - e.overlap))
+    if tp > 1:
+        bw = _collective_bw(gpu, e, tp, network)
+        per = 2 * (tp - 1) / tp * T * h * cb / bw
+        total += 4 * L * per * c.accumulation_steps
+    return total
+
+
+def _cnn_step(c: TrainConfig, m: CnnSpec, gpu: GpuSpec, e: Efficiencies,
+              band: tuple[float, float] | None, provenance: str | None) -> StepEstimate:
+    """ResNet training step: conv FLOPs (3x forward) at ``conv`` efficiency, plus activation
+    traffic (each activation written and read ~12 times across forward and backward: conv out,
+    BN read twice, ReLU, and their gradients), plus ~160 kernel launches per forward."""
+    mode = _MODES[c.precision]
+    peak = gpu.require_peak(c.precision) * 1e12
+    bw = gpu.require_bandwidth() * 1e9 * e.bw
+    b = c.batch_size
+    flops = 3.0 * m.forward_flops_per_image * b
+    act_bytes = float(m.activation_elements_per_image) * mode.compute * 12.0 * b
+    eff = e.conv * b / (b + 16.0)
+    gpu_t = flops / (peak * eff) + act_bytes / bw
+    host = 160 * 3 * e.dispatch_s
+    # Launch overhead is added, not overlapped: at ResNet-50 sizes an H200 finishes most
+    # kernels faster than eager PyTorch launches them, so the GPU waits on the host for much
+    # of the step (seen on the H200: a ~10 ms intercept under a linear per-image cost). This
+    # structure was changed after seeing that data; SPEC_DEFAULTS are unchanged.
+    step = gpu_t + host + float(m.total_params) * 16.0 / bw + e.step_s
+    prov = provenance or e.source
+    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    return StepEstimate(
+        step_time_s=step, step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
+        micro_step_time_s=step, accumulation_steps=1, tokens_per_s=b / step, samples_per_s=b / step,
+        model_flops_per_step=flops, mfu=flops / step / peak, phases={"compute": flops / (peak * eff),
+                                                                      "memory": act_bytes / bw},
+        communication_s=0.0, bound="memory" if act_bytes / bw > flops / (peak * eff) else "compute",
+        provenance=prov,
+    )
+
+
+def time_to_train(c: TrainConfig, tokens: float, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
+                  band: tuple[float, float] | None = None) -> tuple[float, Band, StepEstimate]:
+    """Seconds to train on ``tokens`` tokens with the global batch held fixed: optimizer
+    steps ``= ceil(tokens / (global_batch x seq_len))``; each step is ``accumulation_steps``
+    micro-steps on every data-parallel rank (DESIGN "Recommendation": the global batch does not
+    change with the GPU count)."""
+    st = estimate_step(c, gpu, e, band)
+    per_step = c.effective_global_batch * c.seq_len
+    steps = math.ceil(tokens / per_step)
+    t = steps * st.step_time_s
+    return t, st.step_time_band.scaled(steps), st
+
+
+def with_efficiencies(e: Efficiencies, **changes: Any) -> Efficiencies:
+    """A copy of ``e`` with fields replaced (used by calibration)."""
+    return replace(e, **changes)
+
