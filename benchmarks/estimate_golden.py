@@ -107,14 +107,20 @@ class _Pick:
 
 def _training(pick: _Pick, i: int) -> dict[str, Any]:
     family = pick(("dense", "dense", "small", "small", "moe", "encoder", "cnn"))
-    model = {"dense": lambda: pick([d for d in DECODERS if d not in SMALL and d != "mixtral-8x7b"]),
-             "small": lambda: pick(SMALL), "moe": lambda: "mixtral-8x7b",
-             "encoder": lambda: pick(ENCODERS), "cnn": lambda: pick(CNNS)}[family]()
+    model = {
+        "dense": lambda: pick([d for d in DECODERS if d not in SMALL and d != "mixtral-8x7b"]),
+        "small": lambda: pick(SMALL),
+        "moe": lambda: "mixtral-8x7b",
+        "encoder": lambda: pick(ENCODERS),
+        "cnn": lambda: pick(CNNS),
+    }[family]()
     kw: dict[str, Any] = {"model": model, "mode": "training"}
     kw["precision"] = pick((None, "amp_bf16", "amp_bf16", "amp_fp16", "bf16", "fp16", "fp32", "tf32"))
     kw["batch_size"] = pick((1, 1, 2, 4, 8, 16, 64) if family != "cnn" else (1, 16, 64, 256))
     if family != "cnn":
-        kw["seq_len"] = pick((None, 128, 512, 1024, 2048, 4096, 8192) if family != "encoder" else (None, 128, 512))
+        kw["seq_len"] = pick(
+            (None, 128, 512, 1024, 2048, 4096, 8192) if family != "encoder" else (None, 128, 512)
+        )
     n = pick((1, 1, 1, 2, 4, 8, 16))
     kw["gpu_count"] = n
     kw["sharding"] = pick((None, None, "none", "ddp", "fsdp", "fsdp", "zero1", "zero2", "zero3"))
@@ -147,9 +153,15 @@ def _finetuning(pick: _Pick, i: int) -> dict[str, Any]:
     kw["batch_size"] = pick((1, 1, 2, 4, 8, 16))
     kw["seq_len"] = pick((None, 512, 1024, 2048, 4096, 8192, 16384))
     kw["lora_rank"] = pick((8, 16, 16, 64))
-    kw["lora_targets"] = pick((None, None, ("q_proj", "v_proj"),
-                               ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
-                               ("down_proj", "o_proj")))
+    kw["lora_targets"] = pick(
+        (
+            None,
+            None,
+            ("q_proj", "v_proj"),
+            ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+            ("down_proj", "o_proj"),
+        )
+    )
     n = pick((1, 1, 1, 2, 4, 8))
     kw["gpu_count"] = n
     kw["sharding"] = pick((None, None, "ddp", "fsdp", "zero2", "zero3"))
@@ -208,14 +220,39 @@ def _fixed() -> list[dict[str, Any]]:
     """The benchmark's five cases and hand-picked corners, before the random draws."""
     return [
         {"model": "llama3-8b", "precision": "amp_bf16", "batch_size": 4, "seq_len": 2048},
-        {"model": "llama2-70b", "precision": "amp_bf16", "batch_size": 1, "seq_len": 4096, "sharding": "fsdp",
-         "gpu_count": 8, "gradient_checkpointing": True},
-        {"model": "llama2-13b", "mode": "fine-tuning", "precision": "bf16", "batch_size": 2, "seq_len": 4096,
-         "finetune": "lora"},
-        {"model": "mixtral-8x7b", "precision": "bf16", "batch_size": 1, "seq_len": 2048, "sharding": "zero3",
-         "gpu_count": 8},
-        {"model": "qwen2.5-7b", "mode": "fine-tuning", "precision": "bf16", "batch_size": 1, "seq_len": 8192,
-         "finetune": "qlora"},
+        {
+            "model": "llama2-70b",
+            "precision": "amp_bf16",
+            "batch_size": 1,
+            "seq_len": 4096,
+            "sharding": "fsdp",
+            "gpu_count": 8,
+            "gradient_checkpointing": True,
+        },
+        {
+            "model": "llama2-13b",
+            "mode": "fine-tuning",
+            "precision": "bf16",
+            "batch_size": 2,
+            "seq_len": 4096,
+            "finetune": "lora",
+        },
+        {
+            "model": "mixtral-8x7b",
+            "precision": "bf16",
+            "batch_size": 1,
+            "seq_len": 2048,
+            "sharding": "zero3",
+            "gpu_count": 8,
+        },
+        {
+            "model": "qwen2.5-7b",
+            "mode": "fine-tuning",
+            "precision": "bf16",
+            "batch_size": 1,
+            "seq_len": 8192,
+            "finetune": "qlora",
+        },
         {"model": "gt-llama-350m", "batch_size": 4, "seq_len": 1024, "optimizer_impl": "fused"},
         {"model": "llama3-8b", "sharding": "fsdp", "gpu_count": 16, "mixed_precision": "fsdp_policy"},
         {"model": "llama3-8b", "gpu_count": 4, "tensor_parallel": 2, "sharding": "zero1"},
@@ -223,10 +260,23 @@ def _fixed() -> list[dict[str, Any]]:
         {"model": "llama3-8b", "solve_for": "max_micro_batch"},
         {"model": "llama3-8b", "solve_for": "max_context"},
         {"model": "llama3-8b", "mode": "inference", "solve_for": "max_concurrency"},
-        {"model": "llama3-8b", "mode": "inference", "engine": "vllm", "requests_per_s": 5.0, "solve_for": "min_gpus",
-         "ttft_target_ms": 500.0, "tpot_target_ms": 40.0},
-        {"model": "llama3-70b", "mode": "inference", "engine": "tensorrt-llm", "tensor_parallel": 4, "gpu_count": 8,
-         "requests_per_s": 20.0},
+        {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "requests_per_s": 5.0,
+            "solve_for": "min_gpus",
+            "ttft_target_ms": 500.0,
+            "tpot_target_ms": 40.0,
+        },
+        {
+            "model": "llama3-70b",
+            "mode": "inference",
+            "engine": "tensorrt-llm",
+            "tensor_parallel": 4,
+            "gpu_count": 8,
+            "requests_per_s": 20.0,
+        },
         {"model": "resnet50", "batch_size": 256, "precision": "amp_bf16"},
         {"model": "bert-large", "batch_size": 32, "seq_len": 512, "precision": "fp32"},
         {"params_billion": 13.0, "batch_size": 2},
@@ -261,9 +311,16 @@ def fitted_calibrations() -> CalibrationSet:
     import benchmarks.validate_estimates as ve
 
     pts = ve.load_points(sorted(glob.glob(str(ROOT / "data" / "benchmarks" / "*.json"))))
-    cells = [CellMeasurement(p.gpu, p.workload, p.params,
-                             {**p.metrics, **({"step_time_s": p.measured_time} if p.measured_time else {})})
-             for p in pts if p.status == "ok"]
+    cells = [
+        CellMeasurement(
+            p.gpu,
+            p.workload,
+            p.params,
+            {**p.metrics, **({"step_time_s": p.measured_time} if p.measured_time else {})},
+        )
+        for p in pts
+        if p.status == "ok"
+    ]
     return fit_calibrations(cells)
 
 
@@ -282,8 +339,20 @@ def measured_view(i: int, job_kind: str) -> CellView | None:
             metrics.append({"ttft_ms_p50": 80.0 * f, "tpot_ms_p50": 12.0 * f})
         else:
             metrics.append({"step_time_s": 0.25 * f + 0.001 * k})
-    pts = [Point(k, "fp", "host", True, "ok", False, t0 + dt.timedelta(minutes=k), m,
-                 {"peak_allocated_bytes": (20 + k) * 2**30}) for k, m in enumerate(metrics)]
+    pts = [
+        Point(
+            k,
+            "fp",
+            "host",
+            True,
+            "ok",
+            False,
+            t0 + dt.timedelta(minutes=k),
+            m,
+            {"peak_allocated_bytes": (20 + k) * 2**30},
+        )
+        for k, m in enumerate(metrics)
+    ]
     return latest_measured(pts, k=3)
 
 
@@ -325,15 +394,23 @@ def _dump(x: Any) -> str:
     return json.dumps(x, separators=(",", ":"), allow_nan=False)
 
 
-def answer(gpu: GpuSpec, kw: dict[str, Any], cals: CalibrationSet, measured: CellView | None) -> dict[str, Any]:
+def answer(
+    gpu: GpuSpec, kw: dict[str, Any], cals: CalibrationSet, measured: CellView | None
+) -> dict[str, Any]:
     """The canonical answer for one configuration: the Estimate's parts, or the refusal."""
     try:
         js = JobSpec(**kw)
         job = build_job(js)
         est = estimate(gpu, job, cals, measured)
     except (InvalidConfiguration, MissingFigure, ModelNotFound, ValueError) as exc:
-        return {"error": {"type": type(exc).__name__, "field": getattr(exc, "field", None),
-                          "code": getattr(exc, "code", None), "message": str(exc)}}
+        return {
+            "error": {
+                "type": type(exc).__name__,
+                "field": getattr(exc, "field", None),
+                "code": getattr(exc, "code", None),
+                "message": str(exc),
+            }
+        }
     return {
         "job": canon(est.job),
         "configuration": canon(est.configuration),
@@ -373,7 +450,9 @@ def evaluate(limit: int | None = None) -> Iterator[tuple[str, str, dict[str, Any
                 a = answer(gpus[slug], kw, cals, view if name == "fitted" else None)
                 text = _dump(a)
                 # the inputs, hashed (``--show`` prints them): GPU, calibration set, job, measured cell
-                key = f"{i}|{slug}|{name}|" + _sha(_key(kw) + ("|measured" if view is not None and name == "fitted" else ""), 12)
+                key = f"{i}|{slug}|{name}|" + _sha(
+                    _key(kw) + ("|measured" if view is not None and name == "fitted" else ""), 12
+                )
                 yield key, text, a
 
 
@@ -383,8 +462,11 @@ def evaluate(limit: int | None = None) -> Iterator[tuple[str, str, dict[str, Any
 
 
 def _record(key: str, text: str, parts: dict[str, Any], index: int) -> dict[str, Any]:
-    rec: dict[str, Any] = {"key": key, "sha": _sha(text),
-                           "parts": {k: _sha(_dump(v), 12) for k, v in parts.items()}}
+    rec: dict[str, Any] = {
+        "key": key,
+        "sha": _sha(text),
+        "parts": {k: _sha(_dump(v), 12) for k, v in parts.items()},
+    }
     if index % SAMPLE_EVERY == 0:
         rec["full"] = parts
     return rec
@@ -396,8 +478,10 @@ def write() -> int:
     lines = [json.dumps(r, separators=(",", ":")) for r in recs]
     head = json.dumps({"seed": SEED, "answers": len(recs)})[:-1]
     DATA.write_text(head + ', "records": [\n' + ",\n".join(lines) + "\n]}\n")
-    print(f"wrote {len(recs)} answers ({errors} refusals) to {DATA.relative_to(ROOT)} "
-          f"({DATA.stat().st_size / 1e6:.2f} MB)")
+    print(
+        f"wrote {len(recs)} answers ({errors} refusals) to {DATA.relative_to(ROOT)} "
+        f"({DATA.stat().st_size / 1e6:.2f} MB)"
+    )
     return 0
 
 
@@ -432,9 +516,11 @@ def check() -> int:
     if n < len(recs):
         print(f"{len(recs) - n} stored configurations missing")
         diffs += len(recs) - n
-    print(f"{n} answers compared ({n - 1} configuration x GPU x calibration-set answers, refusals included, "
-          f"+ the fitted calibration set), {diffs} differences "
-          f"({time.process_time() - t0:.1f} s CPU)")
+    print(
+        f"{n} answers compared ({n - 1} configuration x GPU x calibration-set answers, refusals included, "
+        f"+ the fitted calibration set), {diffs} differences "
+        f"({time.process_time() - t0:.1f} s CPU)"
+    )
     return 1 if diffs else 0
 
 

@@ -45,16 +45,29 @@ TARGET_US = 50.0
 
 CASES: list[tuple[str, dict[str, object]]] = [
     ("llama3-8b", {"precision": "amp_bf16", "batch_size": 4, "seq_len": 2048}),
-    ("llama2-70b", {"precision": "amp_bf16", "batch_size": 1, "seq_len": 4096, "sharding": "fsdp",
-                    "gpu_count": 8, "gradient_checkpointing": True}),
+    (
+        "llama2-70b",
+        {
+            "precision": "amp_bf16",
+            "batch_size": 1,
+            "seq_len": 4096,
+            "sharding": "fsdp",
+            "gpu_count": 8,
+            "gradient_checkpointing": True,
+        },
+    ),
     ("llama2-13b", {"precision": "bf16", "batch_size": 2, "seq_len": 4096, "finetune": "lora"}),
-    ("mixtral-8x7b", {"precision": "bf16", "batch_size": 1, "seq_len": 2048, "sharding": "zero3",
-                      "gpu_count": 8}),
+    (
+        "mixtral-8x7b",
+        {"precision": "bf16", "batch_size": 1, "seq_len": 2048, "sharding": "zero3", "gpu_count": 8},
+    ),
     ("qwen2.5-7b", {"precision": "bf16", "batch_size": 1, "seq_len": 8192, "finetune": "qlora"}),
 ]
 
 
-H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20)
+H100_SXM = replace(
+    H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20
+)
 
 
 def calibrations() -> CalibrationSet:
@@ -65,18 +78,20 @@ def calibrations() -> CalibrationSet:
             c = TrainConfig(model=get_model(name), batch_size=b, seq_len=s)
             pts.append(TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * 1.1))
     cal = fit_time(pts)
-    return CalibrationSet(by_key={(H200_SXM.slug, "llm-train", "16bit"): cal}, families={H200_SXM.slug: "hopper"})
+    return CalibrationSet(
+        by_key={(H200_SXM.slug, "llm-train", "16bit"): cal}, families={H200_SXM.slug: "hopper"}
+    )
 
 
 CALS = calibrations()
 
 
-def time_case(model: str, kwargs: dict[str, object], iterations: int, *, new_configuration: bool,
-              repeats: int = 5) -> tuple[float, float]:
+def time_case(
+    model: str, kwargs: dict[str, object], iterations: int, *, new_configuration: bool, repeats: int = 5
+) -> tuple[float, float]:
     """(best, median) microseconds of CPU per estimate (job + memory + calibrated step time)."""
     spec = get_model(model)
-    js = JobSpec(model=model, mode="fine-tuning" if kwargs.get("finetune") else "training",
-                 **kwargs)  # type: ignore[arg-type]
+    js = JobSpec(model=model, mode="fine-tuning" if kwargs.get("finetune") else "training", **kwargs)  # type: ignore[arg-type]
 
     def one() -> None:
         if new_configuration:
@@ -102,8 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=20000)
     args = ap.parse_args(argv)
     worst: dict[bool, float] = {}
-    for new_configuration, title in ((True, "new configuration (memory breakdown computed)"),
-                                     (False, "another GPU (memory breakdown from the memo)")):
+    for new_configuration, title in (
+        (True, "new configuration (memory breakdown computed)"),
+        (False, "another GPU (memory breakdown from the memo)"),
+    ):
         print(title)
         best: list[float] = []
         med: list[float] = []
@@ -114,11 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             desc = ", ".join(f"{k}={v}" for k, v in kwargs.items())
             print(f"{b:7.1f} us (median {m:5.1f})  {model}: {desc}")
         worst[new_configuration] = max(best)
-        print(f"  best-of-5: mean {sum(best) / len(best):.1f} us, worst case {max(best):.1f} us "
-              f"(medians {min(med):.1f}-{max(med):.1f} us), {args.iterations} iterations per case")
+        print(
+            f"  best-of-5: mean {sum(best) / len(best):.1f} us, worst case {max(best):.1f} us "
+            f"(medians {min(med):.1f}-{max(med):.1f} us), {args.iterations} iterations per case"
+        )
     ok = worst[True] <= TARGET_US
-    print(f"per training estimate of a new configuration: worst case {worst[True]:.1f} us (another GPU: "
-          f"{worst[False]:.1f} us); target <= {TARGET_US:.0f} us: {'met' if ok else 'NOT met'}")
+    print(
+        f"per training estimate of a new configuration: worst case {worst[True]:.1f} us (another GPU: "
+        f"{worst[False]:.1f} us); target <= {TARGET_US:.0f} us: {'met' if ok else 'NOT met'}"
+    )
     return 0 if ok else 1
 
 

@@ -30,13 +30,22 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         counts = Path(tmp) / "cases.txt"
-        env = {**os.environ, "GPU_ADVISOR_FUZZ_EXAMPLES": str(args.examples), "GPU_ADVISOR_FUZZ_COUNT_FILE": str(counts)}
+        env = {
+            **os.environ,
+            "GPU_ADVISOR_FUZZ_EXAMPLES": str(args.examples),
+            "GPU_ADVISOR_FUZZ_COUNT_FILE": str(counts),
+        }
         env.pop("GPU_ADVISOR_TEST_DATABASE_URL", None)
         if args.postgres:
             env["GPU_ADVISOR_TEST_DATABASE_URL"] = args.postgres
         start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/contract/test_fuzz.py"],
-                              cwd=REPO, env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/contract/test_fuzz.py"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         wall = time.monotonic() - start
         lines = counts.read_text().splitlines() if counts.exists() else []
     per_op = collections.Counter(lines)

@@ -78,20 +78,47 @@ def configuration_grid(n: int) -> list[tuple[str, dict[str, Any], str, str, floa
         for p in precisions:
             for bs in range(1, 129):
                 for cl in (True, False):
-                    grid.append((wl, {"precision": p, "batch_size": bs, "channels_last": cl}, "throughput", unit,
-                                 base * min(1.0, bs / 64) * (0.4 if p == "fp32" else 1.0)))
+                    grid.append(
+                        (
+                            wl,
+                            {"precision": p, "batch_size": bs, "channels_last": cl},
+                            "throughput",
+                            unit,
+                            base * min(1.0, bs / 64) * (0.4 if p == "fp32" else 1.0),
+                        )
+                    )
     for p in precisions:
         for bs in (1, 2, 4, 8, 16, 32):
             for seq in (128, 256, 384, 512):
-                grid.append(("bert-large-train", {"precision": p, "batch_size": bs, "seq_len": seq}, "throughput",
-                             "samples/s", 400.0 * bs / (bs + 4) * 512 / seq))
+                grid.append(
+                    (
+                        "bert-large-train",
+                        {"precision": p, "batch_size": bs, "seq_len": seq},
+                        "throughput",
+                        "samples/s",
+                        400.0 * bs / (bs + 4) * 512 / seq,
+                    )
+                )
     for model in ("llama3-8b", "qwen2.5-7b", "llama2-13b"):
         for p in ("amp_bf16", "bf16"):
             for bs in (1, 2, 4, 8):
                 for seq in (512, 1024, 2048, 4096):
                     for ft in ("full", "lora"):
-                        grid.append(("llm-train", {"model": model, "precision": p, "batch_size": bs, "seq_len": seq,
-                                                   "finetune": ft}, "throughput", "tokens/s", 9000.0))
+                        grid.append(
+                            (
+                                "llm-train",
+                                {
+                                    "model": model,
+                                    "precision": p,
+                                    "batch_size": bs,
+                                    "seq_len": seq,
+                                    "finetune": ft,
+                                },
+                                "throughput",
+                                "tokens/s",
+                                9000.0,
+                            )
+                        )
     out = grid[:n]
     if len(out) < n:
         raise SystemExit(f"the configuration grid has only {len(grid)} entries")
@@ -147,8 +174,10 @@ def make_runs(count: int, size: int, hosts: int, seed: int) -> list[dict[str, An
                     "workload": wl,
                     "parameters": params,
                     "status": "ok",
-                    "metrics": {metric: {"value": round(value, 3), "unit": unit},
-                                "step_time_s": {"value": round(rng.uniform(0.01, 0.5), 5), "unit": "s"}},
+                    "metrics": {
+                        metric: {"value": round(value, 3), "unit": unit},
+                        "step_time_s": {"value": round(rng.uniform(0.01, 0.5), 5), "unit": "s"},
+                    },
                     "peak_allocated_bytes": int(rng.uniform(1, 60) * GIB),
                     "peak_reserved_bytes": int(rng.uniform(60, 70) * GIB),
                     "nvml_used_bytes": int(rng.uniform(70, 80) * GIB),
@@ -160,7 +189,11 @@ def make_runs(count: int, size: int, hosts: int, seed: int) -> list[dict[str, An
                 "run_id": f"bench-{tag}-{i:05d}",
                 "suite_version": SUITE_VERSION,
                 "host": host,
-                "gpu": {"name": "NVIDIA H200", "pci_device_id": "0x233510DE", "memory_total_bytes": H200_MEMORY},
+                "gpu": {
+                    "name": "NVIDIA H200",
+                    "pci_device_id": "0x233510DE",
+                    "memory_total_bytes": H200_MEMORY,
+                },
                 "gpu_count": 8,
                 "fingerprint": fingerprint(host),
                 "results": results,
@@ -187,7 +220,10 @@ def create_database(admin_url: str) -> tuple[str, str]:
 
 def drop_database(admin_url: str, name: str) -> None:
     with psycopg.connect(psycopg_url(admin_url), autocommit=True) as c:
-        c.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
+        c.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
         c.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
@@ -199,11 +235,28 @@ def free_port() -> int:
 
 def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
     # ingestion throughput, not rate limits: one key submits as fast as the server takes it
-    env = {**os.environ, "GPU_ADVISOR_DATABASE_URL": url, "GPU_ADVISOR_SEED_MEASUREMENTS_DIR": "",
-           "GPU_ADVISOR_RATE_LIMITS_ENABLED": "false"}
+    env = {
+        **os.environ,
+        "GPU_ADVISOR_DATABASE_URL": url,
+        "GPU_ADVISOR_SEED_MEASUREMENTS_DIR": "",
+        "GPU_ADVISOR_RATE_LIMITS_ENABLED": "false",
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "service.api.asgi:app", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", str(workers), "--log-level", "warning", "--no-access-log"],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "service.api.asgi:app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
         cwd=ROOT,
         env=env,
     )
@@ -223,7 +276,9 @@ def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
 # ---- the measurement -----------------------------------------------------------------------------------
 
 
-def submit_all(port: int, key: str, bodies: list[bytes], concurrency: int) -> tuple[float, list[float], list[dict[str, Any]]]:
+def submit_all(
+    port: int, key: str, bodies: list[bytes], concurrency: int
+) -> tuple[float, list[float], list[dict[str, Any]]]:
     latencies: list[float] = []
     answers: list[dict[str, Any]] = []
     lock = threading.Lock()
@@ -231,8 +286,11 @@ def submit_all(port: int, key: str, bodies: list[bytes], concurrency: int) -> tu
     qlock = threading.Lock()
 
     def worker() -> None:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120.0,
-                          headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"}) as http:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            timeout=120.0,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        ) as http:
             while True:
                 with qlock:
                     if not queue:
@@ -275,7 +333,9 @@ def verify_listing(port: int, answers: list[dict[str, Any]]) -> int:
                 if not cursor:
                     break
             if got != want:
-                raise SystemExit(f"run {a['run_id']}: listing has {len(got)} results, acknowledged {len(want)}")
+                raise SystemExit(
+                    f"run {a['run_id']}: listing has {len(got)} results, acknowledged {len(want)}"
+                )
             n += len(got)
     return n
 
@@ -293,7 +353,9 @@ def verify(port: int, answers: list[dict[str, Any]], mode: str, threads: int) ->
                 r = http.get(f"/v1/benchmark-results/{rid}")
                 d = r.json()
                 if r.status_code != 200 or d["run_id"] != run_id or d["position"] != index:
-                    raise SystemExit(f"result {rid} of {run_id}[{index}] is not queryable: {r.status_code} {r.text[:300]}")
+                    raise SystemExit(
+                        f"result {rid} of {run_id}[{index}] is not queryable: {r.status_code} {r.text[:300]}"
+                    )
         return len(chunk)
 
     t0 = time.perf_counter()
@@ -311,7 +373,9 @@ def copy_context(url: str) -> tuple[int, float]:
                 for chunk in cp:
                     buf.write(chunk)
             n = cur.execute("SELECT count(*) FROM benchmark_results").fetchone()[0]  # type: ignore[index]
-            cur.execute("CREATE TABLE copy_bench (LIKE benchmark_results INCLUDING DEFAULTS INCLUDING INDEXES)")
+            cur.execute(
+                "CREATE TABLE copy_bench (LIKE benchmark_results INCLUDING DEFAULTS INCLUDING INDEXES)"
+            )
         c.commit()
         data = buf.getvalue()
         t0 = time.perf_counter()
@@ -332,8 +396,11 @@ def pct(xs: Sequence[float], q: float) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="ingestion throughput of POST /v1/benchmark-runs on PostgreSQL")
-    ap.add_argument("--pg", default=os.environ.get("GPU_ADVISOR_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres"),
-                    help="admin URL of the PostgreSQL server (a fresh database is created and dropped)")
+    ap.add_argument(
+        "--pg",
+        default=os.environ.get("GPU_ADVISOR_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres"),
+        help="admin URL of the PostgreSQL server (a fresh database is created and dropped)",
+    )
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--results", type=int, default=1000)
     ap.add_argument("--hosts", type=int, default=3)
@@ -366,17 +433,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         copied, copy_s = copy_context(url)
 
         rate = results / wall
-        print(f"ingest: {len(answers)} runs x {args.results} results, {args.concurrency} concurrent clients, "
-              f"uvicorn --workers {args.workers}, PostgreSQL, every check on")
-        print(f"  {results} results in {wall:.2f} s = {rate:,.0f} results/s "
-              f"(target >= {TARGET_RESULTS_PER_S:,.0f}: {'met' if rate >= TARGET_RESULTS_PER_S else 'NOT met'})")
-        print(f"  per request (1,000 results): p50 {pct(lat, 0.5) * 1000:.0f} ms, p99 {pct(lat, 0.99) * 1000:.0f} ms, "
-              f"mean {statistics.fmean(lat) * 1000:.0f} ms; first (cold) request {warm_s * 1000:.0f} ms")
+        print(
+            f"ingest: {len(answers)} runs x {args.results} results, {args.concurrency} concurrent clients, "
+            f"uvicorn --workers {args.workers}, PostgreSQL, every check on"
+        )
+        print(
+            f"  {results} results in {wall:.2f} s = {rate:,.0f} results/s "
+            f"(target >= {TARGET_RESULTS_PER_S:,.0f}: {'met' if rate >= TARGET_RESULTS_PER_S else 'NOT met'})"
+        )
+        print(
+            f"  per request (1,000 results): p50 {pct(lat, 0.5) * 1000:.0f} ms, p99 {pct(lat, 0.99) * 1000:.0f} ms, "
+            f"mean {statistics.fmean(lat) * 1000:.0f} ms; first (cold) request {warm_s * 1000:.0f} ms"
+        )
         print(f"  quarantined on the way in: {quarantined} ({quarantined / results:.2%})")
-        print(f"  verified: all {listed} results listed under their runs; {n_checked} fetched one by one by id "
-              f"({args.verify}) in {verify_s:.1f} s")
-        print(f"context: plain COPY of the same {copied} stored rows into an empty twin table: "
-              f"{copy_s:.2f} s = {copied / copy_s:,.0f} rows/s")
+        print(
+            f"  verified: all {listed} results listed under their runs; {n_checked} fetched one by one by id "
+            f"({args.verify}) in {verify_s:.1f} s"
+        )
+        print(
+            f"context: plain COPY of the same {copied} stored rows into an empty twin table: "
+            f"{copy_s:.2f} s = {copied / copy_s:,.0f} rows/s"
+        )
         return 0 if rate >= TARGET_RESULTS_PER_S else 1
     finally:
         if proc is not None and proc.poll() is None:

@@ -22,7 +22,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     s = summary()
     head = f"{'table':38} {'kind':8} {'date':10} {'rows':>5} {'GPUs':>4} {'cat':>3}  " + "  ".join(
-        f"{f:>9}" for f in FAMILIES)
+        f"{f:>9}" for f in FAMILIES
+    )
     print(head)
     print("-" * len(head))
     for d in s:
@@ -30,8 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert isinstance(p, dict) and isinstance(c, dict)
         cells = "  ".join(f"{p[f]:>4}/{c[f]:<4}" for f in FAMILIES)
         flag = "" if d["cross_gpu"] else "  (not cross-GPU)"
-        print(f"{d['id']:38} {d['kind']:8} {d['date']:10} {d['rows']:>5} {d['gpus']:>4} "
-              f"{d['catalogued_gpus']:>3}  {cells}{flag}")
+        print(
+            f"{d['id']:38} {d['kind']:8} {d['date']:10} {d['rows']:>5} {d['gpus']:>4} "
+            f"{d['catalogued_gpus']:>3}  {cells}{flag}"
+        )
     print("-" * len(head))
     n_rows = sum(int(str(d["rows"])) for d in s)
     gpus = {r.gpu_name for t in TABLES for r in t.rows}

@@ -64,8 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     counters: dict[str, list[int]] = {"candidates": [], "memory_estimates": [], "timed": [], "not_ranked": []}
     with UnitOfWork(make_session_factory(eng, write=False)) as uow:
         for i, (body, lang) in enumerate(bodies):
-            text = json.dumps(body).replace(f'"{NONCE}000"', str(rng.randrange(10**5, 10**9)) + "000").replace(
-                f'"0.{NONCE}"', "0." + str(rng.randrange(10**5, 10**9)))
+            text = (
+                json.dumps(body)
+                .replace(f'"{NONCE}000"', str(rng.randrange(10**5, 10**9)) + "000")
+                .replace(f'"0.{NONCE}"', "0." + str(rng.randrange(10**5, 10**9)))
+            )
             t0 = time.process_time()
             req = RecommendRequest.model_validate_json(text)
             t1 = time.process_time()
@@ -85,8 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             kind = f"{w['model']} {w.get('mode', 'training')} {w.get('engine', '')}".strip()
             kinds.setdefault(kind, []).append((t4 - t0) * 1e3)
             r = out.recommendation
-            for k, n in (("candidates", r.candidates), ("memory_estimates", r.memory_estimates), ("timed", r.timed),
-                         ("not_ranked", len(r.not_ranked))):
+            for k, n in (
+                ("candidates", r.candidates),
+                ("memory_estimates", r.memory_estimates),
+                ("timed", r.timed),
+                ("not_ranked", len(r.not_ranked)),
+            ):
                 counters[k].append(n)
     print(f"{args.n} recommendations, CPU time of this process (time.process_time), ms")
     for name, xs in stages.items():
@@ -94,8 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("per scenario kind (total):")
     for kind, xs in sorted(kinds.items()):
         print(f"  {kind:55s} n={len(xs):3d}  p50 {statistics.median(xs):7.2f}  max {max(xs):7.2f}")
-    print("search counters per request (p50 / max): " + ", ".join(
-        f"{k} {statistics.median(v):.0f} / {max(v)}" for k, v in counters.items()))
+    print(
+        "search counters per request (p50 / max): "
+        + ", ".join(f"{k} {statistics.median(v):.0f} / {max(v)}" for k, v in counters.items())
+    )
     return 0
 
 

@@ -31,12 +31,33 @@ class HoldoutTable:
 
 
 def _v020() -> tuple[tuple[str, str, str, bool, int, int, int, int, float], ...]:
-    lengths = [(128, 128), (128, 2048), (128, 4096), (500, 2000), (1000, 1000), (1000, 2000), (1024, 2048),
-               (2048, 128), (2048, 2048), (5000, 500), (20000, 2000)]
+    lengths = [
+        (128, 128),
+        (128, 2048),
+        (128, 4096),
+        (500, 2000),
+        (1000, 1000),
+        (1000, 2000),
+        (1024, 2048),
+        (2048, 128),
+        (2048, 2048),
+        (5000, 500),
+        (20000, 2000),
+    ]
     # Llama 3.1 8B FP8, TP1: H200, H100 (no 2048/2048 row)
-    l8 = [(27970.14, 27688.36), (23326.38, 21841.15), (17508.51, 13730.89), (21390.41, 17833.34),
-          (17366.89, 15270.62), (16831.31, 13798.08), (16737.03, 13385.50), (3488.03, 3414.67), None,
-          (3813.69, 3394.54), (1696.66, 1345.42)]
+    l8 = [
+        (27970.14, 27688.36),
+        (23326.38, 21841.15),
+        (17508.51, 13730.89),
+        (21390.41, 17833.34),
+        (17366.89, 15270.62),
+        (16831.31, 13798.08),
+        (16737.03, 13385.50),
+        (3488.03, 3414.67),
+        None,
+        (3813.69, 3394.54),
+        (1696.66, 1345.42),
+    ]
     # Llama 3.3 70B FP8 (the Llama 3.1 70B architecture): H200 TP1,2,4,8 then H100 TP1,2,4,8
     l70: list[tuple[float | None, ...]] = [
         (3605.47, 6427.69, 10407.42, 15434.37, 3128.33, 6216.91, None, None),
@@ -53,8 +74,18 @@ def _v020() -> tuple[tuple[str, str, str, bool, int, int, int, int, float], ...]
     ]
     # Llama 3.1 405B FP8, TP8: H200, H100
     l405: list[tuple[float | None, float | None] | None] = [
-        None, (5567.87, None), (5136.85, None), (4787.61, 3673.91), (3286.30, 3012.22), (3636.76, 3262.20),
-        (3618.66, 3109.70), (443.10, 449.02), None, (645.46, None), (None, 372.12)]
+        None,
+        (5567.87, None),
+        (5136.85, None),
+        (4787.61, 3673.91),
+        (3286.30, 3012.22),
+        (3636.76, 3262.20),
+        (3618.66, 3109.70),
+        (443.10, 449.02),
+        None,
+        (645.46, None),
+        (None, 372.12),
+    ]
     rows: list[tuple[str, str, str, bool, int, int, int, int, float]] = []
     gpus = ("nvidia-h200-sxm", "nvidia-h100-sxm")
     for (isl, osl), v in zip(lengths, l8, strict=True):
@@ -78,25 +109,26 @@ TABLES: Final[tuple[HoldoutTable, ...]] = (
         id="trtllm-perf-overview-v0.20",
         engine="tensorrt-llm",
         source="NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md, 'The data collected for the v0.20 "
-               "benchmarks' (PyTorch backend, trtllm-bench throughput); stored copy: fork dominicshanshan/TensorRT-LLM "
-               "at commit ab4143e1d3c82df550f0d5673090a8feee84c7bd",
+        "benchmarks' (PyTorch backend, trtllm-bench throughput); stored copy: fork dominicshanshan/TensorRT-LLM "
+        "at commit ab4143e1d3c82df550f0d5673090a8feee84c7bd",
         date="2025 (TensorRT-LLM v0.20)",
         method="offline max throughput, all requests queued, fixed lengths; total output tokens/s of the TP group; "
-               "kv_cache_free_gpu_mem_fraction 0.95 in most cases",
+        "kv_cache_free_gpu_mem_fraction 0.95 in most cases",
         assumptions="'H200 141GB HBM3' taken as H200 SXM; Llama 3.3 70B has the Llama 3.1 70B architecture; "
-                    "ModelOpt FP8 checkpoints with FP8 KV cache",
-        kind="offline", rows=_v020(),
+        "ModelOpt FP8 checkpoints with FP8 KV cache",
+        kind="offline",
+        rows=_v020(),
     ),
     HoldoutTable(
         id="trtllm-performance-v0.6.1",
         engine="tensorrt-llm",
         source="NVIDIA/TensorRT-LLM docs/source/performance.md at commit 138f96d45f90b9667426f7c47297d8c06bafac73 "
-               "('This data has been updated for v0.6.1'; L40S rows 'from TensorRT-LLM v0.5')",
+        "('This data has been updated for v0.6.1'; L40S rows 'from TensorRT-LLM v0.5')",
         date="2023-12 (v0.6.1) / 2023-10 (v0.5)",
         method="gptSessionBenchmark static batch at the listed batch, fixed lengths; output tokens/s per GPU",
         assumptions="H100 = H100 SXM (the page reproduces on an H100-HBM3-80GB system); 'LLaMA 7B/70B' = Llama 2 "
-                    "(as for v0.9); FP8 weights and FP8 KV cache (--enable_fp8 --fp8_kv_cache); the A100 rows "
-                    "(variant not stated) are left out",
+        "(as for v0.9); FP8 weights and FP8 KV cache (--enable_fp8 --fp8_kv_cache); the A100 rows "
+        "(variant not stated) are left out",
         kind="static",
         rows=(
             ("nvidia-h100-sxm", "llama2-7b", "fp8", True, 1, 768, 128, 128, 19694.0),
@@ -117,7 +149,7 @@ TABLES: Final[tuple[HoldoutTable, ...]] = (
         id="trtllm-performance-v0.5-first-token",
         engine="tensorrt-llm",
         source="NVIDIA/TensorRT-LLM docs/source/performance.md at commit 138f96d45f90b9667426f7c47297d8c06bafac73, "
-               "'Low Latency' tables ('from TensorRT-LLM v0.5')",
+        "'Low Latency' tables ('from TensorRT-LLM v0.5')",
         date="2023-10 (v0.5)",
         method="first-token latency of a batch-1 request, ms",
         assumptions="as for v0.6.1 above; integers as published",
@@ -135,10 +167,10 @@ TABLES: Final[tuple[HoldoutTable, ...]] = (
         id="vllm-single-stream-a100-40gb",
         engine="vllm",
         source="J. Musgrave, 'vLLM throughput-latency sweep on NVIDIA A100', https://johnmusgrave.com/p/"
-               "vllm-throughput-latency-sweep-on (vLLM 0.23.0)",
+        "vllm-throughput-latency-sweep-on (vLLM 0.23.0)",
         date="2026",
         method="vllm bench serve, random 1024-token prompts, 128 output tokens (--ignore-eos), concurrency 1: "
-               "'decode at one request per time runs at about 75 tokens/sec'",
+        "'decode at one request per time runs at about 75 tokens/sec'",
         assumptions="A100 40GB on Lambda taken as the SXM4 part; 75 tokens/s read as 1/TPOT (13.3 ms)",
         kind="tpot1",
         rows=(("nvidia-a100-sxm4-40gb", "llama3.1-8b", "bf16", False, 1, 1, 1024, 128, 1000.0 / 75.0),),
@@ -147,7 +179,7 @@ TABLES: Final[tuple[HoldoutTable, ...]] = (
         id="vllm-concurrency-rtx4090",
         engine="vllm",
         source="M. Rahman, capacity planning of Mistral-7B-Instruct-v0.3 on one RTX 4090 with vLLM, "
-               "https://mushfiqrahman.dev/?p=1668",
+        "https://mushfiqrahman.dev/?p=1668",
         date="2025-2026 (vLLM version not stated)",
         method="300 prompts of 256 tokens -> 128 output tokens, max concurrency 4..48 (closed loop); output tok/s",
         assumptions="Mistral-7B v0.3 modelled by the v0.1 preset (same shape, 32768 vs 32000 vocabulary); bf16",

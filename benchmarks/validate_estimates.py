@@ -95,10 +95,26 @@ MIN_ACCURACY_N = 20
 """Fewest held-out predictions an architecture-specific accuracy entry needs (else pooled)."""
 
 ISSUE19_OOM = [  # ran out of memory on an independent H200 harness: must be answered fits: false
-    {"model": "llama2-7b", "precision": "amp_bf16", "batch_size": 2, "seq_len": 2048, "gradient_checkpointing": True,
-     "sharding": "fsdp", "mixed_precision": "autocast", "optimizer_impl": "foreach"},
-    {"model": "llama2-7b", "precision": "amp_bf16", "batch_size": 1, "seq_len": 2048, "gradient_checkpointing": False,
-     "sharding": "fsdp", "mixed_precision": "autocast", "optimizer_impl": "foreach"},
+    {
+        "model": "llama2-7b",
+        "precision": "amp_bf16",
+        "batch_size": 2,
+        "seq_len": 2048,
+        "gradient_checkpointing": True,
+        "sharding": "fsdp",
+        "mixed_precision": "autocast",
+        "optimizer_impl": "foreach",
+    },
+    {
+        "model": "llama2-7b",
+        "precision": "amp_bf16",
+        "batch_size": 1,
+        "seq_len": 2048,
+        "gradient_checkpointing": False,
+        "sharding": "fsdp",
+        "mixed_precision": "autocast",
+        "optimizer_impl": "foreach",
+    },
 ]
 FIT_GROUPS = WORKLOAD_FIT_GROUPS
 
@@ -142,8 +158,9 @@ class Point:
                 extra.append(str(p["optimizer_impl"]))
             if p.get("loop", "loss_only") != "loss_only":
                 extra.append("keeps")
-            return (f"{p['model']} {p['precision']} b{p['batch_size']} s{p['seq_len']}"
-                    + (" " + ",".join(extra) if extra else ""))
+            return f"{p['model']} {p['precision']} b{p['batch_size']} s{p['seq_len']}" + (
+                " " + ",".join(extra) if extra else ""
+            )
         if self.workload == "llm-infer":
             return f"{p['model']} {p['precision']} b{p['batch_size']} in{p['input_len']} out{p['output_len']}"
         keys = [k for k in ("precision", "batch_size", "seq_len") if k in p]
@@ -222,13 +239,22 @@ def load_points(paths: Iterable[str]) -> list[Point]:
                     params = canonical_parameters(wl, r.get("parameters") or {})
                 except (VocabularyError, KeyError):
                     continue
-                metrics = {k: float(v["value"]) for k, v in (r.get("metrics") or {}).items()
-                           if isinstance(v, dict) and "value" in v}
-                points.append(Point(
-                    workload=wl, params=params, gpu=gpu, status=r.get("status", "error"),
-                    measured_peak=r.get("peak_allocated_bytes"), measured_time=r.get("step_time_s"),
-                    metrics=metrics,
-                ))
+                metrics = {
+                    k: float(v["value"])
+                    for k, v in (r.get("metrics") or {}).items()
+                    if isinstance(v, dict) and "value" in v
+                }
+                points.append(
+                    Point(
+                        workload=wl,
+                        params=params,
+                        gpu=gpu,
+                        status=r.get("status", "error"),
+                        measured_peak=r.get("peak_allocated_bytes"),
+                        measured_time=r.get("step_time_s"),
+                        metrics=metrics,
+                    )
+                )
     return merge_repeats(points)
 
 
@@ -279,8 +305,12 @@ def hold_out(points: Sequence[Point], key: Callable[[Point], Any], scheme: str) 
         cfg = p.timed[0].config
         fam = precision_family(cfg.precision)
         if (g, fam) not in cache:
-            train = [tp for q in points if key(q) != g and precision_family(q.timed[0].config.precision) == fam
-                     for tp in q.timed]
+            train = [
+                tp
+                for q in points
+                if key(q) != g and precision_family(q.timed[0].config.precision) == fam
+                for tp in q.timed
+            ]
             cache[(g, fam)] = fit_time(train, groups=FIT_GROUPS[p.workload]) if len(train) >= 2 else None
         cal = cache[(g, fam)]
         if cal is None:
@@ -320,8 +350,10 @@ def _variant_key(p: dict[str, Any]) -> str:
     sharding = str(p.get("sharding", "none"))
     if sharding == "fsdp":
         sharding += "+" + ("policy" if p.get("mixed_precision") == "fsdp_policy" else "autocast")
-    return (f"{p.get('optimizer_impl', 'fused'):7s} {sharding:14s} "
-            f"{'keeps_outputs' if p.get('loop') == 'keeps_outputs' else 'loss_only'}")
+    return (
+        f"{p.get('optimizer_impl', 'fused'):7s} {sharding:14s} "
+        f"{'keeps_outputs' if p.get('loop') == 'keeps_outputs' else 'loss_only'}"
+    )
 
 
 def _fmt_gib(x: float | None) -> str:
@@ -332,7 +364,9 @@ def _fmt_ms(x: float | None) -> str:
     return "       -" if x is None else f"{x * 1e3:8.1f}"
 
 
-def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu: bool = True) -> dict[str, Any]:
+def evaluate(
+    points: list[Point], out: Callable[[str], None] = print, cross_gpu: bool = True
+) -> dict[str, Any]:
     summary: dict[str, Any] = {"n_results": len(points)}
     by_wl: dict[str, list[Point]] = {}
     for p in points:
@@ -347,53 +381,84 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
             hold_out(timed, lambda p: p.params["model"], "model")
             hold_out(timed, lambda p: p.params["seq_len"], "seq_len")
         elif wl == "llm-infer":
-            hold_out(timed, lambda p: (p.params["model"]), "model")
+            hold_out(timed, lambda p: p.params["model"], "model")
             hold_out(timed, lambda p: p.params["input_len"], "seq_len")
         else:
             hold_out(timed, lambda p: p.params["batch_size"], "batch")
 
     # ---- per configuration
     out("Per configuration (GiB for memory, ms for time; time = step time, TTFT for llm-infer)")
-    out(f"{'workload':17s} {'configuration':52s} {'status':6s} | {'mem pred':>8s} {'meas':>7s} {'err':>6s} |"
-        f" {'t spec':>8s} {'t cal(model)':>12s} {'t cal(seq)':>10s} {'meas':>8s}")
+    out(
+        f"{'workload':17s} {'configuration':52s} {'status':6s} | {'mem pred':>8s} {'meas':>7s} {'err':>6s} |"
+        f" {'t spec':>8s} {'t cal(model)':>12s} {'t cal(seq)':>10s} {'meas':>8s}"
+    )
     for wl in sorted(by_wl):
         for p in by_wl[wl]:
             mp = p.memory.peak_allocated_bytes if p.memory else None
-            err = (f"{(mp / p.measured_peak - 1) * 100:+5.1f}%" if (mp and p.measured_peak and p.status == "ok")
-                   else "     -")
+            err = (
+                f"{(mp / p.measured_peak - 1) * 100:+5.1f}%"
+                if (mp and p.measured_peak and p.status == "ok")
+                else "     -"
+            )
             meas_t = p.timed[0].value_s if p.timed else None
             hm = p.held_out_time.get("model") or p.held_out_time.get("batch")
             hs = p.held_out_time.get("seq_len")
-            out(f"{wl:17s} {p.label[:52]:52s} {p.status:6s} | {_fmt_gib(mp)} {_fmt_gib(p.measured_peak if p.status == 'ok' else None)}"
-                f" {err} | {_fmt_ms(p.spec_time)} {_fmt_ms(hm):>12s} {_fmt_ms(hs):>10s} {_fmt_ms(meas_t)}")
+            out(
+                f"{wl:17s} {p.label[:52]:52s} {p.status:6s} | {_fmt_gib(mp)} {_fmt_gib(p.measured_peak if p.status == 'ok' else None)}"
+                f" {err} | {_fmt_ms(p.spec_time)} {_fmt_ms(hm):>12s} {_fmt_ms(hs):>10s} {_fmt_ms(meas_t)}"
+            )
 
     # ---- memory
     out("")
     out("Summary")
-    mem_pairs = {wl: [(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in pts
-                      if p.memory and p.status == "ok" and p.measured_peak] for wl, pts in by_wl.items()}
+    mem_pairs = {
+        wl: [
+            (float(p.memory.peak_allocated_bytes), float(p.measured_peak))
+            for p in pts
+            if p.memory and p.status == "ok" and p.measured_peak
+        ]
+        for wl, pts in by_wl.items()
+    }
     all_mem = [x for v in mem_pairs.values() for x in v]
     mape, worst, n = _mape(all_mem)
     summary["memory"] = {"mape": mape, "worst": worst, "n": n, "by_workload": {}}
-    out(f"  peak allocated memory, all workloads: MAPE {mape:.1%} (target <= {TARGETS['memory_mape']:.0%}), "
-        f"worst {worst:.1%} (target <= {TARGETS['memory_worst']:.0%}), n={n}")
-    out("    80% band on peak allocated memory, per workload: coverage (target "
+    out(
+        f"  peak allocated memory, all workloads: MAPE {mape:.1%} (target <= {TARGETS['memory_mape']:.0%}), "
+        f"worst {worst:.1%} (target <= {TARGETS['memory_worst']:.0%}), n={n}"
+    )
+    out(
+        "    80% band on peak allocated memory, per workload: coverage (target "
         f"{TARGETS['band_coverage_range'][0]:.0%}-{TARGETS['band_coverage_range'][1]:.0%}) and median half-width "
-        f"(target <= {TARGETS['memory_half_width']:.0%})")
+        f"(target <= {TARGETS['memory_half_width']:.0%})"
+    )
     for wl in sorted(mem_pairs):
         pts = [p for p in by_wl[wl] if p.memory and p.status == "ok" and p.measured_peak]
         if not pts:
             continue
         m_, w_, n_ = _mape(mem_pairs[wl])
-        cov, hw = _band_stats([(p.memory.peak_allocated_band, float(p.measured_peak)) for p in pts if p.memory])
-        summary["memory"]["by_workload"][wl] = {"mape": m_, "worst": w_, "n": n_, "band_coverage": cov,
-                                                "median_half_width": hw}
-        out(f"    {wl:17s} MAPE {m_:5.1%}, worst {w_:5.1%}, n={n_:3d}; band coverage {cov:4.0%}, "
-            f"median half-width {hw:4.1%}")
-    llm = [p for p in by_wl.get("llm-train", []) if p.memory and p.status == "ok" and p.measured_peak
-           and isinstance(p.config, TrainConfig)]
+        cov, hw = _band_stats(
+            [(p.memory.peak_allocated_band, float(p.measured_peak)) for p in pts if p.memory]
+        )
+        summary["memory"]["by_workload"][wl] = {
+            "mape": m_,
+            "worst": w_,
+            "n": n_,
+            "band_coverage": cov,
+            "median_half_width": hw,
+        }
+        out(
+            f"    {wl:17s} MAPE {m_:5.1%}, worst {w_:5.1%}, n={n_:3d}; band coverage {cov:4.0%}, "
+            f"median half-width {hw:4.1%}"
+        )
+    llm = [
+        p
+        for p in by_wl.get("llm-train", [])
+        if p.memory and p.status == "ok" and p.measured_peak and isinstance(p.config, TrainConfig)
+    ]
     if llm:
-        stated = _mape([(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in llm if p.memory])
+        stated = _mape(
+            [(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in llm if p.memory]
+        )
         default_pairs = []
         default_band = []
         for p in llm:
@@ -404,27 +469,48 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
         dflt = _mape(default_pairs)
         dcov, dhw = _band_stats(default_band)
         summary["memory"]["llm_train_stated"] = {"mape": stated[0], "worst": stated[1], "n": stated[2]}
-        summary["memory"]["llm_train_default"] = {"mape": dflt[0], "worst": dflt[1], "n": dflt[2],
-                                                  "band_coverage": dcov, "median_half_width": dhw}
-        out(f"  llm-train memory, loop variant stated: MAPE {stated[0]:.1%} (target <= "
-            f"{TARGETS['memory_mape_stated']:.0%}), worst {stated[1]:.1%}, n={stated[2]}")
-        out(f"  llm-train memory, loop not stated (API default: loss_only centre, band top covers keeps_outputs): "
+        summary["memory"]["llm_train_default"] = {
+            "mape": dflt[0],
+            "worst": dflt[1],
+            "n": dflt[2],
+            "band_coverage": dcov,
+            "median_half_width": dhw,
+        }
+        out(
+            f"  llm-train memory, loop variant stated: MAPE {stated[0]:.1%} (target <= "
+            f"{TARGETS['memory_mape_stated']:.0%}), worst {stated[1]:.1%}, n={stated[2]}"
+        )
+        out(
+            f"  llm-train memory, loop not stated (API default: loss_only centre, band top covers keeps_outputs): "
             f"MAPE {dflt[0]:.1%} (target <= {TARGETS['memory_mape_default']:.0%}), worst {dflt[1]:.1%}; "
-            f"band coverage {dcov:.0%}, median half-width {dhw:.1%}")
+            f"band coverage {dcov:.0%}, median half-width {dhw:.1%}"
+        )
         groups: dict[str, list[Point]] = {}
         for p in llm:
             groups.setdefault(_variant_key(p.params), []).append(p)
-        out(f"  llm-train memory per variant (target <= {TARGETS['memory_mape_per_variant']:.0%} each; "
-            "optimizer-step peak: torch.cuda.max_memory_allocated inside optimizer.step())")
+        out(
+            f"  llm-train memory per variant (target <= {TARGETS['memory_mape_per_variant']:.0%} each; "
+            "optimizer-step peak: torch.cuda.max_memory_allocated inside optimizer.step())"
+        )
         summary["memory"]["by_variant"] = {}
         for key in sorted(groups):
             g = groups[key]
-            m_, w_, n_ = _mape([(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in g if p.memory])
-            opt_pairs = [(float(p.memory.phases["optimizer-step"]), p.metrics["optimizer_step_peak_allocated_bytes"])
-                         for p in g if p.memory and p.metrics.get("optimizer_step_peak_allocated_bytes")]
+            m_, w_, n_ = _mape(
+                [(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in g if p.memory]
+            )
+            opt_pairs = [
+                (float(p.memory.phases["optimizer-step"]), p.metrics["optimizer_step_peak_allocated_bytes"])
+                for p in g
+                if p.memory and p.metrics.get("optimizer_step_peak_allocated_bytes")
+            ]
             om, _, on = _mape(opt_pairs)
-            summary["memory"]["by_variant"][key] = {"mape": m_, "worst": w_, "n": n_, "optimizer_step_mape": om,
-                                                    "optimizer_step_n": on}
+            summary["memory"]["by_variant"][key] = {
+                "mape": m_,
+                "worst": w_,
+                "n": n_,
+                "optimizer_step_mape": om,
+                "optimizer_step_n": on,
+            }
             extra = f"; optimizer-step peak MAPE {om:.1%} (n={on})" if on else ""
             out(f"    {key:42s} MAPE {m_:5.1%}, worst {w_:5.1%}, n={n_:3d}{extra}")
 
@@ -435,7 +521,11 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
     false_cases: list[str] = []
     for pts in by_wl.values():
         for p in pts:
-            if not p.memory or p.status not in ("ok", "oom") or not isinstance(p.config, TrainConfig | InferenceConfig | BatchInferenceConfig):
+            if (
+                not p.memory
+                or p.status not in ("ok", "oom")
+                or not isinstance(p.config, TrainConfig | InferenceConfig | BatchInferenceConfig)
+            ):
                 continue
             usable = p.gpu.usable_memory_bytes
             decided += 1
@@ -447,10 +537,17 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
             if not fits and p.status == "ok":
                 false += 1
                 false_cases.append(p.label)
-    summary["oom"] = {"missed": missed, "false": false, "near_boundary": near, "decided": decided,
-                      "false_cases": false_cases}
-    out(f"  OOM decisions (upper band vs usable memory): missed {missed} (target 0), false {false}; "
-        f"{near} of {decided} configurations within +/-25 % of the boundary")
+    summary["oom"] = {
+        "missed": missed,
+        "false": false,
+        "near_boundary": near,
+        "decided": decided,
+        "false_cases": false_cases,
+    }
+    out(
+        f"  OOM decisions (upper band vs usable memory): missed {missed} (target 0), false {false}; "
+        f"{near} of {decided} configurations within +/-25 % of the boundary"
+    )
     for label in false_cases:
         out(f"    ran, answered fits: false: {label}")
     answers = []
@@ -459,10 +556,12 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
         assert isinstance(cfg, TrainConfig)
         e = estimate_training(cfg)
         answers.append(e.fits(H200_SXM.usable_memory_bytes or 0))
-        out(f"  issue 19 OOM configuration {params['batch_size']}x{params['seq_len']}"
+        out(
+            f"  issue 19 OOM configuration {params['batch_size']}x{params['seq_len']}"
             f"{' ckpt' if params['gradient_checkpointing'] else ''} FSDP2+autocast foreach on the H200: "
             f"fits={e.fits(H200_SXM.usable_memory_bytes or 0)} (target False; peak {e.peak_allocated_bytes / 2**30:.1f} "
-            f"GiB, band top {e.device_memory_band.high / 2**30:.1f} GiB of {(H200_SXM.usable_memory_bytes or 0) / 2**30:.1f})")
+            f"GiB, band top {e.device_memory_band.high / 2**30:.1f} GiB of {(H200_SXM.usable_memory_bytes or 0) / 2**30:.1f})"
+        )
     summary["oom"]["issue19_answers_fits"] = answers
 
     # ---- time
@@ -481,26 +580,41 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
             if not held:
                 continue
             m_, w_, n_ = _mape([(p.held_out_time[scheme], p.timed[0].value_s) for p in held])
-            bands = [(Band.relative(p.held_out_time[scheme], p.held_out_band[scheme]), p.timed[0].value_s)
-                     for p in held]
+            bands = [
+                (Band.relative(p.held_out_time[scheme], p.held_out_band[scheme]), p.timed[0].value_s)
+                for p in held
+            ]
             cov, hw = _band_stats(bands)
             inside = round(cov * len(held))
             all_inside += inside
             all_pairs.extend((p.held_out_time[scheme], p.timed[0].value_s) for p in held)
-            row[f"held_out_{scheme}"] = {"mape": m_, "worst": w_, "n": n_, "band_coverage": cov,
-                                         "median_half_width": hw}
+            row[f"held_out_{scheme}"] = {
+                "mape": m_,
+                "worst": w_,
+                "n": n_,
+                "band_coverage": cov,
+                "median_half_width": hw,
+            }
             target = TARGETS["time_llm_train_mape" if wl == "llm-train" else "time_calibrated_mape"]
-            line += (f"\n    calibrated, whole {scheme} held out: MAPE {m_:.1%} (target <= {target:.0%}), worst "
-                     f"{w_:.1%}, n={n_}; band coverage {cov:.0%}, median half-width {hw:.1%} (target <= "
-                     f"{TARGETS['time_half_width']:.0%})")
+            line += (
+                f"\n    calibrated, whole {scheme} held out: MAPE {m_:.1%} (target <= {target:.0%}), worst "
+                f"{w_:.1%}, n={n_}; band coverage {cov:.0%}, median half-width {hw:.1%} (target <= "
+                f"{TARGETS['time_half_width']:.0%})"
+            )
         summary["time"][wl] = row
         out(line)
     if all_pairs:
         m_all, w_all, n_all = _mape(all_pairs)
-        summary["time"]["all_held_out"] = {"mape": m_all, "worst": w_all, "n": n_all,
-                                           "band_coverage": all_inside / n_all}
-        out(f"  all held-out time predictions: MAPE {m_all:.1%} (target <= {TARGETS['time_calibrated_mape']:.0%}), "
-            f"worst {w_all:.1%}, inside the stated 80% band {all_inside / n_all:.0%} (target >= 80%), n={n_all}")
+        summary["time"]["all_held_out"] = {
+            "mape": m_all,
+            "worst": w_all,
+            "n": n_all,
+            "band_coverage": all_inside / n_all,
+        }
+        out(
+            f"  all held-out time predictions: MAPE {m_all:.1%} (target <= {TARGETS['time_calibrated_mape']:.0%}), "
+            f"worst {w_all:.1%}, inside the stated 80% band {all_inside / n_all:.0%} (target >= 80%), n={n_all}"
+        )
 
     # ---- precision transfer: fp32/tf32 predicted from the 16-bit fit and the measured GEMM ratio
     gemm: dict[str, dict[str, float]] = {}
@@ -534,11 +648,19 @@ def evaluate(points: list[Point], out: Callable[[str], None] = print, cross_gpu:
             m_, w_, n_ = _mape(pairs)
             sm, _, _ = _mape(spec_pairs)
             cov, hw = _band_stats(bands)
-            summary["precision_transfer"][f"{wl}/{prec}"] = {"mape": m_, "worst": w_, "n": n_, "spec_mape": sm,
-                                                             "band_coverage": cov, "median_half_width": hw}
-            out(f"  precision transfer {wl} {prec} (16-bit fit x measured GEMM ratio, no {prec} point used): "
+            summary["precision_transfer"][f"{wl}/{prec}"] = {
+                "mape": m_,
+                "worst": w_,
+                "n": n_,
+                "spec_mape": sm,
+                "band_coverage": cov,
+                "median_half_width": hw,
+            }
+            out(
+                f"  precision transfer {wl} {prec} (16-bit fit x measured GEMM ratio, no {prec} point used): "
                 f"MAPE {m_:.1%}, worst {w_:.1%}, n={n_} (spec fallback {sm:.1%}); band coverage {cov:.0%}, "
-                f"median half-width {hw:.1%}")
+                f"median half-width {hw:.1%}"
+            )
 
     # ---- cross-GPU (published)
     if not cross_gpu:
@@ -564,17 +686,23 @@ def cross_gpu_report(rep: xfer.LooReport, out: Callable[[str], None] = print) ->
     ok_pooled = pooled[0] <= TARGETS["transfer_vs_baseline"] * pooled[1]
     ok_fams = all(a <= b for a, b, _ in fams.values())
     out("")
-    out(f"Cross-GPU transfer (service.core.estimation.transfer): {len(rep.tables)} shipped training tables, {rep.n_points} "
+    out(
+        f"Cross-GPU transfer (service.core.estimation.transfer): {len(rep.tables)} shipped training tables, {rep.n_points} "
         f"single-GPU figures on {len(rep.held_out)} GPUs; each GPU left out of the joint fit and predicted from every "
         "other GPU of its table and configuration (ordered pairs); ratio MAPE beside the datasheet baseline "
-        "(geometric mean of tensor-peak and bandwidth ratios) on the same pairs")
+        "(geometric mean of tensor-peak and bandwidth ratios) on the same pairs"
+    )
     out(f"  tables: {', '.join(rep.tables)}")
-    out(f"  pooled:    {_pct(*pooled)}  target <= {TARGETS['transfer_vs_baseline']:.1f}x: "
-        f"{'met' if ok_pooled else 'NOT met'}")
+    out(
+        f"  pooled:    {_pct(*pooled)}  target <= {TARGETS['transfer_vs_baseline']:.1f}x: "
+        f"{'met' if ok_pooled else 'NOT met'}"
+    )
     for f in xfer.FAMILIES:
         if f not in fams:
-            out(f"  {f:9s}  no pairs: no shipped single-GPU training table has this family (the NeMo table's "
-                "FP8 rows are multi-GPU, one tuned layout per system; the FP8 serving tables calibrate serving)")
+            out(
+                f"  {f:9s}  no pairs: no shipped single-GPU training table has this family (the NeMo table's "
+                "FP8 rows are multi-GPU, one tuned layout per system; the FP8 serving tables calibrate serving)"
+            )
             continue
         v = fams[f]
         out(f"  {f:9s}  {_pct(*v)}  {'<= baseline' if v[0] <= v[1] else 'WORSE than baseline'}")
@@ -584,11 +712,15 @@ def cross_gpu_report(rep: xfer.LooReport, out: Callable[[str], None] = print) ->
     out(f"  same-architecture pairs:  {_pct(*rep.summary(same))}")
     out(f"  cross-architecture pairs: {_pct(*rep.summary(cross))}")
     unc = [abs(math.exp(p.uncorrected_log_error) - 1) for p in cross]
-    out(f"  cross-architecture pairs without the architecture corrections (what an unseen architecture gets): "
-        f"{sum(unc) / len(unc):.1%}")
+    out(
+        f"  cross-architecture pairs without the architecture corrections (what an unseen architecture gets): "
+        f"{sum(unc) / len(unc):.1%}"
+    )
     anc = [a.error for a in rep.anchors]
-    out(f"  held-out GPU from its table's fitted speed alone (published anchor): MAPE {sum(anc) / len(anc):.1%}, "
-        f"n={len(anc)}")
+    out(
+        f"  held-out GPU from its table's fitted speed alone (published anchor): MAPE {sum(anc) / len(anc):.1%}, "
+        f"n={len(anc)}"
+    )
     out("  by table:")
     for t in rep.tables:
         out(f"    {t:30s} {_pct(*rep.summary([p for p in rep.pairs if p.table_id == t]))}")
@@ -598,19 +730,25 @@ def cross_gpu_report(rep: xfer.LooReport, out: Callable[[str], None] = print) ->
     out("  by held-out GPU:")
     for g, v in rep.by_target().items():
         out(f"    {g:28s} {_pct(*v)}")
-    out(f"  final fit on all {model.n_points} figures ({model.iterations} iterations, rms log error "
-        f"{model.rms_log_error:.3f}):")
+    out(
+        f"  final fit on all {model.n_points} figures ({model.iterations} iterations, rms log error "
+        f"{model.rms_log_error:.3f}):"
+    )
     for a in sorted(model.compute):
-        out(f"    {a:6s} {xfer.arch_name(a):15s} compute x{math.exp(model.compute[a]):.3f}, memory "
+        out(
+            f"    {a:6s} {xfer.arch_name(a):15s} compute x{math.exp(model.compute[a]):.3f}, memory "
             f"x{math.exp(model.memory.get(a, 0.0)):.3f}, {model.energy.get(a, xfer.EPS0_W_PER_TFLOP):.2f} W per "
-            f"16-bit TFLOP/s; GPUs: {', '.join(model.gpus.get(a, ()))}")
+            f"16-bit TFLOP/s; GPUs: {', '.join(model.gpus.get(a, ()))}"
+        )
     splits = ", ".join(f"{w}/{f} x{math.exp(v):.1f}" for (w, f), v in sorted(model.split.items()))
     out(f"    stack split (compute efficiency relative to memory, published stacks only): {splits}")
     return {
         "pooled": {"mape": pooled[0], "baseline_mape": pooled[1], "n": pooled[2], "target_met": ok_pooled},
         "by_family": {f: {"mape": a, "baseline_mape": b, "n": n} for f, (a, b, n) in fams.items()},
         "families_met": ok_fams,
-        "by_target_arch": {a: {"mape": x, "baseline_mape": y, "n": n} for a, (x, y, n) in rep.by_target_arch().items()},
+        "by_target_arch": {
+            a: {"mape": x, "baseline_mape": y, "n": n} for a, (x, y, n) in rep.by_target_arch().items()
+        },
         "by_gpu": {g: {"mape": x, "baseline_mape": y, "n": n} for g, (x, y, n) in rep.by_target().items()},
         "anchor_mape": sum(anc) / len(anc),
         "tables": list(rep.tables),
@@ -633,13 +771,28 @@ def accuracy_entries(points: Sequence[Point], rep: xfer.LooReport) -> list[Accur
                 out.append(entry(prov, scope, a, "*", errs, basis))
 
     for prov, scope in (("transferred", "same-architecture"), ("published", "cross-architecture")):
-        by_arch(prov, scope, [(p.target_arch, p.log_error) for p in rep.pairs if p.scope == scope],
-                f"{loo}, pairs of GPUs")
-    out.append(entry("transferred", "unseen-architecture", "*", "*",
-                     [p.uncorrected_log_error for p in rep.pairs if p.scope == "cross-architecture"],
-                     f"{loo}, cross-architecture pairs without architecture corrections"))
-    by_arch("published", "published-anchor", [(a.target_arch, a.log_error) for a in rep.anchors],
-            f"{loo}, from the table's fitted speed")
+        by_arch(
+            prov,
+            scope,
+            [(p.target_arch, p.log_error) for p in rep.pairs if p.scope == scope],
+            f"{loo}, pairs of GPUs",
+        )
+    out.append(
+        entry(
+            "transferred",
+            "unseen-architecture",
+            "*",
+            "*",
+            [p.uncorrected_log_error for p in rep.pairs if p.scope == "cross-architecture"],
+            f"{loo}, cross-architecture pairs without architecture corrections",
+        )
+    )
+    by_arch(
+        "published",
+        "published-anchor",
+        [(a.target_arch, a.log_error) for a in rep.anchors],
+        f"{loo}, from the table's fitted speed",
+    )
     # H200 measurements: held-out calibrations and the spec defaults, per workload
     held: dict[str, list[float]] = {}
     spec: dict[str, list[float]] = {}
@@ -652,8 +805,14 @@ def accuracy_entries(points: Sequence[Point], rep: xfer.LooReport) -> list[Accur
         if p.spec_time:
             spec.setdefault(p.workload, []).append(math.log(meas / p.spec_time))
     for prov, scope, data, basis in (
-            ("interpolated", "same-gpu", held, "H200 measurements, whole model sizes / lengths / batches held out"),
-            ("spec", "spec-default", spec, "spec-default roofline vs H200 measurements")):
+        (
+            "interpolated",
+            "same-gpu",
+            held,
+            "H200 measurements, whole model sizes / lengths / batches held out",
+        ),
+        ("spec", "spec-default", spec, "spec-default roofline vs H200 measurements"),
+    ):
         if not data:
             continue
         every = [x for v in data.values() for x in v]
@@ -666,14 +825,23 @@ def accuracy_entries(points: Sequence[Point], rep: xfer.LooReport) -> list[Accur
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--data", action="append", default=None,
-                    help="glob of result files (repeatable); default data/benchmarks/*.json, "
-                         "else data/benchmarks/raw/*.json")
+    ap.add_argument(
+        "--data",
+        action="append",
+        default=None,
+        help="glob of result files (repeatable); default data/benchmarks/*.json, "
+        "else data/benchmarks/raw/*.json",
+    )
     ap.add_argument("--json", default=None, help="write the summary as JSON here")
     ap.add_argument("--no-cross-gpu", action="store_true", help="skip the published-table check")
-    ap.add_argument("--write-accuracy", nargs="?", const=str(ROOT / "service" / "core" / "estimation" / "accuracy.json"),
-                    default=None, metavar="PATH",
-                    help="write the accuracy table the service ships (default service/core/estimation/accuracy.json)")
+    ap.add_argument(
+        "--write-accuracy",
+        nargs="?",
+        const=str(ROOT / "service" / "core" / "estimation" / "accuracy.json"),
+        default=None,
+        metavar="PATH",
+        help="write the accuracy table the service ships (default service/core/estimation/accuracy.json)",
+    )
     args = ap.parse_args(argv)
     globs = args.data or [str(ROOT / "data" / "benchmarks" / "*.json")]
     paths = sorted({p for g in globs for p in glob.glob(g)})
@@ -683,7 +851,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no result files match {', '.join(globs)}", file=sys.stderr)
         return 2
     points = attach_predictions(load_points(paths))
-    print(f"{len(points)} distinct configurations from {len(paths)} file(s): {', '.join(Path(p).name for p in paths)}")
+    print(
+        f"{len(points)} distinct configurations from {len(paths)} file(s): {', '.join(Path(p).name for p in paths)}"
+    )
     summary = evaluate(points, cross_gpu=not args.no_cross_gpu)
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2, default=str))

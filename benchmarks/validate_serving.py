@@ -88,12 +88,18 @@ def _pct(x: float | None) -> str:
 
 
 def report_loo(res: LooResult, out: dict[str, Any]) -> None:
-    print("\n1. Continuous batching (engine class tensorrt-llm), leave one GPU out on the shipped TensorRT-LLM tables")
-    print("   model: engine efficiencies fitted on the other GPUs; baseline: same configuration on the other GPUs x "
-          "sqrt(peak ratio x bandwidth ratio)")
+    print(
+        "\n1. Continuous batching (engine class tensorrt-llm), leave one GPU out on the shipped TensorRT-LLM tables"
+    )
+    print(
+        "   model: engine efficiencies fitted on the other GPUs; baseline: same configuration on the other GPUs x "
+        "sqrt(peak ratio x bandwidth ratio)"
+    )
     fit_rows = [r for r in res.rows if r.point.kind not in ONLINE_KINDS]
-    print(f"   {'engine':13} {'family':8} {'metric':10} {'n':>4} {'model MAPE':>10} | {'paired':>6} "
-          f"{'model':>6} {'datasheet':>9}")
+    print(
+        f"   {'engine':13} {'family':8} {'metric':10} {'n':>4} {'model MAPE':>10} | {'paired':>6} "
+        f"{'model':>6} {'datasheet':>9}"
+    )
     table: list[dict[str, Any]] = []
     for group in ("family", "gpu"):
         keys: dict[tuple[str, str], list[Any]] = {}
@@ -106,11 +112,23 @@ def report_loo(res: LooResult, out: dict[str, Any]) -> None:
             m_all = _mape([r.error for r in rows])
             m_pair = _mape([r.error for r in paired])
             b_pair = _mape([r.baseline_error or 0.0 for r in paired])
-            print(f"   {'tensorrt-llm':13} {g:8.24} {metric:10} {len(rows):>4} {_pct(m_all):>10} | {len(paired):>6} "
-                  f"{_pct(m_pair)} {_pct(b_pair):>9}")
-            table.append({"engine": "tensorrt-llm", "group": group, "key": g, "metric": metric, "n": len(rows),
-                          "model_mape": m_all, "paired": len(paired), "model_mape_paired": m_pair,
-                          "baseline_mape_paired": b_pair})
+            print(
+                f"   {'tensorrt-llm':13} {g:8.24} {metric:10} {len(rows):>4} {_pct(m_all):>10} | {len(paired):>6} "
+                f"{_pct(m_pair)} {_pct(b_pair):>9}"
+            )
+            table.append(
+                {
+                    "engine": "tensorrt-llm",
+                    "group": group,
+                    "key": g,
+                    "metric": metric,
+                    "n": len(rows),
+                    "model_mape": m_all,
+                    "paired": len(paired),
+                    "model_mape_paired": m_pair,
+                    "baseline_mape_paired": b_pair,
+                }
+            )
         if group == "family":
             print("   per GPU:")
     by_table: dict[str, list[Any]] = {}
@@ -121,19 +139,30 @@ def report_loo(res: LooResult, out: dict[str, Any]) -> None:
         print(f"     {k:42} n={len(rows):4} model {_pct(_mape([r.error for r in rows]))}")
     all_thr = [r.error for r in fit_rows if r.point.kind in ("offline", "static")]
     all_ttft = [r.error for r in fit_rows if r.point.kind == "ttft"]
-    print(f"   overall: throughput MAPE {_pct(_mape(all_thr))} (n={len(all_thr)}), batch-1 TTFT MAPE "
-          f"{_pct(_mape(all_ttft))} (n={len(all_ttft)}); target <= {TARGET_MAPE:.0%}")
+    print(
+        f"   overall: throughput MAPE {_pct(_mape(all_thr))} (n={len(all_thr)}), batch-1 TTFT MAPE "
+        f"{_pct(_mape(all_ttft))} (n={len(all_ttft)}); target <= {TARGET_MAPE:.0%}"
+    )
     out["loo"] = {"rows": table, "throughput_mape": _mape(all_thr), "ttft_mape": _mape(all_ttft)}
 
 
 def report_online(res: LooResult, out: dict[str, Any]) -> None:
-    print("\n2. Queueing model on the TensorRT-LLM 0.14 online table (Triton backend, 500 requests per point, "
-          "fixed QPS), leave one GPU out")
-    print("   front-end latency fitted on the other GPU's lowest-rate TTFTs: "
-          + ", ".join(f"{g} {h * 1e3:.1f} ms" for g, h in sorted(res.harness_s.items()) if g in
-                      {r.point.gpu.slug for r in res.rows if r.point.kind in ONLINE_KINDS}))
-    print(f"   {'GPU':16} {'model':13} {'in/out':>8} {'QPS':>4} {'util':>5} | {'TTFT meas':>9} {'pred':>7} {'base':>7} |"
-          f" {'ITL meas':>8} {'pred':>6} {'base':>6}")
+    print(
+        "\n2. Queueing model on the TensorRT-LLM 0.14 online table (Triton backend, 500 requests per point, "
+        "fixed QPS), leave one GPU out"
+    )
+    print(
+        "   front-end latency fitted on the other GPU's lowest-rate TTFTs: "
+        + ", ".join(
+            f"{g} {h * 1e3:.1f} ms"
+            for g, h in sorted(res.harness_s.items())
+            if g in {r.point.gpu.slug for r in res.rows if r.point.kind in ONLINE_KINDS}
+        )
+    )
+    print(
+        f"   {'GPU':16} {'model':13} {'in/out':>8} {'QPS':>4} {'util':>5} | {'TTFT meas':>9} {'pred':>7} {'base':>7} |"
+        f" {'ITL meas':>8} {'pred':>6} {'base':>6}"
+    )
     pairs: dict[tuple[object, ...], dict[str, Any]] = {}
     for r in res.rows:
         p = r.point
@@ -150,13 +179,17 @@ def report_online(res: LooResult, out: dict[str, Any]) -> None:
         fit = res.fits[str(slug)]
         c = rt.point.config
         e = replace(fit.efficiencies, request_s=fit.efficiencies.request_s + res.harness_s[str(slug)])
-        est = serve_at_rate(c, rt.point.gpu, float(str(qps)), Workload(float(c.input_len), float(c.output_len)), e)
+        est = serve_at_rate(
+            c, rt.point.gpu, float(str(qps)), Workload(float(c.input_len), float(c.output_len)), e
+        )
         ok = est.stable and est.utilisation <= VALIDATED_UTILISATION
         util = f"{est.utilisation:5.2f}" if math.isfinite(est.utilisation) else "  inf"
-        print(f"   {str(slug)[7:]:16} {mid!s:13} {f'{isl}/{osl}':>8} {float(str(qps)):4.0f} {util} | "
-              f"{rt.point.value * 1e3:9.0f} {rt.predicted * 1e3:7.0f} {_pct(rt.baseline_error)} | "
-              f"{ri.point.value * 1e3:8.0f} {ri.predicted * 1e3:6.1f} {_pct(ri.baseline_error)}"
-              + ("" if ok else "   (saturated: not validated)"))
+        print(
+            f"   {str(slug)[7:]:16} {mid!s:13} {f'{isl}/{osl}':>8} {float(str(qps)):4.0f} {util} | "
+            f"{rt.point.value * 1e3:9.0f} {rt.predicted * 1e3:7.0f} {_pct(rt.baseline_error)} | "
+            f"{ri.point.value * 1e3:8.0f} {ri.predicted * 1e3:6.1f} {_pct(ri.baseline_error)}"
+            + ("" if ok else "   (saturated: not validated)")
+        )
         if ok:
             validated["ttft"].append((rt.error, rt.baseline_error))
             validated["tpot"].append((ri.error, ri.baseline_error))
@@ -167,18 +200,29 @@ def report_online(res: LooResult, out: dict[str, Any]) -> None:
         mm = _mape([x for x, _ in v])
         bb = _mape([b for _, b in v if b is not None])
         summary[m] = {"n": len(v), "model_mape": mm, "baseline_mape": bb}
-        print(f"   {m.upper()} (mean), utilisation <= {VALIDATED_UTILISATION:.0%}: model MAPE {_pct(mm)} vs "
-              f"measured-sibling baseline {_pct(bb)} (n={len(v)}); target <= {TARGET_MAPE:.0%}")
-    print(f"   {len(saturated)} points beyond the validated range (the 500-request runs never reach a steady state "
-          f"there); the model calls {sum(1 for _, s in saturated if not s)} of them overloaded")
+        print(
+            f"   {m.upper()} (mean), utilisation <= {VALIDATED_UTILISATION:.0%}: model MAPE {_pct(mm)} vs "
+            f"measured-sibling baseline {_pct(bb)} (n={len(v)}); target <= {TARGET_MAPE:.0%}"
+        )
+    print(
+        f"   {len(saturated)} points beyond the validated range (the 500-request runs never reach a steady state "
+        f"there); the model calls {sum(1 for _, s in saturated if not s)} of them overloaded"
+    )
     caps = [r for r in res.rows if r.point.kind == "online_rps"]
-    print("   all-at-once runs (achieved requests/s = capacity): "
-          + ", ".join(f"{r.point.gpu.slug[7:]} {r.point.config.model.id} {r.point.config.input_len}/"
-                      f"{r.point.config.output_len}: {r.point.value:.0f} vs {r.predicted:.1f}" for r in caps))
+    print(
+        "   all-at-once runs (achieved requests/s = capacity): "
+        + ", ".join(
+            f"{r.point.gpu.slug[7:]} {r.point.config.model.id} {r.point.config.input_len}/"
+            f"{r.point.config.output_len}: {r.point.value:.0f} vs {r.predicted:.1f}"
+            for r in caps
+        )
+    )
     summary["capacity_mape"] = _mape([r.error for r in caps])
     summary["capacity_mape_467"] = _mape([r.error for r in caps if r.point.config.input_len == 467])
-    print(f"   capacity MAPE {_pct(summary['capacity_mape'])}; 467-token prompts only "
-          f"{_pct(summary['capacity_mape_467'])} (the 202/214 rows look like a variable-length dataset)")
+    print(
+        f"   capacity MAPE {_pct(summary['capacity_mape'])}; 467-token prompts only "
+        f"{_pct(summary['capacity_mape_467'])} (the 202/214 rows look like a variable-length dataset)"
+    )
     out["online"] = summary
 
 
@@ -187,13 +231,22 @@ def report_online(res: LooResult, out: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _predict_holdout(t: HoldoutTable, row: tuple[Any, ...], gpus: dict[str, GpuSpec],
-                     e: EngineEfficiencies) -> float:
+def _predict_holdout(
+    t: HoldoutTable, row: tuple[Any, ...], gpus: dict[str, GpuSpec], e: EngineEfficiencies
+) -> float:
     slug, model, prec, kv8, tp, b, isl, osl, _ = row
     m = get_model(model)
     assert isinstance(m, DecoderSpec)
-    c = InferenceConfig(model=m, precision=prec, engine=t.engine, tensor_parallel=tp, batch_size=max(b, 1),
-                        input_len=isl, output_len=osl, kv_cache_bytes_per_element=1.0 if kv8 else 0.0)
+    c = InferenceConfig(
+        model=m,
+        precision=prec,
+        engine=t.engine,
+        tensor_parallel=tp,
+        batch_size=max(b, 1),
+        input_len=isl,
+        output_len=osl,
+        kv_cache_bytes_per_element=1.0 if kv8 else 0.0,
+    )
     g = gpus[slug]
     if t.kind == "offline":
         return offline_throughput(c, g, e).output_tokens_per_s
@@ -229,7 +282,7 @@ def report_holdout(gpus: dict[str, GpuSpec], e: EngineEfficiencies, out: dict[st
         for by_gpu in preds.values():
             items = sorted(by_gpu.items())
             for i, (ga, (ma, pa)) in enumerate(items):
-                for gb, (mb, pb) in items[i + 1:]:
+                for gb, (mb, pb) in items[i + 1 :]:
                     if abs(ma / mb - 1) < 0.03:
                         continue  # a tie within 3 % is no order
                     total += 1
@@ -237,16 +290,31 @@ def report_holdout(gpus: dict[str, GpuSpec], e: EngineEfficiencies, out: dict[st
                     better_pred = (pa > pb) if t.kind in ("offline", "static", "concurrency") else (pa < pb)
                     agree += int(better_meas == better_pred)
                     key = "fp8" if t.rows[0][2] == "fp8" else "bf16"
-                    ratio = math.sqrt(gpus[ga].require_peak(key) / gpus[gb].require_peak(key)
-                                      * gpus[ga].require_bandwidth() / gpus[gb].require_bandwidth())
+                    ratio = math.sqrt(
+                        gpus[ga].require_peak(key)
+                        / gpus[gb].require_peak(key)
+                        * gpus[ga].require_bandwidth()
+                        / gpus[gb].require_bandwidth()
+                    )
                     latency = t.kind not in ("offline", "static", "concurrency")
                     base_errs.append((mb / ratio if latency else mb * ratio) / ma - 1.0)
         order = f"{agree}/{total} GPU pairs ordered as measured" if total else "single GPU per configuration"
-        print(f"   {t.id:38} {t.engine:13} {t.kind:11} n={len(errs):3} MAPE {_pct(_mape(errs))}; {order}"
-              + (f"; datasheet ratio from the sibling {_pct(_mape(base_errs))}" if base_errs else ""))
+        print(
+            f"   {t.id:38} {t.engine:13} {t.kind:11} n={len(errs):3} MAPE {_pct(_mape(errs))}; {order}"
+            + (f"; datasheet ratio from the sibling {_pct(_mape(base_errs))}" if base_errs else "")
+        )
         print(f"      source: {t.source}")
-        res.append({"id": t.id, "engine": t.engine, "kind": t.kind, "n": len(errs), "mape": _mape(errs),
-                    "order_agree": agree, "order_pairs": total})
+        res.append(
+            {
+                "id": t.id,
+                "engine": t.engine,
+                "kind": t.kind,
+                "n": len(errs),
+                "mape": _mape(errs),
+                "order_agree": agree,
+                "order_pairs": total,
+            }
+        )
     out["holdout"] = res
 
 
@@ -258,11 +326,20 @@ def report_holdout(gpus: dict[str, GpuSpec], e: EngineEfficiencies, out: dict[st
 def report_hf(gpus: dict[str, GpuSpec], out: dict[str, Any]) -> None:
     import benchmarks.validate_estimates as ve
 
-    print("\n4. hf-transformers (eager generate, static batch): the host floor is the engine's and the host's")
+    print(
+        "\n4. hf-transformers (eager generate, static batch): the host floor is the engine's and the host's"
+    )
     pts = ve.load_points(sorted(glob.glob(str(ROOT / "data" / "benchmarks" / "*.json"))))
-    cells = [CellMeasurement(p.gpu, p.workload, p.params,
-                             {**p.metrics, **({"step_time_s": p.measured_time} if p.measured_time else {})})
-             for p in pts if p.status == "ok" and p.workload == "llm-infer"]
+    cells = [
+        CellMeasurement(
+            p.gpu,
+            p.workload,
+            p.params,
+            {**p.metrics, **({"step_time_s": p.measured_time} if p.measured_time else {})},
+        )
+        for p in pts
+        if p.status == "ok" and p.workload == "llm-infer"
+    ]
     cals = fit_calibrations(cells)
     host = cals.host_profile("llm-infer", "bf16")
     assert host is not None
@@ -274,19 +351,41 @@ def report_hf(gpus: dict[str, GpuSpec], out: dict[str, Any]) -> None:
         g = gpus[slug]
         cal = cals.pick(g, "llm-infer", "bf16")
         assert cal is not None
-        one = estimate_serving(InferenceConfig(model=m, batch_size=1, input_len=512, output_len=128), g,
-                               cal.efficiencies, host=host)
-        node = estimate_serving(InferenceConfig(model=m, batch_size=128, input_len=512, output_len=128,
-                                                tensor_parallel=4), g, cal.efficiencies, host=host)
-        pre = estimate_serving(InferenceConfig(model=m, batch_size=8, input_len=2048, output_len=128), g,
-                               cal.efficiencies, host=host)
-        print(f"   {slug:22} Llama-3-8B b1 TPOT {one.tpot_s * 1e3:5.1f} ms ({one.decode_bound}); TP4 b128 "
-              f"{node.output_tokens_per_s:6.0f} tok/s ({node.decode_bound}); b8x2048 TTFT {pre.ttft_s * 1e3:5.0f} ms "
-              f"({pre.prefill_bound}) [{cal.provenance}]")
-        rows.append({"gpu": slug, "tpot_b1_ms": one.tpot_s * 1e3, "tp4_b128_tok_s": node.output_tokens_per_s,
-                     "ttft_b8_2048_ms": pre.ttft_s * 1e3})
-    print("   (issue 12 reported H100 23.8 ms vs A100 12.1 ms, and an A100 TP4 node out-serving an H100 node: "
-          "3,406 vs 2,226 tok/s)")
+        one = estimate_serving(
+            InferenceConfig(model=m, batch_size=1, input_len=512, output_len=128),
+            g,
+            cal.efficiencies,
+            host=host,
+        )
+        node = estimate_serving(
+            InferenceConfig(model=m, batch_size=128, input_len=512, output_len=128, tensor_parallel=4),
+            g,
+            cal.efficiencies,
+            host=host,
+        )
+        pre = estimate_serving(
+            InferenceConfig(model=m, batch_size=8, input_len=2048, output_len=128),
+            g,
+            cal.efficiencies,
+            host=host,
+        )
+        print(
+            f"   {slug:22} Llama-3-8B b1 TPOT {one.tpot_s * 1e3:5.1f} ms ({one.decode_bound}); TP4 b128 "
+            f"{node.output_tokens_per_s:6.0f} tok/s ({node.decode_bound}); b8x2048 TTFT {pre.ttft_s * 1e3:5.0f} ms "
+            f"({pre.prefill_bound}) [{cal.provenance}]"
+        )
+        rows.append(
+            {
+                "gpu": slug,
+                "tpot_b1_ms": one.tpot_s * 1e3,
+                "tp4_b128_tok_s": node.output_tokens_per_s,
+                "ttft_b8_2048_ms": pre.ttft_s * 1e3,
+            }
+        )
+    print(
+        "   (issue 12 reported H100 23.8 ms vs A100 12.1 ms, and an A100 TP4 node out-serving an H100 node: "
+        "3,406 vs 2,226 tok/s)"
+    )
     out["hf"] = rows
 
 
@@ -294,15 +393,25 @@ def report_hf(gpus: dict[str, GpuSpec], out: dict[str, Any]) -> None:
 # 5: the 72B question
 # --------------------------------------------------------------------------------------------
 
-QUESTION = {"model": "qwen2.5-72b", "requests_per_s": 20.0, "input_len": 1024, "input_cv": 0.5, "output_len": 256,
-            "output_cv": 0.8, "ttft_target_ms": 1000.0, "tpot_target_ms": 50.0}
+QUESTION = {
+    "model": "qwen2.5-72b",
+    "requests_per_s": 20.0,
+    "input_len": 1024,
+    "input_cv": 0.5,
+    "output_len": 256,
+    "output_cv": 0.8,
+    "ttft_target_ms": 1000.0,
+    "tpot_target_ms": 50.0,
+}
 
 
 def report_72b(gpus: dict[str, GpuSpec], out: dict[str, Any]) -> None:
     q = QUESTION
-    print(f"\n5. Qwen2.5-72B chat at {q['requests_per_s']:g} requests/s: prompts {q['input_len']} tokens (cv "
-          f"{q['input_cv']}), answers {q['output_len']} tokens (cv {q['output_cv']}); p50 TTFT <= "
-          f"{q['ttft_target_ms']:g} ms, p50 TPOT <= {q['tpot_target_ms']:g} ms")
+    print(
+        f"\n5. Qwen2.5-72B chat at {q['requests_per_s']:g} requests/s: prompts {q['input_len']} tokens (cv "
+        f"{q['input_cv']}), answers {q['output_len']} tokens (cv {q['output_cv']}); p50 TTFT <= "
+        f"{q['ttft_target_ms']:g} ms, p50 TPOT <= {q['tpot_target_ms']:g} ms"
+    )
     m = get_model(str(q["model"]))
     assert isinstance(m, DecoderSpec)
     w = Workload(float(q["input_len"]), float(q["output_len"]), float(q["input_cv"]), float(q["output_cv"]))
@@ -310,22 +419,46 @@ def report_72b(gpus: dict[str, GpuSpec], out: dict[str, Any]) -> None:
     for engine, prec in (("vllm", "bf16"), ("tensorrt-llm", "bf16"), ("vllm", "fp8")):
         for slug in ("nvidia-h200-sxm", "nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"):
             g = gpus[slug]
-            c = InferenceConfig(model=m, engine=engine, input_len=int(q["input_len"]), output_len=int(q["output_len"]),
-                                quant_method="fp8" if prec == "fp8" else "none")
-            plan = plan_min_gpus(c, g, float(q["requests_per_s"]), w, float(q["ttft_target_ms"]) / 1e3,
-                                 float(q["tpot_target_ms"]) / 1e3)
+            c = InferenceConfig(
+                model=m,
+                engine=engine,
+                input_len=int(q["input_len"]),
+                output_len=int(q["output_len"]),
+                quant_method="fp8" if prec == "fp8" else "none",
+            )
+            plan = plan_min_gpus(
+                c,
+                g,
+                float(q["requests_per_s"]),
+                w,
+                float(q["ttft_target_ms"]) / 1e3,
+                float(q["tpot_target_ms"]) / 1e3,
+            )
             if plan is None:
                 print(f"   {engine:13} {prec:5} {slug:22} no TP degree meets the targets")
                 continue
             r = plan.estimate
-            tried = ", ".join(f"TP{tp}: {n} x {per:.1f}" if 0 < n <= 64 else f"TP{tp}: -"
-                              for tp, n, per in plan.considered)
-            print(f"   {engine:13} {prec:5} {slug:22} {plan.replicas} x TP{plan.tensor_parallel} = {plan.gpus:2} GPUs; "
-                  f"TTFT p50 {r.ttft_s * 1e3:5.0f} ms, TPOT p50 {r.tpot_s * 1e3:4.1f} ms, headroom {plan.headroom:5.0%} "
-                  f"[{tried} req/s]")
-            res.append({"engine": engine, "precision": prec, "gpu": slug, "replicas": plan.replicas,
-                        "tp": plan.tensor_parallel, "gpus": plan.gpus, "ttft_p50_ms": r.ttft_s * 1e3,
-                        "tpot_p50_ms": r.tpot_s * 1e3, "headroom": plan.headroom})
+            tried = ", ".join(
+                f"TP{tp}: {n} x {per:.1f}" if 0 < n <= 64 else f"TP{tp}: -" for tp, n, per in plan.considered
+            )
+            print(
+                f"   {engine:13} {prec:5} {slug:22} {plan.replicas} x TP{plan.tensor_parallel} = {plan.gpus:2} GPUs; "
+                f"TTFT p50 {r.ttft_s * 1e3:5.0f} ms, TPOT p50 {r.tpot_s * 1e3:4.1f} ms, headroom {plan.headroom:5.0%} "
+                f"[{tried} req/s]"
+            )
+            res.append(
+                {
+                    "engine": engine,
+                    "precision": prec,
+                    "gpu": slug,
+                    "replicas": plan.replicas,
+                    "tp": plan.tensor_parallel,
+                    "gpus": plan.gpus,
+                    "ttft_p50_ms": r.ttft_s * 1e3,
+                    "tpot_p50_ms": r.tpot_s * 1e3,
+                    "headroom": plan.headroom,
+                }
+            )
     out["qwen72b_20rps"] = res
 
 
@@ -340,18 +473,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     kinds: dict[str, int] = {}
     for p in pts:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
-    print(f"published TensorRT-LLM points: {len(pts)} ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}); "
-          f"skipped: {', '.join(f'{k}: {v}' for k, v in sorted(skipped.items()))}")
+    print(
+        f"published TensorRT-LLM points: {len(pts)} ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}); "
+        f"skipped: {', '.join(f'{k}: {v}' for k, v in sorted(skipped.items()))}"
+    )
     if not args.quick:
         t0 = time.time()
         fit = fit_engine(pts)
-        same = all(math.isclose(getattr(fit.efficiencies, f), getattr(CONTINUOUS_EFFICIENCIES, f), rel_tol=0.01)
-                   for f in FIT_FIELDS)
+        same = all(
+            math.isclose(getattr(fit.efficiencies, f), getattr(CONTINUOUS_EFFICIENCIES, f), rel_tol=0.01)
+            for f in FIT_FIELDS
+        )
         print(f"fit on every GPU ({time.time() - t0:.0f} s): {efficiencies_literal(fit.efficiencies)}")
-        print(f"   in-sample MAPE {', '.join(f'{k} {v:.1%}' for k, v in fit.fit_mape.items())}; the committed "
-              f"CONTINUOUS_EFFICIENCIES {'match' if same else 'DIFFER: refit and commit'}")
-        out["fit"] = {"efficiencies": efficiencies_literal(fit.efficiencies), "in_sample": dict(fit.fit_mape),
-                      "committed_match": same}
+        print(
+            f"   in-sample MAPE {', '.join(f'{k} {v:.1%}' for k, v in fit.fit_mape.items())}; the committed "
+            f"CONTINUOUS_EFFICIENCIES {'match' if same else 'DIFFER: refit and commit'}"
+        )
+        out["fit"] = {
+            "efficiencies": efficiencies_literal(fit.efficiencies),
+            "in_sample": dict(fit.fit_mape),
+            "committed_match": same,
+        }
         res = leave_one_gpu_out(pts)
         report_loo(res, out)
         report_online(res, out)

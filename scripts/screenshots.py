@@ -28,13 +28,24 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 VIEWS = [
     ("compare", "#/compare", ".compare-specs"),
     ("recommend", "#/recommend", None),
-    ("estimate", "#/estimate?model=meta-llama%2FLlama-2-13b-hf&gpu=L40&gpu_count=2&mode=fine-tuning&batch_size=1"
-                 "&seq_len=2048&gradient_checkpointing=true", ".estimate-result"),
+    (
+        "estimate",
+        "#/estimate?model=meta-llama%2FLlama-2-13b-hf&gpu=L40&gpu_count=2&mode=fine-tuning&batch_size=1"
+        "&seq_len=2048&gradient_checkpointing=true",
+        ".estimate-result",
+    ),
     ("data", "#/data", "table.coverage"),
     ("gpus", "#/gpus/nvidia-l20", "table.spec"),
 ]
@@ -51,20 +62,38 @@ def example_runs(url: str, key: str) -> None:
     sys.path.insert(0, str(ROOT))
     from tests.api.benchmark_fixtures import fingerprint, result, run
 
-    for pci, name, mem, scale, oom_at in (("0x26b5", "NVIDIA L40", 46_068 * 2**20, 1.0, None),
-                                         ("0x26ba", "NVIDIA L20", 46_068 * 2**20, 0.72, 512)):
+    for pci, name, mem, scale, oom_at in (
+        ("0x26b5", "NVIDIA L40", 46_068 * 2**20, 1.0, None),
+        ("0x26ba", "NVIDIA L20", 46_068 * 2**20, 0.72, 512),
+    ):
         for host in ("example-a", "example-b"):
             results = []
             for bs in (32, 64, 128, 256, 512):
                 if bs == oom_at:
-                    results += [result("resnet50-train", {"precision": "amp_bf16", "batch_size": bs}, status="oom")] * 3
+                    results += [
+                        result("resnet50-train", {"precision": "amp_bf16", "batch_size": bs}, status="oom")
+                    ] * 3
                 else:
                     v = scale * 1350 * (bs / 32) ** 0.12
-                    results += [result("resnet50-train", {"precision": "amp_bf16", "batch_size": bs}, {"throughput": v * f})
-                                for f in (0.98, 1.0, 1.02)]
-            body = run(results, host=f"made-up-{host}-{pci}", pci=pci, gpu_name=name, memory_total=mem,
-                       fp=fingerprint(pci, host_id=f"mid-{host}-{pci}", power_limit_w=300))
-            r = httpx.post(f"{url}/v1/benchmark-runs", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+                    results += [
+                        result(
+                            "resnet50-train",
+                            {"precision": "amp_bf16", "batch_size": bs},
+                            {"throughput": v * f},
+                        )
+                        for f in (0.98, 1.0, 1.02)
+                    ]
+            body = run(
+                results,
+                host=f"made-up-{host}-{pci}",
+                pci=pci,
+                gpu_name=name,
+                memory_total=mem,
+                fp=fingerprint(pci, host_id=f"mid-{host}-{pci}", power_limit_w=300),
+            )
+            r = httpx.post(
+                f"{url}/v1/benchmark-runs", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=60
+            )
             r.raise_for_status()
 
 
@@ -72,12 +101,37 @@ def serve_fresh(tmp: Path, examples: bool) -> tuple[subprocess.Popen[bytes], str
     db = f"sqlite:///{tmp / 'screens.db'}"
     env = {**os.environ, "GPU_ADVISOR_DATABASE_URL": db, "GPU_ADVISOR_LOG_FORMAT": "text"}
     subprocess.run([sys.executable, "-m", "service.cli", "migrate"], env=env, check=True, cwd=ROOT)
-    key = subprocess.run([sys.executable, "-m", "service.cli", "keys", "create", "--scope", "submit", "--trusted",
-                          "--name", f"screenshots-{uuid.uuid4().hex[:6]}"],
-                         env=env, check=True, cwd=ROOT, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    key = (
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "service.cli",
+                "keys",
+                "create",
+                "--scope",
+                "submit",
+                "--trusted",
+                "--name",
+                f"screenshots-{uuid.uuid4().hex[:6]}",
+            ],
+            env=env,
+            check=True,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--no-migrate"],
-                            env=env, cwd=ROOT, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--no-migrate"],
+        env=env,
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
@@ -110,10 +164,14 @@ def shoot(url: str, out: Path) -> None:
             if ready:
                 page.wait_for_selector(f"{ready}, .problem")
             if name == "recommend":
-                page.evaluate("() => (document.querySelector('.recommend-result') || document.querySelector('form')).scrollIntoView()")
+                page.evaluate(
+                    "() => (document.querySelector('.recommend-result') || document.querySelector('form')).scrollIntoView()"
+                )
             page.screenshot(path=str(out / f"{name}.png"), full_page=name == "estimate")
             print(f"{out / (name + '.png')}")
-        phone = browser.new_page(viewport={"width": 390, "height": 844}, locale="zh-CN", device_scale_factor=1)
+        phone = browser.new_page(
+            viewport={"width": 390, "height": 844}, locale="zh-CN", device_scale_factor=1
+        )
         phone.goto(f"{url}/#/compare")
         phone.wait_for_selector("main:not([aria-busy]) .compare-specs, main:not([aria-busy]) .problem")
         phone.screenshot(path=str(out / "compare-phone-zh.png"))
@@ -127,7 +185,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", help="a running service (default: start one on a fresh database)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
-    ap.add_argument("--example-runs", action="store_true", help="submit made-up L40/L20 runs first (not for the README)")
+    ap.add_argument(
+        "--example-runs", action="store_true", help="submit made-up L40/L20 runs first (not for the README)"
+    )
     a = ap.parse_args()
     if a.url:
         shoot(a.url.rstrip("/"), a.out)

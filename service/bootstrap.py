@@ -49,7 +49,10 @@ def upsert_shipped(
         catalog_version=catalog_version,
         validate=validation.gpu_document,
         prices=[
-            (str(p["gpu_slug"]), PriceIn.model_validate({k: v for k, v in p.items() if k != "gpu_slug"}).to_core())
+            (
+                str(p["gpu_slug"]),
+                PriceIn.model_validate({k: v for k, v in p.items() if k != "gpu_slug"}).to_core(),
+            )
             for p in prices
         ],
         fx_rates=[FxRateIn.model_validate(f).to_core() for f in fx_rates],
@@ -60,7 +63,11 @@ def seed_catalog(engine: Engine) -> SeedReport:
     shipped = load_shipped()
     with UnitOfWork(make_session_factory(engine)) as uow:
         return upsert_shipped(
-            uow, shipped.gpus, catalog_version=shipped.version, prices=shipped_prices(shipped), fx_rates=shipped.fx_rates
+            uow,
+            shipped.gpus,
+            catalog_version=shipped.version,
+            prices=shipped_prices(shipped),
+            fx_rates=shipped.fx_rates,
         )
 
 

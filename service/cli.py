@@ -15,7 +15,9 @@ from service.settings import Settings
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-app = typer.Typer(help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False
+)
 keys_app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 recommendations_app = typer.Typer(help="Stored /v1/recommend answers.", no_args_is_help=True)
@@ -55,8 +57,11 @@ def _require_database(engine, *, migrated: bool = False) -> None:  # type: ignor
         typer.echo(f"error: cannot open the database {where}: {reason}{hint}", err=True)
         raise typer.Exit(2) from None
     if migrated and not at_head:
-        typer.echo(f"error: the database {where} has no schema yet: run `gpu-advisor migrate` first "
-                   "(or serve without --no-migrate)", err=True)
+        typer.echo(
+            f"error: the database {where} has no schema yet: run `gpu-advisor migrate` first "
+            "(or serve without --no-migrate)",
+            err=True,
+        )
         raise typer.Exit(2)
 
 
@@ -67,12 +72,15 @@ def serve(
     workers: Annotated[int, typer.Option(help="uvicorn worker processes")] = 1,
     migrate: Annotated[bool, typer.Option(help="migrate and seed before serving")] = True,
     log_level: Annotated[
-        str | None, typer.Option(help="debug | info | warning | error (default: GPU_ADVISOR_LOG_LEVEL, else info)")
+        str | None,
+        typer.Option(help="debug | info | warning | error (default: GPU_ADVISOR_LOG_LEVEL, else info)"),
     ] = None,
     metrics_port: Annotated[
         int | None,
-        typer.Option(help="serve /metrics only on this port (on GPU_ADVISOR_METRICS_HOST, default 127.0.0.1), "
-                          "not on the API port"),
+        typer.Option(
+            help="serve /metrics only on this port (on GPU_ADVISOR_METRICS_HOST, default 127.0.0.1), "
+            "not on the API port"
+        ),
     ] = None,
 ) -> None:
     """Migrate, upsert the shipped catalog and committed measurements, then serve the API.
@@ -123,8 +131,11 @@ def serve(
 
         _prometheus_multiprocess_dir(log)
         if settings.rate_limits_enabled and not settings.redis_url:
-            log.warning("rate limits without GPU_ADVISOR_REDIS_URL are kept per worker process: "
-                        "each of the %d workers grants the full budget", workers)
+            log.warning(
+                "rate limits without GPU_ADVISOR_REDIS_URL are kept per worker process: "
+                "each of the %d workers grants the full budget",
+                workers,
+            )
         if settings.metrics_access == "port":
             _metrics_port(settings, scrape_registry(None, engine), log)
         uvicorn.run("service.api.asgi:app", workers=workers, **options)  # type: ignore[arg-type]
@@ -169,7 +180,9 @@ def _metrics_port(settings: Settings, registry: CollectorRegistry, log: logging.
 
 
 @app.command("migrate")
-def migrate_cmd(seed: Annotated[bool, typer.Option(help="also upsert catalog and measurements")] = True) -> None:
+def migrate_cmd(
+    seed: Annotated[bool, typer.Option(help="also upsert catalog and measurements")] = True,
+) -> None:
     """Run database migrations (and seed) under an advisory lock, then exit."""
     from service.bootstrap import bootstrap
     from service.db.migrate import migrate_and_seed
@@ -207,8 +220,10 @@ def keys_create(
     except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"created key id={k.id} name={k.name!r} scope={k.scope} (revoke: gpu-advisor keys revoke {k.id}); "
-               "store the secret now, it is not shown again:")
+    typer.echo(
+        f"created key id={k.id} name={k.name!r} scope={k.scope} (revoke: gpu-advisor keys revoke {k.id}); "
+        "store the secret now, it is not shown again:"
+    )
     typer.echo(k.secret)
 
 
@@ -231,7 +246,9 @@ def keys_list() -> None:
 
 
 @keys_app.command("revoke")
-def keys_revoke(key: Annotated[str, typer.Argument(help="the id `keys create` / `keys list` print, or the key's name")]) -> None:
+def keys_revoke(
+    key: Annotated[str, typer.Argument(help="the id `keys create` / `keys list` print, or the key's name")],
+) -> None:
     """Revoke a key by id or name; requests with it get 401 from then on. The built-in agent's
     key (the committed measurements') is refused."""
     from service.db.engine import make_session_factory
@@ -253,10 +270,22 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="the id `keys create` / 
 
 @prices_app.command("import-skypilot")
 def prices_import_skypilot(
-    path: Annotated[Path, typer.Argument(help="a SkyPilot vms.csv (catalogs/v8/<cloud>/vms.csv)", exists=True, dir_okay=False)],
-    provider: Annotated[str | None, typer.Option(help="cloud name; default: the file's folder (aws/vms.csv -> aws)")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="the prices' date, YYYY-MM-DD (the catalog commit's date); default today")] = None,
-    source: Annotated[str | None, typer.Option(help="where the file came from; default names SkyPilot's catalog path")] = None,
+    path: Annotated[
+        Path,
+        typer.Argument(help="a SkyPilot vms.csv (catalogs/v8/<cloud>/vms.csv)", exists=True, dir_okay=False),
+    ],
+    provider: Annotated[
+        str | None, typer.Option(help="cloud name; default: the file's folder (aws/vms.csv -> aws)")
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of", help="the prices' date, YYYY-MM-DD (the catalog commit's date); default today"
+        ),
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option(help="where the file came from; default names SkyPilot's catalog path")
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="report only, write nothing")] = False,
 ) -> None:
     """Import cloud prices from a SkyPilot instance catalog: every malformed row is reported
@@ -291,8 +320,15 @@ def prices_import_skypilot(
     try:
         migrate_and_seed(engine)
         with UnitOfWork(make_session_factory(engine)) as uow:
-            out = import_skypilot(uow, text, provider=name, effective_date=date, source=label,
-                                  hints=load_hints(), dry_run=dry_run)
+            out = import_skypilot(
+                uow,
+                text,
+                provider=name,
+                effective_date=date,
+                source=label,
+                hints=load_hints(),
+                dry_run=dry_run,
+            )
     except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         for f in exc.fields:
@@ -301,8 +337,10 @@ def prices_import_skypilot(
     finally:
         engine.dispose()
     r = out.report
-    typer.echo(f"{name}: {r.gpu_rows} GPU rows, {r.non_gpu_rows} non-GPU rows, {r.duplicate_rows} duplicates; "
-               f"{len(r.records)} price rows ({date.isoformat()})")
+    typer.echo(
+        f"{name}: {r.gpu_rows} GPU rows, {r.non_gpu_rows} non-GPU rows, {r.duplicate_rows} duplicates; "
+        f"{len(r.records)} price rows ({date.isoformat()})"
+    )
     for reason, n in r.skipped_by_reason().items():
         typer.echo(f"  skipped {n} row(s): {reason}")
     for i in r.issues:
@@ -316,7 +354,9 @@ def prices_import_skypilot(
 
 @app.command()
 def openapi(
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="file to write; default stdout")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="file to write; default stdout")
+    ] = None,
 ) -> None:
     """Write the OpenAPI document of the running app (openapi/openapi.json in the repo)."""
     from service.api.app import create_app
@@ -375,22 +415,36 @@ def estimate(
     bootstrap(engine, settings)
     try:
         with UnitOfWork(make_session_factory(engine)) as uow:
-            r = run_estimate(uow, ReadModel(min_points=settings.measurements_min_points, background=False), req.to_core(),
-                             req.gpu, now=dt.datetime.now(dt.UTC))
+            r = run_estimate(
+                uow,
+                ReadModel(min_points=settings.measurements_min_points, background=False),
+                req.to_core(),
+                req.gpu,
+                now=dt.datetime.now(dt.UTC),
+            )
     except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         for e in exc.fields:
             typer.echo(f"  {'.'.join(str(p) for p in e.path)}: {e.msg}", err=True)
         raise typer.Exit(2) from None
-    out = EstimateResponse.from_core(r.estimate, warnings=r.warnings, as_of=r.as_of, data_version=r.data_version,
-                                     estimator_version=r.estimator_version)
+    out = EstimateResponse.from_core(
+        r.estimate,
+        warnings=r.warnings,
+        as_of=r.as_of,
+        data_version=r.data_version,
+        estimator_version=r.estimator_version,
+    )
     typer.echo(out.model_dump_json(indent=2))
 
 
 @recommendations_app.command("prune")
 def recommendations_prune(
-    days: Annotated[int | None, typer.Option(help="keep this many days (default: the setting "
-                                                  "GPU_ADVISOR_RECOMMENDATION_RETENTION_DAYS)", min=1)] = None,
+    days: Annotated[
+        int | None,
+        typer.Option(
+            help="keep this many days (default: the setting GPU_ADVISOR_RECOMMENDATION_RETENTION_DAYS)", min=1
+        ),
+    ] = None,
 ) -> None:
     """Delete stored recommendations older than the retention (run it from cron)."""
     import datetime as dt

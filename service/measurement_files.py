@@ -37,7 +37,9 @@ class SeedMeasurementsReport:
     refused: list[str] = field(default_factory=list)
 
 
-def load_measurement_files(engine: Engine, settings: Settings, directory: Path | None = None) -> SeedMeasurementsReport:
+def load_measurement_files(
+    engine: Engine, settings: Settings, directory: Path | None = None
+) -> SeedMeasurementsReport:
     """Load every ``*.json`` (a JSON list of ``BenchmarkRunIn`` objects) from the directory
     (default: ``settings.seed_measurements_dir``), each run in its own transaction."""
     report = SeedMeasurementsReport()
@@ -70,7 +72,12 @@ def load_measurement_files(engine: Engine, settings: Settings, directory: Path |
                     principal = benchmarks.builtin_principal(uow)
                 try:
                     out = benchmarks.submit_run(
-                        uow, cache, principal, body.to_core(), policy=policy, max_results=settings.max_results_per_run
+                        uow,
+                        cache,
+                        principal,
+                        body.to_core(),
+                        policy=policy,
+                        max_results=settings.max_results_per_run,
                     )
                 except UseCaseError as exc:
                     report.refused.append(f"{where} ({body.run_id}): {exc.detail}")

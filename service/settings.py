@@ -54,11 +54,20 @@ DEFAULT_RATE_LIMITS: dict[str, RateLimitRule] = {
     # an agent submits a suite's runs at the end of a run, or a spool after an outage; its
     # client honours Retry-After, so a burst of 60 and 2 runs/s sustained only paces it
     "benchmark-submit": RateLimitRule(
-        methods=("POST",), paths=("/v1/benchmark-runs", "/v1/benchmark-runs/validate"), per_minute=120, burst=60
+        methods=("POST",),
+        paths=("/v1/benchmark-runs", "/v1/benchmark-runs/validate"),
+        per_minute=120,
+        burst=60,
     ),
     "admin-write": RateLimitRule(
         methods=_WRITE,
-        paths=("/v1/gpus", "/v1/gpus/{slug}", "/v1/gpus/{slug}/prices", "/v1/fx-rates", "/v1/admin/{rest:path}"),
+        paths=(
+            "/v1/gpus",
+            "/v1/gpus/{slug}",
+            "/v1/gpus/{slug}/prices",
+            "/v1/fx-rates",
+            "/v1/admin/{rest:path}",
+        ),
         per_minute=120,
         burst=60,
     ),
@@ -69,7 +78,9 @@ DEFAULT_RATE_LIMITS: dict[str, RateLimitRule] = {
     # reserved for POST /v1/recommend (DESIGN "Recommendation"): enumerates GPU x count x strategy
     "recommend": RateLimitRule(methods=("POST",), paths=("/v1/recommend",), per_minute=30, burst=10),
     # a run with up to 10,000 results
-    "run-read": RateLimitRule(methods=("GET",), paths=("/v1/benchmark-runs/{run_id}",), per_minute=120, burst=30),
+    "run-read": RateLimitRule(
+        methods=("GET",), paths=("/v1/benchmark-runs/{run_id}",), per_minute=120, burst=30
+    ),
     # pages over 100 items (the default page is 50, the largest 500)
     "large-page": RateLimitRule(
         methods=("GET",),
@@ -108,14 +119,20 @@ class Settings(BaseSettings):
         default_factory=_default_database_url,
         description="SQLAlchemy URL; default is an embedded SQLite file under ./var/",
     )
-    read_requires_key: bool = Field(default=False, description="require an API key (scope read) for GET endpoints")
+    read_requires_key: bool = Field(
+        default=False, description="require an API key (scope read) for GET endpoints"
+    )
     max_body_bytes: int = Field(default=32 * 2**20, ge=1024, description="request bodies above this get 413")
     max_results_per_run: int = Field(default=10_000, ge=1)
     page_size_default: int = Field(default=50, ge=1, le=1000)
     page_size_max: int = Field(default=500, ge=1, le=10_000)
     measurements_min_points: int = Field(default=3, ge=1, description="k in 'latest measured' (DESIGN)")
-    outlier_mad_threshold: float = Field(default=5.0, gt=0, description="|x - median| / (1.4826 MAD) above this is an outlier")
-    outlier_floor_fraction: float = Field(default=0.05, ge=0, description="MAD floor as a fraction of the median")
+    outlier_mad_threshold: float = Field(
+        default=5.0, gt=0, description="|x - median| / (1.4826 MAD) above this is an outlier"
+    )
+    outlier_floor_fraction: float = Field(
+        default=0.05, ge=0, description="MAD floor as a fraction of the median"
+    )
     outlier_window: int = Field(
         default=100,
         ge=3,
@@ -136,15 +153,18 @@ class Settings(BaseSettings):
     )
     seed_catalog: bool = Field(default=True, description="upsert the shipped catalog on serve/migrate")
     seed_measurements_dir: Path | None = Field(
-        default_factory=lambda: (REPO_ROOT / "data" / "benchmarks")
-        if (REPO_ROOT / "data" / "benchmarks").is_dir()
-        else None,
+        default_factory=lambda: (
+            (REPO_ROOT / "data" / "benchmarks") if (REPO_ROOT / "data" / "benchmarks").is_dir() else None
+        ),
         description="directory of committed measurement runs loaded on start (idempotent by run_id)",
     )
     price_stale_days: int = Field(default=180, ge=1)
     recommendation_retention_days: int = Field(
-        default=30, ge=1, le=36_500,
-        description="stored /v1/recommend answers older than this are deleted by `gpu-advisor recommendations prune`")
+        default=30,
+        ge=1,
+        le=36_500,
+        description="stored /v1/recommend answers older than this are deleted by `gpu-advisor recommendations prune`",
+    )
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
 
     def outlier_policy(self) -> OutlierPolicy:
@@ -157,7 +177,9 @@ class Settings(BaseSettings):
 
     # ---- operating it: limits, timeouts, proxies, metrics, logs (issue 17) ----
     body_read_timeout_s: float = Field(
-        default=30.0, gt=0, description="a request body must arrive within this many seconds of its headers (else 408)"
+        default=30.0,
+        gt=0,
+        description="a request body must arrive within this many seconds of its headers (else 408)",
     )
     rate_limits_enabled: bool = Field(default=True, description="enforce the rate-limit rules")
     rate_limits: dict[str, dict[str, Any] | None] = Field(

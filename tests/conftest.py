@@ -56,7 +56,9 @@ def fresh_database_url(tmp_path: Path, name: str = "db") -> Iterator[str]:
     finally:
         with admin.connect() as c:
             c.execute(
-                text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"),
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"
+                ),
                 {"d": dbname},
             )
             c.execute(text(f'DROP DATABASE IF EXISTS "{dbname}"'))
@@ -98,7 +100,9 @@ def client(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
 
 def _key(engine: Engine, scope: str, trusted: bool = False) -> str:
     with UnitOfWork(make_session_factory(engine)) as uow:
-        return create_key(uow, name=f"test-{scope}-{uuid.uuid4().hex[:6]}", scope=scope, trusted=trusted).secret
+        return create_key(
+            uow, name=f"test-{scope}-{uuid.uuid4().hex[:6]}", scope=scope, trusted=trusted
+        ).secret
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Physics probe (issue 11, launch-bound steps; run on one CUDA GPU): kernels launched per decoder layer in forward,
 backward and checkpoint recompute, and host time per launched kernel in each phase, for the
 HF Llama layer under autocast (transformers 5.x, torch eager). One JSON line per case."""
+
 import json
 import time
 
@@ -12,9 +13,17 @@ dev = torch.device("cuda:0")
 
 
 def build(L, ckpt):
-    cfg = LlamaConfig(hidden_size=768, num_hidden_layers=L, num_attention_heads=12, num_key_value_heads=12,
-                      intermediate_size=2048, vocab_size=32000, max_position_embeddings=4096,
-                      tie_word_embeddings=False, attn_implementation="sdpa")
+    cfg = LlamaConfig(
+        hidden_size=768,
+        num_hidden_layers=L,
+        num_attention_heads=12,
+        num_key_value_heads=12,
+        intermediate_size=2048,
+        vocab_size=32000,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        attn_implementation="sdpa",
+    )
     with torch.device(dev):
         m = LlamaForCausalLM(cfg)
     if ckpt:
@@ -27,6 +36,7 @@ def kernels(m, ids, opt):
     def fwd():
         with torch.autocast("cuda", dtype=torch.bfloat16):
             return m(input_ids=ids, labels=ids, use_cache=False).loss
+
     out = {}
     for name in ("fwd", "bwd", "opt"):
         loss = fwd() if name != "fwd" else None
@@ -53,9 +63,11 @@ def kernels(m, ids, opt):
 
 def host_times(m, ids, opt, reps=20):
     """Wall time of issuing forward / backward on a tiny input (GPU far ahead: host-bound)."""
+
     def fwd():
         with torch.autocast("cuda", dtype=torch.bfloat16):
             return m(input_ids=ids, labels=ids, use_cache=False).loss
+
     for _ in range(3):
         fwd().backward()
         opt.step()
@@ -86,6 +98,7 @@ def step_time(m, ids, opt, reps=10):
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+
     for _ in range(3):
         st()
     torch.cuda.synchronize()

@@ -1,5 +1,6 @@
 """Physics probe (issues 11/19; run on one CUDA GPU): optimizer-step temporaries by implementation, FSDP2 one-rank
 layout (autocast vs MixedPrecisionPolicy), loop keeps_outputs. Prints one JSON line per case."""
+
 import contextlib
 import json
 import os
@@ -16,20 +17,35 @@ dev = torch.device("cuda:0")
 torch.cuda.set_device(dev)
 
 SHAPES = {
-    "350m": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, num_key_value_heads=16,
-                 intermediate_size=2816, vocab_size=32000),
-    "1b128k": dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
-                   intermediate_size=8192, vocab_size=128256, rope_theta=500000.0),
+    "350m": dict(
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        intermediate_size=2816,
+        vocab_size=32000,
+    ),
+    "1b128k": dict(
+        hidden_size=2048,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        intermediate_size=8192,
+        vocab_size=128256,
+        rope_theta=500000.0,
+    ),
 }
 
 
 def build(shape, sharding, mp):
-    cfg = LlamaConfig(**SHAPES[shape], max_position_embeddings=4096, tie_word_embeddings=False,
-                      attn_implementation="sdpa")
+    cfg = LlamaConfig(
+        **SHAPES[shape], max_position_embeddings=4096, tie_word_embeddings=False, attn_implementation="sdpa"
+    )
     with torch.device(dev):
         model = LlamaForCausalLM(cfg)
     if sharding == "fsdp":
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
         kw = {}
         if mp == "policy":
             kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
@@ -46,8 +62,11 @@ def run(shape, sharding, mp, impl, loop, b, s, ckpt):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     params = [p for p in model.parameters() if p.requires_grad]
     P = sum(p.numel() for p in params)
-    kw = {"fused": True} if impl == "fused" else ({"foreach": True, "fused": False} if impl == "foreach"
-                                                    else {"foreach": False, "fused": False})
+    kw = (
+        {"fused": True}
+        if impl == "fused"
+        else ({"foreach": True, "fused": False} if impl == "foreach" else {"foreach": False, "fused": False})
+    )
     opt = torch.optim.AdamW(params, lr=1e-5, **kw)
     ids = torch.randint(0, SHAPES[shape]["vocab_size"], (b, s), device=dev)
     use_ac = mp == "autocast"
@@ -93,8 +112,25 @@ def run(shape, sharding, mp, impl, loop, b, s, ckpt):
     except torch.OutOfMemoryError:
         status = "oom"
         dt = None
-    print(json.dumps(dict(shape=shape, sharding=sharding, mp=mp, impl=impl, loop=loop, b=b, s=s, ckpt=ckpt,
-                          P=P, status=status, step_s=dt, **rec)), flush=True)
+    print(
+        json.dumps(
+            dict(
+                shape=shape,
+                sharding=sharding,
+                mp=mp,
+                impl=impl,
+                loop=loop,
+                b=b,
+                s=s,
+                ckpt=ckpt,
+                P=P,
+                status=status,
+                step_s=dt,
+                **rec,
+            )
+        ),
+        flush=True,
+    )
     torch.cuda.empty_cache()
 
 

@@ -63,10 +63,16 @@ err = Console(stderr=True, soft_wrap=True)
 out = Console()
 
 UrlOpt = Annotated[str | None, typer.Option("--url", envvar="GPU_ADVISOR_URL", help="Service base URL.")]
-KeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="GPU_ADVISOR_API_KEY",
-                                            help="API key with the submit scope.", show_default=False)]
-SpoolOpt = Annotated[Path | None, typer.Option("--spool-dir", envvar="GPU_ADVISOR_AGENT_SPOOL",
-                                               help="Spool/dead-letter directory.")]
+KeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key", envvar="GPU_ADVISOR_API_KEY", help="API key with the submit scope.", show_default=False
+    ),
+]
+SpoolOpt = Annotated[
+    Path | None,
+    typer.Option("--spool-dir", envvar="GPU_ADVISOR_AGENT_SPOOL", help="Spool/dead-letter directory."),
+]
 
 
 def _fail(message: str, code: int) -> typer.Exit:
@@ -94,7 +100,9 @@ def _probe_host() -> HostProbe:
 @agent_app.command()
 def probe(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    raw: Annotated[bool, typer.Option("--raw", help="Print the raw NVML capture (for bug reports/tests).")] = False,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="Print the raw NVML capture (for bug reports/tests).")
+    ] = False,
 ) -> None:
     """Show the GPUs NVML sees: identity, memory, driver, clocks, ECC/MIG, PCIe, NVLink, load."""
     try:
@@ -112,21 +120,34 @@ def probe(
     if as_json:
         print(json.dumps(host.to_dict(), indent=1))
         return
-    out.print(f"driver {host.driver_version}  CUDA (driver) {host.cuda_driver_version}  NVML {host.nvml_version}")
+    out.print(
+        f"driver {host.driver_version}  CUDA (driver) {host.cuda_driver_version}  NVML {host.nvml_version}"
+    )
     for g in host.gpus:
         t = Table(title=f"GPU {g.index}: {g.name}", show_header=False)
         rows: list[tuple[str, Any]] = [
-            ("catalog slug (offline guess)", g.slug or "unknown hardware (the service will keep the run pending)"),
+            (
+                "catalog slug (offline guess)",
+                g.slug or "unknown hardware (the service will keep the run pending)",
+            ),
             ("PCI device / subsystem", f"{g.pci_device_id} / {g.pci_subsystem_id}  bus {g.pci_bus_id}"),
-            ("memory total / used", f"{g.memory_total_bytes / 2**20:,.0f} MiB / "
-                                    f"{(g.memory_used_bytes or 0) / 2**20:,.0f} MiB"),
+            (
+                "memory total / used",
+                f"{g.memory_total_bytes / 2**20:,.0f} MiB / {(g.memory_used_bytes or 0) / 2**20:,.0f} MiB",
+            ),
             ("compute capability", g.compute_capability),
             ("power limit (enforced)", f"{g.power_limit_w} W ({g.enforced_power_limit_w} W)"),
-            ("clocks SM / mem (app, max)", f"{g.clock_sm_mhz} / {g.clock_mem_mhz} MHz "
-                                          f"(app {g.app_clock_sm_mhz}/{g.app_clock_mem_mhz}, "
-                                          f"max {g.max_clock_sm_mhz}/{g.max_clock_mem_mhz})"),
+            (
+                "clocks SM / mem (app, max)",
+                f"{g.clock_sm_mhz} / {g.clock_mem_mhz} MHz "
+                f"(app {g.app_clock_sm_mhz}/{g.app_clock_mem_mhz}, "
+                f"max {g.max_clock_sm_mhz}/{g.max_clock_mem_mhz})",
+            ),
             ("ECC / MIG / persistence", f"{g.ecc_mode} / {g.mig_mode} / {g.persistence_mode}"),
-            ("PCIe current (max)", f"gen {g.pcie_gen} x{g.pcie_width} (gen {g.pcie_max_gen} x{g.pcie_max_width})"),
+            (
+                "PCIe current (max)",
+                f"gen {g.pcie_gen} x{g.pcie_width} (gen {g.pcie_max_gen} x{g.pcie_max_width})",
+            ),
             ("NVLink", g.nvlink),
             ("compute processes", g.compute_processes),
             ("utilisation / temperature", f"{g.utilization_gpu_pct}% / {g.temperature_c} C"),
@@ -160,7 +181,9 @@ def _select_plan(plan_file: Path | None, sizes: str, smoke: bool, workloads: str
         wanted = [w.strip() for w in workloads.split(",") if w.strip()]
         unknown = [w for w in wanted if w not in WORKLOADS]
         if unknown:
-            raise _fail(f"unknown workload(s): {', '.join(unknown)}; known: {', '.join(WORKLOADS)}", exitcodes.USAGE)
+            raise _fail(
+                f"unknown workload(s): {', '.join(unknown)}; known: {', '.join(WORKLOADS)}", exitcodes.USAGE
+            )
         plan = plan.only(wanted)
     return plan
 
@@ -187,18 +210,36 @@ def _outcome_line(o: ConfigOutcome) -> str:
 
 @agent_app.command()
 def run(
-    plan_file: Annotated[Path | None, typer.Option("--plan", help="Plan file (JSON); overrides --sizes.")] = None,
+    plan_file: Annotated[
+        Path | None, typer.Option("--plan", help="Plan file (JSON); overrides --sizes.")
+    ] = None,
     sizes: Annotated[str, typer.Option("--sizes", help="Built-in plan: smoke, quick or standard.")] = "quick",
-    smoke: Annotated[bool, typer.Option("--smoke", help="Tiny sizes on the CPU (tests, CI); no GPU needed.")] = False,
-    workloads: Annotated[str | None, typer.Option("--workloads", help="Comma-separated subset of workloads.")] = None,
-    time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop starting configs after this (e.g. 8m).")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results file (JSON list of runs).")] = None,
+    smoke: Annotated[
+        bool, typer.Option("--smoke", help="Tiny sizes on the CPU (tests, CI); no GPU needed.")
+    ] = False,
+    workloads: Annotated[
+        str | None, typer.Option("--workloads", help="Comma-separated subset of workloads.")
+    ] = None,
+    time_budget: Annotated[
+        str | None, typer.Option("--time-budget", help="Stop starting configs after this (e.g. 8m).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results file (JSON list of runs).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the runs as JSON on stdout.")] = False,
     gpu_index: Annotated[int, typer.Option("--gpu", help="NVML index of the GPU to benchmark.")] = 0,
-    allow_busy: Annotated[bool, typer.Option("--allow-busy", help="Run on a busy/throttling GPU; the run is flagged.")] = False,
-    resume: Annotated[Path | None, typer.Option("--resume", help="Skip configs already measured (ok/oom) in this file.")] = None,
-    isolation: Annotated[str, typer.Option("--isolation", help="Process start method: forkserver or spawn.")] = "forkserver",
-    submit: Annotated[bool, typer.Option("--submit", help="Submit the runs when done (else only --output).")] = False,
+    allow_busy: Annotated[
+        bool, typer.Option("--allow-busy", help="Run on a busy/throttling GPU; the run is flagged.")
+    ] = False,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Skip configs already measured (ok/oom) in this file.")
+    ] = None,
+    isolation: Annotated[
+        str, typer.Option("--isolation", help="Process start method: forkserver or spawn.")
+    ] = "forkserver",
+    submit: Annotated[
+        bool, typer.Option("--submit", help="Submit the runs when done (else only --output).")
+    ] = False,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
     spool_dir: SpoolOpt = None,
@@ -228,12 +269,16 @@ def run(
         except ProbeError as exc:
             raise _fail(str(exc), exc.exit_code) from None
         if not 0 <= gpu_index < len(host.gpus):
-            raise _fail(f"no GPU with NVML index {gpu_index} (this host has {len(host.gpus)})", exitcodes.NO_GPU)
+            raise _fail(
+                f"no GPU with NVML index {gpu_index} (this host has {len(host.gpus)})", exitcodes.NO_GPU
+            )
         gpu = host.gpus[gpu_index]
         reasons = busy_reasons(gpu)
         if reasons and not allow_busy:
-            raise _fail("GPU not fit for benchmarking: " + "; ".join(reasons) + " (--allow-busy to run anyway)",
-                        exitcodes.GPU_BUSY)
+            raise _fail(
+                "GPU not fit for benchmarking: " + "; ".join(reasons) + " (--allow-busy to run anyway)",
+                exitcodes.GPU_BUSY,
+            )
         if reasons:
             extra_notes.append("gpu_busy_at_start: " + "; ".join(reasons))
         # Make CUDA's device 0 the NVML device we probed (unless the scheduler already pinned one).
@@ -241,16 +286,22 @@ def run(
             os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_index)
 
-    runner = Runner(Executor(isolation), smoke=smoke, nvml_index=None if smoke else gpu_index, time_budget_s=budget)
+    runner = Runner(
+        Executor(isolation), smoke=smoke, nvml_index=None if smoke else gpu_index, time_budget_s=budget
+    )
     env = runner.environment()
     if env.get("status") != "ok":
         raise _fail(f"cannot start the suite (torch environment): {env.get('error')}", exitcodes.ERROR)
     if not smoke and not env.get("cuda_available"):
-        raise _fail("torch sees no CUDA device (CPU-only torch build, or CUDA_VISIBLE_DEVICES hides it)",
-                    exitcodes.NO_GPU)
-    err.print(f"[bold]{plan.name}[/]: {len(plan.configs)} configuration(s), estimate {plan.estimated_s / 60:.1f} min"
-              + (f", budget {budget / 60:.1f} min" if budget else "")
-              + f"; torch {env.get('torch_version')} on {env.get('device_name')}")
+        raise _fail(
+            "torch sees no CUDA device (CPU-only torch build, or CUDA_VISIBLE_DEVICES hides it)",
+            exitcodes.NO_GPU,
+        )
+    err.print(
+        f"[bold]{plan.name}[/]: {len(plan.configs)} configuration(s), estimate {plan.estimated_s / 60:.1f} min"
+        + (f", budget {budget / 60:.1f} min" if budget else "")
+        + f"; torch {env.get('torch_version')} on {env.get('device_name')}"
+    )
 
     started = dt.datetime.now(dt.UTC)
     base = new_run_id_base(started)
@@ -259,11 +310,26 @@ def run(
 
     def assemble(finished: dt.datetime | None) -> list[dict[str, Any]]:
         notes = session_notes(plan_name=plan.name, smoke=smoke, log=runner.log, extra=extra_notes)
-        return build_runs(outcomes, run_id_base=base, env=env, host=host, gpu=gpu, started_at=started,
-                          finished_at=finished, notes=notes)
+        return build_runs(
+            outcomes,
+            run_id_base=base,
+            env=env,
+            host=host,
+            gpu=gpu,
+            started_at=started,
+            finished_at=finished,
+            notes=notes,
+        )
 
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=err, transient=False)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    )
     with progress:
         task = progress.add_task("starting", total=len(plan.configs))
 
@@ -285,9 +351,12 @@ def run(
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
-    err.print("done: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-              + f"; {len(runner.log.skipped)} skipped; {len(runner.log.not_run)} not run (budget)"
-              + (f"; written to {output}" if output else ""))
+    err.print(
+        "done: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        + f"; {len(runner.log.skipped)} skipped; {len(runner.log.not_run)} not run (budget)"
+        + (f"; written to {output}" if output else "")
+    )
     if runner.log.throttle_events:
         err.print("[yellow]throttling observed:[/] " + "; ".join(runner.log.throttle_events[:5]))
     if as_json:
@@ -313,15 +382,31 @@ def _exit_code(deliveries: list[Delivery]) -> int:
 
 def _report(deliveries: list[Delivery], spool: Spool, as_json: bool) -> None:
     if as_json:
-        print(json.dumps([{"run_id": d.run_id, "outcome": d.outcome, "status_code": d.status_code,
-                           "detail": d.detail, "response": d.response} for d in deliveries], indent=1, default=str))
+        print(
+            json.dumps(
+                [
+                    {
+                        "run_id": d.run_id,
+                        "outcome": d.outcome,
+                        "status_code": d.status_code,
+                        "detail": d.detail,
+                        "response": d.response,
+                    }
+                    for d in deliveries
+                ],
+                indent=1,
+                default=str,
+            )
+        )
         return
     for d in deliveries:
         colour = {"accepted": "green", "replayed": "green", "spooled": "yellow"}.get(d.outcome, "red")
         line = f"[{colour}]{d.outcome:>11}[/] {d.run_id} ({d.status_code or '-'})"
         if isinstance(d.response, dict) and "result_count" in d.response:
-            line += f" state={d.response.get('state')} results={d.response.get('result_count')}" \
-                    f" quarantined={d.response.get('quarantined_count')}"
+            line += (
+                f" state={d.response.get('state')} results={d.response.get('result_count')}"
+                f" quarantined={d.response.get('quarantined_count')}"
+            )
         if d.detail and d.outcome != "accepted":
             line += f" - {d.detail}"
         err.print(line)
@@ -331,16 +416,25 @@ def _report(deliveries: list[Delivery], spool: Spool, as_json: bool) -> None:
         err.print(f"refused runs and the server's answers are in {spool.dead_dir}")
 
 
-def _deliver(runs: list[dict[str, Any]], url: str, api_key: str | None, spool_dir: Path | None,
-             *, as_json: bool, validate_only: bool = False) -> int:
+def _deliver(
+    runs: list[dict[str, Any]],
+    url: str,
+    api_key: str | None,
+    spool_dir: Path | None,
+    *,
+    as_json: bool,
+    validate_only: bool = False,
+) -> int:
     spool = Spool(spool_dir or default_spool_dir())
     deliveries: list[Delivery] = []
     with AgentClient(url, api_key, spool=spool) as client:
         for r in runs:
             if validate_only:
                 ok, code, answer = client.validate(r)
-                err.print(f"{'valid' if ok else 'INVALID'} {r.get('run_id')} ({code}): "
-                          f"{json.dumps(answer, default=str)[:2000] if not ok else ''}")
+                err.print(
+                    f"{'valid' if ok else 'INVALID'} {r.get('run_id')} ({code}): "
+                    f"{json.dumps(answer, default=str)[:2000] if not ok else ''}"
+                )
                 if not ok:
                     return exitcodes.DEAD_LETTER
                 continue
@@ -357,7 +451,9 @@ def submit_cmd(
     url: UrlOpt = None,
     api_key: KeyOpt = None,
     spool_dir: SpoolOpt = None,
-    validate_only: Annotated[bool, typer.Option("--validate-only", help="Dry run against /validate.")] = False,
+    validate_only: Annotated[
+        bool, typer.Option("--validate-only", help="Dry run against /validate.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Submit results files; unreachable -> spool, refused -> dead letter."""
@@ -372,7 +468,9 @@ def submit_cmd(
         for r in loaded:
             problems = validate_run(r)
             if problems:
-                raise _fail(f"{f}: run {r.get('run_id')} is not valid: " + "; ".join(problems[:5]), exitcodes.USAGE)
+                raise _fail(
+                    f"{f}: run {r.get('run_id')} is not valid: " + "; ".join(problems[:5]), exitcodes.USAGE
+                )
         runs.extend(loaded)
     raise typer.Exit(_deliver(runs, url, api_key, spool_dir, as_json=as_json, validate_only=validate_only))
 
@@ -401,8 +499,12 @@ def flush(
 def sanitize(
     files: Annotated[list[Path], typer.Argument(help="Results files (as written by `agent run`).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the cleaned runs.")],
-    drop: Annotated[list[str] | None, typer.Option("--drop", help="Drop results: workload[:key=value,...].")] = None,
-    reason: Annotated[str | None, typer.Option("--reason", help="Why --drop (recorded in each run's notes).")] = None,
+    drop: Annotated[
+        list[str] | None, typer.Option("--drop", help="Drop results: workload[:key=value,...].")
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why --drop (recorded in each run's notes).")
+    ] = None,
 ) -> None:
     """Rule-based clean-up of results files (see payload.sanitize_run); never hand edits."""
     if drop and not reason:

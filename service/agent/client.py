@@ -123,8 +123,9 @@ class AgentClient:
         headers = {"User-Agent": f"gpu-advisor-agent/{SUITE_VERSION}", "Content-Type": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout,
-                                  transport=transport)
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
         self.spool = spool
         self.max_attempts = max(1, max_attempts)
         self.backoff_base_s = backoff_base_s
@@ -200,8 +201,15 @@ class AgentClient:
             return [Delivery(run_id, "spooled", code, detail=f"service kept answering {code}")]
         if code in (401, 403):
             self.spool.put(run_id, body)
-            return [Delivery(run_id, "spooled", code, _problem(resp),
-                             detail="credentials refused: fix the API key, then `agent flush`")]
+            return [
+                Delivery(
+                    run_id,
+                    "spooled",
+                    code,
+                    _problem(resp),
+                    detail="credentials refused: fix the API key, then `agent flush`",
+                )
+            ]
         if code == 413 and len(run.get("results") or []) > 1:
             out: list[Delivery] = []
             for part in split_run(run, 2):

@@ -193,7 +193,9 @@ def build_runs(
             "host": host_label or host_name(),
             "gpu": identity,
             "gpu_count": 1,
-            "fingerprint": fingerprint(env=env, host=host, gpu=gpu, tf32_matmul=not strict, tf32_cudnn=not strict),
+            "fingerprint": fingerprint(
+                env=env, host=host, gpu=gpu, tf32_matmul=not strict, tf32_cudnn=not strict
+            ),
             "started_at": started_at.isoformat(),
             "finished_at": finished_at.isoformat() if finished_at else None,
             "notes": notes,
@@ -285,7 +287,9 @@ def _matches(result: dict[str, Any], selector: str) -> bool:
     return True
 
 
-def sanitize_run(run: dict[str, Any], *, drop: list[str], reason: str | None) -> tuple[dict[str, Any], list[str]]:
+def sanitize_run(
+    run: dict[str, Any], *, drop: list[str], reason: str | None
+) -> tuple[dict[str, Any], list[str]]:
     """Apply the clean-up rules to one run; returns the new run and what changed.
 
     1. ``energy_per_step_j``/``avg_power_w`` measured over a timed window shorter than
@@ -311,12 +315,16 @@ def sanitize_run(run: dict[str, Any], *, drop: list[str], reason: str | None) ->
             energy_dropped += 1
         kept.append(r)
     if energy_dropped:
-        changes.append(f"removed energy/power metrics of {energy_dropped} result(s) timed over < {MIN_ENERGY_WINDOW_S:g} s")
+        changes.append(
+            f"removed energy/power metrics of {energy_dropped} result(s) timed over < {MIN_ENERGY_WINDOW_S:g} s"
+        )
     dropped = len(out["results"]) - len(kept)
     out["results"] = kept
     if changes:
-        note = f"sanitized by `agent sanitize`: energy/power over timed windows < {MIN_ENERGY_WINDOW_S:g} s removed " \
-               f"({energy_dropped} result(s))"
+        note = (
+            f"sanitized by `agent sanitize`: energy/power over timed windows < {MIN_ENERGY_WINDOW_S:g} s removed "
+            f"({energy_dropped} result(s))"
+        )
         if dropped:
             note += f"; {dropped} result(s) dropped ({', '.join(drop)}): {reason or 'no reason given'}"
         notes = ((out.get("notes") or "") + "\n" + note).strip()

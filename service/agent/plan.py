@@ -68,12 +68,26 @@ class ConfigSpec:
     @property
     def label(self) -> str:
         p = self.parameters
-        skip = {"lora_targets", "optimizer", "sharding", "gpu_count", "global_batch", "quant_method", "engine"}
-        defaults = {"gradient_checkpointing": False, "finetune": "full", "lora_rank": 0, "attention": "sdpa",
-                    "channels_last": True, "n": 8192, "buffer_bytes": 4 * 2**30}
+        skip = {
+            "lora_targets",
+            "optimizer",
+            "sharding",
+            "gpu_count",
+            "global_batch",
+            "quant_method",
+            "engine",
+        }
+        defaults = {
+            "gradient_checkpointing": False,
+            "finetune": "full",
+            "lora_rank": 0,
+            "attention": "sdpa",
+            "channels_last": True,
+            "n": 8192,
+            "buffer_bytes": 4 * 2**30,
+        }
         bits = [
-            f"{k}={v}" for k, v in p.items()
-            if k not in skip and not (k in defaults and defaults[k] == v)
+            f"{k}={v}" for k, v in p.items() if k not in skip and not (k in defaults and defaults[k] == v)
         ]
         return f"{self.workload} " + " ".join(bits)
 
@@ -121,8 +135,9 @@ def _model_check(workload: str, params: Mapping[str, Any], loc: tuple[str | int,
         raise PlanError((*loc, "parameters", "model"), f"{spec.id} is not a decoder-only model")
 
 
-def make_config(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = None,
-                loc: tuple[str | int, ...] = ()) -> ConfigSpec:
+def make_config(
+    raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = None, loc: tuple[str | int, ...] = ()
+) -> ConfigSpec:
     """Validate one plan entry; parameters are canonicalised (defaults filled)."""
     if not isinstance(raw, Mapping):
         raise PlanError(loc, "a configuration must be an object")
@@ -182,8 +197,11 @@ def plan_from_dict(doc: Mapping[str, Any], *, default_name: str = "plan") -> Pla
             raise PlanError(("configs", i), f"duplicate of configs[{seen[spec.key]}] ({spec.label})")
         seen[spec.key] = i
         specs.append(spec)
-    return Plan(name=str(doc.get("name") or default_name), configs=tuple(specs),
-                description=str(doc.get("description") or ""))
+    return Plan(
+        name=str(doc.get("name") or default_name),
+        configs=tuple(specs),
+        description=str(doc.get("description") or ""),
+    )
 
 
 def load_plan(path: Path) -> Plan:
@@ -226,8 +244,13 @@ def smoke_plan() -> Plan:
         _cfg("llm-train", precision="fp32", optimizer_impl="forloop", **llm),
         _cfg("llm-infer", model="gt-llama-110m", precision="bf16", batch_size=2, input_len=16, output_len=4),
     ]
-    return plan_from_dict({"name": "smoke", "defaults": {"warmup": 1, "steps": 2, "repeats": 2, "est_s": 3,
-                                                         "timeout_s": 120}, "configs": configs})
+    return plan_from_dict(
+        {
+            "name": "smoke",
+            "defaults": {"warmup": 1, "steps": 2, "repeats": 2, "est_s": 3, "timeout_s": 120},
+            "configs": configs,
+        }
+    )
 
 
 def quick_plan() -> Plan:
@@ -239,16 +262,33 @@ def quick_plan() -> Plan:
         _cfg("memory-bandwidth", 4),
         _cfg("llm-train", 12, model="gt-llama-350m", precision="amp_bf16", batch_size=8, seq_len=1024),
         _cfg("llm-train", 15, model="gt-llama-1b-v32k", precision="amp_bf16", batch_size=4, seq_len=2048),
-        _cfg("llm-train", 15, model="gt-llama-1b-v32k", precision="amp_bf16", batch_size=4, seq_len=2048,
-             finetune="lora", lora_rank=16),
-        _cfg("llm-infer", 15, model="gt-llama-1b-v128k", precision="bf16", batch_size=8, input_len=512, output_len=128),
+        _cfg(
+            "llm-train",
+            15,
+            model="gt-llama-1b-v32k",
+            precision="amp_bf16",
+            batch_size=4,
+            seq_len=2048,
+            finetune="lora",
+            lora_rank=16,
+        ),
+        _cfg(
+            "llm-infer",
+            15,
+            model="gt-llama-1b-v128k",
+            precision="bf16",
+            batch_size=8,
+            input_len=512,
+            output_len=128,
+        ),
         _cfg("resnet50-train", 10, precision="amp_bf16", batch_size=128),
         _cfg("resnet50-infer", 8, precision="amp_bf16", batch_size=256),
         _cfg("bert-large-train", 12, precision="amp_bf16", batch_size=32, seq_len=128),
         _cfg("bert-large-infer", 8, precision="amp_bf16", batch_size=64, seq_len=128),
     ]
-    return plan_from_dict({"name": "quick", "defaults": {"warmup": 2, "steps": 5, "timeout_s": 240},
-                           "configs": configs})
+    return plan_from_dict(
+        {"name": "quick", "defaults": {"warmup": 2, "steps": 5, "timeout_s": 240}, "configs": configs}
+    )
 
 
 def standard_plan() -> Plan:
@@ -257,26 +297,68 @@ def standard_plan() -> Plan:
         _cfg("gemm", 4, precision=p) for p in ("bf16", "fp16", "tf32", "fp32", "fp8", "int8")
     ]
     configs.append(_cfg("memory-bandwidth", 4))
-    for model, bss in (("gt-llama-110m", (8, 16)), ("gt-llama-350m", (4, 8)), ("gt-llama-1b-v32k", (2, 4, 8)),
-                       ("gt-llama-1b-v128k", (2, 4)), ("gt-llama-3b", (1, 2))):
+    for model, bss in (
+        ("gt-llama-110m", (8, 16)),
+        ("gt-llama-350m", (4, 8)),
+        ("gt-llama-1b-v32k", (2, 4, 8)),
+        ("gt-llama-1b-v128k", (2, 4)),
+        ("gt-llama-3b", (1, 2)),
+    ):
         for bs in bss:
-            configs.append(_cfg("llm-train", 15, model=model, precision="amp_bf16", batch_size=bs, seq_len=2048))
-        configs.append(_cfg("llm-train", 15, model=model, precision="amp_bf16", batch_size=bss[-1], seq_len=2048,
-                            gradient_checkpointing=True))
-        configs.append(_cfg("llm-train", 15, model=model, precision="amp_bf16", batch_size=bss[-1], seq_len=2048,
-                            finetune="lora", lora_rank=16))
+            configs.append(
+                _cfg("llm-train", 15, model=model, precision="amp_bf16", batch_size=bs, seq_len=2048)
+            )
+        configs.append(
+            _cfg(
+                "llm-train",
+                15,
+                model=model,
+                precision="amp_bf16",
+                batch_size=bss[-1],
+                seq_len=2048,
+                gradient_checkpointing=True,
+            )
+        )
+        configs.append(
+            _cfg(
+                "llm-train",
+                15,
+                model=model,
+                precision="amp_bf16",
+                batch_size=bss[-1],
+                seq_len=2048,
+                finetune="lora",
+                lora_rank=16,
+            )
+        )
     for model in ("gt-llama-1b-v128k", "gt-llama-3b"):
         for bs in (1, 8, 32):
-            configs.append(_cfg("llm-infer", 15, model=model, precision="bf16", batch_size=bs, input_len=512,
-                                output_len=128))
+            configs.append(
+                _cfg(
+                    "llm-infer",
+                    15,
+                    model=model,
+                    precision="bf16",
+                    batch_size=bs,
+                    input_len=512,
+                    output_len=128,
+                )
+            )
     configs += [_cfg("resnet50-train", 10, precision="amp_bf16", batch_size=bs) for bs in (32, 64, 128, 256)]
     configs += [_cfg("resnet50-infer", 8, precision="amp_bf16", batch_size=bs) for bs in (1, 64, 256)]
-    configs += [_cfg("bert-large-train", 12, precision="amp_bf16", batch_size=bs, seq_len=seq)
-                for seq in (128, 512) for bs in (8, 16, 32)]
-    configs += [_cfg("bert-large-infer", 8, precision="amp_bf16", batch_size=bs, seq_len=seq)
-                for seq in (128, 512) for bs in (1, 32, 128)]
-    return plan_from_dict({"name": "standard", "defaults": {"warmup": 2, "steps": 5, "timeout_s": 300},
-                           "configs": configs})
+    configs += [
+        _cfg("bert-large-train", 12, precision="amp_bf16", batch_size=bs, seq_len=seq)
+        for seq in (128, 512)
+        for bs in (8, 16, 32)
+    ]
+    configs += [
+        _cfg("bert-large-infer", 8, precision="amp_bf16", batch_size=bs, seq_len=seq)
+        for seq in (128, 512)
+        for bs in (1, 32, 128)
+    ]
+    return plan_from_dict(
+        {"name": "standard", "defaults": {"warmup": 2, "steps": 5, "timeout_s": 300}, "configs": configs}
+    )
 
 
 BUILTIN_PLANS = {"smoke": smoke_plan, "quick": quick_plan, "standard": standard_plan}

@@ -49,7 +49,9 @@ CLOCK_EVENT_REASONS: dict[int, str] = {
 }
 # Reasons that mean the GPU is being slowed by heat or power hardware, not by its own idleness
 # or a software power cap that any busy GPU reaches: the run is refused (or flagged) on these.
-THROTTLING_REASONS = frozenset({"hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"})
+THROTTLING_REASONS = frozenset(
+    {"hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+)
 
 UNKNOWN = "unknown"
 
@@ -125,14 +127,28 @@ def _capture_device(nvml: Any, index: int) -> dict[str, Any]:
     h = nvml.nvmlDeviceGetHandleByIndex(index)
     d: dict[str, Any] = {"index": index}
 
-    def c(key: str, *names: str, args: tuple[Any, ...] = (), pick: Callable[[Any], Any] | None = None) -> None:
+    def c(
+        key: str, *names: str, args: tuple[Any, ...] = (), pick: Callable[[Any], Any] | None = None
+    ) -> None:
         d[key] = _call(nvml, names, h, *args, pick=pick)
 
     c("name", "nvmlDeviceGetName")
     c("uuid", "nvmlDeviceGetUUID")
-    c("pci", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo",
-      pick=lambda p: {"busId": _text(p.busId), "pciDeviceId": int(p.pciDeviceId), "pciSubSystemId": int(p.pciSubSystemId)})
-    c("memory", "nvmlDeviceGetMemoryInfo", pick=lambda m: {"total": int(m.total), "used": int(m.used), "free": int(m.free)})
+    c(
+        "pci",
+        "nvmlDeviceGetPciInfo_v3",
+        "nvmlDeviceGetPciInfo",
+        pick=lambda p: {
+            "busId": _text(p.busId),
+            "pciDeviceId": int(p.pciDeviceId),
+            "pciSubSystemId": int(p.pciSubSystemId),
+        },
+    )
+    c(
+        "memory",
+        "nvmlDeviceGetMemoryInfo",
+        pick=lambda m: {"total": int(m.total), "used": int(m.used), "free": int(m.free)},
+    )
     c("compute_capability", "nvmlDeviceGetCudaComputeCapability")
     c("power_limit_mw", "nvmlDeviceGetPowerManagementLimit")
     c("enforced_power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit")
@@ -150,10 +166,21 @@ def _capture_device(nvml: Any, index: int) -> dict[str, Any]:
     c("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth")
     c("pcie_max_gen", "nvmlDeviceGetMaxPcieLinkGeneration")
     c("pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth")
-    c("compute_processes", "nvmlDeviceGetComputeRunningProcesses",
-      pick=lambda ps: [{"pid": int(p.pid), "usedGpuMemory": p.usedGpuMemory} for p in ps])
-    c("utilization", "nvmlDeviceGetUtilizationRates", pick=lambda u: {"gpu": int(u.gpu), "memory": int(u.memory)})
-    c("clocks_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+    c(
+        "compute_processes",
+        "nvmlDeviceGetComputeRunningProcesses",
+        pick=lambda ps: [{"pid": int(p.pid), "usedGpuMemory": p.usedGpuMemory} for p in ps],
+    )
+    c(
+        "utilization",
+        "nvmlDeviceGetUtilizationRates",
+        pick=lambda u: {"gpu": int(u.gpu), "memory": int(u.memory)},
+    )
+    c(
+        "clocks_event_reasons",
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetCurrentClocksThrottleReasons",
+    )
     c("temperature_c", "nvmlDeviceGetTemperature", args=(NVML_TEMPERATURE_GPU,))
     c("energy_mj", "nvmlDeviceGetTotalEnergyConsumption")
     links: list[Any] = []
@@ -173,12 +200,16 @@ def capture_raw(nvml: Any) -> dict[str, Any]:
     except nvml.NVMLError as exc:
         code = getattr(exc, "value", None)
         if code in (NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_DRIVER_NOT_LOADED):
-            raise ProbeError(f"no NVIDIA driver: NVML could not be loaded ({exc})", exitcodes.NO_DRIVER) from None
+            raise ProbeError(
+                f"no NVIDIA driver: NVML could not be loaded ({exc})", exitcodes.NO_DRIVER
+            ) from None
         raise ProbeError(f"NVML failed to initialise: {exc}", exitcodes.NO_DRIVER) from None
     try:
         raw: dict[str, Any] = {
             "driver_version": _call(nvml, ("nvmlSystemGetDriverVersion",)),
-            "cuda_driver_version": _call(nvml, ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion")),
+            "cuda_driver_version": _call(
+                nvml, ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion")
+            ),
             "nvml_version": _call(nvml, ("nvmlSystemGetNVMLVersion",)),
         }
         count = nvml.nvmlDeviceGetCount()

@@ -84,7 +84,10 @@ class Executor:
         if answer is not None:
             return answer
         if timed_out:
-            return {"status": "error", "error": f"timeout: configuration still running after {timeout_s:.0f} s; killed"}
+            return {
+                "status": "error",
+                "error": f"timeout: configuration still running after {timeout_s:.0f} s; killed",
+            }
         code = proc.exitcode
         how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         return {"status": "error", "error": f"configuration process died without answering ({how})"}
@@ -168,7 +171,9 @@ class Runner:
                 outcomes.append(outcome)
             reasons = raw.get("clock_event_reasons")
             if isinstance(reasons, int):
-                names = sorted(n for bit, n in CLOCK_EVENT_REASONS.items() if reasons & bit and n in THROTTLING_REASONS)
+                names = sorted(
+                    n for bit, n in CLOCK_EVENT_REASONS.items() if reasons & bit and n in THROTTLING_REASONS
+                )
                 if names:
                     self.log.throttle_events.append(f"during {spec.label}: {', '.join(names)}")
             if self.health is not None:

@@ -70,19 +70,26 @@ class Spool:
     def pending(self) -> list[SpoolItem]:
         if not self.pending_dir.is_dir():
             return []
-        return [SpoolItem(p.name[: -len(".json")], p) for p in sorted(self.pending_dir.glob("*.json"))
-                if not p.name.startswith(".")]
+        return [
+            SpoolItem(p.name[: -len(".json")], p)
+            for p in sorted(self.pending_dir.glob("*.json"))
+            if not p.name.startswith(".")
+        ]
 
     def dead_letter(self, run_id: str, body: bytes, status_code: int | None, problem: Any) -> Path:
         path = self.dead_dir / f"{_safe(run_id)}.json"
         _atomic_write(path, body)
         info = {"run_id": run_id, "status_code": status_code, "problem": problem}
-        _atomic_write(self.dead_dir / f"{run_id}.problem.json",
-                      json.dumps(info, indent=1, sort_keys=True).encode())
+        _atomic_write(
+            self.dead_dir / f"{run_id}.problem.json", json.dumps(info, indent=1, sort_keys=True).encode()
+        )
         return path
 
     def dead(self) -> list[SpoolItem]:
         if not self.dead_dir.is_dir():
             return []
-        return [SpoolItem(p.name[: -len(".json")], p) for p in sorted(self.dead_dir.glob("*.json"))
-                if not p.name.endswith(".problem.json") and not p.name.startswith(".")]
+        return [
+            SpoolItem(p.name[: -len(".json")], p)
+            for p in sorted(self.dead_dir.glob("*.json"))
+            if not p.name.endswith(".problem.json") and not p.name.startswith(".")
+        ]

@@ -68,13 +68,17 @@ def settle_heap() -> None:
 
 def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
     settings = settings or Settings()
-    engine = engine or make_engine(settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    engine = engine or make_engine(
+        settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms
+    )
     limiter = Limiter(settings.redis_url, settings.rate_limit_key_prefix)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if settings.warm_read_model:
-            app.state.warm_up = threading.Thread(target=_warm, args=(app,), name="warm-read-model", daemon=True)
+            app.state.warm_up = threading.Thread(
+                target=_warm, args=(app,), name="warm-read-model", daemon=True
+            )
             app.state.warm_up.start()
         conninfo = conninfo_for(engine)
         app.state.watermark_reader = AsyncWatermarkReader(conninfo) if conninfo else None
@@ -93,7 +97,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.read_session_factory = make_session_factory(engine, write=False)
     app.state.warm_up = None
     app.state.watermark_reader = None  # PostgreSQL: made per event loop by the lifespan
-    app.state.read_model = ReadModel(min_points=settings.measurements_min_points, window=settings.measurement_window)
+    app.state.read_model = ReadModel(
+        min_points=settings.measurements_min_points, window=settings.measurement_window
+    )
     problems.install(app)
     app.include_router(health.router)
     app.include_router(metrics_router)
@@ -123,7 +129,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
 
     app.add_middleware(problems.UnhandledErrors)  # innermost: a 500 that keeps the connection
     app.add_middleware(
-        BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes, body_read_timeout_s=settings.body_read_timeout_s
+        BodyLimitMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        body_read_timeout_s=settings.body_read_timeout_s,
     )
     if settings.rate_limits_enabled:
         app.add_middleware(
@@ -140,7 +148,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
             return app.openapi_schema
-        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
         schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = Problem.model_json_schema(
             ref_template="#/components/schemas/{model}"
         )

@@ -99,21 +99,47 @@ class BodyLimitMiddleware:
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._problem(
-            scope, receive, send, 413, "payload-too-large", "Payload too large",
-            f"request bodies are limited to {self.max} bytes; split the submission", max_body_bytes=self.max,
+            scope,
+            receive,
+            send,
+            413,
+            "payload-too-large",
+            "Payload too large",
+            f"request bodies are limited to {self.max} bytes; split the submission",
+            max_body_bytes=self.max,
         )
 
     async def _timeout(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._problem(
-            scope, receive, send, 408, "request-timeout", "Request timeout",
-            f"the request body did not arrive within {self.timeout:g} s", body_read_timeout_s=self.timeout,
+            scope,
+            receive,
+            send,
+            408,
+            "request-timeout",
+            "Request timeout",
+            f"the request body did not arrive within {self.timeout:g} s",
+            body_read_timeout_s=self.timeout,
         )
 
     @staticmethod
     async def _problem(
-        scope: Scope, receive: Receive, send: Send, status: int, code: str, title: str, detail: str, **extra: Any
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        status: int,
+        code: str,
+        title: str,
+        detail: str,
+        **extra: Any,
     ) -> None:
         resp = problem_response(
-            status, code, title, detail, None, headers={"Connection": "close"}, instance=scope.get("path"), **extra
+            status,
+            code,
+            title,
+            detail,
+            None,
+            headers={"Connection": "close"},
+            instance=scope.get("path"),
+            **extra,
         )
         await resp(scope, receive, send)

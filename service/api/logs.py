@@ -36,7 +36,12 @@ _SECRETS = (
     (re.compile(r"(?i)\b(bearer)\s+[^\s,;\"']+"), r"\1 ***"),
 )
 # (uvicorn adds an ANSI-coloured copy of its message as color_message: not for JSON)
-_STD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime", "request_id", "color_message"}
+_STD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {
+    "message",
+    "asctime",
+    "request_id",
+    "color_message",
+}
 
 access_log = logging.getLogger("gpu_advisor.access")
 
@@ -87,7 +92,10 @@ def logging_config(log_format: str = "json", level: str = "info") -> dict[str, A
     formatter = (
         {"()": "service.api.logs.JsonFormatter"}
         if log_format == "json"
-        else {"()": "service.api.logs.TextFormatter", "fmt": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+        else {
+            "()": "service.api.logs.TextFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        }
     )
     return {
         "version": 1,

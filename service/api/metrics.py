@@ -71,8 +71,11 @@ class DataVersionCollector(Collector):
             marks = read_watermarks(self.engine)
         except Exception:
             return
-        g = GaugeMetricFamily("gpu_advisor_watermark", "current watermark of the catalog and of the measurements",
-                              labels=["kind"])
+        g = GaugeMetricFamily(
+            "gpu_advisor_watermark",
+            "current watermark of the catalog and of the measurements",
+            labels=["kind"],
+        )
         g.add_metric(["catalog"], float(marks.catalog))
         g.add_metric(["measurement"], float(marks.measurement))
         yield g
@@ -93,13 +96,17 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.rate_limited = Counter("gpu_advisor_rate_limited_total", "requests refused by a rate limit", ["rule"], registry=r)
+        self.rate_limited = Counter(
+            "gpu_advisor_rate_limited_total", "requests refused by a rate limit", ["rule"], registry=r
+        )
         self.rate_limit_backend_errors = Counter(
             "gpu_advisor_rate_limit_backend_errors_total",
             "rate-limit decisions taken in process because Redis failed",
             registry=r,
         )
-        self.runs = Counter("gpu_advisor_benchmark_runs_total", "benchmark runs answered", ["outcome"], registry=r)
+        self.runs = Counter(
+            "gpu_advisor_benchmark_runs_total", "benchmark runs answered", ["outcome"], registry=r
+        )
         self.results_ingested = Counter(
             "gpu_advisor_benchmark_results_ingested_total", "benchmark results stored", registry=r
         )
@@ -151,7 +158,9 @@ class Metrics:
                     reason = str(o.get("quarantine_reason") or "unknown")
                     quarantined[reason] = quarantined.get(reason, 0) + 1
             self.run_stored(
-                results=int(body.get("result_count", 0)), quarantined=quarantined, pending=body.get("state") == "pending"
+                results=int(body.get("result_count", 0)),
+                quarantined=quarantined,
+                pending=body.get("state") == "pending",
             )
 
     def observe_estimate(self, status: int, body: Mapping[str, Any], endpoint: str = "estimate") -> None:
@@ -283,4 +292,6 @@ router = APIRouter(tags=["health"])
     responses={404: {"description": "metrics are served on a separate port"}},
 )
 def metrics(request: Request, _guard: Annotated[None, Depends(metrics_guard)]) -> Response:
-    return Response(exposition(request.app.state.metrics, request.app.state.engine), media_type=CONTENT_TYPE_LATEST)
+    return Response(
+        exposition(request.app.state.metrics, request.app.state.engine), media_type=CONTENT_TYPE_LATEST
+    )

@@ -106,7 +106,10 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                     param["schema"].update(branches[0])
                 if param.get("name", "").lower() in REQUIRED_HEADERS:
                     param["required"] = True
-            if any(p.get("in") == "header" and p.get("name", "").lower() == "if-match" for p in op.get("parameters", [])):
+            if any(
+                p.get("in") == "header" and p.get("name", "").lower() == "if-match"
+                for p in op.get("parameters", [])
+            ):
                 responses.setdefault("412", _problem("If-Match does not match the current ETag"))
                 responses.setdefault("428", _problem("If-Match missing"))
             responses["405"] = {
@@ -127,8 +130,12 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
             rule = table.for_operation(method, path)
             if rule is not None:
                 r = rule.rule
-                limit: dict[str, Any] = {"rule": rule.name, "per_minute": r.per_minute, "burst": r.burst,
-                                         "per": "API key, else client address"}
+                limit: dict[str, Any] = {
+                    "rule": rule.name,
+                    "per_minute": r.per_minute,
+                    "burst": r.burst,
+                    "per": "API key, else client address",
+                }
                 when = ""
                 if r.above_page_size is not None:
                     limit["above_page_size"] = r.above_page_size
@@ -138,7 +145,9 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                     f"Rate limit `{rule.name}`{when}: bursts of {r.burst}, then {r.per_minute:g} per minute, "
                     "per API key (else per client address); over it: 429 with Retry-After."
                 )
-                op["description"] = f"{op['description']}\n\n{sentence}" if op.get("description") else sentence
+                op["description"] = (
+                    f"{op['description']}\n\n{sentence}" if op.get("description") else sentence
+                )
             for param in op.get("parameters", []):
                 if param.get("in") == "query" and param.get("name") == "limit" and method == "get":
                     param["description"] = (

@@ -139,8 +139,14 @@ def problem_for(exc: UseCaseError, request: Request | None, method: str = "GET")
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     extra = {k: extra_json(v) for k, v in exc.extra.items() if k not in ("scheme", "query")}
     return problem_response(
-        status, exc.kind, title, exc.detail, request,
-        errors=field_errors(exc.fields, method) or None, headers=headers, **extra,
+        status,
+        exc.kind,
+        title,
+        exc.detail,
+        request,
+        errors=field_errors(exc.fields, method) or None,
+        headers=headers,
+        **extra,
     )
 
 
@@ -160,11 +166,15 @@ def install(app: FastAPI) -> None:
         detail = (
             f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}" if first else "the request is invalid"
         )
-        return problem_response(422, "validation-error", "Request validation failed", detail, request, errors=errors)
+        return problem_response(
+            422, "validation-error", "Request validation failed", detail, request, errors=errors
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}.get(exc.status_code, "http-error")
+        code = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}.get(
+            exc.status_code, "http-error"
+        )
         headers = dict(exc.headers) if exc.headers else {}
         title, detail = str(exc.detail) if exc.detail else "Error", None
         if exc.status_code == 405:
@@ -175,7 +185,9 @@ def install(app: FastAPI) -> None:
         elif exc.status_code == 400:
             # FastAPI's answer to a body that is not JSON text (not UTF-8, too deeply nested)
             code, title = "malformed-body", "Malformed request body"
-            detail = "the request body is not JSON text this API can read (UTF-8, nested at most ~1000 levels)"
+            detail = (
+                "the request body is not JSON text this API can read (UTF-8, nested at most ~1000 levels)"
+            )
         return problem_response(exc.status_code, code, title, detail, request, headers=headers or None)
 
     @app.exception_handler(Exception)
@@ -184,7 +196,11 @@ def install(app: FastAPI) -> None:
         # server's log line about the error)
         rid = request.scope.get("state", {}).get("request_id")
         return problem_response(
-            500, "internal-error", "Internal server error", "an unexpected error occurred", request,
+            500,
+            "internal-error",
+            "Internal server error",
+            "an unexpected error occurred",
+            request,
             headers={"X-Request-ID": rid} if rid else None,
         )
 

@@ -92,7 +92,11 @@ class RuleTable:
     def for_operation(self, method: str, template: str) -> CompiledRule | None:
         """The rule an OpenAPI operation falls under (its path template matched as a path)."""
         return next(
-            (c for c in self.rules if method.upper() in c.rule.methods and any(p.match(template) for p in c.patterns)),
+            (
+                c
+                for c in self.rules
+                if method.upper() in c.rule.methods and any(p.match(template) for p in c.patterns)
+            ),
             None,
         )
 
@@ -173,7 +177,9 @@ class RedisLimiter:
     """GCRA buckets in Redis, shared by every process and replica. One client per event loop
     (opened on first use, closed by :meth:`aclose` at shutdown)."""
 
-    def __init__(self, url: str, *, fallback: MemoryLimiter, on_error: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, url: str, *, fallback: MemoryLimiter, on_error: Callable[[], None] = lambda: None
+    ) -> None:
         self.url = url
         self.fallback = fallback
         self.on_error = on_error
@@ -222,7 +228,9 @@ class Limiter:
         self.memory = MemoryLimiter()
         self.on_backend_error: Callable[[], None] = lambda: None
         self.redis = (
-            RedisLimiter(redis_url, fallback=self.memory, on_error=lambda: self.on_backend_error()) if redis_url else None
+            RedisLimiter(redis_url, fallback=self.memory, on_error=lambda: self.on_backend_error())
+            if redis_url
+            else None
         )
 
     async def hit(self, rule: CompiledRule, caller: str) -> Decision:
@@ -349,4 +357,3 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if k == name:
             return str(v.decode("latin-1"))
     return None
-

@@ -60,7 +60,9 @@ def load_shipped(data_dir: Path = DATA_DIR) -> ShippedCatalog:
     if sky.is_dir():
         for f in sorted(p for p in sky.rglob("*") if p.is_file()):
             h.update(str(f.relative_to(sky)).encode() + f.read_bytes())
-    return ShippedCatalog(version=h.hexdigest()[:16], gpus=gpus, prices=prices, fx_rates=fx, purchase_prices=purchases)
+    return ShippedCatalog(
+        version=h.hexdigest()[:16], gpus=gpus, prices=prices, fx_rates=fx, purchase_prices=purchases
+    )
 
 
 def purchase_rows(shipped: ShippedCatalog) -> list[dict[str, Any]]:

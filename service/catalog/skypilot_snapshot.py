@@ -73,7 +73,12 @@ def load_manifest(data_dir: Path = SKYPILOT_DIR) -> list[SnapshotFile]:
 def load_hints(data_dir: Path = SKYPILOT_DIR) -> list[InstanceHint]:
     doc = json.loads((data_dir / "instance_hints.json").read_text(encoding="utf-8"))
     return [
-        InstanceHint(provider=h["provider"], instance_type=h["instance_type"], gpu_slug=h["gpu_slug"], source=h["source"])
+        InstanceHint(
+            provider=h["provider"],
+            instance_type=h["instance_type"],
+            gpu_slug=h["gpu_slug"],
+            source=h["source"],
+        )
         for h in doc["hints"]
     ]
 

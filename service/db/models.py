@@ -299,7 +299,9 @@ class BenchmarkResult(Base):
         Index("ix_benchmark_results_cell", "gpu_id", "fingerprint_hash", "params_hash", "id"),
     )
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    run_pk: Mapped[int] = mapped_column(ForeignKey("benchmark_runs.id", ondelete="CASCADE"), nullable=False, index=True)
+    run_pk: Mapped[int] = mapped_column(
+        ForeignKey("benchmark_runs.id", ondelete="CASCADE"), nullable=False, index=True
+    )
     position: Mapped[int] = mapped_column(Integer, nullable=False)
     gpu_id: Mapped[int | None] = mapped_column(ForeignKey("gpus.id"))
     fingerprint_hash: Mapped[str] = mapped_column(String(16), nullable=False)
@@ -338,7 +340,9 @@ class AdminAlert(Base):
     kind: Mapped[str] = mapped_column(String(32), nullable=False, index=True)
     message: Mapped[str] = mapped_column(String(2000), nullable=False)
     gpu_id: Mapped[int | None] = mapped_column(ForeignKey("gpus.id"))
-    run_pk: Mapped[int | None] = mapped_column(ForeignKey("benchmark_runs.id", ondelete="CASCADE"), index=True)
+    run_pk: Mapped[int | None] = mapped_column(
+        ForeignKey("benchmark_runs.id", ondelete="CASCADE"), index=True
+    )
     pending_gpu_id: Mapped[int | None] = mapped_column(ForeignKey("pending_gpus.id", ondelete="CASCADE"))
     result_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     data: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
@@ -363,5 +367,6 @@ class Recommendation(Base):
     data_version: Mapped[str] = mapped_column(String(64), nullable=False)
     request: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
     response: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now,
-                                                    index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, default=_now, index=True
+    )

@@ -91,7 +91,9 @@ class UnitOfWork:
         if self._cells:
             self.stacks.refresh(((g, ph, fp) for g, fp, _wl, ph in self._cells), self.stack_window)
         if self._cells or self._catalog_changed or self._everything:
-            moved = self.stacks.bump(catalog=self._catalog_changed, measurement=bool(self._cells) or self._everything)
+            moved = self.stacks.bump(
+                catalog=self._catalog_changed, measurement=bool(self._cells) or self._everything
+            )
             if self._cells and not self._everything:
                 self.stacks.journal(moved.measurement, ((g, wl, ph) for g, _fp, wl, ph in self._cells))
         self.session.commit()

@@ -37,9 +37,13 @@ MetricName = Annotated[SafeStr, Field(min_length=1, max_length=64)]
 
 
 class MetricValue(RequestModel):
-    value: float = Field(description="the figure, in `unit` (finite and non-negative: checked with the vocabulary, "
-                         "so every result's errors come in one answer)")
-    unit: SafeStr = Field(max_length=32, description="must equal the unit the vocabulary defines for this metric")
+    value: float = Field(
+        description="the figure, in `unit` (finite and non-negative: checked with the vocabulary, "
+        "so every result's errors come in one answer)"
+    )
+    unit: SafeStr = Field(
+        max_length=32, description="must equal the unit the vocabulary defines for this metric"
+    )
 
 
 class GpuIdentity(RequestModel):
@@ -51,7 +55,9 @@ class GpuIdentity(RequestModel):
     pci_vendor_id: SafeStr | None = Field(default=None, max_length=32, description="e.g. '0x10de'")
     pci_subsystem_id: SafeStr | None = Field(default=None, max_length=32)
     memory_total_bytes: ByteCount = Field(description="NVML memory total (usable, ECC-default)")
-    slug: SafeStr | None = Field(default=None, max_length=100, description="agent's offline guess; the service re-resolves")
+    slug: SafeStr | None = Field(
+        default=None, max_length=100, description="agent's offline guess; the service re-resolves"
+    )
 
 
 class BenchmarkResultIn(RequestModel):
@@ -65,7 +71,9 @@ class BenchmarkResultIn(RequestModel):
     peak_reserved_bytes: Int64 | None = None
     nvml_used_bytes: Int64 | None = None
     repeats: NonNegativeInt32 | None = None
-    error: SafeStr | None = Field(default=None, max_length=4000, description="error text for status oom/error")
+    error: SafeStr | None = Field(
+        default=None, max_length=4000, description="error text for status oom/error"
+    )
     measured_at: SaneDatetime | None = None
 
     @field_validator("parameters", "metrics")
@@ -77,7 +85,9 @@ class BenchmarkResultIn(RequestModel):
 
 
 class BenchmarkRunIn(RequestModel):
-    run_id: str = Field(pattern=RUN_ID_PATTERN, description="client-chosen, unique per run; the idempotency key")
+    run_id: str = Field(
+        pattern=RUN_ID_PATTERN, description="client-chosen, unique per run; the idempotency key"
+    )
     suite_version: SafeStr = Field(min_length=1, max_length=32)
     host: SafeStr = Field(min_length=1, max_length=200, description="host name or stable host id")
     gpu: GpuIdentity
@@ -261,7 +271,9 @@ class RunOut(BaseModel):
     quarantined_count: int
     retracted_at: UtcDatetime | None
     retract_reason: str | None
-    results: list[ResultOut] | None = Field(description="the run's results (omitted with include_results=false)")
+    results: list[ResultOut] | None = Field(
+        description="the run's results (omitted with include_results=false)"
+    )
     data_version: DataVersion
 
 
@@ -329,7 +341,9 @@ class MeasuredCellOut(BaseModel):
     provenance: Literal["measured"] | None = Field(
         description="'measured' only with usable results from >= 2 hosts or a trusted agent; else null"
     )
-    provenance_code: str = Field(description="trusted_agent | multiple_hosts | single_untrusted_host | no_usable_results")
+    provenance_code: str = Field(
+        description="trusted_agent | multiple_hosts | single_untrusted_host | no_usable_results"
+    )
     provenance_reason: str
     other_fingerprints: list[FingerprintBrief]
 
@@ -400,12 +414,16 @@ class ReasonIn(RequestModel):
 
 
 class MapPendingIn(RequestModel):
-    slug: SafeStr = Field(min_length=1, max_length=100, description="catalog GPU (create it first with POST /v1/gpus)")
+    slug: SafeStr = Field(
+        min_length=1, max_length=100, description="catalog GPU (create it first with POST /v1/gpus)"
+    )
 
 
 class AlertOut(BaseModel):
     id: int
-    kind: str = Field(description="above_catalog_peak | above_usable_memory | statistical_outlier | pending_gpu")
+    kind: str = Field(
+        description="above_catalog_peak | above_usable_memory | statistical_outlier | pending_gpu"
+    )
     message: str
     gpu_slug: str | None
     run_id: str | None

@@ -14,7 +14,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 
 class ProblemError(BaseModel):
-    loc: list[str | int] = Field(description="path to the offending field, e.g. ['body', 'results', 3, 'metrics']")
+    loc: list[str | int] = Field(
+        description="path to the offending field, e.g. ['body', 'results', 3, 'metrics']"
+    )
     msg: str
     type: str | None = None
 
@@ -38,7 +40,9 @@ class Warning_(BaseModel):
 
 
 class Page(BaseModel):
-    next_cursor: str | None = Field(description="pass as ?cursor= to get the next page; null on the last page")
+    next_cursor: str | None = Field(
+        description="pass as ?cursor= to get the next page; null on the last page"
+    )
     count: int = Field(description="items on this page")
 
 
@@ -121,7 +125,9 @@ def _json_ok(value: Any, depth: int, path: str) -> None:
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValueError(f"{path or 'value'}: integers must fit in 64 bits")
     elif isinstance(value, float) and (not math.isfinite(value) or abs(value) > FLOAT_ABS_MAX):
-        raise ValueError(f"{path or 'value'}: numbers must be finite and at most {FLOAT_ABS_MAX:g} in magnitude")
+        raise ValueError(
+            f"{path or 'value'}: numbers must be finite and at most {FLOAT_ABS_MAX:g} in magnitude"
+        )
 
 
 def safe_json(value: Any) -> Any:
@@ -182,9 +188,7 @@ def bounded_decimal(*, max_digits: int, decimal_places: int, le: Decimal, descri
     step = Decimal(1).scaleb(-decimal_places)
     # >= 1: up to int_digits digits, optional fraction; below 1: "0." then k zeros, a non-zero
     # digit, up to the remaining places (so "0", "0.0" are not positive and "0.10" is fine)
-    below_one = "|".join(
-        ("0" * k) + rf"[1-9]\d{{0,{decimal_places - 1 - k}}}" for k in range(decimal_places)
-    )
+    below_one = "|".join(("0" * k) + rf"[1-9]\d{{0,{decimal_places - 1 - k}}}" for k in range(decimal_places))
     pattern = rf"^(?:[1-9]\d{{0,{int_digits - 1}}}(?:\.\d{{1,{decimal_places}}})?|0\.(?:{below_one}))$"
 
     def plain(value: Any) -> Any:
@@ -200,7 +204,9 @@ def bounded_decimal(*, max_digits: int, decimal_places: int, le: Decimal, descri
         if isinstance(value, float):
             if not math.isfinite(value):
                 raise ValueError("must be finite")
-            return Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_EVEN) if abs(value) < 1e18 else value
+            return (
+                Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_EVEN) if abs(value) < 1e18 else value
+            )
         if isinstance(value, int):
             return Decimal(value)
         return value
@@ -209,8 +215,14 @@ def bounded_decimal(*, max_digits: int, decimal_places: int, le: Decimal, descri
         Decimal,
         Strict(False),
         BeforeValidator(plain),
-        Field(ge=step, le=le, max_digits=max_digits, decimal_places=decimal_places, allow_inf_nan=False,
-              description=description),
+        Field(
+            ge=step,
+            le=le,
+            max_digits=max_digits,
+            decimal_places=decimal_places,
+            allow_inf_nan=False,
+            description=description,
+        ),
         WithJsonSchema(
             {
                 "anyOf": [
@@ -285,7 +297,11 @@ def sane_date(value: dt.date) -> dt.date:
 
 
 SaneDate = Annotated[
-    dt.date, Strict(False), BeforeValidator(iso_text), AfterValidator(sane_date), Field(description="ISO 8601 date in the years 1970 to 2100")
+    dt.date,
+    Strict(False),
+    BeforeValidator(iso_text),
+    AfterValidator(sane_date),
+    Field(description="ISO 8601 date in the years 1970 to 2100"),
 ]
 """A calendar date a request gives (price and FX effective dates)."""
 

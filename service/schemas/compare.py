@@ -39,7 +39,9 @@ class SpecFigure(BaseModel):
     publishes it; never guessed)."""
 
     value: float | int | None
-    ratio_to_first: float | None = Field(description="value / the first GPU's value; null if either is unknown")
+    ratio_to_first: float | None = Field(
+        description="value / the first GPU's value; null if either is unknown"
+    )
     provenance: FigureProvenance
     source_kind: str | None = None
     source_title: str | None = None
@@ -80,10 +82,16 @@ class ResultCell(BaseModel):
     low: float | None = Field(default=None, description="p10 (measurement) or band low (estimate)")
     high: float | None = Field(default=None, description="p90 (measurement) or band high (estimate)")
     provenance: str | None = None
-    oom: bool = Field(default=False, description="measured out of memory (on evidence that counts), or estimated not to fit")
-    thin: bool = Field(default=False, description="measured, but the chosen stack has fewer than k usable results")
+    oom: bool = Field(
+        default=False, description="measured out of memory (on evidence that counts), or estimated not to fit"
+    )
+    thin: bool = Field(
+        default=False, description="measured, but the chosen stack has fewer than k usable results"
+    )
     count: int | None = Field(default=None, description="usable results behind a measurement")
-    speedup_vs_first: float | None = Field(default=None, description="this value / the first GPU's (for lower-is-better metrics: first / this)")
+    speedup_vs_first: float | None = Field(
+        default=None, description="this value / the first GPU's (for lower-is-better metrics: first / this)"
+    )
     fingerprint_hash: str | None = None
     newest_measured_at: dt.datetime | None = None
     source_gpus: list[str] = Field(default_factory=list, description="GPUs an estimate was transferred from")
@@ -104,7 +112,9 @@ class ResultRow(BaseModel):
         description="the measured GPUs' figures come from one software stack (driver, CUDA, torch, ... "
         "equal); false: they had to be mixed; null: fewer than two GPUs measured"
     )
-    stack: dict[str, Any] | None = Field(default=None, description="the common software stack, when there is one")
+    stack: dict[str, Any] | None = Field(
+        default=None, description="the common software stack, when there is one"
+    )
 
 
 class ProviderPrice(BaseModel):
@@ -131,7 +141,9 @@ class GpuPrices(BaseModel):
     prices it (a price is never invented)."""
 
     slug: str
-    cheapest_per_gpu_hour: float | None = Field(description="the lowest per-GPU-hour figure over providers, in `currency`")
+    cheapest_per_gpu_hour: float | None = Field(
+        description="the lowest per-GPU-hour figure over providers, in `currency`"
+    )
     ratio_to_first: float | None
     providers: list[ProviderPrice]
     reason: str | None = None

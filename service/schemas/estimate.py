@@ -32,95 +32,171 @@ class WorkloadIn(RequestModel):
 
     model_config = ConfigDict(json_schema_extra=lambda schema: schema.update(oneOf=ONE_MODEL_INPUT))
 
-    model: SafeStr | None = Field(default=None, min_length=1, max_length=200, examples=["meta-llama/Llama-2-13b-hf"])
+    model: SafeStr | None = Field(
+        default=None, min_length=1, max_length=200, examples=["meta-llama/Llama-2-13b-hf"]
+    )
     hf_config: JsonObject | None = Field(default=None, description="a config.json body, as-is")
     params_billion: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False)
     mode: Mode = Field(default="training", description="fine-tuning defaults to LoRA")
     precision: SafeStr | None = Field(
-        default=None, max_length=32,
+        default=None,
+        max_length=32,
         description="default amp_bf16 (training: fp32 parameters under autocast); bf16 for fine-tuning (base "
-                    "loaded in bf16, as PEFT users do; ask for amp_bf16 for fp32 master weights) and inference",
+        "loaded in bf16, as PEFT users do; ask for amp_bf16 for fp32 master weights) and inference",
     )
     # training
-    batch_size: JsonInt = Field(default=1, ge=1, le=65536, description="per-GPU micro-batch (training) or concurrent sequences (inference)")
-    seq_len: JsonInt | None = Field(default=None, ge=1, le=1_048_576,
-                                description="training sequence length (default 2048), or the encoder's input length "
-                                            "for BERT inference (default 512)")
+    batch_size: JsonInt = Field(
+        default=1,
+        ge=1,
+        le=65536,
+        description="per-GPU micro-batch (training) or concurrent sequences (inference)",
+    )
+    seq_len: JsonInt | None = Field(
+        default=None,
+        ge=1,
+        le=1_048_576,
+        description="training sequence length (default 2048), or the encoder's input length "
+        "for BERT inference (default 512)",
+    )
     gradient_checkpointing: bool = False
     finetune: Literal["full", "lora", "qlora"] | None = None
     lora_rank: JsonInt = Field(default=16, ge=1, le=4096)
-    lora_targets: list[Annotated[SafeStr, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=64)
+    lora_targets: list[Annotated[SafeStr, Field(min_length=1, max_length=64)]] | None = Field(
+        default=None, max_length=64
+    )
     attention: Literal["sdpa", "eager", "flash_attention_2"] = "sdpa"
     optimizer: Literal["adamw", "sgd", "adafactor", "adamw_8bit"] = "adamw"
     sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(
         default=None, description="default: none on one GPU, ddp on several"
     )
-    global_batch: JsonInt = Field(default=0, ge=0, le=2**31 - 1, description="sequences per optimizer step; 0 = batch_size x data-parallel ranks")
+    global_batch: JsonInt = Field(
+        default=0,
+        ge=0,
+        le=2**31 - 1,
+        description="sequences per optimizer step; 0 = batch_size x data-parallel ranks",
+    )
     loop: Literal["loss_only", "keeps_outputs"] | None = Field(
         default=None,
         description="training loop: loss_only keeps only model(...).loss (HF Trainer); keeps_outputs holds the "
-                    "output object and its B x S x V logits through backward (out = model(**batch); "
-                    "out.loss.backward()). Not given: the estimate is loss_only and the band's upper end (where "
-                    "fits is decided) covers keeps_outputs",
+        "output object and its B x S x V logits through backward (out = model(**batch); "
+        "out.loss.backward()). Not given: the estimate is loss_only and the band's upper end (where "
+        "fits is decided) covers keeps_outputs",
     )
     optimizer_impl: Literal["fused", "foreach", "forloop"] | None = Field(
         default=None,
         description="torch.optim AdamW implementation; default foreach, what torch.optim.AdamW(params) runs on CUDA "
-                    "(its step holds one fp32 copy of the parameters it updates); the HF Trainer on "
-                    "transformers >= 4.55 with torch >= 2.8 runs fused (no step temporaries)",
+        "(its step holds one fp32 copy of the parameters it updates); the HF Trainer on "
+        "transformers >= 4.55 with torch >= 2.8 runs fused (no step temporaries)",
     )
     mixed_precision: Literal["autocast", "fsdp_policy"] | None = Field(
         default=None,
         description="how amp_* casts: autocast (torch.autocast; over FSDP shards it keeps every bf16 weight cast "
-                    "until it exits) or fsdp_policy (FSDP MixedPrecisionPolicy(param_dtype=bf16, "
-                    "reduce_dtype=fp32): bf16 copies of the gathered layer only). Default fsdp_policy with "
-                    "sharding fsdp, autocast otherwise",
+        "until it exits) or fsdp_policy (FSDP MixedPrecisionPolicy(param_dtype=bf16, "
+        "reduce_dtype=fp32): bf16 copies of the gathered layer only). Default fsdp_policy with "
+        "sharding fsdp, autocast otherwise",
     )
-    tokens: float | None = Field(default=None, gt=0, le=1e18, allow_inf_nan=False,
-                                 description="tokens to train on: gives time_to_train_s")
+    tokens: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e18,
+        allow_inf_nan=False,
+        description="tokens to train on: gives time_to_train_s",
+    )
     # inference
     input_len: JsonInt = Field(default=1024, ge=1, le=1_048_576)
     output_len: JsonInt = Field(default=256, ge=0, le=1_048_576)
     quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"] = Field(
-        default="none", description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
-                                    "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only")
+        default="none",
+        description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
+        "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only",
+    )
     engine: Literal["hf-transformers", "vllm", "tensorrt-llm"] = Field(
         default="hf-transformers",
         description="hf-transformers: eager generate, one static batch (what the agent measures); vllm / tensorrt-llm: "
-                    "continuous batching with a paged KV cache, CUDA-graph decode, chunked prefill (calibrated on "
-                    "NVIDIA's published TensorRT-LLM tables; vllm is transferred from them). sglang is not modelled")
+        "continuous batching with a paged KV cache, CUDA-graph decode, chunked prefill (calibrated on "
+        "NVIDIA's published TensorRT-LLM tables; vllm is transferred from them). sglang is not modelled",
+    )
     kv_cache_dtype: Literal["auto", "fp8", "int8"] = "auto"
     # serving at a request rate (continuous-batching engines)
     requests_per_s: float | None = Field(
-        default=None, gt=0, le=1_000_000, allow_inf_nan=False,
+        default=None,
+        gt=0,
+        le=1_000_000,
+        allow_inf_nan=False,
         description="offered load over all replicas (Poisson arrivals, split evenly); replicas = gpu_count / "
-                    "tensor_parallel. Needs engine vllm or tensorrt-llm")
+        "tensor_parallel. Needs engine vllm or tensorrt-llm",
+    )
     concurrency: JsonInt | None = Field(
-        default=None, ge=1, le=65536,
-        description="requests kept in flight per replica (closed loop) instead of a rate; default batch_size")
-    input_len_cv: float = Field(default=0.0, ge=0, le=10,
-                                description="dispersion of prompt lengths: standard deviation / mean (input_len is the mean)")
-    output_len_cv: float = Field(default=0.0, ge=0, le=10,
-                                 description="dispersion of output lengths: standard deviation / mean (output_len is the mean)")
-    ttft_target_ms: float | None = Field(default=None, gt=0, le=3.6e6, allow_inf_nan=False,
-                                         description="p50 time-to-first-token target (at most an hour)")
-    tpot_target_ms: float | None = Field(default=None, gt=0, le=3.6e6, allow_inf_nan=False,
-                                         description="p50 time-per-output-token target (at most an hour)")
+        default=None,
+        ge=1,
+        le=65536,
+        description="requests kept in flight per replica (closed loop) instead of a rate; default batch_size",
+    )
+    input_len_cv: float = Field(
+        default=0.0,
+        ge=0,
+        le=10,
+        description="dispersion of prompt lengths: standard deviation / mean (input_len is the mean)",
+    )
+    output_len_cv: float = Field(
+        default=0.0,
+        ge=0,
+        le=10,
+        description="dispersion of output lengths: standard deviation / mean (output_len is the mean)",
+    )
+    ttft_target_ms: float | None = Field(
+        default=None,
+        gt=0,
+        le=3.6e6,
+        allow_inf_nan=False,
+        description="p50 time-to-first-token target (at most an hour)",
+    )
+    tpot_target_ms: float | None = Field(
+        default=None,
+        gt=0,
+        le=3.6e6,
+        allow_inf_nan=False,
+        description="p50 time-per-output-token target (at most an hour)",
+    )
 
-    def to_core(self, *, gpu_count: int = 1, tensor_parallel: int = 1, solve_for: str | None = None) -> JobSpec:
+    def to_core(
+        self, *, gpu_count: int = 1, tensor_parallel: int = 1, solve_for: str | None = None
+    ) -> JobSpec:
         """The job as the core takes it, on ``gpu_count`` GPUs (the GPU is resolved separately)."""
         return JobSpec(
-            model=self.model, hf_config=self.hf_config, params_billion=self.params_billion, mode=self.mode,
-            gpu_count=gpu_count, precision=self.precision, batch_size=self.batch_size, seq_len=self.seq_len,
-            gradient_checkpointing=self.gradient_checkpointing, finetune=self.finetune, lora_rank=self.lora_rank,
-            lora_targets=tuple(self.lora_targets) if self.lora_targets else None, attention=self.attention,
-            optimizer=self.optimizer, sharding=self.sharding, tensor_parallel=tensor_parallel,
-            global_batch=self.global_batch, tokens=self.tokens, input_len=self.input_len,
-            output_len=self.output_len, quant_method=self.quant_method, engine=self.engine,
-            kv_cache_dtype=self.kv_cache_dtype, solve_for=solve_for, loop=self.loop,
-            optimizer_impl=self.optimizer_impl, mixed_precision=self.mixed_precision,
-            requests_per_s=self.requests_per_s, concurrency=self.concurrency, input_len_cv=self.input_len_cv,
-            output_len_cv=self.output_len_cv, ttft_target_ms=self.ttft_target_ms, tpot_target_ms=self.tpot_target_ms,
+            model=self.model,
+            hf_config=self.hf_config,
+            params_billion=self.params_billion,
+            mode=self.mode,
+            gpu_count=gpu_count,
+            precision=self.precision,
+            batch_size=self.batch_size,
+            seq_len=self.seq_len,
+            gradient_checkpointing=self.gradient_checkpointing,
+            finetune=self.finetune,
+            lora_rank=self.lora_rank,
+            lora_targets=tuple(self.lora_targets) if self.lora_targets else None,
+            attention=self.attention,
+            optimizer=self.optimizer,
+            sharding=self.sharding,
+            tensor_parallel=tensor_parallel,
+            global_batch=self.global_batch,
+            tokens=self.tokens,
+            input_len=self.input_len,
+            output_len=self.output_len,
+            quant_method=self.quant_method,
+            engine=self.engine,
+            kv_cache_dtype=self.kv_cache_dtype,
+            solve_for=solve_for,
+            loop=self.loop,
+            optimizer_impl=self.optimizer_impl,
+            mixed_precision=self.mixed_precision,
+            requests_per_s=self.requests_per_s,
+            concurrency=self.concurrency,
+            input_len_cv=self.input_len_cv,
+            output_len_cv=self.output_len_cv,
+            ttft_target_ms=self.ttft_target_ms,
+            tpot_target_ms=self.tpot_target_ms,
         )
 
 
@@ -129,19 +205,31 @@ class EstimateRequest(WorkloadIn):
     ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a ``config.json`` body,
     as-is) or ``params_billion``."""
 
-    gpu: SafeStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"])
+    gpu: SafeStr = Field(
+        min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"]
+    )
     gpu_count: JsonInt = Field(default=1, ge=1, le=4096)
     tensor_parallel: JsonInt = Field(default=1, ge=1, le=64)
     solve_for: SolveFor | None = Field(
-        default=None, description="min_gpus for inference: with requests_per_s, the fewest replicas x "
-                                  "tensor_parallel GPUs meeting the p50 targets; without, the smallest TP group that fits")
+        default=None,
+        description="min_gpus for inference: with requests_per_s, the fewest replicas x "
+        "tensor_parallel GPUs meeting the p50 targets; without, the smallest TP group that fits",
+    )
 
-    def to_core(self, *, gpu_count: int | None = None, tensor_parallel: int | None = None,
-                solve_for: str | None = None) -> JobSpec:
+    def to_core(
+        self,
+        *,
+        gpu_count: int | None = None,
+        tensor_parallel: int | None = None,
+        solve_for: str | None = None,
+    ) -> JobSpec:
         """The job as the core takes it (the GPU is resolved separately)."""
-        return WorkloadIn.to_core(self, gpu_count=gpu_count or self.gpu_count,
-                                  tensor_parallel=tensor_parallel or self.tensor_parallel,
-                                  solve_for=solve_for or self.solve_for)
+        return WorkloadIn.to_core(
+            self,
+            gpu_count=gpu_count or self.gpu_count,
+            tensor_parallel=tensor_parallel or self.tensor_parallel,
+            solve_for=solve_for or self.solve_for,
+        )
 
 
 class BandOut(BaseModel):
@@ -159,11 +247,15 @@ class MemoryOut(BaseModel):
     peak_phase: str
     peak_allocated_bytes: int
     peak_allocated_band: BandOut
-    device_memory_needed_bytes: int = Field(description="peak allocated + allocator slack + CUDA context (+ NCCL)")
+    device_memory_needed_bytes: int = Field(
+        description="peak allocated + allocator slack + CUDA context (+ NCCL)"
+    )
     device_memory_band: BandOut
     usable_memory_bytes: int
     fits: bool = Field(description="decided at the upper end of the band")
-    headroom_bytes: int = Field(description="usable minus the band's upper end; negative = short by that much")
+    headroom_bytes: int = Field(
+        description="usable minus the band's upper end; negative = short by that much"
+    )
     provenance: str
     measured_peak_allocated_bytes: int | None = None
     assumptions: list[str]
@@ -173,8 +265,10 @@ class AccuracyOut(BaseModel):
     """The held-out error measured for this kind of answer (provenance, scope, architecture)."""
 
     provenance: str
-    scope: str = Field(description="same-gpu | same-architecture | cross-architecture | unseen-architecture | "
-                                   "published-anchor | spec-default")
+    scope: str = Field(
+        description="same-gpu | same-architecture | cross-architecture | unseen-architecture | "
+        "published-anchor | spec-default"
+    )
     architecture: str = Field(description="architecture key (sm80, sm89, cdna3 ...) or * when pooled")
     workload: str = Field(description="estimator workload or * when pooled")
     n: int = Field(description="held-out predictions the figures are measured on")
@@ -187,8 +281,17 @@ class AccuracyOut(BaseModel):
     def of(cls, a: Accuracy | None) -> AccuracyOut | None:
         if a is None:
             return None
-        return cls(provenance=a.provenance, scope=a.scope, architecture=a.arch, workload=a.workload, n=a.n,
-                   median_error=a.median_error, mape=a.mape, statement=a.statement, basis=a.basis)
+        return cls(
+            provenance=a.provenance,
+            scope=a.scope,
+            architecture=a.arch,
+            workload=a.workload,
+            n=a.n,
+            median_error=a.median_error,
+            mape=a.mape,
+            statement=a.statement,
+            basis=a.basis,
+        )
 
 
 class TimeOut(BaseModel):
@@ -220,10 +323,15 @@ class RateOut(BaseModel):
     tpot_p50_ms: float | None
     ttft_mean_ms: float | None
     in_flight_per_replica: float = Field(description="requests in decode per replica (Little's law)")
-    utilisation: float | None = Field(description="processor-sharing utilisation of a replica's batch scheduler")
-    queue_wait_ms: float | None = Field(description="mean wait for admission under the concurrency cap (M/G/c)")
-    capacity_requests_per_s: float = Field(description="largest rate the replicas sustain within the p50 targets "
-                                                       "(at most 90% utilisation)")
+    utilisation: float | None = Field(
+        description="processor-sharing utilisation of a replica's batch scheduler"
+    )
+    queue_wait_ms: float | None = Field(
+        description="mean wait for admission under the concurrency cap (M/G/c)"
+    )
+    capacity_requests_per_s: float = Field(
+        description="largest rate the replicas sustain within the p50 targets (at most 90% utilisation)"
+    )
     headroom: float = Field(description="capacity / requests_per_s - 1")
     meets_ttft: bool | None = None
     meets_tpot: bool | None = None
@@ -251,20 +359,26 @@ class ServingOut(BaseModel):
     tensor_parallel: int
     replicas: int
     concurrency_per_replica: int = Field(description="sequences in flight per replica")
-    max_concurrency_per_replica: int = Field(description="continuous engines: sequences one replica admits "
-                                                         "(scheduler limit and paged KV cache); 0 for static batches")
+    max_concurrency_per_replica: int = Field(
+        description="continuous engines: sequences one replica admits "
+        "(scheduler limit and paged KV cache); 0 for static batches"
+    )
     rate: RateOut | None = None
 
 
 class SolveOut(BaseModel):
     target: SolveFor
-    value: int = Field(description="0 when nothing fits; for min_gpus the total GPUs (replicas x tensor_parallel)")
+    value: int = Field(
+        description="0 when nothing fits; for min_gpus the total GPUs (replicas x tensor_parallel)"
+    )
     detail: str
     replicas: int | None = None
     tensor_parallel: int | None = None
     ttft_ms: float | None = Field(default=None, description="min_gpus with a rate: achieved p50 TTFT")
     tpot_ms: float | None = Field(default=None, description="min_gpus with a rate: achieved p50 TPOT")
-    headroom: float | None = Field(default=None, description="min_gpus with a rate: capacity at the targets / rate - 1")
+    headroom: float | None = Field(
+        default=None, description="min_gpus with a rate: capacity at the targets / rate - 1"
+    )
 
 
 class WarningOut(BaseModel):
@@ -286,19 +400,38 @@ class EstimateResponse(BaseModel):
     data_version: DataVersion
     estimator_version: str
     calibration_watermark: int | None = Field(
-        default=None, description="the measurement watermark the calibrations used were fitted at: they are "
-        "refitted off the request path, so right after new measurements this can trail data_version's")
+        default=None,
+        description="the measurement watermark the calibrations used were fitted at: they are "
+        "refitted off the request path, so right after new measurements this can trail data_version's",
+    )
 
     @classmethod
-    def from_core(cls, est: Estimate, *, warnings: tuple[Notice, ...], as_of: dt.datetime, data_version: str,
-                  estimator_version: str, calibration_watermark: int | None = None) -> EstimateResponse:
+    def from_core(
+        cls,
+        est: Estimate,
+        *,
+        warnings: tuple[Notice, ...],
+        as_of: dt.datetime,
+        data_version: str,
+        estimator_version: str,
+        calibration_watermark: int | None = None,
+    ) -> EstimateResponse:
         m, g, mem = est.job.model, est.gpu, est.memory
         t, sv, so = est.time, est.serving, est.solve
         return cls(
-            model={"id": m.id, "kind": m.kind, "total_params": m.total_params, "active_params": m.active_params,
-                   "description": m.describe()},
-            gpu={"slug": g.slug, "name": g.name, "usable_memory_bytes": mem.usable_memory_bytes,
-                 "architecture": g.architecture},
+            model={
+                "id": m.id,
+                "kind": m.kind,
+                "total_params": m.total_params,
+                "active_params": m.active_params,
+                "description": m.describe(),
+            },
+            gpu={
+                "slug": g.slug,
+                "name": g.name,
+                "usable_memory_bytes": mem.usable_memory_bytes,
+                "architecture": g.architecture,
+            },
             mode=est.job.mode,
             configuration=dict(est.configuration),
             memory=MemoryOut(
@@ -315,20 +448,38 @@ class EstimateResponse(BaseModel):
                 measured_peak_allocated_bytes=mem.measured_peak_allocated_bytes,
                 assumptions=list(mem.estimate.assumptions),
             ),
-            time=None if t is None else TimeOut(
-                step_time_s=t.step_time_s, step_time_band=BandOut.of(t.step_time_band),
-                accumulation_steps=t.accumulation_steps, tokens_per_s=t.tokens_per_s,
-                tokens_per_s_per_gpu=t.tokens_per_s_per_gpu, samples_per_s=t.samples_per_s, mfu=t.mfu,
-                bound=t.bound, time_to_train_s=t.time_to_train_s,
+            time=None
+            if t is None
+            else TimeOut(
+                step_time_s=t.step_time_s,
+                step_time_band=BandOut.of(t.step_time_band),
+                accumulation_steps=t.accumulation_steps,
+                tokens_per_s=t.tokens_per_s,
+                tokens_per_s_per_gpu=t.tokens_per_s_per_gpu,
+                samples_per_s=t.samples_per_s,
+                mfu=t.mfu,
+                bound=t.bound,
+                time_to_train_s=t.time_to_train_s,
                 time_to_train_band=BandOut.of(t.time_to_train_band) if t.time_to_train_band else None,
-                provenance=t.provenance, source_gpus=list(t.source_gpus), calibration_points=t.calibration_points,
-                measured_step_time_s=t.measured_step_time_s, notes=list(t.notes), sources=list(t.sources),
+                provenance=t.provenance,
+                source_gpus=list(t.source_gpus),
+                calibration_points=t.calibration_points,
+                measured_step_time_s=t.measured_step_time_s,
+                notes=list(t.notes),
+                sources=list(t.sources),
                 accuracy=AccuracyOut.of(t.accuracy),
             ),
             serving=None if sv is None else _serving_out(sv),
-            solve=None if so is None else SolveOut(
-                target=so.target, value=so.value, detail=so.detail, replicas=so.replicas,
-                tensor_parallel=so.tensor_parallel, ttft_ms=_ms(so.ttft_s), tpot_ms=_ms(so.tpot_s),
+            solve=None
+            if so is None
+            else SolveOut(
+                target=so.target,
+                value=so.value,
+                detail=so.detail,
+                replicas=so.replicas,
+                tensor_parallel=so.tensor_parallel,
+                ttft_ms=_ms(so.ttft_s),
+                tpot_ms=_ms(so.tpot_s),
                 headroom=so.headroom,
             ),
             warnings=[WarningOut(code=w.code, message=w.message) for w in warnings],
@@ -351,21 +502,42 @@ def _band_ms(b: Band) -> BandOut | None:
 def _serving_out(sv: ServingAnswer) -> ServingOut:
     r = sv.rate
     return ServingOut(
-        ttft_ms=_ms(sv.ttft_s), ttft_band_ms=_band_ms(sv.ttft_band), tpot_ms=_ms(sv.tpot_s),
-        tpot_band_ms=_band_ms(sv.tpot_band), output_tokens_per_s=sv.output_tokens_per_s,
-        prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance=sv.provenance,
-        source_gpus=list(sv.source_gpus), measured_ttft_ms=_ms(sv.measured_ttft_s),
-        measured_tpot_ms=_ms(sv.measured_tpot_s), engine=sv.engine, tensor_parallel=sv.tensor_parallel,
-        replicas=sv.replicas, concurrency_per_replica=sv.concurrency_per_replica,
-        max_concurrency_per_replica=sv.max_concurrency_per_replica, notes=list(sv.notes),
-        sources=list(sv.sources), accuracy=AccuracyOut.of(sv.accuracy),
-        rate=None if r is None else RateOut(
-            requests_per_s=r.requests_per_s, stable=r.stable, ttft_p50_ms=_ms(r.ttft_p50_s),
-            tpot_p50_ms=_ms(r.tpot_p50_s), ttft_mean_ms=_ms(r.ttft_mean_s), in_flight_per_replica=r.in_flight_per_replica,
+        ttft_ms=_ms(sv.ttft_s),
+        ttft_band_ms=_band_ms(sv.ttft_band),
+        tpot_ms=_ms(sv.tpot_s),
+        tpot_band_ms=_band_ms(sv.tpot_band),
+        output_tokens_per_s=sv.output_tokens_per_s,
+        prefill_bound=sv.prefill_bound,
+        decode_bound=sv.decode_bound,
+        provenance=sv.provenance,
+        source_gpus=list(sv.source_gpus),
+        measured_ttft_ms=_ms(sv.measured_ttft_s),
+        measured_tpot_ms=_ms(sv.measured_tpot_s),
+        engine=sv.engine,
+        tensor_parallel=sv.tensor_parallel,
+        replicas=sv.replicas,
+        concurrency_per_replica=sv.concurrency_per_replica,
+        max_concurrency_per_replica=sv.max_concurrency_per_replica,
+        notes=list(sv.notes),
+        sources=list(sv.sources),
+        accuracy=AccuracyOut.of(sv.accuracy),
+        rate=None
+        if r is None
+        else RateOut(
+            requests_per_s=r.requests_per_s,
+            stable=r.stable,
+            ttft_p50_ms=_ms(r.ttft_p50_s),
+            tpot_p50_ms=_ms(r.tpot_p50_s),
+            ttft_mean_ms=_ms(r.ttft_mean_s),
+            in_flight_per_replica=r.in_flight_per_replica,
             utilisation=r.utilisation if math.isfinite(r.utilisation) else None,
-            queue_wait_ms=_ms(r.queue_wait_s), capacity_requests_per_s=r.capacity_requests_per_s,
-            headroom=r.headroom if math.isfinite(r.headroom) else 0.0, meets_ttft=r.meets_ttft,
-            meets_tpot=r.meets_tpot, validated=r.validated, note=r.note,
+            queue_wait_ms=_ms(r.queue_wait_s),
+            capacity_requests_per_s=r.capacity_requests_per_s,
+            headroom=r.headroom if math.isfinite(r.headroom) else 0.0,
+            meets_ttft=r.meets_ttft,
+            meets_tpot=r.meets_tpot,
+            validated=r.validated,
+            note=r.note,
         ),
     )
 
@@ -373,8 +545,9 @@ def _serving_out(sv: ServingAnswer) -> ServingOut:
 class BatchRequest(RequestModel):
     """``{"items": [<an EstimateRequest>, ...]}``: 1 to 256 configurations."""
 
-    items: list[EstimateRequest] = Field(min_length=1, max_length=256,
-                                         description="each item is the body POST /v1/estimate takes")
+    items: list[EstimateRequest] = Field(
+        min_length=1, max_length=256, description="each item is the body POST /v1/estimate takes"
+    )
 
 
 class BatchItem(BaseModel):

@@ -28,7 +28,14 @@ from service.schemas.common import (
 Support = Literal["yes", "no", "unknown"]
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9.]+)*$"
 SOURCE_KINDS = (
-    "vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids", "derived"
+    "vendor-datasheet",
+    "vendor-brief",
+    "oem-sheet",
+    "cloud-doc",
+    "whitepaper",
+    "measured",
+    "pci-ids",
+    "derived",
 )
 SourceGroup = Literal["memory", "peaks", "power", "identity", "interconnect", "usable_memory", "compute"]
 
@@ -89,7 +96,9 @@ class Supports(_Strict):
 class Identity(_Strict):
     compute_capability: str | None = Field(default=None, pattern=r"^\d{1,3}\.\d{1,3}$")
     pci_vendor_id: str | None = Field(default=None, pattern=r"^0x[0-9a-f]{4}$")
-    pci_device_ids: list[Annotated[str, Field(pattern=r"^0x[0-9a-f]{4}$")]] = Field(default_factory=list, max_length=256)
+    pci_device_ids: list[Annotated[str, Field(pattern=r"^0x[0-9a-f]{4}$")]] = Field(
+        default_factory=list, max_length=256
+    )
 
     @field_validator("pci_device_ids")
     @classmethod
@@ -147,7 +156,8 @@ class Alternative(_Strict):
 
     sibling: str = Field(pattern=SLUG_PATTERN, max_length=100, description="slug of the alternative sibling")
     values: dict[Annotated[SafeStr, Field(max_length=64)], Tflops] = Field(
-        min_length=1, description="figure key (within the source's group) -> value derived from the alternative sibling"
+        min_length=1,
+        description="figure key (within the source's group) -> value derived from the alternative sibling",
     )
 
     @field_validator("values")
@@ -164,7 +174,14 @@ class Source(_Strict):
     title: Text
     url: Text | None = None
     source_kind: Literal[
-        "vendor-datasheet", "vendor-brief", "oem-sheet", "cloud-doc", "whitepaper", "measured", "pci-ids", "derived"
+        "vendor-datasheet",
+        "vendor-brief",
+        "oem-sheet",
+        "cloud-doc",
+        "whitepaper",
+        "measured",
+        "pci-ids",
+        "derived",
     ]
     note: Text | None = None
     figures: list[Annotated[SafeStr, Field(max_length=64)]] | None = Field(
@@ -178,7 +195,8 @@ class Source(_Strict):
         description="derived only: slug of the sibling whose documented per-SM, per-clock rate was used",
     )
     alternative: Alternative | None = Field(
-        default=None, description="derived only: the value(s) an alternative sibling with a different rate gives"
+        default=None,
+        description="derived only: the value(s) an alternative sibling with a different rate gives",
     )
 
     @model_validator(mode="after")
@@ -205,7 +223,9 @@ class Source(_Strict):
                 raise ValueError("the alternative sibling must differ from derived_from")
             extra = [k for k in self.alternative.values if k not in self.figures]
             if extra:
-                raise ValueError(f"alternative values {extra!r} are not among the derived figures {self.figures!r}")
+                raise ValueError(
+                    f"alternative values {extra!r} are not among the derived figures {self.figures!r}"
+                )
         return self
 
 
@@ -280,7 +300,9 @@ class GpuDocument(_Strict):
                     low=low,
                     high=high,
                     derived_from=src.derived_from,
-                    alternative_sibling=src.alternative.sibling if src.alternative and alt is not None else None,
+                    alternative_sibling=src.alternative.sibling
+                    if src.alternative and alt is not None
+                    else None,
                 )
         return out
 
@@ -311,13 +333,15 @@ class GpuOut(GpuDocument):
         )
 
 
-
 class GpuAnswer(GpuOut):
     """``GET /v1/gpus/{ident}``: the GPU, plus ``warnings`` when resolving the name assumed
     something (``assumed_variant`` under ``on_ambiguous=default``, a ``-SHARED`` or MIG suffix
     peeled off); absent otherwise."""
 
-    warnings: list[Warning_] | None = Field(default=None, description="what resolving the name assumed; absent when nothing")
+    warnings: list[Warning_] | None = Field(
+        default=None, description="what resolving the name assumed; absent when nothing"
+    )
+
 
 class GpuList(BaseModel):
     items: list[GpuOut]
@@ -351,14 +375,18 @@ if TYPE_CHECKING:
     Rate = Decimal
 else:
     Amount = bounded_decimal(
-        max_digits=18, decimal_places=6, le=Decimal(10**9),
+        max_digits=18,
+        decimal_places=6,
+        le=Decimal(10**9),
         description="price in `currency` (per hour for hourly models): a JSON number (rounded to 6 places) or a "
-        "decimal string such as \"0.71\"; more than 0, at most 1e9",
+        'decimal string such as "0.71"; more than 0, at most 1e9',
     )
     Rate = bounded_decimal(
-        max_digits=20, decimal_places=10, le=Decimal(10**6),
+        max_digits=20,
+        decimal_places=10,
+        le=Decimal(10**6),
         description="units of `quote` per unit of `base`: a JSON number (rounded to 10 places) or a decimal "
-        "string such as \"7.1\"; more than 0, at most 1e6",
+        'string such as "7.1"; more than 0, at most 1e6',
     )
 
 
@@ -396,7 +424,9 @@ class PriceOut(PriceIn):
     per_gpu_hour: Decimal | None = Field(description="amount / gpus_per_instance for hourly models")
     age_days: int
     stale: bool
-    converted: dict[str, Decimal] = Field(default_factory=dict, description="amount in other currencies via the FX table")
+    converted: dict[str, Decimal] = Field(
+        default_factory=dict, description="amount in other currencies via the FX table"
+    )
     fx_date: dt.date | None = None
 
     @classmethod
@@ -438,7 +468,11 @@ class FxRateIn(_Strict):
 
     def to_core(self) -> core.FxRate:
         return core.FxRate(
-            base=self.base, quote=self.quote, rate=self.rate, effective_date=self.effective_date, source=self.source
+            base=self.base,
+            quote=self.quote,
+            rate=self.rate,
+            effective_date=self.effective_date,
+            source=self.source,
         )
 
 

@@ -42,12 +42,16 @@ class ModelSummary(BaseModel):
 
 class ModelDetail(ModelSummary):
     config: dict[str, Any] = Field(description="the architecture, as the estimator uses it")
-    parameter_breakdown: dict[str, int] = Field(description="parameters by component (exact from the architecture)")
+    parameter_breakdown: dict[str, int] = Field(
+        description="parameters by component (exact from the architecture)"
+    )
     per_layer_breakdown: dict[str, int] | None = None
     kv_cache_bytes_per_token_bf16: float | None = None
     source: str
     notes: str
-    assumed_shape: str | None = Field(default=None, description="set when the shape was assumed from a parameter count")
+    assumed_shape: str | None = Field(
+        default=None, description="set when the shape was assumed from a parameter count"
+    )
 
     @classmethod
     def from_core(cls, m: ModelSpec, assumed_shape: str | None = None) -> ModelDetail:
@@ -59,7 +63,9 @@ class ModelDetail(ModelSummary):
             config={k: (list(v) if isinstance(v, tuple) else v) for k, v in config.items()},
             parameter_breakdown=m.parameter_breakdown(),
             per_layer_breakdown=m.per_layer_breakdown() if isinstance(m, DecoderSpec) else None,
-            kv_cache_bytes_per_token_bf16=m.kv_cache_bytes_per_token(2.0) if isinstance(m, DecoderSpec) else None,
+            kv_cache_bytes_per_token_bf16=m.kv_cache_bytes_per_token(2.0)
+            if isinstance(m, DecoderSpec)
+            else None,
             source=m.source,
             notes=m.notes,
             assumed_shape=assumed_shape,

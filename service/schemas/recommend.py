@@ -45,19 +45,22 @@ class PoolIn(BaseModel):
 
     gpu: SafeStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["L40"])
     gpus_per_node: JsonInt = Field(ge=1, le=72, examples=[8])
-    free_gpus_per_node: JsonInt | None = Field(default=None, ge=0, le=72,
-                                           description="default: every GPU of the node is free")
+    free_gpus_per_node: JsonInt | None = Field(
+        default=None, ge=0, le=72, description="default: every GPU of the node is free"
+    )
     nodes: JsonInt = Field(default=1, ge=1, le=4096)
     interconnect: Literal["nvlink", "pcie"] | None = Field(
-        default=None, description="between the GPUs of a node; default: what the catalog says the part has")
+        default=None, description="between the GPUs of a node; default: what the catalog says the part has"
+    )
 
 
 class BudgetIn(BaseModel):
     model_config = _STRICT
 
     per_hour: float | None = Field(default=None, gt=0, le=1e9, description="whole deployment, per hour")
-    per_run: float | None = Field(default=None, gt=0, le=1e12,
-                                    description="one training run (needs workload.tokens)")
+    per_run: float | None = Field(
+        default=None, gt=0, le=1e12, description="one training run (needs workload.tokens)"
+    )
     purchase: float | None = Field(default=None, gt=0, le=1e12, description="capital for buying the GPUs")
     currency: Literal["USD", "CNY"] = "USD"
 
@@ -67,30 +70,55 @@ class ConstraintsIn(BaseModel):
 
     model_config = _STRICT
 
-    deadline_hours: float | None = Field(default=None, gt=0, le=100_000,
-                                         description="training must finish within this (needs workload.tokens); "
-                                                     "decided at the band's upper end")
+    deadline_hours: float | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        description="training must finish within this (needs workload.tokens); "
+        "decided at the band's upper end",
+    )
     budget: BudgetIn | None = None
-    max_gpus: JsonInt = Field(default=8, ge=1, le=4096,
-                          description="GPUs of one option, all nodes together (default: one 8-GPU node)")
-    allowed_gpus: list[GpuName] | None = Field(default=None, max_length=100,
-                                           description="only these (any name the catalog resolves)")
+    max_gpus: JsonInt = Field(
+        default=8,
+        ge=1,
+        le=4096,
+        description="GPUs of one option, all nodes together (default: one 8-GPU node)",
+    )
+    allowed_gpus: list[GpuName] | None = Field(
+        default=None, max_length=100, description="only these (any name the catalog resolves)"
+    )
     excluded_gpus: list[GpuName] = Field(default_factory=list, max_length=100)
-    inventory: list[PoolIn] | None = Field(default=None, max_length=50,
-                                           description="only GPUs you have: each pool's free GPUs bound the options")
-    max_power_w_per_gpu: float | None = Field(default=None, gt=0, le=10_000, description="board power (TDP) cap per GPU")
-    max_power_w_total: float | None = Field(default=None, gt=0, le=10_000_000, description="TDP of all GPUs of an option")
+    inventory: list[PoolIn] | None = Field(
+        default=None, max_length=50, description="only GPUs you have: each pool's free GPUs bound the options"
+    )
+    max_power_w_per_gpu: float | None = Field(
+        default=None, gt=0, le=10_000, description="board power (TDP) cap per GPU"
+    )
+    max_power_w_total: float | None = Field(
+        default=None, gt=0, le=10_000_000, description="TDP of all GPUs of an option"
+    )
     form_factors: list[FormFactor] | None = Field(default=None, max_length=3, examples=[["pcie"]])
     nvlink_required: bool = False
-    providers: list[Annotated[SafeStr, Field(min_length=1, max_length=100)]] | None = Field(default=None, max_length=50,
-                                        description="cloud providers whose prices may be used")
+    providers: list[Annotated[SafeStr, Field(min_length=1, max_length=100)]] | None = Field(
+        default=None, max_length=50, description="cloud providers whose prices may be used"
+    )
     min_provenance: ProvenanceName | None = Field(
-        default=None, description="every number of an option at least this good (measured > interpolated > "
-                                  "transferred > published > derived > spec)")
-    max_band_pct: float | None = Field(default=None, gt=0, le=1000,
-                                       description="widest accepted band: (high - low) / mid of the objective's time, %")
-    allow_gradient_checkpointing: bool = Field(default=True, description="training: may trade compute for memory")
-    allow_quantization: bool = Field(default=False, description="serving: may offer FP8 / INT8 / 4-bit weights")
+        default=None,
+        description="every number of an option at least this good (measured > interpolated > "
+        "transferred > published > derived > spec)",
+    )
+    max_band_pct: float | None = Field(
+        default=None,
+        gt=0,
+        le=1000,
+        description="widest accepted band: (high - low) / mid of the objective's time, %",
+    )
+    allow_gradient_checkpointing: bool = Field(
+        default=True, description="training: may trade compute for memory"
+    )
+    allow_quantization: bool = Field(
+        default=False, description="serving: may offer FP8 / INT8 / 4-bit weights"
+    )
     vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
 
     def to_core(self) -> Constraints:
@@ -104,11 +132,20 @@ class ConstraintsIn(BaseModel):
             max_gpus=self.max_gpus,
             allowed_gpus=tuple(self.allowed_gpus) if self.allowed_gpus is not None else None,
             excluded_gpus=tuple(self.excluded_gpus),
-            pools=tuple(Pool(gpu=p.gpu, gpus_per_node=p.gpus_per_node,
-                             free_gpus_per_node=p.gpus_per_node if p.free_gpus_per_node is None
-                             else min(p.free_gpus_per_node, p.gpus_per_node),
-                             nodes=p.nodes, interconnect=p.interconnect)
-                        for p in self.inventory) if self.inventory is not None else None,
+            pools=tuple(
+                Pool(
+                    gpu=p.gpu,
+                    gpus_per_node=p.gpus_per_node,
+                    free_gpus_per_node=p.gpus_per_node
+                    if p.free_gpus_per_node is None
+                    else min(p.free_gpus_per_node, p.gpus_per_node),
+                    nodes=p.nodes,
+                    interconnect=p.interconnect,
+                )
+                for p in self.inventory
+            )
+            if self.inventory is not None
+            else None,
             max_power_w_per_gpu=self.max_power_w_per_gpu,
             max_power_w_total=self.max_power_w_total,
             form_factors=tuple(self.form_factors) if self.form_factors else None,
@@ -128,26 +165,35 @@ class CostAssumptionsIn(BaseModel):
 
     model_config = _STRICT
 
-    pricing_models: list[PricingModel] = Field(default_factory=lambda: list[PricingModel](["on_demand"]),
-                                               min_length=1, max_length=3,
-                                               description="rental prices that may be used (spot and reserved "
-                                                           "only when asked for)")
-    utilisation: float = Field(default=0.7, gt=0, le=1, description="TCO: share of owned GPU-hours doing this work")
+    pricing_models: list[PricingModel] = Field(
+        default_factory=lambda: list[PricingModel](["on_demand"]),
+        min_length=1,
+        max_length=3,
+        description="rental prices that may be used (spot and reserved only when asked for)",
+    )
+    utilisation: float = Field(
+        default=0.7, gt=0, le=1, description="TCO: share of owned GPU-hours doing this work"
+    )
     pue: float = Field(default=1.58, ge=1, le=5, description="TCO: data-centre power usage effectiveness")
     electricity_usd_per_kwh: float = Field(default=0.10, ge=0, le=10)
     amortisation_years: float = Field(default=5.0, gt=0, le=20)
-    node_overhead_fraction: float = Field(default=0.25, ge=0, le=10,
-                                          description="TCO: the host around a per-node (SXM/OAM) baseboard")
+    node_overhead_fraction: float = Field(
+        default=0.25, ge=0, le=10, description="TCO: the host around a per-node (SXM/OAM) baseboard"
+    )
     host_power_fraction: float = Field(default=0.82, ge=0, le=10, description="TCO: host power per GPU power")
 
     def to_core(self, *, currency: str, providers: list[str] | None) -> CostAssumptions:
-        return CostAssumptions(currency=currency, pricing_models=tuple(dict.fromkeys(self.pricing_models)),
-                               providers=frozenset(providers) if providers is not None else None,
-                               utilisation=self.utilisation, pue=self.pue,
-                               electricity_usd_per_kwh=self.electricity_usd_per_kwh,
-                               amortisation_years=self.amortisation_years,
-                               node_overhead_fraction=self.node_overhead_fraction,
-                               host_power_fraction=self.host_power_fraction)
+        return CostAssumptions(
+            currency=currency,
+            pricing_models=tuple(dict.fromkeys(self.pricing_models)),
+            providers=frozenset(providers) if providers is not None else None,
+            utilisation=self.utilisation,
+            pue=self.pue,
+            electricity_usd_per_kwh=self.electricity_usd_per_kwh,
+            amortisation_years=self.amortisation_years,
+            node_overhead_fraction=self.node_overhead_fraction,
+            host_power_fraction=self.host_power_fraction,
+        )
 
 
 class RecommendRequest(BaseModel):
@@ -160,27 +206,35 @@ class RecommendRequest(BaseModel):
     objective: Objective = Field(
         default="fastest",
         description="fastest: shortest time to train / highest training throughput, or lowest TPOT at the "
-                    "requested rate for serving; cheapest: lowest cost of the run (training with tokens), per "
-                    "token trained, or per hour of the serving fleet; cost_per_million_tokens: lowest cost per "
-                    "million tokens trained or served at the requested load; perf_per_watt: most tokens per "
-                    "second per watt of board power")
+        "requested rate for serving; cheapest: lowest cost of the run (training with tokens), per "
+        "token trained, or per hour of the serving fleet; cost_per_million_tokens: lowest cost per "
+        "million tokens trained or served at the requested load; perf_per_watt: most tokens per "
+        "second per watt of board power",
+    )
     limit: JsonInt = Field(default=5, ge=1, le=50, description="ranked options returned")
     cost: CostAssumptionsIn = Field(default_factory=CostAssumptionsIn)
 
     def to_core(self) -> RecommendQuestion:
         return RecommendQuestion(
-            job=self.workload.to_core(), constraints=self.constraints.to_core(), objective=self.objective,
+            job=self.workload.to_core(),
+            constraints=self.constraints.to_core(),
+            objective=self.objective,
             limit=self.limit,
-            cost=self.cost.to_core(currency=self.constraints.budget.currency if self.constraints.budget else "USD",
-                                   providers=self.constraints.providers))
+            cost=self.cost.to_core(
+                currency=self.constraints.budget.currency if self.constraints.budget else "USD",
+                providers=self.constraints.providers,
+            ),
+        )
 
 
 # ---- the answer ---------------------------------------------------------------------------------
 
 
 class ReasonOut(BaseModel):
-    code: str = Field(description="stable machine code (docs/architecture.md, 'Recommendation')",
-                      examples=["MEMORY_INSUFFICIENT"])
+    code: str = Field(
+        description="stable machine code (docs/architecture.md, 'Recommendation')",
+        examples=["MEMORY_INSUFFICIENT"],
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="the numbers behind the sentence")
     message: str = Field(description="the sentence, in the language Accept-Language asked for (en, zh)")
 
@@ -215,7 +269,9 @@ class StrategyOut(BaseModel):
 
 
 class MemoryPerGpuOut(BaseModel):
-    needed_bytes: int = Field(description="device memory needed per GPU at the band's upper end (what fit is decided on)")
+    needed_bytes: int = Field(
+        description="device memory needed per GPU at the band's upper end (what fit is decided on)"
+    )
     needed_mid_bytes: int
     usable_bytes: int
     headroom_bytes: int
@@ -262,11 +318,17 @@ class CostOut(BaseModel):
     region: str | None = None
     instance_type: str | None = None
     instances: int | None = None
-    gpus_paid: int | None = Field(default=None, description="GPUs rented: the cheapest shape covering the count")
+    gpus_paid: int | None = Field(
+        default=None, description="GPUs rented: the cheapest shape covering the count"
+    )
     pricing_model: str | None = None
     per_hour: float | None = None
-    run: BandOut | None = Field(default=None, description="cost of the training run (band from the time band)")
-    per_million_tokens: float | None = Field(default=None, description="trained, or served at the requested load")
+    run: BandOut | None = Field(
+        default=None, description="cost of the training run (band from the time band)"
+    )
+    per_million_tokens: float | None = Field(
+        default=None, description="trained, or served at the requested load"
+    )
     tco: dict[str, Any] | None = Field(default=None, description="buying instead of renting")
     price_row_ids: list[int] = Field(default_factory=list)
     price_age_days: int | None = None
@@ -276,13 +338,17 @@ class CostOut(BaseModel):
 
 class KubernetesHint(BaseModel):
     node_selector: dict[str, str] = Field(description="GPU feature discovery's product label (NVIDIA)")
-    resources: dict[str, dict[str, int]] = Field(description="per pod: limits of the device plugin's resource")
+    resources: dict[str, dict[str, int]] = Field(
+        description="per pod: limits of the device plugin's resource"
+    )
     pods: int = Field(description="training: one pod per node; serving: one pod per replica")
 
 
 class SchedulingOut(BaseModel):
     kubernetes: KubernetesHint | None = None
-    slurm: list[str] = Field(default_factory=list, description="sbatch options (walltime from the band's upper end)")
+    slurm: list[str] = Field(
+        default_factory=list, description="sbatch options (walltime from the band's upper end)"
+    )
     skypilot: dict[str, Any] | None = None
     torchrun: list[str] | None = Field(default=None, description="multi-node training: torchrun arguments")
 
@@ -302,7 +368,8 @@ class OptionOut(BaseModel):
     objective_unit: str
     ratio_to_best: float | None = Field(default=None, description="objective value / the best's (>= 1 worse)")
     ratio_uncertainty: float | None = Field(
-        default=None, description="80% half-width of log(ratio to the best) from the cross-GPU ratio errors")
+        default=None, description="80% half-width of log(ratio to the best) from the cross-GPU ratio errors"
+    )
     within_error_of_best: bool
     reasons: list[ReasonOut] = Field(default_factory=list)
     warnings: list[ReasonOut] = Field(default_factory=list)
@@ -316,7 +383,9 @@ class FrontierPoint(BaseModel):
     cost: float | None = None
     time_value: float = Field(description="training: hours (or s per 1M tokens); serving: TPOT ms")
     cost_value: float = Field(description="run cost, or cost per million tokens / per hour")
-    rank: int | None = Field(default=None, description="the option's rank when it is among the options returned")
+    rank: int | None = Field(
+        default=None, description="the option's rank when it is among the options returned"
+    )
 
 
 class ExclusionOut(BaseModel):
@@ -349,11 +418,14 @@ class ConsideredOut(BaseModel):
     not_ranked: list[str] = Field(
         default_factory=list,
         description="GPUs not sized: a physical lower bound on their objective value was already worse than the "
-                    "last option returned (neither options nor exclusions)")
+        "last option returned (neither options nor exclusions)",
+    )
 
 
 class RecommendResponse(BaseModel):
-    recommendation_id: str = Field(pattern=RECOMMENDATION_ID_PATTERN, examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"])
+    recommendation_id: str = Field(
+        pattern=RECOMMENDATION_ID_PATTERN, examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"]
+    )
     as_of: dt.datetime
     data_version: DataVersion
     watermarks: WatermarksOut
@@ -362,7 +434,9 @@ class RecommendResponse(BaseModel):
     objective: Objective
     question: dict[str, Any] = Field(description="the workload as understood: model, mode, defaults filled")
     options: list[OptionOut]
-    frontier: list[FrontierPoint] = Field(description="time vs cost Pareto frontier over every feasible option")
+    frontier: list[FrontierPoint] = Field(
+        description="time vs cost Pareto frontier over every feasible option"
+    )
     excluded: list[ExclusionOut]
     what_if: list[WhatIfOut] = Field(description="at most 3 changes that make a cheaper option feasible")
     warnings: list[ReasonOut] = Field(default_factory=list)

@@ -45,7 +45,9 @@ def list_alerts(
 ) -> AlertPage:
     """Newest first, keyset pagination."""
     before = before_of(cursor, "an alerts cursor")
-    rows = uow.benchmark_admin.list_alerts(kind=kind, acknowledged=acknowledged, before=before, limit=limit + 1)
+    rows = uow.benchmark_admin.list_alerts(
+        kind=kind, acknowledged=acknowledged, before=before, limit=limit + 1
+    )
     items, nxt = cut_page(rows, limit, lambda a: a.id)
     return AlertPage(items=items, next_cursor=nxt, data_version=uow.data_version())
 
@@ -53,7 +55,9 @@ def list_alerts(
 @commits
 def acknowledge_alert(uow: UnitOfWork, principal: Principal, alert_id: int) -> AdminAlert:
     """Idempotent: acknowledging an acknowledged alert changes nothing."""
-    found = uow.benchmark_admin.acknowledge_alert(alert_id, at=dt.datetime.now(dt.UTC), by_key_id=principal.key_id)
+    found = uow.benchmark_admin.acknowledge_alert(
+        alert_id, at=dt.datetime.now(dt.UTC), by_key_id=principal.key_id
+    )
     if found is None:
         raise NotFound(f"no alert with id {alert_id}")
     alert, _changed = found
@@ -110,7 +114,13 @@ def list_pending(uow: UnitOfWork, cache: ReadModel, *, status: str | None) -> Pe
 
 @commits
 def map_pending(
-    uow: UnitOfWork, cache: ReadModel, principal: Principal, pending_id: int, slug: str, *, policy: OutlierPolicy
+    uow: UnitOfWork,
+    cache: ReadModel,
+    principal: Principal,
+    pending_id: int,
+    slug: str,
+    *,
+    policy: OutlierPolicy,
 ) -> PendingGpuEntry:
     """Attach a pending device's runs to a catalog GPU: results get the GPU, its catalog checks
     and the outlier test of their cells; later runs with this identity resolve to it."""
@@ -153,7 +163,9 @@ def map_pending(
         )
         for reason, ids in sorted(flagged.items())
     ]
-    a = outlier_alert(changed, gpu_id=gpu.id, slug=gpu.slug, run_pk=None, context=f"after mapping pending GPU {p.id}")
+    a = outlier_alert(
+        changed, gpu_id=gpu.id, slug=gpu.slug, run_pk=None, context=f"after mapping pending GPU {p.id}"
+    )
     if a is not None:
         drafts.append(a)
     repo.add_alerts(drafts, now)
@@ -186,7 +198,9 @@ def review_result(
         raise NotFound(f"no benchmark result with id {result_id}")
     changed: list[Flip] = []
     if r.gpu_id is not None and r.status == "ok":
-        changed = uow.benchmarks.reevaluate({(r.gpu_id, r.fingerprint_hash, r.workload, r.params_hash)}, policy)
+        changed = uow.benchmarks.reevaluate(
+            {(r.gpu_id, r.fingerprint_hash, r.workload, r.params_hash)}, policy
+        )
     if r.gpu_id is not None:
         uow.touch_cells({(r.gpu_id, r.fingerprint_hash, r.workload, r.params_hash)})
     others = sum(1 for c in changed if c.id != r.id)
@@ -204,7 +218,13 @@ class Retraction:
 
 @commits
 def set_retracted(
-    uow: UnitOfWork, principal: Principal, run_id: str, *, retract: bool, reason: str | None, policy: OutlierPolicy
+    uow: UnitOfWork,
+    principal: Principal,
+    run_id: str,
+    *,
+    retract: bool,
+    reason: str | None,
+    policy: OutlierPolicy,
 ) -> Retraction:
     """Retract a run (its results leave every aggregate; the cells are re-tested) or restore it.
     Idempotent: retracting a retracted run changes nothing (the first reason stays)."""

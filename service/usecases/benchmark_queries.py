@@ -210,7 +210,9 @@ def list_runs(
 ) -> RunPage:
     """Runs newest first; with ``agent`` = an API key id, everything that key submitted."""
     before = before_of(cursor, "a runs cursor")
-    rows = uow.benchmark_queries.list_runs(agent=agent, state=state, gpu_slug=gpu_slug, before=before, limit=limit + 1)
+    rows = uow.benchmark_queries.list_runs(
+        agent=agent, state=state, gpu_slug=gpu_slug, before=before, limit=limit + 1
+    )
     items, nxt = cut_page(rows, limit, lambda r: r.pk)
     return RunPage(items=items, next_cursor=nxt, data_version=uow.data_version())
 
@@ -250,7 +252,7 @@ def _page(m: Measurements, limit: int | None, cursor: str | None) -> Measurement
         if not isinstance(pos, int) or isinstance(pos, bool) or pos < 0:
             raise InvalidCursor("cursor", "not a measurements cursor")
         start = pos
-    page = m.cells[start:start + limit]
+    page = m.cells[start : start + limit]
     nxt = encode_cursor({"pos": start + limit}) if start + limit < len(m.cells) else None
     return replace(m, cells=page, next_cursor=nxt)
 
@@ -271,8 +273,20 @@ def measurements(
     """The latest-measured view (DESIGN; :func:`service.core.evidence.aggregate.latest_measured`) of
     every (workload, canonical parameters) cell of a GPU, or of the cells matching the filters;
     ``limit`` cells per page."""
-    return _page(_measurements(uow, cache, ident, min_points=min_points, workload=workload, params=params,
-                               fingerprint=fingerprint, fingerprint_hash=fingerprint_hash), limit, cursor)
+    return _page(
+        _measurements(
+            uow,
+            cache,
+            ident,
+            min_points=min_points,
+            workload=workload,
+            params=params,
+            fingerprint=fingerprint,
+            fingerprint_hash=fingerprint_hash,
+        ),
+        limit,
+        cursor,
+    )
 
 
 def _measurements(
@@ -290,8 +304,9 @@ def _measurements(
     pf = param_filters(workload, params or {})
     check_fingerprint_filters(fingerprint or {})
     if not any(name in FINGERPRINT_UNHASHED for name in (fingerprint or {})):
-        return _measurements_from_snapshot(uow, cache, ident, min_points, workload, pf, fingerprint or {},
-                                           fingerprint_hash)
+        return _measurements_from_snapshot(
+            uow, cache, ident, min_points, workload, pf, fingerprint or {}, fingerprint_hash
+        )
     # host-identity filters (fp.host_id...) select results, not stacks: read them from the
     # results, over the same window, with the same rule
     gid, slug = _gpu(uow, cache, ident)
@@ -314,13 +329,17 @@ def _measurements(
         for (wl, ph), v in views.items()
     ]
     cells.sort(key=lambda c: (c.workload, json.dumps(c.parameters, sort_keys=True)))
-    return Measurements(gpu_slug=slug, min_points=min_points, cells=tuple(cells), data_version=uow.data_version())
+    return Measurements(
+        gpu_slug=slug, min_points=min_points, cells=tuple(cells), data_version=uow.data_version()
+    )
 
 
 def _param_matches(workload: str, params: Mapping[str, object], f: ParamFilter) -> bool:
     value = parameter_value(workload, params, f.name)
     if f.type in ("int", "float"):
-        return isinstance(value, int | float) and not isinstance(value, bool) and float(value) == float(f.value)
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and float(value) == float(f.value)
+        )
     return bool(value == f.value)
 
 
@@ -354,24 +373,34 @@ def _measurements_from_snapshot(
                 found = snap.memo[memo_key] = _measured_cell(c, list(c.stacks), snap.fingerprints, min_points)
             cells.append(found)
             continue
-        stacks = [s for s in c.stacks
-                  if (fingerprint_hash is None or s.fingerprint_hash == fingerprint_hash)
-                  and all(fp_value_matches(snap.fingerprints.get(s.fingerprint_hash, {}).get(k), v)
-                          for k, v in fingerprint.items())]
+        stacks = [
+            s
+            for s in c.stacks
+            if (fingerprint_hash is None or s.fingerprint_hash == fingerprint_hash)
+            and all(
+                fp_value_matches(snap.fingerprints.get(s.fingerprint_hash, {}).get(k), v)
+                for k, v in fingerprint.items()
+            )
+        ]
         if stacks:
             cells.append(_measured_cell(c, stacks, snap.fingerprints, min_points))
     cells.sort(key=lambda c: c.sort_key)
-    return Measurements(gpu_slug=slug, min_points=min_points, cells=tuple(cells),
-                        data_version=uow.data_version())
+    return Measurements(
+        gpu_slug=slug, min_points=min_points, cells=tuple(cells), data_version=uow.data_version()
+    )
 
 
-def _measured_cell(c: MeasuredCellStacks, stacks: list[StackWindow], fingerprints: Mapping[str, Mapping[str, Any]],
-                   k: int) -> MeasuredCell:
+def _measured_cell(
+    c: MeasuredCellStacks, stacks: list[StackWindow], fingerprints: Mapping[str, Mapping[str, Any]], k: int
+) -> MeasuredCell:
     v = view_of(stacks, k)
     return MeasuredCell(
-        workload=c.workload, parameters=dict(c.params), parameters_hash=c.params_hash,
+        workload=c.workload,
+        parameters=dict(c.params),
+        parameters_hash=c.params_hash,
         main_metric=main_metric_of(c.workload, v.metrics),
-        fingerprint=dict(fingerprints.get(v.fingerprint_hash, {})), view=v,
+        fingerprint=dict(fingerprints.get(v.fingerprint_hash, {})),
+        view=v,
         sort_key=(c.workload, json.dumps(c.params, sort_keys=True, default=str)),
     )
 
@@ -428,7 +457,15 @@ class Coverage:
 
 
 _EMPTY = CoverageStats(
-    results=0, usable=0, quarantined=0, oom=0, error=0, configurations=0, fingerprints=0, hosts=0, newest_measured_at=None
+    results=0,
+    usable=0,
+    quarantined=0,
+    oom=0,
+    error=0,
+    configurations=0,
+    fingerprints=0,
+    hosts=0,
+    newest_measured_at=None,
 )
 
 

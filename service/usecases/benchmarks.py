@@ -370,7 +370,11 @@ def _check_request(run: RunSubmission, idempotency_key: str | None, max_results:
     if idempotency_key is not None and idempotency_key != run.run_id:
         raise Invalid(
             "Idempotency-Key must equal the body's run_id (the run id is the idempotency key)",
-            fields=[FieldError(("Idempotency-Key",), f"expected {run.run_id!r}", location="header", type="value_error")],
+            fields=[
+                FieldError(
+                    ("Idempotency-Key",), f"expected {run.run_id!r}", location="header", type="value_error"
+                )
+            ],
         )
     n = len(run.results)
     if n > max_results:
@@ -474,7 +478,12 @@ def validate_run(
     flips: dict[int, Flip] = {}
     if match is not None:
         virtual = [
-            VirtualPoint(cell=_cell(match, prep, r), value=r.main_value, in_baseline=r.check_reason is None, tag=r.position)
+            VirtualPoint(
+                cell=_cell(match, prep, r),
+                value=r.main_value,
+                in_baseline=r.check_reason is None,
+                tag=r.position,
+            )
             for r in placed.results
             if r.status == "ok"
         ]
@@ -482,7 +491,10 @@ def validate_run(
         for f in found:
             if f.id is None and f.outlier_detail is not None:
                 flips[int(f.tag)] = replace(
-                    f, quarantined=True, quarantine_reason="statistical_outlier", quarantine_detail=f.outlier_detail
+                    f,
+                    quarantined=True,
+                    quarantine_reason="statistical_outlier",
+                    quarantine_detail=f.outlier_detail,
                 )
     pending = placed.pending
     pending_id = pending.id if pending is not None and match is None else None
@@ -604,7 +616,9 @@ def _store(
                 flips_by_position[pos] = f
             else:
                 others.append(f)
-        a = outlier_alert(others, gpu_id=match.gpu_id, slug=match.slug, run_pk=run_pk, context=f"after run {run.run_id}")
+        a = outlier_alert(
+            others, gpu_id=match.gpu_id, slug=match.slug, run_pk=run_pk, context=f"after run {run.run_id}"
+        )
         if a is not None:
             alerts.append(a)
 
@@ -627,7 +641,9 @@ def _store(
         )
     repo.add_alerts(alerts, now)
 
-    answer = _answer(prep, match, pending_id if match is None else None, outcomes, placed.warnings, dry_run=False)
+    answer = _answer(
+        prep, match, pending_id if match is None else None, outcomes, placed.warnings, dry_run=False
+    )
     repo.save_answer(answer, api_key_id=principal.key_id, request_hash=run.request_hash, created_at=now)
     if match is not None:
         uow.touch_cells(_cell(match, prep, r) for r in prep.results)
@@ -654,4 +670,3 @@ def builtin_principal(uow: UnitOfWork) -> Principal:
         scope="submit",
     )
     return Principal(key_id=key_id, name=BUILTIN_AGENT_NAME, scope="submit", trusted=True)
-

@@ -232,7 +232,9 @@ def resolve_gpu(uow: UnitOfWork, aliases: ReadModel, ident: str, *, use_default:
         )
     if res.shared:
         warnings.append(
-            GpuWarning("shared_gpu", f"{ident!r} is a time-shared GPU; throughput is split between tenants", {})
+            GpuWarning(
+                "shared_gpu", f"{ident!r} is a time-shared GPU; throughput is split between tenants", {}
+            )
         )
     record = aliases.snapshot(uow).catalog.records.get(slug)
     if record is None:  # pragma: no cover - the alias index and the records are one snapshot
@@ -260,7 +262,9 @@ def list_gpus(
     if key not in SORT_KEYS:
         raise Invalid(
             f"unknown sort key {key!r}",
-            fields=[FieldError(("sort",), f"one of {', '.join(sorted(SORT_KEYS))}, optionally prefixed by '-'")],
+            fields=[
+                FieldError(("sort",), f"one of {', '.join(sorted(SORT_KEYS))}, optionally prefixed by '-'")
+            ],
         )
     live = read.snapshot(uow).catalog.records.values()
     records = sort_records([r for r in live if filters.admits(r.document)], key, descending=desc)
@@ -353,7 +357,9 @@ def patch_gpu(
     record = replace(
         record,
         document=document,
-        override_document=diff(record.catalog_document, document) if record.catalog_document is not None else document,
+        override_document=diff(record.catalog_document, document)
+        if record.catalog_document is not None
+        else document,
         revision=record.revision + 1,
         updated_at=_now(),
     )

@@ -39,15 +39,32 @@ from service.usecases.read_model import MeasuredCellStacks, ReadModel, Snapshot
 MIN_GPUS, MAX_GPUS = 2, 8
 
 COMPARED_WORKLOADS: tuple[str, ...] = (
-    "gemm", "memory-bandwidth", "resnet50-train", "resnet50-infer", "bert-large-train", "bert-large-infer",
-    "llm-train", "llm-infer",
+    "gemm",
+    "memory-bandwidth",
+    "resnet50-train",
+    "resnet50-infer",
+    "bert-large-train",
+    "bert-large-infer",
+    "llm-train",
+    "llm-infer",
 )
 """Single-GPU workloads, in the order rows are listed (collectives compare interconnects, not GPUs)."""
 
 SOFTWARE_FIELDS: tuple[str, ...] = (
-    "suite_version", "workload_definition_hash", "driver_version", "cuda_version", "cudnn_version",
-    "nccl_version", "torch_version", "transformers_version", "engine_versions", "attention_backend",
-    "tf32_matmul", "tf32_cudnn", "torch_compile", "container_image_digest",
+    "suite_version",
+    "workload_definition_hash",
+    "driver_version",
+    "cuda_version",
+    "cudnn_version",
+    "nccl_version",
+    "torch_version",
+    "transformers_version",
+    "engine_versions",
+    "attention_backend",
+    "tf32_matmul",
+    "tf32_cudnn",
+    "torch_compile",
+    "container_image_digest",
 )
 """The fingerprint fields that make two GPUs' results comparable: the software stack. The other
 fields (PCI id, host, clocks, power limit, ECC, MIG, PCIe link) describe the hardware compared."""
@@ -144,7 +161,11 @@ def parse_gpu_list(raw: Sequence[str]) -> tuple[str, ...]:
     if not MIN_GPUS <= len(names) <= MAX_GPUS:
         raise Invalid(
             f"compare takes {MIN_GPUS} to {MAX_GPUS} GPUs, got {len(names)}",
-            fields=[FieldError(("gpus",), f"give {MIN_GPUS} to {MAX_GPUS} comma-separated names; got {len(names)}")],
+            fields=[
+                FieldError(
+                    ("gpus",), f"give {MIN_GPUS} to {MAX_GPUS} comma-separated names; got {len(names)}"
+                )
+            ],
         )
     return names
 
@@ -172,8 +193,10 @@ def compare(
     :class:`NotFound` naming an unknown one, :class:`Ambiguous` for a name of several)."""
     names = parse_gpu_list(idents)
     if workload is not None and workload not in COMPARED_WORKLOADS:
-        raise Invalid(f"unknown workload {workload!r}",
-                      fields=[FieldError(("workload",), f"one of {', '.join(COMPARED_WORKLOADS)}")])
+        raise Invalid(
+            f"unknown workload {workload!r}",
+            fields=[FieldError(("workload",), f"one of {', '.join(COMPARED_WORKLOADS)}")],
+        )
     views = tuple(resolve_gpu(uow, read, n, use_default=use_default) for n in names)
     seen: dict[str, str] = {}
     for n, v in zip(names, views, strict=True):
@@ -220,8 +243,17 @@ def compare(
     return out
 
 
-def comparison_etag(uow: UnitOfWork, read: ReadModel, idents: Sequence[str], *, today: dt.date, stale_days: int,
-                    currency: str = "USD", workload: str | None = None, use_default: bool = False) -> str:
+def comparison_etag(
+    uow: UnitOfWork,
+    read: ReadModel,
+    idents: Sequence[str],
+    *,
+    today: dt.date,
+    stale_days: int,
+    currency: str = "USD",
+    workload: str | None = None,
+    use_default: bool = False,
+) -> str:
     """The ETag :func:`compare` would answer with, without computing the comparison (for
     ``If-None-Match``)."""
     names = parse_gpu_list(idents)
@@ -236,7 +268,15 @@ def comparison_etag(uow: UnitOfWork, read: ReadModel, idents: Sequence[str], *, 
 # (key, label, group, unit, higher is better, path in the document, scale)
 _SPEC_ROWS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], float], ...] = (
     ("memory_gib", "Memory", "memory", "GiB", True, ("memory", "memory_bytes"), 2**-30),
-    ("usable_memory_gib", "Usable memory (driver)", "usable_memory", "GiB", True, ("memory", "usable_memory_bytes"), 2**-30),
+    (
+        "usable_memory_gib",
+        "Usable memory (driver)",
+        "usable_memory",
+        "GiB",
+        True,
+        ("memory", "usable_memory_bytes"),
+        2**-30,
+    ),
     ("bandwidth_gb_per_s", "Memory bandwidth", "memory", "GB/s", True, ("memory", "bandwidth_gb_per_s"), 1.0),
     ("fp64_tflops", "FP64", "peaks", "TFLOP/s", True, ("peaks", "fp64_tflops"), 1.0),
     ("fp32_tflops", "FP32", "peaks", "TFLOP/s", True, ("peaks", "fp32_tflops"), 1.0),
@@ -249,8 +289,15 @@ _SPEC_ROWS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], float], ...] 
     ("tdp_w", "Board power (TDP)", "power", "W", False, ("power", "tdp_w"), 1.0),
     ("sm_count", "SMs / compute units", "compute", "count", True, ("compute", "sm_count"), 1.0),
     ("boost_clock_mhz", "Boost clock", "compute", "MHz", True, ("compute", "boost_clock_mhz"), 1.0),
-    ("nvlink_per_direction_gb_per_s", "NVLink per direction", "interconnect", "GB/s", True,
-     ("interconnect", "nvlink", "per_direction_gb_per_s"), 1.0),
+    (
+        "nvlink_per_direction_gb_per_s",
+        "NVLink per direction",
+        "interconnect",
+        "GB/s",
+        True,
+        ("interconnect", "nvlink", "per_direction_gb_per_s"),
+        1.0,
+    ),
     ("pcie_gen", "PCIe generation", "interconnect", "gen", True, ("interconnect", "pcie", "gen"), 1.0),
 )
 
@@ -281,19 +328,40 @@ def _figure(doc: Mapping[str, Any], group: str, path: Sequence[str], scale: floa
     if src is None:
         return Figure(value=value, provenance="unsourced")
     kind = src.get("source_kind")
-    prov = ("derived" if kind == "derived" else "measured" if kind == "measured"
-            else "registry" if kind == "pci-ids" else "datasheet" if kind in _DATASHEET_KINDS else "unsourced")
+    prov = (
+        "derived"
+        if kind == "derived"
+        else "measured"
+        if kind == "measured"
+        else "registry"
+        if kind == "pci-ids"
+        else "datasheet"
+        if kind in _DATASHEET_KINDS
+        else "unsourced"
+    )
     derivation = None
     if kind == "derived":
         derivation = f"derived from {src.get('derived_from')}: {src.get('title') or ''}".strip()
-    return Figure(value=value, provenance=prov, source_kind=kind, source_title=src.get("title"),
-                  source_url=src.get("url"), derivation=derivation)
+    return Figure(
+        value=value,
+        provenance=prov,
+        source_kind=kind,
+        source_title=src.get("title"),
+        source_url=src.get("url"),
+        derivation=derivation,
+    )
 
 
 def _specs(docs: Sequence[Mapping[str, Any]]) -> tuple[SpecLine, ...]:
     return tuple(
-        SpecLine(key=key, label=label, group=group if group != "usable_memory" else "memory", unit=unit,
-                 higher_is_better=hib, figures=tuple(_figure(d, group, path, scale) for d in docs))
+        SpecLine(
+            key=key,
+            label=label,
+            group=group if group != "usable_memory" else "memory",
+            unit=unit,
+            higher_is_better=hib,
+            figures=tuple(_figure(d, group, path, scale) for d in docs),
+        )
         for key, label, group, unit, hib, path, scale in _SPEC_ROWS
     )
 
@@ -301,19 +369,36 @@ def _specs(docs: Sequence[Mapping[str, Any]]) -> tuple[SpecLine, ...]:
 def _capabilities(docs: Sequence[Mapping[str, Any]]) -> tuple[CapabilityLine, ...]:
     rows: list[CapabilityLine] = []
     for p in ("fp8", "bf16", "fp16", "tf32", "int8", "int4"):
-        rows.append(CapabilityLine(f"supports_{p}", f"{p.upper()} support",
-                                   tuple((d.get("supports") or {}).get(p, "unknown") for d in docs)))
+        rows.append(
+            CapabilityLine(
+                f"supports_{p}",
+                f"{p.upper()} support",
+                tuple((d.get("supports") or {}).get(p, "unknown") for d in docs),
+            )
+        )
     rows += [
         CapabilityLine("architecture", "Architecture", tuple(d.get("architecture") for d in docs)),
-        CapabilityLine("compute_capability", "Compute capability",
-                       tuple(_get(d, ("identity", "compute_capability")) for d in docs)),
+        CapabilityLine(
+            "compute_capability",
+            "Compute capability",
+            tuple(_get(d, ("identity", "compute_capability")) for d in docs),
+        ),
         CapabilityLine("form_factor", "Form factor", tuple(d.get("form_factor") for d in docs)),
-        CapabilityLine("nvlink_topology", "NVLink topology",
-                       tuple(_get(d, ("interconnect", "nvlink", "topology")) or "none" for d in docs)),
-        CapabilityLine("nvlink_domain_size", "NVLink domain (GPUs)",
-                       tuple(_get(d, ("interconnect", "nvlink", "domain_size")) for d in docs)),
-        CapabilityLine("p2p_over_pcie", "Peer-to-peer over PCIe",
-                       tuple(_get(d, ("interconnect", "p2p_over_pcie")) or "unknown" for d in docs)),
+        CapabilityLine(
+            "nvlink_topology",
+            "NVLink topology",
+            tuple(_get(d, ("interconnect", "nvlink", "topology")) or "none" for d in docs),
+        ),
+        CapabilityLine(
+            "nvlink_domain_size",
+            "NVLink domain (GPUs)",
+            tuple(_get(d, ("interconnect", "nvlink", "domain_size")) for d in docs),
+        ),
+        CapabilityLine(
+            "p2p_over_pcie",
+            "Peer-to-peer over PCIe",
+            tuple(_get(d, ("interconnect", "p2p_over_pcie")) or "unknown" for d in docs),
+        ),
         CapabilityLine("memory_type", "Memory type", tuple(_get(d, ("memory", "type")) for d in docs)),
         CapabilityLine("ecc", "ECC", tuple(_get(d, ("memory", "ecc")) or "unknown" for d in docs)),
         CapabilityLine("tdp_w", "Board power (W)", tuple(_get(d, ("power", "tdp_w")) for d in docs)),
@@ -336,7 +421,9 @@ def _software_key(fp: Mapping[str, Any] | None) -> str | None:
     return json.dumps({k: fp.get(k) for k in SOFTWARE_FIELDS}, sort_keys=True, default=str)
 
 
-def _views(snap: Snapshot, cells: Mapping[str, MeasuredCellStacks], k: int) -> tuple[dict[str, CellView], bool | None, Mapping[str, Any] | None]:
+def _views(
+    snap: Snapshot, cells: Mapping[str, MeasuredCellStacks], k: int
+) -> tuple[dict[str, CellView], bool | None, Mapping[str, Any] | None]:
     """Per measured GPU its view; from one common software stack when one exists."""
     fps = snap.measurements.fingerprints
     if len(cells) < 2:
@@ -361,51 +448,95 @@ def _views(snap: Snapshot, cells: Mapping[str, MeasuredCellStacks], k: int) -> t
 def _measured_cell(view: CellView, metric: str) -> Cell:
     s = view.metrics.get(metric)
     if view.measured_oom:
-        return Cell(source="measurement", oom=True, provenance=view.provenance or view.provenance_code,
-                    thin=view.thin, count=view.count, fingerprint_hash=view.fingerprint_hash,
-                    newest_measured_at=view.newest_measured_at, reason="out of memory")
+        return Cell(
+            source="measurement",
+            oom=True,
+            provenance=view.provenance or view.provenance_code,
+            thin=view.thin,
+            count=view.count,
+            fingerprint_hash=view.fingerprint_hash,
+            newest_measured_at=view.newest_measured_at,
+            reason="out of memory",
+        )
     if s is None:
-        return Cell(source="measurement", provenance=view.provenance_code, thin=view.thin, count=view.count,
-                    fingerprint_hash=view.fingerprint_hash, newest_measured_at=view.newest_measured_at,
-                    reason=view.provenance_reason or "no usable result")
-    return Cell(source="measurement", value=s.median, low=s.p10, high=s.p90,
-                provenance=view.provenance or view.provenance_code, thin=view.thin, count=view.count,
-                fingerprint_hash=view.fingerprint_hash, newest_measured_at=view.newest_measured_at)
+        return Cell(
+            source="measurement",
+            provenance=view.provenance_code,
+            thin=view.thin,
+            count=view.count,
+            fingerprint_hash=view.fingerprint_hash,
+            newest_measured_at=view.newest_measured_at,
+            reason=view.provenance_reason or "no usable result",
+        )
+    return Cell(
+        source="measurement",
+        value=s.median,
+        low=s.p10,
+        high=s.p90,
+        provenance=view.provenance or view.provenance_code,
+        thin=view.thin,
+        count=view.count,
+        fingerprint_hash=view.fingerprint_hash,
+        newest_measured_at=view.newest_measured_at,
+    )
 
 
 def _job_spec(workload: str, p: Mapping[str, Any]) -> JobSpec | None:
     if workload in ("resnet50-train", "resnet50-infer"):
-        return JobSpec(model="resnet50", mode="training" if workload.endswith("train") else "inference",
-                       precision=p.get("precision"), batch_size=int(p.get("batch_size") or 1))
+        return JobSpec(
+            model="resnet50",
+            mode="training" if workload.endswith("train") else "inference",
+            precision=p.get("precision"),
+            batch_size=int(p.get("batch_size") or 1),
+        )
     if workload in ("bert-large-train", "bert-large-infer"):
-        return JobSpec(model="bert-large", mode="training" if workload.endswith("train") else "inference",
-                       precision=p.get("precision"), batch_size=int(p.get("batch_size") or 1),
-                       seq_len=p.get("seq_len"))
+        return JobSpec(
+            model="bert-large",
+            mode="training" if workload.endswith("train") else "inference",
+            precision=p.get("precision"),
+            batch_size=int(p.get("batch_size") or 1),
+            seq_len=p.get("seq_len"),
+        )
     if workload == "llm-train":
         finetune = p.get("finetune") or "full"
         targets = p.get("lora_targets")
         return JobSpec(
-            model=p.get("model"), mode="training" if finetune == "full" else "fine-tuning",
-            precision=p.get("precision"), batch_size=int(p.get("batch_size") or 1), seq_len=p.get("seq_len"),
-            gradient_checkpointing=bool(p.get("gradient_checkpointing")), finetune=finetune,
+            model=p.get("model"),
+            mode="training" if finetune == "full" else "fine-tuning",
+            precision=p.get("precision"),
+            batch_size=int(p.get("batch_size") or 1),
+            seq_len=p.get("seq_len"),
+            gradient_checkpointing=bool(p.get("gradient_checkpointing")),
+            finetune=finetune,
             lora_rank=int(p.get("lora_rank") or 16),
             lora_targets=tuple(str(targets).split(",")) if targets else None,
-            attention=p.get("attention") or "sdpa", optimizer=p.get("optimizer") or "adamw",
-            sharding=p.get("sharding"), gpu_count=1, global_batch=int(p.get("global_batch") or 0),
+            attention=p.get("attention") or "sdpa",
+            optimizer=p.get("optimizer") or "adamw",
+            sharding=p.get("sharding"),
+            gpu_count=1,
+            global_batch=int(p.get("global_batch") or 0),
             # the vocabulary's defaults, which a cell omits (omitted_at_default): what the agent ran
-            loop=p.get("loop") or "loss_only", optimizer_impl=p.get("optimizer_impl") or "fused",
+            loop=p.get("loop") or "loss_only",
+            optimizer_impl=p.get("optimizer_impl") or "fused",
             mixed_precision=p.get("mixed_precision") or "autocast",
         )
     if workload == "llm-infer":
-        return JobSpec(model=p.get("model"), mode="inference", precision=p.get("precision"),
-                       quant_method=p.get("quant_method") or "none", engine=p.get("engine") or "hf-transformers",
-                       batch_size=int(p.get("batch_size") or 1), input_len=int(p.get("input_len") or 1024),
-                       output_len=int(p.get("output_len") or 256))
+        return JobSpec(
+            model=p.get("model"),
+            mode="inference",
+            precision=p.get("precision"),
+            quant_method=p.get("quant_method") or "none",
+            engine=p.get("engine") or "hf-transformers",
+            batch_size=int(p.get("batch_size") or 1),
+            input_len=int(p.get("input_len") or 1024),
+            output_len=int(p.get("output_len") or 256),
+        )
     return None
 
 
-def _estimated_cell(snap: Snapshot, slug: str, workload: str, params_hash: str, params: Mapping[str, Any],
-                    metric: str) -> Cell:
+def _estimated_cell(
+    snap: Snapshot, slug: str, workload: str, params_hash: str, params: Mapping[str, Any], metric: str
+) -> Cell:
     spec = snap.catalog.specs.get(slug)
     job_spec = _job_spec(workload, params)
     if spec is None or job_spec is None:
@@ -422,29 +553,46 @@ def _estimated_cell(snap: Snapshot, slug: str, workload: str, params_hash: str, 
         return Cell(source="none", reason=f"no estimate: {exc}")
     if not est.memory.fits:
         need_gib = est.memory.estimate.device_memory_band.high / 2**30
-        return Cell(source="estimate", oom=True, provenance=est.memory.provenance,
-                    reason=f"estimated not to fit: needs up to {need_gib:.1f} GiB of "
-                    f"{est.memory.usable_memory_bytes / 2**30:.1f} GiB usable")
+        return Cell(
+            source="estimate",
+            oom=True,
+            provenance=est.memory.provenance,
+            reason=f"estimated not to fit: needs up to {need_gib:.1f} GiB of "
+            f"{est.memory.usable_memory_bytes / 2**30:.1f} GiB usable",
+        )
     if est.time is not None and metric == "throughput":
         t = est.time
         value = t.tokens_per_s if workload == "llm-train" else t.samples_per_s
         b = t.step_time_band
-        return Cell(source="estimate", value=value, low=value * b.mid / b.high if b.high else None,
-                    high=value * b.mid / b.low if b.low else None, provenance=t.provenance,
-                    source_gpus=t.source_gpus)
+        return Cell(
+            source="estimate",
+            value=value,
+            low=value * b.mid / b.high if b.high else None,
+            high=value * b.mid / b.low if b.low else None,
+            provenance=t.provenance,
+            source_gpus=t.source_gpus,
+        )
     if est.serving is not None and metric == "output_tokens_per_s":
         sv = est.serving
         b = sv.tpot_band
         v = sv.output_tokens_per_s
-        return Cell(source="estimate", value=v, low=v * b.mid / b.high if b.high else None,
-                    high=v * b.mid / b.low if b.low else None, provenance=sv.provenance, source_gpus=sv.source_gpus)
+        return Cell(
+            source="estimate",
+            value=v,
+            low=v * b.mid / b.high if b.high else None,
+            high=v * b.mid / b.low if b.low else None,
+            provenance=sv.provenance,
+            source_gpus=sv.source_gpus,
+        )
     return Cell(source="none", reason=f"the estimate gives no {metric}")
 
 
 def _order(workload: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (COMPARED_WORKLOADS.index(workload), json.dumps(
-        {k: params[k] for k in sorted(params) if k != "batch_size"}, sort_keys=True, default=str),
-        params.get("batch_size") or 0)
+    return (
+        COMPARED_WORKLOADS.index(workload),
+        json.dumps({k: params[k] for k in sorted(params) if k != "batch_size"}, sort_keys=True, default=str),
+        params.get("batch_size") or 0,
+    )
 
 
 def _results(snap: Snapshot, slugs: Sequence[str], k: int, only: str | None) -> tuple[ResultLine, ...]:
@@ -459,18 +607,29 @@ def _results(snap: Snapshot, slugs: Sequence[str], k: int, only: str | None) -> 
             rows.setdefault((c.workload, c.params_hash), {})[slug] = c
             params_of.setdefault((c.workload, c.params_hash), c.params)
     out: list[ResultLine] = []
-    for (wl, ph) in sorted(rows, key=lambda key: _order(key[0], params_of[key])):
+    for wl, ph in sorted(rows, key=lambda key: _order(key[0], params_of[key])):
         measured = rows[(wl, ph)]
         views, common, stack = _views(snap, measured, k)
         present = {m for v in views.values() for m in v.metrics}
         metric = main_metric_of(wl, present)
         mdef = WORKLOADS[wl].metric(metric)
         cells = tuple(
-            _measured_cell(views[s], metric) if s in views
+            _measured_cell(views[s], metric)
+            if s in views
             else _estimated_cell(snap, s, wl, ph, params_of[(wl, ph)], metric)
             for s in slugs
         )
-        out.append(ResultLine(workload=wl, parameters=dict(params_of[(wl, ph)]), parameters_hash=ph, metric=metric,
-                              unit=mdef.unit if mdef else "", higher_is_better=mdef.higher_is_better if mdef else True,
-                              cells=cells, common_stack=common, stack=stack))
+        out.append(
+            ResultLine(
+                workload=wl,
+                parameters=dict(params_of[(wl, ph)]),
+                parameters_hash=ph,
+                metric=metric,
+                unit=mdef.unit if mdef else "",
+                higher_is_better=mdef.higher_is_better if mdef else True,
+                cells=cells,
+                common_stack=common,
+                stack=stack,
+            )
+        )
     return tuple(out)

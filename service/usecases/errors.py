@@ -39,9 +39,11 @@ class UseCaseError(Exception):
 
     def at(self, *prefix: str | int) -> UseCaseError:
         """The same error with every field path prefixed (an item inside a batch)."""
-        clone = type(self)(self.detail, fields=[
-            FieldError((*prefix, *f.path), f.msg, f.location, f.type) for f in self.fields
-        ], **self.extra)
+        clone = type(self)(
+            self.detail,
+            fields=[FieldError((*prefix, *f.path), f.msg, f.location, f.type) for f in self.fields],
+            **self.extra,
+        )
         return clone
 
 

@@ -64,19 +64,26 @@ def data_version(snap: Snapshot) -> str:
     return str(DataVersion(snap.watermarks, ESTIMATOR_VERSION))
 
 
-def estimate(uow: UnitOfWork, read: ReadModel, spec: JobSpec, gpu: str, *, now: dt.datetime) -> EstimateResult:
+def estimate(
+    uow: UnitOfWork, read: ReadModel, spec: JobSpec, gpu: str, *, now: dt.datetime
+) -> EstimateResult:
     """One configuration on one GPU. Refusals name the field (``model``, ``gpu``, ...)."""
     try:
         job = build_job(spec)
     except ModelNotFound as exc:
-        raise Invalid(str(exc), fields=[FieldError(("model",), str(exc))], close_matches=exc.close_matches) from None
+        raise Invalid(
+            str(exc), fields=[FieldError(("model",), str(exc))], close_matches=exc.close_matches
+        ) from None
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
     try:
         resolved = resolve_gpu(uow, read, gpu, use_default=True)
     except (NotFound, Ambiguous) as exc:
-        raise Invalid(exc.detail, fields=[FieldError(("gpu",), exc.detail)],
-                      **{k: v for k, v in exc.extra.items() if k != "query"}) from None
+        raise Invalid(
+            exc.detail,
+            fields=[FieldError(("gpu",), exc.detail)],
+            **{k: v for k, v in exc.extra.items() if k != "query"},
+        ) from None
     snap = read.snapshot(uow)
     spec_of_gpu = snap.catalog.specs[resolved.record.slug]
     measured = measured_view(snap, spec_of_gpu.slug, benchmark_cell(job), read.min_points)
@@ -85,12 +92,21 @@ def estimate(uow: UnitOfWork, read: ReadModel, spec: JobSpec, gpu: str, *, now: 
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
     found = tuple(Notice(w.code, w.message) for w in resolved.warnings)
-    return EstimateResult(estimate=est, warnings=(*found, *est.warnings), as_of=now, data_version=data_version(snap),
-                          calibration_watermark=snap.calibration_watermark)
+    return EstimateResult(
+        estimate=est,
+        warnings=(*found, *est.warnings),
+        as_of=now,
+        data_version=data_version(snap),
+        calibration_watermark=snap.calibration_watermark,
+    )
 
 
 def estimate_batch(
-    uow: UnitOfWork, read: ReadModel, items: Sequence[tuple[JobSpec, str]], *, now: dt.datetime,
+    uow: UnitOfWork,
+    read: ReadModel,
+    items: Sequence[tuple[JobSpec, str]],
+    *,
+    now: dt.datetime,
 ) -> list[EstimateResult | UseCaseError]:
     """Each item's answer, or the refusal the single call would give (field paths under
     ``items.<i>``)."""

@@ -43,12 +43,16 @@ class CreatedKey:
 def create_key(uow: UnitOfWork, *, name: str, scope: str, trusted: bool = False) -> CreatedKey:
     """A new key; the secret is in the answer and nowhere else."""
     if scope not in SCOPES:
-        raise Invalid(f"scope must be one of {', '.join(SCOPES)}", fields=[FieldError(("scope",), "unknown scope")])
+        raise Invalid(
+            f"scope must be one of {', '.join(SCOPES)}", fields=[FieldError(("scope",), "unknown scope")]
+        )
     if not name.strip():
         raise Invalid("name must not be empty", fields=[FieldError(("name",), "empty")])
     prefix = secrets.token_hex(4)
     secret = f"gpa_{prefix}_{secrets.token_urlsafe(32)}"
-    key = uow.keys.add(name=name.strip(), prefix=prefix, secret_hash=hash_secret(secret), scope=scope, trusted=trusted)
+    key = uow.keys.add(
+        name=name.strip(), prefix=prefix, secret_hash=hash_secret(secret), scope=scope, trusted=trusted
+    )
     return CreatedKey(id=key.id, name=key.name, scope=scope, secret=secret)
 
 

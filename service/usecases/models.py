@@ -34,7 +34,10 @@ def lookup(name: str) -> ModelSpec:
 
 
 def resolve_model_input(
-    model: str | None, hf_config: Mapping[str, Any] | None, params_billion: float | None, loc: tuple[str | int, ...] = ()
+    model: str | None,
+    hf_config: Mapping[str, Any] | None,
+    params_billion: float | None,
+    loc: tuple[str | int, ...] = (),
 ) -> tuple[ModelSpec, str | None]:
     """Exactly one of: a preset name, a Hugging Face config.json body, a parameter count."""
     if not has_one_model_input(model, hf_config, params_billion):
@@ -56,7 +59,8 @@ def resolve_model_input(
             raise Invalid(str(exc), fields=[FieldError((*loc, "hf_config"), str(exc))]) from None
         except (KeyError, TypeError, ValueError) as exc:
             raise Invalid(
-                f"hf_config is not a usable config.json: {exc}", fields=[FieldError((*loc, "hf_config"), str(exc))]
+                f"hf_config is not a usable config.json: {exc}",
+                fields=[FieldError((*loc, "hf_config"), str(exc))],
             ) from None
     assert params_billion is not None
     try:

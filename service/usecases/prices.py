@@ -64,15 +64,20 @@ def import_skypilot(
         raise Invalid("a provider name is needed", fields=[FieldError(("provider",), "empty")])
     if not source.strip():
         raise Invalid("a source is needed", fields=[FieldError(("source",), "empty")])
-    too_long = [FieldError((name,), f"longer than {width} characters")
-                for name, value in (("provider", provider), ("source", source))
-                for width in (_WIDTHS[name],) if len(value) > width]
+    too_long = [
+        FieldError((name,), f"longer than {width} characters")
+        for name, value in (("provider", provider), ("source", source))
+        for width in (_WIDTHS[name],)
+        if len(value) > width
+    ]
     if too_long:
         raise Invalid("a name is too long for the price table", fields=too_long)
     docs = [r.document for r in uow.catalog.records().values()]
     if not docs:
-        raise Invalid("the catalog is empty, so no name can be mapped: run `gpu-advisor migrate` first",
-                      fields=[FieldError(("catalog",), "no GPUs")])
+        raise Invalid(
+            "the catalog is empty, so no name can be mapped: run `gpu-advisor migrate` first",
+            fields=[FieldError(("catalog",), "no GPUs")],
+        )
     report = import_vms_csv(
         text,
         provider=provider,
@@ -87,12 +92,21 @@ def import_skypilot(
             f"{len(report.errors)} malformed row(s) in the {provider} file; nothing was imported",
             fields=[FieldError((f"line {e.line}", e.column or "row"), e.message) for e in report.errors],
         )
-    long_fields = sorted({(name, getattr(r, name)) for r in report.records for name in ("region", "instance_type")
-                          if len(getattr(r, name)) > _WIDTHS[name]})
+    long_fields = sorted(
+        {
+            (name, getattr(r, name))
+            for r in report.records
+            for name in ("region", "instance_type")
+            if len(getattr(r, name)) > _WIDTHS[name]
+        }
+    )
     if long_fields:
         raise Invalid(
             "names too long for the price table; nothing was imported",
-            fields=[FieldError((name, value[:40]), f"longer than {_WIDTHS[name]} characters") for name, value in long_fields],
+            fields=[
+                FieldError((name, value[:40]), f"longer than {_WIDTHS[name]} characters")
+                for name, value in long_fields
+            ],
         )
     if dry_run:
         return SkypilotImport(report=report, upserted=0, dry_run=True)
@@ -114,7 +128,9 @@ def import_skypilot(
         )
         for r in report.records
     ]
-    upserted, _unknown = uow.catalog.upsert_prices(entries, origin=IMPORT_ORIGIN)  # slugs came from the catalog
+    upserted, _unknown = uow.catalog.upsert_prices(
+        entries, origin=IMPORT_ORIGIN
+    )  # slugs came from the catalog
     if upserted:
         uow.touch_catalog()
     return SkypilotImport(report=report, upserted=upserted, dry_run=False)

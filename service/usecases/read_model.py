@@ -139,8 +139,13 @@ def _cells_of(stacks: Iterable[StoredStack]) -> dict[CellId, MeasuredCellStacks]
     for key, ss in grouped.items():
         ss.sort(key=lambda s: s.stack.fingerprint_hash)
         newest = max(ss, key=lambda s: s.stack.newest)
-        out[key] = MeasuredCellStacks(gpu_slug=key[0], workload=key[1], params_hash=key[2], params=newest.params,
-                                      stacks=tuple(s.stack for s in ss))
+        out[key] = MeasuredCellStacks(
+            gpu_slug=key[0],
+            workload=key[1],
+            params_hash=key[2],
+            params=newest.params,
+            stacks=tuple(s.stack for s in ss),
+        )
     return out
 
 
@@ -151,7 +156,9 @@ def _by_gpu(cells: Mapping[CellId, MeasuredCellStacks]) -> dict[str, tuple[CellI
     return {k: tuple(v) for k, v in out.items()}
 
 
-def cell_measurements(cells: Iterable[MeasuredCellStacks], specs: Mapping[str, GpuSpec], k: int) -> list[CellMeasurement]:
+def cell_measurements(
+    cells: Iterable[MeasuredCellStacks], specs: Mapping[str, GpuSpec], k: int
+) -> list[CellMeasurement]:
     """The calibration inputs of measured cells: each cell's latest-measured medians (the one
     rule), on the GPU's current spec."""
     out: list[CellMeasurement] = []
@@ -161,7 +168,9 @@ def cell_measurements(cells: Iterable[MeasuredCellStacks], specs: Mapping[str, G
         view = c.view(k)
         medians = {name: s.median for name, s in view.metrics.items()}
         if medians:
-            out.append(CellMeasurement(gpu=specs[c.gpu_slug], workload=c.workload, params=c.params, medians=medians))
+            out.append(
+                CellMeasurement(gpu=specs[c.gpu_slug], workload=c.workload, params=c.params, medians=medians)
+            )
     return out
 
 
@@ -205,8 +214,12 @@ class ReadModel:
             # than answering from no calibrations at all
             self._first_fit.wait(timeout=self.FIRST_FIT_WAIT_S)
         with self._lock:
-            return Snapshot(catalog=catalog, measurements=measured, calibrations=self._calibrations,
-                            calibration_watermark=self._calibration_watermark)
+            return Snapshot(
+                catalog=catalog,
+                measurements=measured,
+                calibrations=self._calibrations,
+                calibration_watermark=self._calibration_watermark,
+            )
 
     def get(self, uow: UnitOfWork) -> Mapping[str, list[AliasEntry]]:
         """The alias index (what name resolution needs)."""
@@ -244,9 +257,14 @@ class ReadModel:
         if current is None or entries is None or watermark < current.watermark:
             stacks = uow.stacks.stacks_of_cells(None)
             cells = _cells_of(stacks)
-            snap = MeasurementSnapshot(watermark=watermark, cells=cells, by_gpu=_by_gpu(cells),
-                                       fingerprints=uow.benchmark_queries.fingerprint_fields(
-                                           {s.stack.fingerprint_hash for s in stacks}))
+            snap = MeasurementSnapshot(
+                watermark=watermark,
+                cells=cells,
+                by_gpu=_by_gpu(cells),
+                fingerprints=uow.benchmark_queries.fingerprint_fields(
+                    {s.stack.fingerprint_hash for s in stacks}
+                ),
+            )
             with self._lock:
                 if self._measurements is None or self._measurements.watermark < watermark or entries is None:
                     self._measurements = snap
@@ -261,11 +279,15 @@ class ReadModel:
             if g in slugs:
                 cells.pop((slugs[g], wl, ph), None)
         cells.update(reloaded)
-        new_fps = {s.fingerprint_hash for c in reloaded.values() for s in c.stacks} - set(current.fingerprints)
+        new_fps = {s.fingerprint_hash for c in reloaded.values() for s in c.stacks} - set(
+            current.fingerprints
+        )
         fingerprints = dict(current.fingerprints)
         if new_fps:
             fingerprints.update(uow.benchmark_queries.fingerprint_fields(new_fps))
-        snap = MeasurementSnapshot(watermark=watermark, cells=cells, by_gpu=_by_gpu(cells), fingerprints=fingerprints)
+        snap = MeasurementSnapshot(
+            watermark=watermark, cells=cells, by_gpu=_by_gpu(cells), fingerprints=fingerprints
+        )
         groups = self._groups_of(list(reloaded.values()), [slugs[g] for g, _wl, _ph in touched if g in slugs])
         with self._lock:
             if self._measurements is not None and self._measurements.watermark >= watermark:
@@ -297,8 +319,11 @@ class ReadModel:
     def _schedule_fits(self, catalog: CatalogSnapshot, measured: MeasurementSnapshot) -> None:
         with self._lock:
             if self._fitted_specs is not catalog.specs:
-                changed = {s for s in set(catalog.specs) | set(self._fitted_specs)
-                           if catalog.specs.get(s) != self._fitted_specs.get(s)}
+                changed = {
+                    s
+                    for s in set(catalog.specs) | set(self._fitted_specs)
+                    if catalog.specs.get(s) != self._fitted_specs.get(s)
+                }
                 if self._fitted_specs:
                     self._pending_groups |= {(s, "*", "*") for s in changed}
                 self._fitted_specs = catalog.specs
@@ -316,13 +341,17 @@ class ReadModel:
         if job is None:
             self._fit(catalog, measured, full, groups)
 
-    def _fit(self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]) -> None:
+    def _fit(
+        self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]
+    ) -> None:
         try:
             self._fit_now(catalog, measured, full, groups)
         finally:
             self._first_fit.set()
 
-    def _fit_now(self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]) -> None:
+    def _fit_now(
+        self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]
+    ) -> None:
         cms = cell_measurements(measured.cells.values(), catalog.specs, self.min_points)
         if full:
             fitted = fit_calibrations(cms)
@@ -344,7 +373,8 @@ class ReadModel:
             from dataclasses import replace
 
             fitted = replace(base, gemm_tflops=gemm_rates(cms), _picked={}).refitted(
-                {k: sorted(v, key=lambda m: repr(sorted(m.params.items()))) for k, v in wanted.items()})
+                {k: sorted(v, key=lambda m: repr(sorted(m.params.items()))) for k, v in wanted.items()}
+            )
             with self._lock:
                 self.stats.refitted_groups.extend(sorted(wanted))
         with self._lock:

@@ -39,7 +39,13 @@ from service.usecases.estimate import invalid_configuration, measured_view
 from service.usecases.read_model import ReadModel, Snapshot
 from service.usecases.transaction import commits
 
-__all__ = ["RecommendOutcome", "get_recommendation", "prune_recommendations", "recommend", "recommendation_id"]
+__all__ = [
+    "RecommendOutcome",
+    "get_recommendation",
+    "prune_recommendations",
+    "recommend",
+    "recommendation_id",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +99,9 @@ def _slugs(uow: UnitOfWork, read: ReadModel, names: tuple[str, ...], path: str) 
         if not res.slugs:
             hint = f"; did you mean {', '.join(res.close_matches)}?" if res.close_matches else ""
             msg = f"no GPU is known as {name!r}{hint}"
-            raise Invalid(msg, fields=[FieldError(("constraints", path, i), msg)],
-                          close_matches=list(res.close_matches))
+            raise Invalid(
+                msg, fields=[FieldError(("constraints", path, i), msg)], close_matches=list(res.close_matches)
+            )
         out.extend(sorted(res.slugs))
     return tuple(dict.fromkeys(out))
 
@@ -107,14 +114,19 @@ def _resolved(uow: UnitOfWork, read: ReadModel, c: Constraints) -> Constraints:
             res = resolve(uow, read, p.gpu)
             slug = res.resolved or res.default_slug
             if slug is None:
-                msg = (f"no GPU is known as {p.gpu!r}" if not res.slugs
-                       else f"{p.gpu!r} names {len(res.slugs)} GPUs ({', '.join(sorted(res.slugs))}); pick one")
+                msg = (
+                    f"no GPU is known as {p.gpu!r}"
+                    if not res.slugs
+                    else f"{p.gpu!r} names {len(res.slugs)} GPUs ({', '.join(sorted(res.slugs))}); pick one"
+                )
                 raise Invalid(msg, fields=[FieldError(("constraints", "inventory", i, "gpu"), msg)])
             pools_out.append(replace(p, gpu=slug))
         pools = tuple(pools_out)
     return replace(
         c,
-        allowed_gpus=_slugs(uow, read, c.allowed_gpus, "allowed_gpus") if c.allowed_gpus is not None else None,
+        allowed_gpus=_slugs(uow, read, c.allowed_gpus, "allowed_gpus")
+        if c.allowed_gpus is not None
+        else None,
         excluded_gpus=_slugs(uow, read, c.excluded_gpus, "excluded_gpus"),
         pools=pools,
     )
@@ -124,8 +136,9 @@ def _job(q: RecommendQuestion) -> Job:
     try:
         return build_job(q.job)
     except ModelNotFound as exc:
-        raise Invalid(str(exc), fields=[FieldError(("workload", "model"), str(exc))],
-                      close_matches=exc.close_matches) from None
+        raise Invalid(
+            str(exc), fields=[FieldError(("workload", "model"), str(exc))], close_matches=exc.close_matches
+        ) from None
     except InvalidConfiguration as exc:
         raise _invalid(exc) from None
 
@@ -138,8 +151,16 @@ def _invalid(exc: InvalidConfiguration) -> Invalid:
     return Invalid(err.detail, fields=[FieldError(path, exc.message)], **err.extra)
 
 
-def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Mapping[str, Any], *,
-            now: dt.datetime, price_stale_days: int | None = None, owner: int | None = None) -> RecommendOutcome:
+def compute(
+    uow: UnitOfWork,
+    read: ReadModel,
+    q: RecommendQuestion,
+    request: Mapping[str, Any],
+    *,
+    now: dt.datetime,
+    price_stale_days: int | None = None,
+    owner: int | None = None,
+) -> RecommendOutcome:
     """The answer, not stored (the CLI, and the first half of :func:`recommend`). Prices are
     read from the snapshot's price book of ``now``'s day."""
     job = _job(q)
@@ -155,33 +176,59 @@ def compute(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Map
             return None
         return measured_view(snap, gpu.slug, benchmark_cell(j), k)
 
-    data = RecommendData(specs=snap.catalog.specs, calibrations=snap.calibrations, names=_names(snap),
-                         measured=measured, prices=snap.price_book(now.date()))
+    data = RecommendData(
+        specs=snap.catalog.specs,
+        calibrations=snap.calibrations,
+        names=_names(snap),
+        measured=measured,
+        prices=snap.price_book(now.date()),
+    )
     try:
         rec = core_recommend(job, q, data)
     except InvalidConfiguration as exc:
         raise _invalid(exc) from None
     version = str(DataVersion(snap.watermarks, ESTIMATOR_VERSION))
-    return RecommendOutcome(recommendation_id=recommendation_id(request, version, owner), recommendation=rec, as_of=now,
-                            data_version=version, watermarks=snap.watermarks,
-                            calibration_watermark=snap.calibration_watermark)
+    return RecommendOutcome(
+        recommendation_id=recommendation_id(request, version, owner),
+        recommendation=rec,
+        as_of=now,
+        data_version=version,
+        watermarks=snap.watermarks,
+        calibration_watermark=snap.calibration_watermark,
+    )
 
 
 @commits
-def recommend(uow: UnitOfWork, read: ReadModel, q: RecommendQuestion, request: Mapping[str, Any], *,
-              now: dt.datetime, present: Callable[[RecommendOutcome], dict[str, Any]],
-              price_stale_days: int | None = None, owner: int | None = None) -> tuple[RecommendOutcome, dict[str, Any]]:
+def recommend(
+    uow: UnitOfWork,
+    read: ReadModel,
+    q: RecommendQuestion,
+    request: Mapping[str, Any],
+    *,
+    now: dt.datetime,
+    present: Callable[[RecommendOutcome], dict[str, Any]],
+    price_stale_days: int | None = None,
+    owner: int | None = None,
+) -> tuple[RecommendOutcome, dict[str, Any]]:
     """Compute, then store the answer ``present`` makes of it for ``owner`` (the asking key's
     id; one insert, skipped when this id is already stored). Returns the outcome and the
     stored document."""
     outcome = compute(uow, read, q, request, now=now, price_stale_days=price_stale_days, owner=owner)
     doc = present(outcome)
-    uow.recommendations.add(outcome.recommendation_id, api_key_id=owner, data_version=outcome.data_version,
-                            request=dict(request), response=doc, created_at=now)
+    uow.recommendations.add(
+        outcome.recommendation_id,
+        api_key_id=owner,
+        data_version=outcome.data_version,
+        request=dict(request),
+        response=doc,
+        created_at=now,
+    )
     return outcome, doc
 
 
-def get_recommendation(uow: UnitOfWork, rec_id: str, *, reader: int | None, admin: bool = False) -> StoredRecommendation:
+def get_recommendation(
+    uow: UnitOfWork, rec_id: str, *, reader: int | None, admin: bool = False
+) -> StoredRecommendation:
     """A stored answer. One asked with a key is read with that key (or an admin's); to anyone
     else it does not exist (404, the same as an unknown id: nothing is revealed)."""
     found = uow.recommendations.get(rec_id)

@@ -78,7 +78,9 @@ class FakeNvml:
 
     def nvmlDeviceGetPciInfo(self, h: int) -> Any:
         p = self._dev(h, "pci")
-        return SimpleNamespace(busId=p["busId"].encode(), pciDeviceId=p["pciDeviceId"], pciSubSystemId=p["pciSubSystemId"])
+        return SimpleNamespace(
+            busId=p["busId"].encode(), pciDeviceId=p["pciDeviceId"], pciSubSystemId=p["pciSubSystemId"]
+        )
 
     def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
         return SimpleNamespace(**self._dev(h, "memory"))

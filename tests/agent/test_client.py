@@ -26,8 +26,12 @@ def make_run(n: int = 4, run_id: str = "host-20261202T000000Z-abc123-tf32") -> d
         "gpu_count": 1,
         "fingerprint": {"suite_version": "1.0.0"},
         "results": [
-            {"workload": "gemm", "parameters": {"precision": "bf16", "n": 1024 * (i + 1)}, "status": "ok",
-             "metrics": {"tflops": {"value": 700.0 + i, "unit": "TFLOP/s"}}}
+            {
+                "workload": "gemm",
+                "parameters": {"precision": "bf16", "n": 1024 * (i + 1)},
+                "status": "ok",
+                "metrics": {"tflops": {"value": 700.0 + i, "unit": "TFLOP/s"}},
+            }
             for i in range(n)
         ],
     }
@@ -65,12 +69,19 @@ class FakeService:
         digest = hashlib.sha256(body).hexdigest()
         if key in self.stored:
             if self.stored[key] != digest:
-                return httpx.Response(409, json={"title": "conflict", "detail": "run_id reused with another body"},
-                                      headers={"Content-Type": "application/problem+json"})
-            return httpx.Response(200, json={"run_id": key, "state": "accepted", "result_count": self.results[key]})
+                return httpx.Response(
+                    409,
+                    json={"title": "conflict", "detail": "run_id reused with another body"},
+                    headers={"Content-Type": "application/problem+json"},
+                )
+            return httpx.Response(
+                200, json={"run_id": key, "state": "accepted", "result_count": self.results[key]}
+            )
         self.stored[key] = digest
         self.results[key] = len(run["results"])
-        return httpx.Response(201, json={"run_id": key, "state": "accepted", "result_count": len(run["results"])})
+        return httpx.Response(
+            201, json={"run_id": key, "state": "accepted", "result_count": len(run["results"])}
+        )
 
 
 @pytest.fixture()
@@ -78,10 +89,18 @@ def sleeps() -> list[float]:
     return []
 
 
-def client_for(service: Callable[[httpx.Request], httpx.Response], tmp_path: Path, sleeps: list[float],
-               **kw: Any) -> AgentClient:
-    return AgentClient(BASE, "k-submit", spool=Spool(tmp_path / "spool"), transport=httpx.MockTransport(service),
-                       sleep=sleeps.append, jitter=lambda: 1.0, **kw)
+def client_for(
+    service: Callable[[httpx.Request], httpx.Response], tmp_path: Path, sleeps: list[float], **kw: Any
+) -> AgentClient:
+    return AgentClient(
+        BASE,
+        "k-submit",
+        spool=Spool(tmp_path / "spool"),
+        transport=httpx.MockTransport(service),
+        sleep=sleeps.append,
+        jitter=lambda: 1.0,
+        **kw,
+    )
 
 
 def test_accepted_then_replayed_never_duplicates(tmp_path: Path, sleeps: list[float]) -> None:
@@ -122,7 +141,9 @@ def test_timeouts_exhaust_retries_then_spool_then_flush(tmp_path: Path, sleeps: 
     assert c.spool.pending() == [] and len(svc.stored) == 1
 
 
-def test_unreachable_spools_and_flush_keeps_order_and_stops_when_still_down(tmp_path: Path, sleeps: list[float]) -> None:
+def test_unreachable_spools_and_flush_keeps_order_and_stops_when_still_down(
+    tmp_path: Path, sleeps: list[float]
+) -> None:
     down = FakeService(script=[httpx.ConnectError("refused")] * 100)
     c = client_for(down, tmp_path, sleeps, max_attempts=2)
     a, b = make_run(run_id="aaaa-run-0001"), make_run(run_id="bbbb-run-0002")
@@ -131,14 +152,21 @@ def test_unreachable_spools_and_flush_keeps_order_and_stops_when_still_down(tmp_
     assert len(c.spool.pending()) == 2
     up = FakeService()
     c2 = client_for(up, tmp_path, sleeps)
-    assert [(d.run_id, d.outcome) for d in c2.flush()] == [("aaaa-run-0001", "accepted"), ("bbbb-run-0002", "accepted")]
+    assert [(d.run_id, d.outcome) for d in c2.flush()] == [
+        ("aaaa-run-0001", "accepted"),
+        ("bbbb-run-0002", "accepted"),
+    ]
     assert c2.spool.pending() == []
     assert [d.outcome for d in c2.flush()] == []
 
 
 def test_429_honours_retry_after(tmp_path: Path, sleeps: list[float]) -> None:
-    svc = FakeService(script=[httpx.Response(429, headers={"Retry-After": "7"}),
-                              httpx.Response(429, headers={"Retry-After": "100000"})])
+    svc = FakeService(
+        script=[
+            httpx.Response(429, headers={"Retry-After": "7"}),
+            httpx.Response(429, headers={"Retry-After": "100000"}),
+        ]
+    )
     (d,) = client_for(svc, tmp_path, sleeps, max_retry_after_s=30).submit(make_run())
     assert d.outcome == "accepted"
     assert sleeps == [7.0, 30.0]  # honoured, capped
@@ -161,8 +189,10 @@ def test_409_goes_to_dead_letter_with_problem_text(tmp_path: Path, sleeps: list[
 
 
 def test_422_goes_to_dead_letter(tmp_path: Path, sleeps: list[float]) -> None:
-    problem = {"title": "Unprocessable", "errors": [{"loc": ["results", 0, "metrics", "tflops", "unit"],
-                                                    "msg": "must be 'TFLOP/s'"}]}
+    problem = {
+        "title": "Unprocessable",
+        "errors": [{"loc": ["results", 0, "metrics", "tflops", "unit"], "msg": "must be 'TFLOP/s'"}],
+    }
     svc = FakeService(script=[httpx.Response(422, json=problem)])
     c = client_for(svc, tmp_path, sleeps)
     (d,) = c.submit(make_run())
@@ -174,8 +204,13 @@ def test_422_goes_to_dead_letter(tmp_path: Path, sleeps: list[float]) -> None:
 
 def test_401_is_spooled_not_dead_lettered(tmp_path: Path, sleeps: list[float]) -> None:
     svc = FakeService()
-    c = AgentClient(BASE, "wrong-key", spool=Spool(tmp_path / "spool"), transport=httpx.MockTransport(svc),
-                    sleep=sleeps.append)
+    c = AgentClient(
+        BASE,
+        "wrong-key",
+        spool=Spool(tmp_path / "spool"),
+        transport=httpx.MockTransport(svc),
+        sleep=sleeps.append,
+    )
     (d,) = c.submit(make_run())
     assert (d.outcome, d.status_code) == ("spooled", 401) and "API key" in (d.detail or "")
     fixed = client_for(svc, tmp_path, sleeps)
@@ -188,7 +223,12 @@ def test_413_splits_deterministically_and_replays_identically(tmp_path: Path, sl
     run = make_run(n=7)
     first = c.submit(run)
     ids = [d.run_id for d in first]
-    assert ids == [f"{run['run_id']}.p1.p1", f"{run['run_id']}.p1.p2", f"{run['run_id']}.p2.p1", f"{run['run_id']}.p2.p2"]
+    assert ids == [
+        f"{run['run_id']}.p1.p1",
+        f"{run['run_id']}.p1.p2",
+        f"{run['run_id']}.p2.p1",
+        f"{run['run_id']}.p2.p2",
+    ]
     assert all(d.outcome == "accepted" for d in first)
     assert sum(svc.results.values()) == 7  # every result exactly once
     again = c.submit(run)  # e.g. after a crash before the agent recorded success

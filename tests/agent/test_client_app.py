@@ -26,16 +26,43 @@ REPO = Path(__file__).resolve().parents[2]
 
 def h200_run() -> dict[str, Any]:
     host = probe(FakeNvml(load_capture("nvml_h200_real.json")))
-    spec = make_config({"workload": "llm-train", "parameters": {"model": "gt-llama-350m", "precision": "amp_bf16",
-                                                               "batch_size": 8, "seq_len": 2048}})
-    raw = {"status": "ok", "metrics": {"throughput": 92462.9}, "step_time_s": 0.1772, "repeats": 4,
-           "peak_allocated_bytes": 34_370_000_000, "peak_reserved_bytes": 36_000_000_000,
-           "nvml_used_bytes": 37_000_000_000, "flags": {"tf32_matmul": True, "tf32_cudnn": True}}
-    env = {"torch_version": "2.11.0+cu130", "cuda_runtime": "13.0", "attention_backend": "torch-sdpa[flash]",
-           "transformers_version": "5.17.0"}
-    (run,) = build_runs([ConfigOutcome(spec, raw, 2.0)], run_id_base=f"test-{uuid.uuid4().hex[:12]}", env=env,
-                        host=host, gpu=host.gpus[0], started_at=dt.datetime.now(dt.UTC), finished_at=None,
-                        notes="agent client test")
+    spec = make_config(
+        {
+            "workload": "llm-train",
+            "parameters": {
+                "model": "gt-llama-350m",
+                "precision": "amp_bf16",
+                "batch_size": 8,
+                "seq_len": 2048,
+            },
+        }
+    )
+    raw = {
+        "status": "ok",
+        "metrics": {"throughput": 92462.9},
+        "step_time_s": 0.1772,
+        "repeats": 4,
+        "peak_allocated_bytes": 34_370_000_000,
+        "peak_reserved_bytes": 36_000_000_000,
+        "nvml_used_bytes": 37_000_000_000,
+        "flags": {"tf32_matmul": True, "tf32_cudnn": True},
+    }
+    env = {
+        "torch_version": "2.11.0+cu130",
+        "cuda_runtime": "13.0",
+        "attention_backend": "torch-sdpa[flash]",
+        "transformers_version": "5.17.0",
+    }
+    (run,) = build_runs(
+        [ConfigOutcome(spec, raw, 2.0)],
+        run_id_base=f"test-{uuid.uuid4().hex[:12]}",
+        env=env,
+        host=host,
+        gpu=host.gpus[0],
+        started_at=dt.datetime.now(dt.UTC),
+        finished_at=None,
+        notes="agent client test",
+    )
     return run
 
 
@@ -46,18 +73,29 @@ class ViaTestClient(httpx.BaseTransport):
         self.tc = tc
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        r = self.tc.request(request.method, request.url.path, content=request.content,
-                            headers={k: v for k, v in request.headers.items() if k.lower() != "host"})
+        r = self.tc.request(
+            request.method,
+            request.url.path,
+            content=request.content,
+            headers={k: v for k, v in request.headers.items() if k.lower() != "host"},
+        )
         return httpx.Response(r.status_code, headers=r.headers, content=r.content)
 
 
 @pytest.fixture()
 def agent(client: TestClient, submit_key: str, tmp_path: Path) -> AgentClient:
-    return AgentClient("http://testserver", submit_key, spool=Spool(tmp_path / "spool"),
-                       transport=ViaTestClient(client), sleep=lambda s: None)
+    return AgentClient(
+        "http://testserver",
+        submit_key,
+        spool=Spool(tmp_path / "spool"),
+        transport=ViaTestClient(client),
+        sleep=lambda s: None,
+    )
 
 
-def test_submit_replay_conflict_and_unit_error_against_the_app(agent: AgentClient, client: TestClient) -> None:
+def test_submit_replay_conflict_and_unit_error_against_the_app(
+    agent: AgentClient, client: TestClient
+) -> None:
     run = h200_run()
     ok, code, answer = agent.validate(run)
     assert ok and code == 200, answer
@@ -89,8 +127,10 @@ def test_committed_h200_results_are_valid_runs() -> None:
     runs = [r for f in files for r in read_runs(f)]
     results = [x for r in runs for x in r["results"]]
     assert all(validate_run(r) == [] for r in runs)
-    assert all(r["gpu"]["pci_device_id"] == "0x2335" and r["fingerprint"]["torch_version"].startswith("2.")
-               for r in runs)
+    assert all(
+        r["gpu"]["pci_device_id"] == "0x2335" and r["fingerprint"]["torch_version"].startswith("2.")
+        for r in runs
+    )
     train = {json.dumps(x["parameters"], sort_keys=True) for x in results if x["workload"] == "llm-train"}
     assert len(train) >= 45
     assert {x["status"] for x in results} == {"ok", "oom"}
@@ -99,5 +139,6 @@ def test_committed_h200_results_are_valid_runs() -> None:
     by_id = {r["run_id"]: r for r in raw}
     for r in runs:
         clean, _ = sanitize_run(by_id[r["run_id"]], drop=[], reason=None)
-        assert [x for x in clean["results"] if x["workload"] != "gemm"] == \
-               [x for x in r["results"] if x["workload"] != "gemm"]
+        assert [x for x in clean["results"] if x["workload"] != "gemm"] == [
+            x for x in r["results"] if x["workload"] != "gemm"
+        ]

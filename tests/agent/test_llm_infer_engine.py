@@ -23,8 +23,15 @@ def _ctx() -> Context:
     return Context(device="cpu", smoke=True, nvml_index=None, warmup=0, steps=1, repeats=1)
 
 
-PARAMS = {"model": "gt-llama-110m", "precision": "bf16", "engine": "vllm", "batch_size": 4, "input_len": 64,
-          "output_len": 8, "quant_method": "none"}
+PARAMS = {
+    "model": "gt-llama-110m",
+    "precision": "bf16",
+    "engine": "vllm",
+    "batch_size": 4,
+    "input_len": 64,
+    "output_len": 8,
+    "quant_method": "none",
+}
 
 
 def test_an_engine_without_a_plugin_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,8 +45,12 @@ def test_a_registered_engine_runs_the_configuration(monkeypatch: pytest.MonkeyPa
 
     def runner(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         seen.update(params)
-        return {"status": "ok", "metrics": {"ttft_ms_p50": 10.0, "tpot_ms_p50": 2.0}, "step_time_s": 0.1,
-                "extra": {"engine_version": "vllm 0.0-test"}}
+        return {
+            "status": "ok",
+            "metrics": {"ttft_ms_p50": 10.0, "tpot_ms_p50": 2.0},
+            "step_time_s": 0.1,
+            "extra": {"engine_version": "vllm 0.0-test"},
+        }
 
     def eps(group: str) -> list[_EntryPoint]:
         assert group == llm_infer.ENGINE_PLUGIN_GROUP

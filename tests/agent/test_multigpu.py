@@ -289,7 +289,11 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     jobs, skipped = build_jobs(plan, visible_devices=None)
     assert not skipped
     # collective ws1 runs in test_cli_smoke_writes_validated_runs; three launches keep this fast
-    keep = {"collective ws2", "llm-train mg-tiny-llama ddp ws1 bs1x32", "llm-train mg-tiny-llama fsdp ws2 bs1x32"}
+    keep = {
+        "collective ws2",
+        "llm-train mg-tiny-llama ddp ws1 bs1x32",
+        "llm-train mg-tiny-llama fsdp ws2 bs1x32",
+    }
     base = tmp_path_factory.mktemp("multigpu")
     outcomes = [run_job(j, plan, base / f"job{i}") for i, j in enumerate(jobs) if j.label in keep]
     assert len(outcomes) == 3
@@ -452,13 +456,21 @@ def test_variants_are_checked_before_anything_is_launched() -> None:
 
 def test_plan_files_and_resume(tmp_path: Path, isolated_env: None) -> None:
     plan_path = REPO / "service/agent/plans/h200-variants-fsdp-ws1.json"
-    plan = plan_from_args(parser().parse_args(["--plan", str(plan_path), "--backend", "nccl", "--time-budget", "300"]))
+    plan = plan_from_args(
+        parser().parse_args(["--plan", str(plan_path), "--backend", "nccl", "--time-budget", "300"])
+    )
     assert plan.collective is None and plan.world_sizes == (1,) and plan.time_budget_s == 300
     jobs, skipped = build_jobs(plan, visible_devices=1)
     assert len(jobs) == 24 and not skipped
-    cells = {(j.spec["model"], j.spec["optimizer_impl"], j.spec["mixed_precision"], j.spec["batch_size"]) for j in jobs}
+    cells = {
+        (j.spec["model"], j.spec["optimizer_impl"], j.spec["mixed_precision"], j.spec["batch_size"])
+        for j in jobs
+    }
     assert len(cells) == 24
-    assert {j.spec["global_batch"] for j in jobs if j.spec["model"] == "llama2-7b"} == {1, 2}  # one micro-batch
+    assert {j.spec["global_batch"] for j in jobs if j.spec["model"] == "llama2-7b"} == {
+        1,
+        2,
+    }  # one micro-batch
     # --resume: cells a runs file holds as ok or oom are not run again; errors are
     first, second, third = (dict(j.expected[0]) for j in jobs[:3])
     runs = [{"results": [first | {"status": "ok"}, second | {"status": "oom"}, third | {"status": "error"}]}]
@@ -510,11 +522,17 @@ def test_launched_variants_on_cpu(tmp_path: Path) -> None:
     assert len(runs) == 2  # amp_bf16 and strict fp32: two stacks (the TF32 switches differ)
     for run in runs:
         _validate_like_the_service(run)
-        assert "not run (time budget 600 s): 1 job(s)" in run["notes"] and "MixedPrecisionPolicy" in run["notes"]
+        assert (
+            "not run (time budget 600 s): 1 job(s)" in run["notes"] and "MixedPrecisionPolicy" in run["notes"]
+        )
     results = [r for run in runs for r in run["results"]]
     policy, plain = (r["parameters"] for r in results)
     assert (policy["mixed_precision"], policy["optimizer_impl"], policy["loop"], policy["sharding"]) == (
-        "fsdp_policy", "foreach", "keeps_outputs", "fsdp")
+        "fsdp_policy",
+        "foreach",
+        "keeps_outputs",
+        "fsdp",
+    )
     assert policy["gradient_checkpointing"] is True and policy["global_batch"] == 2
     assert plain["optimizer_impl"] == "forloop" and "loop" not in plain and "mixed_precision" not in plain
     # what the steps really computed in: the policy casts the gathered parameters to bf16 without
@@ -523,4 +541,7 @@ def test_launched_variants_on_cpu(tmp_path: Path) -> None:
     assert dtypes == [{"lm_head_output": "bfloat16", "optimizer_param": "float32"},
                       {"lm_head_output": "float32", "optimizer_param": "float32"}]  # fmt: skip
     for r in results:  # CPU: no allocator peaks, and a window under 1 s reports no energy
-        assert "optimizer_step_peak_allocated_bytes" not in r["metrics"] and "energy_per_step_j" not in r["metrics"]
+        assert (
+            "optimizer_step_peak_allocated_bytes" not in r["metrics"]
+            and "energy_per_step_j" not in r["metrics"]
+        )

@@ -107,7 +107,9 @@ def result(
     **extra: Any,
 ) -> dict[str, Any]:
     default_units = {
-        "throughput": "images/s" if workload.startswith("resnet") else ("samples/s" if workload.startswith("bert") else "tokens/s"),
+        "throughput": "images/s"
+        if workload.startswith("resnet")
+        else ("samples/s" if workload.startswith("bert") else "tokens/s"),
         "tflops": "TFLOP/s",
         "tops": "TOP/s",
         "bandwidth_gb_per_s": "GB/s",

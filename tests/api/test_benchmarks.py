@@ -51,9 +51,13 @@ def gpu(engine: Engine) -> dict[str, Any]:
 # ---- idempotency -------------------------------------------------------------------------------
 
 
-def test_submit_replay_and_conflict(client: TestClient, engine: Engine, submit_key: str, gpu: dict[str, Any]) -> None:
+def test_submit_replay_and_conflict(
+    client: TestClient, engine: Engine, submit_key: str, gpu: dict[str, Any]
+) -> None:
     body = run_on(gpu, [result(metrics={"throughput": 2500.0 + i}) for i in range(3)])
-    r = client.post("/v1/benchmark-runs", json=body, headers={**auth(submit_key), "Idempotency-Key": body["run_id"]})
+    r = client.post(
+        "/v1/benchmark-runs", json=body, headers={**auth(submit_key), "Idempotency-Key": body["run_id"]}
+    )
     assert r.status_code == 201, r.text
     first = r.json()
     assert first["state"] == "accepted" and first["gpu_slug"] == gpu["slug"]
@@ -118,8 +122,12 @@ def test_another_keys_run_id_is_a_409_that_reveals_nothing(
     assert answers[2].json() == answers[3].json()
     assert _count_runs(engine, body["run_id"]) == 1
     with UnitOfWork(make_session_factory(engine)) as uow:
-        owner = uow.session.scalar(select(IdempotencyRecord.api_key_id).where(IdempotencyRecord.key == body["run_id"]))
-        run_owner = uow.session.scalar(select(BenchmarkRun.api_key_id).where(BenchmarkRun.run_id == body["run_id"]))
+        owner = uow.session.scalar(
+            select(IdempotencyRecord.api_key_id).where(IdempotencyRecord.key == body["run_id"])
+        )
+        run_owner = uow.session.scalar(
+            select(BenchmarkRun.api_key_id).where(BenchmarkRun.run_id == body["run_id"])
+        )
     assert owner == run_owner and owner is not None
     again = client.post("/v1/benchmark-runs", json=body, headers=auth(submit_key))
     assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
@@ -127,14 +135,18 @@ def test_another_keys_run_id_is_a_409_that_reveals_nothing(
 
 def test_idempotency_key_must_equal_run_id(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
     body = run_on(gpu, [result()])
-    r = client.post("/v1/benchmark-runs", json=body, headers={**auth(submit_key), "Idempotency-Key": "another-run-id"})
+    r = client.post(
+        "/v1/benchmark-runs", json=body, headers={**auth(submit_key), "Idempotency-Key": "another-run-id"}
+    )
     assert r.status_code == 422
     assert _locs(r.json()) == [["header", "Idempotency-Key"]]
 
 
 def test_concurrent_twins_store_one_run(engine: Engine, settings: Settings, gpu: dict[str, Any]) -> None:
     """Eight threads submit the same run at once: one insert wins, the rest replay it."""
-    body = BenchmarkRunIn.model_validate(run_on(gpu, [result(metrics={"throughput": 100.0 + i}) for i in range(20)]))
+    body = BenchmarkRunIn.model_validate(
+        run_on(gpu, [result(metrics={"throughput": 100.0 + i}) for i in range(20)])
+    )
     factory = make_session_factory(engine)
     cache = ReadModel()
     with UnitOfWork(factory) as uow:
@@ -151,8 +163,12 @@ def test_concurrent_twins_store_one_run(engine: Engine, settings: Settings, gpu:
             barrier.wait()
             with UnitOfWork(factory) as uow:
                 out = benchmarks.submit_run(
-                    uow, cache, principal, body.to_core(),
-                    policy=settings.outlier_policy(), max_results=settings.max_results_per_run,
+                    uow,
+                    cache,
+                    principal,
+                    body.to_core(),
+                    policy=settings.outlier_policy(),
+                    max_results=settings.max_results_per_run,
                 )
             status = 201 if out.stored else 200  # as the route answers
             answers.append((status, [o.result_id for o in out.answer.results]))
@@ -170,7 +186,10 @@ def test_concurrent_twins_store_one_run(engine: Engine, settings: Settings, gpu:
     assert _count_runs(engine, body.run_id) == 1
     with UnitOfWork(factory) as uow:
         n = uow.session.scalar(
-            select(func.count()).select_from(BenchmarkResult).join(BenchmarkRun).where(BenchmarkRun.run_id == body.run_id)
+            select(func.count())
+            .select_from(BenchmarkResult)
+            .join(BenchmarkRun)
+            .where(BenchmarkRun.run_id == body.run_id)
         )
         recs = uow.session.scalar(select(func.count()).where(IdempotencyRecord.key == body.run_id))
     assert n == 20 and recs == 1
@@ -226,7 +245,9 @@ def test_vocabulary_errors_name_every_field_and_change_nothing(
     assert _data_version(engine) == before
 
 
-def test_schema_errors_come_from_the_wire_model(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
+def test_schema_errors_come_from_the_wire_model(
+    client: TestClient, submit_key: str, gpu: dict[str, Any]
+) -> None:
     body = run_on(gpu, [result(), result()])
     body["results"][1]["status"] = "fine"
     body["gpu_count"] = 0
@@ -239,8 +260,12 @@ def test_schema_errors_come_from_the_wire_model(client: TestClient, submit_key: 
     assert ["body", "surprise"] in locs
 
 
-def test_too_many_results_and_too_large_bodies_are_413(engine: Engine, settings: Settings, submit_key: str) -> None:
-    small = create_app(settings.model_copy(update={"max_results_per_run": 5, "max_body_bytes": 20_000}), engine=engine)
+def test_too_many_results_and_too_large_bodies_are_413(
+    engine: Engine, settings: Settings, submit_key: str
+) -> None:
+    small = create_app(
+        settings.model_copy(update={"max_results_per_run": 5, "max_body_bytes": 20_000}), engine=engine
+    )
     gpu = make_gpu(engine)
     with TestClient(small, raise_server_exceptions=False) as c:
         body = run_on(gpu, [result() for _ in range(6)])
@@ -264,7 +289,9 @@ def test_too_many_results_and_too_large_bodies_are_413(engine: Engine, settings:
         assert _count_runs(engine, big["run_id"]) == 0
 
 
-def test_values_beyond_storage_bounds_are_422(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
+def test_values_beyond_storage_bounds_are_422(
+    client: TestClient, submit_key: str, gpu: dict[str, Any]
+) -> None:
     body = run_on(gpu, [result(peak_allocated_bytes=2**64), result(repeats=2**40)])
     body["gpu"]["pci_subsystem_id"] = "0x" + "f" * 40
     r = client.post("/v1/benchmark-runs", json=body, headers=auth(submit_key))
@@ -284,7 +311,9 @@ def test_submission_needs_a_submit_key(client: TestClient, read_key: str, gpu: d
 # ---- quarantine ---------------------------------------------------------------------------------
 
 
-def test_catalog_checks_quarantine_but_keep(client: TestClient, submit_key: str, admin_key: str, engine: Engine) -> None:
+def test_catalog_checks_quarantine_but_keep(
+    client: TestClient, submit_key: str, admin_key: str, engine: Engine
+) -> None:
     gpu = make_gpu(engine, bf16=400.0, bandwidth=2000.0, usable=40 * GIB)
     body = run_on(
         gpu,
@@ -301,7 +330,14 @@ def test_catalog_checks_quarantine_but_keep(client: TestClient, submit_key: str,
     assert r.status_code == 201, r.text
     out = r.json()
     reasons = [o["quarantine_reason"] for o in out["results"]]
-    assert reasons == [None, "above_catalog_peak", "above_catalog_peak", "above_catalog_peak", "above_usable_memory", None]
+    assert reasons == [
+        None,
+        "above_catalog_peak",
+        "above_catalog_peak",
+        "above_catalog_peak",
+        "above_usable_memory",
+        None,
+    ]
     assert out["quarantined_count"] == 4
     assert "450 TFLOP/s" in out["results"][1]["quarantine_detail"]
     assert "2100 GB/s" in out["results"][3]["quarantine_detail"]
@@ -312,17 +348,30 @@ def test_catalog_checks_quarantine_but_keep(client: TestClient, submit_key: str,
     # an admin is told, once per reason
     alerts = client.get("/v1/admin/alerts", headers=auth(admin_key), params={"limit": 100}).json()["items"]
     mine = [a for a in alerts if a["run_id"] == body["run_id"]]
-    assert sorted((a["kind"], a["result_count"]) for a in mine) == [("above_catalog_peak", 3), ("above_usable_memory", 1)]
+    assert sorted((a["kind"], a["result_count"]) for a in mine) == [
+        ("above_catalog_peak", 3),
+        ("above_usable_memory", 1),
+    ]
     assert client.get("/v1/admin/alerts", headers=auth(submit_key)).status_code == 403
 
 
-def test_outliers_are_reevaluated_as_data_arrives(client: TestClient, submit_key: str, engine: Engine) -> None:
+def test_outliers_are_reevaluated_as_data_arrives(
+    client: TestClient, submit_key: str, engine: Engine
+) -> None:
     gpu = make_gpu(engine)
-    r1 = client.post("/v1/benchmark-runs", json=run_on(gpu, [result(metrics={"throughput": v}) for v in (1000.0, 3000.0)]), headers=auth(submit_key))
+    r1 = client.post(
+        "/v1/benchmark-runs",
+        json=run_on(gpu, [result(metrics={"throughput": v}) for v in (1000.0, 3000.0)]),
+        headers=auth(submit_key),
+    )
     assert r1.status_code == 201
     assert r1.json()["quarantined_count"] == 0  # two points: nothing to tell apart
     high_id = r1.json()["results"][1]["result_id"]
-    r2 = client.post("/v1/benchmark-runs", json=run_on(gpu, [result(metrics={"throughput": 1010.0})]), headers=auth(submit_key))
+    r2 = client.post(
+        "/v1/benchmark-runs",
+        json=run_on(gpu, [result(metrics={"throughput": 1010.0})]),
+        headers=auth(submit_key),
+    )
     assert r2.json()["quarantined_count"] == 0
     # the earlier 3000 is now an outlier of {1000, 1010, 3000}
     g = client.get(f"/v1/benchmark-results/{high_id}").json()
@@ -340,38 +389,60 @@ def test_outliers_are_reevaluated_as_data_arrives(client: TestClient, submit_key
     assert low["quarantine"]["reason"] == "statistical_outlier"
 
 
-def test_the_mad_floor_keeps_tight_repeats_apart_from_noise(client: TestClient, submit_key: str, engine: Engine) -> None:
+def test_the_mad_floor_keeps_tight_repeats_apart_from_noise(
+    client: TestClient, submit_key: str, engine: Engine
+) -> None:
     """Identical repeats give MAD 0; the floor (5% of the median) keeps a 2% deviation in."""
     gpu = make_gpu(engine)
     vals = [1000.0, 1000.0, 1000.0, 1020.0, 1400.0]
-    r = client.post("/v1/benchmark-runs", json=run_on(gpu, [result(metrics={"throughput": v}) for v in vals]), headers=auth(submit_key))
+    r = client.post(
+        "/v1/benchmark-runs",
+        json=run_on(gpu, [result(metrics={"throughput": v}) for v in vals]),
+        headers=auth(submit_key),
+    )
     assert [o["quarantined"] for o in r.json()["results"]] == [False, False, False, False, True]
 
 
 # ---- GPU resolution and pending GPUs ------------------------------------------------------------
 
 
-def test_variants_sharing_a_pci_id_are_told_apart_by_memory(client: TestClient, submit_key: str, engine: Engine) -> None:
+def test_variants_sharing_a_pci_id_are_told_apart_by_memory(
+    client: TestClient, submit_key: str, engine: Engine
+) -> None:
     pci = new_pci()
     small = make_gpu(engine, pci=pci, usable=40 * GIB)
     large = make_gpu(engine, pci=pci, usable=80 * GIB, physical=80 * GIB + 512 * MIB)
     for mem, slug in ((40 * GIB, small["slug"]), (80 * GIB, large["slug"]), (int(80.4 * GIB), large["slug"])):
         body = run(
-            [result()], pci=pci, gpu_name="NVIDIA Variant", memory_total=mem, fp=fingerprint(pci, host_id="mid-v")
+            [result()],
+            pci=pci,
+            gpu_name="NVIDIA Variant",
+            memory_total=mem,
+            fp=fingerprint(pci, host_id="mid-v"),
         )
         out = client.post("/v1/benchmark-runs", json=body, headers=auth(submit_key)).json()
         assert (out["gpu_slug"], out["resolved_by"]) == (slug, "pci_memory"), (mem, out)
     # a memory size no variant has: not guessed
-    body = run([result()], pci=pci, gpu_name="NVIDIA Variant", memory_total=60 * GIB, fp=fingerprint(pci, host_id="mid-v"))
+    body = run(
+        [result()],
+        pci=pci,
+        gpu_name="NVIDIA Variant",
+        memory_total=60 * GIB,
+        fp=fingerprint(pci, host_id="mid-v"),
+    )
     out = client.post("/v1/benchmark-runs", json=body, headers=auth(submit_key)).json()
     assert out["state"] == "pending" and out["gpu_slug"] is None
 
 
-def test_nvml_name_resolves_when_the_pci_id_is_unknown(client: TestClient, submit_key: str, engine: Engine) -> None:
+def test_nvml_name_resolves_when_the_pci_id_is_unknown(
+    client: TestClient, submit_key: str, engine: Engine
+) -> None:
     name = f"NVIDIA Testcard {uuid.uuid4().hex[:6]}"
     gpu = make_gpu(engine, aliases=[{"name": name, "kind": "nvml"}])
     pci = new_pci()
-    body = run([result()], pci=pci, gpu_name=name, memory_total=gpu["usable"], fp=fingerprint(pci, host_id="mid-n"))
+    body = run(
+        [result()], pci=pci, gpu_name=name, memory_total=gpu["usable"], fp=fingerprint(pci, host_id="mid-n")
+    )
     out = client.post("/v1/benchmark-runs", json=body, headers=auth(submit_key)).json()
     assert (out["gpu_slug"], out["resolved_by"]) == (gpu["slug"], "name")
 
@@ -395,15 +466,26 @@ def test_unknown_gpu_is_kept_pending_until_mapped(
     run_doc = client.get(f"/v1/benchmark-runs/{body['run_id']}").json()
     assert run_doc["state"] == "pending" and run_doc["gpu"]["identity"]["name"] == name
     # a second run from the same device joins the same queue entry
-    body2 = run([result("gemm", {"precision": "bf16"}, {"tflops": 507.0})], pci=pci, gpu_name=name, memory_total=mem,
-                fp=fingerprint(pci, host_id="mid-p2"), host="host-b")
-    assert client.post("/v1/benchmark-runs", json=body2, headers=auth(submit_key)).json()["pending_gpu_id"] == pid
+    body2 = run(
+        [result("gemm", {"precision": "bf16"}, {"tflops": 507.0})],
+        pci=pci,
+        gpu_name=name,
+        memory_total=mem,
+        fp=fingerprint(pci, host_id="mid-p2"),
+        host="host-b",
+    )
+    assert (
+        client.post("/v1/benchmark-runs", json=body2, headers=auth(submit_key)).json()["pending_gpu_id"]
+        == pid
+    )
 
     queue = client.get("/v1/admin/pending-gpus", headers=auth(admin_key)).json()["items"]
     entry = next(p for p in queue if p["id"] == pid)
     assert (entry["nvml_name"], entry["pci_device_id"], entry["memory_total_bytes"]) == (name, pci, mem)
     assert entry["run_count"] == 2 and entry["result_count"] == 5 and entry["status"] == "pending"
-    alerts = client.get("/v1/admin/alerts", headers=auth(admin_key), params={"kind": "pending_gpu", "limit": 500}).json()
+    alerts = client.get(
+        "/v1/admin/alerts", headers=auth(admin_key), params={"kind": "pending_gpu", "limit": 500}
+    ).json()
     assert any(a["pending_gpu_id"] == pid for a in alerts["items"])
     assert client.get("/v1/coverage").json()["pending_runs"] >= 2
 
@@ -413,7 +495,12 @@ def test_unknown_gpu_is_kept_pending_until_mapped(
 
     doc = gpu_document(slug, new_pci(), name=name, usable=mem, bf16=800.0)
     assert client.post("/v1/gpus", json=doc, headers=auth(admin_key)).status_code == 201
-    assert client.post(f"/v1/admin/pending-gpus/{pid}/map", json={"slug": "nvidia-nope"}, headers=auth(admin_key)).status_code == 404
+    assert (
+        client.post(
+            f"/v1/admin/pending-gpus/{pid}/map", json={"slug": "nvidia-nope"}, headers=auth(admin_key)
+        ).status_code
+        == 404
+    )
     m = client.post(f"/v1/admin/pending-gpus/{pid}/map", json={"slug": slug}, headers=auth(admin_key))
     assert m.status_code == 200, m.text
     assert m.json()["status"] == "mapped" and m.json()["mapped_gpu_slug"] == slug
@@ -425,8 +512,13 @@ def test_unknown_gpu_is_kept_pending_until_mapped(
     assert cell["quarantined_count"] == 1  # 900 > 800 peak
     assert client.get(f"/v1/benchmark-runs/{body['run_id']}").json()["state"] == "accepted"
     # later runs with the same identity resolve through the mapping
-    body3 = run([result("gemm", {"precision": "bf16"}, {"tflops": 503.0})], pci=pci, gpu_name=name, memory_total=mem,
-                fp=fingerprint(pci, host_id="mid-p3"))
+    body3 = run(
+        [result("gemm", {"precision": "bf16"}, {"tflops": 503.0})],
+        pci=pci,
+        gpu_name=name,
+        memory_total=mem,
+        fp=fingerprint(pci, host_id="mid-p3"),
+    )
     out3 = client.post("/v1/benchmark-runs", json=body3, headers=auth(submit_key)).json()
     assert (out3["gpu_slug"], out3["resolved_by"]) == (slug, "admin_mapping")
 
@@ -436,7 +528,13 @@ def test_unknown_gpu_is_kept_pending_until_mapped(
 
 def test_validate_is_a_dry_run(client: TestClient, engine: Engine, submit_key: str) -> None:
     gpu = make_gpu(engine, bf16=400.0)
-    body = run_on(gpu, [result("gemm", {"precision": "bf16"}, {"tflops": 300.0}), result("gemm", {"precision": "bf16"}, {"tflops": 401.0})])
+    body = run_on(
+        gpu,
+        [
+            result("gemm", {"precision": "bf16"}, {"tflops": 300.0}),
+            result("gemm", {"precision": "bf16"}, {"tflops": 401.0}),
+        ],
+    )
     before = _data_version(engine)
     r = client.post("/v1/benchmark-runs/validate", json=body, headers=auth(submit_key))
     assert r.status_code == 200, r.text
@@ -451,7 +549,11 @@ def test_validate_is_a_dry_run(client: TestClient, engine: Engine, submit_key: s
     r = client.post("/v1/benchmark-runs/validate", json=bad, headers=auth(submit_key))
     assert r.status_code == 422 and _locs(r.json()) == [["body", "results", 0, "metrics", "tflops", "unit"]]
     # the dry run predicts the outlier test against stored data too
-    client.post("/v1/benchmark-runs", json=run_on(gpu, [result(metrics={"throughput": 100.0 + i}) for i in range(5)]), headers=auth(submit_key))
+    client.post(
+        "/v1/benchmark-runs",
+        json=run_on(gpu, [result(metrics={"throughput": 100.0 + i}) for i in range(5)]),
+        headers=auth(submit_key),
+    )
     probe = run_on(gpu, [result(metrics={"throughput": 300.0})])
     out = client.post("/v1/benchmark-runs/validate", json=probe, headers=auth(submit_key)).json()
     assert out["results"][0]["quarantine_reason"] == "statistical_outlier"
@@ -474,7 +576,14 @@ def test_h200_run_shows_up_in_measurements(client: TestClient, submit_key: str, 
             result("gemm", {"precision": "bf16", "n": 8192}, {"tflops": v, "step_time_s": 0.0016})
             for v in (712.4, 718.9, 715.2)
         ]
-        + [result("resnet50-train", {"precision": "amp_bf16", "batch_size": 256}, {"throughput": 3051.0}, peak_allocated_bytes=24 * GIB)],
+        + [
+            result(
+                "resnet50-train",
+                {"precision": "amp_bf16", "batch_size": 256},
+                {"throughput": 3051.0},
+                peak_allocated_bytes=24 * GIB,
+            )
+        ],
         fp=fp,
         host="h200-node-1",
     )

@@ -28,25 +28,39 @@ def gpu(engine: Engine) -> dict[str, Any]:
 
 
 def test_run_detail(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
-    body = run_on(gpu, [result(), result(status="oom", error="CUDA out of memory"), result(status="error", error="boom")],
-                  notes="nightly")
+    body = run_on(
+        gpu,
+        [result(), result(status="oom", error="CUDA out of memory"), result(status="error", error="boom")],
+        notes="nightly",
+    )
     _post(client, submit_key, body)
     r = client.get(f"/v1/benchmark-runs/{body['run_id']}")
     assert r.status_code == 200
     d = r.json()
-    assert d["state"] == "accepted" and d["gpu"]["slug"] == gpu["slug"] and d["gpu"]["resolved_by"] == "pci_memory"
+    assert (
+        d["state"] == "accepted"
+        and d["gpu"]["slug"] == gpu["slug"]
+        and d["gpu"]["resolved_by"] == "pci_memory"
+    )
     assert d["status_counts"] == {"ok": 1, "oom": 1, "error": 1}
     assert d["fingerprint"]["torch_version"] == "2.5.1" and d["notes"] == "nightly"
     assert d["agent"]["key_id"] and d["agent"]["trusted"] is False
     assert [x["status"] for x in d["results"]] == ["ok", "oom", "error"]
     assert d["results"][0]["metrics"]["throughput"] == {"value": 2500.0, "unit": "images/s"}
     assert d["results"][0]["parameters"] == {"precision": "amp_bf16", "batch_size": 64, "channels_last": True}
-    assert client.get(f"/v1/benchmark-runs/{body['run_id']}", params={"include_results": False}).json()["results"] is None
+    assert (
+        client.get(f"/v1/benchmark-runs/{body['run_id']}", params={"include_results": False}).json()[
+            "results"
+        ]
+        is None
+    )
     assert client.get("/v1/benchmark-runs/no-such-run-123").status_code == 404
     assert client.get("/v1/benchmark-results/999999999").status_code == 404
 
 
-def test_result_filters_and_cursor(client: TestClient, engine: Engine, submit_key: str, gpu: dict[str, Any]) -> None:
+def test_result_filters_and_cursor(
+    client: TestClient, engine: Engine, submit_key: str, gpu: dict[str, Any]
+) -> None:
     torch = f"2.6.0+{uuid.uuid4().hex[:6]}"
     rows = [
         result(params={"precision": "amp_bf16", "batch_size": bs}, metrics={"throughput": 1000.0 + bs})
@@ -68,7 +82,9 @@ def test_result_filters_and_cursor(client: TestClient, engine: Engine, submit_ke
     # parameter filters are canonicalised: 8 and 8.0 are one cell
     assert len(ids(workload="resnet50-train", **{"param.batch_size": "8"})) == 5
     assert len(ids(workload="resnet50-train", **{"param.batch_size": "8.0"})) == 5
-    assert len(ids(workload="resnet50-train", **{"param.batch_size": "8", "param.precision": "AMP_BF16"})) == 5
+    assert (
+        len(ids(workload="resnet50-train", **{"param.batch_size": "8", "param.precision": "AMP_BF16"})) == 5
+    )
     assert len(ids(workload="resnet50-train", **{"param.channels_last": "true"})) == 15
     assert len(ids(workload="resnet50-train", **{"param.channels_last": "false"})) == 0
     assert len(ids(workload="gemm", **{"param.n": "8192"})) == 1
@@ -125,10 +141,26 @@ def test_latest_measured_picks_newest_fingerprint_with_k_points(
 ) -> None:
     old = {"torch_version": "2.4.0"}
     new = {"torch_version": "2.6.0"}
-    _post(client, submit_key, run_on(gpu, [result(metrics={"throughput": v}) for v in (100.0, 110.0, 120.0, 130.0, 140.0)],
-                                     fp_over=old, started_at="2026-01-01T00:00:00Z"))
-    _post(client, submit_key, run_on(gpu, [result(metrics={"throughput": v}) for v in (200.0, 210.0)], fp_over=new,
-                                     started_at="2026-02-01T00:00:00Z"))
+    _post(
+        client,
+        submit_key,
+        run_on(
+            gpu,
+            [result(metrics={"throughput": v}) for v in (100.0, 110.0, 120.0, 130.0, 140.0)],
+            fp_over=old,
+            started_at="2026-01-01T00:00:00Z",
+        ),
+    )
+    _post(
+        client,
+        submit_key,
+        run_on(
+            gpu,
+            [result(metrics={"throughput": v}) for v in (200.0, 210.0)],
+            fp_over=new,
+            started_at="2026-02-01T00:00:00Z",
+        ),
+    )
 
     def cell() -> dict[str, Any]:
         m = client.get(f"/v1/gpus/{gpu['slug']}/measurements", params={"workload": "resnet50-train"}).json()
@@ -144,13 +176,18 @@ def test_latest_measured_picks_newest_fingerprint_with_k_points(
     assert [o["usable_count"] for o in c["other_fingerprints"]] == [2]
     assert c["newest_measured_at"].startswith("2026-01-01")
 
-    _post(client, submit_key, run_on(gpu, [result(metrics={"throughput": 220.0})], fp_over=new,
-                                     started_at="2026-03-01T00:00:00Z"))
+    _post(
+        client,
+        submit_key,
+        run_on(gpu, [result(metrics={"throughput": 220.0})], fp_over=new, started_at="2026-03-01T00:00:00Z"),
+    )
     c = cell()  # now the new stack has k points and is the newest
     assert c["fingerprint"]["torch_version"] == "2.6.0" and c["count"] == 3 and c["thin"] is False
     assert c["metrics"]["throughput"]["median"] == 210.0  # never mixed with the old stack
     # k can be raised per request: nobody reaches 6 -> the best-populated, flagged thin
-    m = client.get(f"/v1/gpus/{gpu['slug']}/measurements", params={"workload": "resnet50-train", "min_points": 6}).json()
+    m = client.get(
+        f"/v1/gpus/{gpu['slug']}/measurements", params={"workload": "resnet50-train", "min_points": 6}
+    ).json()
     assert m["cells"][0]["thin"] is True and m["cells"][0]["fingerprint"]["torch_version"] == "2.4.0"
 
 
@@ -159,11 +196,21 @@ def test_provenance_needs_two_hosts_or_a_trusted_agent(
 ) -> None:
     gpu = make_gpu(engine)
     url = f"/v1/gpus/{gpu['slug']}/measurements"
-    _post(client, submit_key, run_on(gpu, [result(metrics={"throughput": v}) for v in (10.0, 11.0, 12.0)], host="a"))
+    _post(
+        client,
+        submit_key,
+        run_on(gpu, [result(metrics={"throughput": v}) for v in (10.0, 11.0, 12.0)], host="a"),
+    )
     c = client.get(url).json()["cells"][0]
     assert (c["provenance"], c["provenance_code"], c["host_count"]) == (None, "single_untrusted_host", 1)
     assert "second host" in c["provenance_reason"]
-    _post(client, submit_key, run_on(gpu, [result(metrics={"throughput": 11.5})], host="b", fp=fingerprint(gpu["pci"], host_id="mid-a")))
+    _post(
+        client,
+        submit_key,
+        run_on(
+            gpu, [result(metrics={"throughput": 11.5})], host="b", fp=fingerprint(gpu["pci"], host_id="mid-a")
+        ),
+    )
     c = client.get(url).json()["cells"][0]
     assert (c["provenance"], c["provenance_code"], c["host_count"]) == ("measured", "multiple_hosts", 2)
 
@@ -171,10 +218,17 @@ def test_provenance_needs_two_hosts_or_a_trusted_agent(
     trusted = _key(engine, "submit", trusted=True)
     _post(client, trusted, run_on(gpu2, [result(metrics={"throughput": 10.0})]))
     c = client.get(f"/v1/gpus/{gpu2['slug']}/measurements").json()["cells"][0]
-    assert (c["provenance"], c["provenance_code"], c["trusted_agent"], c["thin"]) == ("measured", "trusted_agent", True, True)
+    assert (c["provenance"], c["provenance_code"], c["trusted_agent"], c["thin"]) == (
+        "measured",
+        "trusted_agent",
+        True,
+        True,
+    )
 
 
-def test_integer_gemm_cells_name_tops_as_their_main_metric(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
+def test_integer_gemm_cells_name_tops_as_their_main_metric(
+    client: TestClient, submit_key: str, gpu: dict[str, Any]
+) -> None:
     _post(client, submit_key, run_on(gpu, [result("gemm", {"precision": "int8"}, {"tops": 600.0})]))
     (c,) = client.get(f"/v1/gpus/{gpu['slug']}/measurements", params={"workload": "gemm"}).json()["cells"]
     assert c["main_metric"] == "tops" and c["metrics"]["tops"]["unit"] == "TOP/s"
@@ -182,8 +236,15 @@ def test_integer_gemm_cells_name_tops_as_their_main_metric(client: TestClient, s
 
 def test_oom_cells_say_it_does_not_fit(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
     params = {"precision": "fp32", "batch_size": 4096}
-    _post(client, submit_key, run_on(gpu, [result(params=params, status="oom", error="OOM", peak_reserved_bytes=2**30)] * 2))
-    (c,) = client.get(f"/v1/gpus/{gpu['slug']}/measurements", params={"workload": "resnet50-train", "param.batch_size": 4096}).json()["cells"]
+    _post(
+        client,
+        submit_key,
+        run_on(gpu, [result(params=params, status="oom", error="OOM", peak_reserved_bytes=2**30)] * 2),
+    )
+    (c,) = client.get(
+        f"/v1/gpus/{gpu['slug']}/measurements",
+        params={"workload": "resnet50-train", "param.batch_size": 4096},
+    ).json()["cells"]
     assert c["count"] == 0 and c["oom_count"] == 2 and c["status_counts"]["oom"] == 2
     assert c["metrics"] == {} and c["provenance_code"] == "no_usable_results" and c["thin"] is True
 
@@ -209,8 +270,16 @@ def test_workloads_vocabulary(client: TestClient) -> None:
 
 def test_coverage_matrix(client: TestClient, submit_key: str, engine: Engine) -> None:
     gpu = make_gpu(engine)
-    _post(client, submit_key, run_on(gpu, [result(), result(params={"precision": "fp32", "batch_size": 8}), result(status="oom")]))
-    _post(client, submit_key, run_on(gpu, [result("gemm", {"precision": "bf16"}, {"tflops": 100.0})], host="other"))
+    _post(
+        client,
+        submit_key,
+        run_on(gpu, [result(), result(params={"precision": "fp32", "batch_size": 8}), result(status="oom")]),
+    )
+    _post(
+        client,
+        submit_key,
+        run_on(gpu, [result("gemm", {"precision": "bf16"}, {"tflops": 100.0})], host="other"),
+    )
     d = client.get("/v1/coverage").json()
     row = next(r for r in d["rows"] if r["gpu_slug"] == gpu["slug"])
     rn = row["workloads"]["resnet50-train"]

@@ -15,18 +15,38 @@ from tests.conftest import fresh_database_url
 def test_cli_estimate_matches_api(tmp_path: Path, client: TestClient) -> None:
     for url in fresh_database_url(tmp_path, "cli"):
         out = subprocess.run(
-            [sys.executable, "-m", "service.cli", "estimate", "--model", "gt-llama-350m", "--gpu", "NVIDIA H200",
-             "--set", "batch_size=4", "--set", "seq_len=1024"],
+            [
+                sys.executable,
+                "-m",
+                "service.cli",
+                "estimate",
+                "--model",
+                "gt-llama-350m",
+                "--gpu",
+                "NVIDIA H200",
+                "--set",
+                "batch_size=4",
+                "--set",
+                "seq_len=1024",
+            ],
             env={"GPU_ADVISOR_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
-            capture_output=True, text=True, timeout=180,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
         assert out.returncode == 0, out.stderr
         cli = json.loads(out.stdout)
-        api = client.post("/v1/estimate", json={"model": "gt-llama-350m", "gpu": "NVIDIA H200", "batch_size": 4, "seq_len": 1024}).json()
+        api = client.post(
+            "/v1/estimate",
+            json={"model": "gt-llama-350m", "gpu": "NVIDIA H200", "batch_size": 4, "seq_len": 1024},
+        ).json()
         assert cli["memory"]["peak_allocated_bytes"] == api["memory"]["peak_allocated_bytes"]
         assert cli["time"]["provenance"] == api["time"]["provenance"]
         bad = subprocess.run(
             [sys.executable, "-m", "service.cli", "estimate", "--model", "nope", "--gpu", "h200"],
-            env={"GPU_ADVISOR_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=180,
+            env={"GPU_ADVISOR_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
         assert bad.returncode == 2 and "model" in bad.stderr

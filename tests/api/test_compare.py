@@ -37,7 +37,9 @@ def _cheapest_on_demand_per_gpu_hour(client: TestClient, ident: str) -> dict[str
     return out
 
 
-def test_l40_vs_l20_same_memory_and_bandwidth_higher_l40_tensor_peak_with_provenance(client: TestClient) -> None:
+def test_l40_vs_l20_same_memory_and_bandwidth_higher_l40_tensor_peak_with_provenance(
+    client: TestClient,
+) -> None:
     r = client.get("/v1/compare", params={"gpus": "l40,l20"})
     assert r.status_code == 200, r.text
     body = r.json()
@@ -58,8 +60,14 @@ def test_l40_vs_l20_same_memory_and_bandwidth_higher_l40_tensor_peak_with_proven
     usable = _spec(body, "usable_memory_gib")["values"][1]
     assert usable["provenance"] == "measured"
     assert _spec(body, "sm_count")["values"][1] == {  # the L20's SM count is unpublished: null, not guessed
-        "value": None, "ratio_to_first": None, "provenance": "unsourced", "source_kind": None,
-        "source_title": None, "source_url": None, "derivation": None}
+        "value": None,
+        "ratio_to_first": None,
+        "provenance": "unsourced",
+        "source_kind": None,
+        "source_title": None,
+        "source_url": None,
+        "derivation": None,
+    }
     assert _cap(body, "supports_fp8")["values"] == ["yes", "yes"]
     assert _cap(body, "nvlink_topology")["values"] == ["none", "none"]
     assert _cap(body, "tdp_w")["values"] == [300, 275] and _cap(body, "tdp_w")["differs"]
@@ -67,10 +75,14 @@ def test_l40_vs_l20_same_memory_and_bandwidth_higher_l40_tensor_peak_with_proven
     # prices: the L40 is rented (SkyPilot snapshot), the L20 is not and says so
     l40p, l20p = body["prices"]
     expected = _cheapest_on_demand_per_gpu_hour(client, "nvidia-l40")
-    assert expected and {p["provider"]: p["per_gpu_hour"] for p in l40p["providers"]} == pytest.approx(expected)
+    assert expected and {p["provider"]: p["per_gpu_hour"] for p in l40p["providers"]} == pytest.approx(
+        expected
+    )
     assert l40p["cheapest_per_gpu_hour"] == pytest.approx(min(expected.values()))
-    assert all(p["pricing_model"] == "on_demand" and p["currency"] == "USD" and p["price_row_ids"]
-               for p in l40p["providers"])
+    assert all(
+        p["pricing_model"] == "on_demand" and p["currency"] == "USD" and p["price_row_ids"]
+        for p in l40p["providers"]
+    )
     assert (l20p["providers"], l20p["cheapest_per_gpu_hour"], l20p["reason"]) == ([], None, "NO_PRICE")
     assert body["results"] == []  # neither GPU has measured results
     assert r.headers["etag"] and r.headers["x-data-version"] == body["data_version"]
@@ -112,15 +124,27 @@ def test_measured_on_one_side_only_estimates_fill_the_gap_with_provenance(client
     amp = [row["parameters"]["batch_size"] for row in rows if row["parameters"]["precision"] == "amp_bf16"]
     assert amp == sorted(amp) and len(amp) >= 3
     # an estimate of the same cell on its own route agrees with the compare cell
-    row = next(x for x in rows if x["parameters"]["precision"] == "amp_bf16" and x["parameters"]["batch_size"] == 64)
-    est = client.post("/v1/estimate", json={"model": "resnet50", "gpu": "l40", "precision": "amp_bf16",
-                                            "batch_size": 64, "mode": "training"})
+    row = next(
+        x for x in rows if x["parameters"]["precision"] == "amp_bf16" and x["parameters"]["batch_size"] == 64
+    )
+    est = client.post(
+        "/v1/estimate",
+        json={
+            "model": "resnet50",
+            "gpu": "l40",
+            "precision": "amp_bf16",
+            "batch_size": 64,
+            "mode": "training",
+        },
+    )
     assert est.status_code == 200, est.text
     assert est.json()["time"]["samples_per_s"] == pytest.approx(row["cells"][1]["value"], rel=1e-6)
 
 
 def test_estimated_out_of_memory_is_marked(client: TestClient) -> None:
-    rows = client.get("/v1/compare", params={"gpus": "nvidia-h200-sxm,l40", "workload": "llm-train"}).json()["results"]
+    rows = client.get("/v1/compare", params={"gpus": "nvidia-h200-sxm,l40", "workload": "llm-train"}).json()[
+        "results"
+    ]
     oom = [row for row in rows if row["cells"][1]["oom"]]
     assert oom, "some H200 LLM training cells do not fit in an L40's 45 GiB"
     for row in oom:
@@ -200,9 +224,17 @@ def test_an_admin_price_moves_the_etag_and_prices_the_l20(fresh_client: tuple[Te
     r = client.get(url)
     assert r.json()["prices"][1]["reason"] == "NO_PRICE"
     etag = r.headers["etag"]
-    price = {"provider": "example-cn-cloud", "region": "cn-north", "instance_type": "l20x8", "gpus_per_instance": 8,
-             "pricing_model": "on_demand", "currency": "CNY", "amount": "70.00", "effective_date": "2026-11-01",
-             "source": "test: an operator's price sheet"}
+    price = {
+        "provider": "example-cn-cloud",
+        "region": "cn-north",
+        "instance_type": "l20x8",
+        "gpus_per_instance": 8,
+        "pricing_model": "on_demand",
+        "currency": "CNY",
+        "amount": "70.00",
+        "effective_date": "2026-11-01",
+        "source": "test: an operator's price sheet",
+    }
     assert client.post("/v1/gpus/nvidia-l20/prices", json=price, headers=auth(key)).status_code == 204
     r2 = client.get(url, headers={"If-None-Match": etag})
     assert r2.status_code == 200 and r2.headers["etag"] != etag

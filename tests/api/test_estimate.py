@@ -28,7 +28,9 @@ def test_exact_measured_cell_answers_measured(client: TestClient) -> None:
 
 
 def test_measured_oom_is_reported_as_not_fitting(client: TestClient) -> None:
-    j = est(client, model="llama3-8b", gpu="nvidia-h200-sxm", batch_size=2, seq_len=2048, optimizer_impl="fused")
+    j = est(
+        client, model="llama3-8b", gpu="nvidia-h200-sxm", batch_size=2, seq_len=2048, optimizer_impl="fused"
+    )
     assert j["memory"]["fits"] is False
     assert "measured_oom" in [w["code"] for w in j["warnings"]]
     assert j["memory"]["headroom_bytes"] < 0
@@ -55,10 +57,16 @@ def test_provenance_interpolated_then_transferred_with_wider_bands(client: TestC
 
 
 def test_time_to_train_holds_global_batch(client: TestClient) -> None:
-    a = est(client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, tokens=1e9)["time"]
-    b = est(client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, tokens=2e9)["time"]
+    a = est(client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, tokens=1e9)[
+        "time"
+    ]
+    b = est(client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, tokens=2e9)[
+        "time"
+    ]
     assert 1.99 < b["time_to_train_s"] / a["time_to_train_s"] < 2.01
-    g = est(client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, global_batch=16)["time"]
+    g = est(
+        client, model="gt-llama-350m", gpu="nvidia-h200-sxm", batch_size=4, seq_len=2048, global_batch=16
+    )["time"]
     assert g["accumulation_steps"] == 4
 
 
@@ -72,35 +80,88 @@ def test_solve_for_max_micro_batch_is_the_fit_boundary(client: TestClient) -> No
 
 
 def test_min_gpus_and_max_concurrency_and_context(client: TestClient) -> None:
-    j = est(client, model="llama3-70b", gpu="nvidia-h100-sxm", precision="bf16", gradient_checkpointing=True,
-            solve_for="min_gpus")
+    j = est(
+        client,
+        model="llama3-70b",
+        gpu="nvidia-h100-sxm",
+        precision="bf16",
+        gradient_checkpointing=True,
+        solve_for="min_gpus",
+    )
     n = j["solve"]["value"]
     assert j["memory"]["fits"] is False and n >= 2
-    sharded = est(client, model="llama3-70b", gpu="nvidia-h100-sxm", precision="bf16", gradient_checkpointing=True,
-                  gpu_count=n, sharding="fsdp")
+    sharded = est(
+        client,
+        model="llama3-70b",
+        gpu="nvidia-h100-sxm",
+        precision="bf16",
+        gradient_checkpointing=True,
+        gpu_count=n,
+        sharding="fsdp",
+    )
     assert sharded["memory"]["fits"] is True
-    chats = est(client, model="llama3-8b", gpu="l20", mode="inference", input_len=7168, output_len=1024,
-                engine="vllm", solve_for="max_concurrency")
+    chats = est(
+        client,
+        model="llama3-8b",
+        gpu="l20",
+        mode="inference",
+        input_len=7168,
+        output_len=1024,
+        engine="vllm",
+        solve_for="max_concurrency",
+    )
     assert chats["solve"]["value"] >= 10
     # fused AdamW: with foreach's step temporaries (20 B/parameter) the 1.2B model fills an L4 by itself
-    ctx = est(client, model="gt-llama-1b-v32k", gpu="nvidia-l4", batch_size=1, optimizer_impl="fused",
-              solve_for="max_context")
+    ctx = est(
+        client,
+        model="gt-llama-1b-v32k",
+        gpu="nvidia-l4",
+        batch_size=1,
+        optimizer_impl="fused",
+        solve_for="max_context",
+    )
     assert ctx["solve"]["value"] % 128 == 0 and ctx["solve"]["value"] > 0
 
 
 def test_lora_13b_on_two_l40s_fits_with_checkpointing(client: TestClient) -> None:
-    body = {"model": "meta-llama/Llama-2-13b-hf", "gpu": "nvidia-l40", "gpu_count": 2, "mode": "fine-tuning",
-            "precision": "bf16", "batch_size": 1, "seq_len": 2048}
+    body = {
+        "model": "meta-llama/Llama-2-13b-hf",
+        "gpu": "nvidia-l40",
+        "gpu_count": 2,
+        "mode": "fine-tuning",
+        "precision": "bf16",
+        "batch_size": 1,
+        "seq_len": 2048,
+    }
     with_ckpt = est(client, **body, gradient_checkpointing=True)
-    assert with_ckpt["configuration"]["finetune"] == "lora" and with_ckpt["configuration"]["sharding"] == "ddp"
+    assert (
+        with_ckpt["configuration"]["finetune"] == "lora" and with_ckpt["configuration"]["sharding"] == "ddp"
+    )
     assert with_ckpt["memory"]["fits"] is True
     assert "pcie_multi_gpu_unvalidated" in [w["code"] for w in with_ckpt["warnings"]]
     assert with_ckpt["time"]["tokens_per_s"] > with_ckpt["time"]["tokens_per_s_per_gpu"]
 
 
 def test_inference_serving_estimate_and_quantisation(client: TestClient) -> None:
-    bf16 = est(client, model="llama3-8b", gpu="nvidia-a100-sxm4-80gb", mode="inference", batch_size=8, input_len=512, output_len=128)
-    awq = est(client, model="llama3-8b", gpu="nvidia-a100-sxm4-80gb", mode="inference", batch_size=8, input_len=512, output_len=128, quant_method="awq")
+    bf16 = est(
+        client,
+        model="llama3-8b",
+        gpu="nvidia-a100-sxm4-80gb",
+        mode="inference",
+        batch_size=8,
+        input_len=512,
+        output_len=128,
+    )
+    awq = est(
+        client,
+        model="llama3-8b",
+        gpu="nvidia-a100-sxm4-80gb",
+        mode="inference",
+        batch_size=8,
+        input_len=512,
+        output_len=128,
+        quant_method="awq",
+    )
     assert bf16["serving"]["tpot_ms"] > 0 and bf16["serving"]["ttft_ms"] > 0
     # 4-bit linear weights; embeddings and the LM head stay 16-bit
     assert awq["memory"]["components"]["weights"] < bf16["memory"]["components"]["weights"] / 2.5
@@ -112,16 +173,33 @@ def test_invalid_inputs_are_precise_422s(client: TestClient) -> None:
         ({"model": "llama3-8b", "gpu": "h2oo"}, ["body", "gpu"]),
         ({"gpu": "h100"}, ["body", "model"]),
         ({"model": "llama3-8b", "params_billion": 7, "gpu": "h100"}, ["body", "model"]),
-        ({"model": "llama3-8b", "gpu": "h100", "finetune": "qlora", "precision": "fp32"}, ["body", "precision"]),
-        ({"model": "llama3-8b", "gpu": "h100", "gpu_count": 4, "tensor_parallel": 3}, ["body", "tensor_parallel"]),
+        (
+            {"model": "llama3-8b", "gpu": "h100", "finetune": "qlora", "precision": "fp32"},
+            ["body", "precision"],
+        ),
+        (
+            {"model": "llama3-8b", "gpu": "h100", "gpu_count": 4, "tensor_parallel": 3},
+            ["body", "tensor_parallel"],
+        ),
         ({"model": "llama3-8b", "gpu": "nvidia-v100-sxm2-16gb", "precision": "bf16"}, ["body", "precision"]),
         ({"model": "llama3-8b", "gpu": "h100", "batch_size": 0}, ["body", "batch_size"]),
-        ({"hf_config": {"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}, "gpu": "h100"}, ["body", "hf_config"]),
+        (
+            {
+                "hf_config": {"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168},
+                "gpu": "h100",
+            },
+            ["body", "hf_config"],
+        ),
         ({"model": "bert-large", "gpu": "h100", "mode": "inference", "seq_len": 1024}, ["body", "seq_len"]),
         ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "engine": "sglang"}, ["body", "engine"]),
-        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "requests_per_s": 5}, ["body", "requests_per_s"]),
-        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "gpu_count": 6, "tensor_parallel": 4},
-         ["body", "gpu_count"]),
+        (
+            {"model": "llama3-8b", "gpu": "h100", "mode": "inference", "requests_per_s": 5},
+            ["body", "requests_per_s"],
+        ),
+        (
+            {"model": "llama3-8b", "gpu": "h100", "mode": "inference", "gpu_count": 6, "tensor_parallel": 4},
+            ["body", "gpu_count"],
+        ),
         ({"model": "llama3-8b", "gpu": "h100", "solve_for": "max_concurrency"}, ["body", "solve_for"]),
     ]
     for body, loc in cases:
@@ -157,10 +235,14 @@ def test_batch_refuses_a_body_whose_item_breaks_the_schema_whole(client: TestCli
     (422 naming each such item's field), like an item with a refused field value -- not a 200
     carrying per-item problems (the long fuzz run found the 200)."""
     ok = {"model": "llama3-8b", "gpu": "nvidia-h200-sxm"}
-    r = client.post("/v1/estimate/batch", json={"items": [ok, {"gpu": "nvidia-h200-sxm"},
-                                                          {**ok, "params_billion": 7}]})
+    r = client.post(
+        "/v1/estimate/batch", json={"items": [ok, {"gpu": "nvidia-h200-sxm"}, {**ok, "params_billion": 7}]}
+    )
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
-    assert [e["loc"] for e in r.json()["errors"]] == [["body", "items", 1, "model"], ["body", "items", 2, "model"]]
+    assert [e["loc"] for e in r.json()["errors"]] == [
+        ["body", "items", 1, "model"],
+        ["body", "items", 2, "model"],
+    ]
     assert client.post("/v1/estimate/batch", json={"items": [ok, {**ok, "batch_size": 0}]}).status_code == 422
 
 
@@ -181,14 +263,18 @@ def test_every_newly_sourced_gpu_answers_with_labelled_time(client: TestClient) 
 def test_published_provenance_reaches_answers(client: TestClient) -> None:
     """A100 from the H200's measurements: the cross-architecture ratio is the published tables' fit,
     so the answer says 'published' and names them."""
-    t = est(client, model="resnet50", gpu="nvidia-a100-sxm4-80gb", precision="amp_fp16", batch_size=256)["time"]
+    t = est(client, model="resnet50", gpu="nvidia-a100-sxm4-80gb", precision="amp_fp16", batch_size=256)[
+        "time"
+    ]
     assert t["provenance"] == "published" and "lambda-pytorch-train-ngc2210" in t["sources"]
     assert any("published tables" in n for n in t["notes"])
     assert t["accuracy"]["scope"] == "cross-architecture"
 
 
 def test_derived_peak_answers_derived(client: TestClient) -> None:
-    t = est(client, model="llama3-8b", mode="fine-tuning", gpu="nvidia-rtx-a5000", batch_size=1, seq_len=2048)["time"]
+    t = est(
+        client, model="llama3-8b", mode="fine-tuning", gpu="nvidia-rtx-a5000", batch_size=1, seq_len=2048
+    )["time"]
     assert t["provenance"] == "derived"
     assert any("derived from nvidia-rtx-a6000" in n for n in t["notes"])
     b = t["step_time_band"]
@@ -196,9 +282,21 @@ def test_derived_peak_answers_derived(client: TestClient) -> None:
 
 
 def test_serving_at_a_request_rate_and_min_gpus(client: TestClient) -> None:
-    body = {"model": "Qwen/Qwen2.5-72B-Instruct", "gpu": "nvidia-h200-sxm", "mode": "inference", "engine": "vllm",
-            "gpu_count": 8, "tensor_parallel": 4, "input_len": 1024, "output_len": 256, "input_len_cv": 0.5,
-            "output_len_cv": 0.8, "requests_per_s": 5, "ttft_target_ms": 1000, "tpot_target_ms": 50}
+    body = {
+        "model": "Qwen/Qwen2.5-72B-Instruct",
+        "gpu": "nvidia-h200-sxm",
+        "mode": "inference",
+        "engine": "vllm",
+        "gpu_count": 8,
+        "tensor_parallel": 4,
+        "input_len": 1024,
+        "output_len": 256,
+        "input_len_cv": 0.5,
+        "output_len_cv": 0.8,
+        "requests_per_s": 5,
+        "ttft_target_ms": 1000,
+        "tpot_target_ms": 50,
+    }
     j = est(client, **body)
     sv = j["serving"]
     assert sv["engine"] == "vllm" and sv["replicas"] == 2 and sv["tensor_parallel"] == 4

@@ -114,7 +114,12 @@ def test_list_filters_sort_and_cursor(client: TestClient) -> None:
         assert all(v is None for v in g["peaks"].values()) or "peaks" in groups, g["slug"]
     r = client.get(
         "/v1/gpus",
-        params={"vendor": "nvidia", "min_usable_memory_gib": 80, "supports": ["fp8"], "sort": "-usable_memory_bytes"},
+        params={
+            "vendor": "nvidia",
+            "min_usable_memory_gib": 80,
+            "supports": ["fp8"],
+            "sort": "-usable_memory_bytes",
+        },
     )
     items = r.json()["items"]
     assert items and all(g["vendor"] == "nvidia" and g["supports"]["fp8"] == "yes" for g in items)

@@ -34,8 +34,9 @@ def json_auth(key: str) -> dict[str, str]:
 
 def submit(client: TestClient, key: str, body: dict[str, Any] | str) -> httpx.Response:
     content = body if isinstance(body, str) else json.dumps(body)
-    return client.post("/v1/benchmark-runs", content=content,
-                       headers={**auth(key), "Content-Type": "application/json"})
+    return client.post(
+        "/v1/benchmark-runs", content=content, headers={**auth(key), "Content-Type": "application/json"}
+    )
 
 
 # ---- integers past their column ------------------------------------------------------------------
@@ -52,12 +53,16 @@ def submit(client: TestClient, key: str, body: dict[str, Any] | str) -> httpx.Re
         ("/v1/gpus?min_usable_memory_bytes=9223372036854775808", ["query", "min_usable_memory_bytes"]),
     ],
 )
-def test_integers_past_their_column_are_422(client: TestClient, admin_key: str, url: str, loc: list[Any]) -> None:
+def test_integers_past_their_column_are_422(
+    client: TestClient, admin_key: str, url: str, loc: list[Any]
+) -> None:
     assert_422(client.get(url, headers=auth(admin_key)), loc)
 
 
 def test_alert_id_past_its_column_is_422(client: TestClient, admin_key: str) -> None:
-    assert_422(client.post("/v1/admin/alerts/2147483648/acknowledge", headers=auth(admin_key)), ["path", "alert_id"])
+    assert_422(
+        client.post("/v1/admin/alerts/2147483648/acknowledge", headers=auth(admin_key)), ["path", "alert_id"]
+    )
     assert client.post("/v1/admin/alerts/2147483647/acknowledge", headers=auth(admin_key)).status_code == 404
 
 
@@ -81,8 +86,9 @@ def test_models_parse_refuses_an_infinite_hidden_size(client: TestClient) -> Non
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-1", "0", "1e30"])
-def test_power_limit_is_finite_and_physical(client: TestClient, submit_key: str, gpu: dict[str, Any],
-                                            value: str) -> None:
+def test_power_limit_is_finite_and_physical(
+    client: TestClient, submit_key: str, gpu: dict[str, Any], value: str
+) -> None:
     body = json.dumps(run_on(gpu, [result()])).replace('"power_limit_w": 700', f'"power_limit_w": {value}')
     assert f'"power_limit_w": {value}' in body
     assert_422(submit(client, submit_key, body), ["body", "fingerprint"])
@@ -122,8 +128,9 @@ def test_nul_in_a_path_or_filter_is_422(client: TestClient, url: str, loc: list[
     ],
 )
 @pytest.mark.parametrize("bad", ["x\\u0000y", "x\\udc80"])
-def test_nul_and_lone_surrogates_in_stored_text_are_422(client: TestClient, submit_key: str, gpu: dict[str, Any],
-                                                        field: str, loc: list[Any], bad: str) -> None:
+def test_nul_and_lone_surrogates_in_stored_text_are_422(
+    client: TestClient, submit_key: str, gpu: dict[str, Any], field: str, loc: list[Any], bad: str
+) -> None:
     body = run_on(gpu, [result()], notes="fine")
     marker = "MARKER-" + field
     if field == "driver_version":
@@ -134,14 +141,21 @@ def test_nul_and_lone_surrogates_in_stored_text_are_422(client: TestClient, subm
     assert_422(submit(client, submit_key, text), loc)
 
 
-def test_lone_surrogate_in_a_parameter_key_is_422(client: TestClient, submit_key: str, gpu: dict[str, Any]) -> None:
-    text = json.dumps(run_on(gpu, [result(params={"precision": "amp_bf16", "MARKER": 1})])).replace("MARKER", "k\\ud800")
+def test_lone_surrogate_in_a_parameter_key_is_422(
+    client: TestClient, submit_key: str, gpu: dict[str, Any]
+) -> None:
+    text = json.dumps(run_on(gpu, [result(params={"precision": "amp_bf16", "MARKER": 1})])).replace(
+        "MARKER", "k\\ud800"
+    )
     assert_422(submit(client, submit_key, text), ["body", "results", 0, "parameters"])
 
 
 def test_nul_in_a_retract_reason_is_422(client: TestClient, admin_key: str) -> None:
-    r = client.post("/v1/admin/benchmark-runs/some-run-id-0001/retract", headers=json_auth(admin_key),
-                    content='{"reason": "because\\u0000"}')
+    r = client.post(
+        "/v1/admin/benchmark-runs/some-run-id-0001/retract",
+        headers=json_auth(admin_key),
+        content='{"reason": "because\\u0000"}',
+    )
     assert_422(r, ["body", "reason"])
 
 
@@ -149,8 +163,9 @@ def test_nul_in_a_retract_reason_is_422(client: TestClient, admin_key: str) -> N
 
 
 @pytest.mark.parametrize("depth", [33, 300, 5000])
-def test_deeply_nested_parameters_are_refused(client: TestClient, submit_key: str, gpu: dict[str, Any],
-                                              depth: int) -> None:
+def test_deeply_nested_parameters_are_refused(
+    client: TestClient, submit_key: str, gpu: dict[str, Any], depth: int
+) -> None:
     nested = '{"a":' * depth + "1" + "}" * depth
     text = json.dumps(run_on(gpu, [result(params={"precision": "amp_bf16", "deep": "MARKER"})]))
     r = submit(client, submit_key, text.replace('"MARKER"', nested))
@@ -163,13 +178,24 @@ def test_deeply_nested_parameters_are_refused(client: TestClient, submit_key: st
 # ---- timestamps ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ts", ["0001-01-01T00:00:00+23:59", "9999-12-31T23:59:59-23:59", "1969-12-31T23:59:59Z",
-                                "0.5", "2101-01-01T00:00:00Z"])
-def test_timestamps_outside_a_sane_range_are_422(client: TestClient, submit_key: str, gpu: dict[str, Any],
-                                                 ts: str) -> None:
+@pytest.mark.parametrize(
+    "ts",
+    [
+        "0001-01-01T00:00:00+23:59",
+        "9999-12-31T23:59:59-23:59",
+        "1969-12-31T23:59:59Z",
+        "0.5",
+        "2101-01-01T00:00:00Z",
+    ],
+)
+def test_timestamps_outside_a_sane_range_are_422(
+    client: TestClient, submit_key: str, gpu: dict[str, Any], ts: str
+) -> None:
     assert_422(client.get("/v1/benchmark-results", params={"since": ts}), ["query", "since"])
-    assert_422(submit(client, submit_key, run_on(gpu, [result(measured_at=ts)])),
-               ["body", "results", 0, "measured_at"])
+    assert_422(
+        submit(client, submit_key, run_on(gpu, [result(measured_at=ts)])),
+        ["body", "results", 0, "measured_at"],
+    )
     assert_422(submit(client, submit_key, run_on(gpu, [result()], started_at=ts)), ["body", "started_at"])
 
 
@@ -186,39 +212,65 @@ def test_a_naive_timestamp_is_utc(client: TestClient, submit_key: str, gpu: dict
 @pytest.mark.parametrize("rate", ["1e10", "1e30", "10000000000", "1e-30", "-1", "0"])
 def test_fx_rates_are_bounded_to_the_column(client: TestClient, admin_key: str, rate: str) -> None:
     body = '{"base": "USD", "quote": "CNY", "rate": RATE, "effective_date": "2026-01-02", "source": "t"}'
-    assert_422(client.post("/v1/fx-rates", content=body.replace("RATE", rate), headers=json_auth(admin_key)),
-               ["body", "rate"])
-    r = client.post("/v1/fx-rates", json={"base": "USD", "quote": "CNY", "rate": rate, "effective_date": "2026-01-02",
-                                          "source": "t"}, headers=auth(admin_key))
+    assert_422(
+        client.post("/v1/fx-rates", content=body.replace("RATE", rate), headers=json_auth(admin_key)),
+        ["body", "rate"],
+    )
+    r = client.post(
+        "/v1/fx-rates",
+        json={"base": "USD", "quote": "CNY", "rate": rate, "effective_date": "2026-01-02", "source": "t"},
+        headers=auth(admin_key),
+    )
     assert_422(r, ["body", "rate"])
     assert client.get("/v1/gpus/nvidia-h100-sxm/prices").status_code == 200
 
 
 @pytest.mark.parametrize("amount", ['"1e3"', '"+1"', '"0"', "1e12", '"0.1234567"'])
-def test_price_amounts_are_bounded_plain_decimals(client: TestClient, admin_key: str, gpu: dict[str, Any],
-                                                 amount: str) -> None:
-    body = ('{"provider": "p", "region": "r", "instance_type": "i", "gpus_per_instance": 1, "pricing_model": '
-            '"on_demand", "currency": "USD", "amount": AMOUNT, "effective_date": "2026-01-02", "source": "s"}')
-    r = client.post(f"/v1/gpus/{gpu['slug']}/prices", content=body.replace("AMOUNT", amount), headers=json_auth(admin_key))
+def test_price_amounts_are_bounded_plain_decimals(
+    client: TestClient, admin_key: str, gpu: dict[str, Any], amount: str
+) -> None:
+    body = (
+        '{"provider": "p", "region": "r", "instance_type": "i", "gpus_per_instance": 1, "pricing_model": '
+        '"on_demand", "currency": "USD", "amount": AMOUNT, "effective_date": "2026-01-02", "source": "s"}'
+    )
+    r = client.post(
+        f"/v1/gpus/{gpu['slug']}/prices", content=body.replace("AMOUNT", amount), headers=json_auth(admin_key)
+    )
     assert_422(r, ["body", "amount"])
 
 
-def test_price_amount_as_number_or_decimal_string_is_stored(client: TestClient, admin_key: str,
-                                                           gpu: dict[str, Any]) -> None:
+def test_price_amount_as_number_or_decimal_string_is_stored(
+    client: TestClient, admin_key: str, gpu: dict[str, Any]
+) -> None:
     for amount, instance in ((0.71, "num"), ("1.50", "str")):
-        body = {"provider": "p", "region": "r", "instance_type": instance, "gpus_per_instance": 1,
-                "pricing_model": "on_demand", "currency": "USD", "amount": amount, "effective_date": "2026-01-02",
-                "source": "s"}
-        assert client.post(f"/v1/gpus/{gpu['slug']}/prices", json=body, headers=auth(admin_key)).status_code == 204
-    got = {p["instance_type"]: p["amount"] for p in client.get(f"/v1/gpus/{gpu['slug']}/prices").json()["items"]}
+        body = {
+            "provider": "p",
+            "region": "r",
+            "instance_type": instance,
+            "gpus_per_instance": 1,
+            "pricing_model": "on_demand",
+            "currency": "USD",
+            "amount": amount,
+            "effective_date": "2026-01-02",
+            "source": "s",
+        }
+        assert (
+            client.post(f"/v1/gpus/{gpu['slug']}/prices", json=body, headers=auth(admin_key)).status_code
+            == 204
+        )
+    got = {
+        p["instance_type"]: p["amount"] for p in client.get(f"/v1/gpus/{gpu['slug']}/prices").json()["items"]
+    }
     assert float(got["num"]) == 0.71 and float(got["str"]) == 1.5
 
 
 # ---- JSON types as the schema states them ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(("field", "value"), [("batch_size", True), ("batch_size", "8"), ("input_len_cv", False),
-                                              ("gradient_checkpointing", "true")])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("batch_size", True), ("batch_size", "8"), ("input_len_cv", False), ("gradient_checkpointing", "true")],
+)
 def test_json_types_are_taken_as_stated(client: TestClient, field: str, value: Any) -> None:
     r = client.post("/v1/estimate", json={"model": "llama3-8b", "gpu": "nvidia-h100-sxm", field: value})
     assert_422(r, ["body", field])

@@ -43,11 +43,31 @@ def test_keys_create_use_revoke(db: str) -> None:
     engine = make_engine(db)
     bootstrap(engine, settings)
     with TestClient(create_app(settings, engine=engine)) as c:
-        r = c.post("/v1/fx-rates", json={"base": "USD", "quote": "CNY", "rate": "7.0", "effective_date": "2026-12-01", "source": "test"}, headers={"Authorization": f"Bearer {secret}"})
+        r = c.post(
+            "/v1/fx-rates",
+            json={
+                "base": "USD",
+                "quote": "CNY",
+                "rate": "7.0",
+                "effective_date": "2026-12-01",
+                "source": "test",
+            },
+            headers={"Authorization": f"Bearer {secret}"},
+        )
         assert r.status_code == 204, r.text
         key_id = _cli(db, "keys", "list").stdout.split()[0]
         assert _cli(db, "keys", "revoke", key_id).returncode == 0
-        r = c.post("/v1/fx-rates", json={"base": "USD", "quote": "CNY", "rate": "7.1", "effective_date": "2026-12-02", "source": "test"}, headers={"Authorization": f"Bearer {secret}"})
+        r = c.post(
+            "/v1/fx-rates",
+            json={
+                "base": "USD",
+                "quote": "CNY",
+                "rate": "7.1",
+                "effective_date": "2026-12-02",
+                "source": "test",
+            },
+            headers={"Authorization": f"Bearer {secret}"},
+        )
         assert r.status_code == 401
         assert r.headers["content-type"].startswith("application/problem+json")
     bad = _cli(db, "keys", "create", "--scope", "root", "--name", "x")

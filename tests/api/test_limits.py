@@ -31,7 +31,13 @@ from tests.api.benchmark_fixtures import make_gpu, result, run_on
 from tests.conftest import _key, auth
 
 REDIS_ENV = "GPU_ADVISOR_TEST_REDIS_URL"
-ESTIMATE = {"model": "llama3-8b", "gpu": "nvidia-h200-sxm", "batch_size": 1, "seq_len": 2048, "optimizer_impl": "fused"}
+ESTIMATE = {
+    "model": "llama3-8b",
+    "gpu": "nvidia-h200-sxm",
+    "batch_size": 1,
+    "seq_len": 2048,
+    "optimizer_impl": "fused",
+}
 
 
 _SHARED: dict[str, Any] = {}
@@ -116,7 +122,10 @@ def test_a_refused_write_is_429_with_retry_after_and_changes_nothing(
         assert _runs(engine, bodies[2]["run_id"]) == 0 and _data_version(engine) == before
         # the dry run shares the bucket; a replay of an acknowledged run is refused too, and
         # the acknowledged runs stay stored exactly once
-        _is_429(c.post("/v1/benchmark-runs/validate", json=bodies[2], headers=auth(submit_key)), "benchmark-submit")
+        _is_429(
+            c.post("/v1/benchmark-runs/validate", json=bodies[2], headers=auth(submit_key)),
+            "benchmark-submit",
+        )
         _is_429(c.post("/v1/benchmark-runs", json=bodies[0], headers=auth(submit_key)), "benchmark-submit")
         assert [_runs(engine, b["run_id"]) for b in bodies] == [1, 1, 0]
         # another key has its own bucket
@@ -182,23 +191,44 @@ def test_forwarded_for_counts_only_through_trusted_proxies(settings: Settings, e
         spoofed = {"X-Forwarded-For": "203.0.113.99, 198.51.100.7"}
         _is_429(c.post("/v1/estimate", json=ESTIMATE, headers=spoofed), "estimate")
         # two trusted hops: the first untrusted address from the right is the client
-        assert c.post("/v1/estimate", json=ESTIMATE, headers={"X-Forwarded-For": "198.51.100.8, 10.9.9.9"}).status_code == 200
-        _is_429(c.post("/v1/estimate", json=ESTIMATE, headers={"X-Forwarded-For": "198.51.100.8"}), "estimate")
+        assert (
+            c.post(
+                "/v1/estimate", json=ESTIMATE, headers={"X-Forwarded-For": "198.51.100.8, 10.9.9.9"}
+            ).status_code
+            == 200
+        )
+        _is_429(
+            c.post("/v1/estimate", json=ESTIMATE, headers={"X-Forwarded-For": "198.51.100.8"}), "estimate"
+        )
     # the same header from a peer that is not a trusted proxy is ignored
     direct = limited(settings, engine, rules, trusted_proxies=["10.0.0.0/8"])
     with TestClient(direct, client=("192.0.2.20", 40000)) as c:
-        assert c.post("/v1/estimate", json=ESTIMATE, headers={"X-Forwarded-For": "198.51.100.1"}).status_code == 200
-        _is_429(c.post("/v1/estimate", json=ESTIMATE, headers={"X-Forwarded-For": "198.51.100.2"}), "estimate")
+        assert (
+            c.post("/v1/estimate", json=ESTIMATE, headers={"X-Forwarded-For": "198.51.100.1"}).status_code
+            == 200
+        )
+        _is_429(
+            c.post("/v1/estimate", json=ESTIMATE, headers={"X-Forwarded-For": "198.51.100.2"}), "estimate"
+        )
 
 
-def test_buckets_are_shared_through_redis(settings: Settings, engine: Engine, read_key: str, redis_url: str) -> None:
+def test_buckets_are_shared_through_redis(
+    settings: Settings, engine: Engine, read_key: str, redis_url: str
+) -> None:
     """Two apps (as two replicas would be) on one Redis and one prefix: one budget."""
     rules = {"estimate": {"burst": 3, "per_minute": 1}}
     a = limited(settings, engine, rules, redis_url=redis_url)
-    b = limited(settings, engine, rules, redis_url=redis_url,
-                rate_limit_key_prefix=a.state.settings.rate_limit_key_prefix)
+    b = limited(
+        settings,
+        engine,
+        rules,
+        redis_url=redis_url,
+        rate_limit_key_prefix=a.state.settings.rate_limit_key_prefix,
+    )
     with TestClient(a) as ca, TestClient(b) as cb:
-        codes = [c.post("/v1/estimate", json=ESTIMATE, headers=auth(read_key)).status_code for c in (ca, cb, ca)]
+        codes = [
+            c.post("/v1/estimate", json=ESTIMATE, headers=auth(read_key)).status_code for c in (ca, cb, ca)
+        ]
         assert codes == [200, 200, 200]
         _is_429(cb.post("/v1/estimate", json=ESTIMATE, headers=auth(read_key)), "estimate")
         _is_429(ca.post("/v1/estimate", json=ESTIMATE, headers=auth(read_key)), "estimate")
@@ -208,14 +238,18 @@ def test_buckets_are_shared_through_redis(settings: Settings, engine: Engine, re
     client = redis.Redis.from_url(redis_url)
     try:
         keys = list(client.scan_iter(a.state.settings.rate_limit_key_prefix + "*"))
-        assert len(keys) == 1 and keys[0].decode().startswith(a.state.settings.rate_limit_key_prefix + "estimate:key:")
+        assert len(keys) == 1 and keys[0].decode().startswith(
+            a.state.settings.rate_limit_key_prefix + "estimate:key:"
+        )
         assert 0 < client.pttl(keys[0]) <= 4 * 60_000 + 1000  # gone once the bucket is full again
     finally:
         client.close()
 
 
 def test_a_redis_outage_falls_back_to_process_buckets(settings: Settings, engine: Engine) -> None:
-    app = limited(settings, engine, {"estimate": {"burst": 1, "per_minute": 1}}, redis_url="redis://127.0.0.1:1/0")
+    app = limited(
+        settings, engine, {"estimate": {"burst": 1, "per_minute": 1}}, redis_url="redis://127.0.0.1:1/0"
+    )
     with TestClient(app) as c:
         assert c.post("/v1/estimate", json=ESTIMATE).status_code == 200
         _is_429(c.post("/v1/estimate", json=ESTIMATE), "estimate")
@@ -223,9 +257,22 @@ def test_a_redis_outage_falls_back_to_process_buckets(settings: Settings, engine
 
 
 def test_rule_overrides_merge_by_name_and_the_schema_states_them(settings: Settings, engine: Engine) -> None:
-    rules = merge_rate_limits({"estimate-batch": {"per_minute": 30}, "run-read": None,
-                               "models-parse": {"methods": ["post"], "paths": ["/v1/models/parse"], "per_minute": 60, "burst": 5}})
-    assert rules["estimate-batch"].per_minute == 30 and rules["estimate-batch"].burst == DEFAULT_RATE_LIMITS["estimate-batch"].burst
+    rules = merge_rate_limits(
+        {
+            "estimate-batch": {"per_minute": 30},
+            "run-read": None,
+            "models-parse": {
+                "methods": ["post"],
+                "paths": ["/v1/models/parse"],
+                "per_minute": 60,
+                "burst": 5,
+            },
+        }
+    )
+    assert (
+        rules["estimate-batch"].per_minute == 30
+        and rules["estimate-batch"].burst == DEFAULT_RATE_LIMITS["estimate-batch"].burst
+    )
     assert "run-read" not in rules and rules["models-parse"].methods == ("POST",)
     with pytest.raises(ValueError):
         Settings(rate_limits={"new-rule": {"per_minute": 5}})  # a new rule names everything
@@ -235,8 +282,12 @@ def test_rule_overrides_merge_by_name_and_the_schema_states_them(settings: Setti
 
     doc = create_app(settings, engine=engine).openapi()
     batch = doc["paths"]["/v1/estimate/batch"]["post"]
-    assert batch["x-rate-limit"] == {"rule": "estimate-batch", "per_minute": 12.0, "burst": 4,
-                                     "per": "API key, else client address"}
+    assert batch["x-rate-limit"] == {
+        "rule": "estimate-batch",
+        "per_minute": 12.0,
+        "burst": 4,
+        "per": "API key, else client address",
+    }
     assert "429" in batch["responses"] and "408" in batch["responses"]
     assert batch["responses"]["429"]["headers"]["Retry-After"]
     items = doc["components"]["schemas"]["BatchRequest"]["properties"]["items"]
@@ -263,16 +314,22 @@ def test_an_oversized_chunked_body_is_413(settings: Settings, engine: Engine, su
             yield body[i : i + 1000]
 
     with TestClient(app) as c:
-        r = c.post("/v1/benchmark-runs", content=chunks(),
-                   headers={**auth(submit_key), "Content-Type": "application/json"})
+        r = c.post(
+            "/v1/benchmark-runs",
+            content=chunks(),
+            headers={**auth(submit_key), "Content-Type": "application/json"},
+        )
         assert r.status_code == 413, r.text
         assert r.headers["content-type"] == "application/problem+json"
         assert r.json()["max_body_bytes"] == 4096 and r.headers["connection"] == "close"
         assert _runs(engine, json.loads(body)["run_id"]) == 0
         # a small chunked body is read and handled as usual
         small = json.dumps(run_on(gpu, [result()])).encode()
-        r = c.post("/v1/benchmark-runs", content=iter([small[:50], small[50:]]),
-                   headers={**auth(submit_key), "Content-Type": "application/json"})
+        r = c.post(
+            "/v1/benchmark-runs",
+            content=iter([small[:50], small[50:]]),
+            headers={**auth(submit_key), "Content-Type": "application/json"},
+        )
         assert r.status_code == 201, r.text
 
 
@@ -291,7 +348,9 @@ def test_request_ids_are_echoed_or_made(client: TestClient) -> None:
     assert r.status_code == 404 and r.headers["X-Request-ID"] == "req-404"
 
 
-def test_metrics_access_follows_the_setting(settings: Settings, engine: Engine, admin_key: str, read_key: str) -> None:
+def test_metrics_access_follows_the_setting(
+    settings: Settings, engine: Engine, admin_key: str, read_key: str
+) -> None:
     with TestClient(fresh(settings, engine)) as c:
         assert settings.metrics_access == "admin"
         assert c.get("/metrics").status_code == 401
@@ -319,7 +378,9 @@ def test_metrics_count_ingestion_and_answers_by_provenance(
     app = fresh(settings, engine, metrics_access="open")
     gpu = make_gpu(engine, bf16=100.0)
     # 4 results, one far above the catalog's dense bf16 peak -> quarantined at ingestion
-    body = run_on(gpu, [result("gemm", {"precision": "bf16"}, {"tflops": v}) for v in (80.0, 81.0, 82.0, 900.0)])
+    body = run_on(
+        gpu, [result("gemm", {"precision": "bf16"}, {"tflops": v}) for v in (80.0, 81.0, 82.0, 900.0)]
+    )
     unknown = {"pci": f"0x{random.randrange(0xED00, 0xF000):04x}", "usable": 7 * 2**30, "name": "Mystery GPU"}
     pending = run_on(unknown, [result() for _ in range(3)])
     with TestClient(app) as c:
@@ -328,7 +389,9 @@ def test_metrics_count_ingestion_and_answers_by_provenance(
         r = c.post("/v1/benchmark-runs", json=pending, headers=auth(submit_key))
         assert r.status_code == 201 and r.json()["state"] == "pending", r.text
         one = c.post("/v1/estimate", json=ESTIMATE).json()
-        batch = c.post("/v1/estimate/batch", json={"items": [ESTIMATE, {**ESTIMATE, "gpu": "nvidia-l40s"}]}).json()
+        batch = c.post(
+            "/v1/estimate/batch", json={"items": [ESTIMATE, {**ESTIMATE, "gpu": "nvidia-l40s"}]}
+        ).json()
         text = c.get("/metrics").text
     assert _sample(text, "gpu_advisor_benchmark_runs_total", outcome="stored") == 2
     assert _sample(text, "gpu_advisor_benchmark_runs_total", outcome="replayed") == 1
@@ -336,16 +399,40 @@ def test_metrics_count_ingestion_and_answers_by_provenance(
     assert _sample(text, "gpu_advisor_benchmark_results_quarantined_total", reason="above_catalog_peak") == 1
     assert _sample(text, "gpu_advisor_benchmark_results_pending_total") == 3
     assert one["time"]["provenance"] == "measured"
-    assert _sample(text, "gpu_advisor_answers_total", endpoint="estimate", part="time", provenance="measured") == 1
-    assert _sample(text, "gpu_advisor_answers_total", endpoint="estimate", part="memory",
-                   provenance=one["memory"]["provenance"]) == 1
+    assert (
+        _sample(text, "gpu_advisor_answers_total", endpoint="estimate", part="time", provenance="measured")
+        == 1
+    )
+    assert (
+        _sample(
+            text,
+            "gpu_advisor_answers_total",
+            endpoint="estimate",
+            part="memory",
+            provenance=one["memory"]["provenance"],
+        )
+        == 1
+    )
     l40s = batch["items"][1]["result"]["time"]["provenance"]
-    assert _sample(text, "gpu_advisor_answers_total", endpoint="estimate_batch", part="time", provenance=l40s) >= 1
-    assert _sample(text, "gpu_advisor_http_requests_total", method="POST", route="/v1/benchmark-runs", status="201") == 2
-    assert _sample(text, "gpu_advisor_http_request_duration_seconds_count", method="POST", route="/v1/estimate") == 1
+    assert (
+        _sample(text, "gpu_advisor_answers_total", endpoint="estimate_batch", part="time", provenance=l40s)
+        >= 1
+    )
+    assert (
+        _sample(
+            text, "gpu_advisor_http_requests_total", method="POST", route="/v1/benchmark-runs", status="201"
+        )
+        == 2
+    )
+    assert (
+        _sample(text, "gpu_advisor_http_request_duration_seconds_count", method="POST", route="/v1/estimate")
+        == 1
+    )
 
 
-def test_no_secrets_in_logs(settings: Settings, engine: Engine, admin_key: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_no_secrets_in_logs(
+    settings: Settings, engine: Engine, admin_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """Every record logged while requests carrying keys are handled -- accepted, refused,
     failing -- rendered by the service's JSON formatter: the request id is there, no key is."""
     app = limited(settings, engine, {"estimate": {"burst": 1, "per_minute": 1}})
@@ -356,15 +443,19 @@ def test_no_secrets_in_logs(settings: Settings, engine: Engine, admin_key: str, 
         c.post("/v1/estimate", json=ESTIMATE, headers=auth(admin_key))
         c.post("/v1/estimate", json=ESTIMATE, headers=auth(admin_key))  # 429
         c.get("/v1/admin/alerts", headers=auth(revoked))  # 401
-        c.post("/v1/gpus", content=b"{not json", headers={**auth(admin_key), "Content-Type": "application/json"})
+        c.post(
+            "/v1/gpus", content=b"{not json", headers={**auth(admin_key), "Content-Type": "application/json"}
+        )
         c.get("/metrics?token=" + admin_key, headers=auth(admin_key))
     lines = [fmt.format(rec) for rec in caplog.records]
     access = [json.loads(line) for line in lines if '"gpu_advisor.access"' in line]
     assert len(access) == 6
     assert access[0]["request_id"] == "find-me-1" and access[0]["route"] == "/v1/admin/alerts"
     assert [a["status"] for a in access] == [200, 200, 429, 401, 422, 200]
-    assert all(set(a) >= {"ts", "level", "msg", "request_id", "method", "path", "status", "duration_ms", "client"}
-               for a in access)
+    assert all(
+        set(a) >= {"ts", "level", "msg", "request_id", "method", "path", "status", "duration_ms", "client"}
+        for a in access
+    )
     blob = "\n".join(lines)
     for secret in (admin_key, admin_key.split("_", 2)[2], revoked, revoked.split("_", 2)[2]):
         assert secret not in blob

@@ -24,15 +24,28 @@ def test_unknown_model_404_with_close_matches(client: TestClient) -> None:
 
 def test_parse_hf_config_and_refuse_mla(client: TestClient) -> None:
     cfg = {
-        "architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 4096,
-        "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
-        "num_key_value_heads": 8, "vocab_size": 32000, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-        "max_position_embeddings": 32768, "tie_word_embeddings": False,
+        "architectures": ["MistralForCausalLM"],
+        "model_type": "mistral",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 32768,
+        "tie_word_embeddings": False,
     }
     r = client.post("/v1/models/parse", json=cfg)
     assert r.status_code == 200, r.text
     assert r.json()["total_params"] == 7_241_732_096
-    mla = {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "kv_lora_rank": 512}
+    mla = {
+        "model_type": "deepseek_v3",
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "hidden_size": 7168,
+        "kv_lora_rank": 512,
+    }
     r = client.post("/v1/models/parse", json=mla)
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
     assert r.json()["errors"][0]["loc"] == ["body", "hf_config"]

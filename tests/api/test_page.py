@@ -39,8 +39,12 @@ def test_static_files_come_from_the_package_with_etags(client: TestClient) -> No
 
 
 def test_unknown_or_escaping_paths_are_404_problems(client: TestClient) -> None:
-    for path in ("/static/nope.js", "/static/../../pyproject.toml", "/static/%2e%2e/%2e%2e/pyproject.toml",
-                 "/static/../api/app.py"):
+    for path in (
+        "/static/nope.js",
+        "/static/../../pyproject.toml",
+        "/static/%2e%2e/%2e%2e/pyproject.toml",
+        "/static/../api/app.py",
+    ):
         r = client.get(path)
         assert r.status_code == 404, path
         assert r.headers["content-type"] == "application/problem+json", path
@@ -65,7 +69,9 @@ def test_every_shipped_file_is_served() -> None:
 def test_no_html_from_strings_and_nothing_inline() -> None:
     """The code that renders API data never parses it as HTML (Trusted Types would refuse it at
     run time; this finds it before), and the markup has no inline script, style or handler."""
-    sinks = re.compile(r"\.(innerHTML|outerHTML)\b|insertAdjacentHTML|document\.write|\beval\(|new Function|DOMParser|createContextualFragment")
+    sinks = re.compile(
+        r"\.(innerHTML|outerHTML)\b|insertAdjacentHTML|document\.write|\beval\(|new Function|DOMParser|createContextualFragment"
+    )
     for path in WEB.rglob("*.js"):
         for n, line in enumerate(path.read_text().splitlines(), 1):
             assert not sinks.search(line), f"{path.name}:{n}: {line.strip()}"

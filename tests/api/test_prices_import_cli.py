@@ -93,12 +93,17 @@ def test_import_maps_known_names_reports_unknown_ones_and_the_prices_route_shows
         # the same file dated today: new rows, not stale
         code, out, _ = _run(url, str(path), "--as-of", today.isoformat())
         assert code == 0 and "4 price row(s) added or changed" in out
-        fresh = [p for p in c.get("/v1/gpus/l40/prices").json()["items"]
-                 if p["provider"] == "testcloud" and p["effective_date"] == today.isoformat()]
+        fresh = [
+            p
+            for p in c.get("/v1/gpus/l40/prices").json()["items"]
+            if p["provider"] == "testcloud" and p["effective_date"] == today.isoformat()
+        ]
         assert len(fresh) == 3 and all(p["age_days"] == 0 and p["stale"] is False for p in fresh)
 
 
-def test_reimport_changes_nothing_and_a_rendered_copy_round_trips(db: tuple[str, Engine], tmp_path: Path) -> None:
+def test_reimport_changes_nothing_and_a_rendered_copy_round_trips(
+    db: tuple[str, Engine], tmp_path: Path
+) -> None:
     url, engine = db
     path = _write(tmp_path, "lambda", GOOD)
     src = ["--as-of", "2026-11-30", "--source", "test file"]
@@ -118,7 +123,9 @@ def test_reimport_changes_nothing_and_a_rendered_copy_round_trips(db: tuple[str,
     assert _state(engine) == (n1, v1)
 
 
-def test_bad_rows_are_named_by_line_and_column_and_nothing_is_imported(db: tuple[str, Engine], tmp_path: Path) -> None:
+def test_bad_rows_are_named_by_line_and_column_and_nothing_is_imported(
+    db: tuple[str, Engine], tmp_path: Path
+) -> None:
     url, engine = db
     before = _state(engine)
     code, _out, err = _run(url, str(_write(tmp_path, "testcloud", BAD)), "--as-of", "2026-11-30")

@@ -34,8 +34,10 @@ def _settled(client: TestClient) -> None:
     """Bring the shared app's snapshot to the database's watermarks and wait for its background
     refits, so two answers compared in a test come from the same calibrations (another test may
     just have submitted measurements)."""
-    client.post("/v1/recommend", json={"workload": {"model": "gt-llama-350m"}, "constraints": {"max_gpus": 1},
-                                       "limit": 1})
+    client.post(
+        "/v1/recommend",
+        json={"workload": {"model": "gt-llama-350m"}, "constraints": {"max_gpus": 1}, "limit": 1},
+    )
     client.app.state.read_model.wait_for_fits()  # type: ignore[attr-defined]
 
 
@@ -58,14 +60,26 @@ def _reason(option: dict[str, Any], code: str) -> dict[str, Any]:
 # ---- the issue's scenarios ------------------------------------------------------------------
 
 
-def test_llama2_13b_full_fine_tuning_needs_sharding_and_excludes_the_l20_with_numbers(client: TestClient) -> None:
+def test_llama2_13b_full_fine_tuning_needs_sharding_and_excludes_the_l20_with_numbers(
+    client: TestClient,
+) -> None:
     """Llama-2-13B full fine-tuning, amp_bf16, AdamW, seq 2048, micro-batch 4, at most 2 GPUs: no
     48 GB card holds it alone (fp32 weights + grads + Adam moments alone are 16 B x 13B =
     ~194 GiB); FSDP over two large cards is offered; the L20 is excluded with the numbers."""
-    doc = _ask(client, {"workload": {"model": "meta-llama/Llama-2-13b-hf", "mode": "training",
-                                     "precision": "amp_bf16", "optimizer": "adamw", "seq_len": 2048,
-                                     "batch_size": 4},
-                        "constraints": {"max_gpus": 2}})  # the default limit: pruning keeps exclusions
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "meta-llama/Llama-2-13b-hf",
+                "mode": "training",
+                "precision": "amp_bf16",
+                "optimizer": "adamw",
+                "seq_len": 2048,
+                "batch_size": 4,
+            },
+            "constraints": {"max_gpus": 2},
+        },
+    )  # the default limit: pruning keeps exclusions
     states_gib = 13.0e9 * 16 / GiB
     assert doc["options"], doc["excluded"][:3]
     for o in doc["options"]:
@@ -73,8 +87,10 @@ def test_llama2_13b_full_fine_tuning_needs_sharding_and_excludes_the_l20_with_nu
         assert o["memory"]["needed_bytes"] <= o["memory"]["usable_bytes"]
         if o["memory"]["usable_bytes"] <= 48e9:
             raise AssertionError(f"a 48 GB card holds 13B full fine-tuning: {o['gpu']['slug']}")
-    assert any(o["strategy"]["sharding"] in ("fsdp", "zero3") and o["strategy"]["gpu_count"] == 2
-               for o in doc["options"])
+    assert any(
+        o["strategy"]["sharding"] in ("fsdp", "zero3") and o["strategy"]["gpu_count"] == 2
+        for o in doc["options"]
+    )
     l20 = _excluded(doc, "nvidia-l20")
     assert l20["code"] == "MEMORY_INSUFFICIENT"
     p = l20["params"]
@@ -91,14 +107,35 @@ def test_llama2_13b_full_fine_tuning_needs_sharding_and_excludes_the_l20_with_nu
 def test_llama2_7b_lora_fits_one_24_to_48_gb_card_with_checkpointing(client: TestClient) -> None:
     """Llama-2-7B LoRA, bf16, seq 2048, micro-batch 4, checkpointing allowed, one GPU: 24-48 GB
     cards are offered; without checkpointing the activations would not fit them."""
-    doc = _ask(client, {"workload": {"model": "meta-llama/Llama-2-7b-hf", "mode": "fine-tuning",
-                                     "finetune": "lora", "precision": "bf16", "seq_len": 2048, "batch_size": 4},
-                        # the question is about 24-48 GB cards: asked among them, the answer does not depend on how
-                        # many larger cards (and their calibrations, moved by other tests' submissions) rank first
-                        "constraints": {"max_gpus": 1, "allow_gradient_checkpointing": True,
-                                        "allowed_gpus": ["nvidia-l40", "nvidia-l20", "nvidia-l40s", "nvidia-a10g",
-                                                         "nvidia-rtx-4090", "nvidia-a40", "nvidia-rtx-6000-ada"]},
-                        "limit": 50})
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "meta-llama/Llama-2-7b-hf",
+                "mode": "fine-tuning",
+                "finetune": "lora",
+                "precision": "bf16",
+                "seq_len": 2048,
+                "batch_size": 4,
+            },
+            # the question is about 24-48 GB cards: asked among them, the answer does not depend on how
+            # many larger cards (and their calibrations, moved by other tests' submissions) rank first
+            "constraints": {
+                "max_gpus": 1,
+                "allow_gradient_checkpointing": True,
+                "allowed_gpus": [
+                    "nvidia-l40",
+                    "nvidia-l20",
+                    "nvidia-l40s",
+                    "nvidia-a10g",
+                    "nvidia-rtx-4090",
+                    "nvidia-a40",
+                    "nvidia-rtx-6000-ada",
+                ],
+            },
+            "limit": 50,
+        },
+    )
     mid = [o for o in doc["options"] if 22 * GiB <= o["memory"]["usable_bytes"] <= 48e9]
     assert mid, [(o["gpu"]["slug"], o["memory"]["usable_bytes"] / GiB) for o in doc["options"]]
     for o in mid:
@@ -117,15 +154,26 @@ def test_llama2_70b_inference_4k_batch_8_not_on_one_80_gb_card(client: TestClien
     ~10.7 GB of KV cache (80 layers x 8 KV heads x 128 x 2 x 2 B x 4,096 x 8) -- more than an
     80 GB card; one 192 GB-class card or TP over several is offered; on one H200 the numbers
     decide and are shown."""
-    body = {"workload": {"model": "meta-llama/Llama-2-70b-hf", "mode": "inference", "precision": "bf16",
-                         "input_len": 3840, "output_len": 256, "batch_size": 8},
-            "constraints": {"max_gpus": 8}, "limit": 50}
+    body = {
+        "workload": {
+            "model": "meta-llama/Llama-2-70b-hf",
+            "mode": "inference",
+            "precision": "bf16",
+            "input_len": 3840,
+            "output_len": 256,
+            "batch_size": 8,
+        },
+        "constraints": {"max_gpus": 8},
+        "limit": 50,
+    }
     doc = _ask(client, body)
     kv_gb = 80 * 8 * 128 * 2 * 2 * 4096 * 8 / 1e9
     for o in doc["options"]:
         if o["strategy"]["gpu_count"] == 1:
             assert o["memory"]["usable_bytes"] > 150e9, o["gpu"]["slug"]
-    assert any(o["strategy"]["gpu_count"] == 1 and o["memory"]["usable_bytes"] >= 180e9 for o in doc["options"])
+    assert any(
+        o["strategy"]["gpu_count"] == 1 and o["memory"]["usable_bytes"] >= 180e9 for o in doc["options"]
+    )
     assert any(o["strategy"]["tensor_parallel"] > 1 for o in doc["options"])
     single = _ask(client, {**body, "constraints": {"max_gpus": 1, "allowed_gpus": ["H200", "H100 SXM"]}})
     h200 = _excluded(single, "nvidia-h200-sxm")
@@ -137,15 +185,22 @@ def test_llama2_70b_inference_4k_batch_8_not_on_one_80_gb_card(client: TestClien
     assert p["weights_gb"] + p["kv_cache_gb"] <= p["usable_gb"] < p["needed_gb"]  # the working set decides
     assert f"{p['weights_gb']:.1f} GB of weights" in h200["message"]
     h100 = _excluded(single, "nvidia-h100-sxm")
-    assert h100["code"] == "MEMORY_INSUFFICIENT" and h100["params"]["usable_gb"] < h100["params"]["weights_gb"]
+    assert (
+        h100["code"] == "MEMORY_INSUFFICIENT" and h100["params"]["usable_gb"] < h100["params"]["weights_gb"]
+    )
 
 
 def test_300_w_pcie_only_cap_leaves_no_sxm_or_oam_part(client: TestClient) -> None:
     """A 300 W per-GPU cap with PCIe only: every option is a PCIe card of at most 300 W; SXM
     and OAM parts are excluded with the reason."""
-    doc = _ask(client, {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "seq_len": 2048},
-                        "constraints": {"max_power_w_per_gpu": 300, "form_factors": ["pcie"], "max_gpus": 4},
-                        "limit": 50})
+    doc = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "seq_len": 2048},
+            "constraints": {"max_power_w_per_gpu": 300, "form_factors": ["pcie"], "max_gpus": 4},
+            "limit": 50,
+        },
+    )
     assert doc["options"]
     for o in doc["options"]:
         assert o["gpu"]["form_factor"] == "pcie"
@@ -160,10 +215,23 @@ def test_300_w_pcie_only_cap_leaves_no_sxm_or_oam_part(client: TestClient) -> No
 def test_7b_chat_with_a_tpot_target_is_decided_by_bandwidth(client: TestClient) -> None:
     """A 7B chat service (vLLM, 2 req/s, 512 in / 256 out, TPOT <= 30 ms) on one GPU each:
     decode reads every weight per token, so TPOT follows memory bandwidth."""
-    doc = _ask(client, {"workload": {"model": "meta-llama/Llama-2-7b-hf", "mode": "inference", "engine": "vllm",
-                                     "input_len": 512, "output_len": 256, "requests_per_s": 2,
-                                     "tpot_target_ms": 30},
-                        "constraints": {"max_gpus": 1, "vendors": ["nvidia"]}, "objective": "fastest", "limit": 12})
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "meta-llama/Llama-2-7b-hf",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 512,
+                "output_len": 256,
+                "requests_per_s": 2,
+                "tpot_target_ms": 30,
+            },
+            "constraints": {"max_gpus": 1, "vendors": ["nvidia"]},
+            "objective": "fastest",
+            "limit": 12,
+        },
+    )
     opts = doc["options"]
     assert len(opts) >= 5
     for o in opts:
@@ -190,12 +258,28 @@ def test_qwen25_72b_at_20_requests_per_s_replicas_times_tp(client: TestClient) -
     """Qwen2.5-72B chat at 20 req/s, TTFT <= 1 s, TPOT <= 50 ms, on H100 / H200 / A100: each
     answer is replicas x TP GPUs meeting the targets at the rate; the H200 (more memory and
     bandwidth per GPU) needs fewer GPUs than the A100."""
-    doc = _ask(client, {"workload": {"model": "Qwen/Qwen2.5-72B-Instruct", "mode": "inference", "engine": "vllm",
-                                     "input_len": 1024, "input_len_cv": 0.5, "output_len": 256,
-                                     "output_len_cv": 0.8, "requests_per_s": 20, "ttft_target_ms": 1000,
-                                     "tpot_target_ms": 50},
-                        "constraints": {"allowed_gpus": ["H100 SXM", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 64},
-                        "objective": "fastest"})
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "Qwen/Qwen2.5-72B-Instruct",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 1024,
+                "input_len_cv": 0.5,
+                "output_len": 256,
+                "output_len_cv": 0.8,
+                "requests_per_s": 20,
+                "ttft_target_ms": 1000,
+                "tpot_target_ms": 50,
+            },
+            "constraints": {
+                "allowed_gpus": ["H100 SXM", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"],
+                "max_gpus": 64,
+            },
+            "objective": "fastest",
+        },
+    )
     by = {o["gpu"]["slug"]: o for o in doc["options"]}
     assert set(by) == {"nvidia-h100-sxm", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"}, doc["excluded"][:3]
     for o in by.values():
@@ -211,7 +295,9 @@ def test_qwen25_72b_at_20_requests_per_s_replicas_times_tp(client: TestClient) -
         if o["cost"] is not None:
             per_mtok = o["cost"]["per_hour"] / (20 * 256 * 3600) * 1e6
             assert math.isclose(o["cost"]["per_million_tokens"], per_mtok, rel_tol=1e-6)
-    assert by["nvidia-h200-sxm"]["strategy"]["gpu_count"] < by["nvidia-a100-sxm4-80gb"]["strategy"]["gpu_count"]
+    assert (
+        by["nvidia-h200-sxm"]["strategy"]["gpu_count"] < by["nvidia-a100-sxm4-80gb"]["strategy"]["gpu_count"]
+    )
 
 
 def test_eight_l40_one_per_node_allow_no_tensor_parallelism(client: TestClient) -> None:
@@ -219,17 +305,39 @@ def test_eight_l40_one_per_node_allow_no_tensor_parallelism(client: TestClient) 
     cannot be placed; Llama-3-8B is served by TP1 replicas only; every other GPU is not in the
     inventory."""
     inventory = [{"gpu": "L40", "gpus_per_node": 1, "nodes": 8}]
-    big = _ask(client, {"workload": {"model": "meta-llama/Llama-2-70b-hf", "mode": "inference", "engine": "vllm",
-                                     "input_len": 1024, "output_len": 256, "requests_per_s": 1},
-                        "constraints": {"inventory": inventory, "max_gpus": 8}})
+    big = _ask(
+        client,
+        {
+            "workload": {
+                "model": "meta-llama/Llama-2-70b-hf",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 1024,
+                "output_len": 256,
+                "requests_per_s": 1,
+            },
+            "constraints": {"inventory": inventory, "max_gpus": 8},
+        },
+    )
     assert big["options"] == []
     l40 = _excluded(big, "nvidia-l40")
     assert l40["code"] == "NO_PLACEMENT"
     assert l40["params"]["tensor_parallel"] >= 4 and l40["params"]["free_per_node"] == 1
     assert {e["code"] for e in big["excluded"] if e["gpu"]["slug"] != "nvidia-l40"} == {"NOT_IN_INVENTORY"}
-    small = _ask(client, {"workload": {"model": "llama3-8b", "mode": "inference", "engine": "vllm",
-                                       "input_len": 1024, "output_len": 256, "requests_per_s": 4},
-                          "constraints": {"inventory": inventory, "max_gpus": 8}})
+    small = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3-8b",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 1024,
+                "output_len": 256,
+                "requests_per_s": 4,
+            },
+            "constraints": {"inventory": inventory, "max_gpus": 8},
+        },
+    )
     assert [o["gpu"]["slug"] for o in small["options"]] == ["nvidia-l40"]
     s = small["options"][0]["strategy"]
     assert s["tensor_parallel"] == 1 and 1 <= s["replicas"] <= 8 and s["gpus_per_node"] == 1
@@ -237,8 +345,10 @@ def test_eight_l40_one_per_node_allow_no_tensor_parallelism(client: TestClient) 
 
 
 def test_chinese_reasons_by_accept_language(client: TestClient) -> None:
-    body = {"workload": {"model": "meta-llama/Llama-2-13b-hf", "precision": "amp_bf16", "batch_size": 4},
-            "constraints": {"max_gpus": 2, "allowed_gpus": ["L20", "H200", "B200"]}}
+    body = {
+        "workload": {"model": "meta-llama/Llama-2-13b-hf", "precision": "amp_bf16", "batch_size": 4},
+        "constraints": {"max_gpus": 2, "allowed_gpus": ["L20", "H200", "B200"]},
+    }
     _settled(client)
     en = _ask(client, body)
     zh = _ask(client, body, **{"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"})
@@ -248,11 +358,14 @@ def test_chinese_reasons_by_accept_language(client: TestClient) -> None:
     assert l20["code"] == _excluded(en, "nvidia-l20")["code"] == "MEMORY_INSUFFICIENT"
     for o in zh["options"]:
         assert all(CJK.search(r["message"]) for r in o["reasons"])
-    assert [r["code"] for o in zh["options"] for r in o["reasons"]] == \
-        [r["code"] for o in en["options"] for r in o["reasons"]]
+    assert [r["code"] for o in zh["options"] for r in o["reasons"]] == [
+        r["code"] for o in en["options"] for r in o["reasons"]
+    ]
     assert not CJK.search(en["excluded"][0]["message"])
     # the stored answer reads in the reader's language too
-    stored = client.get(f"/v1/recommendations/{en['recommendation_id']}", headers={"Accept-Language": "zh"}).json()
+    stored = client.get(
+        f"/v1/recommendations/{en['recommendation_id']}", headers={"Accept-Language": "zh"}
+    ).json()
     assert CJK.search(_excluded(stored, "nvidia-l20")["message"])
 
 
@@ -260,10 +373,20 @@ def test_chinese_reasons_by_accept_language(client: TestClient) -> None:
 
 
 def test_deadline_picks_enough_gpus_and_scheduling_walltime_covers_the_band(client: TestClient) -> None:
-    doc = _ask(client, {"workload": {"model": "llama3-8b", "mode": "training", "batch_size": 2, "seq_len": 2048,
-                                     "tokens": 2e9},
-                        "constraints": {"deadline_hours": 24, "allowed_gpus": ["H100 SXM", "L40"], "max_gpus": 8},
-                        "objective": "cheapest" if False else "perf_per_watt"})
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3-8b",
+                "mode": "training",
+                "batch_size": 2,
+                "seq_len": 2048,
+                "tokens": 2e9,
+            },
+            "constraints": {"deadline_hours": 24, "allowed_gpus": ["H100 SXM", "L40"], "max_gpus": 8},
+            "objective": "cheapest" if False else "perf_per_watt",
+        },
+    )
     for o in doc["options"]:
         hi = o["training"]["time_to_train"]["band"]["high"]
         assert hi <= 24
@@ -278,10 +401,23 @@ def test_deadline_picks_enough_gpus_and_scheduling_walltime_covers_the_band(clie
 
 
 def test_what_if_checkpointing_when_it_was_ruled_out(client: TestClient) -> None:
-    doc = _ask(client, {"workload": {"model": "meta-llama/Llama-2-7b-hf", "mode": "fine-tuning", "precision": "bf16",
-                                     "batch_size": 4, "seq_len": 2048},
-                        "constraints": {"allow_gradient_checkpointing": False, "max_gpus": 1,
-                                        "allowed_gpus": ["L20", "L40", "H100 SXM"]}})
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "meta-llama/Llama-2-7b-hf",
+                "mode": "fine-tuning",
+                "precision": "bf16",
+                "batch_size": 4,
+                "seq_len": 2048,
+            },
+            "constraints": {
+                "allow_gradient_checkpointing": False,
+                "max_gpus": 1,
+                "allowed_gpus": ["L20", "L40", "H100 SXM"],
+            },
+        },
+    )
     assert len(doc["what_if"]) <= 3
     ckpt = [w for w in doc["what_if"] if w["code"] == "WITH_GRADIENT_CHECKPOINTING"]
     assert ckpt and ckpt[0]["change"] == {"constraints.allow_gradient_checkpointing": True}
@@ -292,8 +428,14 @@ def test_what_if_checkpointing_when_it_was_ruled_out(client: TestClient) -> None
 
 
 def test_within_error_of_best_compares_ratios(client: TestClient) -> None:
-    doc = _ask(client, {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2},
-                        "constraints": {"max_gpus": 1}, "limit": 20})
+    doc = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2},
+            "constraints": {"max_gpus": 1},
+            "limit": 20,
+        },
+    )
     opts = doc["options"]
     best = opts[0]
     assert best["rank"] == 1 and best["within_error_of_best"] and best["ratio_to_best"] == 1.0
@@ -319,37 +461,59 @@ def _problem(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
 def test_validation_names_the_field(client: TestClient) -> None:
     p = _problem(client, {"workload": {"model": "no-such-model-xyz"}})
     assert p["errors"][0]["loc"] == ["body", "workload", "model"]
-    p = _problem(client, {"workload": {"model": "llama3-8b"}, "constraints": {"allowed_gpus": ["H100", "NoSuchGPU9"]}})
+    p = _problem(
+        client, {"workload": {"model": "llama3-8b"}, "constraints": {"allowed_gpus": ["H100", "NoSuchGPU9"]}}
+    )
     assert p["errors"][0]["loc"] == ["body", "constraints", "allowed_gpus", 1]
     p = _problem(client, {"workload": {"model": "llama3-8b"}, "constraints": {"deadline_hours": 10}})
     assert p["errors"][0]["loc"] == ["body", "constraints", "deadline_hours"]
-    p = _problem(client, {"workload": {"model": "llama3-8b", "mode": "inference", "engine": "vllm",
-                                       "requests_per_s": 1}, "constraints": {"deadline_hours": 10}})
+    p = _problem(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "inference", "engine": "vllm", "requests_per_s": 1},
+            "constraints": {"deadline_hours": 10},
+        },
+    )
     assert p["errors"][0]["loc"] == ["body", "constraints", "deadline_hours"]
     p = _problem(client, {"workload": {"model": "llama3-8b"}, "objective": "best"})
     assert p["errors"][0]["loc"] == ["body", "objective"]
     p = _problem(client, {"workload": {"model": "llama3-8b", "gpu": "H100"}})
     assert p["errors"][0]["loc"] == ["body", "workload", "gpu"]
-    p = _problem(client, {"workload": {"model": "llama3-8b", "finetune": "qlora", "precision": "fp32",
-                                       "mode": "fine-tuning"}})
+    p = _problem(
+        client,
+        {"workload": {"model": "llama3-8b", "finetune": "qlora", "precision": "fp32", "mode": "fine-tuning"}},
+    )
     assert p["errors"][0]["loc"] == ["body", "workload", "precision"]
-    p = _problem(client, {"workload": {"model": "llama3-8b"},
-                          "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 0}]}})
+    p = _problem(
+        client,
+        {
+            "workload": {"model": "llama3-8b"},
+            "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 0}]},
+        },
+    )
     assert p["errors"][0]["loc"][:4] == ["body", "constraints", "inventory", 0]
     p = _problem(client, {"workload": {"model": "llama3-8b"}, "constraints": {"excluded_gpus": ["L4\u0000"]}})
     assert p["errors"][0]["loc"][:4] == ["body", "constraints", "excluded_gpus", 0]
     p = _problem(client, {"workload": {"model": "llama3-8b"}, "constraints": {"providers": ["aws\u0000"]}})
     assert p["errors"][0]["loc"][:4] == ["body", "constraints", "providers", 0]
-    r = client.post("/v1/recommend", content=b'{"workload": {"model": "llama3-8b"}, "constraints": '
-                                               b'{"max_power_w_per_gpu": NaN}}',
-                    headers={"Content-Type": "application/json"})
+    r = client.post(
+        "/v1/recommend",
+        content=b'{"workload": {"model": "llama3-8b"}, "constraints": {"max_power_w_per_gpu": NaN}}',
+        headers={"Content-Type": "application/json"},
+    )
     assert r.status_code == 422
 
 
 def test_stored_answer_dedup_and_determinism(client: TestClient, engine: Engine) -> None:
-    body = {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 1,
-                         "seq_len": 1024 + 64 * (uuid.uuid4().int % 16)},
-            "constraints": {"max_gpus": 2}}
+    body = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "fine-tuning",
+            "batch_size": 1,
+            "seq_len": 1024 + 64 * (uuid.uuid4().int % 16),
+        },
+        "constraints": {"max_gpus": 2},
+    }
     _settled(client)
     a = _ask(client, body)
     b = _ask(client, body)
@@ -359,8 +523,11 @@ def test_stored_answer_dedup_and_determinism(client: TestClient, engine: Engine)
     b.pop("as_of")
     assert a == b  # deterministic for the same input and watermarks
     with make_session_factory(engine)() as s:
-        n = s.execute(select(func.count()).select_from(Recommendation)
-                      .where(Recommendation.id == a["recommendation_id"])).scalar_one()
+        n = s.execute(
+            select(func.count())
+            .select_from(Recommendation)
+            .where(Recommendation.id == a["recommendation_id"])
+        ).scalar_one()
     assert n == 1
     got = client.get(f"/v1/recommendations/{a['recommendation_id']}")
     assert got.status_code == 200
@@ -386,16 +553,27 @@ def test_recommend_is_rate_limited_and_a_refusal_stores_nothing(settings: Settin
     from tests.api.test_limits import _is_429, limited
 
     app = limited(settings, engine, {"recommend": {"burst": 1, "per_minute": 1}})
-    body = {"workload": {"model": "llama3-8b", "batch_size": 7}, "constraints": {"max_gpus": 1},
-            "limit": 1 + uuid.uuid4().int % 40}
+    body = {
+        "workload": {"model": "llama3-8b", "batch_size": 7},
+        "constraints": {"max_gpus": 1},
+        "limit": 1 + uuid.uuid4().int % 40,
+    }
     with TestClient(app) as c:
         assert c.post("/v1/recommend", json=body).status_code == 200
         again = {**body, "objective": "perf_per_watt"}
         _is_429(c.post("/v1/recommend", json=again), "recommend")
     with make_session_factory(engine)() as s:
         stored = s.execute(select(Recommendation.request)).scalars().all()
-    assert sum(1 for r in stored if r.get("limit") == body["limit"] and r["workload"]["batch_size"] == 7
-               and r.get("objective") == "perf_per_watt") == 0
+    assert (
+        sum(
+            1
+            for r in stored
+            if r.get("limit") == body["limit"]
+            and r["workload"]["batch_size"] == 7
+            and r.get("objective") == "perf_per_watt"
+        )
+        == 0
+    )
 
 
 # ---- latest data drives it, on every replica --------------------------------------------------
@@ -403,14 +581,17 @@ def test_recommend_is_rate_limited_and_a_refusal_stores_nothing(settings: Settin
 H200_CELL = {"model": "gt-llama-350m", "precision": "amp_bf16", "batch_size": 4, "seq_len": 1024}
 
 
-def test_a_submission_changes_the_next_answer_on_another_instance(settings: Settings, engine: Engine,
-                                                                   submit_key: str) -> None:
+def test_a_submission_changes_the_next_answer_on_another_instance(
+    settings: Settings, engine: Engine, submit_key: str
+) -> None:
     """Two app instances on one database: a run measured on two hosts, submitted through A,
     changes B's next recommendation -- its time and its provenance -- without a restart."""
     a = create_app(settings, engine=engine)
     b = create_app(settings, engine=engine)
-    body = {"workload": {**H200_CELL, "optimizer_impl": "fused"},
-            "constraints": {"allowed_gpus": ["H200"], "max_gpus": 1}}
+    body = {
+        "workload": {**H200_CELL, "optimizer_impl": "fused"},
+        "constraints": {"allowed_gpus": ["H200"], "max_gpus": 1},
+    }
     with TestClient(a) as ca, TestClient(b) as cb:
         first = _ask(cb, body)
         opt = first["options"][0]
@@ -418,9 +599,21 @@ def test_a_submission_changes_the_next_answer_on_another_instance(settings: Sett
         stack = uuid.uuid4().hex[:6]
         for host in ("rec-a", "rec-b"):
             fp = fingerprint("0x2335", torch_version=f"2.5.1+{stack}", host_id=host)
-            r = run([result("llm-train", H200_CELL, {"throughput": 4 * 1024 / (step * (1 + i / 100)),
-                                                      "step_time_s": step * (1 + i / 100)}) for i in range(3)],
-                    fp=fp, host=host)
+            r = run(
+                [
+                    result(
+                        "llm-train",
+                        H200_CELL,
+                        {
+                            "throughput": 4 * 1024 / (step * (1 + i / 100)),
+                            "step_time_s": step * (1 + i / 100),
+                        },
+                    )
+                    for i in range(3)
+                ],
+                fp=fp,
+                host=host,
+            )
             assert ca.post("/v1/benchmark-runs", json=r, headers=auth(submit_key)).status_code == 201
         nxt = _ask(cb, body)
         assert nxt["data_version"] != first["data_version"]
@@ -434,12 +627,24 @@ def test_a_submission_changes_the_next_answer_on_another_instance(settings: Sett
 # ---- prices: rentable shapes, cost per million tokens, budgets ----------------------------------
 
 
-def _price(client: TestClient, admin_key: str, slug: str, provider: str, instance: str, gpus: int,
-           amount: str) -> None:
-    r = client.post(f"/v1/gpus/{slug}/prices", headers=auth(admin_key), json={
-        "provider": provider, "region": "test-1", "instance_type": instance, "gpus_per_instance": gpus,
-        "pricing_model": "on_demand", "currency": "USD", "amount": amount, "effective_date": "2026-11-01",
-        "source": "test price sheet"})
+def _price(
+    client: TestClient, admin_key: str, slug: str, provider: str, instance: str, gpus: int, amount: str
+) -> None:
+    r = client.post(
+        f"/v1/gpus/{slug}/prices",
+        headers=auth(admin_key),
+        json={
+            "provider": provider,
+            "region": "test-1",
+            "instance_type": instance,
+            "gpus_per_instance": gpus,
+            "pricing_model": "on_demand",
+            "currency": "USD",
+            "amount": amount,
+            "effective_date": "2026-11-01",
+            "source": "test price sheet",
+        },
+    )
     assert r.status_code in (200, 201, 204), r.text
 
 
@@ -451,20 +656,39 @@ def test_qwen25_72b_cost_per_million_tokens_from_rentable_shapes(client: TestCli
     per_instance = {"nvidia-h100-sxm": "98.32", "nvidia-h200-sxm": "84.80", "nvidia-a100-sxm4-80gb": "40.96"}
     for slug, amount in per_instance.items():
         _price(client, admin_key, slug, provider, f"{slug}-x8", 8, amount)
-    doc = _ask(client, {"workload": {"model": "Qwen/Qwen2.5-72B-Instruct", "mode": "inference", "engine": "vllm",
-                                     "input_len": 1024, "input_len_cv": 0.5, "output_len": 256,
-                                     "output_len_cv": 0.8, "requests_per_s": 20, "ttft_target_ms": 1000,
-                                     "tpot_target_ms": 50},
-                        "constraints": {"allowed_gpus": list(per_instance), "max_gpus": 64, "providers": [provider]},
-                        "objective": "cost_per_million_tokens"})
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "Qwen/Qwen2.5-72B-Instruct",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 1024,
+                "input_len_cv": 0.5,
+                "output_len": 256,
+                "output_len_cv": 0.8,
+                "requests_per_s": 20,
+                "ttft_target_ms": 1000,
+                "tpot_target_ms": 50,
+            },
+            "constraints": {"allowed_gpus": list(per_instance), "max_gpus": 64, "providers": [provider]},
+            "objective": "cost_per_million_tokens",
+        },
+    )
     assert {o["gpu"]["slug"] for o in doc["options"]} == set(per_instance)
     served = 20 * 256
     values = []
     for o in doc["options"]:
         c = o["cost"]
         n = o["strategy"]["gpu_count"]
-        assert c["provider"] == provider and c["instances"] == math.ceil(n / 8) and c["gpus_paid"] == c["instances"] * 8
-        assert math.isclose(c["per_hour"], c["instances"] * float(per_instance[o["gpu"]["slug"]]), rel_tol=1e-9)
+        assert (
+            c["provider"] == provider
+            and c["instances"] == math.ceil(n / 8)
+            and c["gpus_paid"] == c["instances"] * 8
+        )
+        assert math.isclose(
+            c["per_hour"], c["instances"] * float(per_instance[o["gpu"]["slug"]]), rel_tol=1e-9
+        )
         assert math.isclose(c["per_million_tokens"], c["per_hour"] / (served * 3600) * 1e6, rel_tol=1e-9)
         assert o["objective_value"] == c["per_million_tokens"]
         values.append(c["per_million_tokens"])
@@ -479,10 +703,19 @@ def test_budget_per_hour_excludes_with_the_numbers(client: TestClient, admin_key
     provider = f"rec-budget-{uuid.uuid4().hex[:6]}"
     _price(client, admin_key, "nvidia-l40", provider, "l40-x1", 1, "1.20")
     _price(client, admin_key, "nvidia-h100-sxm", provider, "h100-x8", 8, "98.32")
-    doc = _ask(client, {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "tokens": 2e8},
-                        "constraints": {"allowed_gpus": ["L40", "H100 SXM"], "max_gpus": 1, "providers": [provider],
-                                        "budget": {"per_hour": 10, "currency": "USD"}},
-                        "objective": "cheapest"})
+    doc = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "tokens": 2e8},
+            "constraints": {
+                "allowed_gpus": ["L40", "H100 SXM"],
+                "max_gpus": 1,
+                "providers": [provider],
+                "budget": {"per_hour": 10, "currency": "USD"},
+            },
+            "objective": "cheapest",
+        },
+    )
     assert [o["gpu"]["slug"] for o in doc["options"]] == ["nvidia-l40"]
     o = doc["options"][0]
     run = o["cost"]["run"]
@@ -491,16 +724,24 @@ def test_budget_per_hour_excludes_with_the_numbers(client: TestClient, admin_key
     assert math.isclose(run["high"], 1.20 * hours["band"]["high"], rel_tol=1e-9)
     h100 = _excluded(doc, "nvidia-h100-sxm")
     assert h100["code"] == "OVER_BUDGET"
-    assert h100["params"]["cost"] == 98.32 and h100["params"]["budget"] == 10  # one GPU rents a whole 8-GPU node
+    assert (
+        h100["params"]["cost"] == 98.32 and h100["params"]["budget"] == 10
+    )  # one GPU rents a whole 8-GPU node
     assert "98.32 USD per hour" in h100["message"]
-    no_price = _ask(client, {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2},
-                             "constraints": {"allowed_gpus": ["L20"], "max_gpus": 1, "providers": [provider]},
-                             "objective": "cheapest"})
+    no_price = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2},
+            "constraints": {"allowed_gpus": ["L20"], "max_gpus": 1, "providers": [provider]},
+            "objective": "cheapest",
+        },
+    )
     assert _excluded(no_price, "nvidia-l20")["code"] in ("NO_PRICE", "NO_TIME_ESTIMATE")
 
 
-def test_an_answer_asked_with_a_key_is_read_only_with_that_key(client: TestClient, engine: Engine,
-                                                                admin_key: str) -> None:
+def test_an_answer_asked_with_a_key_is_read_only_with_that_key(
+    client: TestClient, engine: Engine, admin_key: str
+) -> None:
     """SECURITY.md API1: another key (or no key) gets the same 404 as an unknown id; the asker
     and an admin read it; the same question asked by another key is stored as its own."""
     from service.usecases.keys import create_key
@@ -518,11 +759,17 @@ def test_an_answer_asked_with_a_key_is_read_only_with_that_key(client: TestClien
     unknown = client.get("/v1/recommendations/rec_ffffffffffffffffffffffff", headers=auth(bob))
     assert other.status_code == anonymous.status_code == unknown.status_code == 404
     assert other.json()["detail"].replace(rid, "X") == unknown.json()["detail"].replace(
-        "rec_ffffffffffffffffffffffff", "X")
+        "rec_ffffffffffffffffffffffff", "X"
+    )
     bobs = client.post("/v1/recommend", json=body, headers=auth(bob)).json()
     assert bobs["recommendation_id"] != rid
-    assert client.get(f"/v1/recommendations/{bobs['recommendation_id']}", headers=auth(bob)).status_code == 200
-    assert client.post("/v1/recommend", json=body, headers={"Authorization": "Bearer gpa_nope"}).status_code == 401
+    assert (
+        client.get(f"/v1/recommendations/{bobs['recommendation_id']}", headers=auth(bob)).status_code == 200
+    )
+    assert (
+        client.post("/v1/recommend", json=body, headers={"Authorization": "Bearer gpa_nope"}).status_code
+        == 401
+    )
 
 
 def test_pruning_by_the_bound_never_changes_the_answer(client: TestClient) -> None:
@@ -531,19 +778,37 @@ def test_pruning_by_the_bound_never_changes_the_answer(client: TestClient) -> No
     every GPU, and the pruned GPUs rank below them there."""
     bodies = [
         {"workload": {"model": "llama3-8b", "batch_size": 2, "tokens": 1e9}, "constraints": {"max_gpus": 8}},
-        {"workload": {"model": "meta-llama/Llama-2-7b-hf", "mode": "inference", "engine": "vllm", "input_len": 512,
-                      "output_len": 256, "requests_per_s": 2, "tpot_target_ms": 30}, "constraints": {"max_gpus": 1}},
-        {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2}, "constraints": {"max_gpus": 2},
-         "objective": "perf_per_watt"},
+        {
+            "workload": {
+                "model": "meta-llama/Llama-2-7b-hf",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 512,
+                "output_len": 256,
+                "requests_per_s": 2,
+                "tpot_target_ms": 30,
+            },
+            "constraints": {"max_gpus": 1},
+        },
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2},
+            "constraints": {"max_gpus": 2},
+            "objective": "perf_per_watt",
+        },
     ]
     _settled(client)
     for body in bodies:
         small = _ask(client, {**body, "limit": 3})
         big = _ask(client, {**body, "limit": 50})
         assert small["considered"]["not_ranked"], "the bound pruned nothing: the test shows nothing"
-        key = [(o["gpu"]["slug"], o["strategy"]["gpu_count"], round(o["objective_value"], 9)) for o in small["options"]]
-        assert key == [(o["gpu"]["slug"], o["strategy"]["gpu_count"], round(o["objective_value"], 9))
-                       for o in big["options"][:3]]
+        key = [
+            (o["gpu"]["slug"], o["strategy"]["gpu_count"], round(o["objective_value"], 9))
+            for o in small["options"]
+        ]
+        assert key == [
+            (o["gpu"]["slug"], o["strategy"]["gpu_count"], round(o["objective_value"], 9))
+            for o in big["options"][:3]
+        ]
         ranked = [o["gpu"]["slug"] for o in big["options"]]
         for slug in small["considered"]["not_ranked"]:
             assert slug not in ranked[:3]

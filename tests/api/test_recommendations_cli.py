@@ -35,8 +35,10 @@ def test_prune_deletes_only_answers_older_than_the_retention(db: str) -> None:
     with TestClient(create_app(settings, engine=eng)) as c:
         ids = []
         for b in (1, 2, 3):
-            r = c.post("/v1/recommend", json={"workload": {"model": "llama3-8b", "batch_size": b},
-                                              "constraints": {"max_gpus": 1}})
+            r = c.post(
+                "/v1/recommend",
+                json={"workload": {"model": "llama3-8b", "batch_size": b}, "constraints": {"max_gpus": 1}},
+            )
             assert r.status_code == 200, r.text
             ids.append(r.json()["recommendation_id"])
     old = dt.datetime.now(dt.UTC) - dt.timedelta(days=40)
@@ -45,9 +47,13 @@ def test_prune_deletes_only_answers_older_than_the_retention(db: str) -> None:
         s.commit()
     with UnitOfWork(make_session_factory(eng)) as uow:
         before = uow.watermarks()
-    out = subprocess.run([sys.executable, "-m", "service.cli", "recommendations", "prune", "--days", "30"],
-                         env={"GPU_ADVISOR_DATABASE_URL": db, "PATH": "/usr/bin:/bin"}, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "service.cli", "recommendations", "prune", "--days", "30"],
+        env={"GPU_ADVISOR_DATABASE_URL": db, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "deleted 2 stored recommendations older than 30 days" in out.stdout
     with make_session_factory(eng)() as s:

@@ -33,7 +33,9 @@ def test_the_agent_is_the_key_never_the_body(client: TestClient, engine: Engine,
     body = run_on(gpu, [result()])
     assert client.post("/v1/benchmark-runs", json=body, headers=auth(key)).status_code == 201
     with UnitOfWork(make_session_factory(engine)) as uow:
-        stored = uow.session.scalar(select(BenchmarkRun.api_key_id).where(BenchmarkRun.run_id == body["run_id"]))
+        stored = uow.session.scalar(
+            select(BenchmarkRun.api_key_id).where(BenchmarkRun.run_id == body["run_id"])
+        )
         expected = uow.session.scalar(select(ApiKey.id).where(ApiKey.prefix == key.split("_")[1]))
     assert stored == expected
     shown = client.get(f"/v1/benchmark-runs/{body['run_id']}?include_results=false").json()["agent"]
@@ -43,7 +45,12 @@ def test_the_agent_is_the_key_never_the_body(client: TestClient, engine: Engine,
 def test_bookkeeping_fields_cannot_be_assigned(client: TestClient, admin_key: str) -> None:
     r = client.get("/v1/gpus/nvidia-l4")
     etag = r.headers["ETag"]
-    for patch in ({"revision": 99}, {"origin": "catalog"}, {"overridden_fields": []}, {"memory": {"surprise": 1}}):
+    for patch in (
+        {"revision": 99},
+        {"origin": "catalog"},
+        {"overridden_fields": []},
+        {"memory": {"surprise": 1}},
+    ):
         r = client.patch("/v1/gpus/nvidia-l4", json=patch, headers={**auth(admin_key), "If-Match": etag})
         assert r.status_code == 422, (patch, r.text)
     assert client.get("/v1/gpus/nvidia-l4").headers["ETag"] == etag  # nothing changed
@@ -54,12 +61,18 @@ def test_bookkeeping_fields_cannot_be_assigned(client: TestClient, admin_key: st
 INJECTIONS = ("' OR '1'='1", "x'; DROP TABLE benchmark_runs; --", "%", "_", "\\", '") OR 1=1 --')
 
 
-def test_injection_shaped_input_is_data(client: TestClient, engine: Engine, submit_key: str, gpu: dict[str, Any]) -> None:
+def test_injection_shaped_input_is_data(
+    client: TestClient, engine: Engine, submit_key: str, gpu: dict[str, Any]
+) -> None:
     run = run_on(gpu, [result()], host="injection-host")
     assert client.post("/v1/benchmark-runs", json=run, headers=auth(submit_key)).status_code == 201
     for bad in INJECTIONS:
-        for params in ({"host": bad}, {"fp.driver_version": bad}, {"run_id": bad},
-                       {"workload": "resnet50-train", "param.batch_size": bad}):
+        for params in (
+            {"host": bad},
+            {"fp.driver_version": bad},
+            {"run_id": bad},
+            {"workload": "resnet50-train", "param.batch_size": bad},
+        ):
             r = client.get("/v1/benchmark-results", params=params)
             assert r.status_code in (200, 422), (params, r.text)
             if r.status_code == 200:
@@ -75,7 +88,9 @@ def test_keys_are_stored_as_hashes_only(engine: Engine) -> None:
     key = _key(engine, "read")
     with UnitOfWork(make_session_factory(engine)) as uow:
         row = uow.session.scalars(select(ApiKey).where(ApiKey.prefix == key.split("_")[1])).one()
-        cells = [str(v) for v in uow.session.execute(select(ApiKey.__table__).where(ApiKey.id == row.id)).one()]
+        cells = [
+            str(v) for v in uow.session.execute(select(ApiKey.__table__).where(ApiKey.id == row.id)).one()
+        ]
     assert row.secret_hash == hashlib.sha256(key.encode()).hexdigest()
     assert not any(key in c or key.split("_", 2)[2] in c for c in cells)
 
@@ -86,18 +101,27 @@ def test_an_unexpected_error_is_a_bare_500(tmp_path: Any) -> None:
     from service.api.app import create_app
     from service.settings import Settings
 
-    app = create_app(Settings(database_url=f"sqlite:///{tmp_path}/never-migrated.db", rate_limits_enabled=False))
+    app = create_app(
+        Settings(database_url=f"sqlite:///{tmp_path}/never-migrated.db", rate_limits_enabled=False)
+    )
     with TestClient(app, raise_server_exceptions=False) as c:
         r = c.get("/v1/gpus", headers={"X-Request-ID": "find-the-log-line"})
     assert r.headers["X-Request-ID"] == "find-the-log-line"
     assert r.status_code == 500 and r.headers["content-type"] == "application/problem+json"
-    assert r.json() == {"type": "https://gpu-advisor.dev/problems/internal-error", "title": "Internal server error",
-                        "status": 500, "detail": "an unexpected error occurred", "instance": "/v1/gpus"}
+    assert r.json() == {
+        "type": "https://gpu-advisor.dev/problems/internal-error",
+        "title": "Internal server error",
+        "status": 500,
+        "detail": "an unexpected error occurred",
+        "instance": "/v1/gpus",
+    }
     for leak in ("sqlite", "SELECT", "Traceback", "no such table"):
         assert leak not in r.text
 
 
-def test_reads_need_a_read_key_when_configured(settings: Any, engine: Engine, read_key: str, submit_key: str) -> None:
+def test_reads_need_a_read_key_when_configured(
+    settings: Any, engine: Engine, read_key: str, submit_key: str
+) -> None:
     """``read_requires_key``: a GET without a key is 401, with an unknown key 401, with a read
     (or higher) key 200; the estimate, a read-only POST, follows the same rule."""
     from service.api.app import create_app
@@ -109,6 +133,12 @@ def test_reads_need_a_read_key_when_configured(settings: Any, engine: Engine, re
         assert c.get("/v1/gpus/nvidia-h200-sxm", headers=auth("gpua_nope_nope")).status_code == 401
         for key in (read_key, submit_key):
             assert c.get("/v1/gpus/nvidia-h200-sxm", headers=auth(key)).status_code == 200
-        body = {"model": "llama3-8b", "gpu": "nvidia-h200-sxm", "precision": "bf16", "batch_size": 1, "seq_len": 1024}
+        body = {
+            "model": "llama3-8b",
+            "gpu": "nvidia-h200-sxm",
+            "precision": "bf16",
+            "batch_size": 1,
+            "seq_len": 1024,
+        }
         assert c.post("/v1/estimate", json=body).status_code == 401
         assert c.post("/v1/estimate", json=body, headers=auth(read_key)).status_code == 200

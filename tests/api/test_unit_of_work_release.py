@@ -89,16 +89,30 @@ CASES: list[tuple[str, str, str, str, Any, int]] = [
     # (id, key fixture, method, path, JSON body, status)
     ("write-422-after-key-check", "submit_key", "POST", "/v1/benchmark-runs", {"run_id": 1}, 422),
     ("write-404-from-use-case", "admin_key", "POST", "/v1/admin/alerts/2147483647/acknowledge", None, 404),
-    ("read-404-from-use-case", "read_key", "GET", "/v1/recommendations/rec_000000000000000000000000", None, 404),
+    (
+        "read-404-from-use-case",
+        "read_key",
+        "GET",
+        "/v1/recommendations/rec_000000000000000000000000",
+        None,
+        404,
+    ),
     ("read-422-after-key-check", "admin_key", "GET", "/v1/admin/benchmark-runs?agent=2147483648", None, 422),
 ]
 
 
-@pytest.mark.parametrize(("key_fixture", "method", "path", "body", "status"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("key_fixture", "method", "path", "body", "status"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 @pytest.mark.usefixtures("no_cyclic_gc")
 def test_a_failed_request_closes_its_unit_of_work_before_the_answer(
-    own_app: FastAPI, request: pytest.FixtureRequest, key_fixture: str, method: str, path: str, body: Any, status: int
+    own_app: FastAPI,
+    request: pytest.FixtureRequest,
+    key_fixture: str,
+    method: str,
+    path: str,
+    body: Any,
+    status: int,
 ) -> None:
     key: str = request.getfixturevalue(key_fixture)
     observed = AtAnswer(own_app)

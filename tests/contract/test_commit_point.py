@@ -18,16 +18,30 @@ def test_use_cases_never_call_commit_themselves() -> None:
         if path.name == "transaction.py" or path.name in NOT_YET_CONVERTED:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "commit":
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "commit"
+            ):
                 offenders.append(f"{path.name}:{node.lineno}")
     assert not offenders, f"commit() outside usecases.transaction.commits: {offenders}"
 
 
 def test_write_use_cases_commit_through_the_decorator() -> None:
     writes = [
-        catalog.upsert_catalog, catalog.create_gpu, catalog.patch_gpu, catalog.delete_gpu, catalog.add_price,
-        catalog.add_fx_rate, keys.create_key, keys.revoke_key, benchmarks.submit_run, benchmarks.builtin_principal,
-        benchmark_admin.acknowledge_alert, benchmark_admin.map_pending, benchmark_admin.review_result,
+        catalog.upsert_catalog,
+        catalog.create_gpu,
+        catalog.patch_gpu,
+        catalog.delete_gpu,
+        catalog.add_price,
+        catalog.add_fx_rate,
+        keys.create_key,
+        keys.revoke_key,
+        benchmarks.submit_run,
+        benchmarks.builtin_principal,
+        benchmark_admin.acknowledge_alert,
+        benchmark_admin.map_pending,
+        benchmark_admin.review_result,
         benchmark_admin.set_retracted,
     ]
     for fn in writes:
@@ -43,6 +57,9 @@ def test_the_layers_contract_lists_every_package() -> None:
     config = tomllib.loads((root.parent / "pyproject.toml").read_text())
     layers = next(c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers")["layers"]
     listed = {name.strip() for layer in layers for name in layer.split("|")}
-    present = {f"service.{p.stem}" for p in root.iterdir()
-               if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")}
+    present = {
+        f"service.{p.stem}"
+        for p in root.iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")
+    }
     assert present - listed == set(), f"packages without a layer: {sorted(present - listed)}"

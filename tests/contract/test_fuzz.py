@@ -52,15 +52,50 @@ COUNT_FILE = os.environ.get("GPU_ADVISOR_FUZZ_COUNT_FILE")
 """benchmarks/fuzz_long.py: one line per case sent (operation, status) for its counts."""
 SCOPES = ("read", "submit", "admin")
 
-SCHEMA_LEVEL_ERRORS = frozenset({
-    "missing", "extra_forbidden", "string_type", "string_too_short", "string_too_long", "string_pattern_mismatch",
-    "int_type", "int_parsing", "int_from_float", "float_type", "float_parsing", "bool_type", "bool_parsing",
-    "greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of", "finite_number",
-    "literal_error", "enum", "dict_type", "list_type", "model_type", "model_attributes_type", "too_short",
-    "too_long", "datetime_type", "datetime_parsing", "datetime_from_date_parsing", "date_type", "date_parsing",
-    "date_from_datetime_parsing", "decimal_type", "decimal_parsing", "decimal_max_digits",
-    "decimal_max_places", "decimal_whole_digits", "json_invalid", "none_required",
-})
+SCHEMA_LEVEL_ERRORS = frozenset(
+    {
+        "missing",
+        "extra_forbidden",
+        "string_type",
+        "string_too_short",
+        "string_too_long",
+        "string_pattern_mismatch",
+        "int_type",
+        "int_parsing",
+        "int_from_float",
+        "float_type",
+        "float_parsing",
+        "bool_type",
+        "bool_parsing",
+        "greater_than",
+        "greater_than_equal",
+        "less_than",
+        "less_than_equal",
+        "multiple_of",
+        "finite_number",
+        "literal_error",
+        "enum",
+        "dict_type",
+        "list_type",
+        "model_type",
+        "model_attributes_type",
+        "too_short",
+        "too_long",
+        "datetime_type",
+        "datetime_parsing",
+        "datetime_from_date_parsing",
+        "date_type",
+        "date_parsing",
+        "date_from_datetime_parsing",
+        "decimal_type",
+        "decimal_parsing",
+        "decimal_max_digits",
+        "decimal_max_places",
+        "decimal_whole_digits",
+        "json_invalid",
+        "none_required",
+    }
+)
 """Pydantic refusals of a rule a JSON Schema states (type, bound, length, pattern, enum,
 required, additional properties): on schema-valid data they mean the document is wrong."""
 
@@ -112,25 +147,52 @@ def allow_lists_the_paths_methods(ctx, response, case: Case) -> None:  # type: i
     allow = {m.strip().upper() for m in (response.headers.get("allow") or [""])[0].split(",") if m.strip()}
     expected = _templates_matching(path)
     if allow - {"HEAD", "OPTIONS"} != expected:
-        raise AssertionError(f"405 on {path}: Allow {sorted(allow)}, the document's methods {sorted(expected)}")
+        raise AssertionError(
+            f"405 on {path}: Allow {sorted(allow)}, the document's methods {sorted(expected)}"
+        )
 
 
 CHECKS = {
-    "positive_data_acceptance": {"expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "412", "422", "429"]},
+    "positive_data_acceptance": {
+        "expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "412", "422", "429"]
+    },
     # 413: a run with more results than allowed per run is refused as too large, as documented
-    "negative_data_rejection": {"expected-statuses": ["400", "401", "403", "404", "405", "406", "409", "413", "415",
-                                                      "422", "428", "429"]},
+    "negative_data_rejection": {
+        "expected-statuses": [
+            "400",
+            "401",
+            "403",
+            "404",
+            "405",
+            "406",
+            "409",
+            "413",
+            "415",
+            "422",
+            "428",
+            "429",
+        ]
+    },
     # a missing If-Match is 428 Precondition Required (RFC 6585), as documented
     "missing_required_header": {"expected-statuses": ["400", "401", "403", "406", "415", "422", "428"]},
     "allow_header_conformance": {"enabled": False},  # replaced by allow_lists_the_paths_methods (see there)
 }
 DOCUMENT = create_app(Settings(database_url="sqlite://")).openapi()
-schema = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig.from_dict({"seed": SEED, "checks": CHECKS}))
+schema = schemathesis.openapi.from_dict(
+    DOCUMENT, config=SchemathesisConfig.from_dict({"seed": SEED, "checks": CHECKS})
+)
 """Every phase (explicit examples, coverage of every boundary, fuzzing) with the key of the
 scope each operation requires (``x-required-scope``; reads get a read key)."""
-other_scopes = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig.from_dict({
-    "seed": SEED, "checks": CHECKS, "phases": {"coverage": {"enabled": False}, "examples": {"enabled": False}},
-}))
+other_scopes = schemathesis.openapi.from_dict(
+    DOCUMENT,
+    config=SchemathesisConfig.from_dict(
+        {
+            "seed": SEED,
+            "checks": CHECKS,
+            "phases": {"coverage": {"enabled": False}, "examples": {"enabled": False}},
+        }
+    ),
+)
 """The other scopes: a few fuzzed cases each, to show a lower scope is refused (403) and a
 higher one answers like the required one, on every operation."""
 
@@ -146,8 +208,12 @@ def fuzz_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 @pytest.fixture(scope="module")
 def fuzz_app(fuzz_engine: Engine) -> FastAPI:
-    return create_app(Settings(database_url=str(fuzz_engine.url.render_as_string(hide_password=False)),
-                               rate_limits_enabled=False), engine=fuzz_engine)
+    return create_app(
+        Settings(
+            database_url=str(fuzz_engine.url.render_as_string(hide_password=False)), rate_limits_enabled=False
+        ),
+        engine=fuzz_engine,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +230,9 @@ def call(case: Case, app: FastAPI, key: str) -> Any:
     """Send the case with ``key`` -- unless schemathesis is testing the missing credential
     itself (a negative case of the operation's ``security``), which must then be a 401."""
     case.operation.schema.app = app  # checks that send requests of their own (ignored_auth) use it too
-    headers = {} if case.operation.schema.is_security_param_negated(case) else {"Authorization": f"Bearer {key}"}
+    headers = (
+        {} if case.operation.schema.is_security_param_negated(case) else {"Authorization": f"Bearer {key}"}
+    )
     try:
         response = case.call_and_validate(app=app, headers=headers)
     finally:
@@ -176,8 +244,12 @@ def call(case: Case, app: FastAPI, key: str) -> Any:
 
 @schema.parametrize()
 @hypothesis.seed(SEED)
-@hypothesis.settings(max_examples=MAX_EXAMPLES, deadline=None, database=None,
-                     suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(hypothesis.HealthCheck),
+)
 def test_fuzz(case: Case, fuzz_app: FastAPI, fuzz_keys: dict[str, str]) -> None:
     call(case, fuzz_app, fuzz_keys[required_scope(case)])
 
@@ -189,13 +261,18 @@ def other_scope(request: pytest.FixtureRequest) -> str:
 
 @other_scopes.parametrize()
 @hypothesis.seed(SEED)
-@hypothesis.settings(max_examples=2, deadline=None, database=None, suppress_health_check=list(hypothesis.HealthCheck))
-def test_fuzz_other_scopes(case: Case, fuzz_app: FastAPI, fuzz_keys: dict[str, str], other_scope: str) -> None:
+@hypothesis.settings(
+    max_examples=2, deadline=None, database=None, suppress_health_check=list(hypothesis.HealthCheck)
+)
+def test_fuzz_other_scopes(
+    case: Case, fuzz_app: FastAPI, fuzz_keys: dict[str, str], other_scope: str
+) -> None:
     if other_scope == required_scope(case):
         return  # test_fuzz covers it, every phase
     r = call(case, fuzz_app, fuzz_keys[other_scope])
     sent = r.request.headers.get("Authorization")
-    if SCOPES.index(other_scope) < SCOPES.index(required_scope(case)) and sent == f"Bearer {fuzz_keys[other_scope]}":
+    if (
+        SCOPES.index(other_scope) < SCOPES.index(required_scope(case))
+        and sent == f"Bearer {fuzz_keys[other_scope]}"
+    ):
         assert r.status_code == 403, (other_scope, r.status_code, r.text)
-
-

@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_committed_openapi_matches_app(app: FastAPI) -> None:
     committed = json.loads((ROOT / "openapi" / "openapi.json").read_text())
     live = json.loads(json.dumps(app.openapi(), sort_keys=True))
-    assert committed == live, "openapi/openapi.json is stale: run `gpu-advisor openapi -o openapi/openapi.json`"
+    assert committed == live, (
+        "openapi/openapi.json is stale: run `gpu-advisor openapi -o openapi/openapi.json`"
+    )
 
 
 def test_every_operation_declares_problem_responses(app: FastAPI) -> None:

@@ -12,10 +12,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = sorted(
-    str(p.relative_to(ROOT)) for p in (ROOT / "service" / "usecases").glob("*.py") if p.name != "transaction.py"
+    str(p.relative_to(ROOT))
+    for p in (ROOT / "service" / "usecases").glob("*.py")
+    if p.name != "transaction.py"
 )
 # persistence and wire libraries, the wire schemas, the pydantic settings object, ORM rows
-FORBIDDEN = ("sqlalchemy", "pydantic", "pydantic_settings", "service.schemas", "service.settings", "service.db.models")
+FORBIDDEN = (
+    "sqlalchemy",
+    "pydantic",
+    "pydantic_settings",
+    "service.schemas",
+    "service.settings",
+    "service.db.models",
+)
 
 
 def _tree(path: str) -> ast.Module:
@@ -69,6 +78,11 @@ def test_the_checks_see_violations() -> None:
         "    uow.session.execute(select(1))\n"
         "    uow.commit()\n"
     )
-    assert forbidden_imports(bad) == ["sqlalchemy", "sqlalchemy.select", "service.schemas.benchmarks", "service.db.models"]
+    assert forbidden_imports(bad) == [
+        "sqlalchemy",
+        "sqlalchemy.select",
+        "service.schemas.benchmarks",
+        "service.db.models",
+    ]
     assert session_uses(bad) == [5]
     assert commit_calls(bad) == [6]

@@ -56,11 +56,22 @@ def test_outlier_verdicts() -> None:
     assert "scaled MADs" in v[-1].describe(100.0, "throughput", "images/s")
     # two points can never be told apart; identical repeats with a 2% wobble stay in
     assert not any(x.outlier for x in outlier_verdicts([1.0, 100.0], threshold=5.0, floor_fraction=0.05))
-    assert not any(x.outlier for x in outlier_verdicts([100.0, 100.0, 100.0, 102.0], threshold=5.0, floor_fraction=0.05))
+    assert not any(
+        x.outlier for x in outlier_verdicts([100.0, 100.0, 100.0, 102.0], threshold=5.0, floor_fraction=0.05)
+    )
     assert outlier_verdicts([], threshold=5.0, floor_fraction=0.05) == []
 
 
-def _p(fp: str, v: float | None, *, day: int, host: str = "h1", status: str = "ok", q: bool = False, trusted: bool = False) -> Point:
+def _p(
+    fp: str,
+    v: float | None,
+    *,
+    day: int,
+    host: str = "h1",
+    status: str = "ok",
+    q: bool = False,
+    trusted: bool = False,
+) -> Point:
     return Point(
         result_id=day * 100 + int(v or 0),
         fingerprint_hash=fp,
@@ -86,11 +97,18 @@ def test_latest_measured_rule() -> None:
     v = latest_measured(old + new, k=10)
     assert (v.fingerprint_hash, v.thin) == ("old", True)
     # quarantined and non-ok results do not count towards k
-    v = latest_measured([*new, _p("new", 99.0, day=7, q=True), _p("new", None, day=7, status="oom"), *old], k=3)
+    v = latest_measured(
+        [*new, _p("new", 99.0, day=7, q=True), _p("new", None, day=7, status="oom"), *old], k=3
+    )
     assert v.fingerprint_hash == "old"
     # only OOMs: the cell says so
     v = latest_measured([_p("x", None, day=1, status="oom"), _p("x", None, day=2, status="oom")], k=3)
-    assert (v.count, v.oom_count_all_fingerprints, v.thin, v.provenance_code) == (0, 2, True, "no_usable_results")
+    assert (v.count, v.oom_count_all_fingerprints, v.thin, v.provenance_code) == (
+        0,
+        2,
+        True,
+        "no_usable_results",
+    )
 
 
 def test_choose_fingerprint_ties_break_on_recency() -> None:
@@ -131,11 +149,19 @@ def test_static_findings() -> None:
     assert static_findings("gemm", {"precision": "bf16"}, {"tflops": 899.0}, {}, SPEC) == []
     (f,) = static_findings("gemm", {"precision": "amp_bf16"}, {"tflops": 901.0}, {}, SPEC)
     assert f.reason == ABOVE_CATALOG_PEAK and "900 TFLOP/s" in f.detail
-    assert static_findings("gemm", {"precision": "int8"}, {"tops": 1900.0}, {}, SPEC)[0].reason == ABOVE_CATALOG_PEAK
+    assert (
+        static_findings("gemm", {"precision": "int8"}, {"tops": 1900.0}, {}, SPEC)[0].reason
+        == ABOVE_CATALOG_PEAK
+    )
     assert static_findings("gemm", {"precision": "fp8"}, {"tflops": 5000.0}, {}, SPEC) == []  # unknown peak
-    assert static_findings("memory-bandwidth", {}, {"bandwidth_gb_per_s": 3100.0}, {}, SPEC)[0].reason == ABOVE_CATALOG_PEAK
+    assert (
+        static_findings("memory-bandwidth", {}, {"bandwidth_gb_per_s": 3100.0}, {}, SPEC)[0].reason
+        == ABOVE_CATALOG_PEAK
+    )
     assert static_findings("llm-train", {}, {"mfu": 1.2}, {}, SPEC)[0].reason == ABOVE_CATALOG_PEAK
-    mem = static_findings("resnet50-train", {}, {}, {"peak_reserved_bytes": 81 * 2**30, "nvml_used_bytes": None}, SPEC)
+    mem = static_findings(
+        "resnet50-train", {}, {}, {"peak_reserved_bytes": 81 * 2**30, "nvml_used_bytes": None}, SPEC
+    )
     assert [x.reason for x in mem] == [ABOVE_USABLE_MEMORY]
 
 
@@ -143,9 +169,17 @@ def test_effective_state_precedence() -> None:
     kw = {"check_reason": ABOVE_CATALOG_PEAK, "check_detail": "d", "outlier_detail": "o"}
     assert effective_state(**kw, review_state=None, review_reason=None).reason == ABOVE_CATALOG_PEAK
     assert effective_state(**kw, review_state="released", review_reason="ok").quarantined is False
-    st = effective_state(check_reason=None, check_detail=None, outlier_detail=None, review_state="quarantined", review_reason="why")
+    st = effective_state(
+        check_reason=None,
+        check_detail=None,
+        outlier_detail=None,
+        review_state="quarantined",
+        review_reason="why",
+    )
     assert (st.quarantined, st.reason, st.detail) == (True, "admin", "why")
-    st = effective_state(check_reason=None, check_detail=None, outlier_detail="o", review_state=None, review_reason=None)
+    st = effective_state(
+        check_reason=None, check_detail=None, outlier_detail="o", review_state=None, review_reason=None
+    )
     assert st.reason == "statistical_outlier"
     assert in_outlier_baseline("ok", None, None, False)
     assert not in_outlier_baseline("ok", ABOVE_CATALOG_PEAK, None, False)

@@ -28,13 +28,30 @@ from service.core.estimation.memory import TrainConfig, estimate_training
 from service.core.estimation.performance import H200_SXM, SPEC_DEFAULTS, estimate_step
 
 H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0)
-H100_PCIE = replace(H200_SXM, slug="nvidia-h100-pcie", bandwidth_gb_per_s=2000.0, tdp_w=350.0,
-                    peaks={"fp32": 51.0, "tf32": 378.0, "bf16": 756.5, "fp16": 756.5})
-A100 = GpuSpec(slug="nvidia-a100-sxm4-80gb", architecture="Ampere", compute_capability="8.0", tdp_w=400.0,
-               peaks={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
-               bandwidth_gb_per_s=2039.0, usable_memory_bytes=80 * 10**9)
-MI300X = GpuSpec(slug="amd-mi300x", vendor="amd", architecture="CDNA 3", tdp_w=750.0,
-                 peaks={"fp32": 163.4, "bf16": 1307.4, "fp16": 1307.4}, bandwidth_gb_per_s=5300.0)
+H100_PCIE = replace(
+    H200_SXM,
+    slug="nvidia-h100-pcie",
+    bandwidth_gb_per_s=2000.0,
+    tdp_w=350.0,
+    peaks={"fp32": 51.0, "tf32": 378.0, "bf16": 756.5, "fp16": 756.5},
+)
+A100 = GpuSpec(
+    slug="nvidia-a100-sxm4-80gb",
+    architecture="Ampere",
+    compute_capability="8.0",
+    tdp_w=400.0,
+    peaks={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
+    bandwidth_gb_per_s=2039.0,
+    usable_memory_bytes=80 * 10**9,
+)
+MI300X = GpuSpec(
+    slug="amd-mi300x",
+    vendor="amd",
+    architecture="CDNA 3",
+    tdp_w=750.0,
+    peaks={"fp32": 163.4, "bf16": 1307.4, "fp16": 1307.4},
+    bandwidth_gb_per_s=5300.0,
+)
 
 
 def _grid() -> list[TrainConfig]:
@@ -42,8 +59,15 @@ def _grid() -> list[TrainConfig]:
     for model in ("gt-llama-110m", "gt-llama-350m", "gt-llama-1b-v32k", "gt-llama-3b"):
         for b, s in ((1, 512), (4, 1024), (8, 2048)):
             out.append(TrainConfig(model=get_model(model), precision="amp_bf16", batch_size=b, seq_len=s))
-    out.append(TrainConfig(model=get_model("gt-llama-1b-v32k"), precision="amp_bf16", batch_size=2,
-                           seq_len=2048, attention="eager"))
+    out.append(
+        TrainConfig(
+            model=get_model("gt-llama-1b-v32k"),
+            precision="amp_bf16",
+            batch_size=2,
+            seq_len=2048,
+            attention="eager",
+        )
+    )
     return out
 
 
@@ -109,7 +133,9 @@ def test_transfer_rules() -> None:
     assert any("across architectures" in n for n in cross.notes)
     # an architecture without published data: no correction, at least the cross-architecture band
     unseen = transfer(cal, MI300X, "amp_bf16")
-    assert unseen.scope == "unseen-architecture" and unseen.sources == () and unseen.provenance == "transferred"
+    assert (
+        unseen.scope == "unseen-architecture" and unseen.sources == () and unseen.provenance == "transferred"
+    )
     assert unseen.efficiencies.mm == cal.efficiencies.mm
     assert unseen.band[0] >= CROSS_ARCH_BAND[0] and unseen.band[1] >= CROSS_ARCH_BAND[1]
 
@@ -178,35 +204,76 @@ def _synthetic_runs() -> list[dict[str, Any]]:
     for model in ("gt-llama-110m", "gt-llama-350m", "gt-llama-1b-v32k", "gt-llama-3b"):
         for b, s in ((4, 512), (8, 1024), (4, 2048), (64, 4096)):
             i += 1
-            params = canonical_parameters("llm-train", {"model": model, "precision": "amp_bf16",
-                                                        "batch_size": b, "seq_len": s})
+            params = canonical_parameters(
+                "llm-train", {"model": model, "precision": "amp_bf16", "batch_size": b, "seq_len": s}
+            )
             c = TrainConfig(model=get_model(model), precision="amp_bf16", batch_size=b, seq_len=s)
             mem = estimate_training(c)
             if not mem.fits(H200_SXM.usable_memory_bytes):
-                results.append({"workload": "llm-train", "parameters": params, "status": "oom",
-                                "metrics": {}, "peak_allocated_bytes": H200_SXM.usable_memory_bytes - 2**30})
+                results.append(
+                    {
+                        "workload": "llm-train",
+                        "parameters": params,
+                        "status": "oom",
+                        "metrics": {},
+                        "peak_allocated_bytes": H200_SXM.usable_memory_bytes - 2**30,
+                    }
+                )
                 continue
             t = estimate_step(c, H200_SXM, truth).step_time_s * math.exp(0.06 * math.sin(3.1 * i))
-            results.append({"workload": "llm-train", "parameters": params, "status": "ok",
-                            "metrics": {"throughput": {"value": b * s / t, "unit": "tokens/s"}},
-                            "step_time_s": t,
-                            "peak_allocated_bytes": int(mem.peak_allocated_bytes * (1 + 0.02 * math.sin(i)))})
+            results.append(
+                {
+                    "workload": "llm-train",
+                    "parameters": params,
+                    "status": "ok",
+                    "metrics": {"throughput": {"value": b * s / t, "unit": "tokens/s"}},
+                    "step_time_s": t,
+                    "peak_allocated_bytes": int(mem.peak_allocated_bytes * (1 + 0.02 * math.sin(i))),
+                }
+            )
     m = get_model("llama3-8b")
     for b in (1, 8):
         ic = InferenceConfig(model=m, batch_size=b, input_len=512, output_len=64)  # type: ignore[arg-type]
         sv = estimate_serving(ic, H200_SXM, truth)
-        results.append({"workload": "llm-infer",
-                        "parameters": canonical_parameters("llm-infer", {"model": "llama3-8b", "precision": "bf16",
-                                                                         "batch_size": b, "input_len": 512,
-                                                                         "output_len": 64}),
-                        "status": "ok", "step_time_s": sv.ttft_s + 63 * sv.tpot_s,
-                        "metrics": {"ttft_ms_p50": {"value": sv.ttft_s * 1e3, "unit": "ms"},
-                                    "tpot_ms_p50": {"value": sv.tpot_s * 1e3, "unit": "ms"}},
-                        "peak_allocated_bytes": estimate_inference(ic).peak_allocated_bytes})
-    gpu = {"name": "NVIDIA H200", "pci_device_id": "0x2335", "memory_total_bytes": H200_SXM.usable_memory_bytes,
-           "slug": "nvidia-h200-sxm"}
-    return [{"run_id": "synthetic-run-0001", "suite_version": "1.0.0", "host": "synthetic", "gpu": gpu,
-             "gpu_count": 1, "fingerprint": {}, "results": results}]
+        results.append(
+            {
+                "workload": "llm-infer",
+                "parameters": canonical_parameters(
+                    "llm-infer",
+                    {
+                        "model": "llama3-8b",
+                        "precision": "bf16",
+                        "batch_size": b,
+                        "input_len": 512,
+                        "output_len": 64,
+                    },
+                ),
+                "status": "ok",
+                "step_time_s": sv.ttft_s + 63 * sv.tpot_s,
+                "metrics": {
+                    "ttft_ms_p50": {"value": sv.ttft_s * 1e3, "unit": "ms"},
+                    "tpot_ms_p50": {"value": sv.tpot_s * 1e3, "unit": "ms"},
+                },
+                "peak_allocated_bytes": estimate_inference(ic).peak_allocated_bytes,
+            }
+        )
+    gpu = {
+        "name": "NVIDIA H200",
+        "pci_device_id": "0x2335",
+        "memory_total_bytes": H200_SXM.usable_memory_bytes,
+        "slug": "nvidia-h200-sxm",
+    }
+    return [
+        {
+            "run_id": "synthetic-run-0001",
+            "suite_version": "1.0.0",
+            "host": "synthetic",
+            "gpu": gpu,
+            "gpu_count": 1,
+            "fingerprint": {},
+            "results": results,
+        }
+    ]
 
 
 def test_validate_script_on_synthetic_fixture(tmp_path: Any) -> None:
@@ -238,8 +305,11 @@ def test_precision_families_and_distance_aware_band() -> None:
     assert precision_family("tf32") == "fp32" and precision_family("amp_bf16") == "16bit"
     assert precision_family("fp8") == "8bit"
     grid = _grid()
-    pts = [TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * (1.1 if i % 2 else 0.9))
-           for i, c in enumerate(grid) if c.model.id != "gt-llama-3b"]
+    pts = [
+        TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * (1.1 if i % 2 else 0.9))
+        for i, c in enumerate(grid)
+        if c.model.id != "gt-llama-3b"
+    ]
     cal = fit_time(pts)
     assert cal.family == "16bit" and cal.applies_to("bf16") and not cal.applies_to("fp32")
     assert "gt-llama-3b" not in cal.models and cal.seq_range == (512, 2048)
@@ -259,8 +329,10 @@ def test_config_from_benchmark_parameters() -> None:
     from service.core.estimation.calibration import config_from_benchmark, timed_points_from_result
     from service.core.estimation.memory import InferenceConfig
 
-    p = canonical_parameters("llm-infer", {"model": "llama3-8b", "precision": "bf16", "batch_size": 8,
-                                           "input_len": 512, "output_len": 64})
+    p = canonical_parameters(
+        "llm-infer",
+        {"model": "llama3-8b", "precision": "bf16", "batch_size": 8, "input_len": 512, "output_len": 64},
+    )
     cfg = config_from_benchmark("llm-infer", p)
     assert isinstance(cfg, InferenceConfig) and cfg.batch_size == 8
     pts = timed_points_from_result("llm-infer", p, H200_SXM, 1.0, {"ttft_ms_p50": 50.0, "tpot_ms_p50": 20.0})
@@ -269,9 +341,18 @@ def test_config_from_benchmark_parameters() -> None:
     rc = config_from_benchmark("resnet50-train", r)
     assert isinstance(rc, TrainConfig) and rc.optimizer == "sgd"
     assert config_from_benchmark("gemm", {"precision": "bf16"}) is None
-    assert timed_points_from_result("llm-train", canonical_parameters(
-        "llm-train", {"model": "gt-llama-110m", "precision": "bf16", "batch_size": 1, "seq_len": 128}),
-        H200_SXM, None, {}) == []
+    assert (
+        timed_points_from_result(
+            "llm-train",
+            canonical_parameters(
+                "llm-train", {"model": "gt-llama-110m", "precision": "bf16", "batch_size": 1, "seq_len": 128}
+            ),
+            H200_SXM,
+            None,
+            {},
+        )
+        == []
+    )
 
 
 def test_precision_transfer_scales_compute_by_the_measured_gemm_ratio() -> None:
@@ -288,8 +369,11 @@ def test_precision_transfer_scales_compute_by_the_measured_gemm_ratio() -> None:
         pts.append(TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * 1.1))
     cal = fit_time(pts)
     gemm = {"bf16": 662.0, "tf32": 346.0, "fp32": 51.0}
-    cs = CalibrationSet(by_key={(H200_SXM.slug, "llm-train", "16bit"): cal}, families={H200_SXM.slug: "hopper"},
-                        gemm_tflops={H200_SXM.slug: gemm})
+    cs = CalibrationSet(
+        by_key={(H200_SXM.slug, "llm-train", "16bit"): cal},
+        families={H200_SXM.slug: "hopper"},
+        gemm_tflops={H200_SXM.slug: gemm},
+    )
     t = cs.pick(H200_SXM, "llm-train", "tf32")
     assert t is not None and t.provenance == "transferred" and "bf16" in t.notes[-1]
     assert cs.pick(H200_SXM, "llm-train", "fp32") is not t  # per precision, not per family
@@ -297,7 +381,10 @@ def test_precision_transfer_scales_compute_by_the_measured_gemm_ratio() -> None:
     # GEMM ratio; its fp32 elementwise traffic adds a little
     big = TrainConfig(model=gm("gt-llama-350m"), precision="tf32", batch_size=16, seq_len=2048)
     ref = TrainConfig(model=gm("gt-llama-350m"), precision="amp_bf16", batch_size=16, seq_len=2048)
-    slow = estimate_step(big, H200_SXM, t.efficiencies).step_time_s / estimate_step(ref, H200_SXM, cal.efficiencies).step_time_s
+    slow = (
+        estimate_step(big, H200_SXM, t.efficiencies).step_time_s
+        / estimate_step(ref, H200_SXM, cal.efficiencies).step_time_s
+    )
     assert 1.3 < slow <= gemm["bf16"] / gemm["tf32"] * 1.3
     assert transfer_precision(cal, H200_SXM, "tf32", {"bf16": 662.0}) is None  # no tf32 rate: no transfer
 
@@ -319,25 +406,55 @@ def test_calibrated_workloads_and_groups_cover_training_serving_and_gemm() -> No
     from service.core.estimation.serving import estimate_batch_inference
 
     assert (*TIMED_WORKLOADS, "gemm") == CALIBRATED_WORKLOADS
-    assert set(TIMED_WORKLOADS) == {"llm-train", "llm-infer", "bert-large-train", "resnet50-train",
-                                    "bert-large-infer", "resnet50-infer"}
+    assert set(TIMED_WORKLOADS) == {
+        "llm-train",
+        "llm-infer",
+        "bert-large-train",
+        "resnet50-train",
+        "bert-large-infer",
+        "resnet50-infer",
+    }
     h200 = H200_SXM
-    assert group_of(CellMeasurement(h200, "gemm", {"precision": "bf16", "n": 8192}, {"tflops": 662.0})) is None
-    assert group_of(CellMeasurement(h200, "resnet50-infer", {"precision": "amp_bf16", "batch_size": 64},
-                                    {"step_time_s": 0.005})) == (h200.slug, "resnet50-infer", "16bit")
+    assert (
+        group_of(CellMeasurement(h200, "gemm", {"precision": "bf16", "n": 8192}, {"tflops": 662.0})) is None
+    )
+    assert group_of(
+        CellMeasurement(
+            h200, "resnet50-infer", {"precision": "amp_bf16", "batch_size": 64}, {"step_time_s": 0.005}
+        )
+    ) == (h200.slug, "resnet50-infer", "16bit")
     llm = {"model": "gt-llama-350m", "precision": "bf16", "batch_size": 4, "input_len": 256, "output_len": 64}
-    assert group_of(CellMeasurement(h200, "llm-infer", {**llm, "engine": "tensorrt-llm"}, {"ttft_ms_p50": 9.0})) is None
-    assert group_of(CellMeasurement(h200, "llm-infer", llm, {"ttft_ms_p50": 9.0})) == (h200.slug, "llm-infer", "16bit")
+    assert (
+        group_of(CellMeasurement(h200, "llm-infer", {**llm, "engine": "tensorrt-llm"}, {"ttft_ms_p50": 9.0}))
+        is None
+    )
+    assert group_of(CellMeasurement(h200, "llm-infer", llm, {"ttft_ms_p50": 9.0})) == (
+        h200.slug,
+        "llm-infer",
+        "16bit",
+    )
 
     enc = get_model("bert-large")
     assert isinstance(enc, EncoderSpec)
-    cells = [CellMeasurement(h200, "gemm", {"precision": p, "n": 8192}, {"tflops": r})
-             for p, r in (("bf16", 662.0), ("tf32", 346.0))]
+    cells = [
+        CellMeasurement(h200, "gemm", {"precision": p, "n": 8192}, {"tflops": r})
+        for p, r in (("bf16", 662.0), ("tf32", 346.0))
+    ]
     for b, s in ((8, 128), (32, 128), (8, 512), (32, 512)):
-        t = estimate_batch_inference(BatchInferenceConfig(model=enc, precision="amp_bf16", batch_size=b, seq_len=s),
-                                     h200).step_time_s * 1.2
-        cells.append(CellMeasurement(h200, "bert-large-infer", {"precision": "amp_bf16", "batch_size": b, "seq_len": s},
-                                     {"step_time_s": t}))
+        t = (
+            estimate_batch_inference(
+                BatchInferenceConfig(model=enc, precision="amp_bf16", batch_size=b, seq_len=s), h200
+            ).step_time_s
+            * 1.2
+        )
+        cells.append(
+            CellMeasurement(
+                h200,
+                "bert-large-infer",
+                {"precision": "amp_bf16", "batch_size": b, "seq_len": s},
+                {"step_time_s": t},
+            )
+        )
     cs = fit_calibrations(cells)
     assert set(cs.by_key) == {(h200.slug, "bert-large-infer", "16bit")}
     assert cs.gemm_tflops[h200.slug] == {"bf16": 662.0, "tf32": 346.0}

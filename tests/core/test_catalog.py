@@ -100,7 +100,11 @@ def test_diff_is_the_smallest_override_that_merges_back() -> None:
 
 def test_changed_paths_lists_only_real_changes_sorted() -> None:
     base = _doc()
-    over = {"power": {"tdp_w": 600.0}, "memory": {"usable_memory_bytes": 80, "bandwidth_gb_per_s": 1.0}, "chip": "GH100"}
+    over = {
+        "power": {"tdp_w": 600.0},
+        "memory": {"usable_memory_bytes": 80, "bandwidth_gb_per_s": 1.0},
+        "chip": "GH100",
+    }
     assert changed_paths(base, over) == ["chip", "memory.bandwidth_gb_per_s", "power.tdp_w"]
     assert changed_paths(base, {}) == []
 
@@ -197,7 +201,12 @@ def test_sort_records_puts_unknowns_last_both_ways_and_breaks_ties_by_slug() -> 
     down = [r.slug for r in sort_records(recs, "tdp_w", descending=True)]
     assert up == ["nvidia-b", "nvidia-c", "nvidia-d", "nvidia-a"]
     assert down == ["nvidia-d", "nvidia-b", "nvidia-c", "nvidia-a"]
-    assert [r.slug for r in sort_records(recs, "slug", descending=True)] == ["nvidia-d", "nvidia-c", "nvidia-b", "nvidia-a"]
+    assert [r.slug for r in sort_records(recs, "slug", descending=True)] == [
+        "nvidia-d",
+        "nvidia-c",
+        "nvidia-b",
+        "nvidia-a",
+    ]
 
 
 # ---- prices and FX -----------------------------------------------------------------------
@@ -209,9 +218,19 @@ def _rate(base: str, quote: str, rate: str, day: dt.date) -> FxRate:
 
 def _price(**over: Any) -> PriceRow:
     fields: dict[str, Any] = {
-        "id": 1, "gpu_slug": "nvidia-x1", "provider": "aws", "region": "us-east-1", "instance_type": "p5.48xlarge",
-        "gpus_per_instance": 8, "pricing_model": "on_demand", "currency": "USD", "amount": Decimal("98.32"),
-        "effective_date": dt.date(2025, 1, 1), "source": "test", "is_estimate": True, "origin": "catalog",
+        "id": 1,
+        "gpu_slug": "nvidia-x1",
+        "provider": "aws",
+        "region": "us-east-1",
+        "instance_type": "p5.48xlarge",
+        "gpus_per_instance": 8,
+        "pricing_model": "on_demand",
+        "currency": "USD",
+        "amount": Decimal("98.32"),
+        "effective_date": dt.date(2025, 1, 1),
+        "source": "test",
+        "is_estimate": True,
+        "origin": "catalog",
     }
     fields.update(over)
     return PriceRow(**fields)
@@ -223,11 +242,23 @@ def test_convert_uses_the_newest_rate_on_or_before_the_date_else_the_oldest_afte
         _rate("CNY", "USD", "0.14", dt.date(2025, 1, 1)),
         _rate("USD", "CNY", "7.00", dt.date(2024, 6, 1)),
     ]
-    assert convert(Decimal("10"), "USD", "CNY", rates, dt.date(2025, 7, 1)) == (Decimal("73.0000"), dt.date(2025, 6, 1))
+    assert convert(Decimal("10"), "USD", "CNY", rates, dt.date(2025, 7, 1)) == (
+        Decimal("73.0000"),
+        dt.date(2025, 6, 1),
+    )
     # an inverse pair is inverted
-    assert convert(Decimal("7"), "USD", "CNY", rates, dt.date(2025, 3, 1)) == (Decimal("50.0000"), dt.date(2025, 1, 1))
-    assert convert(Decimal("10"), "CNY", "USD", rates, dt.date(2024, 7, 1)) == (Decimal("1.4286"), dt.date(2024, 6, 1))
-    assert convert(Decimal("10"), "USD", "CNY", rates, dt.date(2020, 1, 1)) == (Decimal("70.0000"), dt.date(2024, 6, 1))
+    assert convert(Decimal("7"), "USD", "CNY", rates, dt.date(2025, 3, 1)) == (
+        Decimal("50.0000"),
+        dt.date(2025, 1, 1),
+    )
+    assert convert(Decimal("10"), "CNY", "USD", rates, dt.date(2024, 7, 1)) == (
+        Decimal("1.4286"),
+        dt.date(2024, 6, 1),
+    )
+    assert convert(Decimal("10"), "USD", "CNY", rates, dt.date(2020, 1, 1)) == (
+        Decimal("70.0000"),
+        dt.date(2024, 6, 1),
+    )
     assert convert(Decimal("10"), "USD", "EUR", rates, dt.date(2025, 7, 1)) is None
 
 
@@ -238,7 +269,11 @@ def test_view_price_derives_per_gpu_hour_age_staleness_and_conversion() -> None:
     assert v.converted == {"CNY": Decimal("712.8200")} and v.fx_date == dt.date(2024, 12, 1)
     fresh = view_price(_price(), rates, today=dt.date(2025, 1, 31), stale_days=30)
     assert fresh.age_days == 30 and not fresh.stale
-    bought = view_price(_price(pricing_model="purchase", currency="CNY", amount=Decimal("725")), rates,
-                        today=dt.date(2025, 1, 1), stale_days=30)
+    bought = view_price(
+        _price(pricing_model="purchase", currency="CNY", amount=Decimal("725")),
+        rates,
+        today=dt.date(2025, 1, 1),
+        stale_days=30,
+    )
     assert bought.per_gpu_hour is None and bought.converted == {"USD": Decimal("100.0000")}
     assert view_price(_price(), [], today=dt.date(2025, 1, 1), stale_days=30).converted == {}

@@ -12,18 +12,52 @@ from service.schemas.gpus import _GROUP_FIELDS, SOURCE_KINDS, GpuDocument
 
 GPUS = {g["slug"]: GpuDocument.model_validate(g) for g in load_shipped().gpus}
 REQUIRED = [
-    "nvidia-v100-sxm2-16gb", "nvidia-v100-pcie-16gb", "nvidia-t4", "nvidia-a10", "nvidia-a10g", "nvidia-a30",
-    "nvidia-a40", "nvidia-a100-pcie-40gb", "nvidia-a100-pcie-80gb", "nvidia-a100-sxm4-40gb",
-    "nvidia-a100-sxm4-80gb", "nvidia-l4", "nvidia-l20", "nvidia-l40", "nvidia-l40s", "nvidia-h20",
-    "nvidia-h100-pcie", "nvidia-h100-sxm", "nvidia-h100-nvl-94gb", "nvidia-h800-sxm", "nvidia-h200-sxm",
-    "nvidia-h200-nvl", "nvidia-b200", "nvidia-rtx-4090", "nvidia-rtx-6000-ada", "nvidia-rtx-a6000",
-    "amd-mi210", "amd-mi250x", "amd-mi300x", "amd-mi325x", "intel-gaudi2", "intel-gaudi3",
+    "nvidia-v100-sxm2-16gb",
+    "nvidia-v100-pcie-16gb",
+    "nvidia-t4",
+    "nvidia-a10",
+    "nvidia-a10g",
+    "nvidia-a30",
+    "nvidia-a40",
+    "nvidia-a100-pcie-40gb",
+    "nvidia-a100-pcie-80gb",
+    "nvidia-a100-sxm4-40gb",
+    "nvidia-a100-sxm4-80gb",
+    "nvidia-l4",
+    "nvidia-l20",
+    "nvidia-l40",
+    "nvidia-l40s",
+    "nvidia-h20",
+    "nvidia-h100-pcie",
+    "nvidia-h100-sxm",
+    "nvidia-h100-nvl-94gb",
+    "nvidia-h800-sxm",
+    "nvidia-h200-sxm",
+    "nvidia-h200-nvl",
+    "nvidia-b200",
+    "nvidia-rtx-4090",
+    "nvidia-rtx-6000-ada",
+    "nvidia-rtx-a6000",
+    "amd-mi210",
+    "amd-mi250x",
+    "amd-mi300x",
+    "amd-mi325x",
+    "intel-gaudi2",
+    "intel-gaudi3",
 ]
 # Issue #13, item 5: GPUs users meet in published tables and clouds.
 GROWTH = [
-    "nvidia-gh200-96gb", "nvidia-gh200-144gb", "nvidia-rtx-3090", "nvidia-rtx-a5000",
-    "nvidia-quadro-rtx-8000", "nvidia-v100-sxm3-32gb", "nvidia-rtx-pro-6000-blackwell-ws",
-    "nvidia-rtx-pro-6000-blackwell-maxq", "nvidia-rtx-pro-6000-blackwell-server", "nvidia-b300", "nvidia-rtx-5090",
+    "nvidia-gh200-96gb",
+    "nvidia-gh200-144gb",
+    "nvidia-rtx-3090",
+    "nvidia-rtx-a5000",
+    "nvidia-quadro-rtx-8000",
+    "nvidia-v100-sxm3-32gb",
+    "nvidia-rtx-pro-6000-blackwell-ws",
+    "nvidia-rtx-pro-6000-blackwell-maxq",
+    "nvidia-rtx-pro-6000-blackwell-server",
+    "nvidia-b300",
+    "nvidia-rtx-5090",
     "amd-mi355x",
 ]
 
@@ -59,9 +93,16 @@ def test_seed_post_errors_are_not_in_the_catalog() -> None:
 @pytest.mark.parametrize(
     ("slug", "mib"),
     [
-        ("nvidia-h200-sxm", 143_771), ("nvidia-h100-sxm", 81_559), ("nvidia-l40s", 46_068), ("nvidia-l20", 46_068),
-        ("nvidia-gh200-96gb", 97_871), ("nvidia-b300", 275_040), ("nvidia-rtx-pro-6000-blackwell-ws", 97_887),
-        ("nvidia-rtx-pro-6000-blackwell-server", 97_887), ("nvidia-rtx-5090", 32_607), ("nvidia-rtx-a5000", 24_564),
+        ("nvidia-h200-sxm", 143_771),
+        ("nvidia-h100-sxm", 81_559),
+        ("nvidia-l40s", 46_068),
+        ("nvidia-l20", 46_068),
+        ("nvidia-gh200-96gb", 97_871),
+        ("nvidia-b300", 275_040),
+        ("nvidia-rtx-pro-6000-blackwell-ws", 97_887),
+        ("nvidia-rtx-pro-6000-blackwell-server", 97_887),
+        ("nvidia-rtx-5090", 32_607),
+        ("nvidia-rtx-a5000", 24_564),
     ],
 )
 def test_usable_memory_from_design(slug: str, mib: int) -> None:
@@ -135,7 +176,9 @@ def test_derived_figures_carry_their_derivation() -> None:
             assert src.note and len(src.note) > 200, slug  # sibling, per-SM rate, SMs, clock, arithmetic
             assert GPUS[src.derived_from].name.split()[-1] in src.note, slug
             sibling = GPUS[src.derived_from]
-            assert not any(s.source_kind == "derived" for s in sibling.sources), "derive from a sourced sibling"
+            assert not any(s.source_kind == "derived" for s in sibling.sources), (
+                "derive from a sourced sibling"
+            )
             if src.alternative is not None:
                 assert src.alternative.sibling in GPUS, slug
                 assert GPUS[src.alternative.sibling].name.split()[-1] in src.note, slug
@@ -156,7 +199,9 @@ def test_rtx_a5000_derivation_and_band() -> None:
     assert band["peaks.int8_tops"].low == band["peaks.int8_tops"].high == 222.2
     assert g.peaks.fp32_tflops == 27.8 and "peaks.fp32_tflops" not in band
     a6000 = GPUS["nvidia-rtx-a6000"]
-    per_sm_clock = a6000.peaks.bf16_tflops * 1e12 / (a6000.compute.sm_count * a6000.compute.boost_clock_mhz * 1e6)
+    per_sm_clock = (
+        a6000.peaks.bf16_tflops * 1e12 / (a6000.compute.sm_count * a6000.compute.boost_clock_mhz * 1e6)
+    )
     assert per_sm_clock == pytest.approx(1024, rel=0.005)
 
 
@@ -187,5 +232,7 @@ def test_unsourced_figures_stay_null() -> None:
     assert v100.peaks.fp16_tflops is None and v100.memory.bandwidth_gb_per_s is None
     server = GPUS["nvidia-rtx-pro-6000-blackwell-server"]
     assert server.peaks.bf16_tflops is None and server.memory.bandwidth_gb_per_s is None
-    assert GPUS["nvidia-quadro-rtx-8000"].identity.pci_device_ids == []  # 0x1e30 is shared with the Quadro RTX 6000
+    assert (
+        GPUS["nvidia-quadro-rtx-8000"].identity.pci_device_ids == []
+    )  # 0x1e30 is shared with the Quadro RTX 6000
     assert GPUS["amd-mi355x"].supports.tf32 == "no" and GPUS["amd-mi355x"].peaks.tf32_tflops is None

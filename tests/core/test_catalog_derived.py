@@ -30,7 +30,12 @@ def _doc(**source: Any) -> dict[str, Any]:
         "form_factor": "pcie",
         "peaks": {"bf16_tflops": 111.1, "fp32_tflops": 27.8},
         "sources": [
-            {"group": "peaks", "title": "Y datasheet", "source_kind": "vendor-datasheet", "figures": ["fp32_tflops"]},
+            {
+                "group": "peaks",
+                "title": "Y datasheet",
+                "source_kind": "vendor-datasheet",
+                "figures": ["fp32_tflops"],
+            },
             {k: v for k, v in derived.items() if v is not None},
         ],
     }
@@ -58,7 +63,10 @@ def test_a_derived_source_validates_and_gives_a_band() -> None:
         ({"figures": ["bandwidth_gb_per_s"]}, "figures must name keys"),
         ({"alternative": {"sibling": "nvidia-z", "values": {"tf32_tflops": 1.0}}}, "not among the derived"),
         ({"alternative": {"sibling": "nvidia-x", "values": {"bf16_tflops": 1.0}}}, "must differ"),
-        ({"alternative": {"sibling": "nvidia-z", "values": {"bf16_tflops": -1.0}}}, "greater than or equal to 0"),
+        (
+            {"alternative": {"sibling": "nvidia-z", "values": {"bf16_tflops": -1.0}}},
+            "greater than or equal to 0",
+        ),
         ({"alternative": {"sibling": "nvidia-z", "values": {}}}, "at least 1"),
         ({"derived_from": "nvidia-y"}, "derived from the GPU itself"),
         ({"figures": ["tf32_tflops"]}, "listed as derived but has no value"),
@@ -86,7 +94,9 @@ def test_only_derived_sources_name_a_sibling() -> None:
                 "alternative": {"sibling": "nvidia-x", "values": {"bf16_tflops": 1.0}},
             }
         )
-    ok = Source.model_validate({"group": "peaks", "title": "t", "source_kind": "whitepaper", "figures": ["fp32_tflops"]})
+    ok = Source.model_validate(
+        {"group": "peaks", "title": "t", "source_kind": "whitepaper", "figures": ["fp32_tflops"]}
+    )
     assert ok.figures == ["fp32_tflops"]
 
 

@@ -32,11 +32,33 @@ TODAY = dt.date(2027, 1, 10)
 _ids = iter(range(1, 10_000))
 
 
-def row(slug: str, provider: str, instance: str, gpus: int, amount: str, *, model: str = "on_demand",
-        currency: str = "USD", date: dt.date = dt.date(2027, 1, 1), region: str = "r1") -> PriceRow:
-    return PriceRow(id=next(_ids), gpu_slug=slug, provider=provider, region=region, instance_type=instance,
-                    gpus_per_instance=gpus, pricing_model=model, currency=currency, amount=Decimal(amount),
-                    effective_date=date, source=f"test {provider}", is_estimate=False, origin="catalog")
+def row(
+    slug: str,
+    provider: str,
+    instance: str,
+    gpus: int,
+    amount: str,
+    *,
+    model: str = "on_demand",
+    currency: str = "USD",
+    date: dt.date = dt.date(2027, 1, 1),
+    region: str = "r1",
+) -> PriceRow:
+    return PriceRow(
+        id=next(_ids),
+        gpu_slug=slug,
+        provider=provider,
+        region=region,
+        instance_type=instance,
+        gpus_per_instance=gpus,
+        pricing_model=model,
+        currency=currency,
+        amount=Decimal(amount),
+        effective_date=date,
+        source=f"test {provider}",
+        is_estimate=False,
+        origin="catalog",
+    )
 
 
 RATES = (
@@ -65,7 +87,9 @@ def test_one_gpu_on_an_eight_gpu_only_shape_pays_for_eight_and_says_so() -> None
     assert q.per_paid_gpu_hour == pytest.approx(6.88)
     assert PAYS_FOR_IDLE_GPUS in q.notes
     full = b.rent("h", 8, USD)
-    assert full is not None and full.per_gpu_hour == pytest.approx(6.88) and PAYS_FOR_IDLE_GPUS not in full.notes
+    assert (
+        full is not None and full.per_gpu_hour == pytest.approx(6.88) and PAYS_FOR_IDLE_GPUS not in full.notes
+    )
 
 
 def test_cheapest_shape_covering_the_count_in_whole_instances() -> None:
@@ -166,7 +190,12 @@ def test_run_cost_band_follows_the_time_band() -> None:
     q = book(row("g", "c", "a", 2, "3.00")).rent("g", 2, USD)
     assert q is not None
     rc = run_cost(q, 10.0, hours_low=8.0, hours_high=13.0)
-    assert (rc.amount, rc.low, rc.high, rc.currency) == (pytest.approx(30.0), pytest.approx(24.0), pytest.approx(39.0), "USD")
+    assert (rc.amount, rc.low, rc.high, rc.currency) == (
+        pytest.approx(30.0),
+        pytest.approx(24.0),
+        pytest.approx(39.0),
+        "USD",
+    )
     assert run_cost(q, 2.0).low == run_cost(q, 2.0).high == pytest.approx(6.0)
     with pytest.raises(InvalidConfiguration):
         run_cost(q, 10.0, hours_low=11.0)
@@ -174,9 +203,13 @@ def test_run_cost_band_follows_the_time_band() -> None:
 
 def test_cost_per_million_tokens_charges_idle_capacity() -> None:
     # 3.60 per hour at 1,000 tokens/s served: 3.6e6 tokens per hour -> 1.00 per million
-    assert cost_per_million_tokens(3.60, capacity_tokens_per_s=1000, served_tokens_per_s=1000) == pytest.approx(1.0)
+    assert cost_per_million_tokens(
+        3.60, capacity_tokens_per_s=1000, served_tokens_per_s=1000
+    ) == pytest.approx(1.0)
     # the same hour at a quarter of the load: four times as much per token
-    assert cost_per_million_tokens(3.60, capacity_tokens_per_s=1000, served_tokens_per_s=250) == pytest.approx(4.0)
+    assert cost_per_million_tokens(
+        3.60, capacity_tokens_per_s=1000, served_tokens_per_s=250
+    ) == pytest.approx(4.0)
     with pytest.raises(InvalidConfiguration) as e:
         cost_per_million_tokens(3.60, capacity_tokens_per_s=1000, served_tokens_per_s=1500)
     assert e.value.field == "served_tokens_per_s"
@@ -184,8 +217,14 @@ def test_cost_per_million_tokens_charges_idle_capacity() -> None:
         cost_per_million_tokens(3.60, capacity_tokens_per_s=1000, served_tokens_per_s=0)
 
 
-SIMPLE = CostAssumptions(utilisation=0.5, pue=1.5, electricity_usd_per_kwh=0.10, amortisation_years=1.0,
-                         node_overhead_fraction=0.25, host_power_fraction=0.0)
+SIMPLE = CostAssumptions(
+    utilisation=0.5,
+    pue=1.5,
+    electricity_usd_per_kwh=0.10,
+    amortisation_years=1.0,
+    node_overhead_fraction=0.25,
+    host_power_fraction=0.0,
+)
 
 
 def test_tco_per_card_with_tdp_power() -> None:
@@ -199,7 +238,10 @@ def test_tco_per_card_with_tdp_power() -> None:
     assert t.energy_per_hour == pytest.approx(0.12)
     assert t.per_hour == pytest.approx(4.12) and t.per_gpu_hour == pytest.approx(2.06)
     assert t.run is not None and (t.run.amount, t.run.low, t.run.high) == (
-        pytest.approx(41.2), pytest.approx(20.6), pytest.approx(82.4))
+        pytest.approx(41.2),
+        pytest.approx(20.6),
+        pytest.approx(82.4),
+    )
     assert HOST_NOT_INCLUDED in t.notes and not t.per_node
     assert t.price_row_ids == (b.purchases["card"].price_row_id,)
 
@@ -237,9 +279,20 @@ def test_tco_host_power_and_defaults_are_applied() -> None:
 
 def test_tco_in_cny_converts_purchase_and_electricity() -> None:
     b = book(row("card", "global", "card", 1, "8766", model="purchase"))
-    t = tco(b, "card", gpu_count=1, tdp_w=1000, assumptions=CostAssumptions(
-        currency="CNY", utilisation=1.0, pue=1.0, amortisation_years=1.0, host_power_fraction=0.0,
-        electricity_usd_per_kwh=0.10))
+    t = tco(
+        b,
+        "card",
+        gpu_count=1,
+        tdp_w=1000,
+        assumptions=CostAssumptions(
+            currency="CNY",
+            utilisation=1.0,
+            pue=1.0,
+            amortisation_years=1.0,
+            host_power_fraction=0.0,
+            electricity_usd_per_kwh=0.10,
+        ),
+    )
     assert t is not None and t.currency == "CNY"
     # 8766 USD -> 61,362 CNY (rate 7.0 at the row's date) over 8766 h = 7.00; 1 kW x 0.10 USD x 7.0 = 0.70
     assert t.capex_per_hour == pytest.approx(7.0) and t.energy_per_hour == pytest.approx(0.70)

@@ -19,4 +19,6 @@ def test_anything_else_names_the_field(bad: str) -> None:
     with pytest.raises(InvalidCursor) as exc:
         decode_cursor(bad, field="after")
     assert exc.value.field == "after"
-    assert exc.value.detail == "the cursor is not valid" and exc.value.message == "not a cursor this API issued"
+    assert (
+        exc.value.detail == "the cursor is not valid" and exc.value.message == "not a cursor this API issued"
+    )

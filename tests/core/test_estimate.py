@@ -26,20 +26,38 @@ def _h200_calibration() -> CalibrationSet:
         for b, s in ((2, 1024), (4, 2048), (8, 512)):
             c = TrainConfig(model=get_model(name), batch_size=b, seq_len=s)
             pts.append(TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * 1.2))
-    return CalibrationSet(by_key={(H200_SXM.slug, "llm-train", "16bit"): fit_time(pts)},
-                          families={H200_SXM.slug: "hopper"})
+    return CalibrationSet(
+        by_key={(H200_SXM.slug, "llm-train", "16bit"): fit_time(pts)}, families={H200_SXM.slug: "hopper"}
+    )
 
 
 def _specs() -> list[JobSpec]:
     out: list[JobSpec] = []
     train = itertools.product(
         ("llama3-8b", "llama2-13b", "gt-llama-350m", "mistral-7b", "qwen2.5-7b"),
-        ("training", "fine-tuning"), ("amp_bf16", "bf16"), (1, 2, 4), (1024, 4096), (False, True), (1, 8))
+        ("training", "fine-tuning"),
+        ("amp_bf16", "bf16"),
+        (1, 2, 4),
+        (1024, 4096),
+        (False, True),
+        (1, 8),
+    )
     for model, mode, precision, batch, seq, ckpt, n in train:
-        out.append(JobSpec(model=model, mode=mode, precision=precision, batch_size=batch, seq_len=seq,
-                           gradient_checkpointing=ckpt, gpu_count=n, sharding="fsdp" if n > 1 else None))
-    for model, batch, inp, q in itertools.product(("llama3-8b", "llama2-70b", "mistral-7b"), (1, 16),
-                                                  (512, 4096), ("none", "awq")):
+        out.append(
+            JobSpec(
+                model=model,
+                mode=mode,
+                precision=precision,
+                batch_size=batch,
+                seq_len=seq,
+                gradient_checkpointing=ckpt,
+                gpu_count=n,
+                sharding="fsdp" if n > 1 else None,
+            )
+        )
+    for model, batch, inp, q in itertools.product(
+        ("llama3-8b", "llama2-70b", "mistral-7b"), (1, 16), (512, 4096), ("none", "awq")
+    ):
         out.append(JobSpec(model=model, mode="inference", batch_size=batch, input_len=inp, quant_method=q))
     for b in (32, 128, 256):
         out.append(JobSpec(model="resnet50", batch_size=b))
@@ -51,7 +69,9 @@ def test_500_configurations_without_a_database() -> None:
     """The core function answers every configuration on every timed GPU, consistently."""
     cals = _h200_calibration()
     specs = _specs()
-    gpus = [CATALOG[s] for s in ("nvidia-h200-sxm", "nvidia-h100-sxm", "nvidia-a100-sxm4-80gb", "nvidia-l40s")]
+    gpus = [
+        CATALOG[s] for s in ("nvidia-h200-sxm", "nvidia-h100-sxm", "nvidia-a100-sxm4-80gb", "nvidia-l40s")
+    ]
     answered = 0
     for spec, gpu in zip(specs, itertools.cycle(gpus), strict=False):
         job = build_job(spec)
@@ -63,8 +83,14 @@ def test_500_configurations_without_a_database() -> None:
         if est.time is not None:
             t = est.time
             assert 0 < t.step_time_band.low <= t.step_time_s <= t.step_time_band.high
-            expected = {"nvidia-h200-sxm": "interpolated", "nvidia-h100-sxm": "transferred"}.get(gpu.slug, "published")
-            if isinstance(job.config, TrainConfig) and job.model.kind == "decoder" and job.precision in ("amp_bf16", "bf16"):
+            expected = {"nvidia-h200-sxm": "interpolated", "nvidia-h100-sxm": "transferred"}.get(
+                gpu.slug, "published"
+            )
+            if (
+                isinstance(job.config, TrainConfig)
+                and job.model.kind == "decoder"
+                and job.precision in ("amp_bf16", "bf16")
+            ):
                 assert t.provenance == expected
         else:
             assert est.serving is not None
@@ -84,7 +110,10 @@ def test_refusals_name_the_field() -> None:
         (JobSpec(model="llama3-8b", mode="inference", gpu_count=6, tensor_parallel=4), "gpu_count"),
         (JobSpec(model="llama3-8b", mode="inference", requests_per_s=5.0), "requests_per_s"),
         (JobSpec(model="llama3-8b", finetune="qlora", precision="fp32"), "precision"),
-        (JobSpec(hf_config={"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}), "hf_config"),
+        (
+            JobSpec(hf_config={"model_type": "deepseek_v3", "kv_lora_rank": 512, "hidden_size": 7168}),
+            "hf_config",
+        ),
     ]
     for spec, field in cases:
         with pytest.raises(InvalidConfiguration) as exc:
@@ -97,8 +126,11 @@ def test_refusals_name_the_field() -> None:
         estimate(v100, build_job(JobSpec(model="llama3-8b", precision="bf16")), CalibrationSet())
     assert exc.value.field == "precision" and exc.value.code == "PRECISION_UNSUPPORTED"
     with pytest.raises(InvalidConfiguration) as exc:
-        estimate(CATALOG["nvidia-h200-sxm"], build_job(JobSpec(model="llama3-8b", solve_for="max_concurrency")),
-                 CalibrationSet())
+        estimate(
+            CATALOG["nvidia-h200-sxm"],
+            build_job(JobSpec(model="llama3-8b", solve_for="max_concurrency")),
+            CalibrationSet(),
+        )
     assert exc.value.field == "solve_for"
 
 
@@ -113,8 +145,20 @@ def test_measured_cell_overrides_time_and_memory_with_quantiles() -> None:
     assert cell is not None and cell[0] == "llm-train"
     t0 = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
     times = [0.10, 0.11, 0.12, 0.13, 0.20]
-    pts = [Point(i, "fp", "host", True, "ok", False, t0 + dt.timedelta(minutes=i),
-                 {"step_time_s": t}, {"peak_allocated_bytes": 10 * 2**30}) for i, t in enumerate(times)]
+    pts = [
+        Point(
+            i,
+            "fp",
+            "host",
+            True,
+            "ok",
+            False,
+            t0 + dt.timedelta(minutes=i),
+            {"step_time_s": t},
+            {"peak_allocated_bytes": 10 * 2**30},
+        )
+        for i, t in enumerate(times)
+    ]
     view = latest_measured(pts, k=3)
     est = estimate(gpu, job, CalibrationSet(), view)
     assert est.time is not None and est.time.provenance == "measured"
@@ -151,10 +195,11 @@ def test_newly_sourced_gpus_answer_with_time(slug: str) -> None:
     """The seeds' 'L40 or L20?' and the A10G / RTX 6000 Ada get a time, labelled, with the
     held-out error measured for that kind of answer on that architecture."""
     cals = _h200_calibration()
-    for spec, provenance in ((JobSpec(model="llama3-8b", mode="fine-tuning", batch_size=1), "published"),
-                             (JobSpec(model="resnet50", precision="tf32", batch_size=128), "published"),
-                             (JobSpec(model="bert-large", precision="amp_fp16", batch_size=8, seq_len=384),
-                              "published")):
+    for spec, provenance in (
+        (JobSpec(model="llama3-8b", mode="fine-tuning", batch_size=1), "published"),
+        (JobSpec(model="resnet50", precision="tf32", batch_size=128), "published"),
+        (JobSpec(model="bert-large", precision="amp_fp16", batch_size=8, seq_len=384), "published"),
+    ):
         est = estimate(CATALOG[slug], build_job(spec), cals)
         t = est.time
         assert t is not None, (slug, est.warnings)
@@ -197,8 +242,11 @@ def test_derived_peak_is_labelled_and_the_band_spans_the_alternative_sibling() -
     assert any("derived from nvidia-rtx-a6000" in n and "nvidia-rtx-3090" in n for n in t.notes)
     cal = cals.pick(gpu, "llm-train", "amp_bf16")
     assert cal is not None
-    slow = estimate_step(job.config, replace(gpu, peaks={**gpu.peaks, "bf16": 55.5, "fp16": 55.5}),  # type: ignore[arg-type]
-                         cal.efficiencies).step_time_s
+    slow = estimate_step(
+        job.config,
+        replace(gpu, peaks={**gpu.peaks, "bf16": 55.5, "fp16": 55.5}),  # type: ignore[arg-type]
+        cal.efficiencies,
+    ).step_time_s
     assert t.step_time_band.high >= slow > t.step_time_s
     assert t.accuracy is not None and t.accuracy.scope == "cross-architecture"  # the path's own error
     # a figure that is sourced is not derived: the RTX A6000 answers 'published' (the cross-GPU
@@ -226,21 +274,42 @@ def test_one_job_spec_carries_training_variants_and_serving_questions() -> None:
     serving question of a continuous engine, the notices of a solve for either, and the refusal
     of a solve for encoder / CNN inference."""
     h200 = CATALOG["nvidia-h200-sxm"]
-    train = build_job(JobSpec(model="llama3-8b", mode="fine-tuning", optimizer_impl="fused", loop="keeps_outputs"))
+    train = build_job(
+        JobSpec(model="llama3-8b", mode="fine-tuning", optimizer_impl="fused", loop="keeps_outputs")
+    )
     assert train.stated == frozenset({"optimizer_impl", "loop"}) and train.serving is None
     assert train.precision == "bf16"  # the fine-tuning default
-    serve = build_job(JobSpec(model="qwen2.5-72b", mode="inference", engine="vllm", gpu_count=8, tensor_parallel=4,
-                              requests_per_s=5.0, ttft_target_ms=1000, tpot_target_ms=50, solve_for="min_gpus"))
+    serve = build_job(
+        JobSpec(
+            model="qwen2.5-72b",
+            mode="inference",
+            engine="vllm",
+            gpu_count=8,
+            tensor_parallel=4,
+            requests_per_s=5.0,
+            ttft_target_ms=1000,
+            tpot_target_ms=50,
+            solve_for="min_gpus",
+        )
+    )
     assert serve.serving is not None and serve.serving.requests_per_s == 5.0 and serve.gpu_count == 8
     e = estimate(h200, serve, CalibrationSet())
     assert e.serving is not None and e.serving.rate is not None and e.serving.replicas == 2
     assert e.solve is not None and e.solve.value == e.solve.replicas * e.solve.tensor_parallel  # type: ignore[operator]
-    ctx = estimate(h200, build_job(JobSpec(model="llama3-8b", mode="inference", engine="tensorrt-llm",
-                                           solve_for="max_context")), CalibrationSet())
+    ctx = estimate(
+        h200,
+        build_job(
+            JobSpec(model="llama3-8b", mode="inference", engine="tensorrt-llm", solve_for="max_context")
+        ),
+        CalibrationSet(),
+    )
     assert ctx.solve is not None and "context_capped_at_model_limit" in [w.code for w in ctx.warnings]
     enc = build_job(JobSpec(model="bert-large", mode="inference", batch_size=32, solve_for="max_micro_batch"))
     with pytest.raises(InvalidConfiguration, match="encoder / CNN inference"):
         estimate(h200, enc, CalibrationSet())
-    cnn = estimate(h200, build_job(JobSpec(model="resnet50", mode="inference", batch_size=64, gpu_count=2)),
-                   CalibrationSet())
+    cnn = estimate(
+        h200,
+        build_job(JobSpec(model="resnet50", mode="inference", batch_size=64, gpu_count=2)),
+        CalibrationSet(),
+    )
     assert cnn.time is not None and cnn.time.samples_per_s == pytest.approx(2 * cnn.time.tokens_per_s_per_gpu)

@@ -58,8 +58,9 @@ H200_PROBE = [
 
 
 @pytest.mark.parametrize(("model", "precision", "b", "s", "extra", "measured"), H200_PROBE)
-def test_peak_allocated_matches_h200_probe(model: str, precision: str, b: int, s: int,
-                                           extra: dict[str, object], measured: int) -> None:
+def test_peak_allocated_matches_h200_probe(
+    model: str, precision: str, b: int, s: int, extra: dict[str, object], measured: int
+) -> None:
     c = TrainConfig(model=get_model(model), precision=precision, batch_size=b, seq_len=s, **extra)  # type: ignore[arg-type]
     est = estimate_training(c)
     assert abs(est.peak_allocated_bytes / measured - 1) < 0.03
@@ -83,8 +84,10 @@ def test_persistent_terms_adamw_by_precision() -> None:
 def test_optimizer_variants_order() -> None:
     m = dec("gt-llama-1b-v32k")
     base = TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=256)
-    states = {o: estimate_training(replace(base, optimizer=o)).persistent["optimizer_states"]
-              for o in ("adamw", "sgd", "adamw_8bit", "adafactor")}
+    states = {
+        o: estimate_training(replace(base, optimizer=o)).persistent["optimizer_states"]
+        for o in ("adamw", "sgd", "adamw_8bit", "adafactor")
+    }
     assert states["adamw"] == 8 * m.total_params
     assert states["sgd"] == 4 * m.total_params
     assert states["adafactor"] < states["adamw_8bit"] < states["sgd"] < states["adamw"]
@@ -109,7 +112,9 @@ def test_lora_trainable_parameters() -> None:
 
 def test_qlora_base_is_about_half_a_byte_per_weight() -> None:
     m = dec("llama2-13b")
-    est = estimate_training(TrainConfig(model=m, precision="bf16", finetune="qlora", batch_size=1, seq_len=512))
+    est = estimate_training(
+        TrainConfig(model=m, precision="bf16", finetune="qlora", batch_size=1, seq_len=512)
+    )
     linear = m.num_layers * (m.params_per_layer - m.norm_params_per_layer)
     assert 0.5 * linear < est.persistent["parameters"] < 0.53 * linear + 2 * (m.total_params - linear) + 1
 
@@ -117,16 +122,19 @@ def test_qlora_base_is_about_half_a_byte_per_weight() -> None:
 def test_sharding_divides_state() -> None:
     m = dec("llama2-70b")
     one = estimate_training(TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=2048))
-    z3 = estimate_training(TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=2048,
-                                       sharding="zero3", gpu_count=8))
+    z3 = estimate_training(
+        TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=2048, sharding="zero3", gpu_count=8)
+    )
     assert z3.persistent["optimizer_states"] == pytest.approx(12 * m.total_params / 8, rel=1e-9)
     assert z3.peak_allocated_bytes < one.peak_allocated_bytes / 4
     assert z3.nccl_bytes > 0 and one.nccl_bytes == 0
-    fsdp = estimate_training(TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=2048,
-                                         sharding="fsdp", gpu_count=8))
+    fsdp = estimate_training(
+        TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=2048, sharding="fsdp", gpu_count=8)
+    )
     assert fsdp.persistent["parameters"] == pytest.approx(4 * m.total_params / 8, rel=1e-9)
-    tp = estimate_training(TrainConfig(model=m, precision="bf16", batch_size=1, seq_len=2048,
-                                       gpu_count=8, tensor_parallel=8))
+    tp = estimate_training(
+        TrainConfig(model=m, precision="bf16", batch_size=1, seq_len=2048, gpu_count=8, tensor_parallel=8)
+    )
     assert tp.persistent["parameters"] == pytest.approx(2 * m.total_params / 8, rel=1e-9)
 
 
@@ -135,8 +143,9 @@ def test_gradient_accumulation_keeps_gradients_through_forward() -> None:
     c = TrainConfig(model=m, precision="amp_bf16", batch_size=4, seq_len=2048)
     acc = replace(c, global_batch=16)
     assert acc.accumulation_steps == 4
-    assert (estimate_training(acc).phases["forward-loss"]
-            == pytest.approx(estimate_training(c).phases["forward-loss"] + 4 * m.total_params, rel=1e-6))
+    assert estimate_training(acc).phases["forward-loss"] == pytest.approx(
+        estimate_training(c).phases["forward-loss"] + 4 * m.total_params, rel=1e-6
+    )
 
 
 def test_device_memory_and_fit_decided_at_upper_band() -> None:
@@ -163,8 +172,13 @@ def test_largest_micro_batch_is_the_boundary() -> None:
 
 
 def test_fewest_gpus_for_70b_full_finetune() -> None:
-    c = TrainConfig(model=get_model("llama2-70b"), precision="bf16", batch_size=1, seq_len=4096,
-                    gradient_checkpointing=True)
+    c = TrainConfig(
+        model=get_model("llama2-70b"),
+        precision="bf16",
+        batch_size=1,
+        seq_len=4096,
+        gradient_checkpointing=True,
+    )
     assert not estimate_training(c).fits(H200_USABLE)
     found = fewest_gpus(c, H200_USABLE)
     assert found is not None
@@ -217,11 +231,23 @@ def test_bert_training_memory_scales_with_tokens() -> None:
 
 
 def test_config_from_benchmark_parameters() -> None:
-    c = train_config_from_parameters({"model": "gt-llama-3b", "precision": "bf16", "batch_size": 4,
-                                      "seq_len": 2048, "gradient_checkpointing": True, "finetune": "lora",
-                                      "lora_rank": 16, "lora_targets": "k_proj,o_proj,q_proj,v_proj",
-                                      "attention": "sdpa", "optimizer": "adamw", "sharding": "none",
-                                      "gpu_count": 1, "global_batch": 4})
+    c = train_config_from_parameters(
+        {
+            "model": "gt-llama-3b",
+            "precision": "bf16",
+            "batch_size": 4,
+            "seq_len": 2048,
+            "gradient_checkpointing": True,
+            "finetune": "lora",
+            "lora_rank": 16,
+            "lora_targets": "k_proj,o_proj,q_proj,v_proj",
+            "attention": "sdpa",
+            "optimizer": "adamw",
+            "sharding": "none",
+            "gpu_count": 1,
+            "global_batch": 4,
+        }
+    )
     assert c.model.id == "gt-llama-3b" and c.finetune == "lora" and c.accumulation_steps == 1
     assert set(c.lora_targets) == {"q_proj", "k_proj", "v_proj", "o_proj"}
 
@@ -247,8 +273,14 @@ def test_invalid_combinations(changes: dict[str, object], field: str) -> None:
 def test_breakdown_sums_to_peak() -> None:
     for c in (
         TrainConfig(model=get_model("llama3-8b"), precision="amp_bf16", batch_size=2, seq_len=2048),
-        TrainConfig(model=get_model("mixtral-8x7b"), precision="bf16", batch_size=1, seq_len=1024,
-                    sharding="fsdp", gpu_count=8),
+        TrainConfig(
+            model=get_model("mixtral-8x7b"),
+            precision="bf16",
+            batch_size=1,
+            seq_len=1024,
+            sharding="fsdp",
+            gpu_count=8,
+        ),
         TrainConfig(model=get_model("qwen2.5-7b"), precision="bf16", finetune="qlora", seq_len=4096),
     ):
         est = estimate_training(c)
@@ -264,8 +296,14 @@ def test_layer0_shortcut_equals_full_enumeration() -> None:
         for ft in ("lora", "qlora"):
             for targets in (("q_proj", "v_proj"), ("down_proj", "gate_proj", "o_proj", "up_proj")):
                 try:
-                    c = TrainConfig(model=get_model("llama3-8b"), precision=prec, finetune=ft,
-                                    lora_targets=targets, batch_size=2, seq_len=1024)
+                    c = TrainConfig(
+                        model=get_model("llama3-8b"),
+                        precision=prec,
+                        finetune=ft,
+                        lora_targets=targets,
+                        batch_size=2,
+                        seq_len=1024,
+                    )
                 except InvalidConfiguration:
                     continue
                 assert isinstance(c.model, DecoderSpec)
@@ -282,8 +320,15 @@ def test_training_breakdown_memo_keys_every_field() -> None:
 
     from service.core.estimation import memory
 
-    base = TrainConfig(model=get_model("llama3-8b"), precision="amp_bf16", batch_size=2, seq_len=1024,
-                       finetune="lora", loop="loss_only", optimizer_impl="foreach")
+    base = TrainConfig(
+        model=get_model("llama3-8b"),
+        precision="amp_bf16",
+        batch_size=2,
+        seq_len=1024,
+        finetune="lora",
+        loop="loss_only",
+        optimizer_impl="foreach",
+    )
     variants: dict[str, dict[str, object]] = {
         "model": {"model": get_model("mistral-7b")},
         "precision": {"precision": "bf16"},

@@ -171,20 +171,41 @@ def test_from_hf_config_llama3() -> None:
 
 def test_from_hf_config_mixtral_and_qwen2() -> None:
     mixtral = {
-        "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,
-        "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
-        "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
-        "vocab_size": 32000, "rope_theta": 1e6, "rms_norm_eps": 1e-5, "hidden_act": "silu",
-        "max_position_embeddings": 32768, "tie_word_embeddings": False, "sliding_window": None,
+        "architectures": ["MixtralForCausalLM"],
+        "model_type": "mixtral",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "num_local_experts": 8,
+        "num_experts_per_tok": 2,
+        "vocab_size": 32000,
+        "rope_theta": 1e6,
+        "rms_norm_eps": 1e-5,
+        "hidden_act": "silu",
+        "max_position_embeddings": 32768,
+        "tie_word_embeddings": False,
+        "sliding_window": None,
     }
     m = from_hf_config(mixtral)
     assert m.total_params == 46_702_792_704 and m.active_params == 12_879_925_248
     qwen = {
-        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
-        "intermediate_size": 18944, "num_attention_heads": 28, "num_hidden_layers": 28,
-        "num_key_value_heads": 4, "vocab_size": 152064, "rope_theta": 1e6, "rms_norm_eps": 1e-6,
-        "hidden_act": "silu", "max_position_embeddings": 131072, "tie_word_embeddings": False,
-        "use_sliding_window": False, "sliding_window": 131072,
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_attention_heads": 28,
+        "num_hidden_layers": 28,
+        "num_key_value_heads": 4,
+        "vocab_size": 152064,
+        "rope_theta": 1e6,
+        "rms_norm_eps": 1e-6,
+        "hidden_act": "silu",
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": False,
+        "use_sliding_window": False,
+        "sliding_window": 131072,
     }
     q = from_hf_config(qwen)
     assert q.total_params == 7_615_616_512
@@ -203,9 +224,15 @@ def test_from_hf_config_explicit_head_dim_and_tied() -> None:
 
 def test_from_hf_config_bert() -> None:
     cfg = {
-        "architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 1024,
-        "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
-        "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2,
+        "architectures": ["BertForMaskedLM"],
+        "model_type": "bert",
+        "hidden_size": 1024,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "intermediate_size": 4096,
+        "vocab_size": 30522,
+        "max_position_embeddings": 512,
+        "type_vocab_size": 2,
     }
     m = from_hf_config(cfg)
     assert isinstance(m, EncoderSpec) and m.total_params == 335_174_458

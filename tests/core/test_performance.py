@@ -18,18 +18,32 @@ from service.core.estimation.performance import (
 )
 from service.core.estimation.serving import estimate_serving
 
-H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20)
+H100_SXM = replace(
+    H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0, usable_memory_bytes=81_559 * 2**20
+)
 A100_SXM = GpuSpec(
-    slug="nvidia-a100-sxm4-80gb", architecture="Ampere", compute_capability="8.0",
+    slug="nvidia-a100-sxm4-80gb",
+    architecture="Ampere",
+    compute_capability="8.0",
     peaks={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
-    bandwidth_gb_per_s=2039.0, usable_memory_bytes=81_920 * 2**20,
-    node=NodeShape(nvlink_topology="switched", nvlink_per_direction_gb_per_s=300.0, nvlink_domain_size=8,
-                   pcie_gen=4, pcie_lanes=16),
+    bandwidth_gb_per_s=2039.0,
+    usable_memory_bytes=81_920 * 2**20,
+    node=NodeShape(
+        nvlink_topology="switched",
+        nvlink_per_direction_gb_per_s=300.0,
+        nvlink_domain_size=8,
+        pcie_gen=4,
+        pcie_lanes=16,
+    ),
 )
 L40S = GpuSpec(
-    slug="nvidia-l40s", architecture="Ada Lovelace", compute_capability="8.9",
+    slug="nvidia-l40s",
+    architecture="Ada Lovelace",
+    compute_capability="8.9",
     peaks={"fp32": 91.6, "tf32": 183.0, "bf16": 362.05, "fp16": 362.05},
-    bandwidth_gb_per_s=864.0, usable_memory_bytes=46_068 * 2**20, node=NodeShape(pcie_gen=4, pcie_lanes=16),
+    bandwidth_gb_per_s=864.0,
+    usable_memory_bytes=46_068 * 2**20,
+    node=NodeShape(pcie_gen=4, pcie_lanes=16),
 )
 
 
@@ -67,8 +81,9 @@ H200_PROBE_STEP = [
 
 
 @pytest.mark.parametrize(("model", "precision", "b", "s", "extra", "measured"), H200_PROBE_STEP)
-def test_spec_default_step_time_within_35_percent(model: str, precision: str, b: int, s: int,
-                                                  extra: dict[str, object], measured: float) -> None:
+def test_spec_default_step_time_within_35_percent(
+    model: str, precision: str, b: int, s: int, extra: dict[str, object], measured: float
+) -> None:
     c = TrainConfig(model=get_model(model), precision=precision, batch_size=b, seq_len=s, **extra)  # type: ignore[arg-type]
     st = estimate_step(c, H200_SXM)
     assert abs(st.step_time_s / measured - 1) < 0.35
@@ -84,8 +99,9 @@ def test_band_is_spec_band_by_default() -> None:
 
 
 def test_roofline_orders_gpus_sensibly() -> None:
-    c = TrainConfig(model=get_model("llama3-8b"), precision="bf16", batch_size=1, seq_len=2048,
-                    finetune="lora")
+    c = TrainConfig(
+        model=get_model("llama3-8b"), precision="bf16", batch_size=1, seq_len=2048, finetune="lora"
+    )
     h200 = estimate_step(c, H200_SXM).step_time_s
     h100 = estimate_step(c, H100_SXM).step_time_s
     a100 = estimate_step(c, A100_SXM).step_time_s
@@ -114,8 +130,14 @@ def test_small_models_are_launch_bound() -> None:
 
 def test_time_to_train_holds_global_batch() -> None:
     m = get_model("llama3-8b")
-    one = TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=4096, global_batch=64,
-                      gradient_checkpointing=True)
+    one = TrainConfig(
+        model=m,
+        precision="amp_bf16",
+        batch_size=1,
+        seq_len=4096,
+        global_batch=64,
+        gradient_checkpointing=True,
+    )
     t1, band1, st1 = time_to_train(one, 1e9, H200_SXM)
     assert st1.accumulation_steps == 64
     assert t1 == pytest.approx(st1.step_time_s * -(-1e9 // (64 * 4096)))
@@ -152,22 +174,37 @@ def test_serving_latency() -> None:
 
 
 def test_cnn_and_encoder_steps() -> None:
-    r = estimate_step(TrainConfig(model=get_model("resnet50"), precision="amp_bf16", batch_size=256,
-                                  optimizer="sgd"), H200_SXM)
+    r = estimate_step(
+        TrainConfig(model=get_model("resnet50"), precision="amp_bf16", batch_size=256, optimizer="sgd"),
+        H200_SXM,
+    )
     assert 1000 < r.samples_per_s < 10000
-    b = estimate_step(TrainConfig(model=get_model("bert-large"), precision="amp_bf16", batch_size=32,
-                                  seq_len=512), H200_SXM)
+    b = estimate_step(
+        TrainConfig(model=get_model("bert-large"), precision="amp_bf16", batch_size=32, seq_len=512), H200_SXM
+    )
     assert 50 < b.samples_per_s < 1000
 
 
 def _doc(**over: object) -> dict[str, object]:
     doc: dict[str, object] = {
-        "slug": "nvidia-h200-sxm", "vendor": "nvidia", "name": "NVIDIA H200 SXM", "architecture": "Hopper",
+        "slug": "nvidia-h200-sxm",
+        "vendor": "nvidia",
+        "name": "NVIDIA H200 SXM",
+        "architecture": "Hopper",
         "memory": {"bandwidth_gb_per_s": 4800.0, "usable_memory_bytes": 143_771 * 2**20},
         "identity": {"compute_capability": "9.0"},
-        "peaks": {"fp32_tflops": 67.0, "bf16_tflops": 989.5, "fp16_tflops": 989.5, "tf32_tflops": 494.5,
-                  "fp8_tflops": 1979.0, "int8_tops": 1979.0, "int4_tops": None},
-        "interconnect": {"nvlink": {"topology": "switched", "domain_size": 8, "per_direction_gb_per_s": 450.0}},
+        "peaks": {
+            "fp32_tflops": 67.0,
+            "bf16_tflops": 989.5,
+            "fp16_tflops": 989.5,
+            "tf32_tflops": 494.5,
+            "fp8_tflops": 1979.0,
+            "int8_tops": 1979.0,
+            "int4_tops": None,
+        },
+        "interconnect": {
+            "nvlink": {"topology": "switched", "domain_size": 8, "per_direction_gb_per_s": 450.0}
+        },
     }
     doc.update(over)
     return doc

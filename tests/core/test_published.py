@@ -59,8 +59,13 @@ def test_rows_use_the_shared_vocabulary(t: published.PublishedTable) -> None:
         assert r.metric in METRICS and r.unit == METRICS[r.metric], r
         assert r.model in PRESETS or "/" in r.model, f"unknown model {r.model!r}"
         if t.kind == "training":
-            assert r.workload in ("resnet50-train", "resnet50-infer", "bert-large-squad-finetune",
-                                  "bert-base-squad-finetune", "llm-pretrain"), r
+            assert r.workload in (
+                "resnet50-train",
+                "resnet50-infer",
+                "bert-large-squad-finetune",
+                "bert-base-squad-finetune",
+                "llm-pretrain",
+            ), r
         else:
             assert r.workload.startswith("llm-serve"), r
             assert r.input_len and r.output_len, r
@@ -92,9 +97,24 @@ def test_values_are_positive_finite_and_configs_consistent(t: published.Publishe
 def test_no_duplicate_cells(t: published.PublishedTable) -> None:
     """Two rows with the same GPU, configuration and metric would be a transcription error."""
     keys = Counter(
-        (r.gpu_name, r.workload, r.model, r.precision, r.metric, r.batch_size, r.seq_len, r.input_len,
-         r.output_len, r.tp, r.pp, r.gpu_count, r.request_rate, r.concurrency)
-        for r in t.rows)
+        (
+            r.gpu_name,
+            r.workload,
+            r.model,
+            r.precision,
+            r.metric,
+            r.batch_size,
+            r.seq_len,
+            r.input_len,
+            r.output_len,
+            r.tp,
+            r.pp,
+            r.gpu_count,
+            r.request_rate,
+            r.concurrency,
+        )
+        for r in t.rows
+    )
     dup = [k for k, n in keys.items() if n > 1]
     assert not dup, dup[:3]
 
@@ -134,8 +154,11 @@ def test_lambda_2023_rows_match_the_module_literals() -> None:
     from service.core.evidence.published.lambda_pytorch_train import GPUS
 
     t = get_table("lambda-pytorch-train-ngc2210")
-    col = {"resnet50-train": "resnet50", "bert-large-squad-finetune": "bert_large_squad",
-           "bert-base-squad-finetune": "bert_base_squad"}
+    col = {
+        "resnet50-train": "resnet50",
+        "bert-large-squad-finetune": "bert_large_squad",
+        "bert-base-squad-finetune": "bert_base_squad",
+    }
     for r in t.rows:
         g = GPUS[r.gpu_name]
         table = g["fp16"] if r.precision == "amp_fp16" else g["fp32"]
@@ -153,16 +176,35 @@ def _cell(table_id: str, **kw: object) -> float:
 def test_pinned_cells_as_published() -> None:
     """A few cells per table, re-read from the source text at the cited commit."""
     # Lambda NGC 20.01: V100 32GB ResNet-50 FP32 368 img/s at batch 296 (log: 296)
-    assert _cell("lambda-pytorch-train-ngc2001", gpu_name="Tesla V100 32GB", workload="resnet50-train",
-                 precision="fp32") == 368
-    r = [x for x in get_table("lambda-pytorch-train-ngc2001").rows
-         if x.gpu_name == "Tesla V100 32GB" and x.workload == "resnet50-train"]
+    assert (
+        _cell(
+            "lambda-pytorch-train-ngc2001",
+            gpu_name="Tesla V100 32GB",
+            workload="resnet50-train",
+            precision="fp32",
+        )
+        == 368
+    )
+    r = [
+        x
+        for x in get_table("lambda-pytorch-train-ngc2001").rows
+        if x.gpu_name == "Tesla V100 32GB" and x.workload == "resnet50-train"
+    ]
     assert {(x.precision, x.batch_size) for x in r} == {("fp32", 296), ("fp16", 596)}
     # Lambda NGC 20.10: A100 40GB PCIe ResNet-50 TF32 744 img/s (log batch 360), A40 FP16 653 (batch 912)
-    assert _cell("lambda-pytorch-train-ngc2010", slug="nvidia-a100-pcie-40gb", workload="resnet50-train",
-                 precision="tf32") == 744
-    assert _cell("lambda-pytorch-train-ngc2010", slug="nvidia-a40", workload="resnet50-train",
-                 precision="fp16") == 653
+    assert (
+        _cell(
+            "lambda-pytorch-train-ngc2010",
+            slug="nvidia-a100-pcie-40gb",
+            workload="resnet50-train",
+            precision="tf32",
+        )
+        == 744
+    )
+    assert (
+        _cell("lambda-pytorch-train-ngc2010", slug="nvidia-a40", workload="resnet50-train", precision="fp16")
+        == 653
+    )
     # TensorRT-LLM v0.14: Llama 3.1 8B 128/128 TP1: H200 FP8 27778.8885, L40S FP8 8639.7933
     kw: dict[str, object] = {"model": "llama3.1-8b", "input_len": 128, "output_len": 128, "tp": 1}
     assert _cell("trtllm-perf-overview-v0.14", slug="nvidia-h200-sxm", precision="fp8", **kw) == 27778.8885
@@ -174,22 +216,70 @@ def test_pinned_cells_as_published() -> None:
     assert _cell("trtllm-perf-overview-v0.17", slug="nvidia-l40s", **kw) == 1634.72
     assert _cell("trtllm-perf-overview-v0.17", slug="nvidia-a100-sxm4-80gb", **kw) == 2275.79
     # TensorRT-LLM v0.9: H100 Llama-2-70B TP2 2048/2048 batch 64: 1,011 tok/s/GPU; L40S GPT-J TTFT 61.7 ms
-    assert _cell("trtllm-perf-overview-v0.9", slug="nvidia-h100-sxm", model="llama2-70b", input_len=2048,
-                 output_len=2048, metric="output_tokens_per_s_per_gpu") == 1011
-    assert _cell("trtllm-perf-overview-v0.9", slug="nvidia-l40s", model="EleutherAI/gpt-j-6b",
-                 input_len=2048, metric="ttft_ms") == 61.7
+    assert (
+        _cell(
+            "trtllm-perf-overview-v0.9",
+            slug="nvidia-h100-sxm",
+            model="llama2-70b",
+            input_len=2048,
+            output_len=2048,
+            metric="output_tokens_per_s_per_gpu",
+        )
+        == 1011
+    )
+    assert (
+        _cell(
+            "trtllm-perf-overview-v0.9",
+            slug="nvidia-l40s",
+            model="EleutherAI/gpt-j-6b",
+            input_len=2048,
+            metric="ttft_ms",
+        )
+        == 61.7
+    )
     # online serving v0.14: H200 Llama 3.1 8B 467/16 at INF: 81 req/s, mean TTFT 3227 ms
-    kw = {"slug": "nvidia-h200-sxm", "model": "llama3.1-8b", "input_len": 467, "output_len": 16,
-          "request_rate": None}
+    kw = {
+        "slug": "nvidia-h200-sxm",
+        "model": "llama3.1-8b",
+        "input_len": 467,
+        "output_len": 16,
+        "request_rate": None,
+    }
     assert _cell("trtllm-online-serving-v0.14", metric="requests_per_s", **kw) == 81
     assert _cell("trtllm-online-serving-v0.14", metric="ttft_ms", **kw) == 3227
     # DLE TensorFlow 20.06: V100 16GB 1-GPU FP32 + XLA 412 img/s at 128; T4 FP32 inference batch 64 424.42
-    assert _cell("dle-tf-resnet50-ngc2006", slug="nvidia-v100-sxm2-16gb", workload="resnet50-train",
-                 precision="fp32", gpu_count=1) == 412
-    assert _cell("dle-tf-resnet50-ngc2006", slug="nvidia-t4", workload="resnet50-infer", precision="fp32",
-                 batch_size=64, metric="images_per_s") == 424.42
-    assert _cell("dle-tf-resnet50-ngc2006", gpu_name="V100 32GB (DGX-2)", workload="resnet50-infer",
-                 precision="fp32", batch_size=16, metric="latency_ms") == 15.209
+    assert (
+        _cell(
+            "dle-tf-resnet50-ngc2006",
+            slug="nvidia-v100-sxm2-16gb",
+            workload="resnet50-train",
+            precision="fp32",
+            gpu_count=1,
+        )
+        == 412
+    )
+    assert (
+        _cell(
+            "dle-tf-resnet50-ngc2006",
+            slug="nvidia-t4",
+            workload="resnet50-infer",
+            precision="fp32",
+            batch_size=64,
+            metric="images_per_s",
+        )
+        == 424.42
+    )
+    assert (
+        _cell(
+            "dle-tf-resnet50-ngc2006",
+            gpu_name="V100 32GB (DGX-2)",
+            workload="resnet50-infer",
+            precision="fp32",
+            batch_size=16,
+            metric="latency_ms",
+        )
+        == 15.209
+    )
     # NeMo 25.11: Llama 3 8B FP8-CS on 8x B200 30624 tokens/s/GPU, MXFP8 29521; 8x H100 14451
     kw = {"model": "llama3-8b", "metric": "tokens_per_s_per_gpu"}
     assert _cell("nemo-megatron-bridge-pretrain-25.11", slug="nvidia-b200", precision="fp8", **kw) == 30624

@@ -59,8 +59,9 @@ def _tp_for(m: DecoderSpec) -> int:
 
 def _cfg(model: str, engine: str, inp: int, out: int, b: int, **kw: object) -> InferenceConfig:
     m = dec(model)
-    return InferenceConfig(model=m, engine=engine, input_len=inp, output_len=out, batch_size=b,
-                           tensor_parallel=_tp_for(m), **kw)  # type: ignore[arg-type]
+    return InferenceConfig(
+        model=m, engine=engine, input_len=inp, output_len=out, batch_size=b, tensor_parallel=_tp_for(m), **kw
+    )  # type: ignore[arg-type]
 
 
 def _latencies(c: InferenceConfig, gpu: GpuSpec) -> tuple[float, float]:
@@ -102,8 +103,9 @@ def test_higher_dense_peak_never_slower(model: str, engine: str, lengths: tuple[
 
 
 @pytest.mark.parametrize(("model", "engine", "lengths", "b"), GRID)
-def test_fp8_weights_never_slower_than_bf16_where_supported(model: str, engine: str, lengths: tuple[int, int],
-                                                           b: int) -> None:
+def test_fp8_weights_never_slower_than_bf16_where_supported(
+    model: str, engine: str, lengths: tuple[int, int], b: int
+) -> None:
     for gpu in (H100, H200, L40S):
         assert gpu.support_for("fp8") == "yes"
         bf16 = _cfg(model, engine, *lengths, b)
@@ -116,8 +118,9 @@ def test_fp8_weights_never_slower_than_bf16_where_supported(model: str, engine: 
                 continue
             bf16 = replace(bf16, batch_size=min(b, *caps))
             fp8 = replace(fp8, batch_size=min(b, *caps))
-            assert (serve_concurrency(fp8, gpu, concurrency=b).output_tokens_per_s
-                    >= serve_concurrency(bf16, gpu, concurrency=b).output_tokens_per_s * (1 - 1e-9))
+            assert serve_concurrency(fp8, gpu, concurrency=b).output_tokens_per_s >= serve_concurrency(
+                bf16, gpu, concurrency=b
+            ).output_tokens_per_s * (1 - 1e-9)
         t16, p16 = _latencies(bf16, gpu)
         t8, p8 = _latencies(fp8, gpu)
         assert t8 <= t16 * (1 + 1e-9) and p8 <= p16 * (1 + 1e-9), (model, engine, lengths, b, gpu.slug)
@@ -139,17 +142,27 @@ def test_more_replicas_never_lower_throughput(model: str, lengths: tuple[int, in
         last_ttft = r.ttft_s
         assert r.stable == (reps >= 2 or r.stable)
     # fleet capacity is replicas x per-replica capacity
-    caps = [capacity_at_slo(replace(c, replicas=k), H100, w, 2.0, 0.1, CONTINUOUS_EFFICIENCIES, d) * k
-            for k in (1, 2, 4)]
+    caps = [
+        capacity_at_slo(replace(c, replicas=k), H100, w, 2.0, 0.1, CONTINUOUS_EFFICIENCIES, d) * k
+        for k in (1, 2, 4)
+    ]
     assert caps == sorted(caps)
 
 
 def test_offline_throughput_ranks_gpus_by_bandwidth_and_compute() -> None:
     """The TensorRT-LLM class ranks H200 > H100 > A100 SXM > A100 PCIe on a 70B model at TP4."""
-    c = InferenceConfig(model=dec("llama3.1-70b"), engine="tensorrt-llm", input_len=1000, output_len=1000,
-                        tensor_parallel=4, precision="fp16")
-    tps = [offline_throughput(c, g).output_tokens_per_s
-           for g in (H200, H100, A100, CATALOG["nvidia-a100-pcie-80gb"])]
+    c = InferenceConfig(
+        model=dec("llama3.1-70b"),
+        engine="tensorrt-llm",
+        input_len=1000,
+        output_len=1000,
+        tensor_parallel=4,
+        precision="fp16",
+    )
+    tps = [
+        offline_throughput(c, g).output_tokens_per_s
+        for g in (H200, H100, A100, CATALOG["nvidia-a100-pcie-80gb"])
+    ]
     assert tps == sorted(tps, reverse=True)
 
 
@@ -165,8 +178,10 @@ def test_hf_host_floor_is_the_same_on_every_gpu() -> None:
     a100 = estimate_serving(c, A100, SPEC_DEFAULTS, host=HOST)
     assert h100.tpot_s <= a100.tpot_s
     big = replace(c, batch_size=128, tensor_parallel=4)
-    assert (estimate_serving(big, H100, SPEC_DEFAULTS, host=HOST).output_tokens_per_s
-            >= estimate_serving(big, A100, SPEC_DEFAULTS, host=HOST).output_tokens_per_s)
+    assert (
+        estimate_serving(big, H100, SPEC_DEFAULTS, host=HOST).output_tokens_per_s
+        >= estimate_serving(big, A100, SPEC_DEFAULTS, host=HOST).output_tokens_per_s
+    )
 
 
 def test_engine_changes_the_answer() -> None:
@@ -180,18 +195,48 @@ def test_engine_changes_the_answer() -> None:
 def test_gpu_count_beyond_tp_is_replicas() -> None:
     """8 GPUs at TP4 are 2 replicas: twice the throughput of 4 GPUs at TP4 (it was ignored)."""
     cal = CalibrationSet()
-    four = estimate(H100, build_job(JobSpec(model="llama3.1-70b", mode="inference", engine="vllm", gpu_count=4,
-                                            tensor_parallel=4, batch_size=64)), cal)
-    eight = estimate(H100, build_job(JobSpec(model="llama3.1-70b", mode="inference", engine="vllm", gpu_count=8,
-                                             tensor_parallel=4, batch_size=64)), cal)
+    four = estimate(
+        H100,
+        build_job(
+            JobSpec(
+                model="llama3.1-70b",
+                mode="inference",
+                engine="vllm",
+                gpu_count=4,
+                tensor_parallel=4,
+                batch_size=64,
+            )
+        ),
+        cal,
+    )
+    eight = estimate(
+        H100,
+        build_job(
+            JobSpec(
+                model="llama3.1-70b",
+                mode="inference",
+                engine="vllm",
+                gpu_count=8,
+                tensor_parallel=4,
+                batch_size=64,
+            )
+        ),
+        cal,
+    )
     assert four.serving is not None and eight.serving is not None
     assert eight.serving.replicas == 2
     assert eight.serving.output_tokens_per_s == pytest.approx(2 * four.serving.output_tokens_per_s)
 
 
 def test_fp8_uses_the_fp8_peak_only_where_supported() -> None:
-    c = InferenceConfig(model=dec("llama3-8b"), batch_size=64, input_len=2048, output_len=128, engine="vllm",
-                        quant_method="fp8")
+    c = InferenceConfig(
+        model=dec("llama3-8b"),
+        batch_size=64,
+        input_len=2048,
+        output_len=128,
+        engine="vllm",
+        quant_method="fp8",
+    )
     assert deployment(c, H100).w8a8 and not deployment(c, A100).w8a8
     assert deployment(c, A100).notes  # says the weights are dequantised on an A100
     bf = replace(c, quant_method="none")
@@ -221,8 +266,9 @@ def test_latency_grows_with_rate_and_overload_is_flagged() -> None:
 
 def test_serve_at_rate_is_fast_and_deterministic() -> None:
     """/v1/recommend calls it per candidate: tens of microseconds, same answer every time."""
-    c = InferenceConfig(model=dec("qwen2.5-72b"), engine="vllm", input_len=1024, output_len=256,
-                        tensor_parallel=4, replicas=3)
+    c = InferenceConfig(
+        model=dec("qwen2.5-72b"), engine="vllm", input_len=1024, output_len=256, tensor_parallel=4, replicas=3
+    )
     w = Workload(1024.0, 256.0, 0.5, 0.8)
     d = deployment(c, H200)
     first = serve_at_rate(c, H200, 20.0, w, CONTINUOUS_EFFICIENCIES, d)
@@ -252,9 +298,20 @@ def test_min_gpus_for_a_rate_orders_gpus_by_bandwidth_and_compute() -> None:
 
 def test_estimate_answers_a_rate_and_min_gpus() -> None:
     cal = CalibrationSet()
-    spec = JobSpec(model="Qwen/Qwen2.5-72B-Instruct", mode="inference", engine="vllm", gpu_count=8,
-                   tensor_parallel=4, input_len=1024, output_len=256, input_len_cv=0.5, output_len_cv=0.8,
-                   requests_per_s=5.0, ttft_target_ms=1000, tpot_target_ms=50)
+    spec = JobSpec(
+        model="Qwen/Qwen2.5-72B-Instruct",
+        mode="inference",
+        engine="vllm",
+        gpu_count=8,
+        tensor_parallel=4,
+        input_len=1024,
+        output_len=256,
+        input_len_cv=0.5,
+        output_len_cv=0.8,
+        requests_per_s=5.0,
+        ttft_target_ms=1000,
+        tpot_target_ms=50,
+    )
     est = estimate(H100, build_job(spec), cal)
     assert est.serving is not None and est.serving.rate is not None
     r = est.serving.rate
@@ -273,8 +330,10 @@ def test_estimate_answers_a_rate_and_min_gpus() -> None:
 
 def test_encoder_and_cnn_inference_are_estimated() -> None:
     cal = CalibrationSet()
-    for spec in (JobSpec(model="bert-large", mode="inference", batch_size=32, seq_len=128),
-                 JobSpec(model="resnet50", mode="inference", batch_size=256, gpu_count=2)):
+    for spec in (
+        JobSpec(model="bert-large", mode="inference", batch_size=32, seq_len=128),
+        JobSpec(model="resnet50", mode="inference", batch_size=256, gpu_count=2),
+    ):
         est = estimate(H100, build_job(spec), cal)
         assert est.time is not None and est.time.samples_per_s > 0 and est.memory.fits
     bert = get_model("bert-large")
@@ -284,9 +343,15 @@ def test_encoder_and_cnn_inference_are_estimated() -> None:
         small = estimate_batch_inference(BatchInferenceConfig(model=m, batch_size=8, seq_len=128), H100)
         large = estimate_batch_inference(BatchInferenceConfig(model=m, batch_size=256, seq_len=128), H100)
         assert large.samples_per_s > small.samples_per_s
-        fast = replace(H100, slug="fast", bandwidth_gb_per_s=6000.0, peaks={k: v * 2 for k, v in H100.peaks.items()})
-        assert estimate_batch_inference(BatchInferenceConfig(model=m, batch_size=256, seq_len=128),
-                                        fast).step_time_s <= large.step_time_s
+        fast = replace(
+            H100, slug="fast", bandwidth_gb_per_s=6000.0, peaks={k: v * 2 for k, v in H100.peaks.items()}
+        )
+        assert (
+            estimate_batch_inference(
+                BatchInferenceConfig(model=m, batch_size=256, seq_len=128), fast
+            ).step_time_s
+            <= large.step_time_s
+        )
 
 
 def test_engine_measurements_never_move_the_eager_calibration() -> None:
@@ -294,16 +359,32 @@ def test_engine_measurements_never_move_the_eager_calibration() -> None:
     they feed no hf-transformers fit."""
     from service.core.estimation.calibration import CellMeasurement, group_of
 
-    params = {"model": "llama3-8b", "precision": "bf16", "quant_method": "none", "batch_size": 8,
-              "input_len": 512, "output_len": 128, "attention": "sdpa"}
+    params = {
+        "model": "llama3-8b",
+        "precision": "bf16",
+        "quant_method": "none",
+        "batch_size": 8,
+        "input_len": 512,
+        "output_len": 128,
+        "attention": "sdpa",
+    }
     hf = CellMeasurement(H200, "llm-infer", {**params, "engine": "hf-transformers"}, {"ttft_ms_p50": 100.0})
     vllm = CellMeasurement(H200, "llm-infer", {**params, "engine": "vllm"}, {"ttft_ms_p50": 30.0})
     assert group_of(hf) is not None and group_of(vllm) is None
 
 
 def test_min_gpus_answers_even_when_one_gpu_does_not_hold_the_model() -> None:
-    spec = JobSpec(model="qwen2.5-72b", mode="inference", engine="vllm", input_len=1024, output_len=256,
-                   requests_per_s=20.0, ttft_target_ms=1000, tpot_target_ms=50, solve_for="min_gpus")
+    spec = JobSpec(
+        model="qwen2.5-72b",
+        mode="inference",
+        engine="vllm",
+        input_len=1024,
+        output_len=256,
+        requests_per_s=20.0,
+        ttft_target_ms=1000,
+        tpot_target_ms=50,
+        solve_for="min_gpus",
+    )
     est = estimate(H200, build_job(spec), CalibrationSet())
     assert est.serving is None and "no_serving_as_given" in [w.code for w in est.warnings]
     assert est.solve is not None and est.solve.value == 12 and est.solve.tensor_parallel == 4

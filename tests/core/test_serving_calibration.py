@@ -14,8 +14,13 @@ GPUS = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 
 def test_published_points_cover_five_catalogued_gpus_and_say_what_was_skipped() -> None:
     pts, skipped = published_points(GPUS)
-    assert {p.gpu.slug for p in pts} == {"nvidia-h200-sxm", "nvidia-h100-sxm", "nvidia-a100-sxm4-80gb",
-                                         "nvidia-a100-pcie-80gb", "nvidia-l40s"}
+    assert {p.gpu.slug for p in pts} == {
+        "nvidia-h200-sxm",
+        "nvidia-h100-sxm",
+        "nvidia-a100-sxm4-80gb",
+        "nvidia-a100-pcie-80gb",
+        "nvidia-l40s",
+    }
     kinds = {p.kind for p in pts}
     assert kinds == {"offline", "static", "ttft", "online_ttft", "online_itl", "online_rps"}
     assert skipped["GPU not catalogued (or variant not stated)"] > 0  # v0.9 "A100", GH200

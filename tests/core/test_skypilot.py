@@ -28,19 +28,42 @@ A100_80 = gpu_info("A100", 8, 81920)
 
 # A small catalog: the alias index the service would build, and memory per slug (MiB).
 DOCS = [
-    {"slug": "nvidia-t4", "name": "NVIDIA T4", "aliases": [{"name": "T4", "kind": "skypilot"}],
-     "memory": {"memory_bytes": 16 * 2**30, "usable_memory_bytes": 15 * 2**30}},
-    {"slug": "nvidia-a100-pcie-40gb", "name": "NVIDIA A100 40GB PCIe",
-     "aliases": [{"name": "A100", "kind": "skypilot"}], "memory": {"memory_bytes": 40 * 2**30}},
-    {"slug": "nvidia-a100-sxm4-40gb", "name": "NVIDIA A100 40GB SXM4",
-     "aliases": [{"name": "A100", "kind": "skypilot", "default": True}], "memory": {"memory_bytes": 40 * 2**30}},
-    {"slug": "nvidia-a100-sxm4-80gb", "name": "NVIDIA A100 80GB SXM4",
-     "aliases": [{"name": "a100", "kind": "short"}, {"name": "A100-80GB", "kind": "skypilot"}],
-     "memory": {"memory_bytes": 80 * 2**30}},
-    {"slug": "nvidia-h100-sxm", "name": "NVIDIA H100 SXM", "aliases": [{"name": "H100", "kind": "skypilot"}],
-     "memory": {"memory_bytes": 80 * 2**30}},
-    {"slug": "nvidia-h100-pcie", "name": "NVIDIA H100 PCIe", "aliases": [{"name": "h100", "kind": "short"}],
-     "memory": {"memory_bytes": 80 * 2**30}},
+    {
+        "slug": "nvidia-t4",
+        "name": "NVIDIA T4",
+        "aliases": [{"name": "T4", "kind": "skypilot"}],
+        "memory": {"memory_bytes": 16 * 2**30, "usable_memory_bytes": 15 * 2**30},
+    },
+    {
+        "slug": "nvidia-a100-pcie-40gb",
+        "name": "NVIDIA A100 40GB PCIe",
+        "aliases": [{"name": "A100", "kind": "skypilot"}],
+        "memory": {"memory_bytes": 40 * 2**30},
+    },
+    {
+        "slug": "nvidia-a100-sxm4-40gb",
+        "name": "NVIDIA A100 40GB SXM4",
+        "aliases": [{"name": "A100", "kind": "skypilot", "default": True}],
+        "memory": {"memory_bytes": 40 * 2**30},
+    },
+    {
+        "slug": "nvidia-a100-sxm4-80gb",
+        "name": "NVIDIA A100 80GB SXM4",
+        "aliases": [{"name": "a100", "kind": "short"}, {"name": "A100-80GB", "kind": "skypilot"}],
+        "memory": {"memory_bytes": 80 * 2**30},
+    },
+    {
+        "slug": "nvidia-h100-sxm",
+        "name": "NVIDIA H100 SXM",
+        "aliases": [{"name": "H100", "kind": "skypilot"}],
+        "memory": {"memory_bytes": 80 * 2**30},
+    },
+    {
+        "slug": "nvidia-h100-pcie",
+        "name": "NVIDIA H100 PCIe",
+        "aliases": [{"name": "h100", "kind": "short"}],
+        "memory": {"memory_bytes": 80 * 2**30},
+    },
 ]
 SKY = sp.alias_index_from_docs(DOCS, kinds={"skypilot"})
 FULL = sp.alias_index_from_docs(DOCS)
@@ -50,7 +73,13 @@ DAY = dt.date(2026, 1, 15)
 
 def run(text: str, provider: str = "aws", **kw: object) -> sp.ImportReport:
     return sp.import_vms_csv(
-        text, provider=provider, effective_date=DAY, source="test file", indexes=[SKY, FULL], gpu_memory_mib=MEM, **kw  # type: ignore[arg-type]
+        text,
+        provider=provider,
+        effective_date=DAY,
+        source="test file",
+        indexes=[SKY, FULL],
+        gpu_memory_mib=MEM,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -66,7 +95,10 @@ def test_good_rows_become_one_record_per_region_and_pricing_model() -> None:
     )
     rep = run(text)
     assert rep.ok and rep.gpu_rows == 4
-    got = [(r.gpu_slug, r.region, r.instance_type, r.gpus_per_instance, r.pricing_model, r.amount) for r in rep.records]
+    got = [
+        (r.gpu_slug, r.region, r.instance_type, r.gpus_per_instance, r.pricing_model, r.amount)
+        for r in rep.records
+    ]
     assert got == [
         ("nvidia-t4", "eu-west-1", "g4dn.xlarge", 1, "on_demand", "0.587"),
         ("nvidia-t4", "eu-west-1", "g4dn.xlarge", 1, "spot", "0.3317"),
@@ -87,7 +119,12 @@ def test_columns_are_found_by_name_whatever_their_order() -> None:
 
 
 def test_non_gpu_rows_are_skipped_and_counted_not_errors() -> None:
-    rep = run(aws("a1.large,,,2.0,4.0,,0.051,0.038500,us-east-2,use2-az1,arm64", f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.526,,us-east-1,use1-az1,x86_64"))
+    rep = run(
+        aws(
+            "a1.large,,,2.0,4.0,,0.051,0.038500,us-east-2,use2-az1,arm64",
+            f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.526,,us-east-1,use1-az1,x86_64",
+        )
+    )
     assert rep.ok and rep.non_gpu_rows == 1 and rep.gpu_rows == 1 and len(rep.records) == 1
 
 
@@ -127,7 +164,12 @@ def test_one_bad_row_means_nothing_is_imported() -> None:
 
 
 def test_wrong_field_count_and_empty_region_are_errors() -> None:
-    rep = run(aws(f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.526,0.2,us-east-1", f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.526,0.2,,use1-az1,x86_64"))
+    rep = run(
+        aws(
+            f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.526,0.2,us-east-1",
+            f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.526,0.2,,use1-az1,x86_64",
+        )
+    )
     assert [(e.line, e.column, e.message) for e in rep.errors] == [
         (2, None, "expected 11 fields, found 9"),
         (3, "Region", "empty region"),
@@ -141,20 +183,24 @@ def test_empty_file_and_gpu_row_without_count_are_errors() -> None:
 
 
 def test_fractional_accelerators_are_skipped_with_a_reason() -> None:
-    rep = run(aws(
-        f"g6f.large,L4,0.125,2.0,8.0,{T4},0.2,0.1,us-east-1,use1-az1,x86_64",
-        f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.526,,us-east-1,use1-az1,x86_64",
-    ))
+    rep = run(
+        aws(
+            f"g6f.large,L4,0.125,2.0,8.0,{T4},0.2,0.1,us-east-1,use1-az1,x86_64",
+            f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.526,,us-east-1,use1-az1,x86_64",
+        )
+    )
     assert rep.ok and len(rep.records) == 1
     assert [(s.line, s.reason) for s in rep.skipped] == [(2, "fractional-gpu")]
 
 
 def test_empty_price_means_no_offer_zero_means_no_price_and_neither_skips_the_row() -> None:
-    rep = run(aws(
-        f"p5e.48xlarge,H100,8.0,192.0,2048.0,{gpu_info('H100', 8, 81920)},,19.5387,us-west-2,usw2-az3,x86_64",
-        f"p5.4xlarge,H100,1.0,16.0,256.0,{gpu_info('H100', 1, 81920)},6.88,0.0,us-west-2,usw2-az1,x86_64",
-        f"p5.48xlarge,H100,8.0,192.0,2048.0,{gpu_info('H100', 8, 81920)},,,us-west-2,usw2-az1,x86_64",
-    ))
+    rep = run(
+        aws(
+            f"p5e.48xlarge,H100,8.0,192.0,2048.0,{gpu_info('H100', 8, 81920)},,19.5387,us-west-2,usw2-az3,x86_64",
+            f"p5.4xlarge,H100,1.0,16.0,256.0,{gpu_info('H100', 1, 81920)},6.88,0.0,us-west-2,usw2-az1,x86_64",
+            f"p5.48xlarge,H100,8.0,192.0,2048.0,{gpu_info('H100', 8, 81920)},,,us-west-2,usw2-az1,x86_64",
+        )
+    )
     assert rep.ok
     assert [(r.instance_type, r.pricing_model, r.amount) for r in rep.records] == [
         ("p5.4xlarge", "on_demand", "6.88"),
@@ -181,7 +227,9 @@ def test_amounts_round_half_even_to_six_places() -> None:
 
 def test_gpu_info_python_literal_json_and_garbage() -> None:
     assert sp.parse_gpu_info(T4.strip('"')) == (16384, "T4")
-    assert sp.parse_gpu_info('{"Gpus": [{"Name": "L4", "MemoryInfo": {"SizeInMiB": 24576}, "Extra": null}]}') == (24576, "L4")
+    assert sp.parse_gpu_info(
+        '{"Gpus": [{"Name": "L4", "MemoryInfo": {"SizeInMiB": 24576}, "Extra": null}]}'
+    ) == (24576, "L4")
     assert sp.parse_gpu_info("V100") == (None, None)  # Azure writes the bare name
     assert sp.parse_gpu_info("") == (None, None)
     assert sp.parse_gpu_info("{'Gpus': []}") == (None, None)
@@ -191,11 +239,13 @@ def test_gpu_info_python_literal_json_and_garbage() -> None:
 
 
 def test_unknown_names_are_reported_sorted_with_counts_never_mapped() -> None:
-    rep = run(aws(
-        f"g5g.xlarge,T4g,1.0,4.0,8.0,{gpu_info('T4g', 1, 16384)},0.42,,us-east-1,use1-az1,arm64",
-        f"g5g.xlarge,T4g,1.0,4.0,8.0,{gpu_info('T4g', 1, 16384)},0.42,,us-west-2,usw2-az1,arm64",
-        "inf2.xlarge,Inferentia2,1.0,4.0,16.0,,0.7582,,us-east-1,use1-az1,x86_64",
-    ))
+    rep = run(
+        aws(
+            f"g5g.xlarge,T4g,1.0,4.0,8.0,{gpu_info('T4g', 1, 16384)},0.42,,us-east-1,use1-az1,arm64",
+            f"g5g.xlarge,T4g,1.0,4.0,8.0,{gpu_info('T4g', 1, 16384)},0.42,,us-west-2,usw2-az1,arm64",
+            "inf2.xlarge,Inferentia2,1.0,4.0,16.0,,0.7582,,us-east-1,use1-az1,x86_64",
+        )
+    )
     assert rep.ok and rep.records == ()
     assert rep.unknown_names == (("Inferentia2", 1), ("T4g", 2))
 
@@ -204,14 +254,20 @@ def test_ambiguous_name_is_reported_not_resolved_to_its_default() -> None:
     rep = run(aws(f"p4d.24xlarge,A100,8.0,96.0,1152.0,{A100_40},21.957642,2.4655,us-east-1,use1-az1,x86_64"))
     assert rep.records == ()
     [issue] = rep.issues
-    assert (issue.kind, issue.name, issue.candidates) == ("ambiguous", "A100", ("nvidia-a100-pcie-40gb", "nvidia-a100-sxm4-40gb"))
+    assert (issue.kind, issue.name, issue.candidates) == (
+        "ambiguous",
+        "A100",
+        ("nvidia-a100-pcie-40gb", "nvidia-a100-sxm4-40gb"),
+    )
 
 
 def test_memory_narrows_an_ambiguous_name_from_the_fallback_index() -> None:
     # 'a100' is a short alias of the 80 GB SXM4 part only in the full index; the SkyPilot index
     # says PCIe/SXM4 40 GB. A GPU-only name 'a100' (no SkyPilot alias) with 80 GiB resolves.
     only_full = [sp.alias_index_from_docs(DOCS, kinds={"short"})]
-    offers = sp.collapse_zones(sp.parse_vms_csv(aws(f"x.8x,a100,8.0,96.0,1152.0,{A100_80},30.0,,us-east-1,use1-az1,x86_64")).rows)
+    offers = sp.collapse_zones(
+        sp.parse_vms_csv(aws(f"x.8x,a100,8.0,96.0,1152.0,{A100_80},30.0,,us-east-1,use1-az1,x86_64")).rows
+    )
     res = sp.map_offers(offers, only_full, provider="aws", gpu_memory_mib=MEM)
     assert [(m.gpu_slug, m.via) for m in res.mapped] == [("nvidia-a100-sxm4-80gb", "alias")]
 
@@ -220,7 +276,11 @@ def test_memory_that_contradicts_every_candidate_is_a_conflict() -> None:
     rep = run(aws(f"g4dn.xlarge,T4,1.0,4.0,16.0,{gpu_info('T4', 1, 49152)},0.526,,us-east-1,use1-az1,x86_64"))
     assert rep.records == ()
     [issue] = rep.issues
-    assert (issue.kind, issue.candidates, issue.detail) == ("conflict", ("nvidia-t4",), "GpuInfo says 49152 MiB per GPU")
+    assert (issue.kind, issue.candidates, issue.detail) == (
+        "conflict",
+        ("nvidia-t4",),
+        "GpuInfo says 49152 MiB per GPU",
+    )
 
 
 def test_small_memory_figures_are_not_evidence() -> None:
@@ -233,11 +293,21 @@ def test_small_memory_figures_are_not_evidence() -> None:
 
 def test_skypilot_index_wins_over_other_alias_kinds() -> None:
     # Full index: 'H100' -> SXM and PCIe (short alias); the SkyPilot index says SXM only.
-    rep = run(aws(f"p5.48xlarge,H100,8.0,192.0,2048.0,{gpu_info('H100', 8, 81920)},55.04,,us-east-1,use1-az3,x86_64"))
+    rep = run(
+        aws(
+            f"p5.48xlarge,H100,8.0,192.0,2048.0,{gpu_info('H100', 8, 81920)},55.04,,us-east-1,use1-az3,x86_64"
+        )
+    )
     assert {r.gpu_slug for r in rep.records} == {"nvidia-h100-sxm"}
     rep2 = sp.import_vms_csv(
-        aws(f"p5.48xlarge,H100,8.0,192.0,2048.0,{gpu_info('H100', 8, 81920)},55.04,,us-east-1,use1-az3,x86_64"),
-        provider="aws", effective_date=DAY, source="s", indexes=[FULL], gpu_memory_mib=MEM,
+        aws(
+            f"p5.48xlarge,H100,8.0,192.0,2048.0,{gpu_info('H100', 8, 81920)},55.04,,us-east-1,use1-az3,x86_64"
+        ),
+        provider="aws",
+        effective_date=DAY,
+        source="s",
+        indexes=[FULL],
+        gpu_memory_mib=MEM,
     )
     assert rep2.records == () and rep2.issues[0].kind == "ambiguous"
 
@@ -248,11 +318,15 @@ def test_hints_name_the_variant_and_overrides_are_listed() -> None:
         sp.InstanceHint("lambda", "gpu_1x_h100_pcie", "nvidia-h100-pcie", "instance name"),
         sp.InstanceHint("aws", "p5.48xlarge", "nvidia-h100-pcie", "for another provider: must not apply"),
     ]
-    rep = run(aws(
-        f"p4d.24xlarge,A100,8.0,96.0,1152.0,{A100_40},21.957642,2.4655,us-east-1,use1-az1,x86_64",
-    ), hints=hints)
+    rep = run(
+        aws(
+            f"p4d.24xlarge,A100,8.0,96.0,1152.0,{A100_40},21.957642,2.4655,us-east-1,use1-az1,x86_64",
+        ),
+        hints=hints,
+    )
     assert {(r.gpu_slug, r.pricing_model) for r in rep.records} == {
-        ("nvidia-a100-sxm4-40gb", "on_demand"), ("nvidia-a100-sxm4-40gb", "spot")
+        ("nvidia-a100-sxm4-40gb", "on_demand"),
+        ("nvidia-a100-sxm4-40gb", "spot"),
     }
     lam = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
     lam += f"gpu_1x_h100_pcie,H100,1.0,26.0,200.0,3.29,us-east-1,{gpu_info('H100', 1, 81920)},\n"
@@ -263,16 +337,27 @@ def test_hints_name_the_variant_and_overrides_are_listed() -> None:
 
 def test_a_hint_is_still_checked_against_memory_and_must_name_a_known_gpu() -> None:
     bad_mem = [sp.InstanceHint("aws", "p4d.24xlarge", "nvidia-a100-sxm4-80gb", "wrong")]
-    rep = run(aws(f"p4d.24xlarge,A100,8.0,96.0,1152.0,{A100_40},21.957642,,us-east-1,use1-az1,x86_64"), hints=bad_mem)
+    rep = run(
+        aws(f"p4d.24xlarge,A100,8.0,96.0,1152.0,{A100_40},21.957642,,us-east-1,use1-az1,x86_64"),
+        hints=bad_mem,
+    )
     assert rep.records == () and rep.issues[0].kind == "conflict"
     unknown_slug = [sp.InstanceHint("aws", "p4d.24xlarge", "nvidia-a100-sxm5", "typo")]
-    rep2 = run(aws(f"p4d.24xlarge,A100,8.0,96.0,1152.0,{A100_40},21.957642,,us-east-1,use1-az1,x86_64"), hints=unknown_slug)
+    rep2 = run(
+        aws(f"p4d.24xlarge,A100,8.0,96.0,1152.0,{A100_40},21.957642,,us-east-1,use1-az1,x86_64"),
+        hints=unknown_slug,
+    )
     assert rep2.records == () and rep2.issues[0].detail == "hint names a GPU the catalog lacks"
 
 
 def test_alias_index_marks_defaults_and_uses_slugs_and_names() -> None:
-    assert SKY["a100"] == [AliasEntry("nvidia-a100-pcie-40gb", False), AliasEntry("nvidia-a100-sxm4-40gb", True)]
-    assert "nvidiaa10040gbpcie" not in SKY and FULL["nvidiaa10040gbpcie"] == [AliasEntry("nvidia-a100-pcie-40gb")]
+    assert SKY["a100"] == [
+        AliasEntry("nvidia-a100-pcie-40gb", False),
+        AliasEntry("nvidia-a100-sxm4-40gb", True),
+    ]
+    assert "nvidiaa10040gbpcie" not in SKY and FULL["nvidiaa10040gbpcie"] == [
+        AliasEntry("nvidia-a100-pcie-40gb")
+    ]
     assert SKY["nvidiat4"] == [AliasEntry("nvidia-t4")]  # slugs are always aliases
     assert MEM["nvidia-t4"] == (15360, 16384)
 
@@ -326,7 +411,9 @@ def test_gcp_host_with_zero_price_gives_no_price() -> None:
 
 def test_gpu_only_rows_outside_gcp_are_skipped() -> None:
     rep = run(aws(",A100,1.0,,,,2.9,,us-east-1,use1-az1,x86_64"))
-    assert rep.ok and rep.records == () and [s.reason for s in rep.skipped] == ["accelerator-without-fixed-host"]
+    assert (
+        rep.ok and rep.records == () and [s.reason for s in rep.skipped] == ["accelerator-without-fixed-host"]
+    )
 
 
 # ---- determinism, idempotence, round trip --------------------------------------------------

@@ -23,16 +23,28 @@ BUILD = build_snapshot(SHIPPED.gpus)
 
 def by(provider: str, instance_type: str, region: str, model: str) -> list[dict[str, object]]:
     return [
-        p for p in BUILD.prices
-        if (p["provider"], p["instance_type"], p["region"], p["pricing_model"]) == (provider, instance_type, region, model)
+        p
+        for p in BUILD.prices
+        if (p["provider"], p["instance_type"], p["region"], p["pricing_model"])
+        == (provider, instance_type, region, model)
     ]
 
 
 def test_manifest_names_every_file_with_commit_and_exact_row_count() -> None:
     files = load_manifest()
     assert {f.provider for f in files} == {
-        "aws", "gcp", "azure", "lambda", "runpod", "verda", "hyperstack", "hyperbolic", "nebius",
-        "jarvislabs", "mithril", "vast",
+        "aws",
+        "gcp",
+        "azure",
+        "lambda",
+        "runpod",
+        "verda",
+        "hyperstack",
+        "hyperbolic",
+        "nebius",
+        "jarvislabs",
+        "mithril",
+        "vast",
     }
     for f in files:
         assert len(f.commit) == 40 and f.repo_path.startswith("catalogs/v8/")
@@ -53,8 +65,19 @@ def test_every_record_is_a_valid_price_row_with_a_unique_key() -> None:
         assert p["gpu_slug"] in SLUGS
         assert body.currency == "USD" and body.amount > 0 and not body.is_estimate
         assert "@ " in body.source and "skypilot-catalog" in body.source
-        keys[(p["gpu_slug"], body.provider, body.region, body.instance_type, body.gpus_per_instance,
-              body.pricing_model, body.currency, body.effective_date, body.source)] += 1
+        keys[
+            (
+                p["gpu_slug"],
+                body.provider,
+                body.region,
+                body.instance_type,
+                body.gpus_per_instance,
+                body.pricing_model,
+                body.currency,
+                body.effective_date,
+                body.source,
+            )
+        ] += 1
     assert max(keys.values()) == 1
 
 
@@ -66,12 +89,28 @@ def test_building_twice_gives_the_same_rows() -> None:
     ("provider", "instance_type", "region", "model", "slug", "amount", "gpus"),
     [
         ("aws", "g5.xlarge", "us-east-1", "on_demand", "nvidia-a10g", "1.006", 1),
-        ("aws", "g4dn.xlarge", "us-west-2", "spot", "nvidia-t4", "0.0631", 1),  # cheapest zone (LA local zone)
+        (
+            "aws",
+            "g4dn.xlarge",
+            "us-west-2",
+            "spot",
+            "nvidia-t4",
+            "0.0631",
+            1,
+        ),  # cheapest zone (LA local zone)
         ("aws", "p4d.24xlarge", "us-east-1", "on_demand", "nvidia-a100-sxm4-40gb", "21.957642", 8),
         ("aws", "p5.48xlarge", "us-east-1", "on_demand", "nvidia-h100-sxm", "55.04", 8),
         ("aws", "p5e.48xlarge", "us-west-2", "spot", "nvidia-h200-sxm", "19.5387", 8),
         ("aws", "p6-b200.48xlarge", "us-west-2", "on_demand", "nvidia-b200", "113.9328", 8),
-        ("gcp", "a2-highgpu-1g", "us-central1", "on_demand", "nvidia-a100-sxm4-40gb", "3.67339", 1),  # host + GPU
+        (
+            "gcp",
+            "a2-highgpu-1g",
+            "us-central1",
+            "on_demand",
+            "nvidia-a100-sxm4-40gb",
+            "3.67339",
+            1,
+        ),  # host + GPU
         ("gcp", "a3-highgpu-8g", "europe-west4", "on_demand", "nvidia-h100-sxm", "111.81719", 8),
         ("gcp", "a3-ultragpu-8g", "us-central1", "spot", "nvidia-h200-sxm", "40.99433", 8),
         ("azure", "Standard_NC40ads_H100_v5", "eastus", "on_demand", "nvidia-h100-nvl-94gb", "6.98", 1),
@@ -87,13 +126,29 @@ def test_building_twice_gives_the_same_rows() -> None:
         ("aws", "g6.48xlarge", "us-west-2", "on_demand", "nvidia-l4", "13.3504", 8),
         ("aws", "g6e.xlarge", "us-west-2", "on_demand", "nvidia-l40s", "1.861", 1),
         ("aws", "g6e.48xlarge", "us-east-1", "on_demand", "nvidia-l40s", "30.13118", 8),
-        ("gcp", "g2-standard-4", "us-central1", "on_demand", "nvidia-l4", "0.70683", 1),  # 0.14679 host + 0.56004 L4
+        (
+            "gcp",
+            "g2-standard-4",
+            "us-central1",
+            "on_demand",
+            "nvidia-l4",
+            "0.70683",
+            1,
+        ),  # 0.14679 host + 0.56004 L4
         ("gcp", "g2-standard-96", "europe-west4", "spot", "nvidia-l4", "3.6663", 8),  # 1.7159 + 1.9504
         ("runpod", "2x_A40_SECURE", "US", "on_demand", "nvidia-a40", "0.88", 2),
         ("runpod", "8x_L40_SECURE", "US", "on_demand", "nvidia-l40", "6.56", 8),
         ("runpod", "2x_L40S_SECURE", "US", "on_demand", "nvidia-l40s", "1.98", 2),
         ("runpod", "5x_RTX4090_SECURE", "US", "on_demand", "nvidia-rtx-4090", "3.7", 5),
-        ("runpod", "1x_H100_SECURE", "US", "on_demand", "nvidia-h100-pcie", "2.89", 1),  # hint: 'H100' is RunPod's PCIe part
+        (
+            "runpod",
+            "1x_H100_SECURE",
+            "US",
+            "on_demand",
+            "nvidia-h100-pcie",
+            "2.89",
+            1,
+        ),  # hint: 'H100' is RunPod's PCIe part
         ("runpod", "2x_H100-NVL_SECURE", "US", "on_demand", "nvidia-h100-nvl-94gb", "6.38", 2),
         ("runpod", "3x_A100-80GB-SXM_SECURE", "US", "on_demand", "nvidia-a100-sxm4-80gb", "4.77", 3),
         ("runpod", "2x_RTX5090_SECURE", "US", "on_demand", "nvidia-rtx-5090", "1.98", 2),
@@ -146,8 +201,21 @@ def test_unknown_names_are_the_documented_ones() -> None:
     seen = {name for r in BUILD.reports.values() for name, _ in r.unknown_names}
     # A subset: GPUs added to the catalog later (GH200, B300, ...) leave this list.
     assert seen <= {
-        "B300", "T4g", "GH200", "RTX6000", "M60", "Radeon MI25", "RTX-PRO-6000", "RTX-A4000",
-        "RTX3060", "RTX3070", "RTX3080", "RTX4060", "RTX4070", "RTXA2000", "RTXPRO6000S",
+        "B300",
+        "T4g",
+        "GH200",
+        "RTX6000",
+        "M60",
+        "Radeon MI25",
+        "RTX-PRO-6000",
+        "RTX-A4000",
+        "RTX3060",
+        "RTX3070",
+        "RTX3080",
+        "RTX4060",
+        "RTX4070",
+        "RTXA2000",
+        "RTXPRO6000S",
     }
 
 
@@ -184,11 +252,19 @@ def test_skypilot_names_of_catalog_gpus_resolve_through_skypilot_aliases() -> No
     # The SkyPilot spellings in the shipped files map through kind "skypilot" aliases, not only
     # through the looser every-alias index.
     names = {
-        "L4": "nvidia-l4", "L40": "nvidia-l40", "L40S": "nvidia-l40s", "A40": "nvidia-a40",
-        "RTX4090": "nvidia-rtx-4090", "RTX6000-Ada": "nvidia-rtx-6000-ada", "RTX-6000-Ada": "nvidia-rtx-6000-ada",
-        "H100-NVL": "nvidia-h100-nvl-94gb", "A100-80GB-SXM": "nvidia-a100-sxm4-80gb",
-        "A100-80G-PCIe": "nvidia-a100-pcie-80gb", "H100-80G-PCIe": "nvidia-h100-pcie",
-        "H100-80G-SXM5": "nvidia-h100-sxm", "RTX-A6000": "nvidia-rtx-a6000",
+        "L4": "nvidia-l4",
+        "L40": "nvidia-l40",
+        "L40S": "nvidia-l40s",
+        "A40": "nvidia-a40",
+        "RTX4090": "nvidia-rtx-4090",
+        "RTX6000-Ada": "nvidia-rtx-6000-ada",
+        "RTX-6000-Ada": "nvidia-rtx-6000-ada",
+        "H100-NVL": "nvidia-h100-nvl-94gb",
+        "A100-80GB-SXM": "nvidia-a100-sxm4-80gb",
+        "A100-80G-PCIe": "nvidia-a100-pcie-80gb",
+        "H100-80G-PCIe": "nvidia-h100-pcie",
+        "H100-80G-SXM5": "nvidia-h100-sxm",
+        "RTX-A6000": "nvidia-rtx-a6000",
     }
     index = alias_index_from_docs(SHIPPED.gpus, kinds={"skypilot"})
     for name, slug in names.items():
@@ -208,9 +284,17 @@ def test_purchase_prices_are_sourced_and_fit_the_price_schema() -> None:
         assert r["gpu_slug"] in SLUGS
         assert r["kind"] in {"launch-msrp", "vendor-list"} and r["source"] and r["note"]
         PriceIn.model_validate(
-            {"provider": "vendor", "region": "global", "instance_type": r["unit"][:100], "gpus_per_instance": r["gpus_per_unit"],
-             "pricing_model": "purchase", "currency": r["currency"], "amount": r["amount"],
-             "effective_date": r["effective_date"], "source": r["source"]}
+            {
+                "provider": "vendor",
+                "region": "global",
+                "instance_type": r["unit"][:100],
+                "gpus_per_instance": r["gpus_per_unit"],
+                "pricing_model": "purchase",
+                "currency": r["currency"],
+                "amount": r["amount"],
+                "effective_date": r["effective_date"],
+                "source": r["source"],
+            }
         )
     gaudi3 = next(r for r in rows if r["gpu_slug"] == "intel-gaudi3")
     assert gaudi3["gpus_per_unit"] == 8 and Decimal(gaudi3["amount"]) == 125000  # OAM: per node
@@ -218,8 +302,12 @@ def test_purchase_prices_are_sourced_and_fit_the_price_schema() -> None:
 
 def test_fx_table_has_a_recent_sourced_usd_cny_rate() -> None:
     rates = [FxRateIn.model_validate(f) for f in SHIPPED.fx_rates]
-    usd_cny = sorted((r for r in rates if (r.base, r.quote) == ("USD", "CNY")), key=lambda r: r.effective_date)
-    assert usd_cny[-1].effective_date >= dt.date(2026, 1, 1) and Decimal("6") < usd_cny[-1].rate < Decimal("8")
+    usd_cny = sorted(
+        (r for r in rates if (r.base, r.quote) == ("USD", "CNY")), key=lambda r: r.effective_date
+    )
+    assert usd_cny[-1].effective_date >= dt.date(2026, 1, 1) and Decimal("6") < usd_cny[-1].rate < Decimal(
+        "8"
+    )
 
 
 def test_snapshot_files_are_verbatim_format() -> None:

@@ -59,9 +59,12 @@ def test_forloop_temporaries_are_a_few_tensors_and_fused_none() -> None:
     largest = m.vocab_size * m.hidden_size  # the LM head (and embeddings)
     assert 2 * 4 * largest <= loop <= 3 * 4 * largest
     lora = replace(c, finetune="lora", precision="bf16")
-    assert (estimate_training(replace(lora, optimizer_impl="foreach")).phases["optimizer-step"]
-            - estimate_training(lora).phases["optimizer-step"]) == pytest.approx(
-        estimate_training(lora).persistent["lora_adapters"], rel=1e-6)  # fp32 adapters: one copy
+    assert (
+        estimate_training(replace(lora, optimizer_impl="foreach")).phases["optimizer-step"]
+        - estimate_training(lora).phases["optimizer-step"]
+    ) == pytest.approx(
+        estimate_training(lora).persistent["lora_adapters"], rel=1e-6
+    )  # fp32 adapters: one copy
 
 
 def test_optimizer_step_temporaries_are_their_own_component_and_decide_the_fit() -> None:
@@ -69,7 +72,9 @@ def test_optimizer_step_temporaries_are_their_own_component_and_decide_the_fit()
     fused = estimate_training(c)
     foreach = estimate_training(replace(c, optimizer_impl="foreach"))
     assert foreach.peak_phase == "optimizer-step"
-    assert foreach.components["optimizer_step_temporaries"] == pytest.approx(4 * c.model.total_params, rel=1e-6)
+    assert foreach.components["optimizer_step_temporaries"] == pytest.approx(
+        4 * c.model.total_params, rel=1e-6
+    )
     assert sum(foreach.components.values()) == foreach.peak_allocated_bytes
     assert fused.fits(H200_USABLE) and not foreach.fits(H200_USABLE)
 
@@ -79,7 +84,10 @@ def test_default_optimizer_impl_is_torchs_default() -> None:
     assert isinstance(job.config, TrainConfig)
     assert job.config.optimizer_impl == DEFAULT_OPTIMIZER_IMPL == "foreach"
     # benchmark parameters without the field are the agent's reference loop: fused
-    assert train_config_from_parameters({"model": "llama3-8b", "precision": "amp_bf16"}).optimizer_impl == "fused"
+    assert (
+        train_config_from_parameters({"model": "llama3-8b", "precision": "amp_bf16"}).optimizer_impl
+        == "fused"
+    )
 
 
 # ---- issue 19: the one-rank FSDP2 OOMs -----------------------------------------------------
@@ -90,8 +98,15 @@ def test_fsdp2_autocast_foreach_7b_does_not_fit_an_h200(batch: int, ckpt: bool) 
     """7B Llama shape, FSDP2 (one rank) + autocast + foreach AdamW ran out of memory on the
     141 GB H200: fp32 parameters, gradients, two states and the foreach copy are 20 bytes per
     parameter, 125 GiB before anything else."""
-    c = TrainConfig(model=dec("llama2-7b"), precision="amp_bf16", batch_size=batch, seq_len=2048,
-                    gradient_checkpointing=ckpt, sharding="fsdp", optimizer_impl="foreach")
+    c = TrainConfig(
+        model=dec("llama2-7b"),
+        precision="amp_bf16",
+        batch_size=batch,
+        seq_len=2048,
+        gradient_checkpointing=ckpt,
+        sharding="fsdp",
+        optimizer_impl="foreach",
+    )
     est = estimate_training(c)
     assert est.phases["optimizer-step"] >= 20 * c.model.total_params
     assert not est.fits(H200_USABLE)
@@ -102,13 +117,21 @@ def test_fsdp2_autocast_foreach_7b_does_not_fit_an_h200(batch: int, ckpt: bool) 
 
 def test_fsdp_autocast_keeps_every_bf16_cast_and_the_policy_only_the_gathered_units() -> None:
     m = dec("llama3-70b")
-    base = TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=2048, gradient_checkpointing=True,
-                       sharding="fsdp", gpu_count=16)
+    base = TrainConfig(
+        model=m,
+        precision="amp_bf16",
+        batch_size=1,
+        seq_len=2048,
+        gradient_checkpointing=True,
+        sharding="fsdp",
+        gpu_count=16,
+    )
     autocast = estimate_training(base)
     policy = estimate_training(replace(base, mixed_precision="fsdp_policy"))
     # autocast's cache holds a bf16 copy of every matmul weight, whatever the shard count
-    copies = 2 * (m.total_params - m.num_layers * m.norm_params_per_layer - m.hidden_size
-                  - m.vocab_size * m.hidden_size)  # embeddings are looked up, not cast
+    copies = 2 * (
+        m.total_params - m.num_layers * m.norm_params_per_layer - m.hidden_size - m.vocab_size * m.hidden_size
+    )  # embeddings are looked up, not cast
     assert autocast.phases["forward-loss"] - policy.phases["forward-loss"] >= 0.95 * copies
     assert not autocast.fits(H200_USABLE)
     assert policy.fits(H200_USABLE)
@@ -136,9 +159,18 @@ def test_sharded_mixed_precision_defaults_to_the_policy() -> None:
 def test_70b_full_finetune_fits_with_the_policy_and_min_gpus_suggests_it() -> None:
     """The issue-11 scenario: Llama-3-70B full fine-tuning, amp_bf16, FSDP. With plain
     autocast nothing fits (129.5 GiB of bf16 casts per GPU); with the policy it does."""
-    spec = JobSpec(model="llama3-70b", mode="fine-tuning", finetune="full", precision="amp_bf16",
-                   sharding="fsdp", gpu_count=8, batch_size=1, seq_len=2048, gradient_checkpointing=True,
-                   solve_for="min_gpus")
+    spec = JobSpec(
+        model="llama3-70b",
+        mode="fine-tuning",
+        finetune="full",
+        precision="amp_bf16",
+        sharding="fsdp",
+        gpu_count=8,
+        batch_size=1,
+        seq_len=2048,
+        gradient_checkpointing=True,
+        solve_for="min_gpus",
+    )
     e = estimate(H200_SXM, build_job(spec), CalibrationSet())
     assert e.solve is not None and e.solve.value == 16 and "MixedPrecisionPolicy" in e.solve.detail
     at16 = estimate(H200_SXM, build_job(replace(spec, gpu_count=16, solve_for=None)), CalibrationSet())
@@ -147,7 +179,9 @@ def test_70b_full_finetune_fits_with_the_policy_and_min_gpus_suggests_it() -> No
     plain = estimate(H200_SXM, build_job(replace(spec, mixed_precision="autocast")), CalibrationSet())
     assert plain.solve is not None and plain.solve.value == 0
     assert "try_fsdp_mixed_precision_policy" in [w.code for w in plain.warnings]
-    assert fewest_gpus(plain.job.config, H200_USABLE, max_gpus=512, sharded_mixed_precision="autocast") is None  # type: ignore[arg-type]
+    assert (
+        fewest_gpus(plain.job.config, H200_USABLE, max_gpus=512, sharded_mixed_precision="autocast") is None
+    )  # type: ignore[arg-type]
 
 
 # ---- the loop that keeps the model output ------------------------------------------------------
@@ -195,16 +229,27 @@ def test_fine_tuning_loads_the_base_in_bf16() -> None:
     assert estimate_training(replace(c, gradient_checkpointing=True)).fits(A100_80_USABLE)
     full = build_job(JobSpec(model="llama3-8b", mode="fine-tuning", finetune="full"))
     assert full.config.precision == "bf16"
-    assert build_job(JobSpec(model="llama3-8b", mode="fine-tuning", precision="amp_bf16")).config.precision == "amp_bf16"
+    assert (
+        build_job(JobSpec(model="llama3-8b", mode="fine-tuning", precision="amp_bf16")).config.precision
+        == "amp_bf16"
+    )
 
 
 def test_max_context_is_capped_at_the_models_limit_with_a_warning() -> None:
     from service.core.catalog.specs import GpuSpec
 
-    l40 = GpuSpec(slug="nvidia-l40", usable_memory_bytes=46_068 * 2**20, peaks={"bf16": 181.0},
-                  bandwidth_gb_per_s=864.0)
-    job = build_job(JobSpec(model="llama3-8b", mode="fine-tuning", finetune="qlora", gradient_checkpointing=True,
-                            solve_for="max_context"))
+    l40 = GpuSpec(
+        slug="nvidia-l40", usable_memory_bytes=46_068 * 2**20, peaks={"bf16": 181.0}, bandwidth_gb_per_s=864.0
+    )
+    job = build_job(
+        JobSpec(
+            model="llama3-8b",
+            mode="fine-tuning",
+            finetune="qlora",
+            gradient_checkpointing=True,
+            solve_for="max_context",
+        )
+    )
     e = estimate(l40, job, CalibrationSet())
     assert e.solve is not None and e.solve.value == 8192
     assert "context_capped_at_model_limit" in [w.code for w in e.warnings]

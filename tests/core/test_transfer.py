@@ -40,21 +40,42 @@ def test_catalogued_figures_equal_the_catalog(slug: str) -> None:
 def test_table_only_gpus_are_not_catalog_slugs() -> None:
     assert not set(TABLE_ONLY) & set(CATALOG), "catalogued now: move the figures to CATALOGUED"
     for g in TABLE_ONLY.values():
-        assert g.compute_capability and g.tdp_w and g.bandwidth_gb_per_s and g.peak_for("fp16") and g.peak_for("fp32")
+        assert (
+            g.compute_capability
+            and g.tdp_w
+            and g.bandwidth_gb_per_s
+            and g.peak_for("fp16")
+            and g.peak_for("fp32")
+        )
 
 
 def test_fit_points_cover_every_sourced_single_gpu_training_figure() -> None:
     pts = xfer.fit_points()
-    assert {p.table_id for p in pts} == {"lambda-pytorch-train-ngc2210", "lambda-pytorch-train-ngc2001",
-                                         "lambda-pytorch-train-ngc2010", "dle-tf-resnet50-ngc2006"}
-    expected = [r for t in TABLES if t.kind == "training" for r in t.rows
-                if r.gpu_count == 1 and r.workload in ("resnet50-train", "bert-large-squad-finetune",
-                                                       "bert-base-squad-finetune") and figures_for(r) is not None]
+    assert {p.table_id for p in pts} == {
+        "lambda-pytorch-train-ngc2210",
+        "lambda-pytorch-train-ngc2001",
+        "lambda-pytorch-train-ngc2010",
+        "dle-tf-resnet50-ngc2006",
+    }
+    expected = [
+        r
+        for t in TABLES
+        if t.kind == "training"
+        for r in t.rows
+        if r.gpu_count == 1
+        and r.workload in ("resnet50-train", "bert-large-squad-finetune", "bert-base-squad-finetune")
+        and figures_for(r) is not None
+    ]
     assert len(pts) == len(expected) > 150
     assert not any("1080" in p.gpu_name for p in pts)  # Pascal: no tensor cores, no peak to scale
     # the batch of each figure is the table's own (Lambda's fp32 runs used their own batch sizes)
-    a100 = [p for p in pts if p.gpu.slug == "nvidia-a100-sxm4-80gb" and p.table_id.endswith("ngc2210")
-            and p.workload == "resnet50-train"]
+    a100 = [
+        p
+        for p in pts
+        if p.gpu.slug == "nvidia-a100-sxm4-80gb"
+        and p.table_id.endswith("ngc2210")
+        and p.workload == "resnet50-train"
+    ]
     assert sorted(p.batch_size for p in a100) == [640, 1280]
     for p in pts:
         pr = p.profile

@@ -24,9 +24,17 @@ REPO = Path(__file__).resolve().parents[2]
 # Files committed before the variants existed: their stored parameters are the canonical form
 # of the vocabulary of that time, and their cells must not move.
 BEFORE_VARIANTS = sorted(
-    [*REPO.glob("data/benchmarks/*2026-12-02*.json"), *REPO.glob("data/benchmarks/raw/*2026-12-02-pass*.json")]
+    [
+        *REPO.glob("data/benchmarks/*2026-12-02*.json"),
+        *REPO.glob("data/benchmarks/raw/*2026-12-02-pass*.json"),
+    ]
 )
-BASE: dict[str, Any] = {"model": "gt-llama-1b-v128k", "precision": "amp_bf16", "batch_size": 4, "seq_len": 2048}
+BASE: dict[str, Any] = {
+    "model": "gt-llama-1b-v128k",
+    "precision": "amp_bf16",
+    "batch_size": 4,
+    "seq_len": 2048,
+}
 
 
 def _stored_results() -> list[dict[str, Any]]:
@@ -36,7 +44,13 @@ def _stored_results() -> list[dict[str, Any]]:
 def test_every_result_committed_before_the_variants_keeps_its_cell() -> None:
     results = _stored_results()
     assert len(BEFORE_VARIANTS) >= 6 and len(results) > 400
-    assert {r["workload"] for r in results} >= {"llm-train", "gemm", "resnet50-train", "bert-large-train", "llm-infer"}
+    assert {r["workload"] for r in results} >= {
+        "llm-train",
+        "gemm",
+        "resnet50-train",
+        "bert-large-train",
+        "llm-infer",
+    }
     for r in results:
         canon = canonical_parameters(r["workload"], r["parameters"])
         assert canon == r["parameters"]  # no new key appears in the canonical (stored) form
@@ -136,9 +150,15 @@ def test_bert_large_infer() -> None:
 
 def test_definitions_say_which_parameters_are_omitted_at_default() -> None:
     params = {p["name"]: p for p in WORKLOADS["llm-train"].as_dict()["parameters"]}
-    assert {n for n, p in params.items() if p.get("omitted_at_default")} == {"loop", "optimizer_impl", "mixed_precision"}
+    assert {n for n, p in params.items() if p.get("omitted_at_default")} == {
+        "loop",
+        "optimizer_impl",
+        "mixed_precision",
+    }
     assert params["loop"]["choices"] == ["loss_only", "keeps_outputs"]
-    assert params["optimizer_impl"]["default"] == "fused" and params["mixed_precision"]["default"] == "autocast"
+    assert (
+        params["optimizer_impl"]["default"] == "fused" and params["mixed_precision"]["default"] == "autocast"
+    )
 
 
 def test_estimate_validation_predicts_each_variant_as_declared(tmp_path: Path) -> None:
@@ -159,9 +179,13 @@ def test_estimate_validation_predicts_each_variant_as_declared(tmp_path: Path) -
         for extra in ({}, {"loop": "keeps_outputs"}, {"optimizer_impl": "foreach"})
     ]  # fmt: skip
     f = tmp_path / "runs.json"
-    f.write_text(json.dumps([{"gpu": {"name": "NVIDIA H200", "slug": "nvidia-h200-sxm"}, "results": results}]))
+    f.write_text(
+        json.dumps([{"gpu": {"name": "NVIDIA H200", "slug": "nvidia-h200-sxm"}, "results": results}])
+    )
     points = mod.attach_predictions(mod.load_points([str(f)]))
     assert len(points) == 3
     ref, keeps, foreach = (p.memory.phases for p in points)
     assert keeps["forward-loss"] > ref["forward-loss"]
-    assert foreach["optimizer-step"] > ref["optimizer-step"] and foreach["forward-loss"] == ref["forward-loss"]
+    assert (
+        foreach["optimizer-step"] > ref["optimizer-step"] and foreach["forward-loss"] == ref["forward-loss"]
+    )

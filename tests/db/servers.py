@@ -31,10 +31,22 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def serve(cls, database_url: str, log_path: Path, *extra: str, env: dict[str, str] | None = None) -> ServerProcess:
+    def serve(
+        cls, database_url: str, log_path: Path, *extra: str, env: dict[str, str] | None = None
+    ) -> ServerProcess:
         port = free_port()
-        argv = [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-                "--no-migrate", *extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-migrate",
+            *extra,
+        ]
         base = {"GPU_ADVISOR_DATABASE_URL": database_url, "GPU_ADVISOR_SEED_MEASUREMENTS_DIR": ""}
         return cls(argv, port, {**base, **(env or {})}, log_path)
 
@@ -47,7 +59,9 @@ class ServerProcess:
 
     def launch(self) -> ServerProcess:
         self._log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(self.argv, cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=self._log)
+        self.proc = subprocess.Popen(
+            self.argv, cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=self._log
+        )
         return self
 
     def wait_ready(self, timeout_s: float = 120) -> ServerProcess:
@@ -60,7 +74,9 @@ class ServerProcess:
             except httpx.TransportError:
                 pass
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"server exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}"
+                )
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"server did not come up: {self.log_path.read_text()[-2000:]}")

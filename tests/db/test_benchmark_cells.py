@@ -29,10 +29,28 @@ from tests.conftest import is_postgres
     [
         ("gemm", {"precision": "BF16"}),
         ("resnet50-train", {"precision": "amp_bf16", "batch_size": 8.0, "channels_last": "off"}),
-        ("llm-train", {"model": "Llama3-8B", "precision": "bf16", "batch_size": 2, "seq_len": 4096,
-                       "finetune": "lora", "lora_targets": "v_proj, q_proj"}),
-        ("llm-infer", {"model": "qwen2.5-7b", "precision": "bf16", "batch_size": 1, "input_len": 512,
-                       "output_len": 128, "engine": "vLLM"}),
+        (
+            "llm-train",
+            {
+                "model": "Llama3-8B",
+                "precision": "bf16",
+                "batch_size": 2,
+                "seq_len": 4096,
+                "finetune": "lora",
+                "lora_targets": "v_proj, q_proj",
+            },
+        ),
+        (
+            "llm-infer",
+            {
+                "model": "qwen2.5-7b",
+                "precision": "bf16",
+                "batch_size": 1,
+                "input_len": 512,
+                "output_len": 128,
+                "engine": "vLLM",
+            },
+        ),
         ("collective", {"op": "all_reduce", "message_bytes": 2**30, "gpu_count": 8}),
     ],
 )
@@ -47,8 +65,11 @@ def test_params_identity_is_the_vocabulary_hash(workload: str, params: dict[str,
 
 def test_every_workload_default_params_hash_identically() -> None:
     for name, w in WORKLOADS.items():
-        params = {p.name: (p.choices[0] if p.choices else (p.minimum or 1) if p.type in ("int", "float") else "x")
-                  for p in w.parameters if p.required}
+        params = {
+            p.name: (p.choices[0] if p.choices else (p.minimum or 1) if p.type in ("int", "float") else "x")
+            for p in w.parameters
+            if p.required
+        }
         canon = canonical_parameters(name, params)
         assert params_identity(name, canon)[0] == parameters_hash(name, canon)
 
@@ -65,19 +86,32 @@ def test_sql_and_python_outlier_tests_agree(engine: Engine, settings: Settings) 
     with UnitOfWork(factory) as uow:
         from service.usecases.keys import create_key
 
-        principal = Principal(key_id=create_key(uow, name="cells", scope="submit").id, name="cells", scope="submit", trusted=False)
+        principal = Principal(
+            key_id=create_key(uow, name="cells", scope="submit").id,
+            name="cells",
+            scope="submit",
+            trusted=False,
+        )
     for _ in range(6):
         rows = []
         for p in cells_params:
             for _ in range(rng.choice([0, 1, 2, 3])):
-                v = rng.choice([1000.0, 1000.0, 1000.0 + rng.gauss(0, 15), 1000.0 + rng.gauss(0, 200), 3000.0, 10.0])
+                v = rng.choice(
+                    [1000.0, 1000.0, 1000.0 + rng.gauss(0, 15), 1000.0 + rng.gauss(0, 200), 3000.0, 10.0]
+                )
                 rows.append(result(params=p, metrics={"throughput": round(v, 1)}))
         if not rows:
             continue
         body = BenchmarkRunIn.model_validate(run_on(gpu, rows))
         with UnitOfWork(factory) as uow:
-            benchmarks.submit_run(uow, ReadModel(), principal, body.to_core(),
-                                  policy=settings.outlier_policy(), max_results=settings.max_results_per_run)
+            benchmarks.submit_run(
+                uow,
+                ReadModel(),
+                principal,
+                body.to_core(),
+                policy=settings.outlier_policy(),
+                max_results=settings.max_results_per_run,
+            )
     with UnitOfWork(factory) as uow:
         gid = uow.session.scalar(select(Gpu.id).where(Gpu.slug == gpu["slug"]))
         ids = list(uow.session.scalars(select(BenchmarkResult.id).where(BenchmarkResult.gpu_id == gid)))
@@ -95,8 +129,14 @@ def test_sql_and_python_outlier_tests_agree(engine: Engine, settings: Settings) 
         cells: set[CellKey] = {
             (int(g), fp, wl, ph)
             for g, fp, wl, ph in uow.session.execute(
-                select(BenchmarkResult.gpu_id, BenchmarkResult.fingerprint_hash, BenchmarkResult.workload,
-                       BenchmarkResult.params_hash).where(BenchmarkResult.gpu_id == gid).distinct()
+                select(
+                    BenchmarkResult.gpu_id,
+                    BenchmarkResult.fingerprint_hash,
+                    BenchmarkResult.workload,
+                    BenchmarkResult.params_hash,
+                )
+                .where(BenchmarkResult.gpu_id == gid)
+                .distinct()
             )
         }
         in_sql = uow.benchmarks.outlier_test(cells, settings.outlier_policy(), in_database=True)
@@ -119,13 +159,21 @@ def test_the_outlier_window_bounds_the_test(engine: Engine, settings: Settings) 
     with UnitOfWork(factory) as uow:
         from service.usecases.keys import create_key
 
-        principal = Principal(key_id=create_key(uow, name="window", scope="submit").id, name="w", scope="submit", trusted=False)
+        principal = Principal(
+            key_id=create_key(uow, name="window", scope="submit").id, name="w", scope="submit", trusted=False
+        )
 
     def submit(values: list[float]) -> list[int]:
         body = BenchmarkRunIn.model_validate(run_on(gpu, [result(metrics={"throughput": v}) for v in values]))
         with UnitOfWork(factory) as uow:
-            out = benchmarks.submit_run(uow, ReadModel(), principal, body.to_core(),
-                                        policy=small.outlier_policy(), max_results=small.max_results_per_run)
+            out = benchmarks.submit_run(
+                uow,
+                ReadModel(),
+                principal,
+                body.to_core(),
+                policy=small.outlier_policy(),
+                max_results=small.max_results_per_run,
+            )
         return [o.result_id for o in out.answer.results]
 
     (old,) = submit([5000.0])

@@ -48,7 +48,13 @@ def test_reseed_is_idempotent_and_does_not_bump_data_version(fresh: Engine) -> N
         n_alias = uow.session.scalar(select(func.count()).select_from(GpuAlias))
     shipped = load_shipped()
     with _uow(fresh) as uow:
-        r = upsert_shipped(uow, shipped.gpus, catalog_version=shipped.version, prices=shipped.prices, fx_rates=shipped.fx_rates)
+        r = upsert_shipped(
+            uow,
+            shipped.gpus,
+            catalog_version=shipped.version,
+            prices=shipped.prices,
+            fx_rates=shipped.fx_rates,
+        )
     assert (r.created, r.updated, r.prices_upserted, r.fx_upserted) == (0, 0, 0, 0)
     assert r.unchanged == len(shipped.gpus)
     with _uow(fresh) as uow:
@@ -59,7 +65,9 @@ def test_reseed_is_idempotent_and_does_not_bump_data_version(fresh: Engine) -> N
 def test_seed_upserts_every_shipped_price_row_and_a_restart_changes_nothing(fresh: Engine) -> None:
     shipped = load_shipped()
     cloud = build_snapshot(shipped.gpus).prices
-    expected = {(p["gpu_slug"], p["provider"], p["region"], p["instance_type"], p["pricing_model"]) for p in cloud}
+    expected = {
+        (p["gpu_slug"], p["provider"], p["region"], p["instance_type"], p["pricing_model"]) for p in cloud
+    }
     assert len(cloud) > 600  # the SkyPilot snapshot, not just prices.json's handful
     with _uow(fresh) as uow:
         v0 = uow.data_version()
@@ -74,7 +82,12 @@ def test_seed_upserts_every_shipped_price_row_and_a_restart_changes_nothing(fres
     assert {p.provider for p in l40} == {"hyperstack", "runpod"}
     assert not [p for p in stored if p.gpu_slug == "nvidia-l20"]  # China-market: no cloud lists it
     # a restart: bootstrap again, nothing changes, the catalog watermark stays put
-    bootstrap(fresh, Settings(database_url=str(fresh.url.render_as_string(hide_password=False)), seed_measurements_dir=None))
+    bootstrap(
+        fresh,
+        Settings(
+            database_url=str(fresh.url.render_as_string(hide_password=False)), seed_measurements_dir=None
+        ),
+    )
     with _uow(fresh) as uow:
         assert uow.data_version() == v0
         assert uow.session.scalar(select(func.count()).select_from(Price)) == n0
@@ -82,18 +95,28 @@ def test_seed_upserts_every_shipped_price_row_and_a_restart_changes_nothing(fres
 
 def test_seed_never_clobbers_an_admin_price_row(fresh: Engine) -> None:
     shipped = load_shipped()
-    row = next(p for p in shipped_prices(shipped) if p["gpu_slug"] == "nvidia-l40" and p["provider"] == "runpod")
+    row = next(
+        p for p in shipped_prices(shipped) if p["gpu_slug"] == "nvidia-l40" and p["provider"] == "runpod"
+    )
     from service.schemas.gpus import PriceIn
 
-    entry = PriceIn.model_validate({**{k: v for k, v in row.items() if k != "gpu_slug"}, "amount": "0.01"}).to_core()
+    entry = PriceIn.model_validate(
+        {**{k: v for k, v in row.items() if k != "gpu_slug"}, "amount": "0.01"}
+    ).to_core()
     with _uow(fresh) as uow:
         catalog.add_price(uow, "nvidia-l40", entry)  # the admin's row has the shipped row's key
     with _uow(fresh) as uow:
         r = upsert_shipped(uow, shipped.gpus, catalog_version=shipped.version, prices=shipped_prices(shipped))
         assert r.prices_upserted == 0
     with _uow(fresh) as uow:
-        mine = [p for p in uow.catalog.prices("nvidia-l40") if p.provider == "runpod" and p.source == row["source"]
-                and p.pricing_model == row["pricing_model"] and p.region == row["region"]]
+        mine = [
+            p
+            for p in uow.catalog.prices("nvidia-l40")
+            if p.provider == "runpod"
+            and p.source == row["source"]
+            and p.pricing_model == row["pricing_model"]
+            and p.region == row["region"]
+        ]
         assert [str(p.amount.normalize()) for p in mine] == ["0.01"]
 
 
@@ -101,7 +124,9 @@ def test_corrected_figure_reaches_db_but_admin_override_survives(fresh: Engine) 
     cache = catalog.ReadModel()
     with _uow(fresh) as uow:
         view = catalog.resolve_gpu(uow, cache, "nvidia-l4")
-        catalog.patch_gpu(uow, "nvidia-l4", {"power": {"tdp_w": 70.5}}, view.etag, validate=validate_gpu_document)
+        catalog.patch_gpu(
+            uow, "nvidia-l4", {"power": {"tdp_w": 70.5}}, view.etag, validate=validate_gpu_document
+        )
     docs = _docs()
     l4 = next(d for d in docs if d["slug"] == "nvidia-l4")
     l4["power"]["tdp_w"] = 99.0  # upstream "correction" of the overridden field

@@ -97,8 +97,19 @@ class Server:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port),
-             "--log-level", "warning", "--no-access-log"],
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                self.app,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
             cwd=REPO,
             env=self.env,
             stdout=subprocess.DEVNULL,
@@ -138,13 +149,18 @@ class Outcome:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _client(port: int, key: str, bodies: list[dict[str, Any]], out: Outcome, deadline: float, retry: bool) -> None:
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10.0,
-                      headers={"Authorization": f"Bearer {key}"}) as http:
+def _client(
+    port: int, key: str, bodies: list[dict[str, Any]], out: Outcome, deadline: float, retry: bool
+) -> None:
+    with httpx.Client(
+        base_url=f"http://127.0.0.1:{port}", timeout=10.0, headers={"Authorization": f"Bearer {key}"}
+    ) as http:
         for body in bodies:
             while time.monotonic() < deadline:
                 try:
-                    r = http.post("/v1/benchmark-runs", json=body, headers={"Idempotency-Key": body["run_id"]})
+                    r = http.post(
+                        "/v1/benchmark-runs", json=body, headers={"Idempotency-Key": body["run_id"]}
+                    )
                 except httpx.TransportError:
                     with out.lock:
                         out.interrupted.add(body["run_id"])
@@ -174,20 +190,33 @@ def lost_acknowledged_runs(engine: Engine, acked: dict[str, list[int]]) -> list[
                 continue
             stored = sorted(s.scalars(select(BenchmarkResult.id).where(BenchmarkResult.run_pk == rows[0])))
             if stored != sorted(ids):
-                problems.append(f"{run_id}: acknowledged results {sorted(ids)[:3]}... but stored {stored[:3]}...")
+                problems.append(
+                    f"{run_id}: acknowledged results {sorted(ids)[:3]}... but stored {stored[:3]}..."
+                )
     return problems
 
 
 def _scenario(
-    env: Env, app: str, *, extra_env: dict[str, str] | None = None, retry: bool = True, kill_after: int = KILL_AFTER_ACKS
+    env: Env,
+    app: str,
+    *,
+    extra_env: dict[str, str] | None = None,
+    retry: bool = True,
+    kill_after: int = KILL_AFTER_ACKS,
 ) -> Outcome:
     port = _free_port()
     server = Server(app, env.url, port, extra_env)
     bodies = [
         [
-            run_on(env.gpu, [result(metrics={"throughput": 1000.0 + (c * RUNS_PER_CLIENT + i) % 17 + j})
-                             for j in range(RESULTS_PER_RUN)],
-                   run_id=f"durable-{c}-{i}-{os.getpid()}", host=f"host-{c}")
+            run_on(
+                env.gpu,
+                [
+                    result(metrics={"throughput": 1000.0 + (c * RUNS_PER_CLIENT + i) % 17 + j})
+                    for j in range(RESULTS_PER_RUN)
+                ],
+                run_id=f"durable-{c}-{i}-{os.getpid()}",
+                host=f"host-{c}",
+            )
             for i in range(RUNS_PER_CLIENT)
         ]
         for c in range(CLIENTS)
@@ -196,7 +225,9 @@ def _scenario(
     server.start()
     try:
         deadline = time.monotonic() + 40
-        threads = [threading.Thread(target=_client, args=(port, env.key, b, out, deadline, retry)) for b in bodies]
+        threads = [
+            threading.Thread(target=_client, args=(port, env.key, b, out, deadline, retry)) for b in bodies
+        ]
         for t in threads:
             t.start()
         while len(out.acked) < kill_after and time.monotonic() < deadline:
@@ -216,8 +247,12 @@ def _scenario(
 def test_acknowledged_runs_survive_sigkill(env: Env) -> None:
     out = _scenario(env, "service.api.asgi:app")
     total = CLIENTS * RUNS_PER_CLIENT
-    print(f"acknowledged {len(out.acked)}, interrupted and retried {len(out.interrupted)}, replays {out.replays}")
-    assert len(out.acked) == total, f"only {len(out.acked)} of {total} runs were acknowledged before the deadline"
+    print(
+        f"acknowledged {len(out.acked)}, interrupted and retried {len(out.interrupted)}, replays {out.replays}"
+    )
+    assert len(out.acked) == total, (
+        f"only {len(out.acked)} of {total} runs were acknowledged before the deadline"
+    )
     assert out.interrupted, "the kill interrupted no request; the scenario did not test anything"
     assert lost_acknowledged_runs(env.engine, out.acked) == []
     with UnitOfWork(make_session_factory(env.engine)) as uow:

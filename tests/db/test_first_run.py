@@ -18,8 +18,14 @@ from tests.db.servers import REPO, ServerProcess, free_port
 
 
 def _cli(url: str, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          env={"GPU_ADVISOR_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"GPU_ADVISOR_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
+        timeout=timeout,
+    )
 
 
 @pytest.fixture()
@@ -37,7 +43,9 @@ def _read_response(sock: socket.socket) -> tuple[int, bytes]:
         buf += chunk
     head, _, body = buf.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    length = next(int(v) for k, _, v in (line.partition(": ") for line in lines[1:]) if k.lower() == "content-length")
+    length = next(
+        int(v) for k, _, v in (line.partition(": ") for line in lines[1:]) if k.lower() == "content-length"
+    )
     while len(body) < length:
         chunk = sock.recv(65536)
         if not chunk:
@@ -50,7 +58,16 @@ def test_a_500_keeps_the_keep_alive_connection(tmp_path: Path) -> None:
     """A database that was never migrated makes every catalog read a 500; the next request on
     the same connection is still answered (uvicorn used to close it: the app re-raised)."""
     port = free_port()
-    argv = [sys.executable, "-m", "uvicorn", "service.api.asgi:app", "--host", "127.0.0.1", "--port", str(port)]
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "service.api.asgi:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     env = {"GPU_ADVISOR_DATABASE_URL": f"sqlite:///{tmp_path}/never-migrated.db"}
     server = ServerProcess(argv, port, env, tmp_path / "server.log").start()
     try:
@@ -89,7 +106,12 @@ def test_a_missing_postgres_database_is_one_line() -> None:
 
     base = make_url(os.environ[PG_ENV]).set(drivername="postgresql+psycopg", database="gpua_never_created_16")
     url = base.render_as_string(hide_password=False)
-    for args in (["migrate"], ["serve"], ["keys", "list"], ["keys", "create", "--scope", "read", "--name", "x"]):
+    for args in (
+        ["migrate"],
+        ["serve"],
+        ["keys", "list"],
+        ["keys", "create", "--scope", "read", "--name", "x"],
+    ):
         out = _cli(url, *args)
         assert out.returncode == 2, (args, out.stderr)
         lines = out.stderr.strip().splitlines()

@@ -27,7 +27,10 @@ from tests.api.benchmark_fixtures import fingerprint, result, run
 from tests.conftest import auth, is_postgres
 
 H200_LLM = {
-    "model": "gt-llama-350m", "precision": "amp_bf16", "batch_size": 4, "seq_len": 1024,
+    "model": "gt-llama-350m",
+    "precision": "amp_bf16",
+    "batch_size": 4,
+    "seq_len": 1024,
 }
 
 
@@ -40,27 +43,53 @@ def _h200_run(step_s: float, *, host: str, stack: str | None = None) -> dict[str
     """A llm-train run on the H200 (PCI 0x2335) on a stack of its own (or the named one)."""
     fp = fingerprint("0x2335", torch_version=f"2.5.1+{stack or uuid.uuid4().hex[:6]}", host_id=host)
     params = {**H200_LLM}
-    return run([result("llm-train", params, {"throughput": 4 * 1024 / (step_s * (1 + i / 100)),
-                                              "step_time_s": step_s * (1 + i / 100)})
-                for i in range(3)], fp=fp, host=host)
+    return run(
+        [
+            result(
+                "llm-train",
+                params,
+                {"throughput": 4 * 1024 / (step_s * (1 + i / 100)), "step_time_s": step_s * (1 + i / 100)},
+            )
+            for i in range(3)
+        ],
+        fp=fp,
+        host=host,
+    )
 
 
-def test_watermarks_move_only_with_their_data(client: TestClient, engine: Engine, admin_key: str,
-                                              submit_key: str) -> None:
+def test_watermarks_move_only_with_their_data(
+    client: TestClient, engine: Engine, admin_key: str, submit_key: str
+) -> None:
     before = _marks(engine)
     # a new key moves neither
     with UnitOfWork(make_session_factory(engine)) as uow:
         create_key(uow, name=f"wm-{uuid.uuid4().hex[:6]}", scope="read")
     assert _marks(engine) == before
     # a result moves the measurement watermark only
-    assert client.post("/v1/benchmark-runs", json=_h200_run(0.2, host="wm-a"), headers=auth(submit_key)).status_code == 201
+    assert (
+        client.post(
+            "/v1/benchmark-runs", json=_h200_run(0.2, host="wm-a"), headers=auth(submit_key)
+        ).status_code
+        == 201
+    )
     m = _marks(engine)
     assert (m.catalog, m.measurement) == (before.catalog, before.measurement + 1)
     # a price moves the catalog watermark only
-    r = client.post("/v1/gpus/nvidia-l4/prices", headers=auth(admin_key), json={
-        "provider": "test", "region": "r", "instance_type": f"i-{uuid.uuid4().hex[:6]}", "gpus_per_instance": 1,
-        "pricing_model": "on_demand", "currency": "USD", "amount": "0.5", "effective_date": "2026-12-01",
-        "source": "test"})
+    r = client.post(
+        "/v1/gpus/nvidia-l4/prices",
+        headers=auth(admin_key),
+        json={
+            "provider": "test",
+            "region": "r",
+            "instance_type": f"i-{uuid.uuid4().hex[:6]}",
+            "gpus_per_instance": 1,
+            "pricing_model": "on_demand",
+            "currency": "USD",
+            "amount": "0.5",
+            "effective_date": "2026-12-01",
+            "source": "test",
+        },
+    )
     assert r.status_code in (200, 201, 204), r.text
     c = _marks(engine)
     assert (c.catalog, c.measurement) == (m.catalog + 1, m.measurement)
@@ -103,13 +132,19 @@ def test_a_submission_through_one_instance_reaches_the_next_request_of_another(
         assert refitted and set(refitted) == {("nvidia-h200-sxm", "llm-train", "16bit")}
         assert elapsed < 2.0  # the journal is applied on the request path, the refit is not
         later = cb.post("/v1/estimate", json={**body, "batch_size": 2}).json()
-        assert later["calibration_watermark"] == DataVersion.parse(later["data_version"]).watermarks.measurement
+        assert (
+            later["calibration_watermark"] == DataVersion.parse(later["data_version"]).watermarks.measurement
+        )
 
 
-def test_stack_summaries_equal_the_rule_over_raw_results(client: TestClient, engine: Engine, settings: Settings) -> None:
+def test_stack_summaries_equal_the_rule_over_raw_results(
+    client: TestClient, engine: Engine, settings: Settings
+) -> None:
     """Every stored stack summary, read back through the snapshot, gives the same view as the
     rule applied to the raw results (the measurements view never scans results)."""
-    rm = ReadModel(min_points=settings.measurements_min_points, window=settings.measurement_window, background=False)
+    rm = ReadModel(
+        min_points=settings.measurements_min_points, window=settings.measurement_window, background=False
+    )
     with UnitOfWork(make_session_factory(engine, write=False)) as uow:
         snap = rm.snapshot(uow).measurements
         checked = 0
@@ -117,8 +152,9 @@ def test_stack_summaries_equal_the_rule_over_raw_results(client: TestClient, eng
             gpu_id = uow.catalog._gpu_id(slug)
             from service.db.models import BenchmarkResult
 
-            rows = uow.session.execute(points_query().where(BenchmarkResult.gpu_id == gpu_id,
-                                                            BenchmarkResult.params_hash == ph))
+            rows = uow.session.execute(
+                points_query().where(BenchmarkResult.gpu_id == gpu_id, BenchmarkResult.params_hash == ph)
+            )
             raw = latest_measured([point_from_row(r) for r in rows], 3, settings.measurement_window)
             assert cell.view(3) == raw, (slug, workload)
             checked += 1
@@ -193,12 +229,25 @@ def test_a_dropped_postgresql_connection_is_retried_once(settings: Settings, eng
         eng.dispose()
 
 
-def _h200_cell_run(workload: str, params: dict[str, Any], metrics: dict[str, float], *, host: str, stack: str,
-                   units: dict[str, str] | None = None) -> dict[str, Any]:
+def _h200_cell_run(
+    workload: str,
+    params: dict[str, Any],
+    metrics: dict[str, float],
+    *,
+    host: str,
+    stack: str,
+    units: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Three results of one cell on the H200, on the named stack (the metrics scaled by 1, 1.01, 1.02)."""
     fp = fingerprint("0x2335", torch_version=f"2.5.1+{stack}", host_id=host)
-    return run([result(workload, params, {k: v * (1 + i / 100) for k, v in metrics.items()}, units=units)
-                for i in range(3)], fp=fp, host=host)
+    return run(
+        [
+            result(workload, params, {k: v * (1 + i / 100) for k, v in metrics.items()}, units=units)
+            for i in range(3)
+        ],
+        fp=fp,
+        host=host,
+    )
 
 
 def test_serving_workloads_on_the_read_path(settings: Settings, engine: Engine, submit_key: str) -> None:
@@ -208,10 +257,24 @@ def test_serving_workloads_on_the_read_path(settings: Settings, engine: Engine, 
     plug-in) answers its own configuration as ``measured`` and refits nothing."""
     a = create_app(settings, engine=engine)
     b = create_app(settings, engine=engine)
-    bert = {"model": "bert-large", "gpu": "nvidia-h200-sxm", "mode": "inference", "precision": "amp_bf16",
-            "batch_size": 24, "seq_len": 384}
-    vllm = {"model": "gt-llama-350m", "gpu": "nvidia-h200-sxm", "mode": "inference", "engine": "vllm",
-            "precision": "bf16", "batch_size": 4, "input_len": 384, "output_len": 96}
+    bert = {
+        "model": "bert-large",
+        "gpu": "nvidia-h200-sxm",
+        "mode": "inference",
+        "precision": "amp_bf16",
+        "batch_size": 24,
+        "seq_len": 384,
+    }
+    vllm = {
+        "model": "gt-llama-350m",
+        "gpu": "nvidia-h200-sxm",
+        "mode": "inference",
+        "engine": "vllm",
+        "precision": "bf16",
+        "batch_size": 4,
+        "input_len": 384,
+        "output_len": 96,
+    }
     with TestClient(a) as ca, TestClient(b) as cb:
         first = cb.post("/v1/estimate", json=bert).json()
         assert first["time"]["provenance"] == "interpolated"  # the committed H200 bert-large-infer sweep
@@ -222,27 +285,49 @@ def test_serving_workloads_on_the_read_path(settings: Settings, engine: Engine, 
         stack = uuid.uuid4().hex[:6]
         params = {"precision": "amp_bf16", "batch_size": 24, "seq_len": 384}
         for host in ("enc-a", "enc-b"):  # two hosts: the cell counts as measured
-            r = _h200_cell_run("bert-large-infer", params, {"throughput": 24 / step, "step_time_s": step},
-                               host=host, stack=stack)
+            r = _h200_cell_run(
+                "bert-large-infer",
+                params,
+                {"throughput": 24 / step, "step_time_s": step},
+                host=host,
+                stack=stack,
+            )
             assert ca.post("/v1/benchmark-runs", json=r, headers=auth(submit_key)).status_code == 201
         nxt = cb.post("/v1/estimate", json=bert).json()
         assert nxt["time"]["provenance"] == "measured"
         assert abs(nxt["time"]["step_time_s"] - step * 1.01) / step < 0.02
         rm.wait_for_fits()
-        assert set(rm.stats.refitted_groups[refits_before:]) == {("nvidia-h200-sxm", "bert-large-infer", "16bit")}
+        assert set(rm.stats.refitted_groups[refits_before:]) == {
+            ("nvidia-h200-sxm", "bert-large-infer", "16bit")
+        }
 
         before = cb.post("/v1/estimate", json=vllm).json()["serving"]
         assert before["provenance"] == "transferred"
         rm.wait_for_fits()
         refits_before = len(rm.stats.refitted_groups)
         fits_before = rm.stats.full_fits
-        cell = {"model": "gt-llama-350m", "precision": "bf16", "engine": "vllm", "batch_size": 4,
-                "input_len": 384, "output_len": 96}
-        ms = {"ttft_ms_p50": before["ttft_ms"] * 2.0, "tpot_ms_p50": before["tpot_ms"] * 2.0,
-              "output_tokens_per_s": 4 / (before["tpot_ms"] * 2e-3)}
+        cell = {
+            "model": "gt-llama-350m",
+            "precision": "bf16",
+            "engine": "vllm",
+            "batch_size": 4,
+            "input_len": 384,
+            "output_len": 96,
+        }
+        ms = {
+            "ttft_ms_p50": before["ttft_ms"] * 2.0,
+            "tpot_ms_p50": before["tpot_ms"] * 2.0,
+            "output_tokens_per_s": 4 / (before["tpot_ms"] * 2e-3),
+        }
         for host in ("eng-a", "eng-b"):
-            r = _h200_cell_run("llm-infer", cell, ms, host=host, stack=stack,
-                               units={"ttft_ms_p50": "ms", "tpot_ms_p50": "ms"})
+            r = _h200_cell_run(
+                "llm-infer",
+                cell,
+                ms,
+                host=host,
+                stack=stack,
+                units={"ttft_ms_p50": "ms", "tpot_ms_p50": "ms"},
+            )
             assert ca.post("/v1/benchmark-runs", json=r, headers=auth(submit_key)).status_code == 201
         after = cb.post("/v1/estimate", json=vllm).json()["serving"]
         assert after["provenance"] == "measured" and after["engine"] == "vllm"
@@ -252,7 +337,9 @@ def test_serving_workloads_on_the_read_path(settings: Settings, engine: Engine, 
         assert rm.stats.refitted_groups[refits_before:] == []  # engine cells feed no fit
 
 
-def test_start_up_warms_the_read_model_so_no_request_pays_the_full_fit(settings: Settings, engine: Engine) -> None:
+def test_start_up_warms_the_read_model_so_no_request_pays_the_full_fit(
+    settings: Settings, engine: Engine
+) -> None:
     """With ``warm_read_model`` (the default outside tests) the snapshot and every calibration
     are built at start-up in a background thread; /readyz is 503 'warming' until then, and the
     first estimate afterwards fits nothing."""

@@ -46,9 +46,17 @@ def test_readme_shell_examples_run_against_a_fresh_install(tmp_path: Path) -> No
         (workdir / ".venv").symlink_to(Path(sys.executable).parent.parent)
         (workdir / "service").symlink_to(REPO / "service")  # examples name shipped files by repo path
         script = "set -euo pipefail\n" + "\n".join(blocks)
-        script = script.replace("localhost:8000", f"127.0.0.1:{port}").replace("curl -s ", "curl -sS --fail-with-body ")
-        out = subprocess.run(["bash", "-c", script], cwd=workdir, capture_output=True, text=True, timeout=600,
-                             env={"GPU_ADVISOR_DATABASE_URL": db, "PATH": "/usr/bin:/bin"})
+        script = script.replace("localhost:8000", f"127.0.0.1:{port}").replace(
+            "curl -s ", "curl -sS --fail-with-body "
+        )
+        out = subprocess.run(
+            ["bash", "-c", script],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={"GPU_ADVISOR_DATABASE_URL": db, "PATH": "/usr/bin:/bin"},
+        )
         assert out.returncode == 0, (out.stdout[-4000:], out.stderr[-4000:])
         assert "internal-error" not in out.stdout
         # no trace in real data: the throwaway GPU is gone, the L4 and the H200's GEMM untouched

@@ -132,21 +132,34 @@ class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _submit(clients: dict[str, httpx.Client], url: str, key: str, body: dict[str, Any], tally: Tally,
-            *, lose_first_answer: bool = False) -> None:
+def _submit(
+    clients: dict[str, httpx.Client],
+    url: str,
+    key: str,
+    body: dict[str, Any],
+    tally: Tally,
+    *,
+    lose_first_answer: bool = False,
+) -> None:
     """One agent's delivery of one run: retried on a lost answer, 5xx or 429 (Retry-After)
     until acknowledged; after a lost answer through the other replica, as a load balancer
     would send it."""
     deadline = time.monotonic() + 45
     attempt = 0
     while time.monotonic() < deadline:
-        timeout = httpx.Timeout(10.0, read=0.001) if lose_first_answer and attempt == 0 else httpx.Timeout(10.0)
+        timeout = (
+            httpx.Timeout(10.0, read=0.001) if lose_first_answer and attempt == 0 else httpx.Timeout(10.0)
+        )
         attempt += 1
         with tally.lock:
             tally.posts += 1
         try:
-            r = clients[url].post("/v1/benchmark-runs", json=body, timeout=timeout,
-                                  headers={"Authorization": f"Bearer {key}", "Idempotency-Key": body["run_id"]})
+            r = clients[url].post(
+                "/v1/benchmark-runs",
+                json=body,
+                timeout=timeout,
+                headers={"Authorization": f"Bearer {key}", "Idempotency-Key": body["run_id"]},
+            )
         except httpx.TransportError:
             with tally.lock:
                 tally.lost_answers += 1
@@ -162,7 +175,9 @@ def _submit(clients: dict[str, httpx.Client], url: str, key: str, body: dict[str
             continue
         assert r.status_code in (200, 201), r.text
         with tally.lock:
-            tally.acked.setdefault(body["run_id"], set()).add(tuple(o["result_id"] for o in r.json()["results"]))
+            tally.acked.setdefault(body["run_id"], set()).add(
+                tuple(o["result_id"] for o in r.json()["results"])
+            )
             tally.created += r.status_code == 201
             tally.replays += r.status_code == 200
         return
@@ -177,8 +192,12 @@ def test_concurrent_agents_through_both_replicas_store_every_run_once(deployment
     for k in range(AGENTS):
         plan = []
         for i in range(RUNS_PER_AGENT):
-            body = run_on(d.gpu, [result(metrics={"throughput": 1000.0 + rng.random() * 20}) for _ in range(RESULTS_PER_RUN)],
-                          run_id=f"replica-{tag}-{k}-{i}", host=f"node-{k}")
+            body = run_on(
+                d.gpu,
+                [result(metrics={"throughput": 1000.0 + rng.random() * 20}) for _ in range(RESULTS_PER_RUN)],
+                run_id=f"replica-{tag}-{k}-{i}",
+                host=f"node-{k}",
+            )
             how = "race" if i % 3 == 0 else ("lose-answer" if i % 3 == 1 and i % 2 == 0 else "once")
             plan.append((body, how))
         plans.append(plan)
@@ -191,8 +210,10 @@ def test_concurrent_agents_through_both_replicas_store_every_run_once(deployment
             for i, (body, how) in enumerate(plans[k]):
                 first, second = d.replicas[(k + i) % 2].url, d.replicas[(k + i + 1) % 2].url
                 if how == "race":  # the same run through both replicas at the same moment
-                    ts = [threading.Thread(target=_submit, args=(clients, u, d.agents[k], body, tally))
-                          for u in (first, second)]
+                    ts = [
+                        threading.Thread(target=_submit, args=(clients, u, d.agents[k], body, tally))
+                        for u in (first, second)
+                    ]
                     for t in ts:
                         t.start()
                     for t in ts:
@@ -218,13 +239,14 @@ def test_concurrent_agents_through_both_replicas_store_every_run_once(deployment
     run_ids = [body["run_id"] for plan in plans for body, _ in plan]
     with UnitOfWork(make_session_factory(d.engine)) as uow:
         s = uow.session
-        stored = dict(s.execute(
-            select(BenchmarkRun.run_id, func.count()).where(BenchmarkRun.run_id.in_(run_ids)).group_by(BenchmarkRun.run_id)
-        ).all())
-        results = {
-            rid: tuple(sorted(ids))
-            for rid, ids in _results_by_run(s, run_ids).items()
-        }
+        stored = dict(
+            s.execute(
+                select(BenchmarkRun.run_id, func.count())
+                .where(BenchmarkRun.run_id.in_(run_ids))
+                .group_by(BenchmarkRun.run_id)
+            ).all()
+        )
+        results = {rid: tuple(sorted(ids)) for rid, ids in _results_by_run(s, run_ids).items()}
     print(
         f"\nreplicas: {runs} runs submitted by {AGENTS} agents through 2 replicas in {took:.1f} s; "
         f"{tally.posts} POSTs = {tally.posts - runs} duplicates sent "
@@ -245,7 +267,11 @@ def test_concurrent_agents_through_both_replicas_store_every_run_once(deployment
     # another agent's run_id, through either replica: 409, nothing stored
     for k, replica in enumerate(d.replicas):
         body = plans[k][0][0]
-        r = httpx.post(f"{replica.url}/v1/benchmark-runs", json=body, headers={"Authorization": f"Bearer {d.agents[k + 1]}"})
+        r = httpx.post(
+            f"{replica.url}/v1/benchmark-runs",
+            json=body,
+            headers={"Authorization": f"Bearer {d.agents[k + 1]}"},
+        )
         assert r.status_code == 409 and r.json()["type"].endswith("/run-id-taken"), r.text
     with UnitOfWork(make_session_factory(d.engine)) as uow:
         n = uow.session.scalar(select(func.count()).where(BenchmarkRun.run_id.in_(run_ids)))
@@ -254,8 +280,11 @@ def test_concurrent_agents_through_both_replicas_store_every_run_once(deployment
 
 def _results_by_run(session: Any, run_ids: list[str]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
-    q = (select(BenchmarkRun.run_id, BenchmarkResult.id).join(BenchmarkResult, BenchmarkResult.run_pk == BenchmarkRun.id)
-         .where(BenchmarkRun.run_id.in_(run_ids)))
+    q = (
+        select(BenchmarkRun.run_id, BenchmarkResult.id)
+        .join(BenchmarkResult, BenchmarkResult.run_pk == BenchmarkRun.id)
+        .where(BenchmarkRun.run_id.in_(run_ids))
+    )
     for rid, result_id in session.execute(q):
         out.setdefault(rid, []).append(int(result_id))
     return out
@@ -265,12 +294,34 @@ def _results_by_run(session: Any, run_ids: list[str]) -> dict[str, list[int]]:
 
 ESTIMATES: list[dict[str, Any]] = [
     {"model": "llama3-8b", "gpu": "NVIDIA H200", "batch_size": 1, "seq_len": 2048, "optimizer_impl": "fused"},
-    {"model": "meta-llama/Llama-2-13b-hf", "gpu": "L40", "gpu_count": 2, "mode": "fine-tuning", "precision": "bf16",
-     "batch_size": 1, "seq_len": 2048, "gradient_checkpointing": True},
-    {"model": "llama3-8b", "gpu": "L20", "mode": "inference", "engine": "vllm", "input_len": 7168, "output_len": 1024,
-     "solve_for": "max_concurrency"},
-    {"model": "llama3-8b", "gpu": "nvidia-l4", "mode": "inference", "engine": "vllm", "input_len": 2048,
-     "output_len": 256, "solve_for": "max_concurrency"},
+    {
+        "model": "meta-llama/Llama-2-13b-hf",
+        "gpu": "L40",
+        "gpu_count": 2,
+        "mode": "fine-tuning",
+        "precision": "bf16",
+        "batch_size": 1,
+        "seq_len": 2048,
+        "gradient_checkpointing": True,
+    },
+    {
+        "model": "llama3-8b",
+        "gpu": "L20",
+        "mode": "inference",
+        "engine": "vllm",
+        "input_len": 7168,
+        "output_len": 1024,
+        "solve_for": "max_concurrency",
+    },
+    {
+        "model": "llama3-8b",
+        "gpu": "nvidia-l4",
+        "mode": "inference",
+        "engine": "vllm",
+        "input_len": 2048,
+        "output_len": 256,
+        "solve_for": "max_concurrency",
+    },
 ]
 
 
@@ -298,12 +349,16 @@ def test_both_replicas_give_the_same_estimates(deployment: Deployment) -> None:
     assert a[0]["time"]["provenance"] == "measured"
     assert _without_as_of(a) == _without_as_of(b)
     batch = {"items": ESTIMATES}
-    ba, bb = (httpx.post(f"{r.url}/v1/estimate/batch", json=batch, timeout=60).json() for r in deployment.replicas)
+    ba, bb = (
+        httpx.post(f"{r.url}/v1/estimate/batch", json=batch, timeout=60).json() for r in deployment.replicas
+    )
     assert _without_as_of(ba) == _without_as_of(bb)
     assert _without_as_of([i["result"] for i in ba["items"]]) == _without_as_of(a)
 
 
-def test_a_catalog_edit_through_one_replica_is_seen_by_the_next_request_to_the_other(deployment: Deployment) -> None:
+def test_a_catalog_edit_through_one_replica_is_seen_by_the_next_request_to_the_other(
+    deployment: Deployment,
+) -> None:
     d = deployment
     admin = {"Authorization": f"Bearer {d.admin}"}
     # warm both replicas' caches (alias index, calibrations, estimates) on the old figures
@@ -311,7 +366,10 @@ def test_a_catalog_edit_through_one_replica_is_seen_by_the_next_request_to_the_o
     old = _estimate(d.b.url, ESTIMATES[3])
     etag = httpx.get(f"{d.a.url}/v1/gpus/nvidia-l4").headers["ETag"]
     usable = before[0]["memory"]["usable_memory_bytes"] - 2 * 2**30
-    patch = {"memory": {"usable_memory_bytes": usable}, "aliases": [*before[0]["aliases"], {"name": "L4 replica test", "kind": "short"}]}
+    patch = {
+        "memory": {"usable_memory_bytes": usable},
+        "aliases": [*before[0]["aliases"], {"name": "L4 replica test", "kind": "short"}],
+    }
     r = httpx.patch(f"{d.a.url}/v1/gpus/nvidia-l4", json=patch, headers={**admin, "If-Match": etag})
     assert r.status_code == 200, r.text
     # the next request to the other replica
@@ -324,20 +382,26 @@ def test_a_catalog_edit_through_one_replica_is_seen_by_the_next_request_to_the_o
     assert new_b["solve"]["value"] < old["solve"]["value"]  # 2 GiB less KV cache: fewer sequences
     assert _without_as_of(_estimate(d.a.url, ESTIMATES[3])) == _without_as_of(new_b)
     # the old ETag is stale through either replica
-    r = httpx.patch(f"{d.b.url}/v1/gpus/nvidia-l4", json={"power": {"tdp_w": 70}}, headers={**admin, "If-Match": etag})
+    r = httpx.patch(
+        f"{d.b.url}/v1/gpus/nvidia-l4", json={"power": {"tdp_w": 70}}, headers={**admin, "If-Match": etag}
+    )
     assert r.status_code == 412
 
 
 def test_one_rate_limit_budget_across_replicas(deployment: Deployment) -> None:
     d = deployment
     if not d.redis:
-        pytest.skip(f"no Redis at {REDIS_URL}: each replica keeps its own buckets (README: Redis; .ci/run starts it)")
+        pytest.skip(
+            f"no Redis at {REDIS_URL}: each replica keeps its own buckets (README: Redis; .ci/run starts it)"
+        )
     run_id = f"replica-budget-{uuid.uuid4().hex[:8]}"
     body = run_on(d.gpu, [result()], run_id=run_id)
     key = {"Authorization": f"Bearer {d.agents[0]}"}
     assert httpx.post(f"{d.a.url}/v1/benchmark-runs", json=body, headers=key).status_code == 201
     # run-read: bursts of 3 per caller, one budget whichever replica answers
-    codes = [httpx.get(f"{r.url}/v1/benchmark-runs/{run_id}", headers=key).status_code for r in (d.a, d.b, d.a)]
+    codes = [
+        httpx.get(f"{r.url}/v1/benchmark-runs/{run_id}", headers=key).status_code for r in (d.a, d.b, d.a)
+    ]
     assert codes == [200, 200, 200]
     for r in (d.b, d.a):
         refused = httpx.get(f"{r.url}/v1/benchmark-runs/{run_id}", headers=key)

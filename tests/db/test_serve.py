@@ -64,7 +64,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         eng.dispose()
         mport = free_port()
         server = ServerProcess.serve(
-            url, tmp / "stderr.log", "--workers", "2", "--metrics-port", str(mport),
+            url,
+            tmp / "stderr.log",
+            "--workers",
+            "2",
+            "--metrics-port",
+            str(mport),
             env={
                 "PROMETHEUS_MULTIPROC_DIR": str(tmp / "prom"),
                 "GPU_ADVISOR_BODY_READ_TIMEOUT_S": str(BODY_TIMEOUT_S),
@@ -124,10 +129,17 @@ def test_every_scrape_counts_both_workers(served: Served) -> None:
     assert scrapes == [n] * 5
     assert "gpu_advisor_watermark" in httpx.get(served.metrics_url).text
     # metrics_access = port: nothing on the API port, key or not
-    assert httpx.get(f"{served.server.url}/metrics", headers={"Authorization": f"Bearer {served.admin}"}).status_code == 404
+    assert (
+        httpx.get(
+            f"{served.server.url}/metrics", headers={"Authorization": f"Bearer {served.admin}"}
+        ).status_code
+        == 404
+    )
 
 
-def _raw(port: int, payload: bytes, then: list[bytes] | None = None, every_s: float = 0.0) -> tuple[bytes, float]:
+def _raw(
+    port: int, payload: bytes, then: list[bytes] | None = None, every_s: float = 0.0
+) -> tuple[bytes, float]:
     """Send ``payload`` (and trickle ``then`` every ``every_s``); the whole answer up to the
     server's close, and the seconds it took."""
     start = time.monotonic()
@@ -154,7 +166,7 @@ def _raw(port: int, payload: bytes, then: list[bytes] | None = None, every_s: fl
 def test_a_body_that_never_arrives_is_cut_off_with_408(served: Served) -> None:
     head = (
         b"POST /v1/benchmark-runs HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-        b"Authorization: Bearer " + served.submit.encode() + b"\r\nContent-Length: 5000\r\n\r\n{\"run_id\": "
+        b"Authorization: Bearer " + served.submit.encode() + b'\r\nContent-Length: 5000\r\n\r\n{"run_id": '
     )
     answer, took = _raw(served.server.port, head)  # then silence
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
@@ -169,7 +181,9 @@ def test_a_body_that_never_arrives_is_cut_off_with_408(served: Served) -> None:
 def test_an_oversized_chunked_body_is_413(served: Served) -> None:
     body = json.dumps(run_on(served.gpu, [result() for _ in range(400)])).encode()
     assert len(body) > MAX_BODY
-    chunked = b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + 8192]), body[i : i + 8192]) for i in range(0, len(body), 8192))
+    chunked = b"".join(
+        b"%x\r\n%s\r\n" % (len(body[i : i + 8192]), body[i : i + 8192]) for i in range(0, len(body), 8192)
+    )
     head = (
         b"POST /v1/benchmark-runs HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
         b"Authorization: Bearer " + served.submit.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -204,7 +218,9 @@ def test_logs_are_json_lines_with_request_ids_and_no_secrets(served: Served) -> 
         ids = {a.get("request_id") for a in access}
         if {rid, made} <= ids and {a["status"] for a in access} >= {200, 401, 422}:
             break
-        assert time.monotonic() < deadline, f"access lines missing: {[a.get('request_id') for a in access][-8:]}"
+        assert time.monotonic() < deadline, (
+            f"access lines missing: {[a.get('request_id') for a in access][-8:]}"
+        )
         time.sleep(0.1)
     mine = [a for a in access if a.get("request_id") == rid]
     assert len(mine) == 1 and mine[0]["status"] == 200 and mine[0]["route"] == "/v1/admin/alerts"

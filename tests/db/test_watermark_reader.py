@@ -104,7 +104,11 @@ def test_a_dropped_connection_is_replaced_and_the_read_retried(engine: Engine, c
 
 @pg_only
 def test_a_read_that_cannot_reach_the_server_fails_every_waiter(conninfo: str) -> None:
-    bad = conninfo.replace("127.0.0.1:5432", "127.0.0.1:1") if "127.0.0.1:5432" in conninfo else conninfo + "?port=1"
+    bad = (
+        conninfo.replace("127.0.0.1:5432", "127.0.0.1:1")
+        if "127.0.0.1:5432" in conninfo
+        else conninfo + "?port=1"
+    )
 
     async def scenario(reader: AsyncWatermarkReader) -> None:
         results = await asyncio.gather(*(reader.read() for _ in range(3)), return_exceptions=True)
@@ -113,8 +117,9 @@ def test_a_read_that_cannot_reach_the_server_fails_every_waiter(conninfo: str) -
     _with_reader(bad, scenario)
 
 
-def test_the_app_reads_watermarks_asynchronously_only_where_the_snapshot_is_read(settings: Settings,
-                                                                                 engine: Engine) -> None:
+def test_the_app_reads_watermarks_asynchronously_only_where_the_snapshot_is_read(
+    settings: Settings, engine: Engine
+) -> None:
     app = create_app(settings, engine=engine)
     with TestClient(app) as c:
         reader = app.state.watermark_reader

@@ -57,7 +57,8 @@ def test_upgrade_downgrade_upgrade_and_no_drift(empty_engine: Engine) -> None:
     upgrade(empty_engine)
     with empty_engine.connect() as conn:
         diff = compare_metadata(
-            MigrationContext.configure(conn, opts={"compare_type": True, "render_as_batch": True}), Base.metadata
+            MigrationContext.configure(conn, opts={"compare_type": True, "render_as_batch": True}),
+            Base.metadata,
         )
     assert diff == [], diff
 

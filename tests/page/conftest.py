@@ -34,8 +34,14 @@ CHROMIUM_ENV = "GPU_ADVISOR_CHROMIUM"
 REQUIRE_ENV = "GPU_ADVISOR_REQUIRE_BROWSER"
 CHROMIUM_ARGS = [
     # what this machine's closed network and a root user need (README "The page")
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
 ]
 
 
@@ -91,7 +97,9 @@ def served(browser_available: None, tmp_path_factory: pytest.TempPathFactory) ->
         engine = make_engine(database_url)
         bootstrap(engine, settings)  # real migrations, the shipped catalog and measurements
         with UnitOfWork(make_session_factory(engine)) as uow:
-            submit = create_key(uow, name=f"page-agent-{uuid.uuid4().hex[:6]}", scope="submit", trusted=True).secret
+            submit = create_key(
+                uow, name=f"page-agent-{uuid.uuid4().hex[:6]}", scope="submit", trusted=True
+            ).secret
             admin = create_key(uow, name=f"page-admin-{uuid.uuid4().hex[:6]}", scope="admin").secret
         engine.dispose()
         server = ServerProcess.serve(database_url, tmp / "server.log").start()
@@ -130,7 +138,9 @@ class PageProblems:
     def _console(self, m: Any) -> None:
         if m.type != "error":
             return
-        if any(f"status of {s} " in m.text for s in self.expected_statuses) and m.text.startswith("Failed to load resource"):
+        if any(f"status of {s} " in m.text for s in self.expected_statuses) and m.text.startswith(
+            "Failed to load resource"
+        ):
             return
         self.errors.append(f"console.{m.type}: {m.text} ({m.location.get('url', '')})")
 
@@ -158,11 +168,15 @@ def assert_accessible(page: Any, *, exclude: tuple[str, ...] = ()) -> None:
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.evaluate(_axe_source())  # through the DevTools protocol: not page script, CSP does not apply
     context: dict[str, Any] = {"include": [["body"]], "exclude": [[sel] for sel in exclude]}
-    options = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]},
-               "resultTypes": ["violations"]}
+    options = {
+        "runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]},
+        "resultTypes": ["violations"],
+    }
     results = page.evaluate("([c, o]) => axe.run(c, o)", [context, options])
-    found = [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:3]]}"
-             for v in results["violations"]]
+    found = [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:3]]}"
+        for v in results["violations"]
+    ]
     assert found == [], "\n".join(found)
 
 
@@ -171,7 +185,9 @@ def problems() -> PageProblems:
     return PageProblems()
 
 
-def new_page(browser: Any, problems: PageProblems, *, locale: str = "en-US", width: int = 1280, height: int = 900) -> Any:
+def new_page(
+    browser: Any, problems: PageProblems, *, locale: str = "en-US", width: int = 1280, height: int = 900
+) -> Any:
     context = browser.new_context(locale=locale, viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(15_000)

@@ -18,15 +18,26 @@ L20_PCI = "0x26ba"
 def measured_l40_l20(served: Served) -> None:
     """ResNet-50 training measured on both cards by a trusted agent; the L20 runs out of memory
     at batch 256 (test data in the test's own database)."""
-    for pci, name, rates in ((L40_PCI, "NVIDIA L40", {64: 1400.0, 128: 1500.0, 256: 1550.0}),
-                             (L20_PCI, "NVIDIA L20", {64: 1000.0, 128: 1080.0, 256: None})):
+    for pci, name, rates in (
+        (L40_PCI, "NVIDIA L40", {64: 1400.0, 128: 1500.0, 256: 1550.0}),
+        (L20_PCI, "NVIDIA L20", {64: 1000.0, 128: 1080.0, 256: None}),
+    ):
         results = []
         for bs, v in rates.items():
             params = {"precision": "amp_bf16", "batch_size": bs}
-            results += ([result("resnet50-train", params, status="oom")] * 3 if v is None
-                        else [result("resnet50-train", params, {"throughput": v * f}) for f in (0.99, 1.0, 1.01)])
-        body = run(results, host=f"page-{name[-3:]}", pci=pci, gpu_name=name, memory_total=L40_USABLE,
-                   fp=fingerprint(pci, host_id=f"mid-page-{pci}", power_limit_w=300))
+            results += (
+                [result("resnet50-train", params, status="oom")] * 3
+                if v is None
+                else [result("resnet50-train", params, {"throughput": v * f}) for f in (0.99, 1.0, 1.01)]
+            )
+        body = run(
+            results,
+            host=f"page-{name[-3:]}",
+            pci=pci,
+            gpu_name=name,
+            memory_total=L40_USABLE,
+            fp=fingerprint(pci, host_id=f"mid-page-{pci}", power_limit_w=300),
+        )
         r = served.post("/v1/benchmark-runs", body, served.submit_key)
         assert r.status_code in (200, 201), r.text
 
@@ -35,7 +46,9 @@ def cell(page: Any, key: str, gpu: str) -> Any:
     return page.locator(f'table.compare-specs tr[data-key="{key}"] td[data-gpu="{gpu}"]')
 
 
-def test_default_compare_view_loads_the_seeds_three_gpus(page: Any, served: Served, measured_l40_l20: None) -> None:
+def test_default_compare_view_loads_the_seeds_three_gpus(
+    page: Any, served: Served, measured_l40_l20: None
+) -> None:
     open_view(page, served, "#/compare")
     page.wait_for_selector("table.compare-specs")
     heads = page.locator("table.compare-specs thead th").all_inner_texts()
@@ -77,8 +90,9 @@ def test_l40_vs_l20_shows_the_right_figures(page: Any, served: Served, measured_
     assert_accessible(page)
 
 
-def test_compare_refuses_with_the_apis_problem_next_to_the_field(page: Any, served: Served, measured_l40_l20: None,
-                                                                problems: Any) -> None:
+def test_compare_refuses_with_the_apis_problem_next_to_the_field(
+    page: Any, served: Served, measured_l40_l20: None, problems: Any
+) -> None:
     problems.expect_status(404, 422, 300)
     open_view(page, served, "#/compare?gpus=nvidia-l40")
     answer = httpx.get(f"{served.url}/v1/compare", params={"gpus": "nvidia-l40"}, timeout=30)

@@ -12,8 +12,18 @@ import pytest
 from tests.page.conftest import PageProblems, Served, assert_accessible, new_page
 from tests.page.test_views import open_view
 
-QUESTION = {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "precision": "bf16", "batch_size": 1,
-                         "seq_len": 2048, "tokens": 100000000}, "constraints": {"max_gpus": 8}, "objective": "fastest"}
+QUESTION = {
+    "workload": {
+        "model": "llama3-8b",
+        "mode": "fine-tuning",
+        "precision": "bf16",
+        "batch_size": 1,
+        "seq_len": 2048,
+        "tokens": 100000000,
+    },
+    "constraints": {"max_gpus": 8},
+    "objective": "fastest",
+}
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +44,8 @@ def fill_question(page: Any) -> None:
 
 
 def test_recommend_round_trip_shows_ranked_options_and_the_frontier(
-        page: Any, served: Served, recommend_available: None) -> None:
+    page: Any, served: Served, recommend_available: None
+) -> None:
     open_view(page, served, "#/recommend")
     fill_question(page)
     page.get_by_role("button", name="Submit").click()
@@ -60,7 +71,10 @@ def test_recommend_round_trip_shows_ranked_options_and_the_frontier(
     excluded = page.locator("table.excluded tbody tr")
     assert excluded.count() == len(answer["excluded"])
     first = answer["excluded"][0]
-    assert first["message"] in page.locator(f'table.excluded tr[data-gpu="{first["gpu"]["slug"]}"]').first.inner_text()
+    assert (
+        first["message"]
+        in page.locator(f'table.excluded tr[data-gpu="{first["gpu"]["slug"]}"]').first.inner_text()
+    )
     # the URL is the shareable link
     assert page.url.endswith(f"#/recommend?id={rid}")
     assert page.locator(".share-link").inner_text() == page.url
@@ -68,14 +82,18 @@ def test_recommend_round_trip_shows_ranked_options_and_the_frontier(
 
 
 def test_the_shared_link_reproduces_the_answer_and_the_hint_copies(
-        page: Any, served: Served, recommend_available: None, browser: Any) -> None:
+    page: Any, served: Served, recommend_available: None, browser: Any
+) -> None:
     r = httpx.post(f"{served.url}/v1/recommend", json=QUESTION, timeout=120)
     assert r.status_code in (200, 201), r.text
     answer = r.json()
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     open_view(page, served, f"#/recommend?id={answer['recommendation_id']}")
     page.wait_for_selector(".recommend-result")
-    shown = [(c.get_attribute("data-rank"), c.get_attribute("data-gpu")) for c in page.locator("article.option").all()]
+    shown = [
+        (c.get_attribute("data-rank"), c.get_attribute("data-gpu"))
+        for c in page.locator("article.option").all()
+    ]
     assert shown == [(str(o["rank"]), o["gpu"]["slug"]) for o in answer["options"]]
     assert page.get_by_label("Model (preset or Hugging Face id)").input_value() == "llama3-8b"
     assert page.get_by_label("Job", exact=True).input_value() == "fine-tuning"
@@ -83,12 +101,15 @@ def test_the_shared_link_reproduces_the_answer_and_the_hint_copies(
     hint = first.locator("pre.hint").inner_text()
     assert "#SBATCH" in hint or "nodeSelector" in hint
     first.locator(".scheduling button.copy").click()
-    page.wait_for_function("() => document.querySelector('article.option .scheduling button.copy').textContent === 'Copied'")
+    page.wait_for_function(
+        "() => document.querySelector('article.option .scheduling button.copy').textContent === 'Copied'"
+    )
     assert page.evaluate("() => navigator.clipboard.readText()") == hint
 
 
 def test_a_bad_recommend_input_shows_the_apis_problem_next_to_the_field(
-        page: Any, served: Served, recommend_available: None, problems: PageProblems) -> None:
+    page: Any, served: Served, recommend_available: None, problems: PageProblems
+) -> None:
     problems.expect_status(422)
     open_view(page, served, "#/recommend")
     fill_question(page)
@@ -104,7 +125,9 @@ def test_a_bad_recommend_input_shows_the_apis_problem_next_to_the_field(
     assert page.locator(".recommend-result").count() == 0
 
 
-def test_reasons_come_in_the_browsers_language(browser: Any, served: Served, recommend_available: None) -> None:
+def test_reasons_come_in_the_browsers_language(
+    browser: Any, served: Served, recommend_available: None
+) -> None:
     problems = PageProblems()
     zh = new_page(browser, problems, locale="zh-CN")
     try:

@@ -23,12 +23,15 @@ def open_view(page: Any, served: Served, hash_: str) -> Any:
     return page
 
 
-@pytest.mark.parametrize("hash_, heading", [
-    ("#/estimate", "Estimate one configuration"),
-    ("#/data", "Measurement coverage"),
-    ("#/gpus", "GPU catalog"),
-    ("#/gpus/nvidia-l40", "NVIDIA L40"),
-])
+@pytest.mark.parametrize(
+    "hash_, heading",
+    [
+        ("#/estimate", "Estimate one configuration"),
+        ("#/data", "Measurement coverage"),
+        ("#/gpus", "GPU catalog"),
+        ("#/gpus/nvidia-l40", "NVIDIA L40"),
+    ],
+)
 def test_each_view_loads_without_console_errors(page: Any, served: Served, hash_: str, heading: str) -> None:
     open_view(page, served, hash_)
     assert page.locator("main h1").first.inner_text() == heading
@@ -48,9 +51,18 @@ def test_estimate_round_trip_draws_memory_against_usable_memory(page: Any, serve
     page.get_by_label("Gradient checkpointing").check()
     page.get_by_role("button", name="Submit").click()
     page.wait_for_selector(".estimate-result")
-    api = httpx.post(f"{served.url}/v1/estimate", json={
-        "model": "llama3-8b", "gpu": "L40", "mode": "fine-tuning", "batch_size": 1, "seq_len": 2048,
-        "gradient_checkpointing": True}, timeout=30).json()
+    api = httpx.post(
+        f"{served.url}/v1/estimate",
+        json={
+            "model": "llama3-8b",
+            "gpu": "L40",
+            "mode": "fine-tuning",
+            "batch_size": 1,
+            "seq_len": 2048,
+            "gradient_checkpointing": True,
+        },
+        timeout=30,
+    ).json()
     # the stacked bar: one segment per non-zero component (+ slack/context), the usable-memory line
     nonzero = [k for k, v in api["memory"]["components"].items() if v > 0]
     segments = page.locator(".memory svg rect.seg")
@@ -78,32 +90,60 @@ def test_estimate_round_trip_draws_memory_against_usable_memory(page: Any, serve
 
 
 def test_estimate_serving_shows_latencies_with_bands(page: Any, served: Served) -> None:
-    query = {"model": "llama3-8b", "gpu": "L20", "mode": "inference", "engine": "vllm", "batch_size": 8,
-             "input_len": 7168, "output_len": 1024}
+    query = {
+        "model": "llama3-8b",
+        "gpu": "L20",
+        "mode": "inference",
+        "engine": "vllm",
+        "batch_size": 8,
+        "input_len": 7168,
+        "output_len": 1024,
+    }
     open_view(page, served, "#/estimate?" + "&".join(f"{k}={v}" for k, v in query.items()))
     page.wait_for_selector(".result-block.serving")
     api = httpx.post(f"{served.url}/v1/estimate", json=query, timeout=30).json()["serving"]
-    facts = dict(zip(page.locator(".serving dt").all_inner_texts(), page.locator(".serving dd").all_inner_texts(), strict=True))
+    facts = dict(
+        zip(
+            page.locator(".serving dt").all_inner_texts(),
+            page.locator(".serving dd").all_inner_texts(),
+            strict=True,
+        )
+    )
     ttft, band = api["ttft_ms"], api["ttft_band_ms"]
 
     def one(x: float) -> str:  # Intl.NumberFormat("en", {maximumFractionDigits: 1})
         return f"{x:,.1f}".removesuffix(".0")
 
-    assert facts["Time to first token"] == f"{one(ttft)} ms (80% band {one(band['low'])} ms – {one(band['high'])} ms)"
+    assert (
+        facts["Time to first token"]
+        == f"{one(ttft)} ms (80% band {one(band['low'])} ms – {one(band['high'])} ms)"
+    )
     assert facts["Provenance"].startswith(api["provenance"])
     assert page.get_by_label("Sequence length").is_hidden() and page.get_by_label("Input tokens").is_visible()
 
 
-def test_a_bad_input_shows_the_apis_problem_next_to_the_field(page: Any, served: Served, problems: PageProblems) -> None:
+def test_a_bad_input_shows_the_apis_problem_next_to_the_field(
+    page: Any, served: Served, problems: PageProblems
+) -> None:
     problems.expect_status(422)
     open_view(page, served, "#/estimate")
     page.get_by_label("Batch size (per GPU)").fill("0")
     page.get_by_role("button", name="Submit").click()
     err = page.locator('[data-field="batch_size"] .field-error')
     err.wait_for()
-    problem = httpx.post(f"{served.url}/v1/estimate", json={
-        "model": "llama3-8b", "gpu": "nvidia-l40", "gpu_count": 1, "mode": "fine-tuning", "batch_size": 0,
-        "seq_len": 2048, "gradient_checkpointing": True}, timeout=30).json()
+    problem = httpx.post(
+        f"{served.url}/v1/estimate",
+        json={
+            "model": "llama3-8b",
+            "gpu": "nvidia-l40",
+            "gpu_count": 1,
+            "mode": "fine-tuning",
+            "batch_size": 0,
+            "seq_len": 2048,
+            "gradient_checkpointing": True,
+        },
+        timeout=30,
+    ).json()
     (expected,) = [e["msg"] for e in problem["errors"] if e["loc"] == ["body", "batch_size"]]
     assert err.inner_text() == expected
     field = page.get_by_label("Batch size (per GPU)")
@@ -146,10 +186,16 @@ def submit_run(served: Served, results: list[dict[str, Any]], **kw: Any) -> dict
 
 def test_data_view_grid_and_agent_text_is_rendered_inert(page: Any, served: Served) -> None:
     """A result whose host is markup shows as that literal text: no element, no script, no alert."""
-    submit_run(served, [result("gemm", {"precision": "bf16"}, {"tflops": 150.0}, units={"tflops": "TFLOP/s"})] * 3,
-               host=XSS, pci=L40_PCI, gpu_name="NVIDIA L40", memory_total=L40_USABLE,
-               fp=fingerprint(L40_PCI, host_id="mid-xss", driver_version="<b>550</b>", power_limit_w=300),
-               notes="<script>alert(2)</script>")
+    submit_run(
+        served,
+        [result("gemm", {"precision": "bf16"}, {"tflops": 150.0}, units={"tflops": "TFLOP/s"})] * 3,
+        host=XSS,
+        pci=L40_PCI,
+        gpu_name="NVIDIA L40",
+        memory_total=L40_USABLE,
+        fp=fingerprint(L40_PCI, host_id="mid-xss", driver_version="<b>550</b>", power_limit_w=300),
+        notes="<script>alert(2)</script>",
+    )
     open_view(page, served, "#/data")
     grid = page.locator("table.coverage")
     h200 = grid.locator('tr[data-slug="nvidia-h200-sxm"]')
@@ -183,7 +229,8 @@ def test_admin_panel_keeps_the_key_in_memory_only(page: Any, served: Served, pro
     assert_accessible(page)
     assert page.get_by_label("API key (admin scope)").input_value() == ""
     stored = page.evaluate(
-        "() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie])")
+        "() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie])"
+    )
     assert served.admin_key not in stored and stored == '[[],[],""]'
     assert served.admin_key not in page.url
     page.reload()
@@ -191,7 +238,9 @@ def test_admin_panel_keeps_the_key_in_memory_only(page: Any, served: Served, pro
     assert page.locator("table.pending").count() == 0, "gone on reload"
 
 
-def test_the_page_speaks_chinese_to_a_chinese_browser(browser: Any, served: Served, problems: PageProblems) -> None:
+def test_the_page_speaks_chinese_to_a_chinese_browser(
+    browser: Any, served: Served, problems: PageProblems
+) -> None:
     zh = new_page(browser, problems, locale="zh-CN")
     try:
         open_view(zh, served, "#/estimate")
@@ -206,7 +255,12 @@ def test_the_page_speaks_chinese_to_a_chinese_browser(browser: Any, served: Serv
 def test_phone_width_has_no_sideways_scrolling(browser: Any, served: Served, problems: PageProblems) -> None:
     phone = new_page(browser, problems, width=375, height=740)
     try:
-        for hash_ in ("#/estimate?model=llama3-8b&gpu=nvidia-l40&mode=fine-tuning", "#/data", "#/gpus", "#/compare"):
+        for hash_ in (
+            "#/estimate?model=llama3-8b&gpu=nvidia-l40&mode=fine-tuning",
+            "#/data",
+            "#/gpus",
+            "#/compare",
+        ):
             open_view(phone, served, hash_)
             if "estimate" in hash_:
                 phone.wait_for_selector(".estimate-result")
@@ -232,7 +286,10 @@ def test_catalog_text_and_links_from_an_admin_are_inert(page: Any, served: Serve
     open_view(page, served, f"#/gpus/{slug}")
     assert page.locator("main h1").inner_text() == f"{XSS} GPU"
     sources = page.locator("ol.sources")
-    assert f"{XSS} datasheet" in sources.inner_text() and "<script>alert(3)</script>" in page.locator("main").inner_text()
+    assert (
+        f"{XSS} datasheet" in sources.inner_text()
+        and "<script>alert(3)</script>" in page.locator("main").inner_text()
+    )
     hrefs = sources.locator("a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
     assert hrefs == ["https://example.com/datasheet"], hrefs
     assert page.evaluate("() => document.querySelectorAll('main img, main script').length") == 0

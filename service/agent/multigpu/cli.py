@@ -113,7 +113,9 @@ def parser() -> argparse.ArgumentParser:
         "--plan", type=Path, help="llm-train plan file (JSON; docs/multigpu.md): replaces the --models grid"
     )
     ap.add_argument(
-        "--time-budget", type=float, help="seconds: start no job whose est_s would overrun (the rest is noted)"
+        "--time-budget",
+        type=float,
+        help="seconds: start no job whose est_s would overrun (the rest is noted)",
     )
     ap.add_argument(
         "--resume", type=Path, help="runs file: skip llm-train cells it holds as ok or oom (errors run again)"

@@ -158,7 +158,11 @@ class Job:
         bits.append(f"bs{s['batch_size']}x{s['seq_len']}")
         if s.get("gradient_checkpointing"):
             bits.append("ckpt")
-        for key, default in (("optimizer_impl", "fused"), ("mixed_precision", "autocast"), ("loop", "loss_only")):
+        for key, default in (
+            ("optimizer_impl", "fused"),
+            ("mixed_precision", "autocast"),
+            ("loop", "loss_only"),
+        ):
             if s.get(key, default) != default:
                 bits.append(str(s[key]))
         return " ".join(bits)
@@ -255,7 +259,9 @@ def build_jobs(plan: SuitePlan, *, visible_devices: int | None) -> tuple[list[Jo
                 except (ValueError, VocabularyError) as exc:
                     raise ValueError(f"llm-train {lp.model} {sh} world size {ws}: {exc}") from None
                 if _cell_key("llm-train", params) in plan.done:
-                    skipped.append(f"llm-train {lp.model} {sh} world size {ws} ({_variant(spec)}): already measured")
+                    skipped.append(
+                        f"llm-train {lp.model} {sh} world size {ws} ({_variant(spec)}): already measured"
+                    )
                     continue
                 jobs.append(Job(ws, "llm-train", spec, [{"workload": "llm-train", "parameters": params}]))
     return jobs, skipped
@@ -596,8 +602,10 @@ def run_suite(
             elapsed = clock() - t_start
             if plan.time_budget_s is not None and elapsed + job.est_s > plan.time_budget_s:
                 rest = jobs[i:]
-                skipped.append(f"not run (time budget {plan.time_budget_s:g} s): {len(rest)} job(s): "
-                               + "; ".join(j.label for j in rest)[:1200])
+                skipped.append(
+                    f"not run (time budget {plan.time_budget_s:g} s): {len(rest)} job(s): "
+                    + "; ".join(j.label for j in rest)[:1200]
+                )
                 say(f"time budget: {len(rest)} job(s) not run")
                 break
             say(f"[{i + 1}/{len(jobs)}] {job.label}")

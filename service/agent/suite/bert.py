@@ -40,11 +40,25 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     set_precision_flags(ctx, precision)
     pdtype = param_dtype(precision)
     if ctx.smoke:
-        cfg = BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=128, max_position_embeddings=max(512, seq), attn_implementation="sdpa")
+        cfg = BertConfig(
+            vocab_size=512,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=max(512, seq),
+            attn_implementation="sdpa",
+        )
     else:
-        cfg = BertConfig(vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                         intermediate_size=4096, max_position_embeddings=max(512, seq), attn_implementation="sdpa")
+        cfg = BertConfig(
+            vocab_size=30522,
+            hidden_size=1024,
+            num_hidden_layers=24,
+            num_attention_heads=16,
+            intermediate_size=4096,
+            max_position_embeddings=max(512, seq),
+            attn_implementation="sdpa",
+        )
     with torch.device(ctx.device):
         model = BertForMaskedLM(cfg).to(dtype=pdtype)
     ids = tokens(ctx, cfg.vocab_size, bs, seq)

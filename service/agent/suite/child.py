@@ -17,7 +17,12 @@ from typing import Any
 from service.agent.suite import WORKLOAD_MODULES
 from service.agent.suite.common import Context, Skip, set_precision_flags
 
-_OOM_MARKERS = ("out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed", "cuda_error_out_of_memory")
+_OOM_MARKERS = (
+    "out of memory",
+    "cublas_status_alloc_failed",
+    "cudnn_status_alloc_failed",
+    "cuda_error_out_of_memory",
+)
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -38,9 +43,15 @@ def env_info(payload: dict[str, Any]) -> dict[str, Any]:
     """Software stack and device as torch sees it (goes into the fingerprint)."""
     import torch
 
-    info: dict[str, Any] = {"status": "ok", "torch_version": torch.__version__, "cuda_runtime": torch.version.cuda}
+    info: dict[str, Any] = {
+        "status": "ok",
+        "torch_version": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+    }
     try:
-        info["cudnn_version"] = str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None
+        info["cudnn_version"] = (
+            str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None
+        )
     except Exception:
         info["cudnn_version"] = None
     for pkg in ("transformers", "peft", "torchvision", "flash_attn"):
@@ -62,12 +73,16 @@ def env_info(payload: dict[str, Any]) -> dict[str, Any]:
         info["compute_capability"] = f"{props.major}.{props.minor}"
         info["device_total_memory"] = int(props.total_memory)
         info["multiprocessors"] = int(props.multi_processor_count)
-        enabled = [name for name, on in (
-            ("flash", torch.backends.cuda.flash_sdp_enabled()),
-            ("mem_efficient", torch.backends.cuda.mem_efficient_sdp_enabled()),
-            ("cudnn", torch.backends.cuda.cudnn_sdp_enabled()),
-            ("math", torch.backends.cuda.math_sdp_enabled()),
-        ) if on]
+        enabled = [
+            name
+            for name, on in (
+                ("flash", torch.backends.cuda.flash_sdp_enabled()),
+                ("mem_efficient", torch.backends.cuda.mem_efficient_sdp_enabled()),
+                ("cudnn", torch.backends.cuda.cudnn_sdp_enabled()),
+                ("math", torch.backends.cuda.math_sdp_enabled()),
+            )
+            if on
+        ]
         info["attention_backend"] = "torch-sdpa[" + ",".join(enabled) + "]"
     else:
         info["nccl_version"] = None

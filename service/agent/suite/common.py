@@ -247,7 +247,9 @@ energy and power are reported only for timed windows at least this long."""
 MAX_TIMED_STEPS = 1000
 
 
-def measure(ctx: Context, step: Callable[[], Any], *, warmup: int | None = None, steps: int | None = None) -> Measurement:
+def measure(
+    ctx: Context, step: Callable[[], Any], *, warmup: int | None = None, steps: int | None = None
+) -> Measurement:
     """Warm up, reset peak stats, time synchronised steps; see the module docstring.
 
     At least ``steps`` steps are timed, and more (up to ``MAX_TIMED_STEPS``) until the timed

@@ -31,7 +31,9 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     g = torch.Generator(device=dev).manual_seed(0)
 
     if precision in ("fp32", "tf32", "bf16", "fp16"):
-        dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[
+            precision
+        ]
         a = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
         b = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
         c = torch.empty(n, n, device=dev, dtype=dtype)

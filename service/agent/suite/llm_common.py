@@ -12,8 +12,15 @@ from typing import Any
 
 from service.agent.suite.common import Context, Skip
 
-SMOKE_ARCH = {"hidden_size": 64, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "head_dim": 16,
-              "intermediate_size": 128, "vocab_size": 512}
+SMOKE_ARCH = {
+    "hidden_size": 64,
+    "num_layers": 2,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 128,
+    "vocab_size": 512,
+}
 
 
 def llama_config(ctx: Context, arch: dict[str, Any], *, attention: str, max_len: int) -> Any:

@@ -61,16 +61,19 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if engine != "hf-transformers":
         plugin = engine_plugin(engine)
         if plugin is None:
-            raise Skip(f"engine {engine} is not available: install a plug-in registering it under the "
-                       f"'{ENGINE_PLUGIN_GROUP}' entry-point group; this agent runs hf-transformers")
+            raise Skip(
+                f"engine {engine} is not available: install a plug-in registering it under the "
+                f"'{ENGINE_PLUGIN_GROUP}' entry-point group; this agent runs hf-transformers"
+            )
         return plugin(ctx, params)
     bs = int(params["batch_size"])
     n_in = int(params["input_len"])
     n_out = int(params["output_len"])
     set_precision_flags(ctx, precision)
     dtype = param_dtype(precision)
-    config = llama_config(ctx, ctx.options["architecture"], attention=params.get("attention", "sdpa"),
-                          max_len=n_in + n_out)
+    config = llama_config(
+        ctx, ctx.options["architecture"], attention=params.get("attention", "sdpa"), max_len=n_in + n_out
+    )
     config.use_cache = True
     model = build_model(ctx, config, dtype)
     model.eval()

@@ -62,7 +62,9 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     set_precision_flags(ctx, precision)
     dtype = param_dtype(precision)
 
-    config = llama_config(ctx, ctx.options["architecture"], attention=params.get("attention", "sdpa"), max_len=seq)
+    config = llama_config(
+        ctx, ctx.options["architecture"], attention=params.get("attention", "sdpa"), max_len=seq
+    )
     ctx.flags["attention_implementation"] = params.get("attention", "sdpa")
     model = build_model(ctx, config, dtype)
     if params.get("gradient_checkpointing"):
@@ -71,8 +73,12 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         from peft import LoraConfig, get_peft_model
 
         rank = int(params.get("lora_rank") or 16)
-        targets = [t for t in str(params.get("lora_targets") or "q_proj,k_proj,v_proj,o_proj").split(",") if t]
-        model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules=targets))
+        targets = [
+            t for t in str(params.get("lora_targets") or "q_proj,k_proj,v_proj,o_proj").split(",") if t
+        ]
+        model = get_peft_model(
+            model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules=targets)
+        )
     model.train()
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
@@ -107,5 +113,7 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             step()  # the same steady-state step once more; only its optimizer step's peak is read
         except torch.OutOfMemoryError:  # the timed steps ran: keep them, report no optimizer-step peak
             opt_peak.value = None
-    return result(m, metrics={"throughput": bs * seq / m.median_s,
-                              "optimizer_step_peak_allocated_bytes": opt_peak.value})
+    return result(
+        m,
+        metrics={"throughput": bs * seq / m.median_s, "optimizer_step_peak_allocated_bytes": opt_peak.value},
+    )

@@ -26,8 +26,12 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
     m = measure(ctx, step)
     per_copy = m.median_s / inner
-    out = result(m, metrics={"bandwidth_gb_per_s": 2.0 * nbytes / per_copy / 1e9}, step_time_s=per_copy,
-                 repeats=len(m.step_times_s) * inner)
+    out = result(
+        m,
+        metrics={"bandwidth_gb_per_s": 2.0 * nbytes / per_copy / 1e9},
+        step_time_s=per_copy,
+        repeats=len(m.step_times_s) * inner,
+    )
     out["metrics"].pop("energy_per_step_j", None)
     out["metrics"].pop("avg_power_w", None)
     return out

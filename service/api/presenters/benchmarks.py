@@ -133,7 +133,9 @@ def result_out(r: StoredResult) -> ResultOut:
 
 def result_list(page: ResultPage) -> ResultList:
     items = [result_out(r) for r in page.items]
-    return ResultList(items=items, count=len(items), next_cursor=page.next_cursor, data_version=page.data_version)
+    return ResultList(
+        items=items, count=len(items), next_cursor=page.next_cursor, data_version=page.data_version
+    )
 
 
 def _agent(run: StoredRun) -> AgentRef:
@@ -148,7 +150,10 @@ def run_out(d: RunDetail) -> RunOut:
         agent=_agent(run),
         host=run.host,
         gpu=GpuRef(
-            slug=run.gpu_slug, pending_gpu_id=run.pending_gpu_id, resolved_by=run.resolved_by, identity=dict(run.gpu_identity)
+            slug=run.gpu_slug,
+            pending_gpu_id=run.pending_gpu_id,
+            resolved_by=run.resolved_by,
+            identity=dict(run.gpu_identity),
         ),
         gpu_count=run.gpu_count,
         suite_version=run.suite_version,
@@ -187,7 +192,9 @@ def run_summary(run: StoredRun) -> RunSummary:
 
 def run_list(page: RunPage) -> RunList:
     items = [run_summary(r) for r in page.items]
-    return RunList(items=items, count=len(items), next_cursor=page.next_cursor, data_version=page.data_version)
+    return RunList(
+        items=items, count=len(items), next_cursor=page.next_cursor, data_version=page.data_version
+    )
 
 
 # ---- latest measured ---------------------------------------------------------------------------------
@@ -306,7 +313,9 @@ def coverage(c: Coverage) -> CoverageOut:
         workloads=list(c.workloads),
         rows=[
             CoverageRow(
-                gpu_slug=r.gpu_slug, name=r.name, workloads={wl: _coverage_cell(s) for wl, s in r.workloads.items()}
+                gpu_slug=r.gpu_slug,
+                name=r.name,
+                workloads={wl: _coverage_cell(s) for wl, s in r.workloads.items()},
             )
             for r in c.rows
         ],
@@ -336,7 +345,9 @@ def alert_out(a: AdminAlert) -> AlertOut:
 
 def alert_list(page: AlertPage) -> AlertList:
     items = [alert_out(a) for a in page.items]
-    return AlertList(items=items, count=len(items), next_cursor=page.next_cursor, data_version=page.data_version)
+    return AlertList(
+        items=items, count=len(items), next_cursor=page.next_cursor, data_version=page.data_version
+    )
 
 
 def pending_gpu_out(e: PendingGpuEntry) -> PendingGpuOut:
@@ -365,7 +376,9 @@ def pending_gpu_list(q: PendingGpuQueue) -> PendingGpuList:
 
 
 def review_out(r: ReviewAnswer, data_version: str) -> ReviewOut:
-    return ReviewOut(result=result_out(r.result), changed_results=r.changed_results, data_version=data_version)
+    return ReviewOut(
+        result=result_out(r.result), changed_results=r.changed_results, data_version=data_version
+    )
 
 
 def retract_out(r: Retraction, data_version: str) -> RetractOut:

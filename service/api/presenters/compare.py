@@ -37,26 +37,61 @@ def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> Comp
     specs = []
     for line in c.specs:
         first = line.figures[0].value
-        specs.append(SpecRow(
-            key=line.key, label=line.label, group=line.group, unit=line.unit, higher_is_better=line.higher_is_better,
-            values=[SpecFigure(value=f.value, ratio_to_first=_ratio(f.value, first), provenance=f.provenance,
-                               source_kind=f.source_kind, source_title=f.source_title, source_url=f.source_url,
-                               derivation=f.derivation) for f in line.figures],
-            differs=len({f.value for f in line.figures}) > 1,
-        ))
+        specs.append(
+            SpecRow(
+                key=line.key,
+                label=line.label,
+                group=line.group,
+                unit=line.unit,
+                higher_is_better=line.higher_is_better,
+                values=[
+                    SpecFigure(
+                        value=f.value,
+                        ratio_to_first=_ratio(f.value, first),
+                        provenance=f.provenance,
+                        source_kind=f.source_kind,
+                        source_title=f.source_title,
+                        source_url=f.source_url,
+                        derivation=f.derivation,
+                    )
+                    for f in line.figures
+                ],
+                differs=len({f.value for f in line.figures}) > 1,
+            )
+        )
     results = []
     for r in c.results:
         first_cell = r.cells[0]
-        results.append(ResultRow(
-            workload=r.workload, parameters=dict(r.parameters), parameters_hash=r.parameters_hash, metric=r.metric,
-            unit=r.unit, higher_is_better=r.higher_is_better, common_stack=r.common_stack,
-            stack=dict(r.stack) if r.stack is not None else None,
-            cells=[ResultCell(source=x.source, value=x.value, low=x.low, high=x.high,
-                              provenance=x.provenance, oom=x.oom, thin=x.thin, count=x.count,
-                              speedup_vs_first=_speedup(x, first_cell, r.higher_is_better),
-                              fingerprint_hash=x.fingerprint_hash, newest_measured_at=x.newest_measured_at,
-                              source_gpus=list(x.source_gpus), reason=x.reason) for x in r.cells],
-        ))
+        results.append(
+            ResultRow(
+                workload=r.workload,
+                parameters=dict(r.parameters),
+                parameters_hash=r.parameters_hash,
+                metric=r.metric,
+                unit=r.unit,
+                higher_is_better=r.higher_is_better,
+                common_stack=r.common_stack,
+                stack=dict(r.stack) if r.stack is not None else None,
+                cells=[
+                    ResultCell(
+                        source=x.source,
+                        value=x.value,
+                        low=x.low,
+                        high=x.high,
+                        provenance=x.provenance,
+                        oom=x.oom,
+                        thin=x.thin,
+                        count=x.count,
+                        speedup_vs_first=_speedup(x, first_cell, r.higher_is_better),
+                        fingerprint_hash=x.fingerprint_hash,
+                        newest_measured_at=x.newest_measured_at,
+                        source_gpus=list(x.source_gpus),
+                        reason=x.reason,
+                    )
+                    for x in r.cells
+                ],
+            )
+        )
     cheapest = [round(p.providers[0].per_gpu_hour, 6) if p.providers else None for p in c.prices]
     prices = [
         GpuPrices(
@@ -64,24 +99,49 @@ def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> Comp
             cheapest_per_gpu_hour=cheapest[i],
             ratio_to_first=_ratio(cheapest[i], cheapest[0]),
             reason=p.reason,
-            providers=[ProviderPrice(
-                provider=q.provider, region=q.region, instance_type=q.instance_type,
-                gpus_per_instance=q.gpus_per_instance, pricing_model=q.pricing_model, currency=q.currency,
-                per_gpu_hour=round(q.per_gpu_hour, 6), per_instance_hour=round(q.per_hour, 6),
-                effective_date=q.effective_date, age_days=q.age_days, stale=q.stale, fx_date=q.fx_date,
-                price_row_ids=list(q.price_row_ids), source=q.source) for q in p.providers],
+            providers=[
+                ProviderPrice(
+                    provider=q.provider,
+                    region=q.region,
+                    instance_type=q.instance_type,
+                    gpus_per_instance=q.gpus_per_instance,
+                    pricing_model=q.pricing_model,
+                    currency=q.currency,
+                    per_gpu_hour=round(q.per_gpu_hour, 6),
+                    per_instance_hour=round(q.per_hour, 6),
+                    effective_date=q.effective_date,
+                    age_days=q.age_days,
+                    stale=q.stale,
+                    fx_date=q.fx_date,
+                    price_row_ids=list(q.price_row_ids),
+                    source=q.source,
+                )
+                for q in p.providers
+            ],
         )
         for i, p in enumerate(c.prices)
     ]
     return CompareOut(
-        gpus=[CompareGpu(query=q, slug=v.record.slug, name=v.record.name, url=gpu_url(v.record.slug),
-                         vendor=str(v.record.document.get("vendor")), architecture=v.record.document.get("architecture"),
-                         form_factor=v.record.document.get("form_factor"),
-                         warnings=[Warning_(**warning_json(w)) for w in v.warnings])
-              for q, v in zip(c.queries, c.gpus, strict=True)],
+        gpus=[
+            CompareGpu(
+                query=q,
+                slug=v.record.slug,
+                name=v.record.name,
+                url=gpu_url(v.record.slug),
+                vendor=str(v.record.document.get("vendor")),
+                architecture=v.record.document.get("architecture"),
+                form_factor=v.record.document.get("form_factor"),
+                warnings=[Warning_(**warning_json(w)) for w in v.warnings],
+            )
+            for q, v in zip(c.queries, c.gpus, strict=True)
+        ],
         specs=specs,
-        capabilities=[CapabilityRow(key=x.key, label=x.label, values=list(x.values),
-                                    differs=len({str(v) for v in x.values}) > 1) for x in c.capabilities],
+        capabilities=[
+            CapabilityRow(
+                key=x.key, label=x.label, values=list(x.values), differs=len({str(v) for v in x.values}) > 1
+            )
+            for x in c.capabilities
+        ],
         results=results,
         currency=c.currency,
         prices=prices,

@@ -106,7 +106,9 @@ def _dynamic(request: Request, prefix: str) -> dict[str, str]:
         if problem is None and len(v) > DYNAMIC_VALUE_MAX:
             problem = f"a filter value has at most {DYNAMIC_VALUE_MAX} characters"
         if problem is not None:
-            raise Invalid(f"query parameter {k!r}: {problem}", fields=[FieldError((k,), problem, location="query")])
+            raise Invalid(
+                f"query parameter {k!r}: {problem}", fields=[FieldError((k,), problem, location="query")]
+            )
         out[k[len(prefix) :]] = v
     return out
 
@@ -139,7 +141,9 @@ def _result_listing(*, include_retracted_default: bool) -> Callable[..., ResultL
         request: Request,
         settings: SettingsDep,
         gpu: Annotated[SafeStr | None, Query(max_length=200, description="slug, alias or PCI id")] = None,
-        pending_gpu_id: Annotated[Id32 | None, Query(description="results of a pending (unmapped) GPU")] = None,
+        pending_gpu_id: Annotated[
+            Id32 | None, Query(description="results of a pending (unmapped) GPU")
+        ] = None,
         workload: Annotated[SafeStr | None, Query(max_length=64)] = None,
         status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
         quarantined: Annotated[bool | None, Query()] = None,
@@ -194,7 +198,10 @@ AdminResultListing = Annotated[ResultListing, Depends(_result_listing(include_re
     ),
     responses={
         200: {"model": BenchmarkRunAccepted, "description": "replay of a stored run (same run_id and body)"},
-        409: {**PROBLEM, "description": "the run_id was stored with a different body, or by another API key (run ids are global)"},
+        409: {
+            **PROBLEM,
+            "description": "the run_id was stored with a different body, or by another API key (run ids are global)",
+        },
         413: {**PROBLEM, "description": "body over the size limit, or more results than allowed per run"},
     },
 )
@@ -220,7 +227,9 @@ def submit_run(
     headers = {"X-Data-Version": str(version), "Location": f"/v1/benchmark-runs/{body.run_id}"}
     if out.replayed:
         headers["Idempotent-Replayed"] = "true"
-    return JSONResponse(present.submission(out.answer, version), status_code=201 if out.stored else 200, headers=headers)
+    return JSONResponse(
+        present.submission(out.answer, version), status_code=201 if out.stored else 200, headers=headers
+    )
 
 
 @router.post(
@@ -228,7 +237,13 @@ def submit_run(
     response_model=BenchmarkRunAccepted,
     operation_id="validateBenchmarkRun",
     summary="Dry run: the same checks as a submission, nothing written",
-    responses={409: {**PROBLEM, "description": "the run_id was stored with a different body, or by another API key (run ids are global)"}, 413: PROBLEM},
+    responses={
+        409: {
+            **PROBLEM,
+            "description": "the run_id was stored with a different body, or by another API key (run ids are global)",
+        },
+        413: PROBLEM,
+    },
 )
 def validate_run(
     principal: SubmitAuth,
@@ -249,7 +264,9 @@ def validate_run(
         idempotency_key=idempotency_key,
     )
     version = uow.data_version()
-    return JSONResponse(present.submission(out.answer, version), status_code=200, headers={"X-Data-Version": str(version)})
+    return JSONResponse(
+        present.submission(out.answer, version), status_code=200, headers={"X-Data-Version": str(version)}
+    )
 
 
 # ---- queries ---------------------------------------------------------------------------------------
@@ -280,7 +297,9 @@ def get_run(
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
 def list_results(uow: UowDep, cache: ReadDep, _auth: ReadAuth, listing: PublicResultListing) -> Response:
-    out = benchmark_queries.list_results(uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor)
+    out = benchmark_queries.list_results(
+        uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor
+    )
     return _json(present.result_list(out))
 
 
@@ -334,11 +353,19 @@ async def gpu_measurements(
         limit=limit,
         cursor=cursor,
     )
-    return Response(present.measurements_json(out), media_type="application/json",
-                    headers={"X-Data-Version": out.data_version})
+    return Response(
+        present.measurements_json(out),
+        media_type="application/json",
+        headers={"X-Data-Version": out.data_version},
+    )
 
 
-@router.get("/workloads", response_model=WorkloadList, operation_id="listWorkloads", summary="The benchmark vocabulary")
+@router.get(
+    "/workloads",
+    response_model=WorkloadList,
+    operation_id="listWorkloads",
+    summary="The benchmark vocabulary",
+)
 async def list_workloads(_auth: ReadAuth) -> WorkloadList:
     return present.workload_list(benchmark_queries.workloads())
 
@@ -381,7 +408,8 @@ def list_alerts(
     settings: SettingsDep,
     _auth: AdminAuth,
     kind: Annotated[
-        Literal["above_catalog_peak", "above_usable_memory", "statistical_outlier", "pending_gpu"] | None, Query()
+        Literal["above_catalog_peak", "above_usable_memory", "statistical_outlier", "pending_gpu"] | None,
+        Query(),
     ] = None,
     acknowledged: Annotated[bool | None, Query()] = None,
     limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
@@ -438,7 +466,9 @@ def map_pending_gpu(
     settings: SettingsDep,
     principal: AdminAuth,
 ) -> Response:
-    entry = benchmark_admin.map_pending(uow, cache, principal, pending_id, body.slug, policy=settings.outlier_policy())
+    entry = benchmark_admin.map_pending(
+        uow, cache, principal, pending_id, body.slug, policy=settings.outlier_policy()
+    )
     out = present.pending_gpu_out(entry)
     return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
 
@@ -452,8 +482,12 @@ def map_pending_gpu(
     tags=ADMIN_TAGS,
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
-def admin_list_results(uow: UowDep, cache: ReadDep, _auth: AdminAuth, listing: AdminResultListing) -> Response:
-    out = benchmark_queries.list_results(uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor)
+def admin_list_results(
+    uow: UowDep, cache: ReadDep, _auth: AdminAuth, listing: AdminResultListing
+) -> Response:
+    out = benchmark_queries.list_results(
+        uow, cache, listing.filters, limit=listing.limit, cursor=listing.cursor
+    )
     return _json(present.result_list(out))
 
 
@@ -466,7 +500,11 @@ def admin_list_results(uow: UowDep, cache: ReadDep, _auth: AdminAuth, listing: A
     responses={404: PROBLEM},
 )
 def release_result(
-    result_id: Annotated[Id64, Path()], body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
+    result_id: Annotated[Id64, Path()],
+    body: ReasonIn,
+    uow: UowDep,
+    settings: SettingsDep,
+    principal: AdminAuth,
 ) -> Response:
     out = benchmark_admin.review_result(
         uow, principal, result_id, action="release", reason=body.reason, policy=settings.outlier_policy()
@@ -483,7 +521,11 @@ def release_result(
     responses={404: PROBLEM},
 )
 def quarantine_result(
-    result_id: Annotated[Id64, Path()], body: ReasonIn, uow: UowDep, settings: SettingsDep, principal: AdminAuth
+    result_id: Annotated[Id64, Path()],
+    body: ReasonIn,
+    uow: UowDep,
+    settings: SettingsDep,
+    principal: AdminAuth,
 ) -> Response:
     out = benchmark_admin.review_result(
         uow, principal, result_id, action="quarantine", reason=body.reason, policy=settings.outlier_policy()
@@ -520,10 +562,10 @@ def retract_run(
     tags=ADMIN_TAGS,
     responses={404: PROBLEM},
 )
-def restore_run(
-    uow: UowDep, settings: SettingsDep, principal: AdminAuth, run_id: RunIdPath
-) -> Response:
-    out = benchmark_admin.set_retracted(uow, principal, run_id, retract=False, reason=None, policy=settings.outlier_policy())
+def restore_run(uow: UowDep, settings: SettingsDep, principal: AdminAuth, run_id: RunIdPath) -> Response:
+    out = benchmark_admin.set_retracted(
+        uow, principal, run_id, retract=False, reason=None, policy=settings.outlier_policy()
+    )
     return _json(present.retract_out(out, uow.data_version()))
 
 

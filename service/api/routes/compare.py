@@ -35,19 +35,37 @@ async def compare_gpus(
     read: ReadDep,
     settings: SettingsDep,
     _auth: ReadAuth,
-    gpus: Annotated[list[str], Query(description="2 to 8 GPU names (slug, alias or PCI id), comma-separated or repeated; the first is the reference for ratios", max_length=8)],
+    gpus: Annotated[
+        list[str],
+        Query(
+            description="2 to 8 GPU names (slug, alias or PCI id), comma-separated or repeated; the first is the reference for ratios",
+            max_length=8,
+        ),
+    ],
     currency: Annotated[Literal["USD", "CNY"], Query(description="currency of the prices")] = "USD",
-    workload: Annotated[str | None, Query(max_length=64, description="only result rows of this workload")] = None,
-    on_ambiguous: Annotated[Literal["candidates", "default"], Query(description="'default' resolves an ambiguous name to its stated default")] = "candidates",
+    workload: Annotated[
+        str | None, Query(max_length=64, description="only result rows of this workload")
+    ] = None,
+    on_ambiguous: Annotated[
+        Literal["candidates", "default"],
+        Query(description="'default' resolves an ambiguous name to its stated default"),
+    ] = "candidates",
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     now = dt.datetime.now(dt.UTC)
-    args = {"today": now.date(), "stale_days": settings.price_stale_days, "currency": currency,
-            "workload": workload, "use_default": on_ambiguous == "default"}
+    args = {
+        "today": now.date(),
+        "stale_days": settings.price_stale_days,
+        "currency": currency,
+        "workload": workload,
+        "use_default": on_ambiguous == "default",
+    }
     if if_none_match:
         etag = uc.comparison_etag(uow, read, gpus, **args)  # type: ignore[arg-type]
         if etag_matches(if_none_match, etag):
             return Response(status_code=304, headers={"ETag": etag})
     result = uc.compare(uow, read, gpus, **args)  # type: ignore[arg-type]
     body = compare_out(result, as_of=now, data_version=uow.data_version())
-    return JSONResponse(body.model_dump(mode="json"), headers={"ETag": result.etag, "X-Data-Version": uow.data_version()})
+    return JSONResponse(
+        body.model_dump(mode="json"), headers={"ETag": result.etag, "X-Data-Version": uow.data_version()}
+    )

@@ -24,16 +24,28 @@ router = APIRouter(prefix="/v1", tags=["estimate"])
     response_model=EstimateResponse,
     operation_id="estimate",
     summary="Memory (breakdown, fit, headroom) and time (band, provenance) for one configuration",
-    responses={422: {"model": Problem, "description": "invalid combination, unknown model/GPU, unsupported architecture"}},
+    responses={
+        422: {
+            "model": Problem,
+            "description": "invalid combination, unknown model/GPU, unsupported architecture",
+        }
+    },
 )
-async def estimate(body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> EstimateResponse:
+async def estimate(
+    body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth
+) -> EstimateResponse:
     return present(uc.estimate(uow, read, body.to_core(), body.gpu, now=dt.datetime.now(dt.UTC)))
 
 
 def present(r: uc.EstimateResult) -> EstimateResponse:
-    return EstimateResponse.from_core(r.estimate, warnings=r.warnings, as_of=r.as_of, data_version=r.data_version,
-                                      estimator_version=r.estimator_version,
-                                      calibration_watermark=r.calibration_watermark)
+    return EstimateResponse.from_core(
+        r.estimate,
+        warnings=r.warnings,
+        as_of=r.as_of,
+        data_version=r.data_version,
+        estimator_version=r.estimator_version,
+        calibration_watermark=r.calibration_watermark,
+    )
 
 
 @router.post(
@@ -42,19 +54,33 @@ def present(r: uc.EstimateResult) -> EstimateResponse:
     operation_id="estimateBatch",
     summary="Up to 256 configurations; each item answers 200 or carries the problem the single call would give",
     description="A body the schema refuses -- an item's field included, e.g. an item without exactly one of "
-                "model, hf_config, params_billion -- is refused whole (422 naming the item's field). What only the "
-                "catalog or the presets can decide (an unknown GPU or model preset) is answered per item.",
+    "model, hf_config, params_billion -- is refused whole (422 naming the item's field). What only the "
+    "catalog or the presets can decide (an unknown GPU or model preset) is answered per item.",
 )
 def estimate_batch(body: BatchRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> BatchResponse:
     # the schema's rule for every item (exactly one model input, ``oneOf``) refuses the whole
     # body, like any other item field the schema refuses; what only the catalog or the model
     # presets can decide (an unknown GPU or preset) is answered per item
-    wrong = [i for i, it in enumerate(body.items) if not has_one_model_input(it.model, it.hf_config, it.params_billion)]
+    wrong = [
+        i
+        for i, it in enumerate(body.items)
+        if not has_one_model_input(it.model, it.hf_config, it.params_billion)
+    ]
     if wrong:
-        raise RequestValidationError([{"type": "value_error", "loc": ("body", "items", i, "model"), "input": None,
-                                       "msg": ONE_MODEL_INPUT} for i in wrong])
-    answers = uc.estimate_batch(uow, read, [(i.to_core(), i.gpu) for i in body.items],
-                                now=dt.datetime.now(dt.UTC))
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("body", "items", i, "model"),
+                    "input": None,
+                    "msg": ONE_MODEL_INPUT,
+                }
+                for i in wrong
+            ]
+        )
+    answers = uc.estimate_batch(
+        uow, read, [(i.to_core(), i.gpu) for i in body.items], now=dt.datetime.now(dt.UTC)
+    )
     items: list[BatchItem] = []
     for i, a in enumerate(answers):
         if isinstance(a, UseCaseError):

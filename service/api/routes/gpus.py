@@ -31,7 +31,9 @@ router = APIRouter(prefix="/v1", tags=["gpus"])
 
 PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 SORT_PATTERN = rf"^-?(?:{'|'.join(sorted(SORT_KEYS))})$"
-GpuName = Annotated[SafeStr, Path(max_length=200, description="slug, alias (nvidia-smi name, GFD label, ...) or PCI id")]
+GpuName = Annotated[
+    SafeStr, Path(max_length=200, description="slug, alias (nvidia-smi name, GFD label, ...) or PCI id")
+]
 Slug = Annotated[SafeStr, Path(max_length=100, description="catalog slug")]
 IF_MATCH_HELP = "the GPU's current ETag (from GET); required: 428 without it, 412 when stale"
 
@@ -43,15 +45,32 @@ async def list_gpus(
     settings: SettingsDep,
     _auth: ReadAuth,
     vendor: Annotated[Literal["nvidia", "amd", "intel"] | None, Query()] = None,
-    architecture: Annotated[SafeStr | None, Query(max_length=64, description="e.g. Hopper, Ada Lovelace")] = None,
+    architecture: Annotated[
+        SafeStr | None, Query(max_length=64, description="e.g. Hopper, Ada Lovelace")
+    ] = None,
     min_usable_memory_bytes: Annotated[int | None, Query(ge=0, le=INT64_MAX)] = None,
-    min_usable_memory_gib: Annotated[float | None, Query(
-        ge=0, le=8e9, allow_inf_nan=False, description="convenience: GiB (2^30 B); at most 8e9 (a 64-bit byte count)"
-    )] = None,
-    supports: Annotated[list[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]] | None, Query(description="repeatable; each must be 'yes'")] = None,
+    min_usable_memory_gib: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            le=8e9,
+            allow_inf_nan=False,
+            description="convenience: GiB (2^30 B); at most 8e9 (a 64-bit byte count)",
+        ),
+    ] = None,
+    supports: Annotated[
+        list[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]] | None,
+        Query(description="repeatable; each must be 'yes'"),
+    ] = None,
     form_factor: Annotated[Literal["pcie", "sxm", "oam"] | None, Query()] = None,
     nvlink_topology: Annotated[Literal["switched", "pairwise", "none"] | None, Query()] = None,
-    sort: Annotated[str, Query(pattern=SORT_PATTERN, description="slug, usable_memory_bytes, bandwidth_gb_per_s, tdp_w, bf16_tflops, fp32_tflops, fp8_tflops, launch_year; prefix '-' for descending")] = "slug",
+    sort: Annotated[
+        str,
+        Query(
+            pattern=SORT_PATTERN,
+            description="slug, usable_memory_bytes, bandwidth_gb_per_s, tdp_w, bf16_tflops, fp32_tflops, fp8_tflops, launch_year; prefix '-' for descending",
+        ),
+    ] = "slug",
     limit: Annotated[int | None, Query(ge=1, le=500)] = None,
     cursor: Annotated[Cursor | None, Query()] = None,
 ) -> GpuList:
@@ -68,10 +87,17 @@ async def list_gpus(
         nvlink_topology=nvlink_topology,
     )
     page = catalog.list_gpus(
-        uow, read, filters, sort=sort, limit=min(limit or settings.page_size_default, settings.page_size_max), cursor=cursor
+        uow,
+        read,
+        filters,
+        sort=sort,
+        limit=min(limit or settings.page_size_default, settings.page_size_max),
+        cursor=cursor,
     )
     items = [gpu_out(r) for r in page.items]
-    return GpuList(items=items, next_cursor=page.next_cursor, count=len(items), data_version=uow.data_version())
+    return GpuList(
+        items=items, next_cursor=page.next_cursor, count=len(items), data_version=uow.data_version()
+    )
 
 
 @router.get(
@@ -90,7 +116,12 @@ async def get_gpu(
     uow: UowDep,
     cache: ReadDep,
     _auth: ReadAuth,
-    on_ambiguous: Annotated[Literal["candidates", "default"], Query(description="'default' resolves an ambiguous name to its stated default, with an assumed_variant warning")] = "candidates",
+    on_ambiguous: Annotated[
+        Literal["candidates", "default"],
+        Query(
+            description="'default' resolves an ambiguous name to its stated default, with an assumed_variant warning"
+        ),
+    ] = "candidates",
     if_none_match: Annotated[SafeStr | None, Header(max_length=2000)] = None,
 ) -> Response:
     view = catalog.resolve_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
@@ -108,7 +139,9 @@ async def get_gpu(
     openapi_extra={"x-body-model": "GpuDocument"},
     responses={409: {"model": Problem, "description": "slug exists"}},
 )
-def create_gpu(uow: UowDep, _auth: AdminAuth, body: Annotated[JsonObject, Body(description="a GpuDocument")]) -> Response:
+def create_gpu(
+    uow: UowDep, _auth: AdminAuth, body: Annotated[JsonObject, Body(description="a GpuDocument")]
+) -> Response:
     record = catalog.create_gpu(uow, validation.gpu_document(body))
     resp = gpu_response(record, uow.data_version(), status_code=201)
     resp.headers["Location"] = gpu_url(record.slug)
@@ -161,7 +194,9 @@ def delete_gpu(
     summary="Reference prices for a GPU (estimates), with per-GPU-hour and FX conversion",
     responses={300: {"model": AmbiguousGpu}, 404: {"model": Problem}},
 )
-async def list_prices(ident: GpuName, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth) -> Response:
+async def list_prices(
+    ident: GpuName, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth
+) -> Response:
     listing = catalog.list_prices(
         uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
     )

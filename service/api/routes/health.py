@@ -22,8 +22,12 @@ def readyz(request: Request) -> JSONResponse:
     warm_up = request.app.state.warm_up
     if warm_up is not None and warm_up.is_alive():
         return JSONResponse(
-            {"type": "https://gpu-advisor.dev/problems/not-ready", "title": "Not ready", "status": 503,
-             "detail": "warming: loading the read snapshot and fitting calibrations"},
+            {
+                "type": "https://gpu-advisor.dev/problems/not-ready",
+                "title": "Not ready",
+                "status": 503,
+                "detail": "warming: loading the read snapshot and fitting calibrations",
+            },
             status_code=503,
             media_type="application/problem+json",
         )
@@ -33,8 +37,12 @@ def readyz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ready", "database": "ok", "data_version": version})
     except Exception as exc:  # any DB failure means not ready
         return JSONResponse(
-            {"type": "https://gpu-advisor.dev/problems/not-ready", "title": "Not ready", "status": 503,
-             "detail": f"database check failed: {type(exc).__name__}"},
+            {
+                "type": "https://gpu-advisor.dev/problems/not-ready",
+                "title": "Not ready",
+                "status": 503,
+                "detail": f"database check failed: {type(exc).__name__}",
+            },
             status_code=503,
             media_type="application/problem+json",
         )

@@ -35,7 +35,9 @@ async def get_model(model_id: Annotated[SafeStr, Path(max_length=200)], _auth: R
     response_model=ModelDetail,
     operation_id="parseModel",
     summary="Parse a Hugging Face config.json body (as-is) into the estimator's architecture",
-    responses={422: {"model": Problem, "description": "unsupported architecture (e.g. MLA) or unusable config"}},
+    responses={
+        422: {"model": Problem, "description": "unsupported architecture (e.g. MLA) or unusable config"}
+    },
 )
 def parse_model(_auth: ReadAuth, body: Annotated[JsonObject, Body(description="config.json")]) -> ModelDetail:
     spec, shape = uc.resolve_model_input(None, body, None)

@@ -21,23 +21,47 @@ router = APIRouter(prefix="/v1", tags=["recommend"])
 EXAMPLES: dict[str, Any] = {
     "l40-or-l20": {
         "summary": "L40 or L20 for my training? (Llama-2-7B LoRA, 1B tokens)",
-        "value": {"workload": {"model": "meta-llama/Llama-2-7b-hf", "mode": "fine-tuning", "precision": "bf16",
-                               "batch_size": 4, "seq_len": 2048, "tokens": 1e9},
-                  "constraints": {"allowed_gpus": ["L40", "L20"], "max_gpus": 8},
-                  "objective": "fastest"},
+        "value": {
+            "workload": {
+                "model": "meta-llama/Llama-2-7b-hf",
+                "mode": "fine-tuning",
+                "precision": "bf16",
+                "batch_size": 4,
+                "seq_len": 2048,
+                "tokens": 1e9,
+            },
+            "constraints": {"allowed_gpus": ["L40", "L20"], "max_gpus": 8},
+            "objective": "fastest",
+        },
     },
     "qwen-72b-20rps": {
         "summary": "Serve Qwen2.5-72B at 20 requests/s: which GPU, how many?",
-        "value": {"workload": {"model": "Qwen/Qwen2.5-72B-Instruct", "mode": "inference", "engine": "vllm",
-                               "input_len": 1024, "input_len_cv": 0.5, "output_len": 256, "output_len_cv": 0.8,
-                               "requests_per_s": 20, "ttft_target_ms": 1000, "tpot_target_ms": 50},
-                  "constraints": {"allowed_gpus": ["H100 SXM", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 64},
-                  "objective": "fastest"},
+        "value": {
+            "workload": {
+                "model": "Qwen/Qwen2.5-72B-Instruct",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 1024,
+                "input_len_cv": 0.5,
+                "output_len": 256,
+                "output_len_cv": 0.8,
+                "requests_per_s": 20,
+                "ttft_target_ms": 1000,
+                "tpot_target_ms": 50,
+            },
+            "constraints": {
+                "allowed_gpus": ["H100 SXM", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"],
+                "max_gpus": 64,
+            },
+            "objective": "fastest",
+        },
     },
     "power-capped-pcie": {
         "summary": "Llama-3-8B fine-tuning under a 300 W per-GPU cap, PCIe only",
-        "value": {"workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "seq_len": 2048},
-                  "constraints": {"max_power_w_per_gpu": 300, "form_factors": ["pcie"]}},
+        "value": {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "seq_len": 2048},
+            "constraints": {"max_power_w_per_gpu": 300, "form_factors": ["pcie"]},
+        },
     },
 }
 
@@ -48,8 +72,12 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def _json(doc: dict[str, Any], *, status: int = 200) -> Response:
     """The answer, serialised once (the document is already JSON-ready)."""
-    return Response(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode(), status_code=status,
-                    media_type="application/json", headers={"X-Data-Version": str(doc.get("data_version", ""))})
+    return Response(
+        json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode(),
+        status_code=status,
+        media_type="application/json",
+        headers={"X-Data-Version": str(doc.get("data_version", ""))},
+    )
 
 
 @router.post(
@@ -58,22 +86,32 @@ def _json(doc: dict[str, Any], *, status: int = 200) -> Response:
     operation_id="recommend",
     summary="Ranked, explained, priced GPU choices for a job (the answer is stored: GET /v1/recommendations/{id})",
     description="The workload is what /v1/estimate takes, without the GPU. Options are ranked by the objective; "
-                "`within_error_of_best` compares ratios to the best with the cross-GPU ratio uncertainty; every "
-                "excluded GPU carries a reason code and its numbers; sentences follow Accept-Language (en, zh). "
-                "The same question on the same data (data_version) from the same caller gets the same recommendation_id; "
-                "an answer asked for with an API key is readable only with that key (or an admin key).",
+    "`within_error_of_best` compares ratios to the best with the cross-GPU ratio uncertainty; every "
+    "excluded GPU carries a reason code and its numbers; sentences follow Accept-Language (en, zh). "
+    "The same question on the same data (data_version) from the same caller gets the same recommendation_id; "
+    "an answer asked for with an API key is readable only with that key (or an admin key).",
     responses=RESPONSES,
 )
 async def recommend(
-    uow: UowDep, read: ReadDep, caller: OptionalPrincipal, settings: SettingsDep,
+    uow: UowDep,
+    read: ReadDep,
+    caller: OptionalPrincipal,
+    settings: SettingsDep,
     body: Annotated[RecommendRequest, Body(openapi_examples=EXAMPLES)],
     accept_language: Annotated[str | None, Header()] = None,
 ) -> Response:
     request = body.model_dump(mode="json")
-    _outcome, doc = await run_in_threadpool(uc.recommend, uow, read, body.to_core(), request,
-                                           now=dt.datetime.now(dt.UTC), present=document,
-                                           price_stale_days=settings.price_stale_days,
-                                           owner=caller.key_id if caller is not None else None)
+    _outcome, doc = await run_in_threadpool(
+        uc.recommend,
+        uow,
+        read,
+        body.to_core(),
+        request,
+        now=dt.datetime.now(dt.UTC),
+        present=document,
+        price_stale_days=settings.price_stale_days,
+        owner=caller.key_id if caller is not None else None,
+    )
     return _json(localise(doc, language(accept_language)))
 
 
@@ -83,18 +121,28 @@ async def recommend(
     operation_id="getRecommendation",
     summary="A stored recommendation, as it was answered (sentences in the reader's Accept-Language)",
     description="An answer asked for with an API key is read with that key (or an admin key); to anyone else "
-                "it is 404, like an unknown id. An answer asked for without a key is readable by its id.",
-    responses={401: {"model": Problem, "description": "an invalid API key was sent"},
-               404: {"model": Problem, "description": "no such stored answer for this caller (or pruned after "
-                                                      "the retention)"}},
+    "it is 404, like an unknown id. An answer asked for without a key is readable by its id.",
+    responses={
+        401: {"model": Problem, "description": "an invalid API key was sent"},
+        404: {
+            "model": Problem,
+            "description": "no such stored answer for this caller (or pruned after the retention)",
+        },
+    },
 )
 async def get_recommendation(
-    uow: ReadUowDep, caller: OptionalPrincipal,
-    recommendation_id: Annotated[str, Path(pattern=RECOMMENDATION_ID_PATTERN,
-                                           examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"])],
+    uow: ReadUowDep,
+    caller: OptionalPrincipal,
+    recommendation_id: Annotated[
+        str, Path(pattern=RECOMMENDATION_ID_PATTERN, examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"])
+    ],
     accept_language: Annotated[str | None, Header()] = None,
 ) -> Response:
-    stored = await run_in_threadpool(uc.get_recommendation, uow, recommendation_id,
-                                     reader=caller.key_id if caller is not None else None,
-                                     admin=caller is not None and caller.scope == "admin")
+    stored = await run_in_threadpool(
+        uc.get_recommendation,
+        uow,
+        recommendation_id,
+        reader=caller.key_id if caller is not None else None,
+        admin=caller is not None and caller.scope == "admin",
+    )
     return _json(localise(dict(stored.response), language(accept_language)))

@@ -129,8 +129,17 @@ class DecoderSpec:
     kind: Literal["decoder"] = field(default="decoder", init=False)
 
     def __post_init__(self) -> None:
-        for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
-                     "intermediate_size", "vocab_size", "num_experts", "experts_per_token"):
+        for name in (
+            "hidden_size",
+            "num_layers",
+            "num_heads",
+            "num_kv_heads",
+            "head_dim",
+            "intermediate_size",
+            "vocab_size",
+            "num_experts",
+            "experts_per_token",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{self.id}: {name} must be >= 1")
         if self.num_heads % self.num_kv_heads:
@@ -279,10 +288,12 @@ class DecoderSpec:
     def describe(self) -> str:
         """One line: the shape in words."""
         moe = f", {self.num_experts} experts top-{self.experts_per_token}" if self.is_moe else ""
-        return (f"{self.num_layers} layers, hidden {self.hidden_size}, {self.num_heads} heads "
-                f"({self.num_kv_heads} KV) of {self.head_dim}, FFN {self.intermediate_size}"
-                f"{' SwiGLU' if self.gated_mlp else ''}{moe}, vocab {self.vocab_size}"
-                f"{', tied embeddings' if self.tie_word_embeddings else ''}")
+        return (
+            f"{self.num_layers} layers, hidden {self.hidden_size}, {self.num_heads} heads "
+            f"({self.num_kv_heads} KV) of {self.head_dim}, FFN {self.intermediate_size}"
+            f"{' SwiGLU' if self.gated_mlp else ''}{moe}, vocab {self.vocab_size}"
+            f"{', tied embeddings' if self.tie_word_embeddings else ''}"
+        )
 
 
 class _Counts(NamedTuple):
@@ -333,8 +344,19 @@ def _decoder_counts(m: DecoderSpec) -> _Counts:
     shapes["down_proj"] = (f, h, e)
     if e > 1:
         shapes["router"] = (h, e, 1)
-    return _Counts(attention, expert, router, norms, per_layer, active_per_layer, embedding, total,
-                   active, matmul, shapes)
+    return _Counts(
+        attention,
+        expert,
+        router,
+        norms,
+        per_layer,
+        active_per_layer,
+        embedding,
+        total,
+        active,
+        matmul,
+        shapes,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -412,8 +434,10 @@ class EncoderSpec:
         }
 
     def describe(self) -> str:
-        return (f"BERT encoder: {self.num_layers} layers, hidden {self.hidden_size}, "
-                f"{self.num_heads} heads, FFN {self.intermediate_size}, vocab {self.vocab_size}")
+        return (
+            f"BERT encoder: {self.num_layers} layers, hidden {self.hidden_size}, "
+            f"{self.num_heads} heads, FFN {self.intermediate_size}, vocab {self.vocab_size}"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -541,19 +565,53 @@ ModelSpec = DecoderSpec | EncoderSpec | CnnSpec
 
 
 def _llama(
-    id: str, h: int, layers: int, heads: int, kv: int, ffn: int, vocab: int, *,
-    hf_id: str | None, family: str, rope_theta: float, max_pos: int, eps: float = 1e-5,
-    head_dim: int | None = None, tie: bool = False, experts: int = 1, top_k: int = 1,
-    aliases: tuple[str, ...] = (), source: str = "", notes: str = "",
-    attention_bias: bool = False, qkv_bias_only: bool = False, sliding_window: int | None = None,
+    id: str,
+    h: int,
+    layers: int,
+    heads: int,
+    kv: int,
+    ffn: int,
+    vocab: int,
+    *,
+    hf_id: str | None,
+    family: str,
+    rope_theta: float,
+    max_pos: int,
+    eps: float = 1e-5,
+    head_dim: int | None = None,
+    tie: bool = False,
+    experts: int = 1,
+    top_k: int = 1,
+    aliases: tuple[str, ...] = (),
+    source: str = "",
+    notes: str = "",
+    attention_bias: bool = False,
+    qkv_bias_only: bool = False,
+    sliding_window: int | None = None,
 ) -> DecoderSpec:
     return DecoderSpec(
-        id=id, hidden_size=h, num_layers=layers, num_heads=heads, num_kv_heads=kv,
-        head_dim=head_dim or h // heads, intermediate_size=ffn, vocab_size=vocab,
-        tie_word_embeddings=tie, attention_bias=attention_bias, mlp_bias=False, gated_mlp=True,
-        num_experts=experts, experts_per_token=top_k, max_position_embeddings=max_pos,
-        rope_theta=rope_theta, rms_norm_eps=eps, hf_id=hf_id, family=family,
-        qkv_bias_only=qkv_bias_only, sliding_window=sliding_window, aliases=aliases,
+        id=id,
+        hidden_size=h,
+        num_layers=layers,
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=head_dim or h // heads,
+        intermediate_size=ffn,
+        vocab_size=vocab,
+        tie_word_embeddings=tie,
+        attention_bias=attention_bias,
+        mlp_bias=False,
+        gated_mlp=True,
+        num_experts=experts,
+        experts_per_token=top_k,
+        max_position_embeddings=max_pos,
+        rope_theta=rope_theta,
+        rms_norm_eps=eps,
+        hf_id=hf_id,
+        family=family,
+        qkv_bias_only=qkv_bias_only,
+        sliding_window=sliding_window,
+        aliases=aliases,
         source=source or (f"https://huggingface.co/{hf_id}/blob/main/config.json" if hf_id else ""),
         notes=notes,
     )
@@ -563,107 +621,391 @@ _GT_NOTE = "ground-truth shape trained on the H200 by the benchmark agent (built
 
 _PRESET_LIST: tuple[ModelSpec, ...] = (
     # Llama 2 (4096 context, RoPE 1e4, RMSNorm eps 1e-5 in the HF configs)
-    _llama("llama2-7b", 4096, 32, 32, 32, 11008, 32000, hf_id="meta-llama/Llama-2-7b-hf",
-           family="llama2", rope_theta=10000.0, max_pos=4096,
-           aliases=("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b")),
-    _llama("llama2-13b", 5120, 40, 40, 40, 13824, 32000, hf_id="meta-llama/Llama-2-13b-hf",
-           family="llama2", rope_theta=10000.0, max_pos=4096,
-           aliases=("meta-llama/Llama-2-13b-chat-hf", "llama-2-13b")),
-    _llama("llama2-70b", 8192, 80, 64, 8, 28672, 32000, hf_id="meta-llama/Llama-2-70b-hf",
-           family="llama2", rope_theta=10000.0, max_pos=4096,
-           aliases=("meta-llama/Llama-2-70b-chat-hf", "llama-2-70b")),
+    _llama(
+        "llama2-7b",
+        4096,
+        32,
+        32,
+        32,
+        11008,
+        32000,
+        hf_id="meta-llama/Llama-2-7b-hf",
+        family="llama2",
+        rope_theta=10000.0,
+        max_pos=4096,
+        aliases=("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
+    ),
+    _llama(
+        "llama2-13b",
+        5120,
+        40,
+        40,
+        40,
+        13824,
+        32000,
+        hf_id="meta-llama/Llama-2-13b-hf",
+        family="llama2",
+        rope_theta=10000.0,
+        max_pos=4096,
+        aliases=("meta-llama/Llama-2-13b-chat-hf", "llama-2-13b"),
+    ),
+    _llama(
+        "llama2-70b",
+        8192,
+        80,
+        64,
+        8,
+        28672,
+        32000,
+        hf_id="meta-llama/Llama-2-70b-hf",
+        family="llama2",
+        rope_theta=10000.0,
+        max_pos=4096,
+        aliases=("meta-llama/Llama-2-70b-chat-hf", "llama-2-70b"),
+    ),
     # Llama 3 (8192 context) and 3.1 (131072 context, llama3 RoPE scaling; same weights shape)
-    _llama("llama3-8b", 4096, 32, 32, 8, 14336, 128256, hf_id="meta-llama/Meta-Llama-3-8B",
-           family="llama3", rope_theta=500000.0, max_pos=8192,
-           aliases=("meta-llama/Meta-Llama-3-8B-Instruct", "llama-3-8b")),
-    _llama("llama3-70b", 8192, 80, 64, 8, 28672, 128256, hf_id="meta-llama/Meta-Llama-3-70B",
-           family="llama3", rope_theta=500000.0, max_pos=8192,
-           aliases=("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3-70b")),
-    _llama("llama3.1-8b", 4096, 32, 32, 8, 14336, 128256, hf_id="meta-llama/Llama-3.1-8B",
-           family="llama3.1", rope_theta=500000.0, max_pos=131072,
-           aliases=("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct",
-                    "meta-llama/Meta-Llama-3.1-8B-Instruct")),
-    _llama("llama3.1-70b", 8192, 80, 64, 8, 28672, 128256, hf_id="meta-llama/Llama-3.1-70B",
-           family="llama3.1", rope_theta=500000.0, max_pos=131072,
-           aliases=("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct",
-                    "meta-llama/Meta-Llama-3.1-70B-Instruct")),
-    _llama("llama3.1-405b", 16384, 126, 128, 8, 53248, 128256, hf_id="meta-llama/Llama-3.1-405B",
-           family="llama3.1", rope_theta=500000.0, max_pos=131072,
-           aliases=("meta-llama/Meta-Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct",
-                    "meta-llama/Meta-Llama-3.1-405B-Instruct")),
+    _llama(
+        "llama3-8b",
+        4096,
+        32,
+        32,
+        8,
+        14336,
+        128256,
+        hf_id="meta-llama/Meta-Llama-3-8B",
+        family="llama3",
+        rope_theta=500000.0,
+        max_pos=8192,
+        aliases=("meta-llama/Meta-Llama-3-8B-Instruct", "llama-3-8b"),
+    ),
+    _llama(
+        "llama3-70b",
+        8192,
+        80,
+        64,
+        8,
+        28672,
+        128256,
+        hf_id="meta-llama/Meta-Llama-3-70B",
+        family="llama3",
+        rope_theta=500000.0,
+        max_pos=8192,
+        aliases=("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3-70b"),
+    ),
+    _llama(
+        "llama3.1-8b",
+        4096,
+        32,
+        32,
+        8,
+        14336,
+        128256,
+        hf_id="meta-llama/Llama-3.1-8B",
+        family="llama3.1",
+        rope_theta=500000.0,
+        max_pos=131072,
+        aliases=(
+            "meta-llama/Meta-Llama-3.1-8B",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "meta-llama/Meta-Llama-3.1-8B-Instruct",
+        ),
+    ),
+    _llama(
+        "llama3.1-70b",
+        8192,
+        80,
+        64,
+        8,
+        28672,
+        128256,
+        hf_id="meta-llama/Llama-3.1-70B",
+        family="llama3.1",
+        rope_theta=500000.0,
+        max_pos=131072,
+        aliases=(
+            "meta-llama/Meta-Llama-3.1-70B",
+            "meta-llama/Llama-3.1-70B-Instruct",
+            "meta-llama/Meta-Llama-3.1-70B-Instruct",
+        ),
+    ),
+    _llama(
+        "llama3.1-405b",
+        16384,
+        126,
+        128,
+        8,
+        53248,
+        128256,
+        hf_id="meta-llama/Llama-3.1-405B",
+        family="llama3.1",
+        rope_theta=500000.0,
+        max_pos=131072,
+        aliases=(
+            "meta-llama/Meta-Llama-3.1-405B",
+            "meta-llama/Llama-3.1-405B-Instruct",
+            "meta-llama/Meta-Llama-3.1-405B-Instruct",
+        ),
+    ),
     # Mistral / Mixtral (v0.1)
-    _llama("mistral-7b", 4096, 32, 32, 8, 14336, 32000, hf_id="mistralai/Mistral-7B-v0.1",
-           family="mistral", rope_theta=10000.0, max_pos=32768, sliding_window=4096,
-           aliases=("mistralai/Mistral-7B-Instruct-v0.1", "mistral-7b-v0.1")),
-    _llama("mixtral-8x7b", 4096, 32, 32, 8, 14336, 32000, hf_id="mistralai/Mixtral-8x7B-v0.1",
-           family="mixtral", rope_theta=1e6, max_pos=32768, experts=8, top_k=2,
-           aliases=("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b-v0.1")),
+    _llama(
+        "mistral-7b",
+        4096,
+        32,
+        32,
+        8,
+        14336,
+        32000,
+        hf_id="mistralai/Mistral-7B-v0.1",
+        family="mistral",
+        rope_theta=10000.0,
+        max_pos=32768,
+        sliding_window=4096,
+        aliases=("mistralai/Mistral-7B-Instruct-v0.1", "mistral-7b-v0.1"),
+    ),
+    _llama(
+        "mixtral-8x7b",
+        4096,
+        32,
+        32,
+        8,
+        14336,
+        32000,
+        hf_id="mistralai/Mixtral-8x7B-v0.1",
+        family="mixtral",
+        rope_theta=1e6,
+        max_pos=32768,
+        experts=8,
+        top_k=2,
+        aliases=("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b-v0.1"),
+    ),
     # Qwen2.5 (q/k/v biases, untied embeddings from 7B up, RMSNorm eps 1e-6, RoPE 1e6)
-    _llama("qwen2.5-7b", 3584, 28, 28, 4, 18944, 152064, hf_id="Qwen/Qwen2.5-7B", family="qwen2.5",
-           rope_theta=1e6, max_pos=131072, eps=1e-6, attention_bias=True, qkv_bias_only=True,
-           aliases=("Qwen/Qwen2.5-7B-Instruct",)),
-    _llama("qwen2.5-14b", 5120, 48, 40, 8, 13824, 152064, hf_id="Qwen/Qwen2.5-14B", family="qwen2.5",
-           rope_theta=1e6, max_pos=131072, eps=1e-5, attention_bias=True, qkv_bias_only=True,
-           aliases=("Qwen/Qwen2.5-14B-Instruct",)),
-    _llama("qwen2.5-32b", 5120, 64, 40, 8, 27648, 152064, hf_id="Qwen/Qwen2.5-32B", family="qwen2.5",
-           rope_theta=1e6, max_pos=131072, eps=1e-5, attention_bias=True, qkv_bias_only=True,
-           aliases=("Qwen/Qwen2.5-32B-Instruct",)),
-    _llama("qwen2.5-72b", 8192, 80, 64, 8, 29568, 152064, hf_id="Qwen/Qwen2.5-72B", family="qwen2.5",
-           rope_theta=1e6, max_pos=131072, eps=1e-5, attention_bias=True, qkv_bias_only=True,
-           aliases=("Qwen/Qwen2.5-72B-Instruct",)),
+    _llama(
+        "qwen2.5-7b",
+        3584,
+        28,
+        28,
+        4,
+        18944,
+        152064,
+        hf_id="Qwen/Qwen2.5-7B",
+        family="qwen2.5",
+        rope_theta=1e6,
+        max_pos=131072,
+        eps=1e-6,
+        attention_bias=True,
+        qkv_bias_only=True,
+        aliases=("Qwen/Qwen2.5-7B-Instruct",),
+    ),
+    _llama(
+        "qwen2.5-14b",
+        5120,
+        48,
+        40,
+        8,
+        13824,
+        152064,
+        hf_id="Qwen/Qwen2.5-14B",
+        family="qwen2.5",
+        rope_theta=1e6,
+        max_pos=131072,
+        eps=1e-5,
+        attention_bias=True,
+        qkv_bias_only=True,
+        aliases=("Qwen/Qwen2.5-14B-Instruct",),
+    ),
+    _llama(
+        "qwen2.5-32b",
+        5120,
+        64,
+        40,
+        8,
+        27648,
+        152064,
+        hf_id="Qwen/Qwen2.5-32B",
+        family="qwen2.5",
+        rope_theta=1e6,
+        max_pos=131072,
+        eps=1e-5,
+        attention_bias=True,
+        qkv_bias_only=True,
+        aliases=("Qwen/Qwen2.5-32B-Instruct",),
+    ),
+    _llama(
+        "qwen2.5-72b",
+        8192,
+        80,
+        64,
+        8,
+        29568,
+        152064,
+        hf_id="Qwen/Qwen2.5-72B",
+        family="qwen2.5",
+        rope_theta=1e6,
+        max_pos=131072,
+        eps=1e-5,
+        attention_bias=True,
+        qkv_bias_only=True,
+        aliases=("Qwen/Qwen2.5-72B-Instruct",),
+    ),
     # GPT-3 175B (Brown et al. 2020): learned positions, LayerNorm, GELU MLP 4h, biases, tied.
     DecoderSpec(
-        id="gpt3-175b", hidden_size=12288, num_layers=96, num_heads=96, num_kv_heads=96,
-        head_dim=128, intermediate_size=49152, vocab_size=50257, tie_word_embeddings=True,
-        attention_bias=True, mlp_bias=True, gated_mlp=False, num_experts=1, experts_per_token=1,
-        max_position_embeddings=2048, rope_theta=0.0, rms_norm_eps=1e-5, hf_id=None,
-        family="gpt3", norm="layernorm", position_embedding="learned", activation="gelu",
+        id="gpt3-175b",
+        hidden_size=12288,
+        num_layers=96,
+        num_heads=96,
+        num_kv_heads=96,
+        head_dim=128,
+        intermediate_size=49152,
+        vocab_size=50257,
+        tie_word_embeddings=True,
+        attention_bias=True,
+        mlp_bias=True,
+        gated_mlp=False,
+        num_experts=1,
+        experts_per_token=1,
+        max_position_embeddings=2048,
+        rope_theta=0.0,
+        rms_norm_eps=1e-5,
+        hf_id=None,
+        family="gpt3",
+        norm="layernorm",
+        position_embedding="learned",
+        activation="gelu",
         aliases=("gpt-3", "gpt3", "davinci"),
         source="Brown et al. 2020, Language Models are Few-Shot Learners, table 2.1",
         notes="dense attention assumed (the paper alternates dense and locally banded sparse "
-              "layers; parameters are unaffected)",
+        "layers; parameters are unaffected)",
     ),
     EncoderSpec(
-        id="bert-base", hidden_size=768, num_layers=12, num_heads=12, intermediate_size=3072,
-        vocab_size=30522, max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12,
-        hf_id="google-bert/bert-base-uncased", family="bert",
+        id="bert-base",
+        hidden_size=768,
+        num_layers=12,
+        num_heads=12,
+        intermediate_size=3072,
+        vocab_size=30522,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        layer_norm_eps=1e-12,
+        hf_id="google-bert/bert-base-uncased",
+        family="bert",
         aliases=("bert-base-uncased", "bert-base-cased"),
         source="https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json",
         notes="uncased vocabulary (30522); bert-base-cased has 28996 tokens",
     ),
     EncoderSpec(
-        id="bert-large", hidden_size=1024, num_layers=24, num_heads=16, intermediate_size=4096,
-        vocab_size=30522, max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12,
-        hf_id="google-bert/bert-large-uncased", family="bert",
+        id="bert-large",
+        hidden_size=1024,
+        num_layers=24,
+        num_heads=16,
+        intermediate_size=4096,
+        vocab_size=30522,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        layer_norm_eps=1e-12,
+        hf_id="google-bert/bert-large-uncased",
+        family="bert",
         aliases=("bert-large-uncased", "bert-large-cased"),
         source="https://huggingface.co/google-bert/bert-large-uncased/blob/main/config.json",
         notes="uncased vocabulary (30522); bert-large-cased has 28996 tokens",
     ),
     CnnSpec(
-        id="resnet50", block_counts=(3, 4, 6, 3), base_width=64, num_classes=1000, image_size=224,
-        hf_id="microsoft/resnet-50", family="resnet", aliases=("resnet-50", "torchvision/resnet50"),
+        id="resnet50",
+        block_counts=(3, 4, 6, 3),
+        base_width=64,
+        num_classes=1000,
+        image_size=224,
+        hf_id="microsoft/resnet-50",
+        family="resnet",
+        aliases=("resnet-50", "torchvision/resnet50"),
         source="torchvision.models.resnet50 (He et al. 2016, v1.5 layout)",
     ),
     # Ground-truth shapes (Llama layout, SwiGLU, no biases, untied, RMSNorm eps 1e-5).
-    _llama("gt-llama-110m", 768, 12, 12, 12, 2048, 32000, hf_id=None, family="gt-llama",
-           rope_theta=10000.0, max_pos=4096, notes=_GT_NOTE),
-    _llama("gt-llama-350m", 1024, 24, 16, 16, 2816, 32000, hf_id=None, family="gt-llama",
-           rope_theta=10000.0, max_pos=4096, notes=_GT_NOTE),
-    _llama("gt-llama-1b-v32k", 2048, 16, 32, 8, 8192, 32000, hf_id=None, family="gt-llama",
-           rope_theta=10000.0, max_pos=4096,
-           notes=_GT_NOTE + "; Llama-3.2-1B shape with a 32k vocabulary, untied"),
-    _llama("gt-llama-1b-v128k", 2048, 16, 32, 8, 8192, 128256, hf_id=None, family="gt-llama",
-           rope_theta=500000.0, max_pos=131072,
-           notes=_GT_NOTE + "; Llama-3.2-1B shape (128k vocabulary), untied"),
-    _llama("gt-llama-3b", 3072, 28, 24, 8, 8192, 128256, hf_id=None, family="gt-llama",
-           rope_theta=500000.0, max_pos=131072,
-           notes=_GT_NOTE + "; Llama-3.2-3B shape, untied"),
-    _llama("tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000,
-           hf_id="TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", family="tinyllama",
-           rope_theta=10000.0, max_pos=4096,
-           aliases=("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "tinyllama"),
-           notes=_GT_NOTE + "; max_position_embeddings raised from the published 2048 to 4096 so "
-                 "the sweep can train 4096-token sequences (RoPE: no parameters change)"),
+    _llama(
+        "gt-llama-110m",
+        768,
+        12,
+        12,
+        12,
+        2048,
+        32000,
+        hf_id=None,
+        family="gt-llama",
+        rope_theta=10000.0,
+        max_pos=4096,
+        notes=_GT_NOTE,
+    ),
+    _llama(
+        "gt-llama-350m",
+        1024,
+        24,
+        16,
+        16,
+        2816,
+        32000,
+        hf_id=None,
+        family="gt-llama",
+        rope_theta=10000.0,
+        max_pos=4096,
+        notes=_GT_NOTE,
+    ),
+    _llama(
+        "gt-llama-1b-v32k",
+        2048,
+        16,
+        32,
+        8,
+        8192,
+        32000,
+        hf_id=None,
+        family="gt-llama",
+        rope_theta=10000.0,
+        max_pos=4096,
+        notes=_GT_NOTE + "; Llama-3.2-1B shape with a 32k vocabulary, untied",
+    ),
+    _llama(
+        "gt-llama-1b-v128k",
+        2048,
+        16,
+        32,
+        8,
+        8192,
+        128256,
+        hf_id=None,
+        family="gt-llama",
+        rope_theta=500000.0,
+        max_pos=131072,
+        notes=_GT_NOTE + "; Llama-3.2-1B shape (128k vocabulary), untied",
+    ),
+    _llama(
+        "gt-llama-3b",
+        3072,
+        28,
+        24,
+        8,
+        8192,
+        128256,
+        hf_id=None,
+        family="gt-llama",
+        rope_theta=500000.0,
+        max_pos=131072,
+        notes=_GT_NOTE + "; Llama-3.2-3B shape, untied",
+    ),
+    _llama(
+        "tinyllama-1.1b",
+        2048,
+        22,
+        32,
+        4,
+        5632,
+        32000,
+        hf_id="TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+        family="tinyllama",
+        rope_theta=10000.0,
+        max_pos=4096,
+        aliases=("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "tinyllama"),
+        notes=_GT_NOTE + "; max_position_embeddings raised from the published 2048 to 4096 so "
+        "the sweep can train 4096-token sequences (RoPE: no parameters change)",
+    ),
 )
 
 PRESETS: dict[str, ModelSpec] = {m.id: m for m in _PRESET_LIST}
@@ -772,12 +1114,15 @@ def from_hf_config(cfg: Mapping[str, Any], id: str | None = None) -> ModelSpec:
     arch = str(archs[0]) if archs else mtype or "?"
     if mtype in _MLA_TYPES or "kv_lora_rank" in cfg or "q_lora_rank" in cfg:
         raise UnsupportedArchitecture(
-            arch, "multi-head latent attention (MLA) compresses K/V into a latent; "
-                  "parameter counts and KV cache differ from grouped-query attention")
+            arch,
+            "multi-head latent attention (MLA) compresses K/V into a latent; "
+            "parameter counts and KV cache differ from grouped-query attention",
+        )
     if mtype == "bert":
         h = int(_req(cfg, "hidden_size"))
         return EncoderSpec(
-            id=id or str(cfg.get("_name_or_path") or "custom-bert"), hidden_size=h,
+            id=id or str(cfg.get("_name_or_path") or "custom-bert"),
+            hidden_size=h,
             num_layers=int(_req(cfg, "num_hidden_layers")),
             num_heads=int(_req(cfg, "num_attention_heads")),
             intermediate_size=int(_req(cfg, "intermediate_size")),
@@ -785,12 +1130,15 @@ def from_hf_config(cfg: Mapping[str, Any], id: str | None = None) -> ModelSpec:
             max_position_embeddings=int(cfg.get("max_position_embeddings", 512)),
             type_vocab_size=int(cfg.get("type_vocab_size", 2)),
             layer_norm_eps=float(cfg.get("layer_norm_eps", 1e-12)),
-            hf_id=None, family="bert", source="config.json",
+            hf_id=None,
+            family="bert",
+            source="config.json",
         )
     if mtype not in {"llama", "mistral", "mixtral", "qwen2", "qwen3"}:
         raise UnsupportedArchitecture(
-            arch, f"model_type {mtype!r} is not modelled; supported: llama, mistral, mixtral, "
-                  "qwen2, qwen3, bert")
+            arch,
+            f"model_type {mtype!r} is not modelled; supported: llama, mistral, mixtral, qwen2, qwen3, bert",
+        )
     if cfg.get("text_config") is not None or cfg.get("vision_config") is not None:
         raise UnsupportedArchitecture(arch, "multimodal wrappers are not modelled")
     h = int(_req(cfg, "hidden_size"))
@@ -817,17 +1165,28 @@ def from_hf_config(cfg: Mapping[str, Any], id: str | None = None) -> ModelSpec:
     sw = cfg.get("sliding_window") if cfg.get("use_sliding_window", mtype == "mistral") else None
     return DecoderSpec(
         id=id or str(cfg.get("_name_or_path") or f"custom-{mtype}"),
-        hidden_size=h, num_layers=int(_req(cfg, "num_hidden_layers")), num_heads=heads,
-        num_kv_heads=kv, head_dim=head_dim, intermediate_size=int(_req(cfg, "intermediate_size")),
+        hidden_size=h,
+        num_layers=int(_req(cfg, "num_hidden_layers")),
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=head_dim,
+        intermediate_size=int(_req(cfg, "intermediate_size")),
         vocab_size=int(_req(cfg, "vocab_size")),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        attention_bias=attention_bias, mlp_bias=bool(cfg.get("mlp_bias", False)), gated_mlp=True,
-        num_experts=experts, experts_per_token=top_k,
+        attention_bias=attention_bias,
+        mlp_bias=bool(cfg.get("mlp_bias", False)),
+        gated_mlp=True,
+        num_experts=experts,
+        experts_per_token=top_k,
         max_position_embeddings=int(cfg.get("max_position_embeddings", 4096)),
         rope_theta=float(rope_theta if rope_theta is not None else 10000.0),
         rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
-        hf_id=None, family=mtype, qkv_bias_only=qkv_bias_only, qk_norm=(mtype == "qwen3"),
-        sliding_window=int(sw) if sw else None, source="config.json",
+        hf_id=None,
+        family=mtype,
+        qkv_bias_only=qkv_bias_only,
+        qk_norm=(mtype == "qwen3"),
+        sliding_window=int(sw) if sw else None,
+        source="config.json",
     )
 
 
@@ -853,14 +1212,27 @@ def from_parameter_count(n_billion: float) -> tuple[DecoderSpec, str]:
         hd = 128 if h >= 1024 else 64
         layers = max(4, h // 128)
         ffn = -(-(8 * h // 3) // 256) * 256
-        spec = _llama(f"assumed-{n_billion:g}b", h, layers, h // hd, h // hd, ffn, 32000,
-                      hf_id=None, family="assumed", rope_theta=10000.0, max_pos=4096,
-                      source="assumed shape")
+        spec = _llama(
+            f"assumed-{n_billion:g}b",
+            h,
+            layers,
+            h // hd,
+            h // hd,
+            ffn,
+            32000,
+            hf_id=None,
+            family="assumed",
+            rope_theta=10000.0,
+            max_pos=4096,
+            source="assumed shape",
+        )
         if best is None or abs(spec.total_params - target) < abs(best.total_params - target):
             best = spec
         if spec.total_params > target * 2:
             break
     assert best is not None
-    text = (f"assumed a Llama-2-style dense shape for {n_billion:g}B parameters: {best.describe()} "
-            f"({best.total_params / 1e9:.2f}B parameters)")
+    text = (
+        f"assumed a Llama-2-style dense shape for {n_billion:g}B parameters: {best.describe()} "
+        f"({best.total_params / 1e9:.2f}B parameters)"
+    )
     return best, text

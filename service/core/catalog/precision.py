@@ -13,8 +13,15 @@ from dataclasses import dataclass
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp_fp16", "amp_bf16", "fp16", "bf16", "fp8", "int8", "int4")
 
 PEAK_KEY: dict[str, str] = {
-    "fp32": "fp32", "tf32": "tf32", "amp_fp16": "fp16", "fp16": "fp16", "amp_bf16": "bf16",
-    "bf16": "bf16", "fp8": "fp8", "int8": "int8", "int4": "int4",
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "amp_fp16": "fp16",
+    "fp16": "fp16",
+    "amp_bf16": "bf16",
+    "bf16": "bf16",
+    "fp8": "fp8",
+    "int8": "int8",
+    "int4": "int4",
 }
 """Precision -> the dense peak it runs at (catalog ``<key>_tflops`` / ``<key>_tops``)."""
 

@@ -99,7 +99,9 @@ def aliases_of(document: Mapping[str, Any]) -> tuple[AliasName, ...]:
     wanted.setdefault((normalise_name(name), "name"), (name, False))
     for pci in (document.get("identity") or {}).get("pci_device_ids") or ():
         wanted[(pci, "pci")] = (pci, False)
-    return tuple(AliasName(name=n, norm=norm, kind=kind, is_default=d) for (norm, kind), (n, d) in wanted.items())
+    return tuple(
+        AliasName(name=n, norm=norm, kind=kind, is_default=d) for (norm, kind), (n, d) in wanted.items()
+    )
 
 
 # ---- records -----------------------------------------------------------------------------

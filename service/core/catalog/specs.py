@@ -20,6 +20,7 @@ FORM_FACTORS: tuple[str, ...] = ("pcie", "sxm", "oam")
 NVLINK_TOPOLOGIES: tuple[str, ...] = ("switched", "pairwise", "none")
 VENDORS: tuple[str, ...] = ("nvidia", "amd", "intel")
 
+
 @dataclass(frozen=True, slots=True)
 class NodeShape:
     """How GPUs of this model connect inside a node. Bandwidths per direction, GB/s (1e9 B/s).
@@ -131,8 +132,9 @@ def _peaks_from_doc(peaks: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def _derived(doc: Mapping[str, Any]) -> tuple[dict[str, tuple[float, float]], tuple[float, float] | None,
-                                              dict[str, str]]:
+def _derived(
+    doc: Mapping[str, Any],
+) -> tuple[dict[str, tuple[float, float]], tuple[float, float] | None, dict[str, str]]:
     """Peak ranges, bandwidth range and derivation texts from the document's ``derived`` sources
     (the plain-data twin of ``GpuDocument.derived_figures()``)."""
     ranges: dict[str, tuple[float, float]] = {}
@@ -281,9 +283,7 @@ class Resolution:
         return len(self.slugs) > 1
 
 
-def resolve_name(
-    query: str, index: Mapping[str, Iterable[AliasEntry]], *, max_close: int = 5
-) -> Resolution:
+def resolve_name(query: str, index: Mapping[str, Iterable[AliasEntry]], *, max_close: int = 5) -> Resolution:
     """Resolve ``query`` against an alias index (normalised alias -> entries).
 
     Lookup order: the normalised query, then the query without vendor words. Each slug is

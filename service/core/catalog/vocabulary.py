@@ -148,7 +148,9 @@ class WorkloadDef:
 
 
 _PRECISION = ParamDef("precision", "enum", required=True, choices=PRECISIONS, description="numeric mode")
-_BATCH = ParamDef("batch_size", "int", required=True, minimum=1, maximum=65536, description="per-GPU micro-batch")
+_BATCH = ParamDef(
+    "batch_size", "int", required=True, minimum=1, maximum=65536, description="per-GPU micro-batch"
+)
 _SEQ = ParamDef("seq_len", "int", required=True, minimum=1, maximum=1_048_576, unit="tokens")
 
 _STEP = MetricDef("step_time_s", "s", "median wall time of one step", higher_is_better=False)
@@ -198,14 +200,22 @@ WORKLOADS: dict[str, WorkloadDef] = {
             "bert-large-train",
             "BERT-Large masked-LM training step, AdamW, synthetic tokens",
             "throughput",
-            (_PRECISION, _BATCH, ParamDef("seq_len", "int", default=512, minimum=8, maximum=4096, unit="tokens")),
+            (
+                _PRECISION,
+                _BATCH,
+                ParamDef("seq_len", "int", default=512, minimum=8, maximum=4096, unit="tokens"),
+            ),
             (MetricDef("throughput", "samples/s"), _STEP, _ENERGY, _POWER),
         ),
         WorkloadDef(
             "bert-large-infer",
             "BERT-Large masked-LM forward, eval + inference_mode, synthetic tokens",
             "throughput",
-            (_PRECISION, _BATCH, ParamDef("seq_len", "int", default=512, minimum=8, maximum=4096, unit="tokens")),
+            (
+                _PRECISION,
+                _BATCH,
+                ParamDef("seq_len", "int", default=512, minimum=8, maximum=4096, unit="tokens"),
+            ),
             (MetricDef("throughput", "samples/s"), _STEP, _ENERGY, _POWER),
         ),
         WorkloadDef(
@@ -227,10 +237,23 @@ WORKLOADS: dict[str, WorkloadDef] = {
                     description="comma-separated module names, sorted; empty unless LoRA",
                 ),
                 ParamDef("attention", "enum", default="sdpa", choices=("sdpa", "eager", "flash_attention_2")),
-                ParamDef("optimizer", "enum", default="adamw", choices=("adamw", "sgd", "adafactor", "adamw_8bit")),
-                ParamDef("sharding", "enum", default="none", choices=("none", "ddp", "fsdp", "zero1", "zero2", "zero3")),
+                ParamDef(
+                    "optimizer", "enum", default="adamw", choices=("adamw", "sgd", "adafactor", "adamw_8bit")
+                ),
+                ParamDef(
+                    "sharding",
+                    "enum",
+                    default="none",
+                    choices=("none", "ddp", "fsdp", "zero1", "zero2", "zero3"),
+                ),
                 ParamDef("gpu_count", "int", default=1, minimum=1, maximum=4096),
-                ParamDef("global_batch", "int", default=0, minimum=0, description="sequences per optimizer step; 0 = batch_size x gpu_count"),
+                ParamDef(
+                    "global_batch",
+                    "int",
+                    default=0,
+                    minimum=0,
+                    description="sequences per optimizer step; 0 = batch_size x gpu_count",
+                ),
                 # Declared loop variants (DESIGN "Estimation"), added after results were stored:
                 # omitted at their defaults, so every stored cell keeps its hash.
                 ParamDef(
@@ -285,7 +308,12 @@ WORKLOADS: dict[str, WorkloadDef] = {
             (
                 ParamDef("model", "str", required=True),
                 _PRECISION,
-                ParamDef("quant_method", "enum", default="none", choices=("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8")),
+                ParamDef(
+                    "quant_method",
+                    "enum",
+                    default="none",
+                    choices=("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8"),
+                ),
                 ParamDef("engine", "str", default="hf-transformers"),
                 _BATCH,
                 ParamDef("input_len", "int", required=True, minimum=1, unit="tokens"),
@@ -306,7 +334,12 @@ WORKLOADS: dict[str, WorkloadDef] = {
             "torch.distributed collective over gpu_count ranks (nccl-tests conventions for bus bandwidth)",
             "busbw_gb_per_s",
             (
-                ParamDef("op", "enum", required=True, choices=("all_reduce", "all_gather", "reduce_scatter", "broadcast")),
+                ParamDef(
+                    "op",
+                    "enum",
+                    required=True,
+                    choices=("all_reduce", "all_gather", "reduce_scatter", "broadcast"),
+                ),
                 ParamDef("message_bytes", "int", required=True, minimum=1, unit="B"),
                 ParamDef("gpu_count", "int", required=True, minimum=1, maximum=4096),
                 ParamDef("backend", "enum", default="nccl", choices=("nccl", "gloo")),
@@ -386,7 +419,9 @@ def get_workload(name: str, loc: tuple[str | int, ...] = ("workload",)) -> Workl
     try:
         return WORKLOADS[name]
     except KeyError:
-        raise VocabularyError(loc, f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}") from None
+        raise VocabularyError(
+            loc, f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}"
+        ) from None
 
 
 def _coerce(p: ParamDef, value: Any, loc: tuple[str | int, ...]) -> Any:
@@ -510,7 +545,9 @@ def parameter_value(workload: str, canonical: Mapping[str, Any], name: str) -> A
     return p.default
 
 
-def coerce_parameter(workload: str, name: str, value: Any, loc: tuple[str | int, ...] = ("parameters",)) -> Any:
+def coerce_parameter(
+    workload: str, name: str, value: Any, loc: tuple[str | int, ...] = ("parameters",)
+) -> Any:
     """Canonicalise one parameter value as :func:`canonical_parameters` would (e.g. for a
     query filter such as ``param.batch_size=8``); unknown parameters are refused."""
     w = get_workload(workload)
@@ -525,9 +562,7 @@ def parameters_hash(workload: str, canonical: Mapping[str, Any]) -> str:
     return stable_hash({"workload": workload, "parameters": dict(canonical)})
 
 
-def check_metric(
-    workload: str, name: str, value: Any, unit: str | None, loc: tuple[str | int, ...]
-) -> float:
+def check_metric(workload: str, name: str, value: Any, unit: str | None, loc: tuple[str | int, ...]) -> float:
     """A metric must be known for the workload, finite, non-negative and in its unit."""
     w = get_workload(workload)
     m = w.metric(name)
@@ -559,7 +594,9 @@ def check_fingerprint(fp: Mapping[str, Any], loc: tuple[str | int, ...] = ("fing
         out[key] = fp[key]
     for key in FINGERPRINT_NULLABLE:
         if key not in fp:
-            raise VocabularyError((*loc, key), f"fingerprint field {key!r} is required (null where not applicable)")
+            raise VocabularyError(
+                (*loc, key), f"fingerprint field {key!r} is required (null where not applicable)"
+            )
         out[key] = fp[key]
     for key in fp:
         if key not in out:
@@ -571,7 +608,9 @@ def check_fingerprint(fp: Mapping[str, Any], loc: tuple[str | int, ...] = ("fing
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise VocabularyError((*loc, key), f"fingerprint field {key!r} must be a finite number or null")
         if not lo <= value <= hi:
-            raise VocabularyError((*loc, key), f"fingerprint field {key!r} must be between {lo:g} and {hi:g}; got {value!r}")
+            raise VocabularyError(
+                (*loc, key), f"fingerprint field {key!r} must be between {lo:g} and {hi:g}; got {value!r}"
+            )
     nvls = out.get("nccl_nvls_enable")
     if isinstance(nvls, str):  # the environment string ("0"/"1") and a boolean are one value
         low = nvls.strip().lower()

@@ -38,7 +38,15 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-__all__ = ["ACCURACY_FILE", "SCOPE_LABELS", "Accuracy", "accuracy_for", "accuracy_table", "dump_table", "entry"]
+__all__ = [
+    "ACCURACY_FILE",
+    "SCOPE_LABELS",
+    "Accuracy",
+    "accuracy_for",
+    "accuracy_table",
+    "dump_table",
+    "entry",
+]
 
 ACCURACY_FILE: Final = "accuracy.json"
 SCHEMA_VERSION: Final = 2
@@ -71,22 +79,35 @@ class Accuracy:
     @property
     def statement(self) -> str:
         where = "" if self.arch == "*" else f" ({self.arch})"
-        return (f"{SCOPE_LABELS.get(self.scope, self.scope)}{where}: throughput error median "
-                f"{self.median_error:.0%}, MAPE {self.mape:.0%} over {self.n:,} held-out predictions ({self.basis})")
+        return (
+            f"{SCOPE_LABELS.get(self.scope, self.scope)}{where}: throughput error median "
+            f"{self.median_error:.0%}, MAPE {self.mape:.0%} over {self.n:,} held-out predictions ({self.basis})"
+        )
 
     def band(self) -> tuple[float, float]:
         """Relative (low, high) step-time band covering the 10th-90th percentile of the errors."""
         return (1.0 - math.exp(min(self.log_q10, 0.0)), math.exp(max(self.log_q90, 0.0)) - 1.0)
 
 
-def entry(provenance: str, scope: str, arch: str, workload: str, log_errors: Sequence[float],
-          basis: str) -> Accuracy:
+def entry(
+    provenance: str, scope: str, arch: str, workload: str, log_errors: Sequence[float], basis: str
+) -> Accuracy:
     """An entry from ``log(measured time / predicted time)`` of held-out predictions; the errors
     are of the rate (throughput), as the cross-GPU check reports them."""
     errs = sorted(abs(math.exp(x) - 1.0) for x in log_errors)
     logs = sorted(log_errors)
-    return Accuracy(provenance, scope, arch, workload, len(errs), _quantile(errs, 0.5), sum(errs) / len(errs),
-                    _quantile(logs, 0.1), _quantile(logs, 0.9), basis)
+    return Accuracy(
+        provenance,
+        scope,
+        arch,
+        workload,
+        len(errs),
+        _quantile(errs, 0.5),
+        sum(errs) / len(errs),
+        _quantile(logs, 0.1),
+        _quantile(logs, 0.9),
+        basis,
+    )
 
 
 def _quantile(s: Sequence[float], q: float) -> float:
@@ -100,8 +121,9 @@ def _quantile(s: Sequence[float], q: float) -> float:
 
 def dump_table(entries: Sequence[Accuracy], meta: Mapping[str, Any]) -> str:
     """The JSON the validation script writes (stable order, no timestamps: diffs show changes)."""
-    rows = sorted((asdict(e) for e in entries),
-                  key=lambda d: (d["provenance"], d["scope"], d["workload"], d["arch"]))
+    rows = sorted(
+        (asdict(e) for e in entries), key=lambda d: (d["provenance"], d["scope"], d["workload"], d["arch"])
+    )
     for r in rows:
         for k in ("median_error", "mape", "log_q10", "log_q90"):
             r[k] = round(float(r[k]), 4)

@@ -254,8 +254,9 @@ def apply_multipliers(base: Efficiencies, mult: Mapping[str, float], source: str
 # --------------------------------------------------------------------------------------------
 
 
-def _nelder_mead(f: Callable[[list[float]], float], x0: list[float], step: float = 0.3,
-                 iters: int = 250, tol: float = 1e-7) -> list[float]:
+def _nelder_mead(
+    f: Callable[[list[float]], float], x0: list[float], step: float = 0.3, iters: int = 250, tol: float = 1e-7
+) -> list[float]:
     """Minimise ``f`` from ``x0`` (pure Python Nelder-Mead; standard coefficients)."""
     n = len(x0)
     pts = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
@@ -298,8 +299,9 @@ def _quantile(xs: Sequence[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def band_from_log_residuals(residuals: Sequence[float], floor: float = BAND_FLOOR,
-                            n_params: int = 0) -> tuple[float, float]:
+def band_from_log_residuals(
+    residuals: Sequence[float], floor: float = BAND_FLOOR, n_params: int = 0
+) -> tuple[float, float]:
     """Relative (low, high) band covering the 10th-90th percentile of ``log(measured /
     predicted)``, widened for small samples by ``sqrt(1 + 2/n)`` and for the ``n_params``
     fitted quantities by ``sqrt(n / (n - n_params))`` (in-sample residuals understate the
@@ -315,9 +317,12 @@ def band_from_log_residuals(residuals: Sequence[float], floor: float = BAND_FLOO
     return (min(lo, 0.9), hi)
 
 
-def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
-             groups: Iterable[str] = ("mm", "attn", "bw", "dispatch"),
-             prior_weight: float = PRIOR_WEIGHT) -> Calibration:
+def fit_time(
+    points: Sequence[TimedPoint],
+    base: Efficiencies = SPEC_DEFAULTS,
+    groups: Iterable[str] = ("mm", "attn", "bw", "dispatch"),
+    prior_weight: float = PRIOR_WEIGHT,
+) -> Calibration:
     """Fit multipliers for ``groups`` on ``points`` (all from one GPU and stack, normally).
 
     Objective: mean squared ``log(predicted / measured)`` (weighted) plus ``prior_weight``
@@ -340,7 +345,9 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
         for p in pts:
             r = math.log(predict_time(p, e) / p.value_s)
             err += p.weight * r * r
-        return err / wsum + prior_weight * sum(scale.get(n, 1.0) * v * v for n, v in zip(names, x, strict=True))
+        return err / wsum + prior_weight * sum(
+            scale.get(n, 1.0) * v * v for n, v in zip(names, x, strict=True)
+        )
 
     # The host-dispatch floor enters through max(GPU, host): from the spec start it may not bind
     # anywhere, and the simplex never finds it. Start also from dispatch x e and x e^2.
@@ -391,9 +398,14 @@ def fit_time(points: Sequence[TimedPoint], base: Efficiencies = SPEC_DEFAULTS,
 def _scale_efficiencies(e: Efficiencies, compute: float, memory: float, source: str) -> Efficiencies:
     """``e`` with every compute efficiency (matmul, attention, convolution) times ``compute`` and
     the bandwidth efficiency times ``memory``, each capped at 0.98 of the ceiling."""
-    return replace(e, mm={k: min(0.98, v * compute) for k, v in e.mm.items()},
-                   attn=min(0.98, e.attn * compute), conv=min(0.98, e.conv * compute),
-                   bw=min(0.98, e.bw * memory), source=source)
+    return replace(
+        e,
+        mm={k: min(0.98, v * compute) for k, v in e.mm.items()},
+        attn=min(0.98, e.attn * compute),
+        conv=min(0.98, e.conv * compute),
+        bw=min(0.98, e.bw * memory),
+        source=source,
+    )
 
 
 def _combine(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
@@ -403,7 +415,9 @@ def _combine(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, flo
     return (min(0.9, 1.0 - math.exp(-lo)), math.expm1(hi))
 
 
-def transfer(cal: Calibration, target: GpuSpec, precision: str | None = None, workload: str = "*") -> Calibration:
+def transfer(
+    cal: Calibration, target: GpuSpec, precision: str | None = None, workload: str = "*"
+) -> Calibration:
     """Efficiencies for ``target`` from a calibration made on another GPU.
 
     Same GPU: unchanged (``interpolated``). Otherwise carried over by the published
@@ -452,33 +466,47 @@ def transfer(cal: Calibration, target: GpuSpec, precision: str | None = None, wo
         tables: tuple[str, ...] = ()
     elif scope == "unseen-architecture":
         missing = arch_name(ta) if not model.knows(target) else arch_name(sa)
-        note = (f"from {src}: {missing} has no published training data, so {target.slug} is assumed to "
-                f"reach the same fractions of its datasheet peaks and bandwidth as {src} (no correction)")
+        note = (
+            f"from {src}: {missing} has no published training data, so {target.slug} is assumed to "
+            f"reach the same fractions of its datasheet peaks and bandwidth as {src} (no correction)"
+        )
         tables = ()
     else:
-        what = ("same architecture" if scope == "same-architecture"
-                else f"across architectures, {arch_name(sa)} -> {arch_name(ta)}")
-        note = (f"{what}, from {src}: compute x{f_compute:.2f}, memory x{f_memory:.2f}"
-                f" (sustained clock under the power cap {factors.clock_target:.2f} vs {factors.clock_source:.2f}"
-                f" of boost; per-architecture factors fitted jointly on the published tables "
-                f"{', '.join(model.tables)})")
+        what = (
+            "same architecture"
+            if scope == "same-architecture"
+            else f"across architectures, {arch_name(sa)} -> {arch_name(ta)}"
+        )
+        note = (
+            f"{what}, from {src}: compute x{f_compute:.2f}, memory x{f_memory:.2f}"
+            f" (sustained clock under the power cap {factors.clock_target:.2f} vs {factors.clock_source:.2f}"
+            f" of boost; per-architecture factors fitted jointly on the published tables "
+            f"{', '.join(model.tables)})"
+        )
         if streaming:
-            note += ("; the memory factor is capped at 1: its gain is cache reuse of CNN/BERT activations, "
-                     "and this workload streams weights, optimizer state or KV cache far larger than any L2")
+            note += (
+                "; the memory factor is capped at 1: its gain is cache reuse of CNN/BERT activations, "
+                "and this workload streams weights, optimizer state or KV cache far larger than any L2"
+            )
         tables = model.tables
     # the answer leans on the published tables whenever their fit supplied a factor (issue 13:
     # such answers say 'published' and name the tables); a transfer within the architecture
     # between GPUs of the same peaks and power (factors within 0.5 % of 1), or to an architecture
     # the tables do not hold, leans on none
-    leans = bool(tables) and (abs(f_compute - 1.0) > 0.005 or abs(f_memory - 1.0) > 0.005
-                              or scope == "cross-architecture")
+    leans = bool(tables) and (
+        abs(f_compute - 1.0) > 0.005 or abs(f_memory - 1.0) > 0.005 or scope == "cross-architecture"
+    )
     if not leans:
         tables = ()
     else:
         note += "; provenance 'published': the cross-GPU ratio comes from the published tables"
     return replace(
-        cal, efficiencies=_scale_efficiencies(cal.efficiencies, f_compute, f_memory, "transferred"),
-        band=band, provenance="published" if leans else "transferred", scope=scope, sources=tables,
+        cal,
+        efficiencies=_scale_efficiencies(cal.efficiencies, f_compute, f_memory, "transferred"),
+        band=band,
+        provenance="published" if leans else "transferred",
+        scope=scope,
+        sources=tables,
         notes=(*cal.notes, note),
     )
 
@@ -517,21 +545,43 @@ def published_calibration(gpu: GpuSpec, workload: str, precision: str) -> Calibr
     kc *= math.exp(model.compute_log(gpu, family))
     km *= math.exp(model.memory_log(gpu))
     base = SPEC_DEFAULTS
-    e = replace(base, mm={k: v * kc for k, v in base.mm.items()}, attn=base.attn * kc, conv=base.conv * kc,
-                bw=base.bw * km, dispatch_s=base.dispatch_s * kh, step_s=base.step_s * kh, source="published")
+    e = replace(
+        base,
+        mm={k: v * kc for k, v in base.mm.items()},
+        attn=base.attn * kc,
+        conv=base.conv * kc,
+        bw=base.bw * km,
+        dispatch_s=base.dispatch_s * kh,
+        step_s=base.step_s * kh,
+        source="published",
+    )
     acc = accuracy_for("published-anchor", arch_key(gpu), workload)
     band = acc.band() if acc is not None else CROSS_ARCH_BAND
     band = (max(band[0], BAND_FLOOR), max(band[1], BAND_FLOOR))
     table = get_table(tid)
     gpus = tuple(sorted({p.gpu.slug for p in fit_points() if p.group == (tid, pw, family)}))
-    factors = (f"at {arch_name(arch_key(gpu))} factors of the joint transfer fit" if model.knows(gpu) else
-               f"at the average architecture's factors ({arch_name(arch_key(gpu))} has no published data)")
-    note = (f"anchored on the published table '{table.title}' ({table.date}; {table.engine}): "
-            f"{pw} in {family} on {len(gpus)} GPUs, {factors} -- that stack's speed, not today's")
+    factors = (
+        f"at {arch_name(arch_key(gpu))} factors of the joint transfer fit"
+        if model.knows(gpu)
+        else f"at the average architecture's factors ({arch_name(arch_key(gpu))} has no published data)"
+    )
+    note = (
+        f"anchored on the published table '{table.title}' ({table.date}; {table.engine}): "
+        f"{pw} in {family} on {len(gpus)} GPUs, {factors} -- that stack's speed, not today's"
+    )
     return Calibration(
-        efficiencies=e, band=band, multipliers={}, source_gpus=gpus, architecture=gpu.family,
-        n_points=len(gpus), fit_mape=0.0, provenance="published", family=precision_family(precision),
-        notes=(note,), scope="published-anchor", sources=(tid,),
+        efficiencies=e,
+        band=band,
+        multipliers={},
+        source_gpus=gpus,
+        architecture=gpu.family,
+        n_points=len(gpus),
+        fit_mape=0.0,
+        provenance="published",
+        family=precision_family(precision),
+        notes=(note,),
+        scope="published-anchor",
+        sources=(tid,),
     )
 
 
@@ -555,8 +605,11 @@ def fit_memory(points: Sequence[MemoryPoint]) -> MemoryCalibration:
     """Median ratio measured/predicted of peak allocated memory over ``ok`` points, and the
     band of the residuals around it. The analytic model is meant to need no correction; a
     scale far from 1 flags a loop that differs from the reference loop."""
-    ratios = [p.peak_allocated_bytes / estimate_training(p.config).peak_allocated_bytes
-              for p in points if p.status == "ok" and p.peak_allocated_bytes]
+    ratios = [
+        p.peak_allocated_bytes / estimate_training(p.config).peak_allocated_bytes
+        for p in points
+        if p.status == "ok" and p.peak_allocated_bytes
+    ]
     if not ratios:
         return MemoryCalibration(1.0, (0.03, 0.03), 0, 0.0)
     scale = _quantile(ratios, 0.5)
@@ -571,8 +624,10 @@ def fit_memory(points: Sequence[MemoryPoint]) -> MemoryCalibration:
 # --------------------------------------------------------------------------------------------
 
 
-def config_from_benchmark(workload: str, params: Mapping[str, object],
-                          ) -> TrainConfig | InferenceConfig | BatchInferenceConfig | None:
+def config_from_benchmark(
+    workload: str,
+    params: Mapping[str, object],
+) -> TrainConfig | InferenceConfig | BatchInferenceConfig | None:
     """The core configuration a benchmark cell measures (canonical vocabulary parameters), or
     ``None`` for workloads the estimator does not model (``gemm``, ``memory-bandwidth``,
     ``collective``). Raises ``ModelNotFound`` / ``InvalidConfiguration`` for parameters it
@@ -587,35 +642,58 @@ def config_from_benchmark(workload: str, params: Mapping[str, object],
     if workload == "llm-train":
         return train_config_from_parameters(params)
     if workload == "bert-large-train":
-        return TrainConfig(model=get_model("bert-large"), precision=str(params["precision"]),
-                           batch_size=num("batch_size", 1), seq_len=num("seq_len", 512))
+        return TrainConfig(
+            model=get_model("bert-large"),
+            precision=str(params["precision"]),
+            batch_size=num("batch_size", 1),
+            seq_len=num("seq_len", 512),
+        )
     if workload == "resnet50-train":
-        return TrainConfig(model=get_model("resnet50"), precision=str(params["precision"]),
-                           batch_size=num("batch_size", 1), seq_len=1, optimizer="sgd")
+        return TrainConfig(
+            model=get_model("resnet50"),
+            precision=str(params["precision"]),
+            batch_size=num("batch_size", 1),
+            seq_len=1,
+            optimizer="sgd",
+        )
     if workload == "bert-large-infer":
         enc = get_model("bert-large")
         assert isinstance(enc, EncoderSpec)
-        return BatchInferenceConfig(model=enc, precision=str(params["precision"]), batch_size=num("batch_size", 1),
-                                    seq_len=num("seq_len", 512))
+        return BatchInferenceConfig(
+            model=enc,
+            precision=str(params["precision"]),
+            batch_size=num("batch_size", 1),
+            seq_len=num("seq_len", 512),
+        )
     if workload == "resnet50-infer":
         cnn = get_model("resnet50")
         assert isinstance(cnn, CnnSpec)
-        return BatchInferenceConfig(model=cnn, precision=str(params["precision"]), batch_size=num("batch_size", 1),
-                                    seq_len=1)
+        return BatchInferenceConfig(
+            model=cnn, precision=str(params["precision"]), batch_size=num("batch_size", 1), seq_len=1
+        )
     if workload == "llm-infer":
         m = get_model(str(params["model"]))
         if not isinstance(m, DecoderSpec):
             return None
-        return InferenceConfig(model=m, precision=str(params.get("precision", "bf16")),
-                               quant_method=str(params.get("quant_method", "none")),
-                               batch_size=num("batch_size", 1), input_len=num("input_len", 1),
-                               output_len=num("output_len", 1),
-                               engine=str(params.get("engine", "hf-transformers")))
+        return InferenceConfig(
+            model=m,
+            precision=str(params.get("precision", "bf16")),
+            quant_method=str(params.get("quant_method", "none")),
+            batch_size=num("batch_size", 1),
+            input_len=num("input_len", 1),
+            output_len=num("output_len", 1),
+            engine=str(params.get("engine", "hf-transformers")),
+        )
     return None
 
 
-def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: GpuSpec,
-                             step_time_s: float | None, metrics: Mapping[str, float]) -> list[TimedPoint]:
+def timed_points_from_result(
+    workload: str,
+    params: Mapping[str, object],
+    gpu: GpuSpec,
+    step_time_s: float | None,
+    metrics: Mapping[str, float],
+) -> list[TimedPoint]:
     """Calibration points from one measured result: the step time for training workloads,
     TTFT and TPOT (p50, ms in the vocabulary) for ``llm-infer``."""
     cfg = config_from_benchmark(workload, params)
@@ -634,8 +712,14 @@ def timed_points_from_result(workload: str, params: Mapping[str, object], gpu: G
 # The service's calibration set: one fit per (GPU, workload, precision family)
 # --------------------------------------------------------------------------------------------
 
-TIMED_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer", "bert-large-train", "resnet50-train",
-                                     "bert-large-infer", "resnet50-infer")
+TIMED_WORKLOADS: tuple[str, ...] = (
+    "llm-train",
+    "llm-infer",
+    "bert-large-train",
+    "resnet50-train",
+    "bert-large-infer",
+    "resnet50-infer",
+)
 CALIBRATED_WORKLOADS: tuple[str, ...] = (*TIMED_WORKLOADS, "gemm")
 """Workloads whose cells calibration reads: the timed workloads it fits (training, eager
 ``llm-infer``, encoder/CNN batch inference), and ``gemm``, whose measured TFLOP/s per precision
@@ -646,8 +730,9 @@ PRECISION_TRANSFER_BAND_FACTOR = 1.5
 from the data, like a same-architecture GPU transfer)."""
 
 
-def transfer_precision(cal: Calibration, gpu: GpuSpec, precision: str,
-                       gemm_tflops: Mapping[str, float]) -> Calibration | None:
+def transfer_precision(
+    cal: Calibration, gpu: GpuSpec, precision: str, gemm_tflops: Mapping[str, float]
+) -> Calibration | None:
     """``cal`` (fitted on another precision family of ``gpu``) carried to ``precision``: the
     compute-bound groups (matmuls, attention, convolutions) scaled by the GEMM rate the agent
     measured on this GPU for the two precisions, ``gemm[target] / gemm[source]``; the
@@ -685,10 +770,16 @@ def transfer_precision(cal: Calibration, gpu: GpuSpec, precision: str,
     lo, hi = cal.band
     k = PRECISION_TRANSFER_BAND_FACTOR
     return replace(
-        cal, efficiencies=eff, band=(min(0.9, lo * k), hi * k), provenance="transferred",
+        cal,
+        efficiencies=eff,
+        band=(min(0.9, lo * k), hi * k),
+        provenance="transferred",
         family=precision_family(precision),
-        notes=(*cal.notes, f"transferred from {source_key} on {gpu.slug}: compute scaled by the measured GEMM "
-                           f"ratio {target_key}/{source_key} = {g_t:.0f}/{g_s:.0f} TFLOP/s"),
+        notes=(
+            *cal.notes,
+            f"transferred from {source_key} on {gpu.slug}: compute scaled by the measured GEMM "
+            f"ratio {target_key}/{source_key} = {g_t:.0f}/{g_s:.0f} TFLOP/s",
+        ),
     )
 
 
@@ -732,8 +823,9 @@ def fit_group(cells: Sequence[CellMeasurement]) -> Calibration | None:
     points: list[TimedPoint] = []
     for m in cells:
         try:
-            points.extend(timed_points_from_result(
-                m.workload, m.params, m.gpu, m.medians.get("step_time_s"), m.medians))
+            points.extend(
+                timed_points_from_result(m.workload, m.params, m.gpu, m.medians.get("step_time_s"), m.medians)
+            )
         except (InvalidConfiguration, ModelNotFound, KeyError, ValueError):
             continue
     if workload == "llm-infer":
@@ -757,7 +849,8 @@ class CalibrationSet:
     """Measured large-GEMM rate per GPU slug and precision key (``bf16``, ``tf32``, ``fp32``...),
     from the agent's ``gemm`` results: what :func:`transfer_precision` scales by."""
     _picked: dict[tuple[str, str, str, str], Calibration | None] = field(
-        default_factory=dict, compare=False, repr=False)
+        default_factory=dict, compare=False, repr=False
+    )
 
     def pick(self, gpu: GpuSpec, workload: str, precision: str) -> Calibration | None:
         """This GPU's own fit for the precision family; else another family's fit on this GPU
@@ -799,7 +892,9 @@ class CalibrationSet:
             return None
         _, best = max(fits, key=lambda kc: (kc[1].n_points, kc[0][0]))
         e = best.efficiencies
-        return HostProfile(e.dispatch_s, e.step_s, f"eager PyTorch on the host of {', '.join(best.source_gpus)}")
+        return HostProfile(
+            e.dispatch_s, e.step_s, f"eager PyTorch on the host of {', '.join(best.source_gpus)}"
+        )
 
     def refitted(self, groups: Mapping[GroupKey, Sequence[CellMeasurement]]) -> CalibrationSet:
         """A copy with the given groups refitted (a group that no longer fits is dropped)."""

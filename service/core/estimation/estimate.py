@@ -297,7 +297,8 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
         precision = spec.precision or ("bf16" if spec.mode == "fine-tuning" else "amp_bf16")
         sharding = spec.sharding or ("none" if spec.gpu_count == 1 else "ddp")
         mixed = spec.mixed_precision or (
-            "fsdp_policy" if sharding == "fsdp" and precision.startswith("amp_") else "autocast")
+            "fsdp_policy" if sharding == "fsdp" and precision.startswith("amp_") else "autocast"
+        )
         config = TrainConfig(  # model and precision by position: > 15 keywords would build a dict per call
             model,
             precision,
@@ -317,29 +318,59 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             loop=spec.loop,
             mixed_precision=mixed,
         )
-    stated = _stated(spec.precision is not None, spec.sharding is not None, spec.loop is not None,
-                     spec.optimizer_impl is not None, spec.mixed_precision is not None)
-    return Job(model=model, mode=spec.mode, config=config, tokens=spec.tokens, solve_for=spec.solve_for,
-               model_is_preset=preset, model_note=note, stated=stated, serving=serving)
+    stated = _stated(
+        spec.precision is not None,
+        spec.sharding is not None,
+        spec.loop is not None,
+        spec.optimizer_impl is not None,
+        spec.mixed_precision is not None,
+    )
+    return Job(
+        model=model,
+        mode=spec.mode,
+        config=config,
+        tokens=spec.tokens,
+        solve_for=spec.solve_for,
+        model_is_preset=preset,
+        model_note=note,
+        stated=stated,
+        serving=serving,
+    )
 
 
 @functools.lru_cache(maxsize=32)
-def _stated(precision: bool, sharding: bool, loop: bool, optimizer_impl: bool, mixed_precision: bool) -> frozenset[str]:
+def _stated(
+    precision: bool, sharding: bool, loop: bool, optimizer_impl: bool, mixed_precision: bool
+) -> frozenset[str]:
     """:attr:`Job.stated` from which of the defaultable fields were given (32 combinations, each
     frozenset built once and shared: it is immutable)."""
-    return frozenset([name for name, given in (
-        ("precision", precision), ("sharding", sharding), ("loop", loop), ("optimizer_impl", optimizer_impl),
-        ("mixed_precision", mixed_precision)) if given])
+    return frozenset(
+        [
+            name
+            for name, given in (
+                ("precision", precision),
+                ("sharding", sharding),
+                ("loop", loop),
+                ("optimizer_impl", optimizer_impl),
+                ("mixed_precision", mixed_precision),
+            )
+            if given
+        ]
+    )
 
 
-def _inference_config(spec: JobSpec, model: ModelSpec) -> tuple[InferenceConfig | BatchInferenceConfig,
-                                                                 ServingQuestion | None]:
+def _inference_config(
+    spec: JobSpec, model: ModelSpec
+) -> tuple[InferenceConfig | BatchInferenceConfig, ServingQuestion | None]:
     """Serving a decoder (``replicas = gpu_count / tensor_parallel`` copies of a TP group), or
     batched inference of an encoder / CNN (``gpu_count`` independent replicas)."""
     if spec.engine not in ENGINE_CLASSES:
-        raise InvalidConfiguration("engine", f"engine {spec.engine!r} is not modelled (modelled: "
-                                             f"{', '.join(ENGINE_CLASSES)}); sglang has no published or "
-                                             "measured data to calibrate it")
+        raise InvalidConfiguration(
+            "engine",
+            f"engine {spec.engine!r} is not modelled (modelled: "
+            f"{', '.join(ENGINE_CLASSES)}); sglang has no published or "
+            "measured data to calibrate it",
+        )
     if not isinstance(model, DecoderSpec):
         if spec.tensor_parallel > 1:
             raise InvalidConfiguration("tensor_parallel", "encoders and CNNs are served one GPU per replica")
@@ -349,22 +380,42 @@ def _inference_config(spec: JobSpec, model: ModelSpec) -> tuple[InferenceConfig 
         if isinstance(model, EncoderSpec):
             seq = spec.seq_len or DEFAULT_ENCODER_SEQ_LEN
             if seq > model.max_position_embeddings:
-                raise InvalidConfiguration("seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions")
-        return BatchInferenceConfig(model=model, precision=spec.precision or "bf16", batch_size=spec.batch_size,
-                                    seq_len=seq, replicas=spec.gpu_count), None
+                raise InvalidConfiguration(
+                    "seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions"
+                )
+        return BatchInferenceConfig(
+            model=model,
+            precision=spec.precision or "bf16",
+            batch_size=spec.batch_size,
+            seq_len=seq,
+            replicas=spec.gpu_count,
+        ), None
     tp = max(spec.tensor_parallel, 1)
     if spec.solve_for != "min_gpus" and (spec.gpu_count < tp or spec.gpu_count % tp):
-        raise InvalidConfiguration("gpu_count", f"gpu_count ({spec.gpu_count}) must be a multiple of tensor_parallel "
-                                                f"({tp}): replicas x tensor_parallel GPUs")
+        raise InvalidConfiguration(
+            "gpu_count",
+            f"gpu_count ({spec.gpu_count}) must be a multiple of tensor_parallel "
+            f"({tp}): replicas x tensor_parallel GPUs",
+        )
     continuous = ENGINE_CLASSES[spec.engine].batching == "continuous"
     if spec.requests_per_s is not None and not continuous:
-        raise InvalidConfiguration("requests_per_s", "request-rate serving is modelled for continuous-batching "
-                                                     "engines (vllm, tensorrt-llm); hf-transformers serves one "
-                                                     "static batch (give batch_size)")
+        raise InvalidConfiguration(
+            "requests_per_s",
+            "request-rate serving is modelled for continuous-batching "
+            "engines (vllm, tensorrt-llm); hf-transformers serves one "
+            "static batch (give batch_size)",
+        )
     if spec.concurrency is not None and not continuous:
-        raise InvalidConfiguration("concurrency", "concurrency applies to continuous-batching engines; "
-                                                  "hf-transformers serves one static batch (give batch_size)")
-    if spec.solve_for == "min_gpus" and spec.requests_per_s is None and (spec.ttft_target_ms or spec.tpot_target_ms):
+        raise InvalidConfiguration(
+            "concurrency",
+            "concurrency applies to continuous-batching engines; "
+            "hf-transformers serves one static batch (give batch_size)",
+        )
+    if (
+        spec.solve_for == "min_gpus"
+        and spec.requests_per_s is None
+        and (spec.ttft_target_ms or spec.tpot_target_ms)
+    ):
         raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
     config = InferenceConfig(
         model=model,
@@ -381,9 +432,11 @@ def _inference_config(spec: JobSpec, model: ModelSpec) -> tuple[InferenceConfig 
     serving = None
     if continuous:
         serving = ServingQuestion(
-            workload=Workload(float(spec.input_len), float(max(spec.output_len, 1)), spec.input_len_cv,
-                              spec.output_len_cv),
-            requests_per_s=spec.requests_per_s, concurrency=spec.concurrency,
+            workload=Workload(
+                float(spec.input_len), float(max(spec.output_len, 1)), spec.input_len_cv, spec.output_len_cv
+            ),
+            requests_per_s=spec.requests_per_s,
+            concurrency=spec.concurrency,
             ttft_target_s=spec.ttft_target_ms / 1e3 if spec.ttft_target_ms else None,
             tpot_target_s=spec.tpot_target_ms / 1e3 if spec.tpot_target_ms else None,
         )
@@ -416,24 +469,35 @@ def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
     if isinstance(c, TrainConfig) and isinstance(m, DecoderSpec):
         workload = "llm-train"
         params = {
-            "model": m.id, "precision": c.precision, "batch_size": c.batch_size, "seq_len": c.seq_len,
-            "gradient_checkpointing": c.gradient_checkpointing, "finetune": c.finetune,
+            "model": m.id,
+            "precision": c.precision,
+            "batch_size": c.batch_size,
+            "seq_len": c.seq_len,
+            "gradient_checkpointing": c.gradient_checkpointing,
+            "finetune": c.finetune,
             "lora_rank": c.lora_rank if c.finetune != "full" else 0,
             "lora_targets": ",".join(c.lora_targets) if c.finetune != "full" else "",
-            "attention": c.attention, "optimizer": c.optimizer, "sharding": c.sharding,
-            "gpu_count": c.gpu_count, "global_batch": c.global_batch,
+            "attention": c.attention,
+            "optimizer": c.optimizer,
+            "sharding": c.sharding,
+            "gpu_count": c.gpu_count,
+            "global_batch": c.global_batch,
         }
         # declared variants, named only away from the vocabulary defaults (cells measured
         # before they existed keep their hash); an unstated loop is looked up as loss_only,
         # the central estimate
-        for name, value, default in (("loop", c.loop or "loss_only", "loss_only"),
-                                     ("optimizer_impl", c.optimizer_impl, "fused"),
-                                     ("mixed_precision", c.mixed_precision, "autocast")):
+        for name, value, default in (
+            ("loop", c.loop or "loss_only", "loss_only"),
+            ("optimizer_impl", c.optimizer_impl, "fused"),
+            ("mixed_precision", c.mixed_precision, "autocast"),
+        ):
             if value != default:
                 params[name] = value
     elif isinstance(c, TrainConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
-        workload, params = "bert-large-train", {"precision": c.precision, "batch_size": c.batch_size,
-                                                "seq_len": c.seq_len}
+        workload, params = (
+            "bert-large-train",
+            {"precision": c.precision, "batch_size": c.batch_size, "seq_len": c.seq_len},
+        )
     elif isinstance(c, TrainConfig) and isinstance(m, CnnSpec):
         workload, params = "resnet50-train", {"precision": c.precision, "batch_size": c.batch_size}
     elif isinstance(c, InferenceConfig):
@@ -441,12 +505,19 @@ def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
             return None  # the llm-infer cell is one GPU at a fixed batch
         workload = "llm-infer"
         params = {
-            "model": m.id, "precision": c.precision, "quant_method": c.quant_method, "engine": c.engine,
-            "batch_size": c.batch_size, "input_len": c.input_len, "output_len": c.output_len,
+            "model": m.id,
+            "precision": c.precision,
+            "quant_method": c.quant_method,
+            "engine": c.engine,
+            "batch_size": c.batch_size,
+            "input_len": c.input_len,
+            "output_len": c.output_len,
         }
     elif isinstance(c, BatchInferenceConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
-        workload, params = "bert-large-infer", {"precision": c.precision, "batch_size": c.batch_size,
-                                                "seq_len": c.seq_len}
+        workload, params = (
+            "bert-large-infer",
+            {"precision": c.precision, "batch_size": c.batch_size, "seq_len": c.seq_len},
+        )
     elif isinstance(c, BatchInferenceConfig) and isinstance(m, CnnSpec):
         workload, params = "resnet50-infer", {"precision": c.precision, "batch_size": c.batch_size}
     else:
@@ -588,15 +659,27 @@ class Estimate:
 # --------------------------------------------------------------------------------------------
 
 
-_PCIE_MULTI_GPU = Notice("pcie_multi_gpu_unvalidated", "multi-GPU communication over PCIe is modelled from the "
-                                                        "datasheet only; no PCIe-only multi-GPU measurement validates it")
-_MULTI_GPU = Notice("multi_gpu_unvalidated", "multi-GPU communication is modelled from the node shape; it has not "
-                                             "been validated against multi-GPU measurements yet")
+_PCIE_MULTI_GPU = Notice(
+    "pcie_multi_gpu_unvalidated",
+    "multi-GPU communication over PCIe is modelled from the "
+    "datasheet only; no PCIe-only multi-GPU measurement validates it",
+)
+_MULTI_GPU = Notice(
+    "multi_gpu_unvalidated",
+    "multi-GPU communication is modelled from the node shape; it has not "
+    "been validated against multi-GPU measurements yet",
+)
 """Warnings whose text never varies, built once (a Notice is immutable, so answers may share it)."""
 
 
-def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: CellView | None = None, *,
-             breakdown: MemoryEstimate | None = None) -> Estimate:
+def estimate(
+    gpu: GpuSpec,
+    job: Job,
+    calibrations: CalibrationSet,
+    measured: CellView | None = None,
+    *,
+    breakdown: MemoryEstimate | None = None,
+) -> Estimate:
     """Memory, time and the optional solve-for for ``job`` on ``gpu``.
 
     ``measured`` is the latest-measured view of :func:`benchmark_cell` on this GPU (or None).
@@ -608,17 +691,30 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
     usable = gpu.usable_memory_bytes
     if usable is None:
         if gpu.memory_bytes is None:
-            raise InvalidConfiguration("gpu", f"{gpu.slug} has no sourced memory size; no fit can be computed")
+            raise InvalidConfiguration(
+                "gpu", f"{gpu.slug} has no sourced memory size; no fit can be computed"
+            )
         usable = gpu.memory_bytes
-        warnings.append(Notice("usable_memory_unknown", f"{gpu.slug}: the driver-reported usable memory is not "
-                                                        "sourced; physical memory used, so the fit may be optimistic"))
+        warnings.append(
+            Notice(
+                "usable_memory_unknown",
+                f"{gpu.slug}: the driver-reported usable memory is not "
+                "sourced; physical memory used, so the fit may be optimistic",
+            )
+        )
     if job.model_note:
         warnings.append(Notice("assumed_shape", job.model_note))
     precision = job.precision
     if gpu.support_for(precision) == "no":
-        raise InvalidConfiguration("precision", f"{gpu.slug} does not support {precision}", code="PRECISION_UNSUPPORTED")
+        raise InvalidConfiguration(
+            "precision", f"{gpu.slug} does not support {precision}", code="PRECISION_UNSUPPORTED"
+        )
     c = job.config
-    n_gpus = c.gpu_count if isinstance(c, TrainConfig) else (c.tensor_parallel if isinstance(c, InferenceConfig) else 1)
+    n_gpus = (
+        c.gpu_count
+        if isinstance(c, TrainConfig)
+        else (c.tensor_parallel if isinstance(c, InferenceConfig) else 1)
+    )
     if n_gpus > 1:
         warnings.append(_PCIE_MULTI_GPU if gpu.node.nvlink_topology == "none" else _MULTI_GPU)
     if breakdown is not None:
@@ -635,10 +731,17 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
     if measured is not None and measured.measured_oom:
         fits = False
         n_oom = measured.status_counts.get("oom", 0)
-        warnings.append(Notice("measured_oom", f"this exact configuration ran out of memory on {gpu.slug} "
-                                               f"({n_oom} measured results)"))
+        warnings.append(
+            Notice(
+                "measured_oom",
+                f"this exact configuration ran out of memory on {gpu.slug} ({n_oom} measured results)",
+            )
+        )
     memory = MemoryAnswer(
-        estimate=mem, usable_memory_bytes=usable, fits=fits, headroom_bytes=mem.headroom_bytes(usable),
+        estimate=mem,
+        usable_memory_bytes=usable,
+        fits=fits,
+        headroom_bytes=mem.headroom_bytes(usable),
         provenance="measured" if counts and peak_measured is not None else "spec",
         measured_peak_allocated_bytes=int(peak_measured.median) if peak_measured is not None else None,
     )
@@ -661,11 +764,17 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
                 except InvalidConfiguration as exc:
                     if exc.code != "MEMORY_INSUFFICIENT" or job.solve_for != "min_gpus":
                         raise
-                    warnings.append(Notice("no_serving_as_given", f"{exc.message}; solve (min_gpus) gives "
-                                                                  "the replicas x tensor_parallel that serve it"))
+                    warnings.append(
+                        Notice(
+                            "no_serving_as_given",
+                            f"{exc.message}; solve (min_gpus) gives "
+                            "the replicas x tensor_parallel that serve it",
+                        )
+                    )
             else:
-                serving_answer = _serving(c, gpu, cal, cell, calibrations.host_profile("llm-infer", precision),
-                                          workload)
+                serving_answer = _serving(
+                    c, gpu, cal, cell, calibrations.host_profile("llm-infer", precision), workload
+                )
         except MissingFigure as exc:
             warnings.append(Notice("no_time_estimate", f"no time estimate: {exc.message}"))
     if isinstance(c, TrainConfig) and not fits:
@@ -674,8 +783,15 @@ def estimate(gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: Cel
     if job.solve_for:
         solve, notices = _solve(job, usable, gpu)
         warnings.extend(notices)
-    return Estimate(job=job, gpu=gpu, memory=memory, time=time_answer,
-                    serving=serving_answer, solve=solve, warnings=tuple(warnings))
+    return Estimate(
+        job=job,
+        gpu=gpu,
+        memory=memory,
+        time=time_answer,
+        serving=serving_answer,
+        solve=solve,
+        warnings=tuple(warnings),
+    )
 
 
 def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
@@ -687,22 +803,40 @@ def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
     if c.sharding == "fsdp" and c.mixed_precision == "autocast" and c.precision.startswith("amp_"):
         alt = estimate_training(replace(c, mixed_precision="fsdp_policy"))
         if alt.fits(usable):
-            out.append(Notice("try_fsdp_mixed_precision_policy", (
-                "with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) instead of torch.autocast, "
-                f"{alt.device_memory_band.high / 2**30:.1f} GiB per GPU at the band's upper end: it fits "
-                "(autocast keeps the whole model's bf16 weight casts until it exits; the policy casts one "
-                "gathered layer at a time)")))
-    if (mem.peak_phase == "optimizer-step" and c.optimizer == "adamw" and c.optimizer_impl != "fused"
-            and c.sharding not in ("zero1", "zero2", "zero3")):
+            out.append(
+                Notice(
+                    "try_fsdp_mixed_precision_policy",
+                    (
+                        "with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) instead of torch.autocast, "
+                        f"{alt.device_memory_band.high / 2**30:.1f} GiB per GPU at the band's upper end: it fits "
+                        "(autocast keeps the whole model's bf16 weight casts until it exits; the policy casts one "
+                        "gathered layer at a time)"
+                    ),
+                )
+            )
+    if (
+        mem.peak_phase == "optimizer-step"
+        and c.optimizer == "adamw"
+        and c.optimizer_impl != "fused"
+        and c.sharding not in ("zero1", "zero2", "zero3")
+    ):
         # fused AdamW changes only the optimizer step: drop its temporaries
         temp = mem.components.get("optimizer_step_temporaries", 0)
-        alt_peak = max([v for k, v in mem.phases.items() if k != "optimizer-step"]
-                       + [mem.phases["optimizer-step"] - temp])
+        alt_peak = max(
+            [v for k, v in mem.phases.items() if k != "optimizer-step"]
+            + [mem.phases["optimizer-step"] - temp]
+        )
         if mem.fits_with_peak(alt_peak, usable):
-            out.append(Notice("try_fused_optimizer", (
-                f"the {c.optimizer_impl} AdamW step is the peak ({temp / 2**30:.1f} GiB of step temporaries); "
-                "torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') needs "
-                f"{(mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30:.1f} GiB at the band's upper end and fits")))
+            out.append(
+                Notice(
+                    "try_fused_optimizer",
+                    (
+                        f"the {c.optimizer_impl} AdamW step is the peak ({temp / 2**30:.1f} GiB of step temporaries); "
+                        "torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') needs "
+                        f"{(mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30:.1f} GiB at the band's upper end and fits"
+                    ),
+                )
+            )
     return out
 
 
@@ -716,28 +850,51 @@ def _configuration(job: Job) -> dict[str, Any]:
     out: dict[str, Any] = {"precision": c.precision}
     if isinstance(c, TrainConfig):
         out.update(
-            batch_size=c.batch_size, seq_len=c.seq_len, gradient_checkpointing=c.gradient_checkpointing,
-            finetune=c.finetune, lora_rank=c.lora_rank if c.finetune != "full" else None,
-            attention=c.attention, optimizer=c.optimizer, sharding=c.sharding, gpu_count=c.gpu_count,
-            tensor_parallel=c.tensor_parallel, global_batch=c.effective_global_batch,
-            optimizer_impl=c.optimizer_impl, loop=c.loop, mixed_precision=c.mixed_precision,
+            batch_size=c.batch_size,
+            seq_len=c.seq_len,
+            gradient_checkpointing=c.gradient_checkpointing,
+            finetune=c.finetune,
+            lora_rank=c.lora_rank if c.finetune != "full" else None,
+            attention=c.attention,
+            optimizer=c.optimizer,
+            sharding=c.sharding,
+            gpu_count=c.gpu_count,
+            tensor_parallel=c.tensor_parallel,
+            global_batch=c.effective_global_batch,
+            optimizer_impl=c.optimizer_impl,
+            loop=c.loop,
+            mixed_precision=c.mixed_precision,
         )
     elif isinstance(c, InferenceConfig):
         out.update(
-            batch_size=c.batch_size, input_len=c.input_len, output_len=c.output_len,
-            quant_method=c.quant_method, weight_format=c.weight_format, engine=c.engine,
-            kv_cache_bytes_per_element=c.kv_bytes, tensor_parallel=c.tensor_parallel, replicas=c.replicas,
+            batch_size=c.batch_size,
+            input_len=c.input_len,
+            output_len=c.output_len,
+            quant_method=c.quant_method,
+            weight_format=c.weight_format,
+            engine=c.engine,
+            kv_cache_bytes_per_element=c.kv_bytes,
+            tensor_parallel=c.tensor_parallel,
+            replicas=c.replicas,
             gpu_count=c.gpu_count,
         )
         q = job.serving
         if q is not None:
-            out.update(requests_per_s=q.requests_per_s, concurrency=q.concurrency,
-                       input_len_cv=q.workload.input_cv, output_len_cv=q.workload.output_cv,
-                       ttft_target_ms=q.ttft_target_s * 1e3 if q.ttft_target_s else None,
-                       tpot_target_ms=q.tpot_target_s * 1e3 if q.tpot_target_s else None)
+            out.update(
+                requests_per_s=q.requests_per_s,
+                concurrency=q.concurrency,
+                input_len_cv=q.workload.input_cv,
+                output_len_cv=q.workload.output_cv,
+                ttft_target_ms=q.ttft_target_s * 1e3 if q.ttft_target_s else None,
+                tpot_target_ms=q.tpot_target_s * 1e3 if q.tpot_target_s else None,
+            )
     else:
-        out.update(batch_size=c.batch_size, seq_len=c.seq_len if isinstance(c.model, EncoderSpec) else None,
-                   replicas=c.replicas, gpu_count=c.gpu_count)
+        out.update(
+            batch_size=c.batch_size,
+            seq_len=c.seq_len if isinstance(c.model, EncoderSpec) else None,
+            replicas=c.replicas,
+            gpu_count=c.gpu_count,
+        )
     return out
 
 
@@ -748,7 +905,9 @@ def _accuracy(scope: str, gpu: GpuSpec, workload: str) -> Accuracy | None:
 @functools.lru_cache(maxsize=4096)
 def _accuracy_by_key(scope: str, cc: str | None, family: str, workload: str) -> Accuracy | None:
     """Cached: a recommendation asks it for hundreds of candidates of a handful of kinds."""
-    return accuracy_for(scope, arch_key(GpuSpec(slug="-", compute_capability=cc, architecture=family)), workload)
+    return accuracy_for(
+        scope, arch_key(GpuSpec(slug="-", compute_capability=cc, architecture=family)), workload
+    )
 
 
 def _derived_span(gpu: GpuSpec, precision: str) -> tuple[GpuSpec, GpuSpec, str] | None:
@@ -764,12 +923,21 @@ def _derived_span(gpu: GpuSpec, precision: str) -> tuple[GpuSpec, GpuSpec, str] 
     lo = {k: r[0] for k, r in gpu.peak_ranges.items()}
     hi = {k: r[1] for k, r in gpu.peak_ranges.items()}
     bw_lo, bw_hi = gpu.bandwidth_range or (gpu.bandwidth_gb_per_s, gpu.bandwidth_gb_per_s)
-    return (replace(gpu, peaks={**gpu.peaks, **lo}, bandwidth_gb_per_s=bw_lo),
-            replace(gpu, peaks={**gpu.peaks, **hi}, bandwidth_gb_per_s=bw_hi), text)
+    return (
+        replace(gpu, peaks={**gpu.peaks, **lo}, bandwidth_gb_per_s=bw_lo),
+        replace(gpu, peaks={**gpu.peaks, **hi}, bandwidth_gb_per_s=bw_hi),
+        text,
+    )
 
 
-def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float | None,
-          cell: CellView | None, workload: str = "*") -> TimeAnswer:
+def _time(
+    c: TrainConfig,
+    gpu: GpuSpec,
+    cal: Calibration | None,
+    tokens: float | None,
+    cell: CellView | None,
+    workload: str = "*",
+) -> TimeAnswer:
     if cal is not None:
         e = cal.efficiencies
         st = step_summary(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
@@ -800,8 +968,11 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
                 rel_lo, rel_hi = 1.0 - band.low / step, band.high / step - 1.0
                 band = Band(min(band.low, fast * (1.0 - rel_lo)), step, max(band.high, slow * (1.0 + rel_hi)))
                 prov = weakest(prov, "derived")
-                notes = (*notes, f"{gpu.slug}: {span[2]}; the step time is {fast * 1e3:.4g}-{slow * 1e3:.4g} ms "
-                                 "across the two values and the band spans both")
+                notes = (
+                    *notes,
+                    f"{gpu.slug}: {span[2]}; the step time is {fast * 1e3:.4g}-{slow * 1e3:.4g} ms "
+                    "across the two values and the band spans both",
+                )
     k = step / st.step_time_s if st.step_time_s else 1.0
     ttt = ttt_band = None
     if tokens:
@@ -810,24 +981,43 @@ def _time(c: TrainConfig, gpu: GpuSpec, cal: Calibration | None, tokens: float |
         ttt = steps * step
         ttt_band = band.scaled(steps)
     return TimeAnswer(  # the step time and its band by position: > 15 keywords would build a dict per call
-        step, band, accumulation_steps=st.accumulation_steps,
-        tokens_per_s=st.tokens_per_s / k * c.data_parallel, tokens_per_s_per_gpu=st.tokens_per_s / k,
-        samples_per_s=st.samples_per_s / k * c.data_parallel, mfu=st.mfu / k, bound=st.bound,
-        provenance=prov, time_to_train_s=ttt, time_to_train_band=ttt_band, source_gpus=tuple(sources),
-        calibration_points=n, measured_step_time_s=measured, notes=tuple(notes), sources=tuple(tables),
+        step,
+        band,
+        accumulation_steps=st.accumulation_steps,
+        tokens_per_s=st.tokens_per_s / k * c.data_parallel,
+        tokens_per_s_per_gpu=st.tokens_per_s / k,
+        samples_per_s=st.samples_per_s / k * c.data_parallel,
+        mfu=st.mfu / k,
+        bound=st.bound,
+        provenance=prov,
+        time_to_train_s=ttt,
+        time_to_train_band=ttt_band,
+        source_gpus=tuple(sources),
+        calibration_points=n,
+        measured_step_time_s=measured,
+        notes=tuple(notes),
+        sources=tuple(tables),
         accuracy=accuracy,
     )
 
 
-def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None,
-             host: HostProfile | None, workload: str = "llm-infer") -> ServingAnswer:
+def _serving(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    cal: Calibration | None,
+    cell: CellView | None,
+    host: HostProfile | None,
+    workload: str = "llm-infer",
+) -> ServingAnswer:
     """hf-transformers (eager, static batch): the GPU-side efficiencies come from this GPU's
     calibration (or a transfer); the host floor from the engine and host that measured it,
     the same for every GPU (:class:`~service.core.estimation.serving.HostProfile`)."""
     notes: tuple[str, ...] = ()
     if host is not None:
-        notes = (f"host floor of eager generate: {host.dispatch_s * 1e6:.1f} us per op, measured with "
-                 f"{host.source} (a property of engine and host, applied to every GPU alike)",)
+        notes = (
+            f"host floor of eager generate: {host.dispatch_s * 1e6:.1f} us per op, measured with "
+            f"{host.source} (a property of engine and host, applied to every GPU alike)",
+        )
     if cal is not None:
         e = cal.efficiencies
         sv = estimate_serving(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance, host=host)
@@ -843,11 +1033,21 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
     if ttft_ms and tpot_ms:
         ttft, tpot = ttft_ms / 1e3, tpot_ms / 1e3
         return ServingAnswer(  # TTFT by position: > 15 keywords would build a dict per call
-            ttft, ttft_band=Band(ttft * 0.95, ttft, ttft * 1.05), tpot_s=tpot,
-            tpot_band=Band(tpot * 0.95, tpot, tpot * 1.05), output_tokens_per_s=c.batch_size / tpot,
-            prefill_bound=sv.prefill_bound, decode_bound=sv.decode_bound, provenance="measured",
-            source_gpus=sources, measured_ttft_s=ttft, measured_tpot_s=tpot, engine=c.engine,
-            tensor_parallel=c.tensor_parallel, replicas=c.replicas, concurrency_per_replica=c.batch_size,
+            ttft,
+            ttft_band=Band(ttft * 0.95, ttft, ttft * 1.05),
+            tpot_s=tpot,
+            tpot_band=Band(tpot * 0.95, tpot, tpot * 1.05),
+            output_tokens_per_s=c.batch_size / tpot,
+            prefill_bound=sv.prefill_bound,
+            decode_bound=sv.decode_bound,
+            provenance="measured",
+            source_gpus=sources,
+            measured_ttft_s=ttft,
+            measured_tpot_s=tpot,
+            engine=c.engine,
+            tensor_parallel=c.tensor_parallel,
+            replicas=c.replicas,
+            concurrency_per_replica=c.batch_size,
             notes=notes,
         )
     accuracy = _accuracy(scope, gpu, workload)
@@ -861,11 +1061,22 @@ def _serving(c: InferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: Ce
             prov = weakest(prov, "derived")
             notes = (*notes, f"{gpu.slug}: {span[2]}; the bands span both values")
     return ServingAnswer(  # TTFT by position: > 15 keywords would build a dict per call
-        sv.ttft_s, ttft_band=ttft_band, tpot_s=sv.tpot_s, tpot_band=tpot_band,
-        output_tokens_per_s=sv.output_tokens_per_s, prefill_bound=sv.prefill_bound,
-        decode_bound=sv.decode_bound, provenance=prov, source_gpus=sources, sources=tuple(tables),
-        accuracy=accuracy, engine=c.engine, tensor_parallel=c.tensor_parallel, replicas=c.replicas,
-        concurrency_per_replica=c.batch_size, notes=tuple(notes),
+        sv.ttft_s,
+        ttft_band=ttft_band,
+        tpot_s=sv.tpot_s,
+        tpot_band=tpot_band,
+        output_tokens_per_s=sv.output_tokens_per_s,
+        prefill_bound=sv.prefill_bound,
+        decode_bound=sv.decode_bound,
+        provenance=prov,
+        source_gpus=sources,
+        sources=tuple(tables),
+        accuracy=accuracy,
+        engine=c.engine,
+        tensor_parallel=c.tensor_parallel,
+        replicas=c.replicas,
+        concurrency_per_replica=c.batch_size,
+        notes=tuple(notes),
     )
 
 
@@ -873,14 +1084,17 @@ VALIDATED_UTILISATION = 0.85
 """The queueing model was validated (means of fixed-length runs) up to this utilisation; above
 it the published finite runs never reach a steady state to compare with."""
 
-QUEUEING_NOTE = ("p50 from Poisson arrivals split over the replicas, a state-dependent processor-sharing "
-                 "batch scheduler and an M/G/c admission queue (service.core.estimation.serving); validated on means "
-                 "of NVIDIA's TensorRT-LLM 0.14 online runs at 2-32 QPS on H100/H200 up to "
-                 f"{VALIDATED_UTILISATION:.0%} utilisation; p90/p99 are not validated and not answered")
+QUEUEING_NOTE = (
+    "p50 from Poisson arrivals split over the replicas, a state-dependent processor-sharing "
+    "batch scheduler and an M/G/c admission queue (service.core.estimation.serving); validated on means "
+    "of NVIDIA's TensorRT-LLM 0.14 online runs at 2-32 QPS on H100/H200 up to "
+    f"{VALIDATED_UTILISATION:.0%} utilisation; p90/p99 are not validated and not answered"
+)
 
 
-def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None,
-                cell: CellView | None = None) -> ServingAnswer:
+def _continuous(
+    c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None, cell: CellView | None = None
+) -> ServingAnswer:
     """A continuous-batching engine (tensorrt-llm published, vllm transferred): at a fixed
     concurrency per replica (``batch_size``/``concurrency``) or at a request rate. An agent's
     measurement of this exact cell (the llm-infer engine plug-in) answers as ``measured``."""
@@ -891,14 +1105,19 @@ def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None,
     k = TRANSFERRED_ENGINE_BAND_FACTOR if eng.provenance == "transferred" else 1.0
     notes: list[str] = [f"{eng.name}: {eng.source}", *d.notes]
     if eng.provenance == "transferred":
-        notes.append("continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
-                     "vLLM's scheduler and memory defaults (no vLLM table calibrates it; band x"
-                     f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})")
+        notes.append(
+            "continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
+            "vLLM's scheduler and memory defaults (no vLLM table calibrates it; band x"
+            f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})"
+        )
     cap, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
     if cap < 1:
-        raise InvalidConfiguration("tensor_parallel", f"{c.model.id} leaves no KV cache for one request on "
-                                                      f"{gpu.slug} at tensor_parallel {c.tensor_parallel}",
-                                   code="MEMORY_INSUFFICIENT")
+        raise InvalidConfiguration(
+            "tensor_parallel",
+            f"{c.model.id} leaves no KV cache for one request on "
+            f"{gpu.slug} at tensor_parallel {c.tensor_parallel}",
+            code="MEMORY_INSUFFICIENT",
+        )
     lo_t, hi_t = (x * k for x in CONTINUOUS_BAND["ttft"])
     lo_p, hi_p = (x * k for x in CONTINUOUS_BAND["tpot"])
     rate: RateAnswer | None = None
@@ -908,16 +1127,27 @@ def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None,
         fleet = per * c.replicas
         validated = r.stable and r.utilisation <= VALIDATED_UTILISATION
         rate = RateAnswer(
-            requests_per_s=q.requests_per_s, stable=r.stable, ttft_p50_s=r.ttft_s, tpot_p50_s=r.tpot_s,
-            ttft_mean_s=r.ttft_mean_s, in_flight_per_replica=r.in_flight, utilisation=r.utilisation,
-            queue_wait_s=r.queue_wait_s, capacity_requests_per_s=fleet,
+            requests_per_s=q.requests_per_s,
+            stable=r.stable,
+            ttft_p50_s=r.ttft_s,
+            tpot_p50_s=r.tpot_s,
+            ttft_mean_s=r.ttft_mean_s,
+            in_flight_per_replica=r.in_flight,
+            utilisation=r.utilisation,
+            queue_wait_s=r.queue_wait_s,
+            capacity_requests_per_s=fleet,
             headroom=fleet / q.requests_per_s - 1.0 if q.requests_per_s > 0 else math.inf,
             meets_ttft=None if q.ttft_target_s is None else bool(r.stable and r.ttft_s <= q.ttft_target_s),
             meets_tpot=None if q.tpot_target_s is None else bool(r.stable and r.tpot_s <= q.tpot_target_s),
             validated=validated,
-            note=QUEUEING_NOTE if validated else (
-                "the replicas cannot keep up with this rate (overload)" if not r.stable else
-                QUEUEING_NOTE + f"; this point is above {VALIDATED_UTILISATION:.0%} utilisation: not validated"),
+            note=QUEUEING_NOTE
+            if validated
+            else (
+                "the replicas cannot keep up with this rate (overload)"
+                if not r.stable
+                else QUEUEING_NOTE
+                + f"; this point is above {VALIDATED_UTILISATION:.0%} utilisation: not validated"
+            ),
         )
         ttft, tpot = r.ttft_s, r.tpot_s
         out_tps = q.requests_per_s * w.output_len if r.stable else 0.0
@@ -943,16 +1173,30 @@ def _continuous(c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None,
         notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
     finite = math.isfinite(ttft) and math.isfinite(tpot)
     return ServingAnswer(  # TTFT, its band and TPOT by position: > 15 keywords would build a dict per call
-        ttft, Band(ttft * (1 - lo_t), ttft, ttft * (1 + hi_t)) if finite else Band(ttft, ttft, ttft),
-        tpot, tpot_band=Band(tpot * (1 - lo_p), tpot, tpot * (1 + hi_p)) if finite else Band(tpot, tpot, tpot),
-        output_tokens_per_s=out_tps, prefill_bound="compute", decode_bound=bound,
-        provenance=prov, source_gpus=(), measured_ttft_s=measured_ttft, measured_tpot_s=measured_tpot, engine=c.engine, tensor_parallel=c.tensor_parallel,
-        replicas=c.replicas, concurrency_per_replica=conc, max_concurrency_per_replica=cap, rate=rate,
+        ttft,
+        Band(ttft * (1 - lo_t), ttft, ttft * (1 + hi_t)) if finite else Band(ttft, ttft, ttft),
+        tpot,
+        tpot_band=Band(tpot * (1 - lo_p), tpot, tpot * (1 + hi_p)) if finite else Band(tpot, tpot, tpot),
+        output_tokens_per_s=out_tps,
+        prefill_bound="compute",
+        decode_bound=bound,
+        provenance=prov,
+        source_gpus=(),
+        measured_ttft_s=measured_ttft,
+        measured_tpot_s=measured_tpot,
+        engine=c.engine,
+        tensor_parallel=c.tensor_parallel,
+        replicas=c.replicas,
+        concurrency_per_replica=conc,
+        max_concurrency_per_replica=cap,
+        rate=rate,
         notes=tuple(notes),
     )
 
 
-def _batch_time(c: BatchInferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None) -> TimeAnswer:
+def _batch_time(
+    c: BatchInferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None
+) -> TimeAnswer:
     """Encoder / CNN inference: one forward of the batch (``step_time_s``), inputs/s over all
     replicas; calibrated on the agent's ``bert-large-infer`` / ``resnet50-infer``."""
     if cal is not None:
@@ -971,15 +1215,26 @@ def _batch_time(c: BatchInferenceConfig, gpu: GpuSpec, cal: Calibration | None, 
         notes = (f"median of {cell.count} measured results for this exact configuration",)
     m = c.model
     per_input = float(c.seq_len) if isinstance(m, EncoderSpec) else 1.0
-    flops = (2.0 * c.batch_size * c.seq_len * m.matmul_params_per_token if isinstance(m, EncoderSpec)
-             else m.forward_flops_per_image * c.batch_size)
+    flops = (
+        2.0 * c.batch_size * c.seq_len * m.matmul_params_per_token
+        if isinstance(m, EncoderSpec)
+        else m.forward_flops_per_image * c.batch_size
+    )
     peak = gpu.peak_for(c.precision) or 0.0
     return TimeAnswer(
-        step_time_s=step, step_time_band=band, accumulation_steps=1,
-        tokens_per_s=c.batch_size * per_input / step * c.replicas, tokens_per_s_per_gpu=c.batch_size * per_input / step,
-        samples_per_s=c.batch_size / step * c.replicas, mfu=flops / step / (peak * 1e12) if peak else 0.0,
-        bound=est.bound, provenance=prov, source_gpus=tuple(sources), calibration_points=n,
-        measured_step_time_s=measured, notes=tuple(notes),
+        step_time_s=step,
+        step_time_band=band,
+        accumulation_steps=1,
+        tokens_per_s=c.batch_size * per_input / step * c.replicas,
+        tokens_per_s_per_gpu=c.batch_size * per_input / step,
+        samples_per_s=c.batch_size / step * c.replicas,
+        mfu=flops / step / (peak * 1e12) if peak else 0.0,
+        bound=est.bound,
+        provenance=prov,
+        source_gpus=tuple(sources),
+        calibration_points=n,
+        measured_step_time_s=measured,
+        notes=tuple(notes),
     )
 
 
@@ -992,33 +1247,58 @@ def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notic
         raise InvalidConfiguration("solve_for", f"{target} is not modelled for encoder / CNN inference")
     if target == "max_micro_batch":
         if not isinstance(c, TrainConfig):
-            raise InvalidConfiguration("solve_for", "max_micro_batch applies to training; use max_concurrency for inference")
+            raise InvalidConfiguration(
+                "solve_for", "max_micro_batch applies to training; use max_concurrency for inference"
+            )
         v = largest_micro_batch(c, usable)
-        return SolveAnswer(target, v, f"largest per-GPU micro-batch at seq_len {c.seq_len} that fits at the band's "
-                                      "upper end"), notices
+        return SolveAnswer(
+            target, v, f"largest per-GPU micro-batch at seq_len {c.seq_len} that fits at the band's upper end"
+        ), notices
     if target == "max_context":
         v = largest_context(c, usable)
-        what = "training seq_len" if isinstance(c, TrainConfig) else f"prompt length with output_len {c.output_len} kept"
+        what = (
+            "training seq_len"
+            if isinstance(c, TrainConfig)
+            else f"prompt length with output_len {c.output_len} kept"
+        )
         detail = f"longest {what} that fits (multiples of 128)"
         limit = _context_limit(job)
         cap = limit if isinstance(c, TrainConfig) else limit - c.output_len
         if limit and v > cap:
             v = max(0, cap)
-            notices.append(Notice("context_capped_at_model_limit", (
-                f"{job.model.id} has max_position_embeddings {limit:,}: the answer is capped there, although "
-                "memory would allow more")))
+            notices.append(
+                Notice(
+                    "context_capped_at_model_limit",
+                    (
+                        f"{job.model.id} has max_position_embeddings {limit:,}: the answer is capped there, although "
+                        "memory would allow more"
+                    ),
+                )
+            )
             detail += f", capped at the model's max_position_embeddings ({limit:,})"
         return SolveAnswer(target, v, detail), notices
     if target == "max_concurrency":
         if not isinstance(c, InferenceConfig):
-            raise InvalidConfiguration("solve_for", "max_concurrency applies to inference; use max_micro_batch for training")
+            raise InvalidConfiguration(
+                "solve_for", "max_concurrency applies to inference; use max_micro_batch for training"
+            )
         if ENGINE_CLASSES[c.engine].batching == "continuous" and gpu.bandwidth_gb_per_s:
-            cap, _ = concurrency_cap(deployment(c, gpu), float(c.input_len), float(max(c.output_len, 1)),
-                                     reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib)
-            return SolveAnswer(target, max(0, cap), f"sequences of {c.input_len}+{c.output_len} tokens one replica runs "
-                                                    f"at once: {c.engine}'s scheduler limit and paged KV cache"), notices
+            cap, _ = concurrency_cap(
+                deployment(c, gpu),
+                float(c.input_len),
+                float(max(c.output_len, 1)),
+                reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib,
+            )
+            return SolveAnswer(
+                target,
+                max(0, cap),
+                f"sequences of {c.input_len}+{c.output_len} tokens one replica runs "
+                f"at once: {c.engine}'s scheduler limit and paged KV cache",
+            ), notices
         v = most_concurrent_sequences(c, usable)
-        return SolveAnswer(target, v, f"concurrent sequences of {c.input_len}+{c.output_len} tokens that fit"), notices
+        return SolveAnswer(
+            target, v, f"concurrent sequences of {c.input_len}+{c.output_len} tokens that fit"
+        ), notices
     if isinstance(c, InferenceConfig):
         return _min_gpus_serving(job, c, usable, gpu), notices
     amp = c.precision.startswith("amp_")
@@ -1027,13 +1307,24 @@ def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notic
     mixed = "autocast" if keep_autocast else "fsdp_policy"
     found = fewest_gpus(c, usable, sharded_mixed_precision=mixed)
     if amp and (keep_autocast or (c.sharding == "fsdp" and c.mixed_precision == "autocast")):
-        alt = fewest_gpus(replace(c, sharding="fsdp", mixed_precision="fsdp_policy") if c.gpu_count > 1 or
-                          c.sharding == "fsdp" else c, usable, sharded_mixed_precision="fsdp_policy")
+        alt = fewest_gpus(
+            replace(c, sharding="fsdp", mixed_precision="fsdp_policy")
+            if c.gpu_count > 1 or c.sharding == "fsdp"
+            else c,
+            usable,
+            sharded_mixed_precision="fsdp_policy",
+        )
         if alt is not None and (found is None or alt[0] < found[0]):
-            notices.append(Notice("try_fsdp_mixed_precision_policy", (
-                f"with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) it fits on {alt[0]} GPUs"
-                + ("" if found is None else f" instead of {found[0]}")
-                + "; torch.autocast over FSDP shards keeps the whole model's bf16 weight casts until it exits")))
+            notices.append(
+                Notice(
+                    "try_fsdp_mixed_precision_policy",
+                    (
+                        f"with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) it fits on {alt[0]} GPUs"
+                        + ("" if found is None else f" instead of {found[0]}")
+                        + "; torch.autocast over FSDP shards keeps the whole model's bf16 weight casts until it exits"
+                    ),
+                )
+            )
     if found is None:
         return SolveAnswer(target, 0, "does not fit on any GPU count searched (up to 4096)"), notices
     n, _ = found
@@ -1041,8 +1332,11 @@ def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notic
     how = shard if n > 1 else c.sharding
     if how == "fsdp" and amp:
         used = c.mixed_precision if c.sharding == "fsdp" else mixed
-        how += " with " + ("MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)" if used == "fsdp_policy"
-                           else "torch.autocast")
+        how += " with " + (
+            "MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)"
+            if used == "fsdp_policy"
+            else "torch.autocast"
+        )
     return SolveAnswer(target, n, f"fewest GPUs that fit with sharding {how}"), notices
 
 
@@ -1060,27 +1354,46 @@ def _min_gpus_serving(job: Job, c: InferenceConfig, usable: int, gpu: GpuSpec) -
     TP group one copy of the model fits on."""
     q = job.serving
     if q is not None and q.requests_per_s is not None and gpu.bandwidth_gb_per_s:
-        plan: ServingPlan | None = plan_min_gpus(c, gpu, q.requests_per_s, q.workload, q.ttft_target_s,
-                                                 q.tpot_target_s)
+        plan: ServingPlan | None = plan_min_gpus(
+            c, gpu, q.requests_per_s, q.workload, q.ttft_target_s, q.tpot_target_s
+        )
         if plan is None:
-            return SolveAnswer("min_gpus", 0, f"no tensor-parallel degree of {gpu.slug} (up to its NVLink domain) meets "
-                                              "the targets at any rate, or the model does not fit")
+            return SolveAnswer(
+                "min_gpus",
+                0,
+                f"no tensor-parallel degree of {gpu.slug} (up to its NVLink domain) meets "
+                "the targets at any rate, or the model does not fit",
+            )
         r = plan.estimate
-        tried = ", ".join(f"TP{tp}: {reps} x {per:.2f} req/s" if 0 < reps <= 4 * plan.replicas
-                          else f"TP{tp}: {per:.2f} req/s per replica" if reps else f"TP{tp}: misses the targets"
-                          for tp, reps, per in plan.considered)
+        tried = ", ".join(
+            f"TP{tp}: {reps} x {per:.2f} req/s"
+            if 0 < reps <= 4 * plan.replicas
+            else f"TP{tp}: {per:.2f} req/s per replica"
+            if reps
+            else f"TP{tp}: misses the targets"
+            for tp, reps, per in plan.considered
+        )
         return SolveAnswer(
-            "min_gpus", plan.gpus,
+            "min_gpus",
+            plan.gpus,
             f"{plan.replicas} replicas x TP{plan.tensor_parallel} = {plan.gpus} GPUs serve {q.requests_per_s:g} req/s "
             f"at p50 TTFT {r.ttft_s * 1e3:.0f} ms, TPOT {r.tpot_s * 1e3:.1f} ms; capacity at the targets "
             f"{plan.capacity_per_replica * plan.replicas:.2f} req/s (headroom {plan.headroom:.0%}); considered {tried}",
-            replicas=plan.replicas, tensor_parallel=plan.tensor_parallel, ttft_s=r.ttft_s, tpot_s=r.tpot_s,
+            replicas=plan.replicas,
+            tensor_parallel=plan.tensor_parallel,
+            ttft_s=r.ttft_s,
+            tpot_s=r.tpot_s,
             headroom=plan.headroom,
         )
     for tp in tp_candidates(c.model, gpu, limit=64):
         cfg = replace(c, tensor_parallel=tp, replicas=1)
         if estimate_inference(cfg).fits(usable):
-            return SolveAnswer("min_gpus", tp, f"smallest tensor-parallel group one copy fits on (TP{tp}); give "
-                                               "requests_per_s (vllm / tensorrt-llm) to size replicas for a load",
-                               replicas=1, tensor_parallel=tp)
+            return SolveAnswer(
+                "min_gpus",
+                tp,
+                f"smallest tensor-parallel group one copy fits on (TP{tp}); give "
+                "requests_per_s (vllm / tensorrt-llm) to size replicas for a load",
+                replicas=1,
+                tensor_parallel=tp,
+            )
     return SolveAnswer("min_gpus", 0, "does not fit on any tensor-parallel degree searched")

@@ -154,7 +154,9 @@ OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "adafactor", "adamw_8bit")
 OPTIMIZER_IMPLS: tuple[str, ...] = ("fused", "foreach", "forloop")
 LOOPS: tuple[str, ...] = ("loss_only", "keeps_outputs")
 MIXED_PRECISIONS: tuple[str, ...] = ("autocast", "fsdp_policy")
-_MODE_OF: dict[tuple[str, str], Mode] = {(p, mp): train_mode(p, mp) for p in _MODES for mp in MIXED_PRECISIONS}
+_MODE_OF: dict[tuple[str, str], Mode] = {
+    (p, mp): train_mode(p, mp) for p in _MODES for mp in MIXED_PRECISIONS
+}
 """``train_mode`` of every (precision, mixed_precision) a :class:`TrainConfig` accepts."""
 SHARDINGS: tuple[str, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "eager", "flash_attention_2")
@@ -163,8 +165,9 @@ DEFAULT_LORA_TARGETS: tuple[str, ...] = ("k_proj", "o_proj", "q_proj", "v_proj")
 
 
 _NOTE_STACK = f"transformers {TRANSFORMERS_VERSION_MODELLED}, PyTorch eager"
-_NOTE_CONTEXT = (f"CUDA context {CUDA_CONTEXT_BYTES // MiB} MiB; allocator slack {ALLOCATOR_SLACK:.0%} "
-                 "of peak allocated")
+_NOTE_CONTEXT = (
+    f"CUDA context {CUDA_CONTEXT_BYTES // MiB} MiB; allocator slack {ALLOCATOR_SLACK:.0%} of peak allocated"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,28 +217,43 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.precision not in _MODES:
             raise InvalidConfiguration(
-                "precision", f"training precision must be one of {', '.join(TRAIN_PRECISIONS)} "
-                             f"(fp8/int8/int4 training is not the reference loop; use finetune=qlora "
-                             f"for a 4-bit base); got {self.precision!r}")
+                "precision",
+                f"training precision must be one of {', '.join(TRAIN_PRECISIONS)} "
+                f"(fp8/int8/int4 training is not the reference loop; use finetune=qlora "
+                f"for a 4-bit base); got {self.precision!r}",
+            )
         if self.batch_size < 1:
             raise InvalidConfiguration("batch_size", "batch_size must be >= 1")
         if self.seq_len < 1:
             raise InvalidConfiguration("seq_len", "seq_len must be >= 1")
-        if (self.finetune not in FINETUNES or self.attention not in ATTENTIONS or self.optimizer not in OPTIMIZERS
-                or self.sharding not in SHARDINGS or self.optimizer_impl not in OPTIMIZER_IMPLS
-                or self.mixed_precision not in MIXED_PRECISIONS):  # one test on the path taken every time
-            for name, allowed in (("finetune", FINETUNES), ("attention", ATTENTIONS),
-                                  ("optimizer", OPTIMIZERS), ("sharding", SHARDINGS),
-                                  ("optimizer_impl", OPTIMIZER_IMPLS), ("mixed_precision", MIXED_PRECISIONS)):
+        if (
+            self.finetune not in FINETUNES
+            or self.attention not in ATTENTIONS
+            or self.optimizer not in OPTIMIZERS
+            or self.sharding not in SHARDINGS
+            or self.optimizer_impl not in OPTIMIZER_IMPLS
+            or self.mixed_precision not in MIXED_PRECISIONS
+        ):  # one test on the path taken every time
+            for name, allowed in (
+                ("finetune", FINETUNES),
+                ("attention", ATTENTIONS),
+                ("optimizer", OPTIMIZERS),
+                ("sharding", SHARDINGS),
+                ("optimizer_impl", OPTIMIZER_IMPLS),
+                ("mixed_precision", MIXED_PRECISIONS),
+            ):
                 if getattr(self, name) not in allowed:
                     raise InvalidConfiguration(name, f"{name} must be one of {', '.join(allowed)}")
         if self.loop is not None and self.loop not in LOOPS:
             raise InvalidConfiguration("loop", f"loop must be one of {', '.join(LOOPS)}")
-        if self.mixed_precision == "fsdp_policy" and (self.sharding != "fsdp"
-                                                      or not self.precision.startswith("amp_")):
+        if self.mixed_precision == "fsdp_policy" and (
+            self.sharding != "fsdp" or not self.precision.startswith("amp_")
+        ):
             raise InvalidConfiguration(
-                "mixed_precision", "mixed_precision 'fsdp_policy' is FSDP's MixedPrecisionPolicy over fp32 "
-                                   "shards: it needs sharding 'fsdp' and an amp_* precision")
+                "mixed_precision",
+                "mixed_precision 'fsdp_policy' is FSDP's MixedPrecisionPolicy over fp32 "
+                "shards: it needs sharding 'fsdp' and an amp_* precision",
+            )
         if self.gpu_count < 1 or self.tensor_parallel < 1:
             raise InvalidConfiguration("gpu_count", "gpu_count and tensor_parallel must be >= 1")
         if self.gpu_count % self.tensor_parallel:
@@ -244,11 +262,15 @@ class TrainConfig:
         m = self.model
         if self.tensor_parallel > 1:
             if not isinstance(m, DecoderSpec):
-                raise InvalidConfiguration("tensor_parallel", "tensor parallelism is modelled for decoders only")
+                raise InvalidConfiguration(
+                    "tensor_parallel", "tensor parallelism is modelled for decoders only"
+                )
             if m.num_kv_heads % self.tensor_parallel or m.intermediate_size % self.tensor_parallel:
                 raise InvalidConfiguration(
-                    "tensor_parallel", f"tensor_parallel={self.tensor_parallel} must divide the KV heads "
-                                       f"({m.num_kv_heads}) and the FFN size ({m.intermediate_size})")
+                    "tensor_parallel",
+                    f"tensor_parallel={self.tensor_parallel} must divide the KV heads "
+                    f"({m.num_kv_heads}) and the FFN size ({m.intermediate_size})",
+                )
         if self.finetune != "full":
             if not isinstance(m, DecoderSpec):
                 raise InvalidConfiguration("finetune", "LoRA/QLoRA are modelled for decoder-only models")
@@ -259,7 +281,8 @@ class TrainConfig:
             if bad or not self.lora_targets:
                 known = [k for k in shapes if k != "router"]
                 raise InvalidConfiguration(
-                    "lora_targets", f"unknown LoRA target(s) {bad}; known: {', '.join(sorted(known))}")
+                    "lora_targets", f"unknown LoRA target(s) {bad}; known: {', '.join(sorted(known))}"
+                )
             if self.sharding in ("zero3", "fsdp") and self.finetune == "qlora":
                 raise InvalidConfiguration("sharding", "QLoRA with FSDP/ZeRO-3 is not modelled")
         if self.finetune == "qlora" and self.precision in ("fp32", "tf32"):
@@ -268,8 +291,10 @@ class TrainConfig:
             raise InvalidConfiguration("seq_len", "seq_len above 1,048,576 tokens")
         if self.global_batch and self.global_batch % (self.batch_size * self.data_parallel):
             raise InvalidConfiguration(
-                "global_batch", f"global_batch {self.global_batch} is not a multiple of batch_size x "
-                                f"data-parallel ranks ({self.batch_size * self.data_parallel})")
+                "global_batch",
+                f"global_batch {self.global_batch} is not a multiple of batch_size x "
+                f"data-parallel ranks ({self.batch_size * self.data_parallel})",
+            )
 
     @property
     def data_parallel(self) -> int:
@@ -429,8 +454,10 @@ def _dims(m: DecoderSpec, tp: int) -> _Dims:
         V=float(m.vocab_size) / tp,
         emb=float(cnt.embedding) / tp,
         linear=float(m.num_layers * (cnt.per_layer - cnt.norms)) / tp,
-        root=float(cnt.embedding + (0 if m.tie_word_embeddings else m.vocab_size * m.hidden_size)
-                   + m.hidden_size) / tp,
+        root=float(
+            cnt.embedding + (0 if m.tie_word_embeddings else m.vocab_size * m.hidden_size) + m.hidden_size
+        )
+        / tp,
         unit=float(cnt.per_layer) / tp,
     )
     if len(_DIMS_CACHE) > 4096:
@@ -449,8 +476,18 @@ def _adapter_input(autocast: bool, cb: float, T: float, width: float, shared_ava
     return 0.0 if shared_available else 4.0 * T * width
 
 
-def _group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bool, lora: tuple[str, ...],
-                  qlora: bool, autocast: bool, cb: float, T: float, lora_out_bytes: float) -> float:
+def _group_inputs(
+    names: tuple[str, ...],
+    width: float,
+    tensor: float,
+    flows: bool,
+    lora: tuple[str, ...],
+    qlora: bool,
+    autocast: bool,
+    cb: float,
+    T: float,
+    lora_out_bytes: float,
+) -> float:
     """Inputs kept by a group of frozen linears fed by one norm output (q/k/v or gate/up) under
     LoRA/QLoRA (module-level, not a closure: :func:`_decoder_layer_saved` runs per estimate)."""
     out = 0.0
@@ -472,8 +509,9 @@ def _group_inputs(names: tuple[str, ...], width: float, tensor: float, flows: bo
     return out
 
 
-def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, mode: Mode | None = None,
-                         d: _Dims | None = None) -> _Layer:
+def _decoder_layer_saved(
+    m: DecoderSpec, c: TrainConfig, layer0: bool = False, mode: Mode | None = None, d: _Dims | None = None
+) -> _Layer:
     """Saved activations of one Llama decoder layer (``T = b*s`` tokens, per tensor-parallel
     shard: ``q = heads*head_dim/tp``, ``kv = kv_heads*head_dim/tp``, ``f = ffn/tp``).
 
@@ -539,8 +577,18 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
     if full:
         saved += 3 * cb * T * h if mode.autocast else norm_out
     else:
-        saved += _group_inputs(("q_proj", "k_proj", "v_proj"), h, norm_out, grads_flow, lora, qlora, mode.autocast, cb,
-                               T, lora_out_bytes)
+        saved += _group_inputs(
+            ("q_proj", "k_proj", "v_proj"),
+            h,
+            norm_out,
+            grads_flow,
+            lora,
+            qlora,
+            mode.autocast,
+            cb,
+            T,
+            lora_out_bytes,
+        )
     # --- attention core
     lse = 4.0 * T * a
     math_kernel = c.attention == "eager" or (cb == 4 and groups > 1)
@@ -564,14 +612,18 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
     if full:
         saved += 2 * cb * T * h if mode.autocast else norm_out
     else:  # the attention adapters give the residual a gradient, also in layer 0
-        saved += _group_inputs(("gate_proj", "up_proj"), h, norm_out, True, lora, qlora, mode.autocast, cb, T,
-                               lora_out_bytes)
+        saved += _group_inputs(
+            ("gate_proj", "up_proj"), h, norm_out, True, lora, qlora, mode.autocast, cb, T, lora_out_bytes
+        )
     mlp = cb * T * f * 3.0  # gate out (SiLU input), SiLU out, up out
     if full or qlora:
         mlp += cb * T * f  # product = down input
     if "down_proj" in lora:
-        mlp += (_adapter_input(mode.autocast, cb, T, f, full or qlora) if not (cb == 4 and not mode.autocast) else
-                (0.0 if (full or qlora) else cb * T * f)) + lora_out_bytes
+        mlp += (
+            _adapter_input(mode.autocast, cb, T, f, full or qlora)
+            if not (cb == 4 and not mode.autocast)
+            else (0.0 if (full or qlora) else cb * T * f)
+        ) + lora_out_bytes
     moe = m.num_experts > 1
     if moe:
         # each token's hidden state goes through experts_per_token experts; router logits fp32
@@ -598,7 +650,9 @@ def _decoder_layer_saved(m: DecoderSpec, c: TrainConfig, layer0: bool = False, m
     return tuple.__new__(_Layer, (saved, weight_copies, forward_transient, backward_transient, rb * T * h))
 
 
-def _layer0(m: DecoderSpec, c: TrainConfig, top: _Layer, mode: Mode | None = None, d: _Dims | None = None) -> _Layer:
+def _layer0(
+    m: DecoderSpec, c: TrainConfig, top: _Layer, mode: Mode | None = None, d: _Dims | None = None
+) -> _Layer:
     """Layer 0 under LoRA/QLoRA, from a later layer: the frozen embeddings give its input no
     gradient, so its input norm keeps nothing, its frozen q/k/v keep neither input nor weight
     copy (QLoRA: no 4-bit input copies for q/k/v either). Equals
@@ -624,9 +678,14 @@ def _lora_params(m: DecoderSpec, c: TrainConfig) -> int:
     return per_layer * m.num_layers
 
 
-def _optimizer_bytes(c: TrainConfig, trainable: float, state_bytes: float, largest: float,
-                     shapes: list[tuple[int, int]] | None = None,
-                     forloop_elements: float | None = None) -> tuple[float, float]:
+def _optimizer_bytes(
+    c: TrainConfig,
+    trainable: float,
+    state_bytes: float,
+    largest: float,
+    shapes: list[tuple[int, int]] | None = None,
+    forloop_elements: float | None = None,
+) -> tuple[float, float]:
     """(persistent state bytes, transient bytes during ``step()``), per rank.
 
     ``trainable`` and ``largest`` are the rank's trainable elements and its largest trainable
@@ -712,15 +771,21 @@ def _decoder_trainables(m: DecoderSpec, c: TrainConfig) -> _Trainables:
         if len(_ORDER_CACHE) > 4096:
             _ORDER_CACHE.clear()
         largest, window = _parameter_order(m, c)
-        hit = _ORDER_CACHE[key] = (m, _Trainables(largest, window, 0 if full else _lora_params(m, c),
-                                                  ",".join(sorted(c.lora_targets)), {}))
+        hit = _ORDER_CACHE[key] = (
+            m,
+            _Trainables(
+                largest, window, 0 if full else _lora_params(m, c), ",".join(sorted(c.lora_targets)), {}
+            ),
+        )
     return hit[1]
 
 
 def _lora_note(order: _Trainables, rank: int, tp: int, adapters: float) -> str:
     """The LoRA note for ``adapters = order.adapters / tp``, kept in ``order.notes``: a function
     of the model, targets, rank and ``tp`` alone (formatting ``,.0f`` costs more than a lookup)."""
-    note = order.notes[tp] = f"LoRA rank {rank} on {order.targets}: {adapters:,.0f} trainable parameters (fp32 adapters)"
+    note = order.notes[tp] = (
+        f"LoRA rank {rank} on {order.targets}: {adapters:,.0f} trainable parameters (fp32 adapters)"
+    )
     return note
 
 
@@ -753,13 +818,18 @@ FSDP_LIVE_UNITS = 2
 the one computing and the one prefetched (implicit forward prefetch, default explicit backward
 prefetch of one unit)."""
 
-_FSDP_NOTE = ("FSDP2 as the agent's multi-GPU suite runs it: fully_shard per decoder layer and on the "
-              "root, reshard_after_forward default (layers reshard, the root's embeddings and LM head "
-              "stay gathered from forward to backward); storage-dtype shards and gathers")
-_FSDP_NOTE_AUTOCAST = (_FSDP_NOTE + " under torch.autocast, whose cache keeps every bf16 weight cast until "
-                       "autocast exits (not sharded)")
+_FSDP_NOTE = (
+    "FSDP2 as the agent's multi-GPU suite runs it: fully_shard per decoder layer and on the "
+    "root, reshard_after_forward default (layers reshard, the root's embeddings and LM head "
+    "stay gathered from forward to backward); storage-dtype shards and gathers"
+)
+_FSDP_NOTE_AUTOCAST = (
+    _FSDP_NOTE + " under torch.autocast, whose cache keeps every bf16 weight cast until "
+    "autocast exits (not sharded)"
+)
 _FSDP_NOTE_POLICY = _FSDP_NOTE.removesuffix("storage-dtype shards and gathers") + (
-    "MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): fp32 shards, bf16 gathers, no autocast")
+    "MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): fp32 shards, bf16 gathers, no autocast"
+)
 _ADAMW_NOTES = {
     "fused": "AdamW fused: no step temporaries",
     "foreach": "AdamW foreach: one state-dtype copy of the parameter group during step() (_foreach_sqrt)",
@@ -807,8 +877,10 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             g = 2.0 * P
             opt_state = 12.0 * P if c.optimizer == "adamw" else 8.0 * P
             opt_temp = 0.0
-            notes.append("DeepSpeed ZeRO variant: bf16 parameters/gradients, fp32 master weights "
-                         "and AdamW states in DeepSpeed's fused optimizer")
+            notes.append(
+                "DeepSpeed ZeRO variant: bf16 parameters/gradients, fp32 master weights "
+                "and AdamW states in DeepSpeed's fused optimizer"
+            )
         else:
             w = mode.param * P
             g = mode.grad * P
@@ -819,8 +891,9 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         if c.finetune == "qlora":
             other = P - linear
             w = linear * NF4_BYTES_PER_PARAM + other * mode.param
-            notes.append("QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and "
-                         "lm_head unquantised")
+            notes.append(
+                "QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and lm_head unquantised"
+            )
         else:
             w = mode.param * P
         lora_w = 4.0 * adapters  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
@@ -867,7 +940,9 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             # reduce-scatter input (a cast copy under the policy, the gradients themselves
             # otherwise)
             fsdp_unit_grads = (gathered + (4.0 if policy else 0.0)) * unit if full else 0.0
-            notes.append(_FSDP_NOTE_POLICY if policy else _FSDP_NOTE_AUTOCAST if mode.autocast else _FSDP_NOTE)
+            notes.append(
+                _FSDP_NOTE_POLICY if policy else _FSDP_NOTE_AUTOCAST if mode.autocast else _FSDP_NOTE
+            )
     persistent = {
         "parameters": trunc(w),
         "lora_adapters": trunc(lora_w),
@@ -899,10 +974,13 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     loss_fwd = (logits_bytes + 8.0 * NV) if cb != 4 else 8.0 * NV
     loss_bwd = 12.0 * NV
     lm_head_grad = (mode.grad * lm_head_w if full and not m.tie_word_embeddings else 0.0) / (
-        dp if shards_grads else 1)
+        dp if shards_grads else 1
+    )
     misc = 16.0 * T + 32 * MiB  # int64 input ids + labels; cuBLAS workspace
-    notes.append(f"loss buffers {loss_bwd / GiB:.2f} GiB at the start of backward (fp32 logits "
-                 "upcast inside ForCausalLMLoss)")
+    notes.append(
+        f"loss buffers {loss_bwd / GiB:.2f} GiB at the start of backward (fp32 logits "
+        "upcast inside ForCausalLMLoss)"
+    )
     # keeps_outputs: the output object's logits (B x S x V in the compute dtype) are alive in
     # every phase -- this step's through backward and the optimizer step, the previous step's
     # during the forward that replaces them.
@@ -922,8 +1000,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
         # bases are cast per call and, checkpointed, not kept)
         cached = (copies_all + head_copy) if full else 0.0
-        layer_work = (t_saved + t_copies * (0 if no_cache else 1) + t_bwd
-                      + fsdp_units + fsdp_unit_grads)
+        layer_work = t_saved + t_copies * (0 if no_cache else 1) + t_bwd + fsdp_units + fsdp_unit_grads
         phases = {
             "forward-loss": fb + g_fwd + cached + ckpts + head_saved + loss_fwd,
             "backward-loss": fb + g_fwd + ckpts + head_saved + loss_bwd,
@@ -936,10 +1013,19 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         phases = {
             "forward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd,
             "backward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd,
-            "backward-top-layer": (fb + max(g_fwd, lm_head_grad) + copies_all + acts_all
-                                   + t_bwd + cb * T * h + fsdp_units + fsdp_unit_grads),
-            "backward-bottom-layer": (fb + (g_full - g_emb) + b_saved + b_copies
-                                      + b_bwd + fsdp_units + fsdp_unit_grads),
+            "backward-top-layer": (
+                fb
+                + max(g_fwd, lm_head_grad)
+                + copies_all
+                + acts_all
+                + t_bwd
+                + cb * T * h
+                + fsdp_units
+                + fsdp_unit_grads
+            ),
+            "backward-bottom-layer": (
+                fb + (g_full - g_emb) + b_saved + b_copies + b_bwd + fsdp_units + fsdp_unit_grads
+            ),
             # forward transient of one layer with everything below it saved
             "forward-layer": fb + g_fwd + copies_all + acts_all - t_saved + t_fwd + fsdp_units,
             "optimizer-step": step,
@@ -947,8 +1033,10 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     keeps_outputs = c.loop == "keeps_outputs"
     if keeps_outputs:
         phases = {k: v + held for k, v in phases.items()}
-        notes.append(f"loop keeps_outputs: the output's logits ({held / GiB:.2f} GiB) are held through "
-                     "backward and the optimizer step until the next forward returns")
+        notes.append(
+            f"loop keeps_outputs: the output's logits ({held / GiB:.2f} GiB) are held through "
+            "backward and the optimizer step until the next forward returns"
+        )
     peak_phase = ""
     peak = 0.0
     for phase, value in phases.items():  # the first of equal peaks, as max(phases, key=...) (a loop: cheaper)
@@ -965,16 +1053,23 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
         "gradients": trunc(g_full if not in_fb else (g_full - g_emb if at_bottom else g_fwd)),
         "optimizer_states": trunc(opt_state),
         "optimizer_step_temporaries": trunc(0 if in_fb else opt_temp),
-        "autocast_weight_copies": trunc(copies_all + head_copy if all_saved
-                                      and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full))
-                                      else 0),
+        "autocast_weight_copies": trunc(
+            copies_all + head_copy
+            if all_saved and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full))
+            else 0
+        ),
         "activations": trunc(
-            (t_ckpt * L if c.gradient_checkpointing else acts_all) if all_saved else
-            (b_saved if at_bottom else 0)),
-        "logits_and_loss": trunc(loss_fwd if peak_phase == "forward-loss" else
-                               loss_bwd if peak_phase == "backward-loss" else 0),
+            (t_ckpt * L if c.gradient_checkpointing else acts_all)
+            if all_saved
+            else (b_saved if at_bottom else 0)
+        ),
+        "logits_and_loss": trunc(
+            loss_fwd if peak_phase == "forward-loss" else loss_bwd if peak_phase == "backward-loss" else 0
+        ),
         "logits_held_by_loop": trunc(held if keeps_outputs else 0),
-        "fsdp_gathered_parameters": trunc((fsdp_root if in_fb else 0.0) + (fsdp_units if layer_phase else 0.0)),
+        "fsdp_gathered_parameters": trunc(
+            (fsdp_root if in_fb else 0.0) + (fsdp_units if layer_phase else 0.0)
+        ),
         "sharding_buffers": trunc(gather_buffer + ddp_buckets),
         "workspace": trunc(misc),
     }
@@ -982,11 +1077,14 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     upper_extra = 0.0
     if c.loop is None:
         upper_extra = held
-        notes.append(f"loop not stated: central estimate for a loop that keeps only the loss (HF Trainer); "
-                     f"the band's upper end adds the {held / GiB:.2f} GiB of logits a loop that keeps the "
-                     "model output (out = model(**batch)) holds")
-    return _finish(c, peak, phases, peak_phase, components, persistent, notes, _band_for(c),
-                   upper_extra=upper_extra)
+        notes.append(
+            f"loop not stated: central estimate for a loop that keeps only the loss (HF Trainer); "
+            f"the band's upper end adds the {held / GiB:.2f} GiB of logits a loop that keeps the "
+            "model output (out = model(**batch)) holds"
+        )
+    return _finish(
+        c, peak, phases, peak_phase, components, persistent, notes, _band_for(c), upper_extra=upper_extra
+    )
 
 
 def _band_for(c: TrainConfig) -> tuple[float, float]:
@@ -1034,9 +1132,18 @@ tensors. Reserved/allocated at the peak was 1.03-1.28 (median 1.10) on the agent
 FSDP2 H200 runs against 1.02-1.19 (median 1.05) without sharding."""
 
 
-def _finish(c: TrainConfig | None, peak: float, phases: Mapping[str, float], peak_phase: str,
-            components: dict[str, int], persistent: dict[str, int], notes: list[str],
-            rel: tuple[float, float], multi_gpu: bool | None = None, upper_extra: float = 0.0) -> MemoryEstimate:
+def _finish(
+    c: TrainConfig | None,
+    peak: float,
+    phases: Mapping[str, float],
+    peak_phase: str,
+    components: dict[str, int],
+    persistent: dict[str, int],
+    notes: list[str],
+    rel: tuple[float, float],
+    multi_gpu: bool | None = None,
+    upper_extra: float = 0.0,
+) -> MemoryEstimate:
     """Band, device memory and fit inputs from the peak. ``upper_extra`` is memory a common
     variant the caller did not rule out would add: it moves only the band's upper end."""
     multi = multi_gpu if multi_gpu is not None else (c is not None and c.gpu_count > 1)
@@ -1098,7 +1205,9 @@ def _training_encoder(m: EncoderSpec, c: TrainConfig) -> MemoryEstimate:
     else:
         layer = 24.0 * T * h + 4.0 * T * f
         copies = 0.0
-    acts = (mode.residual * T * h * m.num_layers + layer) if c.gradient_checkpointing else layer * m.num_layers
+    acts = (
+        (mode.residual * T * h * m.num_layers + layer) if c.gradient_checkpointing else layer * m.num_layers
+    )
     head = 12.0 * T * h
     NV = T * V
     loss = (cb * NV + 8.0 * NV) if cb != 4 else 8.0 * NV
@@ -1119,12 +1228,16 @@ def _training_encoder(m: EncoderSpec, c: TrainConfig) -> MemoryEstimate:
     if peak_phase == "optimizer-step":
         components["gradients"] = int(g)
     else:
-        components.update(autocast_weight_copies=int(copies), activations=int(acts + head),
-                          logits_and_loss=int(phases[peak_phase] - base - copies - acts - head))
+        components.update(
+            autocast_weight_copies=int(copies),
+            activations=int(acts + head),
+            logits_and_loss=int(phases[peak_phase] - base - copies - acts - head),
+        )
     components["workspace"] = int(peak - sum(components.values()))
     persistent = {"parameters": int(w), "optimizer_states": int(opt_state)}
-    return _finish(c, peak, phases, peak_phase, components, persistent,
-                   ["BertForMaskedLM, SDPA attention"], _band_for(c))
+    return _finish(
+        c, peak, phases, peak_phase, components, persistent, ["BertForMaskedLM, SDPA attention"], _band_for(c)
+    )
 
 
 def _training_cnn(m: CnnSpec, c: TrainConfig) -> MemoryEstimate:
@@ -1138,9 +1251,11 @@ def _training_cnn(m: CnnSpec, c: TrainConfig) -> MemoryEstimate:
     mode = c.mode
     P = float(m.total_params)
     side = -(-m.image_size // 4)
-    per_image = (float(m.saved_elements_per_image) * mode.compute
-                 + 8.0 * m.base_width * side * side
-                 + float(m.in_channels * m.image_size * m.image_size) * (mode.compute if mode.autocast else 0))
+    per_image = (
+        float(m.saved_elements_per_image) * mode.compute
+        + 8.0 * m.base_width * side * side
+        + float(m.in_channels * m.image_size * m.image_size) * (mode.compute if mode.autocast else 0)
+    )
     acts = per_image * c.batch_size
     if c.gradient_checkpointing:
         acts *= 0.35
@@ -1164,8 +1279,16 @@ def _training_cnn(m: CnnSpec, c: TrainConfig) -> MemoryEstimate:
         components["autocast_weight_copies"] = int(copies)
         components["activations"] = int(peak - base - copies)
     persistent = {"parameters": int(w), "optimizer_states": int(opt_state)}
-    return _finish(c, peak, phases, peak_phase, components, persistent,
-                   ["torchvision ResNet, channels_last, cuDNN"], _band_for(c))
+    return _finish(
+        c,
+        peak,
+        phases,
+        peak_phase,
+        components,
+        persistent,
+        ["torchvision ResNet, channels_last, cuDNN"],
+        _band_for(c),
+    )
 
 
 def estimate_training(c: TrainConfig) -> MemoryEstimate:
@@ -1198,9 +1321,25 @@ def training_breakdown(c: TrainConfig) -> MemoryEstimate:
     entry lives): an entry is only ever the answer computed for an equal configuration. The
     breakdown returned is shared; like the recommender's shared breakdowns it is read, never
     changed."""
-    key = (id(c.model), c.precision, c.batch_size, c.seq_len, c.gradient_checkpointing, c.finetune, c.lora_rank,
-           c.lora_targets, c.attention, c.optimizer, c.sharding, c.gpu_count, c.tensor_parallel, c.global_batch,
-           c.optimizer_impl, c.loop, c.mixed_precision)
+    key = (
+        id(c.model),
+        c.precision,
+        c.batch_size,
+        c.seq_len,
+        c.gradient_checkpointing,
+        c.finetune,
+        c.lora_rank,
+        c.lora_targets,
+        c.attention,
+        c.optimizer,
+        c.sharding,
+        c.gpu_count,
+        c.tensor_parallel,
+        c.global_batch,
+        c.optimizer_impl,
+        c.loop,
+        c.mixed_precision,
+    )
     hit = _BREAKDOWN_CACHE.get(key)
     if hit is not None and hit[0] is c.model:
         return hit[1]
@@ -1265,7 +1404,9 @@ class InferenceConfig:
         if self.precision not in ("bf16", "fp16", "fp32", "amp_bf16", "amp_fp16", "fp8", "int8", "int4"):
             raise InvalidConfiguration("precision", f"unknown precision {self.precision!r}")
         if self.quant_method not in QUANT_METHODS:
-            raise InvalidConfiguration("quant_method", f"quant_method must be one of {', '.join(QUANT_METHODS)}")
+            raise InvalidConfiguration(
+                "quant_method", f"quant_method must be one of {', '.join(QUANT_METHODS)}"
+            )
         if self.batch_size < 1 or self.input_len < 1 or self.output_len < 0:
             raise InvalidConfiguration("batch_size", "batch_size and input_len must be >= 1, output_len >= 0")
         if self.model.num_kv_heads % self.tensor_parallel:
@@ -1311,7 +1452,9 @@ def weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> f
     return linear * per + other * (compute_bytes if quant_method == "none" else 2.0)
 
 
-def kv_cache_bytes(m: DecoderSpec, tokens: float, bytes_per_element: float = 2.0, tensor_parallel: int = 1) -> float:
+def kv_cache_bytes(
+    m: DecoderSpec, tokens: float, bytes_per_element: float = 2.0, tensor_parallel: int = 1
+) -> float:
     """GQA-aware KV cache: ``2 (K, V) * layers * kv_heads * head_dim * bytes * tokens``,
     split over tensor-parallel ranks by KV head. Sliding-window models cap ``tokens`` per
     sequence at the window (the caller passes per-sequence tokens through
@@ -1377,11 +1520,22 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
         "logits": int(logits),
         "workspace": int(workspace + dequant + (cat_copy if peak_phase != "prefill" else 0)),
     }
-    notes = [f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
-             f"{m.kv_cache_bytes_per_token(c.kv_bytes) / tp / 1024:.0f} KiB per token"]
+    notes = [
+        f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
+        f"{m.kv_cache_bytes_per_token(c.kv_bytes) / tp / 1024:.0f} KiB per token"
+    ]
     rel = (0.05, 0.06) if c.weight_format == "none" else (0.08, 0.12)
-    return _finish(None, peak, phases, peak_phase, components,
-                   {"weights": int(w), "kv_cache": int(kv)}, notes, rel, multi_gpu=tp > 1)
+    return _finish(
+        None,
+        peak,
+        phases,
+        peak_phase,
+        components,
+        {"weights": int(w), "kv_cache": int(kv)},
+        notes,
+        rel,
+        multi_gpu=tp > 1,
+    )
 
 
 def estimate_cnn_inference(m: CnnSpec, precision: str, batch_size: int) -> MemoryEstimate:
@@ -1399,8 +1553,17 @@ def estimate_cnn_inference(m: CnnSpec, precision: str, batch_size: int) -> Memor
     workspace = 32.0 * MiB
     peak = w + acts + workspace
     comps = {"parameters": int(w), "activations": int(acts), "workspace": int(workspace)}
-    return _finish(None, peak, {"forward": peak}, "forward", comps, {"parameters": int(w)},
-                   ["torchvision ResNet, eval, channels_last"], (0.06, 0.02), multi_gpu=False)
+    return _finish(
+        None,
+        peak,
+        {"forward": peak},
+        "forward",
+        comps,
+        {"parameters": int(w)},
+        ["torchvision ResNet, eval, channels_last"],
+        (0.06, 0.02),
+        multi_gpu=False,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -1429,7 +1592,9 @@ class BatchInferenceConfig:
         return self.replicas
 
 
-def estimate_encoder_inference(m: EncoderSpec, precision: str, batch_size: int, seq_len: int) -> MemoryEstimate:
+def estimate_encoder_inference(
+    m: EncoderSpec, precision: str, batch_size: int, seq_len: int
+) -> MemoryEstimate:
     """BERT masked-LM inference (eval, ``inference_mode``): parameters (fp32 under autocast, whose
     per-layer weight casts are freed after use), and the working set at the MLM head, the
     largest moment: the logits over every token (``T x V`` in the compute dtype; the MLM head
@@ -1443,10 +1608,23 @@ def estimate_encoder_inference(m: EncoderSpec, precision: str, batch_size: int, 
     head = (10.0 if mode.autocast else 3.0 * mode.compute) * T * m.hidden_size
     workspace = 32.0 * MiB
     peak = w + logits + head + workspace
-    comps = {"parameters": int(w), "logits": int(logits), "activations": int(head), "workspace": int(workspace)}
-    return _finish(None, peak, {"mlm-head": peak}, "mlm-head", comps, {"parameters": int(w)},
-                   ["HF BertForMaskedLM, eval + inference_mode, logits over every position"], (0.06, 0.08),
-                   multi_gpu=False)
+    comps = {
+        "parameters": int(w),
+        "logits": int(logits),
+        "activations": int(head),
+        "workspace": int(workspace),
+    }
+    return _finish(
+        None,
+        peak,
+        {"mlm-head": peak},
+        "mlm-head",
+        comps,
+        {"parameters": int(w)},
+        ["HF BertForMaskedLM, eval + inference_mode, logits over every position"],
+        (0.06, 0.08),
+        multi_gpu=False,
+    )
 
 
 def estimate_batch_inference(c: BatchInferenceConfig) -> MemoryEstimate:
@@ -1484,18 +1662,22 @@ def largest_micro_batch(c: TrainConfig, usable_memory_bytes: int, limit: int = 6
     return max(0, _largest(1, limit, ok))
 
 
-def largest_context(c: TrainConfig | InferenceConfig, usable_memory_bytes: int,
-                    limit: int = 1_048_576) -> int:
+def largest_context(
+    c: TrainConfig | InferenceConfig, usable_memory_bytes: int, limit: int = 1_048_576
+) -> int:
     """Longest sequence (training ``seq_len``; inference ``input_len + output_len`` with the
     output length kept) that fits; 0 if none. Multiples of 128 are searched."""
     from dataclasses import replace
 
     if isinstance(c, TrainConfig):
+
         def ok(k: int) -> bool:
             return estimate_training(replace(c, seq_len=128 * k)).fits(usable_memory_bytes)
     else:
+
         def ok(k: int) -> bool:
             return estimate_inference(replace(c, input_len=128 * k)).fits(usable_memory_bytes)
+
     return max(0, _largest(1, limit // 128, ok)) * 128
 
 
@@ -1509,8 +1691,13 @@ def most_concurrent_sequences(c: InferenceConfig, usable_memory_bytes: int, limi
     return max(0, _largest(1, limit, ok))
 
 
-def fewest_gpus(c: TrainConfig, usable_memory_bytes: int, max_gpus: int = 4096,
-                per_node: int = 8, sharded_mixed_precision: str = "fsdp_policy") -> tuple[int, MemoryEstimate] | None:
+def fewest_gpus(
+    c: TrainConfig,
+    usable_memory_bytes: int,
+    max_gpus: int = 4096,
+    per_node: int = 8,
+    sharded_mixed_precision: str = "fsdp_policy",
+) -> tuple[int, MemoryEstimate] | None:
     """Fewest GPUs (powers of two up to ``per_node``, then whole nodes) for which ``c`` fits
     with its sharding strategy (``none``/``ddp`` become ``fsdp`` beyond one GPU, since replicas
     never reduce per-GPU memory). An ``amp_*`` job switched to FSDP here takes
@@ -1540,8 +1727,14 @@ def fewest_gpus(c: TrainConfig, usable_memory_bytes: int, max_gpus: int = 4096,
         # hold the global batch; round it up to a whole number of micro-batches per rank
         per_step = c.batch_size * n
         global_batch = -(-max(c.effective_global_batch, per_step) // per_step) * per_step
-        cfg = replace(c, gpu_count=n, tensor_parallel=1, sharding=sharding, global_batch=global_batch,
-                      mixed_precision=mixed)
+        cfg = replace(
+            c,
+            gpu_count=n,
+            tensor_parallel=1,
+            sharding=sharding,
+            global_batch=global_batch,
+            mixed_precision=mixed,
+        )
         est = estimate_training(cfg)
         if est.fits(usable_memory_bytes):
             return n, est

@@ -81,8 +81,13 @@ H200_SXM = GpuSpec(
     bandwidth_gb_per_s=4800.0,
     usable_memory_bytes=143_771 * 2**20,
     tdp_w=700.0,
-    node=NodeShape(nvlink_topology="switched", nvlink_domain_size=8, nvlink_per_direction_gb_per_s=450.0,
-                   pcie_gen=5, pcie_lanes=16),
+    node=NodeShape(
+        nvlink_topology="switched",
+        nvlink_domain_size=8,
+        nvlink_per_direction_gb_per_s=450.0,
+        pcie_gen=5,
+        pcie_lanes=16,
+    ),
 )
 """NVIDIA H200 SXM datasheet (dense): 141 GB HBM3e at 4.8 TB/s, 989.4 TFLOP/s BF16/FP16,
 494.7 TF32, 66.9 FP32, 1978.9 FP8; NVLink 4 900 GB/s bidirectional; NVML reports 143,771 MiB.
@@ -313,12 +318,28 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
     gqa = isinstance(m, DecoderSpec) and m.num_heads > m.num_kv_heads
     hd = float(getattr(m, "head_dim", 64))
     shape = _StepShape(
-        decoder=decoder, L=L, h=h, q=q, kv=kv, f=f, V=V, layer_mm=layer_mm, layer_w_all=layer_w_all,
-        mm_weights=L * layer_mm + h * V, w_weights=L * layer_w_all + h * V, causal=causal,
-        ops_f=ops_f, ops_b=ops_b, ew=ew, gqa=gqa,
-        a_heads=float(m.num_heads) / tp, hd=hd, P=float(m.total_params) / tp,
+        decoder=decoder,
+        L=L,
+        h=h,
+        q=q,
+        kv=kv,
+        f=f,
+        V=V,
+        layer_mm=layer_mm,
+        layer_w_all=layer_w_all,
+        mm_weights=L * layer_mm + h * V,
+        w_weights=L * layer_w_all + h * V,
+        causal=causal,
+        ops_f=ops_f,
+        ops_b=ops_b,
+        ew=ew,
+        gqa=gqa,
+        a_heads=float(m.num_heads) / tp,
+        hd=hd,
+        P=float(m.total_params) / tp,
         matmul_per_token=float(m.matmul_params_per_token),
-        heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)), forloop_tensors=forloop,
+        heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)),
+        forloop_tensors=forloop,
     )
     if len(_SHAPE_CACHE) > 4096:
         _SHAPE_CACHE.clear()
@@ -339,8 +360,9 @@ class _Adapters(NamedTuple):
 _ADAPTER_CACHE: dict[tuple[int, int, tuple[str, ...], int, bool, int], tuple[DecoderSpec, _Adapters]] = {}
 
 
-def _adapters(m: DecoderSpec, tp: int, targets: tuple[str, ...], rank: int, autocast: bool,
-              compute: int) -> _Adapters:
+def _adapters(
+    m: DecoderSpec, tp: int, targets: tuple[str, ...], rank: int, autocast: bool, compute: int
+) -> _Adapters:
     """:class:`_Adapters` for LoRA ``targets`` of rank ``rank``, memoised per model (bounded)."""
     key = (id(m), tp, targets, rank, autocast, compute)
     hit = _ADAPTER_CACHE.get(key)
@@ -401,14 +423,21 @@ class _Step(NamedTuple):
     notes: list[str]
 
 
-def _band(step: float, e: Efficiencies, band: tuple[float, float] | None, provenance: str | None) -> tuple[Band, str]:
+def _band(
+    step: float, e: Efficiencies, band: tuple[float, float] | None, provenance: str | None
+) -> tuple[Band, str]:
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     return Band(step * (1 - lo), step, step * (1 + hi)), prov
 
 
-def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
-                  band: tuple[float, float] | None = None, provenance: str | None = None) -> StepEstimate:
+def estimate_step(
+    c: TrainConfig,
+    gpu: GpuSpec,
+    e: Efficiencies = SPEC_DEFAULTS,
+    band: tuple[float, float] | None = None,
+    provenance: str | None = None,
+) -> StepEstimate:
     """Time of one optimizer step (``accumulation_steps`` micro-steps + optimizer + the
     communication left exposed) per GPU, with the model FLOPs and MFU.
 
@@ -430,8 +459,12 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
         model_flops_per_step=r.model_flops,
         mfu=r.mfu,
         phases={
-            "forward": r.gpu_fwd, "backward": r.gpu_bwd, "weight_casts": r.casts, "optimizer": r.optimizer,
-            "host_dispatch": r.host, "communication": r.communication,
+            "forward": r.gpu_fwd,
+            "backward": r.gpu_bwd,
+            "weight_casts": r.casts,
+            "optimizer": r.optimizer,
+            "host_dispatch": r.host,
+            "communication": r.communication,
         },
         communication_s=r.communication,
         bound=r.bound,
@@ -440,15 +473,27 @@ def estimate_step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
     )
 
 
-def step_summary(c: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
-                 band: tuple[float, float] | None = None, provenance: str | None = None) -> StepSummary:
+def step_summary(
+    c: TrainConfig,
+    gpu: GpuSpec,
+    e: Efficiencies = SPEC_DEFAULTS,
+    band: tuple[float, float] | None = None,
+    provenance: str | None = None,
+) -> StepSummary:
     """:func:`estimate_step`'s step time, band, throughput, MFU and bound alone (the same
     figures): what an estimate answers, without building the phase breakdown it does not show."""
     m = c.model
     if isinstance(m, CnnSpec):
         st = _cnn_step(c, m, gpu, e, band, provenance)
-        return StepSummary(st.step_time_s, st.step_time_band, st.accumulation_steps, st.tokens_per_s,
-                           st.samples_per_s, st.mfu, st.bound)
+        return StepSummary(
+            st.step_time_s,
+            st.step_time_band,
+            st.accumulation_steps,
+            st.tokens_per_s,
+            st.samples_per_s,
+            st.mfu,
+            st.bound,
+        )
     r = _step(c, gpu, e)
     step_band, _ = _band(r.step, e, band, provenance)
     return StepSummary(r.step, step_band, r.accum, r.tokens / r.step, r.samples / r.step, r.mfu, r.bound)
@@ -550,7 +595,9 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         fsdp_units = L + 1
         policy = c.mixed_precision == "fsdp_policy"
         gathered = 2.0 if policy else float(mode.param)
-        fsdp_bytes = 2.0 * 4.0 * gathered * P + (2.0 * gathered + 4.0 * 4.0 if policy else 4.0 * 4.0) * trainable
+        fsdp_bytes = (
+            2.0 * 4.0 * gathered * P + (2.0 * gathered + 4.0 * 4.0 if policy else 4.0 * 4.0) * trainable
+        )
         if policy:  # the gather casts fp32 shards (read 4) into bf16 (write 2) instead of copying
             fsdp_bytes += 2.0 * 2.0 * P
         t_casts += fsdp_bytes / bw
@@ -577,8 +624,11 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     # max(total GPU, total host): a launch-bound backward cannot borrow a GPU-bound forward's slack).
     share = (gpu_fwd + 0.5 * t_casts) / gpu_micro if gpu_micro > 0 else 0.5
     micro = max(gpu_micro * share, host_fwd) + max(gpu_micro * (1 - share), host_bwd)
-    bound = "host-dispatch" if host_micro > gpu_micro else (
-        "compute" if (t_mm_fwd + t_mm_bwd + t_attn_fwd + t_attn_bwd) > 0.5 * gpu_micro else "memory")
+    bound = (
+        "host-dispatch"
+        if host_micro > gpu_micro
+        else ("compute" if (t_mm_fwd + t_mm_bwd + t_attn_fwd + t_attn_bwd) > 0.5 * gpu_micro else "memory")
+    )
 
     # ---- communication (none on one GPU)
     comm = _communication(c, gpu, e, P, T, h, L, cb, gpu_bwd) if c.gpu_count > 1 else 0.0
@@ -588,8 +638,23 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     model_flops = 2.0 * T * sh.matmul_per_token * (3.0 if full else 2.0) * accum
     model_flops += 4.0 * T * s * sh.heads_x_dim * L * causal * 3 * accum
     mfu = model_flops / (step * peak * tp)
-    return _Step(step, micro, accum, tokens, accum * b, model_flops, mfu, bound, gpu_fwd, gpu_bwd, t_casts,
-                 t_opt, host_micro, comm, notes)
+    return _Step(
+        step,
+        micro,
+        accum,
+        tokens,
+        accum * b,
+        model_flops,
+        mfu,
+        bound,
+        gpu_fwd,
+        gpu_bwd,
+        t_casts,
+        t_opt,
+        host_micro,
+        comm,
+        notes,
+    )
 
 
 SPEC_BAND = (0.30, 0.45)
@@ -600,8 +665,18 @@ CALIBRATED_BAND = (0.12, 0.12)
 """80 % band of an estimate from efficiencies fitted on the same GPU (``interpolated``)."""
 
 
-def _communication(c: TrainConfig, gpu: GpuSpec, e: Efficiencies, P: float, T: float, h: float,
-                   L: int, cb: float, t_bwd: float, network: float = NETWORK_GBIT_PER_S_PER_GPU) -> float:
+def _communication(
+    c: TrainConfig,
+    gpu: GpuSpec,
+    e: Efficiencies,
+    P: float,
+    T: float,
+    h: float,
+    L: int,
+    cb: float,
+    t_bwd: float,
+    network: float = NETWORK_GBIT_PER_S_PER_GPU,
+) -> float:
     """Exposed communication per optimizer step (s).
 
     DDP: ring all-reduce of the gradients, ``2(n-1)/n x bytes / busbw``, overlapped with
@@ -615,7 +690,9 @@ def _communication(c: TrainConfig, gpu: GpuSpec, e: Efficiencies, P: float, T: f
     if dp > 1:
         bw = _collective_bw(gpu, e, dp if tp == 1 else dp * tp, network)
         trainable = P if c.finetune == "full" else P * 0.01
-        grad_bytes = trainable * (4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0)
+        grad_bytes = trainable * (
+            4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0
+        )
         k = (dp - 1) / dp
         if c.sharding in ("none", "ddp"):
             volume = 2 * k * grad_bytes
@@ -635,8 +712,14 @@ def _communication(c: TrainConfig, gpu: GpuSpec, e: Efficiencies, P: float, T: f
     return total
 
 
-def _cnn_step(c: TrainConfig, m: CnnSpec, gpu: GpuSpec, e: Efficiencies,
-              band: tuple[float, float] | None, provenance: str | None) -> StepEstimate:
+def _cnn_step(
+    c: TrainConfig,
+    m: CnnSpec,
+    gpu: GpuSpec,
+    e: Efficiencies,
+    band: tuple[float, float] | None,
+    provenance: str | None,
+) -> StepEstimate:
     """ResNet training step: conv FLOPs (3x forward) at ``conv`` efficiency, plus activation
     traffic (each activation written and read ~12 times across forward and backward: conv out,
     BN read twice, ReLU, and their gradients), plus ~160 kernel launches per forward."""
@@ -657,17 +740,28 @@ def _cnn_step(c: TrainConfig, m: CnnSpec, gpu: GpuSpec, e: Efficiencies,
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     return StepEstimate(
-        step_time_s=step, step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
-        micro_step_time_s=step, accumulation_steps=1, tokens_per_s=b / step, samples_per_s=b / step,
-        model_flops_per_step=flops, mfu=flops / step / peak, phases={"compute": flops / (peak * eff),
-                                                                      "memory": act_bytes / bw},
-        communication_s=0.0, bound="memory" if act_bytes / bw > flops / (peak * eff) else "compute",
+        step_time_s=step,
+        step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
+        micro_step_time_s=step,
+        accumulation_steps=1,
+        tokens_per_s=b / step,
+        samples_per_s=b / step,
+        model_flops_per_step=flops,
+        mfu=flops / step / peak,
+        phases={"compute": flops / (peak * eff), "memory": act_bytes / bw},
+        communication_s=0.0,
+        bound="memory" if act_bytes / bw > flops / (peak * eff) else "compute",
         provenance=prov,
     )
 
 
-def time_to_train(c: TrainConfig, tokens: float, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
-                  band: tuple[float, float] | None = None) -> tuple[float, Band, StepEstimate]:
+def time_to_train(
+    c: TrainConfig,
+    tokens: float,
+    gpu: GpuSpec,
+    e: Efficiencies = SPEC_DEFAULTS,
+    band: tuple[float, float] | None = None,
+) -> tuple[float, Band, StepEstimate]:
     """Seconds to train on ``tokens`` tokens with the global batch held fixed: optimizer
     steps ``= ceil(tokens / (global_batch x seq_len))``; each step is ``accumulation_steps``
     micro-steps on every data-parallel rank (DESIGN "Recommendation": the global batch does not
@@ -682,4 +776,3 @@ def time_to_train(c: TrainConfig, tokens: float, gpu: GpuSpec, e: Efficiencies =
 def with_efficiencies(e: Efficiencies, **changes: Any) -> Efficiencies:
     """A copy of ``e`` with fields replaced (used by calibration)."""
     return replace(e, **changes)
-

@@ -139,21 +139,39 @@ class EngineClass:
 
 ENGINE_CLASSES: Mapping[str, EngineClass] = {
     "hf-transformers": EngineClass(
-        "hf-transformers", "static", False, "device", 1.0, "full",
+        "hf-transformers",
+        "static",
+        False,
+        "device",
+        1.0,
+        "full",
         "transformers generate-style loop, eager PyTorch, dynamic cache (the agent's llm-infer suite)",
-        "spec"),
+        "spec",
+    ),
     "tensorrt-llm": EngineClass(
-        "tensorrt-llm", "continuous", True, "free", 0.90, "full",
+        "tensorrt-llm",
+        "continuous",
+        True,
+        "free",
+        0.90,
+        "full",
         "TensorRT-LLM in-flight batching: kv_cache_free_gpu_mem_fraction 0.9 (docs: default; the "
         "published runs used 0.95), GUARANTEED_NO_EVICT capacity scheduler (default), max_num_tokens "
         "8192 (default), max_batch_size from trtllm-bench's heuristic (KV capacity, at most 4096)",
-        "published"),
+        "published",
+    ),
     "vllm": EngineClass(
-        "vllm", "continuous", True, "device", 0.90, "on_demand",
+        "vllm",
+        "continuous",
+        True,
+        "device",
+        0.90,
+        "on_demand",
         "vLLM V1: gpu_memory_utilization 0.9, paged KV (blocks of 16) allocated on demand, CUDA graphs, "
         "chunked prefill; max_num_seqs / max_num_batched_tokens from EngineArgs.get_batch_defaults "
         "(1024 / 8192 for the API server on GPUs with >= 70 GiB that are not A100, else 256 / 2048)",
-        "transferred"),
+        "transferred",
+    ),
 }
 """The engines modelled. ``sglang`` is absent on purpose: no published or measured data
 calibrates it (a 422 says so rather than a relabelled vLLM answer)."""
@@ -214,8 +232,16 @@ class EngineEfficiencies:
 
 
 CONTINUOUS_SPEC = EngineEfficiencies(
-    mm16=0.75, mm8=0.60, attn=0.50, bw=0.85, step_s=1.0e-3, request_s=3.0e-3,
-    allreduce_s=10e-6, comm=0.70, reserve_gib=2.0, source="spec",
+    mm16=0.75,
+    mm8=0.60,
+    attn=0.50,
+    bw=0.85,
+    step_s=1.0e-3,
+    request_s=3.0e-3,
+    allreduce_s=10e-6,
+    comm=0.70,
+    reserve_gib=2.0,
+    source="spec",
 )
 """Spec defaults of the continuous-batching class, committed before any fitting: tuned GEMMs at
 ~75 % of the 16-bit peak and ~60 % of the FP8 peak (cuBLASLt/CUTLASS
@@ -224,8 +250,16 @@ scheduler + sampling per iteration, ~3 ms of fixed latency per request, NCCL/cus
 latency ~10 us at small messages and ~70 % of the per-direction link rate, ~2 GiB per GPU of runtime buffers outside the KV cache."""
 
 CONTINUOUS_EFFICIENCIES = EngineEfficiencies(
-    mm16=0.6796, mm8=0.6409, attn=0.5263, bw=0.7689, step_s=0.001073, request_s=0.002021,
-    allreduce_s=1.064e-05, comm=0.5081, reserve_gib=2.049, source="published",
+    mm16=0.6796,
+    mm8=0.6409,
+    attn=0.5263,
+    bw=0.7689,
+    step_s=0.001073,
+    request_s=0.002021,
+    allreduce_s=1.064e-05,
+    comm=0.5081,
+    reserve_gib=2.049,
+    source="published",
 )
 """Fitted on the published TensorRT-LLM tables (:func:`~service.core.estimation.serving_calibration.fit_engine`
 on 796 offline / static / first-token points of v0.9, v0.14 and v0.17 on H200, H100, A100 SXM,
@@ -234,7 +268,9 @@ reproduces these figures (``tests/core/test_serving_calibration.py``); the onlin
 used."""
 
 CONTINUOUS_BAND: Mapping[str, tuple[float, float]] = {
-    "throughput": (0.19, 0.19), "ttft": (0.16, 0.21), "tpot": (0.10, 0.25),
+    "throughput": (0.19, 0.19),
+    "ttft": (0.16, 0.21),
+    "tpot": (0.10, 0.25),
 }
 """Relative 80 % bands of continuous-batching answers: the 10th-90th percentile of the
 leave-one-GPU-out residuals on the published tables (``benchmarks/validate_serving.py``)."""
@@ -328,8 +364,14 @@ def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None
     if fmt in ("fp8", "int8"):
         if gpu.support_for(fmt) == "yes" and gpu.peak_for(fmt):
             return fmt, True, None
-        return base, False, (f"{gpu.slug} has no {fmt} tensor cores (or no sourced {fmt} peak): {fmt} weights "
-                             "are dequantised to 16-bit in the GEMM (weight-only), at the 16-bit peak")
+        return (
+            base,
+            False,
+            (
+                f"{gpu.slug} has no {fmt} tensor cores (or no sourced {fmt} peak): {fmt} weights "
+                "are dequantised to 16-bit in the GEMM (weight-only), at the 16-bit peak"
+            ),
+        )
     return base, False, None
 
 
@@ -344,8 +386,11 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     peak = (gpu.peak_for(key) or 0.0) * 1e12
     p16 = gpu.peak_for("bf16") or gpu.peak_for("fp16")
     peak16 = p16 * 1e12 if p16 else peak
-    missing = None if peak > 0 and gpu.bandwidth_gb_per_s else (
-        "memory bandwidth" if peak > 0 else f"{PEAK_KEY.get(key, key)} peak")
+    missing = (
+        None
+        if peak > 0 and gpu.bandwidth_gb_per_s
+        else ("memory bandwidth" if peak > 0 else f"{PEAK_KEY.get(key, key)} peak")
+    )
     cb = 4 if c.precision == "fp32" else 2
     w_all = weight_bytes(m, c.weight_format, cb) / tp
     expert_bytes = 0.0
@@ -361,18 +406,34 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     link, link_kind = _link_bytes_per_s(gpu, tp)
     notes = (note,) if note else ()
     return Deployment(
-        model=m, gpu=gpu, engine=engine, tp=tp, weight_format=c.weight_format, kv_bytes=c.kv_bytes,
-        w_dense=w_all - expert_bytes, w_experts=expert_bytes, experts=m.num_experts, top_k=m.experts_per_token,
+        model=m,
+        gpu=gpu,
+        engine=engine,
+        tp=tp,
+        weight_format=c.weight_format,
+        kv_bytes=c.kv_bytes,
+        w_dense=w_all - expert_bytes,
+        w_experts=expert_bytes,
+        experts=m.num_experts,
+        top_k=m.experts_per_token,
         flops_per_token=2.0 * m.num_layers * layer_mm - expert_flops,
-        expert_flops_per_token=expert_flops, head_flops_per_seq=2.0 * h * m.vocab_size / tp,
+        expert_flops_per_token=expert_flops,
+        head_flops_per_seq=2.0 * h * m.vocab_size / tp,
         attn_flops_per_ctx=4.0 * q * m.num_layers,
         kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / tp,
         ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f * m.experts_per_token),
-        peak_gemm=peak, peak_gemm16=peak16, w8a8=w8a8, bandwidth=(gpu.bandwidth_gb_per_s or 0.0) * 1e9, link=link,
+        peak_gemm=peak,
+        peak_gemm16=peak16,
+        w8a8=w8a8,
+        bandwidth=(gpu.bandwidth_gb_per_s or 0.0) * 1e9,
+        link=link,
         link_kind=link_kind,
-        hidden=h, layers=m.num_layers,
+        hidden=h,
+        layers=m.num_layers,
         act_per_token=2.0 * (4.0 * h + 3.0 * f * m.experts_per_token + 2.0 * (q + 2.0 * kvd)),
-        act_fixed=256.0 * 4.0 * m.vocab_size / tp, notes=notes, missing=missing,
+        act_fixed=256.0 * 4.0 * m.vocab_size / tp,
+        notes=notes,
+        missing=missing,
     )
 
 
@@ -380,8 +441,22 @@ class _Coefficients:
     """Per-(deployment, efficiencies) constants of :func:`iteration_s`, so that the queueing
     model's fixed point costs a few float operations per evaluation."""
 
-    __slots__ = ("attn_pre", "comm0", "comm1", "ew", "expert_flops", "flops", "head", "kv", "moe",
-                 "rate", "step", "topk_e", "w_dense", "w_experts")
+    __slots__ = (
+        "attn_pre",
+        "comm0",
+        "comm1",
+        "ew",
+        "expert_flops",
+        "flops",
+        "head",
+        "kv",
+        "moe",
+        "rate",
+        "step",
+        "topk_e",
+        "w_dense",
+        "w_experts",
+    )
 
     def __init__(self, d: Deployment, e: EngineEfficiencies) -> None:
         if d.missing:
@@ -403,10 +478,14 @@ class _Coefficients:
         self.attn_pre = attn
         self.ew = d.ew_per_token / bw
         self.comm0 = 2.0 * d.layers * e.allreduce_s if d.tp > 1 else 0.0
-        self.comm1 = 2.0 * d.layers * 4.0 * (d.tp - 1) / d.tp * d.hidden / (d.link * e.comm) if d.tp > 1 else 0.0
+        self.comm1 = (
+            2.0 * d.layers * 4.0 * (d.tp - 1) / d.tp * d.hidden / (d.link * e.comm) if d.tp > 1 else 0.0
+        )
         self.step = e.step_s
 
-    def iteration(self, n_dec: float, ctx: float, pre_tokens: float, pre_ctx: float, pre_seqs: float) -> float:
+    def iteration(
+        self, n_dec: float, ctx: float, pre_tokens: float, pre_ctx: float, pre_seqs: float
+    ) -> float:
         T = n_dec + pre_tokens
         if T <= 0:
             return self.step
@@ -414,8 +493,16 @@ class _Coefficients:
         w = self.w_dense
         if self.moe:  # the experts the T tokens are routed to (k of E each, uniformly)
             w += self.w_experts * (1.0 - (1.0 - self.topk_e) ** max(T, 1.0))
-        return (t_flops + w + n_dec * ctx * self.kv + pre_tokens * pre_ctx * self.attn_pre
-                + T * self.ew + self.comm0 + self.comm1 * T + self.step)
+        return (
+            t_flops
+            + w
+            + n_dec * ctx * self.kv
+            + pre_tokens * pre_ctx * self.attn_pre
+            + T * self.ew
+            + self.comm0
+            + self.comm1 * T
+            + self.step
+        )
 
 
 _COEFF_CACHE: dict[tuple[int, int], tuple[Deployment, EngineEfficiencies, _Coefficients]] = {}
@@ -433,8 +520,15 @@ def _coefficients(d: Deployment, e: EngineEfficiencies) -> _Coefficients:
     return k
 
 
-def iteration_s(d: Deployment, e: EngineEfficiencies, n_dec: float, ctx: float, pre_tokens: float = 0.0,
-                pre_ctx: float = 0.0, pre_seqs: float = 0.0) -> float:
+def iteration_s(
+    d: Deployment,
+    e: EngineEfficiencies,
+    n_dec: float,
+    ctx: float,
+    pre_tokens: float = 0.0,
+    pre_ctx: float = 0.0,
+    pre_seqs: float = 0.0,
+) -> float:
     """Seconds of one continuous-batching iteration (module docstring): ``n_dec`` sequences
     decoding one token each at mean context ``ctx``, plus ``pre_tokens`` prompt tokens of
     ``pre_seqs`` sequences whose mean attention context is ``pre_ctx`` (``I/2`` for whole
@@ -448,8 +542,15 @@ def iteration_s(d: Deployment, e: EngineEfficiencies, n_dec: float, ctx: float, 
     return _coefficients(d, e).iteration(n_dec, ctx, pre_tokens, pre_ctx, pre_seqs)
 
 
-def mean_iteration_s(d: Deployment, e: EngineEfficiencies, n_dec: float, ctx: float, prompts: float,
-                     prompt_len: float, budget: float) -> float:
+def mean_iteration_s(
+    d: Deployment,
+    e: EngineEfficiencies,
+    n_dec: float,
+    ctx: float,
+    prompts: float,
+    prompt_len: float,
+    budget: float,
+) -> float:
     """Mean iteration time when ``prompts`` prompts of ``prompt_len`` tokens join an iteration on
     average (Poisson). A prompt is prefilled whole (in chunks of at most the token budget), so
     an iteration either carries none (probability ``exp(-mu)``) or ``mu / (1 - exp(-mu))`` on
@@ -500,8 +601,13 @@ def kv_capacity_tokens(d: Deployment, max_tokens: int, reserve_gib: float = 2.0)
 _CAP_CACHE: dict[tuple[int, float, float, bool, float], tuple[Deployment, tuple[int, int]]] = {}
 
 
-def concurrency_cap(d: Deployment, input_len: float, output_len: float, offline: bool = False,
-                    reserve_gib: float = CONTINUOUS_SPEC.reserve_gib) -> tuple[int, int]:
+def concurrency_cap(
+    d: Deployment,
+    input_len: float,
+    output_len: float,
+    offline: bool = False,
+    reserve_gib: float = CONTINUOUS_SPEC.reserve_gib,
+) -> tuple[int, int]:
     """(sequences a replica runs at once, token budget per iteration): the scheduler's limit and
     the KV cache's (``full`` reservation: ``I + O`` per request; ``on_demand``: ``I + O/2``).
     Memoised (the deployment is immutable)."""
@@ -516,8 +622,9 @@ def concurrency_cap(d: Deployment, input_len: float, output_len: float, offline:
     return out
 
 
-def _concurrency_cap(d: Deployment, input_len: float, output_len: float, offline: bool,
-                     reserve_gib: float) -> tuple[int, int]:
+def _concurrency_cap(
+    d: Deployment, input_len: float, output_len: float, offline: bool, reserve_gib: float
+) -> tuple[int, int]:
     seqs, budget = engine_limits(d.engine, d.gpu, offline)
     per_req = input_len + (output_len if d.engine.kv_reservation == "full" else output_len / 2.0)
     if d.model.sliding_window:
@@ -574,22 +681,34 @@ def _steady(d: Deployment, e: EngineEfficiencies, n: float, w: Workload, budget:
     return ConcurrencyPoint(n, t, ttft, t, n / t, n / (n_out * t))
 
 
-def offline_throughput(c: InferenceConfig, gpu: GpuSpec, e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
-                       d: Deployment | None = None) -> ConcurrencyPoint:
+def offline_throughput(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
+    d: Deployment | None = None,
+) -> ConcurrencyPoint:
     """Maximum throughput of one replica with every request queued at once (``trtllm-bench
     throughput``): as many sequences as the scheduler and the KV cache allow."""
     d = d or deployment(c, gpu)
     w = Workload(float(c.input_len), float(max(c.output_len, 1)))
     n, budget = concurrency_cap(d, w.input_len, w.output_len, offline=True, reserve_gib=e.reserve_gib)
     if n < 1:
-        raise InvalidConfiguration("batch_size", f"no KV cache left for one {c.input_len}+{c.output_len}-token "
-                                                 f"request on {gpu.slug} at TP {c.tensor_parallel}",
-                                   code="MEMORY_INSUFFICIENT")
+        raise InvalidConfiguration(
+            "batch_size",
+            f"no KV cache left for one {c.input_len}+{c.output_len}-token "
+            f"request on {gpu.slug} at TP {c.tensor_parallel}",
+            code="MEMORY_INSUFFICIENT",
+        )
     return _steady(d, e, float(n), w, budget)
 
 
-def serve_concurrency(c: InferenceConfig, gpu: GpuSpec, e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
-                      concurrency: int | None = None, d: Deployment | None = None) -> ConcurrencyPoint:
+def serve_concurrency(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
+    concurrency: int | None = None,
+    d: Deployment | None = None,
+) -> ConcurrencyPoint:
     """One replica with ``concurrency`` (default ``c.batch_size``) clients each keeping one
     request in flight; the engine runs as many as its scheduler and KV cache admit, the others
     wait for a slot (their wait is part of TTFT)."""
@@ -604,8 +723,12 @@ def serve_concurrency(c: InferenceConfig, gpu: GpuSpec, e: EngineEfficiencies = 
     return pt
 
 
-def static_batch(c: InferenceConfig, gpu: GpuSpec, e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
-                 d: Deployment | None = None) -> tuple[float, float, float]:
+def static_batch(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
+    d: Deployment | None = None,
+) -> tuple[float, float, float]:
     """(TTFT, mean TPOT, output tokens/s of the replica) of a compiled engine running one static
     batch (``gptSessionBenchmark``): the whole batch prefilled at once, then ``O - 1`` decode
     steps at the mean context ``I + O/2``."""
@@ -663,13 +786,21 @@ class RateEstimate:
     bound: str
 
 
-def _iteration_at(d: Deployment, e: EngineEfficiencies, lam: float, w: Workload, t: float, budget: float) -> float:
+def _iteration_at(
+    d: Deployment, e: EngineEfficiencies, lam: float, w: Workload, t: float, budget: float
+) -> float:
     n_in, n_out = w.input_len, max(w.output_len, 1.0)
     return mean_iteration_s(d, e, lam * n_out * t, n_in + n_out / 2.0, lam * t, n_in, budget)
 
 
-def serve_at_rate(c: InferenceConfig, gpu: GpuSpec, requests_per_s: float, w: Workload | None = None,
-                  e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES, d: Deployment | None = None) -> RateEstimate:
+def serve_at_rate(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    requests_per_s: float,
+    w: Workload | None = None,
+    e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
+    d: Deployment | None = None,
+) -> RateEstimate:
     """Latency and throughput at ``requests_per_s`` offered to ``c.replicas`` replicas of TP
     ``c.tensor_parallel`` (module docstring: the queueing model). Pure and fast (a handful of
     iteration evaluations): the function ``/v1/recommend`` calls per candidate."""
@@ -681,13 +812,28 @@ def serve_at_rate(c: InferenceConfig, gpu: GpuSpec, requests_per_s: float, w: Wo
     cap = max(cap, 0)
     inf = math.inf
     if cap < 1:
-        return RateEstimate(requests_per_s, c.replicas, c.tensor_parallel, False, inf, inf, inf, inf, 0.0, 0,
-                            inf, 0.0, inf, "memory")
+        return RateEstimate(
+            requests_per_s,
+            c.replicas,
+            c.tensor_parallel,
+            False,
+            inf,
+            inf,
+            inf,
+            inf,
+            0.0,
+            0,
+            inf,
+            0.0,
+            inf,
+            "memory",
+        )
     t0 = iteration_s(d, e, 0.0, 0.0) if lam > 0 else iteration_s(d, e, 1.0, n_in + n_out / 2.0)
     if lam <= 0:
         ttft = e.request_s + iteration_s(d, e, 0.0, 0.0, n_in, n_in / 2.0, 1.0)
-        return RateEstimate(0.0, c.replicas, c.tensor_parallel, True, ttft, t0, ttft, t0, 0.0, cap, 0.0, 0.0,
-                            0.0, "idle")
+        return RateEstimate(
+            0.0, c.replicas, c.tensor_parallel, True, ttft, t0, ttft, t0, 0.0, cap, 0.0, 0.0, 0.0, "idle"
+        )
     t_hi = cap / (lam * n_out)  # in flight reaches the cap
 
     def h(t: float) -> float:
@@ -695,8 +841,22 @@ def serve_at_rate(c: InferenceConfig, gpu: GpuSpec, requests_per_s: float, w: Wo
 
     stable = h(t_hi) < 0 if t_hi > t0 else False
     if not stable:
-        return RateEstimate(requests_per_s, c.replicas, c.tensor_parallel, False, inf, inf, inf, inf, float(cap),
-                            cap, inf, lam * n_out * c.replicas * 0.0, inf, "overload")
+        return RateEstimate(
+            requests_per_s,
+            c.replicas,
+            c.tensor_parallel,
+            False,
+            inf,
+            inf,
+            inf,
+            inf,
+            float(cap),
+            cap,
+            inf,
+            lam * n_out * c.replicas * 0.0,
+            inf,
+            "overload",
+        )
     t = _root(h, t0, t_hi)
     n = lam * n_out * t
     # admission queue in front of the concurrency cap: M/G/c, Allen-Cunneen
@@ -704,8 +864,22 @@ def serve_at_rate(c: InferenceConfig, gpu: GpuSpec, requests_per_s: float, w: Wo
     a = lam * service
     rho = a / cap
     if rho >= 1.0:
-        return RateEstimate(requests_per_s, c.replicas, c.tensor_parallel, False, inf, inf, inf, inf, float(cap),
-                            cap, rho, 0.0, inf, "concurrency cap")
+        return RateEstimate(
+            requests_per_s,
+            c.replicas,
+            c.tensor_parallel,
+            False,
+            inf,
+            inf,
+            inf,
+            inf,
+            float(cap),
+            cap,
+            rho,
+            0.0,
+            inf,
+            "concurrency cap",
+        )
     pw = _erlang_c(cap, a)
     wq = pw / (cap / service - lam) * (1.0 + w.output_cv**2) / 2.0 if pw > 0 else 0.0
     wq_p50 = 0.0 if pw <= 0.5 else (wq / pw) * math.log(2.0 * pw)
@@ -713,7 +887,9 @@ def serve_at_rate(c: InferenceConfig, gpu: GpuSpec, requests_per_s: float, w: Wo
     def own_prefill(prompt: float) -> float:
         free = max(1.0, budget - n)
         chunks = max(1, math.ceil(prompt / free))
-        per = iteration_s(d, e, n, n_in + n_out / 2.0, lam * t * n_in + prompt / chunks, n_in / 2.0, lam * t + 1.0 / chunks)
+        per = iteration_s(
+            d, e, n, n_in + n_out / 2.0, lam * t * n_in + prompt / chunks, n_in / 2.0, lam * t + 1.0 / chunks
+        )
         return chunks * per
 
     base = e.request_s + t / 2.0
@@ -721,9 +897,19 @@ def serve_at_rate(c: InferenceConfig, gpu: GpuSpec, requests_per_s: float, w: Wo
     ttft_p50 = base + wq_p50 + (own_prefill(w.input_median) if w.input_cv > 0 else own_prefill(n_in))
     util = max(rho, _busy_fraction(d, e, n, t, n_in + n_out / 2.0))
     return RateEstimate(
-        requests_per_s=requests_per_s, replicas=c.replicas, tensor_parallel=c.tensor_parallel, stable=True,
-        ttft_s=ttft_p50, tpot_s=t, ttft_mean_s=ttft_mean, tpot_mean_s=t, in_flight=n, concurrency_cap=cap,
-        utilisation=util, output_tokens_per_s=requests_per_s * n_out, queue_wait_s=wq,
+        requests_per_s=requests_per_s,
+        replicas=c.replicas,
+        tensor_parallel=c.tensor_parallel,
+        stable=True,
+        ttft_s=ttft_p50,
+        tpot_s=t,
+        ttft_mean_s=ttft_mean,
+        tpot_mean_s=t,
+        in_flight=n,
+        concurrency_cap=cap,
+        utilisation=util,
+        output_tokens_per_s=requests_per_s * n_out,
+        queue_wait_s=wq,
         bound="concurrency cap" if rho > 0.8 else decode_bound(d, e, n),
     )
 
@@ -765,9 +951,16 @@ def decode_bound(d: Deployment, e: EngineEfficiencies, n: float) -> str:
     return "compute" if flops / rate > (d.w_dense + d.w_experts) / (d.bandwidth * e.bw) else "memory"
 
 
-def capacity_at_slo(c: InferenceConfig, gpu: GpuSpec, w: Workload, ttft_target_s: float | None,
-                    tpot_target_s: float | None, e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
-                    d: Deployment | None = None, max_utilisation: float = 0.9) -> float:
+def capacity_at_slo(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    w: Workload,
+    ttft_target_s: float | None,
+    tpot_target_s: float | None,
+    e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
+    d: Deployment | None = None,
+    max_utilisation: float = 0.9,
+) -> float:
     """Largest request rate one replica sustains with p50 TTFT and TPOT within the targets
     (requests/s; 0 when even a lone request misses them). Latency grows with the rate, so the
     answer is found by bisection."""
@@ -827,9 +1020,16 @@ def tp_candidates(m: DecoderSpec, gpu: GpuSpec, limit: int = 8) -> list[int]:
     return out or [1]
 
 
-def plan_min_gpus(c: InferenceConfig, gpu: GpuSpec, requests_per_s: float, w: Workload,
-                  ttft_target_s: float | None, tpot_target_s: float | None,
-                  e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES, max_gpus: int = 4096) -> ServingPlan | None:
+def plan_min_gpus(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    requests_per_s: float,
+    w: Workload,
+    ttft_target_s: float | None,
+    tpot_target_s: float | None,
+    e: EngineEfficiencies = CONTINUOUS_EFFICIENCIES,
+    max_gpus: int = 4096,
+) -> ServingPlan | None:
     """Fewest GPUs (``replicas x TP``) that serve ``requests_per_s`` within the p50 targets: for
     every TP degree that fits, the replicas needed at the per-replica capacity; ties go to the
     larger TP (lower latency). ``None`` when no TP degree meets the targets."""
@@ -884,9 +1084,14 @@ def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
     return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
 
 
-def estimate_serving(c: InferenceConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
-                     band: tuple[float, float] | None = None, provenance: str | None = None,
-                     host: HostProfile | None = None) -> ServingEstimate:
+def estimate_serving(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    e: Efficiencies = SPEC_DEFAULTS,
+    band: tuple[float, float] | None = None,
+    provenance: str | None = None,
+    host: HostProfile | None = None,
+) -> ServingEstimate:
     """TTFT and TPOT of eager ``generate`` (``hf-transformers``) for ``batch_size`` concurrent
     sequences (static batch, greedy decode) on one replica of ``tensor_parallel`` GPUs.
 
@@ -951,14 +1156,19 @@ def estimate_serving(c: InferenceConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DE
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     return ServingEstimate(
-        ttft_s=ttft, ttft_band=Band(ttft * (1 - lo), ttft, ttft * (1 + hi)),
-        tpot_s=tpot, tpot_band=Band(tpot * (1 - lo), tpot, tpot * (1 + hi)),
+        ttft_s=ttft,
+        ttft_band=Band(ttft * (1 - lo), ttft, ttft * (1 + hi)),
+        tpot_s=tpot,
+        tpot_band=Band(tpot * (1 - lo), tpot, tpot * (1 + hi)),
         output_tokens_per_s=c.batch_size / tpot * c.replicas,
-        prefill_bound="host-dispatch" if host_pre > t_pre else (
-            "compute" if prefill_flops / (rate * shape_pre) > wbytes / bw else "memory"),
-        decode_bound="host-dispatch" if host_dec > t_dec_gpu else (
-            "compute" if dec_flops / dec_rate > (wbytes + kv) / bw else "memory"),
-        provenance=prov, notes=(note,) if note else (),
+        prefill_bound="host-dispatch"
+        if host_pre > t_pre
+        else ("compute" if prefill_flops / (rate * shape_pre) > wbytes / bw else "memory"),
+        decode_bound="host-dispatch"
+        if host_dec > t_dec_gpu
+        else ("compute" if dec_flops / dec_rate > (wbytes + kv) / bw else "memory"),
+        provenance=prov,
+        notes=(note,) if note else (),
     )
 
 
@@ -984,9 +1194,13 @@ class BatchInferenceEstimate:
     provenance: str = "spec"
 
 
-def estimate_batch_inference(c: BatchInferenceConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS,
-                             band: tuple[float, float] | None = None,
-                             provenance: str | None = None) -> BatchInferenceEstimate:
+def estimate_batch_inference(
+    c: BatchInferenceConfig,
+    gpu: GpuSpec,
+    e: Efficiencies = SPEC_DEFAULTS,
+    band: tuple[float, float] | None = None,
+    provenance: str | None = None,
+) -> BatchInferenceEstimate:
     """Forward time of an encoder (BERT MLM: logits over every position) or a ResNet in eval.
 
     Encoder: GEMMs ``2 T (L (4h^2 + 2hf) + h^2 + hV)`` at shape efficiency, non-causal flash
@@ -1044,5 +1258,6 @@ def estimate_batch_inference(c: BatchInferenceConfig, gpu: GpuSpec, e: Efficienc
         bound = "host-dispatch" if host > t_gpu else ("compute" if t_mm + t_attn > t_mem else "memory")
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
-    return BatchInferenceEstimate(step, Band(step * (1 - lo), step, step * (1 + hi)), b / step * c.replicas,
-                                  bound, phases, prov)
+    return BatchInferenceEstimate(
+        step, Band(step * (1 - lo), step, step * (1 + hi)), b / step * c.replicas, bound, phases, prov
+    )

@@ -73,8 +73,17 @@ PointKind = Literal["offline", "static", "ttft", "online_ttft", "online_itl", "o
 FIT_KINDS: tuple[str, ...] = ("offline", "static", "ttft")
 ONLINE_KINDS: tuple[str, ...] = ("online_ttft", "online_itl", "online_rps")
 
-FIT_FIELDS: tuple[str, ...] = ("mm16", "mm8", "attn", "bw", "step_s", "request_s", "allreduce_s", "comm",
-                               "reserve_gib")
+FIT_FIELDS: tuple[str, ...] = (
+    "mm16",
+    "mm8",
+    "attn",
+    "bw",
+    "step_s",
+    "request_s",
+    "allreduce_s",
+    "comm",
+    "reserve_gib",
+)
 """Fields of :class:`~service.core.estimation.serving.EngineEfficiencies` the published tables inform."""
 
 _CAPPED = {"mm16", "mm8", "attn", "bw", "comm"}
@@ -100,8 +109,10 @@ class ServingPoint:
         c = self.config
         rate = f" qps{self.request_rate:g}" if self.request_rate else ""
         batch = f" b{c.batch_size}" if self.kind == "static" else ""
-        return (f"{self.table_id} {self.kind} {c.model.id} {c.precision} tp{c.tensor_parallel} "
-                f"{c.input_len}/{c.output_len}{batch}{rate}")
+        return (
+            f"{self.table_id} {self.kind} {c.model.id} {c.precision} tp{c.tensor_parallel} "
+            f"{c.input_len}/{c.output_len}{batch}{rate}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +125,21 @@ def _config(r: PublishedRow, model: DecoderSpec, **kw: int) -> InferenceConfig:
     fp8 = r.precision == "fp8"
     kv = 1.0 if r.kv_cache_dtype == "fp8" else 0.0
     return InferenceConfig(
-        model=model, precision="fp8" if fp8 else ("fp16" if r.precision == "fp16" else "bf16"),
-        batch_size=kw.get("batch", 1), input_len=r.input_len or 1, output_len=kw.get("out", r.output_len or 1),
-        engine="tensorrt-llm", tensor_parallel=r.tp, kv_cache_bytes_per_element=kv,
+        model=model,
+        precision="fp8" if fp8 else ("fp16" if r.precision == "fp16" else "bf16"),
+        batch_size=kw.get("batch", 1),
+        input_len=r.input_len or 1,
+        output_len=kw.get("out", r.output_len or 1),
+        engine="tensorrt-llm",
+        tensor_parallel=r.tp,
+        kv_cache_bytes_per_element=kv,
     )
 
 
-def published_points(gpus: Mapping[str, GpuSpec], tables: Iterable[PublishedTable] = TABLES,
-                     ) -> tuple[list[ServingPoint], dict[str, int]]:
+def published_points(
+    gpus: Mapping[str, GpuSpec],
+    tables: Iterable[PublishedTable] = TABLES,
+) -> tuple[list[ServingPoint], dict[str, int]]:
     """Serving points of the published TensorRT-LLM tables (module docstring), and the count of
     rows skipped by reason."""
     points: list[ServingPoint] = []
@@ -151,7 +169,17 @@ def published_points(gpus: Mapping[str, GpuSpec], tables: Iterable[PublishedTabl
                 key = (r.slug, m.id, r.tp, r.input_len, r.output_len, r.request_rate)
                 online.setdefault(key, {})[r.metric] = r.value
                 continue
-            sig = (t.id, r.slug, r.precision, m.describe(), r.tp, r.input_len, r.output_len, r.metric, r.batch_size)
+            sig = (
+                t.id,
+                r.slug,
+                r.precision,
+                m.describe(),
+                r.tp,
+                r.input_len,
+                r.output_len,
+                r.metric,
+                r.batch_size,
+            )
             if sig in seen:
                 skip("same architecture, same configuration (duplicate row)")
                 continue
@@ -173,8 +201,14 @@ def published_points(gpus: Mapping[str, GpuSpec], tables: Iterable[PublishedTabl
         for (slug, mid, tp, isl, osl, rate), metrics in online.items():
             m = get_model(str(mid))
             assert isinstance(m, DecoderSpec)
-            cfg = InferenceConfig(model=m, precision="bf16", input_len=int(str(isl)), output_len=int(str(osl)),
-                                  engine="tensorrt-llm", tensor_parallel=int(str(tp)))
+            cfg = InferenceConfig(
+                model=m,
+                precision="bf16",
+                input_len=int(str(isl)),
+                output_len=int(str(osl)),
+                engine="tensorrt-llm",
+                tensor_parallel=int(str(tp)),
+            )
             gpu = gpus[str(slug)]
             rr = float(str(rate)) if rate is not None else None
             if rr is None:
@@ -218,13 +252,17 @@ def predict(p: ServingPoint, e: EngineEfficiencies, harness_s: float = 0.0) -> f
     if p.kind == "ttft":
         return iteration_s(d, e, 0.0, 0.0, n_in, n_in / 2.0, 1.0) + e.request_s
     assert p.request_rate is not None
-    r = serve_at_rate(c, p.gpu, p.request_rate, Workload(n_in, n_out), replace(e, request_s=e.request_s + harness_s), d)
+    r = serve_at_rate(
+        c, p.gpu, p.request_rate, Workload(n_in, n_out), replace(e, request_s=e.request_s + harness_s), d
+    )
     if p.kind == "online_ttft":
         return r.ttft_mean_s
     return r.tpot_mean_s
 
 
-def _apply(base: EngineEfficiencies, names: Sequence[str], x: Sequence[float], source: str) -> EngineEfficiencies:
+def _apply(
+    base: EngineEfficiencies, names: Sequence[str], x: Sequence[float], source: str
+) -> EngineEfficiencies:
     changes: dict[str, float | str] = {"source": source}
     for n, v in zip(names, x, strict=True):
         val = float(getattr(base, n)) * math.exp(v)
@@ -248,9 +286,14 @@ def _err(p: ServingPoint, e: EngineEfficiencies) -> float:
     return math.log(pred / p.value)
 
 
-def fit_engine(points: Sequence[ServingPoint], base: EngineEfficiencies = CONTINUOUS_SPEC,
-               names: Sequence[str] = FIT_FIELDS, prior_weight: float = PRIOR_WEIGHT, iters: int = 600,
-               init: EngineEfficiencies | None = None) -> EngineFit:
+def fit_engine(
+    points: Sequence[ServingPoint],
+    base: EngineEfficiencies = CONTINUOUS_SPEC,
+    names: Sequence[str] = FIT_FIELDS,
+    prior_weight: float = PRIOR_WEIGHT,
+    iters: int = 600,
+    init: EngineEfficiencies | None = None,
+) -> EngineFit:
     """Fit multipliers of ``names`` on the ``offline``/``static``/``ttft`` points (module
     docstring). Deterministic: a fixed start and a fixed number of simplex iterations. ``init``
     starts the simplex there (a refinement only: the drift test restarts from the committed
@@ -270,7 +313,11 @@ def fit_engine(points: Sequence[ServingPoint], base: EngineEfficiencies = CONTIN
             s += wt * r * r
         return s + prior_weight * sum(v * v for v in x)
 
-    start = [math.log(float(getattr(init, n)) / float(getattr(base, n))) for n in names] if init else [0.0] * len(names)
+    start = (
+        [math.log(float(getattr(init, n)) / float(getattr(base, n))) for n in names]
+        if init
+        else [0.0] * len(names)
+    )
     x = start if init else _nelder_mead(objective, start, step=0.4, iters=iters, tol=1e-9)
     x = _nelder_mead(objective, x, step=0.1, iters=iters // 2, tol=1e-10)
     e = _apply(base, names, x, "published")
@@ -278,8 +325,13 @@ def fit_engine(points: Sequence[ServingPoint], base: EngineEfficiencies = CONTIN
     for k in sorted(kinds):
         errs = [abs(predict(p, e) / p.value - 1.0) for p in pts if p.kind == k]
         mape[k] = sum(errs) / len(errs)
-    return EngineFit(e, {n: math.exp(v) for n, v in zip(names, x, strict=True)}, len(pts), mape,
-                     tuple(sorted({p.gpu.slug for p in pts})))
+    return EngineFit(
+        e,
+        {n: math.exp(v) for n, v in zip(names, x, strict=True)},
+        len(pts),
+        mape,
+        tuple(sorted({p.gpu.slug for p in pts})),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,7 +346,15 @@ def _peak_of(p: ServingPoint) -> float:
 
 def _config_key(p: ServingPoint) -> tuple[object, ...]:
     c = p.config
-    return (p.table_id, p.kind, c.model.describe(), c.tensor_parallel, c.input_len, c.output_len, p.request_rate)
+    return (
+        p.table_id,
+        p.kind,
+        c.model.describe(),
+        c.tensor_parallel,
+        c.input_len,
+        c.output_len,
+        p.request_rate,
+    )
 
 
 def datasheet_baseline(target: ServingPoint, others: Sequence[ServingPoint]) -> float | None:
@@ -306,7 +366,9 @@ def datasheet_baseline(target: ServingPoint, others: Sequence[ServingPoint]) -> 
     for o in others:
         if o.gpu.slug == target.gpu.slug or _config_key(o) != key:
             continue
-        ratio = math.sqrt(_peak_of(target) / _peak_of(o) * target.gpu.require_bandwidth() / o.gpu.require_bandwidth())
+        ratio = math.sqrt(
+            _peak_of(target) / _peak_of(o) * target.gpu.require_bandwidth() / o.gpu.require_bandwidth()
+        )
         logs.append(math.log(o.value / ratio if latency else o.value * ratio))
     if not logs:
         return None
@@ -351,22 +413,36 @@ class LooResult:
 
 
 def _metric(p: ServingPoint) -> str:
-    return {"offline": "throughput", "static": "throughput", "online_rps": "throughput", "ttft": "ttft",
-            "online_ttft": "ttft", "online_itl": "tpot"}[p.kind]
+    return {
+        "offline": "throughput",
+        "static": "throughput",
+        "online_rps": "throughput",
+        "ttft": "ttft",
+        "online_ttft": "ttft",
+        "online_itl": "tpot",
+    }[p.kind]
 
 
 def fit_harness(points: Sequence[ServingPoint], e: EngineEfficiencies) -> float:
     """The fixed per-request latency of a serving front end (Triton here), from the TTFT of its
     lowest-rate points: median of measured minus predicted (>= 0)."""
-    low = [p for p in points if p.kind == "online_ttft" and p.request_rate is not None and p.request_rate <= 4]
+    low = [
+        p for p in points if p.kind == "online_ttft" and p.request_rate is not None and p.request_rate <= 4
+    ]
     diffs = sorted(p.value - predict(p, e) for p in low)
     if not diffs:
         return 0.0
-    mid = diffs[len(diffs) // 2] if len(diffs) % 2 else 0.5 * (diffs[len(diffs) // 2 - 1] + diffs[len(diffs) // 2])
+    mid = (
+        diffs[len(diffs) // 2]
+        if len(diffs) % 2
+        else 0.5 * (diffs[len(diffs) // 2 - 1] + diffs[len(diffs) // 2])
+    )
     return max(0.0, mid)
 
 
-def leave_one_gpu_out(points: Sequence[ServingPoint], base: EngineEfficiencies = CONTINUOUS_SPEC) -> LooResult:
+def leave_one_gpu_out(
+    points: Sequence[ServingPoint], base: EngineEfficiencies = CONTINUOUS_SPEC
+) -> LooResult:
     """Each catalogued GPU predicted from an engine fit on the other GPUs' points (and, for the
     online table, a front-end latency fitted on the other GPU's lowest-rate TTFTs)."""
     rows: list[LooRow] = []

@@ -104,8 +104,15 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 ARCH_NAMES: Final[dict[str, str]] = {
-    "sm70": "Volta", "sm75": "Turing", "sm80": "Ampere GA100", "sm86": "Ampere GA10x", "sm87": "Ampere Orin",
-    "sm89": "Ada Lovelace", "sm90": "Hopper", "sm100": "Blackwell", "sm103": "Blackwell Ultra",
+    "sm70": "Volta",
+    "sm75": "Turing",
+    "sm80": "Ampere GA100",
+    "sm86": "Ampere GA10x",
+    "sm87": "Ampere Orin",
+    "sm89": "Ada Lovelace",
+    "sm90": "Hopper",
+    "sm100": "Blackwell",
+    "sm103": "Blackwell Ultra",
     "sm120": "Blackwell GB20x",
 }
 
@@ -128,8 +135,16 @@ FAMILIES: Final[tuple[str, ...]] = ("fp32", "tf32", "fp16/bf16", "fp8")
 """Precision families of the transfer (the published tables' vocabulary)."""
 
 _FAMILY_OF: Final[dict[str, str]] = {
-    "fp32": "fp32", "tf32": "tf32", "amp_fp16": "fp16/bf16", "amp_bf16": "fp16/bf16", "fp16": "fp16/bf16",
-    "bf16": "fp16/bf16", "fp8": "fp8", "mxfp8": "fp8", "int8": "fp8", "int4": "fp16/bf16",
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "amp_fp16": "fp16/bf16",
+    "amp_bf16": "fp16/bf16",
+    "fp16": "fp16/bf16",
+    "bf16": "fp16/bf16",
+    "fp8": "fp8",
+    "mxfp8": "fp8",
+    "int8": "fp8",
+    "int4": "fp16/bf16",
 }
 
 
@@ -195,8 +210,13 @@ class Profile:
 
 
 def _scaled(e: Efficiencies, compute: float = 1.0, memory: float = 1.0) -> Efficiencies:
-    return replace(e, mm={k: v * compute for k, v in e.mm.items()}, attn=e.attn * compute,
-                   conv=e.conv * compute, bw=e.bw * memory)
+    return replace(
+        e,
+        mm={k: v * compute for k, v in e.mm.items()},
+        attn=e.attn * compute,
+        conv=e.conv * compute,
+        bw=e.bw * memory,
+    )
 
 
 def profile(config: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS) -> Profile:
@@ -217,7 +237,9 @@ def profile(config: TrainConfig, gpu: GpuSpec, e: Efficiencies = SPEC_DEFAULTS) 
 # --------------------------------------------------------------------------------------------
 
 _WORKLOAD_MODEL: Final[dict[str, str]] = {
-    "resnet50-train": "resnet50", "bert-large-squad-finetune": "bert-large", "bert-base-squad-finetune": "bert-base",
+    "resnet50-train": "resnet50",
+    "bert-large-squad-finetune": "bert-large",
+    "bert-base-squad-finetune": "bert-base",
 }
 _PRECISIONS: Final[frozenset[str]] = frozenset({"fp32", "tf32", "amp_fp16", "amp_bf16", "fp16", "bf16"})
 
@@ -275,17 +297,44 @@ def _points_from(tables: Iterable[object]) -> tuple[FitPoint, ...]:
         if t.kind != "training" or not t.cross_gpu:
             continue
         for r in t.rows:
-            if (r.workload not in _WORKLOAD_MODEL or r.gpu_count != 1 or not r.batch_size or r.value <= 0
-                    or r.precision not in _PRECISIONS or r.metric not in ("images_per_s", "sequences_per_s")):
+            if (
+                r.workload not in _WORKLOAD_MODEL
+                or r.gpu_count != 1
+                or not r.batch_size
+                or r.value <= 0
+                or r.precision not in _PRECISIONS
+                or r.metric not in ("images_per_s", "sequences_per_s")
+            ):
                 continue
             gpu = figures_for(r)
-            if gpu is None or gpu.bandwidth_gb_per_s is None or gpu.peak_for(_PEAK_OF[transfer_family(r.precision)]) is None:
+            if (
+                gpu is None
+                or gpu.bandwidth_gb_per_s is None
+                or gpu.peak_for(_PEAK_OF[transfer_family(r.precision)]) is None
+            ):
                 continue
             seq = r.seq_len or 1
-            cfg = TrainConfig(model=get_model(r.model), precision=r.precision, batch_size=r.batch_size, seq_len=seq,
-                              optimizer="sgd" if r.workload == "resnet50-train" else "adamw")
-            out.append(FitPoint(t.id, gpu, r.gpu_name, r.workload, r.model, r.precision, seq, r.batch_size, r.value,
-                                profile(cfg, gpu)))
+            cfg = TrainConfig(
+                model=get_model(r.model),
+                precision=r.precision,
+                batch_size=r.batch_size,
+                seq_len=seq,
+                optimizer="sgd" if r.workload == "resnet50-train" else "adamw",
+            )
+            out.append(
+                FitPoint(
+                    t.id,
+                    gpu,
+                    r.gpu_name,
+                    r.workload,
+                    r.model,
+                    r.precision,
+                    seq,
+                    r.batch_size,
+                    r.value,
+                    profile(cfg, gpu),
+                )
+            )
     return tuple(out)
 
 
@@ -351,7 +400,9 @@ class TransferModel:
     def compute_log(self, gpu: GpuSpec, family: str) -> float:
         """``c_a + d_af + log phi``: log compute-efficiency factor against the average architecture."""
         a = arch_key(gpu)
-        return self.compute.get(a, 0.0) + self.compute_family.get((a, family), 0.0) + math.log(self.clock(gpu))
+        return (
+            self.compute.get(a, 0.0) + self.compute_family.get((a, family), 0.0) + math.log(self.clock(gpu))
+        )
 
     def memory_log(self, gpu: GpuSpec) -> float:
         return self.memory.get(arch_key(gpu), 0.0)
@@ -396,7 +447,7 @@ class TransferModel:
         from service.core.evidence.published import get_table
 
         best: tuple[str, str] | None = None
-        for (tid, wl, fam) in self.level:
+        for tid, wl, fam in self.level:
             if wl == workload and fam == family:
                 date = get_table(tid).date
                 if best is None or date > best[0]:
@@ -455,10 +506,15 @@ class _Problem:
         self.logs: list[tuple[float, float]] = []  # (log TDP/(P16 eps0) or +inf, log measured)
         for p in self.points:
             a, f = p.arch, p.family
-            self.param_ids.append((add(("s", p.workload, f)), add(("c", a)), add(("d", a, f)), add(("m", a)),
-                                   add(("e", a))))
+            self.param_ids.append(
+                (add(("s", p.workload, f)), add(("c", a)), add(("d", a, f)), add(("m", a)), add(("e", a)))
+            )
             p16 = _p16(p.gpu)
-            z = (math.log(p.gpu.tdp_w) - math.log(p16 * EPS0_W_PER_TFLOP)) if (p.gpu.tdp_w and p16) else math.inf
+            z = (
+                (math.log(p.gpu.tdp_w) - math.log(p16 * EPS0_W_PER_TFLOP))
+                if (p.gpu.tdp_w and p16)
+                else math.inf
+            )
             self.logs.append((z, math.log(p.step_s)))
         self.keys = keys
         self.ridge = [RIDGE[k[0]] for k in keys]
@@ -467,8 +523,9 @@ class _Problem:
             groups.setdefault(p.group, []).append(i)
         self.groups = groups
 
-    def evaluate(self, th: Sequence[float], jacobian: bool) -> tuple[list[float], list[dict[int, float]], dict[
-            tuple[str, str, str], float]]:
+    def evaluate(
+        self, th: Sequence[float], jacobian: bool
+    ) -> tuple[list[float], list[dict[int, float]], dict[tuple[str, str, str], float]]:
         """Residuals (log predicted - log measured, each group centred), their sparse gradients
         and the eliminated level of every group."""
         logt: list[float] = []
@@ -668,8 +725,11 @@ class LooReport:
         return _mean([p.error for p in ps]), _mean([p.baseline_error for p in ps]), len(ps)
 
     def by_family(self) -> dict[str, tuple[float, float, int]]:
-        return {f: self.summary([p for p in self.pairs if p.family == f]) for f in FAMILIES
-                if any(p.family == f for p in self.pairs)}
+        return {
+            f: self.summary([p for p in self.pairs if p.family == f])
+            for f in FAMILIES
+            if any(p.family == f for p in self.pairs)
+        }
 
     def by_target_arch(self) -> dict[str, tuple[float, float, int]]:
         archs = sorted({p.target_arch for p in self.pairs})
@@ -697,20 +757,36 @@ def leave_one_gpu_out(points: Sequence[FitPoint] | None = None) -> LooReport:
             tx = m.unlevelled(x)
             px = m.predict(x)
             if px is not None:
-                anchors.append(AnchorResult(x.table_id, x.workload, x.family, g, x.arch, x.throughput,
-                                            x.batch_size / px))
+                anchors.append(
+                    AnchorResult(x.table_id, x.workload, x.family, g, x.arch, x.throughput, x.batch_size / px)
+                )
             for y in train:
                 if y.pair_key != x.pair_key:
                     continue
                 ty = m.unlevelled(y)
                 pred = y.throughput * (ty / tx) * (x.batch_size / y.batch_size)
                 plain = y.throughput * (ty / m.unlevelled(x, like=y.gpu)) * (x.batch_size / y.batch_size)
-                base = y.throughput * math.sqrt(x.peak / y.peak * float(x.gpu.require_bandwidth())
-                                                / float(y.gpu.require_bandwidth()))
-                pairs.append(PairResult(x.table_id, x.workload, x.family, g, y.gpu.slug, x.arch, y.arch,
-                                        x.throughput, pred, base, plain))
-    return LooReport(tuple(pairs), tuple(anchors), tuple(gpus), tuple(dict.fromkeys(p.table_id for p in pts)),
-                     len(pts))
+                base = y.throughput * math.sqrt(
+                    x.peak / y.peak * float(x.gpu.require_bandwidth()) / float(y.gpu.require_bandwidth())
+                )
+                pairs.append(
+                    PairResult(
+                        x.table_id,
+                        x.workload,
+                        x.family,
+                        g,
+                        y.gpu.slug,
+                        x.arch,
+                        y.arch,
+                        x.throughput,
+                        pred,
+                        base,
+                        plain,
+                    )
+                )
+    return LooReport(
+        tuple(pairs), tuple(anchors), tuple(gpus), tuple(dict.fromkeys(p.table_id for p in pts)), len(pts)
+    )
 
 
 def log_quantile(xs: Sequence[float], q: float) -> float:
@@ -722,4 +798,3 @@ def log_quantile(xs: Sequence[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(s) - 1)
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-

@@ -185,7 +185,9 @@ class StackWindow:
 
     @property
     def stats(self) -> FingerprintStats:
-        return FingerprintStats(self.fingerprint_hash, self.usable, self.total, self.newest_usable, self.newest)
+        return FingerprintStats(
+            self.fingerprint_hash, self.usable, self.total, self.newest_usable, self.newest
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +216,11 @@ class CellView:
     def measured_oom(self) -> bool:
         """The chosen stack ran this configuration out of memory and never ran it ``ok``, on
         evidence that counts (>= 2 hosts or a trusted agent, as for ``measured``)."""
-        return (self.count == 0 and self.status_counts.get("oom", 0) > 0
-                and (self.evidence_hosts >= 2 or self.evidence_trusted))
+        return (
+            self.count == 0
+            and self.status_counts.get("oom", 0) > 0
+            and (self.evidence_hosts >= 2 or self.evidence_trusted)
+        )
 
     def median(self, metric: str) -> float | None:
         s = self.metrics.get(metric)
@@ -250,7 +255,9 @@ def choose_fingerprint(stats: Sequence[FingerprintStats], k: int) -> tuple[Finge
         return max(full, key=lambda s: (s.newest_usable or s.newest, s.usable, s.fingerprint_hash)), False
     with_usable = [s for s in stats if s.usable > 0]
     if with_usable:
-        return max(with_usable, key=lambda s: (s.usable, s.newest_usable or s.newest, s.fingerprint_hash)), True
+        return max(
+            with_usable, key=lambda s: (s.usable, s.newest_usable or s.newest, s.fingerprint_hash)
+        ), True
     return max(stats, key=lambda s: (s.total, s.newest, s.fingerprint_hash)), True
 
 
@@ -361,20 +368,32 @@ def _summary_doc(s: Summary) -> dict[str, float]:
 
 
 def _summary_of(d: Mapping[str, float]) -> Summary:
-    return Summary(count=int(d["count"]), median=float(d["median"]), p10=float(d["p10"]), p90=float(d["p90"]),
-                   min=float(d["min"]), max=float(d["max"]))
+    return Summary(
+        count=int(d["count"]),
+        median=float(d["median"]),
+        p10=float(d["p10"]),
+        p90=float(d["p90"]),
+        min=float(d["min"]),
+        max=float(d["max"]),
+    )
 
 
 def stack_to_doc(s: StackWindow) -> dict[str, object]:
     """A JSON-safe document of a stack summary (what the database stores per stack)."""
     return {
-        "fingerprint_hash": s.fingerprint_hash, "usable": s.usable, "total": s.total,
+        "fingerprint_hash": s.fingerprint_hash,
+        "usable": s.usable,
+        "total": s.total,
         "newest_usable": s.newest_usable.isoformat() if s.newest_usable else None,
         "newest": s.newest.isoformat(),
         "metrics": {k: _summary_doc(v) for k, v in s.metrics.items()},
         "memory": {k: _summary_doc(v) for k, v in s.memory.items()},
-        "status_counts": dict(s.status_counts), "quarantined": s.quarantined, "hosts": list(s.hosts),
-        "trusted": s.trusted, "evidence_hosts": s.evidence_hosts, "evidence_trusted": s.evidence_trusted,
+        "status_counts": dict(s.status_counts),
+        "quarantined": s.quarantined,
+        "hosts": list(s.hosts),
+        "trusted": s.trusted,
+        "evidence_hosts": s.evidence_hosts,
+        "evidence_trusted": s.evidence_trusted,
     }
 
 
@@ -391,11 +410,17 @@ def stack_from_doc(d: Mapping[str, object]) -> StackWindow:
     hosts = d.get("hosts") or []
     assert isinstance(hosts, list)
     return StackWindow(
-        fingerprint_hash=str(d["fingerprint_hash"]), usable=int(str(d["usable"])), total=int(str(d["total"])),
-        newest_usable=ts(d["newest_usable"]) if d.get("newest_usable") else None, newest=ts(d["newest"]),
+        fingerprint_hash=str(d["fingerprint_hash"]),
+        usable=int(str(d["usable"])),
+        total=int(str(d["total"])),
+        newest_usable=ts(d["newest_usable"]) if d.get("newest_usable") else None,
+        newest=ts(d["newest"]),
         metrics={str(k): _summary_of(v) for k, v in metrics.items()},
         memory={str(k): _summary_of(v) for k, v in memory.items()},
-        status_counts={str(k): int(v) for k, v in counts.items()}, quarantined=int(str(d["quarantined"])),
-        hosts=tuple(str(h) for h in hosts), trusted=bool(d["trusted"]),
-        evidence_hosts=int(str(d["evidence_hosts"])), evidence_trusted=bool(d["evidence_trusted"]),
+        status_counts={str(k): int(v) for k, v in counts.items()},
+        quarantined=int(str(d["quarantined"])),
+        hosts=tuple(str(h) for h in hosts),
+        trusted=bool(d["trusted"]),
+        evidence_hosts=int(str(d["evidence_hosts"])),
+        evidence_trusted=bool(d["evidence_trusted"]),
     )

@@ -15,7 +15,14 @@ from typing import Final, Literal
 
 Provenance = Literal["measured", "interpolated", "transferred", "published", "derived", "spec"]
 
-PROVENANCES: Final[tuple[Provenance, ...]] = ("measured", "interpolated", "transferred", "published", "derived", "spec")
+PROVENANCES: Final[tuple[Provenance, ...]] = (
+    "measured",
+    "interpolated",
+    "transferred",
+    "published",
+    "derived",
+    "spec",
+)
 """Every label, best first."""
 
 _RANK: Final[dict[str, int]] = {p: len(PROVENANCES) - i for i, p in enumerate(PROVENANCES)}

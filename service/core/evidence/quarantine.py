@@ -79,7 +79,9 @@ def static_findings(
             )
     mfu = metrics.get("mfu")
     if mfu is not None and mfu > 1.0:
-        out.append(Finding(ABOVE_CATALOG_PEAK, f"MFU {mfu:g} is above 1 against the catalog peak of {spec.slug}"))
+        out.append(
+            Finding(ABOVE_CATALOG_PEAK, f"MFU {mfu:g} is above 1 against the catalog peak of {spec.slug}")
+        )
     usable = spec.usable_memory_bytes
     if usable is not None:
         for name in _MEMORY_FIELDS:
@@ -125,7 +127,9 @@ def effective_state(
     return NOT_QUARANTINED
 
 
-def in_outlier_baseline(status: str, check_reason: str | None, review_state: str | None, retracted: bool) -> bool:
+def in_outlier_baseline(
+    status: str, check_reason: str | None, review_state: str | None, retracted: bool
+) -> bool:
     """Which results form a cell's distribution for the MAD test: ok, not retracted, not
     quarantined for a non-statistical reason (an admin release puts a result back)."""
     if status != "ok" or retracted:

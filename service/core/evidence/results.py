@@ -106,13 +106,19 @@ def outlier_flips(
         values = [r[1] for r in rows if r[2] and r[1] is not None]
         n = len(values)
         if n < MIN_POINTS_FOR_OUTLIER_TEST:
-            flips.extend(Flip(id=rid, tag=tag, outlier_detail=None) for rid, _, _, flagged, tag in rows if flagged)
+            flips.extend(
+                Flip(id=rid, tag=tag, outlier_detail=None) for rid, _, _, flagged, tag in rows if flagged
+            )
             continue
         center, scale = center_and_scale(values, policy.floor_fraction)
         # |x - m| > threshold * scale, inlined: this loop runs over every stored point of the cell
         limit = threshold * scale
         for rid, value, in_base, flagged, tag in rows:
-            outlier = in_base and value is not None and (abs(value - center) > limit if scale > 0 else value != center)
+            outlier = (
+                in_base
+                and value is not None
+                and (abs(value - center) > limit if scale > 0 else value != center)
+            )
             if outlier != flagged:
                 detail = (
                     outlier_detail(cell[2], value, center, n, scale, threshold)
@@ -139,7 +145,9 @@ class AlertDraft:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
-def outlier_alert(flips: Sequence[Flip], *, gpu_id: int, slug: str, run_pk: int | None, context: str) -> AlertDraft | None:
+def outlier_alert(
+    flips: Sequence[Flip], *, gpu_id: int, slug: str, run_pk: int | None, context: str
+) -> AlertDraft | None:
     """One alert for stored results that a re-evaluation newly quarantined as outliers."""
     newly = [f for f in flips if f.id is not None and f.quarantine_reason == STATISTICAL_OUTLIER]
     if not newly:
@@ -199,7 +207,9 @@ def pick_by_memory(cands: Sequence[CatalogGpu], mem: int) -> CatalogGpu | None:
     if len(cands) == 1:
         d = _memory_distance(mem, cands[0])
         return cands[0] if d is None or d <= MEMORY_MATCH_TOLERANCE else None
-    scored = [(d, g) for g in cands if (d := _memory_distance(mem, g)) is not None and d <= MEMORY_MATCH_TOLERANCE]
+    scored = [
+        (d, g) for g in cands if (d := _memory_distance(mem, g)) is not None and d <= MEMORY_MATCH_TOLERANCE
+    ]
     if not scored:
         return None
     scored.sort(key=lambda x: (x[0], x[1].slug))

@@ -111,7 +111,8 @@ class CostAssumptions:
         bad = [m for m in self.pricing_models if m not in RENTAL_MODELS]
         if bad:
             raise InvalidConfiguration(
-                "pricing_models", f"rental models are {', '.join(RENTAL_MODELS)}; not {', '.join(map(repr, bad))}"
+                "pricing_models",
+                f"rental models are {', '.join(RENTAL_MODELS)}; not {', '.join(map(repr, bad))}",
             )
         if self.stale_after_days < 0:
             raise InvalidConfiguration("stale_after_days", "must be >= 0")
@@ -236,7 +237,9 @@ class _Hourly(Protocol):
     def currency(self) -> str: ...
 
 
-def run_cost(quote: _Hourly, hours: float, *, hours_low: float | None = None, hours_high: float | None = None) -> RunCost:
+def run_cost(
+    quote: _Hourly, hours: float, *, hours_low: float | None = None, hours_high: float | None = None
+) -> RunCost:
     """``hours`` at ``quote.per_hour``; the band is the time band times the same rate (billing
     is taken as continuous: clouds bill per second or per minute, so rounding is negligible at
     the hours a training run takes)."""
@@ -245,12 +248,16 @@ def run_cost(quote: _Hourly, hours: float, *, hours_low: float | None = None, ho
     lo = hours if hours_low is None else hours_low
     hi = hours if hours_high is None else hours_high
     if not (0 <= lo <= hours <= hi) or not math.isfinite(hi):
-        raise InvalidConfiguration("hours_low", f"need 0 <= hours_low <= hours <= hours_high, got {lo}, {hours}, {hi}")
+        raise InvalidConfiguration(
+            "hours_low", f"need 0 <= hours_low <= hours <= hours_high, got {lo}, {hours}, {hi}"
+        )
     r = quote.per_hour
     return RunCost(amount=r * hours, low=r * lo, high=r * hi, currency=quote.currency, hours=hours)
 
 
-def cost_per_million_tokens(per_hour: float, *, capacity_tokens_per_s: float, served_tokens_per_s: float) -> float:
+def cost_per_million_tokens(
+    per_hour: float, *, capacity_tokens_per_s: float, served_tokens_per_s: float
+) -> float:
     """The cost of a million tokens at a stated load. The hour is paid whether or not the
     capacity is used, so the hour's price is divided by the tokens actually served at that
     load, never by the capacity: a deployment run at half its capacity pays twice as much per
@@ -452,8 +459,15 @@ class PriceBook:
             if rate is None:
                 continue
             # the order of _rank, on plain numbers: only the winner becomes a RentQuote
-            rank = (-(-gpu_count // r.gpus_per_instance) * rate, r.age_days > a.stale_after_days,
-                    r.provider, r.region, r.instance_type, r.pricing_model, r.row_id)
+            rank = (
+                -(-gpu_count // r.gpus_per_instance) * rate,
+                r.age_days > a.stale_after_days,
+                r.provider,
+                r.region,
+                r.instance_type,
+                r.pricing_model,
+                r.row_id,
+            )
             if best_rank is None or rank < best_rank:
                 best, best_rank = r, rank
         quote = self._quote(slug, best, gpu_count, a) if best is not None else None
@@ -495,7 +509,9 @@ class PriceBook:
 # ---- TCO -----------------------------------------------------------------------------------------
 
 
-def tco_exclusion(book: PriceBook, slug: str, *, tdp_w: float | None, avg_power_w: float | None = None) -> str | None:
+def tco_exclusion(
+    book: PriceBook, slug: str, *, tdp_w: float | None, avg_power_w: float | None = None
+) -> str | None:
     """Why :func:`tco` answers ``None`` for this GPU (a reason code), or ``None`` if it does not."""
     if book.purchase(slug) is None:
         return NO_PURCHASE_PRICE

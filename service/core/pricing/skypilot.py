@@ -322,7 +322,9 @@ def _join_hosts(
             if h is None:
                 continue
             found = True
-            on_demand = a.on_demand + h.on_demand if a.on_demand is not None and h.on_demand is not None else None
+            on_demand = (
+                a.on_demand + h.on_demand if a.on_demand is not None and h.on_demand is not None else None
+            )
             spot = a.spot + h.spot if a.spot is not None and h.spot is not None else None
             if on_demand is None and spot is None:
                 skips.append(
@@ -658,7 +660,9 @@ def map_offers(
         via: Literal["alias", "alias+memory", "hint"] = "alias"
         if hinted is not None:
             if hinted not in gpu_memory_mib:
-                problems[(o.accelerator_name, "conflict", (hinted,), "hint names a GPU the catalog lacks")].append(o)
+                problems[
+                    (o.accelerator_name, "conflict", (hinted,), "hint names a GPU the catalog lacks")
+                ].append(o)
                 continue
             if candidates and hinted not in candidates:
                 overrides.add((o.instance_type, "|".join(candidates), hinted))
@@ -787,7 +791,16 @@ def price_records(
         )
         for (slug, region, it, n, model), amount in best.items()
     ]
-    out.sort(key=lambda r: (r.gpu_slug, r.provider, r.region, r.instance_type, r.gpus_per_instance, r.pricing_model))
+    out.sort(
+        key=lambda r: (
+            r.gpu_slug,
+            r.provider,
+            r.region,
+            r.instance_type,
+            r.gpus_per_instance,
+            r.pricing_model,
+        )
+    )
     return tuple(out)
 
 
@@ -835,7 +848,9 @@ def import_vms_csv(
         host_rules = GCP_HOST_RULES
     parsed = parse_vms_csv(text, host_rules=host_rules)
     if not parsed.ok:
-        return ImportReport(provider, (), parsed.errors, (), (), (), 0, parsed.non_gpu_rows, parsed.duplicate_rows)
+        return ImportReport(
+            provider, (), parsed.errors, (), (), (), 0, parsed.non_gpu_rows, parsed.duplicate_rows
+        )
     offers = collapse_zones(parsed.rows)
     result = map_offers(offers, indexes, provider=provider, gpu_memory_mib=gpu_memory_mib, hints=hints)
     records = price_records(result.mapped, provider=provider, effective_date=effective_date, source=source)

@@ -108,18 +108,51 @@ OBJECTIVES: Final[tuple[str, ...]] = ("fastest", "cheapest", "cost_per_million_t
 
 REASON_CODES: Final[tuple[str, ...]] = (
     # exclusions
-    "EXCLUDED_BY_USER", "NOT_ALLOWED", "NOT_IN_INVENTORY", "VENDOR_NOT_ALLOWED", "FORM_FACTOR", "NO_NVLINK",
-    "OVER_POWER_CAP", "POWER_UNKNOWN", "NO_MEMORY_FIGURE", "PRECISION_UNSUPPORTED", "MEMORY_INSUFFICIENT",
-    "NO_PLACEMENT", "OVER_GPU_LIMIT", "NO_TIME_ESTIMATE", "MISSES_DEADLINE", "MISSES_TTFT", "MISSES_TPOT",
-    "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE", "NO_PURCHASE_PRICE", "NO_POWER_FIGURE", "OVER_BUDGET",
+    "EXCLUDED_BY_USER",
+    "NOT_ALLOWED",
+    "NOT_IN_INVENTORY",
+    "VENDOR_NOT_ALLOWED",
+    "FORM_FACTOR",
+    "NO_NVLINK",
+    "OVER_POWER_CAP",
+    "POWER_UNKNOWN",
+    "NO_MEMORY_FIGURE",
+    "PRECISION_UNSUPPORTED",
+    "MEMORY_INSUFFICIENT",
+    "NO_PLACEMENT",
+    "OVER_GPU_LIMIT",
+    "NO_TIME_ESTIMATE",
+    "MISSES_DEADLINE",
+    "MISSES_TTFT",
+    "MISSES_TPOT",
+    "PROVENANCE_BELOW_MIN",
+    "BAND_TOO_WIDE",
+    "NO_PRICE",
+    "NO_PURCHASE_PRICE",
+    "NO_POWER_FIGURE",
+    "OVER_BUDGET",
     # options
-    "FITS", "SHARDED_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE", "MEETS_TARGETS",
-    "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE", "WITHIN_ERROR_OF_BEST", "MEASURED_HERE",
-    "QUANTISED_WEIGHTS", "MULTI_NODE",
+    "FITS",
+    "SHARDED_TO_FIT",
+    "CHECKPOINTING_TO_FIT",
+    "SINGLE_GPU_TOO_SMALL",
+    "MEETS_DEADLINE",
+    "MEETS_TARGETS",
+    "BANDWIDTH_BOUND",
+    "COMPUTE_BOUND",
+    "BEST_FOR_OBJECTIVE",
+    "WITHIN_ERROR_OF_BEST",
+    "MEASURED_HERE",
+    "QUANTISED_WEIGHTS",
+    "MULTI_NODE",
     # what-ifs
-    "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS",
+    "WITH_GRADIENT_CHECKPOINTING",
+    "WITH_QLORA",
+    "WITH_FUSED_OPTIMIZER",
+    "WITH_FP8_WEIGHTS",
     # warnings
-    "NO_OPTION", "GLOBAL_BATCH_HELD",
+    "NO_OPTION",
+    "GLOBAL_BATCH_HELD",
 )
 """Every code the recommender emits (docs/architecture.md lists them with their meaning); the
 presenter has a sentence for each in every language (tests/api/test_recommend_sentences.py)."""
@@ -291,7 +324,11 @@ class Scheduling:
     torchrun: tuple[str, ...] | None
 
 
-K8S_RESOURCE: Final[dict[str, str]] = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "habana.ai/gaudi"}
+K8S_RESOURCE: Final[dict[str, str]] = {
+    "nvidia": "nvidia.com/gpu",
+    "amd": "amd.com/gpu",
+    "intel": "habana.ai/gaudi",
+}
 """Device-plugin resource names (NVIDIA, AMD and Intel Gaudi device plugins)."""
 
 
@@ -313,14 +350,33 @@ def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
         d, rem = divmod(minutes, 24 * 60)
         h, m = divmod(rem, 60)
         slurm.append(f"--time={d}-{h:02d}:{m:02d}:00" if d else f"--time={h:02d}:{m:02d}:00")
-    sky = {"accelerators": f"{names.skypilot}:{o.gpus_per_node}", "num_nodes": o.nodes} if names.skypilot else None
+    sky = (
+        {"accelerators": f"{names.skypilot}:{o.gpus_per_node}", "num_nodes": o.nodes}
+        if names.skypilot
+        else None
+    )
     torchrun: tuple[str, ...] | None = None
     if o.train is not None and o.gpu_count > 1:
-        torchrun = (("--standalone", f"--nproc-per-node={o.gpus_per_node}") if o.nodes == 1 else (
-            f"--nnodes={o.nodes}", f"--nproc-per-node={o.gpus_per_node}", "--rdzv-backend=c10d",
-            "--rdzv-endpoint=$MASTER_ADDR:29500", "--rdzv-id=$SLURM_JOB_ID"))
-    return Scheduling(k8s_resource=K8S_RESOURCE.get(o.gpu.vendor, "nvidia.com/gpu"), k8s_per_pod=per_pod,
-                      k8s_pods=pods, k8s_node_selector=selector, slurm=tuple(slurm), skypilot=sky, torchrun=torchrun)
+        torchrun = (
+            ("--standalone", f"--nproc-per-node={o.gpus_per_node}")
+            if o.nodes == 1
+            else (
+                f"--nnodes={o.nodes}",
+                f"--nproc-per-node={o.gpus_per_node}",
+                "--rdzv-backend=c10d",
+                "--rdzv-endpoint=$MASTER_ADDR:29500",
+                "--rdzv-id=$SLURM_JOB_ID",
+            )
+        )
+    return Scheduling(
+        k8s_resource=K8S_RESOURCE.get(o.gpu.vendor, "nvidia.com/gpu"),
+        k8s_per_pod=per_pod,
+        k8s_pods=pods,
+        k8s_node_selector=selector,
+        slurm=tuple(slurm),
+        skypilot=sky,
+        torchrun=torchrun,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,18 +500,28 @@ def _static_reasons(gpu: GpuSpec, job: Job, cons: Constraints) -> list[Reason]:
     if cons.pools is not None and not any(p.gpu == gpu.slug for p in cons.pools):
         out.append(Reason("NOT_IN_INVENTORY", {"gpu": name}))
     if cons.vendors is not None and gpu.vendor not in cons.vendors:
-        out.append(Reason("VENDOR_NOT_ALLOWED", {"gpu": name, "vendor": gpu.vendor, "allowed": list(cons.vendors)}))
+        out.append(
+            Reason("VENDOR_NOT_ALLOWED", {"gpu": name, "vendor": gpu.vendor, "allowed": list(cons.vendors)})
+        )
     if cons.form_factors is not None and gpu.form_factor not in cons.form_factors:
-        out.append(Reason("FORM_FACTOR", {"gpu": name, "form_factor": gpu.form_factor,
-                                          "allowed": list(cons.form_factors)}))
+        out.append(
+            Reason(
+                "FORM_FACTOR",
+                {"gpu": name, "form_factor": gpu.form_factor, "allowed": list(cons.form_factors)},
+            )
+        )
     if cons.nvlink_required and gpu.node.nvlink_topology == "none":
         out.append(Reason("NO_NVLINK", {"gpu": name}))
     if cons.max_power_w_per_gpu is not None:
         if gpu.tdp_w is None:
             out.append(Reason("POWER_UNKNOWN", {"gpu": name, "cap_w": cons.max_power_w_per_gpu}))
         elif gpu.tdp_w > cons.max_power_w_per_gpu:
-            out.append(Reason("OVER_POWER_CAP", {"gpu": name, "tdp_w": gpu.tdp_w, "cap_w": cons.max_power_w_per_gpu,
-                                                 "per": "gpu"}))
+            out.append(
+                Reason(
+                    "OVER_POWER_CAP",
+                    {"gpu": name, "tdp_w": gpu.tdp_w, "cap_w": cons.max_power_w_per_gpu, "per": "gpu"},
+                )
+            )
     if gpu.fit_memory_bytes is None:
         out.append(Reason("NO_MEMORY_FIGURE", {"gpu": name}))
     if gpu.support_for(job.precision) == "no":
@@ -478,8 +544,15 @@ def _count_cap(gpu: GpuSpec, cons: Constraints) -> tuple[int, Reason | None]:
         if by_power < cap:
             cap = by_power
             if cap < 1:
-                why = Reason("OVER_POWER_CAP", {"gpu": gpu.name or gpu.slug, "tdp_w": gpu.tdp_w,
-                                                "cap_w": cons.max_power_w_total, "per": "total"})
+                why = Reason(
+                    "OVER_POWER_CAP",
+                    {
+                        "gpu": gpu.name or gpu.slug,
+                        "tdp_w": gpu.tdp_w,
+                        "cap_w": cons.max_power_w_total,
+                        "per": "total",
+                    },
+                )
     return cap, why
 
 
@@ -491,7 +564,9 @@ def _pool_shape(gpu: GpuSpec, cons: Constraints) -> tuple[int, int] | None:
     if not pools:
         return (0, 0)
     best = max(pools, key=lambda p: (p.free_gpus_per_node, p.nodes))
-    return best.free_gpus_per_node, sum(p.nodes for p in pools if p.free_gpus_per_node == best.free_gpus_per_node)
+    return best.free_gpus_per_node, sum(
+        p.nodes for p in pools if p.free_gpus_per_node == best.free_gpus_per_node
+    )
 
 
 def _placement(gpu: GpuSpec, n: int, cons: Constraints) -> tuple[int, int]:
@@ -517,19 +592,27 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     search = _TrainingSearch(job, q, data, counter) if isinstance(job.config, TrainConfig) else None
     serving = _ServingSearch(job, q, data, counter) if isinstance(job.config, InferenceConfig) else None
     if search is None and serving is None:
-        raise InvalidConfiguration("workload.model", "recommendations are modelled for decoder and encoder "
-                                                     "training and decoder serving; batch inference of encoders "
-                                                     "and CNNs: use /v1/estimate")
+        raise InvalidConfiguration(
+            "workload.model",
+            "recommendations are modelled for decoder and encoder "
+            "training and decoder serving; batch inference of encoders "
+            "and CNNs: use /v1/estimate",
+        )
     if serving is not None and not isinstance(job.model, DecoderSpec):
         raise InvalidConfiguration("workload.model", "serving recommendations are modelled for decoder LLMs")
     if cons.deadline_hours is not None and serving is not None:
-        raise InvalidConfiguration("constraints.deadline_hours", "a deadline applies to training (a serving job "
-                                                                 "runs until stopped: give latency targets)")
+        raise InvalidConfiguration(
+            "constraints.deadline_hours",
+            "a deadline applies to training (a serving job runs until stopped: give latency targets)",
+        )
     if cons.deadline_hours is not None and search is not None and not job.tokens:
-        raise InvalidConfiguration("constraints.deadline_hours", "a deadline needs workload.tokens (tokens to train)")
+        raise InvalidConfiguration(
+            "constraints.deadline_hours", "a deadline needs workload.tokens (tokens to train)"
+        )
     if cons.budget_per_run is not None and (search is None or not job.tokens):
-        raise InvalidConfiguration("constraints.budget.per_run", "a per-run budget applies to training with "
-                                                                 "workload.tokens")
+        raise InvalidConfiguration(
+            "constraints.budget.per_run", "a per-run budget applies to training with workload.tokens"
+        )
     feasible: list[Option] = []
     frontier_pool: list[Option] = []
     excluded: list[Exclusion] = []
@@ -543,7 +626,9 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
             continue
         cap, why = _count_cap(gpu, cons)
         if why is not None or cap < 1:
-            excluded.append(Exclusion(gpu, why or Reason("OVER_GPU_LIMIT", {"gpu": gpu.name, "max_gpus": cap})))
+            excluded.append(
+                Exclusion(gpu, why or Reason("OVER_GPU_LIMIT", {"gpu": gpu.name, "max_gpus": cap}))
+            )
             continue
         pending.append((searched.bound(gpu, cap), slug, gpu, cap))
     # most promising first: a GPU whose physical lower bound on the objective is worse than the
@@ -578,21 +663,34 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     excluded.sort(key=lambda x: x.gpu.slug)
     ranked = _rank(feasible, q.objective)
     if serving is not None:
-        ranked = serving.finish(ranked[: q.limit]) + ranked[q.limit:]
-    options = tuple(_with_tco(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))), q, data)
-                    for o in ranked[: q.limit])
+        ranked = serving.finish(ranked[: q.limit]) + ranked[q.limit :]
+    options = tuple(
+        _with_tco(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))), q, data)
+        for o in ranked[: q.limit]
+    )
     frontier = _frontier([o for o in frontier_pool if _check_constraints(o, q, data) is o or o in feasible])
-    whatifs = (search.what_ifs(options, excluded) if search is not None
-               else serving.what_ifs(options, excluded))  # type: ignore[union-attr]
+    whatifs = (
+        search.what_ifs(options, excluded) if search is not None else serving.what_ifs(options, excluded)  # type: ignore[union-attr]
+    )
     warnings: list[Reason] = []
     if not options:
         warnings.append(Reason("NO_OPTION", {"excluded": len(excluded)}))
     if search is not None and search.global_batch_held:
         warnings.append(Reason("GLOBAL_BATCH_HELD", {"global_batch": search.global_batch}))
-    return Recommendation(job=job, objective=q.objective, options=options, frontier=tuple(frontier),
-                          excluded=tuple(excluded), what_if=tuple(whatifs[:3]), warnings=tuple(warnings),
-                          candidates=counter.candidates, memory_estimates=counter.memory, timed=counter.timed,
-                          gpus=len(data.specs), not_ranked=tuple(not_ranked))
+    return Recommendation(
+        job=job,
+        objective=q.objective,
+        options=options,
+        frontier=tuple(frontier),
+        excluded=tuple(excluded),
+        what_if=tuple(whatifs[:3]),
+        warnings=tuple(warnings),
+        candidates=counter.candidates,
+        memory_estimates=counter.memory,
+        timed=counter.timed,
+        gpus=len(data.specs),
+        not_ranked=tuple(not_ranked),
+    )
 
 
 def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> Option | Exclusion:
@@ -601,36 +699,88 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
     name = o.gpu.name or o.gpu.slug
     reasons: list[Reason] = []
     if cons.min_provenance is not None and not at_least(o.provenance, cons.min_provenance):
-        reasons.append(Reason("PROVENANCE_BELOW_MIN", {"gpu": name, "provenance": o.provenance,
-                                                       "minimum": cons.min_provenance}))
+        reasons.append(
+            Reason(
+                "PROVENANCE_BELOW_MIN",
+                {"gpu": name, "provenance": o.provenance, "minimum": cons.min_provenance},
+            )
+        )
     if cons.max_band_pct is not None:
         pct = _option_band_pct(o)
         if pct > cons.max_band_pct:
-            reasons.append(Reason("BAND_TOO_WIDE", {"gpu": name, "band_pct": round(pct, 1),
-                                                    "max_band_pct": cons.max_band_pct}))
-    needs_price = (q.objective in ("cheapest", "cost_per_million_tokens") or cons.budget_per_hour is not None
-                   or cons.budget_per_run is not None)
+            reasons.append(
+                Reason(
+                    "BAND_TOO_WIDE",
+                    {"gpu": name, "band_pct": round(pct, 1), "max_band_pct": cons.max_band_pct},
+                )
+            )
+    needs_price = (
+        q.objective in ("cheapest", "cost_per_million_tokens")
+        or cons.budget_per_hour is not None
+        or cons.budget_per_run is not None
+    )
     if o.quote is None and needs_price:
-        reasons.append(Reason(NO_PRICE, {"gpu": name, "gpu_count": o.gpu_count,
-                                         "providers": sorted(cons.providers) if cons.providers else None,
-                                         "pricing_models": list(q.cost.pricing_models), "currency": q.cost.currency}))
+        reasons.append(
+            Reason(
+                NO_PRICE,
+                {
+                    "gpu": name,
+                    "gpu_count": o.gpu_count,
+                    "providers": sorted(cons.providers) if cons.providers else None,
+                    "pricing_models": list(q.cost.pricing_models),
+                    "currency": q.cost.currency,
+                },
+            )
+        )
     if o.quote is not None:
         if cons.budget_per_hour is not None and o.quote.per_hour > cons.budget_per_hour:
-            reasons.append(Reason("OVER_BUDGET", {"gpu": name, "gpu_count": o.gpu_count, "what": "per_hour",
-                                                  "cost": round(o.quote.per_hour, 2), "budget": cons.budget_per_hour,
-                                                  "currency": o.quote.currency}))
+            reasons.append(
+                Reason(
+                    "OVER_BUDGET",
+                    {
+                        "gpu": name,
+                        "gpu_count": o.gpu_count,
+                        "what": "per_hour",
+                        "cost": round(o.quote.per_hour, 2),
+                        "budget": cons.budget_per_hour,
+                        "currency": o.quote.currency,
+                    },
+                )
+            )
         if cons.budget_per_run is not None and o.run_cost is not None and o.run_cost[2] > cons.budget_per_run:
-            reasons.append(Reason("OVER_BUDGET", {"gpu": name, "gpu_count": o.gpu_count, "what": "per_run",
-                                                  "cost": round(o.run_cost[2], 2), "budget": cons.budget_per_run,
-                                                  "currency": o.quote.currency}))
+            reasons.append(
+                Reason(
+                    "OVER_BUDGET",
+                    {
+                        "gpu": name,
+                        "gpu_count": o.gpu_count,
+                        "what": "per_run",
+                        "cost": round(o.run_cost[2], 2),
+                        "budget": cons.budget_per_run,
+                        "currency": o.quote.currency,
+                    },
+                )
+            )
     if cons.budget_purchase is not None:
         owned = _with_tco(o, q, data) if data.prices is not None else o
         if owned.tco is None:
-            reasons.append(Reason(owned.tco_missing or NO_PURCHASE_PRICE, {"gpu": name, "gpu_count": o.gpu_count}))
+            reasons.append(
+                Reason(owned.tco_missing or NO_PURCHASE_PRICE, {"gpu": name, "gpu_count": o.gpu_count})
+            )
         elif owned.tco.capex > cons.budget_purchase:
-            reasons.append(Reason("OVER_BUDGET", {"gpu": name, "gpu_count": o.gpu_count, "what": "purchase",
-                                                  "cost": round(owned.tco.capex, 2), "budget": cons.budget_purchase,
-                                                  "currency": owned.tco.currency}))
+            reasons.append(
+                Reason(
+                    "OVER_BUDGET",
+                    {
+                        "gpu": name,
+                        "gpu_count": o.gpu_count,
+                        "what": "purchase",
+                        "cost": round(owned.tco.capex, 2),
+                        "budget": cons.budget_purchase,
+                        "currency": owned.tco.currency,
+                    },
+                )
+            )
     if reasons:
         return Exclusion(o.gpu, reasons[0], tuple(reasons[1:]))
     return o
@@ -641,11 +791,20 @@ def _with_tco(o: Option, q: RecommendQuestion, data: RecommendData) -> Option:
     if data.prices is None:
         return o
     hb = o.hours_band
-    t = tco(data.prices, o.gpu.slug, gpu_count=o.gpu_count, tdp_w=o.gpu.tdp_w, assumptions=q.cost,
-            hours=o.hours, hours_low=min(hb[0], o.hours) if hb and o.hours else None,
-            hours_high=max(hb[1], o.hours) if hb and o.hours else None)
+    t = tco(
+        data.prices,
+        o.gpu.slug,
+        gpu_count=o.gpu_count,
+        tdp_w=o.gpu.tdp_w,
+        assumptions=q.cost,
+        hours=o.hours,
+        hours_low=min(hb[0], o.hours) if hb and o.hours else None,
+        hours_high=max(hb[1], o.hours) if hb and o.hours else None,
+    )
     if t is None:
-        return replace(o, tco_missing=tco_exclusion(data.prices, o.gpu.slug, tdp_w=o.gpu.tdp_w) or NO_PURCHASE_PRICE)
+        return replace(
+            o, tco_missing=tco_exclusion(data.prices, o.gpu.slug, tdp_w=o.gpu.tdp_w) or NO_PURCHASE_PRICE
+        )
     return replace(o, tco=t)
 
 
@@ -698,10 +857,23 @@ def _rank(options: Sequence[Option], objective: str) -> list[Option]:
         if i == 1:
             reasons.insert(0, Reason("BEST_FOR_OBJECTIVE", {"objective": objective}))
         elif within and ratio is not None:
-            reasons.insert(0, Reason("WITHIN_ERROR_OF_BEST", {"ratio": round(ratio, 3),
-                                                              "uncertainty_pct": round((math.exp(u or 0) - 1) * 100)}))
-        out.append(replace(o, rank=i, ratio_to_best=ratio, ratio_uncertainty=u, within_error_of_best=within,
-                           reasons=tuple(reasons)))
+            reasons.insert(
+                0,
+                Reason(
+                    "WITHIN_ERROR_OF_BEST",
+                    {"ratio": round(ratio, 3), "uncertainty_pct": round((math.exp(u or 0) - 1) * 100)},
+                ),
+            )
+        out.append(
+            replace(
+                o,
+                rank=i,
+                ratio_to_best=ratio,
+                ratio_uncertainty=u,
+                within_error_of_best=within,
+                reasons=tuple(reasons),
+            )
+        )
     return out
 
 
@@ -808,8 +980,15 @@ class _TrainingSearch:
             self._plans[key] = None
             return None
         try:
-            cfg = replace(b, gpu_count=n, sharding=s, gradient_checkpointing=ckpt, batch_size=micro,
-                          global_batch=g, mixed_precision=mixed)
+            cfg = replace(
+                b,
+                gpu_count=n,
+                sharding=s,
+                gradient_checkpointing=ckpt,
+                batch_size=micro,
+                global_batch=g,
+                mixed_precision=mixed,
+            )
         except InvalidConfiguration:
             self._plans[key] = None
             return None
@@ -841,7 +1020,9 @@ class _TrainingSearch:
         for s in shardings:
             for ck in self.checkpointing:
                 p = self.plan(n, s, ck)
-                if p is not None and (best is None or p.mem.device_memory_band.high < best.mem.device_memory_band.high):
+                if p is not None and (
+                    best is None or p.mem.device_memory_band.high < best.mem.device_memory_band.high
+                ):
                     best = p
         return best
 
@@ -891,20 +1072,36 @@ class _TrainingSearch:
             single = self.lightest(1)
             params: dict[str, Any] = {"gpu": name, "usable_gib": _gib(usable), "gpu_count": top}
             if light is not None:
-                params.update(needed_gib=_gib(light.mem.device_memory_band.high), sharding=light.cfg.sharding,
-                              gradient_checkpointing=light.cfg.gradient_checkpointing)
+                params.update(
+                    needed_gib=_gib(light.mem.device_memory_band.high),
+                    sharding=light.cfg.sharding,
+                    gradient_checkpointing=light.cfg.gradient_checkpointing,
+                )
             if single is not None and top > 1:
                 params["single_gpu_needed_gib"] = _gib(single.mem.device_memory_band.high)
             return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", params))
         if not gpu.bandwidth_gb_per_s or not (gpu.peak_for(self.base.precision) or gpu.peak_for("bf16")):
             p = plans[0]
-            return Exclusion(gpu, Reason("NO_TIME_ESTIMATE", {
-                "gpu": name, "gpu_count": n0, "needed_gib": _gib(p.mem.device_memory_band.high),
-                "usable_gib": _gib(usable), "missing": "memory bandwidth" if not gpu.bandwidth_gb_per_s
-                else f"{self.base.precision} tensor peak"}))
+            return Exclusion(
+                gpu,
+                Reason(
+                    "NO_TIME_ESTIMATE",
+                    {
+                        "gpu": name,
+                        "gpu_count": n0,
+                        "needed_gib": _gib(p.mem.device_memory_band.high),
+                        "usable_gib": _gib(usable),
+                        "missing": "memory bandwidth"
+                        if not gpu.bandwidth_gb_per_s
+                        else f"{self.base.precision} tensor peak",
+                    },
+                ),
+            )
         timed = [o for o in (self._option(gpu, p, usable) for p in plans) if o is not None]
         if not timed:
-            return Exclusion(gpu, Reason("NO_TIME_ESTIMATE", {"gpu": name, "gpu_count": n0, "missing": "a time"}))
+            return Exclusion(
+                gpu, Reason("NO_TIME_ESTIMATE", {"gpu": name, "gpu_count": n0, "missing": "a time"})
+            )
         first = min(timed, key=lambda o: (o.time_value, o.gpu_count))
         others = [o for o in timed if o is not first]
         cons = self.q.constraints
@@ -924,8 +1121,11 @@ class _TrainingSearch:
             if more is not None:
                 others.append(first)
                 primary = more
-        if cons.deadline_hours is not None and primary.hours_band is not None \
-                and primary.hours_band[1] > cons.deadline_hours:
+        if (
+            cons.deadline_hours is not None
+            and primary.hours_band is not None
+            and primary.hours_band[1] > cons.deadline_hours
+        ):
             # one more rung before giving up
             bigger = [n for n in counts if n > primary.gpu_count]
             if bigger:
@@ -934,19 +1134,51 @@ class _TrainingSearch:
                     others.append(primary)
                     primary = more
             if primary.hours_band is not None and primary.hours_band[1] > cons.deadline_hours:
-                return Exclusion(gpu, Reason("MISSES_DEADLINE", {
-                    "gpu": name, "gpu_count": primary.gpu_count, "hours_high": round(primary.hours_band[1], 1),
-                    "hours": round(primary.hours or 0.0, 1), "deadline_hours": cons.deadline_hours,
-                    "max_gpus": counts[-1]}))
+                return Exclusion(
+                    gpu,
+                    Reason(
+                        "MISSES_DEADLINE",
+                        {
+                            "gpu": name,
+                            "gpu_count": primary.gpu_count,
+                            "hours_high": round(primary.hours_band[1], 1),
+                            "hours": round(primary.hours or 0.0, 1),
+                            "deadline_hours": cons.deadline_hours,
+                            "max_gpus": counts[-1],
+                        },
+                    ),
+                )
         if cons.deadline_hours is not None and primary.hours_band is not None:
-            primary = replace(primary, reasons=(*primary.reasons, Reason("MEETS_DEADLINE", {
-                "hours_high": round(primary.hours_band[1], 1), "deadline_hours": cons.deadline_hours})))
+            primary = replace(
+                primary,
+                reasons=(
+                    *primary.reasons,
+                    Reason(
+                        "MEETS_DEADLINE",
+                        {
+                            "hours_high": round(primary.hours_band[1], 1),
+                            "deadline_hours": cons.deadline_hours,
+                        },
+                    ),
+                ),
+            )
         if n0 > 1:
             single = self.lightest(1)
             if single is not None:
-                primary = replace(primary, reasons=(Reason("SINGLE_GPU_TOO_SMALL", {
-                    "gpu": name, "needed_gib": _gib(single.mem.device_memory_band.high),
-                    "usable_gib": _gib(usable)}), *primary.reasons))
+                primary = replace(
+                    primary,
+                    reasons=(
+                        Reason(
+                            "SINGLE_GPU_TOO_SMALL",
+                            {
+                                "gpu": name,
+                                "needed_gib": _gib(single.mem.device_memory_band.high),
+                                "usable_gib": _gib(usable),
+                            },
+                        ),
+                        *primary.reasons,
+                    ),
+                )
         return primary, others
 
     def _scaled(self, gpu: GpuSpec, like: Option, n: int, usable: int, counts: list[int]) -> Option | None:
@@ -989,41 +1221,88 @@ class _TrainingSearch:
         cpm = None
         if quote is not None:
             if hours is not None and hours_band is not None:
-                rc = run_cost(quote, hours, hours_low=min(hours_band[0], hours), hours_high=max(hours_band[1], hours))
+                rc = run_cost(
+                    quote, hours, hours_low=min(hours_band[0], hours), hours_high=max(hours_band[1], hours)
+                )
                 run = (rc.low, rc.amount, rc.high)
             if tps > 0:
-                cpm = cost_per_million_tokens(quote.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps)
-        reasons = [Reason("FITS", {"gpu": gpu.name or gpu.slug, "gpu_count": n,
-                                   "needed_gib": _gib(plan.mem.device_memory_band.high), "usable_gib": _gib(usable),
-                                   "headroom_gib": _gib(usable - plan.mem.device_memory_band.high)})]
+                cpm = cost_per_million_tokens(
+                    quote.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps
+                )
+        reasons = [
+            Reason(
+                "FITS",
+                {
+                    "gpu": gpu.name or gpu.slug,
+                    "gpu_count": n,
+                    "needed_gib": _gib(plan.mem.device_memory_band.high),
+                    "usable_gib": _gib(usable),
+                    "headroom_gib": _gib(usable - plan.mem.device_memory_band.high),
+                },
+            )
+        ]
         if cfg.sharding in ("fsdp", "zero3") and n > 1:
             ddp = self.plan(n, "ddp", cfg.gradient_checkpointing)
             if ddp is not None and not ddp.mem.fits(usable):
-                reasons.append(Reason("SHARDED_TO_FIT", {"sharding": cfg.sharding, "gpu_count": n,
-                                                         "ddp_needed_gib": _gib(ddp.mem.device_memory_band.high),
-                                                         "usable_gib": _gib(usable)}))
+                reasons.append(
+                    Reason(
+                        "SHARDED_TO_FIT",
+                        {
+                            "sharding": cfg.sharding,
+                            "gpu_count": n,
+                            "ddp_needed_gib": _gib(ddp.mem.device_memory_band.high),
+                            "usable_gib": _gib(usable),
+                        },
+                    )
+                )
         if cfg.gradient_checkpointing and not self.base.gradient_checkpointing:
             off = self.plan(n, cfg.sharding if n > 1 else "none", False)
             if off is not None:
-                reasons.append(Reason("CHECKPOINTING_TO_FIT", {"needed_without_gib": _gib(off.mem.device_memory_band.high),
-                                                               "usable_gib": _gib(usable)}))
+                reasons.append(
+                    Reason(
+                        "CHECKPOINTING_TO_FIT",
+                        {
+                            "needed_without_gib": _gib(off.mem.device_memory_band.high),
+                            "usable_gib": _gib(usable),
+                        },
+                    )
+                )
         if nodes > 1:
             reasons.append(Reason("MULTI_NODE", {"nodes": nodes, "gpus_per_node": per}))
         if t.provenance == "measured":
             reasons.append(Reason("MEASURED_HERE", {"gpu": gpu.name or gpu.slug}))
-        reasons.append(Reason("COMPUTE_BOUND" if t.bound == "compute" else "BANDWIDTH_BOUND", {"mfu": round(t.mfu, 3)})
-                       if t.bound in ("compute", "memory") else Reason("COMPUTE_BOUND", {"mfu": round(t.mfu, 3)}))
+        reasons.append(
+            Reason("COMPUTE_BOUND" if t.bound == "compute" else "BANDWIDTH_BOUND", {"mfu": round(t.mfu, 3)})
+            if t.bound in ("compute", "memory")
+            else Reason("COMPUTE_BOUND", {"mfu": round(t.mfu, 3)})
+        )
         return Option(
-            gpu=gpu, gpu_count=n, nodes=nodes, gpus_per_node=per, est=est,
-            memory_high_bytes=int(plan.mem.device_memory_band.high), usable_bytes=usable, quote=quote,
-            hours=hours, hours_band=hours_band, tokens_per_s=tps, power_w=gpu.tdp_w * n if gpu.tdp_w else None,
-            provenance=t.provenance, time_value=time_value, objective_value=None, u=ratio_half_width(t),
-            reasons=tuple(reasons), run_cost=run, cost_per_million_tokens=cpm,
+            gpu=gpu,
+            gpu_count=n,
+            nodes=nodes,
+            gpus_per_node=per,
+            est=est,
+            memory_high_bytes=int(plan.mem.device_memory_band.high),
+            usable_bytes=usable,
+            quote=quote,
+            hours=hours,
+            hours_band=hours_band,
+            tokens_per_s=tps,
+            power_w=gpu.tdp_w * n if gpu.tdp_w else None,
+            provenance=t.provenance,
+            time_value=time_value,
+            objective_value=None,
+            u=ratio_half_width(t),
+            reasons=tuple(reasons),
+            run_cost=run,
+            cost_per_million_tokens=cpm,
         )
 
     # ---- what-ifs -----------------------------------------------------------------------------
 
-    def _relaxed(self, code: str, f: Callable[[TrainConfig], TrainConfig], cfg: TrainConfig) -> MemoryEstimate | None:
+    def _relaxed(
+        self, code: str, f: Callable[[TrainConfig], TrainConfig], cfg: TrainConfig
+    ) -> MemoryEstimate | None:
         key = (code, cfg.gpu_count, cfg.sharding, cfg.gradient_checkpointing)
         memo = self._relaxed_memo
         if key not in memo:
@@ -1041,15 +1320,33 @@ class _TrainingSearch:
         base = self.base
         relax: list[tuple[str, dict[str, Any], Callable[[TrainConfig], TrainConfig]]] = []
         if not self.q.constraints.allow_gradient_checkpointing and not base.gradient_checkpointing:
-            relax.append(("WITH_GRADIENT_CHECKPOINTING", {"constraints.allow_gradient_checkpointing": True},
-                          lambda c: replace(c, gradient_checkpointing=True)))
-        if (base.finetune == "lora" and "finetune" not in self.job.stated and base.precision != "fp32") or base.finetune == "lora":
-            relax.append(("WITH_QLORA", {"workload.finetune": "qlora"},
-                          lambda c: replace(c, finetune="qlora",
-                                            sharding="ddp" if c.sharding in ("fsdp", "zero3") else c.sharding)))
+            relax.append(
+                (
+                    "WITH_GRADIENT_CHECKPOINTING",
+                    {"constraints.allow_gradient_checkpointing": True},
+                    lambda c: replace(c, gradient_checkpointing=True),
+                )
+            )
+        if (
+            base.finetune == "lora" and "finetune" not in self.job.stated and base.precision != "fp32"
+        ) or base.finetune == "lora":
+            relax.append(
+                (
+                    "WITH_QLORA",
+                    {"workload.finetune": "qlora"},
+                    lambda c: replace(
+                        c, finetune="qlora", sharding="ddp" if c.sharding in ("fsdp", "zero3") else c.sharding
+                    ),
+                )
+            )
         if base.optimizer == "adamw" and base.optimizer_impl != "fused":
-            relax.append(("WITH_FUSED_OPTIMIZER", {"workload.optimizer_impl": "fused"},
-                          lambda c: replace(c, optimizer_impl="fused")))
+            relax.append(
+                (
+                    "WITH_FUSED_OPTIMIZER",
+                    {"workload.optimizer_impl": "fused"},
+                    lambda c: replace(c, optimizer_impl="fused"),
+                )
+            )
         if not relax:
             return out
         current: dict[str, int] = {o.gpu.slug: self.fewest.get(o.gpu.slug, o.gpu_count) for o in options}
@@ -1077,10 +1374,21 @@ class _TrainingSearch:
                     mem = self._relaxed(code, f, p.cfg)
                     if mem is not None and mem.fits(usable):
                         seen.add((code, slug))
-                        out.append(WhatIf(code, gpu, n, change, {
-                            "gpu": gpu.name or slug, "gpu_count": n, "needed_gib": _gib(mem.device_memory_band.high),
-                            "usable_gib": _gib(usable),
-                            "instead_of": None if now >= 10**9 else now}))
+                        out.append(
+                            WhatIf(
+                                code,
+                                gpu,
+                                n,
+                                change,
+                                {
+                                    "gpu": gpu.name or slug,
+                                    "gpu_count": n,
+                                    "needed_gib": _gib(mem.device_memory_band.high),
+                                    "usable_gib": _gib(usable),
+                                    "instead_of": None if now >= 10**9 else now,
+                                },
+                            )
+                        )
                         break
         # fewest GPUs first, then the smaller card
         out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.code, w.gpu.slug))
@@ -1115,14 +1423,18 @@ class _ServingSearch:
             host = data.calibrations.host_profile("llm-infer", self.base.precision)
             m = self.base.model
             if host is not None and isinstance(m, DecoderSpec):
-                self.host_floor_s = host.dispatch_s * (m.num_layers * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP)
+                self.host_floor_s = host.dispatch_s * (
+                    m.num_layers * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP
+                )
         self._rejected: dict[str, Reason] = {}
 
     def memory(self, fmt: str, tp: int) -> MemoryEstimate:
         key = (fmt, tp)
         if key not in self._mem:
             self.counter.memory += 1
-            self._mem[key] = estimate_inference(replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1))
+            self._mem[key] = estimate_inference(
+                replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1)
+            )
         return self._mem[key]
 
     def tp_degrees(self, gpu: GpuSpec, cap: int) -> tuple[list[int], int]:
@@ -1155,15 +1467,23 @@ class _ServingSearch:
             return None
         usable = int(gpu.fit_memory_bytes or 0)
         tps, per_node = self.tp_degrees(gpu, cap)
-        fitting = [(fmt, tp) for fmt in self.formats for tp in tps
-                   if tp <= per_node and self.memory(fmt, tp).fits(usable)]
+        fitting = [
+            (fmt, tp)
+            for fmt in self.formats
+            for tp in tps
+            if tp <= per_node and self.memory(fmt, tp).fits(usable)
+        ]
         if not fitting:
             return None
         m = self.base.model
         active = float(m.active_params) / float(m.total_params) if m.total_params else 1.0
         if self.q.objective == "fastest":
-            stream = min(float(self.memory(fmt, tp).persistent.get("weights", 0)) * active
-                         / (gpu.bandwidth_gb_per_s * 1e9) for fmt, tp in fitting)
+            stream = min(
+                float(self.memory(fmt, tp).persistent.get("weights", 0))
+                * active
+                / (gpu.bandwidth_gb_per_s * 1e9)
+                for fmt, tp in fitting
+            )
             return max(stream, self.host_floor_s)
         if self.q.objective == "perf_per_watt" and gpu.tdp_w and self.rate and self.serving is not None:
             return min(tp for _f, tp in fitting) * gpu.tdp_w / (self.rate * self.serving.workload.output_len)
@@ -1208,8 +1528,10 @@ class _ServingSearch:
                     if smallest_need is None or smallest_need[0] > 0:
                         smallest_need = (-need, tp, fmt)  # marks "fits" for the exclusion
                     continue
-                fewest = min((o.gpu_count for o in candidates if o.est.job.config.quant_method == fmt),  # type: ignore[union-attr]
-                             default=None)
+                fewest = min(
+                    (o.gpu_count for o in candidates if o.est.job.config.quant_method == fmt),  # type: ignore[union-attr]
+                    default=None,
+                )
                 if fewest is not None and tp > fewest:
                     break  # one replica of this TP already needs more GPUs than the best plan
                 found = self._plan(gpu, fmt, tp, cap, usable, mem, fewest)
@@ -1225,13 +1547,29 @@ class _ServingSearch:
                     break  # no load to size: the smallest TP group that fits
         if not candidates:
             if no_time and smallest_need is not None and smallest_need[0] < 0:
-                return Exclusion(gpu, Reason("NO_TIME_ESTIMATE", {
-                    "gpu": name, "gpu_count": smallest_need[1], "needed_gib": _gib(-smallest_need[0]),
-                    "usable_gib": _gib(usable), "missing": "memory bandwidth" if not gpu.bandwidth_gb_per_s
-                    else "16-bit tensor peak"}))
+                return Exclusion(
+                    gpu,
+                    Reason(
+                        "NO_TIME_ESTIMATE",
+                        {
+                            "gpu": name,
+                            "gpu_count": smallest_need[1],
+                            "needed_gib": _gib(-smallest_need[0]),
+                            "usable_gib": _gib(usable),
+                            "missing": "memory bandwidth"
+                            if not gpu.bandwidth_gb_per_s
+                            else "16-bit tensor peak",
+                        },
+                    ),
+                )
             if placement_block is not None:
-                return Exclusion(gpu, Reason("NO_PLACEMENT", {"gpu": name, "tensor_parallel": placement_block,
-                                                              "free_per_node": per_node}))
+                return Exclusion(
+                    gpu,
+                    Reason(
+                        "NO_PLACEMENT",
+                        {"gpu": name, "tensor_parallel": placement_block, "free_per_node": per_node},
+                    ),
+                )
             if over_limit is not None:
                 return Exclusion(gpu, over_limit)
             if latency_miss is not None:
@@ -1239,8 +1577,18 @@ class _ServingSearch:
             need = smallest_need[0] if smallest_need is not None else math.inf
             tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
             fmt = smallest_need[2] if smallest_need is not None else self.formats[0]
-            return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", {
-                "gpu": name, "tensor_parallel": tp, "gpu_count": tp, **_serving_memory(self.memory(fmt, tp), usable)}))
+            return Exclusion(
+                gpu,
+                Reason(
+                    "MEMORY_INSUFFICIENT",
+                    {
+                        "gpu": name,
+                        "tensor_parallel": tp,
+                        "gpu_count": tp,
+                        **_serving_memory(self.memory(fmt, tp), usable),
+                    },
+                ),
+            )
         obj = self.q.objective
         if obj == "fastest":
             key: Callable[[Option], tuple[float, ...]] = lambda o: (o.time_value, o.gpu_count)  # noqa: E731
@@ -1259,8 +1607,16 @@ class _ServingSearch:
             return False
         return not (s is not None and s.tpot_target_s is not None and r.tpot_s > s.tpot_target_s)
 
-    def _plan(self, gpu: GpuSpec, fmt: str, tp: int, cap: int, usable: int,
-              mem: MemoryEstimate, fewest: int | None = None) -> Option | Reason | None:
+    def _plan(
+        self,
+        gpu: GpuSpec,
+        fmt: str,
+        tp: int,
+        cap: int,
+        usable: int,
+        mem: MemoryEstimate,
+        fewest: int | None = None,
+    ) -> Option | Reason | None:
         """The fewest replicas of TP ``tp`` that meet the targets at the rate (None: not fewer
         GPUs than ``fewest``, found by a smaller TP of the same format)."""
         name = gpu.name or gpu.slug
@@ -1275,7 +1631,9 @@ class _ServingSearch:
                 return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
             if d.missing:
                 return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": d.missing})
-            seqs, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib)
+            seqs, _ = concurrency_cap(
+                d, w.input_len, w.output_len, reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib
+            )
             if seqs < 1:
                 return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
             max_rep = max(1, cap // tp)
@@ -1297,13 +1655,25 @@ class _ServingSearch:
                 lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
                 self.counter.timed += 1
                 if s.ttft_target_s is not None and lone.ttft_s > s.ttft_target_s:
-                    return Reason("MISSES_TTFT", {"gpu": name, "tensor_parallel": tp,
-                                                  "ttft_ms": round(lone.ttft_s * 1e3, 1),
-                                                  "target_ms": round(s.ttft_target_s * 1e3, 1)})
+                    return Reason(
+                        "MISSES_TTFT",
+                        {
+                            "gpu": name,
+                            "tensor_parallel": tp,
+                            "ttft_ms": round(lone.ttft_s * 1e3, 1),
+                            "target_ms": round(s.ttft_target_s * 1e3, 1),
+                        },
+                    )
                 if s.tpot_target_s is not None and lone.tpot_s > s.tpot_target_s:
-                    return Reason("MISSES_TPOT", {"gpu": name, "tensor_parallel": tp,
-                                                  "tpot_ms": round(lone.tpot_s * 1e3, 2),
-                                                  "target_ms": round(s.tpot_target_s * 1e3, 2)})
+                    return Reason(
+                        "MISSES_TPOT",
+                        {
+                            "gpu": name,
+                            "tensor_parallel": tp,
+                            "tpot_ms": round(lone.tpot_s * 1e3, 2),
+                            "target_ms": round(s.tpot_target_s * 1e3, 2),
+                        },
+                    )
                 return None
 
             lo, hi = 0, 1
@@ -1312,8 +1682,16 @@ class _ServingSearch:
             # GPU limit, or beat a smaller TP's plan, is not searched
             guess = _replicas_guess(d, w, seqs, rate, s.tpot_target_s)
             if guess > max_rep * GUESS_MARGIN:
-                return Reason("OVER_GPU_LIMIT", {"gpu": name, "tensor_parallel": tp, "max_gpus": cap,
-                                                 "replicas_needed_more_than": max_rep, "replicas_at_least": guess})
+                return Reason(
+                    "OVER_GPU_LIMIT",
+                    {
+                        "gpu": name,
+                        "tensor_parallel": tp,
+                        "max_gpus": cap,
+                        "replicas_needed_more_than": max_rep,
+                        "replicas_at_least": guess,
+                    },
+                )
             floor = max(0, int(guess / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
             if fewest is not None:
                 most = fewest // tp  # ties go to the larger TP (lower latency)
@@ -1325,15 +1703,29 @@ class _ServingSearch:
                 if ok(hi):
                     lo = min(floor, hi - 1)
                 elif hi >= max_rep:
-                    return lone_misses() or Reason("OVER_GPU_LIMIT", {
-                        "gpu": name, "tensor_parallel": tp, "max_gpus": cap, "replicas_needed_more_than": max_rep})
+                    return lone_misses() or Reason(
+                        "OVER_GPU_LIMIT",
+                        {
+                            "gpu": name,
+                            "tensor_parallel": tp,
+                            "max_gpus": cap,
+                            "replicas_needed_more_than": max_rep,
+                        },
+                    )
                 else:
                     lo, hi = hi, min(max_rep, hi * 2)
             while not ok(hi):
                 lo = hi
                 if hi >= max_rep:
-                    return lone_misses() or Reason("OVER_GPU_LIMIT", {"gpu": name, "tensor_parallel": tp, "max_gpus": cap,
-                                                     "replicas_needed_more_than": max_rep})
+                    return lone_misses() or Reason(
+                        "OVER_GPU_LIMIT",
+                        {
+                            "gpu": name,
+                            "tensor_parallel": tp,
+                            "max_gpus": cap,
+                            "replicas_needed_more_than": max_rep,
+                        },
+                    )
                 hi = min(max_rep, hi * 2)
             while hi - lo > 1:
                 mid = (lo + hi) // 2
@@ -1370,22 +1762,55 @@ class _ServingSearch:
                 return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
             tpot, ttft, served, bound = sv.tpot_s, sv.ttft_s, sv.output_tokens_per_s, sv.decode_bound
             full = est
-        placeholder = full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
-        cpm = (cost_per_million_tokens(quote.per_hour, capacity_tokens_per_s=served, served_tokens_per_s=served)
-               if quote is not None and served > 0 else None)
-        reasons = [Reason("FITS", {"gpu": name, "gpu_count": n, "tensor_parallel": tp,
-                                   "headroom_gib": _gib(usable - mem.device_memory_band.high),
-                                   **_serving_memory(mem, usable)})]
+        placeholder = (
+            full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
+        )
+        cpm = (
+            cost_per_million_tokens(quote.per_hour, capacity_tokens_per_s=served, served_tokens_per_s=served)
+            if quote is not None and served > 0
+            else None
+        )
+        reasons = [
+            Reason(
+                "FITS",
+                {
+                    "gpu": name,
+                    "gpu_count": n,
+                    "tensor_parallel": tp,
+                    "headroom_gib": _gib(usable - mem.device_memory_band.high),
+                    **_serving_memory(mem, usable),
+                },
+            )
+        ]
         if tp > 1:
             alone = self.memory(fmt, 1)
             if not alone.fits(usable):
-                reasons.append(Reason("SINGLE_GPU_TOO_SMALL", {"gpu": name, **_serving_memory(alone, usable)}))
-        if self.serving is not None and (self.serving.ttft_target_s or self.serving.tpot_target_s) and self.rate:
-            reasons.append(Reason("MEETS_TARGETS", {
-                "replicas": replicas, "tensor_parallel": tp, "rate": self.rate, "ttft_ms": round(ttft * 1e3, 1),
-                "tpot_ms": round(tpot * 1e3, 2),
-                "ttft_target_ms": round(self.serving.ttft_target_s * 1e3, 1) if self.serving.ttft_target_s else None,
-                "tpot_target_ms": round(self.serving.tpot_target_s * 1e3, 2) if self.serving.tpot_target_s else None}))
+                reasons.append(
+                    Reason("SINGLE_GPU_TOO_SMALL", {"gpu": name, **_serving_memory(alone, usable)})
+                )
+        if (
+            self.serving is not None
+            and (self.serving.ttft_target_s or self.serving.tpot_target_s)
+            and self.rate
+        ):
+            reasons.append(
+                Reason(
+                    "MEETS_TARGETS",
+                    {
+                        "replicas": replicas,
+                        "tensor_parallel": tp,
+                        "rate": self.rate,
+                        "ttft_ms": round(ttft * 1e3, 1),
+                        "tpot_ms": round(tpot * 1e3, 2),
+                        "ttft_target_ms": round(self.serving.ttft_target_s * 1e3, 1)
+                        if self.serving.ttft_target_s
+                        else None,
+                        "tpot_target_ms": round(self.serving.tpot_target_s * 1e3, 2)
+                        if self.serving.tpot_target_s
+                        else None,
+                    },
+                )
+            )
         if bound == "memory":
             reasons.append(Reason("BANDWIDTH_BOUND", {"bandwidth_gb_per_s": gpu.bandwidth_gb_per_s}))
         elif bound == "compute":
@@ -1393,14 +1818,26 @@ class _ServingSearch:
         if fmt != "none":
             reasons.append(Reason("QUANTISED_WEIGHTS", {"quant_method": fmt}))
         return Option(
-            gpu=gpu, gpu_count=n, nodes=nodes, gpus_per_node=per, est=placeholder,
-            memory_high_bytes=int(mem.device_memory_band.high), usable_bytes=usable, quote=quote, hours=None,
-            hours_band=None, tokens_per_s=served, power_w=gpu.tdp_w * n if gpu.tdp_w else None,
-            provenance=full.serving.provenance if full is not None and full.serving is not None
+            gpu=gpu,
+            gpu_count=n,
+            nodes=nodes,
+            gpus_per_node=per,
+            est=placeholder,
+            memory_high_bytes=int(mem.device_memory_band.high),
+            usable_bytes=usable,
+            quote=quote,
+            hours=None,
+            hours_band=None,
+            tokens_per_s=served,
+            power_w=gpu.tdp_w * n if gpu.tdp_w else None,
+            provenance=full.serving.provenance
+            if full is not None and full.serving is not None
             else ENGINE_CLASSES[cfg.engine].provenance,
-            time_value=tpot if math.isfinite(tpot) else math.inf, objective_value=None,
+            time_value=tpot if math.isfinite(tpot) else math.inf,
+            objective_value=None,
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
-            reasons=tuple(reasons), cost_per_million_tokens=cpm,
+            reasons=tuple(reasons),
+            cost_per_million_tokens=cpm,
         )
 
     def finish(self, options: Sequence[Option]) -> list[Option]:
@@ -1439,10 +1876,21 @@ class _ServingSearch:
                     continue
                 mem = self.memory("fp8", smaller)
                 if mem.fits(o.usable_bytes):
-                    out.append(WhatIf("WITH_FP8_WEIGHTS", o.gpu, smaller, {"constraints.allow_quantization": True},
-                                      {"gpu": o.gpu.name or o.gpu.slug, "tensor_parallel": smaller,
-                                       "instead_of": tp, "needed_gib": _gib(mem.device_memory_band.high),
-                                       "usable_gib": _gib(o.usable_bytes)}))
+                    out.append(
+                        WhatIf(
+                            "WITH_FP8_WEIGHTS",
+                            o.gpu,
+                            smaller,
+                            {"constraints.allow_quantization": True},
+                            {
+                                "gpu": o.gpu.name or o.gpu.slug,
+                                "tensor_parallel": smaller,
+                                "instead_of": tp,
+                                "needed_gib": _gib(mem.device_memory_band.high),
+                                "usable_gib": _gib(o.usable_bytes),
+                            },
+                        )
+                    )
                     break
         return out[:3]
 
@@ -1486,23 +1934,44 @@ def _serving_memory(mem: MemoryEstimate, usable: int) -> dict[str, Any]:
     weights = float(mem.persistent.get("weights", mem.components.get("weights", 0)))
     kv = float(mem.persistent.get("kv_cache", mem.components.get("kv_cache", 0)))
     high = mem.device_memory_band.high
-    return {"needed_gib": _gib(high), "usable_gib": _gib(usable), "weights_gib": _gib(weights),
-            "kv_cache_gib": _gib(kv), "needed_gb": round(high / 1e9, 2), "usable_gb": round(usable / 1e9, 2),
-            "weights_gb": round(weights / 1e9, 1), "kv_cache_gb": round(kv / 1e9, 1)}
+    return {
+        "needed_gib": _gib(high),
+        "usable_gib": _gib(usable),
+        "weights_gib": _gib(weights),
+        "kv_cache_gib": _gib(kv),
+        "needed_gb": round(high / 1e9, 2),
+        "usable_gb": round(usable / 1e9, 2),
+        "weights_gb": round(weights / 1e9, 1),
+        "kv_cache_gb": round(kv / 1e9, 1),
+    }
 
 
 def _rank_again(options: Sequence[Option], objective: str) -> list[Option]:
     """Re-rank after the full estimates replaced the quick ones (uncertainties changed)."""
-    return _rank([replace(o, reasons=tuple(r for r in o.reasons if r.code not in
-                                            ("BEST_FOR_OBJECTIVE", "WITHIN_ERROR_OF_BEST")))
-                  for o in options], objective)
+    return _rank(
+        [
+            replace(
+                o,
+                reasons=tuple(
+                    r for r in o.reasons if r.code not in ("BEST_FOR_OBJECTIVE", "WITHIN_ERROR_OF_BEST")
+                ),
+            )
+            for o in options
+        ],
+        objective,
+    )
 
 
 def _memory_answer(mem: MemoryEstimate, usable: int) -> Any:
     from service.core.estimation.estimate import MemoryAnswer
 
-    return MemoryAnswer(estimate=mem, usable_memory_bytes=usable, fits=mem.fits(usable),
-                        headroom_bytes=mem.headroom_bytes(usable), provenance="spec")
+    return MemoryAnswer(
+        estimate=mem,
+        usable_memory_bytes=usable,
+        fits=mem.fits(usable),
+        headroom_bytes=mem.headroom_bytes(usable),
+        provenance="spec",
+    )
 
 
 def weakest_provenance(options: Sequence[Option]) -> str:

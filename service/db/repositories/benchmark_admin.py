@@ -81,7 +81,9 @@ class BenchmarkAdminRepository:
         ).all()
         return [_alert(a, slug, run_id) for a, slug, run_id in rows]
 
-    def acknowledge_alert(self, alert_id: int, *, at: dt.datetime, by_key_id: int | None) -> tuple[AdminAlert, bool] | None:
+    def acknowledge_alert(
+        self, alert_id: int, *, at: dt.datetime, by_key_id: int | None
+    ) -> tuple[AdminAlert, bool] | None:
         """Acknowledge an alert (the first acknowledgement stays): the alert, and whether this
         call changed it; None when there is no such alert."""
         a = self._s.get(AlertRow, alert_id)
@@ -93,7 +95,11 @@ class BenchmarkAdminRepository:
             a.acknowledged_by_key_id = by_key_id
             self._s.flush()
         slug = self._s.scalar(select(Gpu.slug).where(Gpu.id == a.gpu_id)) if a.gpu_id else None
-        run_id = self._s.scalar(select(BenchmarkRun.run_id).where(BenchmarkRun.id == a.run_pk)) if a.run_pk else None
+        run_id = (
+            self._s.scalar(select(BenchmarkRun.run_id).where(BenchmarkRun.id == a.run_pk))
+            if a.run_pk
+            else None
+        )
         return _alert(a, slug, run_id), changed
 
     # ---- the pending-GPU queue -------------------------------------------------------------------------
@@ -131,7 +137,11 @@ class BenchmarkAdminRepository:
             ).all()
         )
         gpu_ids = {p.mapped_gpu_id for p in entries if p.mapped_gpu_id}
-        slugs = dict(self._s.execute(select(Gpu.id, Gpu.slug).where(Gpu.id.in_(gpu_ids))).all()) if gpu_ids else {}
+        slugs = (
+            dict(self._s.execute(select(Gpu.id, Gpu.slug).where(Gpu.id.in_(gpu_ids))).all())
+            if gpu_ids
+            else {}
+        )
         return {
             p.id: PendingGpuUsage(
                 run_count=int(runs.get(p.id, 0)),
@@ -151,7 +161,9 @@ class BenchmarkAdminRepository:
             return
         ids = list(run_pks)
         self._s.execute(
-            update(BenchmarkRun).where(BenchmarkRun.id.in_(ids)).values(gpu_id=gpu_id, resolved_by="admin_mapping")
+            update(BenchmarkRun)
+            .where(BenchmarkRun.id.in_(ids))
+            .values(gpu_id=gpu_id, resolved_by="admin_mapping")
         )
         self._s.execute(update(BenchmarkResult).where(BenchmarkResult.run_pk.in_(ids)).values(gpu_id=gpu_id))
 
@@ -184,7 +196,9 @@ class BenchmarkAdminRepository:
             _set_state(r)
         self._s.flush()
 
-    def mark_pending_mapped(self, pending_id: int, gpu_id: int, *, at: dt.datetime, by_key_id: int | None) -> None:
+    def mark_pending_mapped(
+        self, pending_id: int, gpu_id: int, *, at: dt.datetime, by_key_id: int | None
+    ) -> None:
         p = self._s.get(PendingGpuRow, pending_id)
         if p is None:  # pragma: no cover - the caller loaded it in this transaction
             return
@@ -234,5 +248,7 @@ class BenchmarkAdminRepository:
             run.retracted_at = None
             run.retract_reason = None
             run.retracted_by_key_id = None
-        self._s.execute(update(BenchmarkResult).where(BenchmarkResult.run_pk == run.id).values(retracted=retract))
+        self._s.execute(
+            update(BenchmarkResult).where(BenchmarkResult.run_pk == run.id).values(retracted=retract)
+        )
         self._s.flush()

@@ -149,7 +149,9 @@ class BenchmarkQueryRepository:
         slug = s.scalar(select(Gpu.slug).where(Gpu.id == run.gpu_id)) if run.gpu_id is not None else None
         key = s.get(ApiKey, run.api_key_id) if run.api_key_id is not None else None
         quarantined = s.scalar(
-            select(func.count()).where(BenchmarkResult.run_pk == run.id, BenchmarkResult.quarantined.is_(True))
+            select(func.count()).where(
+                BenchmarkResult.run_pk == run.id, BenchmarkResult.quarantined.is_(True)
+            )
         )
         return stored_run(
             run,
@@ -201,7 +203,9 @@ class BenchmarkQueryRepository:
         if stack:
             hashes = [
                 h
-                for h, fields in self._s.execute(select(BenchmarkFingerprint.hash, BenchmarkFingerprint.fields))
+                for h, fields in self._s.execute(
+                    select(BenchmarkFingerprint.hash, BenchmarkFingerprint.fields)
+                )
                 if all(fp_value_matches(fields.get(k), v) for k, v in stack.items())
             ]
             conds.append(BenchmarkResult.fingerprint_hash.in_(hashes))
@@ -213,7 +217,9 @@ class BenchmarkQueryRepository:
         if f.gpu_id is not None:
             conds.append(BenchmarkResult.gpu_id == f.gpu_id)
         if f.pending_gpu_id is not None:
-            conds.append(and_(BenchmarkRun.pending_gpu_id == f.pending_gpu_id, BenchmarkResult.gpu_id.is_(None)))
+            conds.append(
+                and_(BenchmarkRun.pending_gpu_id == f.pending_gpu_id, BenchmarkResult.gpu_id.is_(None))
+            )
         if f.workload is not None:
             conds.append(BenchmarkResult.workload == f.workload)
         if f.status is not None:
@@ -237,7 +243,9 @@ class BenchmarkQueryRepository:
         conds.extend(self._fingerprint_conditions(f.fingerprint))
         if before is not None:
             conds.append(BenchmarkResult.id < before)
-        rows = self._s.execute(_result_query().where(*conds).order_by(BenchmarkResult.id.desc()).limit(limit)).all()
+        rows = self._s.execute(
+            _result_query().where(*conds).order_by(BenchmarkResult.id.desc()).limit(limit)
+        ).all()
         return _results(rows)
 
     def list_runs(
@@ -322,7 +330,9 @@ class BenchmarkQueryRepository:
         return {
             ph: p
             for ph, p in self._s.execute(
-                select(BenchmarkResult.params_hash, BenchmarkResult.params).where(BenchmarkResult.id.in_(first_ids))
+                select(BenchmarkResult.params_hash, BenchmarkResult.params).where(
+                    BenchmarkResult.id.in_(first_ids)
+                )
             )
         }
 
@@ -333,7 +343,9 @@ class BenchmarkQueryRepository:
         return {
             h: f
             for h, f in self._s.execute(
-                select(BenchmarkFingerprint.hash, BenchmarkFingerprint.fields).where(BenchmarkFingerprint.hash.in_(wanted))
+                select(BenchmarkFingerprint.hash, BenchmarkFingerprint.fields).where(
+                    BenchmarkFingerprint.hash.in_(wanted)
+                )
             )
         }
 

@@ -221,7 +221,12 @@ def insert_results(
     if session.get_bind().dialect.name == "postgresql":
         return _copy_results(session, rows, params_json)
     table = RESULTS_TABLE
-    return [int(i) for i in session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows).scalars()]
+    return [
+        int(i)
+        for i in session.execute(
+            insert(table).returning(table.c.id, sort_by_parameter_order=True), rows
+        ).scalars()
+    ]
 
 
 def _metrics_json(metrics: Mapping[str, float]) -> str:
@@ -235,7 +240,9 @@ _PARAMS_AT = RESULT_COLUMNS.index("params")
 _METRICS_AT = RESULT_COLUMNS.index("metrics")
 
 
-def _copy_results(session: Session, rows: Sequence[dict[str, Any]], params_json: Sequence[str] | None) -> list[int]:
+def _copy_results(
+    session: Session, rows: Sequence[dict[str, Any]], params_json: Sequence[str] | None
+) -> list[int]:
     raw: Any = session.connection().connection.driver_connection
     with raw.cursor() as cur:
         cur.execute(
@@ -333,14 +340,24 @@ class BenchmarkRepository:
 
     # ---- inserts that tolerate a concurrent twin -------------------------------------------------
 
-    def _insert_ignore(self, table: Table, values: Mapping[str, Any], index_elements: Sequence[str]) -> Any | None:
+    def _insert_ignore(
+        self, table: Table, values: Mapping[str, Any], index_elements: Sequence[str]
+    ) -> Any | None:
         """INSERT ... ON CONFLICT DO NOTHING RETURNING pk (PostgreSQL and SQLite): the new row's
         primary key, or None when the row was already there."""
         dialect = self._dialect
         if dialect == "postgresql":
-            stmt: Any = pg_dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=list(index_elements))
+            stmt: Any = (
+                pg_dialect.insert(table)
+                .values(**values)
+                .on_conflict_do_nothing(index_elements=list(index_elements))
+            )
         elif dialect == "sqlite":
-            stmt = sqlite_dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=list(index_elements))
+            stmt = (
+                sqlite_dialect.insert(table)
+                .values(**values)
+                .on_conflict_do_nothing(index_elements=list(index_elements))
+            )
         else:  # pragma: no cover - only the two supported back ends
             raise NotImplementedError(dialect)
         pk = next(iter(table.primary_key.columns))
@@ -350,12 +367,15 @@ class BenchmarkRepository:
 
     def find_answer(self, run_id: str) -> StoredAnswer | None:
         rec = self._s.scalars(
-            select(IdempotencyRecord).where(IdempotencyRecord.scope == ANSWER_SCOPE, IdempotencyRecord.key == run_id)
+            select(IdempotencyRecord).where(
+                IdempotencyRecord.scope == ANSWER_SCOPE, IdempotencyRecord.key == run_id
+            )
         ).first()
         if rec is None:
             return None
-        return StoredAnswer(request_hash=rec.request_hash, answer=expand_answer(rec.response_body),
-                            api_key_id=rec.api_key_id)
+        return StoredAnswer(
+            request_hash=rec.request_hash, answer=expand_answer(rec.response_body), api_key_id=rec.api_key_id
+        )
 
     def save_answer(
         self, answer: SubmissionAnswer, *, api_key_id: int | None, request_hash: str, created_at: dt.datetime
@@ -468,7 +488,9 @@ class BenchmarkRepository:
 
     # ---- fingerprints, runs, results -------------------------------------------------------------------
 
-    def ensure_fingerprint(self, fingerprint_hash: str, fields: Mapping[str, Any], first_seen_at: dt.datetime) -> None:
+    def ensure_fingerprint(
+        self, fingerprint_hash: str, fields: Mapping[str, Any], first_seen_at: dt.datetime
+    ) -> None:
         self._insert_ignore(
             cast(Table, BenchmarkFingerprint.__table__),
             {"hash": fingerprint_hash, "fields": dict(fields), "first_seen_at": first_seen_at},
@@ -550,7 +572,9 @@ class BenchmarkRepository:
         if not keys or self._dialect != "postgresql":
             return
         self._s.execute(
-            text("SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT unnest(CAST(:keys AS BIGINT[])) AS k ORDER BY k) AS s"),
+            text(
+                "SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT unnest(CAST(:keys AS BIGINT[])) AS k ORDER BY k) AS s"
+            ),
             {"keys": keys},
         )
 
@@ -579,7 +603,14 @@ class BenchmarkRepository:
             return self._outlier_test_in_postgres(groups, policy)
         members: dict[CellKey, list[Member]] = {}
         for (g, fp), pairs in groups.items():
-            q = select(R.id, R.workload, R.params_hash, R.main_value, case((base, True), else_=False), R.outlier_detail.is_not(None)).where(
+            q = select(
+                R.id,
+                R.workload,
+                R.params_hash,
+                R.main_value,
+                case((base, True), else_=False),
+                R.outlier_detail.is_not(None),
+            ).where(
                 R.gpu_id == g,
                 R.fingerprint_hash == fp,
                 R.workload.in_(sorted({wl for wl, _ in pairs})),
@@ -587,9 +618,13 @@ class BenchmarkRepository:
                 R.status == "ok",
                 or_(base, R.outlier_detail.is_not(None)),
             )
-            for rid, wl, ph, value, in_base, flagged in self._s.connection().execute(q).all():  # Core, one fetch
+            for rid, wl, ph, value, in_base, flagged in (
+                self._s.connection().execute(q).all()
+            ):  # Core, one fetch
                 if (wl, ph) in pairs:
-                    members.setdefault((g, fp, wl, ph), []).append((rid, value, bool(in_base), bool(flagged), None))
+                    members.setdefault((g, fp, wl, ph), []).append(
+                        (rid, value, bool(in_base), bool(flagged), None)
+                    )
         return outlier_flips(members, policy, virtual)
 
     def _outlier_test_in_postgres(
@@ -629,15 +664,25 @@ class BenchmarkRepository:
         if not stored:
             return list(flips)
         R = BenchmarkResult
-        q = select(R.id, R.check_reason, R.check_detail, R.review_state, R.review_reason).where(R.id.in_(list(stored)))
+        q = select(R.id, R.check_reason, R.check_detail, R.review_state, R.review_reason).where(
+            R.id.in_(list(stored))
+        )
         for rid, cr, cd, rs, rr in self._s.execute(q):
             f = stored[rid]
             st = effective_state(
-                check_reason=cr, check_detail=cd, outlier_detail=f.outlier_detail, review_state=rs, review_reason=rr
+                check_reason=cr,
+                check_detail=cd,
+                outlier_detail=f.outlier_detail,
+                review_state=rs,
+                review_reason=rr,
             )
             stored[rid] = Flip(
-                id=f.id, tag=f.tag, outlier_detail=f.outlier_detail,
-                quarantined=st.quarantined, quarantine_reason=st.reason, quarantine_detail=st.detail,
+                id=f.id,
+                tag=f.tag,
+                outlier_detail=f.outlier_detail,
+                quarantined=st.quarantined,
+                quarantine_reason=st.reason,
+                quarantine_detail=st.detail,
             )
         table = cast(Table, R.__table__)
         stmt = (
@@ -676,7 +721,10 @@ class BenchmarkRepository:
     def _cells_where(self, *conditions: Any) -> set[CellKey]:
         q = (
             select(
-                BenchmarkResult.gpu_id, BenchmarkResult.fingerprint_hash, BenchmarkResult.workload, BenchmarkResult.params_hash
+                BenchmarkResult.gpu_id,
+                BenchmarkResult.fingerprint_hash,
+                BenchmarkResult.workload,
+                BenchmarkResult.params_hash,
             )
             .where(BenchmarkResult.gpu_id.is_not(None), *conditions)
             .distinct()

@@ -73,7 +73,9 @@ def _sync_aliases(row: Gpu, names: Sequence[AliasName]) -> None:
     for key, a in wanted.items():
         alias = existing.get(key)
         if alias is None:
-            row.aliases.append(GpuAlias(alias=a.name, alias_norm=a.norm, kind=a.kind, is_default=a.is_default))
+            row.aliases.append(
+                GpuAlias(alias=a.name, alias_norm=a.norm, kind=a.kind, is_default=a.is_default)
+            )
         else:
             alias.alias, alias.is_default = a.name, a.is_default
 
@@ -164,7 +166,9 @@ class CatalogRepository:
             if not any(e.slug == slug for e in entries):
                 entries.append(AliasEntry(slug=slug, is_default=default))
             elif default:
-                entries[:] = [AliasEntry(slug=slug, is_default=True) if e.slug == slug else e for e in entries]
+                entries[:] = [
+                    AliasEntry(slug=slug, is_default=True) if e.slug == slug else e for e in entries
+                ]
         return index
 
     # ---- GPUs: writes ------------------------------------------------------------------
@@ -220,7 +224,10 @@ class CatalogRepository:
             gid = self._gpu_id(slug)
             if gid is None:
                 return []
-            return [_price_row(p, slug) for p in self._s.scalars(select(Price).where(Price.gpu_id == gid).order_by(*order))]
+            return [
+                _price_row(p, slug)
+                for p in self._s.scalars(select(Price).where(Price.gpu_id == gid).order_by(*order))
+            ]
         q = select(Price, Gpu.slug).join(Gpu, Gpu.id == Price.gpu_id).order_by(Gpu.slug, *order)
         return [_price_row(p, s) for p, s in self._s.execute(q)]
 
@@ -248,8 +255,11 @@ class CatalogRepository:
         if existing is not None:
             if existing.origin == "admin" and origin != "admin":
                 return False  # an admin's row is never clobbered by a shipped or imported one
-            if (existing.amount == entry.amount and existing.is_estimate == entry.is_estimate
-                    and existing.origin == origin):
+            if (
+                existing.amount == entry.amount
+                and existing.is_estimate == entry.is_estimate
+                and existing.origin == origin
+            ):
                 return False
             existing.amount = entry.amount
             existing.is_estimate = entry.is_estimate
@@ -282,8 +292,19 @@ class CatalogRepository:
         ids: dict[str, int] = {slug: gid for slug, gid in self._s.execute(select(Gpu.slug, Gpu.id))}
         existing: dict[tuple[Any, ...], Price] = {}
         for p in self._s.scalars(select(Price)):
-            existing[(p.gpu_id, p.provider, p.region, p.instance_type, p.gpus_per_instance, p.pricing_model,
-                      p.currency, p.effective_date, p.source)] = p
+            existing[
+                (
+                    p.gpu_id,
+                    p.provider,
+                    p.region,
+                    p.instance_type,
+                    p.gpus_per_instance,
+                    p.pricing_model,
+                    p.currency,
+                    p.effective_date,
+                    p.source,
+                )
+            ] = p
         changed = 0
         unknown: list[str] = []
         new: list[Price] = []
@@ -292,14 +313,33 @@ class CatalogRepository:
             if gid is None:
                 unknown.append(slug)
                 continue
-            key = (gid, e.provider, e.region, e.instance_type, e.gpus_per_instance, e.pricing_model, e.currency,
-                   e.effective_date, e.source)
+            key = (
+                gid,
+                e.provider,
+                e.region,
+                e.instance_type,
+                e.gpus_per_instance,
+                e.pricing_model,
+                e.currency,
+                e.effective_date,
+                e.source,
+            )
             row = existing.get(key)
             if row is None:
-                row = Price(gpu_id=gid, origin=origin, provider=e.provider, region=e.region,
-                            instance_type=e.instance_type, gpus_per_instance=e.gpus_per_instance,
-                            pricing_model=e.pricing_model, currency=e.currency, amount=e.amount,
-                            effective_date=e.effective_date, source=e.source, is_estimate=e.is_estimate)
+                row = Price(
+                    gpu_id=gid,
+                    origin=origin,
+                    provider=e.provider,
+                    region=e.region,
+                    instance_type=e.instance_type,
+                    gpus_per_instance=e.gpus_per_instance,
+                    pricing_model=e.pricing_model,
+                    currency=e.currency,
+                    amount=e.amount,
+                    effective_date=e.effective_date,
+                    source=e.source,
+                    is_estimate=e.is_estimate,
+                )
                 existing[key] = row
                 new.append(row)
                 changed += 1
@@ -337,7 +377,11 @@ class CatalogRepository:
         else:
             self._s.add(
                 FxRateRow(
-                    base=rate.base, quote=rate.quote, rate=rate.rate, effective_date=rate.effective_date, source=rate.source
+                    base=rate.base,
+                    quote=rate.quote,
+                    rate=rate.rate,
+                    effective_date=rate.effective_date,
+                    source=rate.source,
                 )
             )
         self._s.flush()

@@ -52,20 +52,43 @@ def points_query() -> Select[Any]:
     """Non-retracted results with what :class:`Point` needs (rows for :func:`point_from_row`)."""
     R = BenchmarkResult
     return results_with_runs(
-        R.id, R.gpu_id, R.workload, R.params_hash, R.fingerprint_hash, R.status, R.quarantined,
-        R.measured_at, R.metrics, R.peak_allocated_bytes, R.peak_reserved_bytes, R.nvml_used_bytes,
-        BenchmarkRun.host, ApiKey.trusted,
+        R.id,
+        R.gpu_id,
+        R.workload,
+        R.params_hash,
+        R.fingerprint_hash,
+        R.status,
+        R.quarantined,
+        R.measured_at,
+        R.metrics,
+        R.peak_allocated_bytes,
+        R.peak_reserved_bytes,
+        R.nvml_used_bytes,
+        BenchmarkRun.host,
+        ApiKey.trusted,
     ).where(R.retracted.is_(False))
 
 
 def point_from_row(r: Any) -> Point:
-    mem = {k: int(v) for k, v in (("peak_allocated_bytes", r.peak_allocated_bytes),
-                                  ("peak_reserved_bytes", r.peak_reserved_bytes),
-                                  ("nvml_used_bytes", r.nvml_used_bytes)) if v is not None}
+    mem = {
+        k: int(v)
+        for k, v in (
+            ("peak_allocated_bytes", r.peak_allocated_bytes),
+            ("peak_reserved_bytes", r.peak_reserved_bytes),
+            ("nvml_used_bytes", r.nvml_used_bytes),
+        )
+        if v is not None
+    }
     return Point(
-        result_id=int(r.id), fingerprint_hash=r.fingerprint_hash, host=r.host, trusted=bool(r.trusted),
-        status=r.status, quarantined=bool(r.quarantined), measured_at=_utc(r.measured_at),
-        metrics={k: float(v) for k, v in (r.metrics or {}).items()}, memory=mem,
+        result_id=int(r.id),
+        fingerprint_hash=r.fingerprint_hash,
+        host=r.host,
+        trusted=bool(r.trusted),
+        status=r.status,
+        quarantined=bool(r.quarantined),
+        measured_at=_utc(r.measured_at),
+        metrics={k: float(v) for k, v in (r.metrics or {}).items()},
+        memory=mem,
     )
 
 
@@ -75,12 +98,20 @@ class MeasurementRepository:
 
     def cell_points(self, gpu_slug: str, workload: str, params_hash: str) -> list[Point]:
         """Every non-retracted result of one cell (the estimator's exact-cell lookup)."""
-        q = (points_query().join(Gpu, Gpu.id == BenchmarkResult.gpu_id)
-             .where(Gpu.slug == gpu_slug, BenchmarkResult.workload == workload,
-                    BenchmarkResult.params_hash == params_hash))
+        q = (
+            points_query()
+            .join(Gpu, Gpu.id == BenchmarkResult.gpu_id)
+            .where(
+                Gpu.slug == gpu_slug,
+                BenchmarkResult.workload == workload,
+                BenchmarkResult.params_hash == params_hash,
+            )
+        )
         return [point_from_row(r) for r in self._s.execute(q)]
 
-    def cells(self, workloads: Sequence[str] | None = None, gpu_slugs: Iterable[str] | None = None) -> list[StoredCell]:
+    def cells(
+        self, workloads: Sequence[str] | None = None, gpu_slugs: Iterable[str] | None = None
+    ) -> list[StoredCell]:
         """Batch: every cell of the given workloads (and GPUs), catalog GPUs only, with the
         GPU's effective spec and the cell's canonical parameters (read once per cell)."""
         q = points_query().where(BenchmarkResult.gpu_id.is_not(None))
@@ -106,12 +137,22 @@ class MeasurementRepository:
             .group_by(BenchmarkResult.workload, BenchmarkResult.params_hash)
         )
         params: dict[tuple[str, str], dict[str, Any]] = {
-            (wl, ph): p for wl, ph, p in self._s.execute(
-                select(BenchmarkResult.workload, BenchmarkResult.params_hash, BenchmarkResult.params)
-                .where(BenchmarkResult.id.in_(first_ids)))
+            (wl, ph): p
+            for wl, ph, p in self._s.execute(
+                select(BenchmarkResult.workload, BenchmarkResult.params_hash, BenchmarkResult.params).where(
+                    BenchmarkResult.id.in_(first_ids)
+                )
+            )
         }
         return [
-            StoredCell(gpu=gpu_ids[gid], workload=wl, params_hash=ph, params=params.get((wl, ph), {}),
-                       points=tuple(pts))
-            for (gid, wl, ph), pts in sorted(grouped.items(), key=lambda kv: (gpu_ids[kv[0][0]].slug, kv[0][1], kv[0][2]))
+            StoredCell(
+                gpu=gpu_ids[gid],
+                workload=wl,
+                params_hash=ph,
+                params=params.get((wl, ph), {}),
+                points=tuple(pts),
+            )
+            for (gid, wl, ph), pts in sorted(
+                grouped.items(), key=lambda kv: (gpu_ids[kv[0][0]].slug, kv[0][1], kv[0][2])
+            )
         ]

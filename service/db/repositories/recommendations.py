@@ -19,14 +19,30 @@ class RecommendationRepository:
     def __init__(self, session: Session) -> None:
         self._s = session
 
-    def add(self, rec_id: str, *, api_key_id: int | None, data_version: str, request: dict[str, Any],
-            response: dict[str, Any], created_at: dt.datetime) -> bool:
+    def add(
+        self,
+        rec_id: str,
+        *,
+        api_key_id: int | None,
+        data_version: str,
+        request: dict[str, Any],
+        response: dict[str, Any],
+        created_at: dt.datetime,
+    ) -> bool:
         """Store unless the id is already stored (one statement: INSERT ... ON CONFLICT DO
         NOTHING). True when this call stored it."""
-        values = {"id": rec_id, "api_key_id": api_key_id, "data_version": data_version, "request": request, "response": response,
-                  "created_at": created_at}
+        values = {
+            "id": rec_id,
+            "api_key_id": api_key_id,
+            "data_version": data_version,
+            "request": request,
+            "response": response,
+            "created_at": created_at,
+        }
         dialect = self._s.get_bind().dialect.name
-        stmt = (pg_insert(Recommendation) if dialect == "postgresql" else sqlite_insert(Recommendation)).values(values)
+        stmt = (
+            pg_insert(Recommendation) if dialect == "postgresql" else sqlite_insert(Recommendation)
+        ).values(values)
         result = self._s.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
         return bool(getattr(result, "rowcount", 0))
 
@@ -34,9 +50,14 @@ class RecommendationRepository:
         row = self._s.execute(select(Recommendation).where(Recommendation.id == rec_id)).scalar_one_or_none()
         if row is None:
             return None
-        return StoredRecommendation(id=row.id, api_key_id=row.api_key_id, data_version=row.data_version,
-                                    request=row.request,
-                                    response=row.response, created_at=row.created_at)
+        return StoredRecommendation(
+            id=row.id,
+            api_key_id=row.api_key_id,
+            data_version=row.data_version,
+            request=row.request,
+            response=row.response,
+            created_at=row.created_at,
+        )
 
     def prune(self, older_than: dt.datetime) -> int:
         """Delete answers stored before ``older_than``; the number deleted."""

@@ -78,34 +78,61 @@ class StackRepository:
         return self.watermarks()
 
     def journal(self, watermark: int, cells: Iterable[tuple[int, str, str]]) -> None:
-        self._s.execute(insert(MeasurementJournal).values(
-            watermark=watermark, cells=[list(c) for c in sorted(set(cells))], created_at=_now()))
+        self._s.execute(
+            insert(MeasurementJournal).values(
+                watermark=watermark, cells=[list(c) for c in sorted(set(cells))], created_at=_now()
+            )
+        )
         if watermark % 1000 == 0:
-            self._s.execute(delete(MeasurementJournal).where(MeasurementJournal.watermark <= watermark - JOURNAL_KEEP))
+            self._s.execute(
+                delete(MeasurementJournal).where(MeasurementJournal.watermark <= watermark - JOURNAL_KEEP)
+            )
 
     def journal_since(self, watermark: int, upto: int) -> list[JournalEntry] | None:
         """Entries in ``(watermark, upto]``, or None when the journal no longer reaches back."""
-        rows = self._s.execute(select(MeasurementJournal.watermark, MeasurementJournal.cells)
-                               .where(MeasurementJournal.watermark > watermark,
-                                      MeasurementJournal.watermark <= upto)
-                               .order_by(MeasurementJournal.watermark)).all()
+        rows = self._s.execute(
+            select(MeasurementJournal.watermark, MeasurementJournal.cells)
+            .where(MeasurementJournal.watermark > watermark, MeasurementJournal.watermark <= upto)
+            .order_by(MeasurementJournal.watermark)
+        ).all()
         if len(rows) != upto - watermark:
             return None
-        return [JournalEntry(int(w), tuple((int(c[0]), str(c[1]), str(c[2])) for c in cells)) for w, cells in rows]
+        return [
+            JournalEntry(int(w), tuple((int(c[0]), str(c[1]), str(c[2])) for c in cells)) for w, cells in rows
+        ]
 
     # ---- stack summaries ----------------------------------------------------------------
 
-    def _window_points(self, key: StackKey, window: int) -> tuple[list[Point], dict[str, Any] | None, str | None]:
+    def _window_points(
+        self, key: StackKey, window: int
+    ) -> tuple[list[Point], dict[str, Any] | None, str | None]:
         gpu_id, params_hash, fp = key
         R = BenchmarkResult
         base = (
-            select(R.id, R.gpu_id, R.workload, R.params_hash, R.fingerprint_hash, R.status, R.quarantined,
-                   R.measured_at, R.metrics, R.peak_allocated_bytes, R.peak_reserved_bytes, R.nvml_used_bytes,
-                   BenchmarkRun.host, ApiKey.trusted)
+            select(
+                R.id,
+                R.gpu_id,
+                R.workload,
+                R.params_hash,
+                R.fingerprint_hash,
+                R.status,
+                R.quarantined,
+                R.measured_at,
+                R.metrics,
+                R.peak_allocated_bytes,
+                R.peak_reserved_bytes,
+                R.nvml_used_bytes,
+                BenchmarkRun.host,
+                ApiKey.trusted,
+            )
             .join(BenchmarkRun, BenchmarkRun.id == R.run_pk)
             .outerjoin(ApiKey, ApiKey.id == BenchmarkRun.api_key_id)
-            .where(R.gpu_id == gpu_id, R.fingerprint_hash == fp, R.params_hash == params_hash,
-                   R.retracted.is_(False))
+            .where(
+                R.gpu_id == gpu_id,
+                R.fingerprint_hash == fp,
+                R.params_hash == params_hash,
+                R.retracted.is_(False),
+            )
         )
         kept = list(self._s.execute(base.where(R.quarantined.is_(False)).order_by(R.id.desc()).limit(window)))
         oldest = min((int(r.id) for r in kept), default=None)
@@ -127,49 +154,86 @@ class StackRepository:
             points, params, workload = self._window_points(key, window)
             gpu_id, params_hash, fp = key
             if not points or params is None or workload is None:
-                self._s.execute(delete(BenchmarkStack).where(
-                    BenchmarkStack.gpu_id == gpu_id, BenchmarkStack.params_hash == params_hash,
-                    BenchmarkStack.fingerprint_hash == fp))
+                self._s.execute(
+                    delete(BenchmarkStack).where(
+                        BenchmarkStack.gpu_id == gpu_id,
+                        BenchmarkStack.params_hash == params_hash,
+                        BenchmarkStack.fingerprint_hash == fp,
+                    )
+                )
                 continue
             doc = stack_to_doc(summarise_stack(points, window))
-            values = {"gpu_id": gpu_id, "params_hash": params_hash, "fingerprint_hash": fp, "workload": workload,
-                      "params": params, "summary": doc, "updated_at": _now()}
+            values = {
+                "gpu_id": gpu_id,
+                "params_hash": params_hash,
+                "fingerprint_hash": fp,
+                "workload": workload,
+                "params": params,
+                "summary": doc,
+                "updated_at": _now(),
+            }
             dialect = self._s.get_bind().dialect.name
-            ins = (postgresql.insert(BenchmarkStack) if dialect == "postgresql" else sqlite.insert(BenchmarkStack))
+            ins = (
+                postgresql.insert(BenchmarkStack)
+                if dialect == "postgresql"
+                else sqlite.insert(BenchmarkStack)
+            )
             stmt = ins.values(**values).on_conflict_do_update(
                 index_elements=["gpu_id", "params_hash", "fingerprint_hash"],
-                set_={"workload": workload, "params": params, "summary": doc, "updated_at": values["updated_at"]},
+                set_={
+                    "workload": workload,
+                    "params": params,
+                    "summary": doc,
+                    "updated_at": values["updated_at"],
+                },
             )
             self._s.execute(stmt)
 
     def stacks_of_cells(self, cells: Iterable[tuple[int, str]] | None = None) -> list[StoredStack]:
         """Every stack of the given (gpu_id, params_hash) cells (all when None), catalog GPUs
         not deleted, with the GPU's slug."""
-        q = (select(BenchmarkStack, Gpu.slug).join(Gpu, Gpu.id == BenchmarkStack.gpu_id)
-             .where(Gpu.deleted.is_(False)))
+        q = (
+            select(BenchmarkStack, Gpu.slug)
+            .join(Gpu, Gpu.id == BenchmarkStack.gpu_id)
+            .where(Gpu.deleted.is_(False))
+        )
         wanted = sorted(set(cells)) if cells is not None else None
         out: list[StoredStack] = []
         if wanted is not None:
             if not wanted:
                 return out
-            chunks: Sequence[list[tuple[int, str]]] = [wanted[i:i + 500] for i in range(0, len(wanted), 500)]
+            chunks: Sequence[list[tuple[int, str]]] = [
+                wanted[i : i + 500] for i in range(0, len(wanted), 500)
+            ]
             for chunk in chunks:
-                out.extend(self._rows(q.where(tuple_(BenchmarkStack.gpu_id, BenchmarkStack.params_hash).in_(chunk))))
+                out.extend(
+                    self._rows(q.where(tuple_(BenchmarkStack.gpu_id, BenchmarkStack.params_hash).in_(chunk)))
+                )
             return out
         return self._rows(q)
 
     def _rows(self, q: Any) -> list[StoredStack]:
-        return [StoredStack(gpu_id=int(st.gpu_id), gpu_slug=slug, workload=st.workload, params_hash=st.params_hash,
-                            params=dict(st.params), stack=stack_from_doc(st.summary))
-                for st, slug in self._s.execute(q)]
+        return [
+            StoredStack(
+                gpu_id=int(st.gpu_id),
+                gpu_slug=slug,
+                workload=st.workload,
+                params_hash=st.params_hash,
+                params=dict(st.params),
+                stack=stack_from_doc(st.summary),
+            )
+            for st, slug in self._s.execute(q)
+        ]
 
     def all_stack_keys(self) -> list[StackKey]:
         """Every (GPU, parameters, fingerprint) with stored, non-retracted results: what a
         rebuild of the summaries covers."""
         R = BenchmarkResult
-        q = (select(R.gpu_id, R.params_hash, R.fingerprint_hash)
-             .where(R.gpu_id.is_not(None), R.retracted.is_(False))
-             .group_by(R.gpu_id, R.params_hash, R.fingerprint_hash))
+        q = (
+            select(R.gpu_id, R.params_hash, R.fingerprint_hash)
+            .where(R.gpu_id.is_not(None), R.retracted.is_(False))
+            .group_by(R.gpu_id, R.params_hash, R.fingerprint_hash)
+        )
         return [(int(g), str(ph), str(fp)) for g, ph, fp in self._s.execute(q) if g is not None]
 
     def slugs_of(self, gpu_ids: Iterable[int]) -> dict[int, str]:
@@ -185,8 +249,13 @@ class StackRepository:
         """Drop summaries whose stack no longer has a result (used by a rebuild)."""
         R = BenchmarkResult
         live = select(R.gpu_id, R.params_hash, R.fingerprint_hash).where(R.retracted.is_(False)).distinct()
-        self._s.execute(delete(BenchmarkStack).where(
-            ~tuple_(BenchmarkStack.gpu_id, BenchmarkStack.params_hash, BenchmarkStack.fingerprint_hash).in_(live)))
+        self._s.execute(
+            delete(BenchmarkStack).where(
+                ~tuple_(
+                    BenchmarkStack.gpu_id, BenchmarkStack.params_hash, BenchmarkStack.fingerprint_hash
+                ).in_(live)
+            )
+        )
 
 
 __all__ = ["JOURNAL_KEEP", "JournalEntry", "StackKey", "StackRepository", "StoredStack"]

@@ -99,20 +99,40 @@ def summary() -> list[dict[str, object]]:
     for t in TABLES:
         by_cfg: dict[tuple[object, ...], set[str]] = {}
         for r in t.rows:
-            key: tuple[object, ...] = (r.family, r.workload, r.model, r.metric, r.seq_len, r.input_len, r.output_len,
-                   r.tp, r.pp, r.gpu_count, r.request_rate, r.concurrency)
+            key: tuple[object, ...] = (
+                r.family,
+                r.workload,
+                r.model,
+                r.metric,
+                r.seq_len,
+                r.input_len,
+                r.output_len,
+                r.tp,
+                r.pp,
+                r.gpu_count,
+                r.request_rate,
+                r.concurrency,
+            )
             by_cfg.setdefault(key, set()).add(r.gpu_name)
         catalogued = {r.gpu_name for r in t.rows if r.slug}
         pairs: dict[str, set[tuple[str, str]]] = {}
         for cfg, gpus in by_cfg.items():
             g = sorted(gpus)
-            pairs.setdefault(str(cfg[0]), set()).update((a, b) for i, a in enumerate(g) for b in g[i + 1:])
-        out.append({
-            "id": t.id, "kind": t.kind, "date": t.date, "cross_gpu": t.cross_gpu, "rows": len(t.rows),
-            "gpus": len(t.gpus()), "catalogued_gpus": len(catalogued),
-            "pairs_by_family": {f: len(pairs.get(f, set())) for f in FAMILIES},
-            "catalogued_pairs_by_family": {
-                f: sum(1 for a, b in pairs.get(f, set()) if a in catalogued and b in catalogued)
-                for f in FAMILIES},
-        })
+            pairs.setdefault(str(cfg[0]), set()).update((a, b) for i, a in enumerate(g) for b in g[i + 1 :])
+        out.append(
+            {
+                "id": t.id,
+                "kind": t.kind,
+                "date": t.date,
+                "cross_gpu": t.cross_gpu,
+                "rows": len(t.rows),
+                "gpus": len(t.gpus()),
+                "catalogued_gpus": len(catalogued),
+                "pairs_by_family": {f: len(pairs.get(f, set())) for f in FAMILIES},
+                "catalogued_pairs_by_family": {
+                    f: sum(1 for a, b in pairs.get(f, set()) if a in catalogued and b in catalogued)
+                    for f in FAMILIES
+                },
+            }
+        )
     return out

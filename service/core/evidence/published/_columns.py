@@ -22,8 +22,9 @@ class Column:
     note: str = ""
 
 
-def column_rows(table_id: str, data: str, columns: Sequence[Column], *, workload: str, metric: str,
-                note: str = "") -> list[PublishedRow]:
+def column_rows(
+    table_id: str, data: str, columns: Sequence[Column], *, workload: str, metric: str, note: str = ""
+) -> list[PublishedRow]:
     rows: list[PublishedRow] = []
     for line in data.strip().splitlines():
         parts = line.split()
@@ -35,9 +36,23 @@ def column_rows(table_id: str, data: str, columns: Sequence[Column], *, workload
             value = None if cell == "-" else parse_number(cell)
             if value is None:
                 continue
-            rows.append(PublishedRow(
-                table_id=table_id, gpu_name=col.gpu_name, slug=col.slug, workload=workload, model=model,
-                precision=col.precision, metric=metric, value=value, gpu_count=tp, input_len=isl,
-                output_len=osl, tp=tp, kv_cache_dtype=col.kv_cache_dtype, gpu_assumption=col.gpu_assumption,
-                note=" ".join(s for s in (note, col.note) if s)))
+            rows.append(
+                PublishedRow(
+                    table_id=table_id,
+                    gpu_name=col.gpu_name,
+                    slug=col.slug,
+                    workload=workload,
+                    model=model,
+                    precision=col.precision,
+                    metric=metric,
+                    value=value,
+                    gpu_count=tp,
+                    input_len=isl,
+                    output_len=osl,
+                    tp=tp,
+                    kv_cache_dtype=col.kv_cache_dtype,
+                    gpu_assumption=col.gpu_assumption,
+                    note=" ".join(s for s in (note, col.note) if s),
+                )
+            )
     return rows

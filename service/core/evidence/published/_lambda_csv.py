@@ -57,10 +57,21 @@ def lambda_rows(
             if value <= 0:
                 continue
             bs = int(batch[csv_name][col])
-            rows.append(PublishedRow(
-                table_id=table_id, gpu_name=name, slug=slug, workload=workload, model=model,
-                precision=precision_of[csv_name], metric=metric, value=value, gpu_count=1,
-                batch_size=bs if bs > 0 else None, seq_len=seq_len, gpu_assumption=assumption,
-                note=" ".join(s for s in (note, (batch_note or {}).get(csv_name, "")) if s),
-            ))
+            rows.append(
+                PublishedRow(
+                    table_id=table_id,
+                    gpu_name=name,
+                    slug=slug,
+                    workload=workload,
+                    model=model,
+                    precision=precision_of[csv_name],
+                    metric=metric,
+                    value=value,
+                    gpu_count=1,
+                    batch_size=bs if bs > 0 else None,
+                    seq_len=seq_len,
+                    gpu_assumption=assumption,
+                    note=" ".join(s for s in (note, (batch_note or {}).get(csv_name, "")) if s),
+                )
+            )
     return rows

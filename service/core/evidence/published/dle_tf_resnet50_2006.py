@@ -139,19 +139,43 @@ def _rows() -> tuple[PublishedRow, ...]:
     for line in TRAINING.strip().splitlines():
         g, prec, n, bs, value = line.split()
         name, slug, assumption = GPUS[g]
-        rows.append(PublishedRow(
-            table_id=TABLE_ID, gpu_name=name, slug=slug, workload="resnet50-train", model="resnet50",
-            precision=prec, metric="images_per_s", value=float(value), gpu_count=int(n), batch_size=int(bs),
-            gpu_assumption=assumption,
-            note="TensorFlow + XLA; mean over one training epoch" + ("" if n == "1" else "; Horovod data parallel")))
+        rows.append(
+            PublishedRow(
+                table_id=TABLE_ID,
+                gpu_name=name,
+                slug=slug,
+                workload="resnet50-train",
+                model="resnet50",
+                precision=prec,
+                metric="images_per_s",
+                value=float(value),
+                gpu_count=int(n),
+                batch_size=int(bs),
+                gpu_assumption=assumption,
+                note="TensorFlow + XLA; mean over one training epoch"
+                + ("" if n == "1" else "; Horovod data parallel"),
+            )
+        )
     for line in INFERENCE.strip().splitlines():
         g, prec, bs, thr, lat = line.split()
         name, slug, assumption = GPUS[g]
         for metric, value in (("images_per_s", thr), ("latency_ms", lat)):
-            rows.append(PublishedRow(
-                table_id=TABLE_ID, gpu_name=name, slug=slug, workload="resnet50-infer", model="resnet50",
-                precision=prec, metric=metric, value=float(value), gpu_count=1, batch_size=int(bs),
-                gpu_assumption=assumption, note="TensorFlow without XLA; average over 80 batches"))
+            rows.append(
+                PublishedRow(
+                    table_id=TABLE_ID,
+                    gpu_name=name,
+                    slug=slug,
+                    workload="resnet50-infer",
+                    model="resnet50",
+                    precision=prec,
+                    metric=metric,
+                    value=float(value),
+                    gpu_count=1,
+                    batch_size=int(bs),
+                    gpu_assumption=assumption,
+                    note="TensorFlow without XLA; average over 80 batches",
+                )
+            )
     return tuple(rows)
 
 
@@ -161,17 +185,22 @@ TABLE: Final = PublishedTable(
     kind="training",
     publisher="NVIDIA",
     url="https://github.com/NVIDIA/DeepLearningExamples/blob/1d4211fe9d94550d7bc72bb9b0ac4f576533ca52/"
-        "TensorFlow/Classification/ConvNets/resnet50v1.5/README.md",
-    files=(SourceFile("NVIDIA/DeepLearningExamples", "TensorFlow/Classification/ConvNets/resnet50v1.5/README.md",
-                      "1d4211fe9d94550d7bc72bb9b0ac4f576533ca52"),),
+    "TensorFlow/Classification/ConvNets/resnet50v1.5/README.md",
+    files=(
+        SourceFile(
+            "NVIDIA/DeepLearningExamples",
+            "TensorFlow/Classification/ConvNets/resnet50v1.5/README.md",
+            "1d4211fe9d94550d7bc72bb9b0ac4f576533ca52",
+        ),
+    ),
     date="2020-06",
     date_note="README changelog 'June, 2020: Added benchmark results for DGX-A100; Updated benchmark results "
-              "for DGX-1, DGX-2 and T4'",
+    "for DGX-1, DGX-2 and T4'",
     engine="tensorflow 1.15 (ngc 20.06-tf1)",
     stack="NGC TensorFlow 20.06-tf1-py3 (TensorFlow 1.15), DeepLearningExamples ResNet-50 v1.5",
     method="training: XLA, mean img/s over one epoch at the stated batch per GPU (1 GPU and full system); "
-           "inference: no XLA, average img/s and batch latency over 80 batches, batch 1..256",
+    "inference: no XLA, average img/s and batch latency over 80 batches, batch 1..256",
     caveats="training is TF32 on A100 but FP32 on V100 (TF32 needs Ampere); V100 32GB (DGX-2, SXM3) has no "
-            "catalog peaks; inference rows (resnet50-infer) ship in this training table as published together",
+    "catalog peaks; inference rows (resnet50-infer) ship in this training table as published together",
     rows=_rows(),
 )

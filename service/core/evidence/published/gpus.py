@@ -32,47 +32,124 @@ from service.core.catalog.specs import GpuSpec
 from service.core.evidence.published.schema import PublishedRow
 
 
-def _gpu(slug: str, name: str, architecture: str, cc: str, fp32: float, tf32: float | None, fp16: float,
-         bandwidth: float, tdp: float) -> GpuSpec:
+def _gpu(
+    slug: str,
+    name: str,
+    architecture: str,
+    cc: str,
+    fp32: float,
+    tf32: float | None,
+    fp16: float,
+    bandwidth: float,
+    tdp: float,
+) -> GpuSpec:
     peaks = {"fp32": fp32, "fp16": fp16}
     if float(cc) >= 8.0:  # BF16 tensor cores from Ampere on, at the FP16 rate
         peaks["bf16"] = fp16
     if tf32 is not None:
         peaks["tf32"] = tf32
-    return GpuSpec(slug=slug, name=name, architecture=architecture, compute_capability=cc, peaks=peaks,
-                   bandwidth_gb_per_s=bandwidth, tdp_w=tdp)
+    return GpuSpec(
+        slug=slug,
+        name=name,
+        architecture=architecture,
+        compute_capability=cc,
+        peaks=peaks,
+        bandwidth_gb_per_s=bandwidth,
+        tdp_w=tdp,
+    )
 
 
-CATALOGUED: Final[dict[str, GpuSpec]] = {g.slug: g for g in (
-    # slug, name, architecture, cc, FP32, TF32, FP16 (FP32 acc.), GB/s, W -- the shipped catalog's values
-    _gpu("nvidia-v100-sxm2-16gb", "NVIDIA Tesla V100 SXM2 16GB", "Volta", "7.0", 15.7, None, 125.0, 900.0, 300),
-    _gpu("nvidia-v100-pcie-32gb", "NVIDIA Tesla V100 PCIe 32GB", "Volta", "7.0", 14.0, None, 112.0, 900.0, 250),
-    _gpu("nvidia-quadro-rtx-8000", "NVIDIA Quadro RTX 8000", "Turing", "7.5", 16.3, None, 130.5, 672.0, 295),
-    _gpu("nvidia-a10", "NVIDIA A10", "Ampere", "8.6", 31.2, 62.5, 125.0, 600.0, 150),
-    _gpu("nvidia-a100-pcie-40gb", "NVIDIA A100 40GB PCIe", "Ampere", "8.0", 19.5, 156.0, 312.0, 1555.0, 250),
-    _gpu("nvidia-a100-sxm4-40gb", "NVIDIA A100 40GB SXM4", "Ampere", "8.0", 19.5, 156.0, 312.0, 1555.0, 400),
-    _gpu("nvidia-a100-pcie-80gb", "NVIDIA A100 80GB PCIe", "Ampere", "8.0", 19.5, 156.0, 312.0, 1935.0, 300),
-    _gpu("nvidia-a100-sxm4-80gb", "NVIDIA A100 80GB SXM4", "Ampere", "8.0", 19.5, 156.0, 312.0, 2039.0, 400),
-    _gpu("nvidia-a40", "NVIDIA A40", "Ampere", "8.6", 37.4, 74.8, 149.7, 696.0, 300),
-    _gpu("nvidia-rtx-3090", "NVIDIA GeForce RTX 3090", "Ampere", "8.6", 35.6, 35.6, 71.0, 936.0, 350),
-    _gpu("nvidia-rtx-a5000", "NVIDIA RTX A5000", "Ampere", "8.6", 27.8, 55.5, 111.1, 768.0, 230),
-    _gpu("nvidia-rtx-a6000", "NVIDIA RTX A6000", "Ampere", "8.6", 38.7, 77.4, 154.8, 768.0, 300),
-    _gpu("nvidia-rtx-4090", "NVIDIA GeForce RTX 4090", "Ada Lovelace", "8.9", 82.6, 82.6, 165.2, 1008.0, 450),
-    _gpu("nvidia-rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation", "Ada Lovelace", "8.9", 91.1, 182.1, 364.0, 960.0,
-         300),
-    _gpu("nvidia-h100-pcie", "NVIDIA H100 PCIe", "Hopper", "9.0", 51.0, 378.0, 756.5, 2000.0, 350),
-    _gpu("nvidia-h100-sxm", "NVIDIA H100 SXM5 80GB", "Hopper", "9.0", 67.0, 494.5, 989.5, 3350.0, 700),
-)}
+CATALOGUED: Final[dict[str, GpuSpec]] = {
+    g.slug: g
+    for g in (
+        # slug, name, architecture, cc, FP32, TF32, FP16 (FP32 acc.), GB/s, W -- the shipped catalog's values
+        _gpu(
+            "nvidia-v100-sxm2-16gb",
+            "NVIDIA Tesla V100 SXM2 16GB",
+            "Volta",
+            "7.0",
+            15.7,
+            None,
+            125.0,
+            900.0,
+            300,
+        ),
+        _gpu(
+            "nvidia-v100-pcie-32gb",
+            "NVIDIA Tesla V100 PCIe 32GB",
+            "Volta",
+            "7.0",
+            14.0,
+            None,
+            112.0,
+            900.0,
+            250,
+        ),
+        _gpu(
+            "nvidia-quadro-rtx-8000", "NVIDIA Quadro RTX 8000", "Turing", "7.5", 16.3, None, 130.5, 672.0, 295
+        ),
+        _gpu("nvidia-a10", "NVIDIA A10", "Ampere", "8.6", 31.2, 62.5, 125.0, 600.0, 150),
+        _gpu(
+            "nvidia-a100-pcie-40gb", "NVIDIA A100 40GB PCIe", "Ampere", "8.0", 19.5, 156.0, 312.0, 1555.0, 250
+        ),
+        _gpu(
+            "nvidia-a100-sxm4-40gb", "NVIDIA A100 40GB SXM4", "Ampere", "8.0", 19.5, 156.0, 312.0, 1555.0, 400
+        ),
+        _gpu(
+            "nvidia-a100-pcie-80gb", "NVIDIA A100 80GB PCIe", "Ampere", "8.0", 19.5, 156.0, 312.0, 1935.0, 300
+        ),
+        _gpu(
+            "nvidia-a100-sxm4-80gb", "NVIDIA A100 80GB SXM4", "Ampere", "8.0", 19.5, 156.0, 312.0, 2039.0, 400
+        ),
+        _gpu("nvidia-a40", "NVIDIA A40", "Ampere", "8.6", 37.4, 74.8, 149.7, 696.0, 300),
+        _gpu("nvidia-rtx-3090", "NVIDIA GeForce RTX 3090", "Ampere", "8.6", 35.6, 35.6, 71.0, 936.0, 350),
+        _gpu("nvidia-rtx-a5000", "NVIDIA RTX A5000", "Ampere", "8.6", 27.8, 55.5, 111.1, 768.0, 230),
+        _gpu("nvidia-rtx-a6000", "NVIDIA RTX A6000", "Ampere", "8.6", 38.7, 77.4, 154.8, 768.0, 300),
+        _gpu(
+            "nvidia-rtx-4090",
+            "NVIDIA GeForce RTX 4090",
+            "Ada Lovelace",
+            "8.9",
+            82.6,
+            82.6,
+            165.2,
+            1008.0,
+            450,
+        ),
+        _gpu(
+            "nvidia-rtx-6000-ada",
+            "NVIDIA RTX 6000 Ada Generation",
+            "Ada Lovelace",
+            "8.9",
+            91.1,
+            182.1,
+            364.0,
+            960.0,
+            300,
+        ),
+        _gpu("nvidia-h100-pcie", "NVIDIA H100 PCIe", "Hopper", "9.0", 51.0, 378.0, 756.5, 2000.0, 350),
+        _gpu("nvidia-h100-sxm", "NVIDIA H100 SXM5 80GB", "Hopper", "9.0", 67.0, 494.5, 989.5, 3350.0, 700),
+    )
+}
 
-TABLE_ONLY: Final[dict[str, GpuSpec]] = {g.slug: g for g in (
-    _gpu("nvidia-titan-rtx", "NVIDIA TITAN RTX", "Turing", "7.5", 16.3, None, 130.5, 672.0, 280),
-    _gpu("nvidia-quadro-rtx-6000", "NVIDIA Quadro RTX 6000", "Turing", "7.5", 16.3, None, 130.5, 672.0, 295),
-    _gpu("nvidia-quadro-rtx-5000", "NVIDIA Quadro RTX 5000", "Turing", "7.5", 11.2, None, 89.2, 448.0, 265),
-    _gpu("nvidia-rtx-2080-ti", "NVIDIA GeForce RTX 2080 Ti", "Turing", "7.5", 13.4, None, 53.8, 616.0, 250),
-    _gpu("nvidia-rtx-3070", "NVIDIA GeForce RTX 3070", "Ampere", "8.6", 20.3, 20.3, 40.6, 448.0, 220),
-    _gpu("nvidia-rtx-3080", "NVIDIA GeForce RTX 3080", "Ampere", "8.6", 29.8, 29.8, 59.5, 760.0, 320),
-    _gpu("nvidia-rtx-a4000", "NVIDIA RTX A4000", "Ampere", "8.6", 19.2, 38.4, 76.7, 448.0, 140),
-)}
+TABLE_ONLY: Final[dict[str, GpuSpec]] = {
+    g.slug: g
+    for g in (
+        _gpu("nvidia-titan-rtx", "NVIDIA TITAN RTX", "Turing", "7.5", 16.3, None, 130.5, 672.0, 280),
+        _gpu(
+            "nvidia-quadro-rtx-6000", "NVIDIA Quadro RTX 6000", "Turing", "7.5", 16.3, None, 130.5, 672.0, 295
+        ),
+        _gpu(
+            "nvidia-quadro-rtx-5000", "NVIDIA Quadro RTX 5000", "Turing", "7.5", 11.2, None, 89.2, 448.0, 265
+        ),
+        _gpu(
+            "nvidia-rtx-2080-ti", "NVIDIA GeForce RTX 2080 Ti", "Turing", "7.5", 13.4, None, 53.8, 616.0, 250
+        ),
+        _gpu("nvidia-rtx-3070", "NVIDIA GeForce RTX 3070", "Ampere", "8.6", 20.3, 20.3, 40.6, 448.0, 220),
+        _gpu("nvidia-rtx-3080", "NVIDIA GeForce RTX 3080", "Ampere", "8.6", 29.8, 29.8, 59.5, 760.0, 320),
+        _gpu("nvidia-rtx-a4000", "NVIDIA RTX A4000", "Ampere", "8.6", 19.2, 38.4, 76.7, 448.0, 140),
+    )
+}
 """Figures of table GPUs the catalog does not carry, and where each comes from:
 
 * ``nvidia-titan-rtx``: NVIDIA's launch announcement (TU102, 4,608 CUDA cores, 576 Tensor Cores,

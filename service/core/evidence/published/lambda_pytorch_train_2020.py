@@ -96,8 +96,11 @@ GTX 1080Ti,1,250,892,32,10,2,108,6,720000,100,36,4,0,2
 
 # CSV name -> (name, catalog slug or None, assumption)
 GPUS: Final[dict[str, tuple[str, str | None, str]]] = {
-    "V100 32GB": ("Tesla V100 32GB", "nvidia-v100-pcie-32gb",
-                  "PCIe assumed: Lambda lists 250 W per GPU (PCIe TDP; SXM2 is 300 W)"),
+    "V100 32GB": (
+        "Tesla V100 32GB",
+        "nvidia-v100-pcie-32gb",
+        "PCIe assumed: Lambda lists 250 W per GPU (PCIe TDP; SXM2 is 300 W)",
+    ),
     "RTX 8000": ("Quadro RTX 8000", "nvidia-quadro-rtx-8000", ""),
     "RTX 6000": ("Quadro RTX 6000", None, ""),
     "RTX 5000": ("Quadro RTX 5000", None, ""),
@@ -106,15 +109,24 @@ GPUS: Final[dict[str, tuple[str, str | None, str]]] = {
     "GTX 1080Ti": ("GeForce GTX 1080 Ti", None, ""),
 }
 
-_FP16_NOTE = ("fp16 = apex FP16 model + FP32 master weights (ResNet-50: FP16_Optimizer, static loss "
-              "scale 256; BERT: --fp16), not autocast.")
+_FP16_NOTE = (
+    "fp16 = apex FP16 model + FP32 master weights (ResNet-50: FP16_Optimizer, static loss "
+    "scale 256; BERT: --fp16), not autocast."
+)
 
 
 def _rows() -> tuple[PublishedRow, ...]:
-    fp16 = lambda_rows(TABLE_ID, parse_csv(THROUGHPUT_FP16_CSV), parse_csv(BATCH_FP16_CSV), GPUS,
-                       dict.fromkeys(GPUS, "fp16"), note=_FP16_NOTE)
-    fp32 = lambda_rows(TABLE_ID, parse_csv(THROUGHPUT_FP32_CSV), parse_csv(BATCH_FP32_CSV), GPUS,
-                       dict.fromkeys(GPUS, "fp32"))
+    fp16 = lambda_rows(
+        TABLE_ID,
+        parse_csv(THROUGHPUT_FP16_CSV),
+        parse_csv(BATCH_FP16_CSV),
+        GPUS,
+        dict.fromkeys(GPUS, "fp16"),
+        note=_FP16_NOTE,
+    )
+    fp32 = lambda_rows(
+        TABLE_ID, parse_csv(THROUGHPUT_FP32_CSV), parse_csv(BATCH_FP32_CSV), GPUS, dict.fromkeys(GPUS, "fp32")
+    )
     return tuple(fp16 + fp32)
 
 
@@ -124,17 +136,23 @@ TABLE: Final = PublishedTable(
     kind="training",
     publisher="Lambda Labs",
     url=f"https://github.com/{_REPO}/tree/{_COMMIT}/pytorch",
-    files=tuple(SourceFile(_REPO, p, _COMMIT) for p in (
-        "pytorch/pytorch-train-throughput-fp16.csv", "pytorch/pytorch-train-throughput-fp32.csv",
-        "pytorch/pytorch-train-bs-fp16.csv", "pytorch/pytorch-train-bs-fp32.csv",
-        "pytorch/scripts/compile_results_pytorch_throughput.py")),
+    files=tuple(
+        SourceFile(_REPO, p, _COMMIT)
+        for p in (
+            "pytorch/pytorch-train-throughput-fp16.csv",
+            "pytorch/pytorch-train-throughput-fp32.csv",
+            "pytorch/pytorch-train-bs-fp16.csv",
+            "pytorch/pytorch-train-bs-fp32.csv",
+            "pytorch/scripts/compile_results_pytorch_throughput.py",
+        )
+    ),
     date="2020-03",
     date_note="result logs of these GPUs are dated 2020-03 (file names and DLL timestamps)",
     engine="pytorch 1.4 (ngc 20.01)",
     stack="NGC PyTorch 20.01-py3 (PyTorch 1.4 pre-release, CUDA 10.2), NVIDIA DeepLearningExamples of that image",
     method="single GPU; ResNet-50 v1.5 real ImageNet via DALI (CPU), mean per-epoch total img/s over "
-           "2x100 iterations; BERT SQuAD v1.1 fine-tuning seq_len 384, sequences/s; Lambda's batch per GPU",
+    "2x100 iterations; BERT SQuAD v1.1 fine-tuning seq_len 384, sequences/s; Lambda's batch per GPU",
     caveats="fp16 is apex FP16 (master weights), not autocast; fp32 is strict FP32; Max-Q laptop and "
-            "multi-GPU rows left out; V100 variant inferred from the 250 W figure",
+    "multi-GPU rows left out; V100 variant inferred from the 250 W figure",
     rows=_rows(),
 )

@@ -126,11 +126,23 @@ _TF32_NOTE = "Lambda's 'fp32' run; TF32 tensor cores on (PyTorch 1.7 default)."
 
 
 def _rows() -> tuple[PublishedRow, ...]:
-    fp16 = lambda_rows(TABLE_ID, parse_csv(THROUGHPUT_FP16_CSV), parse_csv(BATCH_FP16_CSV), GPUS,
-                       dict.fromkeys(GPUS, "fp16"), note=_FP16_NOTE)
-    tf32 = lambda_rows(TABLE_ID, parse_csv(THROUGHPUT_FP32_CSV), parse_csv(BATCH_FP32_CSV), GPUS,
-                       dict.fromkeys(GPUS, "tf32"), skip=frozenset({("RTX 3070", "bert_large_squad")}),
-                       note=_TF32_NOTE)
+    fp16 = lambda_rows(
+        TABLE_ID,
+        parse_csv(THROUGHPUT_FP16_CSV),
+        parse_csv(BATCH_FP16_CSV),
+        GPUS,
+        dict.fromkeys(GPUS, "fp16"),
+        note=_FP16_NOTE,
+    )
+    tf32 = lambda_rows(
+        TABLE_ID,
+        parse_csv(THROUGHPUT_FP32_CSV),
+        parse_csv(BATCH_FP32_CSV),
+        GPUS,
+        dict.fromkeys(GPUS, "tf32"),
+        skip=frozenset({("RTX 3070", "bert_large_squad")}),
+        note=_TF32_NOTE,
+    )
     return tuple(fp16 + tf32)
 
 
@@ -140,18 +152,24 @@ TABLE: Final = PublishedTable(
     kind="training",
     publisher="Lambda Labs",
     url=f"https://github.com/{_REPO}/tree/{_COMMIT}/pytorch",
-    files=tuple(SourceFile(_REPO, p, _COMMIT) for p in (
-        "pytorch/pytorch-train-throughput-fp16.csv", "pytorch/pytorch-train-throughput-fp32.csv",
-        "pytorch/pytorch-train-bs-fp16.csv", "pytorch/pytorch-train-bs-fp32.csv",
-        "pytorch/scripts/compile_results_pytorch_throughput.py")),
+    files=tuple(
+        SourceFile(_REPO, p, _COMMIT)
+        for p in (
+            "pytorch/pytorch-train-throughput-fp16.csv",
+            "pytorch/pytorch-train-throughput-fp32.csv",
+            "pytorch/pytorch-train-bs-fp16.csv",
+            "pytorch/pytorch-train-bs-fp32.csv",
+            "pytorch/scripts/compile_results_pytorch_throughput.py",
+        )
+    ),
     date="2021-12",
     date_note="CSV state at commit 0b7337a; result logs dated 2020-10-31 .. 2021-12-02",
     engine="pytorch 1.7 (ngc 20.10)",
     stack="NGC PyTorch 20.10-py3 (PyTorch 1.7 pre-release, CUDA 11.1), NVIDIA DeepLearningExamples of that image",
     method="single GPU; ResNet-50 v1.5 real ImageNet via DALI, mean per-epoch total img/s; BERT SQuAD v1.1 "
-           "fine-tuning seq_len 384, sequences/s; Lambda's batch per GPU",
+    "fine-tuning seq_len 384, sequences/s; Lambda's batch per GPU",
     caveats="'fp32' CSV recorded as tf32 (PyTorch 1.7 default on Ampere); fp16 is apex FP16, not autocast; "
-            "ResNet-50 input pipeline differs by GPU (real data via PyTorch loader on A100 PCIe, synthetic "
-            "on A40); RTX 3070 BERT-large fp32 left out (batch 0)",
+    "ResNet-50 input pipeline differs by GPU (real data via PyTorch loader on A100 PCIe, synthetic "
+    "on A40); RTX 3070 BERT-large fp32 left out (batch 0)",
     rows=_rows(),
 )

@@ -84,8 +84,7 @@ def _split(cell: str) -> list[str]:
 def _rows() -> tuple[PublishedRow, ...]:
     rows: list[PublishedRow] = []
     for line in DATA.strip().splitlines():
-        (system, model, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, ga,
-         tok, tflops) = line.split("|")
+        (system, model, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, ga, tok, tflops) = line.split("|")
         name, slug = SYSTEMS[system]
         precs, toks, flops = _split(prec), _split(tok), _split(tflops)
         if not (len(precs) == len(toks) == len(flops)):
@@ -93,11 +92,24 @@ def _rows() -> tuple[PublishedRow, ...]:
         config = f"{system}; GBS {gbs}, MBS {mbs}, FSDP {fsdp}, TP {tp}, PP {pp}, CP {cp}, VP {vp}, EP {ep}, GA {ga}"
         for p, t, f in zip(precs, toks, flops, strict=True):
             for metric, value in (("tokens_per_s_per_gpu", t), ("model_tflops_per_gpu", f)):
-                rows.append(PublishedRow(
-                    table_id=TABLE_ID, gpu_name=name, slug=slug, workload="llm-pretrain",
-                    model=MODELS[model], precision=PRECISION[p], metric=metric, value=float(value),
-                    gpu_count=int(n), batch_size=int(mbs), seq_len=int(seq), tp=int(tp), pp=int(pp),
-                    note=f"{config}; published precision {p}"))
+                rows.append(
+                    PublishedRow(
+                        table_id=TABLE_ID,
+                        gpu_name=name,
+                        slug=slug,
+                        workload="llm-pretrain",
+                        model=MODELS[model],
+                        precision=PRECISION[p],
+                        metric=metric,
+                        value=float(value),
+                        gpu_count=int(n),
+                        batch_size=int(mbs),
+                        seq_len=int(seq),
+                        tp=int(tp),
+                        pp=int(pp),
+                        note=f"{config}; published precision {p}",
+                    )
+                )
     return tuple(rows)
 
 
@@ -107,15 +119,20 @@ TABLE: Final = PublishedTable(
     kind="training",
     publisher="NVIDIA",
     url="https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/00b7660be0254ac6f95f44164ddd0c3e9cc798ed/"
-        "docs/performance-summary.md",
-    files=(SourceFile("NVIDIA-NeMo/Megatron-Bridge", "docs/performance-summary.md",
-                      "00b7660be0254ac6f95f44164ddd0c3e9cc798ed"),),
+    "docs/performance-summary.md",
+    files=(
+        SourceFile(
+            "NVIDIA-NeMo/Megatron-Bridge",
+            "docs/performance-summary.md",
+            "00b7660be0254ac6f95f44164ddd0c3e9cc798ed",
+        ),
+    ),
     date="2025-11",
     date_note="section '25.11 NeMo Container' (container release month); no commit date in the stored copy",
     engine="nemo 25.11 (megatron-core)",
     stack="NeMo Framework container 25.11 (Megatron-Bridge, Megatron-Core, Transformer Engine)",
     method="multi-GPU pre-training with per-system tuned layouts; tokens/s/GPU and model TFLOP/s/GPU",
     caveats="multi-GPU only (8..1024 GPUs); layouts and micro-batches differ per system; GB200/GB300 not "
-            "in the catalog; DeepSeek-V3 and Qwen3-235B rows left out",
+    "in the catalog; DeepSeek-V3 and Qwen3-235B rows left out",
     rows=_rows(),
 )

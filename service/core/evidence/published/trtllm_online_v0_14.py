@@ -34,8 +34,7 @@ TABLE_ID: Final = "trtllm-online-serving-v0.14"
 
 GPUS: Final[dict[str, tuple[str, str | None, str]]] = {
     "H100": ("H100 80GB HBM3", "nvidia-h100-sxm", ""),
-    "H200": ("H200 131GB HBM3", "nvidia-h200-sxm",
-             "H200 SXM assumed; the header reads '131GB' as published"),
+    "H200": ("H200 131GB HBM3", "nvidia-h200-sxm", "H200 SXM assumed; the header reads '131GB' as published"),
 }
 
 # gpu model tp input_len output_len qps | req/s | mean TTFT ms | mean ITL ms | total tok/s | output tok/s
@@ -124,12 +123,27 @@ def _rows() -> tuple[PublishedRow, ...]:
         name, slug, assumption = GPUS[g]
         rate = None if qps == "INF" else float(qps)
         for metric, value in zip(_METRICS, values, strict=True):
-            rows.append(PublishedRow(
-                table_id=TABLE_ID, gpu_name=name, slug=slug, workload="llm-serve-online", model=model,
-                precision="bf16", metric=metric, value=float(value), gpu_count=int(tp), input_len=int(isl),
-                output_len=int(osl), tp=int(tp), request_rate=rate, gpu_assumption=assumption,
-                note="500 requests per point; latencies are means" if metric in ("ttft_ms", "itl_ms")
-                else "500 requests per point"))
+            rows.append(
+                PublishedRow(
+                    table_id=TABLE_ID,
+                    gpu_name=name,
+                    slug=slug,
+                    workload="llm-serve-online",
+                    model=model,
+                    precision="bf16",
+                    metric=metric,
+                    value=float(value),
+                    gpu_count=int(tp),
+                    input_len=int(isl),
+                    output_len=int(osl),
+                    tp=int(tp),
+                    request_rate=rate,
+                    gpu_assumption=assumption,
+                    note="500 requests per point; latencies are means"
+                    if metric in ("ttft_ms", "itl_ms")
+                    else "500 requests per point",
+                )
+            )
     return tuple(rows)
 
 
@@ -139,16 +153,21 @@ TABLE: Final = PublishedTable(
     kind="serving",
     publisher="NVIDIA",
     url="https://github.com/NVIDIA/TensorRT-LLM/blob/v0.14.0/docs/source/performance/perf-overview.md",
-    files=(SourceFile("arthurrasmusson/TensorRT-LLM", "docs/source/performance/perf-overview.md",
-                      "e00d4e6564921307dd264b61fe1d46f116095e0e"),),
+    files=(
+        SourceFile(
+            "arthurrasmusson/TensorRT-LLM",
+            "docs/source/performance/perf-overview.md",
+            "e00d4e6564921307dd264b61fe1d46f116095e0e",
+        ),
+    ),
     date="2024-11-01",
     date_note="TensorRT-LLM v0.14.0 release (PR #2401); the section says the data was generated with 0.14.0",
     engine="tensorrt-llm 0.14.0 + triton tensorrtllm_backend",
     stack="TensorRT-LLM 0.14.0 + Triton TensorRT-LLM backend, BF16 engines",
     method="500 requests offered at a fixed QPS (2..32) or all at once (INF); mean TTFT / ITL, achieved "
-           "req/s, total and output tokens/s",
+    "req/s, total and output tokens/s",
     caveats="two GPUs only (cross_gpu=False: a queueing-model validation table); lengths may be dataset "
-            "means; integers as published",
+    "means; integers as published",
     rows=_rows(),
     cross_gpu=False,
 )

@@ -39,8 +39,10 @@ from service.core.evidence.published.schema import PublishedTable, SourceFile
 
 TABLE_ID: Final = "trtllm-perf-overview-v0.14"
 
-_H200 = ("SXM assumed: the header is 'H200 141GB HBM3'; later versions of the page list "
-         "'H200 SXM 141GB (DGX H200)'")
+_H200 = (
+    "SXM assumed: the header is 'H200 141GB HBM3'; later versions of the page list "
+    "'H200 SXM 141GB (DGX H200)'"
+)
 COLUMNS: Final = (
     Column("H200 141GB HBM3", "nvidia-h200-sxm", "fp8", "fp8", gpu_assumption=_H200),
     Column("H100 80GB HBM3", "nvidia-h100-sxm", "fp8", "fp8"),
@@ -192,16 +194,22 @@ TABLE: Final = PublishedTable(
     kind="serving",
     publisher="NVIDIA",
     url="https://github.com/NVIDIA/TensorRT-LLM/blob/v0.14.0/docs/source/performance/perf-overview.md",
-    files=(SourceFile("arthurrasmusson/TensorRT-LLM", "docs/source/performance/perf-overview.md",
-                      "e00d4e6564921307dd264b61fe1d46f116095e0e"),),
+    files=(
+        SourceFile(
+            "arthurrasmusson/TensorRT-LLM",
+            "docs/source/performance/perf-overview.md",
+            "e00d4e6564921307dd264b61fe1d46f116095e0e",
+        ),
+    ),
     date="2024-11-01",
     date_note="TensorRT-LLM v0.14.0 release (NVIDIA/TensorRT-LLM PR #2401); the page says the data was "
-              "generated with 0.14.0",
+    "generated with 0.14.0",
     engine="tensorrt-llm 0.14.0",
     stack="TensorRT-LLM 0.14.0 (TensorRT engines, trtllm-bench throughput, in-flight batching)",
     method="offline max throughput (all requests queued at once), fixed input/output lengths, output "
-           "tokens/s of the whole tp group",
+    "tokens/s of the whole tp group",
     caveats="H200 variant inferred (SXM); FP16 KV-cache dtype not stated; checkpoint variants not stated",
-    rows=tuple(column_rows(TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline",
-                           metric="output_tokens_per_s")),
+    rows=tuple(
+        column_rows(TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline", metric="output_tokens_per_s")
+    ),
 )

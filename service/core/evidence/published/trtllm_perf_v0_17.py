@@ -38,14 +38,22 @@ from service.core.evidence.published.schema import PublishedTable, SourceFile
 
 TABLE_ID: Final = "trtllm-perf-overview-v0.17"
 
-_H200 = ("SXM assumed: the header is 'H200 141GB HBM3'; later versions of the page list "
-         "'H200 SXM 141GB (DGX H200)'")
+_H200 = (
+    "SXM assumed: the header is 'H200 141GB HBM3'; later versions of the page list "
+    "'H200 SXM 141GB (DGX H200)'"
+)
 _GH200 = "GH200 superchip; GPU memory variant (96 GB HBM3 or 144 GB HBM3e) not stated"
 COLUMNS: Final = (
     Column("H200 141GB HBM3", "nvidia-h200-sxm", "fp8", "fp8", gpu_assumption=_H200),
     Column("H100 80GB HBM3", "nvidia-h100-sxm", "fp8", "fp8"),
-    Column("GH200 480GB", None, "fp8", "fp8", gpu_assumption=_GH200,
-           note="benchmarked with gptManagerBenchmark (legacy client), not trtllm-bench"),
+    Column(
+        "GH200 480GB",
+        None,
+        "fp8",
+        "fp8",
+        gpu_assumption=_GH200,
+        note="benchmarked with gptManagerBenchmark (legacy client), not trtllm-bench",
+    ),
     Column("L40S", "nvidia-l40s", "fp8", "fp8"),
     Column("A100-SXM4-80GB", "nvidia-a100-sxm4-80gb", "fp16", None),
 )
@@ -169,18 +177,24 @@ TABLE: Final = PublishedTable(
     kind="serving",
     publisher="NVIDIA",
     url="https://github.com/NVIDIA/TensorRT-LLM/blob/258c7540c03517def55d9a5aadfa9288af474e1b/"
-        "docs/source/performance/perf-overview.md",
-    files=(SourceFile("NVIDIA/TensorRT-LLM", "docs/source/performance/perf-overview.md",
-                      "258c7540c03517def55d9a5aadfa9288af474e1b"),),
+    "docs/source/performance/perf-overview.md",
+    files=(
+        SourceFile(
+            "NVIDIA/TensorRT-LLM",
+            "docs/source/performance/perf-overview.md",
+            "258c7540c03517def55d9a5aadfa9288af474e1b",
+        ),
+    ),
     date="2025-01-30",
     date_note="TensorRT-LLM v0.17 release (NVIDIA/TensorRT-LLM PR #2725); the page says the data was "
-              "generated with 0.17",
+    "generated with 0.17",
     engine="tensorrt-llm 0.17",
     stack="TensorRT-LLM 0.17 (TensorRT engines, trtllm-bench throughput; gptManagerBenchmark on GH200)",
     method="offline max throughput (all requests queued at once), fixed input/output lengths, output "
-           "tokens/s of the whole tp group",
+    "tokens/s of the whole tp group",
     caveats="H200 variant inferred (SXM); GH200 not in the catalog and measured with the legacy client; "
-            "FP16 KV-cache dtype not stated",
-    rows=tuple(column_rows(TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline",
-                           metric="output_tokens_per_s")),
+    "FP16 KV-cache dtype not stated",
+    rows=tuple(
+        column_rows(TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline", metric="output_tokens_per_s")
+    ),
 )

@@ -39,10 +39,20 @@ TABLE_ID: Final = "trtllm-perf-overview-v0.9"
 
 # source GPU label -> (gpu_name, slug, precision, kv cache dtype, assumption)
 GPUS: Final[dict[str, tuple[str, str | None, str, str, str]]] = {
-    "H200": ("H200", "nvidia-h200-sxm", "fp8", "fp8",
-             "SXM assumed: the page says only 'H200'; no other H200 part existed at v0.9.0"),
-    "H100": ("H100", "nvidia-h100-sxm", "fp8", "fp8",
-             "SXM5 assumed: the page reproduces its numbers on 'an H100-HBM3-80GB system'"),
+    "H200": (
+        "H200",
+        "nvidia-h200-sxm",
+        "fp8",
+        "fp8",
+        "SXM assumed: the page says only 'H200'; no other H200 part existed at v0.9.0",
+    ),
+    "H100": (
+        "H100",
+        "nvidia-h100-sxm",
+        "fp8",
+        "fp8",
+        "SXM5 assumed: the page reproduces its numbers on 'an H100-HBM3-80GB system'",
+    ),
     "L40S": ("L40S", "nvidia-l40s", "fp8", "fp8", ""),
     "A100": ("A100 (variant not stated)", None, "fp16", "fp16", "A100 memory size / form factor not stated"),
 }
@@ -187,19 +197,49 @@ def _rows() -> tuple[PublishedRow, ...]:
     for line in THROUGHPUT.strip().splitlines():
         g, model, bs, tp, isl, osl, value = line.split()
         name, slug, prec, kv, assumption = GPUS[g]
-        rows.append(PublishedRow(
-            table_id=TABLE_ID, gpu_name=name, slug=slug, workload="llm-serve-static-batch", model=model,
-            precision=prec, metric="output_tokens_per_s_per_gpu", value=float(value), gpu_count=int(tp),
-            batch_size=int(bs), input_len=int(isl), output_len=int(osl), tp=int(tp), kv_cache_dtype=kv,
-            gpu_assumption=assumption, note="static batch (gptSessionBenchmark); per GPU = group / tp"))
+        rows.append(
+            PublishedRow(
+                table_id=TABLE_ID,
+                gpu_name=name,
+                slug=slug,
+                workload="llm-serve-static-batch",
+                model=model,
+                precision=prec,
+                metric="output_tokens_per_s_per_gpu",
+                value=float(value),
+                gpu_count=int(tp),
+                batch_size=int(bs),
+                input_len=int(isl),
+                output_len=int(osl),
+                tp=int(tp),
+                kv_cache_dtype=kv,
+                gpu_assumption=assumption,
+                note="static batch (gptSessionBenchmark); per GPU = group / tp",
+            )
+        )
     for line in FIRST_TOKEN.strip().splitlines():
         g, model, bs, tp, isl, value = line.split()
         name, slug, prec, kv, assumption = GPUS[g]
-        rows.append(PublishedRow(
-            table_id=TABLE_ID, gpu_name=name, slug=slug, workload="llm-serve-static-batch", model=model,
-            precision=prec, metric="ttft_ms", value=float(value), gpu_count=int(tp), batch_size=int(bs),
-            input_len=int(isl), output_len=1, tp=int(tp), kv_cache_dtype=kv, gpu_assumption=assumption,
-            note="first-token latency of a batch-1 request generating one token (gptSessionBenchmark)"))
+        rows.append(
+            PublishedRow(
+                table_id=TABLE_ID,
+                gpu_name=name,
+                slug=slug,
+                workload="llm-serve-static-batch",
+                model=model,
+                precision=prec,
+                metric="ttft_ms",
+                value=float(value),
+                gpu_count=int(tp),
+                batch_size=int(bs),
+                input_len=int(isl),
+                output_len=1,
+                tp=int(tp),
+                kv_cache_dtype=kv,
+                gpu_assumption=assumption,
+                note="first-token latency of a batch-1 request generating one token (gptSessionBenchmark)",
+            )
+        )
     return tuple(rows)
 
 
@@ -209,15 +249,20 @@ TABLE: Final = PublishedTable(
     kind="serving",
     publisher="NVIDIA",
     url="https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance/perf-overview.md",
-    files=(SourceFile("WhiteD2125/TensorRT-LLM", "docs/source/performance/perf-overview.md",
-                      "6ad7cf1bcc08e31990c62ba929a8e84f35667654"),),
+    files=(
+        SourceFile(
+            "WhiteD2125/TensorRT-LLM",
+            "docs/source/performance/perf-overview.md",
+            "6ad7cf1bcc08e31990c62ba929a8e84f35667654",
+        ),
+    ),
     date="2024-04",
     date_note="TensorRT-LLM v0.9.0 release month (PR #1461); the page says all data was generated with 0.9.0",
     engine="tensorrt-llm 0.9.0",
     stack="TensorRT-LLM 0.9.0 (TensorRT engines, C++ gptSessionBenchmark, static batching, contiguous KV)",
     method="static batch at the listed size, fixed input/output lengths; output tokens/s per GPU; "
-           "first-token latency at batch 1",
+    "first-token latency at batch 1",
     caveats="H200 / H100 variants inferred (SXM); A100 variant not stated (no slug); XQA kernels enabled "
-            "per model where they helped",
+    "per model where they helped",
     rows=_rows(),
 )
