@@ -347,8 +347,18 @@ def test_training_breakdown_memo_keys_every_field() -> None:
         "optimizer_impl": {"optimizer_impl": "fused"},
         "loop": {"loop": None},
         "mixed_precision": {"gpu_count": 2, "sharding": "fsdp", "mixed_precision": "fsdp_policy"},
+        "pipeline_parallel": {"gpu_count": 2, "pipeline_parallel": 2, "global_batch": 8},
     }
-    assert set(variants) == {f.name for f in dataclasses.fields(TrainConfig)}
+    # the node layout, network and stack set step time only: memory (and its memo) ignores them
+    time_only = {"gpus_per_node", "network_gbps_per_node", "rdma", "stack"}
+    assert set(variants) | time_only == {f.name for f in dataclasses.fields(TrainConfig)}
+    for name, value in (
+        ("gpus_per_node", 2),
+        ("network_gbps_per_node", 100.0),
+        ("rdma", False),
+        ("stack", "megatron"),
+    ):
+        assert estimate_training(replace(base, **{name: value})) == estimate_training(base), name
     memory._BREAKDOWN_CACHE.clear()
     first = training_breakdown(base)
     assert first == estimate_training(base)

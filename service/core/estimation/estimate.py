@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from service.core.catalog.models import (
@@ -60,7 +60,7 @@ from service.core.estimation.memory import (
     most_concurrent_sequences,
     training_breakdown,
 )
-from service.core.estimation.performance import SPEC_DEFAULTS, step_summary
+from service.core.estimation.performance import SPEC_DEFAULTS, step_summary, time_shares
 from service.core.estimation.serving import (
     CONTINUOUS_BAND,
     CONTINUOUS_EFFICIENCIES,
@@ -82,6 +82,7 @@ from service.core.estimation.serving import (
 from service.core.estimation.serving import (
     estimate_batch_inference as batch_inference_time,
 )
+from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
 from service.core.evidence.aggregate import CellView
 from service.core.evidence.provenance import weakest
@@ -108,7 +109,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.2.0"
+ESTIMATOR_VERSION = "1.3.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")
@@ -163,6 +164,12 @@ class JobSpec:
     output_len_cv: float = 0.0
     ttft_target_ms: float | None = None
     tpot_target_ms: float | None = None
+    # training layout, network and stack (issue 25)
+    pipeline_parallel: int = 1
+    gpus_per_node: int | None = None
+    network_gbps_per_node: float | None = None
+    rdma: bool = True
+    stack: str = "hf-eager"
 
 
 DEFAULT_OPTIMIZER_IMPL = "foreach"
@@ -317,6 +324,11 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             optimizer_impl=spec.optimizer_impl or DEFAULT_OPTIMIZER_IMPL,
             loop=spec.loop,
             mixed_precision=mixed,
+            pipeline_parallel=spec.pipeline_parallel,
+            gpus_per_node=spec.gpus_per_node or 0,
+            network_gbps_per_node=spec.network_gbps_per_node or 0.0,
+            rdma=spec.rdma,
+            stack=spec.stack,
         )
     stated = _stated(
         spec.precision is not None,
@@ -466,6 +478,8 @@ def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
     c = job.config
     m = job.model
     params: dict[str, Any]
+    if isinstance(c, TrainConfig) and (c.stack != "hf-eager" or c.pipeline_parallel > 1):
+        return None  # the agent measures the eager reference loop without pipeline stages
     if isinstance(c, TrainConfig) and isinstance(m, DecoderSpec):
         workload = "llm-train"
         params = {
@@ -576,6 +590,13 @@ class TimeAnswer:
     """Published tables the figure leans on (``service.core.evidence.published`` ids)."""
     accuracy: Accuracy | None = None
     """Held-out error measured for this provenance and the GPU's architecture."""
+    time_shares: Mapping[str, float] = field(default_factory=dict)
+    """Fractions of the modelled step by term (compute, memory, communication, host; and
+    pipeline_bubble with pipeline stages): ``bound`` names the largest of the four."""
+    stack: str = "hf-eager"
+    """The training stack the figure assumes (``service.core.estimation.stacks``)."""
+    network: str | None = None
+    """The node layout and network assumed, for a job on more than one GPU."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -864,6 +885,11 @@ def _configuration(job: Job) -> dict[str, Any]:
             optimizer_impl=c.optimizer_impl,
             loop=c.loop,
             mixed_precision=c.mixed_precision,
+            pipeline_parallel=c.pipeline_parallel,
+            gpus_per_node=c.gpus_per_node or None,
+            network_gbps_per_node=c.network_gbps_per_node or None,
+            rdma=c.rdma,
+            stack=c.stack,
         )
     elif isinstance(c, InferenceConfig):
         out.update(
@@ -980,12 +1006,22 @@ def _time(
         steps = math.ceil(tokens / per_step)
         ttt = steps * step
         ttt_band = band.scaled(steps)
+    if c.stack != "hf-eager":
+        notes = (
+            *notes,
+            stack_note(c.stack),
+            *(f"stack {c.stack} sets {d}" for d in STACK_EFFECTS[c.stack].defaults),
+        )
+    network = st.layout.describe() if st.layout is not None and st.layout.nodes > 1 else None
+    if network is not None:
+        notes = (*notes, f"network: {network}")
+    tokens_per_s = st.tokens_per_s / k * c.data_parallel
     return TimeAnswer(  # the step time and its band by position: > 15 keywords would build a dict per call
         step,
         band,
         accumulation_steps=st.accumulation_steps,
-        tokens_per_s=st.tokens_per_s / k * c.data_parallel,
-        tokens_per_s_per_gpu=st.tokens_per_s / k,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=tokens_per_s / c.gpu_count,
         samples_per_s=st.samples_per_s / k * c.data_parallel,
         mfu=st.mfu / k,
         bound=st.bound,
@@ -998,6 +1034,9 @@ def _time(
         notes=tuple(notes),
         sources=tuple(tables),
         accuracy=accuracy,
+        time_shares=time_shares(st.shares),
+        stack=c.stack,
+        network=network,
     )
 
 
@@ -1235,7 +1274,19 @@ def _batch_time(
         calibration_points=n,
         measured_step_time_s=measured,
         notes=tuple(notes),
+        time_shares=_batch_shares(est.phases, est.step_time_s),
     )
+
+
+def _batch_shares(phases: Mapping[str, float], step: float) -> dict[str, float]:
+    """Shares of an encoder / CNN forward: a forward issued slower than it runs is host time."""
+    host = phases.get("host_dispatch", 0.0)
+    compute = phases.get("compute", 0.0) + phases.get("matmul", 0.0) + phases.get("attention", 0.0)
+    memory = phases.get("memory", 0.0)
+    if "matmul" in phases and host > compute + memory:  # encoder: max(GPU, host)
+        compute = memory = 0.0
+    rest = max(0.0, step - compute - memory)
+    return time_shares((compute / step, memory / step, 0.0, rest / step, 0.0))
 
 
 def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notice]]:

@@ -159,6 +159,18 @@ _MODE_OF: dict[tuple[str, str], Mode] = {
 }
 """``train_mode`` of every (precision, mixed_precision) a :class:`TrainConfig` accepts."""
 SHARDINGS: tuple[str, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
+STACKS: tuple[str, ...] = ("hf-eager", "compiled", "megatron")
+"""Training stacks: ``hf-eager`` (the reference loop: transformers model, eager PyTorch),
+``compiled`` (the same loop under ``torch.compile``: fused elementwise kernels, fewer
+launches), ``megatron`` (Megatron-Core / NeMo / Transformer Engine-class fused stacks:
+fused norms, RoPE, SwiGLU and cross-entropy, flash attention, overlapped gradient
+communication); ``service.core.estimation.stacks`` holds what each changes."""
+NETWORK_GBIT_PER_S_PER_GPU = 400.0
+"""Default network bandwidth between nodes per GPU (one 400 Gb/s NIC per GPU, as in DGX/HGX
+H100 and H200 systems); a deployment setting, not a GPU trait."""
+SOCKET_NETWORK_EFFICIENCY = 0.5
+"""Fraction of the RDMA collective bandwidth NCCL's TCP socket transport is assumed to reach
+(no RDMA): an assumption stated in the answer, not a measurement."""
 ATTENTIONS: tuple[str, ...] = ("sdpa", "eager", "flash_attention_2")
 FINETUNES: tuple[str, ...] = ("full", "lora", "qlora")
 DEFAULT_LORA_TARGETS: tuple[str, ...] = ("k_proj", "o_proj", "q_proj", "v_proj")
@@ -183,7 +195,7 @@ class TrainConfig:
     ``batch_size`` is the per-GPU micro-batch (sequences, or images for a CNN);
     ``global_batch`` the sequences per optimizer step over all data-parallel ranks (0 means
     ``batch_size * data_parallel``; a larger value is reached by gradient accumulation).
-    ``gpu_count = tensor_parallel * data_parallel``.
+    ``gpu_count = tensor_parallel * pipeline_parallel * data_parallel``.
     """
 
     model: ModelSpec
@@ -213,6 +225,23 @@ class TrainConfig:
     """How an ``amp_*`` precision casts: ``autocast`` (``torch.autocast`` over the stored
     parameters) or ``fsdp_policy`` (FSDP2 ``MixedPrecisionPolicy(param_dtype=half,
     reduce_dtype=fp32)``, no autocast; ``sharding='fsdp'`` only)."""
+    pipeline_parallel: int = 1
+    """Pipeline stages (1F1B schedule, layers split evenly, the embeddings on the first stage and
+    the LM head and loss on the last); ``gpu_count = data_parallel x tensor_parallel x
+    pipeline_parallel``, the micro-batches of a step (``accumulation_steps``) flow through the
+    pipeline."""
+    gpus_per_node: int = 0
+    """GPUs per node (0: the GPU's own node, ``max(NVLink domain, 8)``). Collectives run over
+    NVLink (or PCIe) inside a node and over the network between nodes."""
+    network_gbps_per_node: float = 0.0
+    """Network bandwidth between nodes, per node, Gb/s (0: :data:`NETWORK_GBIT_PER_S_PER_GPU` per
+    GPU of the node: one 400 Gb/s NIC per GPU, as DGX/HGX H100 and H200 systems have)."""
+    rdma: bool = True
+    """Whether the network carries NCCL over RDMA (InfiniBand / RoCE); without it NCCL's socket
+    transport is assumed to reach :data:`SOCKET_NETWORK_EFFICIENCY` of the RDMA rate."""
+    stack: str = "hf-eager"
+    """Training software stack (:data:`STACKS`): it sets step-time efficiencies only; memory is
+    the reference loop's."""
 
     def __post_init__(self) -> None:
         if self.precision not in _MODES:
@@ -258,6 +287,13 @@ class TrainConfig:
             raise InvalidConfiguration("gpu_count", "gpu_count and tensor_parallel must be >= 1")
         if self.gpu_count % self.tensor_parallel:
             raise InvalidConfiguration("tensor_parallel", "gpu_count must be a multiple of tensor_parallel")
+        if (
+            self.pipeline_parallel != 1
+            or self.gpus_per_node
+            or self.network_gbps_per_node
+            or self.stack != "hf-eager"
+        ):
+            self._check_layout()  # off the common path: the defaults need no test
         # sharding over one rank is legal (it degenerates to no sharding)
         m = self.model
         if self.tensor_parallel > 1:
@@ -296,9 +332,42 @@ class TrainConfig:
                 f"data-parallel ranks ({self.batch_size * self.data_parallel})",
             )
 
+    def _check_layout(self) -> None:
+        """Pipeline stages, node layout, network and stack (fields added by issue 25)."""
+        pp = self.pipeline_parallel
+        if pp < 1:
+            raise InvalidConfiguration("pipeline_parallel", "pipeline_parallel must be >= 1")
+        if self.gpu_count % (self.tensor_parallel * pp):
+            raise InvalidConfiguration(
+                "pipeline_parallel",
+                f"gpu_count ({self.gpu_count}) must be a multiple of tensor_parallel x pipeline_parallel "
+                f"({self.tensor_parallel} x {pp})",
+            )
+        if pp > 1:
+            m = self.model
+            if not isinstance(m, DecoderSpec):
+                raise InvalidConfiguration(
+                    "pipeline_parallel", "pipeline parallelism is modelled for decoders only"
+                )
+            if pp > m.num_layers:
+                raise InvalidConfiguration(
+                    "pipeline_parallel", f"pipeline_parallel ({pp}) exceeds the model's {m.num_layers} layers"
+                )
+            if self.sharding in ("fsdp", "zero3"):
+                raise InvalidConfiguration(
+                    "sharding",
+                    "pipeline parallelism with FSDP / ZeRO-3 sharding is not modelled (use zero1/ddp)",
+                )
+        if self.gpus_per_node < 0:
+            raise InvalidConfiguration("gpus_per_node", "gpus_per_node must be >= 1 (0: the GPU's node)")
+        if self.network_gbps_per_node < 0 or not math.isfinite(self.network_gbps_per_node):
+            raise InvalidConfiguration("network_gbps_per_node", "network_gbps_per_node must be > 0")
+        if self.stack not in STACKS:
+            raise InvalidConfiguration("stack", f"stack must be one of {', '.join(STACKS)}")
+
     @property
     def data_parallel(self) -> int:
-        return self.gpu_count // self.tensor_parallel
+        return self.gpu_count // (self.tensor_parallel * self.pipeline_parallel)
 
     @property
     def mode(self) -> Mode:
@@ -318,7 +387,7 @@ class TrainConfig:
     def accumulation_steps(self) -> int:
         """Micro-steps per optimizer step (gradient accumulation): ``effective_global_batch //
         (batch_size * data_parallel)``, at least 1 (written out: estimates read it often)."""
-        per_step = self.batch_size * (self.gpu_count // self.tensor_parallel)
+        per_step = self.batch_size * (self.gpu_count // (self.tensor_parallel * self.pipeline_parallel))
         return max(1, (self.global_batch or per_step) // per_step)
 
 
@@ -837,16 +906,57 @@ _ADAMW_NOTES = {
 }
 
 
-def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
+class _Stage(NamedTuple):
+    """One pipeline stage (1F1B): its layers, the micro-batches whose activations it holds at
+    once, and whether it holds the embeddings (first) and the final norm, LM head and loss (last)."""
+
+    layers: int
+    in_flight: float
+    first: bool
+    last: bool
+    name: str
+
+
+def _pipeline_stages(m: DecoderSpec, c: TrainConfig) -> tuple[_Stage, _Stage]:
+    """The two stages whose memory can peak under 1F1B: the first (``min(pp, micro-batches)``
+    micro-batches in flight, the embeddings) and the last (one micro-batch in flight, the LM head
+    and the loss buffers). Layers split evenly, the larger share on both (``ceil(L / pp)``)."""
+    pp = c.pipeline_parallel
+    layers = -(-m.num_layers // pp)
+    in_flight = float(min(pp, c.accumulation_steps))
+    return (
+        _Stage(layers, in_flight, True, False, f"first of {pp} pipeline stages"),
+        _Stage(layers, 1.0, False, True, f"last of {pp} pipeline stages"),
+    )
+
+
+def _training_pipeline(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
+    """Pipeline parallelism (1F1B): the larger of the first and the last stage's peaks."""
+    first, last = (_training_decoder(m, c, st) for st in _pipeline_stages(m, c))
+    return first if first.peak_allocated_bytes >= last.peak_allocated_bytes else last
+
+
+def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = None) -> MemoryEstimate:
     mode = c.mode
     tp = c.tensor_parallel
-    dp = c.gpu_count // tp  # c.data_parallel
+    dp = c.data_parallel
     sharding = c.sharding
     notes: list[str] = [_NOTE_STACK]
     d = _dims(m, tp)  # the model's shapes per shard, computed once per (model, tp)
     h, *_, P, V, emb, linear, root, unit = d  # one unpacking (see _decoder_layer_saved)
     T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), without float's constructor call
     L = m.num_layers
+    in_flight = 1.0
+    has_head = first_stage = True
+    if stage is not None:  # a pipeline stage: its layers; embeddings first, final norm + LM head last
+        L, in_flight, first_stage, has_head = stage.layers, stage.in_flight, stage.first, stage.last
+        linear = d.linear * L / m.num_layers
+        emb = emb if first_stage else 0.0
+        P = L * unit + emb + ((V * h + h / tp) if has_head else 0.0)
+        notes.append(
+            f"pipeline parallelism, 1F1B: {stage.name}, {L} layers, activations of {in_flight:g} "
+            "micro-batch(es) in flight"
+        )
     cb = mode.compute
     full = c.finetune == "full"
     fsdp = sharding == "fsdp"
@@ -955,9 +1065,14 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     no_cache = sharding == "zero3" or not mode.autocast
     t_saved, t_copies, t_fwd, t_bwd, t_ckpt = top
     b_saved, b_copies, _, b_bwd, _ = bottom
+    if not first_stage:  # no embedding below: every layer's input carries a gradient
+        b_saved, b_copies, b_bwd = t_saved, t_copies, t_bwd
     copies_all = 0.0 if no_cache else t_copies * (L - 1) + b_copies
 
     acts_all = t_saved * (L - 1) + b_saved
+    if in_flight != 1.0:  # 1F1B: each micro-batch in flight keeps its activations and casts
+        acts_all *= in_flight
+        copies_all *= in_flight
 
     # final norm + lm_head input + loss
     if mode.autocast:
@@ -976,6 +1091,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     lm_head_grad = (mode.grad * lm_head_w if full and not m.tie_word_embeddings else 0.0) / (
         dp if shards_grads else 1
     )
+    if not has_head:  # a pipeline stage before the last: no final norm, LM head or loss
+        head_saved = head_copy = loss_fwd = loss_bwd = lm_head_grad = logits_bytes = 0.0
     misc = 16.0 * T + 32 * MiB  # int64 input ids + labels; cuBLAS workspace
     notes.append(
         f"loss buffers {loss_bwd / GiB:.2f} GiB at the start of backward (fp32 logits "
@@ -996,7 +1113,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     step = base + g_full + opt_temp  # the optimizer step
     phases: dict[str, float]
     if c.gradient_checkpointing:
-        ckpts = t_ckpt * L
+        ckpts = t_ckpt * L * in_flight
         # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
         # bases are cast per call and, checkpointed, not kept)
         cached = (copies_all + head_copy) if full else 0.0
@@ -1059,7 +1176,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
             else 0
         ),
         "activations": trunc(
-            (t_ckpt * L if c.gradient_checkpointing else acts_all)
+            (t_ckpt * L * in_flight if c.gradient_checkpointing else acts_all)
             if all_saved
             else (b_saved if at_bottom else 0)
         ),
@@ -1295,7 +1412,7 @@ def estimate_training(c: TrainConfig) -> MemoryEstimate:
     """Per-GPU training memory for ``c`` (see the module docstring for the loop modelled)."""
     m = c.model
     if isinstance(m, DecoderSpec):
-        return _training_decoder(m, c)
+        return _training_decoder(m, c) if c.pipeline_parallel == 1 else _training_pipeline(m, c)
     if isinstance(m, EncoderSpec):
         return _training_encoder(m, c)
     return _training_cnn(m, c)
@@ -1339,6 +1456,7 @@ def training_breakdown(c: TrainConfig) -> MemoryEstimate:
         c.optimizer_impl,
         c.loop,
         c.mixed_precision,
+        c.pipeline_parallel,  # the node layout, network and stack do not change memory
     )
     hit = _BREAKDOWN_CACHE.get(key)
     if hit is not None and hit[0] is c.model:
@@ -1731,6 +1849,7 @@ def fewest_gpus(
             c,
             gpu_count=n,
             tensor_parallel=1,
+            pipeline_parallel=1,
             sharding=sharding,
             global_batch=global_batch,
             mixed_precision=mixed,

@@ -42,7 +42,15 @@ from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.precision import TRAIN_MODES as _MODES
 from service.core.catalog.specs import GpuSpec, NodeShape
 from service.core.estimation.band import Band
-from service.core.estimation.memory import TrainConfig
+from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, TrainConfig
+from service.core.estimation.network import (
+    PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
+    Layout,
+    collective_s,
+    layout_of,
+    p2p_s,
+)
+from service.core.estimation.stacks import STACK_EFFECTS
 
 __all__ = [
     "H200_SXM",
@@ -60,13 +68,11 @@ __all__ = [
 # GPU figures the estimator needs
 # --------------------------------------------------------------------------------------------
 
-PCIE_ASSUMED_PER_DIRECTION_GB_PER_S = 0.985 * 2.0 * 16
-"""PCIe gen4 x16 payload bandwidth per direction (GB/s), assumed for collectives when the
-catalog does not source the GPU's PCIe generation and width (the answer says so)."""
+__all__ += ["NETWORK_GBIT_PER_S_PER_GPU", "PCIE_ASSUMED_PER_DIRECTION_GB_PER_S", "TIME_TERMS"]
 
-NETWORK_GBIT_PER_S_PER_GPU = 400.0
-"""Default network bandwidth between nodes per GPU (one 400 Gb/s NIC per GPU, as in DGX/HGX
-H100 and H200 systems); a deployment setting, not a GPU trait."""
+TIME_TERMS: tuple[str, ...] = ("compute", "memory", "communication", "host")
+"""What a modelled step time splits into (``StepSummary.time_shares``); ``bound`` names the
+largest. A pipeline's idle stages add a fifth share, ``pipeline_bubble``, never a bound."""
 
 
 H200_SXM = GpuSpec(
@@ -184,6 +190,8 @@ class StepEstimate:
     bound: str
     provenance: str = "spec"
     assumptions: tuple[str, ...] = ()
+    time_shares: dict[str, float] = field(default_factory=dict)
+    """Fractions of the step by term (:data:`TIME_TERMS`, and ``pipeline_bubble``)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -224,21 +232,6 @@ OPS_ENCODER_LAYER_BWD = 50
 
 def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
     return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
-
-
-def _collective_bw(gpu: GpuSpec, e: Efficiencies, n: int, network_gbit_per_s_per_gpu: float) -> float:
-    """Bus bandwidth (B/s) for a collective over ``n`` GPUs: NVLink inside the NVLink domain,
-    PCIe otherwise (gen4 x16 assumed when unsourced), the network once ranks span nodes."""
-    if n <= 1:
-        return math.inf
-    node = gpu.node
-    if node.nvlink_per_direction_gb_per_s and n <= node.nvlink_domain_size:
-        link = node.nvlink_per_direction_gb_per_s
-    elif n <= max(node.nvlink_domain_size, 8):
-        link = node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
-    else:
-        link = network_gbit_per_s_per_gpu / 8.0
-    return link * 1e9 * e.comm
 
 
 class _StepShape(NamedTuple):
@@ -400,6 +393,9 @@ class StepSummary(NamedTuple):
     samples_per_s: float
     mfu: float
     bound: str
+    shares: tuple[float, float, float, float, float]
+    """Fractions of the step: :data:`TIME_TERMS`, then the pipeline bubble."""
+    layout: Layout | None
 
 
 class _Step(NamedTuple):
@@ -421,6 +417,8 @@ class _Step(NamedTuple):
     host: float
     communication: float
     notes: list[str]
+    shares: tuple[float, float, float, float, float]  # TIME_TERMS, then the pipeline bubble
+    layout: Layout | None  # the node layout and network (None on one GPU)
 
 
 def _band(
@@ -470,6 +468,7 @@ def estimate_step(
         bound=r.bound,
         provenance=prov,
         assumptions=tuple(r.notes),
+        time_shares=time_shares(r.shares),
     )
 
 
@@ -486,17 +485,36 @@ def step_summary(
     if isinstance(m, CnnSpec):
         st = _cnn_step(c, m, gpu, e, band, provenance)
         return StepSummary(
-            st.step_time_s,
-            st.step_time_band,
-            st.accumulation_steps,
-            st.tokens_per_s,
-            st.samples_per_s,
-            st.mfu,
-            st.bound,
+            step_time_s=st.step_time_s,
+            step_time_band=st.step_time_band,
+            accumulation_steps=st.accumulation_steps,
+            tokens_per_s=st.tokens_per_s,
+            samples_per_s=st.samples_per_s,
+            mfu=st.mfu,
+            bound=st.bound,
+            shares=_cnn_shares(st),
+            layout=None,
         )
     r = _step(c, gpu, e)
     step_band, _ = _band(r.step, e, band, provenance)
-    return StepSummary(r.step, step_band, r.accum, r.tokens / r.step, r.samples / r.step, r.mfu, r.bound)
+    return StepSummary(
+        step_time_s=r.step,
+        step_time_band=step_band,
+        accumulation_steps=r.accum,
+        tokens_per_s=r.tokens / r.step,
+        samples_per_s=r.samples / r.step,
+        mfu=r.mfu,
+        bound=r.bound,
+        shares=r.shares,
+        layout=r.layout,
+    )
+
+
+def _cnn_shares(st: StepEstimate) -> tuple[float, float, float, float, float]:
+    """The CNN step's shares from its phases (compute, memory; host dispatch and the fixed costs)."""
+    step = st.step_time_s
+    c, m = st.phases.get("compute", 0.0), st.phases.get("memory", 0.0)
+    return (c / step, m / step, 0.0, max(0.0, 1.0 - (c + m) / step), 0.0)
 
 
 def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
@@ -520,10 +538,14 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     L, h, V, layer_mm, causal = sh.L, sh.h, sh.V, sh.layer_mm, sh.causal
     ops_f, ops_b = sh.ops_f, sh.ops_b
 
+    fx = STACK_EFFECTS[c.stack]  # the training stack's factors on the eager terms (stacks.py)
     mm_eff = e.mm_for(c.precision) * _shape(e, T, h)
+    if fx.mm != 1.0:
+        mm_eff = min(0.98, mm_eff * fx.mm)
     # ---- matmuls
     fwd_mm_flops = 2.0 * T * sh.mm_weights
     w_bytes_fwd = cb * sh.w_weights
+    mm_compute = fwd_mm_flops / (peak * mm_eff) >= w_bytes_fwd / bw
     t_mm_fwd = max(fwd_mm_flops / (peak * mm_eff), w_bytes_fwd / bw)
     bwd_mult = 2.0 if full else 1.0
     t_mm_bwd = t_mm_fwd * bwd_mult
@@ -549,7 +571,7 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         ops_b += 10 * len(c.lora_targets)
     # ---- attention
     heads_dim = sh.q  # q_dim per shard
-    eager_like = c.attention == "eager" or (cb == 4 and sh.gqa)
+    eager_like = (c.attention == "eager" or (cb == 4 and sh.gqa)) and c.stack != "megatron"
     attn_flops_fwd = 4.0 * T * s * heads_dim * L * (1.0 if eager_like else causal)
     if eager_like:
         a_heads = sh.a_heads
@@ -565,22 +587,22 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         t_attn_fwd = attn_flops_fwd / (peak16 * attn_eff)
         t_attn_bwd = 2.5 * t_attn_fwd
     # ---- elementwise (layers + loss)
-    ew_fwd = (sh.ew + lora_ew) * T * L
-    loss_bytes = (40.0 if cb != 4 else 32.0) * T * V
+    ew_fwd = (sh.ew + lora_ew) * T * L * fx.ew_traffic
+    loss_bytes = (40.0 if cb != 4 else 32.0) * T * V * fx.loss_traffic
     t_ew_fwd = ew_fwd / bw
     t_ew_bwd = e.elementwise_bwd * ew_fwd / bw
     t_loss = loss_bytes / bw
     # ---- per-step weight traffic: autocast casts, gradient casts, optimizer
     P = sh.P
     trainable = P if full else lora_params
-    cast_bytes = 6.0 * sh.w_weights if autocast else 0.0
+    cast_bytes = 6.0 * sh.w_weights * fx.cast_traffic if autocast else 0.0
     grad_cast_bytes = 6.0 * trainable if autocast and full else 0.0
     sharding = c.sharding
     zero = sharding in ("zero1", "zero2", "zero3")
     adamw = c.optimizer == "adamw"
     impl = c.optimizer_impl if adamw and not zero else "fused"
     opt_bpp = OPT_ACCESSES[impl] if adamw else _OPT_BYTES_PER_PARAM[c.optimizer]
-    dp = c.gpu_count // tp  # c.data_parallel
+    dp = c.data_parallel
     shard = float(dp if sharding in ("fsdp", "zero3") else 1)
     opt_bytes = opt_bpp * float(mode.state if full else 4) * trainable / shard
     t_opt = opt_bytes / bw + e.step_s
@@ -612,8 +634,8 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         host_bwd += L * ops_f * HOST_COST_RECOMPUTE
     host_fwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
     host_bwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
-    host_fwd *= e.dispatch_s
-    host_bwd *= e.dispatch_s
+    host_fwd *= e.dispatch_s * fx.launches
+    host_bwd *= e.dispatch_s * fx.launches
 
     gpu_fwd = t_mm_fwd + t_attn_fwd + t_ew_fwd + t_loss * 0.4
     gpu_bwd = t_mm_bwd + t_attn_bwd + t_ew_bwd + t_loss * 0.6 + t_recompute
@@ -624,20 +646,57 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     # max(total GPU, total host): a launch-bound backward cannot borrow a GPU-bound forward's slack).
     share = (gpu_fwd + 0.5 * t_casts) / gpu_micro if gpu_micro > 0 else 0.5
     micro = max(gpu_micro * share, host_fwd) + max(gpu_micro * (1 - share), host_bwd)
-    bound = (
-        "host-dispatch"
-        if host_micro > gpu_micro
-        else ("compute" if (t_mm_fwd + t_mm_bwd + t_attn_fwd + t_attn_bwd) > 0.5 * gpu_micro else "memory")
-    )
+    # the micro-step's critical path by term: a phase issued slower than it runs is host time;
+    # otherwise its tensor-core work (GEMMs that are not weight-streaming, attention, their
+    # recompute) is compute and the rest memory traffic
+    c_fwd = t_attn_fwd + (t_mm_fwd if mm_compute else 0.0)
+    c_bwd = t_attn_bwd + (t_mm_bwd if mm_compute else 0.0)
+    if c.gradient_checkpointing:
+        c_bwd += t_attn_fwd + (t_mm_fwd * L * layer_mm / sh.mm_weights if mm_compute else 0.0)
+    g_fwd, g_bwd = gpu_micro * share, gpu_micro * (1 - share)
+    host_part = compute_micro = memory_micro = 0.0
+    for host_t, gpu_t, comp_t in ((host_fwd, g_fwd, c_fwd), (host_bwd, g_bwd, c_bwd)):
+        if host_t > gpu_t:
+            host_part += host_t
+        else:
+            compute_micro += comp_t
+            memory_micro += gpu_t - comp_t
 
-    # ---- communication (none on one GPU)
-    comm = _communication(c, gpu, e, P, T, h, L, cb, gpu_bwd) if c.gpu_count > 1 else 0.0
     accum = c.accumulation_steps
-    step = accum * micro + t_opt + comm
+    lay = layout_of(c, gpu) if c.gpu_count > 1 else None
+    pp = c.pipeline_parallel
+    stage = 1.0  # fraction of the model's per-micro-step work on the slowest pipeline stage
+    p2p = 0.0
+    if pp > 1:
+        assert lay is not None
+        layers = -(-L // pp)
+        stage = (layers * layer_mm + h * V) / sh.mm_weights  # the last stage: its layers + LM head
+        crosses = tp * dp >= lay.gpus_per_node
+        # activations forward and their gradients backward, per micro-batch and stage boundary
+        p2p = 2.0 * p2p_s(T * h * cb / tp, crosses, gpu, lay, e.comm)
+    # ---- communication (none on one GPU), for this rank's share of the parameters
+    comm = _communication(c, gpu, e, P * stage, T, h, L, cb, gpu_bwd * stage, lay, fx.overlap) if lay else 0.0
+    t_opt_mem = opt_bytes / bw * stage
+    t_opt_host = t_opt - opt_bytes / bw
+    slots = accum + pp - 1  # 1F1B: m micro-batches + (pp - 1) fill and drain slots
+    if pp == 1:
+        step = accum * micro + t_opt + comm
+    else:
+        step = slots * (micro * stage + p2p) + t_opt_mem + t_opt_host + comm
+    # ---- the shares of the modelled time (they sum to 1)
+    bubble = (pp - 1) * (micro * stage + p2p)
+    busy = accum * stage
+    shares = (
+        busy * compute_micro / step,
+        (busy * memory_micro + t_opt_mem) / step,
+        (comm + accum * p2p) / step,
+        (busy * host_part + t_opt_host) / step,
+        bubble / step,
+    )
     tokens = float(accum * b * s)
     model_flops = 2.0 * T * sh.matmul_per_token * (3.0 if full else 2.0) * accum
     model_flops += 4.0 * T * s * sh.heads_x_dim * L * causal * 3 * accum
-    mfu = model_flops / (step * peak * tp)
+    mfu = model_flops / (step * peak * tp * pp)
     return _Step(
         step,
         micro,
@@ -646,7 +705,7 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         accum * b,
         model_flops,
         mfu,
-        bound,
+        _bound(shares),
         gpu_fwd,
         gpu_bwd,
         t_casts,
@@ -654,7 +713,26 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         host_micro,
         comm,
         notes,
+        shares,
+        lay,
     )
+
+
+def _bound(shares: tuple[float, float, float, float, float]) -> str:
+    """The term that dominates the modelled time (:data:`TIME_TERMS`; the bubble is never one)."""
+    best = 0
+    for i in (1, 2, 3):
+        if shares[i] > shares[best]:
+            best = i
+    return TIME_TERMS[best]
+
+
+def time_shares(shares: tuple[float, ...]) -> dict[str, float]:
+    """The shares as an answer shows them: each term's fraction of the step, rounded to 0.1 %."""
+    out = {name: round(v, 3) for name, v in zip(TIME_TERMS, shares, strict=False)}
+    if len(shares) > 4 and shares[4] > 0:
+        out["pipeline_bubble"] = round(shares[4], 3)
+    return out
 
 
 SPEC_BAND = (0.30, 0.45)
@@ -675,40 +753,40 @@ def _communication(
     L: int,
     cb: float,
     t_bwd: float,
-    network: float = NETWORK_GBIT_PER_S_PER_GPU,
+    lay: Layout,
+    stack_overlap: float = 0.0,
 ) -> float:
-    """Exposed communication per optimizer step (s).
+    """Exposed communication per optimizer step (s), over the node layout (:mod:`.network`).
 
-    DDP: ring all-reduce of the gradients, ``2(n-1)/n x bytes / busbw``, overlapped with
-    backward by ``overlap``. ZeRO-1/2: reduce-scatter of gradients + all-gather of parameters
-    (``(n-1)/n`` each). FSDP/ZeRO-3: parameters all-gathered in forward and backward plus the
-    gradient reduce-scatter, in bf16, overlapped likewise. Tensor parallelism: two all-reduces
-    of the ``T x h`` activations per layer in forward and two in backward, not overlapped.
+    DDP: all-reduce of the gradients, overlapped with backward by ``overlap``. ZeRO-1/2:
+    reduce-scatter of gradients + all-gather of parameters. FSDP/ZeRO-3: parameters all-gathered
+    in forward and backward plus the gradient reduce-scatter, overlapped likewise. Tensor
+    parallelism: two all-reduces of the ``T x h`` activations per layer in forward and two in
+    backward, not overlapped. ``P`` is this rank's share of the parameters (one pipeline stage).
     """
-    dp, tp = c.data_parallel, c.tensor_parallel
+    dp, tp, pp = c.data_parallel, c.tensor_parallel, c.pipeline_parallel
     total = 0.0
+    overlap = max(e.overlap, stack_overlap)
+    busy = min(c.gpu_count, lay.gpus_per_node)
     if dp > 1:
-        bw = _collective_bw(gpu, e, dp if tp == 1 else dp * tp, network)
         trainable = P if c.finetune == "full" else P * 0.01
         grad_bytes = trainable * (
             4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0
         )
-        k = (dp - 1) / dp
         if c.sharding in ("none", "ddp"):
-            volume = 2 * k * grad_bytes
+            t = collective_s(grad_bytes, dp, tp, True, gpu, lay, e.comm, busy)
         elif c.sharding in ("zero1", "zero2"):
-            volume = k * grad_bytes + k * 2.0 * P
+            t = collective_s(grad_bytes + 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)
         elif c.sharding == "fsdp":  # gathers in forward and backward, gradients reduce-scattered
             gathered = 2.0 if c.mixed_precision == "fsdp_policy" else float(c.mode.param)
-            volume = k * (2.0 * gathered * P + float(c.mode.grad) * trainable)
+            nbytes = 2.0 * gathered * P + float(c.mode.grad) * trainable
+            t = collective_s(nbytes, dp, tp, False, gpu, lay, e.comm, busy)
         else:
-            volume = 3 * k * 2.0 * P
-        t = volume / bw
-        total += max(t - e.overlap * t_bwd * c.accumulation_steps, t * (1 - e.overlap))
+            t = collective_s(3 * 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)
+        total += max(t - overlap * t_bwd * c.accumulation_steps, t * (1 - overlap))
     if tp > 1:
-        bw = _collective_bw(gpu, e, tp, network)
-        per = 2 * (tp - 1) / tp * T * h * cb / bw
-        total += 4 * L * per * c.accumulation_steps
+        per = collective_s(T * h * cb, tp, 1, True, gpu, lay, e.comm, busy)
+        total += 4 * (-(-L // pp)) * per * c.accumulation_steps
     return total
 
 
@@ -739,6 +817,9 @@ def _cnn_step(
     step = gpu_t + host + float(m.total_params) * 16.0 / bw + e.step_s
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    t_compute = flops / (peak * eff)
+    t_memory = act_bytes / bw + float(m.total_params) * 16.0 / bw
+    shares = (t_compute / step, t_memory / step, 0.0, (host + e.step_s) / step, 0.0)
     return StepEstimate(
         step_time_s=step,
         step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
@@ -748,10 +829,11 @@ def _cnn_step(
         samples_per_s=b / step,
         model_flops_per_step=flops,
         mfu=flops / step / peak,
-        phases={"compute": flops / (peak * eff), "memory": act_bytes / bw},
+        phases={"compute": t_compute, "memory": t_memory},
         communication_s=0.0,
-        bound="memory" if act_bytes / bw > flops / (peak * eff) else "compute",
+        bound=_bound(shares),
         provenance=prov,
+        time_shares=time_shares(shares),
     )
 
 

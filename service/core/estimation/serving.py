@@ -1255,7 +1255,7 @@ def estimate_batch_inference(
         host = ops * e.dispatch_s
         step = max(t_gpu, host) + e.step_s * 0.2
         phases = {"matmul": t_mm, "attention": t_attn, "memory": t_mem, "host_dispatch": host}
-        bound = "host-dispatch" if host > t_gpu else ("compute" if t_mm + t_attn > t_mem else "memory")
+        bound = "host" if host > t_gpu else ("compute" if t_mm + t_attn > t_mem else "memory")
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     return BatchInferenceEstimate(
