@@ -1,3 +1,5 @@
+# ruff: noqa: F821, B023
+# (closures over names the script deletes afterwards, and loop variables bound per iteration on purpose)
 """Physics probe for issue 25 (run on one CUDA GPU; the H200 lent to the project).
 
 One JSON line per measurement in ``$OUT/physics-probe.jsonl``; per-kernel profiler summaries
@@ -279,8 +281,16 @@ def small_steps() -> None:
                     torch.cuda.reset_peak_memory_stats()
                     rec = train_case(model, b, s, 32000, {"section": "small-step", "model": name}, ckpt)
                     emit(rec)
-                except Exception:  # noqa: BLE001
-                    emit({"section": "small-step", "model": name, "b": b, "s": s, "error": traceback.format_exc()[-800:]})
+                except Exception:
+                    emit(
+                        {
+                            "section": "small-step",
+                            "model": name,
+                            "b": b,
+                            "s": s,
+                            "error": traceback.format_exc()[-800:],
+                        }
+                    )
             del model
             torch.cuda.empty_cache()
 
@@ -328,11 +338,18 @@ def moe_section() -> None:
                 cfg = MixtralConfig(attn_implementation="sdpa", use_cache=False, **keys)
                 with torch.device(dev):  # transformers 5.x may default to grouped_mm: say which
                     try:
-                        model = MixtralForCausalLM._from_config(cfg, dtype=torch.float32, experts_implementation=impl)
+                        model = MixtralForCausalLM._from_config(
+                            cfg, dtype=torch.float32, experts_implementation=impl
+                        )
                     except (TypeError, ValueError) as exc:
                         if impl != "eager":
                             raise
-                        emit({"section": "moe", "note": f"experts_implementation not accepted ({exc}); default used"})
+                        emit(
+                            {
+                                "section": "moe",
+                                "note": f"experts_implementation not accepted ({exc}); default used",
+                            }
+                        )
                         model = MixtralForCausalLM._from_config(cfg, dtype=torch.float32)
             extra = {"section": "moe", "variant": label, "config": MOE if impl else dense_cfg,
                      "experts_implementation": getattr(model.config, "_experts_implementation", None)}  # fmt: skip
@@ -344,11 +361,13 @@ def moe_section() -> None:
             for s in (1024, 4096, 16384):
                 ids = torch.randint(0, MOE["vocab_size"], (1, s), device=dev)
                 with torch.inference_mode():
-                    t = bench(lambda ids=ids: model(input_ids=ids, use_cache=False, logits_to_keep=1), 0.3, 20)
+                    t = bench(
+                        lambda ids=ids: model(input_ids=ids, use_cache=False, logits_to_keep=1), 0.3, 20
+                    )
                 emit(dict(extra, kind="prefill", b=1, s=s, ttft_s=t))
             del model
             torch.cuda.empty_cache()
-        except Exception:  # noqa: BLE001
+        except Exception:
             emit({"section": "moe", "variant": label, "error": traceback.format_exc()[-1200:]})
 
 
@@ -389,7 +408,7 @@ def main() -> None:
             continue
         try:
             fn()
-        except Exception:  # noqa: BLE001
+        except Exception:
             emit({"section": name, "error": traceback.format_exc()[-1500:]})
     emit({"section": "done", "elapsed_s": time.perf_counter() - T0})
 

@@ -42,7 +42,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from service.core.catalog.models import ModelNotFound, get_model
+from service.core.catalog.models import DecoderSpec, ModelNotFound, get_model
 from service.core.catalog.precision import precision_family
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
@@ -54,6 +54,7 @@ from service.core.estimation.memory import (
     estimate_training,
 )
 from service.core.estimation.performance import (
+    HOST_DISPATCH_MEASURED_S,
     SPEC_BAND,
     SPEC_DEFAULTS,
     Efficiencies,
@@ -338,6 +339,8 @@ def fit_time(
     names = list(groups)
     wsum = sum(p.weight for p in pts)
     scale = PRIOR_SCALE if len(pts) >= PRIOR_SCALE_MIN_POINTS else {}
+    center = _prior_center(pts, base)
+    c0 = [center.get(n, 0.0) for n in names]
 
     def objective(x: list[float]) -> float:
         e = apply_multipliers(base, {n: math.exp(v) for n, v in zip(names, x, strict=True)})
@@ -346,16 +349,16 @@ def fit_time(
             r = math.log(predict_time(p, e) / p.value_s)
             err += p.weight * r * r
         return err / wsum + prior_weight * sum(
-            scale.get(n, 1.0) * v * v for n, v in zip(names, x, strict=True)
+            scale.get(n, 1.0) * (v - c) ** 2 for n, v, c in zip(names, x, c0, strict=True)
         )
 
     # The host-dispatch floor enters through max(GPU, host): from the spec start it may not bind
     # anywhere, and the simplex never finds it. Start also from dispatch x e and x e^2.
-    starts = [[0.0] * len(names)]
+    starts = [list(c0)]
     if "dispatch" in names:
         i = names.index("dispatch")
         for v in (1.0, 2.0):
-            x0 = [0.0] * len(names)
+            x0 = list(c0)
             x0[i] = v
             starts.append(x0)
     best: list[float] | None = None
@@ -393,6 +396,16 @@ def fit_time(
         tokens_range=(min(x[2] for x in shapes), max(x[2] for x in shapes)),
         source=next(p.gpu for p in pts if p.gpu.slug == main),
     )
+
+
+def _prior_center(pts: Sequence[TimedPoint], base: Efficiencies) -> dict[str, float]:
+    """Log multipliers the prior pulls toward: 0 (the spec default), except the host's dispatch
+    cost for decoder training points, whose prior centre is the host time per kernel measured
+    on the H200 host (:data:`~service.core.estimation.performance.HOST_DISPATCH_MEASURED_S`): a
+    fit whose points are not launch-bound cannot pin it, and 6 us is far from any host measured."""
+    if all(isinstance(p.config, TrainConfig) and isinstance(p.config.model, DecoderSpec) for p in pts):
+        return {"dispatch": math.log(HOST_DISPATCH_MEASURED_S / base.dispatch_s)}
+    return {}
 
 
 def _scale_efficiencies(e: Efficiencies, compute: float, memory: float, source: str) -> Efficiencies:
