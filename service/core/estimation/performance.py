@@ -272,6 +272,8 @@ class _StepShape(NamedTuple):
     matmul_per_token: float
     heads_x_dim: float  # num_heads * head_dim (model FLOPs)
     forloop_tensors: float  # parameter tensors a for-loop optimizer visits
+    dequant_bytes: float  # one NF4 dequantisation pass over the decoder linears, bytes (size-weighted)
+    linears: int  # decoder linear matrices (experts each), all layers
 
 
 _SHAPE_CACHE: dict[tuple[int, int, bool, int], tuple[DecoderSpec | EncoderSpec, _StepShape]] = {}
@@ -343,11 +345,39 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
         matmul_per_token=float(m.matmul_params_per_token),
         heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)),
         forloop_tensors=forloop,
+        dequant_bytes=_dequant_bytes(m, tp) if isinstance(m, DecoderSpec) else 0.0,
+        linears=sum(k for _, _, k in m.linear_shapes().values()) * L if isinstance(m, DecoderSpec) else 0,
     )
     if len(_SHAPE_CACHE) > 4096:
         _SHAPE_CACHE.clear()
     _SHAPE_CACHE[key] = (m, shape)
     return shape
+
+
+DEQUANT_BYTES_PER_PARAM = 0.5 + 1.0 / 64.0 + 2.0
+"""One NF4 dequantisation of a weight (QLoRA, bitsandbytes ``dequantize_4bit``): read the packed
+4-bit value and its block's absmax, write the 16-bit weight the GEMM then reads."""
+
+DEQUANT_RATE = 0.59
+"""Asymptotic rate of an NF4 dequantisation kernel relative to the bandwidth elementwise kernels
+reach: measured on the H200 (issue-25 probe, a Triton kernel of bitsandbytes' format, since
+bitsandbytes is not installed there): 1.65 TB/s on 58.7M-parameter matrices against a 4.21 TB/s
+copy; smaller matrices reach less (0.89 TB/s at 16.8M), modelled as a size ``n0`` of
+:data:`DEQUANT_HALF_PARAMS` added to each matrix (a fixed cost per kernel)."""
+
+DEQUANT_HALF_PARAMS = 30.3e6
+"""Matrix size (parameters) at which the dequantisation kernel runs at half its asymptotic rate
+(fitted on the two measured sizes: 0.89 TB/s at 16.8M, 1.65 TB/s at 58.7M)."""
+
+
+def _dequant_bytes(m: DecoderSpec, tp: int) -> float:
+    """Bytes one dequantisation pass over every decoder linear moves, each matrix counted with
+    the fixed cost of its kernel (:data:`DEQUANT_HALF_PARAMS`); per tensor-parallel shard."""
+    total = 0.0
+    for i, o, k in m.linear_shapes().values():
+        n = float(i * o) / tp
+        total += k * (n + DEQUANT_HALF_PARAMS) * DEQUANT_BYTES_PER_PARAM
+    return total * m.num_layers
 
 
 class _Adapters(NamedTuple):
@@ -660,6 +690,20 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     host_fwd *= e.dispatch_s * fx.launches
     host_bwd *= e.dispatch_s * fx.launches
 
+    # ---- QLoRA: every frozen NF4 linear is dequantised to 16-bit before each of its GEMMs:
+    # forward, backward (input gradient) and, checkpointed, the recompute
+    t_dq = 0.0
+    if c.finetune == "qlora" and sh.decoder:
+        t_dq = sh.dequant_bytes / (bw * DEQUANT_RATE)
+        host_fwd += sh.linears * HOST_COST_FORWARD * e.dispatch_s * fx.launches
+        host_bwd += (
+            sh.linears
+            * (1.0 + (HOST_COST_RECOMPUTE if c.gradient_checkpointing else 0.0))
+            * e.dispatch_s
+            * fx.launches
+        )
+    t_ew_fwd += t_dq
+    t_ew_bwd += t_dq * (2.0 if c.gradient_checkpointing else 1.0)
     gpu_fwd = t_mm_fwd + t_attn_fwd + t_ew_fwd + t_loss * 0.4
     gpu_bwd = t_mm_bwd + t_attn_bwd + t_ew_bwd + t_loss * 0.6 + t_recompute
     gpu_micro = gpu_fwd + gpu_bwd + t_casts

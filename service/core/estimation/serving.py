@@ -72,11 +72,19 @@ from service.core.estimation.memory import (
 )
 from service.core.estimation.performance import (
     CALIBRATED_BAND,
+    DEQUANT_RATE,
     PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
     SPEC_BAND,
     SPEC_DEFAULTS,
     Efficiencies,
+    _dequant_bytes,
 )
+
+DEQUANTISED_FORMATS: tuple[str, ...] = ("bnb-nf4", "awq", "gptq")
+"""4-bit weight formats that eager ``hf-transformers`` prefill dequantises to 16-bit before a
+cuBLAS GEMM (bitsandbytes' ``dequantize_4bit``; AutoAWQ / GPTQ kernels above ~1k tokens), at the
+measured dequantisation rate (``performance.DEQUANT_RATE``). Continuous-batching engines run fused
+4-bit GEMMs (Marlin, TensorRT-LLM weight-only kernels): no separate pass."""
 
 __all__ = [
     "CONTINUOUS_EFFICIENCIES",
@@ -672,13 +680,28 @@ class ConcurrencyPoint:
 
 def _steady(d: Deployment, e: EngineEfficiencies, n: float, w: Workload, budget: int) -> ConcurrencyPoint:
     """``n`` requests always in flight; each finished request is replaced at once: every
-    iteration decodes ``n`` tokens and prefills ``n I / O`` prompt tokens (``n / O`` prompts)."""
+    iteration decodes ``n`` tokens and prefills ``n I / O`` prompt tokens on average (``n / O``
+    prompts), which sets the throughput. One request sees (issue 25: prefill in every path):
+
+    * TTFT: its whole prompt prefilled, in chunks of the token budget the other ``n - 1``
+      decodes leave, each chunk an iteration with those decodes -- never below the prompt's
+      compute; chunking changes how prefill interleaves, not its total work;
+    * TPOT: decode iterations carrying the *other* requests' prompts (``(n - 1) / O`` per
+      iteration): a lone request's TPOT is the decode step, independent of its output length
+      except through the growing KV read."""
     n_in, n_out = w.input_len, max(w.output_len, 1.0)
     ctx = n_in + n_out / 2.0
-    t = mean_iteration_s(d, e, n, ctx, n / n_out, n_in, budget)
-    chunks = max(1.0, math.ceil(n_in / max(1.0, budget - n))) if budget > n else math.ceil(n_in / budget)
-    ttft = e.request_s + t / 2.0 + chunks * t
-    return ConcurrencyPoint(n, t, ttft, t, n / t, n / (n_out * t))
+    t_all = mean_iteration_s(d, e, n, ctx, n / n_out, n_in, budget)
+    others = n - 1.0
+    tpot = (
+        mean_iteration_s(d, e, n, ctx, others / n_out, n_in, budget)
+        if others > 0
+        else iteration_s(d, e, n, ctx)
+    )
+    chunks = max(1.0, math.ceil(n_in / max(1.0, budget - others)))
+    per_chunk = iteration_s(d, e, others, ctx, n_in / chunks, n_in / 2.0, 1.0 / chunks)
+    ttft = e.request_s + tpot / 2.0 + chunks * per_chunk
+    return ConcurrencyPoint(n, t_all, ttft, tpot, n / t_all, n / (n_out * t_all))
 
 
 def offline_throughput(
@@ -892,6 +915,10 @@ def serve_at_rate(
         )
         return chunks * per
 
+    # the tagged request decodes beside the n others Poisson arrivals find in flight (PASTA):
+    # its TPOT is an iteration of n + 1 sequences (at a low rate: the lone decode step, KV read
+    # included, not a near-empty average iteration)
+    tpot = mean_iteration_s(d, e, n + 1.0, n_in + n_out / 2.0, lam * t, n_in, budget)
     base = e.request_s + t / 2.0
     ttft_mean = base + wq + own_prefill(n_in)
     ttft_p50 = base + wq_p50 + (own_prefill(w.input_median) if w.input_cv > 0 else own_prefill(n_in))
@@ -902,9 +929,9 @@ def serve_at_rate(
         tensor_parallel=c.tensor_parallel,
         stable=True,
         ttft_s=ttft_p50,
-        tpot_s=t,
+        tpot_s=tpot,
         ttft_mean_s=ttft_mean,
-        tpot_mean_s=t,
+        tpot_mean_s=tpot,
         in_flight=n,
         concurrency_cap=cap,
         utilisation=util,
@@ -1141,6 +1168,10 @@ def estimate_serving(
         comm_pre = 2.0 * L * (T * per + 10e-6)
         comm_dec = 2.0 * L * (c.batch_size * per + 10e-6)
     t_pre = t_pre_mm + prefill_attn / (peak16 * attn_eff) + ew * cb / 2.0 * T * L / bw + comm_pre
+    t_dq = 0.0
+    if c.weight_format in DEQUANTISED_FORMATS:  # eager 4-bit: dequantise, then a 16-bit GEMM
+        t_dq = _dequant_bytes(m, tp) / (bw * DEQUANT_RATE)
+        t_pre += t_dq
     hp = host or HostProfile(e.dispatch_s, e.step_s, e.source)
     host_pre = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * hp.dispatch_s
     ttft = max(t_pre, host_pre) + hp.step_s * 0.2
@@ -1151,6 +1182,8 @@ def estimate_serving(
     # applies (the token factor models tile waste of compute-bound GEMMs, not GEMV-like ones)
     dec_rate = rate * h / (h + e.mm_hidden0)
     t_dec_gpu = max(dec_flops / dec_rate, (wbytes + kv) / bw) + comm_dec
+    if c.weight_format == "bnb-nf4" and c.batch_size > 1:  # bnb's 4-bit GEMV serves one row only
+        t_dec_gpu += t_dq
     host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * hp.dispatch_s
     tpot = max(t_dec_gpu, host_dec)
     prov = provenance or e.source
