@@ -273,6 +273,7 @@ class _StepShape(NamedTuple):
     heads_x_dim: float  # num_heads * head_dim (model FLOPs)
     forloop_tensors: float  # parameter tensors a for-loop optimizer visits
     dequant_bytes: float  # one NF4 dequantisation pass over the decoder linears, bytes (size-weighted)
+    moe_experts: int  # experts per MoE layer (0: dense)
     linears: int  # decoder linear matrices (experts each), all layers
 
 
@@ -307,6 +308,10 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
             ew = 76.0 * h + 20.0 * (q + kv) + 10.0 * f
         if m.is_moe:
             ew += 10.0 * f * (m.experts_per_token - 1) + 8.0 * m.num_experts
+            # transformers' eager expert loop: per expert, routing masks, index gathers, three
+            # GEMMs, the weighted index_add and their autograd kernels
+            ops_f += m.num_experts * MOE_EAGER_KERNELS_FWD
+            ops_b += m.num_experts * MOE_EAGER_KERNELS_BWD
         forloop = float(L * (len(m.linear_shapes()) + 2) + 3)
     else:  # EncoderSpec
         L = m.num_layers
@@ -346,6 +351,7 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
         heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)),
         forloop_tensors=forloop,
         dequant_bytes=_dequant_bytes(m, tp) if isinstance(m, DecoderSpec) else 0.0,
+        moe_experts=m.num_experts if isinstance(m, DecoderSpec) and m.is_moe else 0,
         linears=sum(k for _, _, k in m.linear_shapes().values()) * L if isinstance(m, DecoderSpec) else 0,
     )
     if len(_SHAPE_CACHE) > 4096:
@@ -353,6 +359,26 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
     _SHAPE_CACHE[key] = (m, shape)
     return shape
 
+
+MOE_EAGER_KERNELS_FWD = 24
+MOE_EAGER_KERNELS_BWD = 42
+"""Kernels per expert and MoE layer that transformers' eager expert loop launches beyond a dense
+MLP, in forward and in backward (H200 probe, issue 25: a Mixtral-layout model, 8 experts top-2,
+against its dense twin of the same FLOPs per token: +194 forward and +334 backward kernels per
+layer, at 4k and 8k tokens alike)."""
+
+MOE_EAGER_GPU_S_PER_KERNEL = (3.7e-6, 11.2e-6)
+"""GPU time each of those kernels adds in forward and in backward on the H200 (the same probe:
++5.8 ms over 1,552 forward and +29.7 ms over 2,669 backward kernels at 4k tokens; small grids,
+and index_add's atomics in backward). Scaled to other GPUs by memory bandwidth (an assumption:
+the cross-GPU issue owns the scaling); never larger on a GPU with more bandwidth."""
+
+MOE_EAGER_INFER_KERNELS = 14
+"""Kernels per expert an eager ``generate``/forward launches per MoE layer without autograd or
+autocast (the probe's batch-1 prefill of the same model: +29.5 ms over its dense twin at 1k
+tokens, host-bound, at ~33 us per launch: ~112 per layer, 14 per expert)."""
+
+H200_BANDWIDTH_GB_PER_S = 4800.0
 
 DEQUANT_BYTES_PER_PARAM = 0.5 + 1.0 / 64.0 + 2.0
 """One NF4 dequantisation of a weight (QLoRA, bitsandbytes ``dequantize_4bit``): read the packed
@@ -704,6 +730,13 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         )
     t_ew_fwd += t_dq
     t_ew_bwd += t_dq * (2.0 if c.gradient_checkpointing else 1.0)
+    if sh.moe_experts:  # the eager expert loop's small kernels (MOE_EAGER_GPU_S_PER_KERNEL)
+        scale = H200_BANDWIDTH_GB_PER_S / gpu.require_bandwidth()
+        t_moe_f = L * sh.moe_experts * MOE_EAGER_KERNELS_FWD * MOE_EAGER_GPU_S_PER_KERNEL[0] * scale
+        t_ew_fwd += t_moe_f
+        t_ew_bwd += L * sh.moe_experts * MOE_EAGER_KERNELS_BWD * MOE_EAGER_GPU_S_PER_KERNEL[1] * scale
+        if c.gradient_checkpointing:
+            t_ew_bwd += t_moe_f
     gpu_fwd = t_mm_fwd + t_attn_fwd + t_ew_fwd + t_loss * 0.4
     gpu_bwd = t_mm_bwd + t_attn_bwd + t_ew_bwd + t_loss * 0.6 + t_recompute
     gpu_micro = gpu_fwd + gpu_bwd + t_casts
@@ -713,6 +746,11 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     # max(total GPU, total host): a launch-bound backward cannot borrow a GPU-bound forward's slack).
     share = (gpu_fwd + 0.5 * t_casts) / gpu_micro if gpu_micro > 0 else 0.5
     micro = max(gpu_micro * share, host_fwd) + max(gpu_micro * (1 - share), host_bwd)
+    if sh.moe_experts:
+        # the eager expert loop asks which experts were hit (``nonzero``): one host-device sync
+        # per MoE layer, so forward host and GPU time add instead of overlapping (H200 probe:
+        # forward 75 ms host + 13 ms GPU for an 88 ms forward)
+        micro += min(gpu_micro * share, host_fwd)
     # the micro-step's critical path by term: a phase issued slower than it runs is host time;
     # otherwise its tensor-core work (GEMMs that are not weight-streaming, attention, their
     # recompute) is compute and the rest memory traffic
@@ -722,12 +760,15 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         c_bwd += t_attn_fwd + (t_mm_fwd * L * layer_mm / sh.mm_weights if mm_compute else 0.0)
     g_fwd, g_bwd = gpu_micro * share, gpu_micro * (1 - share)
     host_part = compute_micro = memory_micro = 0.0
-    for host_t, gpu_t, comp_t in ((host_fwd, g_fwd, c_fwd), (host_bwd, g_bwd, c_bwd)):
-        if host_t > gpu_t:
-            host_part += host_t
-        else:
+    for host_t, gpu_t, comp_t, synced in (
+        (host_fwd, g_fwd, c_fwd, bool(sh.moe_experts)),
+        (host_bwd, g_bwd, c_bwd, False),
+    ):
+        if synced or host_t <= gpu_t:
             compute_micro += comp_t
             memory_micro += gpu_t - comp_t
+        if synced or host_t > gpu_t:
+            host_part += host_t
 
     accum = c.accumulation_steps
     lay = layout_of(c, gpu) if c.gpu_count > 1 else None

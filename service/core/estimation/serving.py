@@ -73,6 +73,7 @@ from service.core.estimation.memory import (
 from service.core.estimation.performance import (
     CALIBRATED_BAND,
     DEQUANT_RATE,
+    MOE_EAGER_INFER_KERNELS,
     PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
     SPEC_BAND,
     SPEC_DEFAULTS,
@@ -1173,8 +1174,14 @@ def estimate_serving(
         t_dq = _dequant_bytes(m, tp) / (bw * DEQUANT_RATE)
         t_pre += t_dq
     hp = host or HostProfile(e.dispatch_s, e.step_s, e.source)
-    host_pre = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * hp.dispatch_s
-    ttft = max(t_pre, host_pre) + hp.step_s * 0.2
+    # transformers' eager expert loop: kernels for every expert a step's tokens reach
+    moe_pre = moe_dec = 0.0
+    if m.is_moe:
+        moe_pre = float(L * m.num_experts * MOE_EAGER_INFER_KERNELS)
+        moe_dec = float(L * min(m.num_experts, c.batch_size * m.experts_per_token) * MOE_EAGER_INFER_KERNELS)
+    host_pre = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP + moe_pre) * hp.dispatch_s
+    # an eager MoE layer syncs (``nonzero`` on the expert hits): host and GPU time add
+    ttft = (t_pre + host_pre if m.is_moe else max(t_pre, host_pre)) + hp.step_s * 0.2
     ctx = c.input_len + c.output_len / 2.0
     kv = m.kv_cache_bytes_per_token(c.kv_bytes) / tp * ctx * c.batch_size
     dec_flops = 2.0 * c.batch_size * (L * layer_mm + h * V) + 4.0 * c.batch_size * ctx * q * L
@@ -1184,8 +1191,8 @@ def estimate_serving(
     t_dec_gpu = max(dec_flops / dec_rate, (wbytes + kv) / bw) + comm_dec
     if c.weight_format == "bnb-nf4" and c.batch_size > 1:  # bnb's 4-bit GEMV serves one row only
         t_dec_gpu += t_dq
-    host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP) * hp.dispatch_s
-    tpot = max(t_dec_gpu, host_dec)
+    host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP + moe_dec) * hp.dispatch_s
+    tpot = t_dec_gpu + host_dec if m.is_moe else max(t_dec_gpu, host_dec)
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     return ServingEstimate(
