@@ -297,9 +297,13 @@ class MemoryOut(BaseModel):
     )
     device_memory_band: BandOut
     usable_memory_bytes: int
-    fits: bool = Field(description="decided at the upper end of the band")
+    fits: bool = Field(
+        description="decided at the upper end of device_memory_band (fit_bytes): the peak at its band's upper "
+        "end with the allocator slack, CUDA context and NCCL buffers at their central values"
+    )
+    fit_bytes: int = Field(description="device memory per GPU the fit is decided on")
     headroom_bytes: int = Field(
-        description="usable minus the band's upper end; negative = short by that much"
+        description="usable minus the band's upper end (fit_bytes); negative = short by that much"
     )
     provenance: str
     measured_peak_allocated_bytes: int | None = None
@@ -499,6 +503,7 @@ class EstimateResponse(BaseModel):
                 device_memory_band=BandOut.of(mem.estimate.device_memory_band),
                 usable_memory_bytes=mem.usable_memory_bytes,
                 fits=mem.fits,
+                fit_bytes=int(mem.estimate.fit_bytes),
                 headroom_bytes=mem.headroom_bytes,
                 provenance=mem.provenance,
                 measured_peak_allocated_bytes=mem.measured_peak_allocated_bytes,

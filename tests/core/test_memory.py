@@ -64,7 +64,16 @@ def test_peak_allocated_matches_h200_probe(
     c = TrainConfig(model=get_model(model), precision=precision, batch_size=b, seq_len=s, **extra)  # type: ignore[arg-type]
     est = estimate_training(c)
     assert abs(est.peak_allocated_bytes / measured - 1) < 0.03
-    assert est.peak_allocated_band.contains(measured)
+
+
+def test_the_80_percent_band_covers_most_probe_points() -> None:
+    """An 80 % band: most of the probe's peaks inside it, not necessarily all (issue 25 narrowed
+    bands that covered 95 % of the measured points)."""
+    inside = 0
+    for model, precision, b, s, extra, measured in H200_PROBE:
+        c = TrainConfig(model=get_model(model), precision=precision, batch_size=b, seq_len=s, **extra)  # type: ignore[arg-type]
+        inside += estimate_training(c).peak_allocated_band.contains(measured)
+    assert inside >= 0.7 * len(H200_PROBE)
 
 
 def test_persistent_terms_adamw_by_precision() -> None:

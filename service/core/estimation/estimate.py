@@ -109,7 +109,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.6.0"
+ESTIMATOR_VERSION = "1.7.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")
@@ -829,7 +829,7 @@ def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
                     "try_fsdp_mixed_precision_policy",
                     (
                         "with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) instead of torch.autocast, "
-                        f"{alt.device_memory_band.high / 2**30:.1f} GiB per GPU at the band's upper end: it fits "
+                        f"{alt.fit_bytes / 2**30:.1f} GiB per GPU at the band's upper end: it fits "
                         "(autocast keeps the whole model's bf16 weight casts until it exits; the policy casts one "
                         "gathered layer at a time)"
                     ),

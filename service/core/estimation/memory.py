@@ -442,15 +442,25 @@ class MemoryEstimate:
     assumptions: tuple[str, ...] = ()
     phases: dict[str, int] = field(default_factory=dict)
     upper_scale: float = 1.0
-    """Device memory at the band's upper end = ``upper_scale x peak + upper_fixed``."""
+    """Device memory at the band's upper end (:attr:`fit_bytes`) = ``upper_scale x peak +
+    upper_fixed``."""
     upper_fixed: float = 0.0
+
+    @property
+    def fit_bytes(self) -> float:
+        """Device memory the fit decision uses: the upper end of the device-memory band, i.e. the
+        peak at its band's upper end (its 90th percentile: the dominant uncertainty, the one a
+        configuration's OOM depends on) with the allocator slack, CUDA context and NCCL buffers at
+        their central values (issue 25: stacking every term's extreme put the band's top far
+        beyond the 90th percentile of the sum, and answered false OOMs for runs that ran)."""
+        return self.device_memory_band.high
 
     def fits_with_peak(self, peak_allocated_bytes: float, usable_memory_bytes: int) -> bool:
         """The fit decision for the same configuration with another peak (a cheap what-if)."""
         return self.upper_scale * peak_allocated_bytes + self.upper_fixed <= usable_memory_bytes
 
     def fits(self, usable_memory_bytes: int) -> bool:
-        """Fit is decided at the upper end of the band (DESIGN "Estimation")."""
+        """Fit is decided at the upper end of the band (DESIGN "Estimation"): :attr:`fit_bytes`."""
         return self.device_memory_band.high <= usable_memory_bytes
 
     def headroom_bytes(self, usable_memory_bytes: int) -> int:
@@ -1210,28 +1220,30 @@ def _band_for(c: TrainConfig) -> tuple[float, float]:
     ``benchmarks/validate_estimates.py``).
 
     Set from the residuals ``measured / predicted - 1`` of the committed H200 results (torch
-    2.11, transformers 5.17; in-sample, after the structure was fixed): dense decoders -0.5 %
-    to +4.6 % with 80 % inside -0.0 %..+1.9 % (small models at 512 tokens are under by 2-4 %),
-    so -1.5 %/+2 %; checkpointing -1.1 %..+3.7 % (+1 % each side); eager attention and LoRA
-    within 0.5 % (+0.5 %); one-rank DDP/FSDP2 -1.9 %..+1.4 % (+1 % below). Multi-GPU runs are
+    2.11, transformers 5.17; in-sample, after the structure was fixed): dense decoders 10th-90th
+    percentile -0.4 %..+1.5 % (small models at 512 tokens are under by 2-4 %). Issue 25 scaled
+    the issue-19 widths (-1.5 %/+2 % base, +1 % checkpointing, +0.5 % eager / LoRA, +1 % below for
+    one-rank DDP/FSDP2) by 0.6, which brings the llm-train band's coverage from 95 % to 84 % of
+    the 123 points (target 75-90 %). Held out: a factor chosen on alternate rows covers 87 % and
+    70 % of the other half (``benchmarks/validate_estimates.py`` prints it). Multi-GPU runs are
     not measured yet (+3 %/+5 %); QLoRA (bitsandbytes, not measured) +/-8 %; MoE routing
     imbalance looser. BERT-Large: -8.4 %..-0.3 % (the fp32/tf32 points over-predicted by 7-8 %):
     -8 %/+2 %; ResNet-50: -4.5 %..+0.4 %: -4.5 %/+1.5 %.
     """
-    lo, hi = 0.015, 0.02
+    lo, hi = 0.009, 0.012
     m = c.model
     if c.gradient_checkpointing:
-        lo, hi = lo + 0.01, hi + 0.01
+        lo, hi = lo + 0.006, hi + 0.006
     if c.attention == "eager":
-        lo, hi = lo + 0.005, hi + 0.005
+        lo, hi = lo + 0.003, hi + 0.003
     if c.finetune == "lora":
-        lo, hi = lo + 0.005, hi + 0.005
+        lo, hi = lo + 0.003, hi + 0.003
     if c.finetune == "qlora":
         lo, hi = 0.08, 0.08
     if isinstance(m, DecoderSpec) and m.is_moe:
         lo, hi = 0.15, 0.20
     if c.sharding not in ("none",):
-        lo += 0.01
+        lo += 0.006
     if c.gpu_count > 1:
         lo, hi = lo + 0.03, hi + 0.05
     if isinstance(m, EncoderSpec):
@@ -1239,14 +1251,6 @@ def _band_for(c: TrainConfig) -> tuple[float, float]:
     if isinstance(m, CnnSpec):
         lo, hi = 0.045, 0.015
     return lo, hi
-
-
-FSDP_ALLOCATOR_SLACK_BAND = (0.02, 0.10)
-"""Allocator slack band under FSDP2 (replaces :data:`ALLOCATOR_SLACK_BAND`): all-gather and
-reduce-scatter buffers live on their own streams, and a block freed on one stream is reused by
-another only after its events complete, so the caching allocator needs more beyond the live
-tensors. Reserved/allocated at the peak was 1.03-1.28 (median 1.10) on the agent's one-rank
-FSDP2 H200 runs against 1.02-1.19 (median 1.05) without sharding."""
 
 
 def _finish(
@@ -1266,13 +1270,14 @@ def _finish(
     multi = multi_gpu if multi_gpu is not None else (c is not None and c.gpu_count > 1)
     lo, hi = rel
     nccl = NCCL_BUFFER_BYTES if multi else 0
-    nccl_lo, nccl_hi = NCCL_BUFFER_BAND if multi else (0, 0)
     reserved = peak * (1.0 + ALLOCATOR_SLACK)
     need = reserved + CUDA_CONTEXT_BYTES + nccl
     top = peak + upper_extra
-    slack = FSDP_ALLOCATOR_SLACK_BAND if c is not None and c.sharding == "fsdp" else ALLOCATOR_SLACK_BAND
-    need_low = peak * (1 - lo) * (1 + slack[0]) + CUDA_CONTEXT_BAND[0] + nccl_lo
-    need_high = top * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi
+    # the band of device memory follows the peak's band; the allocator slack, the CUDA context and
+    # NCCL's buffers enter at their central values (their ranges are small beside the peak's and
+    # independent of it: stacking every extreme is far beyond a 90th percentile)
+    need_low = peak * (1 - lo) * (1 + ALLOCATOR_SLACK) + CUDA_CONTEXT_BYTES + nccl
+    need_high = top * (1 + hi) * (1 + ALLOCATOR_SLACK) + CUDA_CONTEXT_BYTES + nccl
     notes.append(_NOTE_CONTEXT)
     return MemoryEstimate(  # positional, in field order (15 keywords are matched by name one by one)
         components,
@@ -1287,8 +1292,8 @@ def _finish(
         Band(need_low, need, need_high),  # device_memory_band
         tuple(notes),  # assumptions
         {k: trunc(v) for k, v in phases.items()},  # phases
-        (1 + hi) * (1 + slack[1]),  # upper_scale
-        upper_extra * (1 + hi) * (1 + slack[1]) + CUDA_CONTEXT_BAND[1] + nccl_hi,  # upper_fixed
+        (1 + hi) * (1 + ALLOCATOR_SLACK),  # upper_scale
+        upper_extra * (1 + hi) * (1 + ALLOCATOR_SLACK) + CUDA_CONTEXT_BYTES + nccl,  # upper_fixed
     )
 
 
