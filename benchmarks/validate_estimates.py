@@ -695,6 +695,11 @@ def evaluate(
                 f"median half-width {hw:.1%}"
             )
 
+    # ---- issue 25's targets (small steps, MoE, prefill, QLoRA; the H200 physics probe)
+    from benchmarks.issue25_targets import report as issue25_report
+
+    summary["issue25"] = issue25_report(points, out)
+
     # ---- cross-GPU (published)
     if not cross_gpu:
         return summary

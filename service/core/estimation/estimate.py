@@ -109,7 +109,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.7.0"
+ESTIMATOR_VERSION = "1.8.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")

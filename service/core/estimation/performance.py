@@ -310,8 +310,9 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
             ew += 10.0 * f * (m.experts_per_token - 1) + 8.0 * m.num_experts
             # transformers' eager expert loop: per expert, routing masks, index gathers, three
             # GEMMs, the weighted index_add and their autograd kernels
-            ops_f += m.num_experts * MOE_EAGER_KERNELS_FWD
-            ops_b += m.num_experts * MOE_EAGER_KERNELS_BWD
+            # (host units: a loop kernel costs more host time than a layer's, MOE_EAGER_HOST_UNITS)
+            ops_f += round(m.num_experts * MOE_EAGER_KERNELS_FWD * MOE_EAGER_HOST_UNITS[0])
+            ops_b += round(m.num_experts * MOE_EAGER_KERNELS_BWD * MOE_EAGER_HOST_UNITS[1])
         forloop = float(L * (len(m.linear_shapes()) + 2) + 3)
     else:  # EncoderSpec
         L = m.num_layers
@@ -366,6 +367,12 @@ MOE_EAGER_KERNELS_BWD = 42
 MLP, in forward and in backward (H200 probe, issue 25: a Mixtral-layout model, 8 experts top-2,
 against its dense twin of the same FLOPs per token: +194 forward and +334 backward kernels per
 layer, at 4k and 8k tokens alike)."""
+
+MOE_EAGER_HOST_UNITS = (1.5, 1.8)
+"""Host time of one expert-loop kernel in units of a dense layer's kernel of the same phase: the
+loop's Python per expert (indexing, ``where``, slicing) issues its kernels slower (the probe:
++63.3 ms over 1,552 forward and +103 ms over 2,669 backward loop kernels, against 27 us and
+21.6 us per kernel of the dense twin in the same run: 1.5x and 1.8x; fitted on that probe)."""
 
 MOE_EAGER_GPU_S_PER_KERNEL = (3.7e-6, 11.2e-6)
 """GPU time each of those kernels adds in forward and in backward on the H200 (the same probe:

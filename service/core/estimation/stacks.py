@@ -50,12 +50,15 @@ class StackEffect:
     source: str = "spec"
 
 
-MEGATRON_MM_FIT = 1.12
+MEGATRON_MM_FIT = 1.13
 """GEMM efficiency of a fused pre-training stack relative to the calibrated eager loop: the one
-factor fitted, on TinyLlama-1.1B pre-training on 16 x A100-40GB (24,000 tokens/s/GPU,
-micro-batch 8 x 2048, FSDP, bf16; TinyLlama README) with the other factors held at their
-structural values. In-sample on one point: it reproduces that figure by construction; nothing
-here validates it out of sample (the NeMo 25.11 rows in ``core/evidence/published`` are FP8)."""
+factor fitted, on TinyLlama-1.1B pre-training on 16 x A100-40GB (24,000 tokens/s/GPU, taken as
+micro-batch 8 x 2048, global batch 1,024 sequences, FSDP over 2 nodes, bf16; TinyLlama README),
+with the other factors held at their structural values and the efficiencies the H200 fit
+transfers to the A100 (estimator 1.7.0: eager 17.8k tokens/s/GPU; megatron at 1.0: 22.0k; at
+1.13: 24.0k). In-sample on one point: it reproduces that figure by construction; nothing here
+validates it out of sample (the NeMo 25.11 rows in ``core/evidence/published`` are FP8, which
+the training estimator does not model)."""
 
 STACK_EFFECTS: Mapping[str, StackEffect] = {
     "hf-eager": StackEffect(source="reference loop"),
