@@ -29,13 +29,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from service.core.catalog.precision import TRAIN_MODES as _MODES
 from service.core.catalog.specs import GpuSpec
+from service.core.estimation.efficiencies import Efficiencies
 from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, SOCKET_NETWORK_EFFICIENCY, TrainConfig
 
 __all__ = [
     "PCIE_ASSUMED_PER_DIRECTION_GB_PER_S",
     "Layout",
     "collective_s",
+    "communication_s",
     "layout_of",
     "p2p_s",
 ]
@@ -144,3 +147,50 @@ def p2p_s(nbytes: float, crosses_nodes: bool, gpu: GpuSpec, layout: Layout, comm
 def ranks_cross_nodes(stride: int, layout: Layout) -> bool:
     """Whether ranks ``stride`` GPUs apart sit on different nodes."""
     return stride >= layout.gpus_per_node or math.isinf(stride)
+
+
+def communication_s(
+    c: TrainConfig,
+    gpu: GpuSpec,
+    e: Efficiencies,
+    P: float,
+    T: float,
+    h: float,
+    L: int,
+    cb: float,
+    t_bwd: float,
+    lay: Layout,
+    stack_overlap: float = 0.0,
+) -> float:
+    """Exposed communication per optimizer step (s), over the node layout (:mod:`.network`).
+
+    DDP: all-reduce of the gradients, overlapped with backward by ``overlap``. ZeRO-1/2:
+    reduce-scatter of gradients + all-gather of parameters. FSDP/ZeRO-3: parameters all-gathered
+    in forward and backward plus the gradient reduce-scatter, overlapped likewise. Tensor
+    parallelism: two all-reduces of the ``T x h`` activations per layer in forward and two in
+    backward, not overlapped. ``P`` is this rank's share of the parameters (one pipeline stage).
+    """
+    dp, tp, pp = c.data_parallel, c.tensor_parallel, c.pipeline_parallel
+    total = 0.0
+    overlap = max(e.overlap, stack_overlap)
+    busy = min(c.gpu_count, lay.gpus_per_node)
+    if dp > 1:
+        trainable = P if c.finetune == "full" else P * 0.01
+        grad_bytes = trainable * (
+            4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0
+        )
+        if c.sharding in ("none", "ddp"):
+            t = collective_s(grad_bytes, dp, tp, True, gpu, lay, e.comm, busy)
+        elif c.sharding in ("zero1", "zero2"):
+            t = collective_s(grad_bytes + 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)
+        elif c.sharding == "fsdp":  # gathers in forward and backward, gradients reduce-scattered
+            gathered = 2.0 if c.mixed_precision == "fsdp_policy" else float(c.mode.param)
+            nbytes = 2.0 * gathered * P + float(c.mode.grad) * trainable
+            t = collective_s(nbytes, dp, tp, False, gpu, lay, e.comm, busy)
+        else:
+            t = collective_s(3 * 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)
+        total += max(t - overlap * t_bwd * c.accumulation_steps, t * (1 - overlap))
+    if tp > 1:
+        per = collective_s(T * h * cb, tp, 1, True, gpu, lay, e.comm, busy)
+        total += 4 * (-(-L // pp)) * per * c.accumulation_steps
+    return total
