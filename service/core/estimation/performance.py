@@ -434,17 +434,19 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     c_bwd = t_attn_bwd + (t_mm_bwd if mm_compute else 0.0)
     if c.gradient_checkpointing:
         c_bwd += t_attn_fwd + (t_mm_fwd * L * layer_mm / sh.mm_weights if mm_compute else 0.0)
-    g_fwd, g_bwd = gpu_micro * share, gpu_micro * (1 - share)
-    host_part = compute_micro = memory_micro = 0.0
-    for host_t, gpu_t, comp_t, synced in (
-        (host_fwd, g_fwd, c_fwd, bool(sh.moe_experts)),
-        (host_bwd, g_bwd, c_bwd, False),
-    ):
-        if synced or host_t <= gpu_t:
-            compute_micro += comp_t
-            memory_micro += gpu_t - comp_t
-        if synced or host_t > gpu_t:
-            host_part += host_t
+    g_fwd = gpu_micro * share
+    g_bwd = gpu_micro - g_fwd
+    # forward (an eager MoE layer syncs: its host and GPU time both count), then backward
+    if host_fwd > g_fwd and not sh.moe_experts:
+        host_part, compute_micro, memory_micro = host_fwd, 0.0, 0.0
+    else:
+        host_part = host_fwd if sh.moe_experts else 0.0
+        compute_micro, memory_micro = c_fwd, g_fwd - c_fwd
+    if host_bwd > g_bwd:
+        host_part += host_bwd
+    else:
+        compute_micro += c_bwd
+        memory_micro += g_bwd - c_bwd
 
     accum = c.accumulation_steps
     lay = layout_of(c, gpu) if c.gpu_count > 1 else None
@@ -465,10 +467,11 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     slots = accum + pp - 1  # 1F1B: m micro-batches + (pp - 1) fill and drain slots
     if pp == 1:
         step = accum * micro + t_opt + comm
+        bubble = 0.0
     else:
         step = slots * (micro * stage + p2p) + t_opt_mem + t_opt_host + comm
+        bubble = (pp - 1) * (micro * stage + p2p)
     # ---- the shares of the modelled time (they sum to 1)
-    bubble = (pp - 1) * (micro * stage + p2p)
     busy = accum * stage
     shares = (
         busy * compute_micro / step,
@@ -512,10 +515,11 @@ def _bound(shares: tuple[float, float, float, float, float]) -> str:
 
 
 def time_shares(shares: tuple[float, ...]) -> dict[str, float]:
-    """The shares as an answer shows them: each term's fraction of the step, rounded to 0.1 %."""
-    out = {name: round(v, 3) for name, v in zip(TIME_TERMS, shares, strict=False)}
+    """The shares as an answer shows them (:data:`TIME_TERMS`, and the pipeline bubble when there
+    is one): each term's fraction of the step."""
+    out = {"compute": shares[0], "memory": shares[1], "communication": shares[2], "host": shares[3]}
     if len(shares) > 4 and shares[4] > 0:
-        out["pipeline_bubble"] = round(shares[4], 3)
+        out["pipeline_bubble"] = shares[4]
     return out
 
 
