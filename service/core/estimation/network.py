@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from service.core.catalog.precision import TRAIN_MODES as _MODES
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.efficiencies import Efficiencies
+from service.core.estimation.frozen import fast_init
 from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, SOCKET_NETWORK_EFFICIENCY, TrainConfig
 
 __all__ = [
@@ -48,6 +49,7 @@ PCIE_ASSUMED_PER_DIRECTION_GB_PER_S = 0.985 * 2.0 * 16
 catalog does not source the GPU's PCIe generation and width (the answer says so)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Layout:
     """The node layout and network a training job runs on, defaults resolved."""

@@ -252,16 +252,9 @@ def step_summary(
         )
     r = _step(c, gpu, e)
     step_band, _ = _band(r.step, e, band, provenance, r.shares[3])
+    # positional (a named tuple built from keywords goes through Python-level argument matching)
     return StepSummary(
-        step_time_s=r.step,
-        step_time_band=step_band,
-        accumulation_steps=r.accum,
-        tokens_per_s=r.tokens / r.step,
-        samples_per_s=r.samples / r.step,
-        mfu=r.mfu,
-        bound=r.bound,
-        shares=r.shares,
-        layout=r.layout,
+        r.step, step_band, r.accum, r.tokens / r.step, r.samples / r.step, r.mfu, r.bound, r.shares, r.layout
     )
 
 
