@@ -249,4 +249,10 @@ def test_optimizer_implementation_step_time() -> None:
     foreach = estimate_step(replace(c, optimizer_impl="foreach"), H200_SXM).phases["optimizer"]
     forloop = estimate_step(replace(c, optimizer_impl="forloop"), H200_SXM).phases["optimizer"]
     assert 2.5 < (foreach - 1e-3) / (fused - 1e-3) < 3.5
-    assert forloop > foreach
+    # a 7B model's per-tensor launches hide under the GPU work of the optimizer pass (the H200:
+    # forloop 360 ms vs foreach 373 ms per step); a small model's do not
+    assert forloop >= foreach
+    small = TrainConfig(model=get_model("gt-llama-110m"), batch_size=1, seq_len=512)
+    small_foreach = estimate_step(replace(small, optimizer_impl="foreach"), H200_SXM).phases["optimizer"]
+    small_forloop = estimate_step(replace(small, optimizer_impl="forloop"), H200_SXM).phases["optimizer"]
+    assert small_forloop > small_foreach

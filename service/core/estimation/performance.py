@@ -353,9 +353,10 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     dp = c.data_parallel
     shard = float(dp if sharding in ("fsdp", "zero3") else 1)
     opt_bytes = opt_bpp * float(mode.state if full else 4) * trainable / shard
-    t_opt = opt_bytes / bw + e.step_s
-    if impl == "forloop":
-        t_opt += sh.forloop_tensors * OPT_KERNELS_PER_TENSOR_FORLOOP * e.dispatch_s
+    t_opt = opt_bytes / bw
+    if impl == "forloop":  # the loop issues its kernels while earlier ones run: the longer of the two
+        t_opt = max(t_opt, sh.forloop_tensors * OPT_KERNELS_PER_TENSOR_FORLOOP * e.dispatch_s)
+    t_opt += e.step_s
     t_casts = (cast_bytes + grad_cast_bytes) / bw
     # FSDP2 (any world size, also one rank): per micro-batch each unit is gathered in forward and
     # backward (copy-in and copy-out, read + write each: 4 bytes moved per gathered byte) and its
