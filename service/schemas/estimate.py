@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -102,6 +103,14 @@ class WorkloadIn(RequestModel):
         allow_inf_nan=False,
         description="tokens to train on: gives time_to_train_s",
     )
+    stack: Literal["hf-eager", "compiled", "megatron"] = Field(
+        default="hf-eager",
+        description="training software stack; it sets step-time efficiencies only (memory is the reference "
+        "loop's): hf-eager (a transformers model in eager PyTorch, the reference loop), compiled "
+        "(torch.compile: fused elementwise kernels, fewer launches), megatron (Megatron-Core / NeMo / "
+        "Transformer Engine-class fused kernels, flash attention, overlapped gradient communication). "
+        "The answer names the stack and the defaults it changed",
+    )
     # inference
     input_len: JsonInt = Field(default=1024, ge=1, le=1_048_576)
     output_len: JsonInt = Field(default=256, ge=0, le=1_048_576)
@@ -191,6 +200,7 @@ class WorkloadIn(RequestModel):
             loop=self.loop,
             optimizer_impl=self.optimizer_impl,
             mixed_precision=self.mixed_precision,
+            stack=self.stack,
             requests_per_s=self.requests_per_s,
             concurrency=self.concurrency,
             input_len_cv=self.input_len_cv,
@@ -210,6 +220,34 @@ class EstimateRequest(WorkloadIn):
     )
     gpu_count: JsonInt = Field(default=1, ge=1, le=4096)
     tensor_parallel: JsonInt = Field(default=1, ge=1, le=64)
+    pipeline_parallel: JsonInt = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="training: pipeline stages (1F1B); gpu_count = data-parallel x tensor_parallel x "
+        "pipeline_parallel, and the micro-batches of a step (global_batch / (batch_size x data-parallel)) "
+        "flow through the pipeline: bubble (pp - 1) / (micro-batches + pp - 1)",
+    )
+    gpus_per_node: JsonInt | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="training: GPUs per node (default: the GPU's NVLink domain, at least 8). Collectives run "
+        "over NVLink or PCIe inside a node and over the network between nodes",
+    )
+    network_gbps_per_node: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="training: network bandwidth between nodes per node, Gb/s (default: 400 Gb/s per GPU of "
+        "the node, as DGX/HGX H100 and H200 nodes have); the answer states what it assumed",
+    )
+    rdma: bool = Field(
+        default=True,
+        description="training: whether the network carries NCCL over RDMA (InfiniBand / RoCE); without it "
+        "NCCL's sockets are assumed at half the rate",
+    )
     solve_for: SolveFor | None = Field(
         default=None,
         description="min_gpus for inference: with requests_per_s, the fewest replicas x "
@@ -224,11 +262,18 @@ class EstimateRequest(WorkloadIn):
         solve_for: str | None = None,
     ) -> JobSpec:
         """The job as the core takes it (the GPU is resolved separately)."""
-        return WorkloadIn.to_core(
+        spec = WorkloadIn.to_core(
             self,
             gpu_count=gpu_count or self.gpu_count,
             tensor_parallel=tensor_parallel or self.tensor_parallel,
             solve_for=solve_for or self.solve_for,
+        )
+        return replace(
+            spec,
+            pipeline_parallel=self.pipeline_parallel,
+            gpus_per_node=self.gpus_per_node,
+            network_gbps_per_node=self.network_gbps_per_node,
+            rdma=self.rdma,
         )
 
 
@@ -252,9 +297,13 @@ class MemoryOut(BaseModel):
     )
     device_memory_band: BandOut
     usable_memory_bytes: int
-    fits: bool = Field(description="decided at the upper end of the band")
+    fits: bool = Field(
+        description="decided at the upper end of device_memory_band (fit_bytes): the peak at its band's upper "
+        "end with the allocator slack, CUDA context and NCCL buffers at their central values"
+    )
+    fit_bytes: int = Field(description="device memory per GPU the fit is decided on")
     headroom_bytes: int = Field(
-        description="usable minus the band's upper end; negative = short by that much"
+        description="usable minus the band's upper end (fit_bytes); negative = short by that much"
     )
     provenance: str
     measured_peak_allocated_bytes: int | None = None
@@ -302,7 +351,18 @@ class TimeOut(BaseModel):
     tokens_per_s_per_gpu: float
     samples_per_s: float = Field(description="all GPUs together")
     mfu: float
-    bound: str
+    bound: Literal["compute", "memory", "communication", "host"] = Field(
+        description="the term that dominates the modelled time (the largest of time_shares)"
+    )
+    time_shares: dict[str, float] = Field(
+        default_factory=dict,
+        description="fractions of the modelled step by term: compute, memory, communication, host (and "
+        "pipeline_bubble with pipeline stages); they sum to 1",
+    )
+    stack: str = Field(default="hf-eager", description="the training stack the figure assumes")
+    network: str | None = Field(
+        default=None, description="the node layout and inter-node network assumed (jobs on several nodes)"
+    )
     time_to_train_s: float | None = None
     time_to_train_band: BandOut | None = None
     provenance: str
@@ -443,6 +503,7 @@ class EstimateResponse(BaseModel):
                 device_memory_band=BandOut.of(mem.estimate.device_memory_band),
                 usable_memory_bytes=mem.usable_memory_bytes,
                 fits=mem.fits,
+                fit_bytes=int(mem.estimate.fit_bytes),
                 headroom_bytes=mem.headroom_bytes,
                 provenance=mem.provenance,
                 measured_peak_allocated_bytes=mem.measured_peak_allocated_bytes,
@@ -459,6 +520,9 @@ class EstimateResponse(BaseModel):
                 samples_per_s=t.samples_per_s,
                 mfu=t.mfu,
                 bound=t.bound,
+                time_shares=dict(t.time_shares),
+                stack=t.stack,
+                network=t.network,
                 time_to_train_s=t.time_to_train_s,
                 time_to_train_band=BandOut.of(t.time_to_train_band) if t.time_to_train_band else None,
                 provenance=t.provenance,

@@ -309,3 +309,48 @@ def test_serving_at_a_request_rate_and_min_gpus(client: TestClient) -> None:
     assert overload["rate"]["stable"] is False and overload["ttft_ms"] is None
     bert = est(client, model="bert-large", gpu="h100", mode="inference", batch_size=32, seq_len=128)
     assert bert["time"]["samples_per_s"] > 0 and bert["configuration"]["seq_len"] == 128
+
+
+def test_layout_network_pipeline_and_stack_through_the_api(client: TestClient) -> None:
+    """Issue 25's training inputs: the node layout and network change FSDP's time and are stated;
+    pipeline stages answer a bubble share; the stack is named; bound is one of four terms."""
+    body = {
+        "model": "llama2-70b",
+        "gpu": "nvidia-l40",
+        "mode": "fine-tuning",
+        "sharding": "fsdp",
+        "gpu_count": 8,
+    }
+    one = est(client, **body)["time"]
+    four = est(client, **body, gpus_per_node=2, network_gbps_per_node=100)["time"]
+    assert four["step_time_s"] != one["step_time_s"]
+    assert four["network"] is not None and "100 Gb/s per node" in four["network"]
+    assert one["network"] is None and one["stack"] == "hf-eager"
+    for t in (one, four):
+        assert t["bound"] in ("compute", "memory", "communication", "host")
+        assert abs(sum(t["time_shares"].values()) - 1.0) < 0.005
+    pp = est(
+        client, model="llama3-8b", gpu="nvidia-h100-sxm", gpu_count=8, pipeline_parallel=4, global_batch=16
+    )
+    assert pp["configuration"]["pipeline_parallel"] == 4
+    assert pp["time"]["time_shares"]["pipeline_bubble"] > 0
+    st = est(client, model="llama3-8b", gpu="nvidia-h100-sxm", stack="megatron")["time"]
+    assert st["stack"] == "megatron" and any(n.startswith("stack megatron") for n in st["notes"])
+
+
+def test_layout_inputs_out_of_range_are_422_naming_the_field(client: TestClient) -> None:
+    for field, value in (
+        ("pipeline_parallel", 0),
+        ("gpus_per_node", 0),
+        ("network_gbps_per_node", -1),
+        ("stack", "deepspeed-magic"),
+        ("rdma", "yes"),
+    ):
+        r = client.post("/v1/estimate", json={"model": "llama3-8b", "gpu": "nvidia-h100-sxm", field: value})
+        assert r.status_code == 422, (field, r.text)
+        assert field in r.text
+    r = client.post(
+        "/v1/estimate",
+        json={"model": "llama3-8b", "gpu": "nvidia-h100-sxm", "gpu_count": 6, "pipeline_parallel": 4},
+    )
+    assert r.status_code == 422 and "pipeline_parallel" in r.text

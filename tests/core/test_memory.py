@@ -64,7 +64,16 @@ def test_peak_allocated_matches_h200_probe(
     c = TrainConfig(model=get_model(model), precision=precision, batch_size=b, seq_len=s, **extra)  # type: ignore[arg-type]
     est = estimate_training(c)
     assert abs(est.peak_allocated_bytes / measured - 1) < 0.03
-    assert est.peak_allocated_band.contains(measured)
+
+
+def test_the_80_percent_band_covers_most_probe_points() -> None:
+    """An 80 % band: most of the probe's peaks inside it, not necessarily all (issue 25 narrowed
+    bands that covered 95 % of the measured points)."""
+    inside = 0
+    for model, precision, b, s, extra, measured in H200_PROBE:
+        c = TrainConfig(model=get_model(model), precision=precision, batch_size=b, seq_len=s, **extra)  # type: ignore[arg-type]
+        inside += estimate_training(c).peak_allocated_band.contains(measured)
+    assert inside >= 0.7 * len(H200_PROBE)
 
 
 def test_persistent_terms_adamw_by_precision() -> None:
@@ -347,8 +356,18 @@ def test_training_breakdown_memo_keys_every_field() -> None:
         "optimizer_impl": {"optimizer_impl": "fused"},
         "loop": {"loop": None},
         "mixed_precision": {"gpu_count": 2, "sharding": "fsdp", "mixed_precision": "fsdp_policy"},
+        "pipeline_parallel": {"gpu_count": 2, "pipeline_parallel": 2, "global_batch": 8},
     }
-    assert set(variants) == {f.name for f in dataclasses.fields(TrainConfig)}
+    # the node layout, network and stack set step time only: memory (and its memo) ignores them
+    time_only = {"gpus_per_node", "network_gbps_per_node", "rdma", "stack"}
+    assert set(variants) | time_only == {f.name for f in dataclasses.fields(TrainConfig)}
+    for name, value in (
+        ("gpus_per_node", 2),
+        ("network_gbps_per_node", 100.0),
+        ("rdma", False),
+        ("stack", "megatron"),
+    ):
+        assert estimate_training(replace(base, **{name: value})) == estimate_training(base), name
     memory._BREAKDOWN_CACHE.clear()
     first = training_breakdown(base)
     assert first == estimate_training(base)

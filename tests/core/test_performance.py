@@ -125,7 +125,7 @@ def test_checkpointing_costs_a_forward() -> None:
 def test_small_models_are_launch_bound() -> None:
     c = TrainConfig(model=get_model("gt-llama-110m"), precision="amp_bf16", batch_size=1, seq_len=128)
     st = estimate_step(c, H200_SXM)
-    assert st.bound == "host-dispatch"
+    assert st.bound == "host"
 
 
 def test_time_to_train_holds_global_batch() -> None:
@@ -234,7 +234,7 @@ def test_checkpoint_recompute_costs_host_time_beyond_a_forward() -> None:
     small = TrainConfig(model=get_model("gt-llama-110m"), batch_size=2, seq_len=512)
     a = estimate_step(small, H200_SXM)
     b = estimate_step(replace(small, gradient_checkpointing=True), H200_SXM)
-    assert a.bound == "host-dispatch" and b.bound == "host-dispatch"
+    assert a.bound == "host" and b.bound == "host"
     assert HOST_COST_RECOMPUTE > HOST_COST_FORWARD > 1.0
     fwd_host = a.phases["host_dispatch"] * 49 * HOST_COST_FORWARD / (49 * HOST_COST_FORWARD + 94)
     assert b.phases["host_dispatch"] - a.phases["host_dispatch"] > 1.5 * fwd_host
@@ -249,4 +249,10 @@ def test_optimizer_implementation_step_time() -> None:
     foreach = estimate_step(replace(c, optimizer_impl="foreach"), H200_SXM).phases["optimizer"]
     forloop = estimate_step(replace(c, optimizer_impl="forloop"), H200_SXM).phases["optimizer"]
     assert 2.5 < (foreach - 1e-3) / (fused - 1e-3) < 3.5
-    assert forloop > foreach
+    # a 7B model's per-tensor launches hide under the GPU work of the optimizer pass (the H200:
+    # forloop 360 ms vs foreach 373 ms per step); a small model's do not
+    assert forloop >= foreach
+    small = TrainConfig(model=get_model("gt-llama-110m"), batch_size=1, seq_len=512)
+    small_foreach = estimate_step(replace(small, optimizer_impl="foreach"), H200_SXM).phases["optimizer"]
+    small_forloop = estimate_step(replace(small, optimizer_impl="forloop"), H200_SXM).phases["optimizer"]
+    assert small_forloop > small_foreach

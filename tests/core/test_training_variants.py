@@ -90,14 +90,16 @@ def test_default_optimizer_impl_is_torchs_default() -> None:
     )
 
 
-# ---- issue 19: the one-rank FSDP2 OOMs -----------------------------------------------------
+# ---- issue 19's one-rank FSDP2 "OOMs", re-measured (issue 25) -------------------------------
 
 
 @pytest.mark.parametrize("batch,ckpt", [(2, True), (1, False)])
-def test_fsdp2_autocast_foreach_7b_does_not_fit_an_h200(batch: int, ckpt: bool) -> None:
-    """7B Llama shape, FSDP2 (one rank) + autocast + foreach AdamW ran out of memory on the
-    141 GB H200: fp32 parameters, gradients, two states and the foreach copy are 20 bytes per
-    parameter, 125 GiB before anything else."""
+def test_fsdp2_autocast_foreach_7b_fits_an_h200(batch: int, ckpt: bool) -> None:
+    """7B Llama shape, FSDP2 (one rank) + autocast + foreach AdamW: fp32 parameters, gradients,
+    two states and the foreach copy are 20 bytes per parameter, 125 GiB at the optimizer step.
+    Issue 19 reported these out of memory on the 141 GB H200; that was an artefact (an earlier
+    configuration's sharded model stayed allocated in the same process). One process per
+    configuration, they ran at 125.5 GiB peak allocated (the committed agent runs), so they fit."""
     c = TrainConfig(
         model=dec("llama2-7b"),
         precision="amp_bf16",
@@ -109,7 +111,7 @@ def test_fsdp2_autocast_foreach_7b_does_not_fit_an_h200(batch: int, ckpt: bool) 
     )
     est = estimate_training(c)
     assert est.phases["optimizer-step"] >= 20 * c.model.total_params
-    assert not est.fits(H200_USABLE)
+    assert est.fits(H200_USABLE)
 
 
 # ---- FSDP2: autocast vs the mixed-precision policy -------------------------------------------
@@ -208,7 +210,8 @@ def test_unstated_loop_centres_on_loss_only_and_the_band_covers_keeps_outputs() 
     unstated = estimate_training(replace(c, loop=None))
     keeps = estimate_training(replace(c, loop="keeps_outputs"))
     assert unstated.peak_allocated_bytes == stated.peak_allocated_bytes
-    assert unstated.peak_allocated_band.high >= keeps.peak_allocated_bytes * 1.02
+    assert unstated.peak_allocated_band.high >= keeps.peak_allocated_bytes * 1.01
+    assert unstated.fit_bytes > keeps.peak_allocated_bytes
     assert unstated.device_memory_band.high > stated.device_memory_band.high
     assert build_job(JobSpec(model="llama3-8b")).config.loop is None  # type: ignore[union-attr]
 

@@ -33,360 +33,95 @@ are never edited to fit data -- calibration (``core/estimation/calibration.py``)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, NamedTuple
 
-from service.core.catalog.models import CnnSpec, DecoderSpec, EncoderSpec
-from service.core.catalog.precision import PEAK_KEY
+from service.core.catalog.models import CnnSpec, DecoderSpec
 from service.core.catalog.precision import TRAIN_MODES as _MODES
-from service.core.catalog.specs import GpuSpec, NodeShape
+from service.core.catalog.specs import GpuSpec
 from service.core.estimation.band import Band
-from service.core.estimation.memory import TrainConfig
+from service.core.estimation.efficiencies import H200_SXM, SPEC_DEFAULTS, Efficiencies, StepEstimate
+from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, TrainConfig
+from service.core.estimation.network import (
+    PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
+    Layout,
+    layout_of,
+    p2p_s,
+)
+from service.core.estimation.network import communication_s as _communication
+from service.core.estimation.stacks import STACK_EFFECTS
+from service.core.estimation.step_terms import (
+    _OPT_BYTES_PER_PARAM,
+    DEQUANT_BYTES_PER_PARAM,
+    DEQUANT_HALF_PARAMS,
+    DEQUANT_RATE,
+    H200_BANDWIDTH_GB_PER_S,
+    HOST_CHECKPOINT_WRAPPER,
+    HOST_COST_FORWARD,
+    HOST_COST_RECOMPUTE,
+    HOST_DISPATCH_MEASURED_S,
+    MOE_EAGER_GPU_S_PER_KERNEL,
+    MOE_EAGER_HOST_UNITS,
+    MOE_EAGER_INFER_KERNELS,
+    MOE_EAGER_KERNELS_BWD,
+    MOE_EAGER_KERNELS_FWD,
+    OPS_ENCODER_LAYER_BWD,
+    OPS_ENCODER_LAYER_FWD,
+    OPS_HEAD,
+    OPS_HEAD_BWD,
+    OPS_PER_FSDP_UNIT,
+    OPS_PER_LAYER_BWD,
+    OPS_PER_LAYER_FWD,
+    OPT_ACCESSES,
+    OPT_KERNELS_PER_TENSOR_FORLOOP,
+    _adapters,
+    _dequant_bytes,
+    _shape,
+    _step_shape,
+)
 
 __all__ = [
+    "CALIBRATED_BAND",
+    "DEQUANT_BYTES_PER_PARAM",
+    "DEQUANT_HALF_PARAMS",
+    "DEQUANT_RATE",
+    "H200_BANDWIDTH_GB_PER_S",
     "H200_SXM",
+    "HOST_CHECKPOINT_WRAPPER",
+    "HOST_COST_FORWARD",
+    "HOST_COST_RECOMPUTE",
+    "HOST_DISPATCH_MEASURED_S",
+    "MOE_EAGER_GPU_S_PER_KERNEL",
+    "MOE_EAGER_HOST_UNITS",
+    "MOE_EAGER_INFER_KERNELS",
+    "MOE_EAGER_KERNELS_BWD",
+    "MOE_EAGER_KERNELS_FWD",
+    "NETWORK_GBIT_PER_S_PER_GPU",
+    "OPS_ENCODER_LAYER_BWD",
+    "OPS_ENCODER_LAYER_FWD",
+    "OPS_HEAD",
+    "OPS_HEAD_BWD",
+    "OPS_PER_FSDP_UNIT",
+    "OPS_PER_LAYER_BWD",
+    "OPS_PER_LAYER_FWD",
+    "OPT_ACCESSES",
+    "OPT_KERNELS_PER_TENSOR_FORLOOP",
+    "PCIE_ASSUMED_PER_DIRECTION_GB_PER_S",
+    "SPEC_BAND",
     "SPEC_DEFAULTS",
+    "TIME_TERMS",
     "Efficiencies",
     "StepEstimate",
     "StepSummary",
+    "_dequant_bytes",
     "estimate_step",
     "step_summary",
     "time_to_train",
 ]
 
-
-# --------------------------------------------------------------------------------------------
-# GPU figures the estimator needs
-# --------------------------------------------------------------------------------------------
-
-PCIE_ASSUMED_PER_DIRECTION_GB_PER_S = 0.985 * 2.0 * 16
-"""PCIe gen4 x16 payload bandwidth per direction (GB/s), assumed for collectives when the
-catalog does not source the GPU's PCIe generation and width (the answer says so)."""
-
-NETWORK_GBIT_PER_S_PER_GPU = 400.0
-"""Default network bandwidth between nodes per GPU (one 400 Gb/s NIC per GPU, as in DGX/HGX
-H100 and H200 systems); a deployment setting, not a GPU trait."""
-
-
-H200_SXM = GpuSpec(
-    slug="nvidia-h200-sxm",
-    vendor="nvidia",
-    name="NVIDIA H200 SXM",
-    architecture="Hopper",
-    form_factor="sxm",
-    compute_capability="9.0",
-    memory_bytes=141 * 10**9,
-    peaks={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9, "int8": 1978.9},
-    bandwidth_gb_per_s=4800.0,
-    usable_memory_bytes=143_771 * 2**20,
-    tdp_w=700.0,
-    node=NodeShape(
-        nvlink_topology="switched",
-        nvlink_domain_size=8,
-        nvlink_per_direction_gb_per_s=450.0,
-        pcie_gen=5,
-        pcie_lanes=16,
-    ),
-)
-"""NVIDIA H200 SXM datasheet (dense): 141 GB HBM3e at 4.8 TB/s, 989.4 TFLOP/s BF16/FP16,
-494.7 TF32, 66.9 FP32, 1978.9 FP8; NVLink 4 900 GB/s bidirectional; NVML reports 143,771 MiB.
-A fixture for tests and benchmarks; the service reads the catalog."""
-
-
-# --------------------------------------------------------------------------------------------
-# Efficiencies
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Efficiencies:
-    """Fractions of datasheet peaks reached, and fixed costs.
-
-    * ``mm``: best-case matmul fraction of the dense peak, per precision key;
-    * ``mm_tokens0`` / ``mm_hidden0``: half-efficiency points of the shape factor
-      ``T/(T+T0) * h/(h+h0)``;
-    * ``attn``: fused attention fraction of the 16-bit peak (FLOPs actually computed);
-    * ``bw``: fraction of datasheet bandwidth reached by elementwise kernels;
-    * ``elementwise_bwd``: backward/forward ratio of elementwise bytes;
-    * ``dispatch_s``: host time to launch one op in eager PyTorch (autograd included);
-    * ``step_s``: fixed per-step host cost (optimizer bookkeeping, Python loop);
-    * ``comm``: fraction of link bandwidth collectives reach (NCCL bus bandwidth);
-    * ``overlap``: fraction of gradient communication hidden behind backward (DDP/FSDP).
-    * ``conv``: fraction of the 16-bit peak cuDNN convolutions reach (CNNs).
-    """
-
-    mm: Mapping[str, float]
-    mm_tokens0: float
-    mm_hidden0: float
-    attn: float
-    bw: float
-    elementwise_bwd: float
-    dispatch_s: float
-    step_s: float
-    comm: float
-    overlap: float
-    conv: float
-    source: str = "spec"
-    extra: Mapping[str, float] = field(default_factory=dict)
-
-    def mm_for(self, precision: str) -> float:
-        key = PEAK_KEY.get(precision, precision)
-        return float(self.mm.get(key, self.mm.get("bf16", 0.7)))
-
-
-SPEC_DEFAULTS = Efficiencies(
-    mm={"fp32": 0.85, "tf32": 0.70, "bf16": 0.80, "fp16": 0.80, "fp8": 0.65, "int8": 0.65},
-    mm_tokens0=256.0,
-    mm_hidden0=512.0,
-    attn=0.40,
-    bw=0.80,
-    elementwise_bwd=2.0,
-    dispatch_s=6e-6,
-    step_s=1e-3,
-    comm=0.80,
-    overlap=0.7,
-    conv=0.35,
-    source="spec",
-)
-"""Spec-default efficiencies, committed before any fitting (never edited to fit data).
-
-Sources: cuBLAS large-GEMM rates of 75-85 % of the dense tensor-core peak on A100/H100 (an
-8192^3 bf16 matmul ran at ~790 of 989 TFLOP/s on the H200 here: 0.80); SGEMM ~85-90 % of the
-FP32 peak; TF32 ~70 %; FlashAttention-2 forward/backward at 35-50 % of the 16-bit peak on
-Hopper (Dao 2023, and FA3 paper's FA2 baselines); device copies at ~90 % of datasheet
-bandwidth (4.3 of 4.8 TB/s here), elementwise eager kernels lower (0.8); PyTorch eager
-dispatch of 5-10 us per op with autograd; NCCL bus bandwidth ~80 % of the link rate;
-ResNet-50 cuDNN training at roughly a third of the tensor peak once BN/ReLU traffic is
-counted separately.
-"""
-
-
-# --------------------------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class StepEstimate:
-    """One optimizer step per GPU. Times in seconds; ``phases`` break the micro-step down."""
-
-    step_time_s: float
-    step_time_band: Band
-    micro_step_time_s: float
-    accumulation_steps: int
-    tokens_per_s: float
-    samples_per_s: float
-    model_flops_per_step: float
-    mfu: float
-    phases: dict[str, float]
-    communication_s: float
-    bound: str
-    provenance: str = "spec"
-    assumptions: tuple[str, ...] = ()
-
-
-# --------------------------------------------------------------------------------------------
-# Training step
-# --------------------------------------------------------------------------------------------
-
-# Host cost of eager PyTorch, per kernel launched (issue 11, launch-bound steps). Kernel counts
-# of the HF Llama layer under autocast (transformers 5.17, torch 2.11, SDPA), from the torch
-# profiler on the H200 (a physics probe, 6- and 12-layer models, differenced per layer):
-# forward 49 kernels per layer, backward 94, embeddings + final norm + LM head + loss 38 in
-# forward and 31 in backward. Host time per kernel differs by who launches it: the backward is
-# issued by autograd's C++ engine (the unit, ``Efficiencies.dispatch_s``), the forward from
-# Python module code (1.65x), and checkpoint recompute from Python inside the backward, through
-# the non-reentrant checkpoint's saved-tensor hooks (4.4x; 3.2 ms per layer for 47 kernels on
-# the probe); a checkpointed layer's forward also pays the wrapper (~37 backward-kernel units
-# per layer). Checkpointing therefore adds about 2.5x the host time of a plain backward.
-OPS_PER_LAYER_FWD = 49
-OPS_PER_LAYER_BWD = 94
-OPS_HEAD = 38
-OPS_HEAD_BWD = 31
-HOST_COST_FORWARD = 1.65
-HOST_COST_RECOMPUTE = 4.4
-HOST_CHECKPOINT_WRAPPER = 37.0
-OPS_PER_FSDP_UNIT = 40
-"""FSDP2 kernels per wrapped unit and micro-batch: copy-in, all-gather and copy-out in forward
-and again in backward, reduce-scatter with its copies, reshards."""
-OPT_KERNELS_PER_TENSOR_FORLOOP = 9
-"""``_single_tensor_adam``: mul_, lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_ (+ step)."""
-OPT_ACCESSES = {"fused": 7.0, "foreach": 21.0, "forloop": 21.0}
-"""AdamW element accesses per parameter (reads + writes of parameter, gradient, two states and
-temporaries). Fused: one pass (p r/w, g r, m r/w, v r/w). foreach/for-loop: one pass per op --
-weight decay (2), lerp (3), v*beta2 (2), addcmul (4), sqrt (2), / bias correction (2), + eps
-(2), addcdiv (4). 7B amp_bf16 on the H200 measured +91 ms (foreach) and +78 ms (for-loop) over
-fused, against +85 ms from these counts at 4.3 TB/s."""
-OPS_ENCODER_LAYER_FWD = 30
-OPS_ENCODER_LAYER_BWD = 50
-
-
-def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
-    return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
-
-
-def _collective_bw(gpu: GpuSpec, e: Efficiencies, n: int, network_gbit_per_s_per_gpu: float) -> float:
-    """Bus bandwidth (B/s) for a collective over ``n`` GPUs: NVLink inside the NVLink domain,
-    PCIe otherwise (gen4 x16 assumed when unsourced), the network once ranks span nodes."""
-    if n <= 1:
-        return math.inf
-    node = gpu.node
-    if node.nvlink_per_direction_gb_per_s and n <= node.nvlink_domain_size:
-        link = node.nvlink_per_direction_gb_per_s
-    elif n <= max(node.nvlink_domain_size, 8):
-        link = node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
-    else:
-        link = network_gbit_per_s_per_gpu / 8.0
-    return link * 1e9 * e.comm
-
-
-class _StepShape(NamedTuple):
-    """What the step model reads of a decoder or encoder, per tensor-parallel shard and numeric
-    mode: functions of (model, tp, autocast, compute bytes) alone, so computed once for each by
-    :func:`_step_shape` instead of on every estimate. Each field is the exact expression the step
-    model used inline (sums kept as written), so the figures are bit-for-bit the same."""
-
-    decoder: bool
-    L: int
-    h: float
-    q: float  # q_dim / tp (the encoder: hidden)
-    kv: float
-    f: float
-    V: float
-    layer_mm: float  # one layer's matmul weights a token passes through (active experts)
-    layer_w_all: float  # one layer's matmul weights (every expert)
-    mm_weights: float  # L * layer_mm + h * V
-    w_weights: float  # L * layer_w_all + h * V
-    causal: float
-    ops_f: int
-    ops_b: int
-    ew: float  # elementwise bytes per token per layer (forward), by precision
-    gqa: bool  # a decoder whose queries share KV heads (fp32 SDPA runs the math kernel)
-    a_heads: float  # num_heads / tp
-    hd: float  # head_dim
-    P: float  # total parameters / tp
-    matmul_per_token: float
-    heads_x_dim: float  # num_heads * head_dim (model FLOPs)
-    forloop_tensors: float  # parameter tensors a for-loop optimizer visits
-
-
-_SHAPE_CACHE: dict[tuple[int, int, bool, int], tuple[DecoderSpec | EncoderSpec, _StepShape]] = {}
-
-
-def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: int) -> _StepShape:
-    """:class:`_StepShape` of ``m``, memoised per (model, tp, mode) like the parameter counts
-    (keyed by identity with the spec kept beside its entry; bounded)."""
-    key = (id(m), tp, autocast, compute)
-    hit = _SHAPE_CACHE.get(key)
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    cb = float(compute)
-    if isinstance(m, DecoderSpec):
-        L = m.num_layers
-        h = float(m.hidden_size)
-        q, kv = float(m.q_dim) / tp, float(m.kv_dim) / tp
-        f = float(m.intermediate_size) / tp
-        V = float(m.vocab_size) / tp
-        cnt = m._c()
-        layer_mm = float(cnt.active_per_layer - cnt.norms) / tp
-        layer_w_all = float(cnt.per_layer - cnt.norms) / tp
-        causal = 0.5
-        ops_f, ops_b = OPS_PER_LAYER_FWD, OPS_PER_LAYER_BWD
-        # elementwise bytes per token per layer (forward), by precision (module docstring)
-        if autocast:
-            ew = 106.0 * h + 36.0 * (q + kv) + 10.0 * f
-        elif cb == 4:
-            ew = 76.0 * h + 40.0 * (q + kv) + 20.0 * f
-        else:
-            ew = 76.0 * h + 20.0 * (q + kv) + 10.0 * f
-        if m.is_moe:
-            ew += 10.0 * f * (m.experts_per_token - 1) + 8.0 * m.num_experts
-        forloop = float(L * (len(m.linear_shapes()) + 2) + 3)
-    else:  # EncoderSpec
-        L = m.num_layers
-        h = float(m.hidden_size)
-        q = kv = h
-        f = float(m.intermediate_size)
-        V = float(m.vocab_size)
-        layer_mm = layer_w_all = float(4 * m.hidden_size**2 + 2 * m.hidden_size * m.intermediate_size)
-        causal = 1.0
-        ops_f, ops_b = OPS_ENCODER_LAYER_FWD, OPS_ENCODER_LAYER_BWD
-        ew = (110.0 * h + 12.0 * f) if autocast else (90.0 * h + 16.0 * f)
-        forloop = 16.0 * L
-    decoder = isinstance(m, DecoderSpec)
-    gqa = isinstance(m, DecoderSpec) and m.num_heads > m.num_kv_heads
-    hd = float(getattr(m, "head_dim", 64))
-    shape = _StepShape(
-        decoder=decoder,
-        L=L,
-        h=h,
-        q=q,
-        kv=kv,
-        f=f,
-        V=V,
-        layer_mm=layer_mm,
-        layer_w_all=layer_w_all,
-        mm_weights=L * layer_mm + h * V,
-        w_weights=L * layer_w_all + h * V,
-        causal=causal,
-        ops_f=ops_f,
-        ops_b=ops_b,
-        ew=ew,
-        gqa=gqa,
-        a_heads=float(m.num_heads) / tp,
-        hd=hd,
-        P=float(m.total_params) / tp,
-        matmul_per_token=float(m.matmul_params_per_token),
-        heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)),
-        forloop_tensors=forloop,
-    )
-    if len(_SHAPE_CACHE) > 4096:
-        _SHAPE_CACHE.clear()
-    _SHAPE_CACHE[key] = (m, shape)
-    return shape
-
-
-class _Adapters(NamedTuple):
-    """The LoRA adapters as the step model reads them (per shard): per target, ``in + out`` of
-    the adapted linear (for the adapter FLOPs, which scale with tokens); the adapter parameters
-    and elementwise bytes per token, summed over the targets in the order given."""
-
-    widths: tuple[int, ...]
-    params: float
-    ew: float
-
-
-_ADAPTER_CACHE: dict[tuple[int, int, tuple[str, ...], int, bool, int], tuple[DecoderSpec, _Adapters]] = {}
-
-
-def _adapters(
-    m: DecoderSpec, tp: int, targets: tuple[str, ...], rank: int, autocast: bool, compute: int
-) -> _Adapters:
-    """:class:`_Adapters` for LoRA ``targets`` of rank ``rank``, memoised per model (bounded)."""
-    key = (id(m), tp, targets, rank, autocast, compute)
-    hit = _ADAPTER_CACHE.get(key)
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    cb = float(compute)
-    shapes = m.linear_shapes()
-    L = m.num_layers
-    params = ew = 0.0
-    for t in targets:
-        i0, o0, copies = shapes[t]
-        params += float(rank * (i0 + o0) * copies * L) / tp
-        i = float(i0) / (tp if t in ("o_proj", "down_proj") else 1)
-        o = float(o0) / (1 if t in ("o_proj", "down_proj") else tp)
-        ew += (6.0 * i + 6.0 * o) if autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
-    out = _Adapters(tuple(shapes[t][0] + shapes[t][1] for t in targets), params, ew)
-    if len(_ADAPTER_CACHE) > 4096:
-        _ADAPTER_CACHE.clear()
-    _ADAPTER_CACHE[key] = (m, out)
-    return out
-
-
-_OPT_BYTES_PER_PARAM = {"sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}
-"""Element accesses per parameter of the optimizers other than AdamW (:data:`OPT_ACCESSES`)."""
+TIME_TERMS: tuple[str, ...] = ("compute", "memory", "communication", "host")
+"""What a modelled step time splits into (``StepSummary.time_shares``); ``bound`` names the
+largest. A pipeline's idle stages add a fifth share, ``pipeline_bubble``, never a bound."""
 
 
 class StepSummary(NamedTuple):
@@ -400,6 +135,9 @@ class StepSummary(NamedTuple):
     samples_per_s: float
     mfu: float
     bound: str
+    shares: tuple[float, float, float, float, float]
+    """Fractions of the step: :data:`TIME_TERMS`, then the pipeline bubble."""
+    layout: Layout | None
 
 
 class _Step(NamedTuple):
@@ -421,13 +159,28 @@ class _Step(NamedTuple):
     host: float
     communication: float
     notes: list[str]
+    shares: tuple[float, float, float, float, float]  # TIME_TERMS, then the pipeline bubble
+    layout: Layout | None  # the node layout and network (None on one GPU)
+
+
+HOST_BAND = (0.25, 0.30)
+"""Relative band of the host's share of a step: the host time per kernel varied by about
++/-30 % between repeats of the same kernel count on the H200 host (issue-25 probe), and hosts
+differ more than that; a launch-bound answer's band is at least this times its host share."""
 
 
 def _band(
-    step: float, e: Efficiencies, band: tuple[float, float] | None, provenance: str | None
+    step: float,
+    e: Efficiencies,
+    band: tuple[float, float] | None,
+    provenance: str | None,
+    host_share: float = 0.0,
 ) -> tuple[Band, str]:
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    if host_share > 0.0:
+        lo = max(lo, HOST_BAND[0] * host_share)
+        hi = max(hi, HOST_BAND[1] * host_share)
     return Band(step * (1 - lo), step, step * (1 + hi)), prov
 
 
@@ -448,7 +201,7 @@ def estimate_step(
     if isinstance(m, CnnSpec):
         return _cnn_step(c, m, gpu, e, band, provenance)
     r = _step(c, gpu, e)
-    step_band, prov = _band(r.step, e, band, provenance)
+    step_band, prov = _band(r.step, e, band, provenance, r.shares[3])
     return StepEstimate(
         step_time_s=r.step,
         step_time_band=step_band,
@@ -470,6 +223,7 @@ def estimate_step(
         bound=r.bound,
         provenance=prov,
         assumptions=tuple(r.notes),
+        time_shares=time_shares(r.shares),
     )
 
 
@@ -486,17 +240,29 @@ def step_summary(
     if isinstance(m, CnnSpec):
         st = _cnn_step(c, m, gpu, e, band, provenance)
         return StepSummary(
-            st.step_time_s,
-            st.step_time_band,
-            st.accumulation_steps,
-            st.tokens_per_s,
-            st.samples_per_s,
-            st.mfu,
-            st.bound,
+            step_time_s=st.step_time_s,
+            step_time_band=st.step_time_band,
+            accumulation_steps=st.accumulation_steps,
+            tokens_per_s=st.tokens_per_s,
+            samples_per_s=st.samples_per_s,
+            mfu=st.mfu,
+            bound=st.bound,
+            shares=_cnn_shares(st),
+            layout=None,
         )
     r = _step(c, gpu, e)
-    step_band, _ = _band(r.step, e, band, provenance)
-    return StepSummary(r.step, step_band, r.accum, r.tokens / r.step, r.samples / r.step, r.mfu, r.bound)
+    step_band, _ = _band(r.step, e, band, provenance, r.shares[3])
+    # positional (a named tuple built from keywords goes through Python-level argument matching)
+    return StepSummary(
+        r.step, step_band, r.accum, r.tokens / r.step, r.samples / r.step, r.mfu, r.bound, r.shares, r.layout
+    )
+
+
+def _cnn_shares(st: StepEstimate) -> tuple[float, float, float, float, float]:
+    """The CNN step's shares from its phases (compute, memory; host dispatch and the fixed costs)."""
+    step = st.step_time_s
+    c, m = st.phases.get("compute", 0.0), st.phases.get("memory", 0.0)
+    return (c / step, m / step, 0.0, max(0.0, 1.0 - (c + m) / step), 0.0)
 
 
 def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
@@ -520,10 +286,14 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     L, h, V, layer_mm, causal = sh.L, sh.h, sh.V, sh.layer_mm, sh.causal
     ops_f, ops_b = sh.ops_f, sh.ops_b
 
+    fx = STACK_EFFECTS[c.stack]  # the training stack's factors on the eager terms (stacks.py)
     mm_eff = e.mm_for(c.precision) * _shape(e, T, h)
+    if fx.mm != 1.0:
+        mm_eff = min(0.98, mm_eff * fx.mm)
     # ---- matmuls
     fwd_mm_flops = 2.0 * T * sh.mm_weights
     w_bytes_fwd = cb * sh.w_weights
+    mm_compute = fwd_mm_flops / (peak * mm_eff) >= w_bytes_fwd / bw
     t_mm_fwd = max(fwd_mm_flops / (peak * mm_eff), w_bytes_fwd / bw)
     bwd_mult = 2.0 if full else 1.0
     t_mm_bwd = t_mm_fwd * bwd_mult
@@ -549,7 +319,7 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         ops_b += 10 * len(c.lora_targets)
     # ---- attention
     heads_dim = sh.q  # q_dim per shard
-    eager_like = c.attention == "eager" or (cb == 4 and sh.gqa)
+    eager_like = (c.attention == "eager" or (cb == 4 and sh.gqa)) and c.stack != "megatron"
     attn_flops_fwd = 4.0 * T * s * heads_dim * L * (1.0 if eager_like else causal)
     if eager_like:
         a_heads = sh.a_heads
@@ -565,27 +335,28 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         t_attn_fwd = attn_flops_fwd / (peak16 * attn_eff)
         t_attn_bwd = 2.5 * t_attn_fwd
     # ---- elementwise (layers + loss)
-    ew_fwd = (sh.ew + lora_ew) * T * L
-    loss_bytes = (40.0 if cb != 4 else 32.0) * T * V
+    ew_fwd = (sh.ew + lora_ew) * T * L * fx.ew_traffic
+    loss_bytes = (40.0 if cb != 4 else 32.0) * T * V * fx.loss_traffic
     t_ew_fwd = ew_fwd / bw
     t_ew_bwd = e.elementwise_bwd * ew_fwd / bw
     t_loss = loss_bytes / bw
     # ---- per-step weight traffic: autocast casts, gradient casts, optimizer
     P = sh.P
     trainable = P if full else lora_params
-    cast_bytes = 6.0 * sh.w_weights if autocast else 0.0
+    cast_bytes = 6.0 * sh.w_weights * fx.cast_traffic if autocast else 0.0
     grad_cast_bytes = 6.0 * trainable if autocast and full else 0.0
     sharding = c.sharding
     zero = sharding in ("zero1", "zero2", "zero3")
     adamw = c.optimizer == "adamw"
     impl = c.optimizer_impl if adamw and not zero else "fused"
     opt_bpp = OPT_ACCESSES[impl] if adamw else _OPT_BYTES_PER_PARAM[c.optimizer]
-    dp = c.gpu_count // tp  # c.data_parallel
+    dp = c.data_parallel
     shard = float(dp if sharding in ("fsdp", "zero3") else 1)
     opt_bytes = opt_bpp * float(mode.state if full else 4) * trainable / shard
-    t_opt = opt_bytes / bw + e.step_s
-    if impl == "forloop":
-        t_opt += sh.forloop_tensors * OPT_KERNELS_PER_TENSOR_FORLOOP * e.dispatch_s
+    t_opt = opt_bytes / bw
+    if impl == "forloop":  # the loop issues its kernels while earlier ones run: the longer of the two
+        t_opt = max(t_opt, sh.forloop_tensors * OPT_KERNELS_PER_TENSOR_FORLOOP * e.dispatch_s)
+    t_opt += e.step_s
     t_casts = (cast_bytes + grad_cast_bytes) / bw
     # FSDP2 (any world size, also one rank): per micro-batch each unit is gathered in forward and
     # backward (copy-in and copy-out, read + write each: 4 bytes moved per gathered byte) and its
@@ -612,9 +383,30 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         host_bwd += L * ops_f * HOST_COST_RECOMPUTE
     host_fwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
     host_bwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
-    host_fwd *= e.dispatch_s
-    host_bwd *= e.dispatch_s
+    host_fwd *= e.dispatch_s * fx.launches
+    host_bwd *= e.dispatch_s * fx.launches
 
+    # ---- QLoRA: every frozen NF4 linear is dequantised to 16-bit before each of its GEMMs:
+    # forward, backward (input gradient) and, checkpointed, the recompute
+    t_dq = 0.0
+    if c.finetune == "qlora" and sh.decoder:
+        t_dq = sh.dequant_bytes / (bw * DEQUANT_RATE)
+        host_fwd += sh.linears * HOST_COST_FORWARD * e.dispatch_s * fx.launches
+        host_bwd += (
+            sh.linears
+            * (1.0 + (HOST_COST_RECOMPUTE if c.gradient_checkpointing else 0.0))
+            * e.dispatch_s
+            * fx.launches
+        )
+    t_ew_fwd += t_dq
+    t_ew_bwd += t_dq * (2.0 if c.gradient_checkpointing else 1.0)
+    if sh.moe_experts:  # the eager expert loop's small kernels (MOE_EAGER_GPU_S_PER_KERNEL)
+        scale = H200_BANDWIDTH_GB_PER_S / gpu.require_bandwidth()
+        t_moe_f = L * sh.moe_experts * MOE_EAGER_KERNELS_FWD * MOE_EAGER_GPU_S_PER_KERNEL[0] * scale
+        t_ew_fwd += t_moe_f
+        t_ew_bwd += L * sh.moe_experts * MOE_EAGER_KERNELS_BWD * MOE_EAGER_GPU_S_PER_KERNEL[1] * scale
+        if c.gradient_checkpointing:
+            t_ew_bwd += t_moe_f
     gpu_fwd = t_mm_fwd + t_attn_fwd + t_ew_fwd + t_loss * 0.4
     gpu_bwd = t_mm_bwd + t_attn_bwd + t_ew_bwd + t_loss * 0.6 + t_recompute
     gpu_micro = gpu_fwd + gpu_bwd + t_casts
@@ -624,20 +416,68 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     # max(total GPU, total host): a launch-bound backward cannot borrow a GPU-bound forward's slack).
     share = (gpu_fwd + 0.5 * t_casts) / gpu_micro if gpu_micro > 0 else 0.5
     micro = max(gpu_micro * share, host_fwd) + max(gpu_micro * (1 - share), host_bwd)
-    bound = (
-        "host-dispatch"
-        if host_micro > gpu_micro
-        else ("compute" if (t_mm_fwd + t_mm_bwd + t_attn_fwd + t_attn_bwd) > 0.5 * gpu_micro else "memory")
-    )
+    if sh.moe_experts:
+        # the eager expert loop asks which experts were hit (``nonzero``): one host-device sync
+        # per MoE layer, so forward host and GPU time add instead of overlapping (H200 probe:
+        # forward 75 ms host + 13 ms GPU for an 88 ms forward)
+        micro += min(gpu_micro * share, host_fwd)
+    # the micro-step's critical path by term: a phase issued slower than it runs is host time;
+    # otherwise its tensor-core work (GEMMs that are not weight-streaming, attention, their
+    # recompute) is compute and the rest memory traffic
+    c_fwd = t_attn_fwd + (t_mm_fwd if mm_compute else 0.0)
+    c_bwd = t_attn_bwd + (t_mm_bwd if mm_compute else 0.0)
+    if c.gradient_checkpointing:
+        c_bwd += t_attn_fwd + (t_mm_fwd * L * layer_mm / sh.mm_weights if mm_compute else 0.0)
+    g_fwd = gpu_micro * share
+    g_bwd = gpu_micro - g_fwd
+    # forward (an eager MoE layer syncs: its host and GPU time both count), then backward
+    if host_fwd > g_fwd and not sh.moe_experts:
+        host_part, compute_micro, memory_micro = host_fwd, 0.0, 0.0
+    else:
+        host_part = host_fwd if sh.moe_experts else 0.0
+        compute_micro, memory_micro = c_fwd, g_fwd - c_fwd
+    if host_bwd > g_bwd:
+        host_part += host_bwd
+    else:
+        compute_micro += c_bwd
+        memory_micro += g_bwd - c_bwd
 
-    # ---- communication (none on one GPU)
-    comm = _communication(c, gpu, e, P, T, h, L, cb, gpu_bwd) if c.gpu_count > 1 else 0.0
     accum = c.accumulation_steps
-    step = accum * micro + t_opt + comm
+    lay = layout_of(c, gpu) if c.gpu_count > 1 else None
+    pp = c.pipeline_parallel
+    stage = 1.0  # fraction of the model's per-micro-step work on the slowest pipeline stage
+    p2p = 0.0
+    if pp > 1:
+        assert lay is not None
+        layers = -(-L // pp)
+        stage = (layers * layer_mm + h * V) / sh.mm_weights  # the last stage: its layers + LM head
+        crosses = tp * dp >= lay.gpus_per_node
+        # activations forward and their gradients backward, per micro-batch and stage boundary
+        p2p = 2.0 * p2p_s(T * h * cb / tp, crosses, gpu, lay, e.comm)
+    # ---- communication (none on one GPU), for this rank's share of the parameters
+    comm = _communication(c, gpu, e, P * stage, T, h, L, cb, gpu_bwd * stage, lay, fx.overlap) if lay else 0.0
+    t_opt_mem = opt_bytes / bw * stage
+    t_opt_host = t_opt - opt_bytes / bw
+    slots = accum + pp - 1  # 1F1B: m micro-batches + (pp - 1) fill and drain slots
+    if pp == 1:
+        step = accum * micro + t_opt + comm
+        bubble = 0.0
+    else:
+        step = slots * (micro * stage + p2p) + t_opt_mem + t_opt_host + comm
+        bubble = (pp - 1) * (micro * stage + p2p)
+    # ---- the shares of the modelled time (they sum to 1)
+    busy = accum * stage
+    shares = (
+        busy * compute_micro / step,
+        (busy * memory_micro + t_opt_mem) / step,
+        (comm + accum * p2p) / step,
+        (busy * host_part + t_opt_host) / step,
+        bubble / step,
+    )
     tokens = float(accum * b * s)
     model_flops = 2.0 * T * sh.matmul_per_token * (3.0 if full else 2.0) * accum
     model_flops += 4.0 * T * s * sh.heads_x_dim * L * causal * 3 * accum
-    mfu = model_flops / (step * peak * tp)
+    mfu = model_flops / (step * peak * tp * pp)
     return _Step(
         step,
         micro,
@@ -646,7 +486,7 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         accum * b,
         model_flops,
         mfu,
-        bound,
+        _bound(shares),
         gpu_fwd,
         gpu_bwd,
         t_casts,
@@ -654,7 +494,27 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
         host_micro,
         comm,
         notes,
+        shares,
+        lay,
     )
+
+
+def _bound(shares: tuple[float, float, float, float, float]) -> str:
+    """The term that dominates the modelled time (:data:`TIME_TERMS`; the bubble is never one)."""
+    best = 0
+    for i in (1, 2, 3):
+        if shares[i] > shares[best]:
+            best = i
+    return TIME_TERMS[best]
+
+
+def time_shares(shares: tuple[float, ...]) -> dict[str, float]:
+    """The shares as an answer shows them (:data:`TIME_TERMS`, and the pipeline bubble when there
+    is one): each term's fraction of the step."""
+    out = {"compute": shares[0], "memory": shares[1], "communication": shares[2], "host": shares[3]}
+    if len(shares) > 4 and shares[4] > 0:
+        out["pipeline_bubble"] = shares[4]
+    return out
 
 
 SPEC_BAND = (0.30, 0.45)
@@ -663,53 +523,6 @@ efficiencies are usually optimistic, so the band leans high."""
 
 CALIBRATED_BAND = (0.12, 0.12)
 """80 % band of an estimate from efficiencies fitted on the same GPU (``interpolated``)."""
-
-
-def _communication(
-    c: TrainConfig,
-    gpu: GpuSpec,
-    e: Efficiencies,
-    P: float,
-    T: float,
-    h: float,
-    L: int,
-    cb: float,
-    t_bwd: float,
-    network: float = NETWORK_GBIT_PER_S_PER_GPU,
-) -> float:
-    """Exposed communication per optimizer step (s).
-
-    DDP: ring all-reduce of the gradients, ``2(n-1)/n x bytes / busbw``, overlapped with
-    backward by ``overlap``. ZeRO-1/2: reduce-scatter of gradients + all-gather of parameters
-    (``(n-1)/n`` each). FSDP/ZeRO-3: parameters all-gathered in forward and backward plus the
-    gradient reduce-scatter, in bf16, overlapped likewise. Tensor parallelism: two all-reduces
-    of the ``T x h`` activations per layer in forward and two in backward, not overlapped.
-    """
-    dp, tp = c.data_parallel, c.tensor_parallel
-    total = 0.0
-    if dp > 1:
-        bw = _collective_bw(gpu, e, dp if tp == 1 else dp * tp, network)
-        trainable = P if c.finetune == "full" else P * 0.01
-        grad_bytes = trainable * (
-            4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0
-        )
-        k = (dp - 1) / dp
-        if c.sharding in ("none", "ddp"):
-            volume = 2 * k * grad_bytes
-        elif c.sharding in ("zero1", "zero2"):
-            volume = k * grad_bytes + k * 2.0 * P
-        elif c.sharding == "fsdp":  # gathers in forward and backward, gradients reduce-scattered
-            gathered = 2.0 if c.mixed_precision == "fsdp_policy" else float(c.mode.param)
-            volume = k * (2.0 * gathered * P + float(c.mode.grad) * trainable)
-        else:
-            volume = 3 * k * 2.0 * P
-        t = volume / bw
-        total += max(t - e.overlap * t_bwd * c.accumulation_steps, t * (1 - e.overlap))
-    if tp > 1:
-        bw = _collective_bw(gpu, e, tp, network)
-        per = 2 * (tp - 1) / tp * T * h * cb / bw
-        total += 4 * L * per * c.accumulation_steps
-    return total
 
 
 def _cnn_step(
@@ -739,6 +552,9 @@ def _cnn_step(
     step = gpu_t + host + float(m.total_params) * 16.0 / bw + e.step_s
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    t_compute = flops / (peak * eff)
+    t_memory = act_bytes / bw + float(m.total_params) * 16.0 / bw
+    shares = (t_compute / step, t_memory / step, 0.0, (host + e.step_s) / step, 0.0)
     return StepEstimate(
         step_time_s=step,
         step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
@@ -748,10 +564,11 @@ def _cnn_step(
         samples_per_s=b / step,
         model_flops_per_step=flops,
         mfu=flops / step / peak,
-        phases={"compute": flops / (peak * eff), "memory": act_bytes / bw},
+        phases={"compute": t_compute, "memory": t_memory},
         communication_s=0.0,
-        bound="memory" if act_bytes / bw > flops / (peak * eff) else "compute",
+        bound=_bound(shares),
         provenance=prov,
+        time_shares=time_shares(shares),
     )
 
 

@@ -43,7 +43,7 @@ from typing import Literal
 from service.core.catalog.models import DecoderSpec, ModelNotFound, get_model
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
-from service.core.estimation.calibration import _nelder_mead
+from service.core.estimation.calibration_fit import _nelder_mead
 from service.core.estimation.memory import InferenceConfig
 from service.core.estimation.serving import (
     CONTINUOUS_SPEC,

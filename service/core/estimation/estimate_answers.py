@@ -1,0 +1,218 @@
+"""What an estimate answers: memory, time, serving, solve-for and warnings, and the configuration
+echoed back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.core.catalog.models import (
+    EncoderSpec,
+)
+from service.core.catalog.specs import GpuSpec
+from service.core.estimation.accuracy import Accuracy
+from service.core.estimation.band import Band
+from service.core.estimation.estimate_inputs import (
+    Job,
+)
+from service.core.estimation.frozen import fast_init
+from service.core.estimation.memory import (
+    InferenceConfig,
+    MemoryEstimate,
+    TrainConfig,
+)
+
+# --------------------------------------------------------------------------------------------
+# Outputs
+# --------------------------------------------------------------------------------------------
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A warning attached to an answer: a stable code and a sentence."""
+
+    code: str
+    message: str
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class MemoryAnswer:
+    estimate: MemoryEstimate
+    usable_memory_bytes: int
+    fits: bool
+    headroom_bytes: int
+    provenance: str
+    measured_peak_allocated_bytes: int | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class TimeAnswer:
+    step_time_s: float
+    step_time_band: Band
+    accumulation_steps: int
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    samples_per_s: float
+    mfu: float
+    bound: str
+    provenance: str
+    time_to_train_s: float | None = None
+    time_to_train_band: Band | None = None
+    source_gpus: tuple[str, ...] = ()
+    calibration_points: int = 0
+    measured_step_time_s: float | None = None
+    notes: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    """Published tables the figure leans on (``service.core.evidence.published`` ids)."""
+    accuracy: Accuracy | None = None
+    """Held-out error measured for this provenance and the GPU's architecture."""
+    time_shares: Mapping[str, float] = field(default_factory=dict)
+    """Fractions of the modelled step by term (compute, memory, communication, host; and
+    pipeline_bubble with pipeline stages): ``bound`` names the largest of the four."""
+    stack: str = "hf-eager"
+    """The training stack the figure assumes (``service.core.estimation.stacks``)."""
+    network: str | None = None
+    """The node layout and network assumed, for a job on more than one GPU."""
+
+
+@dataclass(frozen=True, slots=True)
+class RateAnswer:
+    """Serving at an offered request rate over all replicas (``service.core.estimation.serving``, the
+    queueing model): p50 latencies, whether the targets are met, the fleet's capacity at the
+    targets and the headroom it leaves."""
+
+    requests_per_s: float
+    stable: bool
+    ttft_p50_s: float
+    tpot_p50_s: float
+    ttft_mean_s: float
+    in_flight_per_replica: float
+    utilisation: float
+    queue_wait_s: float
+    capacity_requests_per_s: float
+    headroom: float
+    meets_ttft: bool | None
+    meets_tpot: bool | None
+    validated: bool
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServingAnswer:
+    ttft_s: float
+    ttft_band: Band
+    tpot_s: float
+    tpot_band: Band
+    output_tokens_per_s: float
+    prefill_bound: str
+    decode_bound: str
+    provenance: str
+    source_gpus: tuple[str, ...] = ()
+    measured_ttft_s: float | None = None
+    measured_tpot_s: float | None = None
+    sources: tuple[str, ...] = ()
+    accuracy: Accuracy | None = None
+    engine: str = "hf-transformers"
+    tensor_parallel: int = 1
+    replicas: int = 1
+    concurrency_per_replica: int = 0
+    max_concurrency_per_replica: int = 0
+    rate: RateAnswer | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SolveAnswer:
+    target: str
+    value: int
+    detail: str
+    replicas: int | None = None
+    tensor_parallel: int | None = None
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    headroom: float | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    job: Job
+    gpu: GpuSpec
+    memory: MemoryAnswer
+    time: TimeAnswer | None = None
+    serving: ServingAnswer | None = None
+    solve: SolveAnswer | None = None
+    warnings: tuple[Notice, ...] = ()
+
+    @property
+    def configuration(self) -> dict[str, Any]:
+        """The configuration estimated, defaults filled (built on demand: a recommender
+        estimating hundreds of candidates reads it for a few)."""
+        return _configuration(self.job)
+
+
+def configuration_of(job: Job) -> dict[str, Any]:
+    """The configuration a job stands for, defaults filled (what answers echo back)."""
+    return _configuration(job)
+
+
+def _configuration(job: Job) -> dict[str, Any]:
+    c = job.config
+    out: dict[str, Any] = {"precision": c.precision}
+    if isinstance(c, TrainConfig):
+        out.update(
+            batch_size=c.batch_size,
+            seq_len=c.seq_len,
+            gradient_checkpointing=c.gradient_checkpointing,
+            finetune=c.finetune,
+            lora_rank=c.lora_rank if c.finetune != "full" else None,
+            attention=c.attention,
+            optimizer=c.optimizer,
+            sharding=c.sharding,
+            gpu_count=c.gpu_count,
+            tensor_parallel=c.tensor_parallel,
+            global_batch=c.effective_global_batch,
+            optimizer_impl=c.optimizer_impl,
+            loop=c.loop,
+            mixed_precision=c.mixed_precision,
+            pipeline_parallel=c.pipeline_parallel,
+            gpus_per_node=c.gpus_per_node or None,
+            network_gbps_per_node=c.network_gbps_per_node or None,
+            rdma=c.rdma,
+            stack=c.stack,
+        )
+    elif isinstance(c, InferenceConfig):
+        out.update(
+            batch_size=c.batch_size,
+            input_len=c.input_len,
+            output_len=c.output_len,
+            quant_method=c.quant_method,
+            weight_format=c.weight_format,
+            engine=c.engine,
+            kv_cache_bytes_per_element=c.kv_bytes,
+            tensor_parallel=c.tensor_parallel,
+            replicas=c.replicas,
+            gpu_count=c.gpu_count,
+        )
+        q = job.serving
+        if q is not None:
+            out.update(
+                requests_per_s=q.requests_per_s,
+                concurrency=q.concurrency,
+                input_len_cv=q.workload.input_cv,
+                output_len_cv=q.workload.output_cv,
+                ttft_target_ms=q.ttft_target_s * 1e3 if q.ttft_target_s else None,
+                tpot_target_ms=q.tpot_target_s * 1e3 if q.tpot_target_s else None,
+            )
+    else:
+        out.update(
+            batch_size=c.batch_size,
+            seq_len=c.seq_len if isinstance(c.model, EncoderSpec) else None,
+            replicas=c.replicas,
+            gpu_count=c.gpu_count,
+        )
+    return out

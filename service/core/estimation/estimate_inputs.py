@@ -1,0 +1,462 @@
+"""A job as a caller states it (:class:`JobSpec`), resolved and defaulted into a :class:`Job`, and
+the benchmark cell that measures it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from service.core.catalog.models import (
+    CnnSpec,
+    DecoderSpec,
+    EncoderSpec,
+    ModelSpec,
+    from_hf_config,
+    from_parameter_count,
+    get_model,
+)
+from service.core.catalog.vocabulary import VocabularyError, canonical_parameters, parameters_hash
+from service.core.errors import InvalidConfiguration
+from service.core.estimation.frozen import fast_init
+from service.core.estimation.memory import (
+    DEFAULT_LORA_TARGETS,
+    BatchInferenceConfig,
+    InferenceConfig,
+    TrainConfig,
+)
+from service.core.estimation.serving import (
+    ENGINE_CLASSES,
+    Workload,
+)
+
+MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")
+SOLVE_TARGETS: tuple[str, ...] = ("max_micro_batch", "max_context", "max_concurrency", "min_gpus")
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A job as a caller states it, defaults not yet filled (the request's fields).
+
+    Exactly one of ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a
+    ``config.json`` body) or ``params_billion``. ``None`` means "use the default" where the
+    default depends on other fields (precision by mode, finetune by mode, sharding by count).
+    """
+
+    model: str | None = None
+    hf_config: Mapping[str, Any] | None = None
+    params_billion: float | None = None
+    mode: str = "training"
+    gpu_count: int = 1
+    precision: str | None = None
+    batch_size: int = 1
+    seq_len: int | None = None
+    gradient_checkpointing: bool = False
+    finetune: str | None = None
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] | None = None
+    attention: str = "sdpa"
+    optimizer: str = "adamw"
+    sharding: str | None = None
+    tensor_parallel: int = 1
+    global_batch: int = 0
+    tokens: float | None = None
+    input_len: int = 1024
+    output_len: int = 256
+    quant_method: str = "none"
+    engine: str = "hf-transformers"
+    kv_cache_dtype: str = "auto"
+    solve_for: str | None = None
+    loop: str | None = None
+    optimizer_impl: str | None = None
+    mixed_precision: str | None = None
+    # serving at a request rate (continuous-batching engines)
+    requests_per_s: float | None = None
+    concurrency: int | None = None
+    input_len_cv: float = 0.0
+    output_len_cv: float = 0.0
+    ttft_target_ms: float | None = None
+    tpot_target_ms: float | None = None
+    # training layout, network and stack (issue 25)
+    pipeline_parallel: int = 1
+    gpus_per_node: int | None = None
+    network_gbps_per_node: float | None = None
+    rdma: bool = True
+    stack: str = "hf-eager"
+
+
+DEFAULT_OPTIMIZER_IMPL = "foreach"
+"""``optimizer_impl`` when the caller does not say: what ``torch.optim.AdamW(params)`` runs on
+CUDA. torch 2.x picks ``foreach`` whenever every parameter is a CUDA tensor (DTensor shards
+included) and neither ``fused`` nor ``foreach`` is passed (``torch/optim/optimizer.py``
+``_default_to_fused_or_foreach``; fused is not the default, pytorch/pytorch#95241/#95415). The
+HF Trainer runs ``adamw_torch`` (that same call) up to transformers 4.54 and
+``adamw_torch_fused`` (``fused=True``) from 4.55 on with torch >= 2.8
+(huggingface/transformers#25109, #37358; ``training_args.py`` in 5.x). ``foreach`` is the
+implementation whose step temporaries (one state-dtype copy of the parameter group) a fit must
+allow for when the loop is not known; ``fused`` saves them."""
+
+
+DEFAULT_TRAIN_SEQ_LEN = 2048
+DEFAULT_ENCODER_SEQ_LEN = 512
+"""``seq_len`` when not given: 2048 for training; 512 for encoder inference (the
+``bert-large-infer`` vocabulary default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServingQuestion:
+    """What a serving estimate is asked beyond one configuration: a request rate over all
+    replicas (or a fixed concurrency per replica), the length distributions and p50 targets."""
+
+    workload: Workload
+    requests_per_s: float | None = None
+    concurrency: int | None = None
+    ttft_target_s: float | None = None
+    tpot_target_s: float | None = None
+
+
+_INFERENCE_CONFIGS = (InferenceConfig, BatchInferenceConfig)
+"""For ``isinstance``: a tuple built once (``A | B`` would build a union on every call)."""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job with its model resolved and its defaults filled: a training configuration or a
+    serving configuration, plus what to compute beyond memory."""
+
+    model: ModelSpec
+    mode: str
+    config: TrainConfig | InferenceConfig | BatchInferenceConfig
+    tokens: float | None = None
+    solve_for: str | None = None
+    model_is_preset: bool = True
+    model_note: str | None = None  # the shape assumed for a bare parameter count
+    stated: frozenset[str] = frozenset()
+    """Defaultable training fields the caller gave (``precision``, ``sharding``, ``loop``,
+    ``optimizer_impl``, ``mixed_precision``): a what-if may change the others."""
+    serving: ServingQuestion | None = None
+
+    @property
+    def inference(self) -> bool:
+        return isinstance(self.config, _INFERENCE_CONFIGS)
+
+    @property
+    def precision(self) -> str:
+        return self.config.precision
+
+    @property
+    def gpu_count(self) -> int:
+        """Every GPU of the job: data-parallel ranks x TP (training), replicas x TP (serving)."""
+        return self.config.gpu_count
+
+
+ONE_MODEL_INPUT = "give exactly one of model, hf_config, params_billion"
+"""The rule every request naming a model follows, as answers state it (field ``model``)."""
+
+
+def has_one_model_input(model: object, hf_config: object, params_billion: object) -> bool:
+    """Whether exactly one of a preset name, a config.json body and a parameter count is given."""
+    return (model is not None) + (hf_config is not None) + (params_billion is not None) == 1
+
+
+def resolve_model(spec: JobSpec) -> tuple[ModelSpec, str | None, bool]:
+    """(model, assumed-shape note, is a preset) from exactly one of the three model inputs.
+
+    Raises :class:`InvalidConfiguration` naming the field, or
+    :class:`~service.core.catalog.models.ModelNotFound` (with close matches) for an unknown name."""
+    if not has_one_model_input(spec.model, spec.hf_config, spec.params_billion):
+        raise InvalidConfiguration("model", ONE_MODEL_INPUT)
+    if spec.model is not None:
+        return get_model(spec.model), None, True
+    if spec.hf_config is not None:
+        from service.core.catalog.models import UnsupportedArchitecture
+
+        try:
+            return from_hf_config(spec.hf_config), None, False
+        except UnsupportedArchitecture as exc:
+            raise InvalidConfiguration("hf_config", str(exc)) from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidConfiguration("hf_config", f"hf_config is not a usable config.json: {exc}") from None
+    assert spec.params_billion is not None
+    try:
+        model, shape = from_parameter_count(spec.params_billion)
+    except ValueError as exc:
+        raise InvalidConfiguration("params_billion", str(exc)) from None
+    return model, shape, False
+
+
+def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
+    """Fill the defaults and validate the combination (``InvalidConfiguration`` names the
+    field). Defaults: precision ``amp_bf16`` for training, ``bf16`` for fine-tuning (PEFT and
+    full fine-tuning load the base in bf16; ask for ``amp_bf16`` for fp32 master weights) and
+    for inference; ``fine-tuning`` means LoRA unless ``finetune`` says otherwise; sharding
+    ``none`` on one GPU and ``ddp`` on several; ``mixed_precision`` the FSDP mixed-precision
+    policy for ``amp_*`` with ``sharding='fsdp'``, autocast otherwise; ``optimizer_impl``
+    :data:`DEFAULT_OPTIMIZER_IMPL`; ``loop`` not stated (``loss_only`` with the band's upper end
+    covering ``keeps_outputs``); a CNN trains with SGD."""
+    note: str | None = None
+    preset = True
+    if model is None:
+        model, note, preset = resolve_model(spec)
+    if spec.mode not in MODES:
+        raise InvalidConfiguration("mode", f"mode must be one of {', '.join(MODES)}")
+    if spec.solve_for is not None and spec.solve_for not in SOLVE_TARGETS:
+        raise InvalidConfiguration("solve_for", f"solve_for must be one of {', '.join(SOLVE_TARGETS)}")
+    config: TrainConfig | InferenceConfig | BatchInferenceConfig
+    serving: ServingQuestion | None = None
+    if spec.mode == "inference":
+        config, serving = _inference_config(spec, model)
+    else:
+        if isinstance(model, CnnSpec):
+            seq_len = 1
+            optimizer = spec.optimizer if spec.optimizer != "adamw" else "sgd"
+        else:
+            seq_len = spec.seq_len or DEFAULT_TRAIN_SEQ_LEN
+            optimizer = spec.optimizer
+        precision = spec.precision or ("bf16" if spec.mode == "fine-tuning" else "amp_bf16")
+        sharding = spec.sharding or ("none" if spec.gpu_count == 1 else "ddp")
+        mixed = spec.mixed_precision or (
+            "fsdp_policy" if sharding == "fsdp" and precision.startswith("amp_") else "autocast"
+        )
+        config = TrainConfig(  # model and precision by position: > 15 keywords would build a dict per call
+            model,
+            precision,
+            batch_size=spec.batch_size,
+            seq_len=seq_len,
+            gradient_checkpointing=spec.gradient_checkpointing,
+            finetune=spec.finetune or ("lora" if spec.mode == "fine-tuning" else "full"),
+            lora_rank=spec.lora_rank,
+            lora_targets=tuple(spec.lora_targets) if spec.lora_targets else DEFAULT_LORA_TARGETS,
+            attention=spec.attention,
+            optimizer=optimizer,
+            sharding=sharding,
+            gpu_count=spec.gpu_count,
+            tensor_parallel=spec.tensor_parallel,
+            global_batch=spec.global_batch,
+            optimizer_impl=spec.optimizer_impl or DEFAULT_OPTIMIZER_IMPL,
+            loop=spec.loop,
+            mixed_precision=mixed,
+            pipeline_parallel=spec.pipeline_parallel,
+            gpus_per_node=spec.gpus_per_node or 0,
+            network_gbps_per_node=spec.network_gbps_per_node or 0.0,
+            rdma=spec.rdma,
+            stack=spec.stack,
+        )
+    stated = _stated(
+        spec.precision is not None,
+        spec.sharding is not None,
+        spec.loop is not None,
+        spec.optimizer_impl is not None,
+        spec.mixed_precision is not None,
+    )
+    return Job(
+        model=model,
+        mode=spec.mode,
+        config=config,
+        tokens=spec.tokens,
+        solve_for=spec.solve_for,
+        model_is_preset=preset,
+        model_note=note,
+        stated=stated,
+        serving=serving,
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _stated(
+    precision: bool, sharding: bool, loop: bool, optimizer_impl: bool, mixed_precision: bool
+) -> frozenset[str]:
+    """:attr:`Job.stated` from which of the defaultable fields were given (32 combinations, each
+    frozenset built once and shared: it is immutable)."""
+    return frozenset(
+        [
+            name
+            for name, given in (
+                ("precision", precision),
+                ("sharding", sharding),
+                ("loop", loop),
+                ("optimizer_impl", optimizer_impl),
+                ("mixed_precision", mixed_precision),
+            )
+            if given
+        ]
+    )
+
+
+def _inference_config(
+    spec: JobSpec, model: ModelSpec
+) -> tuple[InferenceConfig | BatchInferenceConfig, ServingQuestion | None]:
+    """Serving a decoder (``replicas = gpu_count / tensor_parallel`` copies of a TP group), or
+    batched inference of an encoder / CNN (``gpu_count`` independent replicas)."""
+    if spec.engine not in ENGINE_CLASSES:
+        raise InvalidConfiguration(
+            "engine",
+            f"engine {spec.engine!r} is not modelled (modelled: "
+            f"{', '.join(ENGINE_CLASSES)}); sglang has no published or "
+            "measured data to calibrate it",
+        )
+    if not isinstance(model, DecoderSpec):
+        if spec.tensor_parallel > 1:
+            raise InvalidConfiguration("tensor_parallel", "encoders and CNNs are served one GPU per replica")
+        if spec.requests_per_s is not None or spec.solve_for == "min_gpus":
+            raise InvalidConfiguration("requests_per_s", "request-rate serving is modelled for decoder LLMs")
+        seq = 1
+        if isinstance(model, EncoderSpec):
+            seq = spec.seq_len or DEFAULT_ENCODER_SEQ_LEN
+            if seq > model.max_position_embeddings:
+                raise InvalidConfiguration(
+                    "seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions"
+                )
+        return BatchInferenceConfig(
+            model=model,
+            precision=spec.precision or "bf16",
+            batch_size=spec.batch_size,
+            seq_len=seq,
+            replicas=spec.gpu_count,
+        ), None
+    tp = max(spec.tensor_parallel, 1)
+    if spec.solve_for != "min_gpus" and (spec.gpu_count < tp or spec.gpu_count % tp):
+        raise InvalidConfiguration(
+            "gpu_count",
+            f"gpu_count ({spec.gpu_count}) must be a multiple of tensor_parallel "
+            f"({tp}): replicas x tensor_parallel GPUs",
+        )
+    continuous = ENGINE_CLASSES[spec.engine].batching == "continuous"
+    if spec.requests_per_s is not None and not continuous:
+        raise InvalidConfiguration(
+            "requests_per_s",
+            "request-rate serving is modelled for continuous-batching "
+            "engines (vllm, tensorrt-llm); hf-transformers serves one "
+            "static batch (give batch_size)",
+        )
+    if spec.concurrency is not None and not continuous:
+        raise InvalidConfiguration(
+            "concurrency",
+            "concurrency applies to continuous-batching engines; "
+            "hf-transformers serves one static batch (give batch_size)",
+        )
+    if (
+        spec.solve_for == "min_gpus"
+        and spec.requests_per_s is None
+        and (spec.ttft_target_ms or spec.tpot_target_ms)
+    ):
+        raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
+    config = InferenceConfig(
+        model=model,
+        precision=spec.precision or "bf16",
+        quant_method=spec.quant_method,
+        batch_size=spec.concurrency or spec.batch_size,
+        input_len=spec.input_len,
+        output_len=spec.output_len,
+        engine=spec.engine,
+        tensor_parallel=tp,
+        kv_cache_bytes_per_element=1.0 if spec.kv_cache_dtype in ("fp8", "int8") else 0.0,
+        replicas=max(1, spec.gpu_count // tp),
+    )
+    serving = None
+    if continuous:
+        serving = ServingQuestion(
+            workload=Workload(
+                float(spec.input_len), float(max(spec.output_len, 1)), spec.input_len_cv, spec.output_len_cv
+            ),
+            requests_per_s=spec.requests_per_s,
+            concurrency=spec.concurrency,
+            ttft_target_s=spec.ttft_target_ms / 1e3 if spec.ttft_target_ms else None,
+            tpot_target_s=spec.tpot_target_ms / 1e3 if spec.tpot_target_ms else None,
+        )
+    return config, serving
+
+
+def workload_for(job: Job) -> str:
+    """The benchmark workload whose measurements calibrate this job's time."""
+    if job.inference:
+        if isinstance(job.model, EncoderSpec):
+            return "bert-large-infer"
+        if isinstance(job.model, CnnSpec):
+            return "resnet50-infer"
+        return "llm-infer"
+    if isinstance(job.model, EncoderSpec):
+        return "bert-large-train"
+    if isinstance(job.model, CnnSpec):
+        return "resnet50-train"
+    return "llm-train"
+
+
+def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
+    """(workload, canonical parameters, parameters hash) of the benchmark cell that measures
+    exactly this job, or ``None`` (a model given by config or size is no preset cell)."""
+    if not job.model_is_preset:
+        return None
+    c = job.config
+    m = job.model
+    params: dict[str, Any]
+    if isinstance(c, TrainConfig) and (c.stack != "hf-eager" or c.pipeline_parallel > 1):
+        return None  # the agent measures the eager reference loop without pipeline stages
+    if isinstance(c, TrainConfig) and isinstance(m, DecoderSpec):
+        workload = "llm-train"
+        params = {
+            "model": m.id,
+            "precision": c.precision,
+            "batch_size": c.batch_size,
+            "seq_len": c.seq_len,
+            "gradient_checkpointing": c.gradient_checkpointing,
+            "finetune": c.finetune,
+            "lora_rank": c.lora_rank if c.finetune != "full" else 0,
+            "lora_targets": ",".join(c.lora_targets) if c.finetune != "full" else "",
+            "attention": c.attention,
+            "optimizer": c.optimizer,
+            "sharding": c.sharding,
+            "gpu_count": c.gpu_count,
+            "global_batch": c.global_batch,
+        }
+        # declared variants, named only away from the vocabulary defaults (cells measured
+        # before they existed keep their hash); an unstated loop is looked up as loss_only,
+        # the central estimate
+        for name, value, default in (
+            ("loop", c.loop or "loss_only", "loss_only"),
+            ("optimizer_impl", c.optimizer_impl, "fused"),
+            ("mixed_precision", c.mixed_precision, "autocast"),
+        ):
+            if value != default:
+                params[name] = value
+    elif isinstance(c, TrainConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
+        workload, params = (
+            "bert-large-train",
+            {"precision": c.precision, "batch_size": c.batch_size, "seq_len": c.seq_len},
+        )
+    elif isinstance(c, TrainConfig) and isinstance(m, CnnSpec):
+        workload, params = "resnet50-train", {"precision": c.precision, "batch_size": c.batch_size}
+    elif isinstance(c, InferenceConfig):
+        if c.tensor_parallel != 1 or (job.serving is not None and job.serving.requests_per_s is not None):
+            return None  # the llm-infer cell is one GPU at a fixed batch
+        workload = "llm-infer"
+        params = {
+            "model": m.id,
+            "precision": c.precision,
+            "quant_method": c.quant_method,
+            "engine": c.engine,
+            "batch_size": c.batch_size,
+            "input_len": c.input_len,
+            "output_len": c.output_len,
+        }
+    elif isinstance(c, BatchInferenceConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
+        workload, params = (
+            "bert-large-infer",
+            {"precision": c.precision, "batch_size": c.batch_size, "seq_len": c.seq_len},
+        )
+    elif isinstance(c, BatchInferenceConfig) and isinstance(m, CnnSpec):
+        workload, params = "resnet50-infer", {"precision": c.precision, "batch_size": c.batch_size}
+    else:
+        return None
+    try:
+        canon = canonical_parameters(workload, params)
+    except VocabularyError:
+        return None
+    return workload, canon, parameters_hash(workload, canon)

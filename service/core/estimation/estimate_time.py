@@ -1,0 +1,420 @@
+"""The time part of an estimate: calibrated training step, eager and continuous-batching
+serving, encoder/CNN inference, with provenance, bands and stated accuracy."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+
+from service.core.catalog.models import (
+    EncoderSpec,
+)
+from service.core.catalog.precision import PEAK_KEY
+from service.core.catalog.specs import GpuSpec
+from service.core.errors import InvalidConfiguration
+from service.core.estimation.accuracy import Accuracy, accuracy_for
+from service.core.estimation.band import Band
+from service.core.estimation.calibration import Calibration
+from service.core.estimation.estimate_answers import (
+    RateAnswer,
+    ServingAnswer,
+    TimeAnswer,
+)
+from service.core.estimation.estimate_inputs import (
+    ServingQuestion,
+)
+from service.core.estimation.memory import (
+    BatchInferenceConfig,
+    InferenceConfig,
+    TrainConfig,
+)
+from service.core.estimation.performance import SPEC_DEFAULTS, step_summary, time_shares
+from service.core.estimation.serving import (
+    CONTINUOUS_BAND,
+    CONTINUOUS_EFFICIENCIES,
+    ENGINE_CLASSES,
+    TRANSFERRED_ENGINE_BAND_FACTOR,
+    HostProfile,
+    Workload,
+    capacity_at_slo,
+    concurrency_cap,
+    decode_bound,
+    deployment,
+    estimate_serving,
+    serve_at_rate,
+    serve_concurrency,
+)
+from service.core.estimation.serving import (
+    estimate_batch_inference as batch_inference_time,
+)
+from service.core.estimation.stacks import STACK_EFFECTS, stack_note
+from service.core.estimation.transfer import arch_key
+from service.core.evidence.aggregate import CellView
+from service.core.evidence.provenance import weakest
+
+
+def _accuracy(scope: str, gpu: GpuSpec, workload: str) -> Accuracy | None:
+    return _accuracy_by_key(scope, gpu.compute_capability, gpu.family, workload)
+
+
+@functools.lru_cache(maxsize=4096)
+def _accuracy_by_key(scope: str, cc: str | None, family: str, workload: str) -> Accuracy | None:
+    """Cached: a recommendation asks it for hundreds of candidates of a handful of kinds."""
+    return accuracy_for(
+        scope, arch_key(GpuSpec(slug="-", compute_capability=cc, architecture=family)), workload
+    )
+
+
+def _derived_span(gpu: GpuSpec, precision: str) -> tuple[GpuSpec, GpuSpec, str] | None:
+    """(the GPU at the low end of its derived figures, at the high end, the derivation) when the
+    peak ``precision`` runs at, or the bandwidth, is derived from a sibling; else None."""
+    what = gpu.derived_peak(precision)
+    text = f"the {PEAK_KEY.get(precision, precision)} peak is {what}" if what else None
+    if gpu.bandwidth_range is not None:
+        bw = f"the memory bandwidth is {gpu.derivations.get('bandwidth', 'derived')}"
+        text = f"{text}; {bw}" if text else bw
+    if text is None:
+        return None
+    lo = {k: r[0] for k, r in gpu.peak_ranges.items()}
+    hi = {k: r[1] for k, r in gpu.peak_ranges.items()}
+    bw_lo, bw_hi = gpu.bandwidth_range or (gpu.bandwidth_gb_per_s, gpu.bandwidth_gb_per_s)
+    return (
+        replace(gpu, peaks={**gpu.peaks, **lo}, bandwidth_gb_per_s=bw_lo),
+        replace(gpu, peaks={**gpu.peaks, **hi}, bandwidth_gb_per_s=bw_hi),
+        text,
+    )
+
+
+def _time(
+    c: TrainConfig,
+    gpu: GpuSpec,
+    cal: Calibration | None,
+    tokens: float | None,
+    cell: CellView | None,
+    workload: str = "*",
+) -> TimeAnswer:
+    if cal is not None:
+        e = cal.efficiencies
+        st = step_summary(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance)
+        prov, sources, n, notes = cal.provenance, cal.source_gpus, cal.n_points, cal.notes
+        scope, tables = cal.scope, cal.sources
+    else:
+        e = SPEC_DEFAULTS
+        st = step_summary(c, gpu)
+        prov, sources, n, notes = "spec", (), 0, ("datasheet roofline with the spec-default efficiencies",)
+        scope, tables = "spec-default", ()
+    accuracy = _accuracy(scope, gpu, workload)
+    step = st.step_time_s
+    band = st.step_time_band
+    measured = None
+    summary = cell.metrics.get("step_time_s") if cell is not None else None
+    if cell is not None and summary is not None and summary.median > 0:
+        measured = step = summary.median
+        band = Band(min(summary.p10, step * 0.97), step, max(summary.p90, step * 1.03))
+        prov = "measured"
+        notes = (f"median of {cell.count} measured results for this exact configuration",)
+        accuracy, tables = None, ()
+    else:
+        span = _derived_span(gpu, c.precision)
+        if span is not None:
+            slow = step_summary(c, span[0], e).step_time_s
+            fast = step_summary(c, span[1], e).step_time_s
+            if abs(slow - fast) > 1e-9 * step:
+                rel_lo, rel_hi = 1.0 - band.low / step, band.high / step - 1.0
+                band = Band(min(band.low, fast * (1.0 - rel_lo)), step, max(band.high, slow * (1.0 + rel_hi)))
+                prov = weakest(prov, "derived")
+                notes = (
+                    *notes,
+                    f"{gpu.slug}: {span[2]}; the step time is {fast * 1e3:.4g}-{slow * 1e3:.4g} ms "
+                    "across the two values and the band spans both",
+                )
+    k = step / st.step_time_s if st.step_time_s else 1.0
+    ttt = ttt_band = None
+    if tokens:
+        per_step = c.effective_global_batch * c.seq_len
+        steps = math.ceil(tokens / per_step)
+        ttt = steps * step
+        ttt_band = band.scaled(steps)
+    if c.stack != "hf-eager":
+        notes = (
+            *notes,
+            stack_note(c.stack),
+            *(f"stack {c.stack} sets {d}" for d in STACK_EFFECTS[c.stack].defaults),
+        )
+    network = st.layout.describe() if st.layout is not None and st.layout.nodes > 1 else None
+    if network is not None:
+        notes = (*notes, f"network: {network}")
+    tokens_per_s = st.tokens_per_s / k * c.data_parallel
+    return TimeAnswer(  # the step time and its band by position: > 15 keywords would build a dict per call
+        step,
+        band,
+        accumulation_steps=st.accumulation_steps,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=tokens_per_s / c.gpu_count,
+        samples_per_s=st.samples_per_s / k * c.data_parallel,
+        mfu=st.mfu / k,
+        bound=st.bound,
+        provenance=prov,
+        time_to_train_s=ttt,
+        time_to_train_band=ttt_band,
+        source_gpus=tuple(sources),
+        calibration_points=n,
+        measured_step_time_s=measured,
+        notes=tuple(notes),
+        sources=tuple(tables),
+        accuracy=accuracy,
+        time_shares=time_shares(st.shares),
+        stack=c.stack,
+        network=network,
+    )
+
+
+def _serving(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    cal: Calibration | None,
+    cell: CellView | None,
+    host: HostProfile | None,
+    workload: str = "llm-infer",
+) -> ServingAnswer:
+    """hf-transformers (eager, static batch): the GPU-side efficiencies come from this GPU's
+    calibration (or a transfer); the host floor from the engine and host that measured it,
+    the same for every GPU (:class:`~service.core.estimation.serving.HostProfile`)."""
+    notes: tuple[str, ...] = ()
+    if host is not None:
+        notes = (
+            f"host floor of eager generate: {host.dispatch_s * 1e6:.1f} us per op, measured with "
+            f"{host.source} (a property of engine and host, applied to every GPU alike)",
+        )
+    if cal is not None:
+        e = cal.efficiencies
+        sv = estimate_serving(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance, host=host)
+        prov, sources, scope, tables = cal.provenance, tuple(cal.source_gpus), cal.scope, cal.sources
+        notes = (*notes, *cal.notes)
+    else:
+        e = SPEC_DEFAULTS
+        sv = estimate_serving(c, gpu, host=host)
+        prov, sources, scope, tables = "spec", (), "spec-default", ()
+    notes = (*notes, *sv.notes)
+    ttft_ms = cell.median("ttft_ms_p50") if cell is not None else None
+    tpot_ms = cell.median("tpot_ms_p50") if cell is not None else None
+    if ttft_ms and tpot_ms:
+        ttft, tpot = ttft_ms / 1e3, tpot_ms / 1e3
+        return ServingAnswer(  # TTFT by position: > 15 keywords would build a dict per call
+            ttft,
+            ttft_band=Band(ttft * 0.95, ttft, ttft * 1.05),
+            tpot_s=tpot,
+            tpot_band=Band(tpot * 0.95, tpot, tpot * 1.05),
+            output_tokens_per_s=c.batch_size / tpot,
+            prefill_bound=sv.prefill_bound,
+            decode_bound=sv.decode_bound,
+            provenance="measured",
+            source_gpus=sources,
+            measured_ttft_s=ttft,
+            measured_tpot_s=tpot,
+            engine=c.engine,
+            tensor_parallel=c.tensor_parallel,
+            replicas=c.replicas,
+            concurrency_per_replica=c.batch_size,
+            notes=notes,
+        )
+    accuracy = _accuracy(scope, gpu, workload)
+    ttft_band, tpot_band = sv.ttft_band, sv.tpot_band
+    span = _derived_span(gpu, "fp32" if c.precision == "fp32" else "bf16")
+    if span is not None:
+        lo, hi = estimate_serving(c, span[1], e, host=host), estimate_serving(c, span[0], e, host=host)
+        if abs(hi.ttft_s - lo.ttft_s) + abs(hi.tpot_s - lo.tpot_s) > 1e-12:
+            ttft_band = Band(min(ttft_band.low, lo.ttft_s), sv.ttft_s, max(ttft_band.high, hi.ttft_s))
+            tpot_band = Band(min(tpot_band.low, lo.tpot_s), sv.tpot_s, max(tpot_band.high, hi.tpot_s))
+            prov = weakest(prov, "derived")
+            notes = (*notes, f"{gpu.slug}: {span[2]}; the bands span both values")
+    return ServingAnswer(  # TTFT by position: > 15 keywords would build a dict per call
+        sv.ttft_s,
+        ttft_band=ttft_band,
+        tpot_s=sv.tpot_s,
+        tpot_band=tpot_band,
+        output_tokens_per_s=sv.output_tokens_per_s,
+        prefill_bound=sv.prefill_bound,
+        decode_bound=sv.decode_bound,
+        provenance=prov,
+        source_gpus=sources,
+        sources=tuple(tables),
+        accuracy=accuracy,
+        engine=c.engine,
+        tensor_parallel=c.tensor_parallel,
+        replicas=c.replicas,
+        concurrency_per_replica=c.batch_size,
+        notes=tuple(notes),
+    )
+
+
+VALIDATED_UTILISATION = 0.85
+"""The queueing model was validated (means of fixed-length runs) up to this utilisation; above
+it the published finite runs never reach a steady state to compare with."""
+
+QUEUEING_NOTE = (
+    "p50 from Poisson arrivals split over the replicas, a state-dependent processor-sharing "
+    "batch scheduler and an M/G/c admission queue (service.core.estimation.serving); validated on means "
+    "of NVIDIA's TensorRT-LLM 0.14 online runs at 2-32 QPS on H100/H200 up to "
+    f"{VALIDATED_UTILISATION:.0%} utilisation; p90/p99 are not validated and not answered"
+)
+
+
+def _continuous(
+    c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None, cell: CellView | None = None
+) -> ServingAnswer:
+    """A continuous-batching engine (tensorrt-llm published, vllm transferred): at a fixed
+    concurrency per replica (``batch_size``/``concurrency``) or at a request rate. An agent's
+    measurement of this exact cell (the llm-infer engine plug-in) answers as ``measured``."""
+    eng = ENGINE_CLASSES[c.engine]
+    e = CONTINUOUS_EFFICIENCIES
+    d = deployment(c, gpu)
+    w = q.workload if q is not None else Workload(float(c.input_len), float(max(c.output_len, 1)))
+    k = TRANSFERRED_ENGINE_BAND_FACTOR if eng.provenance == "transferred" else 1.0
+    notes: list[str] = [f"{eng.name}: {eng.source}", *d.notes]
+    if eng.provenance == "transferred":
+        notes.append(
+            "continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
+            "vLLM's scheduler and memory defaults (no vLLM table calibrates it; band x"
+            f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})"
+        )
+    cap, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
+    if cap < 1:
+        raise InvalidConfiguration(
+            "tensor_parallel",
+            f"{c.model.id} leaves no KV cache for one request on "
+            f"{gpu.slug} at tensor_parallel {c.tensor_parallel}",
+            code="MEMORY_INSUFFICIENT",
+        )
+    lo_t, hi_t = (x * k for x in CONTINUOUS_BAND["ttft"])
+    lo_p, hi_p = (x * k for x in CONTINUOUS_BAND["tpot"])
+    rate: RateAnswer | None = None
+    if q is not None and q.requests_per_s is not None:
+        r = serve_at_rate(c, gpu, q.requests_per_s, w, e, d)
+        per = capacity_at_slo(c, gpu, w, q.ttft_target_s, q.tpot_target_s, e, d)
+        fleet = per * c.replicas
+        validated = r.stable and r.utilisation <= VALIDATED_UTILISATION
+        rate = RateAnswer(
+            requests_per_s=q.requests_per_s,
+            stable=r.stable,
+            ttft_p50_s=r.ttft_s,
+            tpot_p50_s=r.tpot_s,
+            ttft_mean_s=r.ttft_mean_s,
+            in_flight_per_replica=r.in_flight,
+            utilisation=r.utilisation,
+            queue_wait_s=r.queue_wait_s,
+            capacity_requests_per_s=fleet,
+            headroom=fleet / q.requests_per_s - 1.0 if q.requests_per_s > 0 else math.inf,
+            meets_ttft=None if q.ttft_target_s is None else bool(r.stable and r.ttft_s <= q.ttft_target_s),
+            meets_tpot=None if q.tpot_target_s is None else bool(r.stable and r.tpot_s <= q.tpot_target_s),
+            validated=validated,
+            note=QUEUEING_NOTE
+            if validated
+            else (
+                "the replicas cannot keep up with this rate (overload)"
+                if not r.stable
+                else QUEUEING_NOTE
+                + f"; this point is above {VALIDATED_UTILISATION:.0%} utilisation: not validated"
+            ),
+        )
+        ttft, tpot = r.ttft_s, r.tpot_s
+        out_tps = q.requests_per_s * w.output_len if r.stable else 0.0
+        conc = round(r.in_flight)
+        bound = r.bound
+    else:
+        pt = serve_concurrency(c, gpu, e, q.concurrency if q is not None else None, d)
+        ttft, tpot = pt.ttft_s, pt.tpot_s
+        out_tps = pt.output_tokens_per_s * c.replicas
+        conc = int(pt.n)
+        bound = decode_bound(d, e, pt.n)
+        if (q.concurrency if q is not None and q.concurrency else c.batch_size) > cap:
+            notes.append(f"concurrency capped at {cap} sequences per replica (scheduler and KV cache)")
+    prov = eng.provenance
+    measured_ttft = measured_tpot = None
+    m_ttft = cell.median("ttft_ms_p50") if cell is not None and rate is None else None
+    m_tpot = cell.median("tpot_ms_p50") if cell is not None and rate is None else None
+    if cell is not None and m_ttft and m_tpot:
+        measured_ttft, measured_tpot = m_ttft / 1e3, m_tpot / 1e3
+        ttft, tpot, prov = measured_ttft, measured_tpot, "measured"
+        out_tps = c.batch_size / tpot * c.replicas
+        lo_t = hi_t = lo_p = hi_p = 0.05
+        notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
+    finite = math.isfinite(ttft) and math.isfinite(tpot)
+    return ServingAnswer(  # TTFT, its band and TPOT by position: > 15 keywords would build a dict per call
+        ttft,
+        Band(ttft * (1 - lo_t), ttft, ttft * (1 + hi_t)) if finite else Band(ttft, ttft, ttft),
+        tpot,
+        tpot_band=Band(tpot * (1 - lo_p), tpot, tpot * (1 + hi_p)) if finite else Band(tpot, tpot, tpot),
+        output_tokens_per_s=out_tps,
+        prefill_bound="compute",
+        decode_bound=bound,
+        provenance=prov,
+        source_gpus=(),
+        measured_ttft_s=measured_ttft,
+        measured_tpot_s=measured_tpot,
+        engine=c.engine,
+        tensor_parallel=c.tensor_parallel,
+        replicas=c.replicas,
+        concurrency_per_replica=conc,
+        max_concurrency_per_replica=cap,
+        rate=rate,
+        notes=tuple(notes),
+    )
+
+
+def _batch_time(
+    c: BatchInferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None
+) -> TimeAnswer:
+    """Encoder / CNN inference: one forward of the batch (``step_time_s``), inputs/s over all
+    replicas; calibrated on the agent's ``bert-large-infer`` / ``resnet50-infer``."""
+    if cal is not None:
+        est = batch_inference_time(c, gpu, cal.efficiencies, band=cal.band_for(c), provenance=cal.provenance)
+        prov, sources, n, notes = cal.provenance, cal.source_gpus, cal.n_points, cal.notes
+    else:
+        est = batch_inference_time(c, gpu)
+        prov, sources, n, notes = "spec", (), 0, ("datasheet roofline with the spec-default efficiencies",)
+    step, band = est.step_time_s, est.step_time_band
+    measured = None
+    summary = cell.metrics.get("step_time_s") if cell is not None else None
+    if cell is not None and summary is not None and summary.median > 0:
+        measured = step = summary.median
+        band = Band(min(summary.p10, step * 0.97), step, max(summary.p90, step * 1.03))
+        prov = "measured"
+        notes = (f"median of {cell.count} measured results for this exact configuration",)
+    m = c.model
+    per_input = float(c.seq_len) if isinstance(m, EncoderSpec) else 1.0
+    flops = (
+        2.0 * c.batch_size * c.seq_len * m.matmul_params_per_token
+        if isinstance(m, EncoderSpec)
+        else m.forward_flops_per_image * c.batch_size
+    )
+    peak = gpu.peak_for(c.precision) or 0.0
+    return TimeAnswer(
+        step_time_s=step,
+        step_time_band=band,
+        accumulation_steps=1,
+        tokens_per_s=c.batch_size * per_input / step * c.replicas,
+        tokens_per_s_per_gpu=c.batch_size * per_input / step,
+        samples_per_s=c.batch_size / step * c.replicas,
+        mfu=flops / step / (peak * 1e12) if peak else 0.0,
+        bound=est.bound,
+        provenance=prov,
+        source_gpus=tuple(sources),
+        calibration_points=n,
+        measured_step_time_s=measured,
+        notes=tuple(notes),
+        time_shares=_batch_shares(est.phases, est.step_time_s),
+    )
+
+
+def _batch_shares(phases: Mapping[str, float], step: float) -> dict[str, float]:
+    """Shares of an encoder / CNN forward: a forward issued slower than it runs is host time."""
+    host = phases.get("host_dispatch", 0.0)
+    compute = phases.get("compute", 0.0) + phases.get("matmul", 0.0) + phases.get("attention", 0.0)
+    memory = phases.get("memory", 0.0)
+    if "matmul" in phases and host > compute + memory:  # encoder: max(GPU, host)
+        compute = memory = 0.0
+    rest = max(0.0, step - compute - memory)
+    return time_shares((compute / step, memory / step, 0.0, rest / step, 0.0))

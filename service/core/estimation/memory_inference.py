@@ -1,0 +1,205 @@
+"""Serving memory of decoders (weights by format, KV cache, prefill working set)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.core.catalog.models import DecoderSpec
+from service.core.errors import InvalidConfiguration
+from service.core.estimation.memory_band import (
+    _finish,
+)
+from service.core.estimation.memory_config import (
+    INT4_GROUP_BYTES_PER_PARAM,
+    INT8_BYTES_PER_PARAM,
+    NF4_BYTES_PER_PARAM,
+    MemoryEstimate,
+    MiB,
+)
+
+# --------------------------------------------------------------------------------------------
+# Inference
+# --------------------------------------------------------------------------------------------
+
+QUANT_METHODS: tuple[str, ...] = ("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8")
+"""Weight formats: ``bnb-*`` (bitsandbytes), ``awq``/``gptq`` (4-bit weight-only), ``fp8``
+(FP8 E4M3 weights with per-tensor scales; W8A8 where the GPU has FP8 tensor cores) and ``int8``
+(SmoothQuant-style W8A8: int8 weights and activations on the int8 tensor cores)."""
+
+ENGINES: tuple[str, ...] = ("hf-transformers", "vllm", "tensorrt-llm")
+"""Serving engines modelled (``service.core.estimation.serving`` describes each class)."""
+
+PREFILL_CHUNK_TOKENS = 8192
+"""Tokens a serving engine with chunked prefill (vLLM's default ``max_num_batched_tokens``
+for chunked prefill, 8192 on large GPUs) pushes through one forward; ``hf-transformers``
+prefills the whole batch at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceConfig:
+    """Serving ``batch_size`` sequences of ``input_len`` prompt + ``output_len`` generated tokens.
+
+    ``precision`` is the compute/activation dtype (``bf16``/``fp16``/``fp32``; ``fp8`` and ``int8``
+    mean W8A8 weights in that format); ``quant_method`` the weight format
+    (:attr:`weight_format` resolves the two). ``kv_cache_bytes_per_element`` defaults to the
+    compute dtype (2), 1 for an fp8/int8 KV cache. ``engine``: ``hf-transformers`` (``generate``
+    with a dynamic cache), ``vllm`` or ``tensorrt-llm`` (continuous batching, paged cache
+    preallocated by the engine). ``tensor_parallel`` GPUs hold one copy of the model; ``replicas``
+    copies serve side by side (data parallel), so the job uses ``tensor_parallel x replicas`` GPUs.
+    Memory is per GPU of one replica.
+    """
+
+    model: DecoderSpec
+    precision: str = "bf16"
+    quant_method: str = "none"
+    batch_size: int = 1
+    input_len: int = 1024
+    output_len: int = 256
+    engine: str = "hf-transformers"
+    tensor_parallel: int = 1
+    kv_cache_bytes_per_element: float = 0.0
+    gpu_memory_utilization: float = 0.9
+    replicas: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, DecoderSpec):
+            raise InvalidConfiguration("model", "inference memory is modelled for decoder-only models")
+        if self.engine not in ENGINES:
+            raise InvalidConfiguration("engine", f"engine must be one of {', '.join(ENGINES)}")
+        if self.tensor_parallel < 1 or self.replicas < 1:
+            raise InvalidConfiguration("tensor_parallel", "tensor_parallel and replicas must be >= 1")
+        if self.precision not in ("bf16", "fp16", "fp32", "amp_bf16", "amp_fp16", "fp8", "int8", "int4"):
+            raise InvalidConfiguration("precision", f"unknown precision {self.precision!r}")
+        if self.quant_method not in QUANT_METHODS:
+            raise InvalidConfiguration(
+                "quant_method", f"quant_method must be one of {', '.join(QUANT_METHODS)}"
+            )
+        if self.batch_size < 1 or self.input_len < 1 or self.output_len < 0:
+            raise InvalidConfiguration("batch_size", "batch_size and input_len must be >= 1, output_len >= 0")
+        if self.model.num_kv_heads % self.tensor_parallel:
+            raise InvalidConfiguration("tensor_parallel", "tensor_parallel must divide the KV heads")
+
+    @property
+    def compute_bytes(self) -> int:
+        return 4 if self.precision == "fp32" else 2
+
+    @property
+    def kv_bytes(self) -> float:
+        return self.kv_cache_bytes_per_element or float(self.compute_bytes)
+
+    @property
+    def weight_format(self) -> str:
+        """The weight format: ``quant_method``, or ``fp8``/``int8`` for those precisions with
+        ``quant_method`` ``none`` (W8A8 weights in the precision's format)."""
+        if self.quant_method == "none" and self.precision in ("fp8", "int8"):
+            return self.precision
+        return self.quant_method
+
+    @property
+    def gpu_count(self) -> int:
+        return self.tensor_parallel * self.replicas
+
+
+def weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> float:
+    """Weights by format. Quantisers leave embeddings, norms and the LM head in 16-bit and
+    quantise the decoder linears: bnb-int8 :data:`INT8_BYTES_PER_PARAM`, bnb-nf4
+    :data:`NF4_BYTES_PER_PARAM`, AWQ/GPTQ :data:`INT4_GROUP_BYTES_PER_PARAM`, fp8 1 byte +
+    per-tensor scales."""
+    linear = float(m.num_layers * (m.params_per_layer - m.norm_params_per_layer))
+    other = float(m.total_params) - linear
+    per = {
+        "none": float(compute_bytes),
+        "bnb-int8": INT8_BYTES_PER_PARAM,
+        "bnb-nf4": NF4_BYTES_PER_PARAM,
+        "awq": INT4_GROUP_BYTES_PER_PARAM,
+        "gptq": INT4_GROUP_BYTES_PER_PARAM,
+        "fp8": 1.0,
+        "int8": INT8_BYTES_PER_PARAM,
+    }[quant_method]
+    return linear * per + other * (compute_bytes if quant_method == "none" else 2.0)
+
+
+def kv_cache_bytes(
+    m: DecoderSpec, tokens: float, bytes_per_element: float = 2.0, tensor_parallel: int = 1
+) -> float:
+    """GQA-aware KV cache: ``2 (K, V) * layers * kv_heads * head_dim * bytes * tokens``,
+    split over tensor-parallel ranks by KV head. Sliding-window models cap ``tokens`` per
+    sequence at the window (the caller passes per-sequence tokens through
+    :func:`estimate_inference`)."""
+    return m.kv_cache_bytes_per_token(bytes_per_element) * tokens / tensor_parallel
+
+
+def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
+    """Per-GPU serving memory, the larger of two moments:
+
+    * **prefill**: weights + the prompt's KV cache + one layer's no-grad working set for
+      ``T = batch * input_len`` tokens -- the residual and norm buffers (``2*cb*Th`` plus the
+      fp32 upcast ``8Th``), or q/k/v with their RoPE copies (``cb*T*(3q + 4kv)``), or the
+      SwiGLU buffers alive at the product (SiLU output, up output, product: ``3*cb*Tf``),
+      whichever is largest -- + last-token logits in fp32 (``logits_to_keep=1``);
+    * **end of decode**: weights + the KV cache at ``input_len + output_len`` for every
+      sequence + one layer's cache copied by ``torch.cat`` (transformers' ``DynamicCache``).
+
+    ``amp_*`` serving keeps fp32 weights; autocast's casts of them live one layer at a time
+    (no weight cache outside autograd -- seen on the H200 with ResNet-50 inference).
+    Other engines (``vllm``) prefill in chunks of :data:`PREFILL_CHUNK_TOKENS` and
+    preallocate ``gpu_memory_utilization`` of the device; the figure here is what the
+    sequences need, not what the engine grabs.
+    """
+    m = c.model
+    tp = c.tensor_parallel
+    amp = c.precision.startswith("amp_")
+    w = weight_bytes(m, c.weight_format, 4 if amp else c.compute_bytes) / tp
+    cache = 0.0
+    if amp and c.weight_format == "none":  # no cache outside autograd: one layer's casts at a time
+        cache = 2.0 * float(m.params_per_layer - m.norm_params_per_layer) / tp
+    per_seq = c.input_len + c.output_len
+    prompt = c.input_len
+    if m.sliding_window:
+        per_seq = min(per_seq, m.sliding_window)
+        prompt = min(prompt, m.sliding_window)
+    kv = kv_cache_bytes(m, float(c.batch_size * per_seq), c.kv_bytes, tp)
+    kv_prompt = kv_cache_bytes(m, float(c.batch_size * prompt), c.kv_bytes, tp)
+    T = float(c.batch_size * c.input_len)
+    if c.engine != "hf-transformers":
+        T = min(T, float(PREFILL_CHUNK_TOKENS))  # chunked prefill bounds the working set
+    h = float(m.hidden_size)
+    f = float(m.intermediate_size) / tp
+    q, kvd = float(m.q_dim) / tp, float(m.kv_dim) / tp
+    cb = float(c.compute_bytes)
+    resid = cb * T * h + (4.0 if amp else cb) * T * h
+    prefill = resid + max(8.0 * T * h, cb * T * (3 * q + 4 * kvd), 3.0 * cb * T * f * m.experts_per_token)
+    logits = 4.0 * c.batch_size * m.vocab_size * 2 + cb * c.batch_size * m.vocab_size
+    dequant = 2.0 * float(m.hidden_size * m.intermediate_size) if c.quant_method.startswith("bnb") else 0.0
+    cat_copy = 2.0 * kv / m.num_layers if c.engine == "hf-transformers" else 0.0
+    workspace = 32.0 * MiB
+    phases = {
+        "prefill": w + cache + kv_prompt + prefill + logits + dequant + workspace,
+        "decode-end": w + cache + kv + cat_copy + logits + dequant + workspace,
+    }
+    peak_phase = max(phases, key=lambda k: phases[k])
+    peak = phases[peak_phase]
+    components = {
+        "weights": int(w),
+        "autocast_weight_copies": int(cache),
+        "kv_cache": int(kv_prompt if peak_phase == "prefill" else kv),
+        "prefill_activations": int(prefill if peak_phase == "prefill" else 0),
+        "logits": int(logits),
+        "workspace": int(workspace + dequant + (cat_copy if peak_phase != "prefill" else 0)),
+    }
+    notes = [
+        f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
+        f"{m.kv_cache_bytes_per_token(c.kv_bytes) / tp / 1024:.0f} KiB per token"
+    ]
+    rel = (0.05, 0.06) if c.weight_format == "none" else (0.08, 0.12)
+    return _finish(
+        None,
+        peak,
+        phases,
+        peak_phase,
+        components,
+        {"weights": int(w), "kv_cache": int(kv)},
+        notes,
+        rel,
+        multi_gpu=tp > 1,
+    )

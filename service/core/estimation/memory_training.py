@@ -1,0 +1,421 @@
+"""Decoder training memory by phase (forward, loss, backward by layer, optimizer step), FSDP2
+and pipeline stages, and the memoised breakdown an estimate reads."""
+
+from __future__ import annotations
+
+from math import trunc  # int() of a float, without int's constructor call (~3x cheaper)
+from typing import Any, NamedTuple
+
+from service.core.catalog.models import DecoderSpec, EncoderSpec, ModelSpec
+from service.core.estimation.memory_band import (
+    _band_for,
+    _finish,
+)
+from service.core.estimation.memory_config import (
+    _NOTE_STACK,
+    DDP_BUCKET_FRACTION,
+    NF4_BYTES_PER_PARAM,
+    ZERO3_MAX_LIVE_PARAMETERS,
+    ZERO_BUCKET_ELEMENTS,
+    GiB,
+    MemoryEstimate,
+    MiB,
+    TrainConfig,
+)
+from service.core.estimation.memory_encoders import (
+    _training_cnn,
+    _training_encoder,
+)
+from service.core.estimation.memory_layers import (
+    _decoder_layer_saved,
+    _decoder_trainables,
+    _dims,
+    _layer0,
+    _lora_note,
+    _optimizer_bytes,
+)
+
+# --------------------------------------------------------------------------------------------
+# FSDP2 layout
+# --------------------------------------------------------------------------------------------
+
+FSDP_LIVE_UNITS = 2
+"""Decoder layers whose parameters FSDP2 holds unsharded at once inside forward or backward:
+the one computing and the one prefetched (implicit forward prefetch, default explicit backward
+prefetch of one unit)."""
+
+_FSDP_NOTE = (
+    "FSDP2 as the agent's multi-GPU suite runs it: fully_shard per decoder layer and on the "
+    "root, reshard_after_forward default (layers reshard, the root's embeddings and LM head "
+    "stay gathered from forward to backward); storage-dtype shards and gathers"
+)
+_FSDP_NOTE_AUTOCAST = (
+    _FSDP_NOTE + " under torch.autocast, whose cache keeps every bf16 weight cast until "
+    "autocast exits (not sharded)"
+)
+_FSDP_NOTE_POLICY = _FSDP_NOTE.removesuffix("storage-dtype shards and gathers") + (
+    "MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): fp32 shards, bf16 gathers, no autocast"
+)
+_ADAMW_NOTES = {
+    "fused": "AdamW fused: no step temporaries",
+    "foreach": "AdamW foreach: one state-dtype copy of the parameter group during step() (_foreach_sqrt)",
+    "forloop": "AdamW forloop: sqrt and quotient of one tensor during step(), plus the previous denominator",
+}
+
+
+class _Stage(NamedTuple):
+    """One pipeline stage (1F1B): its layers, the micro-batches whose activations it holds at
+    once, and whether it holds the embeddings (first) and the final norm, LM head and loss (last)."""
+
+    layers: int
+    in_flight: float
+    first: bool
+    last: bool
+    name: str
+
+
+def _pipeline_stages(m: DecoderSpec, c: TrainConfig) -> tuple[_Stage, _Stage]:
+    """The two stages whose memory can peak under 1F1B: the first (``min(pp, micro-batches)``
+    micro-batches in flight, the embeddings) and the last (one micro-batch in flight, the LM head
+    and the loss buffers). Layers split evenly, the larger share on both (``ceil(L / pp)``)."""
+    pp = c.pipeline_parallel
+    layers = -(-m.num_layers // pp)
+    in_flight = float(min(pp, c.accumulation_steps))
+    return (
+        _Stage(layers, in_flight, True, False, f"first of {pp} pipeline stages"),
+        _Stage(layers, 1.0, False, True, f"last of {pp} pipeline stages"),
+    )
+
+
+def _training_pipeline(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
+    """Pipeline parallelism (1F1B): the larger of the first and the last stage's peaks."""
+    first, last = (_training_decoder(m, c, st) for st in _pipeline_stages(m, c))
+    return first if first.peak_allocated_bytes >= last.peak_allocated_bytes else last
+
+
+def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = None) -> MemoryEstimate:
+    mode = c.mode
+    tp = c.tensor_parallel
+    dp = c.data_parallel
+    sharding = c.sharding
+    notes: list[str] = [_NOTE_STACK]
+    d = _dims(m, tp)  # the model's shapes per shard, computed once per (model, tp)
+    h, *_, P, V, emb, linear, root, unit = d  # one unpacking (see _decoder_layer_saved)
+    T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), without float's constructor call
+    L = m.num_layers
+    in_flight = 1.0
+    has_head = first_stage = True
+    if stage is not None:  # a pipeline stage: its layers; embeddings first, final norm + LM head last
+        L, in_flight, first_stage, has_head = stage.layers, stage.in_flight, stage.first, stage.last
+        linear = d.linear * L / m.num_layers
+        emb = emb if first_stage else 0.0
+        P = L * unit + emb + ((V * h + h / tp) if has_head else 0.0)
+        notes.append(
+            f"pipeline parallelism, 1F1B: {stage.name}, {L} layers, activations of {in_flight:g} "
+            "micro-batch(es) in flight"
+        )
+    cb = mode.compute
+    full = c.finetune == "full"
+    fsdp = sharding == "fsdp"
+    policy = fsdp and c.mixed_precision == "fsdp_policy"
+    shards_grads = sharding in ("zero2", "zero3", "fsdp")
+    zero = sharding in ("zero1", "zero2", "zero3")
+
+    # ---------------- parameters, gradients, optimizer state (per rank)
+    lm_head_w = V * h  # multiplied whether tied or not
+    shapes2d: list[tuple[int, int]] | None = None  # only Adafactor reads them
+    if c.optimizer == "adafactor":  # factored second moments need the matrix shapes
+        shapes2d = []
+        for i, o, k in m.linear_shapes().values():
+            shapes2d.extend([(i, o)] * (k * L))
+        shapes2d.append((m.vocab_size, m.hidden_size))
+        if not m.tie_word_embeddings:
+            shapes2d.append((m.vocab_size, m.hidden_size))
+    # optimizer temporaries see the rank's tensors: FSDP/ZeRO-3 shards, tensor-parallel slices
+    opt_shard = 1.0 * (tp * (dp if sharding in ("fsdp", "zero3") else 1))
+    order = _decoder_trainables(m, c)
+    largest, window, n_adapters, _, lora_notes = order  # one unpacking (see _decoder_layer_saved)
+    largest, window = largest / opt_shard, window / opt_shard
+
+    if full:
+        if zero:
+            # DeepSpeed bf16: 16-bit params and grads, fp32 master + 2 states in the optimizer
+            w = 2.0 * P
+            g = 2.0 * P
+            opt_state = 12.0 * P if c.optimizer == "adamw" else 8.0 * P
+            opt_temp = 0.0
+            notes.append(
+                "DeepSpeed ZeRO variant: bf16 parameters/gradients, fp32 master weights "
+                "and AdamW states in DeepSpeed's fused optimizer"
+            )
+        else:
+            w = mode.param * P
+            g = mode.grad * P
+            opt_state, opt_temp = _optimizer_bytes(c, P, mode.state, largest, shapes2d, window)
+        lora_w = 0.0
+    else:
+        adapters = 1.0 * n_adapters / tp
+        if c.finetune == "qlora":
+            other = P - linear
+            w = linear * NF4_BYTES_PER_PARAM + other * mode.param
+            notes.append(
+                "QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and lm_head unquantised"
+            )
+        else:
+            w = mode.param * P
+        lora_w = 4.0 * adapters  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
+        g = 4.0 * adapters
+        opt_state, opt_temp = _optimizer_bytes(c, adapters, 4, largest, None, window)
+        notes.append(lora_notes.get(tp) or _lora_note(order, c.lora_rank, tp, adapters))
+    if c.optimizer == "adamw" and not zero:
+        notes.append(_ADAMW_NOTES[c.optimizer_impl])
+
+    # sharding of persistent state over data-parallel ranks
+    gather_buffer = 0.0  # alive in every phase (ZeRO buckets and live parameters)
+    ddp_buckets = 0.0
+    fsdp_root = fsdp_units = fsdp_unit_grads = 0.0  # FSDP2: forward/backward only
+    if dp > 1 or sharding != "none":
+        if sharding == "ddp" or (sharding == "none" and dp > 1):
+            ddp_buckets = DDP_BUCKET_FRACTION * g
+        elif sharding == "zero1":
+            opt_state /= dp
+            gather_buffer = min(float(ZERO_BUCKET_ELEMENTS), P) * 2.0
+        elif sharding == "zero2":
+            opt_state /= dp
+            g /= dp
+            gather_buffer = min(float(ZERO_BUCKET_ELEMENTS), P) * 2.0 * 2
+        elif sharding == "zero3":
+            opt_state /= dp
+            g /= dp
+            w /= dp
+            gather_buffer = min(float(ZERO3_MAX_LIVE_PARAMETERS), P) * 2.0
+        elif fsdp:
+            # FSDP2 fully_shard on every decoder layer and on the root, reshard_after_forward
+            # left at its default: layers reshard after forward, the root does not (FSDP2 keeps
+            # the root's embeddings, final norm and LM head gathered from its forward until its
+            # post-backward). Shards keep the storage dtype (fp32 under amp_*); the gathered
+            # copies are in the storage dtype under autocast, in bf16 under the policy.
+            w /= dp
+            g /= dp
+            opt_state /= dp
+            opt_temp /= dp  # foreach/for-loop temporaries follow the rank's DTensor shards
+            gathered = 2.0 if policy else float(mode.param)
+            # root: embeddings, an untied LM head and the final norm; unit: one decoder layer
+            fsdp_root = gathered * root
+            fsdp_units = FSDP_LIVE_UNITS * gathered * unit if full or c.finetune == "lora" else 0.0
+            # backward of a unit: its unsharded gradients (gathered dtype) and the fp32
+            # reduce-scatter input (a cast copy under the policy, the gradients themselves
+            # otherwise)
+            fsdp_unit_grads = (gathered + (4.0 if policy else 0.0)) * unit if full else 0.0
+            notes.append(
+                _FSDP_NOTE_POLICY if policy else _FSDP_NOTE_AUTOCAST if mode.autocast else _FSDP_NOTE
+            )
+    persistent = {
+        "parameters": trunc(w),
+        "lora_adapters": trunc(lora_w),
+        "optimizer_states": trunc(opt_state),
+    }
+
+    # ---------------- activations
+    top = _decoder_layer_saved(m, c, False, mode, d)
+    bottom = top if full else _layer0(m, c, top, mode, d)
+    no_cache = sharding == "zero3" or not mode.autocast
+    t_saved, t_copies, t_fwd, t_bwd, t_ckpt = top
+    b_saved, b_copies, _, b_bwd, _ = bottom
+    if not first_stage:  # no embedding below: every layer's input carries a gradient
+        b_saved, b_copies, b_bwd = t_saved, t_copies, t_bwd
+    copies_all = 0.0 if no_cache else t_copies * (L - 1) + b_copies
+
+    acts_all = t_saved * (L - 1) + b_saved
+    if in_flight != 1.0:  # 1F1B: each micro-batch in flight keeps its activations and casts
+        acts_all *= in_flight
+        copies_all *= in_flight
+
+    # final norm + lm_head input + loss
+    if mode.autocast:
+        head_saved = (4.0 * T * h + (4.0 * T * h if full else 0.0)) + (cb * T * h if full else 0.0)
+        head_copy = 0.0 if no_cache else cb * lm_head_w
+    elif mode.residual == 4:
+        head_saved = 4.0 * T * h * (3.0 if full else 1.0)
+        head_copy = 0.0
+    else:
+        head_saved = 4.0 * T * h + (2.0 * T * h + 2.0 * T * h if full else 0.0)
+        head_copy = 0.0
+    NV = T * V
+    logits_bytes = cb * NV
+    loss_fwd = (logits_bytes + 8.0 * NV) if cb != 4 else 8.0 * NV
+    loss_bwd = 12.0 * NV
+    lm_head_grad = (mode.grad * lm_head_w if full and not m.tie_word_embeddings else 0.0) / (
+        dp if shards_grads else 1
+    )
+    if not has_head:  # a pipeline stage before the last: no final norm, LM head or loss
+        head_saved = head_copy = loss_fwd = loss_bwd = lm_head_grad = logits_bytes = 0.0
+    misc = 16.0 * T + 32 * MiB  # int64 input ids + labels; cuBLAS workspace
+    notes.append(
+        f"loss buffers {loss_bwd / GiB:.2f} GiB at the start of backward (fp32 logits "
+        "upcast inside ForCausalLMLoss)"
+    )
+    # keeps_outputs: the output object's logits (B x S x V in the compute dtype) are alive in
+    # every phase -- this step's through backward and the optimizer step, the previous step's
+    # during the forward that replaces them.
+    held = logits_bytes
+
+    g_full = g
+    g_emb = (mode.grad * emb if full else 0.0) / (dp if shards_grads else 1)
+    g_fwd = g_full if c.accumulation_steps > 1 else 0.0
+    base = w + lora_w + opt_state + misc + gather_buffer + ddp_buckets
+    fb = base + fsdp_root  # forward/backward: the FSDP root stays gathered
+
+    # each branch builds its phases as one literal (presized; item stores resize at the sixth)
+    step = base + g_full + opt_temp  # the optimizer step
+    phases: dict[str, float]
+    if c.gradient_checkpointing:
+        ckpts = t_ckpt * L * in_flight
+        # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
+        # bases are cast per call and, checkpointed, not kept)
+        cached = (copies_all + head_copy) if full else 0.0
+        layer_work = t_saved + t_copies * (0 if no_cache else 1) + t_bwd + fsdp_units + fsdp_unit_grads
+        phases = {
+            "forward-loss": fb + g_fwd + cached + ckpts + head_saved + loss_fwd,
+            "backward-loss": fb + g_fwd + ckpts + head_saved + loss_bwd,
+            "backward-top-layer": fb + max(g_fwd, lm_head_grad) + ckpts + layer_work,
+            "backward-bottom-layer": fb + (g_full - g_emb) + t_ckpt + layer_work,
+            "optimizer-step": step,
+        }
+        notes.append("gradient checkpointing: one saved input per layer, one layer recomputed at a time")
+    else:
+        phases = {
+            "forward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd,
+            "backward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd,
+            "backward-top-layer": (
+                fb
+                + max(g_fwd, lm_head_grad)
+                + copies_all
+                + acts_all
+                + t_bwd
+                + cb * T * h
+                + fsdp_units
+                + fsdp_unit_grads
+            ),
+            "backward-bottom-layer": (
+                fb + (g_full - g_emb) + b_saved + b_copies + b_bwd + fsdp_units + fsdp_unit_grads
+            ),
+            # forward transient of one layer with everything below it saved
+            "forward-layer": fb + g_fwd + copies_all + acts_all - t_saved + t_fwd + fsdp_units,
+            "optimizer-step": step,
+        }
+    keeps_outputs = c.loop == "keeps_outputs"
+    if keeps_outputs:
+        phases = {k: v + held for k, v in phases.items()}
+        notes.append(
+            f"loop keeps_outputs: the output's logits ({held / GiB:.2f} GiB) are held through "
+            "backward and the optimizer step until the next forward returns"
+        )
+    peak_phase = ""
+    peak = 0.0
+    for phase, value in phases.items():  # the first of equal peaks, as max(phases, key=...) (a loop: cheaper)
+        if not peak_phase or value > peak:
+            peak_phase, peak = phase, value
+    in_fb = peak_phase != "optimizer-step"
+    at_bottom = peak_phase == "backward-bottom-layer"
+    layer_phase = at_bottom or peak_phase in ("forward-layer", "backward-top-layer")
+    all_saved = in_fb and not at_bottom  # every layer's activations are alive at the peak
+
+    components = {
+        "parameters": trunc(w),
+        "lora_adapters": trunc(lora_w),
+        "gradients": trunc(g_full if not in_fb else (g_full - g_emb if at_bottom else g_fwd)),
+        "optimizer_states": trunc(opt_state),
+        "optimizer_step_temporaries": trunc(0 if in_fb else opt_temp),
+        "autocast_weight_copies": trunc(
+            copies_all + head_copy
+            if all_saved and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full))
+            else 0
+        ),
+        "activations": trunc(
+            (t_ckpt * L * in_flight if c.gradient_checkpointing else acts_all)
+            if all_saved
+            else (b_saved if at_bottom else 0)
+        ),
+        "logits_and_loss": trunc(
+            loss_fwd if peak_phase == "forward-loss" else loss_bwd if peak_phase == "backward-loss" else 0
+        ),
+        "logits_held_by_loop": trunc(held if keeps_outputs else 0),
+        "fsdp_gathered_parameters": trunc(
+            (fsdp_root if in_fb else 0.0) + (fsdp_units if layer_phase else 0.0)
+        ),
+        "sharding_buffers": trunc(gather_buffer + ddp_buckets),
+        "workspace": trunc(misc),
+    }
+    components["transient"] = trunc(peak - sum(components.values()))
+    upper_extra = 0.0
+    if c.loop is None:
+        upper_extra = held
+        notes.append(
+            f"loop not stated: central estimate for a loop that keeps only the loss (HF Trainer); "
+            f"the band's upper end adds the {held / GiB:.2f} GiB of logits a loop that keeps the "
+            "model output (out = model(**batch)) holds"
+        )
+    return _finish(
+        c, peak, phases, peak_phase, components, persistent, notes, _band_for(c), upper_extra=upper_extra
+    )
+
+
+def estimate_training(c: TrainConfig) -> MemoryEstimate:
+    """Per-GPU training memory for ``c`` (see the module docstring for the loop modelled)."""
+    m = c.model
+    if isinstance(m, DecoderSpec):
+        return _training_decoder(m, c) if c.pipeline_parallel == 1 else _training_pipeline(m, c)
+    if isinstance(m, EncoderSpec):
+        return _training_encoder(m, c)
+    return _training_cnn(m, c)
+
+
+TRAINING_BREAKDOWN_CACHE_SIZE = 2048
+"""Entries :func:`training_breakdown` keeps before it starts over (each holds one breakdown)."""
+
+_BREAKDOWN_CACHE: dict[tuple[Any, ...], tuple[ModelSpec, MemoryEstimate]] = {}
+
+
+def forget_training_breakdowns() -> None:
+    """Empty :func:`training_breakdown`'s memo (``benchmarks/estimate_speed.py`` times an estimate
+    of a configuration not seen before with it)."""
+    _BREAKDOWN_CACHE.clear()
+
+
+def training_breakdown(c: TrainConfig) -> MemoryEstimate:
+    """:func:`estimate_training`, memoised (bounded) for the estimate path: the breakdown depends
+    on the configuration alone, never on the GPU, so ``/v1/compare``, a batch and a repeated
+    request over several GPUs compute it once. The key is every :class:`TrainConfig` field, the
+    model by identity (the spec is kept beside its entry, so its id cannot be reused while the
+    entry lives): an entry is only ever the answer computed for an equal configuration. The
+    breakdown returned is shared; like the recommender's shared breakdowns it is read, never
+    changed."""
+    key = (
+        id(c.model),
+        c.precision,
+        c.batch_size,
+        c.seq_len,
+        c.gradient_checkpointing,
+        c.finetune,
+        c.lora_rank,
+        c.lora_targets,
+        c.attention,
+        c.optimizer,
+        c.sharding,
+        c.gpu_count,
+        c.tensor_parallel,
+        c.global_batch,
+        c.optimizer_impl,
+        c.loop,
+        c.mixed_precision,
+        c.pipeline_parallel,  # the node layout, network and stack do not change memory
+    )
+    hit = _BREAKDOWN_CACHE.get(key)
+    if hit is not None and hit[0] is c.model:
+        return hit[1]
+    mem = estimate_training(c)
+    if len(_BREAKDOWN_CACHE) >= TRAINING_BREAKDOWN_CACHE_SIZE:
+        _BREAKDOWN_CACHE.clear()
+    _BREAKDOWN_CACHE[key] = (c.model, mem)
+    return mem

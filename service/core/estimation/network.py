@@ -1,0 +1,198 @@
+"""Where a training job's GPUs sit and how long its collectives take (issue 25).
+
+A job of ``gpu_count`` GPUs fills nodes of ``gpus_per_node`` GPUs. Inside a node, ranks talk
+over NVLink (within the GPU's NVLink domain) or PCIe; between nodes, over the network, whose
+bandwidth is a property of the node (its NICs), not of one GPU.
+
+Collectives are timed hierarchically, the way NCCL's ring and tree algorithms behave on
+rail-optimised clusters: a group of ``n = r x k`` ranks (``r`` per node, ``k`` nodes) moves
+``f(r) S`` bytes per rank over the node's links and ``f(k) S / r`` per rank across nodes, where
+every GPU of a node that runs such a collective at the same time shares the node's network:
+
+``t = f(r) S / (B_link e) + f(k) S (g / r) / (B_node e_net)``
+
+with ``f(x) = 2 (x - 1) / x`` for an all-reduce and ``(x - 1) / x`` for an all-gather or a
+reduce-scatter, ``S`` the bytes per rank, ``g`` the GPUs of the node busy with collectives at
+once, ``e`` the collective efficiency (:attr:`~service.core.estimation.performance.Efficiencies.comm`)
+and ``e_net`` that times :data:`~service.core.estimation.memory.SOCKET_NETWORK_EFFICIENCY`
+without RDMA. On one node the second term vanishes and the first is the flat ring the estimator
+always used. Across nodes a data-parallel all-reduce thus runs at about the node's aggregate NIC
+bandwidth (nccl-tests bus bandwidth on DGX-class clusters is close to the sum of the node's
+NICs), not at one NIC's: a structure from the algorithm, not fitted.
+
+Rank placement follows Megatron-Core's default order: tensor-parallel ranks adjacent, then
+data-parallel, then pipeline stages.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from service.core.catalog.precision import TRAIN_MODES as _MODES
+from service.core.catalog.specs import GpuSpec
+from service.core.estimation.efficiencies import Efficiencies
+from service.core.estimation.frozen import fast_init
+from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, SOCKET_NETWORK_EFFICIENCY, TrainConfig
+
+__all__ = [
+    "PCIE_ASSUMED_PER_DIRECTION_GB_PER_S",
+    "Layout",
+    "collective_s",
+    "communication_s",
+    "layout_of",
+    "p2p_s",
+]
+
+PCIE_ASSUMED_PER_DIRECTION_GB_PER_S = 0.985 * 2.0 * 16
+"""PCIe gen4 x16 payload bandwidth per direction (GB/s), assumed for collectives when the
+catalog does not source the GPU's PCIe generation and width (the answer says so)."""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The node layout and network a training job runs on, defaults resolved."""
+
+    gpus_per_node: int
+    nodes: int
+    network_gbps_per_node: float
+    rdma: bool
+    stated: bool
+    """Whether the caller gave the layout or the network (else both are the defaults)."""
+
+    @property
+    def network_bytes_per_s(self) -> float:
+        """The node's network bandwidth in B/s, as NCCL reaches it (before ``comm``)."""
+        eff = 1.0 if self.rdma else SOCKET_NETWORK_EFFICIENCY
+        return self.network_gbps_per_node * 1e9 / 8.0 * eff
+
+    def describe(self) -> str:
+        """The sentence the answer carries."""
+        how = "RDMA" if self.rdma else "no RDMA: NCCL sockets, assumed at half the RDMA rate"
+        default = (
+            ""
+            if self.stated
+            else f" (default: {NETWORK_GBIT_PER_S_PER_GPU:g} Gb/s per GPU, as DGX/HGX H100 and H200 nodes have)"
+        )
+        return (
+            f"{self.nodes} node(s) of {self.gpus_per_node} GPUs; between nodes "
+            f"{self.network_gbps_per_node:g} Gb/s per node, {how}{default}"
+        )
+
+
+def default_gpus_per_node(gpu: GpuSpec) -> int:
+    """GPUs per node when the caller does not say: the NVLink domain, at least 8."""
+    return max(gpu.node.nvlink_domain_size, 8)
+
+
+def layout_of(c: TrainConfig, gpu: GpuSpec) -> Layout:
+    """The layout ``c`` runs on: its own figures, else the GPU's node and one 400 Gb/s NIC per GPU."""
+    g = c.gpus_per_node or default_gpus_per_node(gpu)
+    net = c.network_gbps_per_node or NETWORK_GBIT_PER_S_PER_GPU * g
+    return Layout(
+        gpus_per_node=g,
+        nodes=-(-c.gpu_count // g),
+        network_gbps_per_node=net,
+        rdma=c.rdma,
+        stated=bool(c.gpus_per_node or c.network_gbps_per_node) or not c.rdma,
+    )
+
+
+def link_bytes_per_s(gpu: GpuSpec, ranks_in_node: int) -> float:
+    """Per-direction bandwidth (B/s) between ``ranks_in_node`` GPUs of one node: NVLink inside
+    the NVLink domain, PCIe otherwise (gen4 x16 when the catalog does not source it)."""
+    node = gpu.node
+    if node.nvlink_per_direction_gb_per_s and ranks_in_node <= node.nvlink_domain_size:
+        return node.nvlink_per_direction_gb_per_s * 1e9
+    return (node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S) * 1e9
+
+
+def collective_s(
+    nbytes: float,
+    ranks: int,
+    stride: int,
+    all_reduce: bool,
+    gpu: GpuSpec,
+    layout: Layout,
+    comm: float,
+    busy_per_node: int,
+) -> float:
+    """Seconds of one collective over ``ranks`` ranks ``stride`` GPUs apart (module docstring),
+    ``nbytes`` per rank; ``busy_per_node`` GPUs of a node run such collectives at once."""
+    if ranks <= 1:
+        return 0.0
+    g = layout.gpus_per_node
+    r = max(1, min(ranks, g // max(stride, 1)))
+    k = -(-ranks // r)
+    factor = 2.0 if all_reduce else 1.0
+    t = (
+        factor * (r - 1) / r * nbytes / (link_bytes_per_s(gpu, r * stride if r > 1 else 1) * comm)
+        if r > 1
+        else 0.0
+    )
+    if k > 1:
+        share = max(1, min(busy_per_node, g)) / r
+        t += factor * (k - 1) / k * nbytes * share / (layout.network_bytes_per_s * comm)
+    return t
+
+
+def p2p_s(nbytes: float, crosses_nodes: bool, gpu: GpuSpec, layout: Layout, comm: float) -> float:
+    """One point-to-point transfer of ``nbytes`` between pipeline stages: over the node's links,
+    or over the network when the stages sit on different nodes (every GPU of the node sending at
+    once, each with its share of the node's network)."""
+    if crosses_nodes:
+        return nbytes * layout.gpus_per_node / (layout.network_bytes_per_s * comm)
+    return nbytes / (link_bytes_per_s(gpu, 2) * comm)
+
+
+def ranks_cross_nodes(stride: int, layout: Layout) -> bool:
+    """Whether ranks ``stride`` GPUs apart sit on different nodes."""
+    return stride >= layout.gpus_per_node or math.isinf(stride)
+
+
+def communication_s(
+    c: TrainConfig,
+    gpu: GpuSpec,
+    e: Efficiencies,
+    P: float,
+    T: float,
+    h: float,
+    L: int,
+    cb: float,
+    t_bwd: float,
+    lay: Layout,
+    stack_overlap: float = 0.0,
+) -> float:
+    """Exposed communication per optimizer step (s), over the node layout (:mod:`.network`).
+
+    DDP: all-reduce of the gradients, overlapped with backward by ``overlap``. ZeRO-1/2:
+    reduce-scatter of gradients + all-gather of parameters. FSDP/ZeRO-3: parameters all-gathered
+    in forward and backward plus the gradient reduce-scatter, overlapped likewise. Tensor
+    parallelism: two all-reduces of the ``T x h`` activations per layer in forward and two in
+    backward, not overlapped. ``P`` is this rank's share of the parameters (one pipeline stage).
+    """
+    dp, tp, pp = c.data_parallel, c.tensor_parallel, c.pipeline_parallel
+    total = 0.0
+    overlap = max(e.overlap, stack_overlap)
+    busy = min(c.gpu_count, lay.gpus_per_node)
+    if dp > 1:
+        trainable = P if c.finetune == "full" else P * 0.01
+        grad_bytes = trainable * (
+            4.0 if _MODES[c.precision].grad == 4 and c.sharding in ("none", "ddp") else 2.0
+        )
+        if c.sharding in ("none", "ddp"):
+            t = collective_s(grad_bytes, dp, tp, True, gpu, lay, e.comm, busy)
+        elif c.sharding in ("zero1", "zero2"):
+            t = collective_s(grad_bytes + 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)
+        elif c.sharding == "fsdp":  # gathers in forward and backward, gradients reduce-scattered
+            gathered = 2.0 if c.mixed_precision == "fsdp_policy" else float(c.mode.param)
+            nbytes = 2.0 * gathered * P + float(c.mode.grad) * trainable
+            t = collective_s(nbytes, dp, tp, False, gpu, lay, e.comm, busy)
+        else:
+            t = collective_s(3 * 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)
+        total += max(t - overlap * t_bwd * c.accumulation_steps, t * (1 - overlap))
+    if tp > 1:
+        per = collective_s(T * h * cb, tp, 1, True, gpu, lay, e.comm, busy)
+        total += 4 * (-(-L // pp)) * per * c.accumulation_steps
+    return total

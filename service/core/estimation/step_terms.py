@@ -1,0 +1,270 @@
+"""What the step-time model reads of a model, computed once per (model, shard, mode): kernel counts
+and host costs per launched kernel, the shapes of each term, LoRA adapters, NF4 dequantisation and
+the MoE expert loop, with the measurements each constant comes from."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from service.core.catalog.models import DecoderSpec, EncoderSpec
+from service.core.estimation.efficiencies import Efficiencies
+
+# --------------------------------------------------------------------------------------------
+# Training step
+# --------------------------------------------------------------------------------------------
+
+# Host cost of eager PyTorch, per kernel launched (issue 11, launch-bound steps). Kernel counts
+# of the HF Llama layer under autocast (transformers 5.17, torch 2.11, SDPA), from the torch
+# profiler on the H200 (6- and 12-layer models differenced per layer; confirmed at 12 and 24
+# layers by the issue-25 probe): forward 49 kernels per layer, backward 94, embeddings + final
+# norm + LM head + loss 38 in forward and 31 in backward. Host time per kernel differs by who
+# launches it: the backward is issued by autograd's C++ engine (the unit,
+# ``Efficiencies.dispatch_s``), the forward from Python module code, and checkpoint recompute
+# from Python inside the backward through the non-reentrant checkpoint's saved-tensor hooks; a
+# checkpointed layer's forward also pays the wrapper. Ratios re-fitted (issue 25) on the
+# probe's 24 realistic small steps (``data/probes/h200-physics-2026-12-04.jsonl``: gt-llama-110m
+# / 350m shapes, b4/b8 x s512-2048, +/- checkpointing; medians of per-kernel host time): backward
+# 29 us per kernel on that host, forward x1.13, recompute x1.86, wrapper 22 units per layer. The
+# issue-11 probe (b1 x s32, where nothing but the host runs) had given 1.65, 4.4 and 37: at real
+# shapes the recompute is far cheaper, which is why checkpointed small steps were over-charged.
+# The host is noisy (+/-30 % between repeats of the same kernel count), so host-bound answers
+# carry a wider band (:data:`HOST_BAND`).
+OPS_PER_LAYER_FWD = 49
+OPS_PER_LAYER_BWD = 94
+OPS_HEAD = 38
+OPS_HEAD_BWD = 31
+HOST_COST_FORWARD = 1.13
+HOST_COST_RECOMPUTE = 1.86
+HOST_CHECKPOINT_WRAPPER = 22.0
+HOST_DISPATCH_MEASURED_S = 29e-6
+"""Host time per backward kernel measured on the H200 host (issue-25 probe, torch 2.11): the
+centre of the prior a fit of ``llm-train`` points puts on ``dispatch_s`` (the spec default, 6 us,
+is kept for answers without a fit)."""
+OPS_PER_FSDP_UNIT = 40
+"""FSDP2 kernels per wrapped unit and micro-batch: copy-in, all-gather and copy-out in forward
+and again in backward, reduce-scatter with its copies, reshards."""
+OPT_KERNELS_PER_TENSOR_FORLOOP = 9
+"""``_single_tensor_adam``: mul_, lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_ (+ step)."""
+OPT_ACCESSES = {"fused": 7.0, "foreach": 21.0, "forloop": 21.0}
+"""AdamW element accesses per parameter (reads + writes of parameter, gradient, two states and
+temporaries). Fused: one pass (p r/w, g r, m r/w, v r/w). foreach/for-loop: one pass per op --
+weight decay (2), lerp (3), v*beta2 (2), addcmul (4), sqrt (2), / bias correction (2), + eps
+(2), addcdiv (4). 7B amp_bf16 on the H200 measured +91 ms (foreach) and +78 ms (for-loop) over
+fused, against +85 ms from these counts at 4.3 TB/s."""
+OPS_ENCODER_LAYER_FWD = 30
+OPS_ENCODER_LAYER_BWD = 50
+
+
+def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
+    return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
+
+
+class _StepShape(NamedTuple):
+    """What the step model reads of a decoder or encoder, per tensor-parallel shard and numeric
+    mode: functions of (model, tp, autocast, compute bytes) alone, so computed once for each by
+    :func:`_step_shape` instead of on every estimate. Each field is the exact expression the step
+    model used inline (sums kept as written), so the figures are bit-for-bit the same."""
+
+    decoder: bool
+    L: int
+    h: float
+    q: float  # q_dim / tp (the encoder: hidden)
+    kv: float
+    f: float
+    V: float
+    layer_mm: float  # one layer's matmul weights a token passes through (active experts)
+    layer_w_all: float  # one layer's matmul weights (every expert)
+    mm_weights: float  # L * layer_mm + h * V
+    w_weights: float  # L * layer_w_all + h * V
+    causal: float
+    ops_f: int
+    ops_b: int
+    ew: float  # elementwise bytes per token per layer (forward), by precision
+    gqa: bool  # a decoder whose queries share KV heads (fp32 SDPA runs the math kernel)
+    a_heads: float  # num_heads / tp
+    hd: float  # head_dim
+    P: float  # total parameters / tp
+    matmul_per_token: float
+    heads_x_dim: float  # num_heads * head_dim (model FLOPs)
+    forloop_tensors: float  # parameter tensors a for-loop optimizer visits
+    dequant_bytes: float  # one NF4 dequantisation pass over the decoder linears, bytes (size-weighted)
+    moe_experts: int  # experts per MoE layer (0: dense)
+    linears: int  # decoder linear matrices (experts each), all layers
+
+
+_SHAPE_CACHE: dict[tuple[int, int, bool, int], tuple[DecoderSpec | EncoderSpec, _StepShape]] = {}
+
+
+def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: int) -> _StepShape:
+    """:class:`_StepShape` of ``m``, memoised per (model, tp, mode) like the parameter counts
+    (keyed by identity with the spec kept beside its entry; bounded)."""
+    key = (id(m), tp, autocast, compute)
+    hit = _SHAPE_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    cb = float(compute)
+    if isinstance(m, DecoderSpec):
+        L = m.num_layers
+        h = float(m.hidden_size)
+        q, kv = float(m.q_dim) / tp, float(m.kv_dim) / tp
+        f = float(m.intermediate_size) / tp
+        V = float(m.vocab_size) / tp
+        cnt = m._c()
+        layer_mm = float(cnt.active_per_layer - cnt.norms) / tp
+        layer_w_all = float(cnt.per_layer - cnt.norms) / tp
+        causal = 0.5
+        ops_f, ops_b = OPS_PER_LAYER_FWD, OPS_PER_LAYER_BWD
+        # elementwise bytes per token per layer (forward), by precision (module docstring)
+        if autocast:
+            ew = 106.0 * h + 36.0 * (q + kv) + 10.0 * f
+        elif cb == 4:
+            ew = 76.0 * h + 40.0 * (q + kv) + 20.0 * f
+        else:
+            ew = 76.0 * h + 20.0 * (q + kv) + 10.0 * f
+        if m.is_moe:
+            ew += 10.0 * f * (m.experts_per_token - 1) + 8.0 * m.num_experts
+            # transformers' eager expert loop: per expert, routing masks, index gathers, three
+            # GEMMs, the weighted index_add and their autograd kernels
+            # (host units: a loop kernel costs more host time than a layer's, MOE_EAGER_HOST_UNITS)
+            ops_f += round(m.num_experts * MOE_EAGER_KERNELS_FWD * MOE_EAGER_HOST_UNITS[0])
+            ops_b += round(m.num_experts * MOE_EAGER_KERNELS_BWD * MOE_EAGER_HOST_UNITS[1])
+        forloop = float(L * (len(m.linear_shapes()) + 2) + 3)
+    else:  # EncoderSpec
+        L = m.num_layers
+        h = float(m.hidden_size)
+        q = kv = h
+        f = float(m.intermediate_size)
+        V = float(m.vocab_size)
+        layer_mm = layer_w_all = float(4 * m.hidden_size**2 + 2 * m.hidden_size * m.intermediate_size)
+        causal = 1.0
+        ops_f, ops_b = OPS_ENCODER_LAYER_FWD, OPS_ENCODER_LAYER_BWD
+        ew = (110.0 * h + 12.0 * f) if autocast else (90.0 * h + 16.0 * f)
+        forloop = 16.0 * L
+    decoder = isinstance(m, DecoderSpec)
+    gqa = isinstance(m, DecoderSpec) and m.num_heads > m.num_kv_heads
+    hd = float(getattr(m, "head_dim", 64))
+    shape = _StepShape(
+        decoder=decoder,
+        L=L,
+        h=h,
+        q=q,
+        kv=kv,
+        f=f,
+        V=V,
+        layer_mm=layer_mm,
+        layer_w_all=layer_w_all,
+        mm_weights=L * layer_mm + h * V,
+        w_weights=L * layer_w_all + h * V,
+        causal=causal,
+        ops_f=ops_f,
+        ops_b=ops_b,
+        ew=ew,
+        gqa=gqa,
+        a_heads=float(m.num_heads) / tp,
+        hd=hd,
+        P=float(m.total_params) / tp,
+        matmul_per_token=float(m.matmul_params_per_token),
+        heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)),
+        forloop_tensors=forloop,
+        dequant_bytes=_dequant_bytes(m, tp) if isinstance(m, DecoderSpec) else 0.0,
+        moe_experts=m.num_experts if isinstance(m, DecoderSpec) and m.is_moe else 0,
+        linears=sum(k for _, _, k in m.linear_shapes().values()) * L if isinstance(m, DecoderSpec) else 0,
+    )
+    if len(_SHAPE_CACHE) > 4096:
+        _SHAPE_CACHE.clear()
+    _SHAPE_CACHE[key] = (m, shape)
+    return shape
+
+
+MOE_EAGER_KERNELS_FWD = 24
+MOE_EAGER_KERNELS_BWD = 42
+"""Kernels per expert and MoE layer that transformers' eager expert loop launches beyond a dense
+MLP, in forward and in backward (H200 probe, issue 25: a Mixtral-layout model, 8 experts top-2,
+against its dense twin of the same FLOPs per token: +194 forward and +334 backward kernels per
+layer, at 4k and 8k tokens alike)."""
+
+MOE_EAGER_HOST_UNITS = (1.5, 1.8)
+"""Host time of one expert-loop kernel in units of a dense layer's kernel of the same phase: the
+loop's Python per expert (indexing, ``where``, slicing) issues its kernels slower (the probe:
++63.3 ms over 1,552 forward and +103 ms over 2,669 backward loop kernels, against 27 us and
+21.6 us per kernel of the dense twin in the same run: 1.5x and 1.8x; fitted on that probe)."""
+
+MOE_EAGER_GPU_S_PER_KERNEL = (3.7e-6, 11.2e-6)
+"""GPU time each of those kernels adds in forward and in backward on the H200 (the same probe:
++5.8 ms over 1,552 forward and +29.7 ms over 2,669 backward kernels at 4k tokens; small grids,
+and index_add's atomics in backward). Scaled to other GPUs by memory bandwidth (an assumption:
+the cross-GPU issue owns the scaling); never larger on a GPU with more bandwidth."""
+
+MOE_EAGER_INFER_KERNELS = 14
+"""Kernels per expert an eager ``generate``/forward launches per MoE layer without autograd or
+autocast (the probe's batch-1 prefill of the same model: +29.5 ms over its dense twin at 1k
+tokens, host-bound, at ~33 us per launch: ~112 per layer, 14 per expert)."""
+
+H200_BANDWIDTH_GB_PER_S = 4800.0
+
+DEQUANT_BYTES_PER_PARAM = 0.5 + 1.0 / 64.0 + 2.0
+"""One NF4 dequantisation of a weight (QLoRA, bitsandbytes ``dequantize_4bit``): read the packed
+4-bit value and its block's absmax, write the 16-bit weight the GEMM then reads."""
+
+DEQUANT_RATE = 0.59
+"""Asymptotic rate of an NF4 dequantisation kernel relative to the bandwidth elementwise kernels
+reach: measured on the H200 (issue-25 probe, a Triton kernel of bitsandbytes' format, since
+bitsandbytes is not installed there): 1.65 TB/s on 58.7M-parameter matrices against a 4.21 TB/s
+copy; smaller matrices reach less (0.89 TB/s at 16.8M), modelled as a size ``n0`` of
+:data:`DEQUANT_HALF_PARAMS` added to each matrix (a fixed cost per kernel)."""
+
+DEQUANT_HALF_PARAMS = 30.3e6
+"""Matrix size (parameters) at which the dequantisation kernel runs at half its asymptotic rate
+(fitted on the two measured sizes: 0.89 TB/s at 16.8M, 1.65 TB/s at 58.7M)."""
+
+
+def _dequant_bytes(m: DecoderSpec, tp: int) -> float:
+    """Bytes one dequantisation pass over every decoder linear moves, each matrix counted with
+    the fixed cost of its kernel (:data:`DEQUANT_HALF_PARAMS`); per tensor-parallel shard."""
+    total = 0.0
+    for i, o, k in m.linear_shapes().values():
+        n = float(i * o) / tp
+        total += k * (n + DEQUANT_HALF_PARAMS) * DEQUANT_BYTES_PER_PARAM
+    return total * m.num_layers
+
+
+class _Adapters(NamedTuple):
+    """The LoRA adapters as the step model reads them (per shard): per target, ``in + out`` of
+    the adapted linear (for the adapter FLOPs, which scale with tokens); the adapter parameters
+    and elementwise bytes per token, summed over the targets in the order given."""
+
+    widths: tuple[int, ...]
+    params: float
+    ew: float
+
+
+_ADAPTER_CACHE: dict[tuple[int, int, tuple[str, ...], int, bool, int], tuple[DecoderSpec, _Adapters]] = {}
+
+
+def _adapters(
+    m: DecoderSpec, tp: int, targets: tuple[str, ...], rank: int, autocast: bool, compute: int
+) -> _Adapters:
+    """:class:`_Adapters` for LoRA ``targets`` of rank ``rank``, memoised per model (bounded)."""
+    key = (id(m), tp, targets, rank, autocast, compute)
+    hit = _ADAPTER_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    cb = float(compute)
+    shapes = m.linear_shapes()
+    L = m.num_layers
+    params = ew = 0.0
+    for t in targets:
+        i0, o0, copies = shapes[t]
+        params += float(rank * (i0 + o0) * copies * L) / tp
+        i = float(i0) / (tp if t in ("o_proj", "down_proj") else 1)
+        o = float(o0) / (1 if t in ("o_proj", "down_proj") else tp)
+        ew += (6.0 * i + 6.0 * o) if autocast else ((6.0 * i + 14.0 * o) if cb == 2 else 12.0 * o)
+    out = _Adapters(tuple(shapes[t][0] + shapes[t][1] for t in targets), params, ew)
+    if len(_ADAPTER_CACHE) > 4096:
+        _ADAPTER_CACHE.clear()
+    _ADAPTER_CACHE[key] = (m, out)
+    return out
+
+
+_OPT_BYTES_PER_PARAM = {"sgd": 4.0, "adafactor": 4.0, "adamw_8bit": 4.5}
+"""Element accesses per parameter of the optimizers other than AdamW (:data:`OPT_ACCESSES`)."""
