@@ -26,10 +26,14 @@ prices_app = typer.Typer(help="Reference prices: import cloud catalogs.", no_arg
 app.add_typer(prices_app, name="prices")
 
 
-def _engine(settings: Settings):  # type: ignore[no-untyped-def]
-    from service.db.engine import make_engine
+def _engine(settings: Settings, *, limits: bool = False):  # type: ignore[no-untyped-def]
+    from service.db.engine import EngineLimits, make_engine
 
-    return make_engine(settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    return make_engine(
+        settings.database_url,
+        sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+        limits=EngineLimits.of(settings) if limits else None,
+    )
 
 
 def _log(msg: str) -> None:
@@ -113,6 +117,9 @@ def serve(
         from service.bootstrap import bootstrap
 
         bootstrap(engine, settings, log=log.info)
+    engine.dispose()
+    # the API's own engine: every wait on the database bounded (migrations above are not)
+    engine = _engine(settings, limits=True)
     options: dict[str, object] = {
         "host": host,
         "port": port,

@@ -165,7 +165,12 @@ class Settings(BaseSettings):
         le=36_500,
         description="stored /v1/recommend answers older than this are deleted by `gpu-advisor recommendations prune`",
     )
-    sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
+    sqlite_busy_timeout_ms: int = Field(
+        default=5_000,
+        ge=0,
+        description="SQLite: how long a writer waits for another process's write lock before the request "
+        "is answered 503 (busy)",
+    )
 
     def outlier_policy(self) -> OutlierPolicy:
         """The MAD test's settings as the core type use cases and repositories take."""
@@ -180,6 +185,58 @@ class Settings(BaseSettings):
         default=30.0,
         gt=0,
         description="a request body must arrive within this many seconds of its headers (else 408)",
+    )
+    # ---- the bad day: bounded waits on the database, a bounded write queue (issue 26) ----
+    db_connect_timeout_s: float = Field(
+        default=3.0,
+        gt=0,
+        le=60,
+        description="PostgreSQL: a new connection must be made within this (else 503)",
+    )
+    db_statement_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        description="PostgreSQL statement_timeout of the API's connections; the client gives up 2 s later on a "
+        "server that does not answer at all (frozen), so a request fails with 503 instead of hanging",
+    )
+    db_pool_timeout_s: float = Field(
+        default=3.0, gt=0, le=60, description="wait at most this for a pooled connection (else 503)"
+    )
+    db_pool_size: int = Field(default=10, ge=1, le=1000, description="connections kept open")
+    db_max_overflow: int = Field(
+        default=30,
+        ge=0,
+        le=1000,
+        description="connections opened beyond db_pool_size under load; pool_size + max_overflow should be at "
+        "least request_threads, so that no request waits for a connection while the database answers",
+    )
+    request_threads: int = Field(
+        default=40,
+        ge=4,
+        le=1000,
+        description="threads that run blocking request work (database, estimates) per process",
+    )
+    max_concurrent_writes: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="write handlers running at once per process (the rest queue without holding a thread, a "
+        "connection or a lock); default 1 on SQLite (one writer at a time anyway), 4 on PostgreSQL",
+    )
+    write_queue_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="a write that waited this long for its turn is answered 503 + Retry-After",
+    )
+    readyz_timeout_s: float = Field(
+        default=2.0, gt=0, le=60, description="/readyz answers 503 when its database check takes longer"
+    )
+    min_free_disk_bytes: int = Field(
+        default=16 * 2**20,
+        ge=0,
+        description="SQLite: /readyz is not ready when the database's disk has less free space than this",
     )
     rate_limits_enabled: bool = Field(default=True, description="enforce the rate-limit rules")
     rate_limits: dict[str, dict[str, Any] | None] = Field(
@@ -227,6 +284,15 @@ class Settings(BaseSettings):
         for item in v:
             ipaddress.ip_network(item, strict=False)  # ValueError -> a settings error naming the field
         return v
+
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def write_slots(self) -> int:
+        """Write handlers at once per process (``max_concurrent_writes``, else by database)."""
+        if self.max_concurrent_writes is not None:
+            return self.max_concurrent_writes
+        return 1 if self.is_sqlite() else 4
 
     def rate_limit_rules(self) -> dict[str, RateLimitRule]:
         return merge_rate_limits(self.rate_limits)

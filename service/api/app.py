@@ -9,12 +9,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from sqlalchemy import Engine
 
 from service import __version__
 from service.api import problems
+from service.api.admission import KeyChecks, WriteGate
 from service.api.client_address import TrustedProxies
 from service.api.limits import BodyLimitMiddleware
 from service.api.logs import RequestContextMiddleware
@@ -28,7 +30,7 @@ from service.api.routes import estimate as estimate_routes
 from service.api.routes import models as models_routes
 from service.api.routes import page as page_routes
 from service.api.routes import recommend as recommend_routes
-from service.db.engine import make_engine, make_session_factory
+from service.db.engine import EngineLimits, make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.db.watermark_reader import AsyncWatermarkReader, conninfo_for
 from service.schemas.common import Problem
@@ -68,20 +70,22 @@ def settle_heap() -> None:
 
 def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
     settings = settings or Settings()
-    engine = engine or make_engine(
-        settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms
-    )
+    engine = engine or make_engine(settings.database_url, limits=EngineLimits.of(settings))
     limiter = Limiter(settings.redis_url, settings.rate_limit_key_prefix)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # the request thread pool of this event loop: database connections are sized to it
+        to_thread.current_default_thread_limiter().total_tokens = settings.request_threads
         if settings.warm_read_model:
             app.state.warm_up = threading.Thread(
                 target=_warm, args=(app,), name="warm-read-model", daemon=True
             )
             app.state.warm_up.start()
-        conninfo = conninfo_for(engine)
-        app.state.watermark_reader = AsyncWatermarkReader(conninfo) if conninfo else None
+        conninfo = conninfo_for(engine, connect_timeout_s=settings.db_connect_timeout_s)
+        app.state.watermark_reader = (
+            AsyncWatermarkReader(conninfo, timeout_s=settings.db_statement_timeout_s) if conninfo else None
+        )
         try:
             yield
         finally:
@@ -96,6 +100,8 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.session_factory = make_session_factory(engine)
     app.state.read_session_factory = make_session_factory(engine, write=False)
     app.state.warm_up = None
+    app.state.write_gate = WriteGate(settings.write_slots(), settings.write_queue_timeout_s)
+    app.state.key_checks = KeyChecks()
     app.state.watermark_reader = None  # PostgreSQL: made per event loop by the lifespan
     app.state.read_model = ReadModel(
         min_points=settings.measurements_min_points, window=settings.measurement_window
@@ -138,7 +144,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             RateLimitMiddleware,
             table=table,
             limiter=limiter,
-            identities=KeyIdentities(key_id),
+            identities=KeyIdentities(key_id, run=app.state.key_checks.run),
             trusted=trusted,
             on_limited=lambda rule: metrics.rate_limited.labels(rule).inc(),
         )

@@ -88,6 +88,24 @@ def document_security(schema: dict[str, Any], routes: list[Any], settings: Setti
                 op["security"] = [{"bearerAuth": []}]
 
 
+def _document_outages(responses: dict[str, Any], method: str) -> None:
+    """503 on every operation (the database is unavailable, busy or read-only) and 507 on
+    writes (its disk is full), each with Retry-After (``service.db.errors``)."""
+    retry = {"Retry-After": {"$ref": "#/components/headers/Retry-After"}}
+    responses["503"] = {
+        **_problem(
+            "the database is unavailable, busy or read-only (`database-unavailable`, `database-busy`, "
+            "`database-read-only`); nothing was changed; retry after Retry-After seconds"
+        ),
+        "headers": retry,
+    }
+    if method.upper() in ("POST", "PUT", "PATCH", "DELETE"):
+        responses["507"] = {
+            **_problem("the database's disk is full (`storage-full`): nothing was stored; retry later"),
+            "headers": retry,
+        }
+
+
 def document_operations(schema: dict[str, Any], settings: Settings, table: RuleTable) -> dict[str, Any]:
     schema.setdefault("components", {}).setdefault("headers", {})["Retry-After"] = RETRY_AFTER
     schema["components"]["headers"]["Allow"] = ALLOW
@@ -122,6 +140,7 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                 )
             if "429" in responses:
                 responses["429"]["headers"] = {"Retry-After": {"$ref": "#/components/headers/Retry-After"}}
+            _document_outages(responses, method)
             if "requestBody" in op:
                 responses["408"] = {
                     "description": f"the request body did not arrive within {settings.body_read_timeout_s:g} s",

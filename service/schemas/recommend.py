@@ -423,8 +423,16 @@ class ConsideredOut(BaseModel):
 
 
 class RecommendResponse(BaseModel):
-    recommendation_id: str = Field(
-        pattern=RECOMMENDATION_ID_PATTERN, examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"]
+    recommendation_id: str | None = Field(
+        pattern=RECOMMENDATION_ID_PATTERN,
+        examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"],
+        description="the stored answer's id (GET /v1/recommendations/{id}); null when it could not be stored "
+        "(`not_stored` says why)",
+    )
+    not_stored: str | None = Field(
+        default=None,
+        description="why the answer was not stored (the database could not write or was busy); the answer "
+        "itself is complete",
     )
     as_of: dt.datetime
     data_version: DataVersion

@@ -41,10 +41,13 @@ from service.usecases.transaction import commits
 
 __all__ = [
     "RecommendOutcome",
+    "compute",
     "get_recommendation",
     "prune_recommendations",
     "recommend",
     "recommendation_id",
+    "store_answer",
+    "unstored",
 ]
 
 
@@ -215,15 +218,53 @@ def recommend(
     stored document."""
     outcome = compute(uow, read, q, request, now=now, price_stale_days=price_stale_days, owner=owner)
     doc = present(outcome)
+    _add_answer(uow, outcome, doc, request, now=now, owner=owner)
+    return outcome, doc
+
+
+# ---- issue 26: storing an answer is best-effort ----------------------------------------------
+# The API computes on a read transaction (no write lock held during the search; a read-only or
+# full disk does not stop it) and then stores with store_answer in a short write transaction of
+# its own. When the database cannot write, the answer is still given, without an id and saying
+# why (unstored) -- the recommendation itself needs no disk.
+
+
+def _add_answer(
+    uow: UnitOfWork,
+    outcome: RecommendOutcome,
+    doc: Mapping[str, Any],
+    request: Mapping[str, Any],
+    *,
+    now: dt.datetime,
+    owner: int | None,
+) -> None:
     uow.recommendations.add(
         outcome.recommendation_id,
         api_key_id=owner,
         data_version=outcome.data_version,
         request=dict(request),
-        response=doc,
+        response=dict(doc),
         created_at=now,
     )
-    return outcome, doc
+
+
+@commits
+def store_answer(
+    uow: UnitOfWork,
+    outcome: RecommendOutcome,
+    doc: Mapping[str, Any],
+    request: Mapping[str, Any],
+    *,
+    now: dt.datetime,
+    owner: int | None,
+) -> None:
+    """Store an answer computed by :func:`compute` (one insert, skipped when stored before)."""
+    _add_answer(uow, outcome, doc, request, now=now, owner=owner)
+
+
+def unstored(doc: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """The answer as sent when it could not be stored: no id, and why."""
+    return {**doc, "recommendation_id": None, "not_stored": f"the answer was not stored: {reason}"}
 
 
 def get_recommendation(

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsDep, SubmitAuth, UowDep
 from service.api.presenters import benchmarks as present
+from service.api.routing import UnitOfWorkRoute
 from service.schemas.benchmarks import (
     MAX_RESULTS_PER_RUN,
     RUN_ID_PATTERN,
@@ -47,7 +48,7 @@ from service.usecases import benchmark_admin, benchmark_queries, benchmarks
 from service.usecases.benchmark_queries import ResultFilters
 from service.usecases.errors import FieldError, Invalid, PayloadTooLarge
 
-router = APIRouter(prefix="/v1", tags=["benchmarks"])
+router = APIRouter(prefix="/v1", tags=["benchmarks"], route_class=UnitOfWorkRoute)
 
 PROBLEM = {"model": Problem}
 FILTER_HELP = (

@@ -11,12 +11,13 @@ from fastapi.responses import JSONResponse
 from service.api.conditional import etag_matches
 from service.api.deps import ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.compare import compare_out
+from service.api.routing import UnitOfWorkRoute
 from service.schemas.common import Problem
 from service.schemas.compare import CompareOut
 from service.schemas.gpus import AmbiguousGpu
 from service.usecases import compare as uc
 
-router = APIRouter(prefix="/v1", tags=["compare"])
+router = APIRouter(prefix="/v1", tags=["compare"], route_class=UnitOfWorkRoute)
 
 
 @router.get(

@@ -10,13 +10,14 @@ from fastapi.exceptions import RequestValidationError
 
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
 from service.api.problems import field_errors, status_of
+from service.api.routing import UnitOfWorkRoute
 from service.core.estimation.estimate import ONE_MODEL_INPUT, has_one_model_input
 from service.schemas.common import Problem
 from service.schemas.estimate import BatchItem, BatchRequest, BatchResponse, EstimateRequest, EstimateResponse
 from service.usecases import estimate as uc
 from service.usecases.errors import UseCaseError
 
-router = APIRouter(prefix="/v1", tags=["estimate"])
+router = APIRouter(prefix="/v1", tags=["estimate"], route_class=UnitOfWorkRoute)
 
 
 @router.post(

@@ -12,6 +12,7 @@ from service.api import validation
 from service.api.conditional import etag_matches
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
+from service.api.routing import UnitOfWorkRoute
 from service.core.catalog.records import SORT_KEYS, GpuFilters
 from service.schemas.common import INT64_MAX, Cursor, JsonObject, Problem, SafeStr
 from service.schemas.gpus import (
@@ -27,7 +28,7 @@ from service.schemas.gpus import (
 )
 from service.usecases import catalog
 
-router = APIRouter(prefix="/v1", tags=["gpus"])
+router = APIRouter(prefix="/v1", tags=["gpus"], route_class=UnitOfWorkRoute)
 
 PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 SORT_PATTERN = rf"^-?(?:{'|'.join(sorted(SORT_KEYS))})$"

@@ -7,11 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path
 
 from service.api.deps import ReadAuth
+from service.api.routing import UnitOfWorkRoute
 from service.schemas.common import JsonObject, Problem, SafeStr
 from service.schemas.models import ModelDetail, ModelList
 from service.usecases import models as uc
 
-router = APIRouter(prefix="/v1", tags=["models"])
+router = APIRouter(prefix="/v1", tags=["models"], route_class=UnitOfWorkRoute)
 
 
 @router.get("/models", response_model=ModelList, operation_id="listModels", summary="Model presets")
