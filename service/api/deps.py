@@ -52,9 +52,9 @@ async def _uow(request: Request, *, write: bool) -> AsyncIterator[RequestUnitOfW
         yield uow
     finally:
         if uow.session.in_transaction():
-            await run_in_threadpool(uow.close)
+            await run_in_threadpool(uow.end)
         else:
-            uow.close()
+            uow.end()
 
 
 class RequestUnitOfWork(UnitOfWork):

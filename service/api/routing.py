@@ -38,7 +38,7 @@ def _ending_transactions(call: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             for value in kwargs.values():
                 if isinstance(value, UnitOfWork) and value.session.in_transaction():
-                    value.close()
+                    value.end()
 
     return run
 
