@@ -163,7 +163,7 @@ class ResultOutcome(BaseModel):
     quarantined: bool
     quarantine_reason: str | None = Field(
         default=None,
-        description="above_catalog_peak | above_usable_memory | statistical_outlier | admin",
+        description="above_catalog_peak | above_usable_memory | implausible | statistical_outlier | admin",
     )
     quarantine_detail: str | None = Field(default=None, description="the numbers behind the reason")
 
@@ -200,7 +200,9 @@ class AgentRef(BaseModel):
 
 
 class Quarantine(BaseModel):
-    reason: str = Field(description="above_catalog_peak | above_usable_memory | statistical_outlier | admin")
+    reason: str = Field(
+        description="above_catalog_peak | above_usable_memory | implausible | statistical_outlier | admin"
+    )
     detail: str | None
 
 
@@ -422,7 +424,7 @@ class MapPendingIn(RequestModel):
 class AlertOut(BaseModel):
     id: int
     kind: str = Field(
-        description="above_catalog_peak | above_usable_memory | statistical_outlier | pending_gpu"
+        description="above_catalog_peak | above_usable_memory | implausible | statistical_outlier | pending_gpu"
     )
     message: str
     gpu_slug: str | None

@@ -144,7 +144,7 @@ def map_pending(
     findings: dict[int, tuple[str | None, str | None]] = {}
     flagged: dict[str, list[int]] = {}
     for r in admin.results_to_check(run_pks):
-        found = static_findings(r.workload, r.params, r.metrics, r.memory, gpu.spec)
+        found = static_findings(r.workload, r.params, r.metrics, r.memory, gpu.spec, gpu_count=r.gpu_count)
         reason = found[0].reason if found else None
         findings[r.id] = (reason, "; ".join(f.detail for f in found)[:2000] if found else None)
         if reason and r.review_state is None:

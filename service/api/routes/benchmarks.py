@@ -409,7 +409,10 @@ def list_alerts(
     settings: SettingsDep,
     _auth: AdminAuth,
     kind: Annotated[
-        Literal["above_catalog_peak", "above_usable_memory", "statistical_outlier", "pending_gpu"] | None,
+        Literal[
+            "above_catalog_peak", "above_usable_memory", "implausible", "statistical_outlier", "pending_gpu"
+        ]
+        | None,
         Query(),
     ] = None,
     acknowledged: Annotated[bool | None, Query()] = None,
