@@ -99,6 +99,8 @@ def serve(
     import uvicorn
 
     from service.api.logs import logging_config
+    from service.api.server import PROTOCOL
+    from service.api.server import configure as configure_edge
 
     # Workers are fresh processes that read their settings from the environment: options go there.
     if log_level is not None:
@@ -131,7 +133,10 @@ def serve(
         # a worker must start (import the app) and answer the supervisor's pings within this;
         # uvicorn's 5 s kills and restarts workers that start slowly on a busy machine
         "timeout_worker_healthcheck": 60,
+        # httptools with limits on the request head (size, field count, read time)
+        "http": PROTOCOL,
     }
+    configure_edge(settings)
     log.info("serving on http://%s:%s (docs at /docs), %d worker(s)", host, port, workers)
     if workers > 1:
         from service.api.metrics import scrape_registry

@@ -75,6 +75,8 @@ DEFAULT_RATE_LIMITS: dict[str, RateLimitRule] = {
     "estimate": RateLimitRule(methods=("POST",), paths=("/v1/estimate",), per_minute=600, burst=120),
     # up to 256 configurations: about a second of CPU each, so one caller gets at most ~1/5 core
     "estimate-batch": RateLimitRule(methods=("POST",), paths=("/v1/estimate/batch",), per_minute=12, burst=4),
+    # parses a config.json: milliseconds, but a body of up to 256 KiB decoded on the event loop
+    "models-parse": RateLimitRule(methods=("POST",), paths=("/v1/models/parse",), per_minute=120, burst=30),
     # reserved for POST /v1/recommend (DESIGN "Recommendation"): enumerates GPU x count x strategy
     "recommend": RateLimitRule(methods=("POST",), paths=("/v1/recommend",), per_minute=30, burst=10),
     # a run with up to 10,000 results
@@ -122,7 +124,12 @@ class Settings(BaseSettings):
     read_requires_key: bool = Field(
         default=False, description="require an API key (scope read) for GET endpoints"
     )
-    max_body_bytes: int = Field(default=32 * 2**20, ge=1024, description="request bodies above this get 413")
+    max_body_bytes: int = Field(
+        default=12 * 2**20,
+        ge=1024,
+        description="no request body above this (413); each route has its own, smaller limit sized to its "
+        "legitimate bodies (service.api.limits.ROUTE_BODY_LIMITS; x-body-limit-bytes in the OpenAPI document)",
+    )
     max_results_per_run: int = Field(default=10_000, ge=1)
     page_size_default: int = Field(default=50, ge=1, le=1000)
     page_size_max: int = Field(default=500, ge=1, le=10_000)
@@ -237,6 +244,23 @@ class Settings(BaseSettings):
         default=16 * 2**20,
         ge=0,
         description="SQLite: /readyz is not ready when the database's disk has less free space than this",
+    )
+    max_header_bytes: int = Field(
+        default=32_768,
+        ge=1024,
+        le=2**24,
+        description="request line + header fields, in bytes; more is 431 and the connection closed "
+        "(gpu-advisor serve; a reverse proxy should refuse earlier: deploy/nginx.conf)",
+    )
+    max_header_count: int = Field(
+        default=100, ge=10, le=10_000, description="header fields per request; more is 431"
+    )
+    header_read_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="a request's head (request line and headers) must arrive within this, counted from its "
+        "first byte or the connection's opening (else 408 and close)",
     )
     rate_limits_enabled: bool = Field(default=True, description="enforce the rate-limit rules")
     rate_limits: dict[str, dict[str, Any] | None] = Field(

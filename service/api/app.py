@@ -18,6 +18,7 @@ from service import __version__
 from service.api import problems
 from service.api.admission import KeyChecks, WriteGate
 from service.api.client_address import TrustedProxies
+from service.api.framing import FramingGuard
 from service.api.limits import BodyLimitMiddleware
 from service.api.logs import RequestContextMiddleware
 from service.api.metrics import Metrics, MetricsMiddleware
@@ -33,7 +34,9 @@ from service.api.routes import recommend as recommend_routes
 from service.db.engine import EngineLimits, make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.db.watermark_reader import AsyncWatermarkReader, conninfo_for
+from service.schemas.benchmarks import BenchmarkRunIn
 from service.schemas.common import Problem
+from service.schemas.estimate import BatchRequest
 from service.schemas.gpus import GpuDocument
 from service.settings import Settings
 from service.usecases.errors import UseCaseError
@@ -116,8 +119,8 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(recommend_routes.router)
     app.include_router(compare_routes.router)
     app.include_router(page_routes.make_router())
-    # Middleware, outermost first: request id + access log, metrics, rate limits, body limits,
-    # unhandled errors (a 500 problem, not re-raised).
+    # Middleware, outermost first: request id + access log, metrics, framing (RFC 9112
+    # refusals), rate limits, body limits, unhandled errors (a 500 problem, not re-raised).
     # (Starlette wraps in reverse order of addition.) A limit is decided before the body is
     # read and before the handler runs.
     trusted = TrustedProxies(settings.trusted_proxies)
@@ -148,6 +151,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             trusted=trusted,
             on_limited=lambda rule: metrics.rate_limited.labels(rule).inc(),
         )
+    app.add_middleware(FramingGuard)  # RFC 9112 framing refusals: before limits, bodies, handlers
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestContextMiddleware, trusted=trusted)
 
@@ -162,7 +166,10 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         )
         problem_defs = schema["components"]["schemas"]["Problem"].pop("$defs", {})
         schema["components"]["schemas"].update(problem_defs)
-        document_bodies(schema, {"GpuDocument": GpuDocument})
+        document_bodies(
+            schema,
+            {"GpuDocument": GpuDocument, "BenchmarkRunIn": BenchmarkRunIn, "BatchRequest": BatchRequest},
+        )
         document_security(schema, app.routes, settings)
         app.openapi_schema = document_operations(problems.declare_problems(schema), settings, table)
         return app.openapi_schema

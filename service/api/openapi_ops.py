@@ -10,6 +10,7 @@ from typing import Any
 from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 
+from service.api.limits import BodyLimits
 from service.api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_SCHEMA_REF
 from service.api.ratelimit import RuleTable
 from service.settings import Settings
@@ -142,6 +143,10 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                 responses["429"]["headers"] = {"Retry-After": {"$ref": "#/components/headers/Retry-After"}}
             _document_outages(responses, method)
             if "requestBody" in op:
+                body_limit = BodyLimits(settings.max_body_bytes).for_operation(method, path)
+                op["x-body-limit-bytes"] = body_limit
+                said = responses.get("413", {}).get("description") or "Request body over the size limit"
+                responses["413"] = _problem(f"{said} (this operation's body limit: {body_limit} bytes)")
                 responses["408"] = {
                     "description": f"the request body did not arrive within {settings.body_read_timeout_s:g} s",
                     "content": {PROBLEM_MEDIA_TYPE: {"schema": PROBLEM_SCHEMA_REF}},

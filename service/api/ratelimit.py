@@ -102,13 +102,18 @@ class RuleTable:
 
 
 def _page_size(query_string: bytes) -> int:
+    """The largest page any ``limit`` of the query asks for, however written (``500.0``, a
+    second ``limit``): the rule cannot be bypassed by a form the route would refuse anyway."""
+    largest = 0.0
     for k, v in parse_qsl(query_string.decode("latin-1")):
         if k == "limit":
             try:
-                return int(v)
+                size = float(v)
             except ValueError:
-                return 0  # the route's validation answers 422
-    return 0
+                continue  # the route's validation answers 422
+            if math.isfinite(size):
+                largest = max(largest, size)
+    return math.ceil(largest)
 
 
 # ---- buckets -----------------------------------------------------------------------------------

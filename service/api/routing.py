@@ -20,8 +20,10 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.params import Depends
+from fastapi.exceptions import RequestValidationError
+from fastapi.params import Depends as DependsParam
 from fastapi.routing import APIRoute
 
 from service.api.deps import RequestUnitOfWork, get_uow
@@ -67,9 +69,51 @@ def takes_request_uow(endpoint: Callable[..., Any]) -> bool:
     hints = typing.get_type_hints(endpoint, include_extras=True)
     for name in inspect.signature(endpoint).parameters:
         meta = getattr(hints.get(name), "__metadata__", ())
-        if any(isinstance(m, Depends) and m.dependency is get_uow for m in meta):
+        if any(isinstance(m, DependsParam) and m.dependency is get_uow for m in meta):
             return True
     return False
+
+
+_SCALARS = "gpu_advisor_scalar_query"
+
+
+def _is_sequence(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return True
+    return any(_is_sequence(a) for a in typing.get_args(annotation)) if origin is not None else False
+
+
+def _scalar_query(route: Any) -> frozenset[str]:
+    """The route's query parameters that take one value (decided once per route)."""
+    known: frozenset[str] | None = getattr(route, _SCALARS, None)
+    if known is None:
+        names: set[str] = set()
+        stack = [route.dependant]
+        while stack:
+            d = stack.pop()
+            names |= {f.alias for f in d.query_params if not _is_sequence(f.field_info.annotation)}
+            stack.extend(d.dependencies)
+        known = frozenset(names)
+        setattr(route, _SCALARS, known)
+    return known
+
+
+async def one_value_each(request: Request) -> None:
+    """A query parameter that takes one value, given twice, is refused (422): otherwise the
+    framework reads the last and a rate rule may have read the first (``?limit=1&limit=500``)."""
+    route = request.scope.get("route")
+    if route is None or not request.scope.get("query_string"):
+        return
+    params = request.query_params
+    repeated = [n for n in _scalar_query(route) if len(params.getlist(n)) > 1]
+    if repeated:
+        raise RequestValidationError(
+            [
+                {"type": "value_error", "loc": ("query", n), "msg": "give this parameter once", "input": None}
+                for n in sorted(repeated)
+            ]
+        )
 
 
 class UnitOfWorkRoute(APIRoute):
@@ -79,4 +123,5 @@ class UnitOfWorkRoute(APIRoute):
             endpoint = (
                 _gated(endpoint) if writes and takes_request_uow(endpoint) else _ending_transactions(endpoint)
             )
+        kwargs["dependencies"] = [Depends(one_value_each), *(kwargs.get("dependencies") or ())]
         super().__init__(path, endpoint, **kwargs)

@@ -271,6 +271,34 @@ SafeStr = Annotated[
 ]
 """Free text: NUL-free, valid UTF-8 (no lone surrogates). Add ``max_length`` where it is stored."""
 
+NAME_INVISIBLE = (
+    "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u115f\\u1160\\u180e\\u200b-\\u200f"
+    "\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb"
+)
+"""Characters a name (of a GPU, a model) must not carry: control characters, zero-width and
+joiner characters, bidirectional marks and overrides, invisible fillers and variation
+selectors -- text that looks like ``L40`` but is not (``L\u200b40``, ``\u202e04L``). One class,
+in the regular-expression syntax both JSON Schema (ECMA 262) and Python read."""
+NAME_PATTERN = rf"^[^{NAME_INVISIBLE}]*$"
+_NAME_INVISIBLE = re.compile(rf"[{NAME_INVISIBLE}]")
+
+
+def name_text(value: str) -> str:
+    """A name as people type it: no invisible or direction-changing characters."""
+    safe_text(value)
+    found = _NAME_INVISIBLE.search(value)
+    if found is not None:
+        raise ValueError(
+            f"must not contain control, zero-width, joiner or bidirectional characters "
+            f"(found U+{ord(found.group()):04X} at {found.start()})"
+        )
+    return value
+
+
+NameStr = Annotated[str, AfterValidator(name_text), Field(json_schema_extra={"pattern": NAME_PATTERN})]
+"""A GPU or model name (slug, alias, PCI id, preset or Hugging Face id): :func:`name_text`.
+Add ``max_length``."""
+
 JsonObject = Annotated[
     dict[str, Any], AfterValidator(safe_json), Field(json_schema_extra={"x-max-depth": MAX_JSON_DEPTH})
 ]
@@ -313,6 +341,17 @@ class RequestModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
+
+def whole_number(value: Any) -> Any:
+    """A count in a query string: digits only (``500.0``, ``+5``, ``5e2`` are refused, so every
+    reader of the query -- a rate rule, the route -- reads the same number)."""
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]{1,12}", value):
+        raise ValueError("must be a whole number written in digits (no sign, point or exponent)")
+    return value
+
+
+PageLimit = Annotated[int, BeforeValidator(whole_number)]
+"""The ``limit`` query parameter of a paged listing: add ``Query(ge=1, le=...)``."""
 
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,2000}$"
 Cursor = Annotated[

@@ -11,7 +11,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.core.estimation.accuracy import Accuracy
 from service.core.estimation.band import Band
 from service.core.estimation.estimate import Estimate, JobSpec, Notice, ServingAnswer
-from service.schemas.common import DataVersion, JsonInt, JsonObject, RequestModel, SafeStr, UtcDatetime
+from service.schemas.common import (
+    DataVersion,
+    JsonInt,
+    JsonObject,
+    NameStr,
+    RequestModel,
+    SafeStr,
+    UtcDatetime,
+)
 
 ONE_MODEL_INPUT: list[dict[str, Any]] = [
     {"required": ["model"], "properties": {"model": {"type": "string"}}},
@@ -32,7 +40,7 @@ class WorkloadIn(RequestModel):
 
     model_config = ConfigDict(json_schema_extra=lambda schema: schema.update(oneOf=ONE_MODEL_INPUT))
 
-    model: SafeStr | None = Field(
+    model: NameStr | None = Field(
         default=None, min_length=1, max_length=200, examples=["meta-llama/Llama-2-13b-hf"]
     )
     hf_config: JsonObject | None = Field(default=None, description="a config.json body, as-is")
@@ -205,7 +213,7 @@ class EstimateRequest(WorkloadIn):
     ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a ``config.json`` body,
     as-is) or ``params_billion``."""
 
-    gpu: SafeStr = Field(
+    gpu: NameStr = Field(
         min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"]
     )
     gpu_count: JsonInt = Field(default=1, ge=1, le=4096)

@@ -298,7 +298,12 @@ def _check_if_match(record: GpuRecord, if_match: str | None) -> None:
             fields=[FieldError(("If-Match",), "required", location="header")],
         )
     tags = [t.strip() for t in if_match.split(",")]
-    if "*" not in tags and record.etag not in tags:
+    if "*" in tags:
+        raise PreconditionRequired(
+            "If-Match: * is not accepted: send the ETag of the version you read (GET /v1/gpus/{slug})",
+            fields=[FieldError(("If-Match",), "an entity tag, not *", location="header")],
+        )
+    if record.etag not in tags:
         raise PreconditionFailed(
             "the GPU changed since you read it; GET it again and retry",
             current_etag=record.etag,

@@ -12,7 +12,7 @@ from service.api.conditional import etag_matches
 from service.api.deps import ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.compare import compare_out
 from service.api.routing import UnitOfWorkRoute
-from service.schemas.common import Problem
+from service.schemas.common import NameStr, Problem
 from service.schemas.compare import CompareOut
 from service.schemas.gpus import AmbiguousGpu
 from service.usecases import compare as uc
@@ -37,7 +37,7 @@ async def compare_gpus(
     settings: SettingsDep,
     _auth: ReadAuth,
     gpus: Annotated[
-        list[str],
+        list[NameStr],
         Query(
             description="2 to 8 GPU names (slug, alias or PCI id), comma-separated or repeated; the first is the reference for ratios",
             max_length=8,

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Path
 
 from service.api.deps import ReadAuth
 from service.api.routing import UnitOfWorkRoute
-from service.schemas.common import JsonObject, Problem, SafeStr
+from service.schemas.common import JsonObject, NameStr, Problem
 from service.schemas.models import ModelDetail, ModelList
 from service.usecases import models as uc
 
@@ -27,7 +27,7 @@ async def list_models(_auth: ReadAuth) -> ModelList:
     summary="A preset by id, alias or Hugging Face id, with its exact parameter breakdown",
     responses={404: {"model": Problem, "description": "unknown model; `close_matches` lists near names"}},
 )
-async def get_model(model_id: Annotated[SafeStr, Path(max_length=200)], _auth: ReadAuth) -> ModelDetail:
+async def get_model(model_id: Annotated[NameStr, Path(max_length=200)], _auth: ReadAuth) -> ModelDetail:
     return ModelDetail.from_core(uc.lookup(model_id))
 
 
