@@ -23,7 +23,8 @@ from service.api.limits import BodyLimitMiddleware
 from service.api.logs import RequestContextMiddleware
 from service.api.metrics import Metrics, MetricsMiddleware
 from service.api.metrics import router as metrics_router
-from service.api.openapi_ops import document_bodies, document_operations, document_security
+from service.api.openapi_ops import document_bodies, document_operations, document_security, refer_safe_json
+from service.api.options import OptionsAnswer
 from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
 from service.api.routes import compare as compare_routes
@@ -35,7 +36,7 @@ from service.db.engine import EngineLimits, make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.db.watermark_reader import AsyncWatermarkReader, conninfo_for
 from service.schemas.benchmarks import BenchmarkRunIn
-from service.schemas.common import Problem
+from service.schemas.common import SAFE_JSON_SCHEMA, SAFE_JSON_VALUE, Problem
 from service.schemas.estimate import BatchRequest
 from service.schemas.gpus import GpuDocument
 from service.settings import Settings
@@ -151,6 +152,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             trusted=trusted,
             on_limited=lambda rule: metrics.rate_limited.labels(rule).inc(),
         )
+    app.add_middleware(OptionsAnswer)  # OPTIONS: 204 with the path's methods
     app.add_middleware(FramingGuard)  # RFC 9112 framing refusals: before limits, bodies, handlers
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestContextMiddleware, trusted=trusted)
@@ -166,11 +168,13 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         )
         problem_defs = schema["components"]["schemas"]["Problem"].pop("$defs", {})
         schema["components"]["schemas"].update(problem_defs)
+        schema["components"]["schemas"][SAFE_JSON_VALUE] = SAFE_JSON_SCHEMA
         document_bodies(
             schema,
             {"GpuDocument": GpuDocument, "BenchmarkRunIn": BenchmarkRunIn, "BatchRequest": BatchRequest},
         )
         document_security(schema, app.routes, settings)
+        schema = refer_safe_json(schema)
         app.openapi_schema = document_operations(problems.declare_problems(schema), settings, table)
         return app.openapi_schema
 

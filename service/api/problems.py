@@ -241,7 +241,7 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 405:
             # Starlette names only the first route that matched the path; the path's methods
             # are spread over several routes (GET, PATCH and DELETE of /v1/gpus/{slug})
-            headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
+            headers["Allow"] = ", ".join(sorted({*allowed_methods(request.app, request.scope), "OPTIONS"}))
             detail = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
         elif exc.status_code == 400:
             # FastAPI's answer to a body that is not JSON text (not UTF-8, too deeply nested)

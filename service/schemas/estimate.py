@@ -14,12 +14,12 @@ from service.core.estimation.estimate import Estimate, JobSpec, Notice, ServingA
 from service.schemas.common import (
     DataVersion,
     JsonInt,
-    JsonObject,
     NameStr,
     RequestModel,
     SafeStr,
     UtcDatetime,
 )
+from service.schemas.hf_config import HfConfig
 
 ONE_MODEL_INPUT: list[dict[str, Any]] = [
     {"required": ["model"], "properties": {"model": {"type": "string"}}},
@@ -43,7 +43,7 @@ class WorkloadIn(RequestModel):
     model: NameStr | None = Field(
         default=None, min_length=1, max_length=200, examples=["meta-llama/Llama-2-13b-hf"]
     )
-    hf_config: JsonObject | None = Field(default=None, description="a config.json body, as-is")
+    hf_config: HfConfig | None = Field(default=None, description="a config.json body, as-is")
     params_billion: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False)
     mode: Mode = Field(default="training", description="fine-tuning defaults to LoRA")
     precision: SafeStr | None = Field(

@@ -26,7 +26,7 @@ from service.usecases.benchmark_queries import get_result
 from service.usecases.catalog import resolve
 from service.usecases.errors import FieldError, NotFound
 from service.usecases.keys import Principal
-from service.usecases.paging import before_of, cut_page
+from service.usecases.paging import INT32_MAX, before_of, cut_page
 from service.usecases.read_model import ReadModel
 from service.usecases.transaction import commits
 
@@ -44,7 +44,7 @@ def list_alerts(
     uow: UnitOfWork, *, kind: str | None, acknowledged: bool | None, limit: int, cursor: str | None
 ) -> AlertPage:
     """Newest first, keyset pagination."""
-    before = before_of(cursor, "an alerts cursor")
+    before = before_of(cursor, "an alerts cursor", INT32_MAX)
     rows = uow.benchmark_admin.list_alerts(
         kind=kind, acknowledged=acknowledged, before=before, limit=limit + 1
     )

@@ -142,7 +142,7 @@ class _CanonicalCache:
 
     @staticmethod
     def _compute(workload: str, params: Mapping[str, Any]) -> _Canonical:
-        canon = canonical_parameters(workload, params, ("parameters",))
+        canon = canonical_parameters(workload, params, ("parameters",), typed=True)
         return (canon, *params_identity(workload, canon))
 
 
@@ -372,7 +372,10 @@ def _check_request(run: RunSubmission, idempotency_key: str | None, max_results:
             "Idempotency-Key must equal the body's run_id (the run id is the idempotency key)",
             fields=[
                 FieldError(
-                    ("Idempotency-Key",), f"expected {run.run_id!r}", location="header", type="value_error"
+                    ("Idempotency-Key",),
+                    f"expected {run.run_id!r}",
+                    location="header",
+                    type="idempotency_key",
                 )
             ],
         )

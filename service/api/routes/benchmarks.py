@@ -40,6 +40,7 @@ from service.schemas.benchmarks import (
     RunList,
     RunOut,
     WorkloadList,
+    WorkloadName,
     WorkloadOut,
 )
 from service.schemas.common import (
@@ -48,6 +49,7 @@ from service.schemas.common import (
     Id64,
     NameStr,
     PageLimit,
+    PositionCursor,
     Problem,
     SafeStr,
     SaneDatetime,
@@ -154,7 +156,7 @@ def _result_listing(*, include_retracted_default: bool) -> Callable[..., ResultL
         pending_gpu_id: Annotated[
             Id32 | None, Query(description="results of a pending (unmapped) GPU")
         ] = None,
-        workload: Annotated[SafeStr | None, Query(max_length=64)] = None,
+        workload: Annotated[WorkloadName | None, Query()] = None,
         status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
         quarantined: Annotated[bool | None, Query()] = None,
         agent: Annotated[Id32 | None, Query(description="API key id of the submitting agent")] = None,
@@ -345,11 +347,11 @@ async def gpu_measurements(
     cache: ReadDep,
     settings: SettingsDep,
     _auth: ReadAuth,
-    workload: Annotated[SafeStr | None, Query(max_length=64)] = None,
+    workload: Annotated[WorkloadName | None, Query()] = None,
     fingerprint_hash: Annotated[SafeStr | None, Query(max_length=16, description="pin one stack")] = None,
     min_points: Annotated[int | None, Query(ge=1, le=1000, description="k; default from settings")] = None,
     limit: Annotated[PageLimit, Query(ge=1, le=1000, description="cells per page")] = 500,
-    cursor: Annotated[Cursor | None, Query()] = None,
+    cursor: Annotated[PositionCursor | None, Query()] = None,
 ) -> Response:
     out = benchmark_queries.measurements(
         uow,

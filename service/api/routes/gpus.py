@@ -14,7 +14,7 @@ from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
 from service.api.routing import UnitOfWorkRoute
 from service.core.catalog.records import SORT_KEYS, GpuFilters
-from service.schemas.common import INT64_MAX, Cursor, JsonObject, NameStr, PageLimit, Problem, SafeStr
+from service.schemas.common import INT64_MAX, CatalogCursor, JsonObject, NameStr, PageLimit, Problem, SafeStr
 from service.schemas.gpus import (
     AmbiguousGpu,
     FxRateIn,
@@ -78,7 +78,7 @@ async def list_gpus(
         ),
     ] = "slug",
     limit: Annotated[PageLimit | None, Query(ge=1, le=500)] = None,
-    cursor: Annotated[Cursor | None, Query()] = None,
+    cursor: Annotated[CatalogCursor | None, Query()] = None,
 ) -> GpuList:
     min_mem = min_usable_memory_bytes
     if min_usable_memory_gib is not None:
