@@ -96,9 +96,9 @@ class KeyChecks:
     """At most ``slots`` API-key lookups of this process at once, in threads of their own (the
     rest wait on the event loop): a flood of requests with made-up keys -- each a lookup in
     the database -- cannot take the request threads or the pooled connections that reads and
-    writes need. A lookup is one indexed read; 8 at once answer hundreds per second."""
+    writes need. A lookup is one indexed read (a millisecond or two); 4 at once answer hundreds per second."""
 
-    def __init__(self, slots: int = 8) -> None:
+    def __init__(self, slots: int = 4) -> None:
         self.slots = slots
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CapacityLimiter] = (
             weakref.WeakKeyDictionary()
