@@ -217,3 +217,40 @@ def test_names_with_invisible_characters_are_refused_not_resolved(c: TestClient,
     r = c.post("/v1/estimate", json={"model": f"llama3{name[1]}-8b", "gpu": "H200"})
     _problem(r, 422, "validation-error")
     assert c.get("/v1/gpus/L40").status_code == 200  # the visible name still resolves
+
+
+def test_a_hung_redis_costs_one_timeout_per_back_off_not_every_request() -> None:
+    """A Redis that accepts connections and never answers: the first limited request waits the
+    0.25 s socket timeout and falls back to process buckets; the next ones within the back-off
+    do not ask Redis at all (before: 0.25 s on every limited request)."""
+    import asyncio
+    import socket
+    import time
+
+    from service.api.ratelimit import MemoryLimiter, RedisLimiter
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    errors: list[int] = []
+    limiter = RedisLimiter(
+        f"redis://127.0.0.1:{port}/0", fallback=MemoryLimiter(), on_error=lambda: errors.append(1)
+    )
+
+    async def hits() -> list[float]:
+        took = []
+        for _ in range(5):
+            t = time.monotonic()
+            decision = await limiter.hit("k", 1.0, 10)
+            took.append(time.monotonic() - t)
+            assert decision.allowed
+        await limiter.aclose()
+        return took
+
+    try:
+        took = asyncio.run(hits())
+    finally:
+        listener.close()
+    assert took[0] >= 0.2 and max(took[1:]) < 0.05, took
+    assert len(errors) == 5
