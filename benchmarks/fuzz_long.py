@@ -6,7 +6,7 @@ name), and the counts: cases sent per operation, in total, failures, wall time.
     python benchmarks/fuzz_long.py --examples 300 \\
         --postgres postgresql://postgres@127.0.0.1:5432/test          # PostgreSQL
 
-The CI run (the same test, 8 examples per operation) is part of the normal suite; this one is
+The CI run (the same test, 30 examples per operation and 30 stateful scenarios) is part of the normal suite; this one is
 for a longer look (10k+ cases at --examples 300). Exit status: pytest's."""
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--examples", type=int, default=300, help="fuzzed examples per operation (CI: 8)")
+    ap.add_argument(
+        "--examples",
+        type=int,
+        default=300,
+        help="fuzzed examples per operation and stateful scenarios (CI: 30)",
+    )
     ap.add_argument("--postgres", help="a PostgreSQL URL: the run creates and drops its own database there")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -33,6 +38,7 @@ def main() -> int:
         env = {
             **os.environ,
             "GPU_ADVISOR_FUZZ_EXAMPLES": str(args.examples),
+            "GPU_ADVISOR_FUZZ_STATEFUL_EXAMPLES": str(args.examples),
             "GPU_ADVISOR_FUZZ_COUNT_FILE": str(counts),
         }
         env.pop("GPU_ADVISOR_TEST_DATABASE_URL", None)

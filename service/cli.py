@@ -26,10 +26,14 @@ prices_app = typer.Typer(help="Reference prices: import cloud catalogs.", no_arg
 app.add_typer(prices_app, name="prices")
 
 
-def _engine(settings: Settings):  # type: ignore[no-untyped-def]
-    from service.db.engine import make_engine
+def _engine(settings: Settings, *, limits: bool = False):  # type: ignore[no-untyped-def]
+    from service.db.engine import EngineLimits, make_engine
 
-    return make_engine(settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    return make_engine(
+        settings.database_url,
+        sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+        limits=EngineLimits.of(settings) if limits else None,
+    )
 
 
 def _log(msg: str) -> None:
@@ -95,6 +99,8 @@ def serve(
     import uvicorn
 
     from service.api.logs import logging_config
+    from service.api.server import PROTOCOL
+    from service.api.server import configure as configure_edge
 
     # Workers are fresh processes that read their settings from the environment: options go there.
     if log_level is not None:
@@ -113,6 +119,9 @@ def serve(
         from service.bootstrap import bootstrap
 
         bootstrap(engine, settings, log=log.info)
+    engine.dispose()
+    # the API's own engine: every wait on the database bounded (migrations above are not)
+    engine = _engine(settings, limits=True)
     options: dict[str, object] = {
         "host": host,
         "port": port,
@@ -124,7 +133,10 @@ def serve(
         # a worker must start (import the app) and answer the supervisor's pings within this;
         # uvicorn's 5 s kills and restarts workers that start slowly on a busy machine
         "timeout_worker_healthcheck": 60,
+        # httptools with limits on the request head (size, field count, read time)
+        "http": PROTOCOL,
     }
+    configure_edge(settings)
     log.info("serving on http://%s:%s (docs at /docs), %d worker(s)", host, port, workers)
     if workers > 1:
         from service.api.metrics import scrape_registry

@@ -75,6 +75,8 @@ DEFAULT_RATE_LIMITS: dict[str, RateLimitRule] = {
     "estimate": RateLimitRule(methods=("POST",), paths=("/v1/estimate",), per_minute=600, burst=120),
     # up to 256 configurations: about a second of CPU each, so one caller gets at most ~1/5 core
     "estimate-batch": RateLimitRule(methods=("POST",), paths=("/v1/estimate/batch",), per_minute=12, burst=4),
+    # parses a config.json: milliseconds, but a body of up to 256 KiB decoded on the event loop
+    "models-parse": RateLimitRule(methods=("POST",), paths=("/v1/models/parse",), per_minute=120, burst=30),
     # reserved for POST /v1/recommend (DESIGN "Recommendation"): enumerates GPU x count x strategy
     "recommend": RateLimitRule(methods=("POST",), paths=("/v1/recommend",), per_minute=30, burst=10),
     # a run with up to 10,000 results
@@ -122,7 +124,12 @@ class Settings(BaseSettings):
     read_requires_key: bool = Field(
         default=False, description="require an API key (scope read) for GET endpoints"
     )
-    max_body_bytes: int = Field(default=32 * 2**20, ge=1024, description="request bodies above this get 413")
+    max_body_bytes: int = Field(
+        default=12 * 2**20,
+        ge=1024,
+        description="no request body above this (413); each route has its own, smaller limit sized to its "
+        "legitimate bodies (service.api.limits.ROUTE_BODY_LIMITS; x-body-limit-bytes in the OpenAPI document)",
+    )
     max_results_per_run: int = Field(default=10_000, ge=1)
     page_size_default: int = Field(default=50, ge=1, le=1000)
     page_size_max: int = Field(default=500, ge=1, le=10_000)
@@ -165,7 +172,12 @@ class Settings(BaseSettings):
         le=36_500,
         description="stored /v1/recommend answers older than this are deleted by `gpu-advisor recommendations prune`",
     )
-    sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
+    sqlite_busy_timeout_ms: int = Field(
+        default=5_000,
+        ge=0,
+        description="SQLite: how long a writer waits for another process's write lock before the request "
+        "is answered 503 (busy)",
+    )
 
     def outlier_policy(self) -> OutlierPolicy:
         """The MAD test's settings as the core type use cases and repositories take."""
@@ -180,6 +192,75 @@ class Settings(BaseSettings):
         default=30.0,
         gt=0,
         description="a request body must arrive within this many seconds of its headers (else 408)",
+    )
+    # ---- the bad day: bounded waits on the database, a bounded write queue (issue 26) ----
+    db_connect_timeout_s: float = Field(
+        default=3.0,
+        gt=0,
+        le=60,
+        description="PostgreSQL: a new connection must be made within this (else 503)",
+    )
+    db_statement_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        description="PostgreSQL statement_timeout of the API's connections; the client gives up 2 s later on a "
+        "server that does not answer at all (frozen), so a request fails with 503 instead of hanging",
+    )
+    db_pool_timeout_s: float = Field(
+        default=3.0, gt=0, le=60, description="wait at most this for a pooled connection (else 503)"
+    )
+    db_pool_size: int = Field(default=10, ge=1, le=1000, description="connections kept open")
+    db_max_overflow: int = Field(
+        default=30,
+        ge=0,
+        le=1000,
+        description="connections opened beyond db_pool_size under load; pool_size + max_overflow should be at "
+        "least request_threads, so that no request waits for a connection while the database answers",
+    )
+    request_threads: int = Field(
+        default=40,
+        ge=4,
+        le=1000,
+        description="threads that run blocking request work (database, estimates) per process",
+    )
+    max_concurrent_writes: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="write handlers running at once per process (the rest queue without holding a thread, a "
+        "connection or a lock); default 1 on SQLite (one writer at a time anyway), 4 on PostgreSQL",
+    )
+    write_queue_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="a write that waited this long for its turn is answered 503 + Retry-After",
+    )
+    readyz_timeout_s: float = Field(
+        default=2.0, gt=0, le=60, description="/readyz answers 503 when its database check takes longer"
+    )
+    min_free_disk_bytes: int = Field(
+        default=16 * 2**20,
+        ge=0,
+        description="SQLite: /readyz is not ready when the database's disk has less free space than this",
+    )
+    max_header_bytes: int = Field(
+        default=32_768,
+        ge=1024,
+        le=2**24,
+        description="request line + header fields, in bytes; more is 431 and the connection closed "
+        "(gpu-advisor serve; a reverse proxy should refuse earlier: deploy/nginx.conf)",
+    )
+    max_header_count: int = Field(
+        default=100, ge=10, le=10_000, description="header fields per request; more is 431"
+    )
+    header_read_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="a request's head (request line and headers) must arrive within this, counted from its "
+        "first byte or the connection's opening (else 408 and close)",
     )
     rate_limits_enabled: bool = Field(default=True, description="enforce the rate-limit rules")
     rate_limits: dict[str, dict[str, Any] | None] = Field(
@@ -227,6 +308,15 @@ class Settings(BaseSettings):
         for item in v:
             ipaddress.ip_network(item, strict=False)  # ValueError -> a settings error naming the field
         return v
+
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def write_slots(self) -> int:
+        """Write handlers at once per process (``max_concurrent_writes``, else by database)."""
+        if self.max_concurrent_writes is not None:
+            return self.max_concurrent_writes
+        return 1 if self.is_sqlite() else 4
 
     def rate_limit_rules(self) -> dict[str, RateLimitRule]:
         return merge_rate_limits(self.rate_limits)

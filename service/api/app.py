@@ -9,18 +9,22 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from sqlalchemy import Engine
 
 from service import __version__
 from service.api import problems
+from service.api.admission import KeyChecks, WriteGate
 from service.api.client_address import TrustedProxies
+from service.api.framing import FramingGuard
 from service.api.limits import BodyLimitMiddleware
 from service.api.logs import RequestContextMiddleware
 from service.api.metrics import Metrics, MetricsMiddleware
 from service.api.metrics import router as metrics_router
-from service.api.openapi_ops import document_bodies, document_operations, document_security
+from service.api.openapi_ops import document_bodies, document_operations, document_security, refer_safe_json
+from service.api.options import OptionsAnswer
 from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
 from service.api.routes import compare as compare_routes
@@ -28,10 +32,12 @@ from service.api.routes import estimate as estimate_routes
 from service.api.routes import models as models_routes
 from service.api.routes import page as page_routes
 from service.api.routes import recommend as recommend_routes
-from service.db.engine import make_engine, make_session_factory
+from service.db.engine import EngineLimits, make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.db.watermark_reader import AsyncWatermarkReader, conninfo_for
-from service.schemas.common import Problem
+from service.schemas.benchmarks import BenchmarkRunIn
+from service.schemas.common import SAFE_JSON_SCHEMA, SAFE_JSON_VALUE, Problem
+from service.schemas.estimate import BatchRequest
 from service.schemas.gpus import GpuDocument
 from service.settings import Settings
 from service.usecases.errors import UseCaseError
@@ -68,20 +74,22 @@ def settle_heap() -> None:
 
 def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
     settings = settings or Settings()
-    engine = engine or make_engine(
-        settings.database_url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms
-    )
+    engine = engine or make_engine(settings.database_url, limits=EngineLimits.of(settings))
     limiter = Limiter(settings.redis_url, settings.rate_limit_key_prefix)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # the request thread pool of this event loop: database connections are sized to it
+        to_thread.current_default_thread_limiter().total_tokens = settings.request_threads
         if settings.warm_read_model:
             app.state.warm_up = threading.Thread(
                 target=_warm, args=(app,), name="warm-read-model", daemon=True
             )
             app.state.warm_up.start()
-        conninfo = conninfo_for(engine)
-        app.state.watermark_reader = AsyncWatermarkReader(conninfo) if conninfo else None
+        conninfo = conninfo_for(engine, connect_timeout_s=settings.db_connect_timeout_s)
+        app.state.watermark_reader = (
+            AsyncWatermarkReader(conninfo, timeout_s=settings.db_statement_timeout_s) if conninfo else None
+        )
         try:
             yield
         finally:
@@ -96,6 +104,8 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.session_factory = make_session_factory(engine)
     app.state.read_session_factory = make_session_factory(engine, write=False)
     app.state.warm_up = None
+    app.state.write_gate = WriteGate(settings.write_slots(), settings.write_queue_timeout_s)
+    app.state.key_checks = KeyChecks()
     app.state.watermark_reader = None  # PostgreSQL: made per event loop by the lifespan
     app.state.read_model = ReadModel(
         min_points=settings.measurements_min_points, window=settings.measurement_window
@@ -110,8 +120,8 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(recommend_routes.router)
     app.include_router(compare_routes.router)
     app.include_router(page_routes.make_router())
-    # Middleware, outermost first: request id + access log, metrics, rate limits, body limits,
-    # unhandled errors (a 500 problem, not re-raised).
+    # Middleware, outermost first: request id + access log, metrics, framing (RFC 9112
+    # refusals), rate limits, body limits, unhandled errors (a 500 problem, not re-raised).
     # (Starlette wraps in reverse order of addition.) A limit is decided before the body is
     # read and before the handler runs.
     trusted = TrustedProxies(settings.trusted_proxies)
@@ -138,10 +148,12 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             RateLimitMiddleware,
             table=table,
             limiter=limiter,
-            identities=KeyIdentities(key_id),
+            identities=KeyIdentities(key_id, run=app.state.key_checks.run),
             trusted=trusted,
             on_limited=lambda rule: metrics.rate_limited.labels(rule).inc(),
         )
+    app.add_middleware(OptionsAnswer)  # OPTIONS: 204 with the path's methods
+    app.add_middleware(FramingGuard)  # RFC 9112 framing refusals: before limits, bodies, handlers
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestContextMiddleware, trusted=trusted)
 
@@ -156,8 +168,13 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         )
         problem_defs = schema["components"]["schemas"]["Problem"].pop("$defs", {})
         schema["components"]["schemas"].update(problem_defs)
-        document_bodies(schema, {"GpuDocument": GpuDocument})
+        schema["components"]["schemas"][SAFE_JSON_VALUE] = SAFE_JSON_SCHEMA
+        document_bodies(
+            schema,
+            {"GpuDocument": GpuDocument, "BenchmarkRunIn": BenchmarkRunIn, "BatchRequest": BatchRequest},
+        )
         document_security(schema, app.routes, settings)
+        schema = refer_safe_json(schema)
         app.openapi_schema = document_operations(problems.declare_problems(schema), settings, table)
         return app.openapi_schema
 

@@ -3,8 +3,10 @@
 A request that carries a body (``Content-Length`` > 0 or ``Transfer-Encoding``) is read here
 in full before the app sees it:
 
-- more than ``max_body_bytes`` -> ``413`` problem+json, whether announced by ``Content-Length``
-  (refused before reading a byte) or discovered while reading a chunked body;
+- more than its route's limit (:data:`ROUTE_BODY_LIMITS`, sized to the largest legitimate
+  body of each route, and never more than ``max_body_bytes``) -> ``413`` problem+json, whether
+  announced by ``Content-Length`` (refused before reading a byte) or discovered while reading a
+  chunked body;
 - not complete within ``body_read_timeout_s`` of the app being called (just after the
   headers) -> ``408`` problem+json; a client that sends less than its ``Content-Length``, or
   trickles, cannot hold a worker's connection for longer than that.
@@ -20,9 +22,46 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.problems import problem_response
+
+KIB, MIB = 1024, 2**20
+ROUTE_BODY_LIMITS: tuple[tuple[str, str, int], ...] = (
+    # a run of 10,000 results (the schema's cap): ~1.3 MiB of ResNet-50 results, ~10 MiB of
+    # LLM-training results with every parameter and metric spelled out
+    ("POST", "/v1/benchmark-runs", 12 * MIB),
+    ("POST", "/v1/benchmark-runs/validate", 12 * MIB),
+    # 256 configurations, each of which may carry a config.json (a few KiB)
+    ("POST", "/v1/estimate/batch", 2 * MIB),
+    # one configuration, one question, one config.json, one GPU document: a few KiB each
+    ("POST", "/v1/estimate", 256 * KIB),
+    ("POST", "/v1/recommend", 256 * KIB),
+    ("POST", "/v1/models/parse", 256 * KIB),
+    ("POST", "/v1/gpus", 256 * KIB),
+    ("PATCH", "/v1/gpus/{slug}", 256 * KIB),
+)
+"""Body limit per route (method, template, bytes); any other body: :data:`DEFAULT_BODY_LIMIT`."""
+DEFAULT_BODY_LIMIT = 64 * KIB
+"""Prices, FX rates, reasons, mappings: well under 1 KiB each."""
+
+
+class BodyLimits:
+    """The body limit of a request: its route's, capped by the deployment's ``max_body_bytes``."""
+
+    def __init__(self, max_body_bytes: int) -> None:
+        self.cap = max_body_bytes
+        self.routes = tuple((m, compile_path(t)[0], n) for m, t, n in ROUTE_BODY_LIMITS)
+
+    def for_request(self, method: str, path: str) -> int:
+        for m, pattern, n in self.routes:
+            if m == method and pattern.match(path):
+                return min(n, self.cap)
+        return min(DEFAULT_BODY_LIMIT, self.cap)
+
+    def for_operation(self, method: str, template: str) -> int:
+        return self.for_request(method.upper(), template)
 
 
 class _TooLarge(Exception):
@@ -36,7 +75,7 @@ class _Disconnected(Exception):
 class BodyLimitMiddleware:
     def __init__(self, app: ASGIApp, max_body_bytes: int, body_read_timeout_s: float = 30.0) -> None:
         self.app = app
-        self.max = max_body_bytes
+        self.limits = BodyLimits(max_body_bytes)
         self.timeout = body_read_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -56,13 +95,14 @@ class BodyLimitMiddleware:
         if not chunked and not length:
             await self.app(scope, receive, send)
             return
-        if length is not None and length > self.max:
-            await self._too_large(scope, receive, send)
+        limit = self.limits.for_request(scope["method"], scope["path"])
+        if length is not None and length > limit:
+            await self._too_large(scope, receive, send, limit)
             return
         try:
-            body = await asyncio.wait_for(self._read(receive), self.timeout)
+            body = await asyncio.wait_for(self._read(receive, limit), self.timeout)
         except _TooLarge:
-            await self._too_large(scope, receive, send)
+            await self._too_large(scope, receive, send, limit)
             return
         except TimeoutError:
             await self._timeout(scope, receive, send)
@@ -81,7 +121,7 @@ class BodyLimitMiddleware:
 
         await self.app(scope, replay, send)
 
-    async def _read(self, receive: Receive) -> bytes:
+    async def _read(self, receive: Receive, limit: int) -> bytes:
         chunks: list[bytes] = []
         seen = 0
         while True:
@@ -90,14 +130,14 @@ class BodyLimitMiddleware:
                 raise _Disconnected
             chunk = msg.get("body", b"")
             seen += len(chunk)
-            if seen > self.max:
+            if seen > limit:
                 raise _TooLarge
             if chunk:
                 chunks.append(chunk)
             if not msg.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         await self._problem(
             scope,
             receive,
@@ -105,8 +145,8 @@ class BodyLimitMiddleware:
             413,
             "payload-too-large",
             "Payload too large",
-            f"request bodies are limited to {self.max} bytes; split the submission",
-            max_body_bytes=self.max,
+            f"bodies of {scope['method']} {scope['path']} are limited to {limit} bytes; split the submission",
+            max_body_bytes=limit,
         )
 
     async def _timeout(self, scope: Scope, receive: Receive, send: Send) -> None:

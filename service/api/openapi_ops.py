@@ -10,9 +10,19 @@ from typing import Any
 from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 
+from service.api.limits import BodyLimits
 from service.api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_SCHEMA_REF
 from service.api.ratelimit import RuleTable
+from service.schemas.common import SAFE_JSON_MARK, SAFE_JSON_REF
+from service.schemas.gpus import CATALOG_SOURCES
 from service.settings import Settings
+from service.usecases.errors import (
+    CONFIGURATION,
+    DUPLICATE_GPU,
+    UNKNOWN_GPU,
+    UNKNOWN_MODEL,
+    UNSUPPORTED_MODEL,
+)
 
 RETRY_AFTER = {
     "description": "seconds until the request would be allowed",
@@ -88,6 +98,71 @@ def document_security(schema: dict[str, Any], routes: list[Any], settings: Setti
                 op["security"] = [{"bearerAuth": []}]
 
 
+_MODEL_RULES = {
+    UNKNOWN_MODEL: "a model name no preset, alias or Hugging Face id of GET /v1/models resolves",
+    UNSUPPORTED_MODEL: "a config.json the estimator does not model beyond what the schema states (heads not a "
+    "multiple of the KV heads, an MoE variant of a dense family, an activation other than SwiGLU)",
+    CONFIGURATION: "a combination the estimator refuses (QLoRA in fp32, a tensor-parallel degree that does not "
+    "divide the KV heads, a deadline or per-run budget without workload.tokens, serving of a non-decoder...)",
+}
+_RUN_RULES = {
+    "vocabulary": "what only the vocabulary's checks decide, all named in one answer (GET /v1/workloads)",
+    "idempotency_key": "Idempotency-Key, when given, equals the body's run_id",
+}
+DOMAIN_RULES: dict[tuple[str, str], dict[str, str]] = {
+    ("post", "/v1/benchmark-runs"): _RUN_RULES,
+    ("post", "/v1/benchmark-runs/validate"): _RUN_RULES,
+    ("post", "/v1/estimate"): {**_MODEL_RULES, UNKNOWN_GPU: "a GPU name the catalog does not resolve"},
+    ("post", "/v1/recommend"): {
+        **_MODEL_RULES,
+        UNKNOWN_GPU: "a GPU name of the constraints the catalog does not resolve",
+    },
+    ("post", "/v1/models/parse"): {UNSUPPORTED_MODEL: _MODEL_RULES[UNSUPPORTED_MODEL]},
+    ("post", "/v1/gpus"): {
+        CATALOG_SOURCES: "every figure group with a value has a source of that group; a derived source names the "
+        "sibling it was derived from, the figures (keys of its group) and the derivation (note)"
+    },
+    ("patch", "/v1/gpus/{slug}"): {
+        CATALOG_SOURCES: "the merged document follows the GpuDocument's provenance rules",
+        "immutable_slug": "the slug cannot change",
+    },
+    ("get", "/v1/compare"): {DUPLICATE_GPU: "two names of the list that name one GPU"},
+}
+"""The rules a JSON Schema cannot state, per operation (``x-domain-rules``): the error ``type``
+of each and what it means. A 422 on a request the schema allows carries only these types
+(tests/contract/test_fuzz.py checks it)."""
+
+
+def refer_safe_json(node: Any) -> Any:
+    """Replace the free-form JSON marks of the models' schemas with references to the
+    ``SafeJsonValue`` component."""
+    if isinstance(node, dict):
+        if node == SAFE_JSON_MARK:
+            return dict(SAFE_JSON_REF)
+        return {k: refer_safe_json(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [refer_safe_json(v) for v in node]
+    return node
+
+
+def _document_outages(responses: dict[str, Any], method: str) -> None:
+    """503 on every operation (the database is unavailable, busy or read-only) and 507 on
+    writes (its disk is full), each with Retry-After (``service.db.errors``)."""
+    retry = {"Retry-After": {"$ref": "#/components/headers/Retry-After"}}
+    responses["503"] = {
+        **_problem(
+            "the database is unavailable, busy or read-only (`database-unavailable`, `database-busy`, "
+            "`database-read-only`); nothing was changed; retry after Retry-After seconds"
+        ),
+        "headers": retry,
+    }
+    if method.upper() in ("POST", "PUT", "PATCH", "DELETE"):
+        responses["507"] = {
+            **_problem("the database's disk is full (`storage-full`): nothing was stored; retry later"),
+            "headers": retry,
+        }
+
+
 def document_operations(schema: dict[str, Any], settings: Settings, table: RuleTable) -> dict[str, Any]:
     schema.setdefault("components", {}).setdefault("headers", {})["Retry-After"] = RETRY_AFTER
     schema["components"]["headers"]["Allow"] = ALLOW
@@ -97,6 +172,8 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                 continue
             responses = op["responses"]
             for param in op.get("parameters", []):
+                if param.get("schema", {}).pop("x-comma-separated", False):
+                    param["style"], param["explode"] = "form", False  # gpus=l40,l20
                 if param.get("in") != "header":
                     continue
                 # a header is present (a string) or absent: never JSON null
@@ -122,7 +199,14 @@ def document_operations(schema: dict[str, Any], settings: Settings, table: RuleT
                 )
             if "429" in responses:
                 responses["429"]["headers"] = {"Retry-After": {"$ref": "#/components/headers/Retry-After"}}
+            _document_outages(responses, method)
+            if (method, path) in DOMAIN_RULES:
+                op["x-domain-rules"] = DOMAIN_RULES[method, path]
             if "requestBody" in op:
+                body_limit = BodyLimits(settings.max_body_bytes).for_operation(method, path)
+                op["x-body-limit-bytes"] = body_limit
+                said = responses.get("413", {}).get("description") or "Request body over the size limit"
+                responses["413"] = _problem(f"{said} (this operation's body limit: {body_limit} bytes)")
                 responses["408"] = {
                     "description": f"the request body did not arrive within {settings.body_read_timeout_s:g} s",
                     "content": {PROBLEM_MEDIA_TYPE: {"schema": PROBLEM_SCHEMA_REF}},

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.api.presenters.gpus import candidate_json
 from service.core.access.cursor import InvalidCursor
 from service.core.catalog.records import GpuCandidate
+from service.db.errors import Outage, OutageError, OutageKind, outage_of
 from service.usecases.errors import (
     Ambiguous,
     Conflict,
@@ -150,7 +154,64 @@ def problem_for(exc: UseCaseError, request: Request | None, method: str = "GET")
     )
 
 
+OUTAGE_PROBLEMS: dict[OutageKind, tuple[int, str, str]] = {
+    "unavailable": (503, "database-unavailable", "Database unavailable"),
+    "busy": (503, "database-busy", "Database busy"),
+    "read_only": (503, "database-read-only", "Database read-only"),
+    "storage_full": (507, "storage-full", "Insufficient storage"),
+}
+"""The one place a database outage becomes an HTTP status (``service.db.errors``): the
+client can do nothing but wait, so ``Retry-After`` says how long; never a 500."""
+
+outage_log = logging.getLogger("gpu_advisor.outages")
+
+
+def outage_problem(outage: Outage, scope: Scope) -> JSONResponse:
+    status, code, title = OUTAGE_PROBLEMS[outage.kind]
+    retry = outage.retry_after_s
+    return problem_response(
+        status,
+        code,
+        title,
+        f"{outage.detail}; retry after {retry} s",
+        None,
+        headers={"Retry-After": str(retry)},
+        instance=scope.get("path"),
+        retry_after_s=retry,
+    )
+
+
+def answer_outage(exc: BaseException, scope: Scope) -> JSONResponse | None:
+    """The 503/507 answer for a database outage (logged as one line, remembered for
+    ``/readyz``), or None when ``exc`` is not one."""
+    outage = outage_of(exc)
+    if outage is None:
+        return None
+    outage_log.warning(
+        "%s %s: database %s: %s (%s)",
+        scope.get("method"),
+        scope.get("path"),
+        outage.kind,
+        outage.detail,
+        type(exc).__name__,
+    )
+    gate = getattr(getattr(scope.get("app"), "state", None), "write_gate", None)
+    if gate is not None:
+        gate.note(outage)
+    return outage_problem(outage, scope)
+
+
 def install(app: FastAPI) -> None:
+    async def _database(request: Request, exc: Exception) -> JSONResponse:
+        answer = answer_outage(exc, request.scope)
+        if answer is not None:
+            return answer
+        error_log.error("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
+        return _internal_error(request, request_id=False)  # inside the middleware, which adds it
+
+    for database_error in (SQLAlchemyError, sqlite3.Error, psycopg.Error, OutageError):
+        app.add_exception_handler(database_error, _database)
+
     @app.exception_handler(UseCaseError)
     async def _use_case_error(request: Request, exc: UseCaseError) -> JSONResponse:
         return problem_for(exc, request, request.method)
@@ -180,7 +241,7 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 405:
             # Starlette names only the first route that matched the path; the path's methods
             # are spread over several routes (GET, PATCH and DELETE of /v1/gpus/{slug})
-            headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
+            headers["Allow"] = ", ".join(sorted({*allowed_methods(request.app, request.scope), "OPTIONS"}))
             detail = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
         elif exc.status_code == 400:
             # FastAPI's answer to a body that is not JSON text (not UTF-8, too deeply nested)
@@ -192,17 +253,21 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-        # answered outside the middleware stack: carry the request id here (it is on the
-        # server's log line about the error)
-        rid = request.scope.get("state", {}).get("request_id")
-        return problem_response(
-            500,
-            "internal-error",
-            "Internal server error",
-            "an unexpected error occurred",
-            request,
-            headers={"X-Request-ID": rid} if rid else None,
-        )
+        return answer_outage(exc, request.scope) or _internal_error(request, request_id=True)
+
+
+def _internal_error(request: Request, *, request_id: bool) -> JSONResponse:
+    # answered outside the middleware stack, the answer carries the request id itself (it is
+    # on the server's log line about the error)
+    rid = request.scope.get("state", {}).get("request_id") if request_id else None
+    return problem_response(
+        500,
+        "internal-error",
+        "Internal server error",
+        "an unexpected error occurred",
+        request,
+        headers={"X-Request-ID": rid} if rid else None,
+    )
 
 
 def allowed_methods(app: Any, scope: Scope) -> list[str]:
@@ -239,13 +304,19 @@ class UnhandledErrors:
 
         try:
             await self.app(scope, receive, watch)
-        except Exception:
+        except Exception as exc:
             if started:  # half an answer is out: nothing to do but let the server drop it
                 raise
-            error_log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
-            response = problem_response(
-                500, "internal-error", "Internal server error", "an unexpected error occurred", Request(scope)
-            )
+            response = answer_outage(exc, scope)
+            if response is None:
+                error_log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
+                response = problem_response(
+                    500,
+                    "internal-error",
+                    "Internal server error",
+                    "an unexpected error occurred",
+                    Request(scope),
+                )
             await response(scope, receive, send)
 
 

@@ -13,6 +13,7 @@ stored recommendation) moves no watermark.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
@@ -60,7 +61,7 @@ class UnitOfWork:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        self.end()
 
     # ---- what this transaction changed ---------------------------------------------------
 
@@ -111,6 +112,16 @@ class UnitOfWork:
 
     def close(self) -> None:
         self.session.close()
+
+    def end(self) -> None:
+        """Close, whatever state the connection is in: one whose rollback fails (the server
+        went away mid-transaction) is invalidated -- dropped from the pool -- and the failure
+        is not raised: the request already has its answer (an error of its own, or an outage)."""
+        try:
+            self.session.close()
+        except Exception:
+            with contextlib.suppress(Exception):
+                self.session.invalidate()
 
     # ---- reads -----------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from typing import Any
 
 import psycopg
@@ -29,19 +30,28 @@ from service.core.evidence.versions import Watermarks
 from service.db.repositories.stacks import WATERMARKS_SQL
 
 
-def conninfo_for(engine: Engine) -> str | None:
-    """libpq URI of a PostgreSQL engine (the SQLAlchemy driver name removed); None for others."""
+def conninfo_for(engine: Engine, *, connect_timeout_s: float | None = None) -> str | None:
+    """libpq URI of a PostgreSQL engine (the SQLAlchemy driver name removed), with a connect
+    timeout when given; None for other databases."""
     url = engine.url
     if url.get_backend_name() != "postgresql":
         return None
+    if connect_timeout_s is not None:
+        url = url.update_query_dict({"connect_timeout": str(max(2, math.ceil(connect_timeout_s)))})
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class NoAnswer(psycopg.OperationalError):
+    """The server did not answer in time (a database outage to the API: 503)."""
 
 
 class AsyncWatermarkReader:
     """One per process and event loop: made in the app's lifespan, closed at its end."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, *, timeout_s: float | None = None) -> None:
         self._conninfo = conninfo
+        self._timeout_s = timeout_s
+        """A read that gets no answer within this fails (a frozen server), without a retry."""
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._flight: asyncio.Future[Watermarks] | None = None
         self._next: asyncio.Future[Watermarks] | None = None
@@ -93,11 +103,9 @@ class AsyncWatermarkReader:
             if self._closed:
                 raise psycopg.InterfaceError("the watermark reader is closed (the app is shutting down)")
             try:
-                if self._conn is None or self._conn.closed:
-                    self._conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-                cur = await self._conn.execute(WATERMARKS_SQL, prepare=True)
-                row = await cur.fetchone()
-                self.reads += 1
+                row = await self._round_trip_in_time()
+            except NoAnswer:
+                raise  # a frozen server: another try would only wait again
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 await self._drop()
                 if attempt:
@@ -108,6 +116,29 @@ class AsyncWatermarkReader:
             return Watermarks(int(row[0]), int(row[1]))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def _round_trip_in_time(self) -> Any:
+        """The round trip, given up after ``timeout_s``: the connection is then abandoned to
+        a background cancellation (psycopg's own cancel handling waits for the server, which
+        is what has stopped answering) and the read fails as an outage."""
+        task = asyncio.ensure_future(self._round_trip())
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), self._timeout_s)
+        except TimeoutError:
+            conn, self._conn = self._conn, None
+            task.cancel()
+            task.add_done_callback(lambda t: _close_after(t, conn))
+            raise NoAnswer(
+                f"the database server did not answer the watermark read within {self._timeout_s:g} s"
+            ) from None
+
+    async def _round_trip(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            self._conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        cur = await self._conn.execute(WATERMARKS_SQL, prepare=True)
+        row = await cur.fetchone()
+        self.reads += 1
+        return row
+
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None and not conn.closed:
@@ -117,3 +148,16 @@ class AsyncWatermarkReader:
     async def aclose(self) -> None:
         self._closed = True
         await self._drop()
+
+
+def _close_after(task: asyncio.Future[Any], conn: psycopg.AsyncConnection[Any] | None) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: nobody awaits an abandoned read
+    if conn is not None and not conn.closed:
+        closing = asyncio.ensure_future(conn.close())
+        _CLOSING.add(closing)
+        closing.add_done_callback(_CLOSING.discard)
+
+
+_CLOSING: set[asyncio.Future[None]] = set()
+"""Closes of abandoned connections in flight (a reference keeps each task alive until done)."""

@@ -13,8 +13,10 @@ from __future__ import annotations
 import hashlib
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic.config import JsonDict
 
+from service.core.catalog.vocabulary import PCI_ID_PATTERN, WORKLOADS
 from service.core.evidence.submission import GpuIdentity as CoreGpuIdentity
 from service.core.evidence.submission import MetricReading, ResultSubmission, RunSubmission
 from service.schemas.common import (
@@ -29,7 +31,26 @@ from service.schemas.common import (
     SafeStr,
     SaneDatetime,
     UtcDatetime,
+    safe_json,
 )
+from service.schemas.vocabulary_schema import fingerprint_schema, result_rules
+
+WorkloadName: Any = Literal[tuple(WORKLOADS)]
+"""A workload of the vocabulary (``GET /v1/workloads``): the schema lists them."""
+
+Fingerprint = Annotated[dict[str, Any], AfterValidator(safe_json), WithJsonSchema(fingerprint_schema())]
+"""The software/hardware stack of a run (checked with the vocabulary; the schema states it)."""
+
+PendingGpuRef = Annotated[
+    int | None,
+    Field(
+        description="the admin-queue entry of an unknown GPU (POST /v1/admin/pending-gpus/{pending_id}/map); "
+        "absent when there is none",
+        exclude_if=lambda v: v is None,
+    ),
+]
+"""A reference to a pending GPU: present only when there is one, so that whatever follows a
+link from it gets an id, never ``null``."""
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$"
 MAX_RESULTS_PER_RUN = 10_000
@@ -51,7 +72,11 @@ class GpuIdentity(RequestModel):
     memory (names are a fallback); an unknown device makes the run ``pending``."""
 
     name: SafeStr = Field(min_length=1, max_length=200, description="NVML name, e.g. 'NVIDIA H200'")
-    pci_device_id: SafeStr = Field(max_length=32, description="e.g. '0x2335' or NVML's packed '0x233510DE'")
+    pci_device_id: SafeStr = Field(
+        max_length=32,
+        description="e.g. '0x2335', '10de:2335' or NVML's packed '0x233510DE'",
+        json_schema_extra={"pattern": PCI_ID_PATTERN},
+    )
     pci_vendor_id: SafeStr | None = Field(default=None, max_length=32, description="e.g. '0x10de'")
     pci_subsystem_id: SafeStr | None = Field(default=None, max_length=32)
     memory_total_bytes: ByteCount = Field(description="NVML memory total (usable, ECC-default)")
@@ -60,16 +85,25 @@ class GpuIdentity(RequestModel):
     )
 
 
+_NON_NEGATIVE: JsonDict = {"minimum": 0}
+
+
 class BenchmarkResultIn(RequestModel):
-    workload: SafeStr = Field(min_length=1, max_length=64)
+    """One result; the schema states the vocabulary (a branch per workload: its parameters and
+    metrics, ``service.schemas.vocabulary_schema``)."""
+
+    model_config = ConfigDict(json_schema_extra=result_rules())
+
+    # checked with the vocabulary, so one answer names every error of the run
+    workload: SafeStr = Field(min_length=1, max_length=64, json_schema_extra={"enum": list(WORKLOADS)})
     parameters: JsonObject = Field(default_factory=dict)
     status: Literal["ok", "oom", "error"]
     metrics: dict[MetricName, MetricValue] = Field(default_factory=dict)
-    step_time_s: FiniteFloat | None = None
-    # the sign of a memory figure is checked with the vocabulary (one answer names every error)
-    peak_allocated_bytes: Int64 | None = None
-    peak_reserved_bytes: Int64 | None = None
-    nvml_used_bytes: Int64 | None = None
+    step_time_s: FiniteFloat | None = Field(default=None, json_schema_extra=_NON_NEGATIVE)
+    # the sign of a figure is checked with the vocabulary (one answer names every error)
+    peak_allocated_bytes: Int64 | None = Field(default=None, json_schema_extra=_NON_NEGATIVE)
+    peak_reserved_bytes: Int64 | None = Field(default=None, json_schema_extra=_NON_NEGATIVE)
+    nvml_used_bytes: Int64 | None = Field(default=None, json_schema_extra=_NON_NEGATIVE)
     repeats: NonNegativeInt32 | None = None
     error: SafeStr | None = Field(
         default=None, max_length=4000, description="error text for status oom/error"
@@ -92,10 +126,7 @@ class BenchmarkRunIn(RequestModel):
     host: SafeStr = Field(min_length=1, max_length=200, description="host name or stable host id")
     gpu: GpuIdentity
     gpu_count: JsonInt = Field(default=1, ge=1, le=4096)
-    fingerprint: JsonObject = Field(
-        description="the software/hardware stack: every field of GET /v1/workloads `fingerprint_required` and "
-        "`fingerprint_nullable`, nothing else (nesting at most 32 deep, NUL-free valid UTF-8 text)"
-    )
+    fingerprint: Fingerprint
     started_at: SaneDatetime | None = None
     finished_at: SaneDatetime | None = None
     notes: SafeStr | None = Field(default=None, max_length=4000)
@@ -163,7 +194,7 @@ class ResultOutcome(BaseModel):
     quarantined: bool
     quarantine_reason: str | None = Field(
         default=None,
-        description="above_catalog_peak | above_usable_memory | statistical_outlier | admin",
+        description="above_catalog_peak | above_usable_memory | implausible | statistical_outlier | admin",
     )
     quarantine_detail: str | None = Field(default=None, description="the numbers behind the reason")
 
@@ -186,7 +217,7 @@ class BenchmarkRunAccepted(BaseModel):
     resolved_by: str | None = Field(
         default=None, description="how the GPU was identified: admin_mapping | pci_memory | name"
     )
-    pending_gpu_id: int | None = Field(default=None, description="the admin-queue entry of an unknown GPU")
+    pending_gpu_id: PendingGpuRef = None
     dry_run: bool = False
 
 
@@ -200,7 +231,9 @@ class AgentRef(BaseModel):
 
 
 class Quarantine(BaseModel):
-    reason: str = Field(description="above_catalog_peak | above_usable_memory | statistical_outlier | admin")
+    reason: str = Field(
+        description="above_catalog_peak | above_usable_memory | implausible | statistical_outlier | admin"
+    )
     detail: str | None
 
 
@@ -216,7 +249,7 @@ class ResultOut(BaseModel):
     run_id: str
     position: int
     gpu_slug: str | None = Field(description="null while the run's GPU is pending")
-    pending_gpu_id: int | None
+    pending_gpu_id: PendingGpuRef = None
     workload: str
     parameters: dict[str, Any] = Field(description="canonical parameters (defaults filled)")
     parameters_hash: str
@@ -247,7 +280,7 @@ class ResultList(BaseModel):
 
 class GpuRef(BaseModel):
     slug: str | None
-    pending_gpu_id: int | None
+    pending_gpu_id: PendingGpuRef = None
     resolved_by: str | None
     identity: dict[str, Any] = Field(description="what NVML reported (name, PCI ids, memory)")
 
@@ -283,7 +316,7 @@ class RunSummary(BaseModel):
     agent: AgentRef
     host: str
     gpu_slug: str | None
-    pending_gpu_id: int | None
+    pending_gpu_id: PendingGpuRef = None
     fingerprint_hash: str
     result_count: int
     quarantined_count: int
@@ -422,12 +455,12 @@ class MapPendingIn(RequestModel):
 class AlertOut(BaseModel):
     id: int
     kind: str = Field(
-        description="above_catalog_peak | above_usable_memory | statistical_outlier | pending_gpu"
+        description="above_catalog_peak | above_usable_memory | implausible | statistical_outlier | pending_gpu"
     )
     message: str
     gpu_slug: str | None
     run_id: str | None
-    pending_gpu_id: int | None
+    pending_gpu_id: PendingGpuRef = None
     result_count: int
     data: dict[str, Any]
     created_at: UtcDatetime

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
 
+from service.core.access.cursor import CATALOG_PATTERN, KEYSET_PATTERN, POSITION_PATTERN
+
 
 class ProblemError(BaseModel):
     loc: list[str | int] = Field(
@@ -161,15 +163,17 @@ def json_int(value: Any) -> Any:
     return value
 
 
+YEARS_PATTERN = r"^(?:19[7-9][0-9]|20[0-9][0-9]|2100)-"
+"""The years 1970 to 2100, as written: what the schema states of every timestamp and date."""
+
+
 def sane_datetime(value: dt.datetime) -> dt.datetime:
-    """A timestamp in UTC in the years 1970 to 2100; naive means UTC. Checked before the offset is
-    applied (``0001-01-01T00:00:00+23:59`` would underflow)."""
+    """A timestamp written in the years 1970 to 2100 (the year as written, which the schema's
+    pattern states; the offset moves it at most a day, so nothing underflows), in UTC; naive
+    means UTC."""
     if not EARLIEST.year <= value.year < LATEST.year:
-        raise ValueError("must be in the years 1970 to 2100 (UTC)")
-    utc = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
-    if not EARLIEST <= utc < LATEST:
-        raise ValueError("must be in the years 1970 to 2100 (UTC)")
-    return utc
+        raise ValueError("must be in the years 1970 to 2100")
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def utc_datetime(value: dt.datetime) -> dt.datetime:
@@ -271,18 +275,82 @@ SafeStr = Annotated[
 ]
 """Free text: NUL-free, valid UTF-8 (no lone surrogates). Add ``max_length`` where it is stored."""
 
-JsonObject = Annotated[
-    dict[str, Any], AfterValidator(safe_json), Field(json_schema_extra={"x-max-depth": MAX_JSON_DEPTH})
-]
+NAME_INVISIBLE = (
+    "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u115f\\u1160\\u180e\\u200b-\\u200f"
+    "\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb"
+)
+"""Characters a name (of a GPU, a model) must not carry: control characters, zero-width and
+joiner characters, bidirectional marks and overrides, invisible fillers and variation
+selectors -- text that looks like ``L40`` but is not (``L\u200b40``, ``\u202e04L``). One class,
+in the regular-expression syntax both JSON Schema (ECMA 262) and Python read."""
+NAME_PATTERN = rf"^[^{NAME_INVISIBLE}]*$"
+_NAME_INVISIBLE = re.compile(rf"[{NAME_INVISIBLE}]")
+
+
+def name_text(value: str) -> str:
+    """A name as people type it: no invisible or direction-changing characters."""
+    safe_text(value)
+    found = _NAME_INVISIBLE.search(value)
+    if found is not None:
+        raise ValueError(
+            f"must not contain control, zero-width, joiner or bidirectional characters "
+            f"(found U+{ord(found.group()):04X} at {found.start()})"
+        )
+    return value
+
+
+NameStr = Annotated[str, AfterValidator(name_text), Field(json_schema_extra={"pattern": NAME_PATTERN})]
+"""A GPU or model name (slug, alias, PCI id, preset or Hugging Face id): :func:`name_text`.
+Add ``max_length``."""
+
+SAFE_JSON_VALUE = "SafeJsonValue"
+SAFE_JSON_REF = {"$ref": f"#/components/schemas/{SAFE_JSON_VALUE}"}
+SAFE_JSON_MARK = {"x-safe-json-value": True}
+"""Stands for :data:`SAFE_JSON_REF` in a model's own schema (Pydantic resolves every ``$ref`` it
+sees); the API document replaces it (``service.api.openapi_ops.refer_safe_json``)."""
+SAFE_JSON_SCHEMA: dict[str, Any] = {
+    "description": "any JSON value of a free-form document: NUL-free text (keys too), integers of 64 bits, "
+    f"other numbers finite and at most {FLOAT_ABS_MAX:g} in magnitude, nested at most {MAX_JSON_DEPTH} deep",
+    "anyOf": [
+        {"type": "null"},
+        {"type": "boolean"},
+        {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX},
+        {"type": "number", "minimum": -FLOAT_ABS_MAX, "maximum": FLOAT_ABS_MAX},
+        {"type": "string", "pattern": NUL_FREE_PATTERN},
+        {"type": "array", "items": SAFE_JSON_REF},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NUL_FREE_PATTERN},
+            "additionalProperties": SAFE_JSON_REF,
+        },
+    ],
+}
+"""The component every free-form JSON value refers to (the document states :func:`safe_json`)."""
+
+
+def json_object_schema(**extra: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "propertyNames": {"pattern": NUL_FREE_PATTERN},
+        "additionalProperties": dict(SAFE_JSON_MARK),
+        "x-max-depth": MAX_JSON_DEPTH,
+        **extra,
+    }
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(safe_json), WithJsonSchema(json_object_schema())]
 """A free-form JSON object (parameters, fingerprint, config.json): depth <= MAX_JSON_DEPTH,
-safe text, 64-bit integers, finite floats."""
+safe text, 64-bit integers, finite floats (the schema states it: :data:`SAFE_JSON_SCHEMA`)."""
 
 SaneDatetime = Annotated[
     dt.datetime,
     Strict(False),
     BeforeValidator(iso_text),
     AfterValidator(sane_datetime),
-    Field(description="RFC 3339 date-time in the years 1970 to 2100 (UTC); without an offset it is UTC"),
+    Field(
+        description="RFC 3339 date-time in the years 1970 to 2100; without an offset it is UTC",
+        json_schema_extra={"pattern": YEARS_PATTERN},
+    ),
 ]
 """A timestamp a request gives (stored, or compared with stored ones)."""
 
@@ -301,7 +369,9 @@ SaneDate = Annotated[
     Strict(False),
     BeforeValidator(iso_text),
     AfterValidator(sane_date),
-    Field(description="ISO 8601 date in the years 1970 to 2100"),
+    Field(
+        description="ISO 8601 date in the years 1970 to 2100", json_schema_extra={"pattern": YEARS_PATTERN}
+    ),
 ]
 """A calendar date a request gives (price and FX effective dates)."""
 
@@ -314,14 +384,42 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,2000}$"
+def whole_number(value: Any) -> Any:
+    """A count in a query string: digits only (``500.0``, ``+5``, ``5e2`` are refused, so every
+    reader of the query -- a rate rule, the route -- reads the same number)."""
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]{1,12}", value):
+        raise ValueError("must be a whole number written in digits (no sign, point or exponent)")
+    return value
+
+
+PageLimit = Annotated[int, BeforeValidator(whole_number)]
+"""The ``limit`` query parameter of a paged listing: add ``Query(ge=1, le=...)``."""
+
 Cursor = Annotated[
     str,
     Field(
-        pattern=CURSOR_PATTERN,
-        max_length=2000,
-        description="the `next_cursor` of the previous page, as given (URL-safe base64 without padding); "
-        "anything else is a 422",
+        pattern=KEYSET_PATTERN,
+        max_length=20,
+        description="the `next_cursor` of the previous page: `b<id>`, the page of the ids below it",
     ),
 ]
-"""The ``cursor`` query parameter of every paged listing."""
+"""The ``cursor`` of a listing ordered newest first by id (results, runs, alerts)."""
+PositionCursor = Annotated[
+    str,
+    Field(
+        pattern=POSITION_PATTERN,
+        max_length=10,
+        description="the `next_cursor` of the previous page: `p<position>`, the page from that position",
+    ),
+]
+"""The ``cursor`` of a positional listing (a GPU's measured cells)."""
+CatalogCursor = Annotated[
+    str,
+    Field(
+        pattern=CATALOG_PATTERN,
+        max_length=120,
+        description="the `next_cursor` of the previous page: `p<position>~<slug>`, the page after that GPU "
+        "in this request's sort order (from the position when the GPU is gone)",
+    ),
+]
+"""The ``cursor`` of the catalog listing."""

@@ -12,7 +12,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.core.estimation.accuracy import Accuracy
 from service.core.estimation.band import Band
 from service.core.estimation.estimate import Estimate, JobSpec, Notice, ServingAnswer
-from service.schemas.common import DataVersion, JsonInt, JsonObject, RequestModel, SafeStr, UtcDatetime
+from service.schemas.common import (
+    DataVersion,
+    JsonInt,
+    NameStr,
+    RequestModel,
+    SafeStr,
+    UtcDatetime,
+)
+from service.schemas.hf_config import HfConfig
 
 ONE_MODEL_INPUT: list[dict[str, Any]] = [
     {"required": ["model"], "properties": {"model": {"type": "string"}}},
@@ -33,10 +41,10 @@ class WorkloadIn(RequestModel):
 
     model_config = ConfigDict(json_schema_extra=lambda schema: schema.update(oneOf=ONE_MODEL_INPUT))
 
-    model: SafeStr | None = Field(
+    model: NameStr | None = Field(
         default=None, min_length=1, max_length=200, examples=["meta-llama/Llama-2-13b-hf"]
     )
-    hf_config: JsonObject | None = Field(default=None, description="a config.json body, as-is")
+    hf_config: HfConfig | None = Field(default=None, description="a config.json body, as-is")
     params_billion: float | None = Field(default=None, gt=0, le=10_000, allow_inf_nan=False)
     mode: Mode = Field(default="training", description="fine-tuning defaults to LoRA")
     precision: SafeStr | None = Field(
@@ -215,7 +223,7 @@ class EstimateRequest(WorkloadIn):
     ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a ``config.json`` body,
     as-is) or ``params_billion``."""
 
-    gpu: SafeStr = Field(
+    gpu: NameStr = Field(
         min_length=1, max_length=200, description="slug, alias or PCI id", examples=["nvidia-l40"]
     )
     gpu_count: JsonInt = Field(default=1, ge=1, le=4096)

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from service.core.catalog import records as core
 from service.schemas.common import (
@@ -169,6 +170,16 @@ class Alternative(_Strict):
         return v
 
 
+CATALOG_SOURCES = "catalog_sources"
+"""The error type of the provenance rules of a GPU document (a figure needs a source of its
+group; a derived source names its sibling, figures and derivation): cross-field rules the
+schema states in words (``x-domain-rules``), not in JSON Schema."""
+
+
+def _rule(message: str) -> PydanticCustomError:
+    return PydanticCustomError(CATALOG_SOURCES, "{rule}", {"rule": message})
+
+
 class Source(_Strict):
     group: SourceGroup
     title: Text
@@ -205,25 +216,25 @@ class Source(_Strict):
             allowed = {path.split(".", 1)[1] for path in _GROUP_FIELDS.get(self.group, ())}
             unknown = [f for f in self.figures if f not in allowed]
             if not self.figures or unknown:
-                raise ValueError(
+                raise _rule(
                     f"figures must name keys of group {self.group!r} ({sorted(allowed) or 'none'}), got {self.figures!r}"
                 )
         if self.source_kind != "derived":
             if self.derived_from is not None or self.alternative is not None:
-                raise ValueError("derived_from and alternative belong to source_kind 'derived' only")
+                raise _rule("derived_from and alternative belong to source_kind 'derived' only")
             return self
         if not self.derived_from:
-            raise ValueError("a derived source must name the sibling it was derived from (derived_from)")
+            raise _rule("a derived source must name the sibling it was derived from (derived_from)")
         if not self.figures:
-            raise ValueError("a derived source must list the figures it derived (figures)")
+            raise _rule("a derived source must list the figures it derived (figures)")
         if not self.note or not self.note.strip():
-            raise ValueError("a derived source must show its derivation in note")
+            raise _rule("a derived source must show its derivation in note")
         if self.alternative is not None:
             if self.alternative.sibling == self.derived_from:
-                raise ValueError("the alternative sibling must differ from derived_from")
+                raise _rule("the alternative sibling must differ from derived_from")
             extra = [k for k in self.alternative.values if k not in self.figures]
             if extra:
-                raise ValueError(
+                raise _rule(
                     f"alternative values {extra!r} are not among the derived figures {self.figures!r}"
                 )
         return self
@@ -269,16 +280,16 @@ class GpuDocument(_Strict):
             for path in paths:
                 section, key = path.split(".")
                 if data[section].get(key) is not None and group not in groups:
-                    raise ValueError(f"{path} has a value but no source with group {group!r}")
+                    raise _rule(f"{path} has a value but no source with group {group!r}")
         for src in self.sources:
             if src.source_kind != "derived":
                 continue
             if src.derived_from == self.slug:
-                raise ValueError("a derived source cannot be derived from the GPU itself")
+                raise _rule("a derived source cannot be derived from the GPU itself")
             section = _GROUP_FIELDS[src.group][0].split(".")[0]
             for key in src.figures or ():
                 if data[section].get(key) is None:
-                    raise ValueError(f"{section}.{key} is listed as derived but has no value")
+                    raise _rule(f"{section}.{key} is listed as derived but has no value")
         return self
 
     def derived_figures(self) -> dict[str, DerivedFigure]:
@@ -460,6 +471,17 @@ class PriceList(BaseModel):
 
 
 class FxRateIn(_Strict):
+    """A conversion rate between the two currencies prices use: base and quote differ."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"properties": {"base": {"const": a}, "quote": {"const": b}}}
+                for a, b in (("USD", "CNY"), ("CNY", "USD"))
+            ]
+        }
+    )
+
     base: Literal["USD", "CNY"]
     quote: Literal["USD", "CNY"]
     rate: Rate

@@ -20,7 +20,7 @@ from service.core.recommend.search import (
     Pool,
     RecommendQuestion,
 )
-from service.schemas.common import DataVersion, JsonInt, SafeStr
+from service.schemas.common import DataVersion, JsonInt, NameStr, SafeStr
 from service.schemas.estimate import AccuracyOut, BandOut, WorkloadIn
 
 Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"]
@@ -34,7 +34,7 @@ RECOMMENDATION_ID_PATTERN = r"^rec_[0-9a-f]{24}$"
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 """Request bodies take JSON types as the schema states them (``RequestModel``'s rule)."""
 
-GpuName = Annotated[SafeStr, Field(min_length=1, max_length=200, description="slug, alias or PCI id")]
+GpuName = Annotated[NameStr, Field(min_length=1, max_length=200, description="slug, alias or PCI id")]
 
 
 class PoolIn(BaseModel):
@@ -43,7 +43,7 @@ class PoolIn(BaseModel):
 
     model_config = _STRICT
 
-    gpu: SafeStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["L40"])
+    gpu: NameStr = Field(min_length=1, max_length=200, description="slug, alias or PCI id", examples=["L40"])
     gpus_per_node: JsonInt = Field(ge=1, le=72, examples=[8])
     free_gpus_per_node: JsonInt | None = Field(
         default=None, ge=0, le=72, description="default: every GPU of the node is free"
@@ -423,8 +423,16 @@ class ConsideredOut(BaseModel):
 
 
 class RecommendResponse(BaseModel):
-    recommendation_id: str = Field(
-        pattern=RECOMMENDATION_ID_PATTERN, examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"]
+    recommendation_id: str | None = Field(
+        pattern=RECOMMENDATION_ID_PATTERN,
+        examples=["rec_3f9a0c1b2d4e5f6a7b8c9d0e"],
+        description="the stored answer's id (GET /v1/recommendations/{id}); null when it could not be stored "
+        "(`not_stored` says why)",
+    )
+    not_stored: str | None = Field(
+        default=None,
+        description="why the answer was not stored (the database could not write or was busy); the answer "
+        "itself is complete",
     )
     as_of: dt.datetime
     data_version: DataVersion

@@ -26,7 +26,7 @@ from service.usecases.benchmark_queries import get_result
 from service.usecases.catalog import resolve
 from service.usecases.errors import FieldError, NotFound
 from service.usecases.keys import Principal
-from service.usecases.paging import before_of, cut_page
+from service.usecases.paging import INT32_MAX, before_of, cut_page
 from service.usecases.read_model import ReadModel
 from service.usecases.transaction import commits
 
@@ -44,7 +44,7 @@ def list_alerts(
     uow: UnitOfWork, *, kind: str | None, acknowledged: bool | None, limit: int, cursor: str | None
 ) -> AlertPage:
     """Newest first, keyset pagination."""
-    before = before_of(cursor, "an alerts cursor")
+    before = before_of(cursor, "an alerts cursor", INT32_MAX)
     rows = uow.benchmark_admin.list_alerts(
         kind=kind, acknowledged=acknowledged, before=before, limit=limit + 1
     )
@@ -144,7 +144,7 @@ def map_pending(
     findings: dict[int, tuple[str | None, str | None]] = {}
     flagged: dict[str, list[int]] = {}
     for r in admin.results_to_check(run_pks):
-        found = static_findings(r.workload, r.params, r.metrics, r.memory, gpu.spec)
+        found = static_findings(r.workload, r.params, r.metrics, r.memory, gpu.spec, gpu_count=r.gpu_count)
         reason = found[0].reason if found else None
         findings[r.id] = (reason, "; ".join(f.detail for f in found)[:2000] if found else None)
         if reason and r.review_state is None:

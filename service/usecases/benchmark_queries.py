@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from service.core.access.cursor import InvalidCursor, decode_cursor, encode_cursor
+from service.core.access.cursor import decode_position, encode_position
 from service.core.catalog.vocabulary import (
     FINGERPRINT_FIELDS,
     FINGERPRINT_NULLABLE,
@@ -42,7 +42,7 @@ from service.core.evidence.results import (
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve_gpu
 from service.usecases.errors import FieldError, Invalid, NotFound
-from service.usecases.paging import before_of, cut_page
+from service.usecases.paging import INT32_MAX, before_of, cut_page
 from service.usecases.read_model import MeasuredCellStacks, ReadModel
 
 # ---- one result, one run ---------------------------------------------------------------------
@@ -209,7 +209,7 @@ def list_runs(
     cursor: str | None,
 ) -> RunPage:
     """Runs newest first; with ``agent`` = an API key id, everything that key submitted."""
-    before = before_of(cursor, "a runs cursor")
+    before = before_of(cursor, "a runs cursor", INT32_MAX)
     rows = uow.benchmark_queries.list_runs(
         agent=agent, state=state, gpu_slug=gpu_slug, before=before, limit=limit + 1
     )
@@ -246,14 +246,9 @@ def _page(m: Measurements, limit: int | None, cursor: str | None) -> Measurement
     """Page limits: ``limit`` cells from the position the cursor names."""
     if limit is None:
         return m
-    start = 0
-    if cursor:
-        pos = decode_cursor(cursor).get("pos")
-        if not isinstance(pos, int) or isinstance(pos, bool) or pos < 0:
-            raise InvalidCursor("cursor", "not a measurements cursor")
-        start = pos
+    start = decode_position(cursor)[0] if cursor else 0
     page = m.cells[start : start + limit]
-    nxt = encode_cursor({"pos": start + limit}) if start + limit < len(m.cells) else None
+    nxt = encode_position(start + limit) if start + limit < len(m.cells) else None
     return replace(m, cells=page, next_cursor=nxt)
 
 

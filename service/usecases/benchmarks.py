@@ -142,7 +142,7 @@ class _CanonicalCache:
 
     @staticmethod
     def _compute(workload: str, params: Mapping[str, Any]) -> _Canonical:
-        canon = canonical_parameters(workload, params, ("parameters",))
+        canon = canonical_parameters(workload, params, ("parameters",), typed=True)
         return (canon, *params_identity(workload, canon))
 
 
@@ -328,8 +328,8 @@ class _Placement:
     warnings: tuple[str, ...]
 
 
-def _checked(r: NewResult, match: GpuMatch) -> NewResult:
-    found = static_findings(r.workload, r.params, r.metrics, r.memory, match.spec)
+def _checked(r: NewResult, match: GpuMatch, gpu_count: int) -> NewResult:
+    found = static_findings(r.workload, r.params, r.metrics, r.memory, match.spec, gpu_count=gpu_count)
     if not found:
         return r
     return r._replace(check_reason=found[0].reason, check_detail="; ".join(f.detail for f in found)[:2000])
@@ -344,7 +344,7 @@ def _place(uow: UnitOfWork, cache: ReadModel, prep: PreparedRun) -> _Placement:
     if match is not None:
         if ident.slug and ident.slug != match.slug:
             warnings.append(f"the agent guessed gpu.slug {ident.slug!r}; the service resolved {match.slug!r}")
-        results = tuple(_checked(r, match) for r in results)
+        results = tuple(_checked(r, match, prep.run.gpu_count) for r in results)
     else:
         warnings.append(
             f"GPU {name!r} ({prep.pci_device_id}, {ident.memory_total_bytes} B) is not in the catalog: "
@@ -372,7 +372,10 @@ def _check_request(run: RunSubmission, idempotency_key: str | None, max_results:
             "Idempotency-Key must equal the body's run_id (the run id is the idempotency key)",
             fields=[
                 FieldError(
-                    ("Idempotency-Key",), f"expected {run.run_id!r}", location="header", type="value_error"
+                    ("Idempotency-Key",),
+                    f"expected {run.run_id!r}",
+                    location="header",
+                    type="idempotency_key",
                 )
             ],
         )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from service.core.access.cursor import decode_cursor, encode_cursor
+from service.core.access.cursor import decode_position, encode_position
 from service.core.catalog.records import (
     SORT_KEYS,
     FxRate,
@@ -270,21 +270,11 @@ def list_gpus(
     records = sort_records([r for r in live if filters.admits(r.document)], key, descending=desc)
     start = 0
     if cursor:
-        c = decode_cursor(cursor)
-        if c.get("sort") != sort:
-            raise Invalid(
-                "the cursor belongs to another sort order",
-                fields=[FieldError(("cursor",), "restart the listing without a cursor")],
-            )
-        after = c.get("after")
+        pos, after = decode_position(cursor, catalog=True)
         slugs = [r.slug for r in records]
-        start = slugs.index(after) + 1 if after in slugs else int(c.get("pos", 0))
+        start = slugs.index(after) + 1 if after in slugs else pos
     page = records[start : start + limit]
-    nxt = (
-        encode_cursor({"sort": sort, "after": page[-1].slug, "pos": start + limit})
-        if start + limit < len(records) and page
-        else None
-    )
+    nxt = encode_position(start + limit, page[-1].slug) if start + limit < len(records) and page else None
     return GpuPage(items=tuple(page), next_cursor=nxt)
 
 
@@ -298,7 +288,12 @@ def _check_if_match(record: GpuRecord, if_match: str | None) -> None:
             fields=[FieldError(("If-Match",), "required", location="header")],
         )
     tags = [t.strip() for t in if_match.split(",")]
-    if "*" not in tags and record.etag not in tags:
+    if "*" in tags:
+        raise PreconditionRequired(
+            "If-Match: * is not accepted: send the ETag of the version you read (GET /v1/gpus/{slug})",
+            fields=[FieldError(("If-Match",), "an entity tag, not *", location="header")],
+        )
+    if record.etag not in tags:
         raise PreconditionFailed(
             "the GPU changed since you read it; GET it again and retry",
             current_etag=record.etag,
@@ -352,7 +347,9 @@ def patch_gpu(
     record = _require(uow, slug)
     _check_if_match(record, if_match)
     if "slug" in patch and patch["slug"] != slug:
-        raise Invalid("the slug cannot change", fields=[FieldError(("slug",), "immutable")])
+        raise Invalid(
+            "the slug cannot change", fields=[FieldError(("slug",), "immutable", type="immutable_slug")]
+        )
     document = validate(deep_merge(record.document, patch))
     record = replace(
         record,
@@ -412,6 +409,9 @@ def add_price(uow: UnitOfWork, slug: str, entry: PriceEntry) -> None:
 def add_fx_rate(uow: UnitOfWork, rate: FxRate) -> None:
     """Add or update a dated FX rate."""
     if rate.base == rate.quote:
-        raise Invalid("base and quote must differ", fields=[FieldError(("quote",), "same as base")])
+        raise Invalid(
+            "base and quote must differ",
+            fields=[FieldError(("quote",), "same as base", type="same_currency")],
+        )
     if uow.catalog.upsert_fx_rate(rate):
         uow.touch_catalog()

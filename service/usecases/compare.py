@@ -33,7 +33,7 @@ from service.core.evidence.results import main_metric_of
 from service.core.pricing.cost import NO_PRICE, CostAssumptions, RentQuote
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import GpuView, resolve_gpu
-from service.usecases.errors import FieldError, Invalid
+from service.usecases.errors import DUPLICATE_GPU, FieldError, Invalid
 from service.usecases.read_model import MeasuredCellStacks, ReadModel, Snapshot
 
 MIN_GPUS, MAX_GPUS = 2, 8
@@ -157,7 +157,14 @@ class Comparison:
 
 def parse_gpu_list(raw: Sequence[str]) -> tuple[str, ...]:
     """``?gpus=l40,l20`` and ``?gpus=l40&gpus=l20`` alike; 2 to 8 names."""
-    names = tuple(n.strip() for part in raw for n in part.split(",") if n.strip())
+    names = tuple(n.strip() for part in raw for n in part.split(","))
+    if any(not n for n in names):
+        raise Invalid(
+            "an empty GPU name in the list",
+            fields=[
+                FieldError(("gpus",), "every comma-separated name must have a character that is not a space")
+            ],
+        )
     if not MIN_GPUS <= len(names) <= MAX_GPUS:
         raise Invalid(
             f"compare takes {MIN_GPUS} to {MAX_GPUS} GPUs, got {len(names)}",
@@ -203,7 +210,7 @@ def compare(
         if v.record.slug in seen:
             raise Invalid(
                 f"{seen[v.record.slug]!r} and {n!r} are the same GPU ({v.record.slug})",
-                fields=[FieldError(("gpus",), f"{n!r} repeats {seen[v.record.slug]!r}")],
+                fields=[FieldError(("gpus",), f"{n!r} repeats {seen[v.record.slug]!r}", type=DUPLICATE_GPU)],
             )
         seen[v.record.slug] = n
     snap = read.snapshot(uow)

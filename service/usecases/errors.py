@@ -15,6 +15,22 @@ from typing import Any, ClassVar, Literal
 Location = Literal["body", "query", "path", "header"]
 
 
+# Error ``type`` codes of the rules a JSON Schema cannot state (catalog membership, the
+# estimator's rules); each operation lists those it may answer (``x-domain-rules``,
+# service.api.openapi_ops.DOMAIN_RULES).
+CONFIGURATION = "configuration"
+"""A combination the estimator refuses (QLoRA in fp32, a tensor-parallel degree that does not
+divide the KV heads, a deadline without tokens...): the rule is the model's, stated in the answer."""
+UNKNOWN_MODEL = "unknown_model"
+"""A model name that is no preset, alias or Hugging Face id of the catalog (``GET /v1/models``)."""
+UNSUPPORTED_MODEL = "unsupported_model"
+"""A config.json of an architecture the estimator does not model, or not consistent with itself."""
+UNKNOWN_GPU = "unknown_gpu"
+"""A GPU name in a request body that the catalog does not resolve (``GET /v1/gpus``)."""
+DUPLICATE_GPU = "duplicate_gpu"
+"""Two names of one list that name the same GPU."""
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """One input at fault: ``path`` inside the request (``("items", 3, "gpu")``), a message,

@@ -28,7 +28,16 @@ from service.core.evidence.aggregate import CellView
 from service.core.evidence.versions import DataVersion
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve_gpu
-from service.usecases.errors import Ambiguous, FieldError, Invalid, NotFound, UseCaseError
+from service.usecases.errors import (
+    CONFIGURATION,
+    UNKNOWN_GPU,
+    UNKNOWN_MODEL,
+    Ambiguous,
+    FieldError,
+    Invalid,
+    NotFound,
+    UseCaseError,
+)
 from service.usecases.read_model import ReadModel, Snapshot
 
 __all__ = ["EstimateResult", "estimate", "estimate_batch", "invalid_configuration", "measured_view"]
@@ -48,7 +57,7 @@ class EstimateResult:
 
 def invalid_configuration(exc: InvalidConfiguration) -> Invalid:
     extra = {"reason_code": exc.code} if exc.code else {}
-    return Invalid(exc.message, fields=[FieldError((exc.field,), exc.message)], **extra)
+    return Invalid(exc.message, fields=[FieldError((exc.field,), exc.message, type=CONFIGURATION)], **extra)
 
 
 def measured_view(snap: Snapshot, slug: str, cell: tuple[str, object, str] | None, k: int) -> CellView | None:
@@ -72,7 +81,9 @@ def estimate(
         job = build_job(spec)
     except ModelNotFound as exc:
         raise Invalid(
-            str(exc), fields=[FieldError(("model",), str(exc))], close_matches=exc.close_matches
+            str(exc),
+            fields=[FieldError(("model",), str(exc), type=UNKNOWN_MODEL)],
+            close_matches=exc.close_matches,
         ) from None
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
@@ -81,7 +92,7 @@ def estimate(
     except (NotFound, Ambiguous) as exc:
         raise Invalid(
             exc.detail,
-            fields=[FieldError(("gpu",), exc.detail)],
+            fields=[FieldError(("gpu",), exc.detail, type=UNKNOWN_GPU)],
             **{k: v for k, v in exc.extra.items() if k != "query"},
         ) from None
     snap = read.snapshot(uow)

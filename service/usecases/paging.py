@@ -12,14 +12,20 @@ from service.usecases.errors import FieldError, Invalid
 T = TypeVar("T")
 
 
-def before_of(cursor: str | None, kind: str) -> int | None:
-    """The id a page starts below (None: the first page). A cursor this API did not issue, or
-    one of another listing, is :class:`Invalid` naming the field; ``kind`` says what was
+INT32_MAX = 2**31 - 1
+"""The largest id of a listing keyed by an ``Integer`` column (runs, alerts)."""
+
+
+def before_of(cursor: str | None, kind: str, largest: int | None = None) -> int | None:
+    """The id a page starts below (None: the first page), at most ``largest + 1`` (a cursor past
+    the largest id a column holds reads as "every id": nothing it binds overflows the column).
+    A cursor outside the grammar is :class:`Invalid` naming the field; ``kind`` says what was
     expected ("a results cursor")."""
     if not cursor:
         return None
     try:
-        return decode_before(cursor, kind)
+        before = decode_before(cursor, kind)
+        return before if largest is None else min(before, largest)
     except InvalidCursor as exc:
         raise Invalid("the cursor is not valid", fields=[FieldError((exc.field,), exc.message)]) from None
 

@@ -34,17 +34,20 @@ from service.core.recommend.search import (
 from service.core.recommend.search import recommend as core_recommend
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve
-from service.usecases.errors import FieldError, Invalid, NotFound
+from service.usecases.errors import CONFIGURATION, UNKNOWN_GPU, UNKNOWN_MODEL, FieldError, Invalid, NotFound
 from service.usecases.estimate import invalid_configuration, measured_view
 from service.usecases.read_model import ReadModel, Snapshot
 from service.usecases.transaction import commits
 
 __all__ = [
     "RecommendOutcome",
+    "compute",
     "get_recommendation",
     "prune_recommendations",
     "recommend",
     "recommendation_id",
+    "store_answer",
+    "unstored",
 ]
 
 
@@ -100,7 +103,9 @@ def _slugs(uow: UnitOfWork, read: ReadModel, names: tuple[str, ...], path: str) 
             hint = f"; did you mean {', '.join(res.close_matches)}?" if res.close_matches else ""
             msg = f"no GPU is known as {name!r}{hint}"
             raise Invalid(
-                msg, fields=[FieldError(("constraints", path, i), msg)], close_matches=list(res.close_matches)
+                msg,
+                fields=[FieldError(("constraints", path, i), msg, type=UNKNOWN_GPU)],
+                close_matches=list(res.close_matches),
             )
         out.extend(sorted(res.slugs))
     return tuple(dict.fromkeys(out))
@@ -119,7 +124,9 @@ def _resolved(uow: UnitOfWork, read: ReadModel, c: Constraints) -> Constraints:
                     if not res.slugs
                     else f"{p.gpu!r} names {len(res.slugs)} GPUs ({', '.join(sorted(res.slugs))}); pick one"
                 )
-                raise Invalid(msg, fields=[FieldError(("constraints", "inventory", i, "gpu"), msg)])
+                raise Invalid(
+                    msg, fields=[FieldError(("constraints", "inventory", i, "gpu"), msg, type=UNKNOWN_GPU)]
+                )
             pools_out.append(replace(p, gpu=slug))
         pools = tuple(pools_out)
     return replace(
@@ -137,7 +144,9 @@ def _job(q: RecommendQuestion) -> Job:
         return build_job(q.job)
     except ModelNotFound as exc:
         raise Invalid(
-            str(exc), fields=[FieldError(("workload", "model"), str(exc))], close_matches=exc.close_matches
+            str(exc),
+            fields=[FieldError(("workload", "model"), str(exc), type=UNKNOWN_MODEL)],
+            close_matches=exc.close_matches,
         ) from None
     except InvalidConfiguration as exc:
         raise _invalid(exc) from None
@@ -148,7 +157,7 @@ def _invalid(exc: InvalidConfiguration) -> Invalid:
     field = exc.field
     path: tuple[str | int, ...] = tuple(field.split(".")) if "." in field else ("workload", field)
     err = invalid_configuration(exc)
-    return Invalid(err.detail, fields=[FieldError(path, exc.message)], **err.extra)
+    return Invalid(err.detail, fields=[FieldError(path, exc.message, type=CONFIGURATION)], **err.extra)
 
 
 def compute(
@@ -215,15 +224,53 @@ def recommend(
     stored document."""
     outcome = compute(uow, read, q, request, now=now, price_stale_days=price_stale_days, owner=owner)
     doc = present(outcome)
+    _add_answer(uow, outcome, doc, request, now=now, owner=owner)
+    return outcome, doc
+
+
+# ---- issue 26: storing an answer is best-effort ----------------------------------------------
+# The API computes on a read transaction (no write lock held during the search; a read-only or
+# full disk does not stop it) and then stores with store_answer in a short write transaction of
+# its own. When the database cannot write, the answer is still given, without an id and saying
+# why (unstored) -- the recommendation itself needs no disk.
+
+
+def _add_answer(
+    uow: UnitOfWork,
+    outcome: RecommendOutcome,
+    doc: Mapping[str, Any],
+    request: Mapping[str, Any],
+    *,
+    now: dt.datetime,
+    owner: int | None,
+) -> None:
     uow.recommendations.add(
         outcome.recommendation_id,
         api_key_id=owner,
         data_version=outcome.data_version,
         request=dict(request),
-        response=doc,
+        response=dict(doc),
         created_at=now,
     )
-    return outcome, doc
+
+
+@commits
+def store_answer(
+    uow: UnitOfWork,
+    outcome: RecommendOutcome,
+    doc: Mapping[str, Any],
+    request: Mapping[str, Any],
+    *,
+    now: dt.datetime,
+    owner: int | None,
+) -> None:
+    """Store an answer computed by :func:`compute` (one insert, skipped when stored before)."""
+    _add_answer(uow, outcome, doc, request, now=now, owner=owner)
+
+
+def unstored(doc: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """The answer as sent when it could not be stored: no id, and why."""
+    return {**doc, "recommendation_id": None, "not_stored": f"the answer was not stored: {reason}"}
 
 
 def get_recommendation(

@@ -4,11 +4,14 @@ A write use case is decorated with :func:`commits`: it loads through the reposit
 computes in core, writes through the repositories (which flush), and returns; the decorator
 then commits the unit of work once, before the API turns the result into a response (DESIGN
 "Transactions and consistency": a 2xx means committed). Nothing else in ``service.usecases``
-commits; an exception leaves the transaction to be rolled back when the unit of work closes.
+commits. When the use case or its commit fails, the decorator rolls the transaction back at
+once, in the same call (and so the same thread): a failed write holds no lock or connection
+while its error travels to the client.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
@@ -24,8 +27,13 @@ def commits(fn: Callable[Concatenate[UnitOfWork, P], R]) -> Callable[Concatenate
 
     @functools.wraps(fn)
     def run(uow: UnitOfWork, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        result = fn(uow, *args, **kwargs)
-        uow.commit()
+        try:
+            result = fn(uow, *args, **kwargs)
+            uow.commit()
+        except BaseException:
+            with contextlib.suppress(Exception):  # a dead connection: the original error says more
+                uow.rollback()
+            raise
         return result
 
     return run

@@ -11,6 +11,7 @@ on a fresh database (SQLite or PostgreSQL), probed over real sockets.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -230,3 +231,15 @@ def test_logs_are_json_lines_with_request_ids_and_no_secrets(served: Served) -> 
     assert any(x.get("logger") == "uvicorn.error" for x in lines)  # the server's own lines are JSON too
     for secret in (served.admin, served.submit, bogus, served.admin.split("_", 2)[2], bogus.split("_", 2)[2]):
         assert secret not in text
+
+
+def test_each_worker_limits_the_request_head(served: Served) -> None:
+    """The head limits reach the worker processes (``service.api.asgi`` configures each):
+    every one of several connections -- spread over both workers -- refuses a 40 KiB header."""
+    for _ in range(6):
+        s = socket.create_connection(("127.0.0.1", served.server.port), timeout=10)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n")
+        answer = s.recv(200)
+        s.close()
+        assert answer.startswith(b"HTTP/1.1 431 "), answer

@@ -141,7 +141,7 @@ def _sysfs_pci_device_id(pci_bus_id: str) -> str | None:
     """``/sys/bus/pci/devices/<bus id>/device`` (e.g. ``0x2335``), or ``None``."""
     path = Path("/sys/bus/pci/devices") / pci_bus_id.lower() / "device"
     try:
-        return normalise_pci_id(path.read_text())
+        return normalise_pci_id(path.read_text().strip())
     except (OSError, ValueError):
         return None
 

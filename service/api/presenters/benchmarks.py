@@ -84,7 +84,7 @@ def submission(answer: SubmissionAnswer, data_version: str) -> dict[str, Any]:
         ],
         "warnings": list(answer.warnings),
         "resolved_by": answer.resolved_by,
-        "pending_gpu_id": answer.pending_gpu_id,
+        **({"pending_gpu_id": answer.pending_gpu_id} if answer.pending_gpu_id is not None else {}),
         "dry_run": answer.dry_run,
         "data_version": data_version,
     }

@@ -16,8 +16,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from service.api.bodies import body_schema, json_body
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsDep, SubmitAuth, UowDep
 from service.api.presenters import benchmarks as present
+from service.api.routing import UnitOfWorkRoute
 from service.schemas.benchmarks import (
     MAX_RESULTS_PER_RUN,
     RUN_ID_PATTERN,
@@ -38,16 +40,28 @@ from service.schemas.benchmarks import (
     RunList,
     RunOut,
     WorkloadList,
+    WorkloadName,
     WorkloadOut,
 )
-from service.schemas.common import Cursor, Id32, Id64, Problem, SafeStr, SaneDatetime, safe_text
+from service.schemas.common import (
+    Cursor,
+    Id32,
+    Id64,
+    NameStr,
+    PageLimit,
+    PositionCursor,
+    Problem,
+    SafeStr,
+    SaneDatetime,
+    safe_text,
+)
 from service.schemas.gpus import AmbiguousGpu
 from service.settings import Settings
 from service.usecases import benchmark_admin, benchmark_queries, benchmarks
 from service.usecases.benchmark_queries import ResultFilters
 from service.usecases.errors import FieldError, Invalid, PayloadTooLarge
 
-router = APIRouter(prefix="/v1", tags=["benchmarks"])
+router = APIRouter(prefix="/v1", tags=["benchmarks"], route_class=UnitOfWorkRoute)
 
 PROBLEM = {"model": Problem}
 FILTER_HELP = (
@@ -57,13 +71,10 @@ FILTER_HELP = (
 )
 
 
-async def _result_count_guard(request: Request, settings: SettingsDep) -> None:
-    """413 for a run with more results than allowed, before the body is validated (the body
-    is already parsed and cached by then, so this costs a length check)."""
-    try:
-        data = await request.json()
-    except Exception:  # invalid JSON is the body validator's to report
-        return
+def _result_count_guard(request: Request, data: Any) -> None:
+    """413 for a run with more results than allowed, before the body is validated (a length
+    check on the decoded JSON)."""
+    settings: Settings = request.app.state.settings
     results = data.get("results") if isinstance(data, dict) else None
     limit = min(settings.max_results_per_run, MAX_RESULTS_PER_RUN)
     if isinstance(results, list) and len(results) > limit:
@@ -73,7 +84,8 @@ async def _result_count_guard(request: Request, settings: SettingsDep) -> None:
         )
 
 
-ResultCountGuard = Annotated[None, Depends(_result_count_guard)]
+RunBody = Annotated[BenchmarkRunIn, Depends(json_body(BenchmarkRunIn, check=_result_count_guard))]
+"""A run, decoded and validated off the event loop when large (``service.api.bodies``)."""
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -140,11 +152,11 @@ def _result_listing(*, include_retracted_default: bool) -> Callable[..., ResultL
     def listing(
         request: Request,
         settings: SettingsDep,
-        gpu: Annotated[SafeStr | None, Query(max_length=200, description="slug, alias or PCI id")] = None,
+        gpu: Annotated[NameStr | None, Query(max_length=200, description="slug, alias or PCI id")] = None,
         pending_gpu_id: Annotated[
             Id32 | None, Query(description="results of a pending (unmapped) GPU")
         ] = None,
-        workload: Annotated[SafeStr | None, Query(max_length=64)] = None,
+        workload: Annotated[WorkloadName | None, Query()] = None,
         status: Annotated[Literal["ok", "oom", "error"] | None, Query()] = None,
         quarantined: Annotated[bool | None, Query()] = None,
         agent: Annotated[Id32 | None, Query(description="API key id of the submitting agent")] = None,
@@ -153,7 +165,7 @@ def _result_listing(*, include_retracted_default: bool) -> Callable[..., ResultL
         run_id: Annotated[SafeStr | None, Query(max_length=128)] = None,
         fingerprint_hash: Annotated[SafeStr | None, Query(max_length=16)] = None,
         include_retracted: bool = include_retracted_default,
-        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+        limit: Annotated[PageLimit | None, Query(ge=1, le=10_000)] = None,
         cursor: Annotated[Cursor | None, Query()] = None,
     ) -> ResultListing:
         filters = ResultFilters(
@@ -188,6 +200,7 @@ AdminResultListing = Annotated[ResultListing, Depends(_result_listing(include_re
     status_code=201,
     response_model=BenchmarkRunAccepted,
     operation_id="submitBenchmarkRun",
+    openapi_extra=body_schema("BenchmarkRunIn"),
     summary="Submit one benchmark run (scope submit); idempotent by run_id",
     description=(
         "Stores the run and its results in one transaction, committed before the answer. 201: stored "
@@ -207,8 +220,7 @@ AdminResultListing = Annotated[ResultListing, Depends(_result_listing(include_re
 )
 def submit_run(
     principal: SubmitAuth,
-    _guard: ResultCountGuard,
-    body: BenchmarkRunIn,
+    body: RunBody,
     uow: UowDep,
     cache: ReadDep,
     settings: SettingsDep,
@@ -236,6 +248,7 @@ def submit_run(
     "/benchmark-runs/validate",
     response_model=BenchmarkRunAccepted,
     operation_id="validateBenchmarkRun",
+    openapi_extra=body_schema("BenchmarkRunIn"),
     summary="Dry run: the same checks as a submission, nothing written",
     responses={
         409: {
@@ -247,8 +260,7 @@ def submit_run(
 )
 def validate_run(
     principal: SubmitAuth,
-    _guard: ResultCountGuard,
-    body: BenchmarkRunIn,
+    body: RunBody,
     uow: ReadUowDep,
     cache: ReadDep,
     settings: SettingsDep,
@@ -329,17 +341,17 @@ def get_result(result_id: Annotated[Id64, Path()], uow: UowDep, _auth: ReadAuth)
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
 )
 async def gpu_measurements(
-    ident: Annotated[SafeStr, Path(max_length=200)],
+    ident: Annotated[NameStr, Path(max_length=200)],
     request: Request,
     uow: UowDep,
     cache: ReadDep,
     settings: SettingsDep,
     _auth: ReadAuth,
-    workload: Annotated[SafeStr | None, Query(max_length=64)] = None,
+    workload: Annotated[WorkloadName | None, Query()] = None,
     fingerprint_hash: Annotated[SafeStr | None, Query(max_length=16, description="pin one stack")] = None,
     min_points: Annotated[int | None, Query(ge=1, le=1000, description="k; default from settings")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000, description="cells per page")] = 500,
-    cursor: Annotated[Cursor | None, Query()] = None,
+    limit: Annotated[PageLimit, Query(ge=1, le=1000, description="cells per page")] = 500,
+    cursor: Annotated[PositionCursor | None, Query()] = None,
 ) -> Response:
     out = benchmark_queries.measurements(
         uow,
@@ -408,11 +420,14 @@ def list_alerts(
     settings: SettingsDep,
     _auth: AdminAuth,
     kind: Annotated[
-        Literal["above_catalog_peak", "above_usable_memory", "statistical_outlier", "pending_gpu"] | None,
+        Literal[
+            "above_catalog_peak", "above_usable_memory", "implausible", "statistical_outlier", "pending_gpu"
+        ]
+        | None,
         Query(),
     ] = None,
     acknowledged: Annotated[bool | None, Query()] = None,
-    limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    limit: Annotated[PageLimit | None, Query(ge=1, le=1000)] = None,
     cursor: Annotated[Cursor | None, Query()] = None,
 ) -> Response:
     out = benchmark_admin.list_alerts(
@@ -583,7 +598,7 @@ def admin_list_runs(
     agent: Annotated[Id32 | None, Query(description="API key id")] = None,
     state: Annotated[Literal["accepted", "pending", "retracted"] | None, Query()] = None,
     gpu: Annotated[SafeStr | None, Query(max_length=100, description="catalog slug")] = None,
-    limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    limit: Annotated[PageLimit | None, Query(ge=1, le=1000)] = None,
     cursor: Annotated[Cursor | None, Query()] = None,
 ) -> Response:
     out = benchmark_queries.list_runs(

@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
+from pydantic import Field
 
 from service.api.conditional import etag_matches
 from service.api.deps import ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.compare import compare_out
-from service.schemas.common import Problem
+from service.api.routing import UnitOfWorkRoute
+from service.schemas.common import NAME_INVISIBLE, NameStr, Problem
 from service.schemas.compare import CompareOut
 from service.schemas.gpus import AmbiguousGpu
 from service.usecases import compare as uc
 
-router = APIRouter(prefix="/v1", tags=["compare"])
+ComparedWorkload: Any = Literal[uc.COMPARED_WORKLOADS]
+"""The single-GPU workloads compare lists (collectives compare interconnects, not GPUs)."""
+MIN_GPUS, MAX_GPUS = uc.MIN_GPUS, uc.MAX_GPUS
+_NAME_CHAR = rf"[^,{NAME_INVISIBLE}]"
+CompareName = Annotated[
+    NameStr,
+    Field(
+        json_schema_extra={"pattern": rf"^{_NAME_CHAR}*[^\s,{NAME_INVISIBLE}]{_NAME_CHAR}*$"}, max_length=200
+    ),
+]
+"""One name of the list: not blank, no comma (the list's separator), no invisible characters."""
+
+router = APIRouter(prefix="/v1", tags=["compare"], route_class=UnitOfWorkRoute)
 
 
 @router.get(
@@ -36,15 +50,18 @@ async def compare_gpus(
     settings: SettingsDep,
     _auth: ReadAuth,
     gpus: Annotated[
-        list[str],
+        list[CompareName],
         Query(
-            description="2 to 8 GPU names (slug, alias or PCI id), comma-separated or repeated; the first is the reference for ratios",
-            max_length=8,
+            description="2 to 8 GPU names (slug, alias or PCI id), comma-separated (`gpus=l40,l20`; a repeated "
+            "`gpus` is read the same way); the first is the reference for ratios",
+            min_length=1,
+            max_length=MAX_GPUS,
+            json_schema_extra={"minItems": MIN_GPUS, "x-comma-separated": True},
         ),
     ],
     currency: Annotated[Literal["USD", "CNY"], Query(description="currency of the prices")] = "USD",
     workload: Annotated[
-        str | None, Query(max_length=64, description="only result rows of this workload")
+        ComparedWorkload | None, Query(description="only result rows of this workload")
     ] = None,
     on_ambiguous: Annotated[
         Literal["candidates", "default"],

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.exceptions import RequestValidationError
 
+from service.api.bodies import body_schema, json_body
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
 from service.api.problems import field_errors, status_of
+from service.api.routing import UnitOfWorkRoute
 from service.core.estimation.estimate import ONE_MODEL_INPUT, has_one_model_input
 from service.schemas.common import Problem
 from service.schemas.estimate import BatchItem, BatchRequest, BatchResponse, EstimateRequest, EstimateResponse
 from service.usecases import estimate as uc
 from service.usecases.errors import UseCaseError
 
-router = APIRouter(prefix="/v1", tags=["estimate"])
+router = APIRouter(prefix="/v1", tags=["estimate"], route_class=UnitOfWorkRoute)
 
 
 @router.post(
@@ -52,12 +54,18 @@ def present(r: uc.EstimateResult) -> EstimateResponse:
     "/estimate/batch",
     response_model=BatchResponse,
     operation_id="estimateBatch",
+    openapi_extra=body_schema("BatchRequest"),
     summary="Up to 256 configurations; each item answers 200 or carries the problem the single call would give",
     description="A body the schema refuses -- an item's field included, e.g. an item without exactly one of "
     "model, hf_config, params_billion -- is refused whole (422 naming the item's field). What only the "
     "catalog or the presets can decide (an unknown GPU or model preset) is answered per item.",
 )
-def estimate_batch(body: BatchRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> BatchResponse:
+def estimate_batch(
+    _auth: ReadAuth,
+    body: Annotated[BatchRequest, Depends(json_body(BatchRequest))],
+    uow: ReadUowDep,
+    read: ReadDep,
+) -> BatchResponse:
     # the schema's rule for every item (exactly one model input, ``oneOf``) refuses the whole
     # body, like any other item field the schema refuses; what only the catalog or the model
     # presets can decide (an unknown GPU or preset) is answered per item

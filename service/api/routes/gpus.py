@@ -12,8 +12,9 @@ from service.api import validation
 from service.api.conditional import etag_matches
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
+from service.api.routing import UnitOfWorkRoute
 from service.core.catalog.records import SORT_KEYS, GpuFilters
-from service.schemas.common import INT64_MAX, Cursor, JsonObject, Problem, SafeStr
+from service.schemas.common import INT64_MAX, CatalogCursor, JsonObject, NameStr, PageLimit, Problem, SafeStr
 from service.schemas.gpus import (
     AmbiguousGpu,
     FxRateIn,
@@ -27,15 +28,20 @@ from service.schemas.gpus import (
 )
 from service.usecases import catalog
 
-router = APIRouter(prefix="/v1", tags=["gpus"])
+router = APIRouter(prefix="/v1", tags=["gpus"], route_class=UnitOfWorkRoute)
 
 PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 SORT_PATTERN = rf"^-?(?:{'|'.join(sorted(SORT_KEYS))})$"
 GpuName = Annotated[
-    SafeStr, Path(max_length=200, description="slug, alias (nvidia-smi name, GFD label, ...) or PCI id")
+    NameStr, Path(max_length=200, description="slug, alias (nvidia-smi name, GFD label, ...) or PCI id")
 ]
 Slug = Annotated[SafeStr, Path(max_length=100, description="catalog slug")]
-IF_MATCH_HELP = "the GPU's current ETag (from GET); required: 428 without it, 412 when stale"
+IF_MATCH_HELP = (
+    "the GPU's current ETag (from GET), as given (a strong entity tag, or a comma-separated list of them); "
+    "required: 428 without it, 412 when stale; `*` is refused (422): an edit names the version it changes"
+)
+IF_MATCH_PATTERN = r'^"[\x21\x23-\x7E]*"(?:[ \t]*,[ \t]*"[\x21\x23-\x7E]*")*$'
+"""One or more strong entity tags (RFC 9110 section 8.8.3); not ``*``, not a weak tag."""
 
 
 @router.get("/gpus", response_model=GpuList, operation_id="listGpus", summary="List catalog GPUs")
@@ -71,8 +77,8 @@ async def list_gpus(
             description="slug, usable_memory_bytes, bandwidth_gb_per_s, tdp_w, bf16_tflops, fp32_tflops, fp8_tflops, launch_year; prefix '-' for descending",
         ),
     ] = "slug",
-    limit: Annotated[int | None, Query(ge=1, le=500)] = None,
-    cursor: Annotated[Cursor | None, Query()] = None,
+    limit: Annotated[PageLimit | None, Query(ge=1, le=500)] = None,
+    cursor: Annotated[CatalogCursor | None, Query()] = None,
 ) -> GpuList:
     min_mem = min_usable_memory_bytes
     if min_usable_memory_gib is not None:
@@ -164,7 +170,9 @@ def update_gpu(
     uow: UowDep,
     _auth: AdminAuth,
     body: Annotated[JsonObject, Body(description="JSON merge patch (RFC 7396) over the GpuDocument")],
-    if_match: Annotated[SafeStr | None, Header(max_length=200, description=IF_MATCH_HELP)] = None,
+    if_match: Annotated[
+        str | None, Header(max_length=200, pattern=IF_MATCH_PATTERN, description=IF_MATCH_HELP)
+    ] = None,
 ) -> Response:
     record = catalog.patch_gpu(uow, slug, body, if_match, validate=validation.gpu_document)
     return gpu_response(record, uow.data_version())
@@ -181,7 +189,9 @@ def delete_gpu(
     slug: Slug,
     uow: UowDep,
     _auth: AdminAuth,
-    if_match: Annotated[SafeStr | None, Header(max_length=200, description=IF_MATCH_HELP)] = None,
+    if_match: Annotated[
+        str | None, Header(max_length=200, pattern=IF_MATCH_PATTERN, description=IF_MATCH_HELP)
+    ] = None,
 ) -> Response:
     catalog.delete_gpu(uow, slug, if_match)
     return Response(status_code=204)

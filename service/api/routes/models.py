@@ -7,11 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path
 
 from service.api.deps import ReadAuth
-from service.schemas.common import JsonObject, Problem, SafeStr
+from service.api.routing import UnitOfWorkRoute
+from service.schemas.common import NameStr, Problem
+from service.schemas.hf_config import HfConfig
 from service.schemas.models import ModelDetail, ModelList
 from service.usecases import models as uc
 
-router = APIRouter(prefix="/v1", tags=["models"])
+router = APIRouter(prefix="/v1", tags=["models"], route_class=UnitOfWorkRoute)
 
 
 @router.get("/models", response_model=ModelList, operation_id="listModels", summary="Model presets")
@@ -26,7 +28,7 @@ async def list_models(_auth: ReadAuth) -> ModelList:
     summary="A preset by id, alias or Hugging Face id, with its exact parameter breakdown",
     responses={404: {"model": Problem, "description": "unknown model; `close_matches` lists near names"}},
 )
-async def get_model(model_id: Annotated[SafeStr, Path(max_length=200)], _auth: ReadAuth) -> ModelDetail:
+async def get_model(model_id: Annotated[NameStr, Path(max_length=200)], _auth: ReadAuth) -> ModelDetail:
     return ModelDetail.from_core(uc.lookup(model_id))
 
 
@@ -39,6 +41,6 @@ async def get_model(model_id: Annotated[SafeStr, Path(max_length=200)], _auth: R
         422: {"model": Problem, "description": "unsupported architecture (e.g. MLA) or unusable config"}
     },
 )
-def parse_model(_auth: ReadAuth, body: Annotated[JsonObject, Body(description="config.json")]) -> ModelDetail:
+def parse_model(_auth: ReadAuth, body: Annotated[HfConfig, Body(description="config.json")]) -> ModelDetail:
     spec, shape = uc.resolve_model_input(None, body, None)
     return ModelDetail.from_core(spec, shape)

@@ -10,13 +10,15 @@ from fastapi import APIRouter, Body, Header, Path
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from service.api.deps import OptionalPrincipal, ReadDep, ReadUowDep, SettingsDep, UowDep
+from service.api.deps import OptionalPrincipal, ReadDep, ReadUowDep, RequestUnitOfWork, SettingsDep, UowDep
 from service.api.presenters.recommend import document, language, localise
+from service.api.routing import UnitOfWorkRoute
+from service.db.errors import outage_of
 from service.schemas.common import Problem
 from service.schemas.recommend import RECOMMENDATION_ID_PATTERN, RecommendRequest, RecommendResponse
 from service.usecases import recommend as uc
 
-router = APIRouter(prefix="/v1", tags=["recommend"])
+router = APIRouter(prefix="/v1", tags=["recommend"], route_class=UnitOfWorkRoute)
 
 EXAMPLES: dict[str, Any] = {
     "l40-or-l20": {
@@ -93,6 +95,7 @@ def _json(doc: dict[str, Any], *, status: int = 200) -> Response:
     responses=RESPONSES,
 )
 async def recommend(
+    read_uow: ReadUowDep,
     uow: UowDep,
     read: ReadDep,
     caller: OptionalPrincipal,
@@ -101,18 +104,57 @@ async def recommend(
     accept_language: Annotated[str | None, Header()] = None,
 ) -> Response:
     request = body.model_dump(mode="json")
-    _outcome, doc = await run_in_threadpool(
-        uc.recommend,
-        uow,
-        read,
-        body.to_core(),
-        request,
-        now=dt.datetime.now(dt.UTC),
-        present=document,
-        price_stale_days=settings.price_stale_days,
-        owner=caller.key_id if caller is not None else None,
-    )
+    now = dt.datetime.now(dt.UTC)
+    owner = caller.key_id if caller is not None else None
+
+    def answer() -> tuple[uc.RecommendOutcome, dict[str, Any]]:
+        with read_uow:  # a read transaction, ended in this thread call
+            outcome = uc.compute(
+                read_uow,
+                read,
+                body.to_core(),
+                request,
+                now=now,
+                price_stale_days=settings.price_stale_days,
+                owner=owner,
+            )
+        return outcome, document(outcome)
+
+    outcome, doc = await run_in_threadpool(answer)
+    doc = await _store(uow, outcome, doc, request, now=now, owner=owner)
     return _json(localise(doc, language(accept_language)))
+
+
+async def _store(
+    uow: RequestUnitOfWork,
+    outcome: uc.RecommendOutcome,
+    doc: dict[str, Any],
+    request: dict[str, Any],
+    *,
+    now: dt.datetime,
+    owner: int | None,
+) -> dict[str, Any]:
+    """Store the answer in a short write transaction of its own, through the write gate --
+    best-effort (issue 26): when the database cannot write (full or read-only disk, down, busy),
+    the answer is sent without an id, saying why."""
+
+    def store() -> None:
+        with uow:
+            uc.store_answer(uow, outcome, doc, request, now=now, owner=owner)
+
+    try:
+        if uow.gate is None:
+            await run_in_threadpool(store)
+        else:
+            async with uow.gate.slot():
+                await run_in_threadpool(store)
+            uow.gate.note_success()
+    except Exception as exc:
+        outage = outage_of(exc)
+        if outage is None:
+            raise
+        return uc.unstored(doc, outage.detail)
+    return doc
 
 
 @router.get(

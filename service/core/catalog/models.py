@@ -1091,6 +1091,19 @@ def get_model(name: str) -> ModelSpec:
 _MLA_TYPES = {"deepseek_v2", "deepseek_v3", "kimi_k2", "minicpm3"}
 
 
+HF_CONFIG_TYPES: tuple[str, ...] = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "bert")
+"""The ``model_type`` values :func:`from_hf_config` models (as Hugging Face writes them)."""
+HF_CONFIG_SIZES: dict[str, int] = {
+    "hidden_size": 2**20,
+    "num_hidden_layers": 4096,
+    "num_attention_heads": 4096,
+    "intermediate_size": 2**22,
+    "vocab_size": 2**24,
+}
+"""The shape fields every config.json must give, whole numbers from 1 to these (the largest
+published models are far inside: hidden 16,384, 126 layers, vocabularies of ~256k)."""
+
+
 def _req(cfg: Mapping[str, Any], *names: str) -> Any:
     for n in names:
         if n in cfg and cfg[n] is not None:
@@ -1109,7 +1122,7 @@ def from_hf_config(cfg: Mapping[str, Any], id: str | None = None) -> ModelSpec:
     """
     if not isinstance(cfg, Mapping):
         raise UnsupportedArchitecture("?", "config must be a JSON object")
-    mtype = str(cfg.get("model_type", "")).lower()
+    mtype = str(cfg.get("model_type", ""))
     archs = cfg.get("architectures") or []
     arch = str(archs[0]) if archs else mtype or "?"
     if mtype in _MLA_TYPES or "kv_lora_rank" in cfg or "q_lora_rank" in cfg:
@@ -1118,6 +1131,18 @@ def from_hf_config(cfg: Mapping[str, Any], id: str | None = None) -> ModelSpec:
             "multi-head latent attention (MLA) compresses K/V into a latent; "
             "parameter counts and KV cache differ from grouped-query attention",
         )
+    if mtype not in HF_CONFIG_TYPES:
+        raise UnsupportedArchitecture(
+            arch, f"model_type {mtype!r} is not modelled; supported: {', '.join(HF_CONFIG_TYPES)}"
+        )
+    for key, largest in HF_CONFIG_SIZES.items():
+        value = cfg.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= largest:
+            raise UnsupportedArchitecture(
+                arch, f"config.json needs {key} as a whole number from 1 to {largest}"
+            )
+    if mtype == "bert" and cfg["hidden_size"] % cfg["num_attention_heads"]:
+        raise UnsupportedArchitecture(arch, "hidden_size must be a multiple of num_attention_heads")
     if mtype == "bert":
         h = int(_req(cfg, "hidden_size"))
         return EncoderSpec(
@@ -1145,6 +1170,8 @@ def from_hf_config(cfg: Mapping[str, Any], id: str | None = None) -> ModelSpec:
     heads = int(_req(cfg, "num_attention_heads"))
     kv = int(cfg.get("num_key_value_heads") or heads)
     head_dim = int(cfg.get("head_dim") or h // heads)
+    if head_dim < 1:
+        raise UnsupportedArchitecture(arch, "the attention heads are wider than hidden_size: give head_dim")
     experts = int(cfg.get("num_local_experts") or 1) if mtype == "mixtral" else 1
     if mtype == "mixtral":
         top_k = int(cfg.get("num_experts_per_tok") or 2)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -401,6 +402,43 @@ application clocks in MHz (SM clocks are ~2 GHz; NVML's memory clock is at most 
 GHz for any DRAM), PCIe generation 1-7 and link width x1-x32 (the PCIe specification's
 widths)."""
 # Fields left out of the stack hash: identity of the machine, not of the stack.
+FingerprintType = Literal["text", "boolean", "number", "object", "flag"]
+FINGERPRINT_TYPES: dict[str, FingerprintType] = {
+    **dict.fromkeys(
+        (
+            "suite_version",
+            "workload_definition_hash",
+            "driver_version",
+            "cuda_version",
+            "torch_version",
+            "attention_backend",
+            "ecc_mode",
+            "mig_mode",
+            "pci_device_id",
+            "host_id",
+            "cudnn_version",
+            "nccl_version",
+            "transformers_version",
+            "container_image_digest",
+        ),
+        "text",
+    ),
+    **dict.fromkeys(("tf32_matmul", "tf32_cudnn", "torch_compile"), "boolean"),
+    **dict.fromkeys(tuple(FINGERPRINT_RANGES), "number"),
+    "engine_versions": "object",
+    "nccl_nvls_enable": "flag",
+}
+"""The JSON type of each fingerprint field (nullable ones may also be null): text, a boolean, a
+number (in :data:`FINGERPRINT_RANGES`), an object (engine -> version), or a flag -- a boolean,
+or the environment variable's text (``"0"``, ``"1"``...) as the agent read it."""
+_JSON_TYPES: dict[FingerprintType, tuple[type, ...]] = {
+    "text": (str,),
+    "boolean": (bool,),
+    "number": (int, float),
+    "object": (dict,),
+    "flag": (bool, str),
+}
+
 FINGERPRINT_UNHASHED: frozenset[str] = frozenset({"host_id", "container_image_digest"})
 
 
@@ -475,6 +513,28 @@ def _coerce(p: ParamDef, value: Any, loc: tuple[str | int, ...]) -> Any:
     return s
 
 
+def _as_typed(p: ParamDef, value: Any, loc: tuple[str | int, ...]) -> Any:
+    """A submitted parameter taken as the API document states it: a JSON boolean, integer
+    (``8`` or ``8.0``), number, one of the choices as written, or text (query filters, which
+    arrive as text, go through :func:`_coerce` instead)."""
+    if p.type == "bool":
+        if not isinstance(value, bool):
+            raise VocabularyError(loc, f"{p.name} must be a boolean (true or false)")
+        return value
+    if p.type in ("int", "float"):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or (p.type == "int" and isinstance(value, float) and not value.is_integer()):
+            raise VocabularyError(loc, f"{p.name} must be {'an integer' if p.type == 'int' else 'a number'}")
+        v = int(value) if p.type == "int" else float(value)
+        _bounds(p, v, loc)
+        return v
+    if not isinstance(value, str):
+        raise VocabularyError(loc, f"{p.name} must be a string")
+    if p.type == "enum" and value not in p.choices:
+        raise VocabularyError(loc, f"{p.name} must be one of {', '.join(p.choices)}; got {value!r}")
+    return _coerce(p, value, loc)
+
+
 def _bounds(p: ParamDef, v: float, loc: tuple[str | int, ...]) -> None:
     if p.minimum is not None and v < p.minimum:
         raise VocabularyError(loc, f"{p.name} must be >= {p.minimum:g}; got {v:g}")
@@ -483,9 +543,15 @@ def _bounds(p: ParamDef, v: float, loc: tuple[str | int, ...]) -> None:
 
 
 def canonical_parameters(
-    workload: str, params: Mapping[str, Any], loc: tuple[str | int, ...] = ("parameters",)
+    workload: str,
+    params: Mapping[str, Any],
+    loc: tuple[str | int, ...] = ("parameters",),
+    *,
+    typed: bool = False,
 ) -> dict[str, Any]:
     """Validate and canonicalise parameters: defaults filled, types normalised, unknown refused.
+    ``typed``: values must have the JSON types the API document states (submissions); else
+    text forms are read too (``"8"``, ``"true"``, ``" FP32 "``: query filters, old files).
 
     Derived defaults: for ``llm-train`` a ``global_batch`` of 0 becomes
     ``batch_size * gpu_count``; LoRA fields are cleared for full fine-tuning. Cross-field
@@ -499,9 +565,10 @@ def canonical_parameters(
         if w.param(key) is None:
             known = ", ".join(p.name for p in w.parameters)
             raise VocabularyError((*loc, key), f"unknown parameter {key!r} for {workload}; known: {known}")
+    read = _as_typed if typed else _coerce
     for p in w.parameters:
         if p.name in params and params[p.name] is not None:
-            out[p.name] = _coerce(p, params[p.name], (*loc, p.name))
+            out[p.name] = read(p, params[p.name], (*loc, p.name))
         elif p.required:
             raise VocabularyError((*loc, p.name), f"parameter {p.name!r} is required for {workload}")
         else:
@@ -601,6 +668,14 @@ def check_fingerprint(fp: Mapping[str, Any], loc: tuple[str | int, ...] = ("fing
     for key in fp:
         if key not in out:
             raise VocabularyError((*loc, key), f"unknown fingerprint field {key!r}")
+    for key, kind in FINGERPRINT_TYPES.items():
+        value = out[key]
+        wrong = not isinstance(value, _JSON_TYPES[kind]) or (kind == "number" and isinstance(value, bool))
+        if value is not None and wrong:
+            nullable = " or null" if key in FINGERPRINT_NULLABLE else ""
+            raise VocabularyError(
+                (*loc, key), f"fingerprint field {key!r} must be {kind_name(kind)}{nullable}"
+            )
     for key, (lo, hi) in FINGERPRINT_RANGES.items():
         value = out.get(key)
         if value is None:
@@ -623,22 +698,29 @@ def check_fingerprint(fp: Mapping[str, Any], loc: tuple[str | int, ...] = ("fing
     return out
 
 
+def kind_name(kind: FingerprintType) -> str:
+    return {
+        "text": "text",
+        "boolean": "a boolean",
+        "number": "a number",
+        "object": "an object",
+        "flag": "a boolean or text",
+    }[kind]
+
+
 def fingerprint_hash(fp: Mapping[str, Any]) -> str:
     return stable_hash({k: v for k, v in fp.items() if k not in FINGERPRINT_UNHASHED})
 
 
+PCI_ID_PATTERN = r"^(?:[0-9A-Fa-f]{4}:)?(?:0[xX])?[0-9A-Fa-f]{4}(?:[0-9A-Fa-f]{4})?$"
+"""A PCI device id as tools print it: ``0x2335``, ``2335``, ``10de:2335`` (vendor:device) or
+``0x233510DE`` (NVML's packed device << 16 | vendor)."""
+
+
 def normalise_pci_id(value: str, loc: tuple[str | int, ...] = ("pci_device_id",)) -> str:
-    """``0x2335``, ``2335``, ``10de:2335``, ``0x233510DE`` (NVML's packed form) -> ``0x2335``."""
-    s = value.strip().lower()
-    if ":" in s:
-        s = s.split(":", 1)[1]
-    s = s.removeprefix("0x")
-    if len(s) == 8:  # NVML pciDeviceId packs device<<16 | vendor
-        s = s[:4]
-    try:
-        n = int(s, 16)
-    except ValueError:
-        raise VocabularyError(loc, f"not a PCI device id: {value!r}") from None
-    if not 0 <= n <= 0xFFFF:
-        raise VocabularyError(loc, f"not a PCI device id: {value!r}")
-    return f"0x{n:04x}"
+    """``0x2335``, ``2335``, ``10de:2335``, ``0x233510DE`` (NVML's packed form) -> ``0x2335``
+    (:data:`PCI_ID_PATTERN`, which the API document states)."""
+    if not re.fullmatch(PCI_ID_PATTERN, value):
+        raise VocabularyError(loc, f"not a PCI device id: {value!r} (e.g. 0x2335, 10de:2335, 0x233510DE)")
+    s = value.lower().rsplit(":", 1)[-1].removeprefix("0x")
+    return f"0x{s[:4]}"

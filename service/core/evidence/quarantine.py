@@ -8,6 +8,10 @@ A quarantined result is kept but left out of aggregates, with a reason:
   evidence against the catalog as much as against the result, so an admin is alerted.
 - ``above_usable_memory``: peak allocated / reserved / NVML-used bytes above the GPU's usable
   memory (what the driver reports with default ECC) -- impossible on that GPU.
+- ``implausible``: a metric outside what the GPU (or ``gpu_count`` of them) can do at all --
+  above a generous multiple of its roofline bound, far below it, or a time shorter than
+  physics allows or longer than a day (:mod:`service.core.evidence.plausibility`): nonsense
+  such as ``1e308`` or ``5e-324`` tokens/s never reaches an aggregate or a fit.
 - ``statistical_outlier``: the MAD test within its (GPU, fingerprint, parameters) cell
   (:mod:`service.core.evidence.aggregate`), re-evaluated as data arrives.
 - ``admin``: an admin quarantined it (with a reason). An admin release overrides every
@@ -23,12 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.core.catalog.specs import GpuSpec
+from service.core.evidence.plausibility import implausible
 
 ABOVE_CATALOG_PEAK = "above_catalog_peak"
 ABOVE_USABLE_MEMORY = "above_usable_memory"
+IMPLAUSIBLE = "implausible"
 STATISTICAL_OUTLIER = "statistical_outlier"
 ADMIN = "admin"
-REASONS: tuple[str, ...] = (ABOVE_CATALOG_PEAK, ABOVE_USABLE_MEMORY, STATISTICAL_OUTLIER, ADMIN)
+REASONS: tuple[str, ...] = (ABOVE_CATALOG_PEAK, ABOVE_USABLE_MEMORY, IMPLAUSIBLE, STATISTICAL_OUTLIER, ADMIN)
 
 REVIEW_RELEASED = "released"
 REVIEW_QUARANTINED = "quarantined"
@@ -49,9 +55,26 @@ def static_findings(
     metrics: Mapping[str, float],
     memory: Mapping[str, int | None],
     spec: GpuSpec,
+    *,
+    gpu_count: int = 1,
 ) -> list[Finding]:
-    """Catalog checks for one result on one GPU, peak checks first. Unknown catalog figures
-    (``None``) check nothing."""
+    """Catalog checks for one result on ``gpu_count`` GPUs of ``spec``: peaks, memory, then
+    plausibility. Unknown catalog figures (``None``) check nothing but the outer fences."""
+    out = _catalog_findings(workload, params, metrics, memory, spec)
+    out.extend(
+        Finding(IMPLAUSIBLE, x.detail)
+        for x in implausible(workload, params, metrics, spec, gpu_count=gpu_count)
+    )
+    return out
+
+
+def _catalog_findings(
+    workload: str,
+    params: Mapping[str, Any],
+    metrics: Mapping[str, float],
+    memory: Mapping[str, int | None],
+    spec: GpuSpec,
+) -> list[Finding]:
     out: list[Finding] = []
     if workload == "gemm":
         precision = str(params.get("precision", ""))

@@ -428,6 +428,8 @@ class ResultToCheck:
     metrics: Mapping[str, float]
     memory: Mapping[str, int | None]
     review_state: str | None
+    gpu_count: int = 1
+    """GPUs of the result's run (the plausibility bounds scale with it)."""
 
 
 @dataclass(frozen=True, slots=True)

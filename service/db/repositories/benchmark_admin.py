@@ -170,6 +170,12 @@ class BenchmarkAdminRepository:
     def results_to_check(self, run_pks: Sequence[int]) -> list[ResultToCheck]:
         if not run_pks:
             return []
+        gpus = {
+            int(pk): int(n)
+            for pk, n in self._s.execute(
+                select(BenchmarkRun.id, BenchmarkRun.gpu_count).where(BenchmarkRun.id.in_(list(run_pks)))
+            ).all()
+        }
         return [
             ResultToCheck(
                 id=r.id,
@@ -182,6 +188,7 @@ class BenchmarkAdminRepository:
                     "nvml_used_bytes": r.nvml_used_bytes,
                 },
                 review_state=r.review_state,
+                gpu_count=int(gpus.get(r.run_pk) or 1),
             )
             for r in self._s.scalars(select(BenchmarkResult).where(BenchmarkResult.run_pk.in_(list(run_pks))))
         ]

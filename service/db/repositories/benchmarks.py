@@ -295,18 +295,20 @@ cells AS MATERIALIZED (
     FROM pts GROUP BY params_hash
 ),
 stats AS MATERIALIZED (
+    -- the scale divided by k, and the test |v - m| > t * scale as |v - m| / (t k) > scale / k:
+    -- no product of a stored value can overflow a double (issue 26: a released 1e308 did)
     SELECT c.*,
-           greatest(:k * (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(u.v - c.m))
-                          FROM unnest(c.vs, c.bases) AS u(v, b) WHERE u.b),
-                    :floor * abs(c.m)) AS scale
+           greatest((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(u.v - c.m))
+                     FROM unnest(c.vs, c.bases) AS u(v, b) WHERE u.b),
+                    (:floor / :k) * abs(c.m)) AS scale_k
     FROM cells c
 )
-SELECT x.id, s.workload, x.v, s.m, s.n, s.scale, x.outlier
+SELECT x.id, s.workload, x.v, s.m, s.n, s.scale_k, x.outlier
 FROM stats s
 CROSS JOIN LATERAL (
     SELECT y.id, y.v, y.f,
            coalesce(y.b AND s.n >= :min_n
-                    AND CASE WHEN s.scale > 0 THEN abs(y.v - s.m) > :t * s.scale ELSE y.v <> s.m END,
+                    AND CASE WHEN s.scale_k > 0 THEN abs(y.v - s.m) / (:t * :k) > s.scale_k ELSE y.v <> s.m END,
                     false) AS outlier
     FROM unnest(s.ids, s.vs, s.bases, s.flags) AS y(id, v, b, f)
 ) x
@@ -652,7 +654,8 @@ class BenchmarkRepository:
                     "t": t,
                 },
             ).all()
-            for rid, wl, value, center, n, scale, outlier in rows:
+            for rid, wl, value, center, n, scale_k, outlier in rows:
+                scale = MAD_TO_SIGMA * scale_k  # a Python float: inf past the range, never an error
                 detail = outlier_detail(wl, value, center, n, scale, t) if outlier else None
                 flips.append(Flip(id=int(rid), tag=None, outlier_detail=detail))
         return flips

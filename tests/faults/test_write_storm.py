@@ -1,0 +1,152 @@
+"""Write storms against a real server, on SQLite and on PostgreSQL (issue 26).
+
+Before: the key check opened the write transaction (SQLite ``BEGIN IMMEDIATE``, a pooled
+PostgreSQL connection) in one thread-pool call and the handler waited for a second one; once
+the pool's 40 threads were held, nothing moved until the 30 s lock or pool timeouts, a 500
+each. 60 concurrent submissions with a made-up key gave 42 x 500 on SQLite and stalled a GPU
+read 28.6 s; 100 valid ones on PostgreSQL gave 30 x 500.
+
+Now the key is checked in a short read transaction of its own, and writes pass a bounded
+write gate before their one thread call (``service.api.admission``, ``service.api.routing``)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from tests.db.servers import ServerProcess
+from tests.faults.conftest import (
+    PrivateCluster,
+    ReaderProcess,
+    Seen,
+    auth,
+    new_pg_database,
+    prepared,
+    small_run,
+    stored_runs,
+    timed,
+    wait_ready,
+)
+
+pytestmark = pytest.mark.faults
+
+READ = "/v1/gpus/nvidia-l40"
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def storm(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServerProcess, Engine, dict[str, str]]]:
+    tmp = tmp_path_factory.mktemp(f"storm-{request.param}")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp / 'storm.db'}"
+    else:
+        cluster: PrivateCluster = request.getfixturevalue("pg_cluster")
+        url = new_pg_database(cluster)
+    engine, keys = prepared(url)
+    # production settings (the start-up warm-up included), rate limits aside: one client
+    # submits everything here
+    server = ServerProcess.serve(
+        url,
+        tmp / "server.log",
+        env={"GPU_ADVISOR_RATE_LIMITS_ENABLED": "false", "GPU_ADVISOR_WARM_READ_MODEL": "true"},
+    ).start()
+    wait_ready(server)
+    try:
+        yield server, engine, keys
+    finally:
+        server.stop()
+        engine.dispose()
+
+
+def made_up_key() -> str:
+    return f"gpa_{secrets.token_hex(4)}_{secrets.token_urlsafe(32)}"
+
+
+LIMITS = httpx.Limits(max_connections=300, max_keepalive_connections=300)
+
+
+async def _made_up_keys(url: str) -> tuple[Seen, float]:
+    seen = Seen()
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=LIMITS) as client:
+        bodies = [small_run() for _ in range(60)]
+        t0 = time.monotonic()
+        await asyncio.gather(
+            *(
+                timed(
+                    client, seen, "write", "POST", "/v1/benchmark-runs", json=b, headers=auth(made_up_key())
+                )
+                for b in bodies
+            )
+        )
+        return seen, time.monotonic() - t0
+
+
+def test_sixty_writes_with_made_up_keys_are_401_at_once_and_reads_go_on(
+    storm: tuple[ServerProcess, Engine, dict[str, str]], tmp_path: Path
+) -> None:
+    server, _engine, _keys = storm
+    with ReaderProcess(server.url, READ, tmp_path) as reads:
+        seen, wall = asyncio.run(_made_up_keys(server.url))
+    print(
+        f"60 made-up keys: all answered in {wall:.2f} s; {len(reads.times)} reads meanwhile, "
+        f"p99 {reads.p99() * 1000:.0f} ms"
+    )
+    assert seen.statuses("write") == {401: 60}
+    assert wall <= 2.0, wall
+    assert set(reads.statuses) == {200}, reads.statuses
+    assert reads.p99() <= 0.100, reads.p99()
+
+
+async def _submissions(url: str, key: str, run_ids: list[str]) -> tuple[Seen, list[int]]:
+    seen = Seen()
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=LIMITS) as client:
+
+        async def submit(run_id: str) -> int:
+            body = small_run(run_id)
+            for _ in range(20):  # an agent honours Retry-After (service.agent.client)
+                r = await timed(
+                    client, seen, "write", "POST", "/v1/benchmark-runs", json=body, headers=auth(key)
+                )
+                if r is None or r.status_code not in (503, 429):
+                    return r.status_code if r is not None else 0
+                await asyncio.sleep(float(r.headers.get("retry-after", "1")))
+            return -1
+
+        finals = await asyncio.gather(*(submit(i) for i in run_ids))
+    return seen, list(finals)
+
+
+def test_two_hundred_concurrent_submissions_are_each_stored_once_while_reads_go_on(
+    storm: tuple[ServerProcess, Engine, dict[str, str]], tmp_path: Path
+) -> None:
+    server, engine, keys = storm
+    run_ids = [f"storm-{uuid.uuid4().hex}" for _ in range(200)]
+    t0 = time.monotonic()
+    with ReaderProcess(server.url, READ, tmp_path) as reads:
+        seen, finals = asyncio.run(_submissions(server.url, keys["submit"], run_ids))
+    wall = time.monotonic() - t0
+    print(
+        f"200 submissions in {wall:.1f} s: answers {seen.statuses('write')}; {len(reads.times)} reads "
+        f"meanwhile {reads.statuses}, p99 {reads.p99() * 1000:.0f} ms"
+    )
+    assert not seen.unanswered_or_500(), seen.unanswered_or_500()[:5]
+    assert not seen.outages_without_retry_after()
+    assert set(finals) == {201}, finals
+    assert stored_runs(engine, run_ids) == dict.fromkeys(run_ids, 1)
+    assert set(reads.statuses) == {200}, reads.statuses
+    assert reads.p99() <= 0.100, reads.p99()
+
+
+def test_storm_server_log_has_no_unhandled_error(storm: tuple[ServerProcess, Engine, dict[str, str]]) -> None:
+    server, _engine, _keys = storm
+    log = Path(server.log_path).read_text()
+    assert "unhandled error" not in log, log[-3000:]
