@@ -246,6 +246,30 @@ def test_batch_refuses_a_body_whose_item_breaks_the_schema_whole(client: TestCli
     assert client.post("/v1/estimate/batch", json={"items": [ok, {**ok, "batch_size": 0}]}).status_code == 422
 
 
+def test_batch_refuses_an_hf_config_the_schema_refuses_whole(client: TestClient) -> None:
+    """The schema states ``hf_config``'s shape fields as whole numbers in range: an item breaking
+    that is refused with the body (422 naming the item's ``hf_config``), as the schema promises
+    (schemathesis found a 200 carrying a per-item 422); ``8.0`` is JSON Schema's integer."""
+    cfg = {
+        "model_type": "qwen3",
+        "hidden_size": 1024,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "intermediate_size": 2048,
+        "vocab_size": 32000,
+    }
+    ok = {"hf_config": cfg, "gpu": "nvidia-h200-sxm"}
+    bad = {"hf_config": {**cfg, "num_attention_heads": None}, "gpu": "nvidia-h200-sxm"}
+    r = client.post("/v1/estimate/batch", json={"items": [ok, bad]})
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert [e["loc"] for e in r.json()["errors"]] == [["body", "items", 1, "hf_config"]]
+    assert "num_attention_heads" in r.json()["errors"][0]["msg"]
+    floaty = {"hf_config": {**cfg, "num_attention_heads": 8.0}, "gpu": "nvidia-h200-sxm"}
+    r = client.post("/v1/estimate/batch", json={"items": [ok, floaty]})
+    assert r.status_code == 200 and [i["status"] for i in r.json()["items"]] == [200, 200]
+    assert r.json()["items"][0]["result"] == r.json()["items"][1]["result"]
+
+
 def test_every_newly_sourced_gpu_answers_with_labelled_time(client: TestClient) -> None:
     """Issue 13: 'L40 or L20?' gets a time for both; the A10G and RTX 6000 Ada too; each time
     states its provenance, the published tables it leans on and its measured accuracy."""

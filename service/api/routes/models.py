@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Path
 from service.api.deps import ReadAuth
 from service.api.routing import UnitOfWorkRoute
 from service.schemas.common import NameStr, Problem
-from service.schemas.hf_config import HfConfig
+from service.schemas.hf_config import HfConfigBody
 from service.schemas.models import ModelDetail, ModelList
 from service.usecases import models as uc
 
@@ -41,6 +41,8 @@ async def get_model(model_id: Annotated[NameStr, Path(max_length=200)], _auth: R
         422: {"model": Problem, "description": "unsupported architecture (e.g. MLA) or unusable config"}
     },
 )
-def parse_model(_auth: ReadAuth, body: Annotated[HfConfig, Body(description="config.json")]) -> ModelDetail:
+def parse_model(
+    _auth: ReadAuth, body: Annotated[HfConfigBody, Body(description="config.json")]
+) -> ModelDetail:
     spec, shape = uc.resolve_model_input(None, body, None)
     return ModelDetail.from_core(spec, shape)
