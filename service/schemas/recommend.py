@@ -10,12 +10,14 @@ machine ``code``, its numbers in ``params`` and a ``message`` in the language th
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.core.pricing.cost import CostAssumptions
 from service.core.recommend.search import (
+    DEFAULT_SERVING_ENGINE,
     Constraints,
     Pool,
     RecommendQuestion,
@@ -215,8 +217,15 @@ class RecommendRequest(BaseModel):
     cost: CostAssumptionsIn = Field(default_factory=CostAssumptionsIn)
 
     def to_core(self) -> RecommendQuestion:
+        job = self.workload.to_core()
+        w = self.workload
+        assumed = None
+        if "engine" not in w.model_fields_set and (w.requests_per_s is not None or w.concurrency is not None):
+            assumed = DEFAULT_SERVING_ENGINE  # a load to serve means continuous batching
+            job = replace(job, engine=assumed)
         return RecommendQuestion(
-            job=self.workload.to_core(),
+            job=job,
+            engine_assumed=assumed,
             constraints=self.constraints.to_core(),
             objective=self.objective,
             limit=self.limit,

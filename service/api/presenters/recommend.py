@@ -200,8 +200,13 @@ EN: dict[str, Template] = {
         f"end ({_p(p, 'hours_high')} h)"
     ),
     "MEETS_TARGETS": lambda p: (
-        f"{_p(p, 'replicas')} replica(s) x TP{_p(p, 'tensor_parallel')} serve {_p(p, 'rate')} "
-        f"req/s at p50 TTFT {_p(p, 'ttft_ms')} ms and TPOT {_p(p, 'tpot_ms')} ms "
+        f"{_p(p, 'replicas')} replica(s) x TP{_p(p, 'tensor_parallel')} serve "
+        + (
+            f"{_p(p, 'rate')} req/s"
+            if p.get("rate") is not None
+            else f"{_p(p, 'concurrency')} requests in flight per replica"
+        )
+        + f" at p50 TTFT {_p(p, 'ttft_ms')} ms and TPOT {_p(p, 'tpot_ms')} ms "
         f"(targets: {_p(p, 'ttft_target_ms', '-')} ms, {_p(p, 'tpot_target_ms', '-')} ms)"
     ),
     "BANDWIDTH_BOUND": lambda p: (
@@ -226,6 +231,24 @@ EN: dict[str, Template] = {
     ),
     "NO_OPTION": lambda p: (
         f"no option meets the constraints; {_p(p, 'excluded')} GPUs were excluded (see excluded)"
+    ),
+    "NO_PLAN_MEETS_DEADLINE": lambda p: (
+        f"no plan meets the {_p(p, 'deadline_hours')} h deadline at the band's upper end; the "
+        f"fastest plan found is shown: {_p(p, 'gpu_count')}x {_p(p, 'gpu')}, {_p(p, 'hours')} h "
+        f"(up to {_p(p, 'hours_high')} h)"
+    ),
+    "ENGINE_ASSUMED": lambda p: (
+        f"no engine was given for a request load: continuous batching with {_p(p, 'engine')} is assumed"
+    ),
+    "LONG_RUN": lambda p: (
+        f"the first plan takes {_p(p, 'hours')} h ({_p(p, 'years')} years)"
+        + (
+            f"; the fastest plan within +{_p(p, 'cost_slack_pct')} % of its cost is "
+            f"{_p(p, 'faster_gpu_count')}x {_p(p, 'faster_gpu')}, {_p(p, 'faster_hours')} h"
+            + (f" ({_p(p, 'faster_cost_ratio')}x the cost)" if p.get("faster_cost_ratio") is not None else "")
+            if p.get("faster_gpu")
+            else f"; no faster plan within +{_p(p, 'cost_slack_pct')} % of its cost was found"
+        )
     ),
     "WITH_GRADIENT_CHECKPOINTING": lambda p: _en_whatif("with gradient checkpointing", p),
     "WITH_QLORA": lambda p: _en_whatif("with QLoRA (4-bit base) instead of LoRA", p),
@@ -367,8 +390,13 @@ ZH: dict[str, Template] = {
         f"即使按误差带上限（{_p(p, 'hours_high')} 小时）也能在 {_p(p, 'deadline_hours')} 小时的截止时间内完成"
     ),
     "MEETS_TARGETS": lambda p: (
-        f"{_p(p, 'replicas')} 个副本 x TP{_p(p, 'tensor_parallel')} 以 {_p(p, 'rate')} 请求/秒运行，"
-        f"p50 首 token {_p(p, 'ttft_ms')} ms、每 token {_p(p, 'tpot_ms')} ms"
+        f"{_p(p, 'replicas')} 个副本 x TP{_p(p, 'tensor_parallel')} "
+        + (
+            f"以 {_p(p, 'rate')} 请求/秒运行，"
+            if p.get("rate") is not None
+            else f"每副本 {_p(p, 'concurrency')} 个并发请求，"
+        )
+        + f"p50 首 token {_p(p, 'ttft_ms')} ms、每 token {_p(p, 'tpot_ms')} ms"
         f"（目标 {_p(p, 'ttft_target_ms', '-')} ms、{_p(p, 'tpot_target_ms', '-')} ms）"
     ),
     "BANDWIDTH_BOUND": lambda p: (
@@ -390,6 +418,25 @@ ZH: dict[str, Template] = {
         f"不同 GPU 数量下全局批大小（{_p(p, 'global_batch')} 条序列）保持不变（梯度累积）"
     ),
     "NO_OPTION": lambda p: f"没有满足约束的方案；{_p(p, 'excluded')} 种 GPU 被排除（见 excluded）",
+    "NO_PLAN_MEETS_DEADLINE": lambda p: (
+        f"没有方案能在 {_p(p, 'deadline_hours')} 小时期限内完成（按区间上限）；列出找到的最快方案："
+        f"{_p(p, 'gpu_count')} 块 {_p(p, 'gpu')}，{_p(p, 'hours')} 小时（最多 {_p(p, 'hours_high')} 小时）"
+    ),
+    "ENGINE_ASSUMED": lambda p: f"请求给出了负载但未指定推理引擎：按 {_p(p, 'engine')} 连续批处理估计",
+    "LONG_RUN": lambda p: (
+        f"首选方案需要 {_p(p, 'hours')} 小时（{_p(p, 'years')} 年）"
+        + (
+            f"；成本不超过其 +{_p(p, 'cost_slack_pct')}% 的最快方案是 {_p(p, 'faster_gpu_count')} 块 "
+            f"{_p(p, 'faster_gpu')}，{_p(p, 'faster_hours')} 小时"
+            + (
+                f"（成本为其 {_p(p, 'faster_cost_ratio')} 倍）"
+                if p.get("faster_cost_ratio") is not None
+                else ""
+            )
+            if p.get("faster_gpu")
+            else f"；未找到成本在 +{_p(p, 'cost_slack_pct')}% 以内的更快方案"
+        )
+    ),
     "WITH_GRADIENT_CHECKPOINTING": lambda p: _zh_whatif("开启梯度检查点", p),
     "WITH_QLORA": lambda p: _zh_whatif("改用 QLoRA（4 比特基座）", p),
     "WITH_FUSED_OPTIMIZER": lambda p: _zh_whatif("使用融合 AdamW（optimizer_impl fused）", p),

@@ -52,6 +52,9 @@ REASON_CODES: Final[tuple[str, ...]] = (
     "WITH_FP8_WEIGHTS",
     # warnings
     "NO_OPTION",
+    "NO_PLAN_MEETS_DEADLINE",
+    "LONG_RUN",
+    "ENGINE_ASSUMED",
     "GLOBAL_BATCH_HELD",
 )
 """Every code the recommender emits (docs/architecture.md lists them with their meaning); the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
@@ -20,15 +20,16 @@ from service.core.pricing.cost import (
     run_cost,
 )
 from service.core.recommend.candidates import (
-    TRAIN_COUNTS,
     _count_cap,
     _Counter,
     _gib,
     _node_size,
     _placement,
+    _pool_shape,
     _price,
 )
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
+from service.core.recommend.ranking import _objective_value as objective_value
 from service.core.recommend.ranking import ratio_half_width
 from service.core.recommend.reasons import Reason
 
@@ -87,7 +88,7 @@ class _TrainingSearch:
         elif self.base.finetune == "qlora":
             self.shardings = ("ddp",)  # QLoRA with FSDP / ZeRO-3 is not modelled
         else:
-            self.shardings = ("ddp", "fsdp")
+            self.shardings = ("ddp", "zero2", "fsdp")
         self._plans: dict[tuple[int, str, bool], _Plan | None] = {}
         self._relaxed_memo: dict[tuple[str, int, str, bool], MemoryEstimate | None] = {}
         self.fewest: dict[str, int] = {}
@@ -96,15 +97,15 @@ class _TrainingSearch:
     # ---- configurations ----------------------------------------------------------------
 
     def counts(self, cap: int, gpu: GpuSpec) -> list[int]:
-        node = _node_size(gpu)
-        out = [n for n in TRAIN_COUNTS if n <= cap and n <= node]
-        k = node * 2 if node >= 8 else 16
-        while k <= cap:
-            out.append(k)
-            k *= 2
-        if cap not in out and cap > 1 and cap <= node:
-            out.append(cap)  # an inventory of, say, 6 free GPUs
-        return sorted(set(out))
+        """Every count that fills whole nodes: 1..node inside one node (any integer, not only
+        powers of two), then whole nodes (the pool's free GPUs per node, else the GPU's node
+        size), up to ``cap`` and the pool's nodes."""
+        shape = _pool_shape(gpu, self.q.constraints)
+        node = shape[0] if shape is not None and shape[0] > 0 else _node_size(gpu)
+        nodes = shape[1] if shape is not None and shape[0] > 0 else cap // max(node, 1)
+        out = list(range(1, min(node, cap) + 1))
+        out += [k * node for k in range(2, nodes + 1) if k * node <= cap]
+        return out
 
     def plan(self, n: int, sharding: str, ckpt: bool) -> _Plan | None:
         """The configuration at ``n`` GPUs (global batch held when given), memoised."""
@@ -150,8 +151,10 @@ class _TrainingSearch:
         return plan
 
     def fitting(self, n: int, usable: int) -> list[_Plan]:
-        """Per strategy family at ``n`` GPUs, the lightest-in-compute configuration that fits
-        (no checkpointing when that fits). DDP without checkpointing makes FSDP moot."""
+        """The configurations at ``n`` GPUs worth timing: per strategy family (fastest first:
+        DDP, ZeRO-2, FSDP) the first that fits without checkpointing, and every faster family
+        that fits only with it (recomputation against sharding's extra collectives: timed, not
+        assumed). A family slower than one that fits without checkpointing is moot."""
         out: list[_Plan] = []
         shardings = ("none",) if n == 1 else self.shardings
         for s in shardings:
@@ -161,7 +164,7 @@ class _TrainingSearch:
                 if p is not None and p.mem.fits(usable):
                     out.append(p)
                     break
-            if out and s in ("none", "ddp") and not out[0].cfg.gradient_checkpointing:
+            if out and not out[-1].cfg.gradient_checkpointing:
                 break
         return out
 
@@ -194,160 +197,151 @@ class _TrainingSearch:
             return self.job.tokens * s_per_token / 3600.0 if self.job.tokens else 1e6 * s_per_token
         if self.q.objective == "perf_per_watt" and gpu.tdp_w:
             return gpu.tdp_w * flops / (peak * 1e12)  # W per (token/s) on one GPU, perfectly used
-        return None
+        gpu_hours_per_token = flops / (peak * 1e12) / 3600.0
+        rate = self._gpu_hour_floor(gpu)
+        if rate is None:
+            return None
+        if self.q.objective == "cheapest" and self.job.tokens:
+            return rate * gpu_hours_per_token * self.job.tokens  # the run's cost
+        return rate * gpu_hours_per_token * 1e6  # per million tokens trained
+
+    def _gpu_hour_floor(self, gpu: GpuSpec) -> float | None:
+        """The lowest price of one GPU-hour of ``gpu`` (alone, or in an 8-GPU shape)."""
+        book = self.data.prices
+        if book is None:
+            return None
+        quotes = [(book.rent(gpu.slug, k, self.q.cost), k) for k in (1, 8)]
+        rates = [q.per_hour / k for q, k in quotes if q is not None]
+        return min(rates) if rates else None
 
     def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
         """The memory verdict alone (breakdowns are shared, so this is cheap): the exclusion a
-        GPU gets when nothing fits, else None."""
+        GPU gets when nothing fits, else None. One GPU, and the largest count (a sharded
+        breakdown only shrinks with the count, DDP's does not change), decide it."""
         usable = int(gpu.fit_memory_bytes or 0)
-        if any(self.fitting(n, usable) for n in self.counts(cap, gpu)):
+        counts = self.counts(cap, gpu)
+        if any(self.fitting(n, usable) for n in {counts[0], counts[-1]} if counts):
             return None
         found = self.options(gpu, cap)
         return found if isinstance(found, Exclusion) else None
 
     def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
+        """This GPU's plan for the objective, and every other plan timed (the frontier's)."""
         usable = int(gpu.fit_memory_bytes or 0)
-        name = gpu.name or gpu.slug
         counts = self.counts(cap, gpu)
-        n0 = None
-        plans: list[_Plan] = []
-        for n in counts:
-            plans = self.fitting(n, usable)
-            if plans:
-                n0 = n
-                break
-        if n0 is not None:
-            self.fewest[gpu.slug] = n0
-        if n0 is None:
-            top = counts[-1] if counts else 1
-            light = self.lightest(top)
-            single = self.lightest(1)
-            params: dict[str, Any] = {"gpu": name, "usable_gib": _gib(usable), "gpu_count": top}
-            if light is not None:
-                params.update(
-                    needed_gib=_gib(light.mem.device_memory_band.high),
-                    sharding=light.cfg.sharding,
-                    gradient_checkpointing=light.cfg.gradient_checkpointing,
-                )
-            if single is not None and top > 1:
-                params["single_gpu_needed_gib"] = _gib(single.mem.device_memory_band.high)
-            return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", params))
-        if not gpu.bandwidth_gb_per_s or not (gpu.peak_for(self.base.precision) or gpu.peak_for("bf16")):
-            p = plans[0]
+        i0 = next((i for i, n in enumerate(counts) if self.fitting(n, usable)), None)
+        if i0 is None:
+            return self._too_small(gpu, counts, usable)
+        n0 = counts[i0]
+        self.fewest[gpu.slug] = n0
+        timed = _Timed(self, gpu, usable)
+        missing = self._missing_figure(gpu)
+        first = timed.best(n0) if missing is None else None
+        if first is None:
+            plan = self.fitting(n0, usable)[0]
             return Exclusion(
                 gpu,
                 Reason(
                     "NO_TIME_ESTIMATE",
                     {
-                        "gpu": name,
+                        "gpu": gpu.name or gpu.slug,
                         "gpu_count": n0,
-                        "needed_gib": _gib(p.mem.device_memory_band.high),
+                        "needed_gib": _gib(plan.mem.device_memory_band.high),
                         "usable_gib": _gib(usable),
-                        "missing": "memory bandwidth"
-                        if not gpu.bandwidth_gb_per_s
-                        else f"{self.base.precision} tensor peak",
+                        "missing": missing or "a time",
                     },
                 ),
             )
-        timed = [o for o in (self._option(gpu, p, usable) for p in plans) if o is not None]
-        if not timed:
-            return Exclusion(
-                gpu, Reason("NO_TIME_ESTIMATE", {"gpu": name, "gpu_count": n0, "missing": "a time"})
+        ladder = counts[i0:]
+        deadline = self.q.constraints.deadline_hours
+        if deadline is not None:
+            _toward_deadline(timed, ladder, deadline)
+        if self.q.objective == "fastest":
+            _fastest(timed, ladder)
+        elif self.q.objective in ("cheapest", "cost_per_million_tokens") and self._gpu_hour_floor(gpu):
+            for n in _doubling(ladder):
+                timed.best(n)  # GPU-hours need not grow with the count (fewer optimizer steps)
+        found = timed.all()
+        primary = _choose(found, self.q.objective, deadline)
+        if primary is None:
+            fastest = min(found, key=lambda o: (o.time_value, o.gpu_count))
+            return self._misses_deadline(gpu, fastest, cap)
+        return self._explained(gpu, primary, usable, n0), [o for o in found if o is not primary]
+
+    def faster(self, o: Option, cap: int) -> list[Option]:
+        """Plans on ``o``'s GPU at about doubling counts above it (the frontier's faster points,
+        asked for when the answer's first plan runs longer than :data:`LONG_RUN_HOURS`)."""
+        usable = int(o.gpu.fit_memory_bytes or 0)
+        ladder = [n for n in self.counts(cap, o.gpu) if n >= o.gpu_count]
+        timed = _Timed(self, o.gpu, usable)
+        for n in _doubling(ladder) if len(ladder) > 1 else []:
+            timed.best(n)
+        return timed.all()
+
+    def _missing_figure(self, gpu: GpuSpec) -> str | None:
+        if not gpu.bandwidth_gb_per_s:
+            return "memory bandwidth"
+        if not (gpu.peak_for(self.base.precision) or gpu.peak_for("bf16")):
+            return f"{self.base.precision} tensor peak"
+        return None
+
+    def _too_small(self, gpu: GpuSpec, counts: list[int], usable: int) -> Exclusion:
+        """Nothing fits at any count tried: the lightest configuration at the largest count."""
+        top = counts[-1] if counts else 1
+        light = self.lightest(top)
+        single = self.lightest(1)
+        params: dict[str, Any] = {"gpu": gpu.name or gpu.slug, "usable_gib": _gib(usable), "gpu_count": top}
+        if light is not None:
+            params.update(
+                needed_gib=_gib(light.mem.device_memory_band.high),
+                sharding=light.cfg.sharding,
+                gradient_checkpointing=light.cfg.gradient_checkpointing,
             )
-        first = min(timed, key=lambda o: (o.time_value, o.gpu_count))
-        others = [o for o in timed if o is not first]
-        cons = self.q.constraints
-        primary = first
-        # the objective or the deadline may want more GPUs than the fewest that fit
-        target_n: int | None = None
-        if self.q.objective == "fastest" and counts[-1] > n0:
-            target_n = counts[-1]
-        if cons.deadline_hours is not None and first.hours_band is not None:
-            hi = first.hours_band[1]
-            if hi > cons.deadline_hours:
-                want = n0 * hi / cons.deadline_hours
-                bigger = [n for n in counts if n >= want] or [counts[-1]]
-                target_n = max(target_n or 0, bigger[0]) if self.q.objective == "fastest" else bigger[0]
-        if target_n is not None and target_n > n0:
-            more = self._scaled(gpu, first, target_n, usable, counts)
-            if more is not None:
-                others.append(first)
-                primary = more
-        if (
-            cons.deadline_hours is not None
-            and primary.hours_band is not None
-            and primary.hours_band[1] > cons.deadline_hours
-        ):
-            # one more rung before giving up
-            bigger = [n for n in counts if n > primary.gpu_count]
-            if bigger:
-                more = self._scaled(gpu, primary, bigger[0], usable, counts)
-                if more is not None:
-                    others.append(primary)
-                    primary = more
-            if primary.hours_band is not None and primary.hours_band[1] > cons.deadline_hours:
-                return Exclusion(
-                    gpu,
-                    Reason(
-                        "MISSES_DEADLINE",
-                        {
-                            "gpu": name,
-                            "gpu_count": primary.gpu_count,
-                            "hours_high": round(primary.hours_band[1], 1),
-                            "hours": round(primary.hours or 0.0, 1),
-                            "deadline_hours": cons.deadline_hours,
-                            "max_gpus": counts[-1],
-                        },
-                    ),
-                )
-        if cons.deadline_hours is not None and primary.hours_band is not None:
-            primary = replace(
-                primary,
-                reasons=(
-                    *primary.reasons,
-                    Reason(
-                        "MEETS_DEADLINE",
-                        {
-                            "hours_high": round(primary.hours_band[1], 1),
-                            "deadline_hours": cons.deadline_hours,
-                        },
-                    ),
-                ),
+        if single is not None and top > 1:
+            params["single_gpu_needed_gib"] = _gib(single.mem.device_memory_band.high)
+        return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", params))
+
+    def _misses_deadline(self, gpu: GpuSpec, fastest: Option, cap: int) -> Exclusion:
+        """No count meets the deadline: the fastest plan found (the largest count tried) is
+        quoted, and kept for the answer that says no plan meets it."""
+        assert fastest.hours_band is not None
+        return Exclusion(
+            gpu,
+            Reason(
+                "MISSES_DEADLINE",
+                {
+                    "gpu": gpu.name or gpu.slug,
+                    "gpu_count": fastest.gpu_count,
+                    "hours_high": round(fastest.hours_band[1], 1),
+                    "hours": round(fastest.hours or 0.0, 1),
+                    "deadline_hours": self.q.constraints.deadline_hours,
+                    "max_gpus": cap,
+                },
+            ),
+            plan=fastest,
+        )
+
+    def _explained(self, gpu: GpuSpec, primary: Option, usable: int, n0: int) -> Option:
+        """The deadline met and the single GPU too small, said on the chosen plan."""
+        deadline = self.q.constraints.deadline_hours
+        if deadline is not None and primary.hours_band is not None:
+            met = Reason(
+                "MEETS_DEADLINE", {"hours_high": round(primary.hours_band[1], 1), "deadline_hours": deadline}
             )
+            primary = replace(primary, reasons=(*primary.reasons, met))
         if n0 > 1:
             single = self.lightest(1)
             if single is not None:
-                primary = replace(
-                    primary,
-                    reasons=(
-                        Reason(
-                            "SINGLE_GPU_TOO_SMALL",
-                            {
-                                "gpu": name,
-                                "needed_gib": _gib(single.mem.device_memory_band.high),
-                                "usable_gib": _gib(usable),
-                            },
-                        ),
-                        *primary.reasons,
-                    ),
+                small = Reason(
+                    "SINGLE_GPU_TOO_SMALL",
+                    {
+                        "gpu": gpu.name or gpu.slug,
+                        "needed_gib": _gib(single.mem.device_memory_band.high),
+                        "usable_gib": _gib(usable),
+                    },
                 )
-        return primary, others
-
-    def _scaled(self, gpu: GpuSpec, like: Option, n: int, usable: int, counts: list[int]) -> Option | None:
-        """The same strategy family at ``n`` GPUs (it fits: DDP's memory does not grow with the
-        count and FSDP's shrinks), checkpointing dropped when that fits there."""
-        cfg = like.train
-        assert cfg is not None
-        family = cfg.sharding if cfg.sharding != "none" else "ddp"
-        plan = None
-        for ck in self.checkpointing:
-            p = self.plan(n, family, ck)
-            if p is not None and p.mem.fits(usable):
-                plan = p
-                break
-        if plan is None:
-            return None
-        return self._option(gpu, plan, usable)
+                primary = replace(primary, reasons=(small, *primary.reasons))
+        return primary
 
     def _option(self, gpu: GpuSpec, plan: _Plan, usable: int) -> Option | None:
         cfg = plan.cfg
@@ -549,3 +543,115 @@ class _TrainingSearch:
 
 # --------------------------------------------------------------------------------------------
 # Serving
+
+
+LONG_RUN_HOURS: Final = 365.0 * 24.0
+"""A plan longer than a year gets a warning naming a faster plan at similar cost."""
+
+NEAR_TIE: Final = 0.01
+"""Plans within 1 % of the fastest are a tie: the fewer GPUs win (more buy nothing measurable)."""
+
+BOUND_MARGIN: Final = 0.95
+"""Slack on the scaled non-communication time used as a lower bound (micro-batch rounding)."""
+
+
+class _Timed:
+    """The plans timed for one GPU, per count: every configuration :meth:`_TrainingSearch.fitting`
+    returns, each estimated once."""
+
+    def __init__(self, search: _TrainingSearch, gpu: GpuSpec, usable: int) -> None:
+        self.search = search
+        self.gpu = gpu
+        self.usable = usable
+        self.at: dict[int, list[Option]] = {}
+
+    def best(self, n: int) -> Option | None:
+        if n not in self.at:
+            s = self.search
+            plans = s.fitting(n, self.usable)
+            self.at[n] = [o for o in (s._option(self.gpu, p, self.usable) for p in plans) if o is not None]
+        return min(self.at[n], key=lambda o: o.time_value, default=None)
+
+    def all(self) -> list[Option]:
+        return [o for n in sorted(self.at) for o in self.at[n]]
+
+    def floor_gpu_time(self, n: int) -> float:
+        """A lower bound on ``time_value x count`` at any count: the non-communication part of
+        the plans at ``n`` (compute, memory and host time per GPU do not shrink with more GPUs
+        doing the same per-GPU work; only the collectives grow)."""
+        return min(
+            (o.time_value * (1.0 - _comm_share(o)) * o.gpu_count for o in self.at.get(n, [])),
+            default=0.0,
+        )
+
+
+def _comm_share(o: Option) -> float:
+    t = o.est.time
+    return float(t.time_shares.get("communication", 0.0)) if t is not None else 0.0
+
+
+def _fastest(timed: _Timed, ladder: list[int]) -> None:
+    """Time the largest count, then smaller counts only while their lower bound (the largest
+    count's non-communication GPU-time spread over fewer GPUs) could still beat the best."""
+    top = ladder[-1]
+    best = timed.best(top)
+    if best is None:
+        return
+    floor = timed.floor_gpu_time(top) * BOUND_MARGIN
+    for n in reversed(ladder[:-1]):
+        if floor / n >= best.time_value:
+            break
+        o = timed.best(n)
+        if o is not None and o.time_value < best.time_value:
+            best = o
+
+
+def _toward_deadline(timed: _Timed, ladder: list[int], deadline: float) -> None:
+    """Climb to the smallest count whose band meets the deadline: each step jumps to the count
+    perfect 1/n scaling would need (optimistic, so it never passes the smallest that meets),
+    ending at the largest count when none does."""
+    o = timed.best(ladder[0])
+    for _ in range(8):
+        if o is None or o.hours_band is None or o.hours_band[1] <= deadline:
+            return
+        want = o.gpu_count * o.hours_band[1] / deadline
+        nxt = next((n for n in ladder if n >= want and n > o.gpu_count), None)
+        if nxt is None:
+            if ladder[-1] <= o.gpu_count:
+                return
+            nxt = ladder[-1]
+        o = timed.best(nxt)
+
+
+def _doubling(ladder: list[int]) -> list[int]:
+    """Counts about doubling from the fewest to the largest (a coarse view of the scaling)."""
+    out: list[int] = []
+    want = ladder[0] * 2
+    for n in ladder:
+        if n >= want:
+            out.append(n)
+            want = n * 2
+    if ladder[-1] not in out:
+        out.append(ladder[-1])
+    return out
+
+
+def _choose(found: list[Option], objective: str, deadline: float | None) -> Option | None:
+    """The plan for the objective among those that meet the deadline (band's upper end)."""
+    meets = [
+        o for o in found if deadline is None or (o.hours_band is not None and o.hours_band[1] <= deadline)
+    ]
+    if not meets:
+        return None
+    if objective == "fastest":
+        t = min(o.time_value for o in meets)
+        return min(
+            (o for o in meets if o.time_value <= t * (1.0 + NEAR_TIE)),
+            key=lambda o: (o.gpu_count, o.time_value),
+        )
+    return min(meets, key=lambda o: _objective_key(o, objective))
+
+
+def _objective_key(o: Option, objective: str) -> tuple[bool, float, int, float]:
+    v = objective_value(o, objective)
+    return (v is None, v or 0.0, o.gpu_count, o.time_value)
