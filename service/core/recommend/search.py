@@ -79,7 +79,8 @@ from service.core.recommend.ranking import (
 from service.core.recommend.reasons import REASON_CODES, Reason
 from service.core.recommend.scheduling import scheduling
 from service.core.recommend.serving import _ServingSearch
-from service.core.recommend.training import LONG_RUN_HOURS, _TrainingSearch
+from service.core.recommend.training import _TrainingSearch
+from service.core.recommend.training_counts import LONG_RUN_HOURS
 
 __all__ = [
     "DEFAULT_SERVING_ENGINE",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
@@ -23,7 +23,6 @@ from service.core.estimation.serving import (
     OPS_PER_LAYER_DECODE,
     concurrency_cap,
     deployment,
-    iteration_s,
     serve_at_rate,
 )
 from service.core.pricing.cost import (
@@ -33,6 +32,8 @@ from service.core.recommend.candidates import _Counter, _gib, _placement, _pool_
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import _rank_again, ratio_half_width
 from service.core.recommend.reasons import Reason
+from service.core.recommend.replicas import GUESS_MARGIN, NEAR_TIE, _fastest_replicas, _replicas_guess
+from service.core.recommend.serving_memory import _memory_answer, _serving_memory
 
 
 class _ServingSearch:
@@ -137,7 +138,6 @@ class _ServingSearch:
 
     def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
         usable = int(gpu.fit_memory_bytes or 0)
-        name = gpu.name or gpu.slug
         tps, per_node = self.tp_degrees(gpu, cap)
         candidates: list[Option] = []
         smallest_need: tuple[float, int, str] | None = None
@@ -187,48 +187,15 @@ class _ServingSearch:
                 if not (self.continuous and self.rate is not None) and not fastest and not targets:
                     break  # no load to size and nothing to meet: the smallest TP group that fits
         if not candidates:
-            if no_time and smallest_need is not None and smallest_need[0] < 0:
-                return Exclusion(
-                    gpu,
-                    Reason(
-                        "NO_TIME_ESTIMATE",
-                        {
-                            "gpu": name,
-                            "gpu_count": smallest_need[1],
-                            "needed_gib": _gib(-smallest_need[0]),
-                            "usable_gib": _gib(usable),
-                            "missing": "memory bandwidth"
-                            if not gpu.bandwidth_gb_per_s
-                            else "16-bit tensor peak",
-                        },
-                    ),
-                )
-            if placement_block is not None:
-                return Exclusion(
-                    gpu,
-                    Reason(
-                        "NO_PLACEMENT",
-                        {"gpu": name, "tensor_parallel": placement_block, "free_per_node": per_node},
-                    ),
-                )
-            if over_limit is not None:
-                return Exclusion(gpu, over_limit)
-            if latency_miss is not None:
-                return Exclusion(gpu, latency_miss)
-            need = smallest_need[0] if smallest_need is not None else math.inf
-            tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
-            fmt = smallest_need[2] if smallest_need is not None else self.formats[0]
-            return Exclusion(
+            return self._nothing(
                 gpu,
-                Reason(
-                    "MEMORY_INSUFFICIENT",
-                    {
-                        "gpu": name,
-                        "tensor_parallel": tp,
-                        "gpu_count": tp,
-                        **_serving_memory(self.memory(fmt, tp), usable),
-                    },
-                ),
+                usable,
+                tps,
+                per_node,
+                smallest_need,
+                placement_block,
+                over_limit or latency_miss,
+                no_time,
             )
         obj = self.q.objective
         if obj == "fastest":
@@ -240,6 +207,59 @@ class _ServingSearch:
             key = lambda o: ((o.quote.per_hour if o.quote else math.inf), o.gpu_count, o.time_value)  # noqa: E731
         candidates.sort(key=key)
         return candidates[0], candidates[1:]
+
+    def _nothing(
+        self,
+        gpu: GpuSpec,
+        usable: int,
+        tps: list[int],
+        per_node: int,
+        smallest_need: tuple[float, int, str] | None,
+        placement_block: int | None,
+        why: Reason | None,
+        no_time: bool,
+    ) -> Exclusion:
+        """Why no plan: no time figure, no placement, the GPU limit or a latency target (``why``),
+        else memory (the smallest need found)."""
+        name = gpu.name or gpu.slug
+        if no_time and smallest_need is not None and smallest_need[0] < 0:
+            return Exclusion(
+                gpu,
+                Reason(
+                    "NO_TIME_ESTIMATE",
+                    {
+                        "gpu": name,
+                        "gpu_count": smallest_need[1],
+                        "needed_gib": _gib(-smallest_need[0]),
+                        "usable_gib": _gib(usable),
+                        "missing": "memory bandwidth" if not gpu.bandwidth_gb_per_s else "16-bit tensor peak",
+                    },
+                ),
+            )
+        if placement_block is not None:
+            return Exclusion(
+                gpu,
+                Reason(
+                    "NO_PLACEMENT",
+                    {"gpu": name, "tensor_parallel": placement_block, "free_per_node": per_node},
+                ),
+            )
+        if why is not None:
+            return Exclusion(gpu, why)
+        tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
+        fmt = smallest_need[2] if smallest_need is not None else self.formats[0]
+        return Exclusion(
+            gpu,
+            Reason(
+                "MEMORY_INSUFFICIENT",
+                {
+                    "gpu": name,
+                    "tensor_parallel": tp,
+                    "gpu_count": tp,
+                    **_serving_memory(self.memory(fmt, tp), usable),
+                },
+            ),
+        )
 
     def _ok(self, r: Any) -> bool:
         s = self.serving
@@ -306,46 +326,21 @@ class _ServingSearch:
 
         def lone_misses() -> Reason | None:
             """A lone request must meet the targets, else no replica count helps."""
-            lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
             self.counter.timed += 1
-            if s.ttft_target_s is not None and lone.ttft_s > s.ttft_target_s:
-                return Reason(
-                    "MISSES_TTFT",
-                    {
-                        "gpu": name,
-                        "tensor_parallel": tp,
-                        "ttft_ms": round(lone.ttft_s * 1e3, 1),
-                        "target_ms": round(s.ttft_target_s * 1e3, 1),
-                    },
-                )
-            if s.tpot_target_s is not None and lone.tpot_s > s.tpot_target_s:
-                return Reason(
-                    "MISSES_TPOT",
-                    {
-                        "gpu": name,
-                        "tensor_parallel": tp,
-                        "tpot_ms": round(lone.tpot_s * 1e3, 2),
-                        "target_ms": round(s.tpot_target_s * 1e3, 2),
-                    },
-                )
-            return None
+            lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
+            return self._misses(name, tp, lone.ttft_s, lone.tpot_s)
 
+        over = Reason(
+            "OVER_GPU_LIMIT",
+            {"gpu": name, "tensor_parallel": tp, "max_gpus": cap, "replicas_needed_more_than": max_rep},
+        )
         lo, hi = 0, 1
         # the replicas the decode throughput and the TPOT target allow at best (a bound up
         # to the iteration time's curvature, hence the margin): what cannot fit under the
         # GPU limit, or beat a smaller TP's plan, is not searched
         guess = _replicas_guess(d, w, seqs, rate, s.tpot_target_s)
         if guess > max_rep * GUESS_MARGIN:
-            return Reason(
-                "OVER_GPU_LIMIT",
-                {
-                    "gpu": name,
-                    "tensor_parallel": tp,
-                    "max_gpus": cap,
-                    "replicas_needed_more_than": max_rep,
-                    "replicas_at_least": guess,
-                },
-            )
+            return Reason("OVER_GPU_LIMIT", {**over.params, "replicas_at_least": guess})
         floor = max(0, int(guess / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
         if fewest is not None:
             most = fewest // tp  # ties go to the larger TP (lower latency)
@@ -357,29 +352,13 @@ class _ServingSearch:
             if ok(hi):
                 lo = min(floor, hi - 1)
             elif hi >= max_rep:
-                return lone_misses() or Reason(
-                    "OVER_GPU_LIMIT",
-                    {
-                        "gpu": name,
-                        "tensor_parallel": tp,
-                        "max_gpus": cap,
-                        "replicas_needed_more_than": max_rep,
-                    },
-                )
+                return lone_misses() or over
             else:
                 lo, hi = hi, min(max_rep, hi * 2)
         while not ok(hi):
             lo = hi
             if hi >= max_rep:
-                return lone_misses() or Reason(
-                    "OVER_GPU_LIMIT",
-                    {
-                        "gpu": name,
-                        "tensor_parallel": tp,
-                        "max_gpus": cap,
-                        "replicas_needed_more_than": max_rep,
-                    },
-                )
+                return lone_misses() or over
             hi = min(max_rep, hi * 2)
         while hi - lo > 1:
             mid = (lo + hi) // 2
@@ -596,90 +575,3 @@ class _ServingSearch:
                     )
                     break
         return out[:3]
-
-
-GUESS_MARGIN: Final = 1.25
-"""How far the replica bound may be off before a plan is given up on without a queueing
-evaluation (the bound assumes an iteration time affine in the sequences decoding)."""
-
-
-def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> int:
-    """Replicas a replica's iteration time suggests, a starting point for the search (checked
-    by the queueing model). The iteration time is taken as affine in what it carries,
-    ``t = a + b n + c p``: ``n = lambda O t`` sequences decoding (Little's law) and
-    ``p = lambda I t`` prompt tokens prefilled per iteration, so ``t = a / (1 - lambda (b O +
-    c I))``; the largest per-replica rate keeps ``t`` under the TPOT target and the sequences
-    in flight under the engine's cap at 90% utilisation."""
-    out_len = max(w.output_len, 1.0)
-    in_len = max(w.input_len, 1.0)
-    ctx = in_len + out_len / 2.0
-    e = CONTINUOUS_EFFICIENCIES
-    a = iteration_s(d, e, 0.0, ctx)
-    b = (iteration_s(d, e, float(max(seqs, 1)), ctx) - a) / max(seqs, 1)
-    c = (iteration_s(d, e, 0.0, ctx, in_len, in_len / 2.0, 1.0) - a) / in_len
-    load = b * out_len + c * in_len  # seconds of iteration per unit of per-replica rate, per second
-    if load <= 0:
-        return 1
-    lam = 0.9 / load  # utilisation 90%: t = a / (1 - 0.9) at most
-    if tpot_target_s is not None:
-        if tpot_target_s <= a:
-            return 1
-        lam = min(lam, (1.0 - a / tpot_target_s) / load)
-    t = a / max(1e-9, 1.0 - lam * load)
-    lam = min(lam, 0.9 * seqs / (out_len * t)) if seqs > 0 else lam
-    return max(1, math.ceil(rate / lam)) if lam > 0 else 1
-
-
-def _serving_memory(mem: MemoryEstimate, usable: int) -> dict[str, Any]:
-    """Per-GPU serving memory in GiB and in GB (datasheets and the driver speak GB): the
-    figure the fit is decided on (band's upper end), the weights and the KV cache at full
-    context for every sequence, against the usable memory."""
-    weights = float(mem.persistent.get("weights", mem.components.get("weights", 0)))
-    kv = float(mem.persistent.get("kv_cache", mem.components.get("kv_cache", 0)))
-    high = mem.device_memory_band.high
-    return {
-        "needed_gib": _gib(high),
-        "usable_gib": _gib(usable),
-        "weights_gib": _gib(weights),
-        "kv_cache_gib": _gib(kv),
-        "needed_gb": round(high / 1e9, 2),
-        "usable_gb": round(usable / 1e9, 2),
-        "weights_gb": round(weights / 1e9, 1),
-        "kv_cache_gb": round(kv / 1e9, 1),
-    }
-
-
-def _memory_answer(mem: MemoryEstimate, usable: int) -> Any:
-    from service.core.estimation.estimate import MemoryAnswer
-
-    return MemoryAnswer(
-        estimate=mem,
-        usable_memory_bytes=usable,
-        fits=mem.fits(usable),
-        headroom_bytes=mem.headroom_bytes(usable),
-        provenance="spec",
-    )
-
-
-NEAR_TIE: Final = 0.01
-"""TPOTs within 1 % of the lowest are a tie: the fewer GPUs win."""
-
-
-def _fastest_replicas(ok: Callable[[int], bool], seen: dict[int, Any], fewest: int, most: int) -> int:
-    """The fewest replicas (at least ``fewest``, which meets the targets) whose TPOT is within
-    :data:`NEAR_TIE` of the TPOT at ``most`` replicas (the lowest the GPU limit allows: each
-    replica's share of the rate, hence its batch, only shrinks with more replicas)."""
-    if most <= fewest or not ok(most):
-        return fewest
-    floor = seen[most].tpot_s * (1.0 + NEAR_TIE)
-    lo, hi = fewest - 1, most
-    if seen[fewest].tpot_s <= floor:
-        return fewest
-    lo = fewest
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid) and seen[mid].tpot_s <= floor:
-            hi = mid
-        else:
-            lo = mid
-    return hi

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any
 
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
@@ -29,9 +29,15 @@ from service.core.recommend.candidates import (
     _price,
 )
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
-from service.core.recommend.ranking import _objective_value as objective_value
 from service.core.recommend.ranking import ratio_half_width
 from service.core.recommend.reasons import Reason
+from service.core.recommend.training_counts import (
+    _choose,
+    _doubling,
+    _fastest,
+    _Timed,
+    _toward_deadline,
+)
 
 
 class _MemoryTable:
@@ -345,6 +351,9 @@ class _TrainingSearch:
 
     def _option(self, gpu: GpuSpec, plan: _Plan, usable: int) -> Option | None:
         cfg = plan.cfg
+        shape = _pool_shape(gpu, self.q.constraints)
+        if shape is not None and shape[0] > 0 and cfg.gpu_count > shape[0]:
+            cfg = replace(cfg, gpus_per_node=shape[0])  # the pool's nodes, for the collectives
         job = replace(self.job, config=cfg, solve_for=None)
         measured = self.data.measured(gpu, job) if self.data.measured is not None else None
         self.counter.timed += 1
@@ -375,6 +384,35 @@ class _TrainingSearch:
                 cpm = cost_per_million_tokens(
                     quote.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps
                 )
+        reasons = self._reasons(gpu, plan, usable, est.time, nodes, per)
+        return Option(
+            gpu=gpu,
+            gpu_count=n,
+            nodes=nodes,
+            gpus_per_node=per,
+            est=est,
+            memory_high_bytes=int(plan.mem.device_memory_band.high),
+            usable_bytes=usable,
+            quote=quote,
+            hours=hours,
+            hours_band=hours_band,
+            tokens_per_s=tps,
+            power_w=gpu.tdp_w * n if gpu.tdp_w else None,
+            provenance=t.provenance,
+            time_value=time_value,
+            objective_value=None,
+            u=ratio_half_width(t),
+            reasons=tuple(reasons),
+            run_cost=run,
+            cost_per_million_tokens=cpm,
+            needs_nvlink=cfg.sharding in ("fsdp", "zero3") and per > 1 and gpu.node.nvlink_topology != "none",
+        )
+
+    def _reasons(self, gpu: GpuSpec, plan: _Plan, usable: int, t: Any, nodes: int, per: int) -> list[Reason]:
+        """Why this plan: it fits (with the headroom), sharding or checkpointing needed to fit,
+        more than one node, a measured figure, what bounds its speed."""
+        cfg = plan.cfg
+        n = cfg.gpu_count
         reasons = [
             Reason(
                 "FITS",
@@ -422,27 +460,7 @@ class _TrainingSearch:
             if t.bound in ("compute", "memory")
             else Reason("COMPUTE_BOUND", {"mfu": round(t.mfu, 3)})
         )
-        return Option(
-            gpu=gpu,
-            gpu_count=n,
-            nodes=nodes,
-            gpus_per_node=per,
-            est=est,
-            memory_high_bytes=int(plan.mem.device_memory_band.high),
-            usable_bytes=usable,
-            quote=quote,
-            hours=hours,
-            hours_band=hours_band,
-            tokens_per_s=tps,
-            power_w=gpu.tdp_w * n if gpu.tdp_w else None,
-            provenance=t.provenance,
-            time_value=time_value,
-            objective_value=None,
-            u=ratio_half_width(t),
-            reasons=tuple(reasons),
-            run_cost=run,
-            cost_per_million_tokens=cpm,
-        )
+        return reasons
 
     # ---- what-ifs -----------------------------------------------------------------------------
 
@@ -543,115 +561,3 @@ class _TrainingSearch:
 
 # --------------------------------------------------------------------------------------------
 # Serving
-
-
-LONG_RUN_HOURS: Final = 365.0 * 24.0
-"""A plan longer than a year gets a warning naming a faster plan at similar cost."""
-
-NEAR_TIE: Final = 0.01
-"""Plans within 1 % of the fastest are a tie: the fewer GPUs win (more buy nothing measurable)."""
-
-BOUND_MARGIN: Final = 0.95
-"""Slack on the scaled non-communication time used as a lower bound (micro-batch rounding)."""
-
-
-class _Timed:
-    """The plans timed for one GPU, per count: every configuration :meth:`_TrainingSearch.fitting`
-    returns, each estimated once."""
-
-    def __init__(self, search: _TrainingSearch, gpu: GpuSpec, usable: int) -> None:
-        self.search = search
-        self.gpu = gpu
-        self.usable = usable
-        self.at: dict[int, list[Option]] = {}
-
-    def best(self, n: int) -> Option | None:
-        if n not in self.at:
-            s = self.search
-            plans = s.fitting(n, self.usable)
-            self.at[n] = [o for o in (s._option(self.gpu, p, self.usable) for p in plans) if o is not None]
-        return min(self.at[n], key=lambda o: o.time_value, default=None)
-
-    def all(self) -> list[Option]:
-        return [o for n in sorted(self.at) for o in self.at[n]]
-
-    def floor_gpu_time(self, n: int) -> float:
-        """A lower bound on ``time_value x count`` at any count: the non-communication part of
-        the plans at ``n`` (compute, memory and host time per GPU do not shrink with more GPUs
-        doing the same per-GPU work; only the collectives grow)."""
-        return min(
-            (o.time_value * (1.0 - _comm_share(o)) * o.gpu_count for o in self.at.get(n, [])),
-            default=0.0,
-        )
-
-
-def _comm_share(o: Option) -> float:
-    t = o.est.time
-    return float(t.time_shares.get("communication", 0.0)) if t is not None else 0.0
-
-
-def _fastest(timed: _Timed, ladder: list[int]) -> None:
-    """Time the largest count, then smaller counts only while their lower bound (the largest
-    count's non-communication GPU-time spread over fewer GPUs) could still beat the best."""
-    top = ladder[-1]
-    best = timed.best(top)
-    if best is None:
-        return
-    floor = timed.floor_gpu_time(top) * BOUND_MARGIN
-    for n in reversed(ladder[:-1]):
-        if floor / n >= best.time_value:
-            break
-        o = timed.best(n)
-        if o is not None and o.time_value < best.time_value:
-            best = o
-
-
-def _toward_deadline(timed: _Timed, ladder: list[int], deadline: float) -> None:
-    """Climb to the smallest count whose band meets the deadline: each step jumps to the count
-    perfect 1/n scaling would need (optimistic, so it never passes the smallest that meets),
-    ending at the largest count when none does."""
-    o = timed.best(ladder[0])
-    for _ in range(8):
-        if o is None or o.hours_band is None or o.hours_band[1] <= deadline:
-            return
-        want = o.gpu_count * o.hours_band[1] / deadline
-        nxt = next((n for n in ladder if n >= want and n > o.gpu_count), None)
-        if nxt is None:
-            if ladder[-1] <= o.gpu_count:
-                return
-            nxt = ladder[-1]
-        o = timed.best(nxt)
-
-
-def _doubling(ladder: list[int]) -> list[int]:
-    """Counts about doubling from the fewest to the largest (a coarse view of the scaling)."""
-    out: list[int] = []
-    want = ladder[0] * 2
-    for n in ladder:
-        if n >= want:
-            out.append(n)
-            want = n * 2
-    if ladder[-1] not in out:
-        out.append(ladder[-1])
-    return out
-
-
-def _choose(found: list[Option], objective: str, deadline: float | None) -> Option | None:
-    """The plan for the objective among those that meet the deadline (band's upper end)."""
-    meets = [
-        o for o in found if deadline is None or (o.hours_band is not None and o.hours_band[1] <= deadline)
-    ]
-    if not meets:
-        return None
-    if objective == "fastest":
-        t = min(o.time_value for o in meets)
-        return min(
-            (o for o in meets if o.time_value <= t * (1.0 + NEAR_TIE)),
-            key=lambda o: (o.gpu_count, o.time_value),
-        )
-    return min(meets, key=lambda o: _objective_key(o, objective))
-
-
-def _objective_key(o: Option, objective: str) -> tuple[bool, float, int, float]:
-    v = objective_value(o, objective)
-    return (v is None, v or 0.0, o.gpu_count, o.time_value)
