@@ -252,3 +252,56 @@ def test_a_rate_without_an_engine_assumes_continuous_batching(client: TestClient
     )
     assert _warning(doc, "ENGINE_ASSUMED")["params"] == {"engine": "vllm"}
     assert doc["options"] and all(o["strategy"]["engine"] == "vllm" for o in doc["options"])
+
+
+def _assumption(doc: dict[str, Any], code: str) -> dict[str, Any]:
+    found = [a for a in doc["assumptions"] if a["code"] == code]
+    assert found, (code, [a["code"] for a in doc["assumptions"]])
+    return found[0]
+
+
+def test_full_fine_tuning_names_its_optimizer_recipe_and_what_the_other_needs(client: TestClient) -> None:
+    """Llama-3-8B full fine-tuning on one H100: the answer says which AdamW recipe it assumed
+    (bf16 states, 8 B/param, for a fine-tune) and what fp32 master weights and states (16 B/param:
+    8.0e9 x 16 B = 120 GiB before activations) need on that GPU -- more than its 80 GB."""
+    doc = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "finetune": "full", "seq_len": 2048},
+            "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 1},
+        },
+    )
+    a = _assumption(doc, "ASSUMED_OPTIMIZER_STATES")["params"]
+    assert {a["bytes_per_param"], a["other_bytes_per_param"]} == {8, 16}
+    sixteen = a["other_needed_gib"] if a["other_bytes_per_param"] == 16 else None
+    if sixteen is not None:
+        assert sixteen > 8.03e9 * 16 / 2**30 and a["other_fits"] is False
+    assert _assumption(doc, "ASSUMED_LOOP")["params"]["loop"] == "loss_only"
+    assert _assumption(doc, "ASSUMED_BAND")["params"]["level"] == "p10-p90"
+    zh = client.post(
+        "/v1/recommend",
+        json={
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "finetune": "full", "seq_len": 2048},
+            "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 1},
+        },
+        headers={"Accept-Language": "zh"},
+    ).json()
+    assert all("?" not in x["message"] for x in zh["assumptions"])
+
+
+def test_a_multi_node_answer_states_its_network_and_the_frontier_has_units(client: TestClient) -> None:
+    """16 B200 over two nodes: the network between them is stated (the default: 400 Gb/s per GPU);
+    the frontier's axes carry their units and ratios to option #1."""
+    doc = _ask(
+        client,
+        {
+            "workload": {**PRETRAIN_8B, "tokens": 1e11},
+            "constraints": {"allowed_gpus": ["nvidia-b200", "nvidia-h200-sxm"], "max_gpus": 16},
+        },
+    )
+    net = _assumption(doc, "ASSUMED_NETWORK")["params"]["network"]
+    assert "2 node(s) of 8 GPUs" in net and "400 Gb/s per GPU" in net
+    for p in doc["frontier"]:
+        assert p["time_unit"] == "h"
+        assert p["cost_unit"].startswith("USD/")
+        assert p["time_vs_first"] is not None and p["time_vs_first"] > 0

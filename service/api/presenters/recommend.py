@@ -237,6 +237,35 @@ EN: dict[str, Template] = {
         f"fastest plan found is shown: {_p(p, 'gpu_count')}x {_p(p, 'gpu')}, {_p(p, 'hours')} h "
         f"(up to {_p(p, 'hours_high')} h)"
     ),
+    "ASSUMED_OPTIMIZER_STATES": lambda p: (
+        f"optimizer states: {_p(p, 'precision')} AdamW, {_p(p, 'bytes_per_param')} B per parameter "
+        f"for weights, gradients and both moments; the other common recipe ({_p(p, 'other_precision')}, "
+        f"{_p(p, 'other_bytes_per_param')} B per parameter)"
+        + (
+            f" needs {_p(p, 'other_needed_gib')} GiB per GPU at {_p(p, 'gpu_count')} GPU(s) "
+            f"({_p(p, 'usable_gib')} GiB usable: " + ("fits)" if p.get("other_fits") else "does not fit)")
+            if p.get("other_needed_gib") is not None
+            else ""
+        )
+    ),
+    "ASSUMED_LOOP": lambda p: (
+        f"training loop: {_p(p, 'loop')}"
+        + (
+            ""
+            if p.get("stated")
+            else " (not stated: the band's upper end covers a loop that keeps the outputs)"
+        )
+    ),
+    "ASSUMED_STACK": lambda p: f"training stack: {_p(p, 'stack')}",
+    "ASSUMED_NETWORK": lambda p: f"layout and network: {_p(p, 'network')}",
+    "ASSUMED_ENGINE": lambda p: (
+        f"serving engine: {_p(p, 'engine')}" + ("" if p.get("stated") else " (assumed: none was given)")
+    ),
+    "ASSUMED_PRICES": lambda p: (
+        f"prices: {_p(p, 'provider')} {_p(p, 'instance_type')} {_p(p, 'pricing_model')}, "
+        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/h, at least {_p(p, 'age_days_at_least')} day(s) old"
+    ),
+    "ASSUMED_BAND": lambda p: f"bands are the {_p(p, 'level')} interval of the held-out error",
     "ENGINE_ASSUMED": lambda p: (
         f"no engine was given for a request load: continuous batching with {_p(p, 'engine')} is assumed"
     ),
@@ -422,6 +451,29 @@ ZH: dict[str, Template] = {
         f"没有方案能在 {_p(p, 'deadline_hours')} 小时期限内完成（按区间上限）；列出找到的最快方案："
         f"{_p(p, 'gpu_count')} 块 {_p(p, 'gpu')}，{_p(p, 'hours')} 小时（最多 {_p(p, 'hours_high')} 小时）"
     ),
+    "ASSUMED_OPTIMIZER_STATES": lambda p: (
+        f"优化器状态：{_p(p, 'precision')} AdamW，权重、梯度与两个动量每参数 {_p(p, 'bytes_per_param')} 字节；"
+        f"另一种常见做法（{_p(p, 'other_precision')}，每参数 {_p(p, 'other_bytes_per_param')} 字节）"
+        + (
+            f"在 {_p(p, 'gpu_count')} 块 GPU 上每块需 {_p(p, 'other_needed_gib')} GiB（可用 {_p(p, 'usable_gib')} GiB："
+            + ("放得下）" if p.get("other_fits") else "放不下）")
+            if p.get("other_needed_gib") is not None
+            else ""
+        )
+    ),
+    "ASSUMED_LOOP": lambda p: (
+        f"训练循环：{_p(p, 'loop')}" + ("" if p.get("stated") else "（未指定：区间上限覆盖保留输出的循环）")
+    ),
+    "ASSUMED_STACK": lambda p: f"训练软件栈：{_p(p, 'stack')}",
+    "ASSUMED_NETWORK": lambda p: f"节点布局与网络：{_p(p, 'network')}",
+    "ASSUMED_ENGINE": lambda p: (
+        f"推理引擎：{_p(p, 'engine')}" + ("" if p.get("stated") else "（假定：请求未指定）")
+    ),
+    "ASSUMED_PRICES": lambda p: (
+        f"价格：{_p(p, 'provider')} {_p(p, 'instance_type')} {_p(p, 'pricing_model')}，"
+        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/小时，至少 {_p(p, 'age_days_at_least')} 天前的价格"
+    ),
+    "ASSUMED_BAND": lambda p: f"区间为留出误差的 {_p(p, 'level')} 区间",
     "ENGINE_ASSUMED": lambda p: f"请求给出了负载但未指定推理引擎：按 {_p(p, 'engine')} 连续批处理估计",
     "LONG_RUN": lambda p: (
         f"首选方案需要 {_p(p, 'hours')} 小时（{_p(p, 'years')} 年）"
@@ -508,6 +560,7 @@ def localise(doc: dict[str, Any], lang: Lang) -> dict[str, Any]:
     ]
     out["what_if"] = [fix(w) for w in doc.get("what_if", [])]
     out["warnings"] = [fix(w) for w in doc.get("warnings", [])]
+    out["assumptions"] = [fix(w) for w in doc.get("assumptions", [])]
     return out
 
 
@@ -747,22 +800,56 @@ def _question(outcome: RecommendOutcome) -> dict[str, Any]:
     }
 
 
+def _units(o: Option) -> tuple[str, str]:
+    """The frontier's axes for ``o``, as :attr:`Option.time_value` and :attr:`Option.cost_value` take them."""
+    time_unit = "s TPOT" if o.serve is not None else "h" if o.hours is not None else "s/1M tokens"
+    cur = o.quote.currency if o.quote is not None else "USD"
+    if o.run_cost is not None:
+        return time_unit, f"{cur}/run"
+    return time_unit, f"{cur}/1M tokens" if o.cost_per_million_tokens is not None else f"{cur}/h"
+
+
+def _frontier(rec: Any) -> list[FrontierPoint]:
+    """The time-vs-cost frontier with explicit units, the faster and the cheaper neighbour of
+    option #1 marked and every point's ratios to #1."""
+    ranks = {(o.gpu.slug, o.gpu_count): o.rank for o in rec.options}
+    first = rec.options[0] if rec.options else None
+    t0 = first.time_value if first is not None else None
+    c0 = first.cost_value if first is not None else None
+    pts = list(rec.frontier)
+    faster = [o for o in pts if t0 is not None and o.time_value < t0 * (1 - 1e-9)]
+    cheaper = [
+        o for o in pts if c0 is not None and o.cost_value is not None and o.cost_value < c0 * (1 - 1e-9)
+    ]
+    near_fast = max(faster, key=lambda o: o.time_value, default=None)
+    near_cheap = max(cheaper, key=lambda o: o.cost_value or 0.0, default=None)
+    out = []
+    for o in pts:
+        tu, cu = _units(o)
+        out.append(
+            FrontierPoint(
+                gpu=o.gpu.slug,
+                gpu_count=o.gpu_count,
+                hours=o.hours,
+                cost=o.cost_value,
+                time_value=o.time_value,
+                time_unit=tu,
+                cost_value=o.cost_value or 0.0,
+                cost_unit=cu,
+                neighbour="faster" if o is near_fast else "cheaper" if o is near_cheap else None,
+                time_vs_first=round(o.time_value / t0, 4) if t0 else None,
+                cost_vs_first=round(o.cost_value / c0, 4) if c0 and o.cost_value is not None else None,
+                rank=ranks.get((o.gpu.slug, o.gpu_count)),
+            )
+        )
+    return out
+
+
 def document(outcome: RecommendOutcome) -> dict[str, Any]:
     """The English answer as stored and sent (JSON-ready)."""
     rec = outcome.recommendation
-    ranks = {(o.gpu.slug, o.gpu_count): o.rank for o in rec.options}
-    frontier = [
-        FrontierPoint(
-            gpu=o.gpu.slug,
-            gpu_count=o.gpu_count,
-            hours=o.hours,
-            cost=o.cost_value,
-            time_value=o.time_value,
-            cost_value=o.cost_value or 0.0,
-            rank=ranks.get((o.gpu.slug, o.gpu_count)),
-        )
-        for o in rec.frontier
-    ]
+    {(o.gpu.slug, o.gpu_count): o.rank for o in rec.options}
+    frontier = _frontier(rec)
     resp = RecommendResponse(
         recommendation_id=outcome.recommendation_id,
         as_of=outcome.as_of,
@@ -798,6 +885,7 @@ def document(outcome: RecommendOutcome) -> dict[str, Any]:
             for w in rec.what_if
         ],
         warnings=[_reason(r) for r in rec.warnings],
+        assumptions=[_reason(r) for r in rec.assumptions],
         considered=ConsideredOut(
             gpus=rec.gpus,
             candidates=rec.candidates,

@@ -227,3 +227,5 @@ class Recommendation:
     not_ranked: tuple[tuple[GpuSpec, float], ...] = ()
     """GPUs not sized because a physical lower bound on their objective value was already worse
     than the last option returned (with that bound)."""
+    assumptions: tuple[Reason, ...] = ()
+    """What the first option (or the question) assumed that moves the answer."""

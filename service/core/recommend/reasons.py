@@ -55,6 +55,14 @@ REASON_CODES: Final[tuple[str, ...]] = (
     "NO_PLAN_MEETS_DEADLINE",
     "LONG_RUN",
     "ENGINE_ASSUMED",
+    # assumptions
+    "ASSUMED_OPTIMIZER_STATES",
+    "ASSUMED_LOOP",
+    "ASSUMED_STACK",
+    "ASSUMED_NETWORK",
+    "ASSUMED_ENGINE",
+    "ASSUMED_PRICES",
+    "ASSUMED_BAND",
     "GLOBAL_BATCH_HELD",
 )
 """Every code the recommender emits (docs/architecture.md lists them with their meaning); the

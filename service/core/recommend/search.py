@@ -52,6 +52,7 @@ from service.core.estimation.memory import (
     InferenceConfig,
     TrainConfig,
 )
+from service.core.recommend.assumptions import assumptions
 from service.core.recommend.candidates import _count_cap, _Counter, _static_reasons
 from service.core.recommend.models import (
     DEFAULT_SERVING_ENGINE,
@@ -156,6 +157,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         timed=counter.timed,
         gpus=len(data.specs),
         not_ranked=tuple(found.not_ranked),
+        assumptions=assumptions(q, options[0] if options else None, q.engine_assumed),
     )
 
 
