@@ -4,7 +4,7 @@ the same schema) and the API envelopes around it."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -409,6 +409,10 @@ class SuspectReasonOut(BaseModel):
     ]
     detail: str
 
+    @classmethod
+    def of(cls, items: Iterable[core.PriceSuspicion]) -> list[SuspectReasonOut]:
+        return [cls.model_validate({"code": s.code, "detail": s.detail}) for s in items]
+
 
 class PriceIn(_Strict):
     provider: SafeStr = Field(min_length=1, max_length=64)
@@ -482,7 +486,7 @@ class PriceOut(PriceIn):
             date_basis="retrieved" if p.date_basis == "retrieved" else "effective",
             age_is_lower_bound=p.date_basis == "retrieved",
             suspect=bool(view.suspect),
-            suspect_reasons=[SuspectReasonOut(code=s.code, detail=s.detail) for s in view.suspect],
+            suspect_reasons=SuspectReasonOut.of(view.suspect),
             per_gpu_hour=view.per_gpu_hour,
             age_days=view.age_days,
             stale=view.stale,

@@ -85,23 +85,41 @@ def test_a_spot_column_copied_from_on_demand_flags_the_spot_rows_only() -> None:
 
 def test_ordinary_list_prices_are_not_flagged() -> None:
     def od(provider: str, it: str) -> PriceRow:
-        return next(r for r in ALL if (r.provider, r.instance_type, r.pricing_model) == (provider, it, "on_demand"))
+        return next(
+            r for r in ALL if (r.provider, r.instance_type, r.pricing_model) == (provider, it, "on_demand")
+        )
 
     # the hyperscaler premium (AWS p5 at 2.6x the median) and the cheap neoclouds are real prices
-    for provider, it in [("aws", "p5.48xlarge"), ("lambda", "gpu_8x_h100_sxm5"), ("hyperbolic", "2x-H100-149-1443")]:
+    for provider, it in [
+        ("aws", "p5.48xlarge"),
+        ("lambda", "gpu_8x_h100_sxm5"),
+        ("hyperbolic", "2x-H100-149-1443"),
+    ]:
         assert not codes(od(provider, it)), (provider, it, FLAGS.get(od(provider, it).id))
     flagged = {r.provider for r in ALL if r.id in FLAGS and r.pricing_model == "on_demand"}
     assert "lambda" not in flagged and "azure" not in flagged
 
 
-def test_a_region_priced_five_times_the_median_is_an_outlier() -> None:
-    ew4 = [
+def test_real_regional_premiums_are_not_outliers_but_a_miscounted_instance_is() -> None:
+    ew4 = next(
         r
         for r in ALL
         if (r.provider, r.instance_type, r.region, r.pricing_model)
         == ("gcp", "a3-highgpu-8g", "europe-west4", "on_demand")
-    ]
-    assert ew4 and quality.FAR_ABOVE_MEDIAN in codes(ew4[0])
+    )
+    assert not codes(ew4)  # 5.5x the median: GCP's real europe-west4 list price
+    p5 = next(
+        r
+        for r in ALL
+        if (r.provider, r.instance_type, r.pricing_model) == ("aws", "p5.48xlarge", "on_demand")
+    )
+    # the same row with its 8-GPU instance price booked against one GPU
+    wrong = PriceRow(
+        **{**{f: getattr(p5, f) for f in PriceRow.__slots__}, "id": 10**6, "gpus_per_instance": 1}
+    )
+    flags = quality.assess([*ALL, wrong])
+    assert [s.code for s in flags[wrong.id]] == [quality.FAR_ABOVE_MEDIAN]
+    assert "above 6x the median" in flags[wrong.id][0].detail
 
 
 def test_outliers_need_three_providers() -> None:
@@ -114,7 +132,9 @@ def test_suspect_rows_never_decide_the_cheapest_unless_allowed() -> None:
     q = BOOK.rent("nvidia-h200-sxm", 8, OD)
     assert q is not None and q.provider != "mithril" and not q.suspect
     allowed = BOOK.rent("nvidia-h200-sxm", 8, CostAssumptions(allow_suspect=True))
-    assert allowed is not None and allowed.provider == "mithril" and allowed.per_gpu_hour == pytest.approx(1.0)
+    assert (
+        allowed is not None and allowed.provider == "mithril" and allowed.per_gpu_hour == pytest.approx(1.0)
+    )
     assert allowed.suspect and "suspect_price" in allowed.notes
     assert all(q.provider != "mithril" for q in BOOK.cheapest_by_provider("nvidia-h100-sxm", OD))
 

@@ -50,11 +50,14 @@ LOW_OUTLIER_FACTOR = 2.5
 prices of a part sit at about half the median (Hyperbolic H100 SXM 1.29 vs a 2.67 median, 0.48;
 RunPod A100 80 GB 1.59 vs 3.09, 0.51); the placeholder Mithril rows sit at 0.37 (H100) and 0.29
 (H200)."""
-HIGH_OUTLIER_FACTOR = 4.0
-"""Above 4x the median. Hyperscalers list the same part at up to ~2.6x the neocloud median (AWS
-p5.48xlarge 6.88 per H100-hour vs 2.67, 2.58x; AWS p6-b300 17.8 vs 7.89, 2.26x); 4x leaves room
-for that premium and still catches a region priced 5.5x (GCP a3-highgpu-8g in europe-west4,
-14.69 per H100-hour)."""
+HIGH_OUTLIER_FACTOR = 6.0
+"""Above 6x the median. Real list prices reach 5.5x: hyperscalers charge up to ~4.6x the
+neocloud median for the same part (Azure ND H100 v5, 98.32 per 8 H100 = 12.29 per GPU-hour vs
+2.67) and a region can add more (GCP a3-highgpu-8g in europe-west4, 14.69, 5.5x). The error this
+catches is a whole instance's price put against fewer GPUs than it has: an 8-GPU instance's
+price booked as one GPU's is ~8x.
+
+"""
 
 RENTAL = frozenset({"on_demand", "spot", "reserved"})
 
