@@ -17,10 +17,12 @@ from service.core.estimation.memory import (
 from service.core.evidence.aggregate import CellView
 from service.core.pricing.cost import (
     CostAssumptions,
+    NoMatchingInstance,
     PriceBook,
     RentQuote,
     Tco,
 )
+from service.core.pricing.shapes import InstanceNetwork
 from service.core.recommend.reasons import Reason
 
 OBJECTIVES: Final[tuple[str, ...]] = ("fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt")
@@ -41,6 +43,8 @@ class Pool:
     free_gpus_per_node: int
     nodes: int = 1
     interconnect: str | None = None  # "nvlink" | "pcie" | None (the catalog's)
+    network_gbps_per_node: float | None = None  # between nodes; None: the stated default
+    rdma: bool | None = None  # GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA)
 
     @property
     def free(self) -> int:
@@ -140,6 +144,8 @@ class Option:
     schedule: Scheduling | None = None
     tco: Tco | None = None
     tco_missing: str | None = None  # why there is no TCO (a service.core.pricing.cost reason code)
+    network: InstanceNetwork | None = None  # the links of the instance (or pool) it is priced on
+    price_missing: NoMatchingInstance | None = None  # why no instance type holds its node shape
 
     @property
     def train(self) -> TrainConfig | None:
@@ -162,7 +168,9 @@ class Option:
             return self.run_cost[1]
         if self.cost_per_million_tokens is not None:
             return self.cost_per_million_tokens
-        return self.quote.per_hour if self.quote is not None else None
+        if self.quote is not None:
+            return self.quote.per_hour
+        return self.tco.per_hour if self.tco is not None else None
 
 
 @dataclass(frozen=True, slots=True)
