@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -527,7 +527,3 @@ class FxRateIn(_Strict):
             effective_date=self.effective_date,
             source=self.source,
         )
-
-
-def doc_dump(doc: GpuDocument) -> dict[str, Any]:
-    return doc.model_dump(mode="json")

@@ -24,7 +24,7 @@ from service.core.catalog.records import (
     PriceRow,
     aliases_of,
 )
-from service.core.catalog.specs import AliasEntry, GpuSpec, gpu_spec_from_doc
+from service.core.catalog.specs import AliasEntry
 from service.db.models import FxRate as FxRateRow
 from service.db.models import Gpu, GpuAlias, Price
 
@@ -147,11 +147,6 @@ class CatalogRepository:
             for g in self._s.scalars(q)
             if all((g.spec.get("supports") or {}).get(p) == "yes" for p in filters.supports)
         ]
-
-    def all_specs(self) -> dict[str, GpuSpec]:
-        """Every GPU (not deleted) as the core's :class:`GpuSpec`, by slug."""
-        rows = self._s.execute(select(Gpu.slug, Gpu.spec).where(Gpu.deleted.is_(False)).order_by(Gpu.slug))
-        return {slug: gpu_spec_from_doc(spec) for slug, spec in rows}
 
     def alias_index(self) -> dict[str, list[AliasEntry]]:
         """Normalised alias -> the GPUs (not deleted) it names, one entry per GPU; an entry is
