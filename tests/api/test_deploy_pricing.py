@@ -141,22 +141,34 @@ def test_tensor_parallel_serving_never_on_single_gpu_vms(client: TestClient, adm
 
 
 def test_several_nodes_only_where_a_network_is_stated(client: TestClient) -> None:
-    """16 H100 in two nodes: of the shipped providers only AWS p5 states its network (3,200 Gb/s
-    EFA), so a priced 2-node H100 plan is on p5 and carries that network."""
-    doc = _ask(
-        client,
-        {
-            "workload": {**FSDP_13B, "tokens": 2e10},
-            "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 16},
-            "objective": "fastest",
-            "limit": 20,
-        },
-    )
-    multi = [o for o in doc["options"] if o["strategy"]["nodes"] > 1 and o["cost"] is not None]
-    for o in multi:
-        c = o["cost"]
-        assert c["instance_type"] == "p5.48xlarge" and c["instances"] == o["strategy"]["nodes"]
-        assert c["network"]["inter_node_gbps"] == 3200 and c["network"]["rdma"] == "efa"
+    """16 GPUs in two nodes of 8: of the shipped providers only AWS p5 states a network for H100
+    (3,200 Gb/s EFA), so the fastest 2-node H100 plan is priced on two p5.48xlarge and carries that
+    network; B200 is sold in 8s with no network stated, so its 2-node plan is ranked without a
+    cost and says NO_MATCHING_INSTANCE."""
+
+    def fastest(slug: str) -> dict[str, Any]:
+        doc = _ask(
+            client,
+            {
+                "workload": {**FSDP_13B, "tokens": 2e10},
+                "constraints": {"allowed_gpus": [slug], "max_gpus": 16},
+                "objective": "fastest",
+                "limit": 20,
+            },
+        )
+        multi = [o for o in doc["options"] if o["strategy"]["nodes"] == 2]
+        assert multi, [o["strategy"] for o in doc["options"]]
+        return multi[0]
+
+    h100 = fastest("nvidia-h100-sxm")
+    c = h100["cost"]
+    assert c["instance_type"] == "p5.48xlarge" and c["instances"] == 2 and c["gpus_paid"] == 16
+    assert c["network"]["inter_node_gbps"] == 3200 and c["network"]["rdma"] == "efa"
+    assert c["network"]["inter_basis"] == "table" and "efa-acc-inst-types" in c["network"]["source"]
+    b200 = fastest("nvidia-b200")
+    assert b200["cost"] is None
+    why = [r for r in b200["reasons"] if r["code"] == "NO_MATCHING_INSTANCE"]
+    assert why and why[0]["params"]["nodes"] == 2 and "inter-node network" in why[0]["params"]["detail"]
 
 
 LORA_7B = {

@@ -126,6 +126,9 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
             )
     if reasons:
         return Exclusion(o.gpu, reasons[0], tuple(reasons[1:]))
+    if o.quote is None and o.tco is None and o.price_missing is not None:
+        # ranked without a cost (none was asked for), but say no instance type holds it
+        return replace(o, reasons=(*o.reasons, no_price_reason(o, q, name)))
     return o
 
 
