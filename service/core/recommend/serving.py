@@ -28,7 +28,8 @@ from service.core.estimation.serving import (
 from service.core.pricing.cost import (
     cost_per_million_tokens,
 )
-from service.core.recommend.candidates import _Counter, _gib, _placement, _pool_shape, _price
+from service.core.recommend.candidates import _Counter, _gib, _placement, _pool_shape
+from service.core.recommend.deployment import deploy_shape, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import _rank_again, ratio_half_width
 from service.core.recommend.reasons import Reason
@@ -63,6 +64,7 @@ class _ServingSearch:
                     m.num_layers * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP
                 )
         self._rejected: dict[str, Reason] = {}
+        self.threshold: float | None = None  # set by the caller; the serving search does not use it
 
     def memory(self, fmt: str, tp: int) -> MemoryEstimate:
         key = (fmt, tp)
@@ -150,10 +152,12 @@ class _ServingSearch:
         for fmt in self.formats:
             if fmt in ("fp8",) and gpu.support_for("fp8") == "no" and fmt != self.base.quant_method:
                 continue
-            for tp in tps:
+            for tp in reversed(tps) if fastest else tps:
                 self.counter.candidates += 1
                 mem = self.memory(fmt, tp)
                 need = mem.device_memory_band.high
+                if fastest and candidates and self._tpot_floor(gpu, mem) > best_tpot(candidates):
+                    continue  # even streaming the weights alone is slower than a plan found
                 if not mem.fits(usable):
                     if smallest_need is None or need < smallest_need[0]:
                         smallest_need = (need, tp, fmt)
@@ -259,6 +263,17 @@ class _ServingSearch:
                     **_serving_memory(self.memory(fmt, tp), usable),
                 },
             ),
+        )
+
+    def _tpot_floor(self, gpu: GpuSpec, mem: MemoryEstimate) -> float:
+        """TPOT of a plan is at least its weights per GPU streamed once (and the host floor)."""
+        m = self.base.model
+        active = float(m.active_params) / float(m.total_params) if m.total_params else 1.0
+        weights = float(mem.persistent.get("weights", 0)) * active
+        return (
+            max(weights / (gpu.bandwidth_gb_per_s * 1e9), self.host_floor_s)
+            if gpu.bandwidth_gb_per_s
+            else 0.0
         )
 
     def _ok(self, r: Any) -> bool:
@@ -387,12 +402,15 @@ class _ServingSearch:
         replicas = cfg.replicas
         n = replicas * tp
         job = replace(self.job, config=cfg, solve_for=None)
-        quote = _price(self.data, self.q, gpu, n)
         nodes, per = _placement(gpu, n, self.q.constraints)
-        shape = _pool_shape(gpu, self.q.constraints) if self.q.constraints.pools is not None else None
-        if shape is not None and shape[0] >= tp:
-            per = (shape[0] // tp) * tp
-            nodes = math.ceil(replicas / (shape[0] // tp))
+        pool = _pool_shape(gpu, self.q.constraints) if self.q.constraints.pools is not None else None
+        if pool is not None and pool[0] >= tp:
+            per = (pool[0] // tp) * tp
+            nodes = math.ceil(replicas / (pool[0] // tp))
+        priced = price_plan(
+            self.data, self.q, gpu, deploy_shape(gpu, replicas, tp, tensor_parallel=tp, replicas=True)
+        )
+        quote, hourly = priced.quote, priced.hourly
         full: Estimate | None = None
         if r is not None:
             assert self.serving is not None and self.rate is not None
@@ -420,8 +438,8 @@ class _ServingSearch:
             full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
         )
         cpm = (
-            cost_per_million_tokens(quote.per_hour, capacity_tokens_per_s=served, served_tokens_per_s=served)
-            if quote is not None and served > 0
+            cost_per_million_tokens(hourly.per_hour, capacity_tokens_per_s=served, served_tokens_per_s=served)
+            if hourly is not None and served > 0
             else None
         )
         return Option(
@@ -446,6 +464,9 @@ class _ServingSearch:
             reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound),
             cost_per_million_tokens=cpm,
             needs_nvlink=tp > 1 and gpu.node.nvlink_topology != "none",
+            tco=priced.tco,
+            network=priced.network,
+            price_missing=priced.missing,
         )
 
     def _misses(self, name: str, tp: int, ttft: float, tpot: float) -> Reason | None:
@@ -575,3 +596,8 @@ class _ServingSearch:
                     )
                     break
         return out[:3]
+
+
+def best_tpot(candidates: list[Option]) -> float:
+    """The lowest TPOT found so far, with the near-tie slack (a plan within it may still win on GPUs)."""
+    return min(o.time_value for o in candidates) * (1.0 + NEAR_TIE)
