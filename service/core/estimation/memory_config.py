@@ -16,6 +16,14 @@ from service.core.estimation.band import Band
 from service.core.estimation.frozen import fast_init
 
 MiB = 2**20
+
+CUBLAS_WORKSPACES_TRAINING_BYTES = 2 * 32 * MiB
+"""cuBLAS workspaces a training step holds: PyTorch caches one per (cuBLAS handle, stream), and
+handles are per thread, so the forward (Python thread) and the backward (autograd's device
+thread) each keep one; 32 MiB each, the Hopper size (PyTorch ``CublasHandlePool.cpp``, PR 120925
+after NVIDIA's cuBLAS guide). Measured: every committed H200 training point >= 1B parameters sits
+32 MiB above the one-workspace model at its optimizer step (``optimizer_step_peak_allocated_bytes``),
+whatever its batch, sequence, sharding or optimizer."""
 GiB = 2**30
 
 TRANSFORMERS_VERSION_MODELLED = "5.x (checked against 5.17)"

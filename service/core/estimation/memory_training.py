@@ -13,13 +13,13 @@ from service.core.estimation.memory_band import (
 )
 from service.core.estimation.memory_config import (
     _NOTE_STACK,
+    CUBLAS_WORKSPACES_TRAINING_BYTES,
     DDP_BUCKET_FRACTION,
     NF4_BYTES_PER_PARAM,
     ZERO3_MAX_LIVE_PARAMETERS,
     ZERO_BUCKET_ELEMENTS,
     GiB,
     MemoryEstimate,
-    MiB,
     TrainConfig,
 )
 from service.core.estimation.memory_encoders import (
@@ -250,7 +250,9 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = Non
     )
     if not has_head:  # a pipeline stage before the last: no final norm, LM head or loss
         head_saved = head_copy = loss_fwd = loss_bwd = lm_head_grad = logits_bytes = 0.0
-    misc = 16.0 * T + 32 * MiB  # int64 input ids + labels; cuBLAS workspace
+    misc = (
+        16.0 * T + CUBLAS_WORKSPACES_TRAINING_BYTES
+    )  # int64 input ids + labels; forward and backward cuBLAS workspaces
     notes.append(
         f"loss buffers {loss_bwd / GiB:.2f} GiB at the start of backward (fp32 logits "
         "upcast inside ForCausalLMLoss)"
