@@ -130,6 +130,12 @@ _MULTI_GPU = Notice(
     "multi-GPU communication is modelled from the node shape; it has not "
     "been validated against multi-GPU measurements yet",
 )
+_SPARSE_TIME = Notice(
+    "sparse_time_unvalidated",
+    "memory is counted from the published architecture; serving time for MLA / shared-expert "
+    "MoE layouts uses the engine class fitted on dense models and is not yet validated against "
+    "published figures for them (per-layer MoE kernel and all-reduce floors are not modelled)",
+)
 """Warnings whose text never varies, built once (a Notice is immutable, so answers may share it)."""
 
 
@@ -178,6 +184,8 @@ def estimate(
     )
     if n_gpus > 1:
         warnings.append(_PCIE_MULTI_GPU if gpu.node.nvlink_topology == "none" else _MULTI_GPU)
+    if isinstance(c, InferenceConfig) and c.model.is_sparse_layout:
+        warnings.append(_SPARSE_TIME)
     if breakdown is not None:
         mem = breakdown
     elif isinstance(c, TrainConfig):

@@ -211,6 +211,13 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
         raise InvalidConfiguration("solve_for", f"solve_for must be one of {', '.join(SOLVE_TARGETS)}")
     config: TrainConfig | InferenceConfig | BatchInferenceConfig
     serving: ServingQuestion | None = None
+    if spec.mode != "inference" and isinstance(model, DecoderSpec) and model.is_sparse_layout:
+        raise InvalidConfiguration(
+            "mode",
+            f"{model.id}: training and fine-tuning are modelled for dense and Mixtral-layout decoders; "
+            "this model's layout (MLA, shared or narrow experts, dense layers among MoE ones) is "
+            "modelled for inference only",
+        )
     if spec.mode == "inference":
         config, serving = _inference_config(spec, model)
     else:

@@ -14,6 +14,7 @@ from service.core.catalog.specs import GpuSpec
 from service.core.errors import MissingFigure
 from service.core.estimation.memory import (
     InferenceConfig,
+    expert_weight_bytes,
     weight_bytes,
 )
 from service.core.estimation.performance import (
@@ -254,6 +255,7 @@ class Deployment:
     act_fixed: float  # fp32 logits of a few hundred sequences, per GPU
     notes: tuple[str, ...] = ()
     missing: str | None = None  # a datasheet figure the time model needs and the catalog lacks
+    attn_flops_per_ctx_prefill: float = 0.0  # prefill's, where it differs (MLA expands K/V); 0: the same
 
 
 def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
@@ -307,15 +309,14 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     cb = 4 if c.precision == "fp32" else 2
     w_all = weight_bytes(m, c.weight_format, cb) / tp
     expert_bytes = 0.0
-    if m.is_moe:
-        ratio = w_all / max(1.0, float(m.total_params) / tp)  # bytes per parameter, on average
-        expert_bytes = float(m.num_layers * m.num_experts * m.expert_params) / tp * ratio
+    if m.is_moe:  # the routed experts (shared experts and dense layers are read every iteration)
+        expert_bytes = expert_weight_bytes(m, c.weight_format, cb) / tp
     h = m.hidden_size
     q = float(m.q_dim) / tp
-    kvd = float(m.kv_dim) / tp
-    f = float(m.intermediate_size) / tp
+    kvd = float(m.kv_dim) / m.kv_shards(tp)
+    f_act = m.ffn_active_width / tp
     layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
-    expert_flops = 2.0 * m.num_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
+    expert_flops = 2.0 * m.moe_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
     link, link_kind = _link_bytes_per_s(gpu, tp)
     notes = (note,) if note else ()
     return Deployment(
@@ -332,9 +333,10 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         flops_per_token=2.0 * m.num_layers * layer_mm - expert_flops,
         expert_flops_per_token=expert_flops,
         head_flops_per_seq=2.0 * h * m.vocab_size / tp,
-        attn_flops_per_ctx=4.0 * q * m.num_layers,
-        kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / tp,
-        ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f * m.experts_per_token),
+        attn_flops_per_ctx=m.attention_flops_per_ctx_token("decode") / tp * m.num_layers,
+        attn_flops_per_ctx_prefill=m.attention_flops_per_ctx_token("prefill") / tp * m.num_layers,
+        kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp),
+        ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,
         peak_gemm16=peak16,
         w8a8=w8a8,
@@ -343,7 +345,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         link_kind=link_kind,
         hidden=h,
         layers=m.num_layers,
-        act_per_token=2.0 * (4.0 * h + 3.0 * f * m.experts_per_token + 2.0 * (q + 2.0 * kvd)),
+        act_per_token=2.0 * (4.0 * h + 3.0 * float(m.ffn_peak_width) / tp + 2.0 * (q + 2.0 * kvd)),
         act_fixed=256.0 * 4.0 * m.vocab_size / tp,
         notes=notes,
         missing=missing,
@@ -379,6 +381,7 @@ class _Coefficients:
         if d.w8a8:  # an FP8/INT8 checkpoint can always run weight-only at the 16-bit rate
             rate = max(rate, d.peak_gemm16 * e.mm16)
         attn = d.attn_flops_per_ctx / (d.peak_gemm16 * e.attn)
+        attn_pre = (d.attn_flops_per_ctx_prefill or d.attn_flops_per_ctx) / (d.peak_gemm16 * e.attn)
         self.rate = rate
         self.flops = d.flops_per_token / rate
         self.head = d.head_flops_per_seq / rate
@@ -388,7 +391,7 @@ class _Coefficients:
         self.w_dense = d.w_dense / bw
         self.w_experts = d.w_experts / bw
         self.kv = max(d.kv_per_token / bw, attn)  # decode attention: KV reads or its FLOPs, per (seq x ctx)
-        self.attn_pre = attn
+        self.attn_pre = attn_pre
         self.ew = d.ew_per_token / bw
         self.comm0 = 2.0 * d.layers * e.allreduce_s if d.tp > 1 else 0.0
         self.comm1 = (

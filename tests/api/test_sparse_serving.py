@@ -1,0 +1,101 @@
+"""Issue 28, slice 2: memory and time of the sparse models through ``/v1/estimate``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from service.core.catalog.models import DecoderSpec, get_model
+from service.core.estimation.memory import weight_bytes
+
+
+def _serve(client: TestClient, **body: Any) -> dict[str, Any]:
+    req = {
+        "mode": "inference",
+        "engine": "vllm",
+        "batch_size": 1,
+        "input_len": 1024,
+        "output_len": 256,
+        **body,
+    }
+    r = client.post("/v1/estimate", json=req)
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def _fits(client: TestClient, **body: Any) -> bool:
+    """The fit decision: ``memory.fits``, or vLLM's refusal when the weights leave no KV cache."""
+    req = {
+        "mode": "inference",
+        "engine": "vllm",
+        "batch_size": 1,
+        "input_len": 1024,
+        "output_len": 256,
+        **body,
+    }
+    r = client.post("/v1/estimate", json=req)
+    if r.status_code == 422:
+        assert r.json()["reason_code"] == "MEMORY_INSUFFICIENT", r.text
+        return False
+    assert r.status_code == 200, r.text
+    return bool(r.json()["memory"]["fits"])
+
+
+def test_deepseek_v3_fits_as_the_deployment_guides_say(client: TestClient) -> None:
+    """SGLang's DeepSeek V3/R1 guide (https://docs.sglang.io/docs/basic_usage/deepseek_v3.md,
+    "recommended settings"): FP8 on 8 x H200 or 2 x 8 x H100; BF16 on 2 x 8 x H200 or
+    4 x 8 x H100. vLLM's recipe (https://docs.vllm.ai/projects/recipes/en/latest/DeepSeek/
+    DeepSeek-V3.html): "8xH200 with fp8". Arithmetic: 671.0B parameters, FP8 linears with bf16
+    embeddings and head = 672.9 GB (84.1 GB per GPU of 8: fits in an H200's 141 GB, not in an
+    H100's 80 GB); bf16 = 1,342 GB, over 8 x 141 GB = 1,128 GB."""
+    fp8 = {"model": "deepseek-ai/DeepSeek-V3", "gpu_count": 8, "tensor_parallel": 8, "quant_method": "fp8"}
+    h200 = _serve(client, gpu="nvidia-h200-sxm", **fp8)
+    assert h200["memory"]["fits"] is True
+    assert _fits(client, gpu="h100", **fp8) is False
+    bf16 = {**fp8, "quant_method": "none"}
+    assert _fits(client, gpu="nvidia-h200-sxm", **bf16) is False
+    assert _fits(client, gpu="h100", **bf16) is False
+    # the same decisions from the answer's own memory figures, eager engine (no KV refusal)
+    eager = {**fp8, "engine": "hf-transformers"}
+    assert _serve(client, gpu="h100", **eager)["memory"]["fits"] is False
+    m = get_model("deepseek-v3")
+    assert isinstance(m, DecoderSpec)
+    per_gpu = h200["memory"]["components"]["weights"]
+    assert abs(per_gpu * 8 - weight_bytes(m, "fp8")) < 8 * 1e3
+    assert 672e9 < per_gpu * 8 < 674e9
+    assert 2 * m.total_params > 8 * 141e9  # bf16 fits on no 8-GPU H200 node
+
+
+def test_mla_latent_is_whole_on_every_rank_and_small(client: TestClient) -> None:
+    """KV per token: the 576-wide latent on each of 61 layers, 69 KiB in bf16, not split by TP
+    (each rank attends all 128 heads' share over the same latent); a GQA model's is split."""
+    long = {"batch_size": 16, "input_len": 16384, "output_len": 1024, "gpu_count": 8, "tensor_parallel": 8}
+    ds = _serve(client, model="deepseek-v3", gpu="nvidia-h200-sxm", quant_method="fp8", **long)
+    assert any("69 KiB per token (MLA latent" in a for a in ds["memory"]["assumptions"])
+    tokens = 16 * (16384 + 1024)
+    assert abs(ds["memory"]["components"]["kv_cache"] - 70_272 * tokens) < 1e3
+    qwen = _serve(client, model="qwen3-235b-a22b", gpu="nvidia-h200-sxm", quant_method="fp8", **long)
+    # 94 layers x 4 KV heads x 128 x 2 (K, V) x 2 B = 192,512 B per token; 8 ranks share 4 KV
+    # heads, each head kept on two ranks (vLLM replicates KV heads when tp > num_kv_heads)
+    assert abs(qwen["memory"]["components"]["kv_cache"] - 192_512 / 4 * tokens) < 1e3
+
+
+def test_decode_reads_the_activated_experts_not_all_of_them(client: TestClient) -> None:
+    """Batch 1 decode streams the dense part and the experts one token is routed to: slower than
+    reading the 37.6B activated parameters alone, far faster than reading all 671B."""
+    ds = _serve(
+        client, model="deepseek-v3", gpu="nvidia-h200-sxm", gpu_count=8, tensor_parallel=8, quant_method="fp8"
+    )
+    m = get_model("deepseek-v3")
+    bw = 4.8e12  # H200 SXM datasheet, B/s
+    tpot_s = ds["serving"]["tpot_ms"] / 1e3
+    assert m.active_params / 8 / bw < tpot_s < weight_bytes(m, "fp8") / 8 / bw
+    assert any(w["code"] == "sparse_time_unvalidated" for w in ds["warnings"])
+
+
+def test_training_a_sparse_layout_is_refused_at_mode(client: TestClient) -> None:
+    r = client.post(
+        "/v1/estimate", json={"model": "qwen3-30b-a3b", "gpu": "nvidia-h200-sxm", "mode": "fine-tuning"}
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "mode"]
