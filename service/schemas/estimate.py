@@ -122,10 +122,14 @@ class WorkloadIn(RequestModel):
     # inference
     input_len: JsonInt = Field(default=1024, ge=1, le=1_048_576)
     output_len: JsonInt = Field(default=256, ge=0, le=1_048_576)
-    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"] = Field(
-        default="none",
-        description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
-        "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only",
+    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] = (
+        Field(
+            default="none",
+            description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
+            "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only; nvfp4 "
+            "(0.5625 B/weight) needs Blackwell, mxfp4 (0.53125 B/weight) runs on Blackwell / CDNA 4 tensor "
+            "cores or weight-only on Hopper, Ada and Ampere (refused elsewhere, PRECISION_UNSUPPORTED)",
+        )
     )
     engine: Literal["hf-transformers", "vllm", "tensorrt-llm"] = Field(
         default="hf-transformers",
@@ -133,7 +137,10 @@ class WorkloadIn(RequestModel):
         "continuous batching with a paged KV cache, CUDA-graph decode, chunked prefill (calibrated on "
         "NVIDIA's published TensorRT-LLM tables; vllm is transferred from them). sglang is not modelled",
     )
-    kv_cache_dtype: Literal["auto", "fp8", "int8"] = "auto"
+    kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] = Field(
+        default="auto",
+        description="auto: the compute dtype; nvfp4 (0.5625 B/element) on Blackwell with a serving engine only",
+    )
     # serving at a request rate (continuous-batching engines)
     requests_per_s: float | None = Field(
         default=None,

@@ -99,3 +99,44 @@ def test_training_a_sparse_layout_is_refused_at_mode(client: TestClient) -> None
         "/v1/estimate", json={"model": "qwen3-30b-a3b", "gpu": "nvidia-h200-sxm", "mode": "fine-tuning"}
     )
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "mode"]
+
+
+def test_fp4_weights_and_kv_through_the_api(client: TestClient) -> None:
+    """vLLM's DeepSeek recipe: "4xB200 with fp4" (NVFP4); OpenAI's gpt-oss card: gpt-oss-120b
+    (MXFP4) "fits into a single 80GB GPU" -- on Hopper it runs weight-only. NVFP4 on Hopper and
+    an NVFP4 KV cache off Blackwell are refused naming the field."""
+    r1 = {"model": "deepseek-r1", "gpu": "nvidia-b200", "gpu_count": 4, "tensor_parallel": 4}
+    nv = _serve(client, quant_method="nvfp4", **r1)
+    assert nv["memory"]["fits"] is True
+    assert any("FP8 peak" in n for n in nv["serving"]["notes"])
+    fp8 = _serve(client, quant_method="fp8", **{**r1, "gpu_count": 8, "tensor_parallel": 8})
+    assert nv["memory"]["components"]["weights"] * 4 < fp8["memory"]["components"]["weights"] * 8
+    oss = _serve(client, model="gpt-oss-120b", gpu="h100", quant_method="mxfp4")
+    assert oss["memory"]["fits"] is True
+    assert 60e9 < oss["memory"]["components"]["weights"] < 66e9
+    assert any("weight-only" in n for n in oss["serving"]["notes"])
+    r = client.post(
+        "/v1/estimate",
+        json={
+            "model": "deepseek-r1",
+            "gpu": "nvidia-h200-sxm",
+            "gpu_count": 8,
+            "tensor_parallel": 8,
+            "mode": "inference",
+            "engine": "vllm",
+            "quant_method": "nvfp4",
+        },
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "quant_method"]
+    assert r.json()["reason_code"] == "PRECISION_UNSUPPORTED" and "Blackwell" in r.text
+    kv = {"model": "llama3.1-8b", "mode": "inference", "engine": "vllm", "batch_size": 8, "input_len": 8192}
+    r = client.post("/v1/estimate", json={**kv, "gpu": "nvidia-h200-sxm", "kv_cache_dtype": "nvfp4"})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "kv_cache_dtype"]
+    b16 = _serve(client, gpu="nvidia-b200", **{k: v for k, v in kv.items() if k != "mode"})
+    b4 = _serve(
+        client, gpu="nvidia-b200", kv_cache_dtype="nvfp4", **{k: v for k, v in kv.items() if k != "mode"}
+    )
+    assert (
+        abs(b4["memory"]["components"]["kv_cache"] / b16["memory"]["components"]["kv_cache"] - 0.5625 / 2)
+        < 1e-6
+    )

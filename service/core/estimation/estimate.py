@@ -74,6 +74,7 @@ from service.core.estimation.estimate_time import (  # noqa: F401
     _serving,
     _time,
 )
+from service.core.estimation.fp4 import fp4_refusal
 from service.core.estimation.memory import (
     BatchInferenceConfig,
     InferenceConfig,
@@ -177,6 +178,10 @@ def estimate(
             "precision", f"{gpu.slug} does not support {precision}", code="PRECISION_UNSUPPORTED"
         )
     c = job.config
+    if isinstance(c, InferenceConfig):
+        refused = fp4_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
+        if refused is not None:
+            raise InvalidConfiguration(refused[0], refused[1], code="PRECISION_UNSUPPORTED")
     n_gpus = (
         c.gpu_count
         if isinstance(c, TrainConfig)

@@ -19,6 +19,7 @@ from service.core.catalog.models import (
 )
 from service.core.catalog.vocabulary import VocabularyError, canonical_parameters, parameters_hash
 from service.core.errors import InvalidConfiguration
+from service.core.estimation.fp4 import NVFP4_BYTES_PER_ELEMENT
 from service.core.estimation.frozen import fast_init
 from service.core.estimation.memory import (
     DEFAULT_LORA_TARGETS,
@@ -297,6 +298,10 @@ def _stated(
     )
 
 
+KV_BYTES_PER_ELEMENT: dict[str, float] = {"fp8": 1.0, "int8": 1.0, "nvfp4": NVFP4_BYTES_PER_ELEMENT}
+"""Bytes per cached K/V element by ``kv_cache_dtype`` (``auto``: the compute dtype's)."""
+
+
 def _inference_config(
     spec: JobSpec, model: ModelSpec
 ) -> tuple[InferenceConfig | BatchInferenceConfig, ServingQuestion | None]:
@@ -364,8 +369,9 @@ def _inference_config(
         output_len=spec.output_len,
         engine=spec.engine,
         tensor_parallel=tp,
-        kv_cache_bytes_per_element=1.0 if spec.kv_cache_dtype in ("fp8", "int8") else 0.0,
+        kv_cache_bytes_per_element=KV_BYTES_PER_ELEMENT.get(spec.kv_cache_dtype, 0.0),
         replicas=max(1, spec.gpu_count // tp),
+        kv_cache_dtype=spec.kv_cache_dtype,
     )
     serving = None
     if continuous:

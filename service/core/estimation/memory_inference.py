@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from service.core.catalog.models import DecoderSpec
 from service.core.errors import InvalidConfiguration
+from service.core.estimation.fp4 import MXFP4_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT
 from service.core.estimation.memory_band import (
     _finish,
 )
@@ -21,10 +22,21 @@ from service.core.estimation.memory_config import (
 # Inference
 # --------------------------------------------------------------------------------------------
 
-QUANT_METHODS: tuple[str, ...] = ("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8")
+QUANT_METHODS: tuple[str, ...] = (
+    "none",
+    "bnb-int8",
+    "bnb-nf4",
+    "awq",
+    "gptq",
+    "fp8",
+    "int8",
+    "nvfp4",
+    "mxfp4",
+)
 """Weight formats: ``bnb-*`` (bitsandbytes), ``awq``/``gptq`` (4-bit weight-only), ``fp8``
-(FP8 E4M3 weights with per-tensor scales; W8A8 where the GPU has FP8 tensor cores) and ``int8``
-(SmoothQuant-style W8A8: int8 weights and activations on the int8 tensor cores)."""
+(FP8 E4M3 weights with per-tensor scales; W8A8 where the GPU has FP8 tensor cores), ``int8``
+(SmoothQuant-style W8A8: int8 weights and activations on the int8 tensor cores) and the
+block-scaled 4-bit ``nvfp4`` / ``mxfp4`` (:mod:`service.core.estimation.fp4`)."""
 
 ENGINES: tuple[str, ...] = ("hf-transformers", "vllm", "tensorrt-llm")
 """Serving engines modelled (``service.core.estimation.serving`` describes each class)."""
@@ -60,6 +72,9 @@ class InferenceConfig:
     kv_cache_bytes_per_element: float = 0.0
     gpu_memory_utilization: float = 0.9
     replicas: int = 1
+    kv_cache_dtype: str = "auto"
+    """The KV cache format asked for (``auto``, ``fp8``, ``int8``, ``nvfp4``); its bytes are
+    ``kv_cache_bytes_per_element``."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, DecoderSpec):
@@ -112,6 +127,8 @@ def _bytes_per_linear_param(quant_method: str, compute_bytes: int) -> float:
         "gptq": INT4_GROUP_BYTES_PER_PARAM,
         "fp8": 1.0,
         "int8": INT8_BYTES_PER_PARAM,
+        "nvfp4": NVFP4_BYTES_PER_ELEMENT,
+        "mxfp4": MXFP4_BYTES_PER_ELEMENT,
     }[quant_method]
 
 

@@ -12,6 +12,7 @@ from service.core.catalog.models import DecoderSpec
 from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import MissingFigure
+from service.core.estimation.fp4 import FP4_WEIGHT_FORMATS, fp4_tensor_cores
 from service.core.estimation.memory import (
     InferenceConfig,
     expert_weight_bytes,
@@ -276,6 +277,14 @@ def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None
     base = "fp32" if c.precision == "fp32" else PEAK_KEY.get(c.precision, "bf16")
     if base not in ("fp32", "fp16", "bf16"):
         base = "bf16"
+    if fmt in FP4_WEIGHT_FORMATS:
+        if fp4_tensor_cores(fmt, gpu) and gpu.peak_for("fp8"):
+            return (
+                "fp8",
+                True,
+                f"{fmt} GEMMs counted at the FP8 peak (no sourced dense FP4 peak in the catalog)",
+            )
+        return base, False, f"{fmt} weights dequantised to 16-bit in the GEMM (weight-only) on {gpu.slug}"
     if fmt in ("fp8", "int8"):
         if gpu.support_for(fmt) == "yes" and gpu.peak_for(fmt):
             return fmt, True, None
