@@ -140,3 +140,19 @@ def test_fp4_weights_and_kv_through_the_api(client: TestClient) -> None:
         abs(b4["memory"]["components"]["kv_cache"] / b16["memory"]["components"]["kv_cache"] - 0.5625 / 2)
         < 1e-6
     )
+
+
+def test_sglang_and_the_engine_version_are_stated(client: TestClient) -> None:
+    body = {"model": "llama3.1-8b", "gpu": "nvidia-h200-sxm", "concurrency": 8}
+    sg = _serve(client, engine="sglang", engine_version="0.5.2", **body)["serving"]
+    assert sg["engine"] == "sglang" and sg["engine_version"].startswith("0.5")
+    assert sg["engine_version_requested"] == "0.5.2"
+    assert any("sglang 0.5.2 asked for" in n for n in sg["notes"])
+    assert any("sglang's scheduler" in n for n in sg["notes"])
+    vl = _serve(client, engine="vllm", **body)["serving"]
+    assert vl["engine_version_requested"] is None and vl["engine_version"]
+    assert not any("asked for" in n for n in vl["notes"])
+    r = client.post(
+        "/v1/estimate", json={**body, "mode": "inference", "engine": "vllm", "engine_version": "0.11 rc"}
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "engine_version"]

@@ -88,6 +88,7 @@ from service.core.estimation.memory import (
 from service.core.estimation.serving import (
     ENGINE_CLASSES,
 )
+from service.core.estimation.serving_engines import ENGINE_VERSIONS
 from service.core.evidence.aggregate import CellView
 
 __all__ = [
@@ -251,6 +252,8 @@ def estimate(
                 )
         except MissingFigure as exc:
             warnings.append(Notice("no_time_estimate", f"no time estimate: {exc.message}"))
+    if serving_answer is not None and isinstance(c, InferenceConfig):
+        serving_answer = _with_engine_version(serving_answer, c)
     if isinstance(c, TrainConfig) and not fits:
         warnings.extend(_what_if(c, mem, usable))
     solve: SolveAnswer | None = None
@@ -266,6 +269,19 @@ def estimate(
         solve=solve,
         warnings=tuple(warnings),
     )
+
+
+def _with_engine_version(s: ServingAnswer, c: InferenceConfig) -> ServingAnswer:
+    """State the engine version the figures assume, beside the one the request names."""
+    assumed = ENGINE_VERSIONS[c.engine]
+    notes = s.notes
+    if c.engine_version is not None:
+        notes = (
+            *notes,
+            f"{c.engine} {c.engine_version} asked for; the figures assume {c.engine} {assumed} "
+            "(no calibration is keyed by engine version yet)",
+        )
+    return replace(s, engine_version=assumed, engine_version_requested=c.engine_version, notes=notes)
 
 
 def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:

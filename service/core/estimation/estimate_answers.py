@@ -123,6 +123,8 @@ class ServingAnswer:
     max_concurrency_per_replica: int = 0
     rate: RateAnswer | None = None
     notes: tuple[str, ...] = ()
+    engine_version: str = ""
+    engine_version_requested: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,7 @@ class JobSpec:
     quant_method: str = "none"
     engine: str = "hf-transformers"
     kv_cache_dtype: str = "auto"
+    engine_version: str | None = None
     solve_for: str | None = None
     loop: str | None = None
     optimizer_impl: str | None = None
@@ -310,9 +311,7 @@ def _inference_config(
     if spec.engine not in ENGINE_CLASSES:
         raise InvalidConfiguration(
             "engine",
-            f"engine {spec.engine!r} is not modelled (modelled: "
-            f"{', '.join(ENGINE_CLASSES)}); sglang has no published or "
-            "measured data to calibrate it",
+            f"engine {spec.engine!r} is not modelled (modelled: {', '.join(ENGINE_CLASSES)})",
         )
     if not isinstance(model, DecoderSpec):
         if spec.tensor_parallel > 1:
@@ -345,7 +344,7 @@ def _inference_config(
         raise InvalidConfiguration(
             "requests_per_s",
             "request-rate serving is modelled for continuous-batching "
-            "engines (vllm, tensorrt-llm); hf-transformers serves one "
+            "engines (vllm, tensorrt-llm, sglang); hf-transformers serves one "
             "static batch (give batch_size)",
         )
     if spec.concurrency is not None and not continuous:
@@ -372,6 +371,7 @@ def _inference_config(
         kv_cache_bytes_per_element=KV_BYTES_PER_ELEMENT.get(spec.kv_cache_dtype, 0.0),
         replicas=max(1, spec.gpu_count // tp),
         kv_cache_dtype=spec.kv_cache_dtype,
+        engine_version=spec.engine_version,
     )
     serving = None
     if continuous:

@@ -277,7 +277,7 @@ def _continuous(
     if eng.provenance == "transferred":
         notes.append(
             "continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
-            "vLLM's scheduler and memory defaults (no vLLM table calibrates it; band x"
+            f"{eng.name}'s scheduler and memory defaults (no {eng.name} table calibrates it; band x"
             f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})"
         )
     cap, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)

@@ -38,7 +38,7 @@ QUANT_METHODS: tuple[str, ...] = (
 (SmoothQuant-style W8A8: int8 weights and activations on the int8 tensor cores) and the
 block-scaled 4-bit ``nvfp4`` / ``mxfp4`` (:mod:`service.core.estimation.fp4`)."""
 
-ENGINES: tuple[str, ...] = ("hf-transformers", "vllm", "tensorrt-llm")
+ENGINES: tuple[str, ...] = ("hf-transformers", "vllm", "tensorrt-llm", "sglang")
 """Serving engines modelled (``service.core.estimation.serving`` describes each class)."""
 
 PREFILL_CHUNK_TOKENS = 8192
@@ -73,6 +73,8 @@ class InferenceConfig:
     gpu_memory_utilization: float = 0.9
     replicas: int = 1
     kv_cache_dtype: str = "auto"
+    engine_version: str | None = None
+    """The engine version the request names (echoed; the figures assume ``ENGINE_VERSIONS``)."""
     """The KV cache format asked for (``auto``, ``fp8``, ``int8``, ``nvfp4``); its bytes are
     ``kv_cache_bytes_per_element``."""
 

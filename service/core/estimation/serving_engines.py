@@ -87,7 +87,30 @@ ENGINE_CLASSES: Mapping[str, EngineClass] = {
         "(1024 / 8192 for the API server on GPUs with >= 70 GiB that are not A100, else 256 / 2048)",
         "transferred",
     ),
+    "sglang": EngineClass(
+        "sglang",
+        "continuous",
+        True,
+        "device",
+        0.88,
+        "on_demand",
+        "SGLang: mem_fraction_static (weights + KV pool) from its GPU-memory heuristic, about 0.88 on "
+        "80-141 GB GPUs, RadixAttention paged KV (tokens allocated as they appear), CUDA graphs, chunked "
+        "prefill of 8192 tokens on GPUs of 60-160 GB (16384 above, 4096 / 2048 below), max_running_requests "
+        "bounded by the KV pool",
+        "transferred",
+    ),
 }
+
+ENGINE_VERSIONS: Mapping[str, str] = {
+    "hf-transformers": "transformers as the agent measured it (each measurement's fingerprint records it)",
+    "tensorrt-llm": "0.14-0.17 (the published NVIDIA tables the continuous class is fitted on)",
+    "vllm": "0.8+ (V1 engine: the scheduler and memory defaults above)",
+    "sglang": "0.5 (the scheduler and memory defaults above)",
+}
+"""The engine version an answer's figures assume, by engine: stated in every serving answer
+(``engine_version``) beside the version a request names (``engine_version_requested``), which
+no calibration distinguishes yet."""
 """The engines modelled. ``sglang`` is absent on purpose: no published or measured data
 calibrates it (a 422 says so rather than a relabelled vLLM answer)."""
 
@@ -107,6 +130,10 @@ def engine_limits(engine: EngineClass, gpu: GpuSpec, offline: bool = False) -> t
         return (1024, 8192) if big else (256, 2048)
     if engine.name == "tensorrt-llm":
         return TRT_MAX_BATCH, TRT_MAX_NUM_TOKENS
+    if engine.name == "sglang":  # ServerArgs' chunked_prefill_size by GPU memory; requests: the KV pool
+        mem = gpu.fit_memory_bytes or 0
+        chunk = 16384 if mem >= 160 * GiB else 8192 if mem >= 60 * GiB else 4096 if mem >= 35 * GiB else 2048
+        return TRT_MAX_BATCH, chunk
     return 1 << 30, 1 << 30
 
 
