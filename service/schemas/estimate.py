@@ -443,6 +443,12 @@ class ServingOut(BaseModel):
     engine: str
     engine_version: str = Field(default="", description="the engine version the figures assume")
     engine_version_requested: str | None = Field(default=None, description="the version the request named")
+    prefill_time_share: float | None = Field(
+        default=None,
+        description="continuous engines: share of the replicas' GPU time prompts take (a prompt pays the time "
+        "its tokens add to an iteration, output tokens the iterations); it splits an hour's price into "
+        "cost per million input and per million output tokens",
+    )
     tensor_parallel: int
     replicas: int
     concurrency_per_replica: int = Field(description="sequences in flight per replica")
@@ -607,6 +613,7 @@ def _serving_out(sv: ServingAnswer) -> ServingOut:
         engine=sv.engine,
         engine_version=sv.engine_version,
         engine_version_requested=sv.engine_version_requested,
+        prefill_time_share=sv.prefill_time_share,
         tensor_parallel=sv.tensor_parallel,
         replicas=sv.replicas,
         concurrency_per_replica=sv.concurrency_per_replica,

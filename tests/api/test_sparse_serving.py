@@ -156,3 +156,24 @@ def test_sglang_and_the_engine_version_are_stated(client: TestClient) -> None:
         "/v1/estimate", json={**body, "mode": "inference", "engine": "vllm", "engine_version": "0.11 rc"}
     )
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "engine_version"]
+
+
+def test_prefill_time_share_splits_input_and_output_cost(client: TestClient) -> None:
+    """Long prompts with short answers spend more of the GPU on prefill than chat turns do; and
+    at the engine's operating point a prompt token costs less than an output token (each output
+    token pays a share of a weight-streaming decode iteration), as providers' prices have it."""
+    from service.core.pricing.token_cost import token_costs
+
+    base = {"model": "llama3.1-8b", "gpu": "nvidia-h200-sxm", "concurrency": 32}
+    rag = _serve(client, **{**base, "input_len": 8192, "output_len": 64})["serving"]
+    chat = _serve(client, **{**base, "input_len": 256, "output_len": 1024})["serving"]
+    assert 0.0 < chat["prefill_time_share"] < rag["prefill_time_share"] < 1.0
+    mid = _serve(client, **{**base, "input_len": 1024, "output_len": 256})["serving"]
+    out_tps = mid["output_tokens_per_s"]
+    c = token_costs(
+        4.0,
+        input_tokens_per_s=out_tps * 1024 / 256,
+        output_tokens_per_s=out_tps,
+        prefill_time_share=mid["prefill_time_share"],
+    )
+    assert c.per_million_input < c.per_million_output

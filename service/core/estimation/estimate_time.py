@@ -49,6 +49,7 @@ from service.core.estimation.serving import (
 from service.core.estimation.serving import (
     estimate_batch_inference as batch_inference_time,
 )
+from service.core.estimation.serving_engines import prefill_time_share
 from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
 from service.core.evidence.aggregate import CellView
@@ -361,6 +362,7 @@ def _continuous(
         max_concurrency_per_replica=cap,
         rate=rate,
         notes=tuple(notes),
+        prefill_time_share=prefill_time_share(d, e, float(max(conc, 1)), w.input_len, w.output_len),
     )
 
 

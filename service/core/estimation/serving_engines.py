@@ -494,6 +494,22 @@ def iteration_s(
     return _coefficients(d, e).iteration(n_dec, ctx, pre_tokens, pre_ctx, pre_seqs)
 
 
+def prefill_time_share(
+    d: Deployment, e: EngineEfficiencies, n_dec: float, input_len: float, output_len: float
+) -> float:
+    """Share of a replica's GPU time that prompts take when ``n_dec`` sequences decode together:
+    a prompt is charged the time its ``input_len`` tokens add to an iteration, and each output
+    token ``1 / n_dec`` of a decode iteration (the iterations run anyway, so their fixed costs --
+    weight streaming, the step -- land on output tokens). What splits a replica-hour into the
+    cost of input and of output tokens (:mod:`service.core.pricing.token_cost`)."""
+    n = max(n_dec, 1.0)
+    ctx = input_len + output_len / 2.0
+    base = iteration_s(d, e, n, ctx)
+    prompt = max(0.0, iteration_s(d, e, n, ctx, input_len, input_len / 2.0, 1.0) - base)
+    decode = max(output_len, 1.0) * base / n
+    return prompt / (prompt + decode)
+
+
 def mean_iteration_s(
     d: Deployment,
     e: EngineEfficiencies,
