@@ -24,6 +24,7 @@ Usage: ``python benchmarks/validate_transfer.py [--json OUT] [--write-accuracy P
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import math
 import sys
@@ -67,8 +68,32 @@ def figures() -> dict[str, GpuSpec]:
     return out
 
 
+H200_SOURCE = "h200-agent-resnet50-infer"
+
+
+def h200_points(spec: GpuSpec) -> list[ts.SourcePoint]:
+    """The agent's ResNet-50 inference batch sweep on the H200 (data/benchmarks/*.json): median
+    images/s per batch, one group (it informs the host term; it has no GPU pairs)."""
+    by: dict[tuple[str, int], list[float]] = {}
+    for path in sorted(glob.glob(str(ROOT / "data" / "benchmarks" / "*.json"))):
+        runs = json.loads(Path(path).read_text())
+        for run in runs if isinstance(runs, list) else [runs]:
+            for r in run.get("results", []):
+                prm = r.get("parameters") or {}
+                thr = ((r.get("metrics") or {}).get("throughput") or {}).get("value")
+                if r.get("workload") == "resnet50-infer" and r.get("status") == "ok" and thr:
+                    by.setdefault((str(prm.get("precision")), int(prm["batch_size"])), []).append(float(thr))
+    out: list[ts.SourcePoint] = []
+    for prec in sorted({p for p, _ in by}):
+        med = {b: sorted(v)[len(v) // 2] for (p, b), v in by.items() if p == prec}
+        if len(med) >= 3:
+            out += ts.measured_points(H200_SOURCE, spec, "cnn-infer", prec, med)
+    return out
+
+
 def all_points() -> list[ts.SourcePoint]:
-    return ts.points_from(TABLES, figures(), _NAMES)
+    figs = figures()
+    return ts.points_from(TABLES, figs, _NAMES) + h200_points(figs["nvidia-h200-sxm"])
 
 
 def pairs_of(

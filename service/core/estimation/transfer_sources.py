@@ -49,6 +49,7 @@ __all__ = [
     "SourcePoint",
     "effective_precision",
     "fit_classes",
+    "measured_points",
     "points_from",
     "workload_class",
 ]
@@ -185,6 +186,28 @@ class SourcePoint:
     log_baseline: float  # log of the datasheet baseline's speed (geometric mean of peak and bandwidth)
     log_throughput: float
     n_rows: int = 1
+    batch: int | None = None  # the step's batch where the source fixes it (host cost per sample ~ 1/batch)
+    log_link: float | None = None  # log GB/s of the link a multi-GPU configuration talks over (None: one GPU)
+
+
+def link_gb_per_s(gpu: GpuSpec, n: int) -> float | None:
+    """Per-direction bandwidth of the link ``n`` GPUs of this model talk over in one node: NVLink
+    (or Infinity Fabric) inside its domain, else PCIe; None when neither is sourced."""
+    node = gpu.node
+    if (
+        node.nvlink_topology != "none"
+        and node.nvlink_per_direction_gb_per_s
+        and n <= max(8, node.nvlink_domain_size)
+    ):
+        if n <= node.nvlink_domain_size or node.nvlink_topology == "switched":
+            return node.nvlink_per_direction_gb_per_s
+    return node.pcie_per_direction_gb_per_s or node.nvlink_per_direction_gb_per_s
+
+
+def _ranks(t: PublishedTable, r: PublishedRow) -> int:
+    """GPUs that exchange data every step: the whole system for training, the model-parallel
+    group for serving (replicas do not talk)."""
+    return r.gpu_count if t.kind == "training" else r.tp * r.pp
 
 
 def _per_gpu_throughput(r: PublishedRow) -> float:
@@ -202,9 +225,15 @@ def stack_of(r: PublishedRow) -> str:
     return "tinygrad" if "tinygrad" in r.system.lower() else ""
 
 
+_FIXED_BATCH: Final = frozenset({"resnet50-infer", "llm-serve-static-batch"})
+"""Workloads whose sources sweep the batch (the same batch on every GPU): the batch is part of
+the configuration. Elsewhere each GPU's batch is its own choice (memory-limited)."""
+
+
 def _group_key(t: PublishedTable, r: PublishedRow, cls: str) -> tuple[object, ...]:
     count = r.gpu_count if t.kind == "training" else None  # serving: per-GPU throughput
     return (
+        r.batch_size if r.workload in _FIXED_BATCH else None,
         t.id,
         stack_of(r),
         cls,
@@ -243,6 +272,10 @@ def points_from(
             peak, bpeak = gpu.peak_for(pf), gpu.peak_for(bf)
             if not peak or not bpeak:
                 continue
+            n = _ranks(t, r)
+            link = link_gb_per_s(gpu, n) if n > 1 else None
+            if n > 1 and not link:
+                continue
             key = (*_group_key(t, r, cls), gpu.slug)
             acc.setdefault(key, []).append(math.log(_per_gpu_throughput(r)))
             lb = math.log(gpu.bandwidth_gb_per_s)
@@ -258,6 +291,8 @@ def points_from(
                 lb,
                 0.5 * (math.log(bpeak) + lb),
                 0.0,
+                batch=r.batch_size if r.workload in _FIXED_BATCH else None,
+                log_link=math.log(link) if link else None,
             )
     out = []
     for key, logs in acc.items():
@@ -278,6 +313,8 @@ def points_from(
                 m.log_baseline,
                 med,
                 len(logs),
+                m.batch,
+                m.log_link,
             )
         )
     # keep configurations that hold at least two GPUs: only they inform ratios
@@ -287,13 +324,51 @@ def points_from(
     return [p for p in out if len(gpus[p.group]) >= 2]
 
 
+def measured_points(
+    source: str, gpu: GpuSpec, cls: str, precision: str, by_batch: Mapping[int, float]
+) -> list[SourcePoint]:
+    """One GPU's own batch sweep (samples/s by batch, e.g. the agent's ResNet-50 inference runs on
+    the H200) as points of one group: no GPU pairs, but the shape of throughput against batch
+    tells the fit how large the per-step host cost is against the GPU's work (the host term)."""
+    peak_key = {"amp_bf16": "bf16", "amp_fp16": "fp16"}.get(precision, precision)
+    peak = gpu.peak_for(peak_key)
+    if not peak or not gpu.bandwidth_gb_per_s:
+        return []
+    lb = math.log(gpu.bandwidth_gb_per_s)
+    group: tuple[object, ...] = (source, "", cls, precision)
+    return [
+        SourcePoint(
+            source,
+            group,
+            gpu.slug,
+            arch_of(gpu),
+            cls,
+            _precision_class(precision),
+            peak_key,
+            math.log(peak),
+            lb,
+            0.5 * (math.log(peak) + lb),
+            math.log(v),
+            1,
+            b,
+            None,
+        )
+        for b, v in sorted(by_batch.items())
+        if v > 0 and b > 0
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # The fit
 # --------------------------------------------------------------------------------------------
 
 LOG_P_REF: Final = math.log(1000.0)  # TFLOP/s: the reference GPU's compute ceiling (H100-class)
 LOG_B_REF: Final = math.log(3000.0)  # GB/s: its bandwidth ceiling
-RIDGE: Final[dict[str, float]] = {"z": 0.01, "c": 1.0, "d": 1.0, "m": 1.0}
+LOG_L_REF: Final = math.log(450.0)  # GB/s per direction: its NVLink
+HOST0: Final = math.log(0.01)
+"""Prior of the host term (log of its time per sample at batch 1, in units of the reference GPU's
+compute-bound time): small, so a class without fixed-batch rows keeps none."""
+RIDGE: Final[dict[str, float]] = {"z": 0.01, "c": 1.0, "d": 1.0, "m": 1.0, "h": 0.01, "q": 0.01}
 """Prior weights (per squared log unit): the class shares are nearly free, the architecture
 factors are pulled toward the average architecture."""
 
@@ -310,6 +385,8 @@ class ClassModel:
     n_points: int
     rms_log_error: float = 0.0
     gpus: tuple[str, ...] = field(default=())
+    host: Mapping[str, float] = field(default_factory=dict)  # class -> log host time per step
+    link: Mapping[str, float] = field(default_factory=dict)  # class -> log communication time
 
     def log_speed(self, p: SourcePoint) -> float:
         """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
@@ -317,7 +394,9 @@ class ClassModel:
         c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.peak_family), 0.0)
         a = s * math.exp(LOG_P_REF - p.log_peak - c)
         b = (1.0 - s) * math.exp(LOG_B_REF - p.log_bandwidth - self.memory.get(p.arch, 0.0))
-        return -math.log(a + b)
+        h = math.exp(self.host.get(p.cls, HOST0)) / p.batch if p.batch else 0.0
+        q = math.exp(self.link.get(p.cls, HOST0) + LOG_L_REF - p.log_link) if p.log_link is not None else 0.0
+        return -math.log(a + b + h + q)
 
     def log_ratio(self, a: SourcePoint, b: SourcePoint) -> float:
         """Predicted log(speed of b / speed of a) in a configuration both ran."""
@@ -329,6 +408,8 @@ def _params(points: Sequence[SourcePoint]) -> list[tuple[str, object]]:
     names += [("c", a) for a in sorted({p.arch for p in points})]
     names += [("d", k) for k in sorted({(p.arch, p.peak_family) for p in points})]
     names += [("m", a) for a in sorted({p.arch for p in points})]
+    names += [("h", c) for c in sorted({p.cls for p in points})]
+    names += [("q", c) for c in sorted({p.cls for p in points})]
     return names
 
 
@@ -341,6 +422,8 @@ def _model(
         compute={str(k): x for (kind, k), x in v.items() if kind == "c"},
         compute_family={k: x for (kind, k), x in v.items() if kind == "d" and isinstance(k, tuple)},
         memory={str(k): x for (kind, k), x in v.items() if kind == "m"},
+        host={str(k): x + HOST0 for (kind, k), x in v.items() if kind == "h"},
+        link={str(k): x + HOST0 for (kind, k), x in v.items() if kind == "q"},
         sources=tuple(sorted({p.source for p in points})),
         n_points=len(points),
         gpus=tuple(sorted({p.slug for p in points})),
@@ -379,15 +462,20 @@ def _residuals(
         ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.peak_family))], idx[("m", p.arch)]
         a = s * math.exp(LOG_P_REF - p.log_peak - theta[ic] - theta[id_])
         b = (1.0 - s) * math.exp(LOG_B_REF - p.log_bandwidth - theta[im])
-        u = math.log(a + b)
-        raw.append(p.log_throughput + u)  # measured log speed - model log speed (= -u)
+        ih, iq = idx[("h", p.cls)], idx[("q", p.cls)]
+        h = math.exp(theta[ih] + HOST0) / p.batch if p.batch else 0.0
+        q = math.exp(theta[iq] + HOST0 + LOG_L_REF - p.log_link) if p.log_link is not None else 0.0
+        tot = a + b + h + q
+        raw.append(p.log_throughput + math.log(tot))  # measured log speed - model log speed
         ds = s * (1.0 - s)
         g = {
-            idx[("z", p.cls)]: ds * (a / s - b / (1.0 - s)) / (a + b),
-            ic: -a / (a + b),
-            im: -b / (a + b),
+            idx[("z", p.cls)]: ds * (a / s - b / (1.0 - s)) / tot,
+            ic: -a / tot,
+            im: -b / tot,
+            ih: h / tot,
+            iq: q / tot,
         }
-        g[id_] = g.get(id_, 0.0) - a / (a + b)
+        g[id_] = g.get(id_, 0.0) - a / tot
         jac.append(g)
     groups: dict[tuple[object, ...], list[int]] = {}
     for i, p in enumerate(points):
@@ -437,4 +525,6 @@ def fit_classes(points: Sequence[SourcePoint], iterations: int = 30) -> ClassMod
     res, _ = _residuals(names, theta, points)
     m = _model(names, theta, points)
     rms = math.sqrt(sum(r * r for r in res) / max(1, len(res)))
-    return ClassModel(m.share, m.compute, m.compute_family, m.memory, m.sources, m.n_points, rms, m.gpus)
+    return ClassModel(
+        m.share, m.compute, m.compute_family, m.memory, m.sources, m.n_points, rms, m.gpus, m.host, m.link
+    )
