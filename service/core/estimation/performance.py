@@ -33,8 +33,7 @@ are never edited to fit data -- calibration (``core/estimation/calibration.py``)
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from service.core.catalog.models import CnnSpec, DecoderSpec
 from service.core.catalog.precision import TRAIN_MODES as _MODES
@@ -588,8 +587,3 @@ def time_to_train(
     steps = math.ceil(tokens / per_step)
     t = steps * st.step_time_s
     return t, st.step_time_band.scaled(steps), st
-
-
-def with_efficiencies(e: Efficiencies, **changes: Any) -> Efficiencies:
-    """A copy of ``e`` with fields replaced (used by calibration)."""
-    return replace(e, **changes)
