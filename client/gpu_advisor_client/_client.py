@@ -132,8 +132,8 @@ class _Base:
         return _Call("GET", "/v1/benchmark-results", m.ResultList, params=params)
 
 
-def _headers(api_key: str | None, language: str | None) -> dict[str, str]:
-    h = {"Accept": "application/json", "User-Agent": "gpu-advisor-client/0.1.0"}
+def _headers(api_key: str | None, language: str | None, user_agent: str | None = None) -> dict[str, str]:
+    h = {"Accept": "application/json", "User-Agent": user_agent or "gpu-advisor-client/0.1.0"}
     if api_key:
         h["Authorization"] = f"Bearer {api_key}"
     if language:
@@ -151,14 +151,18 @@ class Client(_Base):
         *,
         api_key: str | None = None,
         language: str | None = None,
-        timeout_s: float = 60.0,
+        timeout_s: float | httpx.Timeout = 60.0,
         max_retries: int = 3,
         max_wait_s: float = 60.0,
         transport: httpx.BaseTransport | None = None,
+        user_agent: str | None = None,
     ) -> None:
         super().__init__(max_retries, max_wait_s)
         self._http = httpx.Client(
-            base_url=base_url, headers=_headers(api_key, language), timeout=timeout_s, transport=transport
+            base_url=base_url.rstrip("/"),
+            headers=_headers(api_key, language, user_agent),
+            timeout=timeout_s,
+            transport=transport,
         )
 
     def __enter__(self) -> Client:
@@ -227,6 +231,14 @@ class Client(_Base):
     def submit_benchmark_run(self, run: m.BenchmarkRunIn | Mapping[str, Any]) -> m.BenchmarkRunAccepted:
         """Submit a run; its ``run_id`` is the idempotency key, so a retry never duplicates it."""
         return self._run(self._submit(run))
+
+    def post_benchmark_run(self, body: bytes, run_id: str, *, validate: bool = False) -> httpx.Response:
+        """One POST of an already-encoded run, answered as it came (no retry, nothing raised):
+        for a delivery layer that keeps the exact bytes and decides per status itself (the
+        benchmark agent's spool, 413 splitting). ``validate``: the dry run."""
+        path = "/v1/benchmark-runs/validate" if validate else "/v1/benchmark-runs"
+        headers = {"Idempotency-Key": run_id, "Content-Type": "application/json"}
+        return self._http.post(path, content=body, headers=headers)
 
 
 class AsyncClient(_Base):
