@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from service.core.catalog.specs import GpuSpec
+from service.core.estimation.transfer_accuracy import CLASSES
 from service.core.evidence.published import LOWER_IS_BETTER, PublishedRow, PublishedTable
 
 __all__ = [
@@ -54,20 +55,6 @@ __all__ = [
     "workload_class",
 ]
 
-CLASSES: Final[dict[str, str]] = {
-    "cnn-train": "convolutional network training (ResNet-50)",
-    "cnn-infer": "convolutional network inference (ResNet-50)",
-    "detection": "detection networks (SSD / RetinaNet), training and inference",
-    "bert-train": "BERT training and fine-tuning",
-    "llm-train": "decoder LLM pre-training and LoRA fine-tuning",
-    "llm-serve": "LLM serving throughput (decode-heavy)",
-    "llm-prefill": "LLM time to first token (prefill)",
-    "diffusion": "diffusion models (Stable Diffusion, SDXL, FLUX), training and inference",
-    "recsys": "recommendation (DLRM-DCNv2)",
-    "gnn": "graph networks (R-GAT)",
-    "unet3d": "3D U-Net segmentation",
-    "speech": "speech recognition (Whisper)",
-}
 
 _BY_MODEL: Final[dict[str, str]] = {
     "resnet": "cnn",
@@ -194,13 +181,10 @@ def link_gb_per_s(gpu: GpuSpec, n: int) -> float | None:
     """Per-direction bandwidth of the link ``n`` GPUs of this model talk over in one node: NVLink
     (or Infinity Fabric) inside its domain, else PCIe; None when neither is sourced."""
     node = gpu.node
-    if (
-        node.nvlink_topology != "none"
-        and node.nvlink_per_direction_gb_per_s
-        and n <= max(8, node.nvlink_domain_size)
-    ):
-        if n <= node.nvlink_domain_size or node.nvlink_topology == "switched":
-            return node.nvlink_per_direction_gb_per_s
+    nvlink = node.nvlink_per_direction_gb_per_s
+    inside = n <= node.nvlink_domain_size or (node.nvlink_topology == "switched" and n <= 8)
+    if node.nvlink_topology != "none" and nvlink and inside:
+        return nvlink
     return node.pcie_per_direction_gb_per_s or node.nvlink_per_direction_gb_per_s
 
 
