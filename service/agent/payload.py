@@ -38,12 +38,11 @@ from service.core.catalog.vocabulary import (
     SUITE_VERSION,
     VocabularyError,
     canonical_parameters,
-    check_fingerprint,
-    check_metric,
     get_workload,
     suite_definition_hash,
 )
-from service.schemas.benchmarks import MAX_RESULTS_PER_RUN, BenchmarkRunIn
+from service.core.evidence.run_check import RunInvalid, check_run, dotted
+from service.schemas.benchmarks import BenchmarkRunIn
 
 NOTES_LIMIT = 4000
 
@@ -209,27 +208,18 @@ def build_runs(
 
 
 def validate_run(run: dict[str, Any]) -> list[str]:
-    """Everything the service checks before storing, done locally: schema + vocabulary."""
-    problems: list[str] = []
+    """Everything the service checks before storing, done locally with the service's own
+    checks: the wire model (shape and bounds), then the run check of the use case
+    (:func:`~service.core.evidence.run_check.check_run`)."""
     try:
         model = BenchmarkRunIn.model_validate(run)
     except ValidationError as exc:
         return [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()]
     try:
-        check_fingerprint(model.fingerprint)
-    except VocabularyError as exc:
-        problems.append(f"{'.'.join(str(x) for x in exc.loc)}: {exc.message}")
-    for i, r in enumerate(model.results):
-        loc: tuple[str | int, ...] = ("results", i)
-        try:
-            canonical_parameters(r.workload, r.parameters, loc=(*loc, "parameters"))
-            for name, mv in r.metrics.items():
-                check_metric(r.workload, name, mv.value, mv.unit, (*loc, "metrics", name))
-        except VocabularyError as exc:
-            problems.append(f"{'.'.join(str(x) for x in exc.loc)}: {exc.message}")
-    if len(model.results) > MAX_RESULTS_PER_RUN:
-        problems.append(f"results: more than {MAX_RESULTS_PER_RUN}")
-    return problems
+        check_run(model.to_core(), received_at=dt.datetime.now(dt.UTC))
+    except RunInvalid as exc:
+        return [f"{dotted(p.loc)}: {p.message}" for p in exc.problems]
+    return []
 
 
 def read_runs(path: Path) -> list[dict[str, Any]]:

@@ -4,9 +4,9 @@ the same schema) and the API envelopes around it."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -401,6 +401,19 @@ else:
     )
 
 
+class SuspectReasonOut(BaseModel):
+    """Why a price row is not trusted (service/core/pricing/quality.py)."""
+
+    code: Literal[
+        "uniform_price_across_gpus", "spot_equals_on_demand", "far_below_median", "far_above_median"
+    ]
+    detail: str
+
+    @classmethod
+    def of(cls, items: Iterable[core.PriceSuspicion]) -> list[SuspectReasonOut]:
+        return [cls.model_validate({"code": s.code, "detail": s.detail}) for s in items]
+
+
 class PriceIn(_Strict):
     provider: SafeStr = Field(min_length=1, max_length=64)
     region: SafeStr = Field(min_length=1, max_length=64)
@@ -412,6 +425,11 @@ class PriceIn(_Strict):
     effective_date: SaneDate
     source: SafeStr = Field(min_length=1, max_length=500)
     is_estimate: bool = True
+    date_basis: Literal["effective", "retrieved"] = Field(
+        default="effective",
+        description="effective: the price was set or quoted on effective_date; retrieved: effective_date is "
+        "only when the copy was read, so the price is at least that old (its age is a lower bound)",
+    )
 
     def to_core(self) -> core.PriceEntry:
         return core.PriceEntry(
@@ -425,6 +443,7 @@ class PriceIn(_Strict):
             effective_date=self.effective_date,
             source=self.source,
             is_estimate=self.is_estimate,
+            date_basis=self.date_basis,
         )
 
 
@@ -439,6 +458,14 @@ class PriceOut(PriceIn):
         default_factory=dict, description="amount in other currencies via the FX table"
     )
     fx_date: dt.date | None = None
+    age_is_lower_bound: bool = Field(
+        default=False, description="true when date_basis is retrieved: the price is at least age_days old"
+    )
+    suspect: bool = Field(
+        default=False,
+        description="the row failed a price-quality check; left out of rankings unless allow_suspect_prices",
+    )
+    suspect_reasons: list[SuspectReasonOut] = Field(default_factory=list)
 
     @classmethod
     def from_core(cls, view: core.PriceView) -> PriceOut:
@@ -456,6 +483,10 @@ class PriceOut(PriceIn):
             effective_date=p.effective_date,
             source=p.source,
             is_estimate=p.is_estimate,
+            date_basis="retrieved" if p.date_basis == "retrieved" else "effective",
+            age_is_lower_bound=p.date_basis == "retrieved",
+            suspect=bool(view.suspect),
+            suspect_reasons=SuspectReasonOut.of(view.suspect),
             per_gpu_hour=view.per_gpu_hour,
             age_days=view.age_days,
             stale=view.stale,
@@ -496,7 +527,3 @@ class FxRateIn(_Strict):
             effective_date=self.effective_date,
             source=self.source,
         )
-
-
-def doc_dump(doc: GpuDocument) -> dict[str, Any]:
-    return doc.model_dump(mode="json")

@@ -10,18 +10,21 @@ machine ``code``, its numbers in ``params`` and a ``message`` in the language th
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.core.pricing.cost import CostAssumptions
 from service.core.recommend.search import (
+    DEFAULT_SERVING_ENGINE,
     Constraints,
     Pool,
     RecommendQuestion,
 )
 from service.schemas.common import DataVersion, JsonInt, NameStr, SafeStr
 from service.schemas.estimate import AccuracyOut, BandOut, WorkloadIn
+from service.schemas.gpus import SuspectReasonOut
 
 Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"]
 FormFactor = Literal["pcie", "sxm", "oam"]
@@ -120,6 +123,11 @@ class ConstraintsIn(BaseModel):
         default=False, description="serving: may offer FP8 / INT8 / 4-bit weights"
     )
     vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
+    allow_suspect_prices: bool = Field(
+        default=False,
+        description="may rank on price rows a quality check flags suspect (placeholders such as one rate for "
+        "every GPU of a provider, spot equal to on-demand everywhere, outliers against the providers' median)",
+    )
 
     def to_core(self) -> Constraints:
         b = self.budget
@@ -182,9 +190,12 @@ class CostAssumptionsIn(BaseModel):
     )
     host_power_fraction: float = Field(default=0.82, ge=0, le=10, description="TCO: host power per GPU power")
 
-    def to_core(self, *, currency: str, providers: list[str] | None) -> CostAssumptions:
+    def to_core(
+        self, *, currency: str, providers: list[str] | None, allow_suspect: bool = False
+    ) -> CostAssumptions:
         return CostAssumptions(
             currency=currency,
+            allow_suspect=allow_suspect,
             pricing_models=tuple(dict.fromkeys(self.pricing_models)),
             providers=frozenset(providers) if providers is not None else None,
             utilisation=self.utilisation,
@@ -215,14 +226,22 @@ class RecommendRequest(BaseModel):
     cost: CostAssumptionsIn = Field(default_factory=CostAssumptionsIn)
 
     def to_core(self) -> RecommendQuestion:
+        job = self.workload.to_core()
+        w = self.workload
+        assumed = None
+        if "engine" not in w.model_fields_set and (w.requests_per_s is not None or w.concurrency is not None):
+            assumed = DEFAULT_SERVING_ENGINE  # a load to serve means continuous batching
+            job = replace(job, engine=assumed)
         return RecommendQuestion(
-            job=self.workload.to_core(),
+            job=job,
+            engine_assumed=assumed,
             constraints=self.constraints.to_core(),
             objective=self.objective,
             limit=self.limit,
             cost=self.cost.to_core(
                 currency=self.constraints.budget.currency if self.constraints.budget else "USD",
                 providers=self.constraints.providers,
+                allow_suspect=self.constraints.allow_suspect_prices,
             ),
         )
 
@@ -332,7 +351,16 @@ class CostOut(BaseModel):
     tco: dict[str, Any] | None = Field(default=None, description="buying instead of renting")
     price_row_ids: list[int] = Field(default_factory=list)
     price_age_days: int | None = None
+    price_age_is_lower_bound: bool = Field(
+        default=False,
+        description="the price row's date is when its copy was read, not when it was set: "
+        "price_age_days is a lower bound (the price is at least that old)",
+    )
     stale: bool | None = None
+    suspect: bool = Field(
+        default=False, description="the price row failed a quality check; used only with allow_suspect_prices"
+    )
+    suspect_reasons: list[SuspectReasonOut] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -381,8 +409,17 @@ class FrontierPoint(BaseModel):
     gpu_count: int
     hours: float | None = None
     cost: float | None = None
-    time_value: float = Field(description="training: hours (or s per 1M tokens); serving: TPOT ms")
-    cost_value: float = Field(description="run cost, or cost per million tokens / per hour")
+    time_value: float = Field(description="in time_unit")
+    time_unit: str = Field(
+        description="h (time to train), s/1M tokens (training without tokens) or s TPOT (serving)"
+    )
+    cost_value: float = Field(description="in cost_unit")
+    cost_unit: str = Field(description="e.g. USD/run, USD/1M tokens or USD/h")
+    neighbour: Literal["faster", "cheaper"] | None = Field(
+        default=None, description="the frontier's nearest faster or cheaper point next to option #1"
+    )
+    time_vs_first: float | None = Field(default=None, description="time_value / option #1's (1.0: the same)")
+    cost_vs_first: float | None = Field(default=None, description="cost_value / option #1's")
     rank: int | None = Field(
         default=None, description="the option's rank when it is among the options returned"
     )
@@ -448,4 +485,9 @@ class RecommendResponse(BaseModel):
     excluded: list[ExclusionOut]
     what_if: list[WhatIfOut] = Field(description="at most 3 changes that make a cheaper option feasible")
     warnings: list[ReasonOut] = Field(default_factory=list)
+    assumptions: list[ReasonOut] = Field(
+        default_factory=list,
+        description="what the first option assumed that moves the answer: optimizer-state recipe (and "
+        "what the other needs), loop, stack, network, engine, prices used, band level",
+    )
     considered: ConsideredOut

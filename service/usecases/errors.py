@@ -63,11 +63,6 @@ class UseCaseError(Exception):
         return clone
 
 
-def invalid_field(field: str | int, msg: str, *, detail: str | None = None, **extra: Any) -> Invalid:
-    """The common case: one field at fault, its message doubling as the detail."""
-    return Invalid(detail or msg, fields=[FieldError((field,), msg)], **extra)
-
-
 class NotFound(UseCaseError):
     kind = "not-found"
 

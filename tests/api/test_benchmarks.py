@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
+from service.agent.payload import validate_run as agent_validate_run
 from service.api.app import create_app
 from service.db.engine import make_session_factory
 from service.db.models import BenchmarkResult, BenchmarkRun, IdempotencyRecord
@@ -243,6 +244,9 @@ def test_vocabulary_errors_name_every_field_and_change_nothing(
     assert len(locs) == len(expected)
     assert _count_runs(engine, body["run_id"]) == 0
     assert _data_version(engine) == before
+    # the agent checks a run before sending with the same rule: the same fields, in the same order
+    agent_paths = [problem.split(": ", 1)[0] for problem in agent_validate_run(json.loads(raw))]
+    assert agent_paths == [".".join(str(x) for x in loc[1:]) for loc in locs]
 
 
 def test_schema_errors_come_from_the_wire_model(

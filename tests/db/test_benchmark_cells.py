@@ -1,5 +1,6 @@
 """The outlier test's two implementations agree (PostgreSQL computes it in SQL, SQLite and dry
-runs in Python), and the fast parameters hash equals the vocabulary's."""
+runs in Python), and the one parameters hash is the documented one: SHA-256 of the canonical
+JSON of ``{"workload", "parameters"}``, with the stored JSON from the same serialisation."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select, update
 
-from service.core.catalog.vocabulary import WORKLOADS, canonical_parameters, parameters_hash
+from service.core.catalog.vocabulary import WORKLOADS, canonical_parameters, parameters_identity, stable_hash
 from service.core.evidence.results import CellKey
 from service.db.engine import make_session_factory
 from service.db.models import BenchmarkResult, Gpu
@@ -17,7 +18,6 @@ from service.db.uow import UnitOfWork
 from service.schemas.benchmarks import BenchmarkRunIn
 from service.settings import Settings
 from service.usecases import benchmarks
-from service.usecases.benchmarks import params_identity
 from service.usecases.keys import Principal
 from service.usecases.read_model import ReadModel
 from tests.api.benchmark_fixtures import make_gpu, result, run_on
@@ -54,10 +54,10 @@ from tests.conftest import is_postgres
         ("collective", {"op": "all_reduce", "message_bytes": 2**30, "gpu_count": 8}),
     ],
 )
-def test_params_identity_is_the_vocabulary_hash(workload: str, params: dict[str, Any]) -> None:
+def test_parameters_identity_is_the_documented_hash(workload: str, params: dict[str, Any]) -> None:
     canon = canonical_parameters(workload, params)
-    h, js = params_identity(workload, canon)
-    assert h == parameters_hash(workload, canon)
+    h, js = parameters_identity(workload, canon)
+    assert h == stable_hash({"workload": workload, "parameters": canon})
     import json
 
     assert json.loads(js) == canon
@@ -71,7 +71,7 @@ def test_every_workload_default_params_hash_identically() -> None:
             if p.required
         }
         canon = canonical_parameters(name, params)
-        assert params_identity(name, canon)[0] == parameters_hash(name, canon)
+        assert parameters_identity(name, canon)[0] == stable_hash({"workload": name, "parameters": canon})
 
 
 @pytest.mark.skipif(not is_postgres(), reason="the SQL implementation of the outlier test is PostgreSQL-only")

@@ -316,14 +316,6 @@ def percentile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-@contextlib.contextmanager
-def seeded(seed: int = 0) -> Iterator[None]:
-    import torch
-
-    torch.manual_seed(seed)
-    yield
-
-
 def adamw(ctx: Context, params: Any, impl: str = "fused", lr: float = 1e-4) -> Any:
     """``torch.optim.AdamW`` in the implementation ``impl`` (vocabulary ``optimizer_impl``).
 

@@ -19,7 +19,6 @@ from service.schemas.gpus import (
     AmbiguousGpu,
     FxRateIn,
     GpuAnswer,
-    GpuDocument,
     GpuList,
     GpuOut,
     PriceIn,
@@ -30,7 +29,6 @@ from service.usecases import catalog
 
 router = APIRouter(prefix="/v1", tags=["gpus"], route_class=UnitOfWorkRoute)
 
-PRECISION_FLAGS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 SORT_PATTERN = rf"^-?(?:{'|'.join(sorted(SORT_KEYS))})$"
 GpuName = Annotated[
     NameStr, Path(max_length=200, description="slug, alias (nvidia-smi name, GFD label, ...) or PCI id")
@@ -237,7 +235,3 @@ def add_price(slug: Slug, body: PriceIn, uow: UowDep, _auth: AdminAuth) -> Respo
 def add_fx(body: FxRateIn, uow: UowDep, _auth: AdminAuth) -> Response:
     catalog.add_fx_rate(uow, body.to_core())
     return Response(status_code=204)
-
-
-# Make the document schema visible in OpenAPI for admin writes.
-GpuDocumentSchema = GpuDocument

@@ -442,10 +442,13 @@ _JSON_TYPES: dict[FingerprintType, tuple[type, ...]] = {
 FINGERPRINT_UNHASHED: frozenset[str] = frozenset({"host_id", "container_image_digest"})
 
 
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+"""Canonical JSON (sorted keys, no spaces), built once (``json.dumps`` builds one per call)."""
+
+
 def stable_hash(obj: Any, length: int = 16) -> str:
     """SHA-256 of canonical JSON (sorted keys, no spaces), hex, truncated to ``length``."""
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:length]
+    return hashlib.sha256(_CANONICAL_JSON.encode(obj).encode()).hexdigest()[:length]
 
 
 def suite_definition_hash() -> str:
@@ -625,8 +628,19 @@ def coerce_parameter(
     return _coerce(p, value, loc)
 
 
+def parameters_identity(workload: str, canonical: Mapping[str, Any]) -> tuple[str, str]:
+    """(parameters hash, canonical JSON of the parameters) from one serialisation: the hash is
+    :func:`stable_hash` of ``{"parameters": ..., "workload": ...}``, built around the
+    parameters' own JSON, which is also what gets stored -- so a stored cell and an estimate's
+    cell are keyed by the same bytes. The one parameters hash of the service."""
+    pj = _CANONICAL_JSON.encode(canonical)
+    blob = f'{{"parameters":{pj},"workload":{_CANONICAL_JSON.encode(workload)}}}'
+    return hashlib.sha256(blob.encode()).hexdigest()[:16], pj
+
+
 def parameters_hash(workload: str, canonical: Mapping[str, Any]) -> str:
-    return stable_hash({"workload": workload, "parameters": dict(canonical)})
+    """The key of a (workload, canonical parameters) cell (:func:`parameters_identity`)."""
+    return parameters_identity(workload, canonical)[0]
 
 
 def check_metric(workload: str, name: str, value: Any, unit: str | None, loc: tuple[str | int, ...]) -> float:

@@ -26,7 +26,6 @@ data-parallel, then pipeline stages.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from service.core.catalog.precision import TRAIN_MODES as _MODES
@@ -144,11 +143,6 @@ def p2p_s(nbytes: float, crosses_nodes: bool, gpu: GpuSpec, layout: Layout, comm
     if crosses_nodes:
         return nbytes * layout.gpus_per_node / (layout.network_bytes_per_s * comm)
     return nbytes / (link_bytes_per_s(gpu, 2) * comm)
-
-
-def ranks_cross_nodes(stride: int, layout: Layout) -> bool:
-    """Whether ranks ``stride`` GPUs apart sit on different nodes."""
-    return stride >= layout.gpus_per_node or math.isinf(stride)
 
 
 def communication_s(

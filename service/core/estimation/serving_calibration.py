@@ -115,12 +115,6 @@ class ServingPoint:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    reason: str
-    count: int
-
-
 def _config(r: PublishedRow, model: DecoderSpec, **kw: int) -> InferenceConfig:
     fp8 = r.precision == "fp8"
     kv = 1.0 if r.kv_cache_dtype == "fp8" else 0.0

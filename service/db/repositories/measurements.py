@@ -96,19 +96,6 @@ class MeasurementRepository:
     def __init__(self, session: Session) -> None:
         self._s = session
 
-    def cell_points(self, gpu_slug: str, workload: str, params_hash: str) -> list[Point]:
-        """Every non-retracted result of one cell (the estimator's exact-cell lookup)."""
-        q = (
-            points_query()
-            .join(Gpu, Gpu.id == BenchmarkResult.gpu_id)
-            .where(
-                Gpu.slug == gpu_slug,
-                BenchmarkResult.workload == workload,
-                BenchmarkResult.params_hash == params_hash,
-            )
-        )
-        return [point_from_row(r) for r in self._s.execute(q)]
-
     def cells(
         self, workloads: Sequence[str] | None = None, gpu_slugs: Iterable[str] | None = None
     ) -> list[StoredCell]:
