@@ -400,8 +400,20 @@ class FrontierPoint(BaseModel):
     gpu_count: int
     hours: float | None = None
     cost: float | None = None
-    time_value: float = Field(description="training: hours (or s per 1M tokens); serving: TPOT ms")
-    cost_value: float = Field(description="run cost, or cost per million tokens / per hour")
+    time_value: float = Field(
+        description="in time_unit: training: hours (or s per 1M tokens); serving: TPOT in s"
+    )
+    cost_value: float = Field(description="in cost_unit: run cost, or cost per million tokens, or per hour")
+    time_unit: Literal["h", "s/1M tokens", "s"] | None = Field(
+        default=None,
+        description="the unit of time_value: h (time to train), s/1M tokens (training), s (TPOT); "
+        "null only in answers stored before units were stated",
+    )
+    cost_unit: str | None = Field(
+        default=None,
+        description="the unit of cost_value: a currency (the run's cost), <currency>/1M tokens or <currency>/h; "
+        "null only in answers stored before units were stated",
+    )
     rank: int | None = Field(
         default=None, description="the option's rank when it is among the options returned"
     )

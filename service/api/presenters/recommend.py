@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer, configuration_of
 from service.core.recommend.search import Exclusion, Option, Reason, WhatIf
@@ -704,6 +704,23 @@ def _question(outcome: RecommendOutcome) -> dict[str, Any]:
     }
 
 
+def _time_unit(o: Option) -> Literal["h", "s/1M tokens", "s"]:
+    """The unit of the frontier's time axis for this option (Option.time_value)."""
+    if o.serve is not None:
+        return "s"
+    return "h" if o.hours is not None else "s/1M tokens"
+
+
+def _cost_unit(o: Option) -> str:
+    """The unit of the frontier's cost axis for this option (Option.cost_value)."""
+    currency = o.quote.currency if o.quote is not None else "USD"
+    if o.run_cost is not None:
+        return currency
+    if o.cost_per_million_tokens is not None:
+        return f"{currency}/1M tokens"
+    return f"{currency}/h"
+
+
 def document(outcome: RecommendOutcome) -> dict[str, Any]:
     """The English answer as stored and sent (JSON-ready)."""
     rec = outcome.recommendation
@@ -716,6 +733,8 @@ def document(outcome: RecommendOutcome) -> dict[str, Any]:
             cost=o.cost_value,
             time_value=o.time_value,
             cost_value=o.cost_value or 0.0,
+            time_unit=_time_unit(o),
+            cost_unit=_cost_unit(o),
             rank=ranks.get((o.gpu.slug, o.gpu_count)),
         )
         for o in rec.frontier

@@ -121,22 +121,40 @@ function optionCard(o) {
     pre ? h("div", { class: "scheduling" }, h("h4", null, t("scheduling")), pre, copyButton(hint, pre)) : null);
 }
 
+/**
+ * The frontier's axes in the units its points state (time_unit, cost_unit): TPOT is drawn in ms
+ * (the API states it in s; its band, on the option, is in ms), time to train in h, training
+ * throughput in s per 1M tokens; cost in the run's currency, per 1M tokens or per hour.
+ * Answers stored before units were stated get them from the question's mode.
+ */
+export function frontierAxes(r) {
+  const serving = r.options.some((o) => o.serving) || r.question?.mode === "inference";
+  const first = r.frontier[0] || {};
+  const timeUnit = first.time_unit ?? (serving ? "s" : r.frontier.some((p) => p.hours != null) ? "h" : "s/1M tokens");
+  const currency = r.options.find((o) => o.cost)?.cost.currency ?? "USD";
+  const costUnit = first.cost_unit ?? (timeUnit === "h" ? currency : serving ? `${currency}/h` : `${currency}/1M tokens`);
+  const x = timeUnit === "s"
+    ? { label: "TPOT (ms)", scale: 1000, band: (o) => o?.serving?.tpot?.band }
+    : timeUnit === "h"
+      ? { label: `${t("time_to_train")} (h)`, scale: 1, band: (o) => o?.training?.time_to_train?.band }
+      : { label: `${t("throughput_time")} (s / 1M tokens)`, scale: 1, band: () => null };
+  const isRun = !costUnit.includes("/");
+  const y = { label: `${t("cost")} (${costUnit.replace("/1M tokens", " / 1M tokens").replace("/h", " / h")})`,
+    band: (o) => (isRun ? o?.cost?.run : null) };
+  return { x, y };
+}
+
 function frontierSection(r, width) {
   const byRank = new Map(r.options.map((o) => [o.rank, o]));
-  const serving = r.options.some((o) => o.serving) || r.question?.mode === "inference";
-  const trainingHours = r.frontier.some((p) => p.hours !== null && p.hours !== undefined);
+  const { x, y } = frontierAxes(r);
   const pts = r.frontier.map((p) => {
     const o = p.rank ? byRank.get(p.rank) : null;
-    const tf = serving ? o?.serving?.tpot : trainingHours ? o?.training?.time_to_train : null;
-    const run = trainingHours ? o?.cost?.run : null;
-    return { x: p.time_value, y: p.cost_value, label: `${p.gpu} ×${p.gpu_count}`, frontier: true,
-      xLow: tf?.band?.low, xHigh: tf?.band?.high, yLow: run?.low, yHigh: run?.high };
+    const xb = x.band(o), yb = y.band(o);
+    return { x: p.time_value * x.scale, y: p.cost_value, label: `${p.gpu} ×${p.gpu_count}`, frontier: true,
+      xLow: xb?.low, xHigh: xb?.high, yLow: yb?.low, yHigh: yb?.high };
   });
   if (!pts.length) return h("p", null, t("none"));
-  const currency = r.options.find((o) => o.cost)?.cost.currency ?? "USD";
-  const xLabel = serving ? "TPOT (ms)" : trainingHours ? `${t("time_to_train")} (h)` : "s / 1M tokens";
-  const yLabel = `${t("cost")} (${currency})`;
-  return frontierChart(pts, { width, title: `${t("frontier")}: ${xLabel} × ${yLabel}`, xLabel, yLabel });
+  return frontierChart(pts, { width, title: `${t("frontier")}: ${x.label} × ${y.label}`, xLabel: x.label, yLabel: y.label });
 }
 
 function excludedTable(r) {
