@@ -206,4 +206,5 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         timed=counter.timed,
         gpus=len(data.specs),
         not_ranked=tuple(not_ranked),
+        feasible=len(feasible),
     )
