@@ -139,23 +139,23 @@ function optionCard(o) {
 
 /**
  * The frontier's axes in the units its points state (time_unit, cost_unit): TPOT is drawn in ms
- * (the API states it in s; its band, on the option, is in ms), time to train in h, training
- * throughput in s per 1M tokens; cost in the run's currency, per 1M tokens or per hour.
+ * (the API states it in s, "s TPOT"; its band, on the option, is in ms), time to train in h,
+ * training throughput in s per 1M tokens; cost per run, per 1M tokens or per hour.
  * Answers stored before units were stated get them from the question's mode.
  */
 export function frontierAxes(r) {
   const serving = r.options.some((o) => o.serving) || r.question?.mode === "inference";
   const first = r.frontier[0] || {};
-  const timeUnit = first.time_unit ?? (serving ? "s" : r.frontier.some((p) => p.hours != null) ? "h" : "s/1M tokens");
+  const timeUnit = first.time_unit ?? (serving ? "s TPOT" : r.frontier.some((p) => p.hours != null) ? "h" : "s/1M tokens");
   const currency = r.options.find((o) => o.cost)?.cost.currency ?? "USD";
-  const costUnit = first.cost_unit ?? (timeUnit === "h" ? currency : serving ? `${currency}/h` : `${currency}/1M tokens`);
-  const x = timeUnit === "s"
+  const costUnit = first.cost_unit ?? (timeUnit === "h" ? `${currency}/run` : serving ? `${currency}/h` : `${currency}/1M tokens`);
+  const x = timeUnit.startsWith("s TPOT")
     ? { label: "TPOT (ms)", scale: 1000, band: (o) => o?.serving?.tpot?.band }
     : timeUnit === "h"
       ? { label: `${t("time_to_train")} (h)`, scale: 1, band: (o) => o?.training?.time_to_train?.band }
       : { label: `${t("throughput_time")} (s / 1M tokens)`, scale: 1, band: () => null };
-  const isRun = !costUnit.includes("/");
-  const y = { label: `${t("cost")} (${costUnit.replace("/1M tokens", " / 1M tokens").replace("/h", " / h")})`,
+  const isRun = costUnit.endsWith("/run");
+  const y = { label: `${t("cost")} (${costUnit.replace("/", " / ")})`,
     band: (o) => (isRun ? o?.cost?.run : null) };
   return { x, y };
 }
