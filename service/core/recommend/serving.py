@@ -403,13 +403,12 @@ class _ServingSearch:
         n = replicas * tp
         job = replace(self.job, config=cfg, solve_for=None)
         nodes, per = _placement(gpu, n, self.q.constraints)
-        pool = _pool_shape(gpu, self.q.constraints) if self.q.constraints.pools is not None else None
-        if pool is not None and pool[0] >= tp:
-            per = (pool[0] // tp) * tp
-            nodes = math.ceil(replicas / (pool[0] // tp))
-        priced = price_plan(
-            self.data, self.q, gpu, deploy_shape(gpu, replicas, tp, tensor_parallel=tp, replicas=True)
-        )
+        shape = _pool_shape(gpu, self.q.constraints) if self.q.constraints.pools is not None else None
+        if shape is not None and shape[0] >= tp:
+            per = (shape[0] // tp) * tp
+            nodes = math.ceil(replicas / (shape[0] // tp))
+        deploy = deploy_shape(gpu, replicas, tp, tensor_parallel=tp, replicas=True)
+        priced = price_plan(self.data, self.q, gpu, deploy)
         quote, hourly = priced.quote, priced.hourly
         full: Estimate | None = None
         if r is not None:
@@ -463,7 +462,7 @@ class _ServingSearch:
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
             reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound),
             cost_per_million_tokens=cpm,
-            needs_nvlink=tp > 1 and gpu.node.nvlink_topology != "none",
+            needs_nvlink=deploy.needs_gpu_link,
             tco=priced.tco,
             network=priced.network,
             price_missing=priced.missing,

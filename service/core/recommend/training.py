@@ -399,8 +399,8 @@ class _TrainingSearch:
         hours = t.time_to_train_s / 3600.0 if t.time_to_train_s else None
         hb = t.time_to_train_band
         hours_band = (hb.low / 3600.0, hb.high / 3600.0) if hb is not None else None
-        shape = deploy_shape(gpu, nodes, per, tensor_parallel=cfg.tensor_parallel, sharding=cfg.sharding)
-        priced = price_plan(self.data, self.q, gpu, shape, hours=hours, hours_band=hours_band)
+        deploy = deploy_shape(gpu, nodes, per, tensor_parallel=cfg.tensor_parallel, sharding=cfg.sharding)
+        priced = price_plan(self.data, self.q, gpu, deploy, hours=hours, hours_band=hours_band)
         quote, hourly = priced.quote, priced.hourly
         tps = t.tokens_per_s
         time_value = hours if hours is not None else (1e6 / tps if tps > 0 else math.inf)
@@ -437,7 +437,7 @@ class _TrainingSearch:
             reasons=tuple(reasons),
             run_cost=run,
             cost_per_million_tokens=cpm,
-            needs_nvlink=cfg.sharding in ("fsdp", "zero3") and per > 1 and gpu.node.nvlink_topology != "none",
+            needs_nvlink=deploy.needs_gpu_link,
             tco=priced.tco,
             network=priced.network,
             price_missing=priced.missing,
