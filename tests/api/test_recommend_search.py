@@ -312,3 +312,41 @@ def test_a_multi_node_answer_states_its_network_and_the_frontier_has_units(clien
         assert p["time_unit"] == "h"
         assert p["cost_unit"].startswith("USD/")
         assert p["time_vs_first"] is not None and p["time_vs_first"] > 0
+
+
+def test_scheduling_hints_ask_for_what_the_plan_runs_on(client: TestClient) -> None:
+    """Serving: one Slurm job per replica (an array), each TP GPUs of one node -- never the
+    replicas' GPUs rounded up to whole nodes. Training: one torchrun task per node (torchrun
+    starts a process per GPU itself)."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "qwen2.5-72b",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 1024,
+                "output_len": 256,
+                "requests_per_s": 20,
+                "ttft_target_ms": 1000,
+                "tpot_target_ms": 50,
+            },
+            "constraints": {"allowed_gpus": ["nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 64},
+            "objective": "cheapest",
+        },
+    )
+    for o in doc["options"]:
+        s, slurm = o["strategy"], o["scheduling"]["slurm"]
+        assert "--nodes=1" in slurm
+        assert f"--gres=gpu:{slurm[1].split(':')[1]}:{s['tensor_parallel']}" == slurm[1]
+        if s["replicas"] > 1:
+            assert f"--array=0-{s['replicas'] - 1}" in slurm
+    train = _ask(
+        client,
+        {
+            "workload": {**PRETRAIN_8B, "tokens": 1e11},
+            "constraints": {"allowed_gpus": ["nvidia-b200"], "max_gpus": 16},
+        },
+    )["options"][0]
+    assert "--ntasks-per-node=1" in train["scheduling"]["slurm"]
+    assert "--nodes=2" in train["scheduling"]["slurm"]
