@@ -482,6 +482,11 @@ class ConsideredOut(BaseModel):
     candidates: int = Field(description="GPU x count x strategy combinations enumerated")
     memory_estimates: int = Field(description="memory breakdowns computed (shared by every GPU)")
     timed: int = Field(description="candidates timed by the estimator after pruning")
+    feasible: int = Field(
+        default=0,
+        description="GPUs with an option that meets every constraint; `options` lists the best `limit` of them "
+        "(ask again with a larger limit for the rest)",
+    )
     not_ranked: list[str] = Field(
         default_factory=list,
         description="GPUs not sized: a physical lower bound on their objective value was already worse than the "
@@ -508,6 +513,11 @@ class RecommendResponse(BaseModel):
     calibration_watermark: int | None = None
     objective: Objective
     question: dict[str, Any] = Field(description="the workload as understood: model, mode, defaults filled")
+    asked: dict[str, Any] | None = Field(
+        default=None,
+        description="the request as asked (workload, constraints, objective, limit, cost assumptions): "
+        "POSTing it again asks the same question; null in answers stored before it was kept",
+    )
     options: list[OptionOut]
     frontier: list[FrontierPoint] = Field(
         description="time vs cost Pareto frontier over every feasible option"

@@ -924,6 +924,7 @@ def document(outcome: RecommendOutcome) -> dict[str, Any]:
             memory_estimates=rec.memory_estimates,
             timed=rec.timed,
             not_ranked=[g.slug for g, _b in rec.not_ranked],
+            feasible=rec.feasible,
         ),
     )
     return resp.model_dump(mode="json")

@@ -235,5 +235,7 @@ class Recommendation:
     not_ranked: tuple[tuple[GpuSpec, float], ...] = ()
     """GPUs not sized because a physical lower bound on their objective value was already worse
     than the last option returned (with that bound)."""
+    feasible: int = 0
+    """GPUs with an option that meets every constraint; ``options`` holds the best ``limit``."""
     assumptions: tuple[Reason, ...] = ()
     """What the first option (or the question) assumed that moves the answer."""
