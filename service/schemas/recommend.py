@@ -10,12 +10,14 @@ machine ``code``, its numbers in ``params`` and a ``message`` in the language th
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.core.pricing.cost import CostAssumptions
 from service.core.recommend.search import (
+    DEFAULT_SERVING_ENGINE,
     Constraints,
     Pool,
     RecommendQuestion,
@@ -52,6 +54,17 @@ class PoolIn(BaseModel):
     nodes: JsonInt = Field(default=1, ge=1, le=4096)
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="between the GPUs of a node; default: what the catalog says the part has"
+    )
+    network_gbps_per_node: float | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        description="network between nodes, Gb/s per node (all NICs together); default: the stated default "
+        "of the network model, named in multi-node answers",
+        examples=[400],
+    )
+    rdma: bool | None = Field(
+        default=None, description="GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA); default: unknown"
     )
 
 
@@ -147,6 +160,8 @@ class ConstraintsIn(BaseModel):
                     else min(p.free_gpus_per_node, p.gpus_per_node),
                     nodes=p.nodes,
                     interconnect=p.interconnect,
+                    network_gbps_per_node=p.network_gbps_per_node,
+                    rdma=p.rdma,
                 )
                 for p in self.inventory
             )
@@ -224,8 +239,15 @@ class RecommendRequest(BaseModel):
     cost: CostAssumptionsIn = Field(default_factory=CostAssumptionsIn)
 
     def to_core(self) -> RecommendQuestion:
+        job = self.workload.to_core()
+        w = self.workload
+        assumed = None
+        if "engine" not in w.model_fields_set and (w.requests_per_s is not None or w.concurrency is not None):
+            assumed = DEFAULT_SERVING_ENGINE  # a load to serve means continuous batching
+            job = replace(job, engine=assumed)
         return RecommendQuestion(
-            job=self.workload.to_core(),
+            job=job,
+            engine_assumed=assumed,
             constraints=self.constraints.to_core(),
             objective=self.objective,
             limit=self.limit,
@@ -322,6 +344,20 @@ class ServingPerfOut(BaseModel):
     sources: list[str] = Field(default_factory=list)
 
 
+class NetworkOut(BaseModel):
+    """The links of the instance type (or inventory pool) an option is priced on."""
+
+    intra_node: str = Field(description="nvlink | infinity_fabric | pcie | none: between the GPUs of a node")
+    gpu_link_gpus: int = Field(description="the largest group of a node's GPUs that link joins")
+    inter_node_gbps: float | None = Field(
+        description="network between nodes, Gb/s per instance; null: none stated (not used across nodes)"
+    )
+    rdma: str | None = Field(description="efa | infiniband | roce | yes | no; null: not stated")
+    intra_basis: str = Field(description="table (sourced per-instance row or the request) or form_factor")
+    inter_basis: str = Field(description="table or provider_default")
+    source: str
+
+
 class CostOut(BaseModel):
     currency: str
     provider: str | None = None
@@ -353,6 +389,9 @@ class CostOut(BaseModel):
     )
     suspect_reasons: list[SuspectReasonOut] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    network: NetworkOut | None = Field(
+        default=None, description="the links of the instance type it is priced on"
+    )
 
 
 class KubernetesHint(BaseModel):
@@ -400,8 +439,17 @@ class FrontierPoint(BaseModel):
     gpu_count: int
     hours: float | None = None
     cost: float | None = None
-    time_value: float = Field(description="training: hours (or s per 1M tokens); serving: TPOT ms")
-    cost_value: float = Field(description="run cost, or cost per million tokens / per hour")
+    time_value: float = Field(description="in time_unit")
+    time_unit: str = Field(
+        description="h (time to train), s/1M tokens (training without tokens) or s TPOT (serving)"
+    )
+    cost_value: float = Field(description="in cost_unit")
+    cost_unit: str = Field(description="e.g. USD/run, USD/1M tokens or USD/h")
+    neighbour: Literal["faster", "cheaper"] | None = Field(
+        default=None, description="the frontier's nearest faster or cheaper point next to option #1"
+    )
+    time_vs_first: float | None = Field(default=None, description="time_value / option #1's (1.0: the same)")
+    cost_vs_first: float | None = Field(default=None, description="cost_value / option #1's")
     rank: int | None = Field(
         default=None, description="the option's rank when it is among the options returned"
     )
@@ -434,6 +482,11 @@ class ConsideredOut(BaseModel):
     candidates: int = Field(description="GPU x count x strategy combinations enumerated")
     memory_estimates: int = Field(description="memory breakdowns computed (shared by every GPU)")
     timed: int = Field(description="candidates timed by the estimator after pruning")
+    feasible: int = Field(
+        default=0,
+        description="GPUs with an option that meets every constraint; `options` lists the best `limit` of them "
+        "(ask again with a larger limit for the rest)",
+    )
     not_ranked: list[str] = Field(
         default_factory=list,
         description="GPUs not sized: a physical lower bound on their objective value was already worse than the "
@@ -460,6 +513,11 @@ class RecommendResponse(BaseModel):
     calibration_watermark: int | None = None
     objective: Objective
     question: dict[str, Any] = Field(description="the workload as understood: model, mode, defaults filled")
+    asked: dict[str, Any] | None = Field(
+        default=None,
+        description="the request as asked (workload, constraints, objective, limit, cost assumptions): "
+        "POSTing it again asks the same question; null in answers stored before it was kept",
+    )
     options: list[OptionOut]
     frontier: list[FrontierPoint] = Field(
         description="time vs cost Pareto frontier over every feasible option"
@@ -467,4 +525,9 @@ class RecommendResponse(BaseModel):
     excluded: list[ExclusionOut]
     what_if: list[WhatIfOut] = Field(description="at most 3 changes that make a cheaper option feasible")
     warnings: list[ReasonOut] = Field(default_factory=list)
+    assumptions: list[ReasonOut] = Field(
+        default_factory=list,
+        description="what the first option assumed that moves the answer: optimizer-state recipe (and "
+        "what the other needs), loop, stack, network, engine, prices used, band level",
+    )
     considered: ConsideredOut

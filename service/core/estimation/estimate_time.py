@@ -49,8 +49,10 @@ from service.core.estimation.serving import (
 from service.core.estimation.serving import (
     estimate_batch_inference as batch_inference_time,
 )
+from service.core.estimation.serving_engines import prefill_time_share
 from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
+from service.core.estimation.transfer_accuracy import loso_note
 from service.core.evidence.aggregate import CellView
 from service.core.evidence.provenance import weakest
 
@@ -85,6 +87,13 @@ def _derived_span(gpu: GpuSpec, precision: str) -> tuple[GpuSpec, GpuSpec, str] 
         replace(gpu, peaks={**gpu.peaks, **hi}, bandwidth_gb_per_s=bw_hi),
         text,
     )
+
+
+def _with_loso(notes: tuple[str, ...], workload: str) -> tuple[str, ...]:
+    """A figure for a GPU nobody measured here says how cross-GPU ratios of its family held on
+    published sources left out of the fit (issue 27)."""
+    note = loso_note(workload)
+    return notes if note is None else (*notes, note)
 
 
 def _time(
@@ -146,6 +155,8 @@ def _time(
     network = st.layout.describe() if st.layout is not None and st.layout.nodes > 1 else None
     if network is not None:
         notes = (*notes, f"network: {network}")
+    if prov != "measured" and scope != "same-gpu":
+        notes = _with_loso(notes, workload)
     tokens_per_s = st.tokens_per_s / k * c.data_parallel
     return TimeAnswer(  # the step time and its band by position: > 15 keywords would build a dict per call
         step,
@@ -221,6 +232,8 @@ def _serving(
             notes=notes,
         )
     accuracy = _accuracy(scope, gpu, workload)
+    if scope != "same-gpu":
+        notes = _with_loso(notes, workload)
     ttft_band, tpot_band = sv.ttft_band, sv.tpot_band
     span = _derived_span(gpu, "fp32" if c.precision == "fp32" else "bf16")
     if span is not None:
@@ -277,7 +290,7 @@ def _continuous(
     if eng.provenance == "transferred":
         notes.append(
             "continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
-            "vLLM's scheduler and memory defaults (no vLLM table calibrates it; band x"
+            f"{eng.name}'s scheduler and memory defaults (no {eng.name} table calibrates it; band x"
             f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})"
         )
     cap, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
@@ -361,6 +374,7 @@ def _continuous(
         max_concurrency_per_replica=cap,
         rate=rate,
         notes=tuple(notes),
+        prefill_time_share=prefill_time_share(d, e, float(max(conc, 1)), w.input_len, w.output_len),
     )
 
 

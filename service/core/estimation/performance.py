@@ -64,6 +64,7 @@ from service.core.estimation.step_terms import (
     MOE_EAGER_INFER_KERNELS,
     MOE_EAGER_KERNELS_BWD,
     MOE_EAGER_KERNELS_FWD,
+    NF4_PASS_BYTES_PER_PARAM,
     OPS_ENCODER_LAYER_BWD,
     OPS_ENCODER_LAYER_FWD,
     OPS_HEAD,
@@ -77,6 +78,7 @@ from service.core.estimation.step_terms import (
     _dequant_bytes,
     _shape,
     _step_shape,
+    qlora_terms,
 )
 
 __all__ = [
@@ -96,6 +98,7 @@ __all__ = [
     "MOE_EAGER_KERNELS_BWD",
     "MOE_EAGER_KERNELS_FWD",
     "NETWORK_GBIT_PER_S_PER_GPU",
+    "NF4_PASS_BYTES_PER_PARAM",
     "OPS_ENCODER_LAYER_BWD",
     "OPS_ENCODER_LAYER_FWD",
     "OPS_HEAD",
@@ -385,20 +388,14 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     host_fwd *= e.dispatch_s * fx.launches
     host_bwd *= e.dispatch_s * fx.launches
 
-    # ---- QLoRA: every frozen NF4 linear is dequantised to 16-bit before each of its GEMMs:
-    # forward, backward (input gradient) and, checkpointed, the recompute
-    t_dq = 0.0
-    if c.finetune == "qlora" and sh.decoder:
-        t_dq = sh.dequant_bytes / (bw * DEQUANT_RATE)
-        host_fwd += sh.linears * HOST_COST_FORWARD * e.dispatch_s * fx.launches
-        host_bwd += (
-            sh.linears
-            * (1.0 + (HOST_COST_RECOMPUTE if c.gradient_checkpointing else 0.0))
-            * e.dispatch_s
-            * fx.launches
+    if c.finetune == "qlora" and sh.decoder:  # bitsandbytes' NF4 dequantisation per GEMM pass
+        dq_f, dq_b, dq_hf, dq_hb = qlora_terms(sh, bw, e.dispatch_s * fx.launches, c.gradient_checkpointing)
+        t_ew_fwd, t_ew_bwd, host_fwd, host_bwd = (
+            t_ew_fwd + dq_f,
+            t_ew_bwd + dq_b,
+            host_fwd + dq_hf,
+            host_bwd + dq_hb,
         )
-    t_ew_fwd += t_dq
-    t_ew_bwd += t_dq * (2.0 if c.gradient_checkpointing else 1.0)
     if sh.moe_experts:  # the eager expert loop's small kernels (MOE_EAGER_GPU_S_PER_KERNEL)
         scale = H200_BANDWIDTH_GB_PER_S / gpu.require_bandwidth()
         t_moe_f = L * sh.moe_experts * MOE_EAGER_KERNELS_FWD * MOE_EAGER_GPU_S_PER_KERNEL[0] * scale

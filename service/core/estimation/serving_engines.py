@@ -12,13 +12,16 @@ from service.core.catalog.models import DecoderSpec
 from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import MissingFigure
+from service.core.estimation.fp4 import FP4_WEIGHT_FORMATS, fp4_tensor_cores
 from service.core.estimation.memory import (
     InferenceConfig,
+    expert_weight_bytes,
     weight_bytes,
 )
 from service.core.estimation.performance import (
     PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
 )
+from service.core.estimation.serving_features import draft_share
 
 GiB = 2**30
 
@@ -85,7 +88,30 @@ ENGINE_CLASSES: Mapping[str, EngineClass] = {
         "(1024 / 8192 for the API server on GPUs with >= 70 GiB that are not A100, else 256 / 2048)",
         "transferred",
     ),
+    "sglang": EngineClass(
+        "sglang",
+        "continuous",
+        True,
+        "device",
+        0.88,
+        "on_demand",
+        "SGLang: mem_fraction_static (weights + KV pool) from its GPU-memory heuristic, about 0.88 on "
+        "80-141 GB GPUs, RadixAttention paged KV (tokens allocated as they appear), CUDA graphs, chunked "
+        "prefill of 8192 tokens on GPUs of 60-160 GB (16384 above, 4096 / 2048 below), max_running_requests "
+        "bounded by the KV pool",
+        "transferred",
+    ),
 }
+
+ENGINE_VERSIONS: Mapping[str, str] = {
+    "hf-transformers": "transformers as the agent measured it (each measurement's fingerprint records it)",
+    "tensorrt-llm": "0.14-0.17 (the published NVIDIA tables the continuous class is fitted on)",
+    "vllm": "0.8+ (V1 engine: the scheduler and memory defaults above)",
+    "sglang": "0.5 (the scheduler and memory defaults above)",
+}
+"""The engine version an answer's figures assume, by engine: stated in every serving answer
+(``engine_version``) beside the version a request names (``engine_version_requested``), which
+no calibration distinguishes yet."""
 """The engines modelled. ``sglang`` is absent on purpose: no published or measured data
 calibrates it (a 422 says so rather than a relabelled vLLM answer)."""
 
@@ -105,6 +131,10 @@ def engine_limits(engine: EngineClass, gpu: GpuSpec, offline: bool = False) -> t
         return (1024, 8192) if big else (256, 2048)
     if engine.name == "tensorrt-llm":
         return TRT_MAX_BATCH, TRT_MAX_NUM_TOKENS
+    if engine.name == "sglang":  # ServerArgs' chunked_prefill_size by GPU memory; requests: the KV pool
+        mem = gpu.fit_memory_bytes or 0
+        chunk = 16384 if mem >= 160 * GiB else 8192 if mem >= 60 * GiB else 4096 if mem >= 35 * GiB else 2048
+        return TRT_MAX_BATCH, chunk
     return 1 << 30, 1 << 30
 
 
@@ -254,6 +284,11 @@ class Deployment:
     act_fixed: float  # fp32 logits of a few hundred sequences, per GPU
     notes: tuple[str, ...] = ()
     missing: str | None = None  # a datasheet figure the time model needs and the catalog lacks
+    attn_flops_per_ctx_prefill: float = 0.0  # prefill's, where it differs (MLA expands K/V); 0: the same
+    prefix_hit_rate: float = 0.0  # share of each prompt's tokens served from the prefix cache
+    spec_tokens: int = 0  # speculative decoding: tokens drafted per step (0: none)
+    spec_acceptance: float = 0.0  # probability each drafted token is accepted (i.i.d.)
+    spec_draft_share: float = 0.0  # one drafted token's cost as a share of a decode iteration
 
 
 def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
@@ -274,6 +309,14 @@ def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None
     base = "fp32" if c.precision == "fp32" else PEAK_KEY.get(c.precision, "bf16")
     if base not in ("fp32", "fp16", "bf16"):
         base = "bf16"
+    if fmt in FP4_WEIGHT_FORMATS:
+        if fp4_tensor_cores(fmt, gpu) and gpu.peak_for("fp8"):
+            return (
+                "fp8",
+                True,
+                f"{fmt} GEMMs counted at the FP8 peak (no sourced dense FP4 peak in the catalog)",
+            )
+        return base, False, f"{fmt} weights dequantised to 16-bit in the GEMM (weight-only) on {gpu.slug}"
     if fmt in ("fp8", "int8"):
         if gpu.support_for(fmt) == "yes" and gpu.peak_for(fmt):
             return fmt, True, None
@@ -307,15 +350,14 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     cb = 4 if c.precision == "fp32" else 2
     w_all = weight_bytes(m, c.weight_format, cb) / tp
     expert_bytes = 0.0
-    if m.is_moe:
-        ratio = w_all / max(1.0, float(m.total_params) / tp)  # bytes per parameter, on average
-        expert_bytes = float(m.num_layers * m.num_experts * m.expert_params) / tp * ratio
+    if m.is_moe:  # the routed experts (shared experts and dense layers are read every iteration)
+        expert_bytes = expert_weight_bytes(m, c.weight_format, cb) / tp
     h = m.hidden_size
     q = float(m.q_dim) / tp
-    kvd = float(m.kv_dim) / tp
-    f = float(m.intermediate_size) / tp
+    kvd = float(m.kv_dim) / m.kv_shards(tp)
+    f_act = m.ffn_active_width / tp
     layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
-    expert_flops = 2.0 * m.num_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
+    expert_flops = 2.0 * m.moe_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
     link, link_kind = _link_bytes_per_s(gpu, tp)
     notes = (note,) if note else ()
     return Deployment(
@@ -332,9 +374,14 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         flops_per_token=2.0 * m.num_layers * layer_mm - expert_flops,
         expert_flops_per_token=expert_flops,
         head_flops_per_seq=2.0 * h * m.vocab_size / tp,
-        attn_flops_per_ctx=4.0 * q * m.num_layers,
-        kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / tp,
-        ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f * m.experts_per_token),
+        attn_flops_per_ctx=m.attention_flops_per_ctx_token("decode") / tp * m.num_layers,
+        attn_flops_per_ctx_prefill=m.attention_flops_per_ctx_token("prefill") / tp * m.num_layers,
+        prefix_hit_rate=c.prefix_cache_hit_rate,
+        spec_tokens=c.draft_tokens if c.speculative else 0,
+        spec_acceptance=c.acceptance_rate,
+        spec_draft_share=draft_share(m, c.speculative),
+        kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp),
+        ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,
         peak_gemm16=peak16,
         w8a8=w8a8,
@@ -343,7 +390,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         link_kind=link_kind,
         hidden=h,
         layers=m.num_layers,
-        act_per_token=2.0 * (4.0 * h + 3.0 * f * m.experts_per_token + 2.0 * (q + 2.0 * kvd)),
+        act_per_token=2.0 * (4.0 * h + 3.0 * float(m.ffn_peak_width) / tp + 2.0 * (q + 2.0 * kvd)),
         act_fixed=256.0 * 4.0 * m.vocab_size / tp,
         notes=notes,
         missing=missing,
@@ -355,16 +402,20 @@ class _Coefficients:
     model's fixed point costs a few float operations per evaluation."""
 
     __slots__ = (
+        "attn_dec",
         "attn_pre",
         "comm0",
         "comm1",
+        "computed",
         "ew",
         "expert_flops",
         "flops",
         "head",
         "kv",
+        "kv_bytes",
         "moe",
         "rate",
+        "reach",
         "step",
         "topk_e",
         "w_dense",
@@ -379,6 +430,7 @@ class _Coefficients:
         if d.w8a8:  # an FP8/INT8 checkpoint can always run weight-only at the 16-bit rate
             rate = max(rate, d.peak_gemm16 * e.mm16)
         attn = d.attn_flops_per_ctx / (d.peak_gemm16 * e.attn)
+        attn_pre = (d.attn_flops_per_ctx_prefill or d.attn_flops_per_ctx) / (d.peak_gemm16 * e.attn)
         self.rate = rate
         self.flops = d.flops_per_token / rate
         self.head = d.head_flops_per_seq / rate
@@ -388,17 +440,24 @@ class _Coefficients:
         self.w_dense = d.w_dense / bw
         self.w_experts = d.w_experts / bw
         self.kv = max(d.kv_per_token / bw, attn)  # decode attention: KV reads or its FLOPs, per (seq x ctx)
-        self.attn_pre = attn
+        self.kv_bytes, self.attn_dec = d.kv_per_token / bw, attn
+        self.attn_pre = attn_pre
         self.ew = d.ew_per_token / bw
         self.comm0 = 2.0 * d.layers * e.allreduce_s if d.tp > 1 else 0.0
         self.comm1 = (
             2.0 * d.layers * 4.0 * (d.tp - 1) / d.tp * d.hidden / (d.link * e.comm) if d.tp > 1 else 0.0
         )
         self.step = e.step_s
+        # prefix cache: a prompt computes only its uncached (1 - h) tail, whose tokens attend the
+        # cached head too: mean context h I + (1 - h) I / 2 = (1 + h) I / 2
+        self.computed = 1.0 - d.prefix_hit_rate
+        self.reach = 1.0 + d.prefix_hit_rate
 
     def iteration(
         self, n_dec: float, ctx: float, pre_tokens: float, pre_ctx: float, pre_seqs: float
     ) -> float:
+        pre_tokens *= self.computed
+        pre_ctx *= self.reach
         T = n_dec + pre_tokens
         if T <= 0:
             return self.step
@@ -433,6 +492,28 @@ def _coefficients(d: Deployment, e: EngineEfficiencies) -> _Coefficients:
     return k
 
 
+def speculative_step_s(d: Deployment, e: EngineEfficiencies, n_dec: float, ctx: float) -> float:
+    """One speculative decode step of ``n_dec`` sequences: ``k`` draft passes, then the target
+    verifies ``k + 1`` tokens per sequence in one forward (GEMM FLOPs, LM head and activations for
+    all of them; the KV cache read once, its attention FLOPs ``k + 1`` times)."""
+    k = _coefficients(d, e)
+    spec = float(d.spec_tokens)
+    base = k.iteration(n_dec, ctx, 0.0, 0.0, 0.0)
+    T = n_dec * (spec + 1.0)
+    w = k.w_dense
+    if k.moe:
+        w += k.w_experts * (1.0 - (1.0 - k.topk_e) ** max(T, 1.0))
+    verify = (
+        T * (k.flops + k.expert_flops + k.ew + k.comm1)
+        + T * k.head
+        + w
+        + n_dec * ctx * max(k.kv_bytes, k.attn_dec * (spec + 1.0))
+        + k.comm0
+        + k.step
+    )
+    return verify + spec * d.spec_draft_share * base
+
+
 def iteration_s(
     d: Deployment,
     e: EngineEfficiencies,
@@ -453,6 +534,22 @@ def iteration_s(
     ``T h`` 16-bit activations (latency + ``2 (tp-1)/tp`` volume over the link); the fixed
     ``step_s``."""
     return _coefficients(d, e).iteration(n_dec, ctx, pre_tokens, pre_ctx, pre_seqs)
+
+
+def prefill_time_share(
+    d: Deployment, e: EngineEfficiencies, n_dec: float, input_len: float, output_len: float
+) -> float:
+    """Share of a replica's GPU time that prompts take when ``n_dec`` sequences decode together:
+    a prompt is charged the time its ``input_len`` tokens add to an iteration, and each output
+    token ``1 / n_dec`` of a decode iteration (the iterations run anyway, so their fixed costs --
+    weight streaming, the step -- land on output tokens). What splits a replica-hour into the
+    cost of input and of output tokens (:mod:`service.core.pricing.token_cost`)."""
+    n = max(n_dec, 1.0)
+    ctx = input_len + output_len / 2.0
+    base = iteration_s(d, e, n, ctx)
+    prompt = max(0.0, iteration_s(d, e, n, ctx, input_len, input_len / 2.0, 1.0) - base)
+    decode = max(output_len, 1.0) * base / n
+    return prompt / (prompt + decode)
 
 
 def mean_iteration_s(
