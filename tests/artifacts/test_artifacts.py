@@ -225,7 +225,7 @@ def _skypilot_python() -> str | None:
     exe = os.environ.get("GPU_ADVISOR_SKYPILOT_PYTHON")
     if exe:
         return exe
-    if os.environ.get("GPU_ADVISOR_REQUIRE_SKYPILOT") == "1":
+    if os.environ.get("GPU_ADVISOR_REQUIRE_TOOLS") == "1":
         pytest.fail("GPU_ADVISOR_SKYPILOT_PYTHON is not set (.ci/run builds the SkyPilot venv)")
     return None
 
