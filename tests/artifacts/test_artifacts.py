@@ -240,7 +240,12 @@ def _skypilot_check(paths: list[Path]) -> list[dict[str, Any]]:
         [exe, str(Path(validate.__file__).with_name("skypilot_check.py")), *map(str, paths)],
         capture_output=True,
         text=True,
-        env={**os.environ, "HOME": str(home), "PYTHONWARNINGS": "ignore"},
+        env={
+            **os.environ,
+            "HOME": str(home),
+            "PYTHONWARNINGS": "ignore",
+            "SKYPILOT_DISABLE_USAGE_COLLECTION": "1",
+        },
         timeout=300,
     )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
