@@ -212,6 +212,18 @@ def run(out: Callable[[str], None] = print) -> dict[str, Any]:
         out(
             f"    {a:8s} compute x{math.exp(full.compute[a]):.2f} ({fams}), memory x{math.exp(full.memory.get(a, 0.0)):.2f}"
         )
+    fitted_on = {
+        "class_terms": {c: sorted({p.source for p in points if p.cls == c}) for c in sorted(full.share)},
+        "architecture_terms": {
+            a: sorted({p.source for p in points if p.arch == a}) for a in sorted(full.memory)
+        },
+    }
+    out("  what was fitted on which sources (compute share, host and link terms per class; compute per")
+    out("  precision and bandwidth per architecture) -- the final fit uses all; each LOSO fold drops one:")
+    for kind, d in fitted_on.items():
+        for k, v in d.items():
+            out(f"    {kind[:-6]:12s} {k:12s} <- {', '.join(v)}")
+    summary["fitted_on"] = fitted_on
     summary["model"] = {
         "share": dict(full.share),
         "compute": dict(full.compute),
@@ -238,6 +250,7 @@ def accuracy_doc(summary: dict[str, Any]) -> dict[str, Any]:
         "pooled": lo["pooled"],
         "by_family": lo["by_family"],
         "by_precision": lo["by_precision"],
+        "fitted_on": summary["fitted_on"],
     }
 
 
