@@ -54,6 +54,9 @@ export const STRINGS = {
     not_sized: "{n} more not sized: a lower bound already ranks them below the last one shown.",
     nothing_fits: "No GPU meets this question; the reasons and what-ifs below say what would change that.",
     excluded_other: "Not in the allowed list ({n})", asking: "Asking…",
+    nav_legend: "Legend", legend_title: "What the labels mean",
+    legend_intro: "Every number on this page carries where it comes from and how sure it is; these are the words used.",
+    what_is: "What \"{term}\" means", best_band: "≈ best",
   },
   zh: {
     title: "GPU 选型助手",
@@ -107,6 +110,9 @@ export const STRINGS = {
     not_sized: "另有 {n} 种未测算：其下界已排在最后一个显示的方案之后。",
     nothing_fits: "没有 GPU 满足这个问题；下面的原因和“如果……”说明怎样改变才行。",
     excluded_other: "不在允许列表中（{n}）", asking: "正在询问……",
+    nav_legend: "标签说明", legend_title: "标签的含义",
+    legend_intro: "本页每个数字都标明来源和可信程度；以下是所用的词。",
+    what_is: "“{term}”是什么意思", best_band: "≈ 最佳",
   },
 };
 

@@ -115,7 +115,7 @@ function optionCard(o) {
   const c = o.cost;
   return h("article", { class: "option", "data-rank": o.rank, "data-gpu": o.gpu.slug },
     h("h3", null, h("span", { class: "rank" }, `#${o.rank}`), ` ${o.gpu.name} × ${o.strategy.gpu_count}`,
-      o.within_error_of_best ? h("span", { class: "badge" }, " ≈ best") : null),
+      o.within_error_of_best ? [" ", h("a", { class: "badge", href: `#/legend?term=${encodeURIComponent("≈ best")}`, title: t("what_is", { term: "≈ best" }) }, t("best_band"))] : null),
     h("p", { class: "note" }, strategyText(o.strategy)),
     h("dl", { class: "facts" },
       h("dt", null, t("memory_title")), h("dd", null, `${gib(o.memory.needed_bytes)} / ${gib(o.memory.usable_bytes)} (${t("headroom")} ${gib(o.memory.headroom_bytes)}) `, provenance(o.memory.provenance)),
@@ -223,7 +223,8 @@ function answer(r, width, more) {
     r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
     r.frontier.length ? [h("h2", null, t("frontier")), frontierSection(r, width)] : null,
     r.excluded.length ? [h("h2", null, t("excluded")), excludedSection(r)] : null,
-    h("p", { class: "note" }, `${r.recommendation_id} · ${when(r.as_of)} · ${r.considered.candidates} candidates, ${r.considered.timed} timed`));
+    h("p", { class: "note" }, `${r.recommendation_id} · ${when(r.as_of)} · ${r.considered.candidates} candidates, ${r.considered.timed} timed · `,
+      h("a", { href: "#/legend" }, t("legend_title"))));
 }
 
 /**
