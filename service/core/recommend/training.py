@@ -27,7 +27,7 @@ from service.core.recommend.candidates import (
     _placement,
     _pool_shape,
 )
-from service.core.recommend.deployment import deploy_shape, price_plan
+from service.core.recommend.deployment import deploy_shape, gpu_hour_floor, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import ratio_half_width
 from service.core.recommend.reasons import Reason
@@ -212,13 +212,8 @@ class _TrainingSearch:
         return rate * gpu_hours_per_token * 1e6  # per million tokens trained
 
     def _gpu_hour_floor(self, gpu: GpuSpec) -> float | None:
-        """The lowest price of one GPU-hour of ``gpu`` (alone, or in an 8-GPU shape)."""
-        book = self.data.prices
-        if book is None:
-            return None
-        quotes = [(book.rent(gpu.slug, k, self.q.cost), k) for k in (1, 8)]
-        rates = [q.per_hour / k for q, k in quotes if q is not None]
-        return min(rates) if rates else None
+        """The lowest price of one GPU-hour of ``gpu`` any plan of it can pay (rented or owned)."""
+        return gpu_hour_floor(self.data, self.q, gpu)
 
     def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
         """The memory verdict alone (breakdowns are shared, so this is cheap): the exclusion a
