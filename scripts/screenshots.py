@@ -48,6 +48,8 @@ VIEWS = [
     ),
     ("data", "#/data", "table.coverage"),
     ("gpus", "#/gpus/nvidia-l20", "table.spec"),
+    ("gpus-list", "#/gpus?supports=fp8&sort=-usable_memory_bytes", "table.gpu-list"),
+    ("legend", "#/legend?term=published", "dl.legend-terms"),
 ]
 
 

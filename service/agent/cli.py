@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -76,8 +77,20 @@ SpoolOpt = Annotated[
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    # the message is text, not markup: "pip install 'gpu-advisor[agent]'" keeps its [agent]
+    err.print(f"[bold red]error:[/] {escape(message)}")
     return typer.Exit(code)
+
+
+def _require_torch() -> None:
+    """One line naming the extra, not a worker's traceback, when PyTorch is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise _fail(
+            "PyTorch is not installed: the suite needs the agent extra (pip install 'gpu-advisor[agent]')",
+            exitcodes.ERROR,
+        )
 
 
 def parse_duration(text: str) -> float:
@@ -245,6 +258,7 @@ def run(
     spool_dir: SpoolOpt = None,
 ) -> None:
     """Run the benchmark suite; each configuration in its own process."""
+    _require_torch()
     plan = _select_plan(plan_file, sizes, smoke, workloads)
     budget = parse_duration(time_budget) if time_budget else None
     if isolation not in ("forkserver", "spawn"):

@@ -128,3 +128,28 @@ def test_run_refuses_a_busy_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "--allow-busy" in res.output
     res = CliRunner().invoke(cli.agent_app, ["run", "--sizes", "quick", "--gpu", "3"])
     assert res.exit_code == exitcodes.NO_GPU
+
+
+def test_a_missing_extra_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: `agent probe` without nvidia-ml-py printed "pip install 'gpu-advisor'" (rich read
+    "[agent]" as markup), and `agent run --smoke` without torch printed a worker's traceback."""
+    import builtins
+    import importlib.util
+
+    real_import, real_find = builtins.__import__, importlib.util.find_spec
+
+    def no_pynvml(name: str, *a: object, **k: object) -> object:
+        if name == "pynvml":
+            raise ImportError("No module named 'pynvml'")
+        return real_import(name, *a, **k)  # type: ignore[arg-type]
+
+    runner = CliRunner()
+    monkeypatch.setattr(builtins, "__import__", no_pynvml)
+    res = runner.invoke(cli.agent_app, ["probe"])
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    assert res.exit_code == exitcodes.NO_DRIVER
+    assert "pip install 'gpu-advisor[agent]'" in res.output.replace("\n", "")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "torch" else real_find(n, *a))
+    res = runner.invoke(cli.agent_app, ["run", "--smoke"])
+    assert res.exit_code == exitcodes.ERROR and "Traceback" not in res.output
+    assert "PyTorch is not installed" in res.output and "'gpu-advisor[agent]'" in res.output.replace("\n", "")

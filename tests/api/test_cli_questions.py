@@ -158,3 +158,20 @@ def test_calibrations_are_kept_per_database_and_watermark(
             fourth.compare(["L40", "A100"], currency="USD", workload=None)
         assert len(refused.value.candidates) == 4
         engine.dispose()
+
+
+def test_a_database_behind_the_shipped_migrations_is_migrated_first(tmp_path: Path) -> None:
+    from service.db.migrate import downgrade
+
+    for url in fresh_database_url(tmp_path, "behind"):
+        settings = Settings(database_url=url)
+        engine = make_engine(url)
+        bootstrap(engine, settings)
+        downgrade(engine, "0004")  # an install from before the newest migration
+        engine.dispose()
+        out = cli(settings, tmp_path, "estimate", "--model", "llama3-8b", "--gpu", "L40", "--json")
+        assert out.returncode == 0, out.stderr
+        assert "the database's schema is at 0004: migrating to" in out.stderr
+        assert json.loads(out.stdout)["memory"]["fits"] in (True, False)
+        again = cli(settings, tmp_path, "estimate", "--model", "llama3-8b", "--gpu", "L40", "--json")
+        assert again.returncode == 0 and "migrating" not in again.stderr

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.api.benchmark_fixtures import fingerprint, result, run
-from tests.page.conftest import Served, assert_accessible
+from tests.page.conftest import PageProblems, Served, assert_accessible
 from tests.page.test_views import L40_PCI, L40_USABLE, open_view
 
 L20_PCI = "0x26ba"
@@ -100,3 +100,28 @@ def test_compare_refuses_with_the_apis_problem_next_to_the_field(
     err = page.locator('[data-field="gpus"] .field-error')
     err.wait_for()
     assert err.inner_text() == answer.json()["errors"][0]["msg"]
+
+
+def test_an_ambiguous_name_offers_the_apis_candidates(
+    page: Any, served: Served, problems: PageProblems
+) -> None:
+    """Issue 29, item 8: "A100" names four GPUs; the API's 300 lists them, and so does the page,
+    as a choice that compares the picked one."""
+    problems.expect_status(300)
+    api = httpx.get(f"{served.url}/v1/compare", params={"gpus": "L40,A100"}, timeout=30)
+    assert api.status_code == 300
+    candidates = api.json()["candidates"]
+    page.goto(f"{served.url}/#/compare?gpus=L40,A100")
+    page.wait_for_selector(".ambiguous")
+    buttons = page.locator(".ambiguous ul.candidates button")
+    assert [b.get_attribute("data-slug") for b in buttons.all()] == [c["slug"] for c in candidates]
+    assert len(candidates) == 4
+    default = api.json()["default"]
+    assert "the default" in page.locator(f'.ambiguous li:has(button[data-slug="{default}"])').inner_text()
+    assert_accessible(page)
+    page.locator('.ambiguous button[data-slug="nvidia-a100-sxm4-80gb"]').click()
+    page.wait_for_selector(".compare-specs")
+    assert page.get_by_label("GPUs to compare (2–8, comma-separated, any catalog name)").input_value() == (
+        "L40,nvidia-a100-sxm4-80gb"
+    )
+    assert "NVIDIA A100 80GB SXM4" in page.locator("ul.compare-gpus").inner_text()

@@ -156,3 +156,33 @@ def test_submit_is_disabled_while_asking_and_the_answer_is_scrolled_to(page: Any
     assert submit.is_enabled() and submit.inner_text() == "Submit"
     top = page.evaluate("() => document.querySelector('.recommend-result').getBoundingClientRect().top")
     assert -5 <= top < 200, "the answer is scrolled into view"
+
+
+def test_recommend_can_ask_buy_with_the_tco_inputs(page: Any, served: Served) -> None:
+    """Issue 29, item 12: the purchase budget and TCO inputs the API takes are on the form, and
+    each option says what owning would cost (or why it cannot)."""
+    open_view(page, served, "#/recommend")
+    page.get_by_label("Budget to buy the GPUs (USD)").fill("500000")
+    page.get_by_label("Utilisation of owned GPUs (0–1)").fill("0.5")
+    page.get_by_label("Electricity (USD per kWh)").fill("0.2")
+    assert page.get_by_label("Amortisation (years)").get_attribute("placeholder") == "5"
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_selector(".recommend-result")
+    rid = page.locator(".recommend-result").get_attribute("data-recommendation-id")
+    answer = httpx.get(f"{served.url}/v1/recommendations/{rid}", timeout=30).json()
+    assert answer["asked"]["constraints"]["budget"]["purchase"] == 500000
+    assert (
+        answer["asked"]["cost"]["utilisation"] == 0.5
+        and answer["asked"]["cost"]["electricity_usd_per_kwh"] == 0.2
+    )
+    for card, option in zip(page.locator("article.option").all(), answer["options"], strict=True):
+        tco = (option.get("cost") or {}).get("tco")
+        if not tco:
+            continue
+        shown = card.locator("dd.tco").inner_text()
+        if tco["available"]:
+            assert shown.startswith(f"{tco['per_hour']:,.2f} {tco['currency']}/h")
+            assert tco["assumptions"]["utilisation"] == 0.5
+        else:
+            assert shown == f"not available ({tco['reason']})"
+    assert_accessible(page)

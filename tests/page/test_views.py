@@ -290,8 +290,10 @@ def test_catalog_text_and_links_from_an_admin_are_inert(page: Any, served: Serve
         f"{XSS} datasheet" in sources.inner_text()
         and "<script>alert(3)</script>" in page.locator("main").inner_text()
     )
-    hrefs = sources.locator("a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    hrefs = sources.locator("a:not(.prov)").evaluate_all("els => els.map(e => e.getAttribute('href'))")
     assert hrefs == ["https://example.com/datasheet"], hrefs
+    chips = sources.locator("a.prov").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    assert all(h.startswith("#/legend?term=") for h in chips), chips  # the legend, nothing else
     assert page.evaluate("() => document.querySelectorAll('main img, main script').length") == 0
 
 

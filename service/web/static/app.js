@@ -11,6 +11,7 @@ const VIEWS = {
   estimate: () => import("./views/estimate.js"),
   data: () => import("./views/data.js"),
   gpus: () => import("./views/gpus.js"),
+  legend: () => import("./views/legend.js"),
 };
 
 let generation = 0;

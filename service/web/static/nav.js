@@ -1,6 +1,6 @@
 // Where the page is: the view and its inputs live in location.hash, so every state is a link.
 
-export const VIEW_NAMES = ["compare", "recommend", "estimate", "data", "gpus"];
+export const VIEW_NAMES = ["compare", "recommend", "estimate", "data", "gpus", "legend"];
 
 /** The view and its parameters from location.hash: "#/gpus/nvidia-l40?x=1" -> ("gpus", ["nvidia-l40"], {x: 1}). */
 export function parseHash(hash) {

@@ -102,6 +102,14 @@ export function copyButton(text, target) {
 }
 
 /** A provenance mark: measured / interpolated / transferred / published / derived / spec / datasheet. */
+const LEGEND_TERM = { "vendor-datasheet": "datasheet", "vendor-brief": "datasheet", "oem-sheet": "datasheet",
+  "cloud-doc": "datasheet", whitepaper: "datasheet", "pci-ids": "registry" };
+
 export function provenance(kind) {
-  return h("span", { class: `prov prov-${String(kind || "unknown").replace(/\W/g, "")}`, title: kind }, kind || "—");
+  if (!kind) return h("span", { class: "prov prov-unknown" }, "—");
+  // every chip leads to the one legend that says what the word means (#/legend); a source
+  // kind (vendor-datasheet, pci-ids ...) to the label it is a kind of
+  const term = LEGEND_TERM[kind] ?? kind;
+  return h("a", { class: `prov prov-${String(kind).replace(/\W/g, "")}`, href: `#/legend?term=${encodeURIComponent(term)}`,
+    title: t("what_is", { term: kind }) }, kind);
 }

@@ -1,4 +1,4 @@
-// Compare view: 2–6 GPUs side by side from GET /v1/compare: specs with ratios to the first GPU
+// Compare view: 2–8 GPUs side by side from GET /v1/compare: specs with ratios to the first GPU
 // and provenance marks, capability differences, measured results per workload as charts
 // (throughput by batch size, OOM marked), price per GPU-hour by provider.
 import { api, ApiError } from "../api.js";
@@ -103,6 +103,18 @@ function pricesSection(out) {
     [t("col_gpu"), t("col_provider"), t("col_region"), t("col_instance"), t("col_price"), t("col_model"), t("col_date")], rows, { class: "compare-prices" });
 }
 
+/**
+ * The API's 300 answer for a name that means several GPUs, as a choice: each candidate (the
+ * stated default marked) replaces the name in the list and compares again.
+ */
+export function candidatesBlock(problem, pick) {
+  return h("div", { class: "ambiguous", role: "group", "aria-label": t("pick_one") },
+    h("p", null, problem.detail || t("pick_one")),
+    h("ul", { class: "candidates" }, problem.candidates.map((c) => h("li", null,
+      h("button", { type: "button", "data-slug": c.slug, on: { click: () => pick(c.slug) } }, c.name),
+      ` (${c.slug})`, c.default || c.slug === problem.default ? ` — ${t("default_variant")}` : ""))));
+}
+
 export async function render(root, { params, width }) {
   const gpus = params.get("gpus") || DEFAULT_GPUS;
   const currency = params.get("currency") || "USD";
@@ -140,7 +152,13 @@ export async function render(root, { params, width }) {
         apiExample("GET", path));
     } catch (err) {
       out.replaceChildren();
-      if (err instanceof ApiError) showProblem(form, err);
+      if (err instanceof ApiError && err.status === 300 && err.problem.candidates?.length) {
+        out.append(candidatesBlock(err.problem, (slug) => {
+          const names = list.split(",").map((n) => (n.trim().toLowerCase() === String(err.problem.query).toLowerCase() ? slug : n.trim()));
+          form.elements.gpus.value = names.join(",");
+          load(names.join(","), cur, wl);
+        }));
+      } else if (err instanceof ApiError) showProblem(form, err);
       else out.append(problemBlock(err));
     }
   }

@@ -4,7 +4,8 @@ import { api, listAll } from "../api.js";
 import { add, h, safeLink, table } from "../dom.js";
 import { gib, num } from "../fmt.js";
 import { t } from "../i18n.js";
-import { apiExample, provenance } from "../ui.js";
+import { setParams } from "../nav.js";
+import { apiExample, field, provenance } from "../ui.js";
 
 /** The group a catalog figure's source is listed under (DESIGN: sources per figure group). */
 const GROUP_OF = {
@@ -36,22 +37,60 @@ const COLUMNS = [
   ["col_form", (g) => g.form_factor],
 ];
 
-async function renderList(root) {
-  const path = "/v1/gpus?limit=100";
+/** The API's list filters and sort the view offers; their values live in the URL. */
+const QUERY = ["vendor", "min_usable_memory_gib", "supports", "form_factor", "sort"];
+const SORTS = ["slug", "-usable_memory_bytes", "-bandwidth_gb_per_s", "-bf16_tflops", "-fp8_tflops", "tdp_w", "-launch_year"];
+
+export function listPath(params) {
+  const q = new URLSearchParams({ limit: "100" });
+  for (const k of QUERY) if (params.get(k)) q.set(k, params.get(k));
+  return `/v1/gpus?${q}`;
+}
+
+async function renderList(root, params) {
+  const path = listPath(params);
   const gpus = await listAll(path);
-  const filter = h("input", { id: "gpu-filter", type: "search", autocomplete: "off" });
+  const text = h("input", { id: "gpu-filter", name: "q", type: "search", autocomplete: "off", value: params.get("q") ?? "" });
+  const filters = h("form", { class: "gpu-filters grid", role: "search" },
+    field("vendor", t("f_vendor"), { kind: "select", value: params.get("vendor") ?? "",
+      options: [["", t("any")], ["nvidia", "NVIDIA"], ["amd", "AMD"], ["intel", "Intel"]] }),
+    field("min_usable_memory_gib", t("f_min_memory"), { kind: "number", value: params.get("min_usable_memory_gib") ?? "", min: 0, step: "any" }),
+    field("supports", t("f_supports_fp8"), { kind: "checkbox", value: params.get("supports") === "fp8" }),
+    field("form_factor", t("f_form_factor"), { kind: "select", value: params.get("form_factor") ?? "",
+      options: [["", t("any")], ["pcie", "PCIe"], ["sxm", "SXM"], ["oam", "OAM"]] }),
+    field("sort", t("f_sort"), { kind: "select", value: params.get("sort") ?? "slug", options: SORTS.map((k) => [k, t(`sort_${k.replace("-", "")}`)]) }),
+    h("div", { class: "field" }, h("label", { for: "gpu-filter" }, t("gpus_filter")), text));
   const rows = gpus.map((g) => {
     const tr = h("tr", { "data-slug": g.slug }, COLUMNS.map(([, f], i) => (i === 0 ? h("th", { scope: "row" }, f(g)) : h("td", null, f(g)))));
     tr.dataset.text = `${g.name} ${g.slug} ${g.architecture ?? ""}`.toLowerCase();
     return tr;
   });
-  filter.addEventListener("input", () => {
-    const q = filter.value.trim().toLowerCase();
+  const applyText = () => {
+    const q = text.value.trim().toLowerCase();
     for (const tr of rows) tr.hidden = q !== "" && !tr.dataset.text.includes(q);
+  };
+  // every control is in the URL: a changed API filter or sort asks the API again (the hash
+  // change re-renders); the text filter narrows the rows shown and is kept in the URL too
+  const urlOf = () => {
+    const next = new URLSearchParams();
+    for (const el of filters.elements) {
+      if (!el.name) continue;
+      const v = el.type === "checkbox" ? (el.checked ? "fp8" : "") : el.value.trim();
+      if (v && !(el.name === "sort" && v === "slug")) next.set(el.name, v);
+    }
+    return next;
+  };
+  filters.addEventListener("change", (ev) => {
+    if (ev.target === text) return;
+    location.hash = `#/gpus?${urlOf()}`;
   });
+  filters.addEventListener("submit", (ev) => ev.preventDefault());
+  text.addEventListener("input", () => { applyText(); setParams("gpus", urlOf()); });
+  applyText();
   add(root,
     h("h1", null, t("gpus_title")),
-    h("div", { class: "field" }, h("label", { for: "gpu-filter" }, t("gpus_filter")), filter),
+    filters,
+    h("p", { class: "note gpu-count" }, t("gpus_count", { n: gpus.length })),
     table(t("gpus_title"), COLUMNS.map(([k]) => t(k)), rows, { class: "gpu-list" }),
     apiExample("GET", path));
 }
@@ -103,7 +142,7 @@ async function renderOne(root, slug) {
     apiExample("GET", path));
 }
 
-export async function render(root, { rest }) {
+export async function render(root, { rest, params }) {
   if (rest.length) await renderOne(root, rest[0]);
-  else await renderList(root);
+  else await renderList(root, params);
 }

@@ -16,7 +16,8 @@ export const DEFAULTS = { "workload.model": "llama3-8b", "workload.mode": "fine-
 const NUMBERS = new Set(["workload.batch_size", "workload.seq_len", "workload.global_batch", "workload.tokens",
   "workload.input_len", "workload.output_len", "workload.requests_per_s", "workload.ttft_target_ms", "workload.tpot_target_ms",
   "constraints.deadline_hours", "constraints.budget.per_hour", "constraints.budget.per_run", "constraints.max_gpus",
-  "constraints.max_power_w_per_gpu", "constraints.inventory.gpus_per_node", "constraints.inventory.nodes", "limit"]);
+  "constraints.max_power_w_per_gpu", "constraints.inventory.gpus_per_node", "constraints.inventory.nodes", "limit",
+  "constraints.budget.purchase", "cost.utilisation", "cost.electricity_usd_per_kwh", "cost.amortisation_years", "cost.pue"]);
 const QUESTION_FIELDS = new Set(["mode", "precision", "batch_size", "seq_len", "tokens", "finetune", "engine", "input_len",
   "output_len", "requests_per_s", "ttft_target_ms", "tpot_target_ms"]);
 const TRAINING = ["workload.seq_len", "workload.global_batch", "workload.tokens", "workload.finetune", "constraints.deadline_hours",
@@ -115,7 +116,7 @@ function optionCard(o) {
   const c = o.cost;
   return h("article", { class: "option", "data-rank": o.rank, "data-gpu": o.gpu.slug },
     h("h3", null, h("span", { class: "rank" }, `#${o.rank}`), ` ${o.gpu.name} × ${o.strategy.gpu_count}`,
-      o.within_error_of_best ? h("span", { class: "badge" }, " ≈ best") : null),
+      o.within_error_of_best ? [" ", h("a", { class: "badge", href: `#/legend?term=${encodeURIComponent("≈ best")}`, title: t("what_is", { term: "≈ best" }) }, t("best_band"))] : null),
     h("p", { class: "note" }, strategyText(o.strategy)),
     h("dl", { class: "facts" },
       h("dt", null, t("memory_title")), h("dd", null, `${gib(o.memory.needed_bytes)} / ${gib(o.memory.usable_bytes)} (${t("headroom")} ${gib(o.memory.headroom_bytes)}) `, provenance(o.memory.provenance)),
@@ -130,6 +131,10 @@ function optionCard(o) {
         c.per_million_tokens ? `${num(c.per_million_tokens, 2)} ${c.currency} / 1M tokens` : null,
         c.provider ? `${c.provider} ${c.instance_type ?? ""}${c.instances ? ` × ${c.instances}` : ""}` : null,
         c.stale ? "stale price" : null].filter(Boolean).join(" · "))] : null,
+      c?.tco ? [h("dt", null, t("tco")), h("dd", { class: "tco" }, c.tco.available
+        ? [`${num(c.tco.per_hour, 2)} ${c.tco.currency}/h`, c.tco.capex != null ? ` · ${t("capex")} ${num(c.tco.capex, 0)} ${c.tco.currency}` : "",
+          c.tco.run ? ` · run ${num(c.tco.run.mid, 0)} ${c.tco.currency}` : ""].join("")
+        : `${t("tco_unavailable")} (${c.tco.reason})`)] : null,
       o.perf_per_watt ? [h("dt", null, "perf/W"), h("dd", null, `${num(o.perf_per_watt, 2)} tokens/s/W`)] : null,
       h("dt", null, t("provenance")), h("dd", null, provenance(o.provenance))),
     o.reasons.length ? h("ul", { class: "reasons", "aria-label": t("reasons") }, o.reasons.map((r) => h("li", { "data-code": r.code }, r.message))) : null,
@@ -223,7 +228,8 @@ function answer(r, width, more) {
     r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
     r.frontier.length ? [h("h2", null, t("frontier")), frontierSection(r, width)] : null,
     r.excluded.length ? [h("h2", null, t("excluded")), excludedSection(r)] : null,
-    h("p", { class: "note" }, `${r.recommendation_id} · ${when(r.as_of)} · ${r.considered.candidates} candidates, ${r.considered.timed} timed`));
+    h("p", { class: "note" }, `${r.recommendation_id} · ${when(r.as_of)} · ${r.considered.candidates} candidates, ${r.considered.timed} timed · `,
+      h("a", { href: "#/legend" }, t("legend_title"))));
 }
 
 /**
@@ -302,6 +308,13 @@ function buildForm(initial) {
       f("constraints.inventory.gpus_per_node", t("f_inv_per_node"), { kind: "number" }),
       f("constraints.inventory.nodes", t("f_inv_nodes"), { kind: "number" }),
       f("constraints.allow_gradient_checkpointing", t("f_allow_ckpt"), { kind: "checkbox", value: initial["constraints.allow_gradient_checkpointing"] !== "false" }))),
+    // buying instead of renting: the API's TCO inputs, empty = its stated defaults (shown as placeholders)
+    h("fieldset", null, h("legend", null, t("legend_buy")), h("div", { class: "grid" },
+      f("constraints.budget.purchase", t("f_budget_purchase"), { kind: "number", step: "any" }),
+      f("cost.utilisation", t("f_utilisation"), { kind: "number", step: "any", min: 0, max: 1, placeholder: "0.7" }),
+      f("cost.electricity_usd_per_kwh", t("f_electricity"), { kind: "number", step: "any", min: 0, placeholder: "0.10" }),
+      f("cost.amortisation_years", t("f_amortisation"), { kind: "number", step: "any", min: 0, placeholder: "5" }),
+      f("cost.pue", t("f_pue"), { kind: "number", step: "any", min: 1, placeholder: "1.58" }))),
     h("div", { class: "form-problem" }),
     h("button", { type: "submit" }, t("submit")));
 }
