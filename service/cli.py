@@ -400,9 +400,10 @@ def estimate(
 
     from pydantic import ValidationError
 
+    from service.api.presenters.estimate import estimate_out
     from service.db.engine import make_session_factory
     from service.db.uow import UnitOfWork
-    from service.schemas.estimate import EstimateRequest, EstimateResponse
+    from service.schemas.estimate import EstimateRequest
     from service.usecases.errors import UseCaseError
     from service.usecases.estimate import estimate as run_estimate
     from service.usecases.read_model import ReadModel
@@ -439,7 +440,7 @@ def estimate(
         for e in exc.fields:
             typer.echo(f"  {'.'.join(str(p) for p in e.path)}: {e.msg}", err=True)
         raise typer.Exit(2) from None
-    out = EstimateResponse.from_core(
+    out = estimate_out(
         r.estimate,
         warnings=r.warnings,
         as_of=r.as_of,

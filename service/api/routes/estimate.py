@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 
 from service.api.bodies import body_schema, json_body
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
+from service.api.presenters.estimate import estimate_out
 from service.api.problems import field_errors, status_of
 from service.api.routing import UnitOfWorkRoute
 from service.core.estimation.estimate import ONE_MODEL_INPUT, has_one_model_input
@@ -36,11 +37,12 @@ router = APIRouter(prefix="/v1", tags=["estimate"], route_class=UnitOfWorkRoute)
 async def estimate(
     body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth
 ) -> EstimateResponse:
-    return present(uc.estimate(uow, read, body.to_core(), body.gpu, now=dt.datetime.now(dt.UTC)))
+    now = dt.datetime.now(dt.UTC)
+    return present(uc.estimate(uow, read, body.to_core(), body.gpu, now=now))
 
 
 def present(r: uc.EstimateResult) -> EstimateResponse:
-    return EstimateResponse.from_core(
+    return estimate_out(
         r.estimate,
         warnings=r.warnings,
         as_of=r.as_of,

@@ -6,12 +6,12 @@ import datetime as dt
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Header, Path, Query, Response, status
-from fastapi.responses import JSONResponse
 
 from service.api import validation
+from service.api.answers import answer
 from service.api.conditional import etag_matches
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
-from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
+from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url, price_out
 from service.api.routing import UnitOfWorkRoute
 from service.core.catalog.records import SORT_KEYS, GpuFilters
 from service.schemas.common import INT64_MAX, CatalogCursor, JsonObject, NameStr, PageLimit, Problem, SafeStr
@@ -23,7 +23,6 @@ from service.schemas.gpus import (
     GpuOut,
     PriceIn,
     PriceList,
-    PriceOut,
 )
 from service.usecases import catalog
 
@@ -90,14 +89,8 @@ async def list_gpus(
         form_factor=form_factor,
         nvlink_topology=nvlink_topology,
     )
-    page = catalog.list_gpus(
-        uow,
-        read,
-        filters,
-        sort=sort,
-        limit=min(limit or settings.page_size_default, settings.page_size_max),
-        cursor=cursor,
-    )
+    size = min(limit or settings.page_size_default, settings.page_size_max)
+    page = catalog.list_gpus(uow, read, filters, sort=sort, limit=size, cursor=cursor)
     items = [gpu_out(r) for r in page.items]
     return GpuList(
         items=items, next_cursor=page.next_cursor, count=len(items), data_version=uow.data_version()
@@ -128,7 +121,8 @@ async def get_gpu(
     ] = "candidates",
     if_none_match: Annotated[SafeStr | None, Header(max_length=2000)] = None,
 ) -> Response:
-    view = catalog.resolve_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
+    use_default = on_ambiguous == "default"
+    view = catalog.resolve_gpu(uow, cache, ident, use_default=use_default)
     if etag_matches(if_none_match, view.etag):
         return Response(status_code=304, headers={"ETag": view.etag})
     return gpu_response(view.record, uow.data_version(), warnings=view.warnings)
@@ -205,12 +199,11 @@ def delete_gpu(
 async def list_prices(
     ident: GpuName, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth
 ) -> Response:
-    listing = catalog.list_prices(
-        uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
-    )
-    items = [PriceOut.from_core(v) for v in listing.items]
-    out = PriceList(gpu_slug=listing.gpu_slug, items=items, data_version=uow.data_version())
-    return JSONResponse(out.model_dump(mode="json"))
+    today = dt.datetime.now(dt.UTC).date()
+    listing = catalog.list_prices(uow, cache, ident, today=today, stale_days=settings.price_stale_days)
+    items = [price_out(v) for v in listing.items]
+    version = uow.data_version()
+    return answer(PriceList(gpu_slug=listing.gpu_slug, items=items, data_version=version), version)
 
 
 @router.post(
