@@ -169,7 +169,7 @@ def upsert_catalog(
 def resolve(uow: UnitOfWork, cache: ReadModel, ident: str) -> Resolution:
     """Resolve a slug, alias, GFD label or PCI device id to catalog slugs (none, one, or
     several when the name is ambiguous)."""
-    return resolve_ident(ident, cache.snapshot(uow).catalog.alias_index)
+    return resolve_ident(ident, cache.snapshot(uow, calibrated=False).catalog.alias_index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +214,7 @@ def resolve_gpu(uow: UnitOfWork, aliases: ReadModel, ident: str, *, use_default:
                 )
             )
         else:
-            records = aliases.snapshot(uow).catalog.records
+            records = aliases.snapshot(uow, calibrated=False).catalog.records
             found = [records[x] for x in sorted(res.slugs) if x in records]
             raise Ambiguous(
                 f"{ident!r} names {len(found)} GPUs; pick one",
@@ -236,7 +236,7 @@ def resolve_gpu(uow: UnitOfWork, aliases: ReadModel, ident: str, *, use_default:
                 "shared_gpu", f"{ident!r} is a time-shared GPU; throughput is split between tenants", {}
             )
         )
-    record = aliases.snapshot(uow).catalog.records.get(slug)
+    record = aliases.snapshot(uow, calibrated=False).catalog.records.get(slug)
     if record is None:  # pragma: no cover - the alias index and the records are one snapshot
         raise NotFound(f"no GPU with slug {slug!r}")
     return GpuView(record=record, warnings=tuple(warnings))
@@ -266,7 +266,7 @@ def list_gpus(
                 FieldError(("sort",), f"one of {', '.join(sorted(SORT_KEYS))}, optionally prefixed by '-'")
             ],
         )
-    live = read.snapshot(uow).catalog.records.values()
+    live = read.snapshot(uow, calibrated=False).catalog.records.values()
     records = sort_records([r for r in live if filters.admits(r.document)], key, descending=desc)
     start = 0
     if cursor:
@@ -389,7 +389,7 @@ def list_prices(
     """The reference prices of the GPU ``ident`` names, each with per-GPU-hour, age and the
     amount in the other currency (:func:`~service.core.catalog.records.view_price`)."""
     slug = resolve_gpu(uow, aliases, ident).record.slug
-    catalog = aliases.snapshot(uow).catalog
+    catalog = aliases.snapshot(uow, calibrated=False).catalog
     rates = catalog.fx_rates
     rows = catalog.prices.get(slug, ())
     return PriceListing(

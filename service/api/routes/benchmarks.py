@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from service.api.answers import answer
 from service.api.bodies import body_schema, json_body
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsDep, SubmitAuth, UowDep
+from service.api.offload import answer_from
 from service.api.presenters import benchmarks as present
 from service.api.routing import UnitOfWorkRoute
 from service.schemas.benchmarks import (
@@ -353,17 +354,22 @@ async def gpu_measurements(
     cursor: Annotated[PositionCursor | None, Query()] = None,
 ) -> Response:
     params, fingerprint = _dynamic(request, "param."), _dynamic(request, "fp.")
-    out = benchmark_queries.measurements(
+    out = await answer_from(
         uow,
         cache,
-        ident,
-        min_points=min_points or settings.measurements_min_points,
-        workload=workload,
-        params=params,
-        fingerprint=fingerprint,
-        fingerprint_hash=fingerprint_hash,
-        limit=limit,
-        cursor=cursor,
+        lambda: benchmark_queries.measurements(
+            uow,
+            cache,
+            ident,
+            min_points=min_points or settings.measurements_min_points,
+            workload=workload,
+            params=params,
+            fingerprint=fingerprint,
+            fingerprint_hash=fingerprint_hash,
+            limit=limit,
+            cursor=cursor,
+        ),
+        calibrated=False,
     )
     return answer(present.measurements_json(out), out.data_version)
 

@@ -11,6 +11,7 @@ from pydantic import Field
 from service.api.answers import answer
 from service.api.conditional import etag_matches
 from service.api.deps import ReadAuth, ReadDep, SettingsDep, UowDep
+from service.api.offload import answer_from
 from service.api.presenters.compare import compare_out
 from service.api.routing import UnitOfWorkRoute
 from service.schemas.common import NAME_INVISIBLE, NameStr, Problem
@@ -78,10 +79,10 @@ async def compare_gpus(
         "use_default": on_ambiguous == "default",
     }
     if if_none_match:
-        etag = uc.comparison_etag(uow, read, gpus, **args)  # type: ignore[arg-type]
+        etag = await answer_from(uow, read, lambda: uc.comparison_etag(uow, read, gpus, **args))  # type: ignore[arg-type]
         if etag_matches(if_none_match, etag):
             return Response(status_code=304, headers={"ETag": etag})
-    result = uc.compare(uow, read, gpus, **args)  # type: ignore[arg-type]
+    result = await answer_from(uow, read, lambda: uc.compare(uow, read, gpus, **args))  # type: ignore[arg-type]
     version = uow.data_version()
     return answer(
         compare_out(result, as_of=now, data_version=version), version, headers={"ETag": result.etag}

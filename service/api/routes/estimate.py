@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 
 from service.api.bodies import body_schema, json_body
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
+from service.api.offload import answer_from
 from service.api.presenters.estimate import estimate_out
 from service.api.problems import field_errors, status_of
 from service.api.routing import UnitOfWorkRoute
@@ -38,7 +39,9 @@ async def estimate(
     body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth
 ) -> EstimateResponse:
     now = dt.datetime.now(dt.UTC)
-    return present(uc.estimate(uow, read, body.to_core(), body.gpu, now=now))
+    return present(
+        await answer_from(uow, read, lambda: uc.estimate(uow, read, body.to_core(), body.gpu, now=now))
+    )
 
 
 def present(r: uc.EstimateResult) -> EstimateResponse:

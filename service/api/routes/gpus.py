@@ -11,6 +11,7 @@ from service.api import validation
 from service.api.answers import answer
 from service.api.conditional import etag_matches
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
+from service.api.offload import answer_from
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url, price_out
 from service.api.routing import UnitOfWorkRoute
 from service.core.catalog.records import SORT_KEYS, GpuFilters
@@ -90,7 +91,12 @@ async def list_gpus(
         nvlink_topology=nvlink_topology,
     )
     size = min(limit or settings.page_size_default, settings.page_size_max)
-    page = catalog.list_gpus(uow, read, filters, sort=sort, limit=size, cursor=cursor)
+    page = await answer_from(
+        uow,
+        read,
+        lambda: catalog.list_gpus(uow, read, filters, sort=sort, limit=size, cursor=cursor),
+        calibrated=False,
+    )
     items = [gpu_out(r) for r in page.items]
     return GpuList(
         items=items, next_cursor=page.next_cursor, count=len(items), data_version=uow.data_version()
@@ -122,7 +128,9 @@ async def get_gpu(
     if_none_match: Annotated[SafeStr | None, Header(max_length=2000)] = None,
 ) -> Response:
     use_default = on_ambiguous == "default"
-    view = catalog.resolve_gpu(uow, cache, ident, use_default=use_default)
+    view = await answer_from(
+        uow, cache, lambda: catalog.resolve_gpu(uow, cache, ident, use_default=use_default), calibrated=False
+    )
     if etag_matches(if_none_match, view.etag):
         return Response(status_code=304, headers={"ETag": view.etag})
     return gpu_response(view.record, uow.data_version(), warnings=view.warnings)
@@ -200,7 +208,12 @@ async def list_prices(
     ident: GpuName, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth
 ) -> Response:
     today = dt.datetime.now(dt.UTC).date()
-    listing = catalog.list_prices(uow, cache, ident, today=today, stale_days=settings.price_stale_days)
+    listing = await answer_from(
+        uow,
+        cache,
+        lambda: catalog.list_prices(uow, cache, ident, today=today, stale_days=settings.price_stale_days),
+        calibrated=False,
+    )
     items = [price_out(v) for v in listing.items]
     version = uow.data_version()
     return answer(PriceList(gpu_slug=listing.gpu_slug, items=items, data_version=version), version)
