@@ -292,7 +292,9 @@ def prices_import_skypilot(
     as_of: Annotated[
         str | None,
         typer.Option(
-            "--as-of", help="the prices' date, YYYY-MM-DD (the catalog commit's date); default today"
+            "--as-of",
+            help="the prices' date, YYYY-MM-DD (the catalog commit's date); default today, stored as "
+            "date_basis 'retrieved' (the prices are at least that old: answers give their age as a lower bound)",
         ),
     ] = None,
     source: Annotated[
@@ -340,6 +342,7 @@ def prices_import_skypilot(
                 source=label,
                 hints=load_hints(),
                 dry_run=dry_run,
+                date_basis="effective" if as_of else "retrieved",
             )
     except UseCaseError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
@@ -351,7 +354,8 @@ def prices_import_skypilot(
     r = out.report
     typer.echo(
         f"{name}: {r.gpu_rows} GPU rows, {r.non_gpu_rows} non-GPU rows, {r.duplicate_rows} duplicates; "
-        f"{len(r.records)} price rows ({date.isoformat()})"
+        f"{len(r.records)} price rows ({date.isoformat()}"
+        + (")" if as_of else ", the day read: no --as-of, so their age is a lower bound)")
     )
     for reason, n in r.skipped_by_reason().items():
         typer.echo(f"  skipped {n} row(s): {reason}")

@@ -28,6 +28,7 @@ from service.api.options import OptionsAnswer
 from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
 from service.api.routes import compare as compare_routes
+from service.api.routes import docs as docs_routes
 from service.api.routes import estimate as estimate_routes
 from service.api.routes import models as models_routes
 from service.api.routes import page as page_routes
@@ -98,7 +99,14 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
                 await reader.aclose()
             await limiter.aclose()
 
-    app = FastAPI(title="GPU Advisor", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="GPU Advisor",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc: service.api.routes.docs (no CDN)
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
@@ -120,6 +128,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(recommend_routes.router)
     app.include_router(compare_routes.router)
     app.include_router(page_routes.make_router())
+    app.include_router(docs_routes.make_router())
     # Middleware, outermost first: request id + access log, metrics, framing (RFC 9112
     # refusals), rate limits, body limits, unhandled errors (a 500 problem, not re-raised).
     # (Starlette wraps in reverse order of addition.) A limit is decided before the body is

@@ -12,12 +12,14 @@ touches the database; wiring the rows into ``upsert_catalog`` is the caller's jo
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from service.core.pricing.shapes import InstanceShape, ProviderNetwork, ShapeTable
 from service.core.pricing.skypilot import (
     ImportReport,
     InstanceHint,
@@ -39,6 +41,7 @@ class SnapshotFile:
     commit: str
     effective_date: dt.date
     rows: int
+    date_basis: str = "effective"  # "retrieved": the date the copy was read, not the commit's
 
     @property
     def source(self) -> str:
@@ -65,6 +68,7 @@ def load_manifest(data_dir: Path = SKYPILOT_DIR) -> list[SnapshotFile]:
             commit=f["commit"],
             effective_date=dt.date.fromisoformat(f["effective_date"]),
             rows=int(f["rows"]),
+            date_basis="retrieved" if str(f.get("date_basis", "")).startswith("retrieved") else "effective",
         )
         for f in doc["files"]
     ]
@@ -101,7 +105,38 @@ def build_snapshot(gpu_docs: Iterable[Mapping[str, Any]], data_dir: Path = SKYPI
             indexes=indexes,
             gpu_memory_mib=memory,
             hints=hints,
+            date_basis=f.date_basis,
         )
         reports[f.provider] = report
         prices.extend(r.as_dict() for r in report.records)
     return SnapshotBuild(prices=prices, reports=reports, files=files)
+
+
+@functools.cache
+def instance_shapes(data_dir: Path = SKYPILOT_DIR) -> ShapeTable:
+    """The sourced per-instance-type table and the per-provider network defaults
+    (``instance_shapes.json``), read once per process."""
+    doc = json.loads((data_dir / "instance_shapes.json").read_text(encoding="utf-8"))
+    instances = {
+        (r["provider"], r["instance_type"]): InstanceShape(
+            provider=r["provider"],
+            instance_type=r["instance_type"],
+            gpus=int(r["gpus"]),
+            intra_node=r["intra_node"],
+            gpu_link_gpus=int(r["gpu_link_gpus"]),
+            inter_node_gbps=None if r["inter_node_gbps"] is None else float(r["inter_node_gbps"]),
+            rdma=r["rdma"],
+            source=f"{r['source']} (read {r['retrieved']}): {r['states']}",
+        )
+        for r in doc["instances"]
+    }
+    providers = {
+        p["provider"]: ProviderNetwork(
+            provider=p["provider"],
+            inter_node_gbps=None if p["inter_node_gbps"] is None else float(p["inter_node_gbps"]),
+            rdma=p["rdma"],
+            source=p["source"],
+        )
+        for p in doc["providers"]
+    }
+    return ShapeTable(instances=instances, providers=providers)

@@ -167,6 +167,9 @@ class Price(Base):
     source: Mapped[str] = mapped_column(String(500), nullable=False)
     is_estimate: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     origin: Mapped[str] = mapped_column(String(16), nullable=False, default="catalog")
+    date_basis: Mapped[str] = mapped_column(
+        String(16), nullable=False, default="effective", server_default="effective"
+    )
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=_now)
 
 

@@ -4,6 +4,7 @@ the same schema) and the API envelopes around it."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -386,6 +387,19 @@ else:
     )
 
 
+class SuspectReasonOut(BaseModel):
+    """Why a price row is not trusted (service/core/pricing/quality.py)."""
+
+    code: Literal[
+        "uniform_price_across_gpus", "spot_equals_on_demand", "far_below_median", "far_above_median"
+    ]
+    detail: str
+
+    @classmethod
+    def of(cls, items: Iterable[core.PriceSuspicion]) -> list[SuspectReasonOut]:
+        return [cls.model_validate({"code": s.code, "detail": s.detail}) for s in items]
+
+
 class PriceIn(_Strict):
     provider: SafeStr = Field(min_length=1, max_length=64)
     region: SafeStr = Field(min_length=1, max_length=64)
@@ -397,6 +411,11 @@ class PriceIn(_Strict):
     effective_date: SaneDate
     source: SafeStr = Field(min_length=1, max_length=500)
     is_estimate: bool = True
+    date_basis: Literal["effective", "retrieved"] = Field(
+        default="effective",
+        description="effective: the price was set or quoted on effective_date; retrieved: effective_date is "
+        "only when the copy was read, so the price is at least that old (its age is a lower bound)",
+    )
 
     def to_core(self) -> core.PriceEntry:
         return core.PriceEntry(
@@ -410,6 +429,7 @@ class PriceIn(_Strict):
             effective_date=self.effective_date,
             source=self.source,
             is_estimate=self.is_estimate,
+            date_basis=self.date_basis,
         )
 
 
@@ -424,6 +444,14 @@ class PriceOut(PriceIn):
         default_factory=dict, description="amount in other currencies via the FX table"
     )
     fx_date: dt.date | None = None
+    age_is_lower_bound: bool = Field(
+        default=False, description="true when date_basis is retrieved: the price is at least age_days old"
+    )
+    suspect: bool = Field(
+        default=False,
+        description="the row failed a price-quality check; left out of rankings unless allow_suspect_prices",
+    )
+    suspect_reasons: list[SuspectReasonOut] = Field(default_factory=list)
 
 
 class PriceList(BaseModel):

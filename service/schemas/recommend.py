@@ -22,6 +22,7 @@ from service.core.recommend.search import (
 )
 from service.schemas.common import DataVersion, JsonInt, NameStr, SafeStr
 from service.schemas.estimate import AccuracyOut, BandOut, WorkloadIn
+from service.schemas.gpus import SuspectReasonOut
 
 Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"]
 FormFactor = Literal["pcie", "sxm", "oam"]
@@ -120,6 +121,11 @@ class ConstraintsIn(BaseModel):
         default=False, description="serving: may offer FP8 / INT8 / 4-bit weights"
     )
     vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
+    allow_suspect_prices: bool = Field(
+        default=False,
+        description="may rank on price rows a quality check flags suspect (placeholders such as one rate for "
+        "every GPU of a provider, spot equal to on-demand everywhere, outliers against the providers' median)",
+    )
 
     def to_core(self) -> Constraints:
         b = self.budget
@@ -182,9 +188,12 @@ class CostAssumptionsIn(BaseModel):
     )
     host_power_fraction: float = Field(default=0.82, ge=0, le=10, description="TCO: host power per GPU power")
 
-    def to_core(self, *, currency: str, providers: list[str] | None) -> CostAssumptions:
+    def to_core(
+        self, *, currency: str, providers: list[str] | None, allow_suspect: bool = False
+    ) -> CostAssumptions:
         return CostAssumptions(
             currency=currency,
+            allow_suspect=allow_suspect,
             pricing_models=tuple(dict.fromkeys(self.pricing_models)),
             providers=frozenset(providers) if providers is not None else None,
             utilisation=self.utilisation,
@@ -223,6 +232,7 @@ class RecommendRequest(BaseModel):
             cost=self.cost.to_core(
                 currency=self.constraints.budget.currency if self.constraints.budget else "USD",
                 providers=self.constraints.providers,
+                allow_suspect=self.constraints.allow_suspect_prices,
             ),
         )
 
@@ -332,7 +342,16 @@ class CostOut(BaseModel):
     tco: dict[str, Any] | None = Field(default=None, description="buying instead of renting")
     price_row_ids: list[int] = Field(default_factory=list)
     price_age_days: int | None = None
+    price_age_is_lower_bound: bool = Field(
+        default=False,
+        description="the price row's date is when its copy was read, not when it was set: "
+        "price_age_days is a lower bound (the price is at least that old)",
+    )
     stale: bool | None = None
+    suspect: bool = Field(
+        default=False, description="the price row failed a quality check; used only with allow_suspect_prices"
+    )
+    suspect_reasons: list[SuspectReasonOut] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 

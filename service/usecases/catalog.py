@@ -386,14 +386,20 @@ class PriceListing:
 def list_prices(
     uow: UnitOfWork, aliases: ReadModel, ident: str, *, today: dt.date, stale_days: int
 ) -> PriceListing:
-    """The reference prices of the GPU ``ident`` names, each with per-GPU-hour, age and the
-    amount in the other currency (:func:`~service.core.catalog.records.view_price`)."""
+    """The reference prices of the GPU ``ident`` names, each with per-GPU-hour, age, the
+    amount in the other currency (:func:`~service.core.catalog.records.view_price`) and, when
+    a price-quality check flags it, why it is suspect (:mod:`service.core.pricing.quality`)."""
     slug = resolve_gpu(uow, aliases, ident).record.slug
     catalog = aliases.snapshot(uow, calibrated=False).catalog
     rates = catalog.fx_rates
     rows = catalog.prices.get(slug, ())
+    suspect = catalog.price_book(today).suspect_rows
     return PriceListing(
-        gpu_slug=slug, items=tuple(view_price(p, rates, today=today, stale_days=stale_days) for p in rows)
+        gpu_slug=slug,
+        items=tuple(
+            view_price(p, rates, today=today, stale_days=stale_days, suspect=suspect.get(p.id, ()))
+            for p in rows
+        ),
     )
 
 

@@ -54,8 +54,12 @@ def import_skypilot(
     source: str,
     hints: Iterable[InstanceHint] = (),
     dry_run: bool = False,
+    date_basis: str = "effective",
 ) -> SkypilotImport:
     """Import a SkyPilot ``vms.csv`` of ``provider`` as price rows dated ``effective_date``.
+
+    ``date_basis`` is ``retrieved`` when ``effective_date`` is only the day the file was read
+    (no ``--as-of``): the rows then say their age is a lower bound.
 
     Raises :class:`Invalid` naming every malformed row (``line N``, column) and writes nothing
     when the file has one. Unknown, ambiguous and contradicted accelerator names are not errors:
@@ -124,6 +128,7 @@ def import_skypilot(
                 effective_date=r.effective_date,
                 source=r.source,
                 is_estimate=False,
+                date_basis=date_basis,
             ),
         )
         for r in report.records

@@ -31,6 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from service.catalog.skypilot_snapshot import instance_shapes
 from service.core.catalog.records import FxRate, GpuRecord, PriceRow
 from service.core.catalog.specs import AliasEntry, GpuSpec
 from service.core.estimation.calibration import (
@@ -45,6 +46,7 @@ from service.core.estimation.calibration import (
 from service.core.evidence.aggregate import CellView, StackWindow, view_of
 from service.core.evidence.versions import Watermarks
 from service.core.pricing.cost import PriceBook
+from service.core.pricing.shapes import GpuLink
 from service.db.repositories.stacks import StoredStack
 from service.db.uow import UnitOfWork
 from service.usecases.transaction import commits
@@ -71,7 +73,13 @@ class CatalogSnapshot:
         if book is None:
             if len(self.memo) > 64:
                 self.memo.clear()
-            book = self.memo[key] = PriceBook.build(self.prices, self.fx_rates, today=today)
+            links = {
+                slug: GpuLink(spec.form_factor, spec.node.nvlink_domain_size, spec.vendor)
+                for slug, spec in self.specs.items()
+            }
+            book = self.memo[key] = PriceBook.build(
+                self.prices, self.fx_rates, today=today, shapes=instance_shapes(), links=links
+            )
         return book
 
 

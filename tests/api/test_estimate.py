@@ -378,3 +378,24 @@ def test_layout_inputs_out_of_range_are_422_naming_the_field(client: TestClient)
         json={"model": "llama3-8b", "gpu": "nvidia-h100-sxm", "gpu_count": 6, "pipeline_parallel": 4},
     )
     assert r.status_code == 422 and "pipeline_parallel" in r.text
+
+
+def test_hf_config_states_the_sparse_rules(client: TestClient) -> None:
+    """Issue 28: MLA keys are taken with a DeepSeek model_type and refused on any other (422 at
+    hf_config); a llama4 wrapper's sizes are read from its text_config."""
+    from service.core.catalog.sparse_models import _SPECS
+
+    published = {pid: cfg for pid, _, cfg, _, _ in _SPECS}
+    base = {"gpu": "nvidia-h200-sxm", "gpu_count": 8, "tensor_parallel": 8, "mode": "inference"}
+    ds = client.post(
+        "/v1/estimate", json={**base, "hf_config": published["deepseek-v3"], "quant_method": "fp8"}
+    )
+    assert ds.status_code == 200, ds.text
+    bad = {**published["qwen3-30b-a3b"], "kv_lora_rank": 512}
+    r = client.post("/v1/estimate", json={**base, "hf_config": bad})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "hf_config"]
+    text = {k: v for k, v in published["llama4-scout"].items() if k != "model_type"}
+    wrapped = {"model_type": "llama4", "text_config": text}
+    assert client.post("/v1/estimate", json={**base, "hf_config": wrapped}).status_code == 200
+    r = client.post("/v1/estimate", json={**base, "hf_config": {"model_type": "llama4", "text_config": {}}})
+    assert r.status_code == 422 and "text_config.hidden_size" in r.text

@@ -22,7 +22,7 @@ def test_unknown_model_404_with_close_matches(client: TestClient) -> None:
     assert "llama3-8b" in r.json()["close_matches"]
 
 
-def test_parse_hf_config_and_refuse_mla(client: TestClient) -> None:
+def test_parse_hf_config_and_refuse_an_incomplete_mla_config(client: TestClient) -> None:
     cfg = {
         "architectures": ["MistralForCausalLM"],
         "model_type": "mistral",
@@ -49,3 +49,23 @@ def test_parse_hf_config_and_refuse_mla(client: TestClient) -> None:
     r = client.post("/v1/models/parse", json=mla)
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
     assert r.json()["errors"][0]["loc"] == ["body", "hf_config"]
+
+
+def test_parse_published_deepseek_v3_config_and_list_sparse_presets(client: TestClient) -> None:
+    from service.core.catalog.sparse_models import _DEEPSEEK_V3
+
+    body = {
+        **_DEEPSEEK_V3,
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "quantization_config": {"quant_method": "fp8"},
+    }
+    r = client.post("/v1/models/parse", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["total_params"] == client.get("/v1/models/deepseek-ai/DeepSeek-V3").json()["total_params"]
+    assert 670e9 < got["total_params"] < 672e9
+    assert got["kv_cache_bytes_per_token_bf16"] == 70_272  # 61 layers x (512 + 64) x 2 bytes
+    ids = {m["id"] for m in client.get("/v1/models", params={"limit": 200}).json()["items"]}
+    assert {"deepseek-v3", "qwen3-235b-a22b", "llama4-maverick", "gpt-oss-120b"} <= ids
+    refused = client.post("/v1/models/parse", json={**body, "model_type": "qwen3_moe"})
+    assert refused.status_code == 422 and "kv_lora_rank" in refused.text

@@ -147,3 +147,23 @@ def test_dry_run_and_bad_arguments_write_nothing(db: tuple[str, Engine], tmp_pat
     code, _, err = _run(url, str(path), "--provider", "x" * 65)
     assert code == 2 and "provider" in err
     assert _state(engine) == before
+
+
+def test_an_import_without_as_of_says_the_prices_are_at_least_that_old(
+    db: tuple[str, Engine], tmp_path: Path
+) -> None:
+    url, engine = db
+    path = _write(tmp_path, "undated", GOOD)
+    code, out, err = _run(url, str(path))
+    assert code == 0, err
+    assert "the day read: no --as-of, so their age is a lower bound" in out
+    code, out, err = _run(url, str(_write(tmp_path, "dated", GOOD)), "--as-of", "2026-11-02")
+    assert code == 0, err and "lower bound" not in out
+    settings = Settings(database_url=url, seed_measurements_dir=None)
+    with TestClient(create_app(settings, engine=engine)) as c:
+        items = c.get("/v1/gpus/l40/prices").json()["items"]
+        undated = [p for p in items if p["provider"] == "undated"]
+        dated = [p for p in items if p["provider"] == "dated"]
+        assert undated and all(p["date_basis"] == "retrieved" and p["age_is_lower_bound"] for p in undated)
+        assert dated and all(p["date_basis"] == "effective" and not p["age_is_lower_bound"] for p in dated)
+        assert all(p["effective_date"] == "2026-11-02" for p in dated)

@@ -12,7 +12,10 @@ from service.catalog.loader import load_shipped
 from service.core.catalog.models import PRESETS
 from service.core.evidence import published
 from service.core.evidence.published import (
+    LOWER_IS_BETTER,
     METRICS,
+    MLPERF_INFERENCE_MODELS,
+    MLPERF_TRAINING_MODELS,
     PRECISIONS,
     TABLES,
     WORKLOADS,
@@ -65,10 +68,18 @@ def test_rows_use_the_shared_vocabulary(t: published.PublishedTable) -> None:
                 "bert-large-squad-finetune",
                 "bert-base-squad-finetune",
                 "llm-pretrain",
-            ), r
+            ) or r.workload.startswith("mlperf-train-"), r
+        elif r.workload.startswith("mlperf-infer-"):
+            assert r.model.startswith("mlperf/") and r.system, r
         else:
             assert r.workload.startswith("llm-serve"), r
             assert r.input_len and r.output_len, r
+        if r.workload.startswith("mlperf-"):
+            # the MLPerf reference model, mapped to a preset where one exists; the system stated
+            bench = r.model.removeprefix("mlperf/")
+            models = MLPERF_TRAINING_MODELS if t.kind == "training" else MLPERF_INFERENCE_MODELS
+            assert bench in models and (models[bench] is None or models[bench] in PRESETS), r
+            assert re.search(r"\d+ x \d+ ", r.system), r
 
 
 @pytest.mark.parametrize("t", TABLES, ids=lambda t: t.id)
@@ -112,6 +123,7 @@ def test_no_duplicate_cells(t: published.PublishedTable) -> None:
             r.gpu_count,
             r.request_rate,
             r.concurrency,
+            r.system,
         )
         for r in t.rows
     )
@@ -138,7 +150,10 @@ def test_registry_filters_and_families() -> None:
     assert precision_family("mxfp8") == "fp8"
     # every precision family of the issue is represented by at least one cross-GPU table
     fams = {r.family for r in rows()}
-    assert fams == {"fp32", "tf32", "fp16/bf16", "fp8"}
+    assert fams == {"fp32", "tf32", "fp16/bf16", "fp8", "int8", "fp4", "int4", "mixed"}
+    # issue 27's additions: integer and 4-bit families, and the MLPerf training recipe
+    assert precision_family("int8") == "int8" and precision_family("mxfp4") == "fp4"
+    assert precision_family("int4") == "int4" and precision_family("submitter") == "mixed"
 
 
 def test_summary_counts_pairs_per_family() -> None:
@@ -285,3 +300,18 @@ def test_pinned_cells_as_published() -> None:
     assert _cell("nemo-megatron-bridge-pretrain-25.11", slug="nvidia-b200", precision="fp8", **kw) == 30624
     assert _cell("nemo-megatron-bridge-pretrain-25.11", slug="nvidia-b200", precision="mxfp8", **kw) == 29521
     assert _cell("nemo-megatron-bridge-pretrain-25.11", slug="nvidia-h100-sxm", **kw) == 14451
+
+
+def test_mlperf_tables_state_system_stack_and_inverted_metric() -> None:
+    """Issue 27: the MLPerf rows carry their system (the stack is per row), time to train is a
+    lower-is-better metric, and the new precision families are used by the inference table."""
+    assert "minutes_to_train" in LOWER_IS_BETTER and METRICS["minutes_to_train"] == "min"
+    assert set(METRICS) >= LOWER_IS_BETTER
+    train = [r for t in TABLES if t.id.startswith("mlperf-training-") for r in t.rows]
+    infer = [r for r in get_table("mlperf-inference-v5.1").rows]
+    assert {r.table_id for r in train} == {f"mlperf-training-v{v}" for v in ("4.0", "4.1", "5.0", "5.1")}
+    assert all(r.metric == "minutes_to_train" and r.precision == "submitter" for r in train)
+    assert all("framework" in r.system and "host" in r.system for r in train)
+    assert {r.family for r in infer} >= {"int8", "fp4", "fp8"}
+    # the CDNA 3 submissions ship, under their catalog slugs
+    assert {"amd-mi300x", "amd-mi325x"} <= {r.slug for r in train + infer}

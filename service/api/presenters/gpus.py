@@ -10,7 +10,7 @@ from fastapi import Response
 
 from service.api.answers import answer
 from service.core.catalog.records import GpuCandidate, GpuRecord, GpuWarning, PriceView
-from service.schemas.gpus import GpuOut, PriceOut
+from service.schemas.gpus import GpuOut, PriceOut, SuspectReasonOut
 
 
 def gpu_url(slug: str) -> str:
@@ -86,6 +86,10 @@ def price_out(view: PriceView) -> PriceOut:
         effective_date=p.effective_date,
         source=p.source,
         is_estimate=p.is_estimate,
+        date_basis="retrieved" if p.date_basis == "retrieved" else "effective",
+        age_is_lower_bound=p.date_basis == "retrieved",
+        suspect=bool(view.suspect),
+        suspect_reasons=SuspectReasonOut.of(view.suspect),
         per_gpu_hour=view.per_gpu_hour,
         age_days=view.age_days,
         stale=view.stale,

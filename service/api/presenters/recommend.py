@@ -16,6 +16,7 @@ from typing import Any
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer, configuration_of
 from service.core.recommend.search import Exclusion, Option, Reason, WhatIf
 from service.schemas.estimate import AccuracyOut, BandOut
+from service.schemas.gpus import SuspectReasonOut
 from service.schemas.recommend import (
     ConsideredOut,
     CostOut,
@@ -616,7 +617,10 @@ def _cost(o: Option) -> CostOut | None:
         tco=_tco(o),
         price_row_ids=list(qt.price_row_ids),
         price_age_days=qt.age_days,
+        price_age_is_lower_bound=qt.age_is_lower_bound,
         stale=qt.stale,
+        suspect=bool(qt.suspect),
+        suspect_reasons=SuspectReasonOut.of(qt.suspect),
         notes=list(qt.notes),
     )
 

@@ -2,29 +2,12 @@
 
 Three kinds of model are described, each by a frozen dataclass:
 
-* :class:`DecoderSpec` -- decoder-only transformers as implemented by Hugging Face
-  ``LlamaForCausalLM`` and its relatives (Mistral, Mixtral, Qwen2/Qwen3, GPT-3-style with
-  learned positions and LayerNorm). Parameter counts match ``sum(p.numel() for p in
-  model.parameters())`` of the Hugging Face implementation exactly (tied embeddings are
-  counted once, as PyTorch does).
+* :class:`DecoderSpec` (:mod:`service.core.catalog.decoder`, with its counting rules) --
+  decoder-only transformers as Hugging Face implements them: Llama and its relatives, and the
+  sparse models (MLA, routed + shared experts, MTP) of :mod:`service.core.catalog.sparse_models`.
 * :class:`EncoderSpec` -- BERT-style encoders, counted as Hugging Face ``BertForMaskedLM``
   (no pooler; MLM head transform + decoder bias; decoder weight tied to the word embeddings).
 * :class:`CnnSpec` -- torchvision ResNet (bottleneck) classifiers.
-
-Counting rules for a decoder layer (``h`` hidden size, ``a`` heads, ``k`` KV heads,
-``d`` head_dim, ``f`` FFN size, ``E`` experts):
-
-* attention: ``q: h*a*d``, ``k: h*k*d``, ``v: h*k*d``, ``o: a*d*h`` (+ biases: Llama's
-  ``attention_bias`` puts a bias on all four projections; Qwen2 biases q/k/v only, which is
-  ``qkv_bias_only=True``);
-* MLP: gated (SwiGLU) ``3*h*f`` (gate, up, down) or plain ``2*h*f`` (+ biases);
-  with ``E > 1`` experts, ``E`` copies plus a router ``h*E`` (no bias);
-* norms: two per layer (``h`` for RMSNorm, ``2h`` for LayerNorm), one final norm;
-* embeddings ``V*h`` (+ learned positions ``P*h``), LM head ``V*h`` unless tied.
-
-Worked check (Llama-2-7B): per layer ``4*4096^2 + 3*4096*11008 + 2*4096 = 202,383,360``;
-``32`` layers + embeddings + LM head + final norm = ``6,738,415,616``, the figure Hugging Face
-reports. Exact counts for every preset are asserted in ``tests/core/test_models.py``.
 
 Sources of the preset shapes: the published ``config.json`` of each Hugging Face repository
 named in ``hf_id`` (Llama 2/3/3.1, Mistral-7B-v0.1, Mixtral-8x7B-v0.1, Qwen2.5, BERT), the
@@ -42,7 +25,10 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
+
+from service.core.catalog.decoder import DecoderSpec, UnsupportedArchitecture
+from service.core.catalog.sparse_models import SPARSE_HF_TYPES, SPARSE_PRESETS, sparse_from_hf_config
 
 __all__ = [
     "PRESETS",
@@ -67,296 +53,6 @@ class ModelNotFound(LookupError):
         super().__init__(f"unknown model {name!r}{hint}")
         self.name = name
         self.close_matches = close_matches
-
-
-class UnsupportedArchitecture(ValueError):
-    """A configuration whose architecture the estimator cannot count correctly (e.g. MLA).
-
-    Refused rather than approximated: a wrong parameter count silently corrupts every
-    memory and time figure derived from it. ``architecture`` names what was refused.
-    """
-
-    def __init__(self, architecture: str, reason: str) -> None:
-        super().__init__(f"unsupported architecture {architecture!r}: {reason}")
-        self.architecture = architecture
-        self.reason = reason
-
-
-# --------------------------------------------------------------------------------------------
-# Decoder-only transformers
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class DecoderSpec:
-    """A decoder-only transformer (Llama family layout unless stated otherwise).
-
-    ``head_dim`` is explicit (Hugging Face configs may set it independently of
-    ``hidden_size / num_heads``). ``num_experts == 1`` means a dense MLP; otherwise the MLP is
-    a top-``experts_per_token`` mixture with a linear router (Mixtral layout).
-    """
-
-    id: str
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    intermediate_size: int
-    vocab_size: int
-    tie_word_embeddings: bool
-    attention_bias: bool
-    mlp_bias: bool
-    gated_mlp: bool
-    num_experts: int
-    experts_per_token: int
-    max_position_embeddings: int
-    rope_theta: float
-    rms_norm_eps: float
-    hf_id: str | None
-    family: str
-    qkv_bias_only: bool = False
-    """With ``attention_bias``: bias on q/k/v but not o (Qwen2); Llama biases all four."""
-    qk_norm: bool = False
-    """Per-head RMSNorm on queries and keys (Qwen3): ``2*head_dim`` parameters per layer."""
-    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
-    position_embedding: Literal["rope", "learned"] = "rope"
-    activation: str = "silu"
-    sliding_window: int | None = None
-    aliases: tuple[str, ...] = ()
-    source: str = ""
-    notes: str = ""
-    kind: Literal["decoder"] = field(default="decoder", init=False)
-
-    def __post_init__(self) -> None:
-        for name in (
-            "hidden_size",
-            "num_layers",
-            "num_heads",
-            "num_kv_heads",
-            "head_dim",
-            "intermediate_size",
-            "vocab_size",
-            "num_experts",
-            "experts_per_token",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{self.id}: {name} must be >= 1")
-        if self.num_heads % self.num_kv_heads:
-            raise ValueError(f"{self.id}: num_heads must be a multiple of num_kv_heads")
-        if self.experts_per_token > self.num_experts:
-            raise ValueError(f"{self.id}: experts_per_token > num_experts")
-
-    # ---- derived shapes ----------------------------------------------------------------
-
-    @property
-    def q_dim(self) -> int:
-        """Width of the query projection output, ``num_heads * head_dim``."""
-        return self.num_heads * self.head_dim
-
-    @property
-    def kv_dim(self) -> int:
-        """Width of each of the key and value projection outputs, ``num_kv_heads * head_dim``."""
-        return self.num_kv_heads * self.head_dim
-
-    @property
-    def is_moe(self) -> bool:
-        return self.num_experts > 1
-
-    def linear_shapes(self) -> Mapping[str, tuple[int, int, int]]:
-        """Per-layer linear modules as ``name -> (in_features, out_features, copies)``.
-
-        ``copies`` is the number of experts for MoE expert weights (1 otherwise). The names
-        are the Hugging Face module names LoRA targets (``q_proj``, ``gate_proj``...). The
-        mapping is shared (memoised); do not mutate it.
-        """
-        return self._c().shapes
-
-    # ---- parameter counts (elements) ---------------------------------------------------
-    # Computed once per spec (see _decoder_counts) and memoised: estimates read them often.
-
-    def _c(self) -> _Counts:
-        hit = _COUNT_CACHE.get(id(self))
-        if hit is not None and hit[0] is self:
-            return hit[1]
-        counts = _decoder_counts(self)
-        if len(_COUNT_CACHE) > 4096:
-            _COUNT_CACHE.clear()
-        _COUNT_CACHE[id(self)] = (self, counts)
-        return counts
-
-    @property
-    def attention_params_per_layer(self) -> int:
-        """q, k, v, o projections plus their biases and any q/k norms."""
-        return self._c().attention
-
-    @property
-    def expert_params(self) -> int:
-        """One expert's (or the dense MLP's) parameters: gate/up/down weights + biases."""
-        return self._c().expert
-
-    @property
-    def router_params_per_layer(self) -> int:
-        return self._c().router
-
-    @property
-    def mlp_params_per_layer(self) -> int:
-        """All experts (total) plus the router."""
-        return self.num_experts * self._c().expert + self._c().router
-
-    @property
-    def mlp_active_params_per_layer(self) -> int:
-        """The experts one token passes through, plus the router."""
-        return self.experts_per_token * self._c().expert + self._c().router
-
-    @property
-    def norm_params_per_layer(self) -> int:
-        return self._c().norms
-
-    @property
-    def params_per_layer(self) -> int:
-        return self._c().per_layer
-
-    @property
-    def active_params_per_layer(self) -> int:
-        return self._c().active_per_layer
-
-    @property
-    def embedding_params(self) -> int:
-        """Token embeddings plus learned position embeddings (GPT-3 layout)."""
-        return self._c().embedding
-
-    @property
-    def lm_head_params(self) -> int:
-        """Untied output projection ``V*h`` (0 when tied to the embeddings)."""
-        return 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
-
-    @property
-    def final_norm_params(self) -> int:
-        return self.hidden_size * (2 if self.norm == "layernorm" else 1)
-
-    @property
-    def total_params(self) -> int:
-        """Every parameter tensor counted once (what ``model.num_parameters()`` reports)."""
-        return self._c().total
-
-    @property
-    def active_params(self) -> int:
-        """Parameters one token touches in the forward pass (MoE: top-k experts only)."""
-        return self._c().active
-
-    @property
-    def non_embedding_params(self) -> int:
-        """Total minus token/position embeddings and an untied LM head."""
-        return self.total_params - self.embedding_params - self.lm_head_params
-
-    @property
-    def matmul_params_per_token(self) -> int:
-        """Weights multiplied per token in the forward pass: active layer linears + LM head.
-
-        The LM head multiplies ``V*h`` whether or not it is tied; embedding lookups and norms
-        do no matmul. This is the ``N`` in the ``2N`` FLOPs-per-token rule.
-        """
-        return self._c().matmul_per_token
-
-    def kv_cache_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
-        """KV cache per token: ``2 (K and V) * layers * kv_heads * head_dim * bytes``."""
-        return 2.0 * self.num_layers * self.kv_dim * bytes_per_element
-
-    def parameter_breakdown(self) -> dict[str, int]:
-        """Totals by component (elements); sums to :attr:`total_params`."""
-        return {
-            "embedding": self.embedding_params,
-            "attention": self.num_layers * self.attention_params_per_layer,
-            "mlp": self.num_layers * self.num_experts * self.expert_params,
-            "router": self.num_layers * self.router_params_per_layer,
-            "norms": self.num_layers * self.norm_params_per_layer + self.final_norm_params,
-            "lm_head": self.lm_head_params,
-        }
-
-    def per_layer_breakdown(self) -> dict[str, int]:
-        """One layer's parameters by component (elements)."""
-        return {
-            "attention": self.attention_params_per_layer,
-            "mlp": self.num_experts * self.expert_params,
-            "router": self.router_params_per_layer,
-            "norms": self.norm_params_per_layer,
-            "total": self.params_per_layer,
-            "active": self.active_params_per_layer,
-        }
-
-    def describe(self) -> str:
-        """One line: the shape in words."""
-        moe = f", {self.num_experts} experts top-{self.experts_per_token}" if self.is_moe else ""
-        return (
-            f"{self.num_layers} layers, hidden {self.hidden_size}, {self.num_heads} heads "
-            f"({self.num_kv_heads} KV) of {self.head_dim}, FFN {self.intermediate_size}"
-            f"{' SwiGLU' if self.gated_mlp else ''}{moe}, vocab {self.vocab_size}"
-            f"{', tied embeddings' if self.tie_word_embeddings else ''}"
-        )
-
-
-class _Counts(NamedTuple):
-    attention: int
-    expert: int
-    router: int
-    norms: int
-    per_layer: int
-    active_per_layer: int
-    embedding: int
-    total: int
-    active: int
-    matmul_per_token: int
-    shapes: Mapping[str, tuple[int, int, int]]
-
-
-_COUNT_CACHE: dict[int, tuple[DecoderSpec, _Counts]] = {}
-
-
-def _decoder_counts(m: DecoderSpec) -> _Counts:
-    """Parameter counts of a decoder (module docstring: counting rules)."""
-    h, f = m.hidden_size, m.intermediate_size
-    q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
-    attention = h * q + 2 * h * kv + q * h
-    if m.attention_bias:
-        attention += q + 2 * kv
-        if not m.qkv_bias_only:
-            attention += h
-    if m.qk_norm:
-        attention += 2 * m.head_dim
-    mats = 3 if m.gated_mlp else 2
-    expert = mats * h * f + (((mats - 1) * f + h) if m.mlp_bias else 0)
-    router = h * m.num_experts if m.num_experts > 1 else 0
-    norm_one = h * (2 if m.norm == "layernorm" else 1)
-    norms = 2 * norm_one
-    per_layer = attention + m.num_experts * expert + router + norms
-    active_per_layer = attention + m.experts_per_token * expert + router + norms
-    embedding = m.vocab_size * h + (m.max_position_embeddings * h if m.position_embedding == "learned" else 0)
-    lm_head = 0 if m.tie_word_embeddings else m.vocab_size * h
-    total = embedding + m.num_layers * per_layer + norm_one + lm_head
-    active = embedding + m.num_layers * active_per_layer + norm_one + lm_head
-    matmul = m.num_layers * (active_per_layer - norms) + m.vocab_size * h
-    e = m.num_experts
-    shapes = {"q_proj": (h, q, 1), "k_proj": (h, kv, 1), "v_proj": (h, kv, 1), "o_proj": (q, h, 1)}
-    if m.gated_mlp:
-        shapes["gate_proj"] = (h, f, e)
-    shapes["up_proj"] = (h, f, e)
-    shapes["down_proj"] = (f, h, e)
-    if e > 1:
-        shapes["router"] = (h, e, 1)
-    return _Counts(
-        attention,
-        expert,
-        router,
-        norms,
-        per_layer,
-        active_per_layer,
-        embedding,
-        total,
-        active,
-        matmul,
-        shapes,
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1008,6 +704,8 @@ _PRESET_LIST: tuple[ModelSpec, ...] = (
     ),
 )
 
+_PRESET_LIST += SPARSE_PRESETS
+
 PRESETS: dict[str, ModelSpec] = {m.id: m for m in _PRESET_LIST}
 
 
@@ -1088,11 +786,14 @@ def get_model(name: str) -> ModelSpec:
 # Hugging Face config.json
 # --------------------------------------------------------------------------------------------
 
-_MLA_TYPES = {"deepseek_v2", "deepseek_v3", "kimi_k2", "minicpm3"}
-
-
-HF_CONFIG_TYPES: tuple[str, ...] = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "bert")
+_DENSE_TYPES: tuple[str, ...] = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "bert")
+HF_CONFIG_TYPES: tuple[str, ...] = (*_DENSE_TYPES, *SPARSE_HF_TYPES)
 """The ``model_type`` values :func:`from_hf_config` models (as Hugging Face writes them)."""
+HF_CONFIG_WRAPPED: tuple[str, ...] = ("llama4",)
+"""Types whose shape fields sit in ``text_config`` (the multimodal wrapper's text model)."""
+MLA_KEYS: tuple[str, ...] = ("kv_lora_rank", "q_lora_rank")
+"""Keys of multi-head latent attention: given only with a DeepSeek ``model_type``."""
+MLA_TYPES: tuple[str, ...] = ("deepseek_v2", "deepseek_v3")
 HF_CONFIG_SIZES: dict[str, int] = {
     "hidden_size": 2**20,
     "num_hidden_layers": 4096,
@@ -1115,32 +816,39 @@ def from_hf_config(cfg: Mapping[str, Any], id: str | None = None) -> ModelSpec:
     """Build a spec from a Hugging Face ``config.json`` body, exactly as published.
 
     Supported ``model_type``: ``llama``, ``mistral``, ``mixtral``, ``qwen2``, ``qwen3``
-    (dense), ``bert``. Multi-head latent attention (DeepSeek-V2/V3, ``kv_lora_rank`` in the
-    config), shared-expert MoE and anything else raise :class:`UnsupportedArchitecture`:
-    their parameter and KV-cache layout differs and an approximation would be silently wrong.
-    ``text_config`` wrappers are not unpacked (multimodal models are refused).
+    (dense), ``bert``, and the sparse families of :mod:`service.core.catalog.sparse_models`
+    (``deepseek_v2``/``deepseek_v3`` with MLA, ``qwen3_moe``, ``llama4``/``llama4_text``,
+    ``gpt_oss``). Anything else -- MLA keys on a non-DeepSeek type, an MoE variant of a dense
+    family, other multimodal wrappers -- raises :class:`UnsupportedArchitecture`: its parameter
+    and KV-cache layout differs and an approximation would be silently wrong.
     """
     if not isinstance(cfg, Mapping):
         raise UnsupportedArchitecture("?", "config must be a JSON object")
     mtype = str(cfg.get("model_type", ""))
     archs = cfg.get("architectures") or []
     arch = str(archs[0]) if archs else mtype or "?"
-    if mtype in _MLA_TYPES or "kv_lora_rank" in cfg or "q_lora_rank" in cfg:
+    if mtype not in MLA_TYPES and any(k in cfg for k in MLA_KEYS):
         raise UnsupportedArchitecture(
             arch,
-            "multi-head latent attention (MLA) compresses K/V into a latent; "
-            "parameter counts and KV cache differ from grouped-query attention",
+            f"multi-head latent attention (kv_lora_rank, q_lora_rank) is modelled for model_type "
+            f"{' and '.join(MLA_TYPES)} only, not {mtype!r}",
         )
     if mtype not in HF_CONFIG_TYPES:
         raise UnsupportedArchitecture(
             arch, f"model_type {mtype!r} is not modelled; supported: {', '.join(HF_CONFIG_TYPES)}"
         )
+    sized = cfg.get("text_config") if mtype in HF_CONFIG_WRAPPED else cfg
+    if not isinstance(sized, Mapping):
+        raise UnsupportedArchitecture(arch, f"a {mtype} config.json needs its text_config object")
     for key, largest in HF_CONFIG_SIZES.items():
-        value = cfg.get(key)
+        value = sized.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= largest:
+            where = "text_config." if sized is not cfg else ""
             raise UnsupportedArchitecture(
-                arch, f"config.json needs {key} as a whole number from 1 to {largest}"
+                arch, f"config.json needs {where}{key} as a whole number from 1 to {largest}"
             )
+    if mtype in SPARSE_HF_TYPES:
+        return sparse_from_hf_config(cfg, arch, id)
     if mtype == "bert" and cfg["hidden_size"] % cfg["num_attention_heads"]:
         raise UnsupportedArchitecture(arch, "hidden_size must be a multiple of num_attention_heads")
     if mtype == "bert":

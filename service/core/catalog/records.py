@@ -282,6 +282,13 @@ class PriceEntry:
     effective_date: dt.date
     source: str
     is_estimate: bool = True
+    date_basis: str = "effective"
+
+
+DATE_BASES: tuple[str, ...] = ("effective", "retrieved")
+"""How a price row's ``effective_date`` was known: ``effective``, the date the price was set or
+quoted (a dated list, a catalog commit's date); ``retrieved``, only the date the copy was read,
+so the price is at least that old and its age is a lower bound."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +308,7 @@ class PriceRow:
     source: str
     is_estimate: bool
     origin: str
+    date_basis: str = "effective"
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +323,15 @@ class FxRate:
 
 
 @dataclass(frozen=True, slots=True)
+class PriceSuspicion:
+    """Why one price row is suspect: a machine ``code`` and a sentence with the figures
+    (the checks are :mod:`service.core.pricing.quality`)."""
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class PriceView:
     """A price row with what readers derive from it: the per-GPU-hour amount (rental models
     only), age and staleness on a given day, and the amount in the other currency."""
@@ -325,6 +342,7 @@ class PriceView:
     stale: bool
     converted: Mapping[str, Decimal]
     fx_date: dt.date | None
+    suspect: tuple[PriceSuspicion, ...] = ()  # why the row is not trusted (pricing.quality)
 
 
 def convert(
@@ -349,7 +367,14 @@ def convert(
     return value.quantize(Decimal("0.0001")), best.effective_date
 
 
-def view_price(row: PriceRow, rates: Sequence[FxRate], *, today: dt.date, stale_days: int) -> PriceView:
+def view_price(
+    row: PriceRow,
+    rates: Sequence[FxRate],
+    *,
+    today: dt.date,
+    stale_days: int,
+    suspect: tuple[PriceSuspicion, ...] = (),
+) -> PriceView:
     """Derive :class:`PriceView` for ``row`` on ``today``: USD converts to CNY and anything
     else to USD, at the rate of the row's effective date (:func:`convert`)."""
     other = "CNY" if row.currency == "USD" else "USD"
@@ -364,4 +389,5 @@ def view_price(row: PriceRow, rates: Sequence[FxRate], *, today: dt.date, stale_
         stale=age > stale_days,
         converted={other: conv[0]} if conv else {},
         fx_date=conv[1] if conv else None,
+        suspect=suspect,
     )

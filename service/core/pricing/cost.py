@@ -28,251 +28,91 @@ floats in both currencies, and answers are memoised per (slug, count, assumption
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Literal, Protocol
 
 from service.core.catalog.records import FxRate, PriceRow, convert
 from service.core.errors import InvalidConfiguration
-
-NO_PRICE = "NO_PRICE"
-"""Reason code: no rental price row (of the allowed pricing models and providers) prices the GPU."""
-NO_PURCHASE_PRICE = "NO_PURCHASE_PRICE"
-"""Reason code: no purchase price row for the GPU, so no TCO."""
-NO_POWER_FIGURE = "NO_POWER_FIGURE"
-"""Reason code: neither a measured average power nor a TDP, so no energy cost, so no TCO."""
-
-CURRENCIES: tuple[str, ...] = ("USD", "CNY")
-RENTAL_MODELS: tuple[str, ...] = ("on_demand", "spot", "reserved")
-
-HOURS_PER_YEAR = 365.25 * 24  # 8,766 h: a Julian year, so leap years average out over an amortisation period
-
-# ---- quote notes (machine codes) -------------------------------------------------------------
-
-PAYS_FOR_IDLE_GPUS = "pays_for_idle_gpus"  # the shape holds more GPUs than the job uses
-MULTI_INSTANCE = "multi_instance"  # several instances: the job spans nodes
-STALE_PRICE = "stale_price"  # a price row is older than stale_after_days
-CURRENCY_CONVERTED = "currency_converted"  # amount converted through the FX table
-SPOT_INTERRUPTIBLE = "spot_interruptible"  # spot capacity can be reclaimed mid-run
-RESERVED_COMMITMENT = "reserved_commitment"  # reserved/capacity-block rate: needs a commitment
-PRICE_IS_ESTIMATE = "price_is_estimate"  # the row is marked an estimate, not a list price
-HOST_NOT_INCLUDED = "host_not_included"  # a per-card purchase price: the server around it is not costed
-
-
-# ---- assumptions -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CostAssumptions:
-    """What a cost answer assumes; every default is sourced or argued here and in docs/prices.md.
-
-    * ``pue`` 1.58: Uptime Institute's industry-average annual PUE for 2023 (Global Data Center
-      Survey; "Large data centers are mostly more efficient, analysis confirms", UII Update 221,
-      2023-11-23: flat at 1.55-1.59 since 2020). New hyperscale halls reach ~1.1-1.3; pass yours.
-    * ``electricity_usd_per_kwh`` 0.10: between the US industrial (~8 c) and commercial (~12-16 c)
-      sector averages of EIA Electric Power Monthly table 5.6.B (2024 year to date through July,
-      e.g. East North Central 8.10 / 12.22, Middle Atlantic 8.25 / 15.57 c/kWh). Argued, not a
-      quote: large sites buy near industrial rates, colocation passes on commercial ones.
-    * ``amortisation_years`` 5: the useful life Amazon gives a subset of its servers from
-      2025-01-01 (shortened from six years, citing the pace of AI; Amazon.com 2024 annual
-      report); GPU generations turn over every ~2 years, so 5 is the longest defensible.
-    * ``utilisation`` 0.7: the share of owned GPU-hours doing the work being costed. Argued, not
-      sourced: owned clusters lose hours to maintenance, failures, queue gaps and fragmentation.
-      Rent is billed per hour used, so it applies to TCO only.
-    * ``node_overhead_fraction`` 0.25: the host around an 8-GPU SXM/OAM baseboard (CPUs, memory,
-      NICs, chassis, power supplies) as a fraction of the baseboard's price, applied to per-node
-      purchase prices only. Argued: Intel's Gaudi 3 list price (USD 125,000 per 8-OAM kit)
-      explicitly excludes the host; no vendor publishes the split.
-    * ``host_power_fraction`` 0.82: host power as a fraction of the GPUs' power figure, from
-      NVIDIA's DGX H100 datasheet (10.2 kW maximum system power for 8 x 700 W = 5.6 kW of GPUs:
-      (10.2 - 5.6) / 5.6). Both are maxima, so the ratio is like for like.
-    * ``stale_after_days`` 180: ``GPU_ADVISOR_PRICE_STALE_DAYS``' default (the caller passes
-      the setting).
-    """
-
-    currency: str = "USD"
-    pricing_models: tuple[str, ...] = ("on_demand",)
-    providers: frozenset[str] | None = None
-    stale_after_days: int = 180
-    utilisation: float = 0.7
-    pue: float = 1.58
-    electricity_usd_per_kwh: float = 0.10
-    amortisation_years: float = 5.0
-    node_overhead_fraction: float = 0.25
-    host_power_fraction: float = 0.82
-
-    def __post_init__(self) -> None:
-        if self.currency not in CURRENCIES:
-            raise InvalidConfiguration("currency", f"one of {', '.join(CURRENCIES)}, got {self.currency!r}")
-        if not self.pricing_models:
-            raise InvalidConfiguration("pricing_models", "at least one pricing model")
-        bad = [m for m in self.pricing_models if m not in RENTAL_MODELS]
-        if bad:
-            raise InvalidConfiguration(
-                "pricing_models",
-                f"rental models are {', '.join(RENTAL_MODELS)}; not {', '.join(map(repr, bad))}",
-            )
-        if self.stale_after_days < 0:
-            raise InvalidConfiguration("stale_after_days", "must be >= 0")
-        if not 0 < self.utilisation <= 1:
-            raise InvalidConfiguration("utilisation", "must be in (0, 1]")
-        if not self.pue >= 1:
-            raise InvalidConfiguration("pue", "must be >= 1 (total facility power / IT power)")
-        if not self.electricity_usd_per_kwh >= 0:
-            raise InvalidConfiguration("electricity_usd_per_kwh", "must be >= 0")
-        if not self.amortisation_years > 0:
-            raise InvalidConfiguration("amortisation_years", "must be > 0")
-        if not self.node_overhead_fraction >= 0:
-            raise InvalidConfiguration("node_overhead_fraction", "must be >= 0")
-        if not self.host_power_fraction >= 0:
-            raise InvalidConfiguration("host_power_fraction", "must be >= 0")
-
-
-# ---- quotes --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RentQuote:
-    """Renting ``gpu_count`` GPUs of ``gpu_slug`` as ``instances`` x ``instance_type``:
-    ``per_hour`` for all instances, ``per_gpu_hour`` per GPU used (idle GPUs of the shape
-    included in the price), both in ``currency``."""
-
-    gpu_slug: str
-    gpu_count: int
-    gpus_paid: int
-    instances: int
-    provider: str
-    region: str
-    instance_type: str
-    gpus_per_instance: int
-    pricing_model: str
-    currency: str
-    per_hour: float
-    per_gpu_hour: float
-    price_row_ids: tuple[int, ...]
-    effective_date: dt.date
-    age_days: int
-    stale: bool
-    fx_date: dt.date | None
-    source: str
-    notes: tuple[str, ...] = ()
-
-    @property
-    def per_paid_gpu_hour(self) -> float:
-        """The shape's own per-GPU rate (what a job using every GPU of it would pay)."""
-        return self.per_hour / self.gpus_paid
-
-
-@dataclass(frozen=True, slots=True)
-class PurchaseQuote:
-    """The newest purchase price of a GPU: ``amount`` per unit (a card, or a node of
-    ``gpus_per_unit`` GPUs for SXM/OAM parts), in ``currency`` as the row states it."""
-
-    gpu_slug: str
-    unit: str
-    gpus_per_unit: int
-    currency: str
-    amount: float
-    amounts: Mapping[str, float]  # in each currency the FX table reaches, the row's own included
-    fx_date: dt.date | None
-    price_row_id: int
-    effective_date: dt.date
-    age_days: int
-    source: str
-    is_estimate: bool
-
-    @property
-    def per_node(self) -> bool:
-        """Priced per node (several GPUs per unit), as DESIGN prices SXM/OAM parts."""
-        return self.gpus_per_unit > 1
-
-
-@dataclass(frozen=True, slots=True)
-class RunCost:
-    """The cost of ``hours`` at a quote's rate, with the band from the time band."""
-
-    amount: float
-    low: float
-    high: float
-    currency: str
-    hours: float
-
-
-@dataclass(frozen=True, slots=True)
-class Tco:
-    """Owning the GPUs instead of renting them, per hour of use: amortised purchase (with the
-    host for per-node parts) over utilised hours, plus energy at the facility's PUE."""
-
-    gpu_slug: str
-    gpu_count: int
-    gpus_paid: int
-    units: int
-    per_node: bool
-    currency: str
-    capex: float  # purchase of ``units`` (and their hosts, per node), in ``currency``
-    capex_per_hour: float  # amortised capex per hour of use (divided by utilisation)
-    energy_per_hour: float
-    per_hour: float
-    per_gpu_hour: float
-    power_w: float  # per GPU
-    power_source: Literal["measured", "tdp"]
-    energy_kw: float  # at the wall: GPUs + host, times PUE
-    purchase: PurchaseQuote
-    price_row_ids: tuple[int, ...]
-    age_days: int
-    stale: bool
-    fx_date: dt.date | None
-    assumptions: CostAssumptions
-    run: RunCost | None = None
-    notes: tuple[str, ...] = ()
-
-
-class _Hourly(Protocol):
-    @property
-    def per_hour(self) -> float: ...
-
-    @property
-    def currency(self) -> str: ...
-
-
-def run_cost(
-    quote: _Hourly, hours: float, *, hours_low: float | None = None, hours_high: float | None = None
-) -> RunCost:
-    """``hours`` at ``quote.per_hour``; the band is the time band times the same rate (billing
-    is taken as continuous: clouds bill per second or per minute, so rounding is negligible at
-    the hours a training run takes)."""
-    if not hours >= 0 or not math.isfinite(hours):
-        raise InvalidConfiguration("hours", f"must be a finite number >= 0, got {hours!r}")
-    lo = hours if hours_low is None else hours_low
-    hi = hours if hours_high is None else hours_high
-    if not (0 <= lo <= hours <= hi) or not math.isfinite(hi):
-        raise InvalidConfiguration(
-            "hours_low", f"need 0 <= hours_low <= hours <= hours_high, got {lo}, {hours}, {hi}"
-        )
-    r = quote.per_hour
-    return RunCost(amount=r * hours, low=r * lo, high=r * hi, currency=quote.currency, hours=hours)
-
-
-def cost_per_million_tokens(
-    per_hour: float, *, capacity_tokens_per_s: float, served_tokens_per_s: float
-) -> float:
-    """The cost of a million tokens at a stated load. The hour is paid whether or not the
-    capacity is used, so the hour's price is divided by the tokens actually served at that
-    load, never by the capacity: a deployment run at half its capacity pays twice as much per
-    token as one run flat out."""
-    if not served_tokens_per_s > 0:
-        raise InvalidConfiguration("served_tokens_per_s", "must be > 0: no tokens served, no cost per token")
-    if not capacity_tokens_per_s > 0:
-        raise InvalidConfiguration("capacity_tokens_per_s", "must be > 0")
-    if served_tokens_per_s > capacity_tokens_per_s * (1 + 1e-9):
-        raise InvalidConfiguration(
-            "served_tokens_per_s",
-            f"{served_tokens_per_s:g} tokens/s served exceeds the capacity {capacity_tokens_per_s:g} tokens/s",
-        )
-    return per_hour / (served_tokens_per_s * 3600.0) * 1e6
-
+from service.core.pricing.quality import Suspicion, assess_catalog
+from service.core.pricing.quotes import (
+    CURRENCIES as CURRENCIES,
+)
+from service.core.pricing.quotes import (
+    CURRENCY_CONVERTED as CURRENCY_CONVERTED,
+)
+from service.core.pricing.quotes import (
+    HOST_NOT_INCLUDED as HOST_NOT_INCLUDED,
+)
+from service.core.pricing.quotes import (
+    HOURS_PER_YEAR as HOURS_PER_YEAR,
+)
+from service.core.pricing.quotes import (
+    MULTI_INSTANCE as MULTI_INSTANCE,
+)
+from service.core.pricing.quotes import (
+    NO_POWER_FIGURE as NO_POWER_FIGURE,
+)
+from service.core.pricing.quotes import (  # re-exported: callers import them from here
+    NO_PRICE as NO_PRICE,
+)
+from service.core.pricing.quotes import (
+    NO_PURCHASE_PRICE as NO_PURCHASE_PRICE,
+)
+from service.core.pricing.quotes import (
+    PAYS_FOR_IDLE_GPUS as PAYS_FOR_IDLE_GPUS,
+)
+from service.core.pricing.quotes import (
+    PRICE_AGE_LOWER_BOUND as PRICE_AGE_LOWER_BOUND,
+)
+from service.core.pricing.quotes import (
+    PRICE_IS_ESTIMATE as PRICE_IS_ESTIMATE,
+)
+from service.core.pricing.quotes import (
+    RENTAL_MODELS as RENTAL_MODELS,
+)
+from service.core.pricing.quotes import (
+    RESERVED_COMMITMENT as RESERVED_COMMITMENT,
+)
+from service.core.pricing.quotes import (
+    SPOT_INTERRUPTIBLE as SPOT_INTERRUPTIBLE,
+)
+from service.core.pricing.quotes import (
+    STALE_PRICE as STALE_PRICE,
+)
+from service.core.pricing.quotes import (
+    SUSPECT_PRICE as SUSPECT_PRICE,
+)
+from service.core.pricing.quotes import (
+    CostAssumptions as CostAssumptions,
+)
+from service.core.pricing.quotes import (
+    PurchaseQuote as PurchaseQuote,
+)
+from service.core.pricing.quotes import (
+    RentQuote as RentQuote,
+)
+from service.core.pricing.quotes import (
+    RunCost as RunCost,
+)
+from service.core.pricing.quotes import (
+    Tco as Tco,
+)
+from service.core.pricing.quotes import (
+    cost_per_million_tokens as cost_per_million_tokens,
+)
+from service.core.pricing.quotes import (
+    run_cost as run_cost,
+)
+from service.core.pricing.shapes import (
+    EMPTY_TABLE,
+    NO_MATCHING_INSTANCE,
+    DeployShape,
+    GpuLink,
+    InstanceNetwork,
+    ShapeTable,
+    holds,
+)
 
 # ---- the price book ------------------------------------------------------------------------------
 
@@ -292,6 +132,31 @@ class _Rental:
     age_days: int
     source: str
     is_estimate: bool
+    network: InstanceNetwork
+    suspect: tuple[Suspicion, ...] = ()
+    age_is_lower_bound: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShapePrice:
+    """A plan's node shape priced as deployed: ``shape.nodes`` instances of one type, each
+    holding a whole node, and the links that type has (for the network model)."""
+
+    quote: RentQuote
+    shape: DeployShape
+    network: InstanceNetwork
+
+
+@dataclass(frozen=True, slots=True)
+class NoMatchingInstance:
+    """No priced instance type holds ``shape`` (reason :data:`NO_MATCHING_INSTANCE`); ``detail``
+    says why the nearest candidates do not, ``suspect_only`` when only suspect rows would."""
+
+    gpu_slug: str
+    shape: DeployShape
+    detail: str
+    suspect_only: bool = False
+    reason: str = NO_MATCHING_INSTANCE
 
 
 def _amounts(row: PriceRow, rates: Sequence[FxRate]) -> tuple[dict[str, float], dt.date | None]:
@@ -320,13 +185,24 @@ class PriceBook:
     rentals: Mapping[str, tuple[_Rental, ...]]
     purchases: Mapping[str, PurchaseQuote]
     usd_rates: Mapping[str, tuple[float, dt.date | None]]  # 1 USD in each currency, on ``today``
+    suspect_rows: Mapping[int, tuple[Suspicion, ...]] = field(default_factory=dict)
     _memo: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(
-        cls, prices_by_slug: Mapping[str, Sequence[PriceRow]], rates: Sequence[FxRate], *, today: dt.date
+        cls,
+        prices_by_slug: Mapping[str, Sequence[PriceRow]],
+        rates: Sequence[FxRate],
+        *,
+        today: dt.date,
+        shapes: ShapeTable = EMPTY_TABLE,
+        links: Mapping[str, GpuLink] | None = None,
     ) -> PriceBook:
-        """``rates`` newest first (as the catalog repository returns them)."""
+        """``rates`` newest first (as the catalog repository returns them); ``shapes`` the
+        sourced instance table and ``links`` each GPU's form factor and link domain (the links
+        of instance types not in the table follow from them)."""
+        suspect = assess_catalog(prices_by_slug)
+        links = links or {}
         rates = sorted(rates, key=lambda r: r.effective_date, reverse=True)
         rentals: dict[str, tuple[_Rental, ...]] = {}
         purchases: dict[str, PurchaseQuote] = {}
@@ -356,6 +232,11 @@ class PriceBook:
                         age_days=(today - p.effective_date).days,
                         source=p.source,
                         is_estimate=p.is_estimate,
+                        network=shapes.network(
+                            p.provider, p.instance_type, p.gpus_per_instance, links.get(slug)
+                        ),
+                        suspect=suspect.get(p.id, ()),
+                        age_is_lower_bound=p.date_basis == "retrieved",
                     )
                 )
             if rent:
@@ -383,17 +264,22 @@ class PriceBook:
                 conv = convert(Decimal(1), "USD", cur, rates, today)
                 if conv is not None:
                     usd_rates[cur] = (float(conv[0]), conv[1])
-        return cls(today=today, rentals=rentals, purchases=purchases, usd_rates=usd_rates)
+        return cls(
+            today=today, rentals=rentals, purchases=purchases, usd_rates=usd_rates, suspect_rows=suspect
+        )
 
     def priced_slugs(self) -> frozenset[str]:
         """GPUs with at least one rental row (any model, any provider)."""
         return frozenset(self.rentals)
 
-    def _quote(self, slug: str, r: _Rental, gpu_count: int, a: CostAssumptions) -> RentQuote | None:
+    def _quote(
+        self, slug: str, r: _Rental, gpu_count: int, a: CostAssumptions, instances: int | None = None
+    ) -> RentQuote | None:
         rate = r.amounts.get(a.currency)
         if rate is None:
             return None
-        instances = -(-gpu_count // r.gpus_per_instance)
+        if instances is None:
+            instances = -(-gpu_count // r.gpus_per_instance)
         paid = instances * r.gpus_per_instance
         per_hour = instances * rate
         stale = r.age_days > a.stale_after_days
@@ -410,6 +296,10 @@ class PriceBook:
             notes.append(_MODEL_NOTES[r.pricing_model])
         if r.is_estimate:
             notes.append(PRICE_IS_ESTIMATE)
+        if r.suspect:
+            notes.append(SUSPECT_PRICE)
+        if r.age_is_lower_bound:
+            notes.append(PRICE_AGE_LOWER_BOUND)
         return RentQuote(
             gpu_slug=slug,
             gpu_count=gpu_count,
@@ -430,13 +320,17 @@ class PriceBook:
             fx_date=r.fx_date if a.currency != r.currency else None,
             source=r.source,
             notes=tuple(notes),
+            suspect=r.suspect,
+            age_is_lower_bound=r.age_is_lower_bound,
         )
 
     def _allowed(self, slug: str, a: CostAssumptions) -> list[_Rental]:
         return [
             r
             for r in self.rentals.get(slug, ())
-            if r.pricing_model in a.pricing_models and (a.providers is None or r.provider in a.providers)
+            if r.pricing_model in a.pricing_models
+            and (a.providers is None or r.provider in a.providers)
+            and (a.allow_suspect or not r.suspect)
         ]
 
     @staticmethod
@@ -473,6 +367,72 @@ class PriceBook:
         quote = self._quote(slug, best, gpu_count, a) if best is not None else None
         self._memo[key] = quote
         return quote
+
+    def rent_shape(
+        self, slug: str, shape: DeployShape, assumptions: CostAssumptions
+    ) -> ShapePrice | NoMatchingInstance:
+        """The cheapest way to rent ``shape`` as deployed: ``shape.nodes`` instances of one type,
+        each holding a whole node with the link it needs (:func:`~service.core.pricing.shapes.holds`),
+        or why no type can (reason :data:`NO_MATCHING_INSTANCE`, or :data:`NO_PRICE` when no
+        allowed row prices the GPU at all)."""
+        key = ("shape", slug, shape, assumptions)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        a = assumptions
+        best: _Rental | None = None
+        best_rank: tuple[float, bool, str, str, str, str, int] | None = None
+        refused: dict[str, tuple[int, str]] = {}
+        allowed = self._allowed(slug, a)
+        for r in allowed:
+            rate = r.amounts.get(a.currency)
+            if rate is None:
+                continue
+            why = holds(shape, r.gpus_per_instance, r.network)
+            if why is not None:
+                refused.setdefault(f"{r.provider} {r.instance_type}", (r.gpus_per_instance, why))
+                continue
+            rank = (
+                shape.nodes * rate,
+                r.age_days > a.stale_after_days,
+                r.provider,
+                r.region,
+                r.instance_type,
+                r.pricing_model,
+                r.row_id,
+            )
+            if best_rank is None or rank < best_rank:
+                best, best_rank = r, rank
+        out: ShapePrice | NoMatchingInstance
+        if best is not None:
+            quote = self._quote(slug, best, shape.gpus, a, instances=shape.nodes)
+            assert quote is not None  # the rate was there
+            out = ShapePrice(quote=quote, shape=shape, network=best.network)
+        else:
+            suspect_only = not a.allow_suspect and any(
+                r.suspect
+                and r.pricing_model in a.pricing_models
+                and (a.providers is None or r.provider in a.providers)
+                and holds(shape, r.gpus_per_instance, r.network) is None
+                for r in self.rentals.get(slug, ())
+            )
+            # the nearest misses first: the largest instances
+            shown = sorted(refused.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
+            detail = "; ".join(f"{k}: {why}" for k, (_, why) in shown) + (
+                f"; {len(refused) - 3} more" if len(refused) > 3 else ""
+            )
+            if suspect_only:
+                detail = "only suspect price rows hold this shape (allow_suspect_prices to use them)" + (
+                    f"; {detail}" if detail else ""
+                )
+            out = NoMatchingInstance(
+                gpu_slug=slug,
+                shape=shape,
+                detail=detail or "no allowed price row",
+                suspect_only=suspect_only,
+                reason=NO_MATCHING_INSTANCE if allowed or suspect_only else NO_PRICE,
+            )
+        self._memo[key] = out
+        return out
 
     def cheapest_by_provider(self, slug: str, assumptions: CostAssumptions) -> tuple[RentQuote, ...]:
         """Per provider, the shape with the lowest per-GPU-hour rate, quoted for the whole

@@ -723,6 +723,7 @@ class PriceRecord:
     amount: str
     effective_date: dt.date
     source: str
+    date_basis: str = "effective"
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -737,6 +738,7 @@ class PriceRecord:
             "effective_date": self.effective_date.isoformat(),
             "source": self.source,
             "is_estimate": False,
+            "date_basis": self.date_basis,
         }
 
 
@@ -763,6 +765,7 @@ def price_records(
     provider: str,
     effective_date: dt.date,
     source: str,
+    date_basis: str = "effective",
 ) -> tuple[PriceRecord, ...]:
     """One record per (slug, provider, region, instance type, GPUs, pricing model). If two
     offers land on the same key (same shape listed under two accelerator spellings), the lower
@@ -788,6 +791,7 @@ def price_records(
             amount=format_amount(amount),
             effective_date=effective_date,
             source=source,
+            date_basis=date_basis,
         )
         for (slug, region, it, n, model), amount in best.items()
     ]
@@ -840,6 +844,7 @@ def import_vms_csv(
     gpu_memory_mib: Mapping[str, Iterable[int]],
     hints: Iterable[InstanceHint] = (),
     host_rules: Mapping[str, Mapping[int, tuple[str, ...]]] | None = None,
+    date_basis: str = "effective",
 ) -> ImportReport:
     """parse -> collapse zones -> map names -> price records, in one call. With errors, no
     records are returned at all (nothing half-imported). ``host_rules`` defaults to
@@ -853,7 +858,9 @@ def import_vms_csv(
         )
     offers = collapse_zones(parsed.rows)
     result = map_offers(offers, indexes, provider=provider, gpu_memory_mib=gpu_memory_mib, hints=hints)
-    records = price_records(result.mapped, provider=provider, effective_date=effective_date, source=source)
+    records = price_records(
+        result.mapped, provider=provider, effective_date=effective_date, source=source, date_basis=date_basis
+    )
     return ImportReport(
         provider=provider,
         records=records,

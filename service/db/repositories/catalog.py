@@ -95,6 +95,7 @@ def _price_row(p: Price, slug: str) -> PriceRow:
         source=p.source,
         is_estimate=p.is_estimate,
         origin=p.origin,
+        date_basis=p.date_basis,
     )
 
 
@@ -254,10 +255,12 @@ class CatalogRepository:
                 existing.amount == entry.amount
                 and existing.is_estimate == entry.is_estimate
                 and existing.origin == origin
+                and existing.date_basis == entry.date_basis
             ):
                 return False
             existing.amount = entry.amount
             existing.is_estimate = entry.is_estimate
+            existing.date_basis = entry.date_basis
             existing.origin = origin  # an admin who re-states a shipped row's key takes it over
         else:
             self._s.add(
@@ -274,6 +277,7 @@ class CatalogRepository:
                     effective_date=entry.effective_date,
                     source=entry.source,
                     is_estimate=entry.is_estimate,
+                    date_basis=entry.date_basis,
                 )
             )
         self._s.flush()
@@ -334,14 +338,21 @@ class CatalogRepository:
                     effective_date=e.effective_date,
                     source=e.source,
                     is_estimate=e.is_estimate,
+                    date_basis=e.date_basis,
                 )
                 existing[key] = row
                 new.append(row)
                 changed += 1
             elif row.origin == "admin" and origin != "admin":
                 continue
-            elif row.amount != e.amount or row.is_estimate != e.is_estimate or row.origin != origin:
+            elif (row.amount, row.is_estimate, row.origin, row.date_basis) != (
+                e.amount,
+                e.is_estimate,
+                origin,
+                e.date_basis,
+            ):
                 row.amount, row.is_estimate, row.origin = e.amount, e.is_estimate, origin
+                row.date_basis = e.date_basis
                 changed += 1
         self._s.add_all(new)
         self._s.flush()

@@ -25,6 +25,11 @@ from service.core.evidence.published import (
     lambda_pytorch_train_2020,
     lambda_pytorch_train_2021,
     megatron_bridge_25_11,
+    mlperf_inference_v5_1,
+    mlperf_training_v4_0,
+    mlperf_training_v4_1,
+    mlperf_training_v5_0,
+    mlperf_training_v5_1,
     trtllm_online_v0_14,
     trtllm_perf_v0_9,
     trtllm_perf_v0_14,
@@ -32,7 +37,10 @@ from service.core.evidence.published import (
 )
 from service.core.evidence.published.schema import (
     FAMILIES,
+    LOWER_IS_BETTER,
     METRICS,
+    MLPERF_INFERENCE_MODELS,
+    MLPERF_TRAINING_MODELS,
     PRECISIONS,
     WORKLOADS,
     Family,
@@ -44,7 +52,10 @@ from service.core.evidence.published.schema import (
 
 __all__ = [
     "FAMILIES",
+    "LOWER_IS_BETTER",
     "METRICS",
+    "MLPERF_INFERENCE_MODELS",
+    "MLPERF_TRAINING_MODELS",
     "PRECISIONS",
     "TABLES",
     "WORKLOADS",
@@ -69,6 +80,11 @@ TABLES: Final[tuple[PublishedTable, ...]] = (
     trtllm_perf_v0_14.TABLE,
     trtllm_perf_v0_17.TABLE,
     trtllm_online_v0_14.TABLE,
+    mlperf_training_v4_0.TABLE,
+    mlperf_training_v4_1.TABLE,
+    mlperf_training_v5_0.TABLE,
+    mlperf_training_v5_1.TABLE,
+    mlperf_inference_v5_1.TABLE,
 )
 _BY_ID: Final[dict[str, PublishedTable]] = {t.id: t for t in TABLES}
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 Kind = Literal["training", "serving"]
-Family = Literal["fp32", "tf32", "fp16/bf16", "fp8"]
+Family = Literal["fp32", "tf32", "fp16/bf16", "fp8", "int8", "fp4", "int4", "mixed"]
 
 # Precision as the source ran it -> precision family (the unit of the cross-GPU check).
 PRECISIONS: Final[dict[str, Family]] = {
@@ -25,8 +25,15 @@ PRECISIONS: Final[dict[str, Family]] = {
     "bf16": "fp16/bf16",
     "fp8": "fp8",  # FP8 E4M3 (serving: weights+activations; training: Transformer Engine current scaling)
     "mxfp8": "fp8",  # MXFP8 block scaling (Blackwell)
+    "int8": "int8",  # INT8 weights and activations (MLPerf Inference CNN/BERT-class rows; UINT8 too)
+    "fp4": "fp4",  # NVFP4 weights (and activations where the engine supports it; Blackwell)
+    "mxfp4": "fp4",  # OCP MXFP4 (CDNA 4, Blackwell)
+    "int4": "int4",  # INT4 / UINT4 weights
+    # MLPerf Training: the submitter's own mixed-precision recipe, which the system description
+    # does not state (FP8 on Hopper/Blackwell LLM submissions is common but not recorded per row)
+    "submitter": "mixed",
 }
-FAMILIES: Final[tuple[Family, ...]] = ("fp32", "tf32", "fp16/bf16", "fp8")
+FAMILIES: Final[tuple[Family, ...]] = ("fp32", "tf32", "fp16/bf16", "fp8", "int8", "fp4", "int4", "mixed")
 
 # Workload ids -> what was run. Training units are per step of the stated batch.
 WORKLOADS: Final[dict[str, str]] = {
@@ -38,7 +45,73 @@ WORKLOADS: Final[dict[str, str]] = {
     "llm-serve-offline": "LLM serving, all requests queued at once (max throughput), continuous batching",
     "llm-serve-static-batch": "LLM generation at a fixed static batch (no in-flight batching)",
     "llm-serve-online": "LLM serving at a fixed offered request rate (QPS) or concurrency",
+    # MLPerf Training: time to train one benchmark to its quality target (the model id names it)
+    **{
+        f"mlperf-train-{b}": f"MLPerf Training {b}: time to train to the benchmark's quality target, minutes"
+        for b in (
+            "bert",
+            "resnet",
+            "ssd",
+            "retinanet",
+            "unet3d",
+            "dlrm_dcnv2",
+            "gnn",
+            "rgat",
+            "gpt3",
+            "llama2_70b_lora",
+            "llama31_405b",
+            "llama31_8b",
+            "stable_diffusion",
+            "flux1",
+        )
+    },
+    # MLPerf Inference LoadGen scenarios (the model id names the benchmark and accuracy target)
+    "mlperf-infer-offline": "MLPerf Inference Offline scenario: all queries at once, throughput",
+    "mlperf-infer-server": "MLPerf Inference Server scenario: Poisson arrivals at the highest rate meeting the latency bound",
+    "mlperf-infer-interactive": "MLPerf Inference Interactive scenario: Server with tighter LLM latency bounds",
 }
+
+MLPERF_TRAINING_MODELS: Final[dict[str, str | None]] = {
+    # MLPerf Training benchmark -> core.catalog.models preset (None: no preset; row model "mlperf/<benchmark>")
+    "bert": "bert-large",  # BERT-large pre-training (Wikipedia), masked-LM accuracy 0.720
+    "resnet": "resnet50",  # ResNet-50 v1.5 ImageNet, 75.9 % top-1
+    "ssd": None,  # RetinaNet ResNeXt50 on OpenImages (named ssd in v4.0/v4.1)
+    "retinanet": None,
+    "unet3d": None,  # 3D U-Net, KiTS19
+    "dlrm_dcnv2": None,  # DLRM-DCNv2, Criteo 4TB
+    "gnn": None,  # R-GAT on IGBH-full (named gnn in v4.0/v4.1)
+    "rgat": None,
+    "gpt3": "gpt3-175b",  # GPT-3 175B pre-training (a C4 segment)
+    "llama2_70b_lora": "llama2-70b",  # LoRA fine-tuning on SCROLLS GovReport
+    "llama31_405b": "llama3.1-405b",  # pre-training (a C4 segment)
+    "llama31_8b": "llama3.1-8b",
+    "stable_diffusion": None,  # Stable Diffusion v2 on LAION-400M
+    "flux1": None,  # FLUX.1 on CC12M
+}
+MLPERF_INFERENCE_MODELS: Final[dict[str, str | None]] = {
+    # MLPerf Inference model (with accuracy target) -> preset (None: no preset)
+    "resnet": "resnet50",
+    "retinanet": None,
+    "3d-unet-99": None,
+    "3d-unet-99.9": None,
+    "dlrm-v2-99": None,
+    "dlrm-v2-99.9": None,
+    "rgat": None,
+    "stable-diffusion-xl": None,
+    "whisper": None,
+    "llama2-70b-99": "llama2-70b",
+    "llama2-70b-99.9": "llama2-70b",
+    "llama3.1-8b": "llama3.1-8b",
+    "llama3.1-8b-edge": "llama3.1-8b",
+    "llama3.1-405b": "llama3.1-405b",
+    "mixtral-8x7b": "mixtral-8x7b",
+    "deepseek-r1": None,
+}
+"""Model ids of MLPerf rows are ``mlperf/<benchmark>``: the reference implementation, not a Hugging
+Face repository."""
+
+LOWER_IS_BETTER: Final[frozenset[str]] = frozenset({"minutes_to_train", "latency_ms", "ttft_ms", "itl_ms"})
+"""Metrics where a faster GPU gives a smaller number (the cross-GPU checks invert them)."""
 
 # Metric -> unit. Throughputs are for the whole system of ``gpu_count`` GPUs unless the metric
 # says per GPU.
@@ -54,6 +127,9 @@ METRICS: Final[dict[str, str]] = {
     "latency_ms": "ms",  # latency of one batch (static-batch inference), mean unless the note says
     "ttft_ms": "ms",  # time to first token; statistic in the row note (mean unless stated)
     "itl_ms": "ms",  # inter-token latency (mean)
+    "minutes_to_train": "min",  # MLPerf Training score: time to the quality target, whole system
+    "samples_per_s": "samples/s",  # MLPerf Inference Offline throughput, whole system
+    "queries_per_s": "queries/s",  # MLPerf Inference Server throughput, whole system
 }
 
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
@@ -84,6 +160,9 @@ class PublishedRow:
     kv_cache_dtype: str | None = None  # serving only; None where the source does not say
     gpu_assumption: str = ""  # non-empty when the variant/slug is inferred, not stated
     note: str = ""
+    # the system as the source describes it (submitter, system, nodes x accelerators, host CPU,
+    # framework / software): sources of many submitters state the stack per row, not per table
+    system: str = ""
 
     @property
     def unit(self) -> str:

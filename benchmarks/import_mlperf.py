@@ -1,0 +1,565 @@
+"""Import MLPerf Training v4.0-v5.1 and MLPerf Inference v5.1 results as published tables (issue 27).
+
+Reads a snapshot of the mlcommons results repositories (a bare git directory, e.g. the one the
+``fetch`` tool leaves at ``/work/.mirror/mlcommons+training_results_v5.0/repo``) at the commit
+given, and writes one module per round to ``service/core/evidence/published/`` with
+``published`` provenance. Re-running it on the same commits writes the same files.
+
+Training (``<submitter>/results/<system>/<benchmark>/result_*.txt`` with
+``<submitter>/systems/<system>.json``): each result file is one run; its time to train is
+``run_stop - run_start`` of the MLPerf log (``:::MLLOG`` lines, milliseconds), counted only when
+``run_stop`` says ``success``. The row's value is MLPerf's own score: drop the fastest and the
+slowest run, mean of the rest (with fewer than 3 converged runs, the mean). Closed division only
+(the open division may change the model). Every row carries its system description (submitter,
+system, nodes x accelerators, host CPU, framework) in ``system``; the framework is the stack.
+
+Inference (``summary_results.json`` at the repository root: one entry per system, model and
+scenario, with the submitter's accelerator, count, software and weight data type): closed
+division, throughput scenarios only (Offline, Server, Interactive; the latency scenarios of the
+edge suite are left out), single-accelerator-type systems only.
+
+Usage::
+
+    python benchmarks/import_mlperf.py training /work/.mirror/mlcommons+training_results_v5.0/repo v5.0
+    python benchmarks/import_mlperf.py inference /work/.mirror/mlcommons+inference_results_v5.1/repo v5.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from service.core.evidence.published.schema import (  # noqa: E402
+    MLPERF_INFERENCE_MODELS,
+    MLPERF_TRAINING_MODELS,
+    PublishedRow,
+)
+
+OUT_DIR = ROOT / "service" / "core" / "evidence" / "published"
+
+# --------------------------------------------------------------------------------------------
+# Accelerator names as submitted -> catalog slug (None: not catalogued; the name stays the identity)
+# --------------------------------------------------------------------------------------------
+
+_SLUGS: tuple[tuple[str, str | None], ...] = (
+    # order matters: the first pattern that matches wins
+    (r"GB300", None),
+    (r"GB200", None),
+    (r"B300", "nvidia-b300"),
+    (r"B200", "nvidia-b200"),
+    (r"GH200.*144", "nvidia-gh200-144gb"),
+    (r"GH200", "nvidia-gh200-96gb"),
+    (r"H200.?NVL", "nvidia-h200-nvl"),
+    (r"H200", "nvidia-h200-sxm"),
+    (r"H100.?NVL", "nvidia-h100-nvl-94gb"),
+    (r"H100.?PCIe", "nvidia-h100-pcie"),
+    (r"H100", "nvidia-h100-sxm"),
+    (r"A100.*PCIe.*80", "nvidia-a100-pcie-80gb"),
+    (r"A100.*SXM4.*80", "nvidia-a100-sxm4-80gb"),
+    (r"L40S", "nvidia-l40s"),
+    (r"\bL40\b", "nvidia-l40"),
+    (r"\bL4\b", "nvidia-l4"),
+    (r"RTX 4090", "nvidia-rtx-4090"),
+    (r"RTX A5000", "nvidia-rtx-a5000"),
+    (r"RTX PRO 6000 Blackwell Server|RTX Pro 6000 SE", "nvidia-rtx-pro-6000-blackwell-server"),
+    (r"MI355X", "amd-mi355x"),
+    (r"MI325X", "amd-mi325x"),
+    (r"MI300X", "amd-mi300x"),
+    (r"Gaudi\(R\) 2|Gaudi 2|Gaudi2", "intel-gaudi2"),
+    (r"Gaudi\(R\) 3|Gaudi 3|Gaudi3", "intel-gaudi3"),
+)
+
+
+def slug_for(name: str) -> str | None:
+    for pat, slug in _SLUGS:
+        if re.search(pat, name, re.IGNORECASE):
+            return slug
+    return None
+
+
+def clean_name(name: str) -> str:
+    """The accelerator as published, without the 'Virtualized' prefix (same part, a VM around it)."""
+    return re.sub(r"^Virtualized\s+", "", name.strip())
+
+
+# --------------------------------------------------------------------------------------------
+# Git snapshot access
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    git_dir: str
+    commit: str
+
+    def files(self) -> list[str]:
+        out = subprocess.run(
+            ["git", "-C", self.git_dir, "ls-tree", "-r", "--name-only", self.commit],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return out.splitlines()
+
+    def read(self, path: str) -> str | None:
+        """The file's text, or None when the snapshot lists it but does not hold it (its largest
+        files may be absent)."""
+        r = subprocess.run(
+            ["git", "-C", self.git_dir, "show", f"{self.commit}:{path}"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+        )
+        return r.stdout if r.returncode == 0 else None
+
+
+def resolve(git_dir: str, rev: str = "HEAD") -> str:
+    return subprocess.run(
+        ["git", "-C", git_dir, "rev-parse", rev], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Training: MLPerf logs
+# --------------------------------------------------------------------------------------------
+
+_MLLOG = re.compile(r":::MLLOG\s+(\{.*\})\s*$")
+
+
+def parse_mllog(text: str) -> dict[str, Any]:
+    """run_start / run_stop times (ms), the stop status, the benchmark and the global batch of
+    one MLPerf result log; keys absent when the log lacks them."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        m = _MLLOG.search(line)
+        if not m:
+            continue
+        try:
+            ev = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            continue
+        key = ev.get("key")
+        if key == "run_start" and "run_start_ms" not in out:
+            out["run_start_ms"] = int(ev["time_ms"])
+        elif key == "run_stop":
+            out["run_stop_ms"] = int(ev["time_ms"])
+            out["status"] = (ev.get("metadata") or {}).get("status")
+        elif key == "submission_benchmark":
+            out["benchmark"] = ev.get("value")
+        elif key == "global_batch_size" and "global_batch_size" not in out:
+            out["global_batch_size"] = ev.get("value")
+    return out
+
+
+def run_minutes(log: dict[str, Any]) -> float | None:
+    """Time to train of one converged run in minutes (None when it did not converge)."""
+    if log.get("status") != "success" or "run_start_ms" not in log or "run_stop_ms" not in log:
+        return None
+    ms = log["run_stop_ms"] - log["run_start_ms"]
+    return ms / 60000.0 if ms > 0 else None
+
+
+def olympic_mean(xs: Sequence[float]) -> float:
+    """MLPerf's score of a set of runs: drop the fastest and the slowest, mean of the rest."""
+    s = sorted(xs)
+    if len(s) >= 3:
+        s = s[1:-1]
+    return sum(s) / len(s)
+
+
+def _int(v: object, default: int = 1) -> int:
+    try:
+        return int(str(v).strip())
+    except ValueError:
+        return default
+
+
+def system_text(d: dict[str, Any], nodes: int, per_node: int, result_dir: str) -> str:
+    host = str(d.get("host_processor_model_name", "")).strip()
+    fw = " ".join(str(d.get("framework", "")).split())
+    return (
+        f"{d.get('submitter', '').strip()} {d.get('system_name', '').strip()} ({result_dir}): {nodes} x "
+        f"{per_node} {d.get('accelerator_model_name', '').strip()}; host {host or 'not stated'}; framework "
+        f"{fw or 'not stated'}"
+    )
+
+
+def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], dict[str, int]]:
+    files = snap.files()
+    systems: dict[tuple[str, str], str] = {}
+    for f in files:
+        m = re.match(r"^([^/]+)/systems/([^/]+)\.json$", f)
+        if m:
+            systems[(m.group(1), m.group(2))] = f
+    runs: dict[tuple[str, str, str], list[str]] = {}
+    for f in files:
+        m = re.match(r"^([^/]+)/results/([^/]+)/([^/]+)/result_\d+\.txt$", f)
+        if m:
+            runs.setdefault((m.group(1), m.group(2), m.group(3)), []).append(f)
+    skipped: dict[str, int] = {}
+
+    def skip(why: str) -> None:
+        skipped[why] = skipped.get(why, 0) + 1
+
+    rows: list[PublishedRow] = []
+    seen: set[tuple[str, str, str, float]] = set()
+    for (sub, system, bench), paths in sorted(runs.items()):
+        if bench not in MLPERF_TRAINING_MODELS:
+            skip(f"benchmark not mapped ({bench})")
+            continue
+        sys_path = systems.get((sub, system))
+        if sys_path is None:
+            skip("no system description")
+            continue
+        d = json.loads(snap.read(sys_path) or "{}")
+        if str(d.get("division", "closed")).strip().lower() != "closed":
+            skip("open division")
+            continue
+        accel = clean_name(str(d.get("accelerator_model_name", "")))
+        if not accel:
+            skip("no accelerator named")
+            continue
+        nodes, per_node = _int(d.get("number_of_nodes")), _int(d.get("accelerators_per_node"))
+        texts = [snap.read(p) for p in paths]
+        if any(t is None for t in texts):
+            skip("result logs absent from the snapshot")
+            continue
+        logs = [parse_mllog(t or "") for t in texts]
+        minutes = [m for m in (run_minutes(x) for x in logs) if m is not None]
+        if not minutes:
+            skip("no converged run")
+            continue
+        gbs = {x.get("global_batch_size") for x in logs if x.get("global_batch_size")}
+        score = round(olympic_mean(minutes), 4)
+        same = (sub, str(d.get("system_name", "")).strip(), bench, score)
+        if same in seen:  # the same runs filed twice (e.g. a power-measurement copy of the directory)
+            skip("same system and runs under another result directory")
+            continue
+        seen.add(same)
+        rows.append(
+            PublishedRow(
+                table_id=table_id,
+                gpu_name=accel,
+                slug=slug_for(accel),
+                workload=f"mlperf-train-{bench}",
+                model=f"mlperf/{bench}",
+                precision="submitter",
+                metric="minutes_to_train",
+                value=score,
+                gpu_count=nodes * per_node,
+                system=system_text(d, nodes, per_node, system),
+                note=(
+                    f"{len(minutes)} of {len(logs)} runs converged; score = mean without fastest and slowest; "
+                    f"global batch {', '.join(str(g) for g in sorted(gbs, key=str)) or 'not logged'}; "
+                    f"results/{system}/{bench}; status {str(d.get('status', '')).strip() or 'not stated'}"
+                ),
+            )
+        )
+    return rows, skipped
+
+
+# --------------------------------------------------------------------------------------------
+# Inference: summary_results.json
+# --------------------------------------------------------------------------------------------
+
+_UNITS = {"Tokens/s": "output_tokens_per_s", "Samples/s": "samples_per_s", "Queries/s": "queries_per_s"}
+_SCENARIOS = {
+    "Offline": "mlperf-infer-offline",
+    "Server": "mlperf-infer-server",
+    "Interactive": "mlperf-infer-interactive",
+}
+
+
+def inference_precision(weight_data_types: str) -> str | None:
+    """The submitter's weight data type -> a precision key (None: not stated). For the SDXL
+    pipelines that list one type per component, the UNet's (where the FLOPs are)."""
+    w = weight_data_types.strip()
+    m = re.search(r"unet'?\s*:\s*'?(\w+)", w)
+    if m:
+        w = m.group(1)
+    w = w.split(",")[0].strip().lower()
+    return {
+        "fp32": "fp32",
+        "fp16": "fp16",
+        "bf16": "bf16",
+        "fp8": "fp8",
+        "fp4": "fp4",
+        "mxfp4": "mxfp4",
+        "int8": "int8",
+        "uint8": "int8",
+        "int4": "int4",
+        "uint4": "int4",
+    }.get(w)
+
+
+def inference_rows(
+    entries: Iterable[dict[str, Any]], table_id: str
+) -> tuple[list[PublishedRow], dict[str, int]]:
+    skipped: dict[str, int] = {}
+
+    def skip(why: str) -> None:
+        skipped[why] = skipped.get(why, 0) + 1
+
+    rows: list[PublishedRow] = []
+    for e in entries:
+        if e.get("Category") != "closed":
+            skip("open division")
+            continue
+        wl = _SCENARIOS.get(str(e.get("Scenario")))
+        metric = _UNITS.get(str(e.get("Performance_Units")))
+        if wl is None or metric is None:
+            skip("latency scenario")
+            continue
+        accel = clean_name(str(e.get("Accelerator", "")))
+        if not accel or "(x" in accel:
+            skip("no accelerator, or a mix of accelerators")
+            continue
+        model = str(e.get("Model"))
+        if model not in MLPERF_INFERENCE_MODELS:
+            skip(f"model not mapped ({model})")
+            continue
+        prec = inference_precision(str(e.get("weight_data_types", "")))
+        if prec is None:
+            skip("weight data type not stated")
+            continue
+        value = float(e.get("Performance_Result") or 0)
+        if value <= 0:
+            skip("no result")
+            continue
+        nodes, per_node = _int(e.get("Nodes")), _int(e.get("a#"))
+        rows.append(
+            PublishedRow(
+                table_id=table_id,
+                gpu_name=accel,
+                slug=slug_for(accel),
+                workload=wl,
+                model=f"mlperf/{model}",
+                precision=prec,
+                metric=metric,
+                value=value,
+                gpu_count=nodes * per_node,
+                system=(
+                    f"{e.get('Submitter')} {e.get('System')} ({e.get('Platform')}): {nodes} x {per_node} "
+                    f"{accel}; host {e.get('Processor')}; software {' '.join(str(e.get('Software', '')).split())}"
+                ),
+                note=f"{e.get('ID')}; {e.get('Suite')}; weight data types {e.get('weight_data_types')}; {e.get('Availability')}",
+            )
+        )
+    return rows, skipped
+
+
+# --------------------------------------------------------------------------------------------
+# Module writer
+# --------------------------------------------------------------------------------------------
+
+_FIELDS = (
+    "gpu_name",
+    "slug",
+    "workload",
+    "model",
+    "precision",
+    "metric",
+    "value",
+    "gpu_count",
+    "system",
+    "note",
+)
+
+
+def _row_literal(r: PublishedRow) -> str:
+    args = ", ".join(f"{f}={getattr(r, f)!r}" for f in _FIELDS)
+    return f"    _r({args}),"
+
+
+def write_module(
+    path: Path,
+    *,
+    table_id: str,
+    title: str,
+    kind: str,
+    url: str,
+    repository: str,
+    source_path: str,
+    commit: str,
+    date: str,
+    date_note: str,
+    stack: str,
+    engine: str,
+    method: str,
+    caveats: str,
+    rows: Sequence[PublishedRow],
+) -> None:
+    const = "TABLE"
+    body = "\n".join(_row_literal(r) for r in rows)
+    path.write_text(
+        f'''"""{title} (generated by ``benchmarks/import_mlperf.py``; do not edit, re-import)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Final
+
+from service.core.evidence.published.schema import PublishedRow, PublishedTable, SourceFile
+
+TABLE_ID: Final = {table_id!r}
+_r = partial(PublishedRow, TABLE_ID)
+
+ROWS: Final[tuple[PublishedRow, ...]] = (
+{body}
+)
+
+{const}: Final = PublishedTable(
+    id=TABLE_ID,
+    title={title!r},
+    kind={kind!r},
+    publisher="MLCommons",
+    url={url!r},
+    files=(SourceFile({repository!r}, {source_path!r}, {commit!r}),),
+    date={date!r},
+    date_note={date_note!r},
+    stack={stack!r},
+    engine={engine!r},
+    method={method!r},
+    caveats={caveats!r},
+    rows=ROWS,
+)
+'''
+    )
+
+
+TRAINING_DATES = {
+    "v4.0": ("2024-06-12", "MLPerf Training v4.0 results published 12 June 2024 (MLCommons announcement)"),
+    "v4.1": (
+        "2024-11-13",
+        "MLPerf Training v4.1 results published 13 November 2024 (MLCommons announcement)",
+    ),
+    "v5.0": ("2025-06-04", "MLPerf Training v5.0 results published 4 June 2025 (MLCommons announcement)"),
+    "v5.1": (
+        "2025-11-12",
+        "MLPerf Training v5.1 results published 12 November 2025 (MLCommons announcement)",
+    ),
+}
+INFERENCE_DATES = {
+    "v5.1": (
+        "2025-09-09",
+        "MLPerf Inference v5.1 results published 9 September 2025 (the results commit's date)",
+    ),
+}
+
+
+def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
+    commit = resolve(git_dir)
+    tag = round_.replace(".", "_")
+    table_id = f"mlperf-training-{round_}"
+    rows, skipped = training_rows(Snapshot(git_dir, commit), table_id)
+    date, date_note = TRAINING_DATES[round_]
+    path = out_dir / f"mlperf_training_{tag}.py"
+    write_module(
+        path,
+        table_id=table_id,
+        title=f"MLPerf Training {round_}, closed division: time to train per system and benchmark",
+        kind="training",
+        url=f"https://github.com/mlcommons/training_results_{round_}/tree/{commit}",
+        repository=f"mlcommons/training_results_{round_}",
+        source_path="<submitter>/results/<system>/<benchmark>/result_*.txt, <submitter>/systems/<system>.json",
+        commit=commit,
+        date=date,
+        date_note=date_note,
+        stack=(
+            f"MLPerf Training {round_} submissions: each row's own framework and host in its `system` "
+            "(NVIDIA NGC PyTorch/NeMo/MXNet/HugeCTR, AMD ROCm PyTorch, Intel Gaudi PyTorch, tinygrad)"
+        ),
+        engine=f"mlperf-training {round_.lstrip('v')}",
+        method=(
+            "time to train = run_stop - run_start of each result log (converged runs only); MLPerf's score: "
+            "drop the fastest and slowest run, mean of the rest; whole system of gpu_count accelerators"
+        ),
+        caveats=(
+            "Precision is the submitter's recipe and not stated in the system description (precision "
+            "'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, "
+            "so epochs to converge differ between rows; convergence noise is a few percent. Rows of "
+            f"accelerators the catalog lacks (TPU, GB200/GB300, Radeon) keep slug None. Skipped: {skipped}"
+        ),
+        rows=rows,
+    )
+    _format(path)
+    print(f"{table_id}: {len(rows)} rows -> {path.relative_to(ROOT)}; skipped {skipped}")
+    return path
+
+
+def _format(path: Path) -> None:
+    """Format the written module as the repository's checks want (ruff from this environment)."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if ruff.exists():
+        subprocess.run([str(ruff), "format", "-q", str(path)], check=False)
+
+
+def import_inference(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
+    commit = resolve(git_dir)
+    tag = round_.replace(".", "_")
+    table_id = f"mlperf-inference-{round_}"
+    entries = json.loads(Snapshot(git_dir, commit).read("summary_results.json") or "[]")
+    rows, skipped = inference_rows(entries, table_id)
+    date, date_note = INFERENCE_DATES[round_]
+    path = out_dir / f"mlperf_inference_{tag}.py"
+    write_module(
+        path,
+        table_id=table_id,
+        title=f"MLPerf Inference {round_}, closed division: throughput per system, model and scenario",
+        kind="serving",
+        url=f"https://github.com/mlcommons/inference_results_{round_}/blob/{commit}/summary_results.json",
+        repository=f"mlcommons/inference_results_{round_}",
+        source_path="summary_results.json",
+        commit=commit,
+        date=date,
+        date_note=date_note,
+        stack=(
+            f"MLPerf Inference {round_} submissions: each row's own software in its `system` (TensorRT / "
+            "TensorRT-LLM for NVIDIA, vLLM on ROCm for AMD, OpenVINO/IPEX for Intel, ...)"
+        ),
+        engine=f"mlperf-inference {round_.lstrip('v')}",
+        method=(
+            "MLPerf LoadGen: Offline = all queries at once (throughput), Server = Poisson arrivals at the "
+            "highest rate meeting the latency bound, Interactive = Server with tighter LLM latency bounds; "
+            "the whole system of gpu_count accelerators; Tokens/s counts generated tokens"
+        ),
+        caveats=(
+            "Precision is the submitter's weight data type (for SDXL the UNet's); the accuracy target (99 "
+            "or 99.9 % of the reference) is part of the model id. Latency scenarios (SingleStream, "
+            f"MultiStream) and open-division rows are not imported. Skipped: {skipped}"
+        ),
+        rows=rows,
+    )
+    _format(path)
+    print(f"{table_id}: {len(rows)} rows -> {path.relative_to(ROOT)}; skipped {skipped}")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("suite", choices=("training", "inference"))
+    ap.add_argument("git_dir", help="the results repository snapshot (a git directory)")
+    ap.add_argument("round", help="v4.0, v4.1, v5.0, v5.1")
+    ap.add_argument("--out", default=str(OUT_DIR))
+    a = ap.parse_args(argv)
+    if a.suite == "training":
+        import_training(a.git_dir, a.round, Path(a.out))
+    else:
+        import_inference(a.git_dir, a.round, Path(a.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

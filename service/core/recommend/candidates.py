@@ -1,0 +1,137 @@
+"""What rules a GPU out before anything is estimated, how many of it an option may use and
+how those GPUs are placed on nodes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+from service.core.catalog.specs import GpuSpec
+from service.core.estimation.estimate import Job
+from service.core.pricing.cost import (
+    RentQuote,
+)
+from service.core.recommend.models import Constraints, RecommendData, RecommendQuestion
+from service.core.recommend.reasons import Reason
+
+GiB: Final = 2**30
+
+TRAIN_COUNTS: Final[tuple[int, ...]] = (1, 2, 4, 8)
+"""Counts inside one node; above 8, whole nodes of the GPU's node size (powers of two of them)."""
+
+
+def _gib(x: float) -> float:
+    return round(x / GiB, 1)
+
+
+@dataclass
+class _Counter:
+    candidates: int = 0
+    memory: int = 0
+    timed: int = 0
+
+
+def _node_size(gpu: GpuSpec) -> int:
+    node = gpu.node
+    if node.nvlink_topology == "switched" and node.nvlink_domain_size > 8:
+        return node.nvlink_domain_size
+    return 8
+
+
+# --------------------------------------------------------------------------------------------
+# Static filters: what rules a GPU out before anything is estimated
+# --------------------------------------------------------------------------------------------
+
+
+def _static_reasons(gpu: GpuSpec, job: Job, cons: Constraints) -> list[Reason]:
+    out: list[Reason] = []
+    name = gpu.name or gpu.slug
+    if gpu.slug in cons.excluded_gpus:
+        out.append(Reason("EXCLUDED_BY_USER", {"gpu": name}))
+    if cons.allowed_gpus is not None and gpu.slug not in cons.allowed_gpus:
+        out.append(Reason("NOT_ALLOWED", {"gpu": name}))
+    if cons.pools is not None and not any(p.gpu == gpu.slug for p in cons.pools):
+        out.append(Reason("NOT_IN_INVENTORY", {"gpu": name}))
+    if cons.vendors is not None and gpu.vendor not in cons.vendors:
+        out.append(
+            Reason("VENDOR_NOT_ALLOWED", {"gpu": name, "vendor": gpu.vendor, "allowed": list(cons.vendors)})
+        )
+    if cons.form_factors is not None and gpu.form_factor not in cons.form_factors:
+        out.append(
+            Reason(
+                "FORM_FACTOR",
+                {"gpu": name, "form_factor": gpu.form_factor, "allowed": list(cons.form_factors)},
+            )
+        )
+    if cons.nvlink_required and gpu.node.nvlink_topology == "none":
+        out.append(Reason("NO_NVLINK", {"gpu": name}))
+    if cons.max_power_w_per_gpu is not None:
+        if gpu.tdp_w is None:
+            out.append(Reason("POWER_UNKNOWN", {"gpu": name, "cap_w": cons.max_power_w_per_gpu}))
+        elif gpu.tdp_w > cons.max_power_w_per_gpu:
+            out.append(
+                Reason(
+                    "OVER_POWER_CAP",
+                    {"gpu": name, "tdp_w": gpu.tdp_w, "cap_w": cons.max_power_w_per_gpu, "per": "gpu"},
+                )
+            )
+    if gpu.fit_memory_bytes is None:
+        out.append(Reason("NO_MEMORY_FIGURE", {"gpu": name}))
+    if gpu.support_for(job.precision) == "no":
+        out.append(Reason("PRECISION_UNSUPPORTED", {"gpu": name, "precision": job.precision}))
+    return out
+
+
+def _count_cap(gpu: GpuSpec, cons: Constraints) -> tuple[int, Reason | None]:
+    """Most GPUs of this kind one option may use: ``max_gpus``, the free GPUs of its pools and
+    the total power cap. The reason says which bound binds when it leaves fewer than one."""
+    cap = cons.max_gpus
+    why: Reason | None = None
+    if cons.pools is not None:
+        free = sum(p.free for p in cons.pools if p.gpu == gpu.slug)
+        cap = min(cap, free)
+        if free < 1:
+            why = Reason("NOT_IN_INVENTORY", {"gpu": gpu.name or gpu.slug, "free": 0})
+    if cons.max_power_w_total is not None and gpu.tdp_w:
+        by_power = int(cons.max_power_w_total // gpu.tdp_w)
+        if by_power < cap:
+            cap = by_power
+            if cap < 1:
+                why = Reason(
+                    "OVER_POWER_CAP",
+                    {
+                        "gpu": gpu.name or gpu.slug,
+                        "tdp_w": gpu.tdp_w,
+                        "cap_w": cons.max_power_w_total,
+                        "per": "total",
+                    },
+                )
+    return cap, why
+
+
+def _pool_shape(gpu: GpuSpec, cons: Constraints) -> tuple[int, int] | None:
+    """(free GPUs per node, nodes) of the best pool of this GPU, or None without inventory."""
+    if cons.pools is None:
+        return None
+    pools = [p for p in cons.pools if p.gpu == gpu.slug and p.free_gpus_per_node > 0]
+    if not pools:
+        return (0, 0)
+    best = max(pools, key=lambda p: (p.free_gpus_per_node, p.nodes))
+    return best.free_gpus_per_node, sum(
+        p.nodes for p in pools if p.free_gpus_per_node == best.free_gpus_per_node
+    )
+
+
+def _placement(gpu: GpuSpec, n: int, cons: Constraints) -> tuple[int, int]:
+    """(nodes, GPUs per node) for ``n`` GPUs: the pool's free GPUs per node, else whole nodes
+    of the GPU's node size."""
+    shape = _pool_shape(gpu, cons)
+    per = shape[0] if shape is not None and shape[0] > 0 else _node_size(gpu)
+    per = min(per, n)
+    return max(1, math.ceil(n / per)), per
+
+
+def _price(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, n: int) -> RentQuote | None:
+    """The cheapest rentable shape covering ``n`` GPUs under the question's cost assumptions."""
+    return data.prices.rent(gpu.slug, n, q.cost) if data.prices is not None else None

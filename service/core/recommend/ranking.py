@@ -1,0 +1,265 @@
+"""Constraints on estimated options, ranking by the objective, ties within error, the
+time-vs-cost frontier."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Final
+
+from service.core.estimation.estimate import ServingAnswer, TimeAnswer
+from service.core.evidence.provenance import at_least, weakest
+from service.core.pricing.cost import (
+    NO_PRICE,
+    NO_PURCHASE_PRICE,
+    tco,
+    tco_exclusion,
+)
+from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion
+from service.core.recommend.reasons import Reason
+
+MEASURED_RATIO_FLOOR: Final = 0.03
+"""Smallest log half-width given a measured figure (run-to-run spread of a stack's median)."""
+
+
+def ratio_half_width(answer: TimeAnswer | ServingAnswer) -> float:
+    """80% half-width of the log error of a figure *relative to another GPU's*: the held-out
+    pair error of the path it took, or a measured cell's own p10-p90 (never below
+    :data:`MEASURED_RATIO_FLOOR`)."""
+    if answer.provenance == "measured":
+        band = answer.step_time_band if isinstance(answer, TimeAnswer) else answer.tpot_band
+        mid = band.mid or 1.0
+        if band.low <= 0 or not math.isfinite(band.high):
+            return MEASURED_RATIO_FLOOR
+        return max(MEASURED_RATIO_FLOOR, math.log(band.high / mid), -math.log(band.low / mid))
+    a = answer.accuracy
+    if a is not None and math.isfinite(a.log_q10) and math.isfinite(a.log_q90):
+        return max(MEASURED_RATIO_FLOOR, -a.log_q10, a.log_q90)
+    band = answer.step_time_band if isinstance(answer, TimeAnswer) else answer.tpot_band
+    mid = band.mid or 1.0
+    if band.low <= 0 or not math.isfinite(band.high):
+        return 1.0
+    return max(MEASURED_RATIO_FLOOR, math.log(band.high / mid), -math.log(band.low / mid))
+
+
+def _band_pct(low: float, mid: float, high: float) -> float:
+    return (high - low) / mid * 100.0 if mid > 0 and math.isfinite(high) else math.inf
+
+
+def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> Option | Exclusion:
+    """Budget, provenance, band and price rules on an estimated option (first failing wins)."""
+    cons = q.constraints
+    name = o.gpu.name or o.gpu.slug
+    reasons: list[Reason] = []
+    if cons.min_provenance is not None and not at_least(o.provenance, cons.min_provenance):
+        reasons.append(
+            Reason(
+                "PROVENANCE_BELOW_MIN",
+                {"gpu": name, "provenance": o.provenance, "minimum": cons.min_provenance},
+            )
+        )
+    if cons.max_band_pct is not None:
+        pct = _option_band_pct(o)
+        if pct > cons.max_band_pct:
+            reasons.append(
+                Reason(
+                    "BAND_TOO_WIDE",
+                    {"gpu": name, "band_pct": round(pct, 1), "max_band_pct": cons.max_band_pct},
+                )
+            )
+    needs_price = (
+        q.objective in ("cheapest", "cost_per_million_tokens")
+        or cons.budget_per_hour is not None
+        or cons.budget_per_run is not None
+    )
+    if o.quote is None and needs_price:
+        reasons.append(
+            Reason(
+                NO_PRICE,
+                {
+                    "gpu": name,
+                    "gpu_count": o.gpu_count,
+                    "providers": sorted(cons.providers) if cons.providers else None,
+                    "pricing_models": list(q.cost.pricing_models),
+                    "currency": q.cost.currency,
+                },
+            )
+        )
+    if o.quote is not None:
+        if cons.budget_per_hour is not None and o.quote.per_hour > cons.budget_per_hour:
+            reasons.append(
+                Reason(
+                    "OVER_BUDGET",
+                    {
+                        "gpu": name,
+                        "gpu_count": o.gpu_count,
+                        "what": "per_hour",
+                        "cost": round(o.quote.per_hour, 2),
+                        "budget": cons.budget_per_hour,
+                        "currency": o.quote.currency,
+                    },
+                )
+            )
+        if cons.budget_per_run is not None and o.run_cost is not None and o.run_cost[2] > cons.budget_per_run:
+            reasons.append(
+                Reason(
+                    "OVER_BUDGET",
+                    {
+                        "gpu": name,
+                        "gpu_count": o.gpu_count,
+                        "what": "per_run",
+                        "cost": round(o.run_cost[2], 2),
+                        "budget": cons.budget_per_run,
+                        "currency": o.quote.currency,
+                    },
+                )
+            )
+    if cons.budget_purchase is not None:
+        owned = _with_tco(o, q, data) if data.prices is not None else o
+        if owned.tco is None:
+            reasons.append(
+                Reason(owned.tco_missing or NO_PURCHASE_PRICE, {"gpu": name, "gpu_count": o.gpu_count})
+            )
+        elif owned.tco.capex > cons.budget_purchase:
+            reasons.append(
+                Reason(
+                    "OVER_BUDGET",
+                    {
+                        "gpu": name,
+                        "gpu_count": o.gpu_count,
+                        "what": "purchase",
+                        "cost": round(owned.tco.capex, 2),
+                        "budget": cons.budget_purchase,
+                        "currency": owned.tco.currency,
+                    },
+                )
+            )
+    if reasons:
+        return Exclusion(o.gpu, reasons[0], tuple(reasons[1:]))
+    return o
+
+
+def _with_tco(o: Option, q: RecommendQuestion, data: RecommendData) -> Option:
+    """Owning instead of renting: the option's TCO per hour (and for the run), or why not."""
+    if data.prices is None:
+        return o
+    hb = o.hours_band
+    t = tco(
+        data.prices,
+        o.gpu.slug,
+        gpu_count=o.gpu_count,
+        tdp_w=o.gpu.tdp_w,
+        assumptions=q.cost,
+        hours=o.hours,
+        hours_low=min(hb[0], o.hours) if hb and o.hours else None,
+        hours_high=max(hb[1], o.hours) if hb and o.hours else None,
+    )
+    if t is None:
+        return replace(
+            o, tco_missing=tco_exclusion(data.prices, o.gpu.slug, tdp_w=o.gpu.tdp_w) or NO_PURCHASE_PRICE
+        )
+    return replace(o, tco=t)
+
+
+def _option_band_pct(o: Option) -> float:
+    t = o.est.time
+    if t is not None:
+        b = t.step_time_band
+        return _band_pct(b.low, b.mid, b.high)
+    s = o.est.serving
+    if s is not None:
+        b = s.tpot_band
+        return _band_pct(b.low, b.mid, b.high)
+    return math.inf
+
+
+def _objective_value(o: Option, objective: str) -> float | None:
+    if objective == "fastest":
+        return o.time_value
+    if objective == "perf_per_watt":
+        ppw = o.perf_per_watt
+        return 1.0 / ppw if ppw else None
+    if objective == "cost_per_million_tokens":
+        return o.cost_per_million_tokens
+    # cheapest: the run when it has one, else per token trained, else the fleet per hour
+    if o.run_cost is not None:
+        return o.run_cost[1]
+    if o.train is not None:
+        return o.cost_per_million_tokens
+    return o.quote.per_hour if o.quote is not None else None
+
+
+def _rank(options: Sequence[Option], objective: str) -> list[Option]:
+    scored = []
+    for o in options:
+        v = _objective_value(o, objective)
+        scored.append(replace(o, objective_value=v))
+    scored.sort(key=lambda o: (o.objective_value is None, o.objective_value or 0.0, o.gpu_count, o.gpu.slug))
+    if not scored:
+        return []
+    best = scored[0]
+    out = []
+    for i, o in enumerate(scored, start=1):
+        ratio = u = None
+        within = i == 1
+        if o.objective_value is not None and best.objective_value:
+            ratio = o.objective_value / best.objective_value
+            u = o.u if o.gpu.slug == best.gpu.slug else math.hypot(o.u, best.u)
+            within = within or abs(math.log(ratio)) <= u
+        reasons = list(o.reasons)
+        if i == 1:
+            reasons.insert(0, Reason("BEST_FOR_OBJECTIVE", {"objective": objective}))
+        elif within and ratio is not None:
+            reasons.insert(
+                0,
+                Reason(
+                    "WITHIN_ERROR_OF_BEST",
+                    {"ratio": round(ratio, 3), "uncertainty_pct": round((math.exp(u or 0) - 1) * 100)},
+                ),
+            )
+        out.append(
+            replace(
+                o,
+                rank=i,
+                ratio_to_best=ratio,
+                ratio_uncertainty=u,
+                within_error_of_best=within,
+                reasons=tuple(reasons),
+            )
+        )
+    return out
+
+
+def _frontier(points: Sequence[Option]) -> list[Option]:
+    """Time-vs-cost Pareto frontier (both known), sorted by time."""
+    pts = [o for o in points if o.cost_value is not None]
+    pts.sort(key=lambda o: (o.time_value, o.cost_value or 0.0, o.gpu_count, o.gpu.slug))
+    out: list[Option] = []
+    best_cost = math.inf
+    for o in pts:
+        c = o.cost_value or 0.0
+        if c < best_cost - 1e-12:
+            out.append(o)
+            best_cost = c
+    return out
+
+
+def _rank_again(options: Sequence[Option], objective: str) -> list[Option]:
+    """Re-rank after the full estimates replaced the quick ones (uncertainties changed)."""
+    return _rank(
+        [
+            replace(
+                o,
+                reasons=tuple(
+                    r for r in o.reasons if r.code not in ("BEST_FOR_OBJECTIVE", "WITHIN_ERROR_OF_BEST")
+                ),
+            )
+            for o in options
+        ],
+        objective,
+    )
+
+
+def weakest_provenance(options: Sequence[Option]) -> str:
+    return weakest(*(o.provenance for o in options)) if options else "spec"

@@ -1,0 +1,62 @@
+"""How to ask a scheduler (Kubernetes, Slurm, SkyPilot, torchrun) for a recommended option."""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from service.core.recommend.models import GpuNames, Option, Scheduling
+
+K8S_RESOURCE: Final[dict[str, str]] = {
+    "nvidia": "nvidia.com/gpu",
+    "amd": "amd.com/gpu",
+    "intel": "habana.ai/gaudi",
+}
+"""Device-plugin resource names (NVIDIA, AMD and Intel Gaudi device plugins)."""
+
+
+def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
+    """Kubernetes (node selector on GFD's ``nvidia.com/gpu.product``, one pod per node for
+    training and per replica for serving), Slurm (``--gres`` per node, ``--time`` from the upper
+    end of the time band, rounded up to the minute), SkyPilot and torchrun arguments."""
+    names = names or GpuNames()
+    serve = o.serve
+    per_pod = serve.tensor_parallel if serve is not None else o.gpus_per_node
+    pods = serve.replicas if serve is not None else o.nodes
+    selector = {"nvidia.com/gpu.product": names.gfd} if o.gpu.vendor == "nvidia" and names.gfd else {}
+    gres_type = (names.short or o.gpu.slug).lower().replace(" ", "-")
+    slurm = [f"--nodes={o.nodes}", f"--gres=gpu:{gres_type}:{o.gpus_per_node}"]
+    if o.train is not None:
+        slurm.append(f"--ntasks-per-node={o.gpus_per_node}")
+    if o.hours_band is not None:
+        minutes = max(1, math.ceil(o.hours_band[1] * 60.0))
+        d, rem = divmod(minutes, 24 * 60)
+        h, m = divmod(rem, 60)
+        slurm.append(f"--time={d}-{h:02d}:{m:02d}:00" if d else f"--time={h:02d}:{m:02d}:00")
+    sky = (
+        {"accelerators": f"{names.skypilot}:{o.gpus_per_node}", "num_nodes": o.nodes}
+        if names.skypilot
+        else None
+    )
+    torchrun: tuple[str, ...] | None = None
+    if o.train is not None and o.gpu_count > 1:
+        torchrun = (
+            ("--standalone", f"--nproc-per-node={o.gpus_per_node}")
+            if o.nodes == 1
+            else (
+                f"--nnodes={o.nodes}",
+                f"--nproc-per-node={o.gpus_per_node}",
+                "--rdzv-backend=c10d",
+                "--rdzv-endpoint=$MASTER_ADDR:29500",
+                "--rdzv-id=$SLURM_JOB_ID",
+            )
+        )
+    return Scheduling(
+        k8s_resource=K8S_RESOURCE.get(o.gpu.vendor, "nvidia.com/gpu"),
+        k8s_per_pod=per_pod,
+        k8s_pods=pods,
+        k8s_node_selector=selector,
+        slurm=tuple(slurm),
+        skypilot=sky,
+        torchrun=torchrun,
+    )

@@ -1,0 +1,593 @@
+"""Serving candidates: weight format x tensor-parallel degree x replicas against the targets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, Final
+
+from service.core.catalog.models import DecoderSpec
+from service.core.catalog.specs import GpuSpec
+from service.core.errors import InvalidConfiguration, MissingFigure
+from service.core.estimation.estimate import Estimate, Job, estimate
+from service.core.estimation.memory import (
+    InferenceConfig,
+    MemoryEstimate,
+    estimate_inference,
+)
+from service.core.estimation.serving import (
+    CONTINUOUS_EFFICIENCIES,
+    ENGINE_CLASSES,
+    OPS_PER_DECODE_STEP,
+    OPS_PER_LAYER_DECODE,
+    concurrency_cap,
+    deployment,
+    iteration_s,
+    serve_at_rate,
+)
+from service.core.pricing.cost import (
+    cost_per_million_tokens,
+)
+from service.core.recommend.candidates import _Counter, _gib, _placement, _pool_shape, _price
+from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
+from service.core.recommend.ranking import _rank_again, ratio_half_width
+from service.core.recommend.reasons import Reason
+
+
+class _ServingSearch:
+    def __init__(self, job: Job, q: RecommendQuestion, data: RecommendData, counter: _Counter) -> None:
+        assert isinstance(job.config, InferenceConfig)
+        self.job = job
+        self.q = q
+        self.data = data
+        self.counter = counter
+        self.base: InferenceConfig = job.config
+        self.serving = job.serving
+        self.continuous = ENGINE_CLASSES[self.base.engine].batching == "continuous"
+        self.rate = self.serving.requests_per_s if self.serving is not None else None
+        formats = [self.base.quant_method]
+        if q.constraints.allow_quantization and self.base.quant_method == "none":
+            formats += ["fp8", "awq"]
+        self.formats = tuple(formats)
+        self._mem: dict[tuple[str, int], MemoryEstimate] = {}
+        self.host_floor_s = 0.0
+        """Eager generate launches every op of a decode step from Python: the host profile's
+        dispatch cost per op bounds TPOT from below on every GPU alike (``service.core.estimation.serving``)."""
+        if not self.continuous:
+            host = data.calibrations.host_profile("llm-infer", self.base.precision)
+            m = self.base.model
+            if host is not None and isinstance(m, DecoderSpec):
+                self.host_floor_s = host.dispatch_s * (
+                    m.num_layers * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP
+                )
+        self._rejected: dict[str, Reason] = {}
+
+    def memory(self, fmt: str, tp: int) -> MemoryEstimate:
+        key = (fmt, tp)
+        if key not in self._mem:
+            self.counter.memory += 1
+            self._mem[key] = estimate_inference(
+                replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1)
+            )
+        return self._mem[key]
+
+    def tp_degrees(self, gpu: GpuSpec, cap: int) -> tuple[list[int], int]:
+        """TP degrees that divide the KV heads, up to the NVLink domain (8 on a PCIe node) and
+        the free GPUs of one node; the second value is what placement allows per node."""
+        m = self.base.model
+        assert isinstance(m, DecoderSpec)
+        node = gpu.node
+        top = max(node.nvlink_domain_size, 1) if node.nvlink_topology == "switched" else 8
+        per_node = top
+        shape = _pool_shape(gpu, self.q.constraints)
+        if shape is not None:
+            per_node = shape[0]
+        if self.q.constraints.nvlink_required and node.nvlink_topology == "pairwise":
+            top = min(top, 2)
+        out = []
+        k = 1
+        while k <= min(top, cap, 64):
+            if m.num_kv_heads % k == 0:
+                out.append(k)
+            k *= 2
+        return out, per_node
+
+    def bound(self, gpu: GpuSpec, cap: int) -> float | None:
+        """A lower bound on the objective from the roofline: every decode step streams the
+        weights a GPU holds (``fastest``: TPOT >= weight bytes per GPU / bandwidth at the largest
+        TP that fits and can be placed); ``perf_per_watt`` at a request rate: at least one TP
+        group of the smallest degree that fits draws its board power for the same tokens."""
+        if not gpu.bandwidth_gb_per_s:
+            return None
+        usable = int(gpu.fit_memory_bytes or 0)
+        tps, per_node = self.tp_degrees(gpu, cap)
+        fitting = [
+            (fmt, tp)
+            for fmt in self.formats
+            for tp in tps
+            if tp <= per_node and self.memory(fmt, tp).fits(usable)
+        ]
+        if not fitting:
+            return None
+        m = self.base.model
+        active = float(m.active_params) / float(m.total_params) if m.total_params else 1.0
+        if self.q.objective == "fastest":
+            stream = min(
+                float(self.memory(fmt, tp).persistent.get("weights", 0))
+                * active
+                / (gpu.bandwidth_gb_per_s * 1e9)
+                for fmt, tp in fitting
+            )
+            return max(stream, self.host_floor_s)
+        if self.q.objective == "perf_per_watt" and gpu.tdp_w and self.rate and self.serving is not None:
+            return min(tp for _f, tp in fitting) * gpu.tdp_w / (self.rate * self.serving.workload.output_len)
+        return None
+
+    def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
+        """Memory and placement alone: ``MEMORY_INSUFFICIENT`` when no TP degree holds a replica,
+        ``NO_PLACEMENT`` when the ones that do cannot be placed, else None."""
+        usable = int(gpu.fit_memory_bytes or 0)
+        tps, per_node = self.tp_degrees(gpu, cap)
+        fits = [(fmt, tp) for fmt in self.formats for tp in tps if self.memory(fmt, tp).fits(usable)]
+        if fits and any(tp <= per_node for _f, tp in fits):
+            return None
+        found = self.options(gpu, cap)
+        return found if isinstance(found, Exclusion) else None
+
+    def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
+        usable = int(gpu.fit_memory_bytes or 0)
+        name = gpu.name or gpu.slug
+        tps, per_node = self.tp_degrees(gpu, cap)
+        candidates: list[Option] = []
+        smallest_need: tuple[float, int, str] | None = None
+        placement_block: int | None = None
+        latency_miss: Reason | None = None
+        over_limit: Reason | None = None
+        no_time = not gpu.bandwidth_gb_per_s or not (gpu.peak_for("bf16") or gpu.peak_for("fp16"))
+        for fmt in self.formats:
+            if fmt in ("fp8",) and gpu.support_for("fp8") == "no" and fmt != self.base.quant_method:
+                continue
+            for tp in tps:
+                self.counter.candidates += 1
+                mem = self.memory(fmt, tp)
+                need = mem.device_memory_band.high
+                if not mem.fits(usable):
+                    if smallest_need is None or need < smallest_need[0]:
+                        smallest_need = (need, tp, fmt)
+                    continue
+                if tp > per_node:
+                    placement_block = tp if placement_block is None else min(placement_block, tp)
+                    continue
+                if no_time:
+                    if smallest_need is None or smallest_need[0] > 0:
+                        smallest_need = (-need, tp, fmt)  # marks "fits" for the exclusion
+                    continue
+                fewest = min(
+                    (o.gpu_count for o in candidates if o.est.job.config.quant_method == fmt),  # type: ignore[union-attr]
+                    default=None,
+                )
+                if fewest is not None and tp > fewest:
+                    break  # one replica of this TP already needs more GPUs than the best plan
+                found = self._plan(gpu, fmt, tp, cap, usable, mem, fewest)
+                if isinstance(found, Reason):
+                    if found.code in ("MISSES_TTFT", "MISSES_TPOT"):
+                        latency_miss = latency_miss or found
+                    elif found.code == "OVER_GPU_LIMIT":
+                        over_limit = over_limit or found
+                    continue
+                if found is not None:
+                    candidates.append(found)
+                if not (self.continuous and self.rate is not None):
+                    break  # no load to size: the smallest TP group that fits
+        if not candidates:
+            if no_time and smallest_need is not None and smallest_need[0] < 0:
+                return Exclusion(
+                    gpu,
+                    Reason(
+                        "NO_TIME_ESTIMATE",
+                        {
+                            "gpu": name,
+                            "gpu_count": smallest_need[1],
+                            "needed_gib": _gib(-smallest_need[0]),
+                            "usable_gib": _gib(usable),
+                            "missing": "memory bandwidth"
+                            if not gpu.bandwidth_gb_per_s
+                            else "16-bit tensor peak",
+                        },
+                    ),
+                )
+            if placement_block is not None:
+                return Exclusion(
+                    gpu,
+                    Reason(
+                        "NO_PLACEMENT",
+                        {"gpu": name, "tensor_parallel": placement_block, "free_per_node": per_node},
+                    ),
+                )
+            if over_limit is not None:
+                return Exclusion(gpu, over_limit)
+            if latency_miss is not None:
+                return Exclusion(gpu, latency_miss)
+            need = smallest_need[0] if smallest_need is not None else math.inf
+            tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
+            fmt = smallest_need[2] if smallest_need is not None else self.formats[0]
+            return Exclusion(
+                gpu,
+                Reason(
+                    "MEMORY_INSUFFICIENT",
+                    {
+                        "gpu": name,
+                        "tensor_parallel": tp,
+                        "gpu_count": tp,
+                        **_serving_memory(self.memory(fmt, tp), usable),
+                    },
+                ),
+            )
+        obj = self.q.objective
+        if obj == "fastest":
+            key: Callable[[Option], tuple[float, ...]] = lambda o: (o.time_value, o.gpu_count)  # noqa: E731
+        elif obj == "perf_per_watt":
+            key = lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)  # noqa: E731
+        else:
+            key = lambda o: ((o.quote.per_hour if o.quote else math.inf), o.gpu_count, o.time_value)  # noqa: E731
+        candidates.sort(key=key)
+        return candidates[0], candidates[1:]
+
+    def _ok(self, r: Any) -> bool:
+        s = self.serving
+        if not r.stable or r.utilisation > 0.9:
+            return False
+        if s is not None and s.ttft_target_s is not None and r.ttft_s > s.ttft_target_s:
+            return False
+        return not (s is not None and s.tpot_target_s is not None and r.tpot_s > s.tpot_target_s)
+
+    def _plan(
+        self,
+        gpu: GpuSpec,
+        fmt: str,
+        tp: int,
+        cap: int,
+        usable: int,
+        mem: MemoryEstimate,
+        fewest: int | None = None,
+    ) -> Option | Reason | None:
+        """The fewest replicas of TP ``tp`` that meet the targets at the rate (None: not fewer
+        GPUs than ``fewest``, found by a smaller TP of the same format)."""
+        name = gpu.name or gpu.slug
+        cfg = replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1)
+        replicas = 1
+        if self.continuous and self.rate is not None:
+            assert self.serving is not None
+            w = self.serving.workload
+            try:
+                d = deployment(cfg, gpu)
+            except InvalidConfiguration:
+                return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
+            if d.missing:
+                return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": d.missing})
+            seqs, _ = concurrency_cap(
+                d, w.input_len, w.output_len, reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib
+            )
+            if seqs < 1:
+                return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
+            max_rep = max(1, cap // tp)
+            rate = self.rate
+
+            one = cfg  # replicas=1: each replica takes rate / reps
+            seen: dict[int, Any] = {}
+
+            def ok(reps: int) -> bool:
+                if reps not in seen:
+                    self.counter.timed += 1
+                    seen[reps] = serve_at_rate(one, gpu, rate / reps, w, CONTINUOUS_EFFICIENCIES, d)
+                return self._ok(seen[reps])
+
+            s = self.serving
+
+            def lone_misses() -> Reason | None:
+                """A lone request must meet the targets, else no replica count helps."""
+                lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
+                self.counter.timed += 1
+                if s.ttft_target_s is not None and lone.ttft_s > s.ttft_target_s:
+                    return Reason(
+                        "MISSES_TTFT",
+                        {
+                            "gpu": name,
+                            "tensor_parallel": tp,
+                            "ttft_ms": round(lone.ttft_s * 1e3, 1),
+                            "target_ms": round(s.ttft_target_s * 1e3, 1),
+                        },
+                    )
+                if s.tpot_target_s is not None and lone.tpot_s > s.tpot_target_s:
+                    return Reason(
+                        "MISSES_TPOT",
+                        {
+                            "gpu": name,
+                            "tensor_parallel": tp,
+                            "tpot_ms": round(lone.tpot_s * 1e3, 2),
+                            "target_ms": round(s.tpot_target_s * 1e3, 2),
+                        },
+                    )
+                return None
+
+            lo, hi = 0, 1
+            # the replicas the decode throughput and the TPOT target allow at best (a bound up
+            # to the iteration time's curvature, hence the margin): what cannot fit under the
+            # GPU limit, or beat a smaller TP's plan, is not searched
+            guess = _replicas_guess(d, w, seqs, rate, s.tpot_target_s)
+            if guess > max_rep * GUESS_MARGIN:
+                return Reason(
+                    "OVER_GPU_LIMIT",
+                    {
+                        "gpu": name,
+                        "tensor_parallel": tp,
+                        "max_gpus": cap,
+                        "replicas_needed_more_than": max_rep,
+                        "replicas_at_least": guess,
+                    },
+                )
+            floor = max(0, int(guess / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
+            if fewest is not None:
+                most = fewest // tp  # ties go to the larger TP (lower latency)
+                if most < 1 or guess > most * GUESS_MARGIN or not ok(most):
+                    return None
+                hi, lo = most, min(floor, most - 1)
+            else:
+                hi = min(max_rep, guess)
+                if ok(hi):
+                    lo = min(floor, hi - 1)
+                elif hi >= max_rep:
+                    return lone_misses() or Reason(
+                        "OVER_GPU_LIMIT",
+                        {
+                            "gpu": name,
+                            "tensor_parallel": tp,
+                            "max_gpus": cap,
+                            "replicas_needed_more_than": max_rep,
+                        },
+                    )
+                else:
+                    lo, hi = hi, min(max_rep, hi * 2)
+            while not ok(hi):
+                lo = hi
+                if hi >= max_rep:
+                    return lone_misses() or Reason(
+                        "OVER_GPU_LIMIT",
+                        {
+                            "gpu": name,
+                            "tensor_parallel": tp,
+                            "max_gpus": cap,
+                            "replicas_needed_more_than": max_rep,
+                        },
+                    )
+                hi = min(max_rep, hi * 2)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if ok(mid):
+                    hi = mid
+                else:
+                    lo = mid
+            replicas = hi
+        n = replicas * tp
+        cfg = replace(cfg, replicas=replicas)
+        job = replace(self.job, config=cfg, solve_for=None)
+        quote = _price(self.data, self.q, gpu, n)
+        nodes, per = _placement(gpu, n, self.q.constraints)
+        if self.q.constraints.pools is not None:
+            shape = _pool_shape(gpu, self.q.constraints)
+            if shape is not None and shape[0] >= tp:
+                per = (shape[0] // tp) * tp
+                nodes = math.ceil(replicas / (shape[0] // tp))
+        full: Estimate | None = None
+        if self.continuous and self.rate is not None:
+            assert self.serving is not None
+            r = seen[replicas]  # one replica at rate / replicas: the fleet's latencies
+            tpot, ttft, served = r.tpot_s, r.ttft_s, self.rate * self.serving.workload.output_len
+            bound = r.bound
+        else:
+            self.counter.timed += 1
+            measured = self.data.measured(gpu, job) if self.data.measured is not None else None
+            try:
+                est = estimate(gpu, job, self.data.calibrations, measured, breakdown=mem)
+            except (InvalidConfiguration, MissingFigure):
+                return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
+            sv = est.serving
+            if sv is None:
+                return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
+            tpot, ttft, served, bound = sv.tpot_s, sv.ttft_s, sv.output_tokens_per_s, sv.decode_bound
+            full = est
+        placeholder = (
+            full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
+        )
+        cpm = (
+            cost_per_million_tokens(quote.per_hour, capacity_tokens_per_s=served, served_tokens_per_s=served)
+            if quote is not None and served > 0
+            else None
+        )
+        reasons = [
+            Reason(
+                "FITS",
+                {
+                    "gpu": name,
+                    "gpu_count": n,
+                    "tensor_parallel": tp,
+                    "headroom_gib": _gib(usable - mem.device_memory_band.high),
+                    **_serving_memory(mem, usable),
+                },
+            )
+        ]
+        if tp > 1:
+            alone = self.memory(fmt, 1)
+            if not alone.fits(usable):
+                reasons.append(
+                    Reason("SINGLE_GPU_TOO_SMALL", {"gpu": name, **_serving_memory(alone, usable)})
+                )
+        if (
+            self.serving is not None
+            and (self.serving.ttft_target_s or self.serving.tpot_target_s)
+            and self.rate
+        ):
+            reasons.append(
+                Reason(
+                    "MEETS_TARGETS",
+                    {
+                        "replicas": replicas,
+                        "tensor_parallel": tp,
+                        "rate": self.rate,
+                        "ttft_ms": round(ttft * 1e3, 1),
+                        "tpot_ms": round(tpot * 1e3, 2),
+                        "ttft_target_ms": round(self.serving.ttft_target_s * 1e3, 1)
+                        if self.serving.ttft_target_s
+                        else None,
+                        "tpot_target_ms": round(self.serving.tpot_target_s * 1e3, 2)
+                        if self.serving.tpot_target_s
+                        else None,
+                    },
+                )
+            )
+        if bound == "memory":
+            reasons.append(Reason("BANDWIDTH_BOUND", {"bandwidth_gb_per_s": gpu.bandwidth_gb_per_s}))
+        elif bound == "compute":
+            reasons.append(Reason("COMPUTE_BOUND", {}))
+        if fmt != "none":
+            reasons.append(Reason("QUANTISED_WEIGHTS", {"quant_method": fmt}))
+        return Option(
+            gpu=gpu,
+            gpu_count=n,
+            nodes=nodes,
+            gpus_per_node=per,
+            est=placeholder,
+            memory_high_bytes=int(mem.device_memory_band.high),
+            usable_bytes=usable,
+            quote=quote,
+            hours=None,
+            hours_band=None,
+            tokens_per_s=served,
+            power_w=gpu.tdp_w * n if gpu.tdp_w else None,
+            provenance=full.serving.provenance
+            if full is not None and full.serving is not None
+            else ENGINE_CLASSES[cfg.engine].provenance,
+            time_value=tpot if math.isfinite(tpot) else math.inf,
+            objective_value=None,
+            u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
+            reasons=tuple(reasons),
+            cost_per_million_tokens=cpm,
+        )
+
+    def finish(self, options: Sequence[Option]) -> list[Option]:
+        """The full estimate (bands, provenance, accuracy, capacity) for the options returned."""
+        out = []
+        for o in options:
+            if o.est.serving is not None:
+                out.append(o)
+                continue
+            job = o.est.job
+            measured = self.data.measured(o.gpu, job) if self.data.measured is not None else None
+            mem = self.memory(job.config.quant_method, job.config.tensor_parallel)  # type: ignore[union-attr]
+            try:
+                est = estimate(o.gpu, job, self.data.calibrations, measured, breakdown=mem)
+            except (InvalidConfiguration, MissingFigure):
+                out.append(o)
+                continue
+            sv = est.serving
+            if sv is None:
+                out.append(o)
+                continue
+            out.append(replace(o, est=est, provenance=sv.provenance, u=ratio_half_width(sv)))
+        return _rank_again(out, self.q.objective)
+
+    def what_ifs(self, options: Sequence[Option], excluded: Sequence[Exclusion]) -> list[WhatIf]:
+        """FP8 weights where quantisation was not allowed: fewer GPUs per replica."""
+        out: list[WhatIf] = []
+        if self.q.constraints.allow_quantization or self.base.quant_method != "none":
+            return out
+        for o in options[:3]:
+            tp = o.est.job.config.tensor_parallel  # type: ignore[union-attr]
+            if tp <= 1 or o.gpu.support_for("fp8") != "yes":
+                continue
+            for smaller in (tp // 4, tp // 2):
+                if smaller < 1:
+                    continue
+                mem = self.memory("fp8", smaller)
+                if mem.fits(o.usable_bytes):
+                    out.append(
+                        WhatIf(
+                            "WITH_FP8_WEIGHTS",
+                            o.gpu,
+                            smaller,
+                            {"constraints.allow_quantization": True},
+                            {
+                                "gpu": o.gpu.name or o.gpu.slug,
+                                "tensor_parallel": smaller,
+                                "instead_of": tp,
+                                "needed_gib": _gib(mem.device_memory_band.high),
+                                "usable_gib": _gib(o.usable_bytes),
+                            },
+                        )
+                    )
+                    break
+        return out[:3]
+
+
+GUESS_MARGIN: Final = 1.25
+"""How far the replica bound may be off before a plan is given up on without a queueing
+evaluation (the bound assumes an iteration time affine in the sequences decoding)."""
+
+
+def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> int:
+    """Replicas a replica's iteration time suggests, a starting point for the search (checked
+    by the queueing model). The iteration time is taken as affine in what it carries,
+    ``t = a + b n + c p``: ``n = lambda O t`` sequences decoding (Little's law) and
+    ``p = lambda I t`` prompt tokens prefilled per iteration, so ``t = a / (1 - lambda (b O +
+    c I))``; the largest per-replica rate keeps ``t`` under the TPOT target and the sequences
+    in flight under the engine's cap at 90% utilisation."""
+    out_len = max(w.output_len, 1.0)
+    in_len = max(w.input_len, 1.0)
+    ctx = in_len + out_len / 2.0
+    e = CONTINUOUS_EFFICIENCIES
+    a = iteration_s(d, e, 0.0, ctx)
+    b = (iteration_s(d, e, float(max(seqs, 1)), ctx) - a) / max(seqs, 1)
+    c = (iteration_s(d, e, 0.0, ctx, in_len, in_len / 2.0, 1.0) - a) / in_len
+    load = b * out_len + c * in_len  # seconds of iteration per unit of per-replica rate, per second
+    if load <= 0:
+        return 1
+    lam = 0.9 / load  # utilisation 90%: t = a / (1 - 0.9) at most
+    if tpot_target_s is not None:
+        if tpot_target_s <= a:
+            return 1
+        lam = min(lam, (1.0 - a / tpot_target_s) / load)
+    t = a / max(1e-9, 1.0 - lam * load)
+    lam = min(lam, 0.9 * seqs / (out_len * t)) if seqs > 0 else lam
+    return max(1, math.ceil(rate / lam)) if lam > 0 else 1
+
+
+def _serving_memory(mem: MemoryEstimate, usable: int) -> dict[str, Any]:
+    """Per-GPU serving memory in GiB and in GB (datasheets and the driver speak GB): the
+    figure the fit is decided on (band's upper end), the weights and the KV cache at full
+    context for every sequence, against the usable memory."""
+    weights = float(mem.persistent.get("weights", mem.components.get("weights", 0)))
+    kv = float(mem.persistent.get("kv_cache", mem.components.get("kv_cache", 0)))
+    high = mem.device_memory_band.high
+    return {
+        "needed_gib": _gib(high),
+        "usable_gib": _gib(usable),
+        "weights_gib": _gib(weights),
+        "kv_cache_gib": _gib(kv),
+        "needed_gb": round(high / 1e9, 2),
+        "usable_gb": round(usable / 1e9, 2),
+        "weights_gb": round(weights / 1e9, 1),
+        "kv_cache_gb": round(kv / 1e9, 1),
+    }
+
+
+def _memory_answer(mem: MemoryEstimate, usable: int) -> Any:
+    from service.core.estimation.estimate import MemoryAnswer
+
+    return MemoryAnswer(
+        estimate=mem,
+        usable_memory_bytes=usable,
+        fits=mem.fits(usable),
+        headroom_bytes=mem.headroom_bytes(usable),
+        provenance="spec",
+    )

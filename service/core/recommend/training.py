@@ -1,0 +1,551 @@
+"""Training candidates: GPU count x sharding x checkpointing, their memory and their time."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from service.core.catalog.specs import GpuSpec
+from service.core.errors import InvalidConfiguration, MissingFigure
+from service.core.estimation.estimate import Job, estimate
+from service.core.estimation.memory import (
+    MemoryEstimate,
+    TrainConfig,
+    estimate_training,
+)
+from service.core.pricing.cost import (
+    cost_per_million_tokens,
+    run_cost,
+)
+from service.core.recommend.candidates import (
+    TRAIN_COUNTS,
+    _count_cap,
+    _Counter,
+    _gib,
+    _node_size,
+    _placement,
+    _price,
+)
+from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
+from service.core.recommend.ranking import ratio_half_width
+from service.core.recommend.reasons import Reason
+
+
+class _MemoryTable:
+    """Training memory breakdowns keyed by what they depend on (never the GPU)."""
+
+    def __init__(self, base: TrainConfig, counter: _Counter) -> None:
+        self.base = base
+        self.counter = counter
+        self._memo: dict[tuple[int, str, bool, int, str], MemoryEstimate | None] = {}
+
+    def get(self, cfg: TrainConfig) -> MemoryEstimate | None:
+        n = cfg.gpu_count if cfg.sharding not in ("none", "ddp") else min(cfg.gpu_count, 2)
+        key = (n, cfg.sharding, cfg.gradient_checkpointing, cfg.batch_size, cfg.finetune + cfg.optimizer_impl)
+        if key not in self._memo:
+            self.counter.memory += 1
+            try:
+                self._memo[key] = estimate_training(cfg)
+            except InvalidConfiguration:
+                self._memo[key] = None
+        return self._memo[key]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """One training configuration and its memory."""
+
+    cfg: TrainConfig
+    mem: MemoryEstimate
+
+
+class _TrainingSearch:
+    def __init__(self, job: Job, q: RecommendQuestion, data: RecommendData, counter: _Counter) -> None:
+        assert isinstance(job.config, TrainConfig)
+        self.job = job
+        self.q = q
+        self.data = data
+        self.counter = counter
+        self.base: TrainConfig = job.config
+        self.table = _MemoryTable(self.base, counter)
+        self.global_batch = self.base.global_batch
+        self.global_batch_held = bool(self.global_batch)
+        cons = q.constraints
+        ck: tuple[bool, ...]
+        if self.base.gradient_checkpointing:
+            ck = (True,)
+        elif cons.allow_gradient_checkpointing:
+            ck = (False, True)
+        else:
+            ck = (False,)
+        self.checkpointing = ck
+        stated = job.stated
+        if "sharding" in stated and self.base.sharding not in ("none",):
+            self.shardings: tuple[str, ...] = (self.base.sharding,)
+        elif self.base.finetune == "qlora":
+            self.shardings = ("ddp",)  # QLoRA with FSDP / ZeRO-3 is not modelled
+        else:
+            self.shardings = ("ddp", "fsdp")
+        self._plans: dict[tuple[int, str, bool], _Plan | None] = {}
+        self._relaxed_memo: dict[tuple[str, int, str, bool], MemoryEstimate | None] = {}
+        self.fewest: dict[str, int] = {}
+        """Per GPU, the fewest GPUs any allowed strategy fits on (what a what-if must beat)."""
+
+    # ---- configurations ----------------------------------------------------------------
+
+    def counts(self, cap: int, gpu: GpuSpec) -> list[int]:
+        node = _node_size(gpu)
+        out = [n for n in TRAIN_COUNTS if n <= cap and n <= node]
+        k = node * 2 if node >= 8 else 16
+        while k <= cap:
+            out.append(k)
+            k *= 2
+        if cap not in out and cap > 1 and cap <= node:
+            out.append(cap)  # an inventory of, say, 6 free GPUs
+        return sorted(set(out))
+
+    def plan(self, n: int, sharding: str, ckpt: bool) -> _Plan | None:
+        """The configuration at ``n`` GPUs (global batch held when given), memoised."""
+        key = (n, sharding, ckpt)
+        if key in self._plans:
+            return self._plans[key]
+        b = self.base
+        micro = b.batch_size
+        g = self.global_batch
+        if g:
+            if g < n:
+                self._plans[key] = None
+                return None
+            per_rank = g // n if g % n == 0 else 0
+            if not per_rank:
+                self._plans[key] = None
+                return None
+            micro = max(d for d in range(1, min(micro, per_rank) + 1) if per_rank % d == 0)
+        s = "none" if n == 1 else sharding
+        amp = b.precision.startswith("amp_")
+        mixed = b.mixed_precision
+        if "mixed_precision" not in self.job.stated:
+            mixed = "fsdp_policy" if s == "fsdp" and amp else "autocast"
+        elif mixed == "fsdp_policy" and s != "fsdp":
+            self._plans[key] = None
+            return None
+        try:
+            cfg = replace(
+                b,
+                gpu_count=n,
+                sharding=s,
+                gradient_checkpointing=ckpt,
+                batch_size=micro,
+                global_batch=g,
+                mixed_precision=mixed,
+            )
+        except InvalidConfiguration:
+            self._plans[key] = None
+            return None
+        mem = self.table.get(cfg)
+        plan = _Plan(cfg, mem) if mem is not None else None
+        self._plans[key] = plan
+        return plan
+
+    def fitting(self, n: int, usable: int) -> list[_Plan]:
+        """Per strategy family at ``n`` GPUs, the lightest-in-compute configuration that fits
+        (no checkpointing when that fits). DDP without checkpointing makes FSDP moot."""
+        out: list[_Plan] = []
+        shardings = ("none",) if n == 1 else self.shardings
+        for s in shardings:
+            for ck in self.checkpointing:
+                self.counter.candidates += 1
+                p = self.plan(n, s, ck)
+                if p is not None and p.mem.fits(usable):
+                    out.append(p)
+                    break
+            if out and s in ("none", "ddp") and not out[0].cfg.gradient_checkpointing:
+                break
+        return out
+
+    def lightest(self, n: int) -> _Plan | None:
+        """The smallest-footprint configuration allowed at ``n`` GPUs (what an exclusion quotes)."""
+        best: _Plan | None = None
+        shardings = ("none",) if n == 1 else self.shardings
+        for s in shardings:
+            for ck in self.checkpointing:
+                p = self.plan(n, s, ck)
+                if p is not None and (
+                    best is None or p.mem.device_memory_band.high < best.mem.device_memory_band.high
+                ):
+                    best = p
+        return best
+
+    # ---- per GPU ----------------------------------------------------------------------------
+
+    def bound(self, gpu: GpuSpec, cap: int) -> float | None:
+        """A lower bound on this GPU's objective value from the roofline alone: a trained token
+        costs at least ``4 N`` FLOPs (forward ``2 N``, backward through the activations ``2 N``;
+        ``6 N`` with weight gradients), run at the dense peak on every GPU allowed. None where
+        the objective has no such bound (prices) or a figure is missing."""
+        peak = gpu.peak_for(self.base.precision) or gpu.peak_for("bf16")
+        if not peak:
+            return None
+        flops = 4.0 * float(self.job.model.active_params)
+        if self.q.objective == "fastest":
+            s_per_token = flops / (cap * peak * 1e12)
+            return self.job.tokens * s_per_token / 3600.0 if self.job.tokens else 1e6 * s_per_token
+        if self.q.objective == "perf_per_watt" and gpu.tdp_w:
+            return gpu.tdp_w * flops / (peak * 1e12)  # W per (token/s) on one GPU, perfectly used
+        return None
+
+    def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
+        """The memory verdict alone (breakdowns are shared, so this is cheap): the exclusion a
+        GPU gets when nothing fits, else None."""
+        usable = int(gpu.fit_memory_bytes or 0)
+        if any(self.fitting(n, usable) for n in self.counts(cap, gpu)):
+            return None
+        found = self.options(gpu, cap)
+        return found if isinstance(found, Exclusion) else None
+
+    def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
+        usable = int(gpu.fit_memory_bytes or 0)
+        name = gpu.name or gpu.slug
+        counts = self.counts(cap, gpu)
+        n0 = None
+        plans: list[_Plan] = []
+        for n in counts:
+            plans = self.fitting(n, usable)
+            if plans:
+                n0 = n
+                break
+        if n0 is not None:
+            self.fewest[gpu.slug] = n0
+        if n0 is None:
+            top = counts[-1] if counts else 1
+            light = self.lightest(top)
+            single = self.lightest(1)
+            params: dict[str, Any] = {"gpu": name, "usable_gib": _gib(usable), "gpu_count": top}
+            if light is not None:
+                params.update(
+                    needed_gib=_gib(light.mem.device_memory_band.high),
+                    sharding=light.cfg.sharding,
+                    gradient_checkpointing=light.cfg.gradient_checkpointing,
+                )
+            if single is not None and top > 1:
+                params["single_gpu_needed_gib"] = _gib(single.mem.device_memory_band.high)
+            return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", params))
+        if not gpu.bandwidth_gb_per_s or not (gpu.peak_for(self.base.precision) or gpu.peak_for("bf16")):
+            p = plans[0]
+            return Exclusion(
+                gpu,
+                Reason(
+                    "NO_TIME_ESTIMATE",
+                    {
+                        "gpu": name,
+                        "gpu_count": n0,
+                        "needed_gib": _gib(p.mem.device_memory_band.high),
+                        "usable_gib": _gib(usable),
+                        "missing": "memory bandwidth"
+                        if not gpu.bandwidth_gb_per_s
+                        else f"{self.base.precision} tensor peak",
+                    },
+                ),
+            )
+        timed = [o for o in (self._option(gpu, p, usable) for p in plans) if o is not None]
+        if not timed:
+            return Exclusion(
+                gpu, Reason("NO_TIME_ESTIMATE", {"gpu": name, "gpu_count": n0, "missing": "a time"})
+            )
+        first = min(timed, key=lambda o: (o.time_value, o.gpu_count))
+        others = [o for o in timed if o is not first]
+        cons = self.q.constraints
+        primary = first
+        # the objective or the deadline may want more GPUs than the fewest that fit
+        target_n: int | None = None
+        if self.q.objective == "fastest" and counts[-1] > n0:
+            target_n = counts[-1]
+        if cons.deadline_hours is not None and first.hours_band is not None:
+            hi = first.hours_band[1]
+            if hi > cons.deadline_hours:
+                want = n0 * hi / cons.deadline_hours
+                bigger = [n for n in counts if n >= want] or [counts[-1]]
+                target_n = max(target_n or 0, bigger[0]) if self.q.objective == "fastest" else bigger[0]
+        if target_n is not None and target_n > n0:
+            more = self._scaled(gpu, first, target_n, usable, counts)
+            if more is not None:
+                others.append(first)
+                primary = more
+        if (
+            cons.deadline_hours is not None
+            and primary.hours_band is not None
+            and primary.hours_band[1] > cons.deadline_hours
+        ):
+            # one more rung before giving up
+            bigger = [n for n in counts if n > primary.gpu_count]
+            if bigger:
+                more = self._scaled(gpu, primary, bigger[0], usable, counts)
+                if more is not None:
+                    others.append(primary)
+                    primary = more
+            if primary.hours_band is not None and primary.hours_band[1] > cons.deadline_hours:
+                return Exclusion(
+                    gpu,
+                    Reason(
+                        "MISSES_DEADLINE",
+                        {
+                            "gpu": name,
+                            "gpu_count": primary.gpu_count,
+                            "hours_high": round(primary.hours_band[1], 1),
+                            "hours": round(primary.hours or 0.0, 1),
+                            "deadline_hours": cons.deadline_hours,
+                            "max_gpus": counts[-1],
+                        },
+                    ),
+                )
+        if cons.deadline_hours is not None and primary.hours_band is not None:
+            primary = replace(
+                primary,
+                reasons=(
+                    *primary.reasons,
+                    Reason(
+                        "MEETS_DEADLINE",
+                        {
+                            "hours_high": round(primary.hours_band[1], 1),
+                            "deadline_hours": cons.deadline_hours,
+                        },
+                    ),
+                ),
+            )
+        if n0 > 1:
+            single = self.lightest(1)
+            if single is not None:
+                primary = replace(
+                    primary,
+                    reasons=(
+                        Reason(
+                            "SINGLE_GPU_TOO_SMALL",
+                            {
+                                "gpu": name,
+                                "needed_gib": _gib(single.mem.device_memory_band.high),
+                                "usable_gib": _gib(usable),
+                            },
+                        ),
+                        *primary.reasons,
+                    ),
+                )
+        return primary, others
+
+    def _scaled(self, gpu: GpuSpec, like: Option, n: int, usable: int, counts: list[int]) -> Option | None:
+        """The same strategy family at ``n`` GPUs (it fits: DDP's memory does not grow with the
+        count and FSDP's shrinks), checkpointing dropped when that fits there."""
+        cfg = like.train
+        assert cfg is not None
+        family = cfg.sharding if cfg.sharding != "none" else "ddp"
+        plan = None
+        for ck in self.checkpointing:
+            p = self.plan(n, family, ck)
+            if p is not None and p.mem.fits(usable):
+                plan = p
+                break
+        if plan is None:
+            return None
+        return self._option(gpu, plan, usable)
+
+    def _option(self, gpu: GpuSpec, plan: _Plan, usable: int) -> Option | None:
+        cfg = plan.cfg
+        job = replace(self.job, config=cfg, solve_for=None)
+        measured = self.data.measured(gpu, job) if self.data.measured is not None else None
+        self.counter.timed += 1
+        try:
+            est = estimate(gpu, job, self.data.calibrations, measured, breakdown=plan.mem)
+        except (InvalidConfiguration, MissingFigure):
+            return None
+        t = est.time
+        if t is None or not est.memory.fits:
+            return None
+        n = cfg.gpu_count
+        nodes, per = _placement(gpu, n, self.q.constraints)
+        quote = _price(self.data, self.q, gpu, n)
+        hours = t.time_to_train_s / 3600.0 if t.time_to_train_s else None
+        hb = t.time_to_train_band
+        hours_band = (hb.low / 3600.0, hb.high / 3600.0) if hb is not None else None
+        tps = t.tokens_per_s
+        time_value = hours if hours is not None else (1e6 / tps if tps > 0 else math.inf)
+        run: tuple[float, float, float] | None = None
+        cpm = None
+        if quote is not None:
+            if hours is not None and hours_band is not None:
+                rc = run_cost(
+                    quote, hours, hours_low=min(hours_band[0], hours), hours_high=max(hours_band[1], hours)
+                )
+                run = (rc.low, rc.amount, rc.high)
+            if tps > 0:
+                cpm = cost_per_million_tokens(
+                    quote.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps
+                )
+        reasons = [
+            Reason(
+                "FITS",
+                {
+                    "gpu": gpu.name or gpu.slug,
+                    "gpu_count": n,
+                    "needed_gib": _gib(plan.mem.device_memory_band.high),
+                    "usable_gib": _gib(usable),
+                    "headroom_gib": _gib(usable - plan.mem.device_memory_band.high),
+                },
+            )
+        ]
+        if cfg.sharding in ("fsdp", "zero3") and n > 1:
+            ddp = self.plan(n, "ddp", cfg.gradient_checkpointing)
+            if ddp is not None and not ddp.mem.fits(usable):
+                reasons.append(
+                    Reason(
+                        "SHARDED_TO_FIT",
+                        {
+                            "sharding": cfg.sharding,
+                            "gpu_count": n,
+                            "ddp_needed_gib": _gib(ddp.mem.device_memory_band.high),
+                            "usable_gib": _gib(usable),
+                        },
+                    )
+                )
+        if cfg.gradient_checkpointing and not self.base.gradient_checkpointing:
+            off = self.plan(n, cfg.sharding if n > 1 else "none", False)
+            if off is not None:
+                reasons.append(
+                    Reason(
+                        "CHECKPOINTING_TO_FIT",
+                        {
+                            "needed_without_gib": _gib(off.mem.device_memory_band.high),
+                            "usable_gib": _gib(usable),
+                        },
+                    )
+                )
+        if nodes > 1:
+            reasons.append(Reason("MULTI_NODE", {"nodes": nodes, "gpus_per_node": per}))
+        if t.provenance == "measured":
+            reasons.append(Reason("MEASURED_HERE", {"gpu": gpu.name or gpu.slug}))
+        reasons.append(
+            Reason("COMPUTE_BOUND" if t.bound == "compute" else "BANDWIDTH_BOUND", {"mfu": round(t.mfu, 3)})
+            if t.bound in ("compute", "memory")
+            else Reason("COMPUTE_BOUND", {"mfu": round(t.mfu, 3)})
+        )
+        return Option(
+            gpu=gpu,
+            gpu_count=n,
+            nodes=nodes,
+            gpus_per_node=per,
+            est=est,
+            memory_high_bytes=int(plan.mem.device_memory_band.high),
+            usable_bytes=usable,
+            quote=quote,
+            hours=hours,
+            hours_band=hours_band,
+            tokens_per_s=tps,
+            power_w=gpu.tdp_w * n if gpu.tdp_w else None,
+            provenance=t.provenance,
+            time_value=time_value,
+            objective_value=None,
+            u=ratio_half_width(t),
+            reasons=tuple(reasons),
+            run_cost=run,
+            cost_per_million_tokens=cpm,
+        )
+
+    # ---- what-ifs -----------------------------------------------------------------------------
+
+    def _relaxed(
+        self, code: str, f: Callable[[TrainConfig], TrainConfig], cfg: TrainConfig
+    ) -> MemoryEstimate | None:
+        key = (code, cfg.gpu_count, cfg.sharding, cfg.gradient_checkpointing)
+        memo = self._relaxed_memo
+        if key not in memo:
+            self.counter.memory += 1
+            try:
+                memo[key] = estimate_training(f(cfg))
+            except InvalidConfiguration:
+                memo[key] = None
+        return memo[key]
+
+    def what_ifs(self, options: Sequence[Option], excluded: Sequence[Exclusion]) -> list[WhatIf]:
+        """Changes the caller ruled out (or did not ask for) that fit the job on fewer GPUs of a
+        kind: checkpointing, QLoRA instead of LoRA, the fused AdamW step."""
+        out: list[WhatIf] = []
+        base = self.base
+        relax: list[tuple[str, dict[str, Any], Callable[[TrainConfig], TrainConfig]]] = []
+        if not self.q.constraints.allow_gradient_checkpointing and not base.gradient_checkpointing:
+            relax.append(
+                (
+                    "WITH_GRADIENT_CHECKPOINTING",
+                    {"constraints.allow_gradient_checkpointing": True},
+                    lambda c: replace(c, gradient_checkpointing=True),
+                )
+            )
+        if (
+            base.finetune == "lora" and "finetune" not in self.job.stated and base.precision != "fp32"
+        ) or base.finetune == "lora":
+            relax.append(
+                (
+                    "WITH_QLORA",
+                    {"workload.finetune": "qlora"},
+                    lambda c: replace(
+                        c, finetune="qlora", sharding="ddp" if c.sharding in ("fsdp", "zero3") else c.sharding
+                    ),
+                )
+            )
+        if base.optimizer == "adamw" and base.optimizer_impl != "fused":
+            relax.append(
+                (
+                    "WITH_FUSED_OPTIMIZER",
+                    {"workload.optimizer_impl": "fused"},
+                    lambda c: replace(c, optimizer_impl="fused"),
+                )
+            )
+        if not relax:
+            return out
+        current: dict[str, int] = {o.gpu.slug: self.fewest.get(o.gpu.slug, o.gpu_count) for o in options}
+        for ex in excluded:
+            if ex.reason.code == "MEMORY_INSUFFICIENT":
+                current.setdefault(ex.gpu.slug, 10**9)
+        specs = self.data.specs
+        seen: set[tuple[str, str]] = set()
+        for slug in sorted(current, key=lambda s: (-(current[s]), s)):
+            gpu = specs.get(slug)
+            if gpu is None:
+                continue
+            usable = int(gpu.fit_memory_bytes or 0)
+            now = current[slug]
+            cap, _ = _count_cap(gpu, self.q.constraints)
+            for code, change, f in relax:
+                if (code, slug) in seen:
+                    continue
+                for n in self.counts(max(cap, 1), gpu):
+                    if n >= now:
+                        break
+                    p = self.lightest(n)
+                    if p is None:
+                        continue
+                    mem = self._relaxed(code, f, p.cfg)
+                    if mem is not None and mem.fits(usable):
+                        seen.add((code, slug))
+                        out.append(
+                            WhatIf(
+                                code,
+                                gpu,
+                                n,
+                                change,
+                                {
+                                    "gpu": gpu.name or slug,
+                                    "gpu_count": n,
+                                    "needed_gib": _gib(mem.device_memory_band.high),
+                                    "usable_gib": _gib(usable),
+                                    "instead_of": None if now >= 10**9 else now,
+                                },
+                            )
+                        )
+                        break
+        # fewest GPUs first, then the smaller card
+        out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.code, w.gpu.slug))
+        return out[:3]
+
+
+# --------------------------------------------------------------------------------------------
+# Serving

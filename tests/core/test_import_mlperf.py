@@ -1,0 +1,166 @@
+"""The MLPerf importer (benchmarks/import_mlperf.py) on a small results repository built here:
+time to train from the logs, MLPerf's score, the system description, and the inference summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks import import_mlperf as im
+from service.core.evidence.published import PRECISIONS
+
+
+def _log(start_ms: int, minutes: float, status: str = "success", gbs: int = 768) -> str:
+    ev = [
+        {"key": "submission_benchmark", "value": "bert", "time_ms": start_ms - 5000},
+        {"key": "global_batch_size", "value": gbs, "time_ms": start_ms - 4000},
+        {"key": "run_start", "value": None, "time_ms": start_ms},
+        {
+            "key": "run_stop",
+            "value": None,
+            "time_ms": start_ms + int(minutes * 60000),
+            "metadata": {"status": status},
+        },
+    ]
+    lines = ["some launcher noise"] + [":::MLLOG " + json.dumps({"namespace": "", **e}) for e in ev]
+    return "\n".join(lines) + "\n"
+
+
+def test_parse_mllog_reads_start_stop_status_and_batch() -> None:
+    log = im.parse_mllog(_log(1_000_000, 12.5, gbs=256))
+    assert log["benchmark"] == "bert" and log["global_batch_size"] == 256
+    assert im.run_minutes(log) == pytest.approx(12.5)
+    assert im.run_minutes(im.parse_mllog(_log(0, 3.0, status="aborted"))) is None
+    assert im.run_minutes(im.parse_mllog("no mllog here")) is None
+
+
+def test_olympic_mean_drops_fastest_and_slowest() -> None:
+    assert im.olympic_mean([10.0, 1.0, 11.0, 12.0, 100.0]) == pytest.approx(11.0)
+    assert im.olympic_mean([4.0, 6.0]) == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("NVIDIA H100-SXM5-80GB", "nvidia-h100-sxm"),
+        ("H100 NVL Tensor Core GPU (PCIe)", "nvidia-h100-nvl-94gb"),
+        ("NVIDIA H200-NVL-141GB", "nvidia-h200-nvl"),
+        ("Virtualized NVIDIA H200-SXM-141GB", "nvidia-h200-sxm"),
+        ("NVIDIA Blackwell GPU (B200-SXM-180GB)", "nvidia-b200"),
+        ("NVIDIA Blackwell GPU (GB200)", None),
+        ("NVIDIA GH200 Grace Hopper Superchip 144GB", "nvidia-gh200-144gb"),
+        ("AMD Instinct MI325X 256GB HBM3E DLC", "amd-mi325x"),
+        ("Intel(R) Gaudi(R) 2 AI Accelerator", "intel-gaudi2"),
+        ("NVIDIA L4-PCIe-24GB", "nvidia-l4"),
+        ("NVIDIA L40S", "nvidia-l40s"),
+        ("TPU-v5p", None),
+    ],
+)
+def test_accelerator_names_map_to_catalog_slugs(name: str, slug: str | None) -> None:
+    assert im.slug_for(im.clean_name(name)) == slug
+
+
+@pytest.mark.parametrize(
+    ("raw", "precision"),
+    [
+        ("fp8", "fp8"),
+        ("uint8", "int8"),
+        ("INT8", "int8"),
+        ("UINT4", "int4"),
+        ("mxfp4", "mxfp4"),
+        ("fp4", "fp4"),
+        ("{'clip1': 'fp16', 'clip2': 'fp16', 'unet': 'fp8', 'vae': 'int8'}", "fp8"),
+        ("UNSET", None),
+    ],
+)
+def test_inference_weight_types_map_to_precisions(raw: str, precision: str | None) -> None:
+    p = im.inference_precision(raw)
+    assert p == precision
+    assert p is None or p in PRECISIONS
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_training_rows_from_a_results_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "results"
+    (repo / "Acme" / "systems").mkdir(parents=True)
+    (repo / "Acme" / "systems" / "box8.json").write_text(
+        json.dumps(
+            {
+                "submitter": "Acme",
+                "division": "closed",
+                "system_name": "Box 8",
+                "number_of_nodes": "2",
+                "accelerators_per_node": "8",
+                "accelerator_model_name": "NVIDIA H200-SXM5-141GB",
+                "host_processor_model_name": "Xeon 8480",
+                "framework": "NGC PyTorch 24.09",
+                "status": "available",
+            }
+        )
+    )
+    runs = repo / "Acme" / "results" / "box8" / "bert"
+    runs.mkdir(parents=True)
+    for i, (m, st) in enumerate(
+        [(10.0, "success"), (9.0, "success"), (30.0, "success"), (11.0, "success"), (1.0, "aborted")]
+    ):
+        (runs / f"result_{i}.txt").write_text(_log(10_000 * i, m, st))
+    (repo / "Acme" / "results" / "box8" / "unknown_bench").mkdir(parents=True)
+    (repo / "Acme" / "results" / "box8" / "unknown_bench" / "result_0.txt").write_text(_log(0, 1.0))
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "x")
+    commit = im.resolve(str(repo))
+    rows, skipped = im.training_rows(im.Snapshot(str(repo), commit), "mlperf-training-test")
+    assert skipped == {"benchmark not mapped (unknown_bench)": 1}
+    (r,) = rows
+    # four converged runs 9, 10, 11, 30: without the fastest and slowest, mean of 10 and 11
+    assert r.value == pytest.approx(10.5) and r.metric == "minutes_to_train"
+    assert r.gpu_count == 16 and r.slug == "nvidia-h200-sxm" and r.workload == "mlperf-train-bert"
+    assert "NGC PyTorch 24.09" in r.system and "Xeon 8480" in r.system and "2 x 8" in r.system
+    assert "4 of 5 runs converged" in r.note and "global batch 768" in r.note
+
+
+def test_inference_rows_keep_closed_throughput_single_accelerator_entries() -> None:
+    base = {
+        "ID": "5.1-0001",
+        "Submitter": "AMD",
+        "Category": "closed",
+        "Suite": "datacenter",
+        "System": "S",
+        "Platform": "P",
+        "Model": "llama2-70b-99",
+        "Scenario": "Offline",
+        "Nodes": 2,
+        "a#": 8,
+        "Processor": "EPYC",
+        "Accelerator": "AMD Instinct MI325X 256GB HBM3e",
+        "Software": "vLLM 0.9",
+        "weight_data_types": "fp8",
+        "Availability": "available",
+        "Performance_Result": 1000.0,
+        "Performance_Units": "Tokens/s",
+    }
+    entries = [
+        base,
+        {**base, "Category": "open"},
+        {**base, "Scenario": "SingleStream", "Performance_Units": "Latency (ms)"},
+        {
+            **base,
+            "Accelerator": "AMD Instinct MI300X 192GB HBM3 (x32), AMD Instinct MI325X 256GB HBM3e (x16)",
+        },
+        {**base, "weight_data_types": "UNSET"},
+    ]
+    rows, skipped = im.inference_rows(entries, "mlperf-inference-test")
+    (r,) = rows
+    assert r.gpu_count == 16 and r.slug == "amd-mi325x" and r.precision == "fp8"
+    assert r.workload == "mlperf-infer-offline" and r.metric == "output_tokens_per_s"
+    assert r.model == "mlperf/llama2-70b-99" and "vLLM 0.9" in r.system
+    assert sum(skipped.values()) == 4
