@@ -76,6 +76,32 @@ class SeedReport:
     errors: tuple[str, ...] = ()
 
 
+def _recatalogued(
+    record: GpuRecord,
+    doc: Mapping[str, Any],
+    catalog_version: str,
+    validate: DocumentValidator,
+    now: dt.datetime,
+) -> tuple[GpuRecord, bool]:
+    """A stored GPU with a new catalog document: its effective document recomputed under any
+    admin override (a new revision only if it changed), and whether it changed."""
+    try:
+        effective = validate(deep_merge(doc, record.override_document or {}))
+    except Invalid as exc:
+        raise exc.at("catalog", record.slug, "effective") from None
+    if effective != record.document:
+        changed = replace(
+            record,
+            document=effective,
+            revision=record.revision + 1,
+            updated_at=now,
+            catalog_document=doc,
+            catalog_version=catalog_version,
+        )
+        return changed, True
+    return replace(record, catalog_document=doc, catalog_version=catalog_version), False
+
+
 @commits
 def upsert_catalog(
     uow: UnitOfWork,
@@ -120,23 +146,9 @@ def upsert_catalog(
             continue
         if record.override_document:
             kept_override += 1
-        try:
-            effective = validate(deep_merge(doc, record.override_document or {}))
-        except Invalid as exc:
-            raise exc.at("catalog", slug, "effective") from None
-        if effective != record.document:
-            record = replace(
-                record,
-                document=effective,
-                revision=record.revision + 1,
-                updated_at=now,
-                catalog_document=doc,
-                catalog_version=catalog_version,
-            )
-            updated += 1
-        else:
-            record = replace(record, catalog_document=doc, catalog_version=catalog_version)
-            unchanged += 1
+        record, changed = _recatalogued(record, doc, catalog_version, validate, now)
+        updated += changed
+        unchanged += not changed
         if slug in new:  # the same slug twice in one catalog: the later document wins
             new[slug] = record
         else:
