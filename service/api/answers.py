@@ -34,8 +34,3 @@ def answer(
         content = json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
     h = {DATA_VERSION_HEADER: str(data_version), **(headers or {})}
     return Response(content, status_code=status_code, media_type="application/json", headers=h)
-
-
-def stamp(response: Response, data_version: str) -> None:
-    """Put the header on the response FastAPI builds from a route's returned model."""
-    response.headers[DATA_VERSION_HEADER] = str(data_version)

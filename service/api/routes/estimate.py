@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Response
 from fastapi.exceptions import RequestValidationError
 
+from service.api.answers import answer
 from service.api.bodies import body_schema, json_body
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
 from service.api.offload import answer_from
@@ -35,13 +36,10 @@ router = APIRouter(prefix="/v1", tags=["estimate"], route_class=UnitOfWorkRoute)
         }
     },
 )
-async def estimate(
-    body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth
-) -> EstimateResponse:
+async def estimate(body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> Response:
     now = dt.datetime.now(dt.UTC)
-    return present(
-        await answer_from(uow, read, lambda: uc.estimate(uow, read, body.to_core(), body.gpu, now=now))
-    )
+    r = await answer_from(uow, read, lambda: uc.estimate(uow, read, body.to_core(), body.gpu, now=now))
+    return answer(present(r), r.data_version)
 
 
 def present(r: uc.EstimateResult) -> EstimateResponse:
@@ -70,7 +68,7 @@ def estimate_batch(
     body: Annotated[BatchRequest, Depends(json_body(BatchRequest))],
     uow: ReadUowDep,
     read: ReadDep,
-) -> BatchResponse:
+) -> Response:
     # the schema's rule for every item (exactly one model input, ``oneOf``) refuses the whole
     # body, like any other item field the schema refuses; what only the catalog or the model
     # presets can decide (an unknown GPU or preset) is answered per item
@@ -106,4 +104,5 @@ def estimate_batch(
             items.append(BatchItem(index=i, status=status, problem=problem))
         else:
             items.append(BatchItem(index=i, status=200, result=present(a)))
-    return BatchResponse(items=items, data_version=uow.data_version())
+    version = uow.data_version()
+    return answer(BatchResponse(items=items, data_version=version), version)

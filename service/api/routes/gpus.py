@@ -77,7 +77,7 @@ async def list_gpus(
     ] = "slug",
     limit: Annotated[PageLimit | None, Query(ge=1, le=500)] = None,
     cursor: Annotated[CatalogCursor | None, Query()] = None,
-) -> GpuList:
+) -> Response:
     min_mem = min_usable_memory_bytes
     if min_usable_memory_gib is not None:
         gib = int(min_usable_memory_gib * 2**30)
@@ -98,8 +98,9 @@ async def list_gpus(
         calibrated=False,
     )
     items = [gpu_out(r) for r in page.items]
-    return GpuList(
-        items=items, next_cursor=page.next_cursor, count=len(items), data_version=uow.data_version()
+    version = uow.data_version()
+    return answer(
+        GpuList(items=items, next_cursor=page.next_cursor, count=len(items), data_version=version), version
     )
 
 
