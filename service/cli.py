@@ -1,4 +1,5 @@
-"""`gpu-advisor` command line: serve, migrate, seed, keys, openapi, agent."""
+"""`gpu-advisor` command line: serve, migrate, keys, openapi, agent, and the questions
+(estimate, recommend, compare, gpus) answered as tables or JSON."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from service.settings import Settings
-
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+
+    from service.settings import Settings
 
 app = typer.Typer(
     help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False
@@ -24,6 +25,14 @@ recommendations_app = typer.Typer(help="Stored /v1/recommend answers.", no_args_
 app.add_typer(recommendations_app, name="recommendations")
 prices_app = typer.Typer(help="Reference prices: import cloud catalogs.", no_args_is_help=True)
 app.add_typer(prices_app, name="prices")
+
+
+def _settings(**kw: object) -> Settings:
+    """The settings, imported on first use: pydantic-settings costs every call ~0.3 s, and
+    `--url` calls and `--help` need none."""
+    from service.settings import Settings as _Settings
+
+    return _Settings(**kw)  # type: ignore[arg-type]
 
 
 def _engine(settings: Settings, *, limits: bool = False):  # type: ignore[no-untyped-def]
@@ -108,7 +117,7 @@ def serve(
     if metrics_port is not None:
         os.environ["GPU_ADVISOR_METRICS_ACCESS"] = "port"
         os.environ["GPU_ADVISOR_METRICS_PORT"] = str(metrics_port)
-    settings = Settings()
+    settings = _settings()
     log_config = logging_config(settings.log_format, settings.log_level)
     logging.config.dictConfig(log_config)
     log = logging.getLogger("gpu_advisor.serve")
@@ -199,7 +208,7 @@ def migrate_cmd(
     from service.bootstrap import bootstrap
     from service.db.migrate import migrate_and_seed
 
-    settings = Settings()
+    settings = _settings()
     engine = _engine(settings)
     _require_database(engine)
     if seed:
@@ -222,7 +231,7 @@ def keys_create(
     from service.usecases.errors import UseCaseError
     from service.usecases.keys import create_key
 
-    settings = Settings()
+    settings = _settings()
     engine = _engine(settings)
     _require_database(engine)
     migrate_and_seed(engine)
@@ -246,7 +255,7 @@ def keys_list() -> None:
     from service.db.uow import UnitOfWork
     from service.usecases.keys import is_builtin, list_keys
 
-    settings = Settings()
+    settings = _settings()
     engine = _engine(settings)
     _require_database(engine, migrated=True)
     with UnitOfWork(make_session_factory(engine)) as uow:
@@ -268,7 +277,7 @@ def keys_revoke(
     from service.usecases.errors import UseCaseError
     from service.usecases.keys import revoke_key
 
-    settings = Settings()
+    settings = _settings()
     engine = _engine(settings)
     _require_database(engine, migrated=True)
     try:
@@ -329,7 +338,7 @@ def prices_import_skypilot(
         typer.echo(f"error: cannot read {path}: {exc}", err=True)
         raise typer.Exit(2) from None
     label = source or f"SkyPilot catalog catalogs/v8/{name}/vms.csv (operator import of {path.name})"
-    settings = Settings()
+    settings = _settings()
     engine = _engine(settings)
     try:
         migrate_and_seed(engine)
@@ -377,7 +386,7 @@ def openapi(
     """Write the OpenAPI document of the running app (openapi/openapi.json in the repo)."""
     from service.api.app import create_app
 
-    settings = Settings(database_url="sqlite://")
+    settings = _settings(database_url="sqlite://")
     doc = json.dumps(create_app(settings).openapi(), indent=2, sort_keys=True) + "\n"
     if output is None:
         sys.stdout.write(doc)
@@ -387,71 +396,219 @@ def openapi(
         _log(f"wrote {output}")
 
 
+def _fields(pairs: list[str] | None, body: dict[str, object]) -> dict[str, object]:
+    """``key=value`` pairs into a request body; a dotted key nests (``constraints.max_gpus=8``),
+    a value is JSON when it parses as JSON, else a string."""
+    for item in pairs or []:
+        key, _, raw = item.partition("=")
+        try:
+            value: object = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        *path, last = key.strip().split(".")
+        node = body
+        for part in path:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                typer.echo(f"error: --set {key}: {part} is not an object", err=True)
+                raise typer.Exit(2)
+            node = child
+        node[last] = value
+    return body
+
+
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        envvar="GPU_ADVISOR_URL",
+        help="ask a running server (e.g. http://127.0.0.1:8000) instead of the database in this process",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the API's JSON answer (for scripts)")]
+LangOpt = Annotated[str, typer.Option("--lang", help="en | zh: the language of sentences")]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", help="more request fields as key=value (JSON values; dots nest), e.g. --set seq_len=4096"
+    ),
+]
+
+
+def _advisor(url: str | None, lang: str = "en"):  # type: ignore[no-untyped-def]
+    """A running server's API (``--url``), else the use cases in this process on the
+    configured database (migrated and seeded first only if it has no schema yet)."""
+    from service.shell.advisor import LocalAdvisor, RemoteAdvisor
+
+    if url:
+        import os
+
+        return RemoteAdvisor(url, api_key=os.environ.get("GPU_ADVISOR_API_KEY"), lang=lang)
+    settings = _settings()
+    engine = _engine(settings)
+    if not _has_schema(engine):
+        from service.bootstrap import bootstrap
+
+        _log("first use of this database: migrating and loading the shipped data")
+        bootstrap(engine, settings)
+    return LocalAdvisor(settings, engine, lang=lang)
+
+
+def _has_schema(engine) -> bool:  # type: ignore[no-untyped-def]
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        with engine.connect() as conn:
+            return bool(inspect(conn).has_table("alembic_version"))
+    except DBAPIError:
+        _require_database(engine)  # one line and exit 2 for a database that cannot be opened
+        raise
+
+
+def _ask(call, as_json: bool, show) -> None:  # type: ignore[no-untyped-def]
+    """Run one question; print the answer (a table, or JSON) or the refusal (exit 2)."""
+    from service.shell.advisor import AdvisorError
+
+    try:
+        doc = call()
+    except AdvisorError as exc:
+        typer.echo(f"error: {exc.detail}", err=True)
+        for f in exc.fields:
+            typer.echo(f"  {f}", err=True)
+        if exc.candidates:
+            typer.echo("  it may mean (name one of these):", err=True)
+            for c in exc.candidates:
+                default = " (the default)" if c.get("default") else ""
+                typer.echo(f"    {c.get('slug')}: {c.get('name')}{default}", err=True)
+        raise typer.Exit(2) from None
+    except httpx_errors() as exc:
+        typer.echo(f"error: cannot reach the server: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        show(doc)
+
+
+def httpx_errors() -> tuple[type[Exception], ...]:
+    import httpx
+
+    return (httpx.TransportError,)
+
+
 @app.command()
 def estimate(
     model: Annotated[str, typer.Option(help="preset id, alias or Hugging Face id")],
     gpu: Annotated[str, typer.Option(help="slug, alias or PCI id")],
     gpu_count: Annotated[int, typer.Option(help="GPUs")] = 1,
     mode: Annotated[str, typer.Option(help="training | fine-tuning | inference")] = "training",
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="more request fields as key=value (JSON values), e.g. --set seq_len=4096"),
-    ] = None,
+    set_: SetOpt = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
 ) -> None:
-    """Estimate memory and time for one configuration (the same answer as POST /v1/estimate),
-    against the configured database, printed as JSON."""
-    import datetime as dt
+    """Estimate memory and time for one configuration: the answer of POST /v1/estimate, as a
+    table (or --json)."""
+    from service.shell import render
 
-    from pydantic import ValidationError
+    body = _fields(set_, {"model": model, "gpu": gpu, "gpu_count": gpu_count, "mode": mode})
+    adv = _advisor(url)
+    _ask(lambda: adv.estimate(body), as_json, render.estimate)
 
-    from service.api.presenters.estimate import estimate_out
-    from service.db.engine import make_session_factory
-    from service.db.uow import UnitOfWork
-    from service.schemas.estimate import EstimateRequest
-    from service.usecases.errors import UseCaseError
-    from service.usecases.estimate import estimate as run_estimate
-    from service.usecases.read_model import ReadModel
 
-    body: dict[str, object] = {"model": model, "gpu": gpu, "gpu_count": gpu_count, "mode": mode}
-    for item in set_ or []:
-        key, _, raw = item.partition("=")
-        try:
-            body[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            body[key.strip()] = raw
-    try:
-        req = EstimateRequest.model_validate(body)
-    except ValidationError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    settings = Settings()
-    engine = _engine(settings)
-    _require_database(engine)
-    from service.bootstrap import bootstrap
+@app.command()
+def recommend(
+    model: Annotated[str, typer.Option(help="preset id, alias or Hugging Face id")],
+    mode: Annotated[str, typer.Option(help="training | fine-tuning | inference")] = "training",
+    objective: Annotated[
+        str, typer.Option(help="fastest | cheapest | cost_per_million_tokens | perf_per_watt")
+    ] = "fastest",
+    gpus: Annotated[
+        str | None,
+        typer.Option(help="only these GPUs, comma-separated (a family name matches every variant)"),
+    ] = None,
+    max_gpus: Annotated[int | None, typer.Option(help="most GPUs per option")] = None,
+    limit: Annotated[int, typer.Option(help="ranked options to show")] = 5,
+    set_: SetOpt = None,
+    as_json: JsonOpt = False,
+    lang: LangOpt = "en",
+    url: UrlOpt = None,
+) -> None:
+    """Which GPU, how many and how: the ranked answer of POST /v1/recommend. Workload fields go
+    in --set (tokens=1e9, batch_size=4, requests_per_s=20 ...), constraints as
+    --set constraints.budget.per_hour=40."""
+    from service.shell import render
 
-    bootstrap(engine, settings)
-    try:
-        with UnitOfWork(make_session_factory(engine)) as uow:
-            r = run_estimate(
-                uow,
-                ReadModel(min_points=settings.measurements_min_points, background=False),
-                req.to_core(),
-                req.gpu,
-                now=dt.datetime.now(dt.UTC),
-            )
-    except UseCaseError as exc:
-        typer.echo(f"error: {exc.detail}", err=True)
-        for e in exc.fields:
-            typer.echo(f"  {'.'.join(str(p) for p in e.path)}: {e.msg}", err=True)
-        raise typer.Exit(2) from None
-    out = estimate_out(
-        r.estimate,
-        warnings=r.warnings,
-        as_of=r.as_of,
-        data_version=r.data_version,
-        estimator_version=r.estimator_version,
-    )
-    typer.echo(out.model_dump_json(indent=2))
+    body: dict[str, object] = {
+        "workload": {"model": model, "mode": mode},
+        "objective": objective,
+        "limit": limit,
+    }
+    constraints: dict[str, object] = {}
+    if gpus:
+        constraints["allowed_gpus"] = [g.strip() for g in gpus.split(",") if g.strip()]
+    if max_gpus is not None:
+        constraints["max_gpus"] = max_gpus
+    if constraints:
+        body["constraints"] = constraints
+    workload_keys = [
+        p for p in set_ or [] if not p.split("=", 1)[0].strip().startswith(("constraints.", "cost."))
+    ]
+    other_keys = [p for p in set_ or [] if p not in workload_keys]
+    _fields(workload_keys, body["workload"])  # type: ignore[arg-type]
+    _fields(other_keys, body)
+    adv = _advisor(url, lang)
+    _ask(lambda: adv.recommend(body), as_json, render.recommend)
+
+
+@app.command()
+def compare(
+    gpus: Annotated[
+        list[str], typer.Argument(help="2 to 8 GPU names (slug, alias or PCI id); the first is the reference")
+    ],
+    currency: Annotated[str, typer.Option(help="USD | CNY")] = "USD",
+    workload: Annotated[str | None, typer.Option(help="only result rows of this workload")] = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+) -> None:
+    """Specs, capabilities, measured results and prices side by side (GET /v1/compare)."""
+    from service.shell import render
+
+    names = [n.strip() for g in gpus for n in g.split(",") if n.strip()]
+    adv = _advisor(url)
+    _ask(lambda: adv.compare(names, currency=currency, workload=workload), as_json, render.compare)
+
+
+@app.command("gpus")
+def gpus_cmd(
+    vendor: Annotated[str | None, typer.Option(help="nvidia | amd | intel")] = None,
+    min_memory_gib: Annotated[float | None, typer.Option(help="at least this usable memory (GiB)")] = None,
+    supports: Annotated[
+        list[str] | None,
+        typer.Option(help="a precision each listed GPU supports (repeatable): fp8, bf16 ..."),
+    ] = None,
+    form_factor: Annotated[str | None, typer.Option(help="pcie | sxm | oam")] = None,
+    sort: Annotated[
+        str,
+        typer.Option(
+            help="slug, usable_memory_bytes, bandwidth_gb_per_s, tdp_w, bf16_tflops, fp8_tflops ...; '-' prefix descends"
+        ),
+    ] = "slug",
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+) -> None:
+    """The GPU catalog, filtered and sorted (GET /v1/gpus)."""
+    from service.shell import render
+
+    query = {
+        "vendor": vendor,
+        "min_usable_memory_gib": min_memory_gib,
+        "supports": supports,
+        "form_factor": form_factor,
+        "sort": sort,
+    }
+    adv = _advisor(url)
+    _ask(lambda: adv.gpus(query), as_json, render.gpus)
 
 
 @recommendations_app.command("prune")
@@ -470,7 +627,7 @@ def recommendations_prune(
     from service.db.uow import UnitOfWork
     from service.usecases.recommend import prune_recommendations
 
-    settings = Settings()
+    settings = _settings()
     keep = days or settings.recommendation_retention_days
     with UnitOfWork(make_session_factory(_engine(settings))) as uow:
         n = prune_recommendations(uow, retention_days=keep, now=dt.datetime.now(dt.UTC))
@@ -478,6 +635,15 @@ def recommendations_prune(
 
 
 def _mount_optional() -> None:
+    """The agent's commands, mounted only when asked for (or for help): importing them costs
+    a CLI call ~0.4 s."""
+    asked = sys.argv[1:2]
+    if (
+        asked
+        and asked[0] not in ("agent", "--help", "-h")
+        and Path(sys.argv[0]).name in ("gpu-advisor", "cli.py")
+    ):
+        return
     try:
         from service.agent.cli import agent_app
     except ImportError:  # agent not built yet

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
+from gpu_advisor_client import Client
 
 from service.agent.spool import Spool
 from service.core.catalog.vocabulary import SUITE_VERSION
 from service.schemas.benchmarks import MAX_RESULTS_PER_RUN
 
 Outcome = Literal["accepted", "replayed", "spooled", "dead_letter"]
-RUNS_PATH = "/v1/benchmark-runs"
 MAX_RUN_ID = 128
 
 
@@ -120,11 +120,14 @@ class AgentClient:
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
-        headers = {"User-Agent": f"gpu-advisor-agent/{SUITE_VERSION}", "Content-Type": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        # the typed client carries the HTTP (base URL, key, idempotency key); the delivery policy
+        # below (retries with jitter, spool, 413 splits) stays the agent's
+        self._api = Client(
+            base_url,
+            api_key=api_key,
+            timeout_s=timeout,
+            transport=transport,
+            user_agent=f"gpu-advisor-agent/{SUITE_VERSION}",
         )
         self.spool = spool
         self.max_attempts = max(1, max_attempts)
@@ -135,7 +138,7 @@ class AgentClient:
         self.jitter = jitter
 
     def close(self) -> None:
-        self._http.close()
+        self._api.close()
 
     def __enter__(self) -> AgentClient:
         return self
@@ -150,13 +153,13 @@ class AgentClient:
         cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
         return float(cap * self.jitter())
 
-    def _post(self, path: str, body: bytes, run_id: str) -> tuple[httpx.Response | None, str | None]:
+    def _post(self, validate: bool, body: bytes, run_id: str) -> tuple[httpx.Response | None, str | None]:
         """POST with bounded retries; (last response, None) or (None, transport error text)."""
         last_error: str | None = None
         resp: httpx.Response | None = None
         for attempt in range(1, self.max_attempts + 1):
             try:
-                resp = self._http.post(path, content=body, headers={"Idempotency-Key": run_id})
+                resp = self._api.post_benchmark_run(body, run_id, validate=validate)
                 last_error = None
             except httpx.TransportError as exc:
                 resp, last_error = None, f"{type(exc).__name__}: {exc}"
@@ -175,7 +178,7 @@ class AgentClient:
 
     def validate(self, run: dict[str, Any]) -> tuple[bool, int | None, Any]:
         """Dry run (``/validate``): (valid, status code, server answer)."""
-        resp, err = self._post(RUNS_PATH + "/validate", encode(run), str(run["run_id"]))
+        resp, err = self._post(True, encode(run), str(run["run_id"]))
         if resp is None:
             return False, None, err
         return resp.is_success, resp.status_code, _problem(resp)
@@ -189,7 +192,7 @@ class AgentClient:
 
     def _submit_one(self, run: dict[str, Any], body: bytes) -> list[Delivery]:
         run_id = str(run["run_id"])
-        resp, err = self._post(RUNS_PATH, body, run_id)
+        resp, err = self._post(False, body, run_id)
         if resp is None:
             self.spool.put(run_id, body)
             return [Delivery(run_id, "spooled", None, detail=f"service unreachable: {err}")]

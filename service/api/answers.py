@@ -24,8 +24,10 @@ def answer(
     *,
     status_code: int = 200,
     headers: Mapping[str, str] | None = None,
+    media_type: str = "application/json",
 ) -> Response:
-    """A JSON answer with its ``X-Data-Version`` header (and any other ``headers``)."""
+    """An answer with its ``X-Data-Version`` header (and any other ``headers``): JSON, or
+    ``bytes`` already encoded in ``media_type`` (a rendered artifact)."""
     if isinstance(body, bytes):
         content = body
     else:
@@ -33,4 +35,4 @@ def answer(
         # as Starlette's JSONResponse renders it: compact, UTF-8, no NaN
         content = json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
     h = {DATA_VERSION_HEADER: str(data_version), **(headers or {})}
-    return Response(content, status_code=status_code, media_type="application/json", headers=h)
+    return Response(content, status_code=status_code, media_type=media_type, headers=h)

@@ -28,6 +28,7 @@ from service.api.options import OptionsAnswer
 from service.api.ratelimit import KeyIdentities, Limiter, RateLimitMiddleware, RuleTable
 from service.api.routes import benchmarks, gpus, health
 from service.api.routes import compare as compare_routes
+from service.api.routes import deploy as deploy_routes
 from service.api.routes import docs as docs_routes
 from service.api.routes import estimate as estimate_routes
 from service.api.routes import models as models_routes
@@ -126,6 +127,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(models_routes.router)
     app.include_router(estimate_routes.router)
     app.include_router(recommend_routes.router)
+    app.include_router(deploy_routes.router)
     app.include_router(compare_routes.router)
     app.include_router(page_routes.make_router())
     app.include_router(docs_routes.make_router())

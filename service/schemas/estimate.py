@@ -120,18 +120,34 @@ class WorkloadIn(RequestModel):
     # inference
     input_len: JsonInt = Field(default=1024, ge=1, le=1_048_576)
     output_len: JsonInt = Field(default=256, ge=0, le=1_048_576)
-    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"] = Field(
-        default="none",
-        description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
-        "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only",
+    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] = (
+        Field(
+            default="none",
+            description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
+            "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only; nvfp4 "
+            "(0.5625 B/weight) needs Blackwell, mxfp4 (0.53125 B/weight) runs on Blackwell / CDNA 4 tensor "
+            "cores or weight-only on Hopper, Ada and Ampere (refused elsewhere, PRECISION_UNSUPPORTED)",
+        )
     )
-    engine: Literal["hf-transformers", "vllm", "tensorrt-llm"] = Field(
+    engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] = Field(
         default="hf-transformers",
-        description="hf-transformers: eager generate, one static batch (what the agent measures); vllm / tensorrt-llm: "
-        "continuous batching with a paged KV cache, CUDA-graph decode, chunked prefill (calibrated on "
-        "NVIDIA's published TensorRT-LLM tables; vllm is transferred from them). sglang is not modelled",
+        description="hf-transformers: eager generate, one static batch (what the agent measures); vllm / tensorrt-llm "
+        "/ sglang: continuous batching with a paged KV cache, CUDA-graph decode, chunked prefill (calibrated on "
+        "NVIDIA's published TensorRT-LLM tables; vllm and sglang are transferred from them, with their own "
+        "scheduler and memory defaults)",
     )
-    kv_cache_dtype: Literal["auto", "fp8", "int8"] = "auto"
+    engine_version: SafeStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=32,
+        pattern=r"^[0-9A-Za-z][0-9A-Za-z.+_-]*$",
+        description="the engine version you run (e.g. 0.11.0); echoed in the answer beside the version the "
+        "figures assume (serving.engine_version), which no calibration distinguishes yet",
+    )
+    kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] = Field(
+        default="auto",
+        description="auto: the compute dtype; nvfp4 (0.5625 B/element) on Blackwell with a serving engine only",
+    )
     # serving at a request rate (continuous-batching engines)
     requests_per_s: float | None = Field(
         default=None,
@@ -139,7 +155,7 @@ class WorkloadIn(RequestModel):
         le=1_000_000,
         allow_inf_nan=False,
         description="offered load over all replicas (Poisson arrivals, split evenly); replicas = gpu_count / "
-        "tensor_parallel. Needs engine vllm or tensorrt-llm",
+        "tensor_parallel. Needs a continuous-batching engine (vllm, tensorrt-llm, sglang)",
     )
     concurrency: JsonInt | None = Field(
         default=None,
@@ -201,6 +217,7 @@ class WorkloadIn(RequestModel):
             output_len=self.output_len,
             quant_method=self.quant_method,
             engine=self.engine,
+            engine_version=self.engine_version,
             kv_cache_dtype=self.kv_cache_dtype,
             solve_for=solve_for,
             loop=self.loop,
@@ -422,6 +439,14 @@ class ServingOut(BaseModel):
     sources: list[str] = Field(default_factory=list, description="published tables the figures lean on")
     accuracy: AccuracyOut | None = None
     engine: str
+    engine_version: str = Field(default="", description="the engine version the figures assume")
+    engine_version_requested: str | None = Field(default=None, description="the version the request named")
+    prefill_time_share: float | None = Field(
+        default=None,
+        description="continuous engines: share of the replicas' GPU time prompts take (a prompt pays the time "
+        "its tokens add to an iteration, output tokens the iterations); it splits an hour's price into "
+        "cost per million input and per million output tokens",
+    )
     tensor_parallel: int
     replicas: int
     concurrency_per_replica: int = Field(description="sequences in flight per replica")

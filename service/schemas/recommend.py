@@ -10,12 +10,14 @@ machine ``code``, its numbers in ``params`` and a ``message`` in the language th
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.core.pricing.cost import CostAssumptions
 from service.core.recommend.search import (
+    DEFAULT_SERVING_ENGINE,
     Constraints,
     Pool,
     RecommendQuestion,
@@ -224,8 +226,15 @@ class RecommendRequest(BaseModel):
     cost: CostAssumptionsIn = Field(default_factory=CostAssumptionsIn)
 
     def to_core(self) -> RecommendQuestion:
+        job = self.workload.to_core()
+        w = self.workload
+        assumed = None
+        if "engine" not in w.model_fields_set and (w.requests_per_s is not None or w.concurrency is not None):
+            assumed = DEFAULT_SERVING_ENGINE  # a load to serve means continuous batching
+            job = replace(job, engine=assumed)
         return RecommendQuestion(
-            job=self.workload.to_core(),
+            job=job,
+            engine_assumed=assumed,
             constraints=self.constraints.to_core(),
             objective=self.objective,
             limit=self.limit,
@@ -400,8 +409,17 @@ class FrontierPoint(BaseModel):
     gpu_count: int
     hours: float | None = None
     cost: float | None = None
-    time_value: float = Field(description="training: hours (or s per 1M tokens); serving: TPOT ms")
-    cost_value: float = Field(description="run cost, or cost per million tokens / per hour")
+    time_value: float = Field(description="in time_unit")
+    time_unit: str = Field(
+        description="h (time to train), s/1M tokens (training without tokens) or s TPOT (serving)"
+    )
+    cost_value: float = Field(description="in cost_unit")
+    cost_unit: str = Field(description="e.g. USD/run, USD/1M tokens or USD/h")
+    neighbour: Literal["faster", "cheaper"] | None = Field(
+        default=None, description="the frontier's nearest faster or cheaper point next to option #1"
+    )
+    time_vs_first: float | None = Field(default=None, description="time_value / option #1's (1.0: the same)")
+    cost_vs_first: float | None = Field(default=None, description="cost_value / option #1's")
     rank: int | None = Field(
         default=None, description="the option's rank when it is among the options returned"
     )
@@ -467,4 +485,9 @@ class RecommendResponse(BaseModel):
     excluded: list[ExclusionOut]
     what_if: list[WhatIfOut] = Field(description="at most 3 changes that make a cheaper option feasible")
     warnings: list[ReasonOut] = Field(default_factory=list)
+    assumptions: list[ReasonOut] = Field(
+        default_factory=list,
+        description="what the first option assumed that moves the answer: optimizer-state recipe (and "
+        "what the other needs), loop, stack, network, engine, prices used, band level",
+    )
     considered: ConsideredOut

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from service.catalog.skypilot_snapshot import instance_shapes
 from service.core.catalog.records import FxRate, GpuRecord, PriceRow
@@ -184,13 +184,32 @@ def cell_measurements(
     return out
 
 
+class CalibrationStore(Protocol):
+    """Where a short-lived process (the CLI) keeps full fits between runs: a fit depends only
+    on the catalog and measurement watermarks (and the estimator's code, the store's key), so
+    a fit stored at the same watermarks is the fit this process would make."""
+
+    def load(self, catalog_watermark: int, measurement_watermark: int) -> CalibrationSet | None: ...
+
+    def save(self, catalog_watermark: int, measurement_watermark: int, fits: CalibrationSet) -> None: ...
+
+
 class ReadModel:
     """One per process (``app.state.read_model``); thread-safe. ``background=False`` refits
-    on the calling thread (the CLI, some tests)."""
+    on the calling thread (the CLI, some tests); ``store`` reuses full fits made at the same
+    watermarks by an earlier process instead of refitting."""
 
     FIRST_FIT_WAIT_S = 120.0
 
-    def __init__(self, *, min_points: int = 3, window: int = 100, background: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        min_points: int = 3,
+        window: int = 100,
+        background: bool = True,
+        store: CalibrationStore | None = None,
+    ) -> None:
+        self.store = store
         self.min_points = min_points
         self.window = window
         self.stats = ReadModelStats()
@@ -405,11 +424,20 @@ class ReadModel:
     def _fit_now(
         self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]
     ) -> None:
-        cms = cell_measurements(measured.cells.values(), catalog.specs, self.min_points)
-        if full:
+        stored = self.store.load(catalog.watermark, measured.watermark) if full and self.store else None
+        cms = (
+            cell_measurements(measured.cells.values(), catalog.specs, self.min_points)
+            if stored is None
+            else []
+        )
+        if stored is not None:
+            fitted = stored
+        elif full:
             fitted = fit_calibrations(cms)
             with self._lock:
                 self.stats.full_fits += 1
+            if self.store is not None:
+                self.store.save(catalog.watermark, measured.watermark, fitted)
         else:
             wanted: dict[GroupKey, list[CellMeasurement]] = {}
             for m in cms:

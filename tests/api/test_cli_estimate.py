@@ -1,4 +1,4 @@
-"""`gpu-advisor estimate` prints the same answer as POST /v1/estimate."""
+"""`gpu-advisor estimate --json` prints the same answer as POST /v1/estimate."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def test_cli_estimate_matches_api(tmp_path: Path, client: TestClient) -> None:
                 "batch_size=4",
                 "--set",
                 "seq_len=1024",
+                "--json",
             ],
             env={"GPU_ADVISOR_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
             capture_output=True,

@@ -191,7 +191,7 @@ def test_invalid_inputs_are_precise_422s(client: TestClient) -> None:
             ["body", "hf_config"],
         ),
         ({"model": "bert-large", "gpu": "h100", "mode": "inference", "seq_len": 1024}, ["body", "seq_len"]),
-        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "engine": "sglang"}, ["body", "engine"]),
+        ({"model": "llama3-8b", "gpu": "h100", "mode": "inference", "engine": "tgi"}, ["body", "engine"]),
         (
             {"model": "llama3-8b", "gpu": "h100", "mode": "inference", "requests_per_s": 5},
             ["body", "requests_per_s"],

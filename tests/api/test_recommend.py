@@ -100,7 +100,11 @@ def test_llama2_13b_full_fine_tuning_needs_sharding_and_excludes_the_l20_with_nu
     assert p["needed_gib"] < p["single_gpu_needed_gib"]  # sharding over two halves most of it
     assert f"needs {p['needed_gib']:.1f} GiB per GPU" in l20["message"]
     assert "45.0 GiB usable" in l20["message"]
-    sharded = next(o for o in doc["options"] if o["strategy"]["gpu_count"] == 2)
+    sharded = next(
+        o
+        for o in doc["options"]
+        if o["strategy"]["gpu_count"] == 2 and o["memory"]["usable_bytes"] < p["single_gpu_needed_gib"] * GiB
+    )
     assert _reason(sharded, "SINGLE_GPU_TOO_SMALL")["params"]["needed_gib"] == p["single_gpu_needed_gib"]
 
 
@@ -257,7 +261,7 @@ def test_7b_chat_with_a_tpot_target_is_decided_by_bandwidth(client: TestClient) 
 def test_qwen25_72b_at_20_requests_per_s_replicas_times_tp(client: TestClient) -> None:
     """Qwen2.5-72B chat at 20 req/s, TTFT <= 1 s, TPOT <= 50 ms, on H100 / H200 / A100: each
     answer is replicas x TP GPUs meeting the targets at the rate; the H200 (more memory and
-    bandwidth per GPU) needs fewer GPUs than the A100."""
+    bandwidth per GPU) decodes faster than the A100."""
     doc = _ask(
         client,
         {
@@ -295,9 +299,12 @@ def test_qwen25_72b_at_20_requests_per_s_replicas_times_tp(client: TestClient) -
         if o["cost"] is not None:
             per_mtok = o["cost"]["per_hour"] / (20 * 256 * 3600) * 1e6
             assert math.isclose(o["cost"]["per_million_tokens"], per_mtok, rel_tol=1e-6)
-    assert (
-        by["nvidia-h200-sxm"]["strategy"]["gpu_count"] < by["nvidia-a100-sxm4-80gb"]["strategy"]["gpu_count"]
+    # fastest: the lowest TPOT at the load; the H200 streams its weight share at 4.8 TB/s, the
+    # A100 at 2.0 TB/s, so at the same GPU limit the H200's TPOT is lower
+    h200, a100 = (
+        _reason(by[g], "MEETS_TARGETS")["params"] for g in ("nvidia-h200-sxm", "nvidia-a100-sxm4-80gb")
     )
+    assert h200["tpot_ms"] < a100["tpot_ms"]
 
 
 def test_eight_l40_one_per_node_allow_no_tensor_parallelism(client: TestClient) -> None:

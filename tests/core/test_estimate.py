@@ -106,7 +106,7 @@ def test_refusals_name_the_field() -> None:
         (JobSpec(model="llama3-8b", params_billion=7.0), "model"),
         (JobSpec(model="llama3-8b", gpu_count=4, tensor_parallel=3), "tensor_parallel"),
         (JobSpec(model="bert-large", mode="inference", seq_len=1024), "seq_len"),
-        (JobSpec(model="llama3-8b", mode="inference", engine="sglang"), "engine"),
+        (JobSpec(model="llama3-8b", mode="inference", engine="tgi"), "engine"),
         (JobSpec(model="llama3-8b", mode="inference", gpu_count=6, tensor_parallel=4), "gpu_count"),
         (JobSpec(model="llama3-8b", mode="inference", requests_per_s=5.0), "requests_per_s"),
         (JobSpec(model="llama3-8b", finetune="qlora", precision="fp32"), "precision"),

@@ -6,8 +6,10 @@
   total work);
 * the TPOT of one request does not depend on how many tokens it will generate, except through
   the growing KV read;
-* a QLoRA step is at least 1.1x the LoRA step of the same configuration on every GPU with a time
-  (NF4 dequantisation of every frozen weight in every forward and backward matmul).
+* a QLoRA step costs at least its NF4 dequantisation traffic beyond the LoRA step on every GPU
+  with a time (every frozen weight dequantised before each forward and backward GEMM), and on the
+  H200 the QLoRA / LoRA ratio is the one measured with bitsandbytes (1.2x where the step is
+  host-bound, 1.0x at 8k tokens per micro-step: not 1.1x everywhere).
 """
 
 from __future__ import annotations
@@ -99,17 +101,16 @@ QLORA_JOBS = [
 
 @pytest.mark.parametrize("job", QLORA_JOBS)
 def test_qlora_step_costs_its_dequantisation(job: dict[str, object]) -> None:
-    """QLoRA is slower than LoRA by at least the dequantisation traffic (every frozen weight
-    read as 4 bits and written as 16, twice a step, at the datasheet bandwidth) on every GPU;
-    for the typical QLoRA steps (a few thousand tokens) at least 1.1x on every GPU whose dense
-    16-bit peak is >= 100 FLOP per byte of bandwidth. Below that ratio (H20: 37, RTX 3090: 76)
-    the dequantisation is cheap beside the GEMMs and physics gives 1.05-1.1x."""
-    from service.core.estimation.performance import DEQUANT_BYTES_PER_PARAM
+    """QLoRA is slower than LoRA by at least the dequantisation traffic (every frozen weight read
+    as 4 bits with its absmax and written as 16, once per GEMM pass: forward and backward, and the
+    recompute when checkpointed) at the datasheet bandwidth, on every GPU with a time."""
+    from service.core.estimation.performance import NF4_PASS_BYTES_PER_PARAM
 
     checked = 0
     m = get_model(str(job["model"]))
     assert isinstance(m, DecoderSpec)
     linear = float(m.num_layers * (m.params_per_layer - m.norm_params_per_layer))
+    passes = 3.0 if job.get("gradient_checkpointing") else 2.0
     for gpu in TIMED:
         times = []
         for ft in ("lora", "qlora"):
@@ -123,10 +124,61 @@ def test_qlora_step_costs_its_dequantisation(job: dict[str, object]) -> None:
         if len(times) < 2:
             continue
         assert gpu.bandwidth_gb_per_s
-        floor = 2.0 * linear * DEQUANT_BYTES_PER_PARAM / (gpu.bandwidth_gb_per_s * 1e9)
+        floor = passes * linear * NF4_PASS_BYTES_PER_PARAM / (gpu.bandwidth_gb_per_s * 1e9)
         assert times[1] >= times[0] + floor, (gpu.slug, job, times, floor)
-        ratio = (gpu.peak_for("bf16") or 0.0) * 1e3 / gpu.bandwidth_gb_per_s
-        if not job.get("gradient_checkpointing") and ratio >= 100:
-            assert times[1] >= 1.1 * times[0], (gpu.slug, job, times)
         checked += 1
     assert checked > 20
+
+
+def _probe_steps() -> dict[tuple[str, int, int, bool], float]:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "data" / "probes" / "h200-qlora-2026-12-04.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return {
+        (r["variant"], r["b"], r["s"], r["ckpt"]): r["step_s"]
+        for r in rows
+        if r.get("section") == "step" and "step_s" in r
+    }
+
+
+def test_qlora_over_lora_matches_the_h200_bitsandbytes_measurement() -> None:
+    """Llama-2-7B, peft LoRA r16 on q/k/v/o, pure bf16, bitsandbytes 0.50.2 NF4 (double quant)
+    against the bf16 base on the H200 (``data/probes/h200-qlora-2026-12-04.jsonl``): the modelled
+    QLoRA / LoRA ratio is within 0.08 of the measured median at each of the six configurations
+    (1.15-1.24x where the step is host-bound, 1.00x at 4 x 2048 tokens), with the host cost per
+    kernel measured on that host family (``HOST_DISPATCH_MEASURED_S``), not fitted here. The
+    bitsandbytes host units were read off the same probe: in-sample for them."""
+    from dataclasses import replace
+
+    from service.core.catalog.models import get_model as model
+    from service.core.estimation.memory import TrainConfig
+    from service.core.estimation.performance import (
+        H200_SXM,
+        HOST_DISPATCH_MEASURED_S,
+        SPEC_DEFAULTS,
+        estimate_step,
+    )
+
+    e = replace(SPEC_DEFAULTS, dispatch_s=HOST_DISPATCH_MEASURED_S)
+    measured = _probe_steps()
+    assert len(measured) == 12
+    for b, s, ckpt in {(k[1], k[2], k[3]) for k in measured}:
+        t = {
+            ft: estimate_step(
+                TrainConfig(
+                    model("llama2-7b"),
+                    "bf16",
+                    batch_size=b,
+                    seq_len=s,
+                    gradient_checkpointing=ckpt,
+                    finetune=ft,
+                ),
+                H200_SXM,
+                e,
+            ).step_time_s
+            for ft in ("lora", "qlora")
+        }
+        want = measured[("qlora", b, s, ckpt)] / measured[("lora", b, s, ckpt)]
+        assert abs(t["qlora"] / t["lora"] - want) <= 0.08, (b, s, ckpt, t, want)

@@ -243,10 +243,23 @@ def test_fp8_uses_the_fp8_peak_only_where_supported() -> None:
     assert serve_concurrency(c, H100).ttft_s < 0.8 * serve_concurrency(bf, H100).ttft_s
 
 
-def test_sglang_is_refused_not_relabelled() -> None:
+def test_an_unmodelled_engine_is_refused_not_relabelled() -> None:
     with pytest.raises(InvalidConfiguration) as exc:
-        build_job(JobSpec(model="llama3-8b", mode="inference", engine="sglang"))
+        build_job(JobSpec(model="llama3-8b", mode="inference", engine="tgi"))
     assert exc.value.field == "engine"
+
+
+def test_sglang_has_its_own_scheduler_defaults() -> None:
+    """SGLang's chunked prefill (8192 tokens on an 80 GB H100, 16384 on a 180 GB B200) and its
+    static memory fraction (0.88) -- not vLLM's (8192 on both, 0.90)."""
+    from service.core.estimation.serving_engines import ENGINE_CLASSES, engine_limits
+
+    sg, vl = ENGINE_CLASSES["sglang"], ENGINE_CLASSES["vllm"]
+    assert engine_limits(sg, H100)[1] == 8192 and engine_limits(sg, CATALOG["nvidia-b200"])[1] == 16384
+    assert engine_limits(vl, CATALOG["nvidia-b200"])[1] == 8192
+    assert sg.memory_fraction < vl.memory_fraction and sg.provenance == "transferred"
+    c = InferenceConfig(model=dec("llama3.1-8b"), engine="sglang", input_len=2048, output_len=256)
+    assert serve_concurrency(c, H100).ttft_s > 0
 
 
 # ---- request rates ------------------------------------------------------------------------------

@@ -201,8 +201,13 @@ EN: dict[str, Template] = {
         f"end ({_p(p, 'hours_high')} h)"
     ),
     "MEETS_TARGETS": lambda p: (
-        f"{_p(p, 'replicas')} replica(s) x TP{_p(p, 'tensor_parallel')} serve {_p(p, 'rate')} "
-        f"req/s at p50 TTFT {_p(p, 'ttft_ms')} ms and TPOT {_p(p, 'tpot_ms')} ms "
+        f"{_p(p, 'replicas')} replica(s) x TP{_p(p, 'tensor_parallel')} serve "
+        + (
+            f"{_p(p, 'rate')} req/s"
+            if p.get("rate") is not None
+            else f"{_p(p, 'concurrency')} requests in flight per replica"
+        )
+        + f" at p50 TTFT {_p(p, 'ttft_ms')} ms and TPOT {_p(p, 'tpot_ms')} ms "
         f"(targets: {_p(p, 'ttft_target_ms', '-')} ms, {_p(p, 'tpot_target_ms', '-')} ms)"
     ),
     "BANDWIDTH_BOUND": lambda p: (
@@ -227,6 +232,53 @@ EN: dict[str, Template] = {
     ),
     "NO_OPTION": lambda p: (
         f"no option meets the constraints; {_p(p, 'excluded')} GPUs were excluded (see excluded)"
+    ),
+    "NO_PLAN_MEETS_DEADLINE": lambda p: (
+        f"no plan meets the {_p(p, 'deadline_hours')} h deadline at the band's upper end; the "
+        f"fastest plan found is shown: {_p(p, 'gpu_count')}x {_p(p, 'gpu')}, {_p(p, 'hours')} h "
+        f"(up to {_p(p, 'hours_high')} h)"
+    ),
+    "ASSUMED_OPTIMIZER_STATES": lambda p: (
+        f"optimizer states: {_p(p, 'precision')} AdamW, {_p(p, 'bytes_per_param')} B per parameter "
+        f"for weights, gradients and both moments; the other common recipe ({_p(p, 'other_precision')}, "
+        f"{_p(p, 'other_bytes_per_param')} B per parameter)"
+        + (
+            f" needs {_p(p, 'other_needed_gib')} GiB per GPU at {_p(p, 'gpu_count')} GPU(s) "
+            f"({_p(p, 'usable_gib')} GiB usable: " + ("fits)" if p.get("other_fits") else "does not fit)")
+            if p.get("other_needed_gib") is not None
+            else ""
+        )
+    ),
+    "ASSUMED_LOOP": lambda p: (
+        f"training loop: {_p(p, 'loop')}"
+        + (
+            ""
+            if p.get("stated")
+            else " (not stated: the band's upper end covers a loop that keeps the outputs)"
+        )
+    ),
+    "ASSUMED_STACK": lambda p: f"training stack: {_p(p, 'stack')}",
+    "ASSUMED_NETWORK": lambda p: f"layout and network: {_p(p, 'network')}",
+    "ASSUMED_ENGINE": lambda p: (
+        f"serving engine: {_p(p, 'engine')}" + ("" if p.get("stated") else " (assumed: none was given)")
+    ),
+    "ASSUMED_PRICES": lambda p: (
+        f"prices: {_p(p, 'provider')} {_p(p, 'instance_type')} {_p(p, 'pricing_model')}, "
+        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/h, at least {_p(p, 'age_days_at_least')} day(s) old"
+    ),
+    "ASSUMED_BAND": lambda p: f"bands are the {_p(p, 'level')} interval of the held-out error",
+    "ENGINE_ASSUMED": lambda p: (
+        f"no engine was given for a request load: continuous batching with {_p(p, 'engine')} is assumed"
+    ),
+    "LONG_RUN": lambda p: (
+        f"the first plan takes {_p(p, 'hours')} h ({_p(p, 'years')} years)"
+        + (
+            f"; the fastest plan within +{_p(p, 'cost_slack_pct')} % of its cost is "
+            f"{_p(p, 'faster_gpu_count')}x {_p(p, 'faster_gpu')}, {_p(p, 'faster_hours')} h"
+            + (f" ({_p(p, 'faster_cost_ratio')}x the cost)" if p.get("faster_cost_ratio") is not None else "")
+            if p.get("faster_gpu")
+            else f"; no faster plan within +{_p(p, 'cost_slack_pct')} % of its cost was found"
+        )
     ),
     "WITH_GRADIENT_CHECKPOINTING": lambda p: _en_whatif("with gradient checkpointing", p),
     "WITH_QLORA": lambda p: _en_whatif("with QLoRA (4-bit base) instead of LoRA", p),
@@ -368,8 +420,13 @@ ZH: dict[str, Template] = {
         f"即使按误差带上限（{_p(p, 'hours_high')} 小时）也能在 {_p(p, 'deadline_hours')} 小时的截止时间内完成"
     ),
     "MEETS_TARGETS": lambda p: (
-        f"{_p(p, 'replicas')} 个副本 x TP{_p(p, 'tensor_parallel')} 以 {_p(p, 'rate')} 请求/秒运行，"
-        f"p50 首 token {_p(p, 'ttft_ms')} ms、每 token {_p(p, 'tpot_ms')} ms"
+        f"{_p(p, 'replicas')} 个副本 x TP{_p(p, 'tensor_parallel')} "
+        + (
+            f"以 {_p(p, 'rate')} 请求/秒运行，"
+            if p.get("rate") is not None
+            else f"每副本 {_p(p, 'concurrency')} 个并发请求，"
+        )
+        + f"p50 首 token {_p(p, 'ttft_ms')} ms、每 token {_p(p, 'tpot_ms')} ms"
         f"（目标 {_p(p, 'ttft_target_ms', '-')} ms、{_p(p, 'tpot_target_ms', '-')} ms）"
     ),
     "BANDWIDTH_BOUND": lambda p: (
@@ -391,6 +448,48 @@ ZH: dict[str, Template] = {
         f"不同 GPU 数量下全局批大小（{_p(p, 'global_batch')} 条序列）保持不变（梯度累积）"
     ),
     "NO_OPTION": lambda p: f"没有满足约束的方案；{_p(p, 'excluded')} 种 GPU 被排除（见 excluded）",
+    "NO_PLAN_MEETS_DEADLINE": lambda p: (
+        f"没有方案能在 {_p(p, 'deadline_hours')} 小时期限内完成（按区间上限）；列出找到的最快方案："
+        f"{_p(p, 'gpu_count')} 块 {_p(p, 'gpu')}，{_p(p, 'hours')} 小时（最多 {_p(p, 'hours_high')} 小时）"
+    ),
+    "ASSUMED_OPTIMIZER_STATES": lambda p: (
+        f"优化器状态：{_p(p, 'precision')} AdamW，权重、梯度与两个动量每参数 {_p(p, 'bytes_per_param')} 字节；"
+        f"另一种常见做法（{_p(p, 'other_precision')}，每参数 {_p(p, 'other_bytes_per_param')} 字节）"
+        + (
+            f"在 {_p(p, 'gpu_count')} 块 GPU 上每块需 {_p(p, 'other_needed_gib')} GiB（可用 {_p(p, 'usable_gib')} GiB："
+            + ("放得下）" if p.get("other_fits") else "放不下）")
+            if p.get("other_needed_gib") is not None
+            else ""
+        )
+    ),
+    "ASSUMED_LOOP": lambda p: (
+        f"训练循环：{_p(p, 'loop')}" + ("" if p.get("stated") else "（未指定：区间上限覆盖保留输出的循环）")
+    ),
+    "ASSUMED_STACK": lambda p: f"训练软件栈：{_p(p, 'stack')}",
+    "ASSUMED_NETWORK": lambda p: f"节点布局与网络：{_p(p, 'network')}",
+    "ASSUMED_ENGINE": lambda p: (
+        f"推理引擎：{_p(p, 'engine')}" + ("" if p.get("stated") else "（假定：请求未指定）")
+    ),
+    "ASSUMED_PRICES": lambda p: (
+        f"价格：{_p(p, 'provider')} {_p(p, 'instance_type')} {_p(p, 'pricing_model')}，"
+        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/小时，至少 {_p(p, 'age_days_at_least')} 天前的价格"
+    ),
+    "ASSUMED_BAND": lambda p: f"区间为留出误差的 {_p(p, 'level')} 区间",
+    "ENGINE_ASSUMED": lambda p: f"请求给出了负载但未指定推理引擎：按 {_p(p, 'engine')} 连续批处理估计",
+    "LONG_RUN": lambda p: (
+        f"首选方案需要 {_p(p, 'hours')} 小时（{_p(p, 'years')} 年）"
+        + (
+            f"；成本不超过其 +{_p(p, 'cost_slack_pct')}% 的最快方案是 {_p(p, 'faster_gpu_count')} 块 "
+            f"{_p(p, 'faster_gpu')}，{_p(p, 'faster_hours')} 小时"
+            + (
+                f"（成本为其 {_p(p, 'faster_cost_ratio')} 倍）"
+                if p.get("faster_cost_ratio") is not None
+                else ""
+            )
+            if p.get("faster_gpu")
+            else f"；未找到成本在 +{_p(p, 'cost_slack_pct')}% 以内的更快方案"
+        )
+    ),
     "WITH_GRADIENT_CHECKPOINTING": lambda p: _zh_whatif("开启梯度检查点", p),
     "WITH_QLORA": lambda p: _zh_whatif("改用 QLoRA（4 比特基座）", p),
     "WITH_FUSED_OPTIMIZER": lambda p: _zh_whatif("使用融合 AdamW（optimizer_impl fused）", p),
@@ -462,6 +561,7 @@ def localise(doc: dict[str, Any], lang: Lang) -> dict[str, Any]:
     ]
     out["what_if"] = [fix(w) for w in doc.get("what_if", [])]
     out["warnings"] = [fix(w) for w in doc.get("warnings", [])]
+    out["assumptions"] = [fix(w) for w in doc.get("assumptions", [])]
     return out
 
 
@@ -704,22 +804,56 @@ def _question(outcome: RecommendOutcome) -> dict[str, Any]:
     }
 
 
+def _units(o: Option) -> tuple[str, str]:
+    """The frontier's axes for ``o``, as :attr:`Option.time_value` and :attr:`Option.cost_value` take them."""
+    time_unit = "s TPOT" if o.serve is not None else "h" if o.hours is not None else "s/1M tokens"
+    cur = o.quote.currency if o.quote is not None else "USD"
+    if o.run_cost is not None:
+        return time_unit, f"{cur}/run"
+    return time_unit, f"{cur}/1M tokens" if o.cost_per_million_tokens is not None else f"{cur}/h"
+
+
+def _frontier(rec: Any) -> list[FrontierPoint]:
+    """The time-vs-cost frontier with explicit units, the faster and the cheaper neighbour of
+    option #1 marked and every point's ratios to #1."""
+    ranks = {(o.gpu.slug, o.gpu_count): o.rank for o in rec.options}
+    first = rec.options[0] if rec.options else None
+    t0 = first.time_value if first is not None else None
+    c0 = first.cost_value if first is not None else None
+    pts = list(rec.frontier)
+    faster = [o for o in pts if t0 is not None and o.time_value < t0 * (1 - 1e-9)]
+    cheaper = [
+        o for o in pts if c0 is not None and o.cost_value is not None and o.cost_value < c0 * (1 - 1e-9)
+    ]
+    near_fast = max(faster, key=lambda o: o.time_value, default=None)
+    near_cheap = max(cheaper, key=lambda o: o.cost_value or 0.0, default=None)
+    out = []
+    for o in pts:
+        tu, cu = _units(o)
+        out.append(
+            FrontierPoint(
+                gpu=o.gpu.slug,
+                gpu_count=o.gpu_count,
+                hours=o.hours,
+                cost=o.cost_value,
+                time_value=o.time_value,
+                time_unit=tu,
+                cost_value=o.cost_value or 0.0,
+                cost_unit=cu,
+                neighbour="faster" if o is near_fast else "cheaper" if o is near_cheap else None,
+                time_vs_first=round(o.time_value / t0, 4) if t0 else None,
+                cost_vs_first=round(o.cost_value / c0, 4) if c0 and o.cost_value is not None else None,
+                rank=ranks.get((o.gpu.slug, o.gpu_count)),
+            )
+        )
+    return out
+
+
 def document(outcome: RecommendOutcome) -> dict[str, Any]:
     """The English answer as stored and sent (JSON-ready)."""
     rec = outcome.recommendation
-    ranks = {(o.gpu.slug, o.gpu_count): o.rank for o in rec.options}
-    frontier = [
-        FrontierPoint(
-            gpu=o.gpu.slug,
-            gpu_count=o.gpu_count,
-            hours=o.hours,
-            cost=o.cost_value,
-            time_value=o.time_value,
-            cost_value=o.cost_value or 0.0,
-            rank=ranks.get((o.gpu.slug, o.gpu_count)),
-        )
-        for o in rec.frontier
-    ]
+    {(o.gpu.slug, o.gpu_count): o.rank for o in rec.options}
+    frontier = _frontier(rec)
     resp = RecommendResponse(
         recommendation_id=outcome.recommendation_id,
         as_of=outcome.as_of,
@@ -755,6 +889,7 @@ def document(outcome: RecommendOutcome) -> dict[str, Any]:
             for w in rec.what_if
         ],
         warnings=[_reason(r) for r in rec.warnings],
+        assumptions=[_reason(r) for r in rec.assumptions],
         considered=ConsideredOut(
             gpus=rec.gpus,
             candidates=rec.candidates,

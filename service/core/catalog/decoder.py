@@ -169,6 +169,20 @@ class DecoderSpec:
         return self.num_experts > 1
 
     @property
+    def is_sparse_layout(self) -> bool:
+        """A layout beyond dense / Mixtral (MLA, shared or narrow experts, dense layers among
+        MoE ones, biased routers, sinks): the training-memory model does not cover it."""
+        return bool(
+            self.is_mla
+            or self.num_shared_experts
+            or self.moe_intermediate_size
+            or self.first_k_dense_replace
+            or self.moe_layer_step > 1
+            or self.router_bias
+            or self.attention_sinks
+        )
+
+    @property
     def expert_intermediate_size(self) -> int:
         """FFN width of one expert (``moe_intermediate_size``, else ``intermediate_size``)."""
         return self.moe_intermediate_size or self.intermediate_size
@@ -178,11 +192,44 @@ class DecoderSpec:
         """Layers with an MoE MLP (0 for a dense model)."""
         return self._c().moe_layers
 
+    @property
+    def ffn_active_width(self) -> float:
+        """FFN width one token passes through, mean over layers: ``intermediate_size`` in a dense
+        layer, ``(top-k + shared) * expert width`` in an MoE layer (elementwise traffic)."""
+        c = self._c()
+        moe = (
+            c.moe_layers * (self.experts_per_token + self.num_shared_experts) * self.expert_intermediate_size
+        )
+        return float((self.num_layers - c.moe_layers) * self.intermediate_size + moe) / self.num_layers
+
+    @property
+    def ffn_peak_width(self) -> int:
+        """The widest FFN activation one token has in any layer (the prefill working set)."""
+        moe = (self.experts_per_token + self.num_shared_experts) * self.expert_intermediate_size
+        dense = self.intermediate_size if self.num_layers > self._c().moe_layers else 0
+        return max(dense, moe if self.is_moe else 0) or self.intermediate_size
+
+    def attention_flops_per_ctx_token(self, phase: Literal["prefill", "decode"] = "decode") -> float:
+        """Attention FLOPs per query token, per context token and layer: ``QK^T`` and ``PV``,
+        ``4 * heads * head_dim`` for grouped-query attention. MLA prefills with K and V expanded
+        from the latent (``2 * heads * (d_nope + d_rope) + 2 * heads * d_v``) and decodes with the
+        up-projections absorbed, attending over the latent itself (``2 * heads * (r_kv + d_rope)
+        + 2 * heads * r_kv``), as DeepSeek's, vLLM's and SGLang's MLA kernels do."""
+        if not self.is_mla:
+            return 4.0 * self.q_dim
+        a, dv = self.num_heads, self.v_head_dim or self.head_dim
+        if phase == "prefill":
+            return 2.0 * a * self.head_dim + 2.0 * a * dv
+        return 2.0 * a * self.kv_dim + 2.0 * a * self.kv_lora_rank
+
     def kv_shards(self, tensor_parallel: int) -> int:
         """Over how many GPUs of a tensor-parallel group the KV cache is split: the KV heads
-        are (``tensor_parallel``); an MLA latent is one head every rank keeps whole (1), as
-        vLLM's and SGLang's MLA backends do."""
-        return 1 if self.is_mla else tensor_parallel
+        are, at most one head per rank (with more ranks than KV heads each head is kept on
+        ``tensor_parallel / num_kv_heads`` ranks, as vLLM and SGLang replicate them); an MLA
+        latent is one head every rank keeps whole (1), as their MLA backends do."""
+        if self.is_mla:
+            return 1
+        return min(tensor_parallel, self.num_kv_heads)
 
     def linear_shapes(self) -> Mapping[str, tuple[int, int, int]]:
         """Per-layer linear modules as ``name -> (in_features, out_features, copies)``.

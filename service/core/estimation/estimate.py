@@ -74,6 +74,7 @@ from service.core.estimation.estimate_time import (  # noqa: F401
     _serving,
     _time,
 )
+from service.core.estimation.fp4 import fp4_refusal
 from service.core.estimation.memory import (
     BatchInferenceConfig,
     InferenceConfig,
@@ -87,6 +88,7 @@ from service.core.estimation.memory import (
 from service.core.estimation.serving import (
     ENGINE_CLASSES,
 )
+from service.core.estimation.serving_engines import ENGINE_VERSIONS
 from service.core.evidence.aggregate import CellView
 
 __all__ = [
@@ -111,7 +113,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.9.0"
+ESTIMATOR_VERSION = "1.10.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
@@ -129,6 +131,12 @@ _MULTI_GPU = Notice(
     "multi_gpu_unvalidated",
     "multi-GPU communication is modelled from the node shape; it has not "
     "been validated against multi-GPU measurements yet",
+)
+_SPARSE_TIME = Notice(
+    "sparse_time_unvalidated",
+    "memory is counted from the published architecture; serving time for MLA / shared-expert "
+    "MoE layouts uses the engine class fitted on dense models and is not yet validated against "
+    "published figures for them (per-layer MoE kernel and all-reduce floors are not modelled)",
 )
 """Warnings whose text never varies, built once (a Notice is immutable, so answers may share it)."""
 
@@ -171,6 +179,10 @@ def estimate(
             "precision", f"{gpu.slug} does not support {precision}", code="PRECISION_UNSUPPORTED"
         )
     c = job.config
+    if isinstance(c, InferenceConfig):
+        refused = fp4_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
+        if refused is not None:
+            raise InvalidConfiguration(refused[0], refused[1], code="PRECISION_UNSUPPORTED")
     n_gpus = (
         c.gpu_count
         if isinstance(c, TrainConfig)
@@ -178,6 +190,8 @@ def estimate(
     )
     if n_gpus > 1:
         warnings.append(_PCIE_MULTI_GPU if gpu.node.nvlink_topology == "none" else _MULTI_GPU)
+    if isinstance(c, InferenceConfig) and c.model.is_sparse_layout:
+        warnings.append(_SPARSE_TIME)
     if breakdown is not None:
         mem = breakdown
     elif isinstance(c, TrainConfig):
@@ -238,6 +252,8 @@ def estimate(
                 )
         except MissingFigure as exc:
             warnings.append(Notice("no_time_estimate", f"no time estimate: {exc.message}"))
+    if serving_answer is not None and isinstance(c, InferenceConfig):
+        serving_answer = _with_engine_version(serving_answer, c)
     if isinstance(c, TrainConfig) and not fits:
         warnings.extend(_what_if(c, mem, usable))
     solve: SolveAnswer | None = None
@@ -253,6 +269,19 @@ def estimate(
         solve=solve,
         warnings=tuple(warnings),
     )
+
+
+def _with_engine_version(s: ServingAnswer, c: InferenceConfig) -> ServingAnswer:
+    """State the engine version the figures assume, beside the one the request names."""
+    assumed = ENGINE_VERSIONS[c.engine]
+    notes = s.notes
+    if c.engine_version is not None:
+        notes = (
+            *notes,
+            f"{c.engine} {c.engine_version} asked for; the figures assume {c.engine} {assumed} "
+            "(no calibration is keyed by engine version yet)",
+        )
+    return replace(s, engine_version=assumed, engine_version_requested=c.engine_version, notes=notes)
 
 
 def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:

@@ -123,6 +123,11 @@ class ServingAnswer:
     max_concurrency_per_replica: int = 0
     rate: RateAnswer | None = None
     notes: tuple[str, ...] = ()
+    engine_version: str = ""
+    engine_version_requested: str | None = None
+    prefill_time_share: float | None = None
+    """Share of the replicas' GPU time spent on prompts (continuous engines): what splits the cost
+    of an hour into input and output tokens."""
 
 
 @dataclass(frozen=True, slots=True)

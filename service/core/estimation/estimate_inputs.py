@@ -19,6 +19,7 @@ from service.core.catalog.models import (
 )
 from service.core.catalog.vocabulary import VocabularyError, canonical_parameters, parameters_hash
 from service.core.errors import InvalidConfiguration
+from service.core.estimation.fp4 import NVFP4_BYTES_PER_ELEMENT
 from service.core.estimation.frozen import fast_init
 from service.core.estimation.memory import (
     DEFAULT_LORA_TARGETS,
@@ -72,6 +73,7 @@ class JobSpec:
     quant_method: str = "none"
     engine: str = "hf-transformers"
     kv_cache_dtype: str = "auto"
+    engine_version: str | None = None
     solve_for: str | None = None
     loop: str | None = None
     optimizer_impl: str | None = None
@@ -211,6 +213,13 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
         raise InvalidConfiguration("solve_for", f"solve_for must be one of {', '.join(SOLVE_TARGETS)}")
     config: TrainConfig | InferenceConfig | BatchInferenceConfig
     serving: ServingQuestion | None = None
+    if spec.mode != "inference" and isinstance(model, DecoderSpec) and model.is_sparse_layout:
+        raise InvalidConfiguration(
+            "mode",
+            f"{model.id}: training and fine-tuning are modelled for dense and Mixtral-layout decoders; "
+            "this model's layout (MLA, shared or narrow experts, dense layers among MoE ones) is "
+            "modelled for inference only",
+        )
     if spec.mode == "inference":
         config, serving = _inference_config(spec, model)
     else:
@@ -290,6 +299,10 @@ def _stated(
     )
 
 
+KV_BYTES_PER_ELEMENT: dict[str, float] = {"fp8": 1.0, "int8": 1.0, "nvfp4": NVFP4_BYTES_PER_ELEMENT}
+"""Bytes per cached K/V element by ``kv_cache_dtype`` (``auto``: the compute dtype's)."""
+
+
 def _inference_config(
     spec: JobSpec, model: ModelSpec
 ) -> tuple[InferenceConfig | BatchInferenceConfig, ServingQuestion | None]:
@@ -298,9 +311,7 @@ def _inference_config(
     if spec.engine not in ENGINE_CLASSES:
         raise InvalidConfiguration(
             "engine",
-            f"engine {spec.engine!r} is not modelled (modelled: "
-            f"{', '.join(ENGINE_CLASSES)}); sglang has no published or "
-            "measured data to calibrate it",
+            f"engine {spec.engine!r} is not modelled (modelled: {', '.join(ENGINE_CLASSES)})",
         )
     if not isinstance(model, DecoderSpec):
         if spec.tensor_parallel > 1:
@@ -333,7 +344,7 @@ def _inference_config(
         raise InvalidConfiguration(
             "requests_per_s",
             "request-rate serving is modelled for continuous-batching "
-            "engines (vllm, tensorrt-llm); hf-transformers serves one "
+            "engines (vllm, tensorrt-llm, sglang); hf-transformers serves one "
             "static batch (give batch_size)",
         )
     if spec.concurrency is not None and not continuous:
@@ -357,8 +368,10 @@ def _inference_config(
         output_len=spec.output_len,
         engine=spec.engine,
         tensor_parallel=tp,
-        kv_cache_bytes_per_element=1.0 if spec.kv_cache_dtype in ("fp8", "int8") else 0.0,
+        kv_cache_bytes_per_element=KV_BYTES_PER_ELEMENT.get(spec.kv_cache_dtype, 0.0),
         replicas=max(1, spec.gpu_count // tp),
+        kv_cache_dtype=spec.kv_cache_dtype,
+        engine_version=spec.engine_version,
     )
     serving = None
     if continuous:

@@ -49,6 +49,7 @@ from service.core.estimation.serving import (
 from service.core.estimation.serving import (
     estimate_batch_inference as batch_inference_time,
 )
+from service.core.estimation.serving_engines import prefill_time_share
 from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
 from service.core.evidence.aggregate import CellView
@@ -277,7 +278,7 @@ def _continuous(
     if eng.provenance == "transferred":
         notes.append(
             "continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
-            "vLLM's scheduler and memory defaults (no vLLM table calibrates it; band x"
+            f"{eng.name}'s scheduler and memory defaults (no {eng.name} table calibrates it; band x"
             f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})"
         )
     cap, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
@@ -361,6 +362,7 @@ def _continuous(
         max_concurrency_per_replica=cap,
         rate=rate,
         notes=tuple(notes),
+        prefill_time_share=prefill_time_share(d, e, float(max(conc, 1)), w.input_len, w.output_len),
     )
 
 

@@ -115,6 +115,7 @@ from service.core.estimation.memory_inference import (  # noqa: F401
     QUANT_METHODS,
     InferenceConfig,
     estimate_inference,
+    expert_weight_bytes,
     kv_cache_bytes,
     weight_bytes,
 )
@@ -172,6 +173,7 @@ __all__ = [
     "estimate_encoder_inference",
     "estimate_inference",
     "estimate_training",
+    "expert_weight_bytes",
     "fewest_gpus",
     "largest_context",
     "largest_micro_batch",

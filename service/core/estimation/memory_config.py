@@ -16,6 +16,31 @@ from service.core.estimation.band import Band
 from service.core.estimation.frozen import fast_init
 
 MiB = 2**20
+
+ALLOCATOR_ROUND_LARGE_BYTES = 2 * MiB
+ALLOCATOR_MIN_LARGE_ALLOC_BYTES = 10 * MiB
+ALLOCATOR_SPLIT_MIN_BYTES = 1 * MiB
+"""PyTorch's caching allocator (``CUDACachingAllocator.cpp``): a request above 10 MiB gets a
+segment rounded up to 2 MiB, and a block is split only when more than 1 MiB would remain -- so a
+tensor whose size is just under a 2 MiB multiple holds the rest too, and ``memory_allocated``
+counts the whole block (an 11 MiB fp32 MLP matrix of gt-llama-350m holds 12 MiB)."""
+
+
+def allocator_block_waste_bytes(nbytes: float) -> float:
+    """Bytes a tensor of ``nbytes`` holds beyond its size in a fresh large segment (above)."""
+    if nbytes <= ALLOCATOR_MIN_LARGE_ALLOC_BYTES:
+        return 0.0
+    rest = -nbytes % ALLOCATOR_ROUND_LARGE_BYTES
+    return rest if rest <= ALLOCATOR_SPLIT_MIN_BYTES else 0.0
+
+
+CUBLAS_WORKSPACES_TRAINING_BYTES = 2 * 32 * MiB
+"""cuBLAS workspaces a training step holds: PyTorch caches one per (cuBLAS handle, stream), and
+handles are per thread, so the forward (Python thread) and the backward (autograd's device
+thread) each keep one; 32 MiB each, the Hopper size (PyTorch ``CublasHandlePool.cpp``, PR 120925
+after NVIDIA's cuBLAS guide). Measured: every committed H200 training point >= 1B parameters sits
+32 MiB above the one-workspace model at its optimizer step (``optimizer_step_peak_allocated_bytes``),
+whatever its batch, sequence, sharding or optimizer."""
 GiB = 2**30
 
 TRANSFORMERS_VERSION_MODELLED = "5.x (checked against 5.17)"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from service.core.catalog.models import DecoderSpec
 from service.core.errors import InvalidConfiguration
+from service.core.estimation.fp4 import MXFP4_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT
 from service.core.estimation.memory_band import (
     _finish,
 )
@@ -21,12 +22,23 @@ from service.core.estimation.memory_config import (
 # Inference
 # --------------------------------------------------------------------------------------------
 
-QUANT_METHODS: tuple[str, ...] = ("none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8")
+QUANT_METHODS: tuple[str, ...] = (
+    "none",
+    "bnb-int8",
+    "bnb-nf4",
+    "awq",
+    "gptq",
+    "fp8",
+    "int8",
+    "nvfp4",
+    "mxfp4",
+)
 """Weight formats: ``bnb-*`` (bitsandbytes), ``awq``/``gptq`` (4-bit weight-only), ``fp8``
-(FP8 E4M3 weights with per-tensor scales; W8A8 where the GPU has FP8 tensor cores) and ``int8``
-(SmoothQuant-style W8A8: int8 weights and activations on the int8 tensor cores)."""
+(FP8 E4M3 weights with per-tensor scales; W8A8 where the GPU has FP8 tensor cores), ``int8``
+(SmoothQuant-style W8A8: int8 weights and activations on the int8 tensor cores) and the
+block-scaled 4-bit ``nvfp4`` / ``mxfp4`` (:mod:`service.core.estimation.fp4`)."""
 
-ENGINES: tuple[str, ...] = ("hf-transformers", "vllm", "tensorrt-llm")
+ENGINES: tuple[str, ...] = ("hf-transformers", "vllm", "tensorrt-llm", "sglang")
 """Serving engines modelled (``service.core.estimation.serving`` describes each class)."""
 
 PREFILL_CHUNK_TOKENS = 8192
@@ -60,6 +72,11 @@ class InferenceConfig:
     kv_cache_bytes_per_element: float = 0.0
     gpu_memory_utilization: float = 0.9
     replicas: int = 1
+    kv_cache_dtype: str = "auto"
+    engine_version: str | None = None
+    """The engine version the request names (echoed; the figures assume ``ENGINE_VERSIONS``)."""
+    """The KV cache format asked for (``auto``, ``fp8``, ``int8``, ``nvfp4``); its bytes are
+    ``kv_cache_bytes_per_element``."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, DecoderSpec):
@@ -76,8 +93,11 @@ class InferenceConfig:
             )
         if self.batch_size < 1 or self.input_len < 1 or self.output_len < 0:
             raise InvalidConfiguration("batch_size", "batch_size and input_len must be >= 1, output_len >= 0")
-        if self.model.num_kv_heads % self.tensor_parallel:
-            raise InvalidConfiguration("tensor_parallel", "tensor_parallel must divide the KV heads")
+        heads, tp = self.model.num_kv_heads, self.tensor_parallel
+        if heads % tp and tp % heads:  # more ranks than KV heads: each head on tp / heads ranks
+            raise InvalidConfiguration(
+                "tensor_parallel", "tensor_parallel must divide the KV heads, or be a multiple of them"
+            )
 
     @property
     def compute_bytes(self) -> int:
@@ -100,14 +120,8 @@ class InferenceConfig:
         return self.tensor_parallel * self.replicas
 
 
-def weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> float:
-    """Weights by format. Quantisers leave embeddings, norms and the LM head in 16-bit and
-    quantise the decoder linears: bnb-int8 :data:`INT8_BYTES_PER_PARAM`, bnb-nf4
-    :data:`NF4_BYTES_PER_PARAM`, AWQ/GPTQ :data:`INT4_GROUP_BYTES_PER_PARAM`, fp8 1 byte +
-    per-tensor scales."""
-    linear = float(m.num_layers * (m.params_per_layer - m.norm_params_per_layer))
-    other = float(m.total_params) - linear
-    per = {
+def _bytes_per_linear_param(quant_method: str, compute_bytes: int) -> float:
+    return {
         "none": float(compute_bytes),
         "bnb-int8": INT8_BYTES_PER_PARAM,
         "bnb-nf4": NF4_BYTES_PER_PARAM,
@@ -115,18 +129,37 @@ def weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> f
         "gptq": INT4_GROUP_BYTES_PER_PARAM,
         "fp8": 1.0,
         "int8": INT8_BYTES_PER_PARAM,
+        "nvfp4": NVFP4_BYTES_PER_ELEMENT,
+        "mxfp4": MXFP4_BYTES_PER_ELEMENT,
     }[quant_method]
+
+
+def weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> float:
+    """Weights by format. Quantisers leave embeddings, norms and the LM head in 16-bit and
+    quantise the decoder linears: bnb-int8 :data:`INT8_BYTES_PER_PARAM`, bnb-nf4
+    :data:`NF4_BYTES_PER_PARAM`, AWQ/GPTQ :data:`INT4_GROUP_BYTES_PER_PARAM`, fp8 1 byte +
+    per-tensor scales (DeepSeek-V3's 128x128 block scales add 4 B per 16,384 weights: 0.02 %)."""
+    other = float(
+        m.embedding_params + m.lm_head_params + m.final_norm_params + m.num_layers * m.norm_params_per_layer
+    )
+    linear = float(m.total_params) - other
+    per = _bytes_per_linear_param(quant_method, compute_bytes)
     return linear * per + other * (compute_bytes if quant_method == "none" else 2.0)
+
+
+def expert_weight_bytes(m: DecoderSpec, quant_method: str, compute_bytes: int = 2) -> float:
+    """The routed experts' share of :func:`weight_bytes` (linears, quantised with the rest)."""
+    return float(m.routed_expert_params) * _bytes_per_linear_param(quant_method, compute_bytes)
 
 
 def kv_cache_bytes(
     m: DecoderSpec, tokens: float, bytes_per_element: float = 2.0, tensor_parallel: int = 1
 ) -> float:
-    """GQA-aware KV cache: ``2 (K, V) * layers * kv_heads * head_dim * bytes * tokens``,
-    split over tensor-parallel ranks by KV head. Sliding-window models cap ``tokens`` per
-    sequence at the window (the caller passes per-sequence tokens through
-    :func:`estimate_inference`)."""
-    return m.kv_cache_bytes_per_token(bytes_per_element) * tokens / tensor_parallel
+    """KV cache of ``tokens`` tokens per GPU: ``2 (K, V) * layers * kv_heads * head_dim * bytes``
+    split over tensor-parallel ranks by KV head, or an MLA model's latent, whole on every rank
+    (:meth:`DecoderSpec.kv_shards`). Sliding-window models cap ``tokens`` per sequence at the
+    window (the caller passes per-sequence tokens through :func:`estimate_inference`)."""
+    return m.kv_cache_bytes_per_token(bytes_per_element) * tokens / m.kv_shards(tensor_parallel)
 
 
 def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
@@ -164,11 +197,11 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     if c.engine != "hf-transformers":
         T = min(T, float(PREFILL_CHUNK_TOKENS))  # chunked prefill bounds the working set
     h = float(m.hidden_size)
-    f = float(m.intermediate_size) / tp
-    q, kvd = float(m.q_dim) / tp, float(m.kv_dim) / tp
+    f = float(m.ffn_peak_width) / tp  # MoE: the top-k (+ shared) experts' buffers of every token
+    q, kvd = float(m.q_dim) / tp, float(m.kv_dim) / m.kv_shards(tp)
     cb = float(c.compute_bytes)
     resid = cb * T * h + (4.0 if amp else cb) * T * h
-    prefill = resid + max(8.0 * T * h, cb * T * (3 * q + 4 * kvd), 3.0 * cb * T * f * m.experts_per_token)
+    prefill = resid + max(8.0 * T * h, cb * T * (3 * q + 4 * kvd), 3.0 * cb * T * f)
     logits = 4.0 * c.batch_size * m.vocab_size * 2 + cb * c.batch_size * m.vocab_size
     dequant = 2.0 * float(m.hidden_size * m.intermediate_size) if c.quant_method.startswith("bnb") else 0.0
     cat_copy = 2.0 * kv / m.num_layers if c.engine == "hf-transformers" else 0.0
@@ -189,7 +222,8 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     }
     notes = [
         f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
-        f"{m.kv_cache_bytes_per_token(c.kv_bytes) / tp / 1024:.0f} KiB per token"
+        f"{m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) / 1024:.0f} KiB per token"
+        + (" (MLA latent, whole on every tensor-parallel rank)" if m.is_mla and tp > 1 else "")
     ]
     rel = (0.05, 0.06) if c.weight_format == "none" else (0.08, 0.12)
     return _finish(

@@ -13,14 +13,15 @@ from service.core.estimation.memory_band import (
 )
 from service.core.estimation.memory_config import (
     _NOTE_STACK,
+    CUBLAS_WORKSPACES_TRAINING_BYTES,
     DDP_BUCKET_FRACTION,
     NF4_BYTES_PER_PARAM,
     ZERO3_MAX_LIVE_PARAMETERS,
     ZERO_BUCKET_ELEMENTS,
     GiB,
     MemoryEstimate,
-    MiB,
     TrainConfig,
+    allocator_block_waste_bytes,
 )
 from service.core.estimation.memory_encoders import (
     _training_cnn,
@@ -94,6 +95,20 @@ def _training_pipeline(m: DecoderSpec, c: TrainConfig) -> MemoryEstimate:
     return first if first.peak_allocated_bytes >= last.peak_allocated_bytes else last
 
 
+def _block_waste(m: DecoderSpec, dtype_bytes: int) -> float:
+    """Bytes the caching allocator's block rounding adds to one copy of the model's parameters in
+    ``dtype_bytes`` (:func:`allocator_block_waste_bytes` per matrix: decoder linears, embeddings,
+    an untied LM head). Seen on the H200: gt-llama-350m (11 MiB fp32 MLP matrices) sat 213-288
+    MiB above the model in every phase, its optimizer step included; 72 MiB per copy x parameters
+    and two AdamW states is 216 MiB. Zero for the >= 1B models measured (2 MiB multiples)."""
+    total = 0.0
+    for i, o, k in m.linear_shapes().values():
+        total += k * allocator_block_waste_bytes(float(i * o * dtype_bytes))
+    total *= m.num_layers
+    emb = allocator_block_waste_bytes(float(m.vocab_size * m.hidden_size * dtype_bytes))
+    return total + emb * (1 if m.tie_word_embeddings else 2)
+
+
 class _StageShape(NamedTuple):
     """The layers and tensors this rank holds: the whole model, or one pipeline stage's share."""
 
@@ -145,8 +160,11 @@ def _adafactor_shapes(m: DecoderSpec, c: TrainConfig, L: int) -> list[tuple[int,
     return shapes2d
 
 
-def _parameters_and_optimizer(m: DecoderSpec, c: TrainConfig, s: _StageShape, notes: list[str]) -> _State:
-    """Parameters, gradients and optimizer state per rank, before data-parallel sharding."""
+def _parameters_and_optimizer(
+    m: DecoderSpec, c: TrainConfig, s: _StageShape, staged: bool, notes: list[str]
+) -> _State:
+    """Parameters, gradients and optimizer state per rank, before data-parallel sharding
+    (``staged``: one pipeline stage's)."""
     mode, tp, P = c.mode, c.tensor_parallel, s.P
     shapes2d = _adafactor_shapes(m, c, s.L)
     # optimizer temporaries see the rank's tensors: FSDP/ZeRO-3 shards, tensor-parallel slices
@@ -170,6 +188,9 @@ def _parameters_and_optimizer(m: DecoderSpec, c: TrainConfig, s: _StageShape, no
             w = mode.param * P
             g = mode.grad * P
             opt_state, opt_temp = _optimizer_bytes(c, P, mode.state, largest, shapes2d, window)
+            if not staged and tp == 1 and (c.data_parallel == 1 or c.sharding in ("none", "ddp")):
+                w += _block_waste(m, mode.param)  # whole tensors in fresh allocator segments
+                opt_state += 2.0 * _block_waste(m, mode.state) if c.optimizer == "adamw" else 0.0
         lora_w = 0.0
     else:
         adapters = 1.0 * n_adapters / tp
@@ -342,7 +363,9 @@ class _Base(NamedTuple):
 def _base(c: TrainConfig, s: _StageShape, sh: _Sharded) -> _Base:
     st = sh.state
     T = 1.0 * (c.batch_size * c.seq_len)
-    misc = 16.0 * T + 32 * MiB  # int64 input ids + labels; cuBLAS workspace
+    misc = (
+        16.0 * T + CUBLAS_WORKSPACES_TRAINING_BYTES
+    )  # int64 input ids + labels; fwd and bwd cuBLAS workspaces
     shards_grads = c.sharding in ("zero2", "zero3", "fsdp")
     g_full = st.g
     g_emb = (c.mode.grad * s.emb if c.finetune == "full" else 0.0) / (c.data_parallel if shards_grads else 1)
@@ -456,7 +479,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = Non
     notes: list[str] = [_NOTE_STACK]
     d = _dims(m, c.tensor_parallel)  # the model's shapes per shard, computed once per (model, tp)
     s = _stage_shape(m, c.tensor_parallel, d, stage, notes)
-    sh = _sharding(c, _parameters_and_optimizer(m, c, s, notes), s.P, d, notes)
+    sh = _sharding(c, _parameters_and_optimizer(m, c, s, stage is not None, notes), s.P, d, notes)
     persistent = {
         "parameters": trunc(sh.state.w),
         "lora_adapters": trunc(sh.state.lora_w),

@@ -62,6 +62,7 @@ from service.core.estimation.band import Band
 from service.core.estimation.memory import (
     BatchInferenceConfig,
     InferenceConfig,
+    expert_weight_bytes,
     weight_bytes,
 )
 from service.core.estimation.performance import (
@@ -224,17 +225,19 @@ def estimate_serving(
     wbytes = weight_bytes(m, c.weight_format, c.compute_bytes) / tp
     if m.is_moe:  # decode reads only the routed experts' weights when batch is small
         touched = min(1.0, c.batch_size * m.experts_per_token / m.num_experts)
-        wbytes *= (m.active_params + (m.total_params - m.active_params) * touched) / m.total_params
+        routed = expert_weight_bytes(m, c.weight_format, c.compute_bytes) / tp
+        idle = (m.num_experts - m.experts_per_token) / m.num_experts  # beyond the top-k of one token
+        wbytes -= routed * idle * (1.0 - touched)
     rate = peak * e.mm_for(key)  # FLOP/s of large GEMMs in this format
     if w8a8:  # an FP8/INT8 checkpoint can always run weight-only at the 16-bit rate
         rate = max(rate, peak16 * e.mm_for("bf16"))
     shape_pre = _shape(e, T, h)
     q = float(m.q_dim) / tp
     prefill_flops = 2.0 * T * L * layer_mm + 2.0 * c.batch_size * h * V
-    prefill_attn = 4.0 * T * c.input_len * q * L * 0.5
+    prefill_attn = T * c.input_len * m.attention_flops_per_ctx_token("prefill") / tp * L * 0.5
     hd = float(m.head_dim)
     attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
-    ew = 76.0 * h + 20.0 * (q + float(m.kv_dim) / tp) + 10.0 * float(m.intermediate_size) / tp
+    ew = 76.0 * h + 20.0 * (q + float(m.kv_dim) / m.kv_shards(tp)) + 10.0 * m.ffn_active_width / tp
     t_pre_mm = max(prefill_flops / (rate * shape_pre), wbytes / bw)
     comm_pre = comm_dec = 0.0
     if tp > 1:
@@ -251,14 +254,17 @@ def estimate_serving(
     # transformers' eager expert loop: kernels for every expert a step's tokens reach
     moe_pre = moe_dec = 0.0
     if m.is_moe:
-        moe_pre = float(L * m.num_experts * MOE_EAGER_INFER_KERNELS)
-        moe_dec = float(L * min(m.num_experts, c.batch_size * m.experts_per_token) * MOE_EAGER_INFER_KERNELS)
+        moe_pre = float(m.moe_layers * m.num_experts * MOE_EAGER_INFER_KERNELS)
+        moe_dec = float(
+            m.moe_layers * min(m.num_experts, c.batch_size * m.experts_per_token) * MOE_EAGER_INFER_KERNELS
+        )
     host_pre = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP + moe_pre) * hp.dispatch_s
     # an eager MoE layer syncs (``nonzero`` on the expert hits): host and GPU time add
     ttft = (t_pre + host_pre if m.is_moe else max(t_pre, host_pre)) + hp.step_s * 0.2
     ctx = c.input_len + c.output_len / 2.0
-    kv = m.kv_cache_bytes_per_token(c.kv_bytes) / tp * ctx * c.batch_size
-    dec_flops = 2.0 * c.batch_size * (L * layer_mm + h * V) + 4.0 * c.batch_size * ctx * q * L
+    kv = m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) * ctx * c.batch_size
+    attn_dec = m.attention_flops_per_ctx_token("decode") / tp
+    dec_flops = 2.0 * c.batch_size * (L * layer_mm + h * V) + c.batch_size * ctx * attn_dec * L
     # one token per sequence: the GEMMs are weight-streaming, so only the hidden-size factor
     # applies (the token factor models tile waste of compute-bound GEMMs, not GEMV-like ones)
     dec_rate = rate * h / (h + e.mm_hidden0)

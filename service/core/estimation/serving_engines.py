@@ -12,8 +12,10 @@ from service.core.catalog.models import DecoderSpec
 from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import MissingFigure
+from service.core.estimation.fp4 import FP4_WEIGHT_FORMATS, fp4_tensor_cores
 from service.core.estimation.memory import (
     InferenceConfig,
+    expert_weight_bytes,
     weight_bytes,
 )
 from service.core.estimation.performance import (
@@ -85,7 +87,30 @@ ENGINE_CLASSES: Mapping[str, EngineClass] = {
         "(1024 / 8192 for the API server on GPUs with >= 70 GiB that are not A100, else 256 / 2048)",
         "transferred",
     ),
+    "sglang": EngineClass(
+        "sglang",
+        "continuous",
+        True,
+        "device",
+        0.88,
+        "on_demand",
+        "SGLang: mem_fraction_static (weights + KV pool) from its GPU-memory heuristic, about 0.88 on "
+        "80-141 GB GPUs, RadixAttention paged KV (tokens allocated as they appear), CUDA graphs, chunked "
+        "prefill of 8192 tokens on GPUs of 60-160 GB (16384 above, 4096 / 2048 below), max_running_requests "
+        "bounded by the KV pool",
+        "transferred",
+    ),
 }
+
+ENGINE_VERSIONS: Mapping[str, str] = {
+    "hf-transformers": "transformers as the agent measured it (each measurement's fingerprint records it)",
+    "tensorrt-llm": "0.14-0.17 (the published NVIDIA tables the continuous class is fitted on)",
+    "vllm": "0.8+ (V1 engine: the scheduler and memory defaults above)",
+    "sglang": "0.5 (the scheduler and memory defaults above)",
+}
+"""The engine version an answer's figures assume, by engine: stated in every serving answer
+(``engine_version``) beside the version a request names (``engine_version_requested``), which
+no calibration distinguishes yet."""
 """The engines modelled. ``sglang`` is absent on purpose: no published or measured data
 calibrates it (a 422 says so rather than a relabelled vLLM answer)."""
 
@@ -105,6 +130,10 @@ def engine_limits(engine: EngineClass, gpu: GpuSpec, offline: bool = False) -> t
         return (1024, 8192) if big else (256, 2048)
     if engine.name == "tensorrt-llm":
         return TRT_MAX_BATCH, TRT_MAX_NUM_TOKENS
+    if engine.name == "sglang":  # ServerArgs' chunked_prefill_size by GPU memory; requests: the KV pool
+        mem = gpu.fit_memory_bytes or 0
+        chunk = 16384 if mem >= 160 * GiB else 8192 if mem >= 60 * GiB else 4096 if mem >= 35 * GiB else 2048
+        return TRT_MAX_BATCH, chunk
     return 1 << 30, 1 << 30
 
 
@@ -254,6 +283,7 @@ class Deployment:
     act_fixed: float  # fp32 logits of a few hundred sequences, per GPU
     notes: tuple[str, ...] = ()
     missing: str | None = None  # a datasheet figure the time model needs and the catalog lacks
+    attn_flops_per_ctx_prefill: float = 0.0  # prefill's, where it differs (MLA expands K/V); 0: the same
 
 
 def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
@@ -274,6 +304,14 @@ def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None
     base = "fp32" if c.precision == "fp32" else PEAK_KEY.get(c.precision, "bf16")
     if base not in ("fp32", "fp16", "bf16"):
         base = "bf16"
+    if fmt in FP4_WEIGHT_FORMATS:
+        if fp4_tensor_cores(fmt, gpu) and gpu.peak_for("fp8"):
+            return (
+                "fp8",
+                True,
+                f"{fmt} GEMMs counted at the FP8 peak (no sourced dense FP4 peak in the catalog)",
+            )
+        return base, False, f"{fmt} weights dequantised to 16-bit in the GEMM (weight-only) on {gpu.slug}"
     if fmt in ("fp8", "int8"):
         if gpu.support_for(fmt) == "yes" and gpu.peak_for(fmt):
             return fmt, True, None
@@ -307,15 +345,14 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     cb = 4 if c.precision == "fp32" else 2
     w_all = weight_bytes(m, c.weight_format, cb) / tp
     expert_bytes = 0.0
-    if m.is_moe:
-        ratio = w_all / max(1.0, float(m.total_params) / tp)  # bytes per parameter, on average
-        expert_bytes = float(m.num_layers * m.num_experts * m.expert_params) / tp * ratio
+    if m.is_moe:  # the routed experts (shared experts and dense layers are read every iteration)
+        expert_bytes = expert_weight_bytes(m, c.weight_format, cb) / tp
     h = m.hidden_size
     q = float(m.q_dim) / tp
-    kvd = float(m.kv_dim) / tp
-    f = float(m.intermediate_size) / tp
+    kvd = float(m.kv_dim) / m.kv_shards(tp)
+    f_act = m.ffn_active_width / tp
     layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
-    expert_flops = 2.0 * m.num_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
+    expert_flops = 2.0 * m.moe_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
     link, link_kind = _link_bytes_per_s(gpu, tp)
     notes = (note,) if note else ()
     return Deployment(
@@ -332,9 +369,10 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         flops_per_token=2.0 * m.num_layers * layer_mm - expert_flops,
         expert_flops_per_token=expert_flops,
         head_flops_per_seq=2.0 * h * m.vocab_size / tp,
-        attn_flops_per_ctx=4.0 * q * m.num_layers,
-        kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / tp,
-        ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f * m.experts_per_token),
+        attn_flops_per_ctx=m.attention_flops_per_ctx_token("decode") / tp * m.num_layers,
+        attn_flops_per_ctx_prefill=m.attention_flops_per_ctx_token("prefill") / tp * m.num_layers,
+        kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp),
+        ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,
         peak_gemm16=peak16,
         w8a8=w8a8,
@@ -343,7 +381,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         link_kind=link_kind,
         hidden=h,
         layers=m.num_layers,
-        act_per_token=2.0 * (4.0 * h + 3.0 * f * m.experts_per_token + 2.0 * (q + 2.0 * kvd)),
+        act_per_token=2.0 * (4.0 * h + 3.0 * float(m.ffn_peak_width) / tp + 2.0 * (q + 2.0 * kvd)),
         act_fixed=256.0 * 4.0 * m.vocab_size / tp,
         notes=notes,
         missing=missing,
@@ -379,6 +417,7 @@ class _Coefficients:
         if d.w8a8:  # an FP8/INT8 checkpoint can always run weight-only at the 16-bit rate
             rate = max(rate, d.peak_gemm16 * e.mm16)
         attn = d.attn_flops_per_ctx / (d.peak_gemm16 * e.attn)
+        attn_pre = (d.attn_flops_per_ctx_prefill or d.attn_flops_per_ctx) / (d.peak_gemm16 * e.attn)
         self.rate = rate
         self.flops = d.flops_per_token / rate
         self.head = d.head_flops_per_seq / rate
@@ -388,7 +427,7 @@ class _Coefficients:
         self.w_dense = d.w_dense / bw
         self.w_experts = d.w_experts / bw
         self.kv = max(d.kv_per_token / bw, attn)  # decode attention: KV reads or its FLOPs, per (seq x ctx)
-        self.attn_pre = attn
+        self.attn_pre = attn_pre
         self.ew = d.ew_per_token / bw
         self.comm0 = 2.0 * d.layers * e.allreduce_s if d.tp > 1 else 0.0
         self.comm1 = (
@@ -453,6 +492,22 @@ def iteration_s(
     ``T h`` 16-bit activations (latency + ``2 (tp-1)/tp`` volume over the link); the fixed
     ``step_s``."""
     return _coefficients(d, e).iteration(n_dec, ctx, pre_tokens, pre_ctx, pre_seqs)
+
+
+def prefill_time_share(
+    d: Deployment, e: EngineEfficiencies, n_dec: float, input_len: float, output_len: float
+) -> float:
+    """Share of a replica's GPU time that prompts take when ``n_dec`` sequences decode together:
+    a prompt is charged the time its ``input_len`` tokens add to an iteration, and each output
+    token ``1 / n_dec`` of a decode iteration (the iterations run anyway, so their fixed costs --
+    weight streaming, the step -- land on output tokens). What splits a replica-hour into the
+    cost of input and of output tokens (:mod:`service.core.pricing.token_cost`)."""
+    n = max(n_dec, 1.0)
+    ctx = input_len + output_len / 2.0
+    base = iteration_s(d, e, n, ctx)
+    prompt = max(0.0, iteration_s(d, e, n, ctx, input_len, input_len / 2.0, 1.0) - base)
+    decode = max(output_len, 1.0) * base / n
+    return prompt / (prompt + decode)
 
 
 def mean_iteration_s(

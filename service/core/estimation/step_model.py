@@ -21,7 +21,6 @@ from service.core.estimation.network import communication_s as _communication
 from service.core.estimation.stacks import STACK_EFFECTS, StackEffect
 from service.core.estimation.step_terms import (
     _OPT_BYTES_PER_PARAM,
-    DEQUANT_RATE,
     H200_BANDWIDTH_GB_PER_S,
     HOST_CHECKPOINT_WRAPPER,
     HOST_COST_FORWARD,
@@ -38,6 +37,7 @@ from service.core.estimation.step_terms import (
     _shape,
     _step_shape,
     _StepShape,
+    qlora_terms,
 )
 
 TIME_TERMS: tuple[str, ...] = ("compute", "memory", "communication", "host")
@@ -221,7 +221,7 @@ def _casts(c: TrainConfig, k: _Ctx, trainable: float) -> tuple[float, int]:
 
 def _host(c: TrainConfig, e: Efficiencies, k: _Ctx, mm: _Matmuls, fsdp_units: int) -> _Host:
     """Host dispatch seconds per phase: every op launched from Python, the checkpoint wrappers
-    and recomputed forward, FSDP's per-unit hooks, QLoRA's dequantisation launches."""
+    and recomputed forward, FSDP's per-unit hooks (QLoRA's launches: :func:`_qlora_and_experts`)."""
     L = k.sh.L
     host_fwd = (L * mm.ops_f + OPS_HEAD) * HOST_COST_FORWARD
     host_bwd = float(L * mm.ops_b + OPS_HEAD_BWD)
@@ -232,14 +232,6 @@ def _host(c: TrainConfig, e: Efficiencies, k: _Ctx, mm: _Matmuls, fsdp_units: in
     host_bwd += fsdp_units * OPS_PER_FSDP_UNIT / 2
     host_fwd *= e.dispatch_s * k.fx.launches
     host_bwd *= e.dispatch_s * k.fx.launches
-    if c.finetune == "qlora" and k.sh.decoder:
-        host_fwd += k.sh.linears * HOST_COST_FORWARD * e.dispatch_s * k.fx.launches
-        host_bwd += (
-            k.sh.linears
-            * (1.0 + (HOST_COST_RECOMPUTE if c.gradient_checkpointing else 0.0))
-            * e.dispatch_s
-            * k.fx.launches
-        )
     return _Host(host_fwd, host_bwd)
 
 
@@ -250,18 +242,19 @@ def _recompute(c: TrainConfig, k: _Ctx, t_mm_fwd: float, t_attn_fwd: float, t_ew
     return (t_mm_fwd * k.sh.L * k.sh.layer_mm / k.sh.mm_weights) + t_attn_fwd + t_ew_fwd
 
 
-def _dequant_and_experts(
-    c: TrainConfig, gpu: GpuSpec, k: _Ctx, t_ew_fwd: float, t_ew_bwd: float
-) -> tuple[float, float]:
-    """The (forward, backward) elementwise seconds with QLoRA's NF4 dequantisation added (before
-    every frozen GEMM: forward, backward and any recompute) and an eager MoE expert loop's
-    small kernels (:data:`MOE_EAGER_GPU_S_PER_KERNEL`)."""
+def _qlora_and_experts(
+    c: TrainConfig, gpu: GpuSpec, e: Efficiencies, k: _Ctx, t_ew_fwd: float, t_ew_bwd: float, host: _Host
+) -> tuple[float, float, _Host]:
+    """The (forward, backward) elementwise seconds and the host time with QLoRA's bitsandbytes
+    NF4 dequantisation per GEMM pass added (:func:`qlora_terms`), then an eager MoE expert
+    loop's small kernels (:data:`MOE_EAGER_GPU_S_PER_KERNEL`)."""
     sh = k.sh
-    t_dq = 0.0
     if c.finetune == "qlora" and sh.decoder:
-        t_dq = sh.dequant_bytes / (k.bw * DEQUANT_RATE)
-    t_ew_fwd += t_dq
-    t_ew_bwd += t_dq * (2.0 if c.gradient_checkpointing else 1.0)
+        dq_f, dq_b, dq_hf, dq_hb = qlora_terms(
+            sh, k.bw, e.dispatch_s * k.fx.launches, c.gradient_checkpointing
+        )
+        t_ew_fwd, t_ew_bwd = t_ew_fwd + dq_f, t_ew_bwd + dq_b
+        host = _Host(host.fwd + dq_hf, host.bwd + dq_hb)
     if sh.moe_experts:
         scale = H200_BANDWIDTH_GB_PER_S / gpu.require_bandwidth()
         t_moe_f = sh.L * sh.moe_experts * MOE_EAGER_KERNELS_FWD * MOE_EAGER_GPU_S_PER_KERNEL[0] * scale
@@ -269,7 +262,7 @@ def _dequant_and_experts(
         t_ew_bwd += sh.L * sh.moe_experts * MOE_EAGER_KERNELS_BWD * MOE_EAGER_GPU_S_PER_KERNEL[1] * scale
         if c.gradient_checkpointing:
             t_ew_bwd += t_moe_f
-    return t_ew_fwd, t_ew_bwd
+    return t_ew_fwd, t_ew_bwd, host
 
 
 class _Micro(NamedTuple):
@@ -361,8 +354,10 @@ def _step(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Step:
     opt_bytes, t_opt = _optimizer(c, e, k, trainable)
     t_casts, fsdp_units = _casts(c, k, trainable)
     t_recompute = _recompute(c, k, mm.fwd, attn[0], t_ew_fwd)
-    host = _host(c, e, k, mm, fsdp_units)
-    ew = (*_dequant_and_experts(c, gpu, k, t_ew_fwd, t_ew_bwd), t_loss)
+    t_ew_fwd, t_ew_bwd, host = _qlora_and_experts(
+        c, gpu, e, k, t_ew_fwd, t_ew_bwd, _host(c, e, k, mm, fsdp_units)
+    )
+    ew = (t_ew_fwd, t_ew_bwd, t_loss)
     mi = _micro(c, k, mm, attn, ew, t_recompute, t_casts, host)
 
     accum, pp = c.accumulation_steps, c.pipeline_parallel

@@ -87,9 +87,9 @@ class _StepShape(NamedTuple):
     matmul_per_token: float
     heads_x_dim: float  # num_heads * head_dim (model FLOPs)
     forloop_tensors: float  # parameter tensors a for-loop optimizer visits
-    dequant_bytes: float  # one NF4 dequantisation pass over the decoder linears, bytes (size-weighted)
     moe_experts: int  # experts per MoE layer (0: dense)
     linears: int  # decoder linear matrices (experts each), all layers
+    nf4_params: float  # parameters of those matrices (the NF4-quantised ones under QLoRA), per shard
 
 
 _SHAPE_CACHE: dict[tuple[int, int, bool, int], tuple[DecoderSpec | EncoderSpec, _StepShape]] = {}
@@ -166,9 +166,9 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
         matmul_per_token=float(m.matmul_params_per_token),
         heads_x_dim=float(m.num_heads * getattr(m, "head_dim", 64)),
         forloop_tensors=forloop,
-        dequant_bytes=_dequant_bytes(m, tp) if isinstance(m, DecoderSpec) else 0.0,
         moe_experts=m.num_experts if isinstance(m, DecoderSpec) and m.is_moe else 0,
         linears=sum(k for _, _, k in m.linear_shapes().values()) * L if isinstance(m, DecoderSpec) else 0,
+        nf4_params=_linear_params(m, tp) if isinstance(m, DecoderSpec) else 0.0,
     )
     if len(_SHAPE_CACHE) > 4096:
         _SHAPE_CACHE.clear()
@@ -203,8 +203,10 @@ tokens, host-bound, at ~33 us per launch: ~112 per layer, 14 per expert)."""
 H200_BANDWIDTH_GB_PER_S = 4800.0
 
 DEQUANT_BYTES_PER_PARAM = 0.5 + 1.0 / 64.0 + 2.0
-"""One NF4 dequantisation of a weight (QLoRA, bitsandbytes ``dequantize_4bit``): read the packed
-4-bit value and its block's absmax, write the 16-bit weight the GEMM then reads."""
+"""One 4-bit dequantisation of a weight in eager 4-bit prefill (serving: bnb-nf4, AWQ, GPTQ): read
+the packed 4-bit value and its block's scale, write the 16-bit weight the GEMM then reads. QLoRA
+training uses bitsandbytes' measured path instead (:data:`NF4_PASS_BYTES_PER_PARAM`,
+:func:`qlora_terms`)."""
 
 DEQUANT_RATE = 0.59
 """Asymptotic rate of an NF4 dequantisation kernel relative to the bandwidth elementwise kernels
@@ -216,6 +218,56 @@ copy; smaller matrices reach less (0.89 TB/s at 16.8M), modelled as a size ``n0`
 DEQUANT_HALF_PARAMS = 30.3e6
 """Matrix size (parameters) at which the dequantisation kernel runs at half its asymptotic rate
 (fitted on the two measured sizes: 0.89 TB/s at 16.8M, 1.65 TB/s at 58.7M)."""
+
+
+NF4_PASS_BYTES_PER_PARAM = 0.5 + 1.0 / 64.0 + 4.0 * 4.0 / 64.0 + 2.0
+"""HBM bytes per weight of one bitsandbytes NF4 dequantisation (``dequantize_4bit``, double
+quantisation, blocks of 64, bitsandbytes 0.50): read the packed nibble (0.5) and the 8-bit absmax
+(1/64); the absmax dequantisation writes it as fp32 (4/64), the offset add reads and writes it
+(8/64), the NF4 kernel reads it (4/64); write the 16-bit weight (2). The GEMM then reads that
+buffer where LoRA's reads the bf16 weight: no extra GEMM traffic. On the H200 at 8k tokens a
+step's two passes cost less than this (QLoRA 677 ms vs LoRA 675 ms for Llama-2-7B; the model
+says +10 ms): the freshly written buffer is partly read back from L2. Kept at the full traffic
+(no per-GPU L2 figure in the catalog)."""
+
+QLORA_HOST_UNITS_FWD = 5.5
+"""Host time bitsandbytes adds per NF4 linear in forward (and in a checkpointed recompute), in
+units of ``Efficiencies.dispatch_s`` (one backward kernel's host time; 29 us on the probe host):
+``Linear4bit.forward`` -> ``matmul_4bit`` -> the Python ``MatMul4Bit`` autograd function, the
+heuristic of which GEMM path to take, the absmax dequantisation, the offset add, the buffer
+allocation and the NF4 kernel, all issued from Python. H200 probe
+(``data/probes/h200-qlora-2026-12-04.jsonl``, bitsandbytes 0.50.2): median +161 us over a bf16
+``F.linear`` across 6 shapes x 512-8192 tokens (82-268 us); Llama-2-7B b1 x 2048 forward issued
+in 104 ms against 61 ms for LoRA (+192 us per linear)."""
+
+QLORA_HOST_UNITS_BWD = 1.9
+"""Host time bitsandbytes adds per NF4 linear in backward (``MatMul4Bit.backward`` in Python:
+dequantise again, then the input-gradient GEMM), in the same units: Llama-2-7B b1 x 2048 backward
+issued in 105 ms against 94 ms for LoRA (+49 us per linear, H200 probe). An isolated linear's
+``backward()`` shows +400 us, mostly the autograd engine's hand-off for a one-node graph, which a
+full step pays once."""
+
+
+def qlora_terms(
+    sh: _StepShape, bw: float, dispatch_s: float, checkpointed: bool
+) -> tuple[float, float, float, float]:
+    """QLoRA's cost beside LoRA's (bitsandbytes' path, what users run): every frozen NF4 linear
+    is dequantised to a 16-bit buffer before each of its GEMMs -- forward, the input-gradient GEMM
+    in backward and, checkpointed, the recompute -- each pass its traffic
+    (:data:`NF4_PASS_BYTES_PER_PARAM` at ``bw``, the elementwise bandwidth) and its Python
+    launches (:data:`QLORA_HOST_UNITS_FWD` / :data:`QLORA_HOST_UNITS_BWD`). Returns (GPU forward,
+    GPU backward, host forward, host backward) seconds per micro-step."""
+    t_pass = sh.nf4_params * NF4_PASS_BYTES_PER_PARAM / bw
+    host_fwd = sh.linears * QLORA_HOST_UNITS_FWD * dispatch_s
+    host_bwd = sh.linears * QLORA_HOST_UNITS_BWD * dispatch_s
+    if checkpointed:
+        return t_pass, 2.0 * t_pass, host_fwd, host_bwd + host_fwd
+    return t_pass, t_pass, host_fwd, host_bwd
+
+
+def _linear_params(m: DecoderSpec, tp: int) -> float:
+    """Parameters of every decoder linear matrix (experts each), all layers, per shard."""
+    return float(sum(k * i * o for i, o, k in m.linear_shapes().values())) * m.num_layers / tp
 
 
 def _dequant_bytes(m: DecoderSpec, tp: int) -> float:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import cache
 
 from service.core.estimation.transfer import (
     CLOCK_EXPONENT,
@@ -193,7 +192,18 @@ def fit(points: Sequence[FitPoint], *, max_iterations: int = 100) -> TransferMod
     )
 
 
-@cache
+_FITTED: dict[str, TransferModel] = {}
+
+
 def published_model() -> TransferModel:
     """The transfer fitted on every shipped training table (first use fits, then cached)."""
-    return fit(fit_points())
+    model = _FITTED.get("published")
+    if model is None:
+        model = _FITTED.setdefault("published", fit(fit_points()))
+    return model
+
+
+def adopt_published_model(model: TransferModel) -> None:
+    """Use the fit an earlier process made of the same shipped tables and code (the CLI's
+    calibration cache, keyed by the estimator version) instead of fitting again."""
+    _FITTED.setdefault("published", model)

@@ -23,6 +23,11 @@ from service.core.pricing.cost import (
 )
 from service.core.recommend.reasons import Reason
 
+DEFAULT_SERVING_ENGINE: Final = "vllm"
+"""A request rate or concurrency without an engine means continuous batching: vLLM, the most
+deployed open-source continuous-batching server (its figures are transferred from the
+TensorRT-LLM calibration, ``service.core.estimation.serving``)."""
+
 OBJECTIVES: Final[tuple[str, ...]] = ("fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt")
 
 
@@ -77,6 +82,8 @@ class RecommendQuestion:
     objective: str = "fastest"
     limit: int = 5
     cost: CostAssumptions = field(default_factory=CostAssumptions)
+    engine_assumed: str | None = None
+    """The serving engine the search assumed because the request gave a load but no engine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,8 @@ class Exclusion:
     gpu: GpuSpec
     reason: Reason
     also: tuple[Reason, ...] = ()
+    plan: Option | None = None
+    """The best plan found that the reason rules out (a deadline missed), when there is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +149,9 @@ class Option:
     schedule: Scheduling | None = None
     tco: Tco | None = None
     tco_missing: str | None = None  # why there is no TCO (a service.core.pricing.cost reason code)
+    needs_nvlink: bool = False
+    """Whether the plan needs NVLink inside a node (tensor parallelism, FSDP in a node): the
+    node shape an instance must hold for it to be priced as deployed."""
 
     @property
     def train(self) -> TrainConfig | None:
@@ -215,3 +227,5 @@ class Recommendation:
     not_ranked: tuple[tuple[GpuSpec, float], ...] = ()
     """GPUs not sized because a physical lower bound on their objective value was already worse
     than the last option returned (with that bound)."""
+    assumptions: tuple[Reason, ...] = ()
+    """What the first option (or the question) assumed that moves the answer."""

@@ -52,6 +52,17 @@ REASON_CODES: Final[tuple[str, ...]] = (
     "WITH_FP8_WEIGHTS",
     # warnings
     "NO_OPTION",
+    "NO_PLAN_MEETS_DEADLINE",
+    "LONG_RUN",
+    "ENGINE_ASSUMED",
+    # assumptions
+    "ASSUMED_OPTIMIZER_STATES",
+    "ASSUMED_LOOP",
+    "ASSUMED_STACK",
+    "ASSUMED_NETWORK",
+    "ASSUMED_ENGINE",
+    "ASSUMED_PRICES",
+    "ASSUMED_BAND",
     "GLOBAL_BATCH_HELD",
 )
 """Every code the recommender emits (docs/architecture.md lists them with their meaning); the

@@ -40,7 +40,9 @@ Ranking
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
@@ -50,8 +52,10 @@ from service.core.estimation.memory import (
     InferenceConfig,
     TrainConfig,
 )
+from service.core.recommend.assumptions import assumptions
 from service.core.recommend.candidates import _count_cap, _Counter, _static_reasons
 from service.core.recommend.models import (
+    DEFAULT_SERVING_ENGINE,
     OBJECTIVES,
     Constraints,
     Exclusion,
@@ -77,8 +81,10 @@ from service.core.recommend.reasons import REASON_CODES, Reason
 from service.core.recommend.scheduling import scheduling
 from service.core.recommend.serving import _ServingSearch
 from service.core.recommend.training import _TrainingSearch
+from service.core.recommend.training_counts import LONG_RUN_HOURS
 
 __all__ = [
+    "DEFAULT_SERVING_ENGINE",
     "OBJECTIVES",
     "REASON_CODES",
     "Constraints",
@@ -99,14 +105,67 @@ __all__ = [
 ]
 
 
+LONG_RUN_COST_SLACK: Final = 1.25
+"""A first plan longer than a year names the fastest plan costing at most 25 % more."""
+
+
 def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommendation:
     """Rank the GPUs of ``data.specs`` for ``job`` under ``q`` (module docstring)."""
     if q.objective not in OBJECTIVES:
         raise InvalidConfiguration("objective", f"objective must be one of {', '.join(OBJECTIVES)}")
-    cons = q.constraints
     counter = _Counter()
     search = _TrainingSearch(job, q, data, counter) if isinstance(job.config, TrainConfig) else None
     serving = _ServingSearch(job, q, data, counter) if isinstance(job.config, InferenceConfig) else None
+    _validate(job, q, search, serving)
+    searched: _TrainingSearch | _ServingSearch = search if search is not None else serving  # type: ignore[assignment]
+    found = _search_gpus(q, data, searched)
+    ranked = _rank(found.feasible, q.objective)
+    if serving is not None:
+        ranked = serving.finish(ranked[: q.limit]) + ranked[q.limit :]
+    warnings: list[Reason] = []
+    if not ranked:
+        missed = _fastest_missed(found.excluded)
+        if missed is not None:
+            ranked = _rank([missed], q.objective)
+            warnings.append(_deadline_unmet(missed, q))
+    options = tuple(
+        _with_tco(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))), q, data)
+        for o in ranked[: q.limit]
+    )
+    pool = [o for o in found.pool if _check_constraints(o, q, data) is o or o in found.feasible]
+    if search is not None and options and q.constraints.deadline_hours is None:
+        long_run = _long_run(search, options[0], q, data, pool)
+        if long_run is not None:
+            warnings.append(long_run)
+    whatifs = searched.what_ifs(options, found.excluded)
+    if not options:
+        warnings.append(Reason("NO_OPTION", {"excluded": len(found.excluded)}))
+    if q.engine_assumed is not None:
+        warnings.append(Reason("ENGINE_ASSUMED", {"engine": q.engine_assumed}))
+    if search is not None and search.global_batch_held:
+        warnings.append(Reason("GLOBAL_BATCH_HELD", {"global_batch": search.global_batch}))
+    return Recommendation(
+        job=job,
+        objective=q.objective,
+        options=options,
+        frontier=tuple(_frontier(pool)),
+        excluded=tuple(found.excluded),
+        what_if=tuple(whatifs[:3]),
+        warnings=tuple(warnings),
+        candidates=counter.candidates,
+        memory_estimates=counter.memory,
+        timed=counter.timed,
+        gpus=len(data.specs),
+        not_ranked=tuple(found.not_ranked),
+        assumptions=assumptions(q, options[0] if options else None, q.engine_assumed),
+    )
+
+
+def _validate(
+    job: Job, q: RecommendQuestion, search: _TrainingSearch | None, serving: _ServingSearch | None
+) -> None:
+    """Questions the search cannot answer, refused with the field that makes them so."""
+    cons = q.constraints
     if search is None and serving is None:
         raise InvalidConfiguration(
             "workload.model",
@@ -129,81 +188,116 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         raise InvalidConfiguration(
             "constraints.budget.per_run", "a per-run budget applies to training with workload.tokens"
         )
-    feasible: list[Option] = []
-    frontier_pool: list[Option] = []
-    excluded: list[Exclusion] = []
-    searched: _TrainingSearch | _ServingSearch = search if search is not None else serving  # type: ignore[assignment]
+
+
+@dataclass
+class _Found:
+    feasible: list[Option] = field(default_factory=list)
+    pool: list[Option] = field(default_factory=list)  # every plan timed: the frontier's points
+    excluded: list[Exclusion] = field(default_factory=list)
+    not_ranked: list[tuple[GpuSpec, float]] = field(default_factory=list)
+
+
+def _search_gpus(
+    q: RecommendQuestion, data: RecommendData, searched: _TrainingSearch | _ServingSearch
+) -> _Found:
+    """Per GPU, most promising first: a GPU whose physical lower bound on the objective is
+    worse than the limit-th option found so far cannot enter the answer and is not sized."""
+    cons = q.constraints
+    out = _Found()
     pending: list[tuple[float | None, str, GpuSpec, int]] = []
     for slug in sorted(data.specs):
         gpu = data.specs[slug]
-        static = _static_reasons(gpu, job, cons)
+        static = _static_reasons(gpu, searched.job, cons)
         if static:
-            excluded.append(Exclusion(gpu, static[0], tuple(static[1:])))
+            out.excluded.append(Exclusion(gpu, static[0], tuple(static[1:])))
             continue
         cap, why = _count_cap(gpu, cons)
         if why is not None or cap < 1:
-            excluded.append(
+            out.excluded.append(
                 Exclusion(gpu, why or Reason("OVER_GPU_LIMIT", {"gpu": gpu.name, "max_gpus": cap}))
             )
             continue
         pending.append((searched.bound(gpu, cap), slug, gpu, cap))
-    # most promising first: a GPU whose physical lower bound on the objective is worse than the
-    # limit-th option found so far cannot enter the answer and is not sized (``not_ranked``)
     pending.sort(key=lambda x: (x[0] is None, x[0] or 0.0, x[1]))
     values: list[float] = []
-    not_ranked: list[tuple[GpuSpec, float]] = []
     for bound, _slug, gpu, cap in pending:
         if bound is not None and len(values) >= q.limit and bound > values[q.limit - 1]:
-            # not sized; but what memory or placement rules out is still said
-            ruled_out = searched.screen(gpu, cap)
+            ruled_out = searched.screen(gpu, cap)  # what memory or placement rules out is still said
             if ruled_out is not None:
-                excluded.append(ruled_out)
+                out.excluded.append(ruled_out)
             else:
-                not_ranked.append((gpu, bound))
+                out.not_ranked.append((gpu, bound))
             continue
         found = searched.options(gpu, cap)
         if isinstance(found, Exclusion):
-            excluded.append(found)
+            out.excluded.append(found)
             continue
         primary, others = found
-        frontier_pool.extend([primary, *others])
+        out.pool.extend([primary, *others])
         checked = _check_constraints(primary, q, data)
         if isinstance(checked, Exclusion):
-            excluded.append(checked)
+            out.excluded.append(checked)
             continue
-        feasible.append(checked)
+        out.feasible.append(checked)
         v = _objective_value(checked, q.objective)
         if v is not None:
             values.append(v)
             values.sort()
-    excluded.sort(key=lambda x: x.gpu.slug)
-    ranked = _rank(feasible, q.objective)
-    if serving is not None:
-        ranked = serving.finish(ranked[: q.limit]) + ranked[q.limit :]
-    options = tuple(
-        _with_tco(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))), q, data)
-        for o in ranked[: q.limit]
+    out.excluded.sort(key=lambda x: x.gpu.slug)
+    return out
+
+
+def _fastest_missed(excluded: Sequence[Exclusion]) -> Option | None:
+    """The fastest plan found among those that miss the deadline (what the answer shows when
+    no plan meets it)."""
+    missed = [e.plan for e in excluded if e.plan is not None and e.reason.code == "MISSES_DEADLINE"]
+    return min(missed, key=lambda o: (o.time_value, o.gpu_count, o.gpu.slug), default=None)
+
+
+def _deadline_unmet(o: Option, q: RecommendQuestion) -> Reason:
+    hb = o.hours_band
+    return Reason(
+        "NO_PLAN_MEETS_DEADLINE",
+        {
+            "deadline_hours": q.constraints.deadline_hours,
+            "gpu": o.gpu.name or o.gpu.slug,
+            "gpu_count": o.gpu_count,
+            "hours": round(o.hours or 0.0, 1),
+            "hours_high": round(hb[1], 1) if hb is not None else None,
+        },
     )
-    frontier = _frontier([o for o in frontier_pool if _check_constraints(o, q, data) is o or o in feasible])
-    whatifs = (
-        search.what_ifs(options, excluded) if search is not None else serving.what_ifs(options, excluded)  # type: ignore[union-attr]
-    )
-    warnings: list[Reason] = []
-    if not options:
-        warnings.append(Reason("NO_OPTION", {"excluded": len(excluded)}))
-    if search is not None and search.global_batch_held:
-        warnings.append(Reason("GLOBAL_BATCH_HELD", {"global_batch": search.global_batch}))
-    return Recommendation(
-        job=job,
-        objective=q.objective,
-        options=options,
-        frontier=tuple(frontier),
-        excluded=tuple(excluded),
-        what_if=tuple(whatifs[:3]),
-        warnings=tuple(warnings),
-        candidates=counter.candidates,
-        memory_estimates=counter.memory,
-        timed=counter.timed,
-        gpus=len(data.specs),
-        not_ranked=tuple(not_ranked),
+
+
+def _long_run(
+    search: _TrainingSearch, first: Option, q: RecommendQuestion, data: RecommendData, pool: list[Option]
+) -> Reason | None:
+    """A first plan longer than a year: the fastest plan within +25 % of its cost (its GPU at
+    about doubling counts is timed for this), or the fastest plan found when cost is unknown."""
+    if first.hours is None or first.hours <= LONG_RUN_HOURS:
+        return None
+    cap, _ = _count_cap(first.gpu, q.constraints)
+    more = [o for o in search.faster(first, cap) if _check_constraints(o, q, data) is o]
+    pool.extend(o for o in more if o not in pool)
+    base = first.cost_value
+    near = [
+        o
+        for o in pool
+        if o.time_value < first.time_value
+        and (base is None or (o.cost_value is not None and o.cost_value <= base * LONG_RUN_COST_SLACK))
+    ]
+    best = min(near, key=lambda o: (o.time_value, o.gpu_count), default=None)
+    return Reason(
+        "LONG_RUN",
+        {
+            "hours": round(first.hours, 1),
+            "years": round(first.hours / (365.0 * 24.0), 2),
+            "cost_slack_pct": round((LONG_RUN_COST_SLACK - 1.0) * 100),
+            "faster_gpu": (best.gpu.name or best.gpu.slug) if best else None,
+            "faster_gpu_count": best.gpu_count if best else None,
+            "faster_hours": round(best.hours, 1) if best and best.hours else None,
+            "faster_cost_ratio": round(best.cost_value / base, 3)
+            if best and base and best.cost_value is not None
+            else None,
+        },
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
@@ -23,7 +23,6 @@ from service.core.estimation.serving import (
     OPS_PER_LAYER_DECODE,
     concurrency_cap,
     deployment,
-    iteration_s,
     serve_at_rate,
 )
 from service.core.pricing.cost import (
@@ -33,6 +32,8 @@ from service.core.recommend.candidates import _Counter, _gib, _placement, _pool_
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import _rank_again, ratio_half_width
 from service.core.recommend.reasons import Reason
+from service.core.recommend.replicas import GUESS_MARGIN, NEAR_TIE, _fastest_replicas, _replicas_guess
+from service.core.recommend.serving_memory import _memory_answer, _serving_memory
 
 
 class _ServingSearch:
@@ -137,7 +138,6 @@ class _ServingSearch:
 
     def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
         usable = int(gpu.fit_memory_bytes or 0)
-        name = gpu.name or gpu.slug
         tps, per_node = self.tp_degrees(gpu, cap)
         candidates: list[Option] = []
         smallest_need: tuple[float, int, str] | None = None
@@ -145,6 +145,8 @@ class _ServingSearch:
         latency_miss: Reason | None = None
         over_limit: Reason | None = None
         no_time = not gpu.bandwidth_gb_per_s or not (gpu.peak_for("bf16") or gpu.peak_for("fp16"))
+        fastest = self.q.objective == "fastest"
+        targets = self.serving is not None and bool(self.serving.ttft_target_s or self.serving.tpot_target_s)
         for fmt in self.formats:
             if fmt in ("fp8",) and gpu.support_for("fp8") == "no" and fmt != self.base.quant_method:
                 continue
@@ -163,9 +165,13 @@ class _ServingSearch:
                     if smallest_need is None or smallest_need[0] > 0:
                         smallest_need = (-need, tp, fmt)  # marks "fits" for the exclusion
                     continue
-                fewest = min(
-                    (o.gpu_count for o in candidates if o.est.job.config.quant_method == fmt),  # type: ignore[union-attr]
-                    default=None,
+                fewest = (
+                    None
+                    if fastest  # a larger TP lowers TPOT: every degree is sized
+                    else min(
+                        (o.gpu_count for o in candidates if o.est.job.config.quant_method == fmt),  # type: ignore[union-attr]
+                        default=None,
+                    )
                 )
                 if fewest is not None and tp > fewest:
                     break  # one replica of this TP already needs more GPUs than the best plan
@@ -178,61 +184,82 @@ class _ServingSearch:
                     continue
                 if found is not None:
                     candidates.append(found)
-                if not (self.continuous and self.rate is not None):
-                    break  # no load to size: the smallest TP group that fits
+                if not (self.continuous and self.rate is not None) and not fastest and not targets:
+                    break  # no load to size and nothing to meet: the smallest TP group that fits
         if not candidates:
-            if no_time and smallest_need is not None and smallest_need[0] < 0:
-                return Exclusion(
-                    gpu,
-                    Reason(
-                        "NO_TIME_ESTIMATE",
-                        {
-                            "gpu": name,
-                            "gpu_count": smallest_need[1],
-                            "needed_gib": _gib(-smallest_need[0]),
-                            "usable_gib": _gib(usable),
-                            "missing": "memory bandwidth"
-                            if not gpu.bandwidth_gb_per_s
-                            else "16-bit tensor peak",
-                        },
-                    ),
-                )
-            if placement_block is not None:
-                return Exclusion(
-                    gpu,
-                    Reason(
-                        "NO_PLACEMENT",
-                        {"gpu": name, "tensor_parallel": placement_block, "free_per_node": per_node},
-                    ),
-                )
-            if over_limit is not None:
-                return Exclusion(gpu, over_limit)
-            if latency_miss is not None:
-                return Exclusion(gpu, latency_miss)
-            need = smallest_need[0] if smallest_need is not None else math.inf
-            tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
-            fmt = smallest_need[2] if smallest_need is not None else self.formats[0]
-            return Exclusion(
+            return self._nothing(
                 gpu,
-                Reason(
-                    "MEMORY_INSUFFICIENT",
-                    {
-                        "gpu": name,
-                        "tensor_parallel": tp,
-                        "gpu_count": tp,
-                        **_serving_memory(self.memory(fmt, tp), usable),
-                    },
-                ),
+                usable,
+                tps,
+                per_node,
+                smallest_need,
+                placement_block,
+                over_limit or latency_miss,
+                no_time,
             )
         obj = self.q.objective
         if obj == "fastest":
-            key: Callable[[Option], tuple[float, ...]] = lambda o: (o.time_value, o.gpu_count)  # noqa: E731
+            low = min(o.time_value for o in candidates) * (1.0 + NEAR_TIE)
+            key: Callable[[Option], tuple[float, ...]] = lambda o: (o.time_value > low, o.gpu_count)  # noqa: E731
         elif obj == "perf_per_watt":
             key = lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)  # noqa: E731
         else:
             key = lambda o: ((o.quote.per_hour if o.quote else math.inf), o.gpu_count, o.time_value)  # noqa: E731
         candidates.sort(key=key)
         return candidates[0], candidates[1:]
+
+    def _nothing(
+        self,
+        gpu: GpuSpec,
+        usable: int,
+        tps: list[int],
+        per_node: int,
+        smallest_need: tuple[float, int, str] | None,
+        placement_block: int | None,
+        why: Reason | None,
+        no_time: bool,
+    ) -> Exclusion:
+        """Why no plan: no time figure, no placement, the GPU limit or a latency target (``why``),
+        else memory (the smallest need found)."""
+        name = gpu.name or gpu.slug
+        if no_time and smallest_need is not None and smallest_need[0] < 0:
+            return Exclusion(
+                gpu,
+                Reason(
+                    "NO_TIME_ESTIMATE",
+                    {
+                        "gpu": name,
+                        "gpu_count": smallest_need[1],
+                        "needed_gib": _gib(-smallest_need[0]),
+                        "usable_gib": _gib(usable),
+                        "missing": "memory bandwidth" if not gpu.bandwidth_gb_per_s else "16-bit tensor peak",
+                    },
+                ),
+            )
+        if placement_block is not None:
+            return Exclusion(
+                gpu,
+                Reason(
+                    "NO_PLACEMENT",
+                    {"gpu": name, "tensor_parallel": placement_block, "free_per_node": per_node},
+                ),
+            )
+        if why is not None:
+            return Exclusion(gpu, why)
+        tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
+        fmt = smallest_need[2] if smallest_need is not None else self.formats[0]
+        return Exclusion(
+            gpu,
+            Reason(
+                "MEMORY_INSUFFICIENT",
+                {
+                    "gpu": name,
+                    "tensor_parallel": tp,
+                    "gpu_count": tp,
+                    **_serving_memory(self.memory(fmt, tp), usable),
+                },
+            ),
+        )
 
     def _ok(self, r: Any) -> bool:
         s = self.serving
@@ -253,150 +280,142 @@ class _ServingSearch:
         fewest: int | None = None,
     ) -> Option | Reason | None:
         """The fewest replicas of TP ``tp`` that meet the targets at the rate (None: not fewer
-        GPUs than ``fewest``, found by a smaller TP of the same format)."""
-        name = gpu.name or gpu.slug
+        GPUs than ``fewest``, found by a smaller TP of the same format); for ``fastest``, the
+        fewest replicas within :data:`NEAR_TIE` of the lowest TPOT the GPU limit allows."""
         cfg = replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1)
-        replicas = 1
         if self.continuous and self.rate is not None:
-            assert self.serving is not None
-            w = self.serving.workload
-            try:
-                d = deployment(cfg, gpu)
-            except InvalidConfiguration:
-                return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
-            if d.missing:
-                return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": d.missing})
-            seqs, _ = concurrency_cap(
-                d, w.input_len, w.output_len, reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib
-            )
-            if seqs < 1:
-                return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
-            max_rep = max(1, cap // tp)
-            rate = self.rate
+            sized = self._size_for_rate(gpu, cfg, tp, cap, fewest)
+            if sized is None or isinstance(sized, Reason):
+                return sized
+            replicas, r = sized
+            return self._option(gpu, fmt, tp, usable, mem, replace(cfg, replicas=replicas), r)
+        return self._option(gpu, fmt, tp, usable, mem, cfg, None)
 
-            one = cfg  # replicas=1: each replica takes rate / reps
-            seen: dict[int, Any] = {}
+    def _size_for_rate(
+        self, gpu: GpuSpec, cfg: InferenceConfig, tp: int, cap: int, fewest: int | None
+    ) -> tuple[int, Any] | Reason | None:
+        """Replicas for the rate (exponential then binary search on the count, one queueing
+        evaluation per step) and the queueing result of one replica at its share."""
+        name = gpu.name or gpu.slug
+        assert self.serving is not None
+        w = self.serving.workload
+        try:
+            d = deployment(cfg, gpu)
+        except InvalidConfiguration:
+            return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
+        if d.missing:
+            return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": d.missing})
+        seqs, _ = concurrency_cap(
+            d, w.input_len, w.output_len, reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib
+        )
+        if seqs < 1:
+            return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
+        max_rep = max(1, cap // tp)
+        rate = self.rate
+        assert rate is not None
+        one = cfg  # replicas=1: each replica takes rate / reps
+        seen: dict[int, Any] = {}
 
-            def ok(reps: int) -> bool:
-                if reps not in seen:
-                    self.counter.timed += 1
-                    seen[reps] = serve_at_rate(one, gpu, rate / reps, w, CONTINUOUS_EFFICIENCIES, d)
-                return self._ok(seen[reps])
-
-            s = self.serving
-
-            def lone_misses() -> Reason | None:
-                """A lone request must meet the targets, else no replica count helps."""
-                lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
+        def ok(reps: int) -> bool:
+            if reps not in seen:
                 self.counter.timed += 1
-                if s.ttft_target_s is not None and lone.ttft_s > s.ttft_target_s:
-                    return Reason(
-                        "MISSES_TTFT",
-                        {
-                            "gpu": name,
-                            "tensor_parallel": tp,
-                            "ttft_ms": round(lone.ttft_s * 1e3, 1),
-                            "target_ms": round(s.ttft_target_s * 1e3, 1),
-                        },
-                    )
-                if s.tpot_target_s is not None and lone.tpot_s > s.tpot_target_s:
-                    return Reason(
-                        "MISSES_TPOT",
-                        {
-                            "gpu": name,
-                            "tensor_parallel": tp,
-                            "tpot_ms": round(lone.tpot_s * 1e3, 2),
-                            "target_ms": round(s.tpot_target_s * 1e3, 2),
-                        },
-                    )
-                return None
+                seen[reps] = serve_at_rate(one, gpu, rate / reps, w, CONTINUOUS_EFFICIENCIES, d)
+            return self._ok(seen[reps])
 
-            lo, hi = 0, 1
-            # the replicas the decode throughput and the TPOT target allow at best (a bound up
-            # to the iteration time's curvature, hence the margin): what cannot fit under the
-            # GPU limit, or beat a smaller TP's plan, is not searched
-            guess = _replicas_guess(d, w, seqs, rate, s.tpot_target_s)
-            if guess > max_rep * GUESS_MARGIN:
-                return Reason(
-                    "OVER_GPU_LIMIT",
-                    {
-                        "gpu": name,
-                        "tensor_parallel": tp,
-                        "max_gpus": cap,
-                        "replicas_needed_more_than": max_rep,
-                        "replicas_at_least": guess,
-                    },
-                )
-            floor = max(0, int(guess / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
-            if fewest is not None:
-                most = fewest // tp  # ties go to the larger TP (lower latency)
-                if most < 1 or guess > most * GUESS_MARGIN or not ok(most):
-                    return None
-                hi, lo = most, min(floor, most - 1)
+        s = self.serving
+
+        def lone_misses() -> Reason | None:
+            """A lone request must meet the targets, else no replica count helps."""
+            self.counter.timed += 1
+            lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
+            return self._misses(name, tp, lone.ttft_s, lone.tpot_s)
+
+        over = Reason(
+            "OVER_GPU_LIMIT",
+            {"gpu": name, "tensor_parallel": tp, "max_gpus": cap, "replicas_needed_more_than": max_rep},
+        )
+        lo, hi = 0, 1
+        # the replicas the decode throughput and the TPOT target allow at best (a bound up
+        # to the iteration time's curvature, hence the margin): what cannot fit under the
+        # GPU limit, or beat a smaller TP's plan, is not searched
+        guess = _replicas_guess(d, w, seqs, rate, s.tpot_target_s)
+        if guess > max_rep * GUESS_MARGIN:
+            return Reason("OVER_GPU_LIMIT", {**over.params, "replicas_at_least": guess})
+        floor = max(0, int(guess / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
+        if fewest is not None:
+            most = fewest // tp  # ties go to the larger TP (lower latency)
+            if most < 1 or guess > most * GUESS_MARGIN or not ok(most):
+                return None
+            hi, lo = most, min(floor, most - 1)
+        else:
+            hi = min(max_rep, guess)
+            if ok(hi):
+                lo = min(floor, hi - 1)
+            elif hi >= max_rep:
+                return lone_misses() or over
             else:
-                hi = min(max_rep, guess)
-                if ok(hi):
-                    lo = min(floor, hi - 1)
-                elif hi >= max_rep:
-                    return lone_misses() or Reason(
-                        "OVER_GPU_LIMIT",
-                        {
-                            "gpu": name,
-                            "tensor_parallel": tp,
-                            "max_gpus": cap,
-                            "replicas_needed_more_than": max_rep,
-                        },
-                    )
-                else:
-                    lo, hi = hi, min(max_rep, hi * 2)
-            while not ok(hi):
-                lo = hi
-                if hi >= max_rep:
-                    return lone_misses() or Reason(
-                        "OVER_GPU_LIMIT",
-                        {
-                            "gpu": name,
-                            "tensor_parallel": tp,
-                            "max_gpus": cap,
-                            "replicas_needed_more_than": max_rep,
-                        },
-                    )
-                hi = min(max_rep, hi * 2)
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if ok(mid):
-                    hi = mid
-                else:
-                    lo = mid
-            replicas = hi
+                lo, hi = hi, min(max_rep, hi * 2)
+        while not ok(hi):
+            lo = hi
+            if hi >= max_rep:
+                return lone_misses() or over
+            hi = min(max_rep, hi * 2)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        if self.q.objective == "fastest":
+            hi = _fastest_replicas(ok, seen, hi, max_rep)
+        return hi, seen[hi]
+
+    def _option(
+        self,
+        gpu: GpuSpec,
+        fmt: str,
+        tp: int,
+        usable: int,
+        mem: MemoryEstimate,
+        cfg: InferenceConfig,
+        r: Any,
+    ) -> Option | Reason:
+        """The option for ``cfg``: at a rate, ``r`` (one replica at its share of the rate)
+        gives the fleet's latencies; otherwise the estimate does, and it is judged against the
+        targets the same way (a closed loop that misses them is no option)."""
+        name = gpu.name or gpu.slug
+        replicas = cfg.replicas
         n = replicas * tp
-        cfg = replace(cfg, replicas=replicas)
         job = replace(self.job, config=cfg, solve_for=None)
         quote = _price(self.data, self.q, gpu, n)
         nodes, per = _placement(gpu, n, self.q.constraints)
-        if self.q.constraints.pools is not None:
-            shape = _pool_shape(gpu, self.q.constraints)
-            if shape is not None and shape[0] >= tp:
-                per = (shape[0] // tp) * tp
-                nodes = math.ceil(replicas / (shape[0] // tp))
+        shape = _pool_shape(gpu, self.q.constraints) if self.q.constraints.pools is not None else None
+        if shape is not None and shape[0] >= tp:
+            per = (shape[0] // tp) * tp
+            nodes = math.ceil(replicas / (shape[0] // tp))
         full: Estimate | None = None
-        if self.continuous and self.rate is not None:
-            assert self.serving is not None
-            r = seen[replicas]  # one replica at rate / replicas: the fleet's latencies
-            tpot, ttft, served = r.tpot_s, r.ttft_s, self.rate * self.serving.workload.output_len
-            bound = r.bound
+        if r is not None:
+            assert self.serving is not None and self.rate is not None
+            tpot, ttft, served, bound = (
+                r.tpot_s,
+                r.ttft_s,
+                self.rate * self.serving.workload.output_len,
+                r.bound,
+            )
         else:
             self.counter.timed += 1
             measured = self.data.measured(gpu, job) if self.data.measured is not None else None
             try:
-                est = estimate(gpu, job, self.data.calibrations, measured, breakdown=mem)
+                full = estimate(gpu, job, self.data.calibrations, measured, breakdown=mem)
             except (InvalidConfiguration, MissingFigure):
                 return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
-            sv = est.serving
+            sv = full.serving
             if sv is None:
                 return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
             tpot, ttft, served, bound = sv.tpot_s, sv.ttft_s, sv.output_tokens_per_s, sv.decode_bound
-            full = est
+            missed = self._misses(name, tp, ttft, tpot)
+            if missed is not None:
+                return missed
         placeholder = (
             full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
         )
@@ -405,53 +424,6 @@ class _ServingSearch:
             if quote is not None and served > 0
             else None
         )
-        reasons = [
-            Reason(
-                "FITS",
-                {
-                    "gpu": name,
-                    "gpu_count": n,
-                    "tensor_parallel": tp,
-                    "headroom_gib": _gib(usable - mem.device_memory_band.high),
-                    **_serving_memory(mem, usable),
-                },
-            )
-        ]
-        if tp > 1:
-            alone = self.memory(fmt, 1)
-            if not alone.fits(usable):
-                reasons.append(
-                    Reason("SINGLE_GPU_TOO_SMALL", {"gpu": name, **_serving_memory(alone, usable)})
-                )
-        if (
-            self.serving is not None
-            and (self.serving.ttft_target_s or self.serving.tpot_target_s)
-            and self.rate
-        ):
-            reasons.append(
-                Reason(
-                    "MEETS_TARGETS",
-                    {
-                        "replicas": replicas,
-                        "tensor_parallel": tp,
-                        "rate": self.rate,
-                        "ttft_ms": round(ttft * 1e3, 1),
-                        "tpot_ms": round(tpot * 1e3, 2),
-                        "ttft_target_ms": round(self.serving.ttft_target_s * 1e3, 1)
-                        if self.serving.ttft_target_s
-                        else None,
-                        "tpot_target_ms": round(self.serving.tpot_target_s * 1e3, 2)
-                        if self.serving.tpot_target_s
-                        else None,
-                    },
-                )
-            )
-        if bound == "memory":
-            reasons.append(Reason("BANDWIDTH_BOUND", {"bandwidth_gb_per_s": gpu.bandwidth_gb_per_s}))
-        elif bound == "compute":
-            reasons.append(Reason("COMPUTE_BOUND", {}))
-        if fmt != "none":
-            reasons.append(Reason("QUANTISED_WEIGHTS", {"quant_method": fmt}))
         return Option(
             gpu=gpu,
             gpu_count=n,
@@ -471,9 +443,84 @@ class _ServingSearch:
             time_value=tpot if math.isfinite(tpot) else math.inf,
             objective_value=None,
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
-            reasons=tuple(reasons),
+            reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound),
             cost_per_million_tokens=cpm,
+            needs_nvlink=tp > 1 and gpu.node.nvlink_topology != "none",
         )
+
+    def _misses(self, name: str, tp: int, ttft: float, tpot: float) -> Reason | None:
+        """The first target a closed-loop (or static-batch) plan misses, with its figure."""
+        s = self.serving
+        if s is None:
+            return None
+        if s.ttft_target_s is not None and not ttft <= s.ttft_target_s:
+            return Reason(
+                "MISSES_TTFT",
+                {
+                    "gpu": name,
+                    "tensor_parallel": tp,
+                    "ttft_ms": round(ttft * 1e3, 1),
+                    "target_ms": round(s.ttft_target_s * 1e3, 1),
+                },
+            )
+        if s.tpot_target_s is not None and not tpot <= s.tpot_target_s:
+            return Reason(
+                "MISSES_TPOT",
+                {
+                    "gpu": name,
+                    "tensor_parallel": tp,
+                    "tpot_ms": round(tpot * 1e3, 2),
+                    "target_ms": round(s.tpot_target_s * 1e3, 2),
+                },
+            )
+        return None
+
+    def _reasons(
+        self,
+        gpu: GpuSpec,
+        fmt: str,
+        tp: int,
+        usable: int,
+        mem: MemoryEstimate,
+        replicas: int,
+        ttft: float,
+        tpot: float,
+        bound: str,
+    ) -> tuple[Reason, ...]:
+        name = gpu.name or gpu.slug
+        headroom = _gib(usable - mem.device_memory_band.high)
+        fits = {"gpu": name, "gpu_count": replicas * tp, "tensor_parallel": tp, "headroom_gib": headroom}
+        reasons = [Reason("FITS", {**fits, **_serving_memory(mem, usable)})]
+        if tp > 1:
+            alone = self.memory(fmt, 1)
+            if not alone.fits(usable):
+                reasons.append(
+                    Reason("SINGLE_GPU_TOO_SMALL", {"gpu": name, **_serving_memory(alone, usable)})
+                )
+        s = self.serving
+        if s is not None and (s.ttft_target_s or s.tpot_target_s) and (self.rate or s.concurrency):
+            reasons.append(
+                Reason(
+                    "MEETS_TARGETS",
+                    {
+                        "replicas": replicas,
+                        "tensor_parallel": tp,
+                        "rate": self.rate,
+                        "concurrency": None if self.rate else s.concurrency,
+                        "ttft_ms": round(ttft * 1e3, 1),
+                        "tpot_ms": round(tpot * 1e3, 2),
+                        "ttft_target_ms": round(s.ttft_target_s * 1e3, 1) if s.ttft_target_s else None,
+                        "tpot_target_ms": round(s.tpot_target_s * 1e3, 2) if s.tpot_target_s else None,
+                    },
+                )
+            )
+        if bound == "memory":
+            reasons.append(Reason("BANDWIDTH_BOUND", {"bandwidth_gb_per_s": gpu.bandwidth_gb_per_s}))
+        elif bound == "compute":
+            reasons.append(Reason("COMPUTE_BOUND", {}))
+        if fmt != "none":
+            reasons.append(Reason("QUANTISED_WEIGHTS", {"quant_method": fmt}))
+        return tuple(reasons)
 
     def finish(self, options: Sequence[Option]) -> list[Option]:
         """The full estimate (bands, provenance, accuracy, capacity) for the options returned."""
@@ -528,66 +575,3 @@ class _ServingSearch:
                     )
                     break
         return out[:3]
-
-
-GUESS_MARGIN: Final = 1.25
-"""How far the replica bound may be off before a plan is given up on without a queueing
-evaluation (the bound assumes an iteration time affine in the sequences decoding)."""
-
-
-def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> int:
-    """Replicas a replica's iteration time suggests, a starting point for the search (checked
-    by the queueing model). The iteration time is taken as affine in what it carries,
-    ``t = a + b n + c p``: ``n = lambda O t`` sequences decoding (Little's law) and
-    ``p = lambda I t`` prompt tokens prefilled per iteration, so ``t = a / (1 - lambda (b O +
-    c I))``; the largest per-replica rate keeps ``t`` under the TPOT target and the sequences
-    in flight under the engine's cap at 90% utilisation."""
-    out_len = max(w.output_len, 1.0)
-    in_len = max(w.input_len, 1.0)
-    ctx = in_len + out_len / 2.0
-    e = CONTINUOUS_EFFICIENCIES
-    a = iteration_s(d, e, 0.0, ctx)
-    b = (iteration_s(d, e, float(max(seqs, 1)), ctx) - a) / max(seqs, 1)
-    c = (iteration_s(d, e, 0.0, ctx, in_len, in_len / 2.0, 1.0) - a) / in_len
-    load = b * out_len + c * in_len  # seconds of iteration per unit of per-replica rate, per second
-    if load <= 0:
-        return 1
-    lam = 0.9 / load  # utilisation 90%: t = a / (1 - 0.9) at most
-    if tpot_target_s is not None:
-        if tpot_target_s <= a:
-            return 1
-        lam = min(lam, (1.0 - a / tpot_target_s) / load)
-    t = a / max(1e-9, 1.0 - lam * load)
-    lam = min(lam, 0.9 * seqs / (out_len * t)) if seqs > 0 else lam
-    return max(1, math.ceil(rate / lam)) if lam > 0 else 1
-
-
-def _serving_memory(mem: MemoryEstimate, usable: int) -> dict[str, Any]:
-    """Per-GPU serving memory in GiB and in GB (datasheets and the driver speak GB): the
-    figure the fit is decided on (band's upper end), the weights and the KV cache at full
-    context for every sequence, against the usable memory."""
-    weights = float(mem.persistent.get("weights", mem.components.get("weights", 0)))
-    kv = float(mem.persistent.get("kv_cache", mem.components.get("kv_cache", 0)))
-    high = mem.device_memory_band.high
-    return {
-        "needed_gib": _gib(high),
-        "usable_gib": _gib(usable),
-        "weights_gib": _gib(weights),
-        "kv_cache_gib": _gib(kv),
-        "needed_gb": round(high / 1e9, 2),
-        "usable_gb": round(usable / 1e9, 2),
-        "weights_gb": round(weights / 1e9, 1),
-        "kv_cache_gb": round(kv / 1e9, 1),
-    }
-
-
-def _memory_answer(mem: MemoryEstimate, usable: int) -> Any:
-    from service.core.estimation.estimate import MemoryAnswer
-
-    return MemoryAnswer(
-        estimate=mem,
-        usable_memory_bytes=usable,
-        fits=mem.fits(usable),
-        headroom_bytes=mem.headroom_bytes(usable),
-        provenance="spec",
-    )

@@ -20,17 +20,24 @@ from service.core.pricing.cost import (
     run_cost,
 )
 from service.core.recommend.candidates import (
-    TRAIN_COUNTS,
     _count_cap,
     _Counter,
     _gib,
     _node_size,
     _placement,
+    _pool_shape,
     _price,
 )
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import ratio_half_width
 from service.core.recommend.reasons import Reason
+from service.core.recommend.training_counts import (
+    _choose,
+    _doubling,
+    _fastest,
+    _Timed,
+    _toward_deadline,
+)
 
 
 class _MemoryTable:
@@ -87,7 +94,7 @@ class _TrainingSearch:
         elif self.base.finetune == "qlora":
             self.shardings = ("ddp",)  # QLoRA with FSDP / ZeRO-3 is not modelled
         else:
-            self.shardings = ("ddp", "fsdp")
+            self.shardings = ("ddp", "zero2", "fsdp")
         self._plans: dict[tuple[int, str, bool], _Plan | None] = {}
         self._relaxed_memo: dict[tuple[str, int, str, bool], MemoryEstimate | None] = {}
         self.fewest: dict[str, int] = {}
@@ -96,15 +103,15 @@ class _TrainingSearch:
     # ---- configurations ----------------------------------------------------------------
 
     def counts(self, cap: int, gpu: GpuSpec) -> list[int]:
-        node = _node_size(gpu)
-        out = [n for n in TRAIN_COUNTS if n <= cap and n <= node]
-        k = node * 2 if node >= 8 else 16
-        while k <= cap:
-            out.append(k)
-            k *= 2
-        if cap not in out and cap > 1 and cap <= node:
-            out.append(cap)  # an inventory of, say, 6 free GPUs
-        return sorted(set(out))
+        """Every count that fills whole nodes: 1..node inside one node (any integer, not only
+        powers of two), then whole nodes (the pool's free GPUs per node, else the GPU's node
+        size), up to ``cap`` and the pool's nodes."""
+        shape = _pool_shape(gpu, self.q.constraints)
+        node = shape[0] if shape is not None and shape[0] > 0 else _node_size(gpu)
+        nodes = shape[1] if shape is not None and shape[0] > 0 else cap // max(node, 1)
+        out = list(range(1, min(node, cap) + 1))
+        out += [k * node for k in range(2, nodes + 1) if k * node <= cap]
+        return out
 
     def plan(self, n: int, sharding: str, ckpt: bool) -> _Plan | None:
         """The configuration at ``n`` GPUs (global batch held when given), memoised."""
@@ -150,8 +157,10 @@ class _TrainingSearch:
         return plan
 
     def fitting(self, n: int, usable: int) -> list[_Plan]:
-        """Per strategy family at ``n`` GPUs, the lightest-in-compute configuration that fits
-        (no checkpointing when that fits). DDP without checkpointing makes FSDP moot."""
+        """The configurations at ``n`` GPUs worth timing: per strategy family (fastest first:
+        DDP, ZeRO-2, FSDP) the first that fits without checkpointing, and every faster family
+        that fits only with it (recomputation against sharding's extra collectives: timed, not
+        assumed). A family slower than one that fits without checkpointing is moot."""
         out: list[_Plan] = []
         shardings = ("none",) if n == 1 else self.shardings
         for s in shardings:
@@ -161,7 +170,7 @@ class _TrainingSearch:
                 if p is not None and p.mem.fits(usable):
                     out.append(p)
                     break
-            if out and s in ("none", "ddp") and not out[0].cfg.gradient_checkpointing:
+            if out and not out[-1].cfg.gradient_checkpointing:
                 break
         return out
 
@@ -194,163 +203,157 @@ class _TrainingSearch:
             return self.job.tokens * s_per_token / 3600.0 if self.job.tokens else 1e6 * s_per_token
         if self.q.objective == "perf_per_watt" and gpu.tdp_w:
             return gpu.tdp_w * flops / (peak * 1e12)  # W per (token/s) on one GPU, perfectly used
-        return None
+        gpu_hours_per_token = flops / (peak * 1e12) / 3600.0
+        rate = self._gpu_hour_floor(gpu)
+        if rate is None:
+            return None
+        if self.q.objective == "cheapest" and self.job.tokens:
+            return rate * gpu_hours_per_token * self.job.tokens  # the run's cost
+        return rate * gpu_hours_per_token * 1e6  # per million tokens trained
+
+    def _gpu_hour_floor(self, gpu: GpuSpec) -> float | None:
+        """The lowest price of one GPU-hour of ``gpu`` (alone, or in an 8-GPU shape)."""
+        book = self.data.prices
+        if book is None:
+            return None
+        quotes = [(book.rent(gpu.slug, k, self.q.cost), k) for k in (1, 8)]
+        rates = [q.per_hour / k for q, k in quotes if q is not None]
+        return min(rates) if rates else None
 
     def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
         """The memory verdict alone (breakdowns are shared, so this is cheap): the exclusion a
-        GPU gets when nothing fits, else None."""
+        GPU gets when nothing fits, else None. One GPU, and the largest count (a sharded
+        breakdown only shrinks with the count, DDP's does not change), decide it."""
         usable = int(gpu.fit_memory_bytes or 0)
-        if any(self.fitting(n, usable) for n in self.counts(cap, gpu)):
+        counts = self.counts(cap, gpu)
+        if any(self.fitting(n, usable) for n in {counts[0], counts[-1]} if counts):
             return None
         found = self.options(gpu, cap)
         return found if isinstance(found, Exclusion) else None
 
     def options(self, gpu: GpuSpec, cap: int) -> tuple[Option, list[Option]] | Exclusion:
+        """This GPU's plan for the objective, and every other plan timed (the frontier's)."""
         usable = int(gpu.fit_memory_bytes or 0)
-        name = gpu.name or gpu.slug
         counts = self.counts(cap, gpu)
-        n0 = None
-        plans: list[_Plan] = []
-        for n in counts:
-            plans = self.fitting(n, usable)
-            if plans:
-                n0 = n
-                break
-        if n0 is not None:
-            self.fewest[gpu.slug] = n0
-        if n0 is None:
-            top = counts[-1] if counts else 1
-            light = self.lightest(top)
-            single = self.lightest(1)
-            params: dict[str, Any] = {"gpu": name, "usable_gib": _gib(usable), "gpu_count": top}
-            if light is not None:
-                params.update(
-                    needed_gib=_gib(light.mem.device_memory_band.high),
-                    sharding=light.cfg.sharding,
-                    gradient_checkpointing=light.cfg.gradient_checkpointing,
-                )
-            if single is not None and top > 1:
-                params["single_gpu_needed_gib"] = _gib(single.mem.device_memory_band.high)
-            return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", params))
-        if not gpu.bandwidth_gb_per_s or not (gpu.peak_for(self.base.precision) or gpu.peak_for("bf16")):
-            p = plans[0]
+        i0 = next((i for i, n in enumerate(counts) if self.fitting(n, usable)), None)
+        if i0 is None:
+            return self._too_small(gpu, counts, usable)
+        n0 = counts[i0]
+        self.fewest[gpu.slug] = n0
+        timed = _Timed(self, gpu, usable)
+        missing = self._missing_figure(gpu)
+        first = timed.best(n0) if missing is None else None
+        if first is None:
+            plan = self.fitting(n0, usable)[0]
             return Exclusion(
                 gpu,
                 Reason(
                     "NO_TIME_ESTIMATE",
                     {
-                        "gpu": name,
+                        "gpu": gpu.name or gpu.slug,
                         "gpu_count": n0,
-                        "needed_gib": _gib(p.mem.device_memory_band.high),
+                        "needed_gib": _gib(plan.mem.device_memory_band.high),
                         "usable_gib": _gib(usable),
-                        "missing": "memory bandwidth"
-                        if not gpu.bandwidth_gb_per_s
-                        else f"{self.base.precision} tensor peak",
+                        "missing": missing or "a time",
                     },
                 ),
             )
-        timed = [o for o in (self._option(gpu, p, usable) for p in plans) if o is not None]
-        if not timed:
-            return Exclusion(
-                gpu, Reason("NO_TIME_ESTIMATE", {"gpu": name, "gpu_count": n0, "missing": "a time"})
+        ladder = counts[i0:]
+        deadline = self.q.constraints.deadline_hours
+        if deadline is not None:
+            _toward_deadline(timed, ladder, deadline)
+        if self.q.objective == "fastest":
+            _fastest(timed, ladder)
+        elif self.q.objective in ("cheapest", "cost_per_million_tokens") and self._gpu_hour_floor(gpu):
+            for n in _doubling(ladder):
+                timed.best(n)  # GPU-hours need not grow with the count (fewer optimizer steps)
+        found = timed.all()
+        primary = _choose(found, self.q.objective, deadline)
+        if primary is None:
+            fastest = min(found, key=lambda o: (o.time_value, o.gpu_count))
+            return self._misses_deadline(gpu, fastest, cap)
+        return self._explained(gpu, primary, usable, n0), [o for o in found if o is not primary]
+
+    def faster(self, o: Option, cap: int) -> list[Option]:
+        """Plans on ``o``'s GPU at about doubling counts above it (the frontier's faster points,
+        asked for when the answer's first plan runs longer than :data:`LONG_RUN_HOURS`)."""
+        usable = int(o.gpu.fit_memory_bytes or 0)
+        ladder = [n for n in self.counts(cap, o.gpu) if n >= o.gpu_count]
+        timed = _Timed(self, o.gpu, usable)
+        for n in _doubling(ladder) if len(ladder) > 1 else []:
+            timed.best(n)
+        return timed.all()
+
+    def _missing_figure(self, gpu: GpuSpec) -> str | None:
+        if not gpu.bandwidth_gb_per_s:
+            return "memory bandwidth"
+        if not (gpu.peak_for(self.base.precision) or gpu.peak_for("bf16")):
+            return f"{self.base.precision} tensor peak"
+        return None
+
+    def _too_small(self, gpu: GpuSpec, counts: list[int], usable: int) -> Exclusion:
+        """Nothing fits at any count tried: the lightest configuration at the largest count."""
+        top = counts[-1] if counts else 1
+        light = self.lightest(top)
+        single = self.lightest(1)
+        params: dict[str, Any] = {"gpu": gpu.name or gpu.slug, "usable_gib": _gib(usable), "gpu_count": top}
+        if light is not None:
+            params.update(
+                needed_gib=_gib(light.mem.device_memory_band.high),
+                sharding=light.cfg.sharding,
+                gradient_checkpointing=light.cfg.gradient_checkpointing,
             )
-        first = min(timed, key=lambda o: (o.time_value, o.gpu_count))
-        others = [o for o in timed if o is not first]
-        cons = self.q.constraints
-        primary = first
-        # the objective or the deadline may want more GPUs than the fewest that fit
-        target_n: int | None = None
-        if self.q.objective == "fastest" and counts[-1] > n0:
-            target_n = counts[-1]
-        if cons.deadline_hours is not None and first.hours_band is not None:
-            hi = first.hours_band[1]
-            if hi > cons.deadline_hours:
-                want = n0 * hi / cons.deadline_hours
-                bigger = [n for n in counts if n >= want] or [counts[-1]]
-                target_n = max(target_n or 0, bigger[0]) if self.q.objective == "fastest" else bigger[0]
-        if target_n is not None and target_n > n0:
-            more = self._scaled(gpu, first, target_n, usable, counts)
-            if more is not None:
-                others.append(first)
-                primary = more
-        if (
-            cons.deadline_hours is not None
-            and primary.hours_band is not None
-            and primary.hours_band[1] > cons.deadline_hours
-        ):
-            # one more rung before giving up
-            bigger = [n for n in counts if n > primary.gpu_count]
-            if bigger:
-                more = self._scaled(gpu, primary, bigger[0], usable, counts)
-                if more is not None:
-                    others.append(primary)
-                    primary = more
-            if primary.hours_band is not None and primary.hours_band[1] > cons.deadline_hours:
-                return Exclusion(
-                    gpu,
-                    Reason(
-                        "MISSES_DEADLINE",
-                        {
-                            "gpu": name,
-                            "gpu_count": primary.gpu_count,
-                            "hours_high": round(primary.hours_band[1], 1),
-                            "hours": round(primary.hours or 0.0, 1),
-                            "deadline_hours": cons.deadline_hours,
-                            "max_gpus": counts[-1],
-                        },
-                    ),
-                )
-        if cons.deadline_hours is not None and primary.hours_band is not None:
-            primary = replace(
-                primary,
-                reasons=(
-                    *primary.reasons,
-                    Reason(
-                        "MEETS_DEADLINE",
-                        {
-                            "hours_high": round(primary.hours_band[1], 1),
-                            "deadline_hours": cons.deadline_hours,
-                        },
-                    ),
-                ),
+        if single is not None and top > 1:
+            params["single_gpu_needed_gib"] = _gib(single.mem.device_memory_band.high)
+        return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", params))
+
+    def _misses_deadline(self, gpu: GpuSpec, fastest: Option, cap: int) -> Exclusion:
+        """No count meets the deadline: the fastest plan found (the largest count tried) is
+        quoted, and kept for the answer that says no plan meets it."""
+        assert fastest.hours_band is not None
+        return Exclusion(
+            gpu,
+            Reason(
+                "MISSES_DEADLINE",
+                {
+                    "gpu": gpu.name or gpu.slug,
+                    "gpu_count": fastest.gpu_count,
+                    "hours_high": round(fastest.hours_band[1], 1),
+                    "hours": round(fastest.hours or 0.0, 1),
+                    "deadline_hours": self.q.constraints.deadline_hours,
+                    "max_gpus": cap,
+                },
+            ),
+            plan=fastest,
+        )
+
+    def _explained(self, gpu: GpuSpec, primary: Option, usable: int, n0: int) -> Option:
+        """The deadline met and the single GPU too small, said on the chosen plan."""
+        deadline = self.q.constraints.deadline_hours
+        if deadline is not None and primary.hours_band is not None:
+            met = Reason(
+                "MEETS_DEADLINE", {"hours_high": round(primary.hours_band[1], 1), "deadline_hours": deadline}
             )
+            primary = replace(primary, reasons=(*primary.reasons, met))
         if n0 > 1:
             single = self.lightest(1)
             if single is not None:
-                primary = replace(
-                    primary,
-                    reasons=(
-                        Reason(
-                            "SINGLE_GPU_TOO_SMALL",
-                            {
-                                "gpu": name,
-                                "needed_gib": _gib(single.mem.device_memory_band.high),
-                                "usable_gib": _gib(usable),
-                            },
-                        ),
-                        *primary.reasons,
-                    ),
+                small = Reason(
+                    "SINGLE_GPU_TOO_SMALL",
+                    {
+                        "gpu": gpu.name or gpu.slug,
+                        "needed_gib": _gib(single.mem.device_memory_band.high),
+                        "usable_gib": _gib(usable),
+                    },
                 )
-        return primary, others
-
-    def _scaled(self, gpu: GpuSpec, like: Option, n: int, usable: int, counts: list[int]) -> Option | None:
-        """The same strategy family at ``n`` GPUs (it fits: DDP's memory does not grow with the
-        count and FSDP's shrinks), checkpointing dropped when that fits there."""
-        cfg = like.train
-        assert cfg is not None
-        family = cfg.sharding if cfg.sharding != "none" else "ddp"
-        plan = None
-        for ck in self.checkpointing:
-            p = self.plan(n, family, ck)
-            if p is not None and p.mem.fits(usable):
-                plan = p
-                break
-        if plan is None:
-            return None
-        return self._option(gpu, plan, usable)
+                primary = replace(primary, reasons=(small, *primary.reasons))
+        return primary
 
     def _option(self, gpu: GpuSpec, plan: _Plan, usable: int) -> Option | None:
         cfg = plan.cfg
+        shape = _pool_shape(gpu, self.q.constraints)
+        if shape is not None and shape[0] > 0 and cfg.gpu_count > shape[0]:
+            cfg = replace(cfg, gpus_per_node=shape[0])  # the pool's nodes, for the collectives
         job = replace(self.job, config=cfg, solve_for=None)
         measured = self.data.measured(gpu, job) if self.data.measured is not None else None
         self.counter.timed += 1
@@ -381,6 +384,35 @@ class _TrainingSearch:
                 cpm = cost_per_million_tokens(
                     quote.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps
                 )
+        reasons = self._reasons(gpu, plan, usable, est.time, nodes, per)
+        return Option(
+            gpu=gpu,
+            gpu_count=n,
+            nodes=nodes,
+            gpus_per_node=per,
+            est=est,
+            memory_high_bytes=int(plan.mem.device_memory_band.high),
+            usable_bytes=usable,
+            quote=quote,
+            hours=hours,
+            hours_band=hours_band,
+            tokens_per_s=tps,
+            power_w=gpu.tdp_w * n if gpu.tdp_w else None,
+            provenance=t.provenance,
+            time_value=time_value,
+            objective_value=None,
+            u=ratio_half_width(t),
+            reasons=tuple(reasons),
+            run_cost=run,
+            cost_per_million_tokens=cpm,
+            needs_nvlink=cfg.sharding in ("fsdp", "zero3") and per > 1 and gpu.node.nvlink_topology != "none",
+        )
+
+    def _reasons(self, gpu: GpuSpec, plan: _Plan, usable: int, t: Any, nodes: int, per: int) -> list[Reason]:
+        """Why this plan: it fits (with the headroom), sharding or checkpointing needed to fit,
+        more than one node, a measured figure, what bounds its speed."""
+        cfg = plan.cfg
+        n = cfg.gpu_count
         reasons = [
             Reason(
                 "FITS",
@@ -428,27 +460,7 @@ class _TrainingSearch:
             if t.bound in ("compute", "memory")
             else Reason("COMPUTE_BOUND", {"mfu": round(t.mfu, 3)})
         )
-        return Option(
-            gpu=gpu,
-            gpu_count=n,
-            nodes=nodes,
-            gpus_per_node=per,
-            est=est,
-            memory_high_bytes=int(plan.mem.device_memory_band.high),
-            usable_bytes=usable,
-            quote=quote,
-            hours=hours,
-            hours_band=hours_band,
-            tokens_per_s=tps,
-            power_w=gpu.tdp_w * n if gpu.tdp_w else None,
-            provenance=t.provenance,
-            time_value=time_value,
-            objective_value=None,
-            u=ratio_half_width(t),
-            reasons=tuple(reasons),
-            run_cost=run,
-            cost_per_million_tokens=cpm,
-        )
+        return reasons
 
     # ---- what-ifs -----------------------------------------------------------------------------
 

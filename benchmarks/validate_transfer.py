@@ -1,0 +1,260 @@
+"""Cross-GPU transfer checked the way it is used (issue 27): leave one SOURCE out, and leave one
+GPU out across sources, with the precision-aware datasheet baseline beside every figure.
+
+Points are every shipped cross-GPU published table (one source each: Lambda 2020/2021/2023,
+DeepLearningExamples 20.06, NeMo 25.11, TensorRT-LLM 0.9/0.14/0.17, MLPerf Training v4.0-v5.1,
+MLPerf Inference v5.1), one point per (source, configuration, GPU) with the GPU's datasheet
+figures from the shipped catalog. A pair is two GPUs of one configuration of one source; its
+error is ``|predicted ratio / measured ratio - 1|`` over ordered pairs.
+
+* **LOSO**: each source in turn is removed, the operator-class model
+  (:mod:`service.core.estimation.transfer_sources`) fitted on the others, and every pair of the
+  removed source predicted.
+* **LOGO across sources**: each GPU in turn is removed from every source, the model fitted on the
+  rest, and every pair with that GPU predicted, in every source.
+* **in-sample**: fitted on everything (what was fitted, not a held-out figure).
+* **baseline**: the geometric mean of the dense-peak ratio (of the precision that ran; 16-bit where
+  MLPerf Training does not state it) and the bandwidth ratio.
+
+Targets (issue 27): LOSO pooled <= 12 % and <= 0.6x the baseline; no family worse than its baseline.
+
+Usage: ``python benchmarks/validate_transfer.py [--json OUT] [--write-accuracy PATH]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from service.catalog.loader import load_shipped  # noqa: E402
+from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
+from service.core.estimation import transfer_sources as ts  # noqa: E402
+from service.core.evidence.published import TABLES  # noqa: E402
+from service.core.evidence.published.gpus import _NAMES, FIGURES  # noqa: E402
+
+TARGET_MAPE = 0.12
+TARGET_VS_BASELINE = 0.60
+ACCURACY_PATH = ROOT / "service" / "core" / "estimation" / "transfer_accuracy.json"
+
+
+@dataclass(frozen=True)
+class Pair:
+    source: str
+    cls: str
+    precision_class: str
+    a: str
+    b: str
+    error: float  # |pred/meas - 1|
+    baseline_error: float
+    log_error: float  # log(meas / pred)
+
+
+def figures() -> dict[str, GpuSpec]:
+    """Datasheet figures by slug: the shipped catalog, plus the table-only GPUs of the Lambda tables."""
+    out = {g["slug"]: gpu_spec_from_doc(g) for g in load_shipped().gpus}
+    for k, v in FIGURES.items():
+        out.setdefault(k, v)
+    return out
+
+
+H200_SOURCE = "h200-agent-resnet50-infer"
+
+
+def h200_points(spec: GpuSpec) -> list[ts.SourcePoint]:
+    """The agent's ResNet-50 inference batch sweep on the H200 (data/benchmarks/*.json): median
+    images/s per batch, one group (it informs the host term; it has no GPU pairs)."""
+    by: dict[tuple[str, int], list[float]] = {}
+    for path in sorted(glob.glob(str(ROOT / "data" / "benchmarks" / "*.json"))):
+        runs = json.loads(Path(path).read_text())
+        for run in runs if isinstance(runs, list) else [runs]:
+            for r in run.get("results", []):
+                prm = r.get("parameters") or {}
+                thr = ((r.get("metrics") or {}).get("throughput") or {}).get("value")
+                if r.get("workload") == "resnet50-infer" and r.get("status") == "ok" and thr:
+                    by.setdefault((str(prm.get("precision")), int(prm["batch_size"])), []).append(float(thr))
+    out: list[ts.SourcePoint] = []
+    for prec in sorted({p for p, _ in by}):
+        med = {b: sorted(v)[len(v) // 2] for (p, b), v in by.items() if p == prec}
+        if len(med) >= 3:
+            out += ts.measured_points(H200_SOURCE, spec, "cnn-infer", prec, med)
+    return out
+
+
+def all_points() -> list[ts.SourcePoint]:
+    figs = figures()
+    return ts.points_from(TABLES, figs, _NAMES) + h200_points(figs["nvidia-h200-sxm"])
+
+
+def pairs_of(
+    model: ts.ClassModel,
+    points: Sequence[ts.SourcePoint],
+    keep: Callable[[ts.SourcePoint, ts.SourcePoint], bool],
+) -> list[Pair]:
+    by_group: dict[tuple[object, ...], list[ts.SourcePoint]] = {}
+    for p in points:
+        by_group.setdefault(p.group, []).append(p)
+    out = []
+    for members in by_group.values():
+        for a in members:
+            for b in members:
+                if a.slug == b.slug or not keep(a, b):
+                    continue
+                meas = b.log_throughput - a.log_throughput
+                pred = model.log_ratio(a, b)
+                base = b.log_baseline - a.log_baseline
+                out.append(
+                    Pair(
+                        a.source,
+                        a.cls,
+                        a.precision_class,
+                        a.slug,
+                        b.slug,
+                        abs(math.exp(pred - meas) - 1.0),
+                        abs(math.exp(base - meas) - 1.0),
+                        meas - pred,
+                    )
+                )
+    return out
+
+
+def loso(points: Sequence[ts.SourcePoint]) -> list[Pair]:
+    out: list[Pair] = []
+    for s in sorted({p.source for p in points}):
+        train = [p for p in points if p.source != s]
+        model = ts.fit_classes(train)
+        out += pairs_of(model, [p for p in points if p.source == s], lambda a, b: True)
+    return out
+
+
+def logo(points: Sequence[ts.SourcePoint]) -> list[Pair]:
+    out: list[Pair] = []
+    for g in sorted({p.slug for p in points}):
+        model = ts.fit_classes([p for p in points if p.slug != g])
+        out += pairs_of(model, points, lambda a, b, g=g: g in (a.slug, b.slug))
+    return out
+
+
+def stats(pairs: Sequence[Pair]) -> tuple[float, float, int]:
+    if not pairs:
+        return math.nan, math.nan, 0
+    n = len(pairs)
+    return sum(p.error for p in pairs) / n, sum(p.baseline_error for p in pairs) / n, n
+
+
+def _fmt(v: tuple[float, float, int]) -> str:
+    a, b, n = v
+    ratio = a / b if b else math.nan
+    flag = "" if a <= b else "  WORSE than baseline"
+    return f"{a:6.1%} vs {b:6.1%} baseline ({ratio:.2f}x, n={n}){flag}"
+
+
+def report(
+    name: str, pairs: Sequence[Pair], out: Callable[[str], None] = print, targets: bool = False
+) -> dict[str, Any]:
+    pooled = stats(pairs)
+    out(f"  {name} pooled: {_fmt(pooled)}")
+    res: dict[str, Any] = {"pooled": dict(zip(("mape", "baseline_mape", "n"), pooled, strict=True))}
+    if targets:
+        ok = pooled[0] <= TARGET_MAPE and pooled[0] <= TARGET_VS_BASELINE * pooled[1]
+        out(
+            f"    target <= {TARGET_MAPE:.0%} and <= {TARGET_VS_BASELINE:.1f}x baseline: {'met' if ok else 'NOT met'}"
+        )
+        res["target_met"] = ok
+    for label, key in (("family", "cls"), ("precision", "precision_class"), ("source", "source")):
+        res[f"by_{label}"] = {}
+        for k in sorted({getattr(p, key) for p in pairs}):
+            v = stats([p for p in pairs if getattr(p, key) == k])
+            res[f"by_{label}"][k] = dict(zip(("mape", "baseline_mape", "n"), v, strict=True))
+            out(f"    {label:9s} {k:34s} {_fmt(v)}")
+    if targets:
+        worse = [k for k, v in res["by_family"].items() if v["mape"] > v["baseline_mape"]]
+        out(f"    families worse than their baseline: {', '.join(worse) if worse else 'none'}")
+        res["families_worse"] = worse
+    return res
+
+
+def run(out: Callable[[str], None] = print) -> dict[str, Any]:
+    points = all_points()
+    sources = sorted({p.source for p in points})
+    out(
+        f"Cross-GPU transfer by operator class (service.core.estimation.transfer_sources): {len(points)} "
+        f"(source, configuration, GPU) points, {len(sources)} sources, {len({p.slug for p in points})} GPUs"
+    )
+    full = ts.fit_classes(points)
+    summary: dict[str, Any] = {"sources": sources, "n_points": len(points)}
+    summary["loso"] = report("leave one SOURCE out", loso(points), out, targets=True)
+    summary["logo"] = report("leave one GPU out across sources", logo(points), out)
+    summary["in_sample"] = report(
+        "in-sample (fitted on every source; not held out)", pairs_of(full, points, lambda a, b: True), out
+    )
+    out(
+        f"  final fit on all {full.n_points} points, rms log error {full.rms_log_error:.3f}; sources: {', '.join(full.sources)}"
+    )
+    out(
+        "    compute-bound share per class: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in sorted(full.share.items()))
+    )
+    for a in sorted(full.compute):
+        fams = ", ".join(
+            f"{f} x{math.exp(v):.2f}" for (x, f), v in sorted(full.compute_family.items()) if x == a
+        )
+        out(
+            f"    {a:8s} compute x{math.exp(full.compute[a]):.2f} ({fams}), memory x{math.exp(full.memory.get(a, 0.0)):.2f}"
+        )
+    summary["model"] = {
+        "share": dict(full.share),
+        "compute": dict(full.compute),
+        "memory": dict(full.memory),
+        "rms_log_error": full.rms_log_error,
+    }
+    return summary
+
+
+def accuracy_doc(summary: dict[str, Any]) -> dict[str, Any]:
+    """What the service ships: the LOSO error per family (and pooled), the baseline beside it,
+    and the sources the model was fitted on."""
+    lo = summary["loso"]
+    return {
+        "generated_by": "python benchmarks/validate_transfer.py --write-accuracy",
+        "basis": "leave one source out over the shipped published tables, ordered GPU pairs",
+        "sources": summary["sources"],
+        "pooled": lo["pooled"],
+        "by_family": lo["by_family"],
+        "by_precision": lo["by_precision"],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--json", default=None, help="write the summary as JSON here")
+    ap.add_argument(
+        "--write-accuracy",
+        nargs="?",
+        const=str(ACCURACY_PATH),
+        default=None,
+        metavar="PATH",
+        help="write the LOSO accuracy the answers quote (default service/core/estimation/transfer_accuracy.json)",
+    )
+    a = ap.parse_args(argv)
+    summary = run()
+    if a.json:
+        Path(a.json).write_text(json.dumps(summary, indent=2, default=str))
+    if a.write_accuracy:
+        Path(a.write_accuracy).write_text(json.dumps(accuracy_doc(summary), indent=2, sort_keys=True) + "\n")
+        print(f"wrote {a.write_accuracy}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,151 @@
+"""The processes an artifact runs: the serving engine with the option's flags, or torchrun with
+the option's sharding, and what the user must fill in. Shared by every target."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from service.core.deploy.plan import DeployOption, DeployPlan
+
+FILL = "FILL-IN"
+"""The marker every placeholder carries (grep for it before applying an artifact)."""
+
+SERVE_PORT = 8000
+RDZV_PORT = 29500
+
+VLLM_QUANTIZATION: dict[str, str] = {
+    "awq": "awq",
+    "gptq": "gptq",
+    "fp8": "fp8",
+    "bnb-int8": "bitsandbytes",
+    "bnb-nf4": "bitsandbytes",
+}
+"""The answer's quantisation -> vLLM ``--quantization`` (vLLM engine arguments); ``int8``
+(W8A8) checkpoints carry their scheme and take no flag."""
+
+K8S_RESOURCE: dict[str, str] = {
+    "nvidia": "nvidia.com/gpu",
+    "amd": "amd.com/gpu",
+    "intel": "habana.ai/gaudi",
+}
+"""Device-plugin resource names (NVIDIA, AMD ROCm and Intel Gaudi device plugins)."""
+
+NCCL_BUFFSIZE_BYTES = 4 * 2**20
+"""NCCL_BUFFSIZE default, 4 MiB (NCCL environment variables documentation)."""
+NCCL_MAX_CHANNELS = 32
+"""MAXCHANNELS in NCCL's device.h: the most channels one communicator opens."""
+
+
+def shm_bytes(gpus_per_pod: int) -> int:
+    """``/dev/shm`` for one pod: NCCL's shared-memory transport can hold one buffer per channel
+    for every ordered pair of local ranks (NCCL_BUFFSIZE x MAXCHANNELS x g(g-1)), plus 1 GiB for
+    the engine's or DataLoader's own segments; rounded up to whole GiB."""
+    pairs = gpus_per_pod * max(0, gpus_per_pod - 1)
+    total = pairs * NCCL_MAX_CHANNELS * NCCL_BUFFSIZE_BYTES + 2**30
+    return math.ceil(total / 2**30) * 2**30
+
+
+@dataclass(frozen=True, slots=True)
+class FillIn:
+    """One thing the user must provide before the artifact runs."""
+
+    name: str
+    what: str
+
+
+def fill_ins(plan: DeployPlan, o: DeployOption) -> tuple[FillIn, ...]:
+    common = (
+        FillIn("IMAGE", f"container image with {_runtime(o)} for {o.names.vendor.upper()} GPUs"),
+        FillIn("MODEL", f"model path or hub id (the answer sized {plan.model_id or 'the model'})"),
+        FillIn("HF_TOKEN", "secret 'hf-token' (key 'token') if the weights are gated"),
+    )
+    if o.serving:
+        return common
+    return (*common, FillIn("TRAIN_SCRIPT", "your training entry point (reads the GPU_ADVISOR_* settings)"))
+
+
+def _runtime(o: DeployOption) -> str:
+    if not o.serving:
+        return "PyTorch (torchrun)"
+    return {"vllm": "vLLM", "tensorrt-llm": "TensorRT-LLM (trtllm-serve)"}.get(
+        o.engine or "vllm", "Text Generation Inference (the hf-transformers engine's server)"
+    )
+
+
+def serve_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str | None = None) -> tuple[str, ...]:
+    """The serving engine with the option's tensor parallelism (or ``tp``, a shell expression),
+    quantisation and context."""
+    tp = tp or str(o.tensor_parallel)
+    length = plan.max_model_len
+    if o.engine == "tensorrt-llm":
+        argv = ["trtllm-serve", model, "--tp_size", tp, "--host", "0.0.0.0", "--port", str(SERVE_PORT)]
+        return (*argv, *(("--max_seq_len", str(length)) if length else ()))
+    if o.engine == "vllm" or o.engine is None:
+        argv = ["vllm", "serve", model, "--tensor-parallel-size", tp, "--port", str(SERVE_PORT)]
+        if length:
+            argv += ["--max-model-len", str(length)]
+        q = VLLM_QUANTIZATION.get(o.quant_method or "")
+        if q:
+            argv += ["--quantization", q]
+        if o.kv_cache_dtype and o.kv_cache_dtype.startswith("fp8"):
+            argv += ["--kv-cache-dtype", "fp8"]
+        if o.nodes_per_replica > 1:
+            argv += ["--distributed-executor-backend", "ray"]
+        return tuple(argv)
+    # hf-transformers: Hugging Face's own server (TGI) shards with --num-shard
+    argv = ["text-generation-launcher", "--model-id", model, "--num-shard", tp, "--port", str(SERVE_PORT)]
+    return (*argv, *(("--max-total-tokens", str(length)) if length else ()))
+
+
+def train_env(o: DeployOption) -> dict[str, str]:
+    """The chosen training setup, for the user's script (torchrun passes the environment on)."""
+    env = {
+        "GPU_ADVISOR_SHARDING": o.sharding or "none",
+        "GPU_ADVISOR_PRECISION": o.precision,
+        "GPU_ADVISOR_TENSOR_PARALLEL": str(o.tensor_parallel),
+        "GPU_ADVISOR_NODES": str(o.nodes),
+        "GPU_ADVISOR_GPUS_PER_NODE": str(o.gpus_per_node),
+    }
+    extra = {
+        "GPU_ADVISOR_MICRO_BATCH": o.micro_batch,
+        "GPU_ADVISOR_GLOBAL_BATCH": o.global_batch,
+        "GPU_ADVISOR_ACCUMULATION_STEPS": o.accumulation_steps,
+        "GPU_ADVISOR_MIXED_PRECISION": o.mixed_precision,
+        "GPU_ADVISOR_FINETUNE": o.finetune,
+        "GPU_ADVISOR_GRADIENT_CHECKPOINTING": (
+            None if o.gradient_checkpointing is None else str(o.gradient_checkpointing).lower()
+        ),
+    }
+    env.update({k: str(v) for k, v in extra.items() if v is not None})
+    return env
+
+
+def torchrun_argv(o: DeployOption, *, master: str, node_rank: str, script: str) -> tuple[str, ...]:
+    """torchrun for the option: standalone on one node, static rendezvous across nodes."""
+    per_node = f"--nproc-per-node={o.gpus_per_node}"
+    if o.nodes == 1:
+        return ("torchrun", "--standalone", "--nnodes=1", per_node, script)
+    return (
+        "torchrun",
+        f"--nnodes={o.nodes}",
+        per_node,
+        f"--node-rank={node_rank}",
+        f"--master-addr={master}",
+        f"--master-port={RDZV_PORT}",
+        script,
+    )
+
+
+def network_note(plan: DeployPlan, o: DeployOption) -> str | None:
+    """Multi-node: the interconnect the network model assumed, and what is (not) requested."""
+    if (o.nodes_per_replica if o.serving else o.nodes) <= 1:
+        return None  # serving replicas on one node each talk over NVLink/PCIe only
+    speed = (
+        f"{plan.network_gbit_per_s:g} Gbit/s per node" if plan.network_gbit_per_s else "the catalog's default"
+    )
+    kind = "RDMA (InfiniBand/RoCE)" if plan.rdma else ("TCP" if plan.rdma is False else "the default network")
+    return (
+        f"network: the estimate assumed {kind} at {speed}; no RDMA/NIC resource is requested here, "
+        f"add your cluster's (e.g. the network operator's rdma/<device> resource) to match it"
+    )

@@ -1,0 +1,179 @@
+"""What an artifact is rendered from: the stored answer's options, read as the wire wrote them
+(``RecommendResponse``), plus the names schedulers know each GPU by (catalog aliases)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerNames:
+    """A GPU's names for schedulers, from its catalog aliases and identity."""
+
+    vendor: str
+    gfd: str | None = None
+    """NVIDIA GPU feature discovery's ``nvidia.com/gpu.product`` value."""
+    skypilot: str | None = None
+    short: str | None = None
+    """The catalog's short name: the Slurm gres type placeholder."""
+    pci_device_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeployOption:
+    """One ranked option, everything a scheduler must be told (nothing dropped)."""
+
+    rank: int
+    gpu_slug: str
+    gpu_name: str
+    names: SchedulerNames
+    gpu_count: int
+    nodes: int
+    gpus_per_node: int
+    tensor_parallel: int
+    replicas: int | None
+    engine: str | None
+    quant_method: str | None
+    kv_cache_dtype: str | None
+    precision: str
+    sharding: str | None
+    micro_batch: int | None
+    global_batch: int | None
+    accumulation_steps: int | None
+    gradient_checkpointing: bool | None
+    mixed_precision: str | None
+    finetune: str | None
+    walltime_s: float | None
+    """Upper end of the training time band (Slurm ``--time``); None for serving."""
+
+    @property
+    def serving(self) -> bool:
+        return self.replicas is not None
+
+    @property
+    def nodes_per_replica(self) -> int:
+        """Serving: nodes one tensor-parallel group spans (1 unless TP exceeds a node)."""
+        return max(1, math.ceil(self.tensor_parallel / max(1, self.gpus_per_node)))
+
+    @property
+    def gpus_per_pod(self) -> int:
+        """GPUs one pod (one node's share) asks for."""
+        if self.serving:
+            return self.tensor_parallel if self.nodes_per_replica == 1 else self.gpus_per_node
+        return self.gpus_per_node
+
+    def describe(self) -> str:
+        if self.serving:
+            return (
+                f"{self.gpu_count} x {self.gpu_name}: {self.replicas} replica(s) x TP{self.tensor_parallel}"
+                + (f", {self.nodes_per_replica} nodes per replica" if self.nodes_per_replica > 1 else "")
+            )
+        return (
+            f"{self.gpu_count} x {self.gpu_name}: {self.nodes} node(s) x {self.gpus_per_node} GPU(s)"
+            + (f", {self.sharding}" if self.sharding else "")
+            + (f", TP{self.tensor_parallel}" if self.tensor_parallel > 1 else "")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeployPlan:
+    """A stored answer, as far as deployment is concerned."""
+
+    recommendation_id: str
+    data_version: str
+    model_id: str
+    mode: str
+    max_model_len: int | None
+    """Serving: the question's prompt + output length at the 99th percentile, the context the
+    engine must admit."""
+    rdma: bool | None
+    network_gbit_per_s: float | None
+    options: tuple[DeployOption, ...]
+
+    def option(self, rank: int) -> DeployOption | None:
+        return next((o for o in self.options if o.rank == rank), None)
+
+
+def _int(v: Any) -> int | None:
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> str | None:
+    return str(v) if isinstance(v, str) and v else None
+
+
+def _length_p99(mean: Any, cv: Any) -> int:
+    """A log-normal-free, conservative reading: mean x (1 + 2.33 cv), the normal 99th percentile
+    (cv 0: the mean itself)."""
+    m = float(mean or 0)
+    c = float(cv or 0)
+    return math.ceil(m * (1.0 + 2.33 * c))
+
+
+def _max_model_len(config: Mapping[str, Any]) -> int | None:
+    if config.get("input_len") is None:
+        return None
+    total = _length_p99(config.get("input_len"), config.get("input_len_cv")) + _length_p99(
+        config.get("output_len"), config.get("output_len_cv")
+    )
+    return max(256, math.ceil(total / 256) * 256)
+
+
+def _walltime_s(o: Mapping[str, Any]) -> float | None:
+    """The upper end of the time-to-train band, in seconds (None without ``workload.tokens``)."""
+    t = (o.get("training") or {}).get("time_to_train") or {}
+    hours = (t.get("band") or {}).get("high", t.get("value"))
+    return float(hours) * 3600.0 if isinstance(hours, int | float) else None
+
+
+def _option(o: Mapping[str, Any], names: Mapping[str, SchedulerNames]) -> DeployOption:
+    s = o["strategy"]
+    slug = str(o["gpu"]["slug"])
+    serving = o.get("serving") is not None or s.get("replicas") is not None
+    return DeployOption(
+        rank=int(o["rank"]),
+        gpu_slug=slug,
+        gpu_name=str(o["gpu"].get("name") or slug),
+        names=names.get(slug) or SchedulerNames(vendor=slug.split("-", 1)[0]),
+        gpu_count=int(s["gpu_count"]),
+        nodes=int(s["nodes"]),
+        gpus_per_node=int(s["gpus_per_node"]),
+        tensor_parallel=int(s.get("tensor_parallel") or 1),
+        replicas=(_int(s.get("replicas")) or 1) if serving else None,
+        engine=_str(s.get("engine")),
+        quant_method=_str(s.get("quant_method")),
+        kv_cache_dtype=_str(s.get("kv_cache_dtype")),
+        precision=str(s.get("precision") or ""),
+        sharding=_str(s.get("sharding")),
+        micro_batch=_int(s.get("micro_batch")),
+        global_batch=_int(s.get("global_batch")),
+        accumulation_steps=_int(s.get("accumulation_steps")),
+        gradient_checkpointing=s.get("gradient_checkpointing"),
+        mixed_precision=_str(s.get("mixed_precision")),
+        finetune=_str(s.get("finetune")),
+        walltime_s=None if serving else _walltime_s(o),
+    )
+
+
+def plan_of(
+    response: Mapping[str, Any], names: Mapping[str, SchedulerNames], model_ref: str | None = None
+) -> DeployPlan:
+    """The deployment view of a stored answer (``RecommendResponse`` as JSON). ``model_ref`` is
+    the model as the question named it (a Hugging Face id loads; a preset id may not)."""
+    question = response.get("question") or {}
+    config = question.get("configuration") or {}
+    model = question.get("model") or {}
+    gbps = config.get("network_gbps_per_node")
+    return DeployPlan(
+        recommendation_id=str(response.get("recommendation_id") or ""),
+        data_version=str(response.get("data_version") or ""),
+        model_id=model_ref or str(model.get("id") or ""),
+        mode=str(question.get("mode") or ""),
+        max_model_len=_max_model_len(config),
+        rdma=config.get("rdma") if isinstance(config.get("rdma"), bool) else None,
+        network_gbit_per_s=float(gbps) if isinstance(gbps, int | float) else None,
+        options=tuple(_option(o, names) for o in response.get("options") or ()),
+    )

@@ -1,0 +1,530 @@
+"""Cross-GPU ratios by operator class, fitted and checked across published *sources* (issue 27).
+
+:mod:`~service.core.estimation.transfer` is fitted on the single-GPU ResNet/BERT training tables
+and checked leave-one-GPU-out inside them. Asked on other sources (other harnesses, stacks,
+years: MLPerf, TensorRT-LLM, NeMo) that check says little. This module is the transfer the
+way it is used: a GPU's speed on a workload relative to another's, from datasheet figures and
+a few per-class and per-architecture constants fitted on *other* sources.
+
+The model
+---------
+A step of workload class ``w`` on GPU ``g`` spends a share ``s_w`` (at the reference GPU's
+ceilings) in work bounded by tensor throughput and the rest in work bounded by memory
+bandwidth -- the step-time terms of :mod:`~service.core.estimation.step_terms` grouped by the
+resource that bounds them (large GEMMs, convolutions and prefill attention: compute;
+elementwise, normalisation, optimizer and decode weight/KV reads: bandwidth)::
+
+    t_w(g) ~ s_w * P_ref / (P_f(g) * e^(c_a + d_af)) + (1 - s_w) * B_ref / (B(g) * e^(m_a))
+
+* ``P_f(g)``: the dense datasheet peak of the precision that ran (precision handling per
+  architecture, :func:`effective_precision`: a row's own precision where the source states it;
+  MLPerf Training recipes are not stated, so LLM training runs FP8 where the GPU has an FP8
+  peak (Ada, Hopper, Blackwell, CDNA 3+) and 16-bit otherwise; FP32 on Volta/Turing and TF32 on
+  Ampere+ where the source says so);
+* ``B(g)``: datasheet memory bandwidth;
+* ``s_w = sigmoid(z_w)``: per workload class (:data:`CLASSES`), fitted;
+* ``c_a``, ``d_af``, ``m_a``: how far architecture ``a``'s kernels get from its datasheet compute
+  (overall, per precision family) and bandwidth, fitted with a ridge prior toward 0 (an
+  architecture no source holds gets 0: the same fraction of its peaks as the average part).
+
+Only ratios inform the fit: each configuration's level (its stack's speed) is eliminated as the
+mean log residual of its group. Gauss-Newton with analytic derivatives on the log residuals,
+pure Python (a few hundred points, a few dozen parameters).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from service.core.catalog.specs import GpuSpec
+from service.core.evidence.published import LOWER_IS_BETTER, PublishedRow, PublishedTable
+
+__all__ = [
+    "CLASSES",
+    "RIDGE",
+    "ClassModel",
+    "SourcePoint",
+    "effective_precision",
+    "fit_classes",
+    "measured_points",
+    "points_from",
+    "workload_class",
+]
+
+CLASSES: Final[dict[str, str]] = {
+    "cnn-train": "convolutional network training (ResNet-50)",
+    "cnn-infer": "convolutional network inference (ResNet-50)",
+    "detection": "detection networks (SSD / RetinaNet), training and inference",
+    "bert-train": "BERT training and fine-tuning",
+    "llm-train": "decoder LLM pre-training and LoRA fine-tuning",
+    "llm-serve": "LLM serving throughput (decode-heavy)",
+    "llm-prefill": "LLM time to first token (prefill)",
+    "diffusion": "diffusion models (Stable Diffusion, SDXL, FLUX), training and inference",
+    "recsys": "recommendation (DLRM-DCNv2)",
+    "gnn": "graph networks (R-GAT)",
+    "unet3d": "3D U-Net segmentation",
+    "speech": "speech recognition (Whisper)",
+}
+
+_BY_MODEL: Final[dict[str, str]] = {
+    "resnet": "cnn",
+    "ssd": "detection",
+    "retinanet": "detection",
+    "bert": "bert",
+    "gpt3": "llm",
+    "llama": "llm",
+    "mixtral": "llm",
+    "deepseek": "llm",
+    "stable": "diffusion",
+    "flux": "diffusion",
+    "dlrm": "recsys",
+    "gnn": "gnn",
+    "rgat": "gnn",
+    "unet": "unet3d",
+    "3d-unet": "unet3d",
+    "whisper": "speech",
+}
+
+
+def workload_class(r: PublishedRow) -> str | None:
+    """The operator class mix a row's workload belongs to (None: not one the model covers)."""
+    w, m = r.workload, r.model.removeprefix("mlperf/")
+    if w in ("resnet50-train",):
+        return "cnn-train"
+    if w == "resnet50-infer":
+        return "cnn-infer"
+    if w.startswith("bert-"):
+        return "bert-train"
+    if w == "llm-pretrain":
+        return "llm-train"
+    if w.startswith("llm-serve"):
+        if r.metric == "ttft_ms":
+            return "llm-prefill"
+        return "llm-serve" if r.metric in ("output_tokens_per_s", "output_tokens_per_s_per_gpu") else None
+    if not w.startswith("mlperf-"):
+        return None
+    train = w.startswith("mlperf-train-")
+    for prefix, base in sorted(_BY_MODEL.items(), key=lambda kv: -len(kv[0])):
+        if m.startswith(prefix):
+            if base in ("cnn", "bert", "llm"):
+                return f"{base}-{'train' if train else ('infer' if base == 'cnn' else 'serve')}"
+            return base
+    return None
+
+
+_EIGHT_BIT_ARCHS: Final = ("sm89", "sm90", "sm100", "sm103", "sm120")
+
+
+def effective_precision(r: PublishedRow, cls: str, gpu: GpuSpec) -> str:
+    """The peak key the row's math ran at on ``gpu`` (module docstring: per-architecture
+    precision handling)."""
+    p = r.precision
+    if p == "submitter":  # MLPerf Training: the recipe is the submitter's, not stated
+        if cls == "llm-train" and gpu.peak_for("fp8"):
+            return "fp8"
+        return "bf16" if gpu.peak_for("bf16") else "fp16"
+    if p in ("amp_fp16", "fp16"):
+        return "fp16"
+    if p in ("amp_bf16", "bf16"):
+        return "bf16" if gpu.peak_for("bf16") else "fp16"
+    if p in ("fp8", "mxfp8", "fp4", "mxfp4"):  # no FP4 peaks are catalogued: FP8 stands in
+        return "fp8" if gpu.peak_for("fp8") else "fp16"
+    if p in ("int8", "int4"):
+        return p if gpu.peak_for(p) else ("int8" if gpu.peak_for("int8") else "fp16")
+    return p  # fp32, tf32 as the source states
+
+
+def _baseline_precision(r: PublishedRow, gpu: GpuSpec) -> str:
+    """The datasheet baseline's peak: the precision that ran, 16-bit where it is not stated."""
+    if r.precision == "submitter":
+        return "bf16" if gpu.peak_for("bf16") else "fp16"
+    return effective_precision(r, "", gpu)
+
+
+def _precision_class(precision: str) -> str:
+    """Pairs are formed within one class: FP32 storage (FP32 on Volta, TF32 on Ampere+ as each
+    source ran it) is one question a user asks; 16-bit another; ..."""
+    return {
+        "fp32": "fp32/tf32",
+        "tf32": "fp32/tf32",
+        "amp_fp16": "fp16/bf16",
+        "amp_bf16": "fp16/bf16",
+        "fp16": "fp16/bf16",
+        "bf16": "fp16/bf16",
+        "fp8": "fp8",
+        "mxfp8": "fp8",
+        "int8": "int8",
+        "fp4": "fp4",
+        "mxfp4": "fp4",
+        "int4": "int4",
+        "submitter": "mixed",
+    }.get(precision, precision)
+
+
+def arch_of(gpu: GpuSpec) -> str:
+    cc = gpu.compute_capability
+    return "sm" + cc.replace(".", "") if cc else gpu.family
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePoint:
+    """One GPU in one configuration of one source: its per-GPU throughput (median over the
+    source's systems with that GPU), and the figures the model and the baseline use."""
+
+    source: str
+    group: tuple[object, ...]
+    slug: str
+    arch: str
+    cls: str
+    precision_class: str
+    peak_family: str  # the peak key the model uses
+    log_peak: float
+    log_bandwidth: float
+    log_baseline: float  # log of the datasheet baseline's speed (geometric mean of peak and bandwidth)
+    log_throughput: float
+    n_rows: int = 1
+    batch: int | None = None  # the step's batch where the source fixes it (host cost per sample ~ 1/batch)
+    log_link: float | None = None  # log GB/s of the link a multi-GPU configuration talks over (None: one GPU)
+
+
+def link_gb_per_s(gpu: GpuSpec, n: int) -> float | None:
+    """Per-direction bandwidth of the link ``n`` GPUs of this model talk over in one node: NVLink
+    (or Infinity Fabric) inside its domain, else PCIe; None when neither is sourced."""
+    node = gpu.node
+    if (
+        node.nvlink_topology != "none"
+        and node.nvlink_per_direction_gb_per_s
+        and n <= max(8, node.nvlink_domain_size)
+    ):
+        if n <= node.nvlink_domain_size or node.nvlink_topology == "switched":
+            return node.nvlink_per_direction_gb_per_s
+    return node.pcie_per_direction_gb_per_s or node.nvlink_per_direction_gb_per_s
+
+
+def _ranks(t: PublishedTable, r: PublishedRow) -> int:
+    """GPUs that exchange data every step: the whole system for training, the model-parallel
+    group for serving (replicas do not talk)."""
+    return r.gpu_count if t.kind == "training" else r.tp * r.pp
+
+
+def _per_gpu_throughput(r: PublishedRow) -> float:
+    v = r.value / max(1, r.gpu_count) if not r.metric.endswith("per_gpu") else r.value
+    if r.metric in LOWER_IS_BETTER:  # time-like: per-GPU work rate is 1 / (time x GPUs)
+        return 1.0 / (r.value * max(1, r.gpu_count))
+    return v
+
+
+def stack_of(r: PublishedRow) -> str:
+    """Within a source that states the stack per row (MLPerf): the vendors' own optimised stacks
+    (NGC, ROCm, Gaudi software) are compared with each other -- the question "what would this
+    other part do" -- while a general-purpose compiler stack (tinygrad) is a different stack whose
+    ratios to the vendors' say nothing about the GPUs."""
+    return "tinygrad" if "tinygrad" in r.system.lower() else ""
+
+
+_FIXED_BATCH: Final = frozenset({"resnet50-infer", "llm-serve-static-batch"})
+"""Workloads whose sources sweep the batch (the same batch on every GPU): the batch is part of
+the configuration. Elsewhere each GPU's batch is its own choice (memory-limited)."""
+
+
+def _group_key(t: PublishedTable, r: PublishedRow, cls: str) -> tuple[object, ...]:
+    count = r.gpu_count if t.kind == "training" else None  # serving: per-GPU throughput
+    return (
+        r.batch_size if r.workload in _FIXED_BATCH else None,
+        t.id,
+        stack_of(r),
+        cls,
+        r.workload,
+        r.model,
+        _precision_class(r.precision),
+        r.metric,
+        r.seq_len,
+        r.input_len,
+        r.output_len,
+        r.tp,
+        count,
+        r.request_rate,
+        r.concurrency,
+    )
+
+
+def points_from(
+    tables: Iterable[PublishedTable], figures: Mapping[str, GpuSpec], named: Mapping[str, str] | None = None
+) -> list[SourcePoint]:
+    """One point per (source, configuration, GPU) over every cross-GPU table, for GPUs with
+    sourced figures (``figures`` by slug; ``named`` maps a table's GPU name to an id in
+    ``figures`` for rows without a catalog slug)."""
+    acc: dict[tuple[object, ...], list[float]] = {}
+    meta: dict[tuple[object, ...], SourcePoint] = {}
+    for t in tables:
+        if not t.cross_gpu:
+            continue
+        for r in t.rows:
+            cls = workload_class(r)
+            gid = r.slug or (named or {}).get(r.gpu_name)
+            gpu = figures.get(gid) if gid else None
+            if cls is None or gpu is None or not gpu.bandwidth_gb_per_s or r.value <= 0:
+                continue
+            pf, bf = effective_precision(r, cls, gpu), _baseline_precision(r, gpu)
+            peak, bpeak = gpu.peak_for(pf), gpu.peak_for(bf)
+            if not peak or not bpeak:
+                continue
+            n = _ranks(t, r)
+            link = link_gb_per_s(gpu, n) if n > 1 else None
+            if n > 1 and not link:
+                continue
+            key = (*_group_key(t, r, cls), gpu.slug)
+            acc.setdefault(key, []).append(math.log(_per_gpu_throughput(r)))
+            lb = math.log(gpu.bandwidth_gb_per_s)
+            meta[key] = SourcePoint(
+                t.id,
+                key[:-1],
+                gpu.slug,
+                arch_of(gpu),
+                cls,
+                _precision_class(r.precision),
+                pf,
+                math.log(peak),
+                lb,
+                0.5 * (math.log(bpeak) + lb),
+                0.0,
+                batch=r.batch_size if r.workload in _FIXED_BATCH else None,
+                log_link=math.log(link) if link else None,
+            )
+    out = []
+    for key, logs in acc.items():
+        m = meta[key]
+        s = sorted(logs)
+        med = s[len(s) // 2] if len(s) % 2 else 0.5 * (s[len(s) // 2 - 1] + s[len(s) // 2])
+        out.append(
+            SourcePoint(
+                m.source,
+                m.group,
+                m.slug,
+                m.arch,
+                m.cls,
+                m.precision_class,
+                m.peak_family,
+                m.log_peak,
+                m.log_bandwidth,
+                m.log_baseline,
+                med,
+                len(logs),
+                m.batch,
+                m.log_link,
+            )
+        )
+    # keep configurations that hold at least two GPUs: only they inform ratios
+    gpus: dict[tuple[object, ...], set[str]] = {}
+    for p in out:
+        gpus.setdefault(p.group, set()).add(p.slug)
+    return [p for p in out if len(gpus[p.group]) >= 2]
+
+
+def measured_points(
+    source: str, gpu: GpuSpec, cls: str, precision: str, by_batch: Mapping[int, float]
+) -> list[SourcePoint]:
+    """One GPU's own batch sweep (samples/s by batch, e.g. the agent's ResNet-50 inference runs on
+    the H200) as points of one group: no GPU pairs, but the shape of throughput against batch
+    tells the fit how large the per-step host cost is against the GPU's work (the host term)."""
+    peak_key = {"amp_bf16": "bf16", "amp_fp16": "fp16"}.get(precision, precision)
+    peak = gpu.peak_for(peak_key)
+    if not peak or not gpu.bandwidth_gb_per_s:
+        return []
+    lb = math.log(gpu.bandwidth_gb_per_s)
+    group: tuple[object, ...] = (source, "", cls, precision)
+    return [
+        SourcePoint(
+            source,
+            group,
+            gpu.slug,
+            arch_of(gpu),
+            cls,
+            _precision_class(precision),
+            peak_key,
+            math.log(peak),
+            lb,
+            0.5 * (math.log(peak) + lb),
+            math.log(v),
+            1,
+            b,
+            None,
+        )
+        for b, v in sorted(by_batch.items())
+        if v > 0 and b > 0
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# The fit
+# --------------------------------------------------------------------------------------------
+
+LOG_P_REF: Final = math.log(1000.0)  # TFLOP/s: the reference GPU's compute ceiling (H100-class)
+LOG_B_REF: Final = math.log(3000.0)  # GB/s: its bandwidth ceiling
+LOG_L_REF: Final = math.log(450.0)  # GB/s per direction: its NVLink
+HOST0: Final = math.log(0.01)
+"""Prior of the host term (log of its time per sample at batch 1, in units of the reference GPU's
+compute-bound time): small, so a class without fixed-batch rows keeps none."""
+RIDGE: Final[dict[str, float]] = {"z": 0.01, "c": 1.0, "d": 1.0, "m": 1.0, "h": 0.01, "q": 0.01}
+"""Prior weights (per squared log unit): the class shares are nearly free, the architecture
+factors are pulled toward the average architecture."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClassModel:
+    """Fitted constants and what they were fitted on."""
+
+    share: Mapping[str, float]  # class -> s_w (compute-bound share at the reference ceilings)
+    compute: Mapping[str, float]  # arch -> c_a
+    compute_family: Mapping[tuple[str, str], float]  # (arch, peak family) -> d_af
+    memory: Mapping[str, float]  # arch -> m_a
+    sources: tuple[str, ...]
+    n_points: int
+    rms_log_error: float = 0.0
+    gpus: tuple[str, ...] = field(default=())
+    host: Mapping[str, float] = field(default_factory=dict)  # class -> log host time per step
+    link: Mapping[str, float] = field(default_factory=dict)  # class -> log communication time
+
+    def log_speed(self, p: SourcePoint) -> float:
+        """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
+        s = self.share.get(p.cls, 0.5)
+        c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.peak_family), 0.0)
+        a = s * math.exp(LOG_P_REF - p.log_peak - c)
+        b = (1.0 - s) * math.exp(LOG_B_REF - p.log_bandwidth - self.memory.get(p.arch, 0.0))
+        h = math.exp(self.host.get(p.cls, HOST0)) / p.batch if p.batch else 0.0
+        q = math.exp(self.link.get(p.cls, HOST0) + LOG_L_REF - p.log_link) if p.log_link is not None else 0.0
+        return -math.log(a + b + h + q)
+
+    def log_ratio(self, a: SourcePoint, b: SourcePoint) -> float:
+        """Predicted log(speed of b / speed of a) in a configuration both ran."""
+        return self.log_speed(b) - self.log_speed(a)
+
+
+def _params(points: Sequence[SourcePoint]) -> list[tuple[str, object]]:
+    names: list[tuple[str, object]] = [("z", c) for c in sorted({p.cls for p in points})]
+    names += [("c", a) for a in sorted({p.arch for p in points})]
+    names += [("d", k) for k in sorted({(p.arch, p.peak_family) for p in points})]
+    names += [("m", a) for a in sorted({p.arch for p in points})]
+    names += [("h", c) for c in sorted({p.cls for p in points})]
+    names += [("q", c) for c in sorted({p.cls for p in points})]
+    return names
+
+
+def _model(
+    names: Sequence[tuple[str, object]], theta: Sequence[float], points: Sequence[SourcePoint]
+) -> ClassModel:
+    v = dict(zip(names, theta, strict=True))
+    return ClassModel(
+        share={str(k): 1.0 / (1.0 + math.exp(-x)) for (kind, k), x in v.items() if kind == "z"},
+        compute={str(k): x for (kind, k), x in v.items() if kind == "c"},
+        compute_family={k: x for (kind, k), x in v.items() if kind == "d" and isinstance(k, tuple)},
+        memory={str(k): x for (kind, k), x in v.items() if kind == "m"},
+        host={str(k): x + HOST0 for (kind, k), x in v.items() if kind == "h"},
+        link={str(k): x + HOST0 for (kind, k), x in v.items() if kind == "q"},
+        sources=tuple(sorted({p.source for p in points})),
+        n_points=len(points),
+        gpus=tuple(sorted({p.slug for p in points})),
+    )
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Gaussian elimination with partial pivoting (the normal equations are small)."""
+    n = len(b)
+    m = [[*row, b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+        m[col], m[piv] = m[piv], m[col]
+        d = m[col][col] or 1e-12
+        for r in range(col + 1, n):
+            f = m[r][col] / d
+            if f:
+                for k in range(col, n + 1):
+                    m[r][k] -= f * m[col][k]
+    x = [0.0] * n
+    for i in range(n - 1, -1, -1):
+        x[i] = (m[i][n] - sum(m[i][k] * x[k] for k in range(i + 1, n))) / (m[i][i] or 1e-12)
+    return x
+
+
+def _residuals(
+    names: Sequence[tuple[str, object]], theta: Sequence[float], points: Sequence[SourcePoint]
+) -> tuple[list[float], list[dict[int, float]]]:
+    """Group-demeaned log residuals (measured - model) and their derivatives (sparse rows)."""
+    idx = {n: i for i, n in enumerate(names)}
+    raw: list[float] = []
+    jac: list[dict[int, float]] = []
+    for p in points:
+        z = theta[idx[("z", p.cls)]]
+        s = 1.0 / (1.0 + math.exp(-z))
+        ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.peak_family))], idx[("m", p.arch)]
+        a = s * math.exp(LOG_P_REF - p.log_peak - theta[ic] - theta[id_])
+        b = (1.0 - s) * math.exp(LOG_B_REF - p.log_bandwidth - theta[im])
+        ih, iq = idx[("h", p.cls)], idx[("q", p.cls)]
+        h = math.exp(theta[ih] + HOST0) / p.batch if p.batch else 0.0
+        q = math.exp(theta[iq] + HOST0 + LOG_L_REF - p.log_link) if p.log_link is not None else 0.0
+        tot = a + b + h + q
+        raw.append(p.log_throughput + math.log(tot))  # measured log speed - model log speed
+        ds = s * (1.0 - s)
+        g = {
+            idx[("z", p.cls)]: ds * (a / s - b / (1.0 - s)) / tot,
+            ic: -a / tot,
+            im: -b / tot,
+            ih: h / tot,
+            iq: q / tot,
+        }
+        g[id_] = g.get(id_, 0.0) - a / tot
+        jac.append(g)
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, p in enumerate(points):
+        groups.setdefault(p.group, []).append(i)
+    res = raw[:]
+    for members in groups.values():
+        mean = sum(raw[i] for i in members) / len(members)
+        jm: dict[int, float] = {}
+        for i in members:
+            res[i] -= mean
+            for k, v in jac[i].items():
+                jm[k] = jm.get(k, 0.0) + v / len(members)
+        for i in members:
+            row = dict(jac[i])
+            for k, v in jm.items():
+                row[k] = row.get(k, 0.0) - v
+            jac[i] = row
+    return res, jac
+
+
+def fit_classes(points: Sequence[SourcePoint], iterations: int = 30) -> ClassModel:
+    """Fit the class shares and architecture factors on ``points`` (module docstring)."""
+    names = _params(points)
+    n = len(names)
+    theta = [0.0] * n
+    ridge = [RIDGE[kind] for kind, _ in names]
+    prev = math.inf
+    for _ in range(iterations):
+        res, jac = _residuals(names, theta, points)
+        cost = sum(r * r for r in res) + sum(w * t * t for w, t in zip(ridge, theta, strict=True))
+        jtj = [[0.0] * n for _ in range(n)]
+        jtr = [0.0] * n
+        for r, row in zip(res, jac, strict=True):
+            items = list(row.items())
+            for i, gi in items:
+                jtr[i] += gi * r
+                for j, gj in items:
+                    jtj[i][j] += gi * gj
+        for i in range(n):
+            jtj[i][i] += ridge[i] + 1e-9
+            jtr[i] += ridge[i] * theta[i]
+        step = _solve(jtj, [-x for x in jtr])
+        theta = [t + s for t, s in zip(theta, step, strict=True)]
+        if abs(prev - cost) < 1e-9 * max(1.0, cost):
+            break
+        prev = cost
+    res, _ = _residuals(names, theta, points)
+    m = _model(names, theta, points)
+    rms = math.sqrt(sum(r * r for r in res) / max(1, len(res)))
+    return ClassModel(
+        m.share, m.compute, m.compute_family, m.memory, m.sources, m.n_points, rms, m.gpus, m.host, m.link
+    )

@@ -1,0 +1,91 @@
+"""What an answer assumed that moves it, said as codes with their numbers: the optimizer-state
+recipe (and what the other common recipe needs), the loop, the training stack, the network
+between nodes, the serving engine, the prices used and the band's level."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Final
+
+from service.core.errors import InvalidConfiguration
+from service.core.estimation.memory import TrainConfig, estimate_training
+from service.core.recommend.candidates import _gib
+from service.core.recommend.models import Option, RecommendQuestion
+from service.core.recommend.reasons import Reason
+
+OTHER_RECIPE: Final[dict[str, str]] = {
+    "bf16": "amp_bf16",
+    "amp_bf16": "bf16",
+    "fp16": "amp_fp16",
+    "amp_fp16": "fp16",
+}
+"""The other common full fine-tuning recipe of each precision: a model loaded in 16 bits (weights,
+gradients and AdamW states in 16 bits) against fp32 master weights and states under autocast."""
+
+ADAMW_BYTES_PER_PARAM: Final[dict[str, int]] = {"bf16": 8, "fp16": 8, "amp_bf16": 16, "amp_fp16": 16}
+"""Weights + gradients + AdamW's two moments per parameter: 2 + 2 + 2 x 2 in 16 bits; 4 + 4 +
+2 x 4 with fp32 master weights (Rajbhandari et al. 2020, ZeRO, section 3, counts 16 B with fp16
+copies: the reference loop keeps no separate 16-bit weight copy under autocast)."""
+
+BAND_LEVEL: Final = "p10-p90"
+"""Every band is the 80 % interval of the held-out error (``service.core.estimation.accuracy``)."""
+
+
+def assumptions(q: RecommendQuestion, first: Option | None, engine_assumed: str | None) -> tuple[Reason, ...]:
+    """The assumptions behind ``first`` (the answer's #1; the question's alone when there is none)."""
+    out: list[Reason] = []
+    base = first.est.job.config if first is not None else None
+    cfg = base if isinstance(base, TrainConfig) else None
+    if cfg is not None:
+        out.extend(_training(cfg, first))
+    serve = first.serve if first is not None else None
+    if serve is not None:
+        out.append(Reason("ASSUMED_ENGINE", {"engine": serve.engine, "stated": engine_assumed is None}))
+    if first is not None and first.quote is not None:
+        qt = first.quote
+        out.append(
+            Reason(
+                "ASSUMED_PRICES",
+                {
+                    "provider": qt.provider,
+                    "instance_type": qt.instance_type,
+                    "pricing_model": qt.pricing_model,
+                    "per_hour": round(qt.per_hour, 2),
+                    "currency": qt.currency,
+                    "age_days_at_least": qt.age_days,
+                },
+            )
+        )
+    out.append(Reason("ASSUMED_BAND", {"level": BAND_LEVEL}))
+    return tuple(out)
+
+
+def _training(cfg: TrainConfig, first: Option | None) -> list[Reason]:
+    out: list[Reason] = []
+    if cfg.optimizer == "adamw" and cfg.finetune == "full" and cfg.precision in OTHER_RECIPE:
+        other = OTHER_RECIPE[cfg.precision]
+        params: dict[str, object] = {
+            "precision": cfg.precision,
+            "bytes_per_param": ADAMW_BYTES_PER_PARAM[cfg.precision],
+            "other_precision": other,
+            "other_bytes_per_param": ADAMW_BYTES_PER_PARAM[other],
+        }
+        if first is not None:
+            try:
+                mem = estimate_training(replace(cfg, precision=other, mixed_precision="autocast"))
+            except InvalidConfiguration:
+                mem = None
+            if mem is not None:
+                params.update(
+                    other_needed_gib=_gib(mem.device_memory_band.high),
+                    usable_gib=_gib(first.usable_bytes),
+                    other_fits=mem.fits(first.usable_bytes),
+                    gpu_count=cfg.gpu_count,
+                )
+        out.append(Reason("ASSUMED_OPTIMIZER_STATES", params))
+    out.append(Reason("ASSUMED_LOOP", {"loop": cfg.loop or "loss_only", "stated": cfg.loop is not None}))
+    out.append(Reason("ASSUMED_STACK", {"stack": cfg.stack}))
+    t = first.est.time if first is not None else None
+    if t is not None and t.network is not None:
+        out.append(Reason("ASSUMED_NETWORK", {"network": t.network}))
+    return out

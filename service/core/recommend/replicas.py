@@ -1,0 +1,65 @@
+"""How many replicas serve a request rate: a starting guess from the iteration time, and for
+``fastest`` the fewest replicas whose TPOT ties the lowest the GPU limit allows."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, iteration_s
+
+GUESS_MARGIN: Final = 1.25
+"""How far the replica bound may be off before a plan is given up on without a queueing
+evaluation (the bound assumes an iteration time affine in the sequences decoding)."""
+
+
+def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> int:
+    """Replicas a replica's iteration time suggests, a starting point for the search (checked
+    by the queueing model). The iteration time is taken as affine in what it carries,
+    ``t = a + b n + c p``: ``n = lambda O t`` sequences decoding (Little's law) and
+    ``p = lambda I t`` prompt tokens prefilled per iteration, so ``t = a / (1 - lambda (b O +
+    c I))``; the largest per-replica rate keeps ``t`` under the TPOT target and the sequences
+    in flight under the engine's cap at 90% utilisation."""
+    out_len = max(w.output_len, 1.0)
+    in_len = max(w.input_len, 1.0)
+    ctx = in_len + out_len / 2.0
+    e = CONTINUOUS_EFFICIENCIES
+    a = iteration_s(d, e, 0.0, ctx)
+    b = (iteration_s(d, e, float(max(seqs, 1)), ctx) - a) / max(seqs, 1)
+    c = (iteration_s(d, e, 0.0, ctx, in_len, in_len / 2.0, 1.0) - a) / in_len
+    load = b * out_len + c * in_len  # seconds of iteration per unit of per-replica rate, per second
+    if load <= 0:
+        return 1
+    lam = 0.9 / load  # utilisation 90%: t = a / (1 - 0.9) at most
+    if tpot_target_s is not None:
+        if tpot_target_s <= a:
+            return 1
+        lam = min(lam, (1.0 - a / tpot_target_s) / load)
+    t = a / max(1e-9, 1.0 - lam * load)
+    lam = min(lam, 0.9 * seqs / (out_len * t)) if seqs > 0 else lam
+    return max(1, math.ceil(rate / lam)) if lam > 0 else 1
+
+
+NEAR_TIE: Final = 0.01
+"""TPOTs within 1 % of the lowest are a tie: the fewer GPUs win."""
+
+
+def _fastest_replicas(ok: Callable[[int], bool], seen: dict[int, Any], fewest: int, most: int) -> int:
+    """The fewest replicas (at least ``fewest``, which meets the targets) whose TPOT is within
+    :data:`NEAR_TIE` of the TPOT at ``most`` replicas (the lowest the GPU limit allows: each
+    replica's share of the rate, hence its batch, only shrinks with more replicas)."""
+    if most <= fewest or not ok(most):
+        return fewest
+    floor = seen[most].tpot_s * (1.0 + NEAR_TIE)
+    lo, hi = fewest - 1, most
+    if seen[fewest].tpot_s <= floor:
+        return fewest
+    lo = fewest
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid) and seen[mid].tpot_s <= floor:
+            hi = mid
+        else:
+            lo = mid
+    return hi

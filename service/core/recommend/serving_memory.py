@@ -1,0 +1,40 @@
+"""Serving memory as answers carry it: per-GPU figures for reasons, and the memory answer a
+plan sized without a full estimate shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.core.estimation.memory import MemoryEstimate
+from service.core.recommend.candidates import _gib
+
+
+def _serving_memory(mem: MemoryEstimate, usable: int) -> dict[str, Any]:
+    """Per-GPU serving memory in GiB and in GB (datasheets and the driver speak GB): the
+    figure the fit is decided on (band's upper end), the weights and the KV cache at full
+    context for every sequence, against the usable memory."""
+    weights = float(mem.persistent.get("weights", mem.components.get("weights", 0)))
+    kv = float(mem.persistent.get("kv_cache", mem.components.get("kv_cache", 0)))
+    high = mem.device_memory_band.high
+    return {
+        "needed_gib": _gib(high),
+        "usable_gib": _gib(usable),
+        "weights_gib": _gib(weights),
+        "kv_cache_gib": _gib(kv),
+        "needed_gb": round(high / 1e9, 2),
+        "usable_gb": round(usable / 1e9, 2),
+        "weights_gb": round(weights / 1e9, 1),
+        "kv_cache_gb": round(kv / 1e9, 1),
+    }
+
+
+def _memory_answer(mem: MemoryEstimate, usable: int) -> Any:
+    from service.core.estimation.estimate import MemoryAnswer
+
+    return MemoryAnswer(
+        estimate=mem,
+        usable_memory_bytes=usable,
+        fits=mem.fits(usable),
+        headroom_bytes=mem.headroom_bytes(usable),
+        provenance="spec",
+    )

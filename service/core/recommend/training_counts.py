@@ -1,0 +1,125 @@
+"""Which GPU counts a training search times, per GPU: the largest and what a lower bound
+cannot rule out (``fastest``), a climb to the smallest count that meets a deadline, about
+doubling counts (cost objectives); and which of the plans timed is chosen."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from service.core.catalog.specs import GpuSpec
+from service.core.recommend.models import Option
+from service.core.recommend.ranking import _objective_value as objective_value
+
+if TYPE_CHECKING:
+    from service.core.recommend.training import _TrainingSearch
+
+LONG_RUN_HOURS: Final = 365.0 * 24.0
+"""A plan longer than a year gets a warning naming a faster plan at similar cost."""
+
+NEAR_TIE: Final = 0.01
+"""Plans within 1 % of the fastest are a tie: the fewer GPUs win (more buy nothing measurable)."""
+
+BOUND_MARGIN: Final = 0.95
+"""Slack on the scaled non-communication time used as a lower bound (micro-batch rounding)."""
+
+
+class _Timed:
+    """The plans timed for one GPU, per count: every configuration :meth:`_TrainingSearch.fitting`
+    returns, each estimated once."""
+
+    def __init__(self, search: _TrainingSearch, gpu: GpuSpec, usable: int) -> None:
+        self.search = search
+        self.gpu = gpu
+        self.usable = usable
+        self.at: dict[int, list[Option]] = {}
+
+    def best(self, n: int) -> Option | None:
+        if n not in self.at:
+            s = self.search
+            plans = s.fitting(n, self.usable)
+            self.at[n] = [o for o in (s._option(self.gpu, p, self.usable) for p in plans) if o is not None]
+        return min(self.at[n], key=lambda o: o.time_value, default=None)
+
+    def all(self) -> list[Option]:
+        return [o for n in sorted(self.at) for o in self.at[n]]
+
+    def floor_gpu_time(self, n: int) -> float:
+        """A lower bound on ``time_value x count`` at any count: the non-communication part of
+        the plans at ``n`` (compute, memory and host time per GPU do not shrink with more GPUs
+        doing the same per-GPU work; only the collectives grow)."""
+        return min(
+            (o.time_value * (1.0 - _comm_share(o)) * o.gpu_count for o in self.at.get(n, [])),
+            default=0.0,
+        )
+
+
+def _comm_share(o: Option) -> float:
+    t = o.est.time
+    return float(t.time_shares.get("communication", 0.0)) if t is not None else 0.0
+
+
+def _fastest(timed: _Timed, ladder: list[int]) -> None:
+    """Time the largest count, then smaller counts only while their lower bound (the largest
+    count's non-communication GPU-time spread over fewer GPUs) could still beat the best."""
+    top = ladder[-1]
+    best = timed.best(top)
+    if best is None:
+        return
+    floor = timed.floor_gpu_time(top) * BOUND_MARGIN
+    for n in reversed(ladder[:-1]):
+        if floor / n >= best.time_value:
+            break
+        o = timed.best(n)
+        if o is not None and o.time_value < best.time_value:
+            best = o
+
+
+def _toward_deadline(timed: _Timed, ladder: list[int], deadline: float) -> None:
+    """Climb to the smallest count whose band meets the deadline: each step jumps to the count
+    perfect 1/n scaling would need (optimistic, so it never passes the smallest that meets),
+    ending at the largest count when none does."""
+    o = timed.best(ladder[0])
+    for _ in range(8):
+        if o is None or o.hours_band is None or o.hours_band[1] <= deadline:
+            return
+        want = o.gpu_count * o.hours_band[1] / deadline
+        nxt = next((n for n in ladder if n >= want and n > o.gpu_count), None)
+        if nxt is None:
+            if ladder[-1] <= o.gpu_count:
+                return
+            nxt = ladder[-1]
+        o = timed.best(nxt)
+
+
+def _doubling(ladder: list[int]) -> list[int]:
+    """Counts about doubling from the fewest to the largest (a coarse view of the scaling)."""
+    out: list[int] = []
+    want = ladder[0] * 2
+    for n in ladder:
+        if n >= want:
+            out.append(n)
+            want = n * 2
+    if ladder[-1] not in out:
+        out.append(ladder[-1])
+    return out
+
+
+def _choose(found: list[Option], objective: str, deadline: float | None) -> Option | None:
+    """The plan for the objective among those that meet the deadline (band's upper end)."""
+    meets = [
+        o for o in found if deadline is None or (o.hours_band is not None and o.hours_band[1] <= deadline)
+    ]
+    if not meets:
+        return None
+    if objective == "fastest":
+        t = min(o.time_value for o in meets)
+        return min(
+            (o for o in meets if o.time_value <= t * (1.0 + NEAR_TIE)),
+            key=lambda o: (o.gpu_count, o.time_value),
+        )
+    return min(meets, key=lambda o: _objective_key(o, objective))
+
+
+def _objective_key(o: Option, objective: str) -> tuple[bool, float, int, float]:
+    v = objective_value(o, objective)
+    return (v is None, v or 0.0, o.gpu_count, o.time_value)

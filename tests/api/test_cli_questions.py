@@ -1,0 +1,160 @@
+"""`gpu-advisor estimate | recommend | compare | gpus`: the API's answers from the shell, as
+tables for people and as the API's JSON with --json; refusals as one line and exit 2 (an
+ambiguous name lists its candidates); full calibration fits kept between runs, per database
+and measurement watermark, so a second call does not refit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.bootstrap import bootstrap
+from service.db.engine import make_engine, make_session_factory
+from service.db.uow import UnitOfWork
+from service.settings import Settings
+from service.shell.advisor import AdvisorError, LocalAdvisor
+from tests.conftest import fresh_database_url
+
+
+def cli(settings: Settings, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        "GPU_ADVISOR_DATABASE_URL": settings.database_url,
+        "GPU_ADVISOR_CACHE_DIR": str(tmp_path / "cache"),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_recommend_prints_the_ranked_options_and_json_is_the_api_answer(
+    settings: Settings, client: TestClient, tmp_path: Path
+) -> None:
+    args = [
+        "recommend",
+        "--model",
+        "llama2-7b",
+        "--mode",
+        "fine-tuning",
+        "--gpus",
+        "L40,L20",
+        "--set",
+        "tokens=1e9",
+    ]
+    out = cli(settings, tmp_path, *args, "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    api = client.post(
+        "/v1/recommend",
+        json={
+            "workload": {"model": "llama2-7b", "mode": "fine-tuning", "tokens": 1e9},
+            "constraints": {"allowed_gpus": ["L40", "L20"]},
+            "objective": "fastest",
+            "limit": 5,
+        },
+    ).json()
+    ranked = [(o["rank"], o["gpu"]["slug"], o["strategy"]["gpu_count"]) for o in doc["options"]]
+    assert ranked == [(o["rank"], o["gpu"]["slug"], o["strategy"]["gpu_count"]) for o in api["options"]]
+    assert ranked, "the L40 and the L20 both fit a 7B LoRA"
+    table = cli(settings, tmp_path, *args)
+    assert table.returncode == 0, table.stderr
+    text = table.stdout
+    assert "Options (objective: fastest)" in text
+    for o in doc["options"]:
+        assert o["gpu"]["name"] in text
+    # 48 catalog GPUs are not allowed: one counted row, not 48 lines
+    assert "NOT_ALLOWED" in text and "more" in text and text.count("not in allowed_gpus") == 0
+
+
+def test_compare_table_and_ambiguous_names_list_their_candidates(settings: Settings, tmp_path: Path) -> None:
+    ok = cli(settings, tmp_path, "compare", "L40", "L20")
+    assert ok.returncode == 0, ok.stderr
+    assert (
+        "NVIDIA L40" in ok.stdout
+        and "NVIDIA L20" in ok.stdout
+        and "BF16 tensor (dense) (TFLOP/s)" in ok.stdout
+    )
+    amb = cli(settings, tmp_path, "compare", "L40", "A100")
+    assert amb.returncode == 2 and "Traceback" not in amb.stderr
+    assert "nvidia-a100-sxm4-80gb" in amb.stderr and "nvidia-a100-pcie-40gb" in amb.stderr
+    assert "(the default)" in amb.stderr
+
+
+def test_gpus_filters_and_sorts_like_the_api(settings: Settings, client: TestClient, tmp_path: Path) -> None:
+    out = cli(
+        settings,
+        tmp_path,
+        "gpus",
+        "--vendor",
+        "nvidia",
+        "--supports",
+        "fp8",
+        "--sort=-usable_memory_bytes",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    slugs = [g["slug"] for g in json.loads(out.stdout)["items"]]
+    api = client.get(
+        "/v1/gpus",
+        params={"vendor": "nvidia", "supports": "fp8", "sort": "-usable_memory_bytes", "limit": 500},
+    )
+    assert slugs == [g["slug"] for g in api.json()["items"]] and len(slugs) > 3
+    table = cli(settings, tmp_path, "gpus", "--vendor", "amd")
+    assert table.returncode == 0 and "AMD Instinct MI300X" in table.stdout and "NVIDIA" not in table.stdout
+
+
+def test_estimate_table_states_units_and_bad_input_is_one_line(settings: Settings, tmp_path: Path) -> None:
+    out = cli(settings, tmp_path, "estimate", "--model", "llama3-8b", "--gpu", "L40", "--mode", "fine-tuning")
+    assert out.returncode == 0, out.stderr
+    for line in ("fits", "memory needed", "GiB", "step time", "tokens/s"):
+        assert line in out.stdout
+    bad = cli(
+        settings, tmp_path, "estimate", "--model", "llama3-8b", "--gpu", "L40", "--set", "batch_size=-1"
+    )
+    assert bad.returncode == 2 and "batch_size" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _estimate(adv: LocalAdvisor) -> dict[str, Any]:
+    return adv.estimate({"model": "gt-llama-350m", "gpu": "NVIDIA H200", "batch_size": 4, "seq_len": 1024})
+
+
+def test_calibrations_are_kept_per_database_and_watermark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    for url in fresh_database_url(tmp_path, "calcache"):
+        settings = Settings(database_url=url)
+        engine = make_engine(url)
+        bootstrap(engine, settings)
+        first = LocalAdvisor(settings, engine)
+        a = _estimate(first)
+        assert first.read.stats.full_fits == 1 and first.store.hits == 0
+        assert first.store.path.exists() and oct(first.store.path.stat().st_mode & 0o777) == "0o600"
+        second = LocalAdvisor(settings, engine)  # a new process would start the same way
+        b = _estimate(second)
+        assert second.read.stats.full_fits == 0 and second.store.hits == 1
+        assert a["time"] == b["time"] and a["memory"] == b["memory"]
+        # new measurements (a moved watermark): the stored fit is not used
+        with UnitOfWork(make_session_factory(engine)) as uow:
+            uow.touch_every_cell()
+            uow.commit()
+        third = LocalAdvisor(settings, engine)
+        _estimate(third)
+        assert third.read.stats.full_fits == 1 and third.store.hits == 0
+        # a file someone else could have written is never loaded
+        os.chmod(third.store.path, 0o666)
+        fourth = LocalAdvisor(settings, engine)
+        _estimate(fourth)
+        assert fourth.store.hits == 0 and fourth.read.stats.full_fits == 1
+        with pytest.raises(AdvisorError) as refused:
+            fourth.compare(["L40", "A100"], currency="USD", workload=None)
+        assert len(refused.value.candidates) == 4
+        engine.dispose()

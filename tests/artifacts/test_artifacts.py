@@ -1,0 +1,334 @@
+"""``GET /v1/recommendations/{id}/artifacts`` through the real app: for the answers of the
+recommend scenarios (tests/api/test_recommend.py's questions), every option's artifact of every
+target validates with its tool (kubernetes-validate + vendored CRDs, SkyPilot's task schema,
+shellcheck) and states the option's replicas, TP degree and node count."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from tests.artifacts import validate
+from tests.conftest import auth
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "llama2_13b_full_fine_tuning": {
+        "workload": {
+            "model": "meta-llama/Llama-2-13b-hf",
+            "mode": "training",
+            "precision": "amp_bf16",
+            "optimizer": "adamw",
+            "seq_len": 2048,
+            "batch_size": 4,
+        },
+        "constraints": {"max_gpus": 2},
+    },
+    "llama2_7b_lora": {
+        "workload": {
+            "model": "meta-llama/Llama-2-7b-hf",
+            "mode": "fine-tuning",
+            "finetune": "lora",
+            "precision": "bf16",
+            "seq_len": 2048,
+            "batch_size": 4,
+        },
+        "constraints": {"max_gpus": 1, "allow_gradient_checkpointing": True},
+    },
+    "llama2_70b_inference_4k": {
+        "workload": {
+            "model": "meta-llama/Llama-2-70b-hf",
+            "mode": "inference",
+            "precision": "bf16",
+            "input_len": 3840,
+            "output_len": 256,
+            "batch_size": 8,
+        },
+        "constraints": {"max_gpus": 8},
+        "limit": 50,
+    },
+    "pcie_300w": {
+        "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "seq_len": 2048},
+        "constraints": {"max_power_w_per_gpu": 300, "form_factors": ["pcie"], "max_gpus": 4},
+        "limit": 50,
+    },
+    "7b_chat_tpot": {
+        "workload": {
+            "model": "meta-llama/Llama-2-7b-hf",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 512,
+            "output_len": 256,
+            "requests_per_s": 2,
+            "tpot_target_ms": 30,
+        },
+        "constraints": {"max_gpus": 1, "vendors": ["nvidia"]},
+        "objective": "fastest",
+        "limit": 12,
+    },
+    "qwen25_72b_20_rps": {
+        "workload": {
+            "model": "Qwen/Qwen2.5-72B-Instruct",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 1024,
+            "input_len_cv": 0.5,
+            "output_len": 256,
+            "output_len_cv": 0.8,
+            "requests_per_s": 20,
+            "ttft_target_ms": 1000,
+            "tpot_target_ms": 50,
+        },
+        "constraints": {
+            "allowed_gpus": ["H100 SXM", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"],
+            "max_gpus": 64,
+        },
+        "objective": "fastest",
+    },
+    "eight_l40_llama3_8b": {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 1024,
+            "output_len": 256,
+            "requests_per_s": 4,
+        },
+        "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 1, "nodes": 8}], "max_gpus": 8},
+    },
+    "deadline_8b_training": {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "training",
+            "batch_size": 2,
+            "seq_len": 2048,
+            "tokens": 2e9,
+        },
+        "constraints": {"deadline_hours": 24, "allowed_gpus": ["H100 SXM", "L40"], "max_gpus": 8},
+        "objective": "perf_per_watt",
+    },
+    # beyond test_recommend: several nodes (a JobSet, rendezvous across nodes), and AMD parts
+    "llama2_70b_full_training_multi_node": {
+        "workload": {
+            "model": "meta-llama/Llama-2-70b-hf",
+            "mode": "training",
+            "precision": "amp_bf16",
+            "seq_len": 2048,
+            "batch_size": 1,
+            "tokens": 1e9,
+        },
+        "constraints": {"inventory": [{"gpu": "H100 SXM", "gpus_per_node": 8, "nodes": 4}], "max_gpus": 32},
+        "limit": 3,
+    },
+    "mi300x_serving": {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 1024,
+            "output_len": 256,
+            "requests_per_s": 8,
+        },
+        "constraints": {"vendors": ["amd"], "max_gpus": 8},
+        "limit": 3,
+    },
+}
+
+
+def _ask(client: TestClient, body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    r = client.post("/v1/recommend", json=body, headers=headers)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["options"], (body, doc["excluded"][:3])
+    return doc
+
+
+def _artifact(client: TestClient, rec_id: str, target: str, rank: int, **headers: str) -> dict[str, Any]:
+    r = client.get(
+        f"/v1/recommendations/{rec_id}/artifacts", params={"target": target, "option": rank}, headers=headers
+    )
+    assert r.status_code == 200, r.text
+    art = r.json()
+    assert art["recommendation_id"] == rec_id and art["option"] == rank and art["target"] == target
+    assert rec_id in art["content"] and art["data_version"] in art["content"]
+    assert art["fill_in"] and "FILL-IN" in art["content"]
+    return art
+
+
+def _kubernetes_states_the_option(docs: list[dict[str, Any]], o: dict[str, Any]) -> None:
+    s = o["strategy"]
+    main = docs[0]
+    pod = _pod_specs(main)
+    c = pod[0]["containers"][0]
+    script = c["args"][0]
+    gpus = next(iter(c["resources"]["limits"].values()))
+    if o["serving"] is not None:
+        assert main["spec"]["replicas"] == s["replicas"]
+        assert (
+            f"--tensor-parallel-size {s['tensor_parallel']}" in script
+            or f"--tp_size {s['tensor_parallel']}" in script
+            or f"--num-shard {s['tensor_parallel']}" in script
+        )
+        if main["kind"] == "Deployment":
+            assert gpus == s["tensor_parallel"]
+        else:
+            size = main["spec"]["leaderWorkerTemplate"]["size"]
+            assert size * gpus == s["tensor_parallel"]
+    else:
+        nodes = (
+            main["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"]
+            if main["kind"] == "JobSet"
+            else 1
+        )
+        assert nodes == s["nodes"] and gpus == s["gpus_per_node"]
+        assert f"--nproc-per-node={s['gpus_per_node']}" in script and f"--nnodes={s['nodes']}" in script
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        assert env["GPU_ADVISOR_TENSOR_PARALLEL"] == str(s["tensor_parallel"])
+        assert env["GPU_ADVISOR_SHARDING"] == (s["sharding"] or "none")
+
+
+def _pod_specs(d: dict[str, Any]) -> list[dict[str, Any]]:
+    if d["kind"] == "Deployment":
+        return [d["spec"]["template"]["spec"]]
+    if d["kind"] == "Job":
+        return [d["spec"]["template"]["spec"]]
+    if d["kind"] == "JobSet":
+        return [d["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]]
+    t = d["spec"]["leaderWorkerTemplate"]
+    return [t["leaderTemplate"]["spec"], t["workerTemplate"]["spec"]]
+
+
+def _slurm_states_the_option(text: str, o: dict[str, Any]) -> None:
+    s = o["strategy"]
+    if o["serving"] is not None:
+        per_replica_nodes = max(1, -(-s["tensor_parallel"] // s["gpus_per_node"]))
+        assert f"#SBATCH --nodes={per_replica_nodes}\n" in text
+        assert (f"#SBATCH --array=0-{s['replicas'] - 1}\n" in text) == (s["replicas"] > 1)
+        assert (
+            f"--tensor-parallel-size {s['tensor_parallel']}" in text
+            or f"--num-shard {s['tensor_parallel']}" in text
+        )
+    else:
+        assert f"#SBATCH --nodes={s['nodes']}\n" in text
+        assert f":{s['gpus_per_node']}\n" in text.split("--gres=gpu:")[1].split("\n")[0] + "\n"
+        assert f"--nproc-per-node={s['gpus_per_node']}" in text
+        assert f"GPU_ADVISOR_TENSOR_PARALLEL={s['tensor_parallel']}" in text
+
+
+def _skypilot_python() -> str | None:
+    exe = os.environ.get("GPU_ADVISOR_SKYPILOT_PYTHON")
+    if exe:
+        return exe
+    if os.environ.get("GPU_ADVISOR_REQUIRE_SKYPILOT") == "1":
+        pytest.fail("GPU_ADVISOR_SKYPILOT_PYTHON is not set (.ci/run builds the SkyPilot venv)")
+    return None
+
+
+def _skypilot_check(paths: list[Path]) -> list[dict[str, Any]]:
+    exe = _skypilot_python()
+    if exe is None:
+        return []
+    home = paths[0].parent / "home"
+    home.mkdir(exist_ok=True)
+    r = subprocess.run(
+        [exe, str(Path(validate.__file__).with_name("skypilot_check.py")), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": str(home), "PYTHONWARNINGS": "ignore"},
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_artifact_of_every_option_validates(client: TestClient, scenario: str, tmp_path: Path) -> None:
+    doc = _ask(client, SCENARIOS[scenario])
+    rec_id = doc["recommendation_id"]
+    sky_files: list[tuple[Path, dict[str, Any], dict[str, Any]]] = []
+    for o in doc["options"]:
+        k8s = _artifact(client, rec_id, "kubernetes", o["rank"])
+        _kubernetes_states_the_option(validate.kubernetes(k8s["content"]), o)
+        sbatch = _artifact(client, rec_id, "slurm", o["rank"])
+        validate.shellcheck(sbatch["content"])
+        _slurm_states_the_option(sbatch["content"], o)
+        r = client.get(
+            f"/v1/recommendations/{rec_id}/artifacts", params={"target": "skypilot", "option": o["rank"]}
+        )
+        if r.status_code == 422:  # a GPU without a SkyPilot name: the problem names the field
+            assert r.json()["errors"][0]["loc"] == ["query", "target"]
+            continue
+        sky = _artifact(client, rec_id, "skypilot", o["rank"])
+        task = yaml.safe_load(sky["content"])
+        path = tmp_path / sky["filename"]
+        path.write_text(sky["content"])
+        sky_files.append((path, task, o))
+    checked = _skypilot_check([p for p, _, _ in sky_files])
+    for i, (_, task, o) in enumerate(sky_files):
+        s = o["strategy"]
+        first = task["resources"]["ordered"][0]["accelerators"]
+        if o["serving"] is not None:
+            assert task["service"]["replicas"] == s["replicas"] and first.endswith(f":{s['tensor_parallel']}")
+        else:
+            assert task["num_nodes"] == s["nodes"] and first.endswith(f":{s['gpus_per_node']}")
+        if checked:
+            assert checked[i]["num_nodes"] == task["num_nodes"]
+            assert checked[i]["replicas"] == (s["replicas"] if o["serving"] is not None else None)
+
+
+def test_skypilot_lists_the_ranked_options_in_order(client: TestClient) -> None:
+    doc = _ask(client, SCENARIOS["7b_chat_tpot"])
+    sky = _artifact(client, doc["recommendation_id"], "skypilot", 1)
+    task = yaml.safe_load(sky["content"])
+    listed = [r["accelerators"] for r in task["resources"]["ordered"]]
+    assert len(listed) >= 5 and len(set(listed)) == len(listed)  # one GPU, one replica: all compatible
+    lines = sky["content"].splitlines()
+    said = [
+        next(x for x in lines if x.startswith((f"# rank {o['rank']}: ", f"# not listed: rank {o['rank']} ")))
+        for o in doc["options"]
+    ]
+    assert [x for x in said if x.startswith("# rank ")] == [
+        f"# rank {o['rank']}: " + x.split(": ", 1)[1]
+        for o, x in zip(doc["options"], said, strict=True)
+        if x.startswith("# rank ")
+    ]
+    assert len([x for x in said if x.startswith("# rank ")]) == len(listed)
+
+
+def test_raw_format_is_the_content_alone(client: TestClient) -> None:
+    doc = _ask(client, SCENARIOS["llama2_7b_lora"])
+    url = f"/v1/recommendations/{doc['recommendation_id']}/artifacts"
+    full = client.get(url, params={"target": "slurm"}).json()
+    raw = client.get(url, params={"target": "slurm", "format": "raw"})
+    assert raw.status_code == 200 and raw.text == full["content"]
+    assert raw.headers["content-type"].startswith("text/x-shellscript")
+    assert raw.headers["x-data-version"] == doc["data_version"]
+
+
+def test_bad_queries_name_the_field(client: TestClient) -> None:
+    doc = _ask(client, SCENARIOS["llama2_7b_lora"])
+    url = f"/v1/recommendations/{doc['recommendation_id']}/artifacts"
+    r = client.get(url, params={"target": "nomad"})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "target"]
+    r = client.get(url, params={"target": "kubernetes", "option": len(doc["options"]) + 1})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "option"]
+    r = client.get(url, params={"target": "kubernetes", "option": 0})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "option"]
+    r = client.get("/v1/recommendations/rec_000000000000000000000000/artifacts", params={"target": "slurm"})
+    assert r.status_code == 404
+
+
+def test_artifacts_are_read_like_the_answer(client: TestClient, read_key: str, submit_key: str) -> None:
+    """An answer asked with a key: its artifacts are that key's (or an admin's); 404 to others."""
+    body = {**SCENARIOS["llama2_7b_lora"], "limit": 2}
+    doc = _ask(client, body, **auth(read_key))
+    url = f"/v1/recommendations/{doc['recommendation_id']}/artifacts"
+    assert client.get(url, params={"target": "kubernetes"}, headers=auth(read_key)).status_code == 200
+    assert client.get(url, params={"target": "kubernetes"}, headers=auth(submit_key)).status_code == 404
+    assert client.get(url, params={"target": "kubernetes"}).status_code == 404

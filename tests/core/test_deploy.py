@@ -1,0 +1,78 @@
+"""The pure renderer on plans the recommender rarely answers: a serving replica spanning nodes
+(a LeaderWorkerSet over Ray), an engine other than vLLM, quantisation flags; and the YAML
+writer's round trip."""
+
+from __future__ import annotations
+
+import yaml
+
+from service.core.deploy import DeployOption, DeployPlan, SchedulerNames, render
+from service.core.deploy.commands import shm_bytes
+from service.core.deploy.yamltext import dump
+from tests.artifacts import validate
+
+H100 = SchedulerNames(vendor="nvidia", gfd="NVIDIA-H100-80GB-HBM3", skypilot="H100", short="h100-sxm")
+
+
+def _option(**kw: object) -> DeployOption:
+    base: dict[str, object] = dict(
+        rank=1, gpu_slug="nvidia-h100-sxm", gpu_name="NVIDIA H100 SXM", names=H100, gpu_count=32,
+        nodes=4, gpus_per_node=8, tensor_parallel=16, replicas=2, engine="vllm", quant_method="fp8",
+        kv_cache_dtype="fp8_e4m3", precision="fp8", sharding=None, micro_batch=None, global_batch=None,
+        accumulation_steps=None, gradient_checkpointing=None, mixed_precision=None, finetune=None,
+        walltime_s=None,
+    )  # fmt: skip
+    base.update(kw)
+    return DeployOption(**base)  # type: ignore[arg-type]
+
+
+def _plan(*options: DeployOption) -> DeployPlan:
+    return DeployPlan(
+        "rec_0123456789abcdef01234567", "c1.m2.e1.9.0", "org/model", "inference", 4352, True, 400.0, options
+    )
+
+
+def test_a_replica_spanning_nodes_is_a_leader_worker_set_with_every_figure() -> None:
+    plan = _plan(_option())
+    docs = validate.kubernetes(render(plan, "kubernetes").content)
+    lws = docs[0]
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["replicas"] == 2
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    script = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["args"][0]
+    for flag in (
+        "--tensor-parallel-size 16",
+        "--quantization fp8",
+        "--kv-cache-dtype fp8",
+        "--max-model-len 4352",
+    ):
+        assert flag in script
+    sbatch = render(plan, "slurm").content
+    validate.shellcheck(sbatch)
+    assert "#SBATCH --nodes=2\n" in sbatch and "#SBATCH --array=0-1\n" in sbatch
+    assert "RDMA (InfiniBand/RoCE) at 400 Gbit/s per node" in sbatch
+
+
+def test_tensorrt_llm_and_hf_engines_carry_tp_and_length() -> None:
+    for engine, flag in (("tensorrt-llm", "--tp_size 2"), ("hf-transformers", "--num-shard 2")):
+        plan = _plan(
+            _option(engine=engine, tensor_parallel=2, replicas=3, gpu_count=6, nodes=1, quant_method=None)
+        )
+        art = render(plan, "kubernetes")
+        d = validate.kubernetes(art.content)[0]
+        assert d["kind"] == "Deployment" and d["spec"]["replicas"] == 3
+        assert flag in d["spec"]["template"]["spec"]["containers"][0]["args"][0]
+
+
+def test_shm_covers_nccl_buffers() -> None:
+    assert shm_bytes(1) == 2**30
+    assert shm_bytes(8) == 8 * 2**30  # 56 pairs x 32 channels x 4 MiB = 7 GiB, + 1 GiB
+
+
+def test_yaml_writer_round_trips() -> None:
+    doc = {
+        "a": [1, {"b": "x: y # z", "c": []}, [2, 3]],
+        "run": "echo 1\n  two\n\nthree\n",
+        "e": {},
+        "n": None,
+    }
+    assert yaml.safe_load(dump(doc, ["head"])) == doc
