@@ -19,7 +19,10 @@ predicted vs measured peak allocated memory and step time, then a summary:
   each GPU left out of the joint fit and predicted from every other GPU of the same table and
   configuration; ratio MAPE pooled and per precision family beside the datasheet baseline
   (geometric mean of the tensor-peak and bandwidth ratios) on the same pairs, with the targets
-  (pooled <= 0.6x the baseline, no family worse than its baseline).
+  (pooled <= 0.6x the baseline, no family worse than its baseline);
+* cross-SOURCE transfer (issue 27, ``benchmarks/validate_transfer.py``): every published source
+  left out in turn (and every GPU across sources), per family and precision beside the
+  precision-aware datasheet baseline.
 
 ``--write-accuracy`` writes the accuracy table the service ships (``service/core/estimation/accuracy.json``:
 held-out error per provenance, scope and GPU architecture; see ``service.core.estimation.accuracy``).
@@ -704,6 +707,11 @@ def evaluate(
     if not cross_gpu:
         return summary
     summary["cross_gpu"] = cross_gpu_report(_loo(), out)
+    # ---- cross-source (issue 27): leave one published SOURCE out, and one GPU out across sources
+    from benchmarks.validate_transfer import run as cross_source_report
+
+    out("")
+    summary["cross_source"] = cross_source_report(out)
     return summary
 
 

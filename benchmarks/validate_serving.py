@@ -16,6 +16,9 @@ the questions it answers. Prints figures; not a test.
 4. **hf-transformers** (the agent's eager loop): the issue's A100-vs-H100 inversion, with the
    host floor of the engine and host applied to every GPU alike.
 5. **The 72B question**: Qwen2.5-72B chat at 20 requests/s, replicas x TP on H100 / H200 / A100.
+6. **Issue 28 features** (``benchmarks/serving_published_28.py``): published fit decisions,
+   memory and throughput figures for MLA / large MoE, FP4, SGLang and speculative decoding,
+   each with its source; figures whose setup lacks an input the model needs are listed pending.
 
     python benchmarks/validate_serving.py [--json OUT] [--quick]
 """
@@ -39,6 +42,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.serving_holdout import TABLES as HOLDOUT  # noqa: E402
 from benchmarks.serving_holdout import HoldoutTable  # noqa: E402
+from benchmarks.serving_published_28 import report as report_issue28  # noqa: E402
 from service.catalog.loader import load_shipped  # noqa: E402
 from service.core.catalog.models import DecoderSpec, get_model  # noqa: E402
 from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
@@ -500,6 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_holdout(gpus, CONTINUOUS_EFFICIENCIES, out)
     report_hf(gpus, out)
     report_72b(gpus, out)
+    report_issue28(gpus, out)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, default=str))
     return 0

@@ -224,7 +224,13 @@ def run(out: Callable[[str], None] = print) -> dict[str, Any]:
 def accuracy_doc(summary: dict[str, Any]) -> dict[str, Any]:
     """What the service ships: the LOSO error per family (and pooled), the baseline beside it,
     and the sources the model was fitted on."""
-    lo = summary["loso"]
+
+    def rounded(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: rounded(v) for k, v in x.items()}
+        return round(x, 4) if isinstance(x, float) else x
+
+    lo = rounded(summary["loso"])
     return {
         "generated_by": "python benchmarks/validate_transfer.py --write-accuracy",
         "basis": "leave one source out over the shipped published tables, ordered GPU pairs",

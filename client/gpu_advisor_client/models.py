@@ -239,6 +239,7 @@ class ConsideredOut(_Model):
     """ConsideredOut"""
 
     candidates: int
+    feasible: int | None = Field(default=None)
     gpus: int
     memory_estimates: int
     not_ranked: list[str] | None = Field(default=None)
@@ -286,6 +287,7 @@ class CostOut(_Model):
     gpus_paid: int | None = Field(default=None)
     instance_type: str | None = Field(default=None)
     instances: int | None = Field(default=None)
+    network: NetworkOut | None = Field(default=None)
     notes: list[str] | None = Field(default=None)
     per_hour: float | None = Field(default=None)
     per_million_tokens: float | None = Field(default=None)
@@ -340,7 +342,8 @@ class EstimateRequest(_Model):
     attention: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(default=None)
     batch_size: int | None = Field(default=None)
     concurrency: int | None = Field(default=None)
-    engine: Literal["hf-transformers", "vllm", "tensorrt-llm"] | None = Field(default=None)
+    engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] | None = Field(default=None)
+    engine_version: str | None = Field(default=None)
     finetune: Literal["full", "lora", "qlora"] | None = Field(default=None)
     global_batch: int | None = Field(default=None)
     gpu: str
@@ -350,7 +353,7 @@ class EstimateRequest(_Model):
     hf_config: dict[str, SafeJsonValue] | None = Field(default=None)
     input_len: int | None = Field(default=None)
     input_len_cv: float | None = Field(default=None)
-    kv_cache_dtype: Literal["auto", "fp8", "int8"] | None = Field(default=None)
+    kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] | None = Field(default=None)
     loop: Literal["loss_only", "keeps_outputs"] | None = Field(default=None)
     lora_rank: int | None = Field(default=None)
     lora_targets: list[str] | None = Field(default=None)
@@ -365,12 +368,14 @@ class EstimateRequest(_Model):
     params_billion: float | None = Field(default=None)
     pipeline_parallel: int | None = Field(default=None)
     precision: str | None = Field(default=None)
-    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"] | None = Field(default=None)
+    prefix_cache_hit_rate: float | None = Field(default=None)
+    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] | None = Field(default=None)
     rdma: bool | None = Field(default=None)
     requests_per_s: float | None = Field(default=None)
     seq_len: int | None = Field(default=None)
     sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(default=None)
     solve_for: Literal["max_micro_batch", "max_context", "max_concurrency", "min_gpus"] | None = Field(default=None)
+    speculative: SpeculativeIn | None = Field(default=None)
     stack: Literal["hf-eager", "compiled", "megatron"] | None = Field(default=None)
     tensor_parallel: int | None = Field(default=None)
     tokens: float | None = Field(default=None)
@@ -429,12 +434,17 @@ class FrontierPoint(_Model):
     """FrontierPoint"""
 
     cost: float | None = Field(default=None)
+    cost_unit: str
     cost_value: float
+    cost_vs_first: float | None = Field(default=None)
     gpu: str
     gpu_count: int
     hours: float | None = Field(default=None)
+    neighbour: Literal["faster", "cheaper"] | None = Field(default=None)
     rank: int | None = Field(default=None)
+    time_unit: str
     time_value: float
+    time_vs_first: float | None = Field(default=None)
 
 
 class FxRateIn(_Model):
@@ -722,6 +732,18 @@ class ModelSummary(_Model):
     total_params: int
 
 
+class NetworkOut(_Model):
+    """The links of the instance type (or inventory pool) an option is priced on."""
+
+    gpu_link_gpus: int
+    inter_basis: str
+    inter_node_gbps: float | None
+    intra_basis: str
+    intra_node: str
+    rdma: str | None
+    source: str
+
+
 class NvLink(_Model):
     """NvLink"""
 
@@ -809,7 +831,9 @@ class PoolIn(_Model):
     gpu: str
     gpus_per_node: int
     interconnect: Literal["nvlink", "pcie"] | None = Field(default=None)
+    network_gbps_per_node: float | None = Field(default=None)
     nodes: int | None = Field(default=None)
+    rdma: bool | None = Field(default=None)
 
 
 class Power(_Model):
@@ -962,6 +986,8 @@ class RecommendResponse(_Model):
     """RecommendResponse"""
 
     as_of: str
+    asked: dict[str, Any] | None = Field(default=None)
+    assumptions: list[ReasonOut] | None = Field(default=None)
     calibration_watermark: int | None = Field(default=None)
     considered: ConsideredOut
     data_version: str
@@ -1151,12 +1177,15 @@ class ServingOut(_Model):
     concurrency_per_replica: int
     decode_bound: str
     engine: str
+    engine_version: str | None = Field(default=None)
+    engine_version_requested: str | None = Field(default=None)
     max_concurrency_per_replica: int
     measured_tpot_ms: float | None = Field(default=None)
     measured_ttft_ms: float | None = Field(default=None)
     notes: list[str] | None = Field(default=None)
     output_tokens_per_s: float
     prefill_bound: str
+    prefill_time_share: float | None = Field(default=None)
     provenance: str
     rate: RateOut | None = Field(default=None)
     replicas: int
@@ -1232,6 +1261,14 @@ class SpecRow(_Model):
     label: str
     unit: str
     values: list[SpecFigure]
+
+
+class SpeculativeIn(_Model):
+    """Speculative decoding: ``draft_tokens`` proposed per step by ``method``, each accepted with"""
+
+    acceptance_rate: float
+    draft_tokens: int | None = Field(default=None)
+    method: Literal["mtp", "eagle", "ngram"]
 
 
 class StrategyOut(_Model):
@@ -1362,14 +1399,15 @@ class WorkloadIn(_Model):
     attention: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(default=None)
     batch_size: int | None = Field(default=None)
     concurrency: int | None = Field(default=None)
-    engine: Literal["hf-transformers", "vllm", "tensorrt-llm"] | None = Field(default=None)
+    engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] | None = Field(default=None)
+    engine_version: str | None = Field(default=None)
     finetune: Literal["full", "lora", "qlora"] | None = Field(default=None)
     global_batch: int | None = Field(default=None)
     gradient_checkpointing: bool | None = Field(default=None)
     hf_config: dict[str, SafeJsonValue] | None = Field(default=None)
     input_len: int | None = Field(default=None)
     input_len_cv: float | None = Field(default=None)
-    kv_cache_dtype: Literal["auto", "fp8", "int8"] | None = Field(default=None)
+    kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] | None = Field(default=None)
     loop: Literal["loss_only", "keeps_outputs"] | None = Field(default=None)
     lora_rank: int | None = Field(default=None)
     lora_targets: list[str] | None = Field(default=None)
@@ -1382,10 +1420,12 @@ class WorkloadIn(_Model):
     output_len_cv: float | None = Field(default=None)
     params_billion: float | None = Field(default=None)
     precision: str | None = Field(default=None)
-    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"] | None = Field(default=None)
+    prefix_cache_hit_rate: float | None = Field(default=None)
+    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] | None = Field(default=None)
     requests_per_s: float | None = Field(default=None)
     seq_len: int | None = Field(default=None)
     sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(default=None)
+    speculative: SpeculativeIn | None = Field(default=None)
     stack: Literal["hf-eager", "compiled", "megatron"] | None = Field(default=None)
     tokens: float | None = Field(default=None)
     tpot_target_ms: float | None = Field(default=None)
@@ -1490,6 +1530,7 @@ MetricValue.model_rebuild()
 ModelDetail.model_rebuild()
 ModelList.model_rebuild()
 ModelSummary.model_rebuild()
+NetworkOut.model_rebuild()
 NvLink.model_rebuild()
 OptionOut.model_rebuild()
 Pcie.model_rebuild()
@@ -1528,6 +1569,7 @@ SolveOut.model_rebuild()
 Source.model_rebuild()
 SpecFigure.model_rebuild()
 SpecRow.model_rebuild()
+SpeculativeIn.model_rebuild()
 StrategyOut.model_rebuild()
 SummaryOut.model_rebuild()
 Supports.model_rebuild()
@@ -1600,6 +1642,7 @@ __all__ = [
     "ModelDetail",
     "ModelList",
     "ModelSummary",
+    "NetworkOut",
     "NvLink",
     "OptionOut",
     "Pcie",
@@ -1640,6 +1683,7 @@ __all__ = [
     "Source",
     "SpecFigure",
     "SpecRow",
+    "SpeculativeIn",
     "StrategyOut",
     "SummaryOut",
     "Supports",

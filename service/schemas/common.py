@@ -126,6 +126,8 @@ def _json_ok(value: Any, depth: int, path: str) -> None:
     elif isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValueError(f"{path or 'value'}: integers must fit in 64 bits")
+    elif isinstance(value, float) and value.is_integer() and INT64_MIN <= value <= INT64_MAX:
+        return  # JSON Schema's integer (``2e18`` has no fraction): the schema's 64-bit range holds
     elif isinstance(value, float) and (not math.isfinite(value) or abs(value) > FLOAT_ABS_MAX):
         raise ValueError(
             f"{path or 'value'}: numbers must be finite and at most {FLOAT_ABS_MAX:g} in magnitude"

@@ -32,6 +32,18 @@ Mode = Literal["training", "fine-tuning", "inference"]
 SolveFor = Literal["max_micro_batch", "max_context", "max_concurrency", "min_gpus"]
 
 
+class SpeculativeIn(RequestModel):
+    """Speculative decoding: ``draft_tokens`` proposed per step by ``method``, each accepted with
+    probability ``acceptance_rate`` (i.i.d.); a step emits ``(1 - a^(k+1)) / (1 - a)`` tokens."""
+
+    method: Literal["mtp", "eagle", "ngram"] = Field(
+        description="mtp: the model's own multi-token-prediction module (DeepSeek-V3/R1); eagle: an EAGLE draft "
+        "head (one decoder layer + the target's LM head); ngram: prompt lookup on the host"
+    )
+    draft_tokens: JsonInt = Field(default=3, ge=1, le=16)
+    acceptance_rate: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, description="per drafted token")
+
+
 class WorkloadIn(RequestModel):
     """A job without its hardware: what ``/v1/estimate`` and ``/v1/recommend`` share. Give
     exactly one of ``model`` (preset id, alias or Hugging Face id), ``hf_config`` (a
@@ -144,6 +156,19 @@ class WorkloadIn(RequestModel):
         description="the engine version you run (e.g. 0.11.0); echoed in the answer beside the version the "
         "figures assume (serving.engine_version), which no calibration distinguishes yet",
     )
+    prefix_cache_hit_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        allow_inf_nan=False,
+        description="share of prompt tokens the engine finds in its prefix cache (vLLM automatic prefix caching, "
+        "SGLang RadixAttention) and does not recompute; continuous engines only. The KV cache is counted "
+        "unshared (an upper bound)",
+    )
+    speculative: SpeculativeIn | None = Field(
+        default=None,
+        description="speculative decoding at a concurrency (not yet at a request rate); continuous engines only",
+    )
     kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] = Field(
         default="auto",
         description="auto: the compute dtype; nvfp4 (0.5625 B/element) on Blackwell with a serving engine only",
@@ -218,6 +243,10 @@ class WorkloadIn(RequestModel):
             quant_method=self.quant_method,
             engine=self.engine,
             engine_version=self.engine_version,
+            prefix_cache_hit_rate=self.prefix_cache_hit_rate,
+            speculative=self.speculative.method if self.speculative else None,
+            draft_tokens=self.speculative.draft_tokens if self.speculative else 0,
+            acceptance_rate=self.speculative.acceptance_rate if self.speculative else 0.0,
             kv_cache_dtype=self.kv_cache_dtype,
             solve_for=solve_for,
             loop=self.loop,

@@ -55,6 +55,17 @@ class PoolIn(BaseModel):
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="between the GPUs of a node; default: what the catalog says the part has"
     )
+    network_gbps_per_node: float | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        description="network between nodes, Gb/s per node (all NICs together); default: the stated default "
+        "of the network model, named in multi-node answers",
+        examples=[400],
+    )
+    rdma: bool | None = Field(
+        default=None, description="GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA); default: unknown"
+    )
 
 
 class BudgetIn(BaseModel):
@@ -149,6 +160,8 @@ class ConstraintsIn(BaseModel):
                     else min(p.free_gpus_per_node, p.gpus_per_node),
                     nodes=p.nodes,
                     interconnect=p.interconnect,
+                    network_gbps_per_node=p.network_gbps_per_node,
+                    rdma=p.rdma,
                 )
                 for p in self.inventory
             )
@@ -331,6 +344,20 @@ class ServingPerfOut(BaseModel):
     sources: list[str] = Field(default_factory=list)
 
 
+class NetworkOut(BaseModel):
+    """The links of the instance type (or inventory pool) an option is priced on."""
+
+    intra_node: str = Field(description="nvlink | infinity_fabric | pcie | none: between the GPUs of a node")
+    gpu_link_gpus: int = Field(description="the largest group of a node's GPUs that link joins")
+    inter_node_gbps: float | None = Field(
+        description="network between nodes, Gb/s per instance; null: none stated (not used across nodes)"
+    )
+    rdma: str | None = Field(description="efa | infiniband | roce | yes | no; null: not stated")
+    intra_basis: str = Field(description="table (sourced per-instance row or the request) or form_factor")
+    inter_basis: str = Field(description="table or provider_default")
+    source: str
+
+
 class CostOut(BaseModel):
     currency: str
     provider: str | None = None
@@ -362,6 +389,9 @@ class CostOut(BaseModel):
     )
     suspect_reasons: list[SuspectReasonOut] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    network: NetworkOut | None = Field(
+        default=None, description="the links of the instance type it is priced on"
+    )
 
 
 class KubernetesHint(BaseModel):
@@ -452,6 +482,11 @@ class ConsideredOut(BaseModel):
     candidates: int = Field(description="GPU x count x strategy combinations enumerated")
     memory_estimates: int = Field(description="memory breakdowns computed (shared by every GPU)")
     timed: int = Field(description="candidates timed by the estimator after pruning")
+    feasible: int = Field(
+        default=0,
+        description="GPUs with an option that meets every constraint; `options` lists the best `limit` of them "
+        "(ask again with a larger limit for the rest)",
+    )
     not_ranked: list[str] = Field(
         default_factory=list,
         description="GPUs not sized: a physical lower bound on their objective value was already worse than the "
@@ -478,6 +513,11 @@ class RecommendResponse(BaseModel):
     calibration_watermark: int | None = None
     objective: Objective
     question: dict[str, Any] = Field(description="the workload as understood: model, mode, defaults filled")
+    asked: dict[str, Any] | None = Field(
+        default=None,
+        description="the request as asked (workload, constraints, objective, limit, cost assumptions): "
+        "POSTing it again asks the same question; null in answers stored before it was kept",
+    )
     options: list[OptionOut]
     frontier: list[FrontierPoint] = Field(
         description="time vs cost Pareto frontier over every feasible option"

@@ -158,7 +158,7 @@ class LocalAdvisor:
                     price_stale_days=self.settings.price_stale_days,
                     owner=None,
                 )
-                doc = document(outcome)
+                doc = {**document(outcome), "asked": req.model_dump(mode="json")}
         except Exception as exc:
             raise self._refusal(exc) from None
         return localise(doc, "zh" if self.lang.startswith("zh") else "en")

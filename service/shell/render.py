@@ -157,6 +157,12 @@ def recommend(doc: Mapping[str, Any]) -> None:
         )
     if doc.get("options"):
         c.print(t)
+        considered = doc.get("considered") or {}
+        unsized = len(considered.get("not_ranked") or [])
+        more = f"; {unsized} more not sized (ranked below these by a lower bound)" if unsized else ""
+        c.print(
+            f"{len(doc['options'])} of {considered.get('feasible', len(doc['options']))} feasible GPUs shown{more}; --limit N for more"
+        )
     else:
         c.print("[bold]Nothing fits the question.[/]")
     for w in doc.get("what_if") or []:

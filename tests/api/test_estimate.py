@@ -295,6 +295,27 @@ def test_published_provenance_reaches_answers(client: TestClient) -> None:
     assert t["accuracy"]["scope"] == "cross-architecture"
 
 
+def test_unmeasured_gpu_quotes_leave_one_source_out_accuracy(client: TestClient) -> None:
+    """Issue 27: an answer for a GPU without measurements names the GPUs and tables it leans on
+    and the leave-one-source-out accuracy of its family, beside datasheet arithmetic; the H200
+    (measured here) does not."""
+    from service.core.estimation.transfer_accuracy import loso_table
+
+    doc = loso_table()
+    fam = doc["by_family"]["llm-train"]
+    t = est(client, model="llama3-8b", mode="fine-tuning", gpu="nvidia-l40s", batch_size=1, seq_len=2048)[
+        "time"
+    ]
+    assert t["source_gpus"] == ["nvidia-h200-sxm"] and t["sources"]
+    (note,) = [n for n in t["notes"] if "leave one source out" in n]
+    assert f"{fam['mape']:.0%}" in note and f"{fam['baseline_mape']:.0%}" in note and str(fam["n"]) in note
+    assert f"over {len(doc['sources'])} published sources" in note
+    h = est(client, model="llama3-8b", mode="fine-tuning", gpu="nvidia-h200-sxm", batch_size=1, seq_len=2048)[
+        "time"
+    ]
+    assert not any("leave one source out" in n for n in h["notes"])
+
+
 def test_derived_peak_answers_derived(client: TestClient) -> None:
     t = est(
         client, model="llama3-8b", mode="fine-tuning", gpu="nvidia-rtx-a5000", batch_size=1, seq_len=2048

@@ -279,3 +279,22 @@ def test_json_types_are_taken_as_stated(client: TestClient, field: str, value: A
 def test_an_integral_float_is_an_integer(client: TestClient) -> None:
     r = client.post("/v1/estimate", json={"model": "llama3-8b", "gpu": "nvidia-h100-sxm", "batch_size": 2.0})
     assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize(
+    ("value", "status"),
+    [("2e18", 200), ("9.3e18", 422), ("1000000000000000.5", 422), ("1e15", 200)],
+)
+def test_free_form_numbers_hold_the_schemas_ranges(client: TestClient, value: str, status: int) -> None:
+    """Free-form config keys take the schema's ``SafeJsonValue``: an integer of 64 bits (``2e18``
+    has no fraction, so JSON Schema reads it as one) or a number at most 1e15 in magnitude --
+    the fuzz run found ``2e18`` refused though the schema allows it."""
+    cfg = (
+        '{"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,'
+        f' "intermediate_size": 1024, "vocab_size": 1000, "extra": [{value}]}}'
+    )
+    body = f'{{"hf_config": {cfg}, "gpu": "nvidia-h200-sxm"}}'
+    r = client.post("/v1/estimate", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == status, r.text[:300]
+    if status == 422:
+        assert r.json()["errors"][0]["loc"] == ["body", "hf_config"]

@@ -177,3 +177,41 @@ def test_prefill_time_share_splits_input_and_output_cost(client: TestClient) -> 
         prefill_time_share=mid["prefill_time_share"],
     )
     assert c.per_million_input < c.per_million_output
+
+
+def test_prefix_cache_and_speculative_inputs(client: TestClient) -> None:
+    body = {
+        "model": "llama3.1-8b",
+        "gpu": "nvidia-h200-sxm",
+        "concurrency": 16,
+        "input_len": 4096,
+        "output_len": 256,
+    }
+    cold = _serve(client, **body)["serving"]
+    warm = _serve(client, prefix_cache_hit_rate=0.75, **body)["serving"]
+    assert warm["ttft_ms"] < cold["ttft_ms"] and warm["prefill_time_share"] < cold["prefill_time_share"]
+    spec = {"method": "eagle", "draft_tokens": 3, "acceptance_rate": 0.75}
+    fast = _serve(client, speculative=spec, **body)["serving"]
+    none = _serve(client, speculative={**spec, "acceptance_rate": 0.0}, **body)["serving"]
+    assert fast["tpot_ms"] < cold["tpot_ms"] <= none["tpot_ms"]
+    mtp = {
+        "model": "deepseek-v3",
+        "gpu": "nvidia-h200-sxm",
+        "gpu_count": 8,
+        "tensor_parallel": 8,
+        "quant_method": "fp8",
+    }
+    assert _serve(client, speculative={**spec, "method": "mtp"}, **mtp)["serving"]["tpot_ms"] > 0
+    refusals = [
+        ({**body, "speculative": {**spec, "method": "mtp"}}, "speculative"),  # Llama ships no MTP module
+        ({**body, "speculative": spec, "requests_per_s": 2.0, "concurrency": None}, "speculative"),
+        (
+            {**body, "engine": "hf-transformers", "concurrency": None, "prefix_cache_hit_rate": 0.5},
+            "prefix_cache_hit_rate",
+        ),
+        ({**body, "prefix_cache_hit_rate": 1.0}, "prefix_cache_hit_rate"),
+    ]
+    for req, field in refusals:
+        r = client.post("/v1/estimate", json={"mode": "inference", "engine": "vllm", **req})
+        assert r.status_code == 422, (field, r.text)
+        assert r.json()["errors"][0]["loc"][:2] == ["body", field], r.text

@@ -26,6 +26,7 @@ from service.schemas.recommend import (
     GpuRef,
     KubernetesHint,
     MemoryPerGpuOut,
+    NetworkOut,
     OptionOut,
     ReasonOut,
     RecommendResponse,
@@ -158,6 +159,12 @@ EN: dict[str, Template] = {
         f"no rentable price for {_p(p, 'gpu_count')}x {_p(p, 'gpu')} in {_p(p, 'currency', 'USD')}"
         + (f" from {', '.join(p['providers'])}" if p.get("providers") else "")
         + (f" ({', '.join(p['pricing_models'])})" if p.get("pricing_models") else "")
+    ),
+    "NO_MATCHING_INSTANCE": lambda p: (
+        f"no priced instance type holds {_p(p, 'nodes')} x {_p(p, 'gpus_per_node')} {_p(p, 'gpu')}"
+        + (" linked by NVLink" if p.get("needs_nvlink") else "")
+        + (" (serving replicas)" if p.get("replicas") else "")
+        + f": {_p(p, 'detail')}"
     ),
     "NO_PURCHASE_PRICE": lambda p: f"no purchase price for the {_p(p, 'gpu')}, so no TCO",
     "NO_POWER_FIGURE": lambda p: f"the {_p(p, 'gpu')} has no power figure, so no energy cost and no TCO",
@@ -382,6 +389,11 @@ ZH: dict[str, Template] = {
     ),
     "NO_PRICE": lambda p: (
         f"没有 {_p(p, 'gpu_count')} 块 {_p(p, 'gpu')} 的可租用价格（{_p(p, 'currency', 'USD')}）"
+    ),
+    "NO_MATCHING_INSTANCE": lambda p: (
+        f"没有可租用的实例类型能容纳 {_p(p, 'nodes')} 个节点 × 每节点 {_p(p, 'gpus_per_node')} 块 {_p(p, 'gpu')}"
+        + ("（需 NVLink 互联）" if p.get("needs_nvlink") else "")
+        + f"：{_p(p, 'detail')}"
     ),
     "NO_PURCHASE_PRICE": lambda p: f"{_p(p, 'gpu')} 没有采购价格，无法计算 TCO",
     "NO_POWER_FIGURE": lambda p: f"{_p(p, 'gpu')} 没有功耗数据，无法计算电费和 TCO",
@@ -696,13 +708,28 @@ def _tco(o: Option) -> dict[str, Any] | None:
     return out
 
 
+def _network(o: Option) -> NetworkOut | None:
+    n = o.network
+    if n is None:
+        return None
+    return NetworkOut(
+        intra_node=n.intra_node,
+        gpu_link_gpus=n.gpu_link_gpus,
+        inter_node_gbps=n.inter_node_gbps,
+        rdma=n.rdma,
+        intra_basis=n.intra_basis,
+        inter_basis=n.inter_basis,
+        source=n.source,
+    )
+
+
 def _cost(o: Option) -> CostOut | None:
     qt = o.quote
     if qt is None:
         tco_doc = _tco(o)
         if tco_doc is None or not tco_doc.get("available"):
             return None
-        return CostOut(currency=tco_doc["currency"], tco=tco_doc)
+        return CostOut(currency=tco_doc["currency"], tco=tco_doc, network=_network(o))
     return CostOut(
         currency=qt.currency,
         provider=qt.provider,
@@ -722,6 +749,7 @@ def _cost(o: Option) -> CostOut | None:
         suspect=bool(qt.suspect),
         suspect_reasons=SuspectReasonOut.of(qt.suspect),
         notes=list(qt.notes),
+        network=_network(o),
     )
 
 
@@ -896,6 +924,7 @@ def document(outcome: RecommendOutcome) -> dict[str, Any]:
             memory_estimates=rec.memory_estimates,
             timed=rec.timed,
             not_ranked=[g.slug for g, _b in rec.not_ranked],
+            feasible=rec.feasible,
         ),
     )
     return resp.model_dump(mode="json")

@@ -113,7 +113,7 @@ async def recommend(
                 price_stale_days=settings.price_stale_days,
                 owner=owner,
             )
-        return outcome, document(outcome)
+        return outcome, {**document(outcome), "asked": request}
 
     outcome, doc = await run_in_threadpool(answer)
     doc = await _store(uow, outcome, doc, request, now=now, owner=owner)
@@ -182,4 +182,5 @@ async def get_recommendation(
         reader=caller.key_id if caller is not None else None,
         admin=caller is not None and caller.scope == "admin",
     )
-    return _json(localise(dict(stored.response), language(accept_language)))
+    # the request as asked is stored beside the answer: a shared link restores the whole question
+    return _json(localise({**stored.response, "asked": stored.request}, language(accept_language)))

@@ -31,6 +31,7 @@ from service.core.estimation.serving import (
     ENGINE_CLASSES,
     Workload,
 )
+from service.core.estimation.serving_features import SPEC_METHODS
 
 MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")
 SOLVE_TARGETS: tuple[str, ...] = ("max_micro_batch", "max_context", "max_concurrency", "min_gpus")
@@ -74,6 +75,10 @@ class JobSpec:
     engine: str = "hf-transformers"
     kv_cache_dtype: str = "auto"
     engine_version: str | None = None
+    prefix_cache_hit_rate: float = 0.0
+    speculative: str | None = None
+    draft_tokens: int = 0
+    acceptance_rate: float = 0.0
     solve_for: str | None = None
     loop: str | None = None
     optimizer_impl: str | None = None
@@ -213,13 +218,7 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
         raise InvalidConfiguration("solve_for", f"solve_for must be one of {', '.join(SOLVE_TARGETS)}")
     config: TrainConfig | InferenceConfig | BatchInferenceConfig
     serving: ServingQuestion | None = None
-    if spec.mode != "inference" and isinstance(model, DecoderSpec) and model.is_sparse_layout:
-        raise InvalidConfiguration(
-            "mode",
-            f"{model.id}: training and fine-tuning are modelled for dense and Mixtral-layout decoders; "
-            "this model's layout (MLA, shared or narrow experts, dense layers among MoE ones) is "
-            "modelled for inference only",
-        )
+    _inference_only(spec, model)
     if spec.mode == "inference":
         config, serving = _inference_config(spec, model)
     else:
@@ -299,6 +298,47 @@ def _stated(
     )
 
 
+def _inference_only(spec: JobSpec, model: ModelSpec) -> None:
+    """Sparse layouts beyond Mixtral's are modelled for inference only (no training memory model)."""
+    if spec.mode != "inference" and isinstance(model, DecoderSpec) and model.is_sparse_layout:
+        raise InvalidConfiguration(
+            "mode",
+            f"{model.id}: training and fine-tuning are modelled for dense and Mixtral-layout decoders; "
+            "this model's layout (MLA, shared or narrow experts, dense layers among MoE ones) is "
+            "modelled for inference only",
+        )
+
+
+def _serving_features(spec: JobSpec, model: DecoderSpec, continuous: bool) -> None:
+    """Prefix caching and speculative decoding: continuous-batching engines only; speculation at a
+    fixed concurrency (not yet at a request rate); MTP only where the checkpoint ships MTP."""
+    if spec.prefix_cache_hit_rate and not continuous:
+        raise InvalidConfiguration(
+            "prefix_cache_hit_rate",
+            "prefix caching is modelled for vllm, tensorrt-llm and sglang, not a static batch",
+        )
+    if spec.speculative is None:
+        return
+    if not continuous:
+        raise InvalidConfiguration(
+            "speculative", "speculative decoding is modelled for vllm, tensorrt-llm and sglang"
+        )
+    if spec.requests_per_s is not None:
+        raise InvalidConfiguration(
+            "speculative", "speculative decoding is modelled at a concurrency, not yet at a request rate"
+        )
+    if spec.speculative not in SPEC_METHODS:
+        raise InvalidConfiguration("speculative", f"method must be one of {', '.join(SPEC_METHODS)}")
+    if spec.speculative == "mtp" and not model.mtp_layers:
+        raise InvalidConfiguration(
+            "speculative", f"{model.id} ships no MTP module (num_nextn_predict_layers)"
+        )
+    if not 1 <= spec.draft_tokens <= 16 or not 0.0 <= spec.acceptance_rate <= 1.0:
+        raise InvalidConfiguration(
+            "speculative", "draft_tokens must be 1-16 and acceptance_rate within [0, 1]"
+        )
+
+
 KV_BYTES_PER_ELEMENT: dict[str, float] = {"fp8": 1.0, "int8": 1.0, "nvfp4": NVFP4_BYTES_PER_ELEMENT}
 """Bytes per cached K/V element by ``kv_cache_dtype`` (``auto``: the compute dtype's)."""
 
@@ -359,6 +399,7 @@ def _inference_config(
         and (spec.ttft_target_ms or spec.tpot_target_ms)
     ):
         raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
+    _serving_features(spec, model, continuous)
     config = InferenceConfig(
         model=model,
         precision=spec.precision or "bf16",
@@ -372,6 +413,10 @@ def _inference_config(
         replicas=max(1, spec.gpu_count // tp),
         kv_cache_dtype=spec.kv_cache_dtype,
         engine_version=spec.engine_version,
+        prefix_cache_hit_rate=spec.prefix_cache_hit_rate,
+        speculative=spec.speculative,
+        draft_tokens=spec.draft_tokens,
+        acceptance_rate=spec.acceptance_rate,
     )
     serving = None
     if continuous:

@@ -52,6 +52,7 @@ from service.core.estimation.serving import (
 from service.core.estimation.serving_engines import prefill_time_share
 from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
+from service.core.estimation.transfer_accuracy import loso_note
 from service.core.evidence.aggregate import CellView
 from service.core.evidence.provenance import weakest
 
@@ -86,6 +87,13 @@ def _derived_span(gpu: GpuSpec, precision: str) -> tuple[GpuSpec, GpuSpec, str] 
         replace(gpu, peaks={**gpu.peaks, **hi}, bandwidth_gb_per_s=bw_hi),
         text,
     )
+
+
+def _with_loso(notes: tuple[str, ...], workload: str) -> tuple[str, ...]:
+    """A figure for a GPU nobody measured here says how cross-GPU ratios of its family held on
+    published sources left out of the fit (issue 27)."""
+    note = loso_note(workload)
+    return notes if note is None else (*notes, note)
 
 
 def _time(
@@ -147,6 +155,8 @@ def _time(
     network = st.layout.describe() if st.layout is not None and st.layout.nodes > 1 else None
     if network is not None:
         notes = (*notes, f"network: {network}")
+    if prov != "measured" and scope != "same-gpu":
+        notes = _with_loso(notes, workload)
     tokens_per_s = st.tokens_per_s / k * c.data_parallel
     return TimeAnswer(  # the step time and its band by position: > 15 keywords would build a dict per call
         step,
@@ -222,6 +232,8 @@ def _serving(
             notes=notes,
         )
     accuracy = _accuracy(scope, gpu, workload)
+    if scope != "same-gpu":
+        notes = _with_loso(notes, workload)
     ttft_band, tpot_band = sv.ttft_band, sv.tpot_band
     span = _derived_span(gpu, "fp32" if c.precision == "fp32" else "bf16")
     if span is not None:

@@ -75,6 +75,14 @@ class InferenceConfig:
     kv_cache_dtype: str = "auto"
     engine_version: str | None = None
     """The engine version the request names (echoed; the figures assume ``ENGINE_VERSIONS``)."""
+    prefix_cache_hit_rate: float = 0.0
+    speculative: str | None = None
+    """Speculative decoding method (``mtp``, ``eagle``, ``ngram``; None: off)."""
+    draft_tokens: int = 0
+    acceptance_rate: float = 0.0
+    """Per-token probability a drafted token is accepted (i.i.d., Leviathan et al. 2023)."""
+    """Share of prompt tokens found in the engine's prefix cache (vLLM automatic prefix caching,
+    SGLang RadixAttention): not recomputed. The KV cache is counted as if unshared (an upper bound)."""
     """The KV cache format asked for (``auto``, ``fp8``, ``int8``, ``nvfp4``); its bytes are
     ``kv_cache_bytes_per_element``."""
 
@@ -91,6 +99,8 @@ class InferenceConfig:
             raise InvalidConfiguration(
                 "quant_method", f"quant_method must be one of {', '.join(QUANT_METHODS)}"
             )
+        if not 0.0 <= self.prefix_cache_hit_rate < 1.0:
+            raise InvalidConfiguration("prefix_cache_hit_rate", "prefix_cache_hit_rate must be in [0, 1)")
         if self.batch_size < 1 or self.input_len < 1 or self.output_len < 0:
             raise InvalidConfiguration("batch_size", "batch_size and input_len must be >= 1, output_len >= 0")
         heads, tp = self.model.num_kv_heads, self.tensor_parallel

@@ -99,14 +99,29 @@ def _block_waste(m: DecoderSpec, dtype_bytes: int) -> float:
     """Bytes the caching allocator's block rounding adds to one copy of the model's parameters in
     ``dtype_bytes`` (:func:`allocator_block_waste_bytes` per matrix: decoder linears, embeddings,
     an untied LM head). Seen on the H200: gt-llama-350m (11 MiB fp32 MLP matrices) sat 213-288
-    MiB above the model in every phase, its optimizer step included; 72 MiB per copy x parameters
-    and two AdamW states is 216 MiB. Zero for the >= 1B models measured (2 MiB multiples)."""
+    MiB above the model in every phase, its optimizer step included: 72 MiB per copy, so 216 MiB
+    for parameters and two AdamW states (every phase) and 288 MiB with the gradients (optimizer
+    step; measured 6,032-6,057 MiB there, modelled 6,065). Zero for the >= 1B models measured
+    (their matrices are 2 MiB multiples)."""
+    key = (id(m), dtype_bytes)
+    hit = _WASTE_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
     total = 0.0
     for i, o, k in m.linear_shapes().values():
         total += k * allocator_block_waste_bytes(float(i * o * dtype_bytes))
     total *= m.num_layers
     emb = allocator_block_waste_bytes(float(m.vocab_size * m.hidden_size * dtype_bytes))
-    return total + emb * (1 if m.tie_word_embeddings else 2)
+    total += emb * (1 if m.tie_word_embeddings else 2)
+    if len(_WASTE_CACHE) > 4096:
+        _WASTE_CACHE.clear()
+    _WASTE_CACHE[key] = (m, total)
+    return total
+
+
+_WASTE_CACHE: dict[tuple[int, int], tuple[DecoderSpec, float]] = {}
+""":func:`_block_waste` per (model, dtype), keyed by identity with the spec kept beside its
+entry (as the step shapes are; bounded)."""
 
 
 class _StageShape(NamedTuple):
@@ -190,6 +205,7 @@ def _parameters_and_optimizer(
             opt_state, opt_temp = _optimizer_bytes(c, P, mode.state, largest, shapes2d, window)
             if not staged and tp == 1 and (c.data_parallel == 1 or c.sharding in ("none", "ddp")):
                 w += _block_waste(m, mode.param)  # whole tensors in fresh allocator segments
+                g += _block_waste(m, mode.grad)
                 opt_state += 2.0 * _block_waste(m, mode.state) if c.optimizer == "adamw" else 0.0
         lora_w = 0.0
     else:

@@ -21,6 +21,7 @@ from service.core.estimation.memory import (
 from service.core.estimation.performance import (
     PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
 )
+from service.core.estimation.serving_features import draft_share
 
 GiB = 2**30
 
@@ -284,6 +285,10 @@ class Deployment:
     notes: tuple[str, ...] = ()
     missing: str | None = None  # a datasheet figure the time model needs and the catalog lacks
     attn_flops_per_ctx_prefill: float = 0.0  # prefill's, where it differs (MLA expands K/V); 0: the same
+    prefix_hit_rate: float = 0.0  # share of each prompt's tokens served from the prefix cache
+    spec_tokens: int = 0  # speculative decoding: tokens drafted per step (0: none)
+    spec_acceptance: float = 0.0  # probability each drafted token is accepted (i.i.d.)
+    spec_draft_share: float = 0.0  # one drafted token's cost as a share of a decode iteration
 
 
 def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
@@ -371,6 +376,10 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         head_flops_per_seq=2.0 * h * m.vocab_size / tp,
         attn_flops_per_ctx=m.attention_flops_per_ctx_token("decode") / tp * m.num_layers,
         attn_flops_per_ctx_prefill=m.attention_flops_per_ctx_token("prefill") / tp * m.num_layers,
+        prefix_hit_rate=c.prefix_cache_hit_rate,
+        spec_tokens=c.draft_tokens if c.speculative else 0,
+        spec_acceptance=c.acceptance_rate,
+        spec_draft_share=draft_share(m, c.speculative),
         kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp),
         ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,
@@ -393,16 +402,20 @@ class _Coefficients:
     model's fixed point costs a few float operations per evaluation."""
 
     __slots__ = (
+        "attn_dec",
         "attn_pre",
         "comm0",
         "comm1",
+        "computed",
         "ew",
         "expert_flops",
         "flops",
         "head",
         "kv",
+        "kv_bytes",
         "moe",
         "rate",
+        "reach",
         "step",
         "topk_e",
         "w_dense",
@@ -427,6 +440,7 @@ class _Coefficients:
         self.w_dense = d.w_dense / bw
         self.w_experts = d.w_experts / bw
         self.kv = max(d.kv_per_token / bw, attn)  # decode attention: KV reads or its FLOPs, per (seq x ctx)
+        self.kv_bytes, self.attn_dec = d.kv_per_token / bw, attn
         self.attn_pre = attn_pre
         self.ew = d.ew_per_token / bw
         self.comm0 = 2.0 * d.layers * e.allreduce_s if d.tp > 1 else 0.0
@@ -434,10 +448,16 @@ class _Coefficients:
             2.0 * d.layers * 4.0 * (d.tp - 1) / d.tp * d.hidden / (d.link * e.comm) if d.tp > 1 else 0.0
         )
         self.step = e.step_s
+        # prefix cache: a prompt computes only its uncached (1 - h) tail, whose tokens attend the
+        # cached head too: mean context h I + (1 - h) I / 2 = (1 + h) I / 2
+        self.computed = 1.0 - d.prefix_hit_rate
+        self.reach = 1.0 + d.prefix_hit_rate
 
     def iteration(
         self, n_dec: float, ctx: float, pre_tokens: float, pre_ctx: float, pre_seqs: float
     ) -> float:
+        pre_tokens *= self.computed
+        pre_ctx *= self.reach
         T = n_dec + pre_tokens
         if T <= 0:
             return self.step
@@ -470,6 +490,28 @@ def _coefficients(d: Deployment, e: EngineEfficiencies) -> _Coefficients:
         _COEFF_CACHE.clear()
     _COEFF_CACHE[key] = (d, e, k)
     return k
+
+
+def speculative_step_s(d: Deployment, e: EngineEfficiencies, n_dec: float, ctx: float) -> float:
+    """One speculative decode step of ``n_dec`` sequences: ``k`` draft passes, then the target
+    verifies ``k + 1`` tokens per sequence in one forward (GEMM FLOPs, LM head and activations for
+    all of them; the KV cache read once, its attention FLOPs ``k + 1`` times)."""
+    k = _coefficients(d, e)
+    spec = float(d.spec_tokens)
+    base = k.iteration(n_dec, ctx, 0.0, 0.0, 0.0)
+    T = n_dec * (spec + 1.0)
+    w = k.w_dense
+    if k.moe:
+        w += k.w_experts * (1.0 - (1.0 - k.topk_e) ** max(T, 1.0))
+    verify = (
+        T * (k.flops + k.expert_flops + k.ew + k.comm1)
+        + T * k.head
+        + w
+        + n_dec * ctx * max(k.kv_bytes, k.attn_dec * (spec + 1.0))
+        + k.comm0
+        + k.step
+    )
+    return verify + spec * d.spec_draft_share * base
 
 
 def iteration_s(

@@ -25,7 +25,9 @@ from service.core.estimation.serving_engines import (
     engine_limits,
     iteration_s,
     mean_iteration_s,
+    speculative_step_s,
 )
+from service.core.estimation.serving_features import accepted_per_step
 
 # --------------------------------------------------------------------------------------------
 # Memory of a continuous-batching replica: how many sequences fit
@@ -140,6 +142,8 @@ def _steady(d: Deployment, e: EngineEfficiencies, n: float, w: Workload, budget:
       except through the growing KV read."""
     n_in, n_out = w.input_len, max(w.output_len, 1.0)
     ctx = n_in + n_out / 2.0
+    if d.spec_tokens:
+        return _steady_speculative(d, e, n, w, budget)
     t_all = mean_iteration_s(d, e, n, ctx, n / n_out, n_in, budget)
     others = n - 1.0
     tpot = (
@@ -151,6 +155,30 @@ def _steady(d: Deployment, e: EngineEfficiencies, n: float, w: Workload, budget:
     per_chunk = iteration_s(d, e, others, ctx, n_in / chunks, n_in / 2.0, 1.0 / chunks)
     ttft = e.request_s + tpot / 2.0 + chunks * per_chunk
     return ConcurrencyPoint(n, t_all, ttft, tpot, n / t_all, n / (n_out * t_all))
+
+
+def _steady_speculative(
+    d: Deployment, e: EngineEfficiencies, n: float, w: Workload, budget: int
+) -> ConcurrencyPoint:
+    """:func:`_steady` with speculative decoding: every step drafts ``k`` tokens per sequence and
+    verifies them (:func:`speculative_step_s`), emitting ``a = accepted_per_step(k, alpha)``
+    tokens per sequence; prompts join at ``n a / O`` per step. TPOT is the step (with the other
+    requests' prompts) over ``a``; TTFT as without speculation."""
+    n_in, n_out = w.input_len, max(w.output_len, 1.0)
+    ctx = n_in + n_out / 2.0
+    a = accepted_per_step(d.spec_tokens, d.spec_acceptance)
+    step = speculative_step_s(d, e, n, ctx)
+    plain = iteration_s(d, e, n, ctx)
+    others = n - 1.0
+    with_all = step + mean_iteration_s(d, e, n, ctx, n * a / n_out, n_in, budget) - plain
+    with_others = step + (
+        mean_iteration_s(d, e, n, ctx, others * a / n_out, n_in, budget) - plain if others > 0 else 0.0
+    )
+    tpot = with_others / a
+    chunks = max(1.0, math.ceil(n_in / max(1.0, budget - others)))
+    per_chunk = iteration_s(d, e, others, ctx, n_in / chunks, n_in / 2.0, 1.0 / chunks)
+    ttft = e.request_s + tpot / 2.0 + chunks * per_chunk
+    return ConcurrencyPoint(n, with_all, ttft, tpot, n * a / with_all, n * a / (n_out * with_all))
 
 
 def offline_throughput(

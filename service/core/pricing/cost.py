@@ -368,6 +368,13 @@ class PriceBook:
         self._memo[key] = quote
         return quote
 
+    @staticmethod
+    def _instances(shape: DeployShape, r: _Rental) -> int:
+        """One instance per node; independent nodes (serving replicas) share instances."""
+        if not shape.independent:
+            return shape.nodes
+        return -(-shape.nodes // (r.gpus_per_instance // shape.gpus_per_node))
+
     def rent_shape(
         self, slug: str, shape: DeployShape, assumptions: CostAssumptions
     ) -> ShapePrice | NoMatchingInstance:
@@ -392,7 +399,7 @@ class PriceBook:
                 refused.setdefault(f"{r.provider} {r.instance_type}", (r.gpus_per_instance, why))
                 continue
             rank = (
-                shape.nodes * rate,
+                self._instances(shape, r) * rate,
                 r.age_days > a.stale_after_days,
                 r.provider,
                 r.region,
@@ -404,7 +411,7 @@ class PriceBook:
                 best, best_rank = r, rank
         out: ShapePrice | NoMatchingInstance
         if best is not None:
-            quote = self._quote(slug, best, shape.gpus, a, instances=shape.nodes)
+            quote = self._quote(slug, best, shape.gpus, a, instances=self._instances(shape, best))
             assert quote is not None  # the rate was there
             out = ShapePrice(quote=quote, shape=shape, network=best.network)
         else:

@@ -33,11 +33,14 @@ MODULE_FORM_FACTORS = frozenset({"sxm", "oam"})
 @dataclass(frozen=True, slots=True)
 class DeployShape:
     """A plan as deployed: ``nodes`` nodes of ``gpus_per_node`` GPUs; ``needs_gpu_link`` when the
-    GPUs of a node must talk over NVLink (tensor parallelism, FSDP/ZeRO sharded inside a node)."""
+    GPUs of a node must talk over NVLink (tensor parallelism, FSDP/ZeRO sharded inside a node).
+    ``independent`` nodes never talk to each other (serving replicas): several may share one
+    instance and no inter-node network is needed."""
 
     gpus_per_node: int
     nodes: int = 1
     needs_gpu_link: bool = False
+    independent: bool = False
 
     def __post_init__(self) -> None:
         if self.gpus_per_node < 1 or self.nodes < 1:
@@ -151,6 +154,6 @@ def holds(shape: DeployShape, gpus_per_instance: int, net: InstanceNetwork) -> s
             f"the node's {shape.gpus_per_node} GPUs need NVLink between them; this instance links "
             f"{net.gpu_link_gpus} over {net.intra_node}"
         )
-    if shape.nodes > 1 and not net.inter_node_gbps:
+    if shape.nodes > 1 and not shape.independent and not net.inter_node_gbps:
         return f"{shape.nodes} nodes need a stated inter-node network; {net.source}"
     return None

@@ -17,10 +17,12 @@ from service.core.estimation.memory import (
 from service.core.evidence.aggregate import CellView
 from service.core.pricing.cost import (
     CostAssumptions,
+    NoMatchingInstance,
     PriceBook,
     RentQuote,
     Tco,
 )
+from service.core.pricing.shapes import InstanceNetwork
 from service.core.recommend.reasons import Reason
 
 DEFAULT_SERVING_ENGINE: Final = "vllm"
@@ -46,6 +48,8 @@ class Pool:
     free_gpus_per_node: int
     nodes: int = 1
     interconnect: str | None = None  # "nvlink" | "pcie" | None (the catalog's)
+    network_gbps_per_node: float | None = None  # between nodes; None: the stated default
+    rdma: bool | None = None  # GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA)
 
     @property
     def free(self) -> int:
@@ -152,6 +156,8 @@ class Option:
     needs_nvlink: bool = False
     """Whether the plan needs NVLink inside a node (tensor parallelism, FSDP in a node): the
     node shape an instance must hold for it to be priced as deployed."""
+    network: InstanceNetwork | None = None  # the links of the instance (or pool) it is priced on
+    price_missing: NoMatchingInstance | None = None  # why no instance type holds its node shape
 
     @property
     def train(self) -> TrainConfig | None:
@@ -174,7 +180,9 @@ class Option:
             return self.run_cost[1]
         if self.cost_per_million_tokens is not None:
             return self.cost_per_million_tokens
-        return self.quote.per_hour if self.quote is not None else None
+        if self.quote is not None:
+            return self.quote.per_hour
+        return self.tco.per_hour if self.tco is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,5 +235,7 @@ class Recommendation:
     not_ranked: tuple[tuple[GpuSpec, float], ...] = ()
     """GPUs not sized because a physical lower bound on their objective value was already worse
     than the last option returned (with that bound)."""
+    feasible: int = 0
+    """GPUs with an option that meets every constraint; ``options`` holds the best ``limit``."""
     assumptions: tuple[Reason, ...] = ()
     """What the first option (or the question) assumed that moves the answer."""

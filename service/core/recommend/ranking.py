@@ -11,11 +11,11 @@ from typing import Final
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer
 from service.core.evidence.provenance import at_least, weakest
 from service.core.pricing.cost import (
-    NO_PRICE,
     NO_PURCHASE_PRICE,
     tco,
     tco_exclusion,
 )
+from service.core.recommend.deployment import no_price_reason
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion
 from service.core.recommend.reasons import Reason
 
@@ -73,19 +73,8 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
         or cons.budget_per_hour is not None
         or cons.budget_per_run is not None
     )
-    if o.quote is None and needs_price:
-        reasons.append(
-            Reason(
-                NO_PRICE,
-                {
-                    "gpu": name,
-                    "gpu_count": o.gpu_count,
-                    "providers": sorted(cons.providers) if cons.providers else None,
-                    "pricing_models": list(q.cost.pricing_models),
-                    "currency": q.cost.currency,
-                },
-            )
-        )
+    if o.quote is None and o.tco is None and needs_price:
+        reasons.append(no_price_reason(o, q, name))
     if o.quote is not None:
         if cons.budget_per_hour is not None and o.quote.per_hour > cons.budget_per_hour:
             reasons.append(
@@ -137,6 +126,9 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
             )
     if reasons:
         return Exclusion(o.gpu, reasons[0], tuple(reasons[1:]))
+    if o.quote is None and o.tco is None and o.price_missing is not None:
+        # ranked without a cost (none was asked for), but say no instance type holds it
+        return replace(o, reasons=(*o.reasons, no_price_reason(o, q, name)))
     return o
 
 
@@ -187,7 +179,7 @@ def _objective_value(o: Option, objective: str) -> float | None:
         return o.run_cost[1]
     if o.train is not None:
         return o.cost_per_million_tokens
-    return o.quote.per_hour if o.quote is not None else None
+    return o.quote.per_hour if o.quote is not None else o.tco.per_hour if o.tco is not None else None
 
 
 def _rank(options: Sequence[Option], objective: str) -> list[Option]:

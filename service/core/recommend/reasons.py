@@ -28,6 +28,7 @@ REASON_CODES: Final[tuple[str, ...]] = (
     "PROVENANCE_BELOW_MIN",
     "BAND_TOO_WIDE",
     "NO_PRICE",
+    "NO_MATCHING_INSTANCE",
     "NO_PURCHASE_PRICE",
     "NO_POWER_FIGURE",
     "OVER_BUDGET",

@@ -157,6 +157,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         timed=counter.timed,
         gpus=len(data.specs),
         not_ranked=tuple(found.not_ranked),
+        feasible=len(found.feasible),
         assumptions=assumptions(q, options[0] if options else None, q.engine_assumed),
     )
 

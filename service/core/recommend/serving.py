@@ -28,7 +28,8 @@ from service.core.estimation.serving import (
 from service.core.pricing.cost import (
     cost_per_million_tokens,
 )
-from service.core.recommend.candidates import _Counter, _gib, _placement, _pool_shape, _price
+from service.core.recommend.candidates import _Counter, _gib, _placement, _pool_shape
+from service.core.recommend.deployment import deploy_shape, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import _rank_again, ratio_half_width
 from service.core.recommend.reasons import Reason
@@ -387,12 +388,14 @@ class _ServingSearch:
         replicas = cfg.replicas
         n = replicas * tp
         job = replace(self.job, config=cfg, solve_for=None)
-        quote = _price(self.data, self.q, gpu, n)
         nodes, per = _placement(gpu, n, self.q.constraints)
         shape = _pool_shape(gpu, self.q.constraints) if self.q.constraints.pools is not None else None
         if shape is not None and shape[0] >= tp:
             per = (shape[0] // tp) * tp
             nodes = math.ceil(replicas / (shape[0] // tp))
+        deploy = deploy_shape(gpu, replicas, tp, tensor_parallel=tp, replicas=True)
+        priced = price_plan(self.data, self.q, gpu, deploy)
+        quote, hourly = priced.quote, priced.hourly
         full: Estimate | None = None
         if r is not None:
             assert self.serving is not None and self.rate is not None
@@ -420,8 +423,8 @@ class _ServingSearch:
             full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
         )
         cpm = (
-            cost_per_million_tokens(quote.per_hour, capacity_tokens_per_s=served, served_tokens_per_s=served)
-            if quote is not None and served > 0
+            cost_per_million_tokens(hourly.per_hour, capacity_tokens_per_s=served, served_tokens_per_s=served)
+            if hourly is not None and served > 0
             else None
         )
         return Option(
@@ -445,7 +448,10 @@ class _ServingSearch:
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
             reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound),
             cost_per_million_tokens=cpm,
-            needs_nvlink=tp > 1 and gpu.node.nvlink_topology != "none",
+            needs_nvlink=deploy.needs_gpu_link,
+            tco=priced.tco,
+            network=priced.network,
+            price_missing=priced.missing,
         )
 
     def _misses(self, name: str, tp: int, ttft: float, tpot: float) -> Reason | None:

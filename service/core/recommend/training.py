@@ -26,8 +26,8 @@ from service.core.recommend.candidates import (
     _node_size,
     _placement,
     _pool_shape,
-    _price,
 )
+from service.core.recommend.deployment import deploy_shape, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import ratio_half_width
 from service.core.recommend.reasons import Reason
@@ -366,23 +366,25 @@ class _TrainingSearch:
             return None
         n = cfg.gpu_count
         nodes, per = _placement(gpu, n, self.q.constraints)
-        quote = _price(self.data, self.q, gpu, n)
         hours = t.time_to_train_s / 3600.0 if t.time_to_train_s else None
         hb = t.time_to_train_band
         hours_band = (hb.low / 3600.0, hb.high / 3600.0) if hb is not None else None
+        deploy = deploy_shape(gpu, nodes, per, tensor_parallel=cfg.tensor_parallel, sharding=cfg.sharding)
+        priced = price_plan(self.data, self.q, gpu, deploy, hours=hours, hours_band=hours_band)
+        quote, hourly = priced.quote, priced.hourly
         tps = t.tokens_per_s
         time_value = hours if hours is not None else (1e6 / tps if tps > 0 else math.inf)
         run: tuple[float, float, float] | None = None
         cpm = None
-        if quote is not None:
+        if hourly is not None:
             if hours is not None and hours_band is not None:
                 rc = run_cost(
-                    quote, hours, hours_low=min(hours_band[0], hours), hours_high=max(hours_band[1], hours)
+                    hourly, hours, hours_low=min(hours_band[0], hours), hours_high=max(hours_band[1], hours)
                 )
                 run = (rc.low, rc.amount, rc.high)
             if tps > 0:
                 cpm = cost_per_million_tokens(
-                    quote.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps
+                    hourly.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps
                 )
         reasons = self._reasons(gpu, plan, usable, est.time, nodes, per)
         return Option(
@@ -405,7 +407,10 @@ class _TrainingSearch:
             reasons=tuple(reasons),
             run_cost=run,
             cost_per_million_tokens=cpm,
-            needs_nvlink=cfg.sharding in ("fsdp", "zero3") and per > 1 and gpu.node.nvlink_topology != "none",
+            needs_nvlink=deploy.needs_gpu_link,
+            tco=priced.tco,
+            network=priced.network,
+            price_missing=priced.missing,
         )
 
     def _reasons(self, gpu: GpuSpec, plan: _Plan, usable: int, t: Any, nodes: int, per: int) -> list[Reason]:

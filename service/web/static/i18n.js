@@ -22,7 +22,7 @@ export const STRINGS = {
     default: "default",
     memory_title: "Memory per GPU", fits: "Fits", does_not_fit: "Does not fit", usable_memory: "usable memory",
     needed: "needed", band_upper: "band upper end", headroom: "headroom", short_by: "short by",
-    time_title: "Time", step_time: "Step time", throughput: "Throughput", time_to_train: "Time to train",
+    time_title: "Time", step_time: "Step time", throughput: "Throughput", time_to_train: "Time to train", throughput_time: "Training time per 1M tokens",
     provenance: "Provenance", band: "80% band", source_gpus: "Source GPUs", accuracy: "Stated accuracy",
     serving_title: "Serving", ttft: "Time to first token", tpot: "Time per output token", output_tps: "Output tokens/s",
     warnings: "Warnings", components: "Components",
@@ -50,6 +50,10 @@ export const STRINGS = {
     f_max_gpus: "Most GPUs", f_allowed: "Only these GPUs (comma-separated)", f_inv_gpu: "Inventory: GPU you have",
     f_inv_per_node: "Inventory: GPUs per node", f_inv_nodes: "Inventory: nodes", f_allow_ckpt: "May use gradient checkpointing",
     legend_job: "Job", legend_constraints: "Constraints", what_if: "What if",
+    shown_of_feasible: "{n} of {all} feasible GPUs shown.", show_all: "Show up to {all}",
+    not_sized: "{n} more not sized: a lower bound already ranks them below the last one shown.",
+    nothing_fits: "No GPU meets this question; the reasons and what-ifs below say what would change that.",
+    excluded_other: "Not in the allowed list ({n})", asking: "Asking…",
   },
   zh: {
     title: "GPU 选型助手",
@@ -71,7 +75,7 @@ export const STRINGS = {
     default: "默认",
     memory_title: "每卡显存", fits: "放得下", does_not_fit: "放不下", usable_memory: "可用显存",
     needed: "需要", band_upper: "区间上限", headroom: "余量", short_by: "缺少",
-    time_title: "时间", step_time: "每步时间", throughput: "吞吐", time_to_train: "训练总时间",
+    time_title: "时间", step_time: "每步时间", throughput: "吞吐", time_to_train: "训练总时间", throughput_time: "每百万 token 训练时间",
     provenance: "数据来源", band: "80% 区间", source_gpus: "来源 GPU", accuracy: "已测精度",
     serving_title: "推理服务", ttft: "首 token 时间", tpot: "每输出 token 时间", output_tps: "输出 token/s",
     warnings: "提示", components: "组成",
@@ -99,12 +103,17 @@ export const STRINGS = {
     f_max_gpus: "最多 GPU 数", f_allowed: "只考虑这些 GPU（逗号分隔）", f_inv_gpu: "现有库存：GPU 型号",
     f_inv_per_node: "现有库存：每节点 GPU 数", f_inv_nodes: "现有库存：节点数", f_allow_ckpt: "允许梯度检查点",
     legend_job: "任务", legend_constraints: "约束", what_if: "如果……",
+    shown_of_feasible: "显示 {all} 种可行 GPU 中的 {n} 种。", show_all: "最多显示 {all} 种",
+    not_sized: "另有 {n} 种未测算：其下界已排在最后一个显示的方案之后。",
+    nothing_fits: "没有 GPU 满足这个问题；下面的原因和“如果……”说明怎样改变才行。",
+    excluded_other: "不在允许列表中（{n}）", asking: "正在询问……",
   },
 };
 
 export const lang = (navigator.languages?.[0] || navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
 
 /** The page's string for `key` in the browser's language (English when zh lacks it). */
-export function t(key) {
-  return STRINGS[lang][key] ?? STRINGS.en[key] ?? key;
+export function t(key, vars) {
+  const s = STRINGS[lang][key] ?? STRINGS.en[key] ?? key;
+  return vars ? s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m)) : s;
 }

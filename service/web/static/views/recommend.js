@@ -31,8 +31,23 @@ function set(obj, path, value) {
   o[keys.at(-1)] = value;
 }
 
-/** The request body from the form's dotted field names; empty fields are left to the API's defaults. */
-export function bodyOf(form) {
+/**
+ * What `base` (the request a shared link was asked with) says that the form has no field for
+ * (cost assumptions, limit, vendors ...), kept under the form's own fields.
+ */
+function keepUnshown(body, base, form, prefix = "") {
+  const names = [...form.elements].map((el) => el.name).filter(Boolean);
+  for (const [k, v] of Object.entries(base || {})) {
+    const path = prefix ? `${prefix}.${k}` : k;
+    if (v === null || v === undefined) continue;
+    if (typeof v === "object" && !Array.isArray(v)) keepUnshown(body, v, form, path);
+    else if (!names.some((n) => n === path || n.startsWith(`${path}.`))) set(body, path, v);
+  }
+}
+
+/** The request body from the form's dotted field names; empty fields are left to the API's
+ * defaults, and what `base` asked that the form cannot show is kept. */
+export function bodyOf(form, base = null) {
   const fd = new FormData(form);
   const mode = fd.get("workload.mode");
   const body = { workload: {} };
@@ -59,6 +74,7 @@ export function bodyOf(form) {
     set(body, "constraints.inventory", [pool]);
   }
   if (body.constraints?.budget) body.constraints.budget.currency = "USD";
+  if (base) keepUnshown(body, base, form);
   return body;
 }
 
@@ -121,42 +137,119 @@ function optionCard(o) {
     pre ? h("div", { class: "scheduling" }, h("h4", null, t("scheduling")), pre, copyButton(hint, pre)) : null);
 }
 
+/**
+ * The frontier's axes in the units its points state (time_unit, cost_unit): TPOT is drawn in ms
+ * (the API states it in s, "s TPOT"; its band, on the option, is in ms), time to train in h,
+ * training throughput in s per 1M tokens; cost per run, per 1M tokens or per hour.
+ * Answers stored before units were stated get them from the question's mode.
+ */
+export function frontierAxes(r) {
+  const serving = r.options.some((o) => o.serving) || r.question?.mode === "inference";
+  const first = r.frontier[0] || {};
+  const timeUnit = first.time_unit ?? (serving ? "s TPOT" : r.frontier.some((p) => p.hours != null) ? "h" : "s/1M tokens");
+  const currency = r.options.find((o) => o.cost)?.cost.currency ?? "USD";
+  const costUnit = first.cost_unit ?? (timeUnit === "h" ? `${currency}/run` : serving ? `${currency}/h` : `${currency}/1M tokens`);
+  const x = timeUnit.startsWith("s TPOT")
+    ? { label: "TPOT (ms)", scale: 1000, band: (o) => o?.serving?.tpot?.band }
+    : timeUnit === "h"
+      ? { label: `${t("time_to_train")} (h)`, scale: 1, band: (o) => o?.training?.time_to_train?.band }
+      : { label: `${t("throughput_time")} (s / 1M tokens)`, scale: 1, band: () => null };
+  const isRun = costUnit.endsWith("/run");
+  const y = { label: `${t("cost")} (${costUnit.replace("/", " / ")})`,
+    band: (o) => (isRun ? o?.cost?.run : null) };
+  return { x, y };
+}
+
 function frontierSection(r, width) {
   const byRank = new Map(r.options.map((o) => [o.rank, o]));
-  const serving = r.options.some((o) => o.serving) || r.question?.mode === "inference";
-  const trainingHours = r.frontier.some((p) => p.hours !== null && p.hours !== undefined);
+  const { x, y } = frontierAxes(r);
   const pts = r.frontier.map((p) => {
     const o = p.rank ? byRank.get(p.rank) : null;
-    const tf = serving ? o?.serving?.tpot : trainingHours ? o?.training?.time_to_train : null;
-    const run = trainingHours ? o?.cost?.run : null;
-    return { x: p.time_value, y: p.cost_value, label: `${p.gpu} ×${p.gpu_count}`, frontier: true,
-      xLow: tf?.band?.low, xHigh: tf?.band?.high, yLow: run?.low, yHigh: run?.high };
+    const xb = x.band(o), yb = y.band(o);
+    return { x: p.time_value * x.scale, y: p.cost_value, label: `${p.gpu} ×${p.gpu_count}`, frontier: true,
+      xLow: xb?.low, xHigh: xb?.high, yLow: yb?.low, yHigh: yb?.high };
   });
   if (!pts.length) return h("p", null, t("none"));
-  const currency = r.options.find((o) => o.cost)?.cost.currency ?? "USD";
-  const xLabel = serving ? "TPOT (ms)" : trainingHours ? `${t("time_to_train")} (h)` : "s / 1M tokens";
-  const yLabel = `${t("cost")} (${currency})`;
-  return frontierChart(pts, { width, title: `${t("frontier")}: ${xLabel} × ${yLabel}`, xLabel, yLabel });
+  return frontierChart(pts, { width, title: `${t("frontier")}: ${x.label} × ${y.label}`, xLabel: x.label, yLabel: y.label });
 }
 
-function excludedTable(r) {
-  return table(t("excluded"), [t("col_gpu"), "code", t("reasons")], r.excluded.map((e) => h("tr", { "data-gpu": e.gpu.slug },
+function excludedRows(rows) {
+  return rows.map((e) => h("tr", { "data-gpu": e.gpu.slug, "data-code": e.code },
     h("th", { scope: "row" }, e.gpu.name), h("td", null, h("code", null, e.code)),
-    h("td", null, e.message, e.also?.length ? h("ul", null, e.also.map((a) => h("li", null, a.message))) : null))), { class: "excluded" });
+    h("td", null, e.message, e.also?.length ? h("ul", null, e.also.map((a) => h("li", null, a.message))) : null)));
 }
 
-function answer(r, width) {
+/**
+ * Excluded GPUs grouped by their reason: the reasons about this job (memory, time, cost, limits)
+ * first, largest group first; "not in the allowed list" last and folded, since it only repeats
+ * the question's own allowed_gpus.
+ */
+function excludedSection(r) {
+  const groups = new Map();
+  for (const e of r.excluded) groups.set(e.code, [...(groups.get(e.code) || []), e]);
+  const relevant = [...groups].filter(([code]) => code !== "NOT_ALLOWED").sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0]));
+  const other = groups.get("NOT_ALLOWED") || [];
+  const head = [t("col_gpu"), "code", t("reasons")];
+  return [
+    relevant.length ? h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": t("excluded") },
+      h("table", { class: "excluded" }, h("caption", null, t("excluded")),
+        h("thead", null, h("tr", null, head.map((c) => h("th", { scope: "col" }, c)))),
+        relevant.map(([code, rows]) => h("tbody", { "data-code": code },
+          h("tr", { class: "group" }, h("th", { scope: "rowgroup", colspan: "3" }, `${code} (${rows.length})`)),
+          excludedRows(rows))))) : null,
+    other.length ? h("details", { class: "excluded-other" }, h("summary", null, t("excluded_other", { n: other.length })),
+      table(t("excluded_other", { n: other.length }), head, excludedRows(other), { class: "excluded" })) : null,
+  ];
+}
+
+function answer(r, width, more) {
   const link = `${location.origin}/#/recommend?id=${encodeURIComponent(r.recommendation_id)}`;
   const linkEl = h("a", { href: link, class: "share-link" }, link);
-  return h("div", { class: "recommend-result", "data-recommendation-id": r.recommendation_id },
+  // feasible: GPUs sized and meeting every constraint; not_ranked: GPUs not sized because a
+  // lower bound already put them behind the last option shown (they may fit too)
+  const feasible = r.considered?.feasible ?? r.options.length;
+  const unsized = r.considered?.not_ranked?.length ?? 0;
+  const all = Math.min(feasible + unsized, 50);
+  const shown = h("p", { class: "shown-of-feasible", "data-shown": r.options.length, "data-feasible": feasible },
+    t("shown_of_feasible", { n: r.options.length, all: feasible }),
+    unsized ? ` ${t("not_sized", { n: unsized })}` : "", " ",
+    all > r.options.length && r.asked ? h("button", { type: "button", class: "show-all", on: { click: () => more(all) } },
+      t("show_all", { all })) : null);
+  return h("div", { class: "recommend-result", "data-recommendation-id": r.recommendation_id, tabindex: "-1" },
     h("p", { class: "share" }, `${t("share")}: `, linkEl, " ", copyButton(link, linkEl)),
     r.warnings?.length ? h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, w.message))) : null,
-    h("h2", null, t("frontier")), frontierSection(r, width),
-    h("h2", null, t("options")),
-    r.options.length ? h("div", { class: "options" }, r.options.map(optionCard)) : h("p", null, t("none")),
-    h("h2", null, t("excluded")), r.excluded.length ? excludedTable(r) : h("p", null, t("none")),
+    h("h2", null, t("options")), shown,
+    r.options.length ? h("div", { class: "options" }, r.options.map(optionCard)) : h("p", { class: "nothing-fits" }, t("nothing_fits")),
     r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
+    r.frontier.length ? [h("h2", null, t("frontier")), frontierSection(r, width)] : null,
+    r.excluded.length ? [h("h2", null, t("excluded")), excludedSection(r)] : null,
     h("p", { class: "note" }, `${r.recommendation_id} · ${when(r.as_of)} · ${r.considered.candidates} candidates, ${r.considered.timed} timed`));
+}
+
+/**
+ * The form's fields from the request as asked (`asked`, kept with every stored answer): the
+ * workload, constraints, objective and cost assumptions, so a shared link shows exactly the
+ * question beside its answer.
+ */
+export function formOfAsked(asked) {
+  const out = { objective: asked.objective ?? "fastest" };
+  const put = (prefix, obj) => {
+    for (const [k, v] of Object.entries(obj || {})) {
+      const name = `${prefix}.${k}`;
+      if (v === null || v === undefined) continue;
+      if (name === "constraints.inventory") {
+        const pool = v[0];
+        if (pool) Object.assign(out, { "constraints.inventory.gpu": pool.gpu, "constraints.inventory.gpus_per_node": String(pool.gpus_per_node ?? "") },
+          pool.nodes != null ? { "constraints.inventory.nodes": String(pool.nodes) } : {});
+      } else if (Array.isArray(v)) out[name] = v.join(", ");
+      else if (typeof v === "object") put(name, v);
+      else out[name] = String(v);
+    }
+  };
+  put("workload", asked.workload);
+  put("constraints", asked.constraints);
+  put("cost", asked.cost);
+  return out;
 }
 
 /**
@@ -220,7 +313,7 @@ export async function render(root, { params, width }) {
   let stored = null;
   if (id) {
     stored = await api(`/v1/recommendations/${encodeURIComponent(id)}`);
-    initial = formOfQuestion(stored.question, stored.objective);
+    initial = stored.asked ? formOfAsked(stored.asked) : formOfQuestion(stored.question, stored.objective);
   }
   const models = await api("/v1/models");
   const form = buildForm(initial);
@@ -233,21 +326,39 @@ export async function render(root, { params, width }) {
   };
   form.elements["workload.mode"].addEventListener("change", syncMode);
   syncMode();
-  form.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    const body = bodyOf(form);
-    clearErrors(form);
+  const submit = form.querySelector('button[type="submit"]');
+  // one question at a time: Submit is disabled (and says so) while the API answers, and the
+  // answer is scrolled into view and focused when it arrives
+  const ask = async (body) => {
+    submit.disabled = true;
+    submit.textContent = t("asking");
+    form.setAttribute("aria-busy", "true");
     out.replaceChildren(h("p", { class: "loading" }, t("loading")));
     try {
       const r = await api("/v1/recommend", { method: "POST", body });
       setParams("recommend", new URLSearchParams({ id: r.recommendation_id }));
-      out.replaceChildren(answer(r, width), apiExample("POST", "/v1/recommend", body));
+      const shown = answer(r, width, (limit) => ask({ ...r.asked, limit }));
+      out.replaceChildren(shown, apiExample("POST", "/v1/recommend", body));
+      shown.scrollIntoView({ block: "start" });
+      shown.focus({ preventScroll: true });
     } catch (err) {
       out.replaceChildren();
       if (err instanceof ApiError) showProblem(form, err);
       else out.append(problemBlock(err));
+    } finally {
+      submit.disabled = false;
+      submit.textContent = t("submit");
+      form.removeAttribute("aria-busy");
     }
+  };
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    clearErrors(form);
+    await ask(bodyOf(form, stored?.asked));
   });
-  if (stored) out.replaceChildren(answer(stored, width), apiExample("GET", `/v1/recommendations/${encodeURIComponent(id)}`));
+  if (stored) {
+    const more = (limit) => ask({ ...stored.asked, limit });
+    out.replaceChildren(answer(stored, width, more), apiExample("GET", `/v1/recommendations/${encodeURIComponent(id)}`));
+  }
   add(root, h("h1", null, t("recommend_title")), form, out);
 }

@@ -1,0 +1,155 @@
+"""How a plan is paid for, as deployed (issue 24): rented on an instance type that holds its node
+shape (``PriceBook.rent_shape``), or, on the caller's own inventory, owned and costed by TCO --
+never a rental price for GPUs the team already has. The one call site of pricing in the search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.core.catalog.specs import GpuSpec
+from service.core.pricing.cost import (
+    NO_PRICE,
+    NO_PURCHASE_PRICE,
+    NoMatchingInstance,
+    RentQuote,
+    ShapePrice,
+    Tco,
+    tco,
+)
+from service.core.pricing.shapes import NO_MATCHING_INSTANCE, DeployShape, InstanceNetwork
+from service.core.recommend.models import Option, Pool, RecommendData, RecommendQuestion
+from service.core.recommend.reasons import Reason
+
+SHARDED = frozenset({"fsdp", "zero1", "zero2", "zero3"})
+
+
+@dataclass(frozen=True, slots=True)
+class PlanPrice:
+    """What a plan costs per hour and on what: ``quote`` (rented) or ``tco`` (owned inventory);
+    ``hourly`` is whichever applies (``None``: no cost); ``missing`` says why no instance type
+    holds the shape; ``network`` the links it runs on."""
+
+    quote: RentQuote | None = None
+    tco: Tco | None = None
+    network: InstanceNetwork | None = None
+    missing: NoMatchingInstance | None = None
+
+    @property
+    def hourly(self) -> RentQuote | Tco | None:
+        return self.quote if self.quote is not None else self.tco
+
+
+def deploy_shape(
+    gpu: GpuSpec,
+    nodes: int,
+    gpus_per_node: int,
+    *,
+    tensor_parallel: int = 1,
+    sharding: str = "none",
+    replicas: bool = False,
+) -> DeployShape:
+    """The node shape a plan needs. The GPUs of a node need the part's NVLink when the estimate
+    took it for their traffic: tensor parallelism or sharded data parallelism inside a node on a
+    part whose NVLink domain covers the node. Serving replicas are independent nodes of ``tp``."""
+    linked = gpu.node.nvlink_topology != "none"
+    if replicas:
+        tp = max(tensor_parallel, 1)
+        return DeployShape(
+            gpus_per_node=tp,
+            nodes=max(1, (nodes * gpus_per_node) // tp),
+            needs_gpu_link=tp > 1 and linked and tp <= gpu.node.nvlink_domain_size,
+            independent=True,
+        )
+    chatty = tensor_parallel > 1 or sharding in SHARDED
+    return DeployShape(
+        gpus_per_node=gpus_per_node,
+        nodes=nodes,
+        needs_gpu_link=gpus_per_node > 1
+        and chatty
+        and linked
+        and gpus_per_node <= gpu.node.nvlink_domain_size,
+    )
+
+
+def _pool_network(pools: tuple[Pool, ...], gpu: GpuSpec) -> InstanceNetwork:
+    mine = [p for p in pools if p.gpu == gpu.slug]
+    p = max(mine, key=lambda p: (p.free_gpus_per_node, p.nodes)) if mine else None
+    nv = (p.interconnect if p is not None else None) or (
+        "nvlink" if gpu.node.nvlink_topology != "none" else "pcie"
+    )
+    gbps = p.network_gbps_per_node if p is not None else None
+    return InstanceNetwork(
+        intra_node="nvlink" if nv == "nvlink" else "pcie",
+        gpu_link_gpus=gpu.node.nvlink_domain_size if nv == "nvlink" else 1,
+        inter_node_gbps=gbps,
+        rdma=None if p is None or p.rdma is None else ("yes" if p.rdma else "no"),
+        intra_basis="table",
+        inter_basis="table" if gbps is not None else "provider_default",
+        source="the request's inventory pool",
+    )
+
+
+def price_plan(
+    data: RecommendData,
+    q: RecommendQuestion,
+    gpu: GpuSpec,
+    shape: DeployShape,
+    *,
+    hours: float | None = None,
+    hours_band: tuple[float, float] | None = None,
+) -> PlanPrice:
+    """Price ``shape`` of ``gpu``: owned (TCO) when the request gives an inventory, else the
+    cheapest instance type that holds it."""
+    if data.prices is None:
+        return PlanPrice()
+    pools = q.constraints.pools
+    if pools is not None:
+        t = tco(
+            data.prices,
+            gpu.slug,
+            gpu_count=shape.gpus,
+            tdp_w=gpu.tdp_w,
+            assumptions=q.cost,
+            hours=hours,
+            hours_low=min(hours_band[0], hours) if hours_band and hours else None,
+            hours_high=max(hours_band[1], hours) if hours_band and hours else None,
+        )
+        return PlanPrice(tco=t, network=_pool_network(pools, gpu))
+    p = data.prices.rent_shape(gpu.slug, shape, q.cost)
+    if isinstance(p, ShapePrice):
+        return PlanPrice(quote=p.quote, network=p.network)
+    return PlanPrice(missing=p)
+
+
+def no_price_reason(o: Option, q: RecommendQuestion, name: str) -> Reason:
+    """Why a plan that needs a cost has none: no instance type holds its node shape, no
+    purchase price for owned inventory, or no rental row at all."""
+    m = o.price_missing
+    if m is not None and m.reason == NO_MATCHING_INSTANCE:
+        return Reason(
+            NO_MATCHING_INSTANCE,
+            {
+                "gpu": name,
+                "gpu_count": o.gpu_count,
+                "gpus_per_node": m.shape.gpus_per_node,
+                "nodes": m.shape.nodes,
+                "needs_nvlink": m.shape.needs_gpu_link,
+                "replicas": m.shape.independent,
+                "suspect_only": m.suspect_only,
+                "detail": m.detail,
+            },
+        )
+    if q.constraints.pools is not None:
+        return Reason(o.tco_missing or NO_PURCHASE_PRICE, {"gpu": name, "gpu_count": o.gpu_count})
+    cons = q.constraints
+    return Reason(
+        NO_PRICE,
+        {
+            "gpu": name,
+            "gpu_count": o.gpu_count,
+            "providers": sorted(cons.providers) if cons.providers else None,
+            "pricing_models": list(q.cost.pricing_models),
+            "currency": q.cost.currency,
+        },
+    )
