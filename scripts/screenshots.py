@@ -24,6 +24,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -59,10 +60,51 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _fingerprint(pci: str, host: str) -> dict[str, Any]:
+    """A complete stack fingerprint for a made-up run (every field the vocabulary requires)."""
+    from service.core.catalog.vocabulary import SUITE_VERSION, suite_definition_hash
+
+    return {
+        "suite_version": SUITE_VERSION,
+        "workload_definition_hash": suite_definition_hash(),
+        "driver_version": "550.54.15",
+        "cuda_version": "12.4",
+        "torch_version": "2.5.1",
+        "attention_backend": "flash",
+        "tf32_matmul": False,
+        "tf32_cudnn": False,
+        "torch_compile": False,
+        "ecc_mode": "enabled",
+        "mig_mode": "disabled",
+        "pci_device_id": pci,
+        "host_id": f"mid-{host}-{pci}",
+        "cudnn_version": "90100",
+        "nccl_version": "2.21.5",
+        "transformers_version": "4.46.0",
+        "engine_versions": None,
+        "power_limit_w": 300,
+        "app_clock_sm_mhz": 1980,
+        "app_clock_mem_mhz": 2619,
+        "pcie_gen": 5,
+        "pcie_width": 16,
+        "container_image_digest": None,
+        "nccl_nvls_enable": None,
+    }
+
+
+def _result(batch_size: int, throughput: float | None) -> dict[str, Any]:
+    """A ResNet-50 training result: ``throughput`` in images/s, or an OOM for ``None``."""
+    return {
+        "workload": "resnet50-train",
+        "parameters": {"precision": "amp_bf16", "batch_size": batch_size},
+        "status": "oom" if throughput is None else "ok",
+        "metrics": {} if throughput is None else {"throughput": {"value": throughput, "unit": "images/s"}},
+    }
+
+
 def example_runs(url: str, key: str) -> None:
     """Illustrative ResNet-50 training runs on the L40 and the L20 (host names say so)."""
-    sys.path.insert(0, str(ROOT))
-    from tests.api.benchmark_fixtures import fingerprint, result, run
+    from service.core.catalog.vocabulary import SUITE_VERSION
 
     for pci, name, mem, scale, oom_at in (
         ("0x26b5", "NVIDIA L40", 46_068 * 2**20, 1.0, None),
@@ -72,27 +114,19 @@ def example_runs(url: str, key: str) -> None:
             results = []
             for bs in (32, 64, 128, 256, 512):
                 if bs == oom_at:
-                    results += [
-                        result("resnet50-train", {"precision": "amp_bf16", "batch_size": bs}, status="oom")
-                    ] * 3
+                    results += [_result(bs, None)] * 3
                 else:
                     v = scale * 1350 * (bs / 32) ** 0.12
-                    results += [
-                        result(
-                            "resnet50-train",
-                            {"precision": "amp_bf16", "batch_size": bs},
-                            {"throughput": v * f},
-                        )
-                        for f in (0.98, 1.0, 1.02)
-                    ]
-            body = run(
-                results,
-                host=f"made-up-{host}-{pci}",
-                pci=pci,
-                gpu_name=name,
-                memory_total=mem,
-                fp=fingerprint(pci, host_id=f"mid-{host}-{pci}", power_limit_w=300),
-            )
+                    results += [_result(bs, v * f) for f in (0.98, 1.0, 1.02)]
+            body = {
+                "run_id": f"example-{uuid.uuid4().hex}",
+                "suite_version": SUITE_VERSION,
+                "host": f"made-up-{host}-{pci}",
+                "gpu": {"name": name, "pci_device_id": pci, "memory_total_bytes": mem},
+                "gpu_count": 1,
+                "fingerprint": _fingerprint(pci, host),
+                "results": results,
+            }
             r = httpx.post(
                 f"{url}/v1/benchmark-runs", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=60
             )

@@ -14,7 +14,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from service.core.catalog.vocabulary import VocabularyError, normalise_pci_id
+from service.core.catalog.fingerprint import normalise_pci_id
+from service.core.catalog.vocabulary import VocabularyError
 
 MIB = 1024 * 1024
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from service.agent import exitcodes
 from service.agent.hardware import identify
-from service.core.catalog.vocabulary import VocabularyError, normalise_pci_id
+from service.core.catalog.fingerprint import normalise_pci_id
+from service.core.catalog.vocabulary import VocabularyError
 
 # NVML constants (nvml.h); repeated here so parsing needs no pynvml import.
 NVML_ERROR_NOT_SUPPORTED = 3

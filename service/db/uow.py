@@ -139,6 +139,10 @@ class UnitOfWork:
                     self._watermarks = read_watermarks(bind)
         return self._watermarks
 
+    def known_watermarks(self) -> Watermarks | None:
+        """The watermarks this unit of work has read already (``None``: reading them is SQL)."""
+        return self._watermarks
+
     def use_watermarks(self, watermarks: Watermarks) -> None:
         """Watermarks the caller read before this unit of work's transaction (the API reads
         them without blocking its event loop, ``db.watermark_reader``); they count as this unit

@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 from pydantic.config import JsonDict
 
-from service.core.catalog.vocabulary import PCI_ID_PATTERN, WORKLOADS
+from service.core.catalog.fingerprint import PCI_ID_PATTERN
+from service.core.catalog.vocabulary import WORKLOADS
 from service.core.evidence.submission import GpuIdentity as CoreGpuIdentity
 from service.core.evidence.submission import MetricReading, ResultSubmission, RunSubmission
 from service.schemas.common import (

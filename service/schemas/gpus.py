@@ -4,7 +4,7 @@ the same schema) and the API envelopes around it."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -329,20 +329,6 @@ class GpuOut(GpuDocument):
     updated_at: UtcDatetime
     links: dict[str, str] = Field(default_factory=dict)
 
-    @classmethod
-    def from_core(cls, record: core.GpuRecord, links: Mapping[str, str]) -> GpuOut:
-        return cls.model_validate(
-            {
-                **record.document,
-                "origin": record.origin,
-                "overridden_fields": record.overridden_fields,
-                "revision": record.revision,
-                "catalog_version": record.catalog_version,
-                "updated_at": record.updated_at,
-                "links": dict(links),
-            }
-        )
-
 
 class GpuAnswer(GpuOut):
     """``GET /v1/gpus/{ident}``: the GPU, plus ``warnings`` when resolving the name assumed
@@ -466,33 +452,6 @@ class PriceOut(PriceIn):
         description="the row failed a price-quality check; left out of rankings unless allow_suspect_prices",
     )
     suspect_reasons: list[SuspectReasonOut] = Field(default_factory=list)
-
-    @classmethod
-    def from_core(cls, view: core.PriceView) -> PriceOut:
-        p = view.row
-        return cls(
-            id=p.id,
-            gpu_slug=p.gpu_slug,
-            provider=p.provider,
-            region=p.region,
-            instance_type=p.instance_type,
-            gpus_per_instance=p.gpus_per_instance,
-            pricing_model=p.pricing_model,
-            currency=p.currency,
-            amount=p.amount,
-            effective_date=p.effective_date,
-            source=p.source,
-            is_estimate=p.is_estimate,
-            date_basis="retrieved" if p.date_basis == "retrieved" else "effective",
-            age_is_lower_bound=p.date_basis == "retrieved",
-            suspect=bool(view.suspect),
-            suspect_reasons=SuspectReasonOut.of(view.suspect),
-            per_gpu_hour=view.per_gpu_hour,
-            age_days=view.age_days,
-            stale=view.stale,
-            converted=dict(view.converted),
-            fx_date=view.fx_date,
-        )
 
 
 class PriceList(BaseModel):

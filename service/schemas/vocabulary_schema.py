@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.core.catalog.fingerprint import PCI_ID_PATTERN
 from service.core.catalog.vocabulary import (
     FINGERPRINT_NULLABLE,
     FINGERPRINT_RANGES,
     FINGERPRINT_REQUIRED,
     FINGERPRINT_TYPES,
-    PCI_ID_PATTERN,
     WORKLOADS,
     ParamDef,
     WorkloadDef,

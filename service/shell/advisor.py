@@ -119,8 +119,9 @@ class LocalAdvisor:
             raise AdvisorError("the request is not valid", fields) from None
 
     def estimate(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        from service.api.presenters.estimate import estimate_out
         from service.db.uow import UnitOfWork
-        from service.schemas.estimate import EstimateRequest, EstimateResponse
+        from service.schemas.estimate import EstimateRequest
         from service.usecases.estimate import estimate as run_estimate
 
         req = self._valid(EstimateRequest, body)
@@ -129,7 +130,7 @@ class LocalAdvisor:
                 r = run_estimate(uow, self.read, req.to_core(), req.gpu, now=dt.datetime.now(dt.UTC))
         except Exception as exc:
             raise self._refusal(exc) from None
-        out = EstimateResponse.from_core(
+        out = estimate_out(
             r.estimate,
             warnings=r.warnings,
             as_of=r.as_of,

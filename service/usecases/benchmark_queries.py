@@ -352,7 +352,7 @@ def _measurements_from_snapshot(
     cells are memoised per snapshot (the same view object serves every request until the
     measurement watermark moves)."""
     slug = resolve_gpu(uow, read, ident).record.slug
-    snap = read.snapshot(uow).measurements
+    snap = read.snapshot(uow, calibrated=False).measurements
     stack_filter = bool(fingerprint) or fingerprint_hash is not None
     cells: list[MeasuredCell] = []
     for key in snap.by_gpu.get(slug, ()):

@@ -76,6 +76,32 @@ class SeedReport:
     errors: tuple[str, ...] = ()
 
 
+def _recatalogued(
+    record: GpuRecord,
+    doc: Mapping[str, Any],
+    catalog_version: str,
+    validate: DocumentValidator,
+    now: dt.datetime,
+) -> tuple[GpuRecord, bool]:
+    """A stored GPU with a new catalog document: its effective document recomputed under any
+    admin override (a new revision only if it changed), and whether it changed."""
+    try:
+        effective = validate(deep_merge(doc, record.override_document or {}))
+    except Invalid as exc:
+        raise exc.at("catalog", record.slug, "effective") from None
+    if effective != record.document:
+        changed = replace(
+            record,
+            document=effective,
+            revision=record.revision + 1,
+            updated_at=now,
+            catalog_document=doc,
+            catalog_version=catalog_version,
+        )
+        return changed, True
+    return replace(record, catalog_document=doc, catalog_version=catalog_version), False
+
+
 @commits
 def upsert_catalog(
     uow: UnitOfWork,
@@ -120,23 +146,9 @@ def upsert_catalog(
             continue
         if record.override_document:
             kept_override += 1
-        try:
-            effective = validate(deep_merge(doc, record.override_document or {}))
-        except Invalid as exc:
-            raise exc.at("catalog", slug, "effective") from None
-        if effective != record.document:
-            record = replace(
-                record,
-                document=effective,
-                revision=record.revision + 1,
-                updated_at=now,
-                catalog_document=doc,
-                catalog_version=catalog_version,
-            )
-            updated += 1
-        else:
-            record = replace(record, catalog_document=doc, catalog_version=catalog_version)
-            unchanged += 1
+        record, changed = _recatalogued(record, doc, catalog_version, validate, now)
+        updated += changed
+        unchanged += not changed
         if slug in new:  # the same slug twice in one catalog: the later document wins
             new[slug] = record
         else:
@@ -169,7 +181,7 @@ def upsert_catalog(
 def resolve(uow: UnitOfWork, cache: ReadModel, ident: str) -> Resolution:
     """Resolve a slug, alias, GFD label or PCI device id to catalog slugs (none, one, or
     several when the name is ambiguous)."""
-    return resolve_ident(ident, cache.snapshot(uow).catalog.alias_index)
+    return resolve_ident(ident, cache.snapshot(uow, calibrated=False).catalog.alias_index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +226,7 @@ def resolve_gpu(uow: UnitOfWork, aliases: ReadModel, ident: str, *, use_default:
                 )
             )
         else:
-            records = aliases.snapshot(uow).catalog.records
+            records = aliases.snapshot(uow, calibrated=False).catalog.records
             found = [records[x] for x in sorted(res.slugs) if x in records]
             raise Ambiguous(
                 f"{ident!r} names {len(found)} GPUs; pick one",
@@ -236,7 +248,7 @@ def resolve_gpu(uow: UnitOfWork, aliases: ReadModel, ident: str, *, use_default:
                 "shared_gpu", f"{ident!r} is a time-shared GPU; throughput is split between tenants", {}
             )
         )
-    record = aliases.snapshot(uow).catalog.records.get(slug)
+    record = aliases.snapshot(uow, calibrated=False).catalog.records.get(slug)
     if record is None:  # pragma: no cover - the alias index and the records are one snapshot
         raise NotFound(f"no GPU with slug {slug!r}")
     return GpuView(record=record, warnings=tuple(warnings))
@@ -266,7 +278,7 @@ def list_gpus(
                 FieldError(("sort",), f"one of {', '.join(sorted(SORT_KEYS))}, optionally prefixed by '-'")
             ],
         )
-    live = read.snapshot(uow).catalog.records.values()
+    live = read.snapshot(uow, calibrated=False).catalog.records.values()
     records = sort_records([r for r in live if filters.admits(r.document)], key, descending=desc)
     start = 0
     if cursor:
@@ -390,7 +402,7 @@ def list_prices(
     amount in the other currency (:func:`~service.core.catalog.records.view_price`) and, when
     a price-quality check flags it, why it is suspect (:mod:`service.core.pricing.quality`)."""
     slug = resolve_gpu(uow, aliases, ident).record.slug
-    catalog = aliases.snapshot(uow).catalog
+    catalog = aliases.snapshot(uow, calibrated=False).catalog
     rates = catalog.fx_rates
     rows = catalog.prices.get(slug, ())
     suspect = catalog.price_book(today).suspect_rows

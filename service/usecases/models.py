@@ -1,7 +1,7 @@
 """Model architecture look-ups: presets, Hugging Face config bodies, parameter counts.
 
 Answers are the core's :class:`~service.core.catalog.models.ModelSpec`; the API turns them into wire
-models (``schemas.models.ModelSummary.from_core`` / ``ModelDetail.from_core``)."""
+models (``api.presenters.models``)."""
 
 from __future__ import annotations
 

@@ -22,9 +22,11 @@ against the shared database, and the journal tells every process what to reload.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -222,11 +224,14 @@ class ReadModel:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="refit") if background else None
         self._future: Future[None] | None = None
         self._first_fit = threading.Event()
+        self._waiters: list[Callable[[], None]] = []  # event-loop waiters for the first fit
 
     # ---- the request path ------------------------------------------------------------------
 
-    def snapshot(self, uow: UnitOfWork) -> Snapshot:
-        """The snapshot at the database's current watermarks (one watermark read)."""
+    def snapshot(self, uow: UnitOfWork, *, calibrated: bool = True) -> Snapshot:
+        """The snapshot at the database's current watermarks (one watermark read).
+        ``calibrated``: wait for the first calibration fit (up to :attr:`FIRST_FIT_WAIT_S`)
+        rather than answer from no calibrations at all; catalog reads do not need it."""
         marks = uow.watermarks()
         catalog = self._catalog
         if catalog is None or catalog.watermark != marks.catalog:
@@ -235,10 +240,8 @@ class ReadModel:
         if measured is None or measured.watermark != marks.measurement:
             measured = self._advance_measurements(uow, marks.measurement)
         self._schedule_fits(catalog, measured)
-        if self._calibration_watermark < 0:
-            # the first fit runs on the thread that found it pending (the start-up warm-up, or
-            # the first request without one); a request arriving meanwhile waits for it rather
-            # than answering from no calibrations at all
+        if calibrated and self._calibration_watermark < 0:
+            # the first fit runs on the refit thread (or, without one, on this thread)
             self._first_fit.wait(timeout=self.FIRST_FIT_WAIT_S)
         with self._lock:
             return Snapshot(
@@ -249,8 +252,45 @@ class ReadModel:
             )
 
     def get(self, uow: UnitOfWork) -> Mapping[str, list[AliasEntry]]:
-        """The alias index (what name resolution needs)."""
-        return self.snapshot(uow).catalog.alias_index
+        """The alias index (what name resolution needs; no calibration wait)."""
+        return self.snapshot(uow, calibrated=False).catalog.alias_index
+
+    def current(self, marks: Watermarks, *, calibrated: bool = True) -> bool:
+        """Whether a request at ``marks`` can be answered without SQL or a fit wait: the
+        snapshot is loaded at those watermarks (and the first fit is done, if ``calibrated``)."""
+        catalog, measured = self._catalog, self._measurements
+        return (
+            (self._first_fit.is_set() or not calibrated)
+            and catalog is not None
+            and catalog.watermark == marks.catalog
+            and measured is not None
+            and measured.watermark == marks.measurement
+        )
+
+    async def first_fit(self, timeout_s: float | None = None) -> bool:
+        """Wait on the event loop -- holding no thread -- for the first calibration fit, up to
+        ``timeout_s`` (default :attr:`FIRST_FIT_WAIT_S`); whether it has finished."""
+        if self._first_fit.is_set():
+            return True
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def settle() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(settle)
+
+        with self._lock:
+            self._waiters.append(wake)
+        if self._first_fit.is_set():  # set between the check and the registration
+            return True
+        try:
+            await asyncio.wait_for(asyncio.shield(done), timeout_s or self.FIRST_FIT_WAIT_S)
+        except TimeoutError:
+            return False
+        return True
 
     # ---- catalog -----------------------------------------------------------------------------
 
@@ -360,7 +400,7 @@ class ReadModel:
             full, groups = self._full_fit_pending, set(self._pending_groups)
             self._full_fit_pending = False
             self._pending_groups.clear()
-            if self._executor is None or self._calibration_watermark < 0:
+            if self._executor is None:
                 job: Future[None] | None = None
             else:
                 job = self._executor.submit(self._fit, catalog, measured, full, groups)
@@ -375,6 +415,11 @@ class ReadModel:
             self._fit_now(catalog, measured, full, groups)
         finally:
             self._first_fit.set()
+            with self._lock:
+                waiters, self._waiters = self._waiters, []
+            for wake in waiters:
+                with contextlib.suppress(RuntimeError):  # that event loop has closed meanwhile
+                    wake()
 
     def _fit_now(
         self, catalog: CatalogSnapshot, measured: MeasurementSnapshot, full: bool, groups: set[GroupKey]
@@ -420,7 +465,7 @@ class ReadModel:
 
     def warm(self, uow: UnitOfWork) -> None:
         """Load the catalog and measurements and fit every calibration now (at start-up, off
-        the request path), so no request pays for the full fit."""
+        the request path), so no request pays for the full fit; returns once it is done."""
         self.snapshot(uow)
 
     @property

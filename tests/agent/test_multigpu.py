@@ -32,11 +32,11 @@ from service.agent.multigpu.launcher import (
 )
 from service.agent.multigpu.llm_train import accumulation_steps
 from service.agent.multigpu.model_config import SUITE_PRESETS, UnknownModelError, resolve_shape
+from service.core.catalog.fingerprint import check_fingerprint
 from service.core.catalog.vocabulary import (
     FINGERPRINT_FIELDS,
     SUITE_VERSION,
     canonical_parameters,
-    check_fingerprint,
     check_metric,
     suite_definition_hash,
 )

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from service.agent.multigpu.env import nvls_disabled
-from service.core.catalog.vocabulary import SUITE_VERSION, normalise_pci_id, suite_definition_hash
+from service.core.catalog.fingerprint import normalise_pci_id
+from service.core.catalog.vocabulary import SUITE_VERSION, suite_definition_hash
 
 #: Placeholder values for hardware that a CPU-only host does not have.
 CPU_PLACEHOLDERS: dict[str, Any] = {

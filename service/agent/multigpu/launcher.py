@@ -31,13 +31,12 @@ from typing import Any
 from service.agent.multigpu import collectives
 from service.agent.multigpu.env import SAFE_ENV, safe_environ
 from service.agent.multigpu.llm_train import SHARDINGS, accumulation_steps, check_variant, result_parameters
+from service.core.catalog.fingerprint import check_fingerprint, fingerprint_hash
 from service.core.catalog.vocabulary import (
     SUITE_VERSION,
     VocabularyError,
     canonical_parameters,
-    check_fingerprint,
     check_metric,
-    fingerprint_hash,
     parameters_hash,
 )
 

@@ -33,7 +33,8 @@ def _speedup(c: Cell, first: Cell, higher_is_better: bool) -> float | None:
     return round(c.value / first.value if higher_is_better else first.value / c.value, 4)
 
 
-def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> CompareOut:
+def _spec_rows(c: Comparison) -> list[SpecRow]:
+    """Spec figures with their ratio to the first GPU's and whether the row differs."""
     specs = []
     for line in c.specs:
         first = line.figures[0].value
@@ -59,6 +60,11 @@ def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> Comp
                 differs=len({f.value for f in line.figures}) > 1,
             )
         )
+    return specs
+
+
+def _result_rows(c: Comparison) -> list[ResultRow]:
+    """Measured or estimated cells per workload row, with the speed-up over the first GPU."""
     results = []
     for r in c.results:
         first_cell = r.cells[0]
@@ -92,8 +98,13 @@ def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> Comp
                 ],
             )
         )
+    return results
+
+
+def _prices(c: Comparison) -> list[GpuPrices]:
+    """Each GPU's offers, the cheapest per GPU-hour and its ratio to the first GPU's."""
     cheapest = [round(p.providers[0].per_gpu_hour, 6) if p.providers else None for p in c.prices]
-    prices = [
+    return [
         GpuPrices(
             slug=p.slug,
             cheapest_per_gpu_hour=cheapest[i],
@@ -121,6 +132,9 @@ def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> Comp
         )
         for i, p in enumerate(c.prices)
     ]
+
+
+def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> CompareOut:
     return CompareOut(
         gpus=[
             CompareGpu(
@@ -135,16 +149,16 @@ def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> Comp
             )
             for q, v in zip(c.queries, c.gpus, strict=True)
         ],
-        specs=specs,
+        specs=_spec_rows(c),
         capabilities=[
             CapabilityRow(
                 key=x.key, label=x.label, values=list(x.values), differs=len({str(v) for v in x.values}) > 1
             )
             for x in c.capabilities
         ],
-        results=results,
+        results=_result_rows(c),
         currency=c.currency,
-        prices=prices,
+        prices=_prices(c),
         stale_after_days=c.stale_after_days,
         as_of=as_of,
         data_version=data_version,

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi.responses import JSONResponse
+from fastapi import Response
 
-from service.core.catalog.records import GpuCandidate, GpuRecord, GpuWarning
-from service.schemas.gpus import GpuOut
+from service.api.answers import answer
+from service.core.catalog.records import GpuCandidate, GpuRecord, GpuWarning, PriceView
+from service.schemas.gpus import GpuOut, PriceOut, SuspectReasonOut
 
 
 def gpu_url(slug: str) -> str:
@@ -22,7 +23,17 @@ def gpu_links(slug: str) -> dict[str, str]:
 
 
 def gpu_out(record: GpuRecord) -> GpuOut:
-    return GpuOut.from_core(record, links=gpu_links(record.slug))
+    return GpuOut.model_validate(
+        {
+            **record.document,
+            "origin": record.origin,
+            "overridden_fields": record.overridden_fields,
+            "revision": record.revision,
+            "catalog_version": record.catalog_version,
+            "updated_at": record.updated_at,
+            "links": gpu_links(record.slug),
+        }
+    )
 
 
 def warning_json(w: GpuWarning) -> dict[str, Any]:
@@ -50,12 +61,38 @@ def gpu_body(record: GpuRecord) -> dict[str, Any]:
 
 def gpu_response(
     record: GpuRecord, data_version: str, *, warnings: Sequence[GpuWarning] = (), status_code: int = 200
-) -> JSONResponse:
+) -> Response:
     """The GPU as served: ``GpuOut`` plus ``warnings`` when resolving its name assumed
     something; ``ETag`` and ``X-Data-Version`` headers."""
     body = gpu_body(record)
     if warnings:
         body = dict(body)
         body["warnings"] = [warning_json(w) for w in warnings]
-    headers = {"ETag": record.etag, "X-Data-Version": str(data_version)}
-    return JSONResponse(body, status_code=status_code, headers=headers)
+    return answer(body, data_version, status_code=status_code, headers={"ETag": record.etag})
+
+
+def price_out(view: PriceView) -> PriceOut:
+    p = view.row
+    return PriceOut(
+        id=p.id,
+        gpu_slug=p.gpu_slug,
+        provider=p.provider,
+        region=p.region,
+        instance_type=p.instance_type,
+        gpus_per_instance=p.gpus_per_instance,
+        pricing_model=p.pricing_model,
+        currency=p.currency,
+        amount=p.amount,
+        effective_date=p.effective_date,
+        source=p.source,
+        is_estimate=p.is_estimate,
+        date_basis="retrieved" if p.date_basis == "retrieved" else "effective",
+        age_is_lower_bound=p.date_basis == "retrieved",
+        suspect=bool(view.suspect),
+        suspect_reasons=SuspectReasonOut.of(view.suspect),
+        per_gpu_hour=view.per_gpu_hour,
+        age_days=view.age_days,
+        stale=view.stale,
+        converted=dict(view.converted),
+        fx_date=view.fx_date,
+    )

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
-from fastapi.responses import JSONResponse
 
+from service.api.answers import answer
 from service.api.bodies import body_schema, json_body
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsDep, SubmitAuth, UowDep
+from service.api.offload import answer_from
 from service.api.presenters import benchmarks as present
 from service.api.routing import UnitOfWorkRoute
 from service.schemas.benchmarks import (
@@ -129,11 +130,9 @@ def _page_size(limit: int | None, settings: Settings) -> int:
     return min(limit or settings.page_size_default, settings.page_size_max)
 
 
-def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
-    body = model.model_dump(mode="json")
-    h = {"X-Data-Version": str(body.get("data_version", ""))}
-    h.update(headers or {})
-    return JSONResponse(body, status_code=status, headers=h)
+def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """An answer whose body states its data version."""
+    return answer(model, model.data_version, status_code=status, headers=headers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,11 +235,14 @@ def submit_run(
         idempotency_key=idempotency_key,
     )
     version = uow.data_version()  # committed by now
-    headers = {"X-Data-Version": str(version), "Location": f"/v1/benchmark-runs/{body.run_id}"}
+    headers = {"Location": f"/v1/benchmark-runs/{body.run_id}"}
     if out.replayed:
         headers["Idempotent-Replayed"] = "true"
-    return JSONResponse(
-        present.submission(out.answer, version), status_code=201 if out.stored else 200, headers=headers
+    return answer(
+        present.submission(out.answer, version),
+        version,
+        status_code=201 if out.stored else 200,
+        headers=headers,
     )
 
 
@@ -276,9 +278,7 @@ def validate_run(
         idempotency_key=idempotency_key,
     )
     version = uow.data_version()
-    return JSONResponse(
-        present.submission(out.answer, version), status_code=200, headers={"X-Data-Version": str(version)}
-    )
+    return answer(present.submission(out.answer, version), version)
 
 
 # ---- queries ---------------------------------------------------------------------------------------
@@ -324,7 +324,7 @@ def list_results(uow: UowDep, cache: ReadDep, _auth: ReadAuth, listing: PublicRe
 )
 def get_result(result_id: Annotated[Id64, Path()], uow: UowDep, _auth: ReadAuth) -> Response:
     out = present.result_out(benchmark_queries.get_result(uow, result_id))
-    return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
+    return answer(out, uow.data_version())
 
 
 @router.get(
@@ -353,23 +353,25 @@ async def gpu_measurements(
     limit: Annotated[PageLimit, Query(ge=1, le=1000, description="cells per page")] = 500,
     cursor: Annotated[PositionCursor | None, Query()] = None,
 ) -> Response:
-    out = benchmark_queries.measurements(
+    params, fingerprint = _dynamic(request, "param."), _dynamic(request, "fp.")
+    out = await answer_from(
         uow,
         cache,
-        ident,
-        min_points=min_points or settings.measurements_min_points,
-        workload=workload,
-        params=_dynamic(request, "param."),
-        fingerprint=_dynamic(request, "fp."),
-        fingerprint_hash=fingerprint_hash,
-        limit=limit,
-        cursor=cursor,
+        lambda: benchmark_queries.measurements(
+            uow,
+            cache,
+            ident,
+            min_points=min_points or settings.measurements_min_points,
+            workload=workload,
+            params=params,
+            fingerprint=fingerprint,
+            fingerprint_hash=fingerprint_hash,
+            limit=limit,
+            cursor=cursor,
+        ),
+        calibrated=False,
     )
-    return Response(
-        present.measurements_json(out),
-        media_type="application/json",
-        headers={"X-Data-Version": out.data_version},
-    )
+    return answer(present.measurements_json(out), out.data_version)
 
 
 @router.get(
@@ -446,7 +448,7 @@ def list_alerts(
 )
 def acknowledge_alert(alert_id: Annotated[Id32, Path()], uow: UowDep, principal: AdminAuth) -> Response:
     out = present.alert_out(benchmark_admin.acknowledge_alert(uow, principal, alert_id))
-    return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
+    return answer(out, uow.data_version())
 
 
 @router.get(
@@ -485,7 +487,7 @@ def map_pending_gpu(
         uow, cache, principal, pending_id, body.slug, policy=settings.outlier_policy()
     )
     out = present.pending_gpu_out(entry)
-    return JSONResponse(out.model_dump(mode="json"), headers={"X-Data-Version": str(uow.data_version())})
+    return answer(out, uow.data_version())
 
 
 @router.get(

@@ -6,11 +6,12 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
-from fastapi.responses import JSONResponse
 from pydantic import Field
 
+from service.api.answers import answer
 from service.api.conditional import etag_matches
 from service.api.deps import ReadAuth, ReadDep, SettingsDep, UowDep
+from service.api.offload import answer_from
 from service.api.presenters.compare import compare_out
 from service.api.routing import UnitOfWorkRoute
 from service.schemas.common import NAME_INVISIBLE, NameStr, Problem
@@ -78,11 +79,11 @@ async def compare_gpus(
         "use_default": on_ambiguous == "default",
     }
     if if_none_match:
-        etag = uc.comparison_etag(uow, read, gpus, **args)  # type: ignore[arg-type]
+        etag = await answer_from(uow, read, lambda: uc.comparison_etag(uow, read, gpus, **args))  # type: ignore[arg-type]
         if etag_matches(if_none_match, etag):
             return Response(status_code=304, headers={"ETag": etag})
-    result = uc.compare(uow, read, gpus, **args)  # type: ignore[arg-type]
-    body = compare_out(result, as_of=now, data_version=uow.data_version())
-    return JSONResponse(
-        body.model_dump(mode="json"), headers={"ETag": result.etag, "X-Data-Version": uow.data_version()}
+    result = await answer_from(uow, read, lambda: uc.compare(uow, read, gpus, **args))  # type: ignore[arg-type]
+    version = uow.data_version()
+    return answer(
+        compare_out(result, as_of=now, data_version=version), version, headers={"ETag": result.etag}
     )

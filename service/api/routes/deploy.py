@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
+from service.api.answers import answer
 from service.api.deps import OptionalPrincipal, ReadDep, ReadUowDep
 from service.api.routing import UnitOfWorkRoute
 from service.schemas.common import Problem
@@ -62,10 +63,9 @@ async def get_artifacts(
         reader=caller.key_id if caller is not None else None,
         admin=caller is not None and caller.scope == "admin",
     )
-    headers = {"X-Data-Version": data_version}
     if format == "raw":
-        headers["Content-Disposition"] = f'inline; filename="{art.filename}"'
-        return Response(art.content, media_type=art.media_type, headers=headers)
+        disposition = {"Content-Disposition": f'inline; filename="{art.filename}"'}
+        return answer(art.content.encode(), data_version, media_type=art.media_type, headers=disposition)
     out = ArtifactOut(
         recommendation_id=rec_id,
         data_version=data_version,
@@ -76,4 +76,4 @@ async def get_artifacts(
         content=art.content,
         fill_in=list(art.fill_in),
     )
-    return Response(out.model_dump_json(), media_type="application/json", headers=headers)
+    return answer(out, data_version)

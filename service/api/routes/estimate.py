@@ -5,11 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Response
 from fastapi.exceptions import RequestValidationError
 
+from service.api.answers import answer
 from service.api.bodies import body_schema, json_body
 from service.api.deps import ReadAuth, ReadDep, ReadUowDep
+from service.api.offload import answer_from
+from service.api.presenters.estimate import estimate_out
 from service.api.problems import field_errors, status_of
 from service.api.routing import UnitOfWorkRoute
 from service.core.estimation.estimate import ONE_MODEL_INPUT, has_one_model_input
@@ -33,14 +36,14 @@ router = APIRouter(prefix="/v1", tags=["estimate"], route_class=UnitOfWorkRoute)
         }
     },
 )
-async def estimate(
-    body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth
-) -> EstimateResponse:
-    return present(uc.estimate(uow, read, body.to_core(), body.gpu, now=dt.datetime.now(dt.UTC)))
+async def estimate(body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> Response:
+    now = dt.datetime.now(dt.UTC)
+    r = await answer_from(uow, read, lambda: uc.estimate(uow, read, body.to_core(), body.gpu, now=now))
+    return answer(present(r), r.data_version)
 
 
 def present(r: uc.EstimateResult) -> EstimateResponse:
-    return EstimateResponse.from_core(
+    return estimate_out(
         r.estimate,
         warnings=r.warnings,
         as_of=r.as_of,
@@ -65,7 +68,7 @@ def estimate_batch(
     body: Annotated[BatchRequest, Depends(json_body(BatchRequest))],
     uow: ReadUowDep,
     read: ReadDep,
-) -> BatchResponse:
+) -> Response:
     # the schema's rule for every item (exactly one model input, ``oneOf``) refuses the whole
     # body, like any other item field the schema refuses; what only the catalog or the model
     # presets can decide (an unknown GPU or preset) is answered per item
@@ -101,4 +104,5 @@ def estimate_batch(
             items.append(BatchItem(index=i, status=status, problem=problem))
         else:
             items.append(BatchItem(index=i, status=200, result=present(a)))
-    return BatchResponse(items=items, data_version=uow.data_version())
+    version = uow.data_version()
+    return answer(BatchResponse(items=items, data_version=version), version)

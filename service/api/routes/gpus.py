@@ -6,12 +6,13 @@ import datetime as dt
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Header, Path, Query, Response, status
-from fastapi.responses import JSONResponse
 
 from service.api import validation
+from service.api.answers import answer
 from service.api.conditional import etag_matches
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
-from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url
+from service.api.offload import answer_from
+from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url, price_out
 from service.api.routing import UnitOfWorkRoute
 from service.core.catalog.records import SORT_KEYS, GpuFilters
 from service.schemas.common import INT64_MAX, CatalogCursor, JsonObject, NameStr, PageLimit, Problem, SafeStr
@@ -23,7 +24,6 @@ from service.schemas.gpus import (
     GpuOut,
     PriceIn,
     PriceList,
-    PriceOut,
 )
 from service.usecases import catalog
 
@@ -77,7 +77,7 @@ async def list_gpus(
     ] = "slug",
     limit: Annotated[PageLimit | None, Query(ge=1, le=500)] = None,
     cursor: Annotated[CatalogCursor | None, Query()] = None,
-) -> GpuList:
+) -> Response:
     min_mem = min_usable_memory_bytes
     if min_usable_memory_gib is not None:
         gib = int(min_usable_memory_gib * 2**30)
@@ -90,17 +90,17 @@ async def list_gpus(
         form_factor=form_factor,
         nvlink_topology=nvlink_topology,
     )
-    page = catalog.list_gpus(
+    size = min(limit or settings.page_size_default, settings.page_size_max)
+    page = await answer_from(
         uow,
         read,
-        filters,
-        sort=sort,
-        limit=min(limit or settings.page_size_default, settings.page_size_max),
-        cursor=cursor,
+        lambda: catalog.list_gpus(uow, read, filters, sort=sort, limit=size, cursor=cursor),
+        calibrated=False,
     )
     items = [gpu_out(r) for r in page.items]
-    return GpuList(
-        items=items, next_cursor=page.next_cursor, count=len(items), data_version=uow.data_version()
+    version = uow.data_version()
+    return answer(
+        GpuList(items=items, next_cursor=page.next_cursor, count=len(items), data_version=version), version
     )
 
 
@@ -128,7 +128,10 @@ async def get_gpu(
     ] = "candidates",
     if_none_match: Annotated[SafeStr | None, Header(max_length=2000)] = None,
 ) -> Response:
-    view = catalog.resolve_gpu(uow, cache, ident, use_default=on_ambiguous == "default")
+    use_default = on_ambiguous == "default"
+    view = await answer_from(
+        uow, cache, lambda: catalog.resolve_gpu(uow, cache, ident, use_default=use_default), calibrated=False
+    )
     if etag_matches(if_none_match, view.etag):
         return Response(status_code=304, headers={"ETag": view.etag})
     return gpu_response(view.record, uow.data_version(), warnings=view.warnings)
@@ -205,12 +208,16 @@ def delete_gpu(
 async def list_prices(
     ident: GpuName, uow: UowDep, cache: ReadDep, settings: SettingsDep, _auth: ReadAuth
 ) -> Response:
-    listing = catalog.list_prices(
-        uow, cache, ident, today=dt.datetime.now(dt.UTC).date(), stale_days=settings.price_stale_days
+    today = dt.datetime.now(dt.UTC).date()
+    listing = await answer_from(
+        uow,
+        cache,
+        lambda: catalog.list_prices(uow, cache, ident, today=today, stale_days=settings.price_stale_days),
+        calibrated=False,
     )
-    items = [PriceOut.from_core(v) for v in listing.items]
-    out = PriceList(gpu_slug=listing.gpu_slug, items=items, data_version=uow.data_version())
-    return JSONResponse(out.model_dump(mode="json"))
+    items = [price_out(v) for v in listing.items]
+    version = uow.data_version()
+    return answer(PriceList(gpu_slug=listing.gpu_slug, items=items, data_version=version), version)
 
 
 @router.post(

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path
 
 from service.api.deps import ReadAuth
+from service.api.presenters.models import model_detail, model_list
 from service.api.routing import UnitOfWorkRoute
 from service.schemas.common import NameStr, Problem
 from service.schemas.hf_config import HfConfigBody
@@ -18,7 +19,7 @@ router = APIRouter(prefix="/v1", tags=["models"], route_class=UnitOfWorkRoute)
 
 @router.get("/models", response_model=ModelList, operation_id="listModels", summary="Model presets")
 async def list_models(_auth: ReadAuth) -> ModelList:
-    return ModelList.from_core(uc.list_all())
+    return model_list(uc.list_all())
 
 
 @router.get(
@@ -29,7 +30,7 @@ async def list_models(_auth: ReadAuth) -> ModelList:
     responses={404: {"model": Problem, "description": "unknown model; `close_matches` lists near names"}},
 )
 async def get_model(model_id: Annotated[NameStr, Path(max_length=200)], _auth: ReadAuth) -> ModelDetail:
-    return ModelDetail.from_core(uc.lookup(model_id))
+    return model_detail(uc.lookup(model_id))
 
 
 @router.post(
@@ -45,4 +46,4 @@ def parse_model(
     _auth: ReadAuth, body: Annotated[HfConfigBody, Body(description="config.json")]
 ) -> ModelDetail:
     spec, shape = uc.resolve_model_input(None, body, None)
-    return ModelDetail.from_core(spec, shape)
+    return model_detail(spec, shape)

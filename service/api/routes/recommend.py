@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Path
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
+from service.api import answers
 from service.api.deps import OptionalPrincipal, ReadDep, ReadUowDep, RequestUnitOfWork, SettingsDep, UowDep
 from service.api.presenters.recommend import document, language, localise
 from service.api.routing import UnitOfWorkRoute
@@ -74,12 +74,7 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def _json(doc: dict[str, Any], *, status: int = 200) -> Response:
     """The answer, serialised once (the document is already JSON-ready)."""
-    return Response(
-        json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode(),
-        status_code=status,
-        media_type="application/json",
-        headers={"X-Data-Version": str(doc.get("data_version", ""))},
-    )
+    return answers.answer(doc, str(doc.get("data_version", "")), status_code=status)
 
 
 @router.post(

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from service.core.catalog.fingerprint import normalise_pci_id
 from service.core.catalog.specs import AliasEntry, Resolution, normalise_name, resolve_name
-from service.core.catalog.vocabulary import VocabularyError, normalise_pci_id
+from service.core.catalog.vocabulary import VocabularyError
 
 # ---- documents ---------------------------------------------------------------------------
 

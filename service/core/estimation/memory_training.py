@@ -30,6 +30,7 @@ from service.core.estimation.memory_encoders import (
 from service.core.estimation.memory_layers import (
     _decoder_layer_saved,
     _decoder_trainables,
+    _Dims,
     _dims,
     _layer0,
     _lora_note,
@@ -123,51 +124,71 @@ _WASTE_CACHE: dict[tuple[int, int], tuple[DecoderSpec, float]] = {}
 entry (as the step shapes are; bounded)."""
 
 
-def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = None) -> MemoryEstimate:
-    mode = c.mode
-    tp = c.tensor_parallel
-    dp = c.data_parallel
-    sharding = c.sharding
-    notes: list[str] = [_NOTE_STACK]
-    d = _dims(m, tp)  # the model's shapes per shard, computed once per (model, tp)
-    h, *_, P, V, emb, linear, root, unit = d  # one unpacking (see _decoder_layer_saved)
-    T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), without float's constructor call
-    L = m.num_layers
-    in_flight = 1.0
-    has_head = first_stage = True
-    if stage is not None:  # a pipeline stage: its layers; embeddings first, final norm + LM head last
-        L, in_flight, first_stage, has_head = stage.layers, stage.in_flight, stage.first, stage.last
-        linear = d.linear * L / m.num_layers
-        emb = emb if first_stage else 0.0
-        P = L * unit + emb + ((V * h + h / tp) if has_head else 0.0)
-        notes.append(
-            f"pipeline parallelism, 1F1B: {stage.name}, {L} layers, activations of {in_flight:g} "
-            "micro-batch(es) in flight"
-        )
-    cb = mode.compute
-    full = c.finetune == "full"
-    fsdp = sharding == "fsdp"
-    policy = fsdp and c.mixed_precision == "fsdp_policy"
-    shards_grads = sharding in ("zero2", "zero3", "fsdp")
-    zero = sharding in ("zero1", "zero2", "zero3")
+class _StageShape(NamedTuple):
+    """The layers and tensors this rank holds: the whole model, or one pipeline stage's share."""
 
-    # ---------------- parameters, gradients, optimizer state (per rank)
-    lm_head_w = V * h  # multiplied whether tied or not
-    shapes2d: list[tuple[int, int]] | None = None  # only Adafactor reads them
-    if c.optimizer == "adafactor":  # factored second moments need the matrix shapes
-        shapes2d = []
-        for i, o, k in m.linear_shapes().values():
-            shapes2d.extend([(i, o)] * (k * L))
+    L: int
+    in_flight: float  # micro-batches whose activations are alive at once
+    first_stage: bool  # holds the embeddings
+    has_head: bool  # holds the final norm, LM head and loss
+    P: float  # parameters per shard
+    emb: float
+    linear: float
+
+
+def _stage_shape(m: DecoderSpec, tp: int, d: _Dims, stage: _Stage | None, notes: list[str]) -> _StageShape:
+    """A pipeline stage's layers; embeddings first, final norm + LM head last."""
+    h, *_, P, V, emb, linear, _root, unit = d  # one unpacking (see _decoder_layer_saved)
+    if stage is None:
+        return _StageShape(m.num_layers, 1.0, True, True, P, emb, linear)
+    L, in_flight, first_stage, has_head = stage.layers, stage.in_flight, stage.first, stage.last
+    linear = d.linear * L / m.num_layers
+    emb = emb if first_stage else 0.0
+    P = L * unit + emb + ((V * h + h / tp) if has_head else 0.0)
+    notes.append(
+        f"pipeline parallelism, 1F1B: {stage.name}, {L} layers, activations of {in_flight:g} "
+        "micro-batch(es) in flight"
+    )
+    return _StageShape(L, in_flight, first_stage, has_head, P, emb, linear)
+
+
+class _State(NamedTuple):
+    """Per-rank persistent bytes before data-parallel sharding."""
+
+    w: float  # parameters
+    g: float  # gradients
+    lora_w: float  # adapters
+    opt_state: float
+    opt_temp: float  # optimizer-step temporaries
+
+
+def _adafactor_shapes(m: DecoderSpec, c: TrainConfig, L: int) -> list[tuple[int, int]] | None:
+    """The matrix shapes Adafactor's factored second moments need (``None`` for any other)."""
+    if c.optimizer != "adafactor":
+        return None
+    shapes2d: list[tuple[int, int]] = []
+    for i, o, k in m.linear_shapes().values():
+        shapes2d.extend([(i, o)] * (k * L))
+    shapes2d.append((m.vocab_size, m.hidden_size))
+    if not m.tie_word_embeddings:
         shapes2d.append((m.vocab_size, m.hidden_size))
-        if not m.tie_word_embeddings:
-            shapes2d.append((m.vocab_size, m.hidden_size))
+    return shapes2d
+
+
+def _parameters_and_optimizer(
+    m: DecoderSpec, c: TrainConfig, s: _StageShape, staged: bool, notes: list[str]
+) -> _State:
+    """Parameters, gradients and optimizer state per rank, before data-parallel sharding
+    (``staged``: one pipeline stage's)."""
+    mode, tp, P = c.mode, c.tensor_parallel, s.P
+    shapes2d = _adafactor_shapes(m, c, s.L)
     # optimizer temporaries see the rank's tensors: FSDP/ZeRO-3 shards, tensor-parallel slices
-    opt_shard = 1.0 * (tp * (dp if sharding in ("fsdp", "zero3") else 1))
+    opt_shard = 1.0 * (tp * (c.data_parallel if c.sharding in ("fsdp", "zero3") else 1))
     order = _decoder_trainables(m, c)
     largest, window, n_adapters, _, lora_notes = order  # one unpacking (see _decoder_layer_saved)
     largest, window = largest / opt_shard, window / opt_shard
-
-    if full:
+    zero = c.sharding in ("zero1", "zero2", "zero3")
+    if c.finetune == "full":
         if zero:
             # DeepSpeed bf16: 16-bit params and grads, fp32 master + 2 states in the optimizer
             w = 2.0 * P
@@ -182,7 +203,7 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = Non
             w = mode.param * P
             g = mode.grad * P
             opt_state, opt_temp = _optimizer_bytes(c, P, mode.state, largest, shapes2d, window)
-            if stage is None and tp == 1 and (dp == 1 or sharding in ("none", "ddp")):
+            if not staged and tp == 1 and (c.data_parallel == 1 or c.sharding in ("none", "ddp")):
                 w += _block_waste(m, mode.param)  # whole tensors in fresh allocator segments
                 g += _block_waste(m, mode.grad)
                 opt_state += 2.0 * _block_waste(m, mode.state) if c.optimizer == "adamw" else 0.0
@@ -190,8 +211,8 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = Non
     else:
         adapters = 1.0 * n_adapters / tp
         if c.finetune == "qlora":
-            other = P - linear
-            w = linear * NF4_BYTES_PER_PARAM + other * mode.param
+            other = P - s.linear
+            w = s.linear * NF4_BYTES_PER_PARAM + other * mode.param
             notes.append(
                 "QLoRA: NF4 (double-quantised) decoder linears; embeddings, norms and lm_head unquantised"
             )
@@ -203,11 +224,27 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = Non
         notes.append(lora_notes.get(tp) or _lora_note(order, c.lora_rank, tp, adapters))
     if c.optimizer == "adamw" and not zero:
         notes.append(_ADAMW_NOTES[c.optimizer_impl])
+    return _State(w, g, lora_w, opt_state, opt_temp)
 
-    # sharding of persistent state over data-parallel ranks
-    gather_buffer = 0.0  # alive in every phase (ZeRO buckets and live parameters)
+
+class _Sharded(NamedTuple):
+    """Per-rank persistent bytes after data-parallel sharding, and the buffers sharding adds."""
+
+    state: _State
+    gather_buffer: float  # alive in every phase (ZeRO buckets and live parameters)
+    ddp_buckets: float
+    fsdp_root: float  # FSDP2: forward/backward only
+    fsdp_units: float
+    fsdp_unit_grads: float
+
+
+def _sharding(c: TrainConfig, st: _State, P: float, d: _Dims, notes: list[str]) -> _Sharded:
+    """Sharding of persistent state over data-parallel ranks (DDP buckets, ZeRO 1-3, FSDP2)."""
+    w, g, lora_w, opt_state, opt_temp = st
+    dp, sharding, mode = c.data_parallel, c.sharding, c.mode
+    gather_buffer = 0.0
     ddp_buckets = 0.0
-    fsdp_root = fsdp_units = fsdp_unit_grads = 0.0  # FSDP2: forward/backward only
+    fsdp_root = fsdp_units = fsdp_unit_grads = 0.0
     if dp > 1 or sharding != "none":
         if sharding == "ddp" or (sharding == "none" and dp > 1):
             ddp_buckets = DDP_BUCKET_FRACTION * g
@@ -223,49 +260,85 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = Non
             g /= dp
             w /= dp
             gather_buffer = min(float(ZERO3_MAX_LIVE_PARAMETERS), P) * 2.0
-        elif fsdp:
+        elif sharding == "fsdp":
             # FSDP2 fully_shard on every decoder layer and on the root, reshard_after_forward
             # left at its default: layers reshard after forward, the root does not (FSDP2 keeps
             # the root's embeddings, final norm and LM head gathered from its forward until its
             # post-backward). Shards keep the storage dtype (fp32 under amp_*); the gathered
             # copies are in the storage dtype under autocast, in bf16 under the policy.
+            policy = c.mixed_precision == "fsdp_policy"
+            full = c.finetune == "full"
             w /= dp
             g /= dp
             opt_state /= dp
             opt_temp /= dp  # foreach/for-loop temporaries follow the rank's DTensor shards
             gathered = 2.0 if policy else float(mode.param)
             # root: embeddings, an untied LM head and the final norm; unit: one decoder layer
-            fsdp_root = gathered * root
-            fsdp_units = FSDP_LIVE_UNITS * gathered * unit if full or c.finetune == "lora" else 0.0
+            fsdp_root = gathered * d.root
+            fsdp_units = FSDP_LIVE_UNITS * gathered * d.unit if full or c.finetune == "lora" else 0.0
             # backward of a unit: its unsharded gradients (gathered dtype) and the fp32
             # reduce-scatter input (a cast copy under the policy, the gradients themselves
             # otherwise)
-            fsdp_unit_grads = (gathered + (4.0 if policy else 0.0)) * unit if full else 0.0
+            fsdp_unit_grads = (gathered + (4.0 if policy else 0.0)) * d.unit if full else 0.0
             notes.append(
                 _FSDP_NOTE_POLICY if policy else _FSDP_NOTE_AUTOCAST if mode.autocast else _FSDP_NOTE
             )
-    persistent = {
-        "parameters": trunc(w),
-        "lora_adapters": trunc(lora_w),
-        "optimizer_states": trunc(opt_state),
-    }
+    state = _State(w, g, lora_w, opt_state, opt_temp)
+    return _Sharded(state, gather_buffer, ddp_buckets, fsdp_root, fsdp_units, fsdp_unit_grads)
 
-    # ---------------- activations
+
+class _Acts(NamedTuple):
+    """Saved activations: the top layer's terms, the bottom layer's, and all layers together."""
+
+    t_saved: float
+    t_copies: float
+    t_fwd: float
+    t_bwd: float
+    t_ckpt: float
+    b_saved: float
+    b_copies: float
+    b_bwd: float
+    copies_all: float  # autocast's cached weight casts
+    acts_all: float
+    no_cache: bool  # autocast keeps no weight casts (ZeRO-3, or no autocast)
+
+
+def _activations(m: DecoderSpec, c: TrainConfig, d: _Dims, s: _StageShape) -> _Acts:
+    mode = c.mode
     top = _decoder_layer_saved(m, c, False, mode, d)
-    bottom = top if full else _layer0(m, c, top, mode, d)
-    no_cache = sharding == "zero3" or not mode.autocast
+    bottom = top if c.finetune == "full" else _layer0(m, c, top, mode, d)
+    no_cache = c.sharding == "zero3" or not mode.autocast
     t_saved, t_copies, t_fwd, t_bwd, t_ckpt = top
     b_saved, b_copies, _, b_bwd, _ = bottom
-    if not first_stage:  # no embedding below: every layer's input carries a gradient
+    if not s.first_stage:  # no embedding below: every layer's input carries a gradient
         b_saved, b_copies, b_bwd = t_saved, t_copies, t_bwd
-    copies_all = 0.0 if no_cache else t_copies * (L - 1) + b_copies
+    copies_all = 0.0 if no_cache else t_copies * (s.L - 1) + b_copies
+    acts_all = t_saved * (s.L - 1) + b_saved
+    if s.in_flight != 1.0:  # 1F1B: each micro-batch in flight keeps its activations and casts
+        acts_all *= s.in_flight
+        copies_all *= s.in_flight
+    return _Acts(
+        t_saved, t_copies, t_fwd, t_bwd, t_ckpt, b_saved, b_copies, b_bwd, copies_all, acts_all, no_cache
+    )
 
-    acts_all = t_saved * (L - 1) + b_saved
-    if in_flight != 1.0:  # 1F1B: each micro-batch in flight keeps its activations and casts
-        acts_all *= in_flight
-        copies_all *= in_flight
 
-    # final norm + lm_head input + loss
+class _Head(NamedTuple):
+    saved: float  # final norm + lm_head input
+    copy: float  # the LM head's autocast cast
+    loss_fwd: float
+    loss_bwd: float
+    lm_head_grad: float
+    logits: float
+
+
+def _head(
+    m: DecoderSpec, c: TrainConfig, d: _Dims, s: _StageShape, no_cache: bool, notes: list[str]
+) -> _Head:
+    """Final norm, LM head input and loss (none on a pipeline stage before the last)."""
+    mode, cb, full = c.mode, c.mode.compute, c.finetune == "full"
+    h, V = d.h, d.V
+    T = 1.0 * (c.batch_size * c.seq_len)  # as float(...), without float's constructor call
+    lm_head_w = V * h  # multiplied whether tied or not
     if mode.autocast:
         head_saved = (4.0 * T * h + (4.0 * T * h if full else 0.0)) + (cb * T * h if full else 0.0)
         head_copy = 0.0 if no_cache else cb * lm_head_w
@@ -279,111 +352,171 @@ def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = Non
     logits_bytes = cb * NV
     loss_fwd = (logits_bytes + 8.0 * NV) if cb != 4 else 8.0 * NV
     loss_bwd = 12.0 * NV
+    shards_grads = c.sharding in ("zero2", "zero3", "fsdp")
     lm_head_grad = (mode.grad * lm_head_w if full and not m.tie_word_embeddings else 0.0) / (
-        dp if shards_grads else 1
+        c.data_parallel if shards_grads else 1
     )
-    if not has_head:  # a pipeline stage before the last: no final norm, LM head or loss
+    if not s.has_head:  # a pipeline stage before the last: no final norm, LM head or loss
         head_saved = head_copy = loss_fwd = loss_bwd = lm_head_grad = logits_bytes = 0.0
-    misc = (
-        16.0 * T + CUBLAS_WORKSPACES_TRAINING_BYTES
-    )  # int64 input ids + labels; forward and backward cuBLAS workspaces
     notes.append(
         f"loss buffers {loss_bwd / GiB:.2f} GiB at the start of backward (fp32 logits "
         "upcast inside ForCausalLMLoss)"
     )
+    return _Head(head_saved, head_copy, loss_fwd, loss_bwd, lm_head_grad, logits_bytes)
+
+
+class _Base(NamedTuple):
+    """What every phase holds, and the gradients by phase."""
+
+    base: float  # persistent state, workspace and sharding buffers
+    fb: float  # forward/backward: the FSDP root stays gathered
+    g_full: float
+    g_emb: float  # the embeddings' gradients (not yet written at the bottom layer)
+    g_fwd: float  # gradients alive during forward (accumulation)
+    misc: float  # input ids + labels, cuBLAS workspace
+
+
+def _base(c: TrainConfig, s: _StageShape, sh: _Sharded) -> _Base:
+    st = sh.state
+    T = 1.0 * (c.batch_size * c.seq_len)
+    misc = (
+        16.0 * T + CUBLAS_WORKSPACES_TRAINING_BYTES
+    )  # int64 input ids + labels; fwd and bwd cuBLAS workspaces
+    shards_grads = c.sharding in ("zero2", "zero3", "fsdp")
+    g_full = st.g
+    g_emb = (c.mode.grad * s.emb if c.finetune == "full" else 0.0) / (c.data_parallel if shards_grads else 1)
+    g_fwd = g_full if c.accumulation_steps > 1 else 0.0
+    base = st.w + st.lora_w + st.opt_state + misc + sh.gather_buffer + sh.ddp_buckets
+    return _Base(base, base + sh.fsdp_root, g_full, g_emb, g_fwd, misc)
+
+
+def _phases(
+    c: TrainConfig, d: _Dims, s: _StageShape, sh: _Sharded, a: _Acts, hd: _Head, b: _Base, notes: list[str]
+) -> dict[str, float]:
+    """Bytes by phase; each branch builds its phases as one literal (presized; item stores
+    resize at the sixth)."""
+    fb, g_fwd, g_full, g_emb = b.fb, b.g_fwd, b.g_full, b.g_emb
+    units = sh.fsdp_units
+    step = b.base + g_full + sh.state.opt_temp  # the optimizer step
+    if c.gradient_checkpointing:
+        ckpts = a.t_ckpt * s.L * s.in_flight
+        # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
+        # bases are cast per call and, checkpointed, not kept)
+        cached = (a.copies_all + hd.copy) if c.finetune == "full" else 0.0
+        layer_work = a.t_saved + a.t_copies * (0 if a.no_cache else 1) + a.t_bwd + units + sh.fsdp_unit_grads
+        notes.append("gradient checkpointing: one saved input per layer, one layer recomputed at a time")
+        return {
+            "forward-loss": fb + g_fwd + cached + ckpts + hd.saved + hd.loss_fwd,
+            "backward-loss": fb + g_fwd + ckpts + hd.saved + hd.loss_bwd,
+            "backward-top-layer": fb + max(g_fwd, hd.lm_head_grad) + ckpts + layer_work,
+            "backward-bottom-layer": fb + (g_full - g_emb) + a.t_ckpt + layer_work,
+            "optimizer-step": step,
+        }
+    T = 1.0 * (c.batch_size * c.seq_len)
+    return {
+        "forward-loss": fb + g_fwd + a.copies_all + hd.copy + a.acts_all + hd.saved + hd.loss_fwd,
+        "backward-loss": fb + g_fwd + a.copies_all + hd.copy + a.acts_all + hd.saved + hd.loss_bwd,
+        "backward-top-layer": (
+            fb
+            + max(g_fwd, hd.lm_head_grad)
+            + a.copies_all
+            + a.acts_all
+            + a.t_bwd
+            + c.mode.compute * T * d.h
+            + units
+            + sh.fsdp_unit_grads
+        ),
+        "backward-bottom-layer": (
+            fb + (g_full - g_emb) + a.b_saved + a.b_copies + a.b_bwd + units + sh.fsdp_unit_grads
+        ),
+        # forward transient of one layer with everything below it saved
+        "forward-layer": fb + g_fwd + a.copies_all + a.acts_all - a.t_saved + a.t_fwd + units,
+        "optimizer-step": step,
+    }
+
+
+def _peak(phases: dict[str, float]) -> tuple[str, float]:
+    """The first of equal peaks, as max(phases, key=...) (a loop: cheaper)."""
+    peak_phase = ""
+    peak = 0.0
+    for phase, value in phases.items():
+        if not peak_phase or value > peak:
+            peak_phase, peak = phase, value
+    return peak_phase, peak
+
+
+def _components(
+    c: TrainConfig, s: _StageShape, sh: _Sharded, a: _Acts, hd: _Head, b: _Base, peak_phase: str, peak: float
+) -> dict[str, int]:
+    """What is alive at the peak, by component; ``transient`` is the rest of the peak."""
+    st, full, ckpt = sh.state, c.finetune == "full", c.gradient_checkpointing
+    in_fb = peak_phase != "optimizer-step"
+    at_bottom = peak_phase == "backward-bottom-layer"
+    layer_phase = at_bottom or peak_phase in ("forward-layer", "backward-top-layer")
+    all_saved = in_fb and not at_bottom  # every layer's activations are alive at the peak
+    held = hd.logits if c.loop == "keeps_outputs" else 0
+    components = {
+        "parameters": trunc(st.w),
+        "lora_adapters": trunc(st.lora_w),
+        "gradients": trunc(b.g_full if not in_fb else (b.g_full - b.g_emb if at_bottom else b.g_fwd)),
+        "optimizer_states": trunc(st.opt_state),
+        "optimizer_step_temporaries": trunc(0 if in_fb else st.opt_temp),
+        "autocast_weight_copies": trunc(
+            a.copies_all + hd.copy
+            if all_saved and not (ckpt and (peak_phase != "forward-loss" or not full))
+            else 0
+        ),
+        "activations": trunc(
+            (a.t_ckpt * s.L * s.in_flight if ckpt else a.acts_all)
+            if all_saved
+            else (a.b_saved if at_bottom else 0)
+        ),
+        "logits_and_loss": trunc(
+            hd.loss_fwd
+            if peak_phase == "forward-loss"
+            else hd.loss_bwd
+            if peak_phase == "backward-loss"
+            else 0
+        ),
+        "logits_held_by_loop": trunc(held),
+        "fsdp_gathered_parameters": trunc(
+            (sh.fsdp_root if in_fb else 0.0) + (sh.fsdp_units if layer_phase else 0.0)
+        ),
+        "sharding_buffers": trunc(sh.gather_buffer + sh.ddp_buckets),
+        "workspace": trunc(b.misc),
+    }
+    components["transient"] = trunc(peak - sum(components.values()))
+    return components
+
+
+def _training_decoder(m: DecoderSpec, c: TrainConfig, stage: _Stage | None = None) -> MemoryEstimate:
+    """A decoder's (or one pipeline stage's) training memory by phase: the persistent state,
+    sharded; the activations; the head and loss; the phases; the peak's components."""
+    notes: list[str] = [_NOTE_STACK]
+    d = _dims(m, c.tensor_parallel)  # the model's shapes per shard, computed once per (model, tp)
+    s = _stage_shape(m, c.tensor_parallel, d, stage, notes)
+    sh = _sharding(c, _parameters_and_optimizer(m, c, s, stage is not None, notes), s.P, d, notes)
+    persistent = {
+        "parameters": trunc(sh.state.w),
+        "lora_adapters": trunc(sh.state.lora_w),
+        "optimizer_states": trunc(sh.state.opt_state),
+    }
+    a = _activations(m, c, d, s)
+    hd = _head(m, c, d, s, a.no_cache, notes)
     # keeps_outputs: the output object's logits (B x S x V in the compute dtype) are alive in
     # every phase -- this step's through backward and the optimizer step, the previous step's
     # during the forward that replaces them.
-    held = logits_bytes
-
-    g_full = g
-    g_emb = (mode.grad * emb if full else 0.0) / (dp if shards_grads else 1)
-    g_fwd = g_full if c.accumulation_steps > 1 else 0.0
-    base = w + lora_w + opt_state + misc + gather_buffer + ddp_buckets
-    fb = base + fsdp_root  # forward/backward: the FSDP root stays gathered
-
-    # each branch builds its phases as one literal (presized; item stores resize at the sixth)
-    step = base + g_full + opt_temp  # the optimizer step
-    phases: dict[str, float]
-    if c.gradient_checkpointing:
-        ckpts = t_ckpt * L * in_flight
-        # forward: autocast caches the casts of trainable weights until it exits (frozen LoRA
-        # bases are cast per call and, checkpointed, not kept)
-        cached = (copies_all + head_copy) if full else 0.0
-        layer_work = t_saved + t_copies * (0 if no_cache else 1) + t_bwd + fsdp_units + fsdp_unit_grads
-        phases = {
-            "forward-loss": fb + g_fwd + cached + ckpts + head_saved + loss_fwd,
-            "backward-loss": fb + g_fwd + ckpts + head_saved + loss_bwd,
-            "backward-top-layer": fb + max(g_fwd, lm_head_grad) + ckpts + layer_work,
-            "backward-bottom-layer": fb + (g_full - g_emb) + t_ckpt + layer_work,
-            "optimizer-step": step,
-        }
-        notes.append("gradient checkpointing: one saved input per layer, one layer recomputed at a time")
-    else:
-        phases = {
-            "forward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_fwd,
-            "backward-loss": fb + g_fwd + copies_all + head_copy + acts_all + head_saved + loss_bwd,
-            "backward-top-layer": (
-                fb
-                + max(g_fwd, lm_head_grad)
-                + copies_all
-                + acts_all
-                + t_bwd
-                + cb * T * h
-                + fsdp_units
-                + fsdp_unit_grads
-            ),
-            "backward-bottom-layer": (
-                fb + (g_full - g_emb) + b_saved + b_copies + b_bwd + fsdp_units + fsdp_unit_grads
-            ),
-            # forward transient of one layer with everything below it saved
-            "forward-layer": fb + g_fwd + copies_all + acts_all - t_saved + t_fwd + fsdp_units,
-            "optimizer-step": step,
-        }
-    keeps_outputs = c.loop == "keeps_outputs"
-    if keeps_outputs:
+    held = hd.logits
+    b = _base(c, s, sh)
+    phases = _phases(c, d, s, sh, a, hd, b, notes)
+    if c.loop == "keeps_outputs":
         phases = {k: v + held for k, v in phases.items()}
         notes.append(
             f"loop keeps_outputs: the output's logits ({held / GiB:.2f} GiB) are held through "
             "backward and the optimizer step until the next forward returns"
         )
-    peak_phase = ""
-    peak = 0.0
-    for phase, value in phases.items():  # the first of equal peaks, as max(phases, key=...) (a loop: cheaper)
-        if not peak_phase or value > peak:
-            peak_phase, peak = phase, value
-    in_fb = peak_phase != "optimizer-step"
-    at_bottom = peak_phase == "backward-bottom-layer"
-    layer_phase = at_bottom or peak_phase in ("forward-layer", "backward-top-layer")
-    all_saved = in_fb and not at_bottom  # every layer's activations are alive at the peak
-
-    components = {
-        "parameters": trunc(w),
-        "lora_adapters": trunc(lora_w),
-        "gradients": trunc(g_full if not in_fb else (g_full - g_emb if at_bottom else g_fwd)),
-        "optimizer_states": trunc(opt_state),
-        "optimizer_step_temporaries": trunc(0 if in_fb else opt_temp),
-        "autocast_weight_copies": trunc(
-            copies_all + head_copy
-            if all_saved and not (c.gradient_checkpointing and (peak_phase != "forward-loss" or not full))
-            else 0
-        ),
-        "activations": trunc(
-            (t_ckpt * L * in_flight if c.gradient_checkpointing else acts_all)
-            if all_saved
-            else (b_saved if at_bottom else 0)
-        ),
-        "logits_and_loss": trunc(
-            loss_fwd if peak_phase == "forward-loss" else loss_bwd if peak_phase == "backward-loss" else 0
-        ),
-        "logits_held_by_loop": trunc(held if keeps_outputs else 0),
-        "fsdp_gathered_parameters": trunc(
-            (fsdp_root if in_fb else 0.0) + (fsdp_units if layer_phase else 0.0)
-        ),
-        "sharding_buffers": trunc(gather_buffer + ddp_buckets),
-        "workspace": trunc(misc),
-    }
-    components["transient"] = trunc(peak - sum(components.values()))
+    peak_phase, peak = _peak(phases)
+    components = _components(c, s, sh, a, hd, b, peak_phase, peak)
     upper_extra = 0.0
     if c.loop is None:
         upper_extra = held

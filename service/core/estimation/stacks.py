@@ -2,7 +2,7 @@
 
 The reference loop (``hf-eager``) is a Hugging Face transformers model run by eager PyTorch.
 Other stacks run the same arithmetic with fewer bytes moved and fewer kernels launched; each
-effect below is a factor on a term of :func:`service.core.estimation.performance._step` and
+effect below is a factor on a term of :func:`service.core.estimation.step_model._step` and
 changes step time only (memory stays the reference loop's, stated in the answer):
 
 * ``ew_traffic``: elementwise bytes (norms, RoPE, SwiGLU, residual adds, casts) relative to

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from math import isfinite
 from typing import Any, NamedTuple
 
+from service.core.catalog.fingerprint import check_fingerprint, fingerprint_hash, normalise_pci_id
 from service.core.catalog.vocabulary import (
     FINGERPRINT_FIELDS,
     FINGERPRINT_NULLABLE,
@@ -27,12 +28,9 @@ from service.core.catalog.vocabulary import (
     VocabularyError,
     WorkloadDef,
     canonical_parameters,
-    check_fingerprint,
     check_metric,
     check_number,
-    fingerprint_hash,
     get_workload,
-    normalise_pci_id,
     parameters_identity,
     suite_definition_hash,
 )
