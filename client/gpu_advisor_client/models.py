@@ -239,6 +239,7 @@ class ConsideredOut(_Model):
     """ConsideredOut"""
 
     candidates: int
+    feasible: int | None = Field(default=None)
     gpus: int
     memory_estimates: int
     not_ranked: list[str] | None = Field(default=None)
@@ -286,6 +287,7 @@ class CostOut(_Model):
     gpus_paid: int | None = Field(default=None)
     instance_type: str | None = Field(default=None)
     instances: int | None = Field(default=None)
+    network: NetworkOut | None = Field(default=None)
     notes: list[str] | None = Field(default=None)
     per_hour: float | None = Field(default=None)
     per_million_tokens: float | None = Field(default=None)
@@ -730,6 +732,18 @@ class ModelSummary(_Model):
     total_params: int
 
 
+class NetworkOut(_Model):
+    """The links of the instance type (or inventory pool) an option is priced on."""
+
+    gpu_link_gpus: int
+    inter_basis: str
+    inter_node_gbps: float | None
+    intra_basis: str
+    intra_node: str
+    rdma: str | None
+    source: str
+
+
 class NvLink(_Model):
     """NvLink"""
 
@@ -817,7 +831,9 @@ class PoolIn(_Model):
     gpu: str
     gpus_per_node: int
     interconnect: Literal["nvlink", "pcie"] | None = Field(default=None)
+    network_gbps_per_node: float | None = Field(default=None)
     nodes: int | None = Field(default=None)
+    rdma: bool | None = Field(default=None)
 
 
 class Power(_Model):
@@ -970,6 +986,7 @@ class RecommendResponse(_Model):
     """RecommendResponse"""
 
     as_of: str
+    asked: dict[str, Any] | None = Field(default=None)
     assumptions: list[ReasonOut] | None = Field(default=None)
     calibration_watermark: int | None = Field(default=None)
     considered: ConsideredOut
@@ -1513,6 +1530,7 @@ MetricValue.model_rebuild()
 ModelDetail.model_rebuild()
 ModelList.model_rebuild()
 ModelSummary.model_rebuild()
+NetworkOut.model_rebuild()
 NvLink.model_rebuild()
 OptionOut.model_rebuild()
 Pcie.model_rebuild()
@@ -1624,6 +1642,7 @@ __all__ = [
     "ModelDetail",
     "ModelList",
     "ModelSummary",
+    "NetworkOut",
     "NvLink",
     "OptionOut",
     "Pcie",

@@ -154,7 +154,6 @@ class WorkloadIn(RequestModel):
         default=None,
         min_length=1,
         max_length=32,
-        pattern=r"^[0-9A-Za-z][0-9A-Za-z.+_-]*$",
         description="the engine version you run (e.g. 0.11.0); echoed in the answer beside the version the "
         "figures assume (serving.engine_version), which no calibration distinguishes yet",
     )

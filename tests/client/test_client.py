@@ -160,11 +160,17 @@ def test_429_and_503_are_retried_after_retry_after() -> None:
 
 @pytest.mark.slow
 def test_the_client_installs_alone_and_answers(served: Served, tmp_path: Path) -> None:
+    """Offline: from the wheels .ci/run downloads (``GPU_ADVISOR_CLIENT_WHEELS``), nothing else."""
+    wheels = os.environ.get("GPU_ADVISOR_CLIENT_WHEELS")
+    if not wheels:
+        if os.environ.get("GPU_ADVISOR_REQUIRE_TOOLS") == "1":
+            pytest.fail("GPU_ADVISOR_CLIENT_WHEELS is not set (.ci/run downloads them)")
+        pytest.skip("GPU_ADVISOR_CLIENT_WHEELS not set: pip download -d DIR ./client 'setuptools>=69' wheel")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     pip = subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", str(ROOT / "client")],
+        [str(py), "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels, str(ROOT / "client")],
         capture_output=True,
         text=True,
         env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},

@@ -188,3 +188,16 @@ def test_only_suspect_rows_holding_a_shape_say_so() -> None:
     book = PriceBook.build(rows | {"y": ROWS["nvidia-h100-sxm"]}, [], today=TODAY, links=LINKS)
     p = book.rent_shape("x", DeployShape(8, 1), OD)
     assert isinstance(p, NoMatchingInstance) and p.suspect_only and "allow_suspect_prices" in p.detail
+
+
+def test_the_per_gpu_hour_floor_is_below_every_shape_price() -> None:
+    """RunPod's 3 x A100 80 GB at 1.59 per GPU-hour is the lowest rate; 8 GPUs rented in whole
+    3-GPU instances pay for 9, so rent(8)/8 (1.79) is above it and is no lower bound."""
+    floor = BOOK.min_gpu_hour("nvidia-a100-sxm4-80gb", OD)
+    assert floor == pytest.approx(1.59)
+    eight = BOOK.rent("nvidia-a100-sxm4-80gb", 8, OD)
+    assert eight is not None and eight.per_hour / 8 > floor
+    for n in (1, 2, 3, 4, 8):
+        p = BOOK.rent_shape("nvidia-a100-sxm4-80gb", DeployShape(n, 1, needs_gpu_link=n > 1), OD)
+        if isinstance(p, ShapePrice):
+            assert p.quote.per_hour / n >= floor - 1e-12

@@ -58,7 +58,10 @@ def fill_ins(plan: DeployPlan, o: DeployOption) -> tuple[FillIn, ...]:
     common = (
         FillIn("IMAGE", f"container image with {_runtime(o)} for {o.names.vendor.upper()} GPUs"),
         FillIn("MODEL", f"model path or hub id (the answer sized {plan.model_id or 'the model'})"),
-        FillIn("HF_TOKEN", "secret 'hf-token' (key 'token') if the weights are gated"),
+        FillIn(
+            "HF_TOKEN",
+            "a Hugging Face token if the weights are gated (Kubernetes: secret 'hf-token', key 'token')",
+        ),
     )
     if o.serving:
         return common

@@ -166,8 +166,10 @@ def _decoder_layer_saved(
     frozen norm weight keeps only the norm input. Each adapter's ``lora_A`` keeps its own input:
     PEFT holds adapters in fp32 and casts the input to fp32 (``4T*in`` under pure bf16); under
     autocast that fp32 input is cast back to a fresh bf16 copy (``2T*in``); in fp32 the input
-    tensor itself is shared. bitsandbytes 4-bit linears (QLoRA) keep their input in the compute
-    dtype whenever a gradient flows (``MatMul4Bit`` saves ``A``).
+    tensor itself is shared. bitsandbytes 4-bit linears (QLoRA) keep no input either: since
+    bitsandbytes 0.50 ``MatMul4Bit`` saves only the packed weight (``ctx.tensors = (None, B)``),
+    the input gradient needs nothing else (H200, bitsandbytes 0.50.2, Llama-2-7B QLoRA peaks:
+    the older rule that it saves ``A`` over-predicted un-checkpointed steps by 7-17 %).
 
     ``mode`` and ``d`` are ``c.mode`` and ``_dims(m, c.tensor_parallel)`` when the caller has them.
     """
@@ -183,6 +185,7 @@ def _decoder_layer_saved(
     full = c.finetune == "full"
     lora: tuple[str, ...] = () if full else c.lora_targets
     qlora = c.finetune == "qlora"
+    kept4 = False  # bitsandbytes >= 0.50 MatMul4Bit keeps no input (module docstring)
     grads_flow = not (layer0 and not full)  # frozen embeddings: layer 0's input needs no grad
 
     # norm terms: (saved layer input, saved normalised value, the norm output tensor)
@@ -206,7 +209,7 @@ def _decoder_layer_saved(
             norm_out,
             grads_flow,
             lora,
-            qlora,
+            kept4,
             mode.autocast,
             cb,
             T,
@@ -236,16 +239,16 @@ def _decoder_layer_saved(
         saved += 2 * cb * T * h if mode.autocast else norm_out
     else:  # the attention adapters give the residual a gradient, also in layer 0
         saved += _group_inputs(
-            ("gate_proj", "up_proj"), h, norm_out, True, lora, qlora, mode.autocast, cb, T, lora_out_bytes
+            ("gate_proj", "up_proj"), h, norm_out, True, lora, kept4, mode.autocast, cb, T, lora_out_bytes
         )
     mlp = cb * T * f * 3.0  # gate out (SiLU input), SiLU out, up out
-    if full or qlora:
+    if full or kept4:
         mlp += cb * T * f  # product = down input
     if "down_proj" in lora:
         mlp += (
-            _adapter_input(mode.autocast, cb, T, f, full or qlora)
+            _adapter_input(mode.autocast, cb, T, f, full or kept4)
             if not (cb == 4 and not mode.autocast)
-            else (0.0 if (full or qlora) else cb * T * f)
+            else (0.0 if (full or kept4) else cb * T * f)
         ) + lora_out_bytes
     moe = m.num_experts > 1
     if moe:
@@ -278,7 +281,7 @@ def _layer0(
 ) -> _Layer:
     """Layer 0 under LoRA/QLoRA, from a later layer: the frozen embeddings give its input no
     gradient, so its input norm keeps nothing, its frozen q/k/v keep neither input nor weight
-    copy (QLoRA: no 4-bit input copies for q/k/v either). Equals
+    copy. Equals
     ``_decoder_layer_saved(m, c, layer0=True)``; computed as a difference for speed."""
     if mode is None:
         mode = c.mode
@@ -287,8 +290,6 @@ def _layer0(
     h = 1.0 * m.hidden_size
     saved, copies, forward_transient, backward_transient, checkpoint = top
     saved -= 4.0 * T * h  # input RMSNorm's saved fp32 input
-    if c.finetune == "qlora":
-        saved -= 3 * mode.compute * T * h if mode.autocast else (2.0 * T * h if mode.compute == 2 else 0.0)
     if copies:
         copies -= mode.compute * (d if d is not None else _dims(m, tp)).qkv_weights / tp
     return tuple.__new__(_Layer, (saved, copies, forward_transient, backward_transient, checkpoint))

@@ -368,6 +368,16 @@ class PriceBook:
         self._memo[key] = quote
         return quote
 
+    def min_gpu_hour(self, slug: str, assumptions: CostAssumptions) -> float | None:
+        """The lowest rate of one GPU-hour of ``slug`` in any allowed row (a whole instance's rate
+        over its GPUs): no plan of it is rented for less, so a bound built on it is a true one."""
+        rates = [
+            rate / r.gpus_per_instance
+            for r in self._allowed(slug, assumptions)
+            if (rate := r.amounts.get(assumptions.currency)) is not None
+        ]
+        return min(rates) if rates else None
+
     @staticmethod
     def _instances(shape: DeployShape, r: _Rental) -> int:
         """One instance per node; independent nodes (serving replicas) share instances."""

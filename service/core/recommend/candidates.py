@@ -9,10 +9,7 @@ from typing import Final
 
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.estimate import Job
-from service.core.pricing.cost import (
-    RentQuote,
-)
-from service.core.recommend.models import Constraints, RecommendData, RecommendQuestion
+from service.core.recommend.models import Constraints
 from service.core.recommend.reasons import Reason
 
 GiB: Final = 2**30
@@ -130,8 +127,3 @@ def _placement(gpu: GpuSpec, n: int, cons: Constraints) -> tuple[int, int]:
     per = shape[0] if shape is not None and shape[0] > 0 else _node_size(gpu)
     per = min(per, n)
     return max(1, math.ceil(n / per)), per
-
-
-def _price(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, n: int) -> RentQuote | None:
-    """The cheapest rentable shape covering ``n`` GPUs under the question's cost assumptions."""
-    return data.prices.rent(gpu.slug, n, q.cost) if data.prices is not None else None

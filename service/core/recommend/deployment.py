@@ -153,3 +153,19 @@ def no_price_reason(o: Option, q: RecommendQuestion, name: str) -> Reason:
             "currency": q.cost.currency,
         },
     )
+
+
+def gpu_hour_floor(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec) -> float | None:
+    """The lowest cost of one GPU-hour of ``gpu`` any plan of it can have (for the search's
+    bounds): owned inventory's TCO per GPU-hour of a whole purchase unit, else the lowest
+    per-GPU-hour rate of any allowed rental row."""
+    book = data.prices
+    if book is None:
+        return None
+    if q.constraints.pools is not None:
+        p = book.purchase(gpu.slug)
+        if p is None:
+            return None
+        t = tco(book, gpu.slug, gpu_count=p.gpus_per_unit, tdp_w=gpu.tdp_w, assumptions=q.cost)
+        return t.per_gpu_hour if t is not None else None
+    return book.min_gpu_hour(gpu.slug, q.cost)

@@ -17,7 +17,8 @@ K8S_RESOURCE: Final[dict[str, str]] = {
 
 def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
     """Kubernetes (node selector on GFD's ``nvidia.com/gpu.product``, one pod per node for
-    training and per replica for serving), Slurm (``--gres`` per node, ``--time`` from the upper
+    training and per replica for serving), Slurm (``--gres`` per node and one torchrun task per
+    node for training; one job per replica, an array, for serving; ``--time`` from the upper
     end of the time band, rounded up to the minute), SkyPilot and torchrun arguments."""
     names = names or GpuNames()
     serve = o.serve
@@ -25,9 +26,15 @@ def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
     pods = serve.replicas if serve is not None else o.nodes
     selector = {"nvidia.com/gpu.product": names.gfd} if o.gpu.vendor == "nvidia" and names.gfd else {}
     gres_type = (names.short or o.gpu.slug).lower().replace(" ", "-")
-    slurm = [f"--nodes={o.nodes}", f"--gres=gpu:{gres_type}:{o.gpus_per_node}"]
+    if serve is not None:
+        # one job per replica (a job array): a replica is TP GPUs of one node
+        slurm = ["--nodes=1", f"--gres=gpu:{gres_type}:{serve.tensor_parallel}"]
+        if serve.replicas > 1:
+            slurm.append(f"--array=0-{serve.replicas - 1}")
+    else:
+        slurm = [f"--nodes={o.nodes}", f"--gres=gpu:{gres_type}:{o.gpus_per_node}"]
     if o.train is not None:
-        slurm.append(f"--ntasks-per-node={o.gpus_per_node}")
+        slurm.append("--ntasks-per-node=1")  # torchrun starts one process per GPU itself
     if o.hours_band is not None:
         minutes = max(1, math.ceil(o.hours_band[1] * 60.0))
         d, rem = divmod(minutes, 24 * 60)

@@ -230,6 +230,7 @@ def _search_gpus(
             else:
                 out.not_ranked.append((gpu, bound))
             continue
+        searched.threshold = values[q.limit - 1] if len(values) >= q.limit else None
         found = searched.options(gpu, cap)
         if isinstance(found, Exclusion):
             out.excluded.append(found)

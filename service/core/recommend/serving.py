@@ -64,6 +64,7 @@ class _ServingSearch:
                     m.num_layers * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP
                 )
         self._rejected: dict[str, Reason] = {}
+        self.threshold: float | None = None  # set by the caller; the serving search does not use it
 
     def memory(self, fmt: str, tp: int) -> MemoryEstimate:
         key = (fmt, tp)
@@ -151,10 +152,12 @@ class _ServingSearch:
         for fmt in self.formats:
             if fmt in ("fp8",) and gpu.support_for("fp8") == "no" and fmt != self.base.quant_method:
                 continue
-            for tp in tps:
+            for tp in reversed(tps) if fastest else tps:
                 self.counter.candidates += 1
                 mem = self.memory(fmt, tp)
                 need = mem.device_memory_band.high
+                if fastest and candidates and self._tpot_floor(gpu, mem) > best_tpot(candidates):
+                    continue  # even streaming the weights alone is slower than a plan found
                 if not mem.fits(usable):
                     if smallest_need is None or need < smallest_need[0]:
                         smallest_need = (need, tp, fmt)
@@ -260,6 +263,17 @@ class _ServingSearch:
                     **_serving_memory(self.memory(fmt, tp), usable),
                 },
             ),
+        )
+
+    def _tpot_floor(self, gpu: GpuSpec, mem: MemoryEstimate) -> float:
+        """TPOT of a plan is at least its weights per GPU streamed once (and the host floor)."""
+        m = self.base.model
+        active = float(m.active_params) / float(m.total_params) if m.total_params else 1.0
+        weights = float(mem.persistent.get("weights", 0)) * active
+        return (
+            max(weights / (gpu.bandwidth_gb_per_s * 1e9), self.host_floor_s)
+            if gpu.bandwidth_gb_per_s
+            else 0.0
         )
 
     def _ok(self, r: Any) -> bool:
@@ -581,3 +595,8 @@ class _ServingSearch:
                     )
                     break
         return out[:3]
+
+
+def best_tpot(candidates: list[Option]) -> float:
+    """The lowest TPOT found so far, with the near-tie slack (a plan within it may still win on GPUs)."""
+    return min(o.time_value for o in candidates) * (1.0 + NEAR_TIE)

@@ -27,8 +27,9 @@ from service.core.recommend.candidates import (
     _placement,
     _pool_shape,
 )
-from service.core.recommend.deployment import deploy_shape, price_plan
+from service.core.recommend.deployment import deploy_shape, gpu_hour_floor, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
+from service.core.recommend.ranking import _objective_value as objective_value
 from service.core.recommend.ranking import ratio_half_width
 from service.core.recommend.reasons import Reason
 from service.core.recommend.training_counts import (
@@ -97,17 +98,25 @@ class _TrainingSearch:
             self.shardings = ("ddp", "zero2", "fsdp")
         self._plans: dict[tuple[int, str, bool], _Plan | None] = {}
         self._relaxed_memo: dict[tuple[str, int, str, bool], MemoryEstimate | None] = {}
+        self._fitting: dict[tuple[int, int], list[_Plan]] = {}
+        self.threshold: float | None = None
+        """The ``limit``-th best objective value found so far (set by the caller per GPU)."""
         self.fewest: dict[str, int] = {}
         """Per GPU, the fewest GPUs any allowed strategy fits on (what a what-if must beat)."""
 
     # ---- configurations ----------------------------------------------------------------
+
+    def _node(self, gpu: GpuSpec) -> int:
+        """GPUs per node: the pool's free GPUs per node, else the GPU's node size."""
+        shape = _pool_shape(gpu, self.q.constraints)
+        return shape[0] if shape is not None and shape[0] > 0 else _node_size(gpu)
 
     def counts(self, cap: int, gpu: GpuSpec) -> list[int]:
         """Every count that fills whole nodes: 1..node inside one node (any integer, not only
         powers of two), then whole nodes (the pool's free GPUs per node, else the GPU's node
         size), up to ``cap`` and the pool's nodes."""
         shape = _pool_shape(gpu, self.q.constraints)
-        node = shape[0] if shape is not None and shape[0] > 0 else _node_size(gpu)
+        node = self._node(gpu)
         nodes = shape[1] if shape is not None and shape[0] > 0 else cap // max(node, 1)
         out = list(range(1, min(node, cap) + 1))
         out += [k * node for k in range(2, nodes + 1) if k * node <= cap]
@@ -161,7 +170,11 @@ class _TrainingSearch:
         DDP, ZeRO-2, FSDP) the first that fits without checkpointing, and every faster family
         that fits only with it (recomputation against sharding's extra collectives: timed, not
         assumed). A family slower than one that fits without checkpointing is moot."""
+        key = (n, usable)
+        if key in self._fitting:
+            return self._fitting[key]
         out: list[_Plan] = []
+        self._fitting[key] = out
         shardings = ("none",) if n == 1 else self.shardings
         for s in shardings:
             for ck in self.checkpointing:
@@ -211,14 +224,24 @@ class _TrainingSearch:
             return rate * gpu_hours_per_token * self.job.tokens  # the run's cost
         return rate * gpu_hours_per_token * 1e6  # per million tokens trained
 
+    def _may_win(self, gpu: GpuSpec, first: Option) -> bool:
+        """Whether more counts could bring this GPU into the answer: a lower bound on the cost at
+        any count (the first plan's compute GPU-time, which more GPUs doing the same per-GPU
+        work cannot shrink, at the lowest GPU-hour price) under the ``limit``-th value found."""
+        rate = self._gpu_hour_floor(gpu)
+        value = objective_value(first, self.q.objective)
+        if rate is None or value is None or first.quote is None or first.quote.per_hour <= 0:
+            return False
+        if self.threshold is None:
+            return True
+        t = first.est.time
+        compute = float(t.time_shares.get("compute", 1.0)) if t is not None else 1.0
+        floor = value * compute * rate * first.gpu_count / first.quote.per_hour
+        return floor < self.threshold
+
     def _gpu_hour_floor(self, gpu: GpuSpec) -> float | None:
-        """The lowest price of one GPU-hour of ``gpu`` (alone, or in an 8-GPU shape)."""
-        book = self.data.prices
-        if book is None:
-            return None
-        quotes = [(book.rent(gpu.slug, k, self.q.cost), k) for k in (1, 8)]
-        rates = [q.per_hour / k for q, k in quotes if q is not None]
-        return min(rates) if rates else None
+        """The lowest price of one GPU-hour of ``gpu`` any plan of it can pay (rented or owned)."""
+        return gpu_hour_floor(self.data, self.q, gpu)
 
     def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
         """The memory verdict alone (breakdowns are shared, so this is cheap): the exclusion a
@@ -242,7 +265,10 @@ class _TrainingSearch:
         self.fewest[gpu.slug] = n0
         timed = _Timed(self, gpu, usable)
         missing = self._missing_figure(gpu)
-        first = timed.best(n0) if missing is None else None
+        deadline = self.q.constraints.deadline_hours
+        # fastest without a deadline starts at the largest count (the fewest is rarely kept)
+        start = counts[-1] if self.q.objective == "fastest" and deadline is None else n0
+        first = (timed.best(start) or timed.best(n0)) if missing is None else None
         if first is None:
             plan = self.fitting(n0, usable)[0]
             return Exclusion(
@@ -259,12 +285,11 @@ class _TrainingSearch:
                 ),
             )
         ladder = counts[i0:]
-        deadline = self.q.constraints.deadline_hours
         if deadline is not None:
             _toward_deadline(timed, ladder, deadline)
         if self.q.objective == "fastest":
-            _fastest(timed, ladder)
-        elif self.q.objective in ("cheapest", "cost_per_million_tokens") and self._gpu_hour_floor(gpu):
+            _fastest(timed, ladder, self._node(gpu))
+        elif self.q.objective in ("cheapest", "cost_per_million_tokens") and self._may_win(gpu, first):
             for n in _doubling(ladder):
                 timed.best(n)  # GPU-hours need not grow with the count (fewer optimizer steps)
         found = timed.all()
@@ -351,9 +376,9 @@ class _TrainingSearch:
 
     def _option(self, gpu: GpuSpec, plan: _Plan, usable: int) -> Option | None:
         cfg = plan.cfg
-        shape = _pool_shape(gpu, self.q.constraints)
-        if shape is not None and shape[0] > 0 and cfg.gpu_count > shape[0]:
-            cfg = replace(cfg, gpus_per_node=shape[0])  # the pool's nodes, for the collectives
+        pool = _pool_shape(gpu, self.q.constraints)
+        if pool is not None and pool[0] > 0 and cfg.gpu_count > pool[0]:
+            cfg = replace(cfg, gpus_per_node=pool[0])  # the pool's nodes, for the collectives
         job = replace(self.job, config=cfg, solve_for=None)
         measured = self.data.measured(gpu, job) if self.data.measured is not None else None
         self.counter.timed += 1

@@ -58,16 +58,23 @@ def _comm_share(o: Option) -> float:
     return float(t.time_shares.get("communication", 0.0)) if t is not None else 0.0
 
 
-def _fastest(timed: _Timed, ladder: list[int]) -> None:
-    """Time the largest count, then smaller counts only while their lower bound (the largest
-    count's non-communication GPU-time spread over fewer GPUs) could still beat the best."""
+def _fastest(timed: _Timed, ladder: list[int], node: int) -> None:
+    """Time the largest count, then smaller counts only while their lower bound could still
+    beat the best: the same per-GPU work over fewer GPUs takes ``top / n`` as many steps; only
+    the collectives may shrink, and inside one node a ring moves ``2 (x - 1) / x`` of the bytes
+    per rank (``core.estimation.network``), so they shrink by at most ``f(n) / f(top)`` there
+    (across nodes no credit is taken: all of the collective time may go)."""
     top = ladder[-1]
     best = timed.best(top)
     if best is None:
         return
-    floor = timed.floor_gpu_time(top) * BOUND_MARGIN
+    plans = timed.at.get(top, [])
     for n in reversed(ladder[:-1]):
-        if floor / n >= best.time_value:
+        keep = (n - 1) / n / ((top - 1) / top) if top <= node and top > 1 else 0.0
+        bound = min(
+            (o.time_value * top / n * (1.0 - _comm_share(o) * (1.0 - keep)) for o in plans), default=0.0
+        )
+        if bound * BOUND_MARGIN >= best.time_value:
             break
         o = timed.best(n)
         if o is not None and o.time_value < best.time_value:
