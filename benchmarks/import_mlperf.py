@@ -495,7 +495,7 @@ def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
         rows=rows,
     )
     _format(path)
-    print(f"{table_id}: {len(rows)} rows -> {path.relative_to(ROOT)}; skipped {skipped}")
+    print(f"{table_id}: {len(rows)} rows -> {path}; skipped {skipped}")
     return path
 
 
@@ -543,7 +543,7 @@ def import_inference(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path
         rows=rows,
     )
     _format(path)
-    print(f"{table_id}: {len(rows)} rows -> {path.relative_to(ROOT)}; skipped {skipped}")
+    print(f"{table_id}: {len(rows)} rows -> {path}; skipped {skipped}")
     return path
 
 

@@ -358,6 +358,30 @@ def measured_points(
 
 LOG_P_REF: Final = math.log(1000.0)  # TFLOP/s: the reference GPU's compute ceiling (H100-class)
 LOG_B_REF: Final = math.log(3000.0)  # GB/s: its bandwidth ceiling
+SHARE_PRIOR: Final[dict[str, float]] = {
+    # compute-bound share at the reference ceilings before any fit, from arithmetic intensity
+    # (FLOPs per byte moved) against the reference machine balance (1000 TFLOP/s / 3 TB/s ~ 330):
+    "llm-prefill": 0.9,  # thousands of tokens per weight read: intensity ~ prompt length
+    "llm-train": 0.9,  # the same GEMMs, forward and backward, at thousands of tokens per step
+    "detection": 0.8,  # large-image convolutions
+    "diffusion": 0.8,  # UNet / DiT convolutions and attention at high resolution
+    "unet3d": 0.8,  # 3D convolutions on large volumes
+    "llm-serve": 0.2,  # decode: every weight and the KV cache read per generated token
+    "recsys": 0.3,  # embedding gathers dominate, MLPs small
+    "gnn": 0.3,  # neighbour gathers
+    "cnn-train": 0.3,  # batch-norm, activations and optimizer traffic around cuDNN convolutions
+    "cnn-infer": 0.3,
+    "bert-train": 0.4,  # seq 384-512 GEMMs, but layer norms, softmax and optimizer traffic
+    "speech": 0.5,  # encoder (compute) + autoregressive decoder (bandwidth)
+}
+"""Only a class no fit point holds uses its prior alone (a source with a class of its own, left out);
+elsewhere the prior is a weak pull (``RIDGE["z"]``)."""
+
+
+def _logit(x: float) -> float:
+    return math.log(x / (1.0 - x))
+
+
 LOG_L_REF: Final = math.log(450.0)  # GB/s per direction: its NVLink
 HOST0: Final = math.log(0.01)
 """Prior of the host term (log of its time per sample at batch 1, in units of the reference GPU's
@@ -388,7 +412,7 @@ class ClassModel:
 
     def log_speed(self, p: SourcePoint) -> float:
         """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
-        s = self.share.get(p.cls, 0.5)
+        s = self.share.get(p.cls, SHARE_PRIOR.get(p.cls, 0.5))
         c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.peak_family), 0.0)
         a = s * math.exp(LOG_P_REF - p.log_peak - c)
         b = (1.0 - s) * math.exp(LOG_B_REF - p.log_bandwidth - self.memory.get(p.arch, 0.0))
@@ -416,7 +440,11 @@ def _model(
 ) -> ClassModel:
     v = dict(zip(names, theta, strict=True))
     return ClassModel(
-        share={str(k): 1.0 / (1.0 + math.exp(-x)) for (kind, k), x in v.items() if kind == "z"},
+        share={
+            str(k): 1.0 / (1.0 + math.exp(-x - _logit(SHARE_PRIOR.get(str(k), 0.5))))
+            for (kind, k), x in v.items()
+            if kind == "z"
+        },
         compute={str(k): x for (kind, k), x in v.items() if kind == "c"},
         compute_family={k: x for (kind, k), x in v.items() if kind == "d" and isinstance(k, tuple)},
         memory={str(k): x for (kind, k), x in v.items() if kind == "m"},
@@ -455,7 +483,7 @@ def _residuals(
     raw: list[float] = []
     jac: list[dict[int, float]] = []
     for p in points:
-        z = theta[idx[("z", p.cls)]]
+        z = theta[idx[("z", p.cls)]] + _logit(SHARE_PRIOR.get(p.cls, 0.5))
         s = 1.0 / (1.0 + math.exp(-z))
         ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.peak_family))], idx[("m", p.arch)]
         a = s * math.exp(LOG_P_REF - p.log_peak - theta[ic] - theta[id_])
@@ -494,32 +522,56 @@ def _residuals(
     return res, jac
 
 
-def fit_classes(points: Sequence[SourcePoint], iterations: int = 30) -> ClassModel:
-    """Fit the class shares and architecture factors on ``points`` (module docstring)."""
+def _normal(
+    names: Sequence[tuple[str, object]],
+    theta: Sequence[float],
+    points: Sequence[SourcePoint],
+    ridge: Sequence[float],
+) -> tuple[float, list[list[float]], list[float]]:
+    """Cost (squared residuals plus the ridge prior), J^T J and the gradient J^T r at ``theta``."""
+    n = len(names)
+    res, jac = _residuals(names, theta, points)
+    cost = sum(r * r for r in res) + sum(w * t * t for w, t in zip(ridge, theta, strict=True))
+    jtj = [[0.0] * n for _ in range(n)]
+    jtr = [0.0] * n
+    for r, row in zip(res, jac, strict=True):
+        items = list(row.items())
+        for i, gi in items:
+            jtr[i] += gi * r
+            for j, gj in items:
+                jtj[i][j] += gi * gj
+    for i in range(n):
+        jtj[i][i] += ridge[i] + 1e-9
+        jtr[i] += ridge[i] * theta[i]
+    return cost, jtj, jtr
+
+
+def fit_classes(points: Sequence[SourcePoint], iterations: int = 40) -> ClassModel:
+    """Fit the class shares and architecture factors on ``points`` (module docstring):
+    Levenberg-Marquardt, a step kept only when it lowers the cost."""
     names = _params(points)
     n = len(names)
     theta = [0.0] * n
     ridge = [RIDGE[kind] for kind, _ in names]
-    prev = math.inf
+    lam = 1e-3
+    cost, jtj, jtr = _normal(names, theta, points, ridge)
     for _ in range(iterations):
-        res, jac = _residuals(names, theta, points)
-        cost = sum(r * r for r in res) + sum(w * t * t for w, t in zip(ridge, theta, strict=True))
-        jtj = [[0.0] * n for _ in range(n)]
-        jtr = [0.0] * n
-        for r, row in zip(res, jac, strict=True):
-            items = list(row.items())
-            for i, gi in items:
-                jtr[i] += gi * r
-                for j, gj in items:
-                    jtj[i][j] += gi * gj
-        for i in range(n):
-            jtj[i][i] += ridge[i] + 1e-9
-            jtr[i] += ridge[i] * theta[i]
-        step = _solve(jtj, [-x for x in jtr])
-        theta = [t + s for t, s in zip(theta, step, strict=True)]
-        if abs(prev - cost) < 1e-9 * max(1.0, cost):
+        improved = False
+        for _try in range(10):
+            damped = [
+                [v + (lam * jtj[i][i] if i == j else 0.0) for j, v in enumerate(row)]
+                for i, row in enumerate(jtj)
+            ]
+            step = _solve(damped, [-x for x in jtr])
+            trial = [t + d for t, d in zip(theta, step, strict=True)]
+            c2, j2, g2 = _normal(names, trial, points, ridge)
+            if c2 < cost:
+                improved = cost - c2 > 1e-10 * max(1.0, cost)
+                theta, cost, jtj, jtr, lam = trial, c2, j2, g2, max(lam / 3.0, 1e-9)
+                break
+            lam *= 4.0
+        if not improved:
             break
-        prev = cost
     res, _ = _residuals(names, theta, points)
     m = _model(names, theta, points)
     rms = math.sqrt(sum(r * r for r in res) / max(1, len(res)))
