@@ -221,6 +221,43 @@ def _outcome_line(o: ConfigOutcome) -> str:
     return " ".join(bits)
 
 
+def _resumed(plan: Plan, resume: Path) -> Plan:
+    """The plan without the configurations already measured (ok or OOM) in ``resume``."""
+    try:
+        done = measured_keys(read_runs(resume))
+    except (OSError, ValueError) as exc:
+        raise _fail(f"--resume: {exc}", exitcodes.USAGE) from None
+    left = plan.without(done)
+    err.print(
+        f"resume: {len(plan.configs) - len(left.configs)} configuration(s) already measured in {resume}"
+    )
+    return left
+
+
+def _benchmark_gpu(gpu_index: int, allow_busy: bool, notes: list[str]) -> tuple[HostProbe, GpuProbe]:
+    """Probe the host and the GPU to measure; refuse a busy one unless allowed (then noted), and
+    make CUDA's device 0 that NVML device (unless the scheduler already pinned one)."""
+    try:
+        host = _probe_host()
+    except ProbeError as exc:
+        raise _fail(str(exc), exc.exit_code) from None
+    if not 0 <= gpu_index < len(host.gpus):
+        raise _fail(f"no GPU with NVML index {gpu_index} (this host has {len(host.gpus)})", exitcodes.NO_GPU)
+    gpu = host.gpus[gpu_index]
+    reasons = busy_reasons(gpu)
+    if reasons and not allow_busy:
+        raise _fail(
+            "GPU not fit for benchmarking: " + "; ".join(reasons) + " (--allow-busy to run anyway)",
+            exitcodes.GPU_BUSY,
+        )
+    if reasons:
+        notes.append("gpu_busy_at_start: " + "; ".join(reasons))
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_index)
+    return host, gpu
+
+
 @agent_app.command()
 def run(
     plan_file: Annotated[
@@ -266,39 +303,12 @@ def run(
     if submit and not url:
         raise _fail("--submit needs --url (or GPU_ADVISOR_URL)", exitcodes.USAGE)
     if resume is not None:
-        try:
-            done = measured_keys(read_runs(resume))
-        except (OSError, ValueError) as exc:
-            raise _fail(f"--resume: {exc}", exitcodes.USAGE) from None
-        before = len(plan.configs)
-        plan = plan.without(done)
-        err.print(f"resume: {before - len(plan.configs)} configuration(s) already measured in {resume}")
-
+        plan = _resumed(plan, resume)
     host: HostProbe | None = None
     gpu: GpuProbe | None = None
     extra_notes: list[str] = []
     if not smoke:
-        try:
-            host = _probe_host()
-        except ProbeError as exc:
-            raise _fail(str(exc), exc.exit_code) from None
-        if not 0 <= gpu_index < len(host.gpus):
-            raise _fail(
-                f"no GPU with NVML index {gpu_index} (this host has {len(host.gpus)})", exitcodes.NO_GPU
-            )
-        gpu = host.gpus[gpu_index]
-        reasons = busy_reasons(gpu)
-        if reasons and not allow_busy:
-            raise _fail(
-                "GPU not fit for benchmarking: " + "; ".join(reasons) + " (--allow-busy to run anyway)",
-                exitcodes.GPU_BUSY,
-            )
-        if reasons:
-            extra_notes.append("gpu_busy_at_start: " + "; ".join(reasons))
-        # Make CUDA's device 0 the NVML device we probed (unless the scheduler already pinned one).
-        if "CUDA_VISIBLE_DEVICES" not in os.environ:
-            os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-            os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_index)
+        host, gpu = _benchmark_gpu(gpu_index, allow_busy, extra_notes)
 
     runner = Runner(
         Executor(isolation), smoke=smoke, nvml_index=None if smoke else gpu_index, time_budget_s=budget

@@ -76,34 +76,7 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
     if o.quote is None and o.tco is None and needs_price:
         reasons.append(no_price_reason(o, q, name))
     if o.quote is not None:
-        if cons.budget_per_hour is not None and o.quote.per_hour > cons.budget_per_hour:
-            reasons.append(
-                Reason(
-                    "OVER_BUDGET",
-                    {
-                        "gpu": name,
-                        "gpu_count": o.gpu_count,
-                        "what": "per_hour",
-                        "cost": round(o.quote.per_hour, 2),
-                        "budget": cons.budget_per_hour,
-                        "currency": o.quote.currency,
-                    },
-                )
-            )
-        if cons.budget_per_run is not None and o.run_cost is not None and o.run_cost[2] > cons.budget_per_run:
-            reasons.append(
-                Reason(
-                    "OVER_BUDGET",
-                    {
-                        "gpu": name,
-                        "gpu_count": o.gpu_count,
-                        "what": "per_run",
-                        "cost": round(o.run_cost[2], 2),
-                        "budget": cons.budget_per_run,
-                        "currency": o.quote.currency,
-                    },
-                )
-            )
+        reasons += _rent_over_budget(o, q, name)
     if cons.budget_purchase is not None:
         owned = _with_tco(o, q, data) if data.prices is not None else o
         if owned.tco is None:
@@ -112,17 +85,7 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
             )
         elif owned.tco.capex > cons.budget_purchase:
             reasons.append(
-                Reason(
-                    "OVER_BUDGET",
-                    {
-                        "gpu": name,
-                        "gpu_count": o.gpu_count,
-                        "what": "purchase",
-                        "cost": round(owned.tco.capex, 2),
-                        "budget": cons.budget_purchase,
-                        "currency": owned.tco.currency,
-                    },
-                )
+                _over_budget(o, name, "purchase", owned.tco.capex, cons.budget_purchase, owned.tco.currency)
             )
     if reasons:
         return Exclusion(o.gpu, reasons[0], tuple(reasons[1:]))
@@ -130,6 +93,32 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
         # ranked without a cost (none was asked for), but say no instance type holds it
         return replace(o, reasons=(*o.reasons, no_price_reason(o, q, name)))
     return o
+
+
+def _over_budget(o: Option, name: str, what: str, cost: float, budget: float, currency: str) -> Reason:
+    return Reason(
+        "OVER_BUDGET",
+        {
+            "gpu": name,
+            "gpu_count": o.gpu_count,
+            "what": what,
+            "cost": round(cost, 2),
+            "budget": budget,
+            "currency": currency,
+        },
+    )
+
+
+def _rent_over_budget(o: Option, q: RecommendQuestion, name: str) -> list[Reason]:
+    """The rental budgets (per hour, per run) the option's quote breaks."""
+    cons, quote = q.constraints, o.quote
+    assert quote is not None
+    out: list[Reason] = []
+    if cons.budget_per_hour is not None and quote.per_hour > cons.budget_per_hour:
+        out.append(_over_budget(o, name, "per_hour", quote.per_hour, cons.budget_per_hour, quote.currency))
+    if cons.budget_per_run is not None and o.run_cost is not None and o.run_cost[2] > cons.budget_per_run:
+        out.append(_over_budget(o, name, "per_run", o.run_cost[2], cons.budget_per_run, quote.currency))
+    return out
 
 
 def _with_tco(o: Option, q: RecommendQuestion, data: RecommendData) -> Option:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, iteration_s
+
+if TYPE_CHECKING:
+    from service.core.recommend.models import Option
 
 GUESS_MARGIN: Final = 1.25
 """How far the replica bound may be off before a plan is given up on without a queueing
@@ -63,3 +66,8 @@ def _fastest_replicas(ok: Callable[[int], bool], seen: dict[int, Any], fewest: i
         else:
             lo = mid
     return hi
+
+
+def best_tpot(candidates: list[Option]) -> float:
+    """The lowest TPOT found so far, with the near-tie slack (a plan within it may still win on GPUs)."""
+    return min(o.time_value for o in candidates) * (1.0 + NEAR_TIE)

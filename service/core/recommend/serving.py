@@ -33,8 +33,14 @@ from service.core.recommend.deployment import deploy_shape, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import _rank_again, ratio_half_width
 from service.core.recommend.reasons import Reason
-from service.core.recommend.replicas import GUESS_MARGIN, NEAR_TIE, _fastest_replicas, _replicas_guess
-from service.core.recommend.serving_memory import _memory_answer, _serving_memory
+from service.core.recommend.replicas import (
+    GUESS_MARGIN,
+    NEAR_TIE,
+    _fastest_replicas,
+    _replicas_guess,
+    best_tpot,
+)
+from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
 
 
 class _ServingSearch:
@@ -420,19 +426,10 @@ class _ServingSearch:
                 r.bound,
             )
         else:
-            self.counter.timed += 1
-            measured = self.data.measured(gpu, job) if self.data.measured is not None else None
-            try:
-                full = estimate(gpu, job, self.data.calibrations, measured, breakdown=mem)
-            except (InvalidConfiguration, MissingFigure):
-                return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
-            sv = full.serving
-            if sv is None:
-                return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
-            tpot, ttft, served, bound = sv.tpot_s, sv.ttft_s, sv.output_tokens_per_s, sv.decode_bound
-            missed = self._misses(name, tp, ttft, tpot)
-            if missed is not None:
-                return missed
+            got = self._estimated(gpu, job, mem, name, tp)
+            if isinstance(got, Reason):
+                return got
+            full, (tpot, ttft, served, bound) = got
         placeholder = (
             full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
         )
@@ -467,6 +464,24 @@ class _ServingSearch:
             network=priced.network,
             price_missing=priced.missing,
         )
+
+    def _estimated(
+        self, gpu: GpuSpec, job: Job, mem: MemoryEstimate, name: str, tp: int
+    ) -> tuple[Estimate, tuple[float, float, float, Any]] | Reason:
+        """A plan without a rate: the estimate's latencies, judged against the targets."""
+        self.counter.timed += 1
+        measured = self.data.measured(gpu, job) if self.data.measured is not None else None
+        try:
+            full = estimate(gpu, job, self.data.calibrations, measured, breakdown=mem)
+        except (InvalidConfiguration, MissingFigure):
+            return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
+        sv = full.serving
+        if sv is None:
+            return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
+        missed = self._misses(name, tp, sv.ttft_s, sv.tpot_s)
+        if missed is not None:
+            return missed
+        return full, (sv.tpot_s, sv.ttft_s, sv.output_tokens_per_s, sv.decode_bound)
 
     def _misses(self, name: str, tp: int, ttft: float, tpot: float) -> Reason | None:
         """The first target a closed-loop (or static-batch) plan misses, with its figure."""
@@ -566,37 +581,6 @@ class _ServingSearch:
 
     def what_ifs(self, options: Sequence[Option], excluded: Sequence[Exclusion]) -> list[WhatIf]:
         """FP8 weights where quantisation was not allowed: fewer GPUs per replica."""
-        out: list[WhatIf] = []
         if self.q.constraints.allow_quantization or self.base.quant_method != "none":
-            return out
-        for o in options[:3]:
-            tp = o.est.job.config.tensor_parallel  # type: ignore[union-attr]
-            if tp <= 1 or o.gpu.support_for("fp8") != "yes":
-                continue
-            for smaller in (tp // 4, tp // 2):
-                if smaller < 1:
-                    continue
-                mem = self.memory("fp8", smaller)
-                if mem.fits(o.usable_bytes):
-                    out.append(
-                        WhatIf(
-                            "WITH_FP8_WEIGHTS",
-                            o.gpu,
-                            smaller,
-                            {"constraints.allow_quantization": True},
-                            {
-                                "gpu": o.gpu.name or o.gpu.slug,
-                                "tensor_parallel": smaller,
-                                "instead_of": tp,
-                                "needed_gib": _gib(mem.device_memory_band.high),
-                                "usable_gib": _gib(o.usable_bytes),
-                            },
-                        )
-                    )
-                    break
-        return out[:3]
-
-
-def best_tpot(candidates: list[Option]) -> float:
-    """The lowest TPOT found so far, with the near-tie slack (a plan within it may still win on GPUs)."""
-    return min(o.time_value for o in candidates) * (1.0 + NEAR_TIE)
+            return []
+        return fp8_what_ifs(options, self.memory)

@@ -3,10 +3,12 @@ plan sized without a full estimate shows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from service.core.estimation.memory import MemoryEstimate
 from service.core.recommend.candidates import _gib
+from service.core.recommend.models import Option, WhatIf
 
 
 def _serving_memory(mem: MemoryEstimate, usable: int) -> dict[str, Any]:
@@ -38,3 +40,35 @@ def _memory_answer(mem: MemoryEstimate, usable: int) -> Any:
         headroom_bytes=mem.headroom_bytes(usable),
         provenance="spec",
     )
+
+
+def fp8_what_ifs(options: Sequence[Option], memory: Callable[[str, int], MemoryEstimate]) -> list[WhatIf]:
+    """For the first options on several GPUs per replica: the smaller tensor-parallel degree
+    FP8 weights would fit in (``memory(format, tp)`` sizes a replica)."""
+    out: list[WhatIf] = []
+    for o in options[:3]:
+        tp = o.est.job.config.tensor_parallel  # type: ignore[union-attr]
+        if tp <= 1 or o.gpu.support_for("fp8") != "yes":
+            continue
+        for smaller in (tp // 4, tp // 2):
+            if smaller < 1:
+                continue
+            mem = memory("fp8", smaller)
+            if mem.fits(o.usable_bytes):
+                out.append(
+                    WhatIf(
+                        "WITH_FP8_WEIGHTS",
+                        o.gpu,
+                        smaller,
+                        {"constraints.allow_quantization": True},
+                        {
+                            "gpu": o.gpu.name or o.gpu.slug,
+                            "tensor_parallel": smaller,
+                            "instead_of": tp,
+                            "needed_gib": _gib(mem.device_memory_band.high),
+                            "usable_gib": _gib(o.usable_bytes),
+                        },
+                    )
+                )
+                break
+    return out[:3]
