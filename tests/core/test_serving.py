@@ -277,6 +277,18 @@ def test_latency_grows_with_rate_and_overload_is_flagged() -> None:
     assert not serve_at_rate(c, H100, 500.0, w).stable
 
 
+@pytest.mark.parametrize("lam", [1e-20, 1e-12, 1e-6])
+def test_a_vanishing_rate_is_the_idle_latency(lam: float) -> None:
+    """At a rate so small that exp(-mu) rounds to 1.0 the busy-iteration mean once divided by
+    zero (the golden grid found it): the answer is the idle server's latency, finite."""
+    c = InferenceConfig(model=dec("llama3.1-8b"), engine="vllm", input_len=467, output_len=256)
+    w = Workload(467.0, 256.0)
+    r = serve_at_rate(c, H100, lam, w)
+    idle = serve_at_rate(c, H100, 1e-3, w)
+    assert r.stable and math.isfinite(r.ttft_s) and math.isfinite(r.tpot_s)
+    assert r.tpot_s <= idle.tpot_s * 1.001 and r.ttft_s <= idle.ttft_s * 1.001
+
+
 def test_serve_at_rate_is_fast_and_deterministic() -> None:
     """/v1/recommend calls it per candidate: tens of microseconds, same answer every time."""
     c = InferenceConfig(

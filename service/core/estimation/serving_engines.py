@@ -575,6 +575,7 @@ def mean_iteration_s(
     p0 = math.exp(-mu)
     if p0 < 1e-6:
         return k.iteration(n_dec, ctx, mu * chunk, prompt_len / 2.0, prompts)
-    m = mu / (1.0 - p0)
+    p_busy = -math.expm1(-mu)  # 1 - p0 without cancellation: exp(-1e-20) is exactly 1.0
+    m = mu / p_busy
     busy = k.iteration(n_dec, ctx, m * chunk, prompt_len / 2.0, m / chunks)
-    return p0 * k.iteration(n_dec, ctx, 0.0, 0.0, 0.0) + (1.0 - p0) * busy
+    return p0 * k.iteration(n_dec, ctx, 0.0, 0.0, 0.0) + p_busy * busy
