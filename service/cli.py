@@ -560,10 +560,17 @@ def recommend(
     as_json: JsonOpt = False,
     lang: LangOpt = "en",
     url: UrlOpt = None,
+    emit: Annotated[
+        str | None,
+        typer.Option(help="print a deployment artifact instead: kubernetes | skypilot | slurm"),
+    ] = None,
+    rank: Annotated[int, typer.Option(help="with --emit: the ranked option to deploy", min=1)] = 1,
 ) -> None:
     """Which GPU, how many and how: the ranked answer of POST /v1/recommend. Workload fields go
     in --set (tokens=1e9, batch_size=4, requests_per_s=20 ...), constraints as
-    --set constraints.budget.per_hour=40."""
+    --set constraints.budget.per_hour=40. --emit prints the answer's deployment artifact for a
+    scheduler (what GET /v1/recommendations/{id}/artifacts gives); its FILL-IN list goes to
+    stderr."""
     from service.shell import render
 
     body: dict[str, object] = {
@@ -585,7 +592,17 @@ def recommend(
     _fields(workload_keys, body["workload"])  # type: ignore[arg-type]
     _fields(other_keys, body)
     adv = _advisor(url, lang)
-    _ask(lambda: adv.recommend(body), as_json, render.recommend)
+    if emit is None:
+        _ask(lambda: adv.recommend(body), as_json, render.recommend)
+        return
+    _ask(lambda: adv.artifact(adv.recommend(body), target=emit, rank=rank), as_json, _print_artifact)
+
+
+def _print_artifact(doc: dict[str, object]) -> None:
+    """The artifact's text on stdout (pipe it to a file or kubectl), its placeholders on stderr."""
+    typer.echo(str(doc["content"]), nl=False)
+    for f in doc.get("fill_in") or []:  # type: ignore[attr-defined]
+        typer.echo(f"FILL-IN {f}", err=True)
 
 
 @app.command()

@@ -72,6 +72,16 @@ class RemoteAdvisor:
             self.http.get("/v1/gpus", params={k: v for k, v in query.items() if v is not None})
         )
 
+    def artifact(self, answer: Mapping[str, Any], *, target: str, rank: int) -> dict[str, Any]:
+        """The server's artifact of the stored answer (``GET /v1/recommendations/{id}/artifacts``)."""
+        rec_id = answer.get("recommendation_id")
+        if not rec_id:
+            raise AdvisorError(
+                "the server did not store this answer, so it has no artifacts (no recommendation_id)"
+            )
+        params: dict[str, str | int] = {"target": target, "option": rank}
+        return self._answer(self.http.get(f"/v1/recommendations/{rec_id}/artifacts", params=params))
+
 
 class LocalAdvisor:
     """The use cases, called in this process on the configured database."""
@@ -210,3 +220,33 @@ class LocalAdvisor:
                 return {"items": items, "count": len(items), "data_version": uow.data_version()}
         except Exception as exc:
             raise self._refusal(exc) from None
+
+    def artifact(self, answer: Mapping[str, Any], *, target: str, rank: int) -> dict[str, Any]:
+        """The artifact of an answer given in this process (not stored): the same pure renderer
+        the API's artifacts route uses, with the scheduler names of the current catalog."""
+        from service.core.deploy import TARGETS, NotRenderable, UnknownOption, plan_of, render
+        from service.db.uow import UnitOfWork
+        from service.usecases.deploy import scheduler_names
+
+        if target not in TARGETS:
+            raise AdvisorError(f"--emit must be one of: {', '.join(TARGETS)}", [f"emit: {target!r}"])
+        with UnitOfWork(self.sessions) as uow:
+            records = self.read.snapshot(uow, calibrated=False).catalog.records
+        slugs = {str(o["gpu"]["slug"]) for o in answer.get("options") or ()}
+        names = {s: scheduler_names(records[s]) for s in slugs if s in records}
+        asked = ((answer.get("asked") or {}).get("workload") or {}).get("model")
+        hub_id = asked if isinstance(asked, str) and "/" in asked else None
+        try:
+            a = render(plan_of(answer, names, hub_id), target, rank)
+        except (UnknownOption, NotRenderable) as exc:
+            raise AdvisorError(
+                str(exc), [f"rank: {rank}" if isinstance(exc, UnknownOption) else f"emit: {target}"]
+            ) from None
+        return {
+            "target": a.target,
+            "option": a.rank,
+            "media_type": a.media_type,
+            "filename": a.filename,
+            "content": a.content,
+            "fill_in": list(a.fill_in),
+        }

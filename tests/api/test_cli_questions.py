@@ -175,3 +175,59 @@ def test_a_database_behind_the_shipped_migrations_is_migrated_first(tmp_path: Pa
         assert json.loads(out.stdout)["memory"]["fits"] in (True, False)
         again = cli(settings, tmp_path, "estimate", "--model", "llama3-8b", "--gpu", "L40", "--json")
         assert again.returncode == 0 and "migrating" not in again.stderr
+
+
+def test_recommend_emit_prints_the_artifact_the_api_renders(
+    settings: Settings, client: TestClient, tmp_path: Path
+) -> None:
+    """Issue 30: ``recommend --emit kubernetes`` prints the manifest the artifacts route gives
+    for the same question's option (the same answer id: ids are the question's), the
+    placeholders on stderr; a bad target or rank is a refusal (exit 2)."""
+    question = ["--model", "llama2-7b", "--mode", "fine-tuning", "--gpus", "L40S,H100", "--set", "tokens=1e9"]
+    out = cli(settings, tmp_path, "recommend", *question, "--emit", "kubernetes", "--rank", "1")
+    assert out.returncode == 0, out.stderr
+    assert 'kind: "Job"' in out.stdout and "nvidia.com/gpu" in out.stdout
+    assert "FILL-IN" in out.stderr
+    answer = client.post(
+        "/v1/recommend",
+        json={
+            "workload": {"model": "llama2-7b", "mode": "fine-tuning", "tokens": 1e9},
+            "constraints": {"allowed_gpus": ["L40S", "H100"]},
+            "objective": "fastest",
+            "limit": 5,
+        },
+    ).json()
+    api = client.get(
+        f"/v1/recommendations/{answer['recommendation_id']}/artifacts",
+        params={"target": "kubernetes", "option": 1},
+    )
+    assert api.status_code == 200, api.text
+
+    def body(text: str) -> list[str]:
+        return [
+            ln for ln in text.splitlines() if "GPU Advisor answer" not in ln and "recommendation" not in ln
+        ]
+
+    assert body(out.stdout) == body(api.json()["content"])
+    bad = cli(settings, tmp_path, "recommend", *question, "--emit", "helm")
+    assert bad.returncode == 2 and "kubernetes" in bad.stderr
+    far = cli(settings, tmp_path, "recommend", *question, "--emit", "slurm", "--rank", "99")
+    assert far.returncode == 2 and "ranked 99" in far.stderr
+
+
+def test_emit_from_a_server_reads_the_stored_answers_artifact(client: TestClient) -> None:
+    """With ``--url`` the artifact is the server's, of the answer it stored (the shell's
+    RemoteAdvisor over the real app); a refusal names the query field."""
+    from service.shell.advisor import RemoteAdvisor
+
+    adv = RemoteAdvisor("http://testserver")
+    adv.http = client
+    answer = adv.recommend(
+        {"workload": {"model": "llama2-7b", "mode": "fine-tuning", "tokens": 1e9}, "limit": 3}
+    )
+    art = adv.artifact(answer, target="slurm", rank=1)
+    assert art["target"] == "slurm" and answer["recommendation_id"] in art["content"]
+    assert art["content"].startswith("#!/bin/bash") and "#SBATCH" in art["content"]
+    with pytest.raises(AdvisorError) as refused:
+        adv.artifact(answer, target="slurm", rank=99)
+    assert any(f.startswith("query.option") for f in refused.value.fields)
