@@ -107,6 +107,40 @@ def test_the_shared_link_reproduces_the_answer_and_the_hint_copies(
     assert page.evaluate("() => navigator.clipboard.readText()") == hint
 
 
+def test_an_option_shows_its_deployment_file_ready_to_copy(
+    page: Any, served: Served, recommend_available: None
+) -> None:
+    """Issue 30: each option's card fetches the full artifact of its target from the artifacts
+    route (the text the API gives, byte for byte), with its FILL-IN list and a copy button."""
+    r = httpx.post(f"{served.url}/v1/recommend", json=QUESTION, timeout=120)
+    assert r.status_code in (200, 201), r.text
+    answer = r.json()
+    rid = answer["recommendation_id"]
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    open_view(page, served, f"#/recommend?id={rid}")
+    page.wait_for_selector(".recommend-result")
+    second = page.locator("article.option").nth(1 if len(answer["options"]) > 1 else 0)
+    rank = second.get_attribute("data-rank")
+    for target in ("kubernetes", "slurm"):
+        second.locator(f'.artifact-targets button[data-target="{target}"]').click()
+        shown = second.locator(f'pre.artifact[data-target="{target}"]')
+        shown.wait_for()
+        api = httpx.get(
+            f"{served.url}/v1/recommendations/{rid}/artifacts",
+            params={"target": target, "option": rank},
+            timeout=60,
+        ).json()
+        assert shown.inner_text().rstrip("\n") == api["content"].rstrip("\n")
+        assert second.locator("ul.fill-in li").all_inner_texts() == api["fill_in"]
+    second.locator(".artifacts button.copy").click()
+    page.wait_for_function(
+        "(el) => el.querySelector('.artifacts button.copy').textContent === 'Copied'",
+        arg=second.element_handle(),
+    )
+    assert page.evaluate("() => navigator.clipboard.readText()") == api["content"]
+    assert_accessible(page)
+
+
 def test_a_bad_recommend_input_shows_the_apis_problem_next_to_the_field(
     page: Any, served: Served, recommend_available: None, problems: PageProblems
 ) -> None:

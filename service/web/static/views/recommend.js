@@ -110,7 +110,34 @@ export function schedulingText(sc) {
   return lines.join("\n");
 }
 
-function optionCard(o) {
+const TARGETS = ["kubernetes", "skypilot", "slurm"];
+
+/**
+ * The option's deployment artifact, fetched on demand from GET /v1/recommendations/{id}/artifacts
+ * (the full file a scheduler takes, with its FILL-IN list) and ready to copy. Needs the stored
+ * answer's id: an answer the service could not store shows the hint alone.
+ */
+function artifactPanel(recId, rank) {
+  const out = h("div", { class: "artifact-out", "aria-live": "polite" });
+  const show = async (target) => {
+    out.replaceChildren(h("p", { class: "note" }, t("loading")));
+    try {
+      const q = new URLSearchParams({ target, option: String(rank) });
+      const a = await api(`/v1/recommendations/${encodeURIComponent(recId)}/artifacts?${q}`);
+      const pre = h("pre", { class: "artifact", "data-target": target, tabindex: "0", "aria-label": a.filename }, h("code", null, a.content));
+      out.replaceChildren(h("p", { class: "note" }, `${a.filename} · ${a.media_type}`), pre, copyButton(a.content, pre),
+        a.fill_in.length ? h("ul", { class: "fill-in", "aria-label": t("fill_in") }, a.fill_in.map((f) => h("li", null, f))) : null);
+    } catch (e) {
+      out.replaceChildren(problemBlock(e));
+    }
+  };
+  return h("div", { class: "artifacts" }, h("h4", null, t("artifact")),
+    h("div", { class: "artifact-targets", role: "group", "aria-label": t("artifact") },
+      TARGETS.map((target) => h("button", { type: "button", "data-target": target, on: { click: () => show(target) } }, t(`target_${target}`)))),
+    out);
+}
+
+function optionCard(o, recId) {
   const hint = o.scheduling ? schedulingText(o.scheduling) : "";
   const pre = hint ? h("pre", { class: "hint" }, h("code", null, hint)) : null;
   const c = o.cost;
@@ -139,7 +166,8 @@ function optionCard(o) {
       h("dt", null, t("provenance")), h("dd", null, provenance(o.provenance))),
     o.reasons.length ? h("ul", { class: "reasons", "aria-label": t("reasons") }, o.reasons.map((r) => h("li", { "data-code": r.code }, r.message))) : null,
     o.warnings.length ? h("ul", { class: "warnings" }, o.warnings.map((r) => h("li", { "data-code": r.code }, r.message))) : null,
-    pre ? h("div", { class: "scheduling" }, h("h4", null, t("scheduling")), pre, copyButton(hint, pre)) : null);
+    pre ? h("div", { class: "scheduling" }, h("h4", null, t("scheduling")), pre, copyButton(hint, pre)) : null,
+    recId ? artifactPanel(recId, o.rank) : null);
 }
 
 /**
@@ -224,7 +252,7 @@ function answer(r, width, more) {
     h("p", { class: "share" }, `${t("share")}: `, linkEl, " ", copyButton(link, linkEl)),
     r.warnings?.length ? h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, w.message))) : null,
     h("h2", null, t("options")), shown,
-    r.options.length ? h("div", { class: "options" }, r.options.map(optionCard)) : h("p", { class: "nothing-fits" }, t("nothing_fits")),
+    r.options.length ? h("div", { class: "options" }, r.options.map((o) => optionCard(o, r.recommendation_id))) : h("p", { class: "nothing-fits" }, t("nothing_fits")),
     r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
     r.frontier.length ? [h("h2", null, t("frontier")), frontierSection(r, width)] : null,
     r.excluded.length ? [h("h2", null, t("excluded")), excludedSection(r)] : null,
