@@ -99,21 +99,52 @@ def _scalar_query(route: Any) -> frozenset[str]:
     return known
 
 
+QUERY_PREFIXES = "x-query-prefixes"
+"""``openapi_extra`` key: the name prefixes of a route's free-form query filters."""
+_KNOWN = "gpu_advisor_known_query"
+
+
+def _known_query(route: Any) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Every query parameter name the route declares, and its free-form filter prefixes."""
+    known: tuple[frozenset[str], tuple[str, ...]] | None = getattr(route, _KNOWN, None)
+    if known is None:
+        names: set[str] = set()
+        stack = [route.dependant]
+        while stack:
+            d = stack.pop()
+            names |= {f.alias for f in d.query_params}
+            stack.extend(d.dependencies)
+        prefixes = tuple((getattr(route, "openapi_extra", None) or {}).get(QUERY_PREFIXES) or ())
+        known = (frozenset(names), prefixes)
+        setattr(route, _KNOWN, known)
+    return known
+
+
+def _unknown(name: str, names: frozenset[str], prefixes: tuple[str, ...]) -> bool:
+    return name not in names and not any(name.startswith(p) and len(name) > len(p) for p in prefixes)
+
+
 async def one_value_each(request: Request) -> None:
-    """A query parameter that takes one value, given twice, is refused (422): otherwise the
-    framework reads the last and a rate rule may have read the first (``?limit=1&limit=500``)."""
+    """A query parameter the route does not declare is refused (422 naming it: a misspelt
+    filter would otherwise be ignored and answer a different question), and one that takes one
+    value, given twice, too: otherwise the framework reads the last and a rate rule may have
+    read the first (``?limit=1&limit=500``)."""
     route = request.scope.get("route")
     if route is None or not request.scope.get("query_string"):
         return
     params = request.query_params
+    names, prefixes = _known_query(route)
+    errors = [
+        {"type": "value_error", "loc": ("query", n), "msg": "unknown query parameter", "input": None}
+        for n in sorted({k for k in params if _unknown(k, names, prefixes)})
+    ]
     repeated = [n for n in _scalar_query(route) if len(params.getlist(n)) > 1]
-    if repeated:
-        raise RequestValidationError(
-            [
-                {"type": "value_error", "loc": ("query", n), "msg": "give this parameter once", "input": None}
-                for n in sorted(repeated)
-            ]
-        )
+    errors += [
+        {"type": "value_error", "loc": ("query", n), "msg": "give this parameter once", "input": None}
+        for n in sorted(repeated)
+    ]
+    if errors:
+        raise RequestValidationError(errors)
 
 
 class UnitOfWorkRoute(APIRoute):

@@ -263,3 +263,15 @@ def test_a_hung_redis_costs_one_timeout_per_back_off_not_every_request() -> None
         listener.close()
     assert took[0] >= 0.2 and max(took[1:]) < 0.05, took
     assert len(errors) == 5
+
+
+def test_an_unknown_query_parameter_is_422_naming_it(c: TestClient) -> None:
+    """A misspelt filter would otherwise be ignored and answer another question (the stateful
+    fuzz run found ``?=null`` accepted); declared free-form prefixes (``param.``) still pass."""
+    r = c.get("/v1/gpus", params={"vendr": "nvidia"})
+    problem = _problem(r, 422, "validation-error")
+    assert [e["loc"] for e in problem["errors"]] == [["query", "vendr"]]
+    assert c.get("/v1/gpus?=null").status_code == 422
+    ok = {"workload": "llm-train", "param.batch_size": "1"}
+    assert c.get("/v1/benchmark-results", params=ok).status_code == 200
+    assert c.get("/v1/benchmark-results", params={"param.": "1"}).status_code == 422

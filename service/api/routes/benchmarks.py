@@ -20,7 +20,7 @@ from service.api.bodies import body_schema, json_body
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsDep, SubmitAuth, UowDep
 from service.api.offload import answer_from
 from service.api.presenters import benchmarks as present
-from service.api.routing import UnitOfWorkRoute
+from service.api.routing import QUERY_PREFIXES, UnitOfWorkRoute
 from service.schemas.benchmarks import (
     MAX_RESULTS_PER_RUN,
     RUN_ID_PATTERN,
@@ -98,6 +98,9 @@ IdempotencyKey = Annotated[
 RunIdPath = Annotated[SafeStr, Path(max_length=128, description="the run's run_id")]
 
 DYNAMIC_NAME_MAX = 64
+DYNAMIC_FILTERS = {QUERY_PREFIXES: ["param.", "fp."]}
+"""Routes that read ``param.<name>`` / ``fp.<field>`` filters say so (any other unknown query
+parameter is refused: :func:`service.api.routing.known_query`)."""
 DYNAMIC_VALUE_MAX = 200
 
 
@@ -304,6 +307,7 @@ def get_run(
     "/benchmark-results",
     response_model=ResultList,
     operation_id="listBenchmarkResults",
+    openapi_extra=DYNAMIC_FILTERS,
     summary="Stored results, newest first, with filters and cursor pagination",
     description=FILTER_HELP,
     responses={300: {"model": AmbiguousGpu}, 404: PROBLEM},
@@ -331,6 +335,7 @@ def get_result(result_id: Annotated[Id64, Path()], uow: UowDep, _auth: ReadAuth)
     "/gpus/{ident}/measurements",
     response_model=MeasurementsOut,
     operation_id="getGpuMeasurements",
+    openapi_extra=DYNAMIC_FILTERS,
     summary="Latest measured figures of a GPU per (workload, canonical parameters) cell",
     description=(
         "Per cell: the newest fingerprint with at least k usable results (else the best-populated one, "
@@ -494,6 +499,7 @@ def map_pending_gpu(
     "/admin/benchmark-results",
     response_model=ResultList,
     operation_id="adminListBenchmarkResults",
+    openapi_extra=DYNAMIC_FILTERS,
     summary="Admin: results with the same filters, retracted ones included by default (e.g. ?quarantined=true)",
     description=FILTER_HELP,
     tags=ADMIN_TAGS,
