@@ -18,6 +18,7 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Depends, Request
@@ -74,9 +75,6 @@ def takes_request_uow(endpoint: Callable[..., Any]) -> bool:
     return False
 
 
-_SCALARS = "gpu_advisor_scalar_query"
-
-
 def _is_sequence(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     if origin in (list, tuple, set, frozenset):
@@ -84,44 +82,42 @@ def _is_sequence(annotation: Any) -> bool:
     return any(_is_sequence(a) for a in typing.get_args(annotation)) if origin is not None else False
 
 
-def _scalar_query(route: Any) -> frozenset[str]:
-    """The route's query parameters that take one value (decided once per route)."""
-    known: frozenset[str] | None = getattr(route, _SCALARS, None)
-    if known is None:
-        names: set[str] = set()
-        stack = [route.dependant]
-        while stack:
-            d = stack.pop()
-            names |= {f.alias for f in d.query_params if not _is_sequence(f.field_info.annotation)}
-            stack.extend(d.dependencies)
-        known = frozenset(names)
-        setattr(route, _SCALARS, known)
-    return known
-
-
 QUERY_PREFIXES = "x-query-prefixes"
 """``openapi_extra`` key: the name prefixes of a route's free-form query filters."""
-_KNOWN = "gpu_advisor_known_query"
+_QUERY = "gpu_advisor_query"
 
 
-def _known_query(route: Any) -> tuple[frozenset[str], tuple[str, ...]]:
-    """Every query parameter name the route declares, and its free-form filter prefixes."""
-    known: tuple[frozenset[str], tuple[str, ...]] | None = getattr(route, _KNOWN, None)
+@dataclass(frozen=True, slots=True)
+class _QueryNames:
+    """A route's declared query parameters: all names, those taking one value, and the
+    prefixes of its free-form filters (read once per route, from its dependency tree)."""
+
+    names: frozenset[str]
+    scalars: frozenset[str]
+    prefixes: tuple[str, ...]
+
+    def unknown(self, name: str) -> bool:
+        return name not in self.names and not any(
+            name.startswith(p) and len(name) > len(p) for p in self.prefixes
+        )
+
+
+def _query_names(route: Any) -> _QueryNames:
+    known: _QueryNames | None = getattr(route, _QUERY, None)
     if known is None:
-        names: set[str] = set()
+        fields = []
         stack = [route.dependant]
         while stack:
             d = stack.pop()
-            names |= {f.alias for f in d.query_params}
+            fields += d.query_params
             stack.extend(d.dependencies)
-        prefixes = tuple((getattr(route, "openapi_extra", None) or {}).get(QUERY_PREFIXES) or ())
-        known = (frozenset(names), prefixes)
-        setattr(route, _KNOWN, known)
+        known = _QueryNames(
+            names=frozenset(f.alias for f in fields),
+            scalars=frozenset(f.alias for f in fields if not _is_sequence(f.field_info.annotation)),
+            prefixes=tuple((getattr(route, "openapi_extra", None) or {}).get(QUERY_PREFIXES) or ()),
+        )
+        setattr(route, _QUERY, known)
     return known
-
-
-def _unknown(name: str, names: frozenset[str], prefixes: tuple[str, ...]) -> bool:
-    return name not in names and not any(name.startswith(p) and len(name) > len(p) for p in prefixes)
 
 
 async def one_value_each(request: Request) -> None:
@@ -133,12 +129,12 @@ async def one_value_each(request: Request) -> None:
     if route is None or not request.scope.get("query_string"):
         return
     params = request.query_params
-    names, prefixes = _known_query(route)
+    declared = _query_names(route)
     errors = [
         {"type": "value_error", "loc": ("query", n), "msg": "unknown query parameter", "input": None}
-        for n in sorted({k for k in params if _unknown(k, names, prefixes)})
+        for n in sorted({k for k in params if declared.unknown(k)})
     ]
-    repeated = [n for n in _scalar_query(route) if len(params.getlist(n)) > 1]
+    repeated = [n for n in declared.scalars if len(params.getlist(n)) > 1]
     errors += [
         {"type": "value_error", "loc": ("query", n), "msg": "give this parameter once", "input": None}
         for n in sorted(repeated)

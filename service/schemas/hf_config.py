@@ -20,7 +20,7 @@ from service.core.catalog.models import (
     MLA_KEYS,
     MLA_TYPES,
 )
-from service.schemas.common import json_object_schema, safe_json
+from service.schemas.common import json_int, json_object_schema, safe_json
 
 _SIZES: dict[str, Any] = {
     key: {"type": "integer", "minimum": 1, "maximum": largest} for key, largest in HF_CONFIG_SIZES.items()
@@ -79,15 +79,14 @@ def stated_rules(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _whole(value: Any, key: str, largest: int) -> int:
-    whole = (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and float(value).is_integer()
-        and 1 <= value <= largest
-    )
-    if not whole:
-        raise ValueError(f"{key} must be a whole number from 1 to {largest}")
-    return int(value)
+    refusal = f"{key} must be a whole number from 1 to {largest}"
+    try:
+        n = int(json_int(value))
+    except ValueError:
+        raise ValueError(refusal) from None
+    if not 1 <= n <= largest:
+        raise ValueError(refusal)
+    return n
 
 
 HfConfigBody = Annotated[dict[str, Any], AfterValidator(safe_json), WithJsonSchema(HF_CONFIG_SCHEMA)]
