@@ -42,6 +42,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.serving_holdout import TABLES as HOLDOUT  # noqa: E402
 from benchmarks.serving_holdout import HoldoutTable  # noqa: E402
+from benchmarks.serving_probe_28 import report as report_issue28_h200  # noqa: E402
 from benchmarks.serving_published_28 import report as report_issue28  # noqa: E402
 from service.catalog.loader import load_shipped  # noqa: E402
 from service.core.catalog.models import DecoderSpec, get_model  # noqa: E402
@@ -505,6 +506,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_hf(gpus, out)
     report_72b(gpus, out)
     report_issue28(gpus, out)
+    report_issue28_h200(out)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, default=str))
     return 0
