@@ -98,6 +98,8 @@ def report(points: Sequence[Any], out: Callable[[str], None]) -> dict[str, Any]:
     out(f"  small steps, the H200 probe's 24 steps predicted from that fit (dispatch {e.dispatch_s * 1e6:.1f} us; "
         f"host ratios fitted on the probe: in-sample for them): MAPE {m:.1%} (target <= 20%), worst {w:.1%}, n={n}")  # fmt: skip
 
+    res["compiled_stack"] = _compiled_stack(e, out)
+
     host = HostProfile(e.dispatch_s * 1.13, e.step_s, "the committed llm-train fit")
     moe_t, moe_p, pre = [], [], []
     for r in rows:
@@ -161,6 +163,34 @@ def report(points: Sequence[Any], out: Callable[[str], None]) -> dict[str, Any]:
     out("  no answer below the compute floor; one request's TPOT independent of output_len; QLoRA >= LoRA + its "
         "dequantisation: tests/core/test_floor_properties.py (normal suite)")  # fmt: skip
     return res
+
+
+def _compiled_stack(e: Any, out: Callable[[str], None]) -> dict[str, float]:
+    """``stack: compiled`` against ``torch.compile`` on the H200 (``data/probes/h200-compiled-*``):
+    the same committed-point fit predicts the eager and the compiled step of each probe case."""
+    rows = [r for f in sorted(glob.glob(str(ROOT / "data/probes/h200-compiled-*.jsonl")))
+            for r in map(json.loads, Path(f).read_text().splitlines()) if r.get("section") == "train" and "step_s" in r]  # fmt: skip
+    by = {(r["model"], r["b"], r["s"], r["stack"]): r["step_s"] for r in rows}
+    ratios, absolute = [], []
+    for (model, b, s, stack), measured in sorted(by.items()):
+        if stack != "compiled" or (model, b, s, "hf-eager") not in by:
+            continue
+        pred = {}
+        for st in ("hf-eager", "compiled"):
+            c = TrainConfig(get_model(model), "amp_bf16", batch_size=b, seq_len=s, optimizer_impl="fused",
+                            loop="loss_only", stack=st)  # fmt: skip
+            pred[st] = estimate_step(c, H200_SXM, e).step_time_s
+        eager = by[(model, b, s, "hf-eager")]
+        ratios.append((pred["compiled"] / pred["hf-eager"], measured / eager))
+        absolute.append((pred["compiled"], measured))
+        out(f"    {model} {b}x{s}: compiled/eager measured {measured / eager:.2f}x (eager {eager * 1e3:.0f} ms, "
+            f"compiled {measured * 1e3:.0f} ms), modelled {pred['compiled'] / pred['hf-eager']:.2f}x "
+            f"(compiled {pred['compiled'] * 1e3:.0f} ms)")  # fmt: skip
+    m, w, n = _mape(ratios)
+    ma, wa, _ = _mape(absolute)
+    out(f"  stack compiled (torch.compile on the H200, held out: the factors are structural, not fitted): "
+        f"speed-up ratio MAPE {m:.1%} (worst {w:.1%}), compiled step time MAPE {ma:.1%} (worst {wa:.1%}), n={n}")  # fmt: skip
+    return {"ratio_mape": m, "time_mape": ma}
 
 
 def _qlora_h200(out: Callable[[str], None]) -> list[tuple[str, float, float]]:
