@@ -17,6 +17,8 @@ from service.core.estimation.memory_config import (
     MemoryEstimate,
     MiB,
 )
+from service.core.estimation.serving_disagg_layout import Disaggregation
+from service.core.estimation.serving_lora import LORA_BYTES_PER_ELEMENT, LoraServing, lora_slot_elements
 
 # --------------------------------------------------------------------------------------------
 # Inference
@@ -81,6 +83,10 @@ class InferenceConfig:
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
     """Per-token probability a drafted token is accepted (i.i.d., Leviathan et al. 2023)."""
+    lora: LoraServing | None = None
+    """Multi-LoRA serving (:mod:`service.core.estimation.serving_lora`); None: the base model only."""
+    disaggregated: Disaggregation | None = None
+    """Separate prefill and decode pools (:mod:`service.core.estimation.serving_disagg`)."""
     """Share of prompt tokens found in the engine's prefix cache (vLLM automatic prefix caching,
     SGLang RadixAttention): not recomputed. The KV cache is counted as if unshared (an upper bound)."""
     """The KV cache format asked for (``auto``, ``fp8``, ``int8``, ``nvfp4``); its bytes are
@@ -116,6 +122,14 @@ class InferenceConfig:
     @property
     def kv_bytes(self) -> float:
         return self.kv_cache_bytes_per_element or float(self.compute_bytes)
+
+    @property
+    def lora_bytes(self) -> float:
+        """Per-GPU bytes of the ``max_loras`` adapter slots the engine preallocates (0 without LoRA)."""
+        if self.lora is None:
+            return 0.0
+        slot = lora_slot_elements(self.model, self.lora.rank, self.tensor_parallel)
+        return self.lora.max_loras * slot * LORA_BYTES_PER_ELEMENT
 
     @property
     def weight_format(self) -> str:
@@ -216,9 +230,10 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     dequant = 2.0 * float(m.hidden_size * m.intermediate_size) if c.quant_method.startswith("bnb") else 0.0
     cat_copy = 2.0 * kv / m.num_layers if c.engine == "hf-transformers" else 0.0
     workspace = 32.0 * MiB
+    lora = c.lora_bytes
     phases = {
-        "prefill": w + cache + kv_prompt + prefill + logits + dequant + workspace,
-        "decode-end": w + cache + kv + cat_copy + logits + dequant + workspace,
+        "prefill": w + lora + cache + kv_prompt + prefill + logits + dequant + workspace,
+        "decode-end": w + lora + cache + kv + cat_copy + logits + dequant + workspace,
     }
     peak_phase = max(phases, key=lambda k: phases[k])
     peak = phases[peak_phase]
@@ -230,11 +245,9 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
         "logits": int(logits),
         "workspace": int(workspace + dequant + (cat_copy if peak_phase != "prefill" else 0)),
     }
-    notes = [
-        f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
-        f"{m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) / 1024:.0f} KiB per token"
-        + (" (MLA latent, whole on every tensor-parallel rank)" if m.is_mla and tp > 1 else "")
-    ]
+    if c.lora is not None:
+        components["lora_adapters"] = int(lora)
+    notes = _inference_notes(c, lora)
     rel = (0.05, 0.06) if c.weight_format == "none" else (0.08, 0.12)
     return _finish(
         None,
@@ -247,3 +260,18 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
         rel,
         multi_gpu=tp > 1,
     )
+
+
+def _inference_notes(c: InferenceConfig, lora: float) -> list[str]:
+    """What the serving memory assumed: engine, formats, KV bytes per token, LoRA slots."""
+    m, tp = c.model, c.tensor_parallel
+    notes = [
+        f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
+        f"{m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) / 1024:.0f} KiB per token"
+        + (" (MLA latent, whole on every tensor-parallel rank)" if m.is_mla and tp > 1 else "")
+    ]
+    if c.lora is not None:
+        notes.append(
+            f"{c.lora.max_loras} LoRA slot(s) of rank {c.lora.rank} resident, 16-bit: {lora / MiB:.0f} MiB per GPU"
+        )
+    return notes
