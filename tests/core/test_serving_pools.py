@@ -181,3 +181,15 @@ def test_kv_transfer_over_the_network_is_slower_than_over_nvlink() -> None:
     assert abs(far - per_rank / (50e9 * E.comm)) < 1e-9
     slow = kv_transfer_s(d, Disaggregation(8, 8, network_gbps_per_node=800.0), E, 4096.0)
     assert slow == 4 * far
+
+
+def test_published_lora_and_kv_transfer_figures() -> None:
+    """benchmarks/serving_published_28.py: the adapter files (slot arithmetic) within 1 %, the KV
+    payloads within 1 %, Mooncake's 8 x 400 Gbps transfer rate within the issue's 20 %."""
+    from benchmarks.serving_published_28 import DISAGG_FIGURES, LORA_FIGURES, predict
+
+    for p in (*LORA_FIGURES, *DISAGG_FIGURES[:2]):
+        got = predict(p, CATALOG)
+        assert isinstance(got, float) and abs(got / float(p.value or 1) - 1) < 0.01, p.claim
+    fast = predict(DISAGG_FIGURES[2], CATALOG)
+    assert isinstance(fast, float) and abs(fast / 190.0 - 1) < 0.2

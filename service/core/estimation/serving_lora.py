@@ -64,13 +64,15 @@ class LoraServing:
     max_loras: int
 
 
-def lora_slot_elements(m: DecoderSpec, rank: int, tp: int) -> float:
+def lora_slot_elements(m: DecoderSpec, rank: int, tp: int, targets: tuple[str, ...] | None = None) -> float:
     """Elements one adapter slot holds per GPU of a ``tp`` group: every linear of a layer except
     the router and routed experts (``copies > 1``), ``r (in + out)`` each, sharded as vLLM shards
-    it (module docstring), times the layers. Twice this is the LoRA FLOPs per token per GPU."""
+    it (module docstring), times the layers. Twice this is the LoRA FLOPs per token per GPU.
+    ``targets`` restricts it to those modules (an adapter file's ``target_modules``); an engine's
+    slot covers every module whatever an adapter targets."""
     per_layer = 0.0
     for name, (i, o, copies) in m.linear_shapes().items():
-        if copies != 1 or name == "router":
+        if copies != 1 or name == "router" or (targets is not None and name not in targets):
             continue
         if name in LORA_ROW_PARALLEL:
             per_layer += rank * (i / tp + o)
