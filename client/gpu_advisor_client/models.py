@@ -367,6 +367,7 @@ class EstimateRequest(_Model):
     disaggregated: DisaggregatedIn | None = Field(default=None)
     engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] | None = Field(default=None)
     engine_version: str | None = Field(default=None)
+    expert_parallel: bool | None = Field(default=None)
     finetune: Literal["full", "lora", "qlora"] | None = Field(default=None)
     global_batch: int | None = Field(default=None)
     gpu: str

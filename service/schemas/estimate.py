@@ -338,6 +338,13 @@ class EstimateRequest(WorkloadIn):
         "decode_gpus): TTFT includes moving the prompt's KV cache over NVLink inside a node or the network "
         "between nodes (gpus_per_node, network_gbps_per_node, rdma)",
     )
+    expert_parallel: bool = Field(
+        default=False,
+        description="MoE models on continuous engines: spread whole routed experts over the tensor_parallel GPUs "
+        "of a replica, attention data-parallel (SGLang --enable-dp-attention --ep-size, vLLM "
+        "--enable-expert-parallel with data-parallel attention): all-to-all dispatch and combine per MoE layer "
+        "over the node's links instead of all-reduces; experts assumed equally loaded (an upper bound)",
+    )
     price_per_gpu_hour: float | None = Field(
         default=None,
         gt=0,
@@ -383,6 +390,7 @@ class EstimateRequest(WorkloadIn):
                 self.rdma,
             ),
             price_per_gpu_hour=self.price_per_gpu_hour,
+            expert_parallel=self.expert_parallel,
         )
 
 

@@ -136,3 +136,30 @@ def test_cost_per_million_input_and_output_tokens(client: TestClient) -> None:
     assert pools["cost"]["per_million_output"] > 0
     r = _post(client, price_per_gpu_hour=-1.0)
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "price_per_gpu_hour"]
+
+
+def test_expert_parallelism_keeps_an_mla_latent_once_and_names_its_refusals(client: TestClient) -> None:
+    """DeepSeek-V3 FP8 on 8 H200: under TP every GPU keeps the whole MLA latent of every sequence;
+    with experts spread whole and attention data-parallel each sequence lives on one GPU -- more
+    sequences fit, though every GPU holds the non-routed weights whole."""
+    body = {
+        "model": "deepseek-v3",
+        "gpu": "nvidia-h200-sxm",
+        "gpu_count": 8,
+        "tensor_parallel": 8,
+        "quant_method": "fp8",
+        "engine": "sglang",
+        "concurrency": 64,
+    }
+    tp = _serve(client, **body)
+    ep = _serve(client, expert_parallel=True, **body)
+    assert ep["memory"]["components"]["weights"] > tp["memory"]["components"]["weights"]
+    assert ep["serving"]["max_concurrency_per_replica"] > 3 * tp["serving"]["max_concurrency_per_replica"]
+    assert ep["configuration"]["expert_parallel"] is True and "expert_parallel" not in tp["configuration"]
+    assert any("expert parallelism" in a for a in ep["memory"]["assumptions"])
+    r = _post(client, expert_parallel=True)  # a dense model
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "expert_parallel"]
+    r = _post(client, **{**body, "tensor_parallel": 1, "gpu_count": 1}, expert_parallel=True)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "tensor_parallel"]
+    r = _post(client, **{**body, "engine": "hf-transformers", "concurrency": None}, expert_parallel=True)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "expert_parallel"]

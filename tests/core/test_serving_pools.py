@@ -193,3 +193,40 @@ def test_published_lora_and_kv_transfer_figures() -> None:
         assert isinstance(got, float) and abs(got / float(p.value or 1) - 1) < 0.01, p.claim
     fast = predict(DISAGG_FIGURES[2], CATALOG)
     assert isinstance(fast, float) and abs(fast / 190.0 - 1) < 0.2
+
+
+moes = st.tuples(
+    st.sampled_from([_m("mixtral-8x7b"), _m("qwen3-30b-a3b"), _m("deepseek-v3")]),
+    st.sampled_from([CATALOG["nvidia-h200-sxm"], CATALOG["nvidia-b200"]]),
+    st.sampled_from((2, 4, 8)),
+    st.integers(min_value=16, max_value=8192),
+    st.integers(min_value=1, max_value=1024),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(moes)
+def test_expert_parallelism_trades_weights_for_kv_cache(w) -> None:  # type: ignore[no-untyped-def]
+    """Per GPU, EP keeps the non-routed weights whole (never fewer weight bytes than TP) and each
+    sequence's KV on one GPU (never more KV bytes per token than TP); the all-to-alls replace the
+    all-reduces (no traffic term of TP's)."""
+    m, gpu, tp, i, o = w
+    if m.num_kv_heads % tp and tp % m.num_kv_heads:
+        return
+    c = InferenceConfig(
+        model=m,
+        engine="sglang",
+        quant_method="fp8",
+        tensor_parallel=tp,
+        input_len=i,
+        output_len=o,
+        batch_size=8,
+    )
+    ep = replace(c, expert_parallel=True)
+    d_tp, d_ep = deployment(c, gpu), deployment(ep, gpu)
+    assert d_ep.w_dense + d_ep.w_experts >= d_tp.w_dense + d_tp.w_experts
+    assert d_ep.kv_per_token <= d_tp.kv_per_token * (1 + 1e-12)
+    assert d_ep.ep_a2a_count == 2 * m.moe_layers and d_tp.ep_a2a_count == 0
+    assert estimate_inference(ep).components["weights"] >= estimate_inference(c).components["weights"]
+    # the same tokens cost the same FLOPs either way: one token's work is not changed by where it runs
+    assert d_ep.flops_per_token == d_tp.flops_per_token

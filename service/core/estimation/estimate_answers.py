@@ -225,6 +225,8 @@ def _configuration(job: Job) -> dict[str, Any]:
         )
         if c.lora is not None:
             out["lora"] = {"adapters": c.lora.adapters, "rank": c.lora.rank, "max_loras": c.lora.max_loras}
+        if c.expert_parallel:
+            out["expert_parallel"] = True
         if c.disaggregated is not None:
             dis = c.disaggregated
             out["disaggregated"] = {"prefill_gpus": dis.prefill_gpus, "decode_gpus": dis.decode_gpus}

@@ -83,6 +83,7 @@ class JobSpec:
     acceptance_rate: float = 0.0
     lora: LoraServing | None = None
     disaggregated: Disaggregation | None = None
+    expert_parallel: bool = False
     price_per_gpu_hour: float | None = None
     """Read by the use case (cost per million tokens), not by the estimate."""
     solve_for: str | None = None
@@ -320,6 +321,7 @@ def _serving_features(spec: JobSpec, model: DecoderSpec, continuous: bool) -> No
     only; speculation at a fixed concurrency (not yet at a request rate); MTP only where the
     checkpoint ships MTP."""
     _disaggregated(spec, max(spec.tensor_parallel, 1), continuous)
+    _expert_parallel(spec, model, continuous)
     if spec.prefix_cache_hit_rate and not continuous:
         raise InvalidConfiguration(
             "prefix_cache_hit_rate",
@@ -360,6 +362,30 @@ def _lora(spec: JobSpec, continuous: bool) -> None:
     if not 1 <= lora.max_loras <= lora.adapters:
         raise InvalidConfiguration(
             "lora.max_loras", f"max_loras ({lora.max_loras}) must be within 1 and adapters ({lora.adapters})"
+        )
+
+
+def _expert_parallel(spec: JobSpec, model: DecoderSpec, continuous: bool) -> None:
+    """Expert parallelism: an MoE model on a continuous engine, over a tensor-parallel group whose
+    size divides the routed experts; not with LoRA, disaggregation or solving (not modelled)."""
+    if not spec.expert_parallel:
+        return
+    tp = spec.tensor_parallel
+    if not continuous:
+        raise InvalidConfiguration(
+            "expert_parallel", "expert parallelism is modelled for vllm, tensorrt-llm and sglang"
+        )
+    if not model.is_moe:
+        raise InvalidConfiguration("expert_parallel", f"{model.id} has no routed experts to spread")
+    if tp < 2 or model.num_experts % tp:
+        raise InvalidConfiguration(
+            "tensor_parallel",
+            f"expert parallelism spreads {model.num_experts} experts over tensor_parallel GPUs: it must be "
+            "at least 2 and divide them",
+        )
+    if spec.lora is not None or spec.disaggregated is not None or spec.solve_for is not None:
+        raise InvalidConfiguration(
+            "expert_parallel", "expert parallelism is not modelled with lora, disaggregated or solve_for"
         )
 
 
@@ -466,6 +492,7 @@ def _inference_config(
         acceptance_rate=spec.acceptance_rate,
         lora=spec.lora,
         disaggregated=spec.disaggregated,
+        expert_parallel=spec.expert_parallel,
     )
     serving = None
     if continuous:

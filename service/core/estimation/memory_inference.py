@@ -86,6 +86,9 @@ class InferenceConfig:
     lora: LoraServing | None = None
     """Multi-LoRA serving (:mod:`service.core.estimation.serving_lora`); None: the base model only."""
     disaggregated: Disaggregation | None = None
+    expert_parallel: bool = False
+    """MoE: whole experts over the ``tensor_parallel`` GPUs, attention data-parallel
+    (:mod:`service.core.estimation.serving_ep`)."""
     """Separate prefill and decode pools (:mod:`service.core.estimation.serving_disagg`)."""
     """Share of prompt tokens found in the engine's prefix cache (vLLM automatic prefix caching,
     SGLang RadixAttention): not recomputed. The KV cache is counted as if unshared (an upper bound)."""
@@ -206,7 +209,7 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     m = c.model
     tp = c.tensor_parallel
     amp = c.precision.startswith("amp_")
-    w = weight_bytes(m, c.weight_format, 4 if amp else c.compute_bytes) / tp
+    w = _weights_per_gpu(c, 4 if amp else c.compute_bytes)
     cache = 0.0
     if amp and c.weight_format == "none":  # no cache outside autograd: one layer's casts at a time
         cache = 2.0 * float(m.params_per_layer - m.norm_params_per_layer) / tp
@@ -215,8 +218,9 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     if m.sliding_window:
         per_seq = min(per_seq, m.sliding_window)
         prompt = min(prompt, m.sliding_window)
-    kv = kv_cache_bytes(m, float(c.batch_size * per_seq), c.kv_bytes, tp)
-    kv_prompt = kv_cache_bytes(m, float(c.batch_size * prompt), c.kv_bytes, tp)
+    shards = tp if c.expert_parallel else m.kv_shards(tp)  # EP: each sequence whole on one GPU
+    kv = m.kv_cache_bytes_per_token(c.kv_bytes) * float(c.batch_size * per_seq) / shards
+    kv_prompt = m.kv_cache_bytes_per_token(c.kv_bytes) * float(c.batch_size * prompt) / shards
     T = float(c.batch_size * c.input_len)
     if c.engine != "hf-transformers":
         T = min(T, float(PREFILL_CHUNK_TOKENS))  # chunked prefill bounds the working set
@@ -262,6 +266,16 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     )
 
 
+def _weights_per_gpu(c: InferenceConfig, compute_bytes: int) -> float:
+    """Weight bytes per GPU of a replica: all of them over the tensor-parallel ranks, or under
+    expert parallelism the non-routed weights whole and ``1 / tp`` of the routed experts."""
+    w = weight_bytes(c.model, c.weight_format, compute_bytes)
+    if not c.expert_parallel:
+        return w / c.tensor_parallel
+    experts = expert_weight_bytes(c.model, c.weight_format, compute_bytes)
+    return w - experts + experts / c.tensor_parallel
+
+
 def _inference_notes(c: InferenceConfig, lora: float) -> list[str]:
     """What the serving memory assumed: engine, formats, KV bytes per token, LoRA slots."""
     m, tp = c.model, c.tensor_parallel
@@ -270,6 +284,11 @@ def _inference_notes(c: InferenceConfig, lora: float) -> list[str]:
         f"{m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) / 1024:.0f} KiB per token"
         + (" (MLA latent, whole on every tensor-parallel rank)" if m.is_mla and tp > 1 else "")
     ]
+    if c.expert_parallel:
+        notes.append(
+            f"expert parallelism over {tp} GPUs: routed experts split whole, the other weights and data-parallel "
+            "attention on every GPU, each sequence's KV on one GPU"
+        )
     if c.lora is not None:
         notes.append(
             f"{c.lora.max_loras} LoRA slot(s) of rank {c.lora.rank} resident, 16-bit: {lora / MiB:.0f} MiB per GPU"

@@ -21,6 +21,7 @@ from service.core.estimation.memory import (
 from service.core.estimation.performance import (
     PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
 )
+from service.core.estimation.serving_ep import EXPERT_LOAD_IMBALANCE, ep_terms
 from service.core.estimation.serving_features import draft_share
 from service.core.estimation.serving_lora import (
     LORA_BYTES_PER_ELEMENT,
@@ -297,6 +298,8 @@ class Deployment:
     spec_draft_share: float = 0.0  # one drafted token's cost as a share of a decode iteration
     lora: LoraServing | None = None  # multi-LoRA serving (None: the base model only)
     lora_slot_bytes: float = 0.0  # one adapter slot per GPU (16-bit); max_loras are resident
+    ep_a2a_bytes: float = 0.0  # expert parallelism: all-to-all bytes per replica token per GPU (0: TP)
+    ep_a2a_count: int = 0  # expert parallelism: all-to-alls per forward
 
 
 def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
@@ -368,6 +371,12 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     expert_flops = 2.0 * m.moe_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
     link, link_kind = _link_bytes_per_s(gpu, tp)
     notes = (note,) if note else ()
+    kv_token = m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp)
+    ep = None
+    if c.expert_parallel:  # whole experts per GPU, attention data-parallel (serving_ep)
+        ep = ep_terms(m, w_all * tp, expert_bytes * tp, c.kv_bytes, tp)
+        w_all, expert_bytes, kv_token = ep.w_dense + ep.w_experts, ep.w_experts, ep.kv_per_token
+        expert_flops *= EXPERT_LOAD_IMBALANCE
     return Deployment(
         model=m,
         gpu=gpu,
@@ -390,7 +399,9 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         spec_draft_share=draft_share(m, c.speculative),
         lora=c.lora,
         lora_slot_bytes=lora_slot_elements(m, c.lora.rank, tp) * LORA_BYTES_PER_ELEMENT if c.lora else 0.0,
-        kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp),
+        kv_per_token=kv_token,
+        ep_a2a_bytes=ep.a2a_bytes_per_token if ep else 0.0,
+        ep_a2a_count=ep.a2a_count if ep else 0,
         ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,
         peak_gemm16=peak16,
@@ -460,6 +471,9 @@ class _Coefficients:
         self.comm1 = (
             2.0 * d.layers * 4.0 * (d.tp - 1) / d.tp * d.hidden / (d.link * e.comm) if d.tp > 1 else 0.0
         )
+        if d.ep_a2a_count:  # expert parallelism: dispatch + combine per MoE layer, no all-reduce
+            self.comm0 = d.ep_a2a_count * e.allreduce_s
+            self.comm1 = d.ep_a2a_bytes / (d.link * e.comm)
         self.step = e.step_s
         # prefix cache: a prompt computes only its uncached (1 - h) tail, whose tokens attend the
         # cached head too: mean context h I + (1 - h) I / 2 = (1 + h) I / 2
