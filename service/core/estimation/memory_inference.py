@@ -112,6 +112,14 @@ class InferenceConfig:
             raise InvalidConfiguration("prefix_cache_hit_rate", "prefix_cache_hit_rate must be in [0, 1)")
         if self.batch_size < 1 or self.input_len < 1 or self.output_len < 0:
             raise InvalidConfiguration("batch_size", "batch_size and input_len must be >= 1, output_len >= 0")
+        if self.expert_parallel and not (
+            self.model.is_moe and self.model.num_experts % self.tensor_parallel == 0
+        ):
+            raise InvalidConfiguration(
+                "expert_parallel", "expert parallelism needs routed experts that tp divides"
+            )
+        if self.lora is not None and not 1 <= self.lora.max_loras <= self.lora.adapters:
+            raise InvalidConfiguration("lora.max_loras", "max_loras must be within 1 and adapters")
         heads, tp = self.model.num_kv_heads, self.tensor_parallel
         if heads % tp and tp % heads:  # more ranks than KV heads: each head on tp / heads ranks
             raise InvalidConfiguration(
