@@ -24,7 +24,7 @@ class Published:
     feature: str  # "MLA/large MoE", "FP4", "engine sglang", "speculative decoding", "multi-LoRA", ...
     claim: str
     source: str
-    kind: str  # "fit", "memory_gb_below", "tokens_per_s", "lora_adapter_bytes", "pending"
+    kind: str  # "fit", "memory_gb_below", "tokens_per_s", "lora_adapter_bytes", "kv_prompt_bytes", ...
     value: float | bool | None
     setup: dict[str, Any]
     missing: str = ""
@@ -193,6 +193,17 @@ DISAGG_FIGURES: tuple[Published, ...] = (
     ),
     Published(
         "disaggregation",
+        "Disaggregated prefill does not improve throughput (1 prefill + 1 decode GPU vs 2 replicas)",
+        "https://docs.vllm.ai/en/latest/features/disagg_prefill/ ('Disaggregated prefill DOES NOT improve "
+        "throughput'), read 2026-12-04",
+        "disagg_not_faster",
+        True,
+        {"model": "llama3.1-8b", "gpu": "nvidia-h100-sxm", "tp": 1, "input_len": 2048, "output_len": 256},
+        "a direction, not a figure: the setup (Llama-3.1-8B, H100, 2,048 / 256 tokens, 32 in flight per "
+        "decode replica) is ours",
+    ),
+    Published(
+        "disaggregation",
         "KV transfer over 4 x 200 Gbps RoCE per node: 87 GB/s (Mooncake Transfer Engine, 40 GB)",
         MOONCAKE,
         "transfer_gb_per_s",
@@ -222,12 +233,31 @@ def _predict_disagg(p: Published, gpus: dict[str, GpuSpec]) -> float:
     from service.core.estimation.serving_disagg_layout import Disaggregation
 
     s = p.setup
+    if p.kind == "disagg_not_faster":
+        return _disagg_throughput_ratio(s, gpus)
     d = _kv_deployment(s, gpus)
     if p.kind == "kv_prompt_bytes":
         return float(s["tokens"] * d.kv_per_token * s["ranks"])
     dis = Disaggregation(s["tp"], s["tp"], gpus_per_node=s["tp"], network_gbps_per_node=s["network_gbps"])
     t = kv_transfer_s(d, dis, CONTINUOUS_EFFICIENCIES, float(s["tokens"]))
     return s["tokens"] * d.kv_per_token * s["tp"] / t / 1e9
+
+
+def _disagg_throughput_ratio(s: dict[str, Any], gpus: dict[str, GpuSpec]) -> float:
+    """Output tokens/s of 1 prefill + 1 decode GPU over 2 aggregated replicas, 32 in flight each."""
+    from dataclasses import replace
+
+    from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, deployment
+    from service.core.estimation.serving_disagg import disagg_concurrency
+    from service.core.estimation.serving_disagg_layout import Disaggregation
+
+    c = replace(_cfg(s), batch_size=32)
+    gpu = gpus[s["gpu"]]
+    agg = 2 * serve_concurrency(c, gpu).output_tokens_per_s
+    d = deployment(c, gpu)
+    i, o = float(s["input_len"]), float(s["output_len"])
+    dis = disagg_concurrency(d, CONTINUOUS_EFFICIENCIES, Disaggregation(1, 1), 32.0, i, o)
+    return dis.requests_per_s * o / agg
 
 
 def _cfg(s: dict[str, Any]) -> InferenceConfig:
@@ -253,7 +283,7 @@ def predict(p: Published, gpus: dict[str, GpuSpec]) -> float | bool | None:
     if p.kind == "memory_gb_below":
         c = _cfg(s)
         return weight_bytes(c.model, c.weight_format) / 1e9  # the weights alone: the card's claim
-    if p.kind in ("kv_prompt_bytes", "transfer_gb_per_s"):
+    if p.kind in ("kv_prompt_bytes", "transfer_gb_per_s", "disagg_not_faster"):
         return _predict_disagg(p, gpus)
     if p.kind == "lora_adapter_bytes":
         m = get_model(s["model"])
@@ -277,6 +307,8 @@ def report(gpus: dict[str, GpuSpec], out: dict[str, Any]) -> None:
             verdict = "match" if got == p.value else "MISMATCH"
         elif p.kind == "memory_gb_below":
             verdict = "match" if isinstance(got, float) and got < float(p.value or 0) else "MISMATCH"
+        elif p.kind == "disagg_not_faster" and isinstance(got, float):
+            verdict = f"{'match' if got <= 1.0 else 'MISMATCH'} (throughput ratio {got:.2f})"
         elif p.kind in SCORED and isinstance(got, float):
             verdict = f"error {got / float(p.value or 1) - 1:+.1%}"
         else:

@@ -193,6 +193,9 @@ def test_published_lora_and_kv_transfer_figures() -> None:
         assert isinstance(got, float) and abs(got / float(p.value or 1) - 1) < 0.01, p.claim
     fast = predict(DISAGG_FIGURES[2], CATALOG)
     assert isinstance(fast, float) and abs(fast / 190.0 - 1) < 0.2
+    claim = next(p for p in DISAGG_FIGURES if p.kind == "disagg_not_faster")
+    ratio = predict(claim, CATALOG)  # vLLM: disaggregated prefill does not improve throughput
+    assert isinstance(ratio, float) and 0.0 < ratio <= 1.0
 
 
 moes = st.tuples(
