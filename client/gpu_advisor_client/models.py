@@ -336,14 +336,38 @@ class CoverageRow(_Model):
     workloads: dict[str, CoverageCell]
 
 
+class DisaggregatedIn(_Model):
+    """Disaggregated prefill/decode: prompts run on a pool of ``prefill_gpus``, generation on a"""
+
+    decode_gpus: int
+    prefill_gpus: int
+
+
+class DisaggregatedOut(_Model):
+    """Disaggregated prefill/decode: the pools and what every prompt pays between them."""
+
+    decode_gpus: int
+    decode_replicas: int
+    kv_link: Literal["NVLink", "PCIe", "network"]
+    kv_transfer_ms: float
+    layout: str
+    prefill_gpus: int
+    prefill_ms: float
+    prefill_replicas: int
+    prefill_utilisation: float
+    prefill_wait_ms: float | None
+
+
 class EstimateRequest(_Model):
     """One concrete configuration: a workload on a GPU and a count. Give exactly one of"""
 
     attention: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(default=None)
     batch_size: int | None = Field(default=None)
     concurrency: int | None = Field(default=None)
+    disaggregated: DisaggregatedIn | None = Field(default=None)
     engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] | None = Field(default=None)
     engine_version: str | None = Field(default=None)
+    expert_parallel: bool | None = Field(default=None)
     finetune: Literal["full", "lora", "qlora"] | None = Field(default=None)
     global_batch: int | None = Field(default=None)
     gpu: str
@@ -355,6 +379,7 @@ class EstimateRequest(_Model):
     input_len_cv: float | None = Field(default=None)
     kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] | None = Field(default=None)
     loop: Literal["loss_only", "keeps_outputs"] | None = Field(default=None)
+    lora: LoraIn | None = Field(default=None)
     lora_rank: int | None = Field(default=None)
     lora_targets: list[str] | None = Field(default=None)
     mixed_precision: Literal["autocast", "fsdp_policy"] | None = Field(default=None)
@@ -369,6 +394,7 @@ class EstimateRequest(_Model):
     pipeline_parallel: int | None = Field(default=None)
     precision: str | None = Field(default=None)
     prefix_cache_hit_rate: float | None = Field(default=None)
+    price_per_gpu_hour: float | None = Field(default=None)
     quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] | None = Field(default=None)
     rdma: bool | None = Field(default=None)
     requests_per_s: float | None = Field(default=None)
@@ -601,6 +627,14 @@ class KubernetesHint(_Model):
     node_selector: dict[str, str]
     pods: int
     resources: dict[str, dict[str, int]]
+
+
+class LoraIn(_Model):
+    """Multi-LoRA serving: ``adapters`` fine-tunes of the base model served side by side, each of"""
+
+    adapters: int
+    max_loras: int | None = Field(default=None)
+    rank: int | None = Field(default=None)
 
 
 class MapPendingIn(_Model):
@@ -1175,10 +1209,13 @@ class ServingOut(_Model):
 
     accuracy: AccuracyOut | None = Field(default=None)
     concurrency_per_replica: int
+    cost: TokenCostOut | None = Field(default=None)
     decode_bound: str
+    disaggregated: DisaggregatedOut | None = Field(default=None)
     engine: str
     engine_version: str | None = Field(default=None)
     engine_version_requested: str | None = Field(default=None)
+    input_tokens_per_s: float | None = Field(default=None)
     max_concurrency_per_replica: int
     measured_tpot_ms: float | None = Field(default=None)
     measured_ttft_ms: float | None = Field(default=None)
@@ -1348,6 +1385,15 @@ class TimeOut(_Model):
     tokens_per_s_per_gpu: float
 
 
+class TokenCostOut(_Model):
+    """The GPUs' hourly price split into input and output tokens by where the GPU time goes"""
+
+    blend_input_per_output: float
+    per_million_blended: float
+    per_million_input: float
+    per_million_output: float
+
+
 class TrainingPerfOut(_Model):
     """TrainingPerfOut"""
 
@@ -1503,6 +1549,8 @@ CostOut.model_rebuild()
 CoverageCell.model_rebuild()
 CoverageOut.model_rebuild()
 CoverageRow.model_rebuild()
+DisaggregatedIn.model_rebuild()
+DisaggregatedOut.model_rebuild()
 EstimateRequest.model_rebuild()
 EstimateResponse.model_rebuild()
 ExclusionOut.model_rebuild()
@@ -1520,6 +1568,7 @@ GpuPrices.model_rebuild()
 Identity.model_rebuild()
 Interconnect.model_rebuild()
 KubernetesHint.model_rebuild()
+LoraIn.model_rebuild()
 MapPendingIn.model_rebuild()
 MeasuredCellOut.model_rebuild()
 MeasurementsOut.model_rebuild()
@@ -1575,6 +1624,7 @@ SummaryOut.model_rebuild()
 Supports.model_rebuild()
 SuspectReasonOut.model_rebuild()
 TimeOut.model_rebuild()
+TokenCostOut.model_rebuild()
 TrainingPerfOut.model_rebuild()
 WarningOut.model_rebuild()
 Warning_.model_rebuild()
@@ -1615,6 +1665,8 @@ __all__ = [
     "CoverageCell",
     "CoverageOut",
     "CoverageRow",
+    "DisaggregatedIn",
+    "DisaggregatedOut",
     "EstimateRequest",
     "EstimateResponse",
     "ExclusionOut",
@@ -1632,6 +1684,7 @@ __all__ = [
     "Identity",
     "Interconnect",
     "KubernetesHint",
+    "LoraIn",
     "MapPendingIn",
     "MeasuredCellOut",
     "MeasurementsOut",
@@ -1689,6 +1742,7 @@ __all__ = [
     "Supports",
     "SuspectReasonOut",
     "TimeOut",
+    "TokenCostOut",
     "TrainingPerfOut",
     "WarningOut",
     "Warning_",

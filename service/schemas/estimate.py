@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.core.estimation.accuracy import Accuracy
 from service.core.estimation.band import Band
 from service.core.estimation.estimate import JobSpec
+from service.core.estimation.serving_disagg_layout import Disaggregation
+from service.core.estimation.serving_lora import LoraServing
 from service.schemas.common import (
     DataVersion,
     JsonInt,
@@ -42,6 +44,30 @@ class SpeculativeIn(RequestModel):
     )
     draft_tokens: JsonInt = Field(default=3, ge=1, le=16)
     acceptance_rate: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, description="per drafted token")
+
+
+class LoraIn(RequestModel):
+    """Multi-LoRA serving: ``adapters`` fine-tunes of the base model served side by side, each of
+    ``rank``; ``max_loras`` of them resident on the GPU and distinct in one batch."""
+
+    adapters: JsonInt = Field(ge=1, le=100_000, description="adapters served, equally popular")
+    rank: JsonInt = Field(default=16, ge=1, le=512, description="LoRA rank (vLLM max_lora_rank; default 16)")
+    max_loras: JsonInt = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="adapter slots on the GPU = distinct adapters one batch may hold (vLLM --max-loras, "
+        "default 1); at most adapters",
+    )
+
+
+class DisaggregatedIn(RequestModel):
+    """Disaggregated prefill/decode: prompts run on a pool of ``prefill_gpus``, generation on a
+    pool of ``decode_gpus`` (each pool in groups of ``tensor_parallel``); every prompt's KV cache
+    moves from one pool to the other."""
+
+    prefill_gpus: JsonInt = Field(ge=1, le=4096)
+    decode_gpus: JsonInt = Field(ge=1, le=4096)
 
 
 class WorkloadIn(RequestModel):
@@ -283,21 +309,49 @@ class EstimateRequest(WorkloadIn):
         default=None,
         ge=1,
         le=1024,
-        description="training: GPUs per node (default: the GPU's NVLink domain, at least 8). Collectives run "
-        "over NVLink or PCIe inside a node and over the network between nodes",
+        description="training and disaggregated serving: GPUs per node (default: the GPU's NVLink domain, at "
+        "least 8). Collectives and KV transfers run over NVLink or PCIe inside a node and over the network "
+        "between nodes",
     )
     network_gbps_per_node: float | None = Field(
         default=None,
         gt=0,
         le=1e6,
         allow_inf_nan=False,
-        description="training: network bandwidth between nodes per node, Gb/s (default: 400 Gb/s per GPU of "
-        "the node, as DGX/HGX H100 and H200 nodes have); the answer states what it assumed",
+        description="training and disaggregated serving: network bandwidth between nodes per node, Gb/s "
+        "(default: 400 Gb/s per GPU of the node, as DGX/HGX H100 and H200 nodes have); the answer states what it "
+        "assumed",
     )
     rdma: bool = Field(
         default=True,
-        description="training: whether the network carries NCCL over RDMA (InfiniBand / RoCE); without it "
+        description="training and disaggregated serving: whether the network carries NCCL over RDMA (InfiniBand / RoCE); without it "
         "NCCL's sockets are assumed at half the rate",
+    )
+    lora: LoraIn | None = Field(
+        default=None,
+        description="multi-LoRA serving (continuous engines): adapter slots take GPU memory from the KV cache, "
+        "each distinct adapter of a batch adds its matmuls and weight reads to every iteration",
+    )
+    disaggregated: DisaggregatedIn | None = Field(
+        default=None,
+        description="separate prefill and decode pools (continuous engines; gpu_count = prefill_gpus + "
+        "decode_gpus): TTFT includes moving the prompt's KV cache over NVLink inside a node or the network "
+        "between nodes (gpus_per_node, network_gbps_per_node, rdma)",
+    )
+    expert_parallel: bool = Field(
+        default=False,
+        description="MoE models on continuous engines: spread whole routed experts over the tensor_parallel GPUs "
+        "of a replica, attention data-parallel (SGLang --enable-dp-attention --ep-size, vLLM "
+        "--enable-expert-parallel with data-parallel attention): all-to-all dispatch and combine per MoE layer "
+        "over the node's links instead of all-reduces; experts assumed equally loaded (an upper bound)",
+    )
+    price_per_gpu_hour: float | None = Field(
+        default=None,
+        gt=0,
+        le=1000,
+        allow_inf_nan=False,
+        description="continuous engines: what one GPU costs per hour (your currency); the serving answer then "
+        "splits it into cost per million input and per million output tokens, and their blend",
     )
     solve_for: SolveFor | None = Field(
         default=None,
@@ -325,6 +379,18 @@ class EstimateRequest(WorkloadIn):
             gpus_per_node=self.gpus_per_node,
             network_gbps_per_node=self.network_gbps_per_node,
             rdma=self.rdma,
+            lora=LoraServing(self.lora.adapters, self.lora.rank, self.lora.max_loras) if self.lora else None,
+            disaggregated=None
+            if self.disaggregated is None
+            else Disaggregation(
+                self.disaggregated.prefill_gpus,
+                self.disaggregated.decode_gpus,
+                self.gpus_per_node or 0,
+                self.network_gbps_per_node or 0.0,
+                self.rdma,
+            ),
+            price_per_gpu_hour=self.price_per_gpu_hour,
+            expert_parallel=self.expert_parallel,
         )
 
 
@@ -451,6 +517,35 @@ class RateOut(BaseModel):
     note: str
 
 
+class DisaggregatedOut(BaseModel):
+    """Disaggregated prefill/decode: the pools and what every prompt pays between them."""
+
+    prefill_gpus: int
+    decode_gpus: int
+    prefill_replicas: int
+    decode_replicas: int
+    kv_transfer_ms: float = Field(
+        description="one prompt's KV cache, prefill to decode replica (part of TTFT)"
+    )
+    kv_link: Literal["NVLink", "PCIe", "network"]
+    prefill_ms: float = Field(description="one prompt's share of a prefill iteration")
+    prefill_wait_ms: float | None = Field(description="mean wait for the prefill pool; null when overloaded")
+    prefill_utilisation: float
+    layout: str = Field(description="the nodes and the network the pools are assumed on")
+
+
+class TokenCostOut(BaseModel):
+    """The GPUs' hourly price split into input and output tokens by where the GPU time goes
+    (prefill_time_share), at the answer's load; blended at blend_input_per_output : 1."""
+
+    per_million_input: float
+    per_million_output: float
+    per_million_blended: float
+    blend_input_per_output: float = Field(
+        description="input tokens per output token in the blend (Artificial Analysis's 3:1)"
+    )
+
+
 class ServingOut(BaseModel):
     ttft_ms: float | None = Field(description="p50 for continuous-batching engines; null when overloaded")
     ttft_band_ms: BandOut | None
@@ -483,6 +578,14 @@ class ServingOut(BaseModel):
         "(scheduler limit and paged KV cache); 0 for static batches"
     )
     rate: RateOut | None = None
+    input_tokens_per_s: float | None = Field(
+        default=None, description="continuous engines: prompt tokens served per second, all replicas"
+    )
+    disaggregated: DisaggregatedOut | None = None
+    cost: TokenCostOut | None = Field(
+        default=None,
+        description="with price_per_gpu_hour: cost per million input and per million output tokens, and blended",
+    )
 
 
 class SolveOut(BaseModel):

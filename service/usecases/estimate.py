@@ -26,6 +26,7 @@ from service.core.estimation.estimate import (
 from service.core.estimation.estimate import estimate as core_estimate
 from service.core.evidence.aggregate import CellView
 from service.core.evidence.versions import DataVersion
+from service.core.pricing.token_cost import TokenCosts, serving_token_costs
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import resolve_gpu
 from service.usecases.errors import (
@@ -53,11 +54,14 @@ class EstimateResult:
     data_version: str
     calibration_watermark: int = 0
     estimator_version: str = ESTIMATOR_VERSION
+    token_costs: TokenCosts | None = None
+    """Cost per million input / output tokens when the request priced a GPU-hour."""
 
 
 def invalid_configuration(exc: InvalidConfiguration) -> Invalid:
     extra = {"reason_code": exc.code} if exc.code else {}
-    return Invalid(exc.message, fields=[FieldError((exc.field,), exc.message, type=CONFIGURATION)], **extra)
+    path = tuple(exc.field.split("."))  # a nested field ("lora.max_loras") as its path
+    return Invalid(exc.message, fields=[FieldError(path, exc.message, type=CONFIGURATION)], **extra)
 
 
 def measured_view(snap: Snapshot, slug: str, cell: tuple[str, object, str] | None, k: int) -> CellView | None:
@@ -103,7 +107,20 @@ def estimate(
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
     found = tuple(Notice(w.code, w.message) for w in resolved.warnings)
+    sv = est.serving
+    costs = (
+        serving_token_costs(
+            spec.price_per_gpu_hour,
+            est.job.config.gpu_count,
+            sv.input_tokens_per_s,
+            sv.output_tokens_per_s,
+            sv.prefill_time_share,
+        )
+        if sv is not None
+        else None
+    )
     return EstimateResult(
+        token_costs=costs,
         estimate=est,
         warnings=(*found, *est.warnings),
         as_of=now,

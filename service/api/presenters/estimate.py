@@ -16,15 +16,19 @@ from service.core.estimation.estimate import (
     SolveAnswer,
     TimeAnswer,
 )
+from service.core.estimation.estimate_answers import DisaggAnswer
+from service.core.pricing.token_cost import TokenCosts
 from service.schemas.estimate import (
     AccuracyOut,
     BandOut,
+    DisaggregatedOut,
     EstimateResponse,
     MemoryOut,
     RateOut,
     ServingOut,
     SolveOut,
     TimeOut,
+    TokenCostOut,
     WarningOut,
 )
 
@@ -37,6 +41,7 @@ def estimate_out(
     data_version: str,
     estimator_version: str,
     calibration_watermark: int | None = None,
+    token_costs: TokenCosts | None = None,
 ) -> EstimateResponse:
     m, g, mem = est.job.model, est.gpu, est.memory
     return EstimateResponse(
@@ -57,7 +62,7 @@ def estimate_out(
         configuration=dict(est.configuration),
         memory=_memory_out(mem),
         time=None if est.time is None else _time_out(est.time),
-        serving=None if est.serving is None else _serving_out(est.serving),
+        serving=None if est.serving is None else _serving_out(est.serving, token_costs),
         solve=None if est.solve is None else _solve_out(est.solve),
         warnings=[WarningOut(code=w.code, message=w.message) for w in warnings],
         as_of=as_of,
@@ -132,9 +137,40 @@ def _band_ms(b: Band) -> BandOut | None:
     return BandOut.of(b, 1e3) if math.isfinite(b.high) else None
 
 
-def _serving_out(sv: ServingAnswer) -> ServingOut:
+def _disagg_out(a: DisaggAnswer | None) -> DisaggregatedOut | None:
+    if a is None:
+        return None
+    return DisaggregatedOut(
+        prefill_gpus=a.prefill_gpus,
+        decode_gpus=a.decode_gpus,
+        prefill_replicas=a.prefill_replicas,
+        decode_replicas=a.decode_replicas,
+        kv_transfer_ms=a.kv_transfer_s * 1e3,
+        kv_link=a.kv_link,
+        prefill_ms=a.prefill_s * 1e3,
+        prefill_wait_ms=_ms(a.prefill_wait_s),
+        prefill_utilisation=a.prefill_utilisation,
+        layout=a.layout,
+    )
+
+
+def _cost_out(c: TokenCosts | None) -> TokenCostOut | None:
+    if c is None:
+        return None
+    return TokenCostOut(
+        per_million_input=c.per_million_input,
+        per_million_output=c.per_million_output,
+        per_million_blended=c.per_million_blended,
+        blend_input_per_output=c.blend_input_per_output,
+    )
+
+
+def _serving_out(sv: ServingAnswer, costs: TokenCosts | None = None) -> ServingOut:
     r = sv.rate
     return ServingOut(
+        disaggregated=_disagg_out(sv.disaggregated),
+        cost=_cost_out(costs),
+        input_tokens_per_s=sv.input_tokens_per_s,
         ttft_ms=_ms(sv.ttft_s),
         ttft_band_ms=_band_ms(sv.ttft_band),
         tpot_ms=_ms(sv.tpot_s),

@@ -50,6 +50,7 @@ def present(r: uc.EstimateResult) -> EstimateResponse:
         data_version=r.data_version,
         estimator_version=r.estimator_version,
         calibration_watermark=r.calibration_watermark,
+        token_costs=r.token_costs,
     )
 
 

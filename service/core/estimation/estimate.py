@@ -73,6 +73,7 @@ from service.core.estimation.estimate_time import (  # noqa: F401
     _derived_span,
     _serving,
     _time,
+    continuous_answer,
 )
 from service.core.estimation.fp4 import fp4_refusal
 from service.core.estimation.memory import (
@@ -235,7 +236,7 @@ def estimate(
                 time_answer = _batch_time(c, gpu, cal, cell)
             elif ENGINE_CLASSES[c.engine].batching == "continuous":
                 try:
-                    serving_answer = _continuous(c, gpu, job.serving, cell)
+                    serving_answer = continuous_answer(c, gpu, job.serving, cell)
                 except InvalidConfiguration as exc:
                     if exc.code != "MEMORY_INSUFFICIENT" or job.solve_for != "min_gpus":
                         raise

@@ -102,6 +102,23 @@ class RateAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class DisaggAnswer:
+    """Disaggregated prefill/decode (:mod:`service.core.estimation.serving_disagg`): the pools, the
+    KV transfer every prompt pays, and how busy the prefill pool is."""
+
+    prefill_gpus: int
+    decode_gpus: int
+    prefill_replicas: int
+    decode_replicas: int
+    kv_transfer_s: float
+    kv_link: str
+    prefill_s: float
+    prefill_wait_s: float
+    prefill_utilisation: float
+    layout: str
+
+
+@dataclass(frozen=True, slots=True)
 class ServingAnswer:
     ttft_s: float
     ttft_band: Band
@@ -128,6 +145,9 @@ class ServingAnswer:
     prefill_time_share: float | None = None
     """Share of the replicas' GPU time spent on prompts (continuous engines): what splits the cost
     of an hour into input and output tokens."""
+    disaggregated: DisaggAnswer | None = None
+    input_tokens_per_s: float | None = None
+    """Prompt tokens served per second, all replicas (continuous engines)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +223,13 @@ def _configuration(job: Job) -> dict[str, Any]:
             replicas=c.replicas,
             gpu_count=c.gpu_count,
         )
+        if c.lora is not None:
+            out["lora"] = {"adapters": c.lora.adapters, "rank": c.lora.rank, "max_loras": c.lora.max_loras}
+        if c.expert_parallel:
+            out["expert_parallel"] = True
+        if c.disaggregated is not None:
+            dis = c.disaggregated
+            out["disaggregated"] = {"prefill_gpus": dis.prefill_gpus, "decode_gpus": dis.decode_gpus}
         q = job.serving
         if q is not None:
             out.update(

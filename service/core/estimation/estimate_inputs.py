@@ -31,7 +31,9 @@ from service.core.estimation.serving import (
     ENGINE_CLASSES,
     Workload,
 )
+from service.core.estimation.serving_disagg_layout import Disaggregation
 from service.core.estimation.serving_features import SPEC_METHODS
+from service.core.estimation.serving_lora import LoraServing
 
 MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")
 SOLVE_TARGETS: tuple[str, ...] = ("max_micro_batch", "max_context", "max_concurrency", "min_gpus")
@@ -79,6 +81,11 @@ class JobSpec:
     speculative: str | None = None
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
+    lora: LoraServing | None = None
+    disaggregated: Disaggregation | None = None
+    expert_parallel: bool = False
+    price_per_gpu_hour: float | None = None
+    """Read by the use case (cost per million tokens), not by the estimate."""
     solve_for: str | None = None
     loop: str | None = None
     optimizer_impl: str | None = None
@@ -310,13 +317,17 @@ def _inference_only(spec: JobSpec, model: ModelSpec) -> None:
 
 
 def _serving_features(spec: JobSpec, model: DecoderSpec, continuous: bool) -> None:
-    """Prefix caching and speculative decoding: continuous-batching engines only; speculation at a
-    fixed concurrency (not yet at a request rate); MTP only where the checkpoint ships MTP."""
+    """Prefix caching, speculative decoding, LoRA and disaggregation: continuous-batching engines
+    only; speculation at a fixed concurrency (not yet at a request rate); MTP only where the
+    checkpoint ships MTP."""
+    _disaggregated(spec, max(spec.tensor_parallel, 1), continuous)
+    _expert_parallel(spec, model, continuous)
     if spec.prefix_cache_hit_rate and not continuous:
         raise InvalidConfiguration(
             "prefix_cache_hit_rate",
             "prefix caching is modelled for vllm, tensorrt-llm and sglang, not a static batch",
         )
+    _lora(spec, continuous)
     if spec.speculative is None:
         return
     if not continuous:
@@ -336,6 +347,72 @@ def _serving_features(spec: JobSpec, model: DecoderSpec, continuous: bool) -> No
     if not 1 <= spec.draft_tokens <= 16 or not 0.0 <= spec.acceptance_rate <= 1.0:
         raise InvalidConfiguration(
             "speculative", "draft_tokens must be 1-16 and acceptance_rate within [0, 1]"
+        )
+
+
+def _lora(spec: JobSpec, continuous: bool) -> None:
+    """Multi-LoRA serving: continuous engines; ``max_loras`` slots for at most ``adapters``."""
+    lora = spec.lora
+    if lora is None:
+        return
+    if not continuous:
+        raise InvalidConfiguration("lora", "multi-LoRA serving is modelled for vllm, tensorrt-llm and sglang")
+    if lora.adapters < 1 or not 1 <= lora.rank <= 512:
+        raise InvalidConfiguration("lora", "adapters must be >= 1 and rank within 1-512")
+    if not 1 <= lora.max_loras <= lora.adapters:
+        raise InvalidConfiguration(
+            "lora.max_loras", f"max_loras ({lora.max_loras}) must be within 1 and adapters ({lora.adapters})"
+        )
+
+
+def _expert_parallel(spec: JobSpec, model: DecoderSpec, continuous: bool) -> None:
+    """Expert parallelism: an MoE model on a continuous engine, over a tensor-parallel group whose
+    size divides the routed experts; not with LoRA, disaggregation or solving (not modelled)."""
+    if not spec.expert_parallel:
+        return
+    tp = spec.tensor_parallel
+    if not continuous:
+        raise InvalidConfiguration(
+            "expert_parallel", "expert parallelism is modelled for vllm, tensorrt-llm and sglang"
+        )
+    if not model.is_moe:
+        raise InvalidConfiguration("expert_parallel", f"{model.id} has no routed experts to spread")
+    if tp < 2 or model.num_experts % tp:
+        raise InvalidConfiguration(
+            "tensor_parallel",
+            f"expert parallelism spreads {model.num_experts} experts over tensor_parallel GPUs: it must be "
+            "at least 2 and divide them",
+        )
+    if spec.lora is not None or spec.disaggregated is not None or spec.solve_for is not None:
+        raise InvalidConfiguration(
+            "expert_parallel", "expert parallelism is not modelled with lora, disaggregated or solve_for"
+        )
+
+
+def _disaggregated(spec: JobSpec, tp: int, continuous: bool) -> None:
+    """Disaggregated pools: continuous engines, whole tensor-parallel groups in each pool, the
+    pools making up ``gpu_count``; no speculation or solving (not modelled together)."""
+    dis = spec.disaggregated
+    if dis is None:
+        return
+    if not continuous:
+        raise InvalidConfiguration(
+            "disaggregated", "disaggregated prefill/decode is modelled for vllm, tensorrt-llm and sglang"
+        )
+    for name, n in (("prefill_gpus", dis.prefill_gpus), ("decode_gpus", dis.decode_gpus)):
+        if n < tp or n % tp:
+            raise InvalidConfiguration(
+                f"disaggregated.{name}", f"{name} ({n}) must be a multiple of tensor_parallel ({tp})"
+            )
+    if spec.gpu_count != dis.prefill_gpus + dis.decode_gpus:
+        raise InvalidConfiguration(
+            "gpu_count",
+            f"gpu_count ({spec.gpu_count}) must equal prefill_gpus + decode_gpus "
+            f"({dis.prefill_gpus + dis.decode_gpus})",
+        )
+    if spec.speculative is not None or spec.solve_for is not None:
+        raise InvalidConfiguration(
+            "disaggregated", "disaggregated serving is not modelled with speculative decoding or solve_for"
         )
 
 
@@ -373,19 +450,18 @@ def _inference_config(
             replicas=spec.gpu_count,
         ), None
     tp = max(spec.tensor_parallel, 1)
+    continuous = ENGINE_CLASSES[spec.engine].batching == "continuous"
     if spec.solve_for != "min_gpus" and (spec.gpu_count < tp or spec.gpu_count % tp):
         raise InvalidConfiguration(
             "gpu_count",
             f"gpu_count ({spec.gpu_count}) must be a multiple of tensor_parallel "
             f"({tp}): replicas x tensor_parallel GPUs",
         )
-    continuous = ENGINE_CLASSES[spec.engine].batching == "continuous"
     if spec.requests_per_s is not None and not continuous:
         raise InvalidConfiguration(
             "requests_per_s",
-            "request-rate serving is modelled for continuous-batching "
-            "engines (vllm, tensorrt-llm, sglang); hf-transformers serves one "
-            "static batch (give batch_size)",
+            "request-rate serving is modelled for continuous-batching engines (vllm, tensorrt-llm, "
+            "sglang); hf-transformers serves one static batch (give batch_size)",
         )
     if spec.concurrency is not None and not continuous:
         raise InvalidConfiguration(
@@ -393,11 +469,8 @@ def _inference_config(
             "concurrency applies to continuous-batching engines; "
             "hf-transformers serves one static batch (give batch_size)",
         )
-    if (
-        spec.solve_for == "min_gpus"
-        and spec.requests_per_s is None
-        and (spec.ttft_target_ms or spec.tpot_target_ms)
-    ):
+    targets = spec.ttft_target_ms or spec.tpot_target_ms
+    if spec.solve_for == "min_gpus" and spec.requests_per_s is None and targets:
         raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
     _serving_features(spec, model, continuous)
     config = InferenceConfig(
@@ -417,6 +490,9 @@ def _inference_config(
         speculative=spec.speculative,
         draft_tokens=spec.draft_tokens,
         acceptance_rate=spec.acceptance_rate,
+        lora=spec.lora,
+        disaggregated=spec.disaggregated,
+        expert_parallel=spec.expert_parallel,
     )
     serving = None
     if continuous:

@@ -22,6 +22,7 @@ from service.core.estimation.estimate_answers import (
     ServingAnswer,
     TimeAnswer,
 )
+from service.core.estimation.estimate_disagg import disaggregated_answer
 from service.core.estimation.estimate_inputs import (
     ServingQuestion,
 )
@@ -49,7 +50,7 @@ from service.core.estimation.serving import (
 from service.core.estimation.serving import (
     estimate_batch_inference as batch_inference_time,
 )
-from service.core.estimation.serving_engines import prefill_time_share
+from service.core.estimation.serving_steps import prefill_time_share
 from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
 from service.core.estimation.transfer_accuracy import loso_note
@@ -275,6 +276,24 @@ QUEUEING_NOTE = (
 )
 
 
+LORA_NOTE = (
+    "multi-LoRA: max_loras adapter slots (16-bit, every linear outside the routed experts) taken from the "
+    "KV cache; each iteration adds the tokens' LoRA FLOPs and one read of every distinct adapter in the "
+    "batch; a batch holds at most max_loras distinct adapters, and a request whose adapter is not "
+    "resident waits for its copy over PCIe (service.core.estimation.serving_lora); no published "
+    "multi-LoRA table calibrates it"
+)
+
+
+def continuous_answer(
+    c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None, cell: CellView | None = None
+) -> ServingAnswer:
+    """A continuous-batching engine's answer: disaggregated pools, or one pool of replicas."""
+    if c.disaggregated is not None:
+        return disaggregated_answer(c, gpu, q)
+    return _continuous(c, gpu, q, cell)
+
+
 def _continuous(
     c: InferenceConfig, gpu: GpuSpec, q: ServingQuestion | None, cell: CellView | None = None
 ) -> ServingAnswer:
@@ -287,6 +306,8 @@ def _continuous(
     w = q.workload if q is not None else Workload(float(c.input_len), float(max(c.output_len, 1)))
     k = TRANSFERRED_ENGINE_BAND_FACTOR if eng.provenance == "transferred" else 1.0
     notes: list[str] = [f"{eng.name}: {eng.source}", *d.notes]
+    if c.lora is not None:
+        notes.append(LORA_NOTE)
     if eng.provenance == "transferred":
         notes.append(
             "continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
@@ -332,15 +353,12 @@ def _continuous(
                 + f"; this point is above {VALIDATED_UTILISATION:.0%} utilisation: not validated"
             ),
         )
-        ttft, tpot = r.ttft_s, r.tpot_s
+        ttft, tpot, conc, bound = r.ttft_s, r.tpot_s, round(r.in_flight), r.bound
         out_tps = q.requests_per_s * w.output_len if r.stable else 0.0
-        conc = round(r.in_flight)
-        bound = r.bound
     else:
         pt = serve_concurrency(c, gpu, e, q.concurrency if q is not None else None, d)
-        ttft, tpot = pt.ttft_s, pt.tpot_s
+        ttft, tpot, conc = pt.ttft_s, pt.tpot_s, int(pt.n)
         out_tps = pt.output_tokens_per_s * c.replicas
-        conc = int(pt.n)
         bound = decode_bound(d, e, pt.n)
         if (q.concurrency if q is not None and q.concurrency else c.batch_size) > cap:
             notes.append(f"concurrency capped at {cap} sequences per replica (scheduler and KV cache)")
@@ -375,6 +393,7 @@ def _continuous(
         rate=rate,
         notes=tuple(notes),
         prefill_time_share=prefill_time_share(d, e, float(max(conc, 1)), w.input_len, w.output_len),
+        input_tokens_per_s=out_tps * w.input_len / w.output_len,
     )
 
 

@@ -17,6 +17,8 @@ from service.core.estimation.memory_config import (
     MemoryEstimate,
     MiB,
 )
+from service.core.estimation.serving_disagg_layout import Disaggregation
+from service.core.estimation.serving_lora import LORA_BYTES_PER_ELEMENT, LoraServing, lora_slot_elements
 
 # --------------------------------------------------------------------------------------------
 # Inference
@@ -81,6 +83,13 @@ class InferenceConfig:
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
     """Per-token probability a drafted token is accepted (i.i.d., Leviathan et al. 2023)."""
+    lora: LoraServing | None = None
+    """Multi-LoRA serving (:mod:`service.core.estimation.serving_lora`); None: the base model only."""
+    disaggregated: Disaggregation | None = None
+    expert_parallel: bool = False
+    """MoE: whole experts over the ``tensor_parallel`` GPUs, attention data-parallel
+    (:mod:`service.core.estimation.serving_ep`)."""
+    """Separate prefill and decode pools (:mod:`service.core.estimation.serving_disagg`)."""
     """Share of prompt tokens found in the engine's prefix cache (vLLM automatic prefix caching,
     SGLang RadixAttention): not recomputed. The KV cache is counted as if unshared (an upper bound)."""
     """The KV cache format asked for (``auto``, ``fp8``, ``int8``, ``nvfp4``); its bytes are
@@ -103,6 +112,14 @@ class InferenceConfig:
             raise InvalidConfiguration("prefix_cache_hit_rate", "prefix_cache_hit_rate must be in [0, 1)")
         if self.batch_size < 1 or self.input_len < 1 or self.output_len < 0:
             raise InvalidConfiguration("batch_size", "batch_size and input_len must be >= 1, output_len >= 0")
+        if self.expert_parallel and not (
+            self.model.is_moe and self.model.num_experts % self.tensor_parallel == 0
+        ):
+            raise InvalidConfiguration(
+                "expert_parallel", "expert parallelism needs routed experts that tp divides"
+            )
+        if self.lora is not None and not 1 <= self.lora.max_loras <= self.lora.adapters:
+            raise InvalidConfiguration("lora.max_loras", "max_loras must be within 1 and adapters")
         heads, tp = self.model.num_kv_heads, self.tensor_parallel
         if heads % tp and tp % heads:  # more ranks than KV heads: each head on tp / heads ranks
             raise InvalidConfiguration(
@@ -116,6 +133,14 @@ class InferenceConfig:
     @property
     def kv_bytes(self) -> float:
         return self.kv_cache_bytes_per_element or float(self.compute_bytes)
+
+    @property
+    def lora_bytes(self) -> float:
+        """Per-GPU bytes of the ``max_loras`` adapter slots the engine preallocates (0 without LoRA)."""
+        if self.lora is None:
+            return 0.0
+        slot = lora_slot_elements(self.model, self.lora.rank, self.tensor_parallel)
+        return self.lora.max_loras * slot * LORA_BYTES_PER_ELEMENT
 
     @property
     def weight_format(self) -> str:
@@ -192,7 +217,7 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     m = c.model
     tp = c.tensor_parallel
     amp = c.precision.startswith("amp_")
-    w = weight_bytes(m, c.weight_format, 4 if amp else c.compute_bytes) / tp
+    w = _weights_per_gpu(c, 4 if amp else c.compute_bytes)
     cache = 0.0
     if amp and c.weight_format == "none":  # no cache outside autograd: one layer's casts at a time
         cache = 2.0 * float(m.params_per_layer - m.norm_params_per_layer) / tp
@@ -201,8 +226,9 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     if m.sliding_window:
         per_seq = min(per_seq, m.sliding_window)
         prompt = min(prompt, m.sliding_window)
-    kv = kv_cache_bytes(m, float(c.batch_size * per_seq), c.kv_bytes, tp)
-    kv_prompt = kv_cache_bytes(m, float(c.batch_size * prompt), c.kv_bytes, tp)
+    shards = tp if c.expert_parallel else m.kv_shards(tp)  # EP: each sequence whole on one GPU
+    kv = m.kv_cache_bytes_per_token(c.kv_bytes) * float(c.batch_size * per_seq) / shards
+    kv_prompt = m.kv_cache_bytes_per_token(c.kv_bytes) * float(c.batch_size * prompt) / shards
     T = float(c.batch_size * c.input_len)
     if c.engine != "hf-transformers":
         T = min(T, float(PREFILL_CHUNK_TOKENS))  # chunked prefill bounds the working set
@@ -216,9 +242,10 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     dequant = 2.0 * float(m.hidden_size * m.intermediate_size) if c.quant_method.startswith("bnb") else 0.0
     cat_copy = 2.0 * kv / m.num_layers if c.engine == "hf-transformers" else 0.0
     workspace = 32.0 * MiB
+    lora = c.lora_bytes
     phases = {
-        "prefill": w + cache + kv_prompt + prefill + logits + dequant + workspace,
-        "decode-end": w + cache + kv + cat_copy + logits + dequant + workspace,
+        "prefill": w + lora + cache + kv_prompt + prefill + logits + dequant + workspace,
+        "decode-end": w + lora + cache + kv + cat_copy + logits + dequant + workspace,
     }
     peak_phase = max(phases, key=lambda k: phases[k])
     peak = phases[peak_phase]
@@ -230,11 +257,9 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
         "logits": int(logits),
         "workspace": int(workspace + dequant + (cat_copy if peak_phase != "prefill" else 0)),
     }
-    notes = [
-        f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
-        f"{m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) / 1024:.0f} KiB per token"
-        + (" (MLA latent, whole on every tensor-parallel rank)" if m.is_mla and tp > 1 else "")
-    ]
+    if c.lora is not None:
+        components["lora_adapters"] = int(lora)
+    notes = _inference_notes(c, lora)
     rel = (0.05, 0.06) if c.weight_format == "none" else (0.08, 0.12)
     return _finish(
         None,
@@ -247,3 +272,33 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
         rel,
         multi_gpu=tp > 1,
     )
+
+
+def _weights_per_gpu(c: InferenceConfig, compute_bytes: int) -> float:
+    """Weight bytes per GPU of a replica: all of them over the tensor-parallel ranks, or under
+    expert parallelism the non-routed weights whole and ``1 / tp`` of the routed experts."""
+    w = weight_bytes(c.model, c.weight_format, compute_bytes)
+    if not c.expert_parallel:
+        return w / c.tensor_parallel
+    experts = expert_weight_bytes(c.model, c.weight_format, compute_bytes)
+    return w - experts + experts / c.tensor_parallel
+
+
+def _inference_notes(c: InferenceConfig, lora: float) -> list[str]:
+    """What the serving memory assumed: engine, formats, KV bytes per token, LoRA slots."""
+    m, tp = c.model, c.tensor_parallel
+    notes = [
+        f"{c.engine}; weights {c.weight_format}; KV cache {c.kv_bytes:g} B/element, "
+        f"{m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) / 1024:.0f} KiB per token"
+        + (" (MLA latent, whole on every tensor-parallel rank)" if m.is_mla and tp > 1 else "")
+    ]
+    if c.expert_parallel:
+        notes.append(
+            f"expert parallelism over {tp} GPUs: routed experts split whole, the other weights and data-parallel "
+            "attention on every GPU, each sequence's KV on one GPU"
+        )
+    if c.lora is not None:
+        notes.append(
+            f"{c.lora.max_loras} LoRA slot(s) of rank {c.lora.rank} resident, 16-bit: {lora / MiB:.0f} MiB per GPU"
+        )
+    return notes

@@ -21,7 +21,14 @@ from service.core.estimation.memory import (
 from service.core.estimation.performance import (
     PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
 )
+from service.core.estimation.serving_ep import EXPERT_LOAD_IMBALANCE, ep_terms
 from service.core.estimation.serving_features import draft_share
+from service.core.estimation.serving_lora import (
+    LORA_BYTES_PER_ELEMENT,
+    LoraServing,
+    distinct_adapters,
+    lora_slot_elements,
+)
 
 GiB = 2**30
 
@@ -289,6 +296,10 @@ class Deployment:
     spec_tokens: int = 0  # speculative decoding: tokens drafted per step (0: none)
     spec_acceptance: float = 0.0  # probability each drafted token is accepted (i.i.d.)
     spec_draft_share: float = 0.0  # one drafted token's cost as a share of a decode iteration
+    lora: LoraServing | None = None  # multi-LoRA serving (None: the base model only)
+    lora_slot_bytes: float = 0.0  # one adapter slot per GPU (16-bit); max_loras are resident
+    ep_a2a_bytes: float = 0.0  # expert parallelism: all-to-all bytes per replica token per GPU (0: TP)
+    ep_a2a_count: int = 0  # expert parallelism: all-to-alls per forward
 
 
 def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
@@ -360,6 +371,12 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     expert_flops = 2.0 * m.moe_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
     link, link_kind = _link_bytes_per_s(gpu, tp)
     notes = (note,) if note else ()
+    kv_token = m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp)
+    ep = None
+    if c.expert_parallel:  # whole experts per GPU, attention data-parallel (serving_ep)
+        ep = ep_terms(m, w_all * tp, expert_bytes * tp, c.kv_bytes, tp)
+        w_all, expert_bytes, kv_token = ep.w_dense + ep.w_experts, ep.w_experts, ep.kv_per_token
+        expert_flops *= EXPERT_LOAD_IMBALANCE
     return Deployment(
         model=m,
         gpu=gpu,
@@ -380,7 +397,11 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         spec_tokens=c.draft_tokens if c.speculative else 0,
         spec_acceptance=c.acceptance_rate,
         spec_draft_share=draft_share(m, c.speculative),
-        kv_per_token=m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp),
+        lora=c.lora,
+        lora_slot_bytes=lora_slot_elements(m, c.lora.rank, tp) * LORA_BYTES_PER_ELEMENT if c.lora else 0.0,
+        kv_per_token=kv_token,
+        ep_a2a_bytes=ep.a2a_bytes_per_token if ep else 0.0,
+        ep_a2a_count=ep.a2a_count if ep else 0,
         ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,
         peak_gemm16=peak16,
@@ -413,6 +434,9 @@ class _Coefficients:
         "head",
         "kv",
         "kv_bytes",
+        "lora",
+        "lora_bytes",
+        "lora_flops",
         "moe",
         "rate",
         "reach",
@@ -447,11 +471,19 @@ class _Coefficients:
         self.comm1 = (
             2.0 * d.layers * 4.0 * (d.tp - 1) / d.tp * d.hidden / (d.link * e.comm) if d.tp > 1 else 0.0
         )
+        if d.ep_a2a_count:  # expert parallelism: dispatch + combine per MoE layer, no all-reduce
+            self.comm0 = d.ep_a2a_count * e.allreduce_s
+            self.comm1 = d.ep_a2a_bytes / (d.link * e.comm)
         self.step = e.step_s
         # prefix cache: a prompt computes only its uncached (1 - h) tail, whose tokens attend the
         # cached head too: mean context h I + (1 - h) I / 2 = (1 + h) I / 2
         self.computed = 1.0 - d.prefix_hit_rate
         self.reach = 1.0 + d.prefix_hit_rate
+        # multi-LoRA (serving_lora): 2 FLOPs per slot element per token at the 16-bit GEMM rate,
+        # and each distinct adapter of the batch streamed once per iteration
+        self.lora = d.lora
+        self.lora_flops = 2.0 * d.lora_slot_bytes / LORA_BYTES_PER_ELEMENT / (d.peak_gemm16 * e.mm16)
+        self.lora_bytes = d.lora_slot_bytes / bw
 
     def iteration(
         self, n_dec: float, ctx: float, pre_tokens: float, pre_ctx: float, pre_seqs: float
@@ -465,6 +497,9 @@ class _Coefficients:
         w = self.w_dense
         if self.moe:  # the experts the T tokens are routed to (k of E each, uniformly)
             w += self.w_experts * (1.0 - (1.0 - self.topk_e) ** max(T, 1.0))
+        if self.lora is not None:
+            seqs = min(float(self.lora.max_loras), distinct_adapters(self.lora.adapters, n_dec + pre_seqs))
+            w += T * self.lora_flops + seqs * self.lora_bytes
         return (
             t_flops
             + w
@@ -492,28 +527,6 @@ def _coefficients(d: Deployment, e: EngineEfficiencies) -> _Coefficients:
     return k
 
 
-def speculative_step_s(d: Deployment, e: EngineEfficiencies, n_dec: float, ctx: float) -> float:
-    """One speculative decode step of ``n_dec`` sequences: ``k`` draft passes, then the target
-    verifies ``k + 1`` tokens per sequence in one forward (GEMM FLOPs, LM head and activations for
-    all of them; the KV cache read once, its attention FLOPs ``k + 1`` times)."""
-    k = _coefficients(d, e)
-    spec = float(d.spec_tokens)
-    base = k.iteration(n_dec, ctx, 0.0, 0.0, 0.0)
-    T = n_dec * (spec + 1.0)
-    w = k.w_dense
-    if k.moe:
-        w += k.w_experts * (1.0 - (1.0 - k.topk_e) ** max(T, 1.0))
-    verify = (
-        T * (k.flops + k.expert_flops + k.ew + k.comm1)
-        + T * k.head
-        + w
-        + n_dec * ctx * max(k.kv_bytes, k.attn_dec * (spec + 1.0))
-        + k.comm0
-        + k.step
-    )
-    return verify + spec * d.spec_draft_share * base
-
-
 def iteration_s(
     d: Deployment,
     e: EngineEfficiencies,
@@ -534,22 +547,6 @@ def iteration_s(
     ``T h`` 16-bit activations (latency + ``2 (tp-1)/tp`` volume over the link); the fixed
     ``step_s``."""
     return _coefficients(d, e).iteration(n_dec, ctx, pre_tokens, pre_ctx, pre_seqs)
-
-
-def prefill_time_share(
-    d: Deployment, e: EngineEfficiencies, n_dec: float, input_len: float, output_len: float
-) -> float:
-    """Share of a replica's GPU time that prompts take when ``n_dec`` sequences decode together:
-    a prompt is charged the time its ``input_len`` tokens add to an iteration, and each output
-    token ``1 / n_dec`` of a decode iteration (the iterations run anyway, so their fixed costs --
-    weight streaming, the step -- land on output tokens). What splits a replica-hour into the
-    cost of input and of output tokens (:mod:`service.core.pricing.token_cost`)."""
-    n = max(n_dec, 1.0)
-    ctx = input_len + output_len / 2.0
-    base = iteration_s(d, e, n, ctx)
-    prompt = max(0.0, iteration_s(d, e, n, ctx, input_len, input_len / 2.0, 1.0) - base)
-    decode = max(output_len, 1.0) * base / n
-    return prompt / (prompt + decode)
 
 
 def mean_iteration_s(

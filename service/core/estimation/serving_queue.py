@@ -15,6 +15,7 @@ from service.core.estimation.memory import (
     NCCL_BUFFER_BYTES,
     InferenceConfig,
 )
+from service.core.estimation.performance import PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
 from service.core.estimation.serving_engines import (
     CONTINUOUS_EFFICIENCIES,
     CONTINUOUS_SPEC,
@@ -25,9 +26,10 @@ from service.core.estimation.serving_engines import (
     engine_limits,
     iteration_s,
     mean_iteration_s,
-    speculative_step_s,
 )
 from service.core.estimation.serving_features import accepted_per_step
+from service.core.estimation.serving_lora import admitted, miss_probability
+from service.core.estimation.serving_steps import speculative_step_s
 
 # --------------------------------------------------------------------------------------------
 # Memory of a continuous-batching replica: how many sequences fit
@@ -47,7 +49,7 @@ def kv_capacity_tokens(d: Deployment, max_tokens: int, reserve_gib: float = 2.0)
     usable = float(d.gpu.fit_memory_bytes or 0)
     fixed = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if d.tp > 1 else 0) + reserve_gib * GiB
     act = _activation_bytes(d, float(max_tokens))
-    weights = d.w_dense + d.w_experts
+    weights = d.w_dense + d.w_experts + (d.lora.max_loras * d.lora_slot_bytes if d.lora else 0.0)
     eng = d.engine
     if eng.kv_memory == "free":
         free = usable - weights - act - fixed
@@ -90,6 +92,8 @@ def _concurrency_cap(
         per_req = min(per_req, float(d.model.sliding_window))
     cap_kv = kv_capacity_tokens(d, budget, reserve_gib) / max(per_req, 1.0)
     n = int(min(seqs, cap_kv))
+    if d.lora is not None:  # a batch holds at most max_loras distinct adapters
+        n = int(admitted(d.lora, float(n)))
     if d.engine.name == "tensorrt-llm" and offline:
         # trtllm-bench: max_num_tokens = min(bs (1 + n_in/n_out), 32768), at least 2048
         budget = int(min(32768.0, max(2048.0, n * (1.0 + input_len / max(output_len, 1.0)))))
@@ -216,11 +220,21 @@ def serve_concurrency(
     w = Workload(float(c.input_len), float(max(c.output_len, 1)))
     cap, budget = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
     clients = float(concurrency or c.batch_size)
-    n = float(min(clients, max(cap, 1)))
+    running = admitted(d.lora, clients) if d.lora is not None else clients  # max_loras per batch
+    n = float(min(running, max(cap, 1)))
     pt = _steady(d, e, n, w, budget)
     if clients > n:  # the rest wait for a slot: Little's law on the admission queue
         pt = replace(pt, ttft_s=pt.ttft_s + (clients - n) / pt.requests_per_s)
-    return pt
+    return replace(pt, ttft_s=pt.ttft_s + lora_load_s(d)) if d.lora is not None else pt
+
+
+def lora_load_s(d: Deployment) -> float:
+    """Mean host-to-device adapter load a request pays before its prefill: the miss probability
+    (:func:`~service.core.estimation.serving_lora.miss_probability`) times one slot over PCIe."""
+    if d.lora is None:
+        return 0.0
+    pcie = (d.gpu.node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S) * 1e9
+    return miss_probability(d.lora) * d.lora_slot_bytes / pcie
 
 
 def static_batch(
@@ -396,7 +410,7 @@ def serve_at_rate(
     # its TPOT is an iteration of n + 1 sequences (at a low rate: the lone decode step, KV read
     # included, not a near-empty average iteration)
     tpot = mean_iteration_s(d, e, n + 1.0, n_in + n_out / 2.0, lam * t, n_in, budget)
-    base = e.request_s + t / 2.0
+    base = e.request_s + t / 2.0 + lora_load_s(d)
     ttft_mean = base + wq + own_prefill(n_in)
     ttft_p50 = base + wq_p50 + (own_prefill(w.input_median) if w.input_cv > 0 else own_prefill(n_in))
     util = max(rho, _busy_fraction(d, e, n, t, n_in + n_out / 2.0))

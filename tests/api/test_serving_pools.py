@@ -1,0 +1,165 @@
+"""Issue 28 leftovers through ``/v1/estimate``: multi-LoRA serving, disaggregated prefill/decode,
+and cost per million input and output tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+BASE = {
+    "mode": "inference",
+    "engine": "vllm",
+    "model": "llama3.1-8b",
+    "gpu": "nvidia-h100-sxm",
+    "input_len": 2048,
+    "output_len": 256,
+    "concurrency": 32,
+}
+
+
+def _post(client: TestClient, **body: Any) -> Any:
+    return client.post("/v1/estimate", json={**BASE, **body})
+
+
+def _serve(client: TestClient, **body: Any) -> dict[str, Any]:
+    r = _post(client, **body)
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def test_lora_takes_memory_and_time_in_the_direction_of_rank_and_adapters(client: TestClient) -> None:
+    plain = _serve(client)
+    one = _serve(client, lora={"adapters": 8, "rank": 16, "max_loras": 8})
+    wide = _serve(client, lora={"adapters": 8, "rank": 64, "max_loras": 8})
+    comps = one["memory"]["components"]
+    # rank 16 on every linear of Llama-3.1-8B: 16 x sum(in + out) x 32 layers x 2 B = 83.9 MB a slot
+    assert comps["lora_adapters"] == 8 * 16 * (8192 + 5120 + 5120 + 8192 + 3 * 18432) * 32 * 2
+    assert "lora_adapters" not in plain["memory"]["components"]
+    assert wide["memory"]["components"]["lora_adapters"] == 4 * comps["lora_adapters"]
+    sp, so, sw = plain["serving"], one["serving"], wide["serving"]
+    assert sp["tpot_ms"] < so["tpot_ms"] < sw["tpot_ms"]
+    assert (
+        sp["max_concurrency_per_replica"]
+        >= so["max_concurrency_per_replica"]
+        >= sw["max_concurrency_per_replica"]
+    )
+    assert one["configuration"]["lora"] == {"adapters": 8, "rank": 16, "max_loras": 8}
+    assert any("multi-LoRA" in n for n in so["notes"])
+
+
+def test_few_lora_slots_for_many_adapters_make_requests_wait(client: TestClient) -> None:
+    """A batch holds at most max_loras distinct adapters: with 64 adapters and one slot most of
+    32 clients wait for their adapter's turn (vLLM's scheduler skips them)."""
+    roomy = _serve(client, lora={"adapters": 64, "rank": 16, "max_loras": 32})["serving"]
+    tight = _serve(client, lora={"adapters": 64, "rank": 16, "max_loras": 1})["serving"]
+    assert tight["ttft_ms"] > 5 * roomy["ttft_ms"]
+    assert tight["output_tokens_per_s"] < roomy["output_tokens_per_s"]
+
+
+def test_lora_refusals_name_the_field(client: TestClient) -> None:
+    r = _post(client, lora={"adapters": 2, "rank": 16, "max_loras": 4})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"] == ["body", "lora", "max_loras"]
+    r = _post(client, lora={"adapters": 2, "rank": 0})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"][:3] == ["body", "lora", "rank"]
+    r = _post(client, engine="hf-transformers", concurrency=None, lora={"adapters": 2})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "lora"]
+    r = _post(client, lora={"adapters": 2, "ranks": 8})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"][:2] == ["body", "lora"]
+
+
+def test_disaggregated_pools_pay_the_kv_transfer_and_decode_alone(client: TestClient) -> None:
+    agg = _serve(client, gpu_count=2)["serving"]
+    dis = _serve(client, gpu_count=2, disaggregated={"prefill_gpus": 1, "decode_gpus": 1})
+    sv = dis["serving"]
+    pools = sv["disaggregated"]
+    assert pools["kv_link"] == "NVLink" and pools["prefill_replicas"] == pools["decode_replicas"] == 1
+    # 2048 tokens x 128 KiB of bf16 KV per token = 268 MB over NVLink
+    assert 0.0 < pools["kv_transfer_ms"] < sv["ttft_ms"]
+    assert sv["tpot_ms"] < agg["tpot_ms"]  # no prompt chunks in the decode iterations
+    assert dis["configuration"]["disaggregated"] == {"prefill_gpus": 1, "decode_gpus": 1}
+    assert sv["prefill_time_share"] == 0.5
+    # 16 + 16 GPUs do not fit one 8-GPU node: the KV cache crosses the network, slower than NVLink
+    far = _serve(client, gpu_count=32, disaggregated={"prefill_gpus": 16, "decode_gpus": 16})["serving"]
+    assert far["disaggregated"]["kv_link"] == "network"
+    assert far["disaggregated"]["kv_transfer_ms"] > pools["kv_transfer_ms"]
+
+
+def test_disaggregated_at_a_rate_answers_capacity_and_overload(client: TestClient) -> None:
+    body = {"gpu_count": 2, "disaggregated": {"prefill_gpus": 1, "decode_gpus": 1}, "concurrency": None}
+    ok = _serve(client, requests_per_s=2.0, **body)["serving"]
+    assert ok["rate"]["stable"] and ok["rate"]["capacity_requests_per_s"] > 2.0
+    assert ok["ttft_ms"] >= ok["disaggregated"]["kv_transfer_ms"]
+    over = _serve(client, requests_per_s=500.0, **body)["serving"]
+    assert not over["rate"]["stable"] and over["ttft_ms"] is None
+
+
+def test_disaggregated_refusals_name_the_field(client: TestClient) -> None:
+    r = _post(client, gpu_count=3, disaggregated={"prefill_gpus": 1, "decode_gpus": 1})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "gpu_count"]
+    r = _post(client, gpu_count=6, tensor_parallel=2, disaggregated={"prefill_gpus": 3, "decode_gpus": 3})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"] == ["body", "disaggregated", "prefill_gpus"]
+    r = _post(client, gpu_count=2, disaggregated={"prefill_gpus": 0, "decode_gpus": 2})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"][:3] == [
+        "body",
+        "disaggregated",
+        "prefill_gpus",
+    ]
+    r = _post(
+        client,
+        gpu_count=2,
+        engine="hf-transformers",
+        concurrency=None,
+        disaggregated={"prefill_gpus": 1, "decode_gpus": 1},
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "disaggregated"]
+
+
+def test_cost_per_million_input_and_output_tokens(client: TestClient) -> None:
+    sv = _serve(client, gpu_count=2, price_per_gpu_hour=3.0)["serving"]
+    cost = sv["cost"]
+    paid_per_s = (
+        sv["input_tokens_per_s"] * cost["per_million_input"]
+        + sv["output_tokens_per_s"] * cost["per_million_output"]
+    ) / 1e6
+    assert abs(paid_per_s - 2 * 3.0 / 3600.0) < 1e-9  # the two prices pay exactly the GPUs' hour
+    assert cost["per_million_input"] < cost["per_million_output"]
+    w = cost["blend_input_per_output"]
+    blend = (w * cost["per_million_input"] + cost["per_million_output"]) / (w + 1)
+    assert abs(cost["per_million_blended"] - blend) < 1e-9
+    assert _serve(client)["serving"]["cost"] is None  # no price, no cost
+    pools = _serve(
+        client, gpu_count=2, price_per_gpu_hour=3.0, disaggregated={"prefill_gpus": 1, "decode_gpus": 1}
+    )["serving"]
+    assert pools["cost"]["per_million_output"] > 0
+    r = _post(client, price_per_gpu_hour=-1.0)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "price_per_gpu_hour"]
+
+
+def test_expert_parallelism_keeps_an_mla_latent_once_and_names_its_refusals(client: TestClient) -> None:
+    """DeepSeek-V3 FP8 on 8 H200: under TP every GPU keeps the whole MLA latent of every sequence;
+    with experts spread whole and attention data-parallel each sequence lives on one GPU -- more
+    sequences fit, though every GPU holds the non-routed weights whole."""
+    body = {
+        "model": "deepseek-v3",
+        "gpu": "nvidia-h200-sxm",
+        "gpu_count": 8,
+        "tensor_parallel": 8,
+        "quant_method": "fp8",
+        "engine": "sglang",
+        "concurrency": 64,
+    }
+    tp = _serve(client, **body)
+    ep = _serve(client, expert_parallel=True, **body)
+    assert ep["memory"]["components"]["weights"] > tp["memory"]["components"]["weights"]
+    assert ep["serving"]["max_concurrency_per_replica"] > 3 * tp["serving"]["max_concurrency_per_replica"]
+    assert ep["configuration"]["expert_parallel"] is True and "expert_parallel" not in tp["configuration"]
+    assert any("expert parallelism" in a for a in ep["memory"]["assumptions"])
+    r = _post(client, expert_parallel=True)  # a dense model
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "expert_parallel"]
+    r = _post(client, **{**body, "tensor_parallel": 1, "gpu_count": 1}, expert_parallel=True)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "tensor_parallel"]
+    r = _post(client, **{**body, "engine": "hf-transformers", "concurrency": None}, expert_parallel=True)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "expert_parallel"]
