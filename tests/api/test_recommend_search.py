@@ -354,3 +354,80 @@ def test_scheduling_hints_ask_for_what_the_plan_runs_on(client: TestClient) -> N
     )["options"][0]
     assert "--ntasks-per-node=1" in train["scheduling"]["slurm"]
     assert "--nodes=2" in train["scheduling"]["slurm"]
+
+
+LONG_CONTEXT_FT = {
+    "model": "llama3-8b",
+    "mode": "fine-tuning",
+    "finetune": "full",
+    "batch_size": 1,
+    "seq_len": 131072,
+    "tokens": 1e9,
+}
+
+
+def _estimate_memory(client: TestClient, n: int, tp: int, sharding: str) -> dict[str, Any]:
+    body = {
+        **{k: v for k, v in LONG_CONTEXT_FT.items() if k != "tokens"},
+        "gpu": "nvidia-h100-sxm",
+        "gpu_count": n,
+        "tensor_parallel": tp,
+        "sharding": sharding,
+        "gradient_checkpointing": True,
+    }
+    r = client.post("/v1/estimate", json=body)
+    assert r.status_code == 200, r.text
+    return dict(r.json()["memory"])
+
+
+def test_a_sequence_no_data_parallel_plan_holds_is_split_by_tensor_parallelism(client: TestClient) -> None:
+    """Llama-3-8B full fine-tuning on 131,072-token sequences, up to 8 H100: the fp32 logits of
+    one sequence over the 128,256-token vocabulary (and their gradient) are ~200 GB per GPU, which
+    DDP and FSDP do not split (they shard parameters, not one sequence), so every data-parallel
+    plan is out even with checkpointing. Tensor parallelism splits the LM head and the heads
+    across the node: TP8 fits where TP4 does not (the estimate says both), and is the answer."""
+    body = {
+        "workload": LONG_CONTEXT_FT,
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
+        "objective": "fastest",
+    }
+    first = _ask(client, body)["options"][0]
+    s = first["strategy"]
+    assert (s["gpu_count"], s["tensor_parallel"], s["nodes"]) == (8, 8, 1), s
+    tp = _reason(first, "TENSOR_PARALLEL_TO_FIT")["params"]
+    assert tp["tensor_parallel"] == 8 and tp["data_parallel"] == 1
+    assert tp["without_needed_gib"] > tp["usable_gib"]  # no plan without TP fits on 8
+    assert first["memory"]["needed_bytes"] <= first["memory"]["usable_bytes"]
+    # the estimator agrees: TP8 fits, the next smaller degree and FSDP alone do not
+    assert _estimate_memory(client, 8, 8, "none")["fits"] is True
+    assert _estimate_memory(client, 8, 4, "fsdp")["fits"] is False
+    assert _estimate_memory(client, 8, 1, "fsdp")["fits"] is False
+    # four GPUs cannot hold it: the exclusion quotes the lightest plan tried there (TP4)
+    four = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 4}})
+    h100 = next(e for e in four["excluded"] if e["gpu"]["slug"] == "nvidia-h100-sxm")
+    assert h100["code"] == "MEMORY_INSUFFICIENT"
+    p = h100["params"]
+    assert (p["gpu_count"], p["tensor_parallel"]) == (4, 4) and "TP4" in h100["message"]
+    assert p["needed_gib"] > p["usable_gib"]
+    # sixteen: the same TP8 group, two of them data-parallel across two nodes, in about half the time
+    more = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 16}})["options"][0]
+    ms = more["strategy"]
+    assert (ms["gpu_count"], ms["tensor_parallel"], ms["nodes"]) == (16, 8, 2), ms
+    assert _hours(more) < 0.6 * _hours(first)
+
+
+def test_tensor_parallelism_is_not_tried_where_data_parallelism_fits(client: TestClient) -> None:
+    """Llama-3-8B full fine-tuning at 2,048 tokens on 8 H100: FSDP holds it without
+    checkpointing, so no plan of the answer uses tensor parallelism (its all-reduces on every
+    layer buy nothing there)."""
+    doc = _ask(
+        client,
+        {
+            "workload": {**LONG_CONTEXT_FT, "seq_len": 2048},
+            "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
+            "objective": "fastest",
+        },
+    )
+    for o in doc["options"]:
+        assert o["strategy"]["tensor_parallel"] == 1
+        assert "TENSOR_PARALLEL_TO_FIT" not in _codes(o)

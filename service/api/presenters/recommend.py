@@ -187,6 +187,12 @@ EN: dict[str, Template] = {
         f"sharded with {_p(p, 'sharding')}: a DDP replica needs {_p(p, 'ddp_needed_gib')} GiB "
         f"per GPU, over the {_p(p, 'usable_gib')} GiB usable"
     ),
+    "TENSOR_PARALLEL_TO_FIT": lambda p: (
+        f"tensor parallelism over {_p(p, 'tensor_parallel')} GPUs of one node "
+        f"(x{_p(p, 'data_parallel')} data-parallel): without it the lightest plan on "
+        f"{_p(p, 'gpu_count')} GPUs needs {_p(p, 'without_needed_gib')} GiB per GPU, "
+        f"{_p(p, 'usable_gib')} GiB usable"
+    ),
     "CHECKPOINTING_TO_FIT": lambda p: (
         f"gradient checkpointing on: without it {_p(p, 'needed_without_gib')} GiB per GPU "
         f"would be needed ({_p(p, 'usable_gib')} GiB usable)"
@@ -414,6 +420,11 @@ ZH: dict[str, Template] = {
     "SHARDED_TO_FIT": lambda p: (
         f"采用 {_p(p, 'sharding')} 分片：DDP 每块 GPU 需要 {_p(p, 'ddp_needed_gib')} GiB，"
         f"超过可用的 {_p(p, 'usable_gib')} GiB"
+    ),
+    "TENSOR_PARALLEL_TO_FIT": lambda p: (
+        f"在同一节点内 {_p(p, 'tensor_parallel')} 路张量并行（x{_p(p, 'data_parallel')} 数据并行）："
+        f"不用张量并行时 {_p(p, 'gpu_count')} 块 GPU 上最省的方案每块需要 "
+        f"{_p(p, 'without_needed_gib')} GiB，可用 {_p(p, 'usable_gib')} GiB"
     ),
     "CHECKPOINTING_TO_FIT": lambda p: (
         f"开启梯度检查点：不开则每块 GPU 需要 {_p(p, 'needed_without_gib')} GiB"
