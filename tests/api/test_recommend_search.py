@@ -431,3 +431,35 @@ def test_tensor_parallelism_is_not_tried_where_data_parallelism_fits(client: Tes
     for o in doc["options"]:
         assert o["strategy"]["tensor_parallel"] == 1
         assert "TENSOR_PARALLEL_TO_FIT" not in _codes(o)
+
+
+def test_fastest_serving_ties_go_to_fewer_gpus(client: TestClient) -> None:
+    """Llama-3-8B at 0.2 req/s on eight L40s, one per node (TP1 only: replicas are the one axis):
+    `fastest` is the lowest TPOT at the load over every replica count allowed, and a count within
+    1 % of it goes to fewer GPUs -- a lightly loaded replica already decodes at its bandwidth
+    floor, so more replicas than that buy nothing measurable. Checked against the app's own
+    answers at every GPU limit from 1 to 8."""
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 512,
+            "output_len": 128,
+            "requests_per_s": 0.2,
+        },
+        "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 1, "nodes": 8}]},
+        "objective": "fastest",
+    }
+    tpot: dict[int, float] = {}
+    for k in range(1, 9):
+        o = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": k}})["options"][0]
+        assert o["strategy"]["tensor_parallel"] == 1 and o["strategy"]["gpu_count"] <= k
+        tpot[k] = o["objective_value"]
+    first = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 8}})["options"][0]
+    n, v = first["strategy"]["gpu_count"], first["objective_value"]
+    # within 1 % of the lowest TPOT any limit found (the lowest itself may sit at more GPUs)
+    assert v <= min(tpot.values()) * 1.01
+    # the fewest GPUs that do: every smaller limit's answer is slower than it
+    assert all(tpot[k] > v for k in range(1, n)), (n, tpot)
+    assert n < 8, tpot  # eight replicas at 0.2 req/s are no faster than a few
