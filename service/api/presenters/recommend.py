@@ -277,7 +277,14 @@ EN: dict[str, Template] = {
     ),
     "ASSUMED_PRICES": lambda p: (
         f"prices: {_p(p, 'provider')} {_p(p, 'instance_type')} {_p(p, 'pricing_model')}, "
-        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/h, at least {_p(p, 'age_days_at_least')} day(s) old"
+        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/h, "
+        + (
+            f"{_p(p, 'age_days_at_least')} day(s) old (dated)"
+            if p.get("age_is_lower_bound") is False
+            else f"at least {_p(p, 'age_days_at_least')} day(s) old (its real date is unknown: "
+            "the age counts from when the catalog copy was read)"
+        )
+        + (", stale" if p.get("stale") else "")
     ),
     "ASSUMED_BAND": lambda p: f"bands are the {_p(p, 'level')} interval of the held-out error",
     "ENGINE_ASSUMED": lambda p: (
@@ -495,7 +502,13 @@ ZH: dict[str, Template] = {
     ),
     "ASSUMED_PRICES": lambda p: (
         f"价格：{_p(p, 'provider')} {_p(p, 'instance_type')} {_p(p, 'pricing_model')}，"
-        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/小时，至少 {_p(p, 'age_days_at_least')} 天前的价格"
+        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/小时，"
+        + (
+            f"{_p(p, 'age_days_at_least')} 天前的价格（有日期）"
+            if p.get("age_is_lower_bound") is False
+            else f"至少 {_p(p, 'age_days_at_least')} 天前的价格（实际日期未知：从读取目录副本之日算起）"
+        )
+        + ("，已过期" if p.get("stale") else "")
     ),
     "ASSUMED_BAND": lambda p: f"区间为留出误差的 {_p(p, 'level')} 区间",
     "ENGINE_ASSUMED": lambda p: f"请求给出了负载但未指定推理引擎：按 {_p(p, 'engine')} 连续批处理估计",
