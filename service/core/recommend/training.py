@@ -202,26 +202,26 @@ class _TrainingSearch:
         """The configurations at ``n`` GPUs worth timing: per strategy family (fastest first:
         DDP, ZeRO-2, FSDP) the first that fits without checkpointing, and every faster family
         that fits only with it (recomputation against sharding's extra collectives: timed, not
-        assumed). A family slower than one that fits without checkpointing is moot. Where no
-        family fits without checkpointing, tensor parallelism inside a node (``node`` GPUs) is
-        tried the same way, smallest degree first, over the data-parallel families -- only
-        without checkpointing once a plan fits with it (a TP group's all-reduces on every layer
-        can only pay for themselves by sparing the recomputation)."""
+        assumed). A family slower than one that fits without checkpointing is moot. Where the
+        model needs it -- no data-parallel plan fits, even with checkpointing -- tensor
+        parallelism inside a node (``node`` GPUs) is tried the same way, smallest degree first,
+        over the data-parallel families (TP to spare recomputation is not searched: it changed
+        no answer of the benchmark's questions and cost a third more CPU)."""
         key = (n, usable, node)
         if key in self._fitting:
             return self._fitting[key]
         out: list[_Plan] = []
         self._fitting[key] = out
         for tp in self._groups(n, node):
-            if out and not out[-1].cfg.gradient_checkpointing:
+            if out:
                 break
-            self._families(n, usable, tp, out, (False,) if out and tp > 1 else self.checkpointing)
+            self._families(n, usable, tp, out)
         return out
 
-    def _families(self, n: int, usable: int, tp: int, out: list[_Plan], ckpt: tuple[bool, ...]) -> None:
+    def _families(self, n: int, usable: int, tp: int, out: list[_Plan]) -> None:
         shardings = ("none",) if n == tp * self.base.pipeline_parallel else self.shardings
         for s in shardings:
-            for ck in ckpt:
+            for ck in self.checkpointing:
                 self.counter.candidates += 1
                 p = self.plan(n, s, ck, tp)
                 if p is not None and p.mem.fits(usable):
@@ -542,13 +542,14 @@ class _TrainingSearch:
         return reasons
 
     def _tp_reason(self, cfg: TrainConfig, usable: int) -> Reason:
-        """Tensor parallelism is tried only where no plan without it fits without checkpointing:
-        what the lightest plan without it needs at the same count and checkpointing."""
+        """Tensor parallelism is tried only where no plan without it fits: what the lightest
+        plan without it needs at the same count."""
         n, ck = cfg.gpu_count, cfg.gradient_checkpointing
         without = [
             p.mem.device_memory_band.high
             for s in (("none",) if n == 1 else self.shardings)
-            if (p := self.plan(n, s, ck)) is not None
+            for c in self.checkpointing
+            if (p := self.plan(n, s, c)) is not None
         ]
         return Reason(
             "TENSOR_PARALLEL_TO_FIT",
