@@ -138,8 +138,13 @@ EN: dict[str, Template] = {
     ),
     "MISSES_DEADLINE": lambda p: (
         f"{_p(p, 'gpu_count')}x {_p(p, 'gpu')} take up to {_p(p, 'hours_high')} h (about "
-        f"{_p(p, 'hours')} h), over the {_p(p, 'deadline_hours')} h deadline, and no more "
-        f"GPUs are allowed ({_p(p, 'max_gpus')})"
+        f"{_p(p, 'hours')} h), over the {_p(p, 'deadline_hours')} h deadline, and "
+        + (
+            f"no more GPUs are allowed ({_p(p, 'max_gpus')})"
+            if p.get("largest_tried") is None or p["largest_tried"] >= (p.get("max_gpus") or 0)
+            else f"no count tried is faster (up to {_p(p, 'largest_tried')} GPUs, whole nodes "
+            f"within max_gpus {_p(p, 'max_gpus')})"
+        )
     ),
     "MISSES_TTFT": lambda p: (
         f"even a lone request waits {_p(p, 'ttft_ms')} ms for its first token on the "
@@ -383,8 +388,13 @@ ZH: dict[str, Template] = {
     ),
     "MISSES_DEADLINE": lambda p: (
         f"{_p(p, 'gpu_count')} 块 {_p(p, 'gpu')} 最长需要 {_p(p, 'hours_high')} 小时（约 "
-        f"{_p(p, 'hours')} 小时），超过 {_p(p, 'deadline_hours')} 小时的截止时间，且不能再增加 GPU"
-        f"（上限 {_p(p, 'max_gpus')}）"
+        f"{_p(p, 'hours')} 小时），超过 {_p(p, 'deadline_hours')} 小时的截止时间，"
+        + (
+            f"且不能再增加 GPU（上限 {_p(p, 'max_gpus')}）"
+            if p.get("largest_tried") is None or p["largest_tried"] >= (p.get("max_gpus") or 0)
+            else f"试过的数量中没有更快的（最多 {_p(p, 'largest_tried')} 块，"
+            f"在 max_gpus {_p(p, 'max_gpus')} 内按整节点）"
+        )
     ),
     "MISSES_TTFT": lambda p: (
         f"在 {_p(p, 'gpu')}（TP{_p(p, 'tensor_parallel')}）上即使只有一个请求，首 token 也要 "

@@ -342,7 +342,7 @@ class _TrainingSearch:
         primary = _choose(found, self.q.objective, deadline)
         if primary is None:
             fastest = min(found, key=lambda o: (o.time_value, o.gpu_count))
-            return self._misses_deadline(gpu, fastest, cap)
+            return self._misses_deadline(gpu, fastest, cap, max(o.gpu_count for o in found))
         return self._explained(gpu, primary, usable, n0), [o for o in found if o is not primary]
 
     def faster(self, o: Option, cap: int) -> list[Option]:
@@ -379,9 +379,10 @@ class _TrainingSearch:
             params["single_gpu_needed_gib"] = _gib(single.mem.device_memory_band.high)
         return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", params))
 
-    def _misses_deadline(self, gpu: GpuSpec, fastest: Option, cap: int) -> Exclusion:
-        """No count meets the deadline: the fastest plan found (the largest count tried) is
-        quoted, and kept for the answer that says no plan meets it."""
+    def _misses_deadline(self, gpu: GpuSpec, fastest: Option, cap: int, largest: int) -> Exclusion:
+        """No count meets the deadline: the fastest plan found is quoted with the largest count
+        tried (whole nodes may stop short of ``max_gpus``), and kept for the answer that says no
+        plan meets it."""
         assert fastest.hours_band is not None
         return Exclusion(
             gpu,
@@ -394,6 +395,7 @@ class _TrainingSearch:
                     "hours": round(fastest.hours or 0.0, 1),
                     "deadline_hours": self.q.constraints.deadline_hours,
                     "max_gpus": cap,
+                    "largest_tried": largest,
                 },
             ),
             plan=fastest,
