@@ -170,10 +170,12 @@ def test_a_run_longer_than_a_year_names_a_faster_plan(client: TestClient) -> Non
     assert _hours(first) > 365 * 24
     w = _warning(doc, "LONG_RUN")["params"]
     assert w["years"] > 1 and "years" in _warning(doc, "LONG_RUN")["message"]
-    if w["faster_gpu"] is not None:  # a plan within +25 % of the cost exists
-        assert w["faster_gpu_count"] > first["strategy"]["gpu_count"]
-        assert w["faster_hours"] < _hours(first)
-        assert w["faster_cost_ratio"] is None or w["faster_cost_ratio"] <= 1.25
+    # Lambda's per-GPU-hour rate does not grow with the instance, and the same tokens over more
+    # GPUs take about as many GPU-hours: a faster plan within +25 % of the cost must be named
+    assert w["faster_gpu"] is not None, w
+    assert w["faster_gpu_count"] > first["strategy"]["gpu_count"]
+    assert w["faster_hours"] < _hours(first)
+    assert w["faster_cost_ratio"] is not None and w["faster_cost_ratio"] <= 1.25
     # either way the faster plans are visible: the GPU was timed at doubling counts
     faster = [p for p in doc["frontier"] if p["time_vs_first"] < 0.5]
     assert faster or not doc["frontier"], doc["frontier"]
