@@ -212,11 +212,25 @@ class _TrainingSearch:
             return self._fitting[key]
         out: list[_Plan] = []
         self._fitting[key] = out
-        for tp in self._groups(n, node):
-            if out:
+        groups = self._groups(n, node)
+        for tp in groups:
+            if out or (tp > 1 and not self._tp_may_fit(n, usable, groups[-1])):
                 break
             self._families(n, usable, tp, out)
         return out
+
+    def _lightest_tp(self, n: int, tp: int, ck: bool) -> _Plan | None:
+        """The most-sharded family at ``tp`` (FSDP where allowed; one rank shards nothing)."""
+        return self.plan(n, self.shardings[-1], ck, tp)
+
+    def _tp_may_fit(self, n: int, usable: int, top: int) -> bool:
+        """Whether any TP plan at ``n`` can fit: memory only falls with the TP degree, the
+        sharding and checkpointing, so the largest degree, most sharded, with checkpointing
+        where allowed, decides it (one breakdown instead of one per degree and family)."""
+        if self.tensor_parallel_fixed:
+            return True
+        p = self._lightest_tp(n, top, max(self.checkpointing))
+        return p is not None and p.mem.fits(usable)
 
     def _families(self, n: int, usable: int, tp: int, out: list[_Plan]) -> None:
         shardings = ("none",) if n == tp * self.base.pipeline_parallel else self.shardings
@@ -234,8 +248,11 @@ class _TrainingSearch:
     def lightest(self, n: int, node: int = 1) -> _Plan | None:
         """The smallest-footprint configuration allowed at ``n`` GPUs (what an exclusion quotes)."""
         best: _Plan | None = None
-        for tp in self._groups(n, node):
-            for s in ("none",) if n == tp * self.base.pipeline_parallel else self.shardings:
+        groups = self._groups(n, node)
+        for tp in groups if self.tensor_parallel_fixed or len(groups) < 2 else (groups[0], groups[-1]):
+            # without TP every family; with it the largest degree, most sharded (the lightest)
+            shardings = self.shardings if tp == 1 else self.shardings[-1:]
+            for s in ("none",) if n == tp * self.base.pipeline_parallel else shardings:
                 for ck in self.checkpointing:
                     p = self.plan(n, s, ck, tp)
                     if p is not None and (
