@@ -437,8 +437,8 @@ class OptionOut(BaseModel):
 class FrontierPoint(BaseModel):
     gpu: str
     gpu_count: int
-    hours: float | None = None
-    cost: float | None = None
+    hours: float | None = Field(default=None, description="time to train, h (training with tokens)")
+    cost: float | None = Field(default=None, description="cost_value, in cost_unit (null: no price)")
     time_value: float = Field(description="in time_unit")
     time_unit: str = Field(
         description="h (time to train), s/1M tokens (training without tokens) or s TPOT (serving)"

@@ -74,3 +74,40 @@ def test_allow_suspect_prices_must_be_a_boolean(client: TestClient) -> None:
     body = {**CHEAPEST_H200, "constraints": {**CHEAPEST_H200["constraints"], "allow_suspect_prices": "yes"}}
     r = client.post("/v1/recommend", json=body)
     assert r.status_code == 422 and "allow_suspect_prices" in r.text
+
+
+def _assumed_prices(doc: dict[str, Any]) -> dict[str, Any]:
+    [a] = [a for a in doc["assumptions"] if a["code"] == "ASSUMED_PRICES"]
+    return dict(a)
+
+
+def test_the_answer_says_which_price_ages_are_lower_bounds(client: TestClient) -> None:
+    """A catalog copy's date is when it was read: the answer's price assumption says "at least"
+    and why. AWS's capacity-block price for the p5.48xlarge (prices.json, effective 2024-12-01)
+    has a real date: its age is stated as is, and it is stale (older than the 30-day default)."""
+    copy = _ask(client, CHEAPEST_H200)
+    a = _assumed_prices(copy)
+    c = copy["options"][0]["cost"]
+    assert a["params"]["age_is_lower_bound"] is True and c["price_age_is_lower_bound"] is True
+    assert "at least" in a["message"] and "real date is unknown" in a["message"]
+    dated = _ask(
+        client,
+        {
+            "workload": CHEAPEST_H200["workload"],
+            "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8, "providers": ["aws"]},
+            "cost": {"pricing_models": ["reserved"]},
+            "objective": "cheapest",
+        },
+    )
+    a = _assumed_prices(dated)
+    c = dated["options"][0]["cost"]
+    assert (c["instance_type"], c["price_age_is_lower_bound"], c["stale"]) == ("p5.48xlarge", False, True)
+    assert a["params"]["age_is_lower_bound"] is False and a["params"]["stale"] is True
+    assert a["params"]["age_days_at_least"] == c["price_age_days"] >= 733  # 2024-12-01 to 2026-12-04
+    assert "at least" not in a["message"] and "stale" in a["message"]
+    zh = client.post(
+        "/v1/recommend",
+        json={**CHEAPEST_H200},
+        headers={"Accept-Language": "zh"},
+    ).json()
+    assert "至少" in _assumed_prices(zh)["message"]

@@ -170,10 +170,12 @@ def test_a_run_longer_than_a_year_names_a_faster_plan(client: TestClient) -> Non
     assert _hours(first) > 365 * 24
     w = _warning(doc, "LONG_RUN")["params"]
     assert w["years"] > 1 and "years" in _warning(doc, "LONG_RUN")["message"]
-    if w["faster_gpu"] is not None:  # a plan within +25 % of the cost exists
-        assert w["faster_gpu_count"] > first["strategy"]["gpu_count"]
-        assert w["faster_hours"] < _hours(first)
-        assert w["faster_cost_ratio"] is None or w["faster_cost_ratio"] <= 1.25
+    # Lambda's per-GPU-hour rate does not grow with the instance, and the same tokens over more
+    # GPUs take about as many GPU-hours: a faster plan within +25 % of the cost must be named
+    assert w["faster_gpu"] is not None, w
+    assert w["faster_gpu_count"] > first["strategy"]["gpu_count"]
+    assert w["faster_hours"] < _hours(first)
+    assert w["faster_cost_ratio"] is not None and w["faster_cost_ratio"] <= 1.25
     # either way the faster plans are visible: the GPU was timed at doubling counts
     faster = [p for p in doc["frontier"] if p["time_vs_first"] < 0.5]
     assert faster or not doc["frontier"], doc["frontier"]
@@ -354,3 +356,132 @@ def test_scheduling_hints_ask_for_what_the_plan_runs_on(client: TestClient) -> N
     )["options"][0]
     assert "--ntasks-per-node=1" in train["scheduling"]["slurm"]
     assert "--nodes=2" in train["scheduling"]["slurm"]
+
+
+LONG_CONTEXT_FT = {
+    "model": "llama3-8b",
+    "mode": "fine-tuning",
+    "finetune": "full",
+    "batch_size": 1,
+    "seq_len": 131072,
+    "tokens": 1e9,
+}
+
+
+def _estimate_memory(client: TestClient, n: int, tp: int, sharding: str) -> dict[str, Any]:
+    body = {
+        **{k: v for k, v in LONG_CONTEXT_FT.items() if k != "tokens"},
+        "gpu": "nvidia-h100-sxm",
+        "gpu_count": n,
+        "tensor_parallel": tp,
+        "sharding": sharding,
+        "gradient_checkpointing": True,
+    }
+    r = client.post("/v1/estimate", json=body)
+    assert r.status_code == 200, r.text
+    return dict(r.json()["memory"])
+
+
+def test_a_sequence_no_data_parallel_plan_holds_is_split_by_tensor_parallelism(client: TestClient) -> None:
+    """Llama-3-8B full fine-tuning on 131,072-token sequences, up to 8 H100: the fp32 logits of
+    one sequence over the 128,256-token vocabulary (and their gradient) are ~200 GB per GPU, which
+    DDP and FSDP do not split (they shard parameters, not one sequence), so every data-parallel
+    plan is out even with checkpointing. Tensor parallelism splits the LM head and the heads
+    across the node: TP8 fits where TP4 does not (the estimate says both), and is the answer."""
+    body = {
+        "workload": LONG_CONTEXT_FT,
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
+        "objective": "fastest",
+    }
+    first = _ask(client, body)["options"][0]
+    s = first["strategy"]
+    assert (s["gpu_count"], s["tensor_parallel"], s["nodes"]) == (8, 8, 1), s
+    tp = _reason(first, "TENSOR_PARALLEL_TO_FIT")["params"]
+    assert tp["tensor_parallel"] == 8 and tp["data_parallel"] == 1
+    assert tp["without_needed_gib"] > tp["usable_gib"]  # no plan without TP fits on 8
+    assert first["memory"]["needed_bytes"] <= first["memory"]["usable_bytes"]
+    # the estimator agrees: TP8 fits, the next smaller degree and FSDP alone do not
+    assert _estimate_memory(client, 8, 8, "none")["fits"] is True
+    assert _estimate_memory(client, 8, 4, "fsdp")["fits"] is False
+    assert _estimate_memory(client, 8, 1, "fsdp")["fits"] is False
+    # four GPUs cannot hold it: the exclusion quotes the lightest plan tried there (TP4)
+    four = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 4}})
+    h100 = next(e for e in four["excluded"] if e["gpu"]["slug"] == "nvidia-h100-sxm")
+    assert h100["code"] == "MEMORY_INSUFFICIENT"
+    p = h100["params"]
+    assert (p["gpu_count"], p["tensor_parallel"]) == (4, 4) and "TP4" in h100["message"]
+    assert p["needed_gib"] > p["usable_gib"]
+    # sixteen: the same TP8 group, two of them data-parallel across two nodes, in about half the time
+    more = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 16}})["options"][0]
+    ms = more["strategy"]
+    assert (ms["gpu_count"], ms["tensor_parallel"], ms["nodes"]) == (16, 8, 2), ms
+    assert _hours(more) < 0.6 * _hours(first)
+
+
+def test_tensor_parallelism_is_not_tried_where_data_parallelism_fits(client: TestClient) -> None:
+    """Llama-3-8B full fine-tuning at 2,048 tokens on 8 H100: FSDP holds it without
+    checkpointing, so no plan of the answer uses tensor parallelism (its all-reduces on every
+    layer buy nothing there)."""
+    doc = _ask(
+        client,
+        {
+            "workload": {**LONG_CONTEXT_FT, "seq_len": 2048},
+            "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
+            "objective": "fastest",
+        },
+    )
+    for o in doc["options"]:
+        assert o["strategy"]["tensor_parallel"] == 1
+        assert "TENSOR_PARALLEL_TO_FIT" not in _codes(o)
+
+
+def test_fastest_serving_ties_go_to_fewer_gpus(client: TestClient) -> None:
+    """Llama-3-8B at 0.2 req/s on eight L40s, one per node (TP1 only: replicas are the one axis):
+    `fastest` is the lowest TPOT at the load over every replica count allowed, and a count within
+    1 % of it goes to fewer GPUs -- a lightly loaded replica already decodes at its bandwidth
+    floor, so more replicas than that buy nothing measurable. Checked against the app's own
+    answers at every GPU limit from 1 to 8."""
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 512,
+            "output_len": 128,
+            "requests_per_s": 0.2,
+        },
+        "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 1, "nodes": 8}]},
+        "objective": "fastest",
+    }
+    tpot: dict[int, float] = {}
+    for k in range(1, 9):
+        o = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": k}})["options"][0]
+        assert o["strategy"]["tensor_parallel"] == 1 and o["strategy"]["gpu_count"] <= k
+        tpot[k] = o["objective_value"]
+    first = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 8}})["options"][0]
+    n, v = first["strategy"]["gpu_count"], first["objective_value"]
+    # within 1 % of the lowest TPOT any limit found (the lowest itself may sit at more GPUs)
+    assert v <= min(tpot.values()) * 1.01
+    # the fewest GPUs that do: every smaller limit's answer is slower than it
+    assert all(tpot[k] > v for k in range(1, n)), (n, tpot)
+    assert n < 8, tpot  # eight replicas at 0.2 req/s are no faster than a few
+
+
+def test_a_missed_deadline_never_claims_counts_it_did_not_try(client: TestClient) -> None:
+    """1T tokens of Llama-3-8B in 720 h on at most 20 H200: whole 8-GPU nodes stop at 16, so the
+    exclusion quotes 16 and the largest count tried -- not "no more GPUs are allowed (20)", which
+    would be false (the issue's B200 was quoted at 1 GPU 'with 128 allowed'). At max_gpus 16 the
+    limit is what binds, and it says so."""
+    body = {
+        "workload": PRETRAIN_8B,
+        "constraints": {"allowed_gpus": ["nvidia-h200-sxm"], "max_gpus": 20, "deadline_hours": 720},
+        "objective": "fastest",
+    }
+    for limit, binding in ((20, False), (16, True)):
+        doc = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": limit}})
+        e = next(e for e in doc["excluded"] if e["gpu"]["slug"] == "nvidia-h200-sxm")
+        p = e["params"]
+        assert e["code"] == "MISSES_DEADLINE" and p["gpu_count"] == p["largest_tried"] == 16
+        assert p["hours_high"] > 720 and p["max_gpus"] == limit
+        assert ("no more GPUs are allowed" in e["message"]) is binding, e["message"]
+        assert _warning(doc, "NO_PLAN_MEETS_DEADLINE")["params"]["gpu_count"] == 16

@@ -138,8 +138,13 @@ EN: dict[str, Template] = {
     ),
     "MISSES_DEADLINE": lambda p: (
         f"{_p(p, 'gpu_count')}x {_p(p, 'gpu')} take up to {_p(p, 'hours_high')} h (about "
-        f"{_p(p, 'hours')} h), over the {_p(p, 'deadline_hours')} h deadline, and no more "
-        f"GPUs are allowed ({_p(p, 'max_gpus')})"
+        f"{_p(p, 'hours')} h), over the {_p(p, 'deadline_hours')} h deadline, and "
+        + (
+            f"no more GPUs are allowed ({_p(p, 'max_gpus')})"
+            if p.get("largest_tried") is None or p["largest_tried"] >= (p.get("max_gpus") or 0)
+            else f"no count tried is faster (up to {_p(p, 'largest_tried')} GPUs, whole nodes "
+            f"within max_gpus {_p(p, 'max_gpus')})"
+        )
     ),
     "MISSES_TTFT": lambda p: (
         f"even a lone request waits {_p(p, 'ttft_ms')} ms for its first token on the "
@@ -186,6 +191,12 @@ EN: dict[str, Template] = {
     "SHARDED_TO_FIT": lambda p: (
         f"sharded with {_p(p, 'sharding')}: a DDP replica needs {_p(p, 'ddp_needed_gib')} GiB "
         f"per GPU, over the {_p(p, 'usable_gib')} GiB usable"
+    ),
+    "TENSOR_PARALLEL_TO_FIT": lambda p: (
+        f"tensor parallelism over {_p(p, 'tensor_parallel')} GPUs of one node "
+        f"(x{_p(p, 'data_parallel')} data-parallel): without it the lightest plan on "
+        f"{_p(p, 'gpu_count')} GPUs needs {_p(p, 'without_needed_gib')} GiB per GPU, "
+        f"{_p(p, 'usable_gib')} GiB usable"
     ),
     "CHECKPOINTING_TO_FIT": lambda p: (
         f"gradient checkpointing on: without it {_p(p, 'needed_without_gib')} GiB per GPU "
@@ -271,7 +282,14 @@ EN: dict[str, Template] = {
     ),
     "ASSUMED_PRICES": lambda p: (
         f"prices: {_p(p, 'provider')} {_p(p, 'instance_type')} {_p(p, 'pricing_model')}, "
-        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/h, at least {_p(p, 'age_days_at_least')} day(s) old"
+        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/h, "
+        + (
+            f"{_p(p, 'age_days_at_least')} day(s) old (dated)"
+            if p.get("age_is_lower_bound") is False
+            else f"at least {_p(p, 'age_days_at_least')} day(s) old (its real date is unknown: "
+            "the age counts from when the catalog copy was read)"
+        )
+        + (", stale" if p.get("stale") else "")
     ),
     "ASSUMED_BAND": lambda p: f"bands are the {_p(p, 'level')} interval of the held-out error",
     "ENGINE_ASSUMED": lambda p: (
@@ -370,8 +388,13 @@ ZH: dict[str, Template] = {
     ),
     "MISSES_DEADLINE": lambda p: (
         f"{_p(p, 'gpu_count')} 块 {_p(p, 'gpu')} 最长需要 {_p(p, 'hours_high')} 小时（约 "
-        f"{_p(p, 'hours')} 小时），超过 {_p(p, 'deadline_hours')} 小时的截止时间，且不能再增加 GPU"
-        f"（上限 {_p(p, 'max_gpus')}）"
+        f"{_p(p, 'hours')} 小时），超过 {_p(p, 'deadline_hours')} 小时的截止时间，"
+        + (
+            f"且不能再增加 GPU（上限 {_p(p, 'max_gpus')}）"
+            if p.get("largest_tried") is None or p["largest_tried"] >= (p.get("max_gpus") or 0)
+            else f"试过的数量中没有更快的（最多 {_p(p, 'largest_tried')} 块，"
+            f"在 max_gpus {_p(p, 'max_gpus')} 内按整节点）"
+        )
     ),
     "MISSES_TTFT": lambda p: (
         f"在 {_p(p, 'gpu')}（TP{_p(p, 'tensor_parallel')}）上即使只有一个请求，首 token 也要 "
@@ -414,6 +437,11 @@ ZH: dict[str, Template] = {
     "SHARDED_TO_FIT": lambda p: (
         f"采用 {_p(p, 'sharding')} 分片：DDP 每块 GPU 需要 {_p(p, 'ddp_needed_gib')} GiB，"
         f"超过可用的 {_p(p, 'usable_gib')} GiB"
+    ),
+    "TENSOR_PARALLEL_TO_FIT": lambda p: (
+        f"在同一节点内 {_p(p, 'tensor_parallel')} 路张量并行（x{_p(p, 'data_parallel')} 数据并行）："
+        f"不用张量并行时 {_p(p, 'gpu_count')} 块 GPU 上最省的方案每块需要 "
+        f"{_p(p, 'without_needed_gib')} GiB，可用 {_p(p, 'usable_gib')} GiB"
     ),
     "CHECKPOINTING_TO_FIT": lambda p: (
         f"开启梯度检查点：不开则每块 GPU 需要 {_p(p, 'needed_without_gib')} GiB"
@@ -484,7 +512,13 @@ ZH: dict[str, Template] = {
     ),
     "ASSUMED_PRICES": lambda p: (
         f"价格：{_p(p, 'provider')} {_p(p, 'instance_type')} {_p(p, 'pricing_model')}，"
-        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/小时，至少 {_p(p, 'age_days_at_least')} 天前的价格"
+        f"{_money(p, 'per_hour')} {_p(p, 'currency')}/小时，"
+        + (
+            f"{_p(p, 'age_days_at_least')} 天前的价格（有日期）"
+            if p.get("age_is_lower_bound") is False
+            else f"至少 {_p(p, 'age_days_at_least')} 天前的价格（实际日期未知：从读取目录副本之日算起）"
+        )
+        + ("，已过期" if p.get("stale") else "")
     ),
     "ASSUMED_BAND": lambda p: f"区间为留出误差的 {_p(p, 'level')} 区间",
     "ENGINE_ASSUMED": lambda p: f"请求给出了负载但未指定推理引擎：按 {_p(p, 'engine')} 连续批处理估计",

@@ -53,6 +53,8 @@ def assumptions(q: RecommendQuestion, first: Option | None, engine_assumed: str 
                     "per_hour": round(qt.per_hour, 2),
                     "currency": qt.currency,
                     "age_days_at_least": qt.age_days,
+                    "age_is_lower_bound": qt.age_is_lower_bound,
+                    "stale": qt.stale,
                 },
             )
         )

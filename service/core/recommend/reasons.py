@@ -35,6 +35,7 @@ REASON_CODES: Final[tuple[str, ...]] = (
     # options
     "FITS",
     "SHARDED_TO_FIT",
+    "TENSOR_PARALLEL_TO_FIT",
     "CHECKPOINTING_TO_FIT",
     "SINGLE_GPU_TOO_SMALL",
     "MEETS_DEADLINE",

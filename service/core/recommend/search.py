@@ -18,7 +18,8 @@ Search, training
     or a deadline needs it (the largest allowed count for ``fastest``; the smallest that meets
     the deadline, from the time's 1/n scaling, checked by the estimator). The global batch is
     held fixed across counts when the workload gives one (gradient accumulation); otherwise the
-    micro-batch is.
+    micro-batch is. Where no data-parallel plan fits, even with checkpointing, tensor
+    parallelism inside one node is tried over the same families (``_TrainingSearch.fitting``).
 
 Search, serving
     Per GPU and weight format, every tensor-parallel degree that fits (weights and the KV cache

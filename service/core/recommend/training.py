@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.estimate import Job, estimate
@@ -20,7 +21,6 @@ from service.core.pricing.cost import (
     run_cost,
 )
 from service.core.recommend.candidates import (
-    _count_cap,
     _Counter,
     _gib,
     _node_size,
@@ -39,6 +39,7 @@ from service.core.recommend.training_counts import (
     _Timed,
     _toward_deadline,
 )
+from service.core.recommend.training_whatifs import training_what_ifs
 
 
 class _MemoryTable:
@@ -47,11 +48,20 @@ class _MemoryTable:
     def __init__(self, base: TrainConfig, counter: _Counter) -> None:
         self.base = base
         self.counter = counter
-        self._memo: dict[tuple[int, str, bool, int, str], MemoryEstimate | None] = {}
+        self._memo: dict[tuple[int, int, str, bool, int, str], MemoryEstimate | None] = {}
 
     def get(self, cfg: TrainConfig) -> MemoryEstimate | None:
-        n = cfg.gpu_count if cfg.sharding not in ("none", "ddp") else min(cfg.gpu_count, 2)
-        key = (n, cfg.sharding, cfg.gradient_checkpointing, cfg.batch_size, cfg.finetune + cfg.optimizer_impl)
+        tp = cfg.tensor_parallel
+        dp = cfg.gpu_count // tp
+        n = dp if cfg.sharding not in ("none", "ddp") else min(dp, 2)  # a replica's does not shrink
+        key = (
+            n,
+            tp,
+            cfg.sharding,
+            cfg.gradient_checkpointing,
+            cfg.batch_size,
+            cfg.finetune + cfg.optimizer_impl,
+        )
         if key not in self._memo:
             self.counter.memory += 1
             try:
@@ -96,9 +106,11 @@ class _TrainingSearch:
             self.shardings = ("ddp",)  # QLoRA with FSDP / ZeRO-3 is not modelled
         else:
             self.shardings = ("ddp", "zero2", "fsdp")
-        self._plans: dict[tuple[int, str, bool], _Plan | None] = {}
-        self._relaxed_memo: dict[tuple[str, int, str, bool], MemoryEstimate | None] = {}
-        self._fitting: dict[tuple[int, int], list[_Plan]] = {}
+        self._plans: dict[tuple[int, str, bool, int], _Plan | None] = {}
+        self._relaxed_memo: dict[tuple[str, int, str, bool, int, int], MemoryEstimate | None] = {}
+        self.tensor_parallel_fixed = self.base.tensor_parallel > 1 or self.base.pipeline_parallel > 1
+        """A layout the workload states is kept (only data parallelism and sharding vary)."""
+        self._fitting: dict[tuple[int, int, int], list[_Plan]] = {}
         self.threshold: float | None = None
         """The ``limit``-th best objective value found so far (set by the caller per GPU)."""
         self.fewest: dict[str, int] = {}
@@ -122,35 +134,59 @@ class _TrainingSearch:
         out += [k * node for k in range(2, nodes + 1) if k * node <= cap]
         return out
 
-    def plan(self, n: int, sharding: str, ckpt: bool) -> _Plan | None:
-        """The configuration at ``n`` GPUs (global batch held when given), memoised."""
-        key = (n, sharding, ckpt)
+    def tp_degrees(self, n: int, node: int) -> tuple[int, ...]:
+        """Tensor-parallel degrees worth trying at ``n`` GPUs on nodes of ``node``: inside one
+        node (a TP group's all-reduces run on every layer), dividing ``n``, the KV heads and the
+        FFN (what the estimator shards), decoders only."""
+        m = self.base.model
+        if not isinstance(m, DecoderSpec) or self.tensor_parallel_fixed:
+            return ()
+        return tuple(
+            d
+            for d in range(2, min(n, node) + 1)
+            if n % d == 0 and node % d == 0 and m.num_kv_heads % d == 0 and m.intermediate_size % d == 0
+        )
+
+    def _groups(self, n: int, node: int) -> tuple[int, ...]:
+        """The model-parallel group sizes tried at ``n``: the workload's stated layout, else no
+        tensor parallelism, then :meth:`tp_degrees`."""
+        b = self.base
+        if self.tensor_parallel_fixed:
+            return (b.tensor_parallel,) if n % (b.tensor_parallel * b.pipeline_parallel) == 0 else ()
+        return (1, *self.tp_degrees(n, node))
+
+    def plan(self, n: int, sharding: str, ckpt: bool, tp: int = 1) -> _Plan | None:
+        """The configuration at ``n`` GPUs in groups of ``tp`` (global batch held when given),
+        memoised. One data-parallel rank shards nothing."""
+        dp = n // (tp * self.base.pipeline_parallel)
+        s = "none" if dp == 1 else sharding
+        key = (n, s, ckpt, tp)
         if key in self._plans:
             return self._plans[key]
+        self._plans[key] = plan = self._make(n, s, ckpt, tp)
+        return plan
+
+    def _make(self, n: int, s: str, ckpt: bool, tp: int) -> _Plan | None:
         b = self.base
         micro = b.batch_size
         g = self.global_batch
+        dp = n // (tp * b.pipeline_parallel)
         if g:
-            if g < n:
-                self._plans[key] = None
-                return None
-            per_rank = g // n if g % n == 0 else 0
+            per_rank = g // dp if g % dp == 0 else 0
             if not per_rank:
-                self._plans[key] = None
                 return None
             micro = max(d for d in range(1, min(micro, per_rank) + 1) if per_rank % d == 0)
-        s = "none" if n == 1 else sharding
         amp = b.precision.startswith("amp_")
         mixed = b.mixed_precision
         if "mixed_precision" not in self.job.stated:
             mixed = "fsdp_policy" if s == "fsdp" and amp else "autocast"
         elif mixed == "fsdp_policy" and s != "fsdp":
-            self._plans[key] = None
             return None
         try:
             cfg = replace(
                 b,
                 gpu_count=n,
+                tensor_parallel=tp,
                 sharding=s,
                 gradient_checkpointing=ckpt,
                 batch_size=micro,
@@ -158,46 +194,71 @@ class _TrainingSearch:
                 mixed_precision=mixed,
             )
         except InvalidConfiguration:
-            self._plans[key] = None
             return None
         mem = self.table.get(cfg)
-        plan = _Plan(cfg, mem) if mem is not None else None
-        self._plans[key] = plan
-        return plan
+        return _Plan(cfg, mem) if mem is not None else None
 
-    def fitting(self, n: int, usable: int) -> list[_Plan]:
+    def fitting(self, n: int, usable: int, node: int) -> list[_Plan]:
         """The configurations at ``n`` GPUs worth timing: per strategy family (fastest first:
         DDP, ZeRO-2, FSDP) the first that fits without checkpointing, and every faster family
         that fits only with it (recomputation against sharding's extra collectives: timed, not
-        assumed). A family slower than one that fits without checkpointing is moot."""
-        key = (n, usable)
+        assumed). A family slower than one that fits without checkpointing is moot. Where the
+        model needs it -- no data-parallel plan fits, even with checkpointing -- tensor
+        parallelism inside a node (``node`` GPUs) is tried the same way, smallest degree first,
+        over the data-parallel families (TP to spare recomputation is not searched: it changed
+        no answer of the benchmark's questions and cost a third more CPU)."""
+        key = (n, usable, node)
         if key in self._fitting:
             return self._fitting[key]
         out: list[_Plan] = []
         self._fitting[key] = out
-        shardings = ("none",) if n == 1 else self.shardings
+        groups = self._groups(n, node)
+        for tp in groups:
+            if out or (tp > 1 and not self._tp_may_fit(n, usable, groups[-1])):
+                break
+            self._families(n, usable, tp, out)
+        return out
+
+    def _lightest_tp(self, n: int, tp: int, ck: bool) -> _Plan | None:
+        """The most-sharded family at ``tp`` (FSDP where allowed; one rank shards nothing)."""
+        return self.plan(n, self.shardings[-1], ck, tp)
+
+    def _tp_may_fit(self, n: int, usable: int, top: int) -> bool:
+        """Whether any TP plan at ``n`` can fit: memory only falls with the TP degree, the
+        sharding and checkpointing, so the largest degree, most sharded, with checkpointing
+        where allowed, decides it (one breakdown instead of one per degree and family)."""
+        if self.tensor_parallel_fixed:
+            return True
+        p = self._lightest_tp(n, top, max(self.checkpointing))
+        return p is not None and p.mem.fits(usable)
+
+    def _families(self, n: int, usable: int, tp: int, out: list[_Plan]) -> None:
+        shardings = ("none",) if n == tp * self.base.pipeline_parallel else self.shardings
         for s in shardings:
             for ck in self.checkpointing:
                 self.counter.candidates += 1
-                p = self.plan(n, s, ck)
+                p = self.plan(n, s, ck, tp)
                 if p is not None and p.mem.fits(usable):
-                    out.append(p)
+                    if all(p is not q for q in out):
+                        out.append(p)
                     break
             if out and not out[-1].cfg.gradient_checkpointing:
-                break
-        return out
+                return
 
-    def lightest(self, n: int) -> _Plan | None:
+    def lightest(self, n: int, node: int = 1) -> _Plan | None:
         """The smallest-footprint configuration allowed at ``n`` GPUs (what an exclusion quotes)."""
         best: _Plan | None = None
-        shardings = ("none",) if n == 1 else self.shardings
-        for s in shardings:
-            for ck in self.checkpointing:
-                p = self.plan(n, s, ck)
-                if p is not None and (
-                    best is None or p.mem.device_memory_band.high < best.mem.device_memory_band.high
-                ):
-                    best = p
+        groups = self._groups(n, node)
+        for tp in groups if self.tensor_parallel_fixed or len(groups) < 2 else (groups[0], groups[-1]):
+            # without TP every family; with it the largest degree, most sharded (the lightest)
+            shardings = self.shardings if tp == 1 else self.shardings[-1:]
+            for s in ("none",) if n == tp * self.base.pipeline_parallel else shardings:
+                for ck in self.checkpointing:
+                    p = self.plan(n, s, ck, tp)
+                    if p is not None and (
+                        best is None or p.mem.device_memory_band.high < best.mem.device_memory_band.high
+                    ):
+                        best = p
         return best
 
     # ---- per GPU ----------------------------------------------------------------------------
@@ -249,7 +310,8 @@ class _TrainingSearch:
         breakdown only shrinks with the count, DDP's does not change), decide it."""
         usable = int(gpu.fit_memory_bytes or 0)
         counts = self.counts(cap, gpu)
-        if any(self.fitting(n, usable) for n in {counts[0], counts[-1]} if counts):
+        node = self._node(gpu)
+        if any(self.fitting(n, usable, node) for n in {counts[0], counts[-1]} if counts):
             return None
         found = self.options(gpu, cap)
         return found if isinstance(found, Exclusion) else None
@@ -258,7 +320,8 @@ class _TrainingSearch:
         """This GPU's plan for the objective, and every other plan timed (the frontier's)."""
         usable = int(gpu.fit_memory_bytes or 0)
         counts = self.counts(cap, gpu)
-        i0 = next((i for i, n in enumerate(counts) if self.fitting(n, usable)), None)
+        node = self._node(gpu)
+        i0 = next((i for i, n in enumerate(counts) if self.fitting(n, usable, node)), None)
         if i0 is None:
             return self._too_small(gpu, counts, usable)
         n0 = counts[i0]
@@ -270,7 +333,7 @@ class _TrainingSearch:
         start = counts[-1] if self.q.objective == "fastest" and deadline is None else n0
         first = (timed.best(start) or timed.best(n0)) if missing is None else None
         if first is None:
-            plan = self.fitting(n0, usable)[0]
+            plan = self.fitting(n0, usable, node)[0]
             return Exclusion(
                 gpu,
                 Reason(
@@ -296,7 +359,7 @@ class _TrainingSearch:
         primary = _choose(found, self.q.objective, deadline)
         if primary is None:
             fastest = min(found, key=lambda o: (o.time_value, o.gpu_count))
-            return self._misses_deadline(gpu, fastest, cap)
+            return self._misses_deadline(gpu, fastest, cap, max(o.gpu_count for o in found))
         return self._explained(gpu, primary, usable, n0), [o for o in found if o is not primary]
 
     def faster(self, o: Option, cap: int) -> list[Option]:
@@ -319,7 +382,7 @@ class _TrainingSearch:
     def _too_small(self, gpu: GpuSpec, counts: list[int], usable: int) -> Exclusion:
         """Nothing fits at any count tried: the lightest configuration at the largest count."""
         top = counts[-1] if counts else 1
-        light = self.lightest(top)
+        light = self.lightest(top, self._node(gpu))
         single = self.lightest(1)
         params: dict[str, Any] = {"gpu": gpu.name or gpu.slug, "usable_gib": _gib(usable), "gpu_count": top}
         if light is not None:
@@ -327,14 +390,16 @@ class _TrainingSearch:
                 needed_gib=_gib(light.mem.device_memory_band.high),
                 sharding=light.cfg.sharding,
                 gradient_checkpointing=light.cfg.gradient_checkpointing,
+                tensor_parallel=light.cfg.tensor_parallel,
             )
         if single is not None and top > 1:
             params["single_gpu_needed_gib"] = _gib(single.mem.device_memory_band.high)
         return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", params))
 
-    def _misses_deadline(self, gpu: GpuSpec, fastest: Option, cap: int) -> Exclusion:
-        """No count meets the deadline: the fastest plan found (the largest count tried) is
-        quoted, and kept for the answer that says no plan meets it."""
+    def _misses_deadline(self, gpu: GpuSpec, fastest: Option, cap: int, largest: int) -> Exclusion:
+        """No count meets the deadline: the fastest plan found is quoted with the largest count
+        tried (whole nodes may stop short of ``max_gpus``), and kept for the answer that says no
+        plan meets it."""
         assert fastest.hours_band is not None
         return Exclusion(
             gpu,
@@ -347,6 +412,7 @@ class _TrainingSearch:
                     "hours": round(fastest.hours or 0.0, 1),
                     "deadline_hours": self.q.constraints.deadline_hours,
                     "max_gpus": cap,
+                    "largest_tried": largest,
                 },
             ),
             plan=fastest,
@@ -456,7 +522,7 @@ class _TrainingSearch:
             )
         ]
         if cfg.sharding in ("fsdp", "zero3") and n > 1:
-            ddp = self.plan(n, "ddp", cfg.gradient_checkpointing)
+            ddp = self.plan(n, "ddp", cfg.gradient_checkpointing, cfg.tensor_parallel)
             if ddp is not None and not ddp.mem.fits(usable):
                 reasons.append(
                     Reason(
@@ -470,7 +536,7 @@ class _TrainingSearch:
                     )
                 )
         if cfg.gradient_checkpointing and not self.base.gradient_checkpointing:
-            off = self.plan(n, cfg.sharding if n > 1 else "none", False)
+            off = self.plan(n, cfg.sharding, False, cfg.tensor_parallel)
             if off is not None:
                 reasons.append(
                     Reason(
@@ -481,6 +547,8 @@ class _TrainingSearch:
                         },
                     )
                 )
+        if cfg.tensor_parallel > 1 and not self.tensor_parallel_fixed:
+            reasons.append(self._tp_reason(cfg, usable))
         if nodes > 1:
             reasons.append(Reason("MULTI_NODE", {"nodes": nodes, "gpus_per_node": per}))
         if t.provenance == "measured":
@@ -492,102 +560,30 @@ class _TrainingSearch:
         )
         return reasons
 
+    def _tp_reason(self, cfg: TrainConfig, usable: int) -> Reason:
+        """Tensor parallelism is tried only where no plan without it fits: what the lightest
+        plan without it needs at the same count."""
+        n, ck = cfg.gpu_count, cfg.gradient_checkpointing
+        without = [
+            p.mem.device_memory_band.high
+            for s in (("none",) if n == 1 else self.shardings)
+            for c in self.checkpointing
+            if (p := self.plan(n, s, c)) is not None
+        ]
+        return Reason(
+            "TENSOR_PARALLEL_TO_FIT",
+            {
+                "tensor_parallel": cfg.tensor_parallel,
+                "data_parallel": cfg.data_parallel,
+                "gpu_count": n,
+                "gradient_checkpointing": ck,
+                "without_needed_gib": _gib(min(without)) if without else None,
+                "usable_gib": _gib(usable),
+            },
+        )
+
     # ---- what-ifs -----------------------------------------------------------------------------
 
-    def _relaxed(
-        self, code: str, f: Callable[[TrainConfig], TrainConfig], cfg: TrainConfig
-    ) -> MemoryEstimate | None:
-        key = (code, cfg.gpu_count, cfg.sharding, cfg.gradient_checkpointing)
-        memo = self._relaxed_memo
-        if key not in memo:
-            self.counter.memory += 1
-            try:
-                memo[key] = estimate_training(f(cfg))
-            except InvalidConfiguration:
-                memo[key] = None
-        return memo[key]
-
     def what_ifs(self, options: Sequence[Option], excluded: Sequence[Exclusion]) -> list[WhatIf]:
-        """Changes the caller ruled out (or did not ask for) that fit the job on fewer GPUs of a
-        kind: checkpointing, QLoRA instead of LoRA, the fused AdamW step."""
-        out: list[WhatIf] = []
-        base = self.base
-        relax: list[tuple[str, dict[str, Any], Callable[[TrainConfig], TrainConfig]]] = []
-        if not self.q.constraints.allow_gradient_checkpointing and not base.gradient_checkpointing:
-            relax.append(
-                (
-                    "WITH_GRADIENT_CHECKPOINTING",
-                    {"constraints.allow_gradient_checkpointing": True},
-                    lambda c: replace(c, gradient_checkpointing=True),
-                )
-            )
-        if (
-            base.finetune == "lora" and "finetune" not in self.job.stated and base.precision != "fp32"
-        ) or base.finetune == "lora":
-            relax.append(
-                (
-                    "WITH_QLORA",
-                    {"workload.finetune": "qlora"},
-                    lambda c: replace(
-                        c, finetune="qlora", sharding="ddp" if c.sharding in ("fsdp", "zero3") else c.sharding
-                    ),
-                )
-            )
-        if base.optimizer == "adamw" and base.optimizer_impl != "fused":
-            relax.append(
-                (
-                    "WITH_FUSED_OPTIMIZER",
-                    {"workload.optimizer_impl": "fused"},
-                    lambda c: replace(c, optimizer_impl="fused"),
-                )
-            )
-        if not relax:
-            return out
-        current: dict[str, int] = {o.gpu.slug: self.fewest.get(o.gpu.slug, o.gpu_count) for o in options}
-        for ex in excluded:
-            if ex.reason.code == "MEMORY_INSUFFICIENT":
-                current.setdefault(ex.gpu.slug, 10**9)
-        specs = self.data.specs
-        seen: set[tuple[str, str]] = set()
-        for slug in sorted(current, key=lambda s: (-(current[s]), s)):
-            gpu = specs.get(slug)
-            if gpu is None:
-                continue
-            usable = int(gpu.fit_memory_bytes or 0)
-            now = current[slug]
-            cap, _ = _count_cap(gpu, self.q.constraints)
-            for code, change, f in relax:
-                if (code, slug) in seen:
-                    continue
-                for n in self.counts(max(cap, 1), gpu):
-                    if n >= now:
-                        break
-                    p = self.lightest(n)
-                    if p is None:
-                        continue
-                    mem = self._relaxed(code, f, p.cfg)
-                    if mem is not None and mem.fits(usable):
-                        seen.add((code, slug))
-                        out.append(
-                            WhatIf(
-                                code,
-                                gpu,
-                                n,
-                                change,
-                                {
-                                    "gpu": gpu.name or slug,
-                                    "gpu_count": n,
-                                    "needed_gib": _gib(mem.device_memory_band.high),
-                                    "usable_gib": _gib(usable),
-                                    "instead_of": None if now >= 10**9 else now,
-                                },
-                            )
-                        )
-                        break
-        # fewest GPUs first, then the smaller card
-        out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.code, w.gpu.slug))
-        return out[:3]
-
-
-# --------------------------------------------------------------------------------------------
-# Serving
+        """Changes the caller ruled out that fit the job on fewer GPUs (:mod:`.training_whatifs`)."""
+        return training_what_ifs(self, options, excluded)

@@ -31,12 +31,13 @@ class _Timed:
         self.search = search
         self.gpu = gpu
         self.usable = usable
+        self.node = search._node(gpu)
         self.at: dict[int, list[Option]] = {}
 
     def best(self, n: int) -> Option | None:
         if n not in self.at:
             s = self.search
-            plans = s.fitting(n, self.usable)
+            plans = s.fitting(n, self.usable, self.node)
             self.at[n] = [o for o in (s._option(self.gpu, p, self.usable) for p in plans) if o is not None]
         return min(self.at[n], key=lambda o: o.time_value, default=None)
 

@@ -1,0 +1,122 @@
+"""What-ifs of a training search: changes the caller ruled out (or did not ask for) --
+checkpointing, QLoRA instead of LoRA, the fused AdamW step -- that fit the job on fewer GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from service.core.errors import InvalidConfiguration
+from service.core.estimation.memory import MemoryEstimate, TrainConfig, estimate_training
+from service.core.recommend.candidates import _count_cap, _gib
+from service.core.recommend.models import Exclusion, Option, WhatIf
+
+if TYPE_CHECKING:
+    from service.core.recommend.training import _TrainingSearch
+
+_Relax = tuple[str, dict[str, Any], Callable[[TrainConfig], TrainConfig]]
+
+
+def _relaxed(
+    search: _TrainingSearch, code: str, f: Callable[[TrainConfig], TrainConfig], cfg: TrainConfig
+) -> MemoryEstimate | None:
+    key = (code, cfg.gpu_count, cfg.sharding, cfg.gradient_checkpointing, cfg.tensor_parallel, cfg.batch_size)
+    memo = search._relaxed_memo
+    if key not in memo:
+        search.counter.memory += 1
+        try:
+            memo[key] = estimate_training(f(cfg))
+        except InvalidConfiguration:
+            memo[key] = None
+    return memo[key]
+
+
+def _relaxations(search: _TrainingSearch) -> list[_Relax]:
+    """The changes a what-if may propose for this job: (code, request change, config change)."""
+    base = search.base
+    relax: list[_Relax] = []
+    if not search.q.constraints.allow_gradient_checkpointing and not base.gradient_checkpointing:
+        relax.append(
+            (
+                "WITH_GRADIENT_CHECKPOINTING",
+                {"constraints.allow_gradient_checkpointing": True},
+                lambda c: replace(c, gradient_checkpointing=True),
+            )
+        )
+    if (
+        base.finetune == "lora" and "finetune" not in search.job.stated and base.precision != "fp32"
+    ) or base.finetune == "lora":
+        relax.append(
+            (
+                "WITH_QLORA",
+                {"workload.finetune": "qlora"},
+                lambda c: replace(
+                    c, finetune="qlora", sharding="ddp" if c.sharding in ("fsdp", "zero3") else c.sharding
+                ),
+            )
+        )
+    if base.optimizer == "adamw" and base.optimizer_impl != "fused":
+        relax.append(
+            (
+                "WITH_FUSED_OPTIMIZER",
+                {"workload.optimizer_impl": "fused"},
+                lambda c: replace(c, optimizer_impl="fused"),
+            )
+        )
+    return relax
+
+
+def training_what_ifs(
+    search: _TrainingSearch, options: Sequence[Option], excluded: Sequence[Exclusion]
+) -> list[WhatIf]:
+    """Changes the caller ruled out (or did not ask for) that fit the job on fewer GPUs of a
+    kind: checkpointing, QLoRA instead of LoRA, the fused AdamW step."""
+    out: list[WhatIf] = []
+    relax = _relaxations(search)
+    if not relax:
+        return out
+    current: dict[str, int] = {o.gpu.slug: search.fewest.get(o.gpu.slug, o.gpu_count) for o in options}
+    for ex in excluded:
+        if ex.reason.code == "MEMORY_INSUFFICIENT":
+            current.setdefault(ex.gpu.slug, 10**9)
+    specs = search.data.specs
+    seen: set[tuple[str, str]] = set()
+    for slug in sorted(current, key=lambda s: (-(current[s]), s)):
+        gpu = specs.get(slug)
+        if gpu is None:
+            continue
+        usable = int(gpu.fit_memory_bytes or 0)
+        now = current[slug]
+        cap, _ = _count_cap(gpu, search.q.constraints)
+        for code, change, f in relax:
+            if (code, slug) in seen:
+                continue
+            for n in search.counts(max(cap, 1), gpu):
+                if n >= now:
+                    break
+                p = search.lightest(n, search._node(gpu))
+                if p is None:
+                    continue
+                mem = _relaxed(search, code, f, p.cfg)
+                if mem is not None and mem.fits(usable):
+                    seen.add((code, slug))
+                    out.append(
+                        WhatIf(
+                            code,
+                            gpu,
+                            n,
+                            change,
+                            {
+                                "gpu": gpu.name or slug,
+                                "gpu_count": n,
+                                "needed_gib": _gib(mem.device_memory_band.high),
+                                "usable_gib": _gib(usable),
+                                "instead_of": None if now >= 10**9 else now,
+                            },
+                        )
+                    )
+                    break
+    # fewest GPUs first, then the smaller card
+    out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.code, w.gpu.slug))
+    return out[:3]
