@@ -1,9 +1,10 @@
-"""Stored recommendations: one insert per answer (deduplicated by id), a read by id, a prune
-by age. Returns :class:`~service.core.recommend.search.StoredRecommendation`; writes flush."""
+"""Stored recommendations: one insert per answer (deduplicated by id), a read by id, the
+newest since a time, a prune by age. Returns :class:`~service.core.recommend.search.StoredRecommendation`; writes flush."""
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from service.core.recommend.search import StoredRecommendation
 from service.db.models import Recommendation
+from service.db.repositories.benchmarks import utc
 
 
 class RecommendationRepository:
@@ -48,8 +50,23 @@ class RecommendationRepository:
 
     def get(self, rec_id: str) -> StoredRecommendation | None:
         row = self._s.execute(select(Recommendation).where(Recommendation.id == rec_id)).scalar_one_or_none()
-        if row is None:
-            return None
+        return None if row is None else self._stored(row)
+
+    def recent(self, since: dt.datetime, limit: int) -> list[StoredRecommendation]:
+        """The ``limit`` newest answers stored at or after ``since``, newest first (the
+        measurement plan's questions)."""
+        q = (
+            select(Recommendation)
+            .where(Recommendation.created_at >= since)
+            .order_by(Recommendation.created_at.desc(), Recommendation.id)
+            .limit(limit)
+        )
+        return [
+            replace(self._stored(row), created_at=utc(row.created_at)) for row in self._s.execute(q).scalars()
+        ]
+
+    @staticmethod
+    def _stored(row: Recommendation) -> StoredRecommendation:
         return StoredRecommendation(
             id=row.id,
             api_key_id=row.api_key_id,
