@@ -42,7 +42,7 @@ class LastMeasuredOut(BaseModel):
 
 
 class PlanCellOut(BaseModel):
-    rank: int = Field(description="1-based position in the whole plan")
+    rank: int = Field(description="1-based position in the plan (after the filters), across pages")
     gpu: PlanGpuOut
     workload: str
     parameters: dict[str, Any] = Field(description="canonical parameters: what an agent plan entry takes")
