@@ -193,14 +193,19 @@ def _select_plan(plan_file: Path | None, sizes: str, smoke: bool, workloads: str
     except PlanError as exc:
         raise _fail(f"plan: {exc}", exitcodes.USAGE) from None
     if workloads:
-        wanted = [w.strip() for w in workloads.split(",") if w.strip()]
-        unknown = [w for w in wanted if w not in WORKLOADS]
-        if unknown:
-            raise _fail(
-                f"unknown workload(s): {', '.join(unknown)}; known: {', '.join(WORKLOADS)}", exitcodes.USAGE
-            )
-        plan = plan.only(wanted)
+        plan = plan.only(_wanted(workloads))
     return plan
+
+
+def _wanted(workloads: str) -> list[str]:
+    """``--workloads a,b``: the names, each a workload of the vocabulary (else a usage error)."""
+    wanted = [w.strip() for w in workloads.split(",") if w.strip()]
+    unknown = [w for w in wanted if w not in WORKLOADS]
+    if unknown:
+        raise _fail(
+            f"unknown workload(s): {', '.join(unknown)}; known: {', '.join(WORKLOADS)}", exitcodes.USAGE
+        )
+    return wanted
 
 
 FromServerOpt = Annotated[
@@ -235,7 +240,7 @@ def _server_plan(url: str, api_key: str | None, gpu: str, top: int, workloads: s
             f"--from-server: {gpu} names {', '.join(slugs)}; pick one with --plan-gpu", exitcodes.USAGE
         )
     if workloads:
-        wanted = {w.strip() for w in workloads.split(",")}
+        wanted = set(_wanted(workloads))
         cells = [c for c in cells if c["workload"] in wanted]
     plan, skipped = plan_from_cells(cells, top=top)
     for line in skipped:

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from service.agent import cli
+from service.agent import cli, exitcodes
 from service.agent.plan import plan_from_cells
 from service.bootstrap import bootstrap
 from service.db.engine import make_engine, make_session_factory
@@ -146,6 +146,24 @@ def test_run_from_server_measures_the_top_cell_and_narrows_its_band(
     after = served.get("/v1/measurement-plan", gpu="0x2335")
     assert top["parameters_hash"] not in [c["parameters_hash"] for c in after["items"]]
     assert after["items"][0]["parameters_hash"] == before["items"][1]["parameters_hash"]
+
+
+def test_from_server_with_nothing_to_run_or_a_refused_key(
+    served: Served, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    executor = AnswersAt("forkserver", step_s=0.1)
+    monkeypatch.setattr(cli, "load_nvml", lambda: FakeNvml(load_capture("nvml_h200_real.json")))
+    monkeypatch.setattr(cli, "Executor", lambda isolation: executor)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    served.post("/v1/recommend", {"workload": JOB, "constraints": {"allowed_gpus": [H200], "max_gpus": 1}})
+    base = ["run", "--from-server", "--url", served.url, "--spool-dir", str(tmp_path)]
+    res = CliRunner().invoke(cli.agent_app, [*base, "--api-key", served.key, "--workloads", "resnet50-train"])
+    assert res.exit_code == 0 and "nothing this agent can run" in res.output and executor.configs == []
+    res = CliRunner().invoke(cli.agent_app, [*base, "--api-key", "gpa_not_a_key"])
+    assert res.exit_code == exitcodes.ERROR and "cannot read the measurement plan" in res.output
+    res = CliRunner().invoke(cli.agent_app, [*base, "--api-key", served.key, "--workloads", "nope"])
+    assert res.exit_code == exitcodes.USAGE and "unknown workload" in res.output
+    assert executor.configs == []
 
 
 def test_from_server_refuses_a_plan_file_and_needs_a_url(tmp_path: Path) -> None:
