@@ -1,9 +1,9 @@
 """``GET /v1/measurement-plan``: the cells agents should measure next (issue 27).
 
 Load: the read snapshot (catalog, measured cells, calibrations) and the recent stored
-recommendations (one query). Compute: for each stored question, the job as asked on each GPU
-its answer offered (the first :data:`GPUS_PER_QUESTION` options), its band now and once the exact
-benchmark cell is measured (:func:`service.core.estimation.measurement_value.band_gain`); the
+recommendations (their ids, then the documents of those not memoised). Compute: for each stored
+question, the job as asked on each GPU its answer offered (the first :data:`GPUS_PER_QUESTION`
+options), its band now and once the exact benchmark cell is measured (:func:`service.core.estimation.measurement_value.band_gain`); the
 last measurement of every measured cell (for staleness); the ranking
 (:func:`service.core.evidence.measurement_plan.rank_cells`). Read-only: nothing here commits.
 
@@ -67,6 +67,7 @@ class MeasurementPlan:
 class _Asked:
     """One stored question's demands (memoised per snapshot and question)."""
 
+    asker_key_id: int | None
     demands: tuple[Demand, ...]
     without_cell: bool
     unreadable: bool
@@ -87,10 +88,10 @@ def _asked(snap: Snapshot, rec: StoredRecommendation, question_of: QuestionOf, k
     try:
         job = build_job(question_of(rec.request).job)
     except (ValueError, ModelNotFound, InvalidConfiguration):
-        return _Asked((), False, True)
+        return _Asked(rec.api_key_id, (), False, True)
     cell = benchmark_cell(job)
     if cell is None:
-        return _Asked((), True, False)
+        return _Asked(rec.api_key_id, (), True, False)
     workload, params, params_hash = cell
     demands: list[Demand] = []
     for slug in _option_slugs(rec.response, snap):
@@ -112,7 +113,7 @@ def _asked(snap: Snapshot, rec: StoredRecommendation, question_of: QuestionOf, k
                 band_after_pct=gain.after_pct,
             )
         )
-    return _Asked(tuple(demands), False, False)
+    return _Asked(rec.api_key_id, tuple(demands), False, False)
 
 
 def _last_measurements(snap: Snapshot) -> tuple[LastMeasurement, ...]:
@@ -156,6 +157,22 @@ def _gpu_slugs(uow: UnitOfWork, read: ReadModel, gpu: str) -> frozenset[str]:
     return frozenset(res.slugs)
 
 
+def _questions(
+    uow: UnitOfWork, snap: Snapshot, question_of: QuestionOf, k: int, since: dt.datetime
+) -> dict[str, _Asked]:
+    """The recent stored questions' demands by id: memoised per snapshot (catalog and calibration
+    watermarks) and question, so only the answers not seen before are read and estimated."""
+    ids = uow.recommendations.recent_ids(since, MAX_QUESTIONS)
+    memo = snap.measurements.memo
+
+    def key(qid: str) -> tuple[Any, ...]:
+        return ("measurement-plan", snap.catalog.watermark, snap.calibration_watermark, qid)
+
+    for rec in uow.recommendations.get_many([i for i in ids if key(i) not in memo]):
+        memo[key(rec.id)] = _asked(snap, rec, question_of, k)
+    return {i: memo[key(i)] for i in ids if key(i) in memo}  # one pruned meanwhile is left out
+
+
 def _filtered(
     cells: Iterable[PlanCell], slugs: frozenset[str] | None, workload: str | None
 ) -> list[PlanCell]:
@@ -185,16 +202,9 @@ def measurement_plan(
     slugs = _gpu_slugs(uow, read, gpu) if gpu is not None else None
     snap = read.snapshot(uow)
     since = now - dt.timedelta(days=since_days)
-    stored = uow.recommendations.recent(since, MAX_QUESTIONS)
-    asked: list[_Asked] = []
-    for rec in stored:
-        key = ("measurement-plan", snap.catalog.watermark, snap.calibration_watermark, rec.id)
-        a = snap.measurements.memo.get(key)
-        if a is None:
-            a = snap.measurements.memo[key] = _asked(snap, rec, question_of, read.min_points)
-        asked.append(a)
+    asked = _questions(uow, snap, question_of, read.min_points, since)
     ranked = rank_cells(
-        (d for a in asked for d in a.demands), _last_measurements(snap), suite_version=SUITE_VERSION
+        (d for a in asked.values() for d in a.demands), _last_measurements(snap), suite_version=SUITE_VERSION
     )
     cells = _filtered(ranked, slugs, workload)
     start = decode_position(cursor)[0] if cursor else 0
@@ -204,12 +214,12 @@ def measurement_plan(
         position=start,
         total=len(cells),
         next_cursor=encode_position(start + limit) if start + limit < len(cells) else None,
-        questions=len(stored),
-        questions_without_cell=sum(a.without_cell for a in asked),
-        questions_unreadable=sum(a.unreadable for a in asked),
+        questions=len(asked),
+        questions_without_cell=sum(a.without_cell for a in asked.values()),
+        questions_unreadable=sum(a.unreadable for a in asked.values()),
         gpu_names={c.gpu_slug: snap.catalog.records[c.gpu_slug].name for c in page},
         visible_question_ids=frozenset(
-            r.id for r in stored if admin or (reader is not None and r.api_key_id == reader)
+            qid for qid, a in asked.items() if admin or (reader is not None and a.asker_key_id == reader)
         ),
         since=since,
         suite_version=SUITE_VERSION,
