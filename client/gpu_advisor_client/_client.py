@@ -131,6 +131,13 @@ class _Base:
         params = _params(cursor=cursor, limit=limit, **filters)
         return _Call("GET", "/v1/benchmark-results", m.ResultList, params=params)
 
+    @staticmethod
+    def _plan(
+        cursor: str | None, limit: int | None, filters: Mapping[str, Any]
+    ) -> _Call[m.MeasurementPlanOut]:
+        params = _params(cursor=cursor, limit=limit, **filters)
+        return _Call("GET", "/v1/measurement-plan", m.MeasurementPlanOut, params=params)
+
 
 def _headers(api_key: str | None, language: str | None, user_agent: str | None = None) -> dict[str, str]:
     h = {"Accept": "application/json", "User-Agent": user_agent or "gpu-advisor-client/0.1.0"}
@@ -228,6 +235,17 @@ class Client(_Base):
                 return
             cursor = page.next_cursor
 
+    def measurement_plan(self, *, limit: int | None = None, **filters: Any) -> Iterator[m.PlanCellOut]:
+        """The cells to measure next, in plan order, page after page (needs a submit key);
+        filters: ``gpu`` (slug, alias or PCI device id), ``workload``, ``since_days``."""
+        cursor: str | None = None
+        while True:
+            page = self._run(self._plan(cursor, limit, filters))
+            yield from page.items
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
     def submit_benchmark_run(self, run: m.BenchmarkRunIn | Mapping[str, Any]) -> m.BenchmarkRunAccepted:
         """Submit a run; its ``run_id`` is the idempotency key, so a retry never duplicates it."""
         return self._run(self._submit(run))
@@ -308,6 +326,18 @@ class AsyncClient(_Base):
         cursor: str | None = None
         while True:
             page = await self._run(self._gpus(cursor, limit, filters))
+            for item in page.items:
+                yield item
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def measurement_plan(
+        self, *, limit: int | None = None, **filters: Any
+    ) -> AsyncIterator[m.PlanCellOut]:
+        cursor: str | None = None
+        while True:
+            page = await self._run(self._plan(cursor, limit, filters))
             for item in page.items:
                 yield item
             if not page.next_cursor:

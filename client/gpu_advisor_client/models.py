@@ -629,6 +629,14 @@ class KubernetesHint(_Model):
     resources: dict[str, dict[str, int]]
 
 
+class LastMeasuredOut(_Model):
+    """LastMeasuredOut"""
+
+    engine_versions: dict[str, str] | None = Field(default=None)
+    measured_at: str
+    suite_version: str | None
+
+
 class LoraIn(_Model):
     """Multi-LoRA serving: ``adapters`` fine-tunes of the base model served side by side, each of"""
 
@@ -666,6 +674,20 @@ class MeasuredCellOut(_Model):
     thin: bool
     trusted_agent: bool
     workload: str
+
+
+class MeasurementPlanOut(_Model):
+    """MeasurementPlanOut"""
+
+    count: int
+    data_version: str
+    items: list[PlanCellOut]
+    next_cursor: str | None
+    questions: int
+    questions_unreadable: int
+    questions_without_cell: int
+    since_days: int
+    suite_version: str
 
 
 class MeasurementsOut(_Model):
@@ -856,6 +878,41 @@ class PendingGpuOut(_Model):
     result_count: int
     run_count: int
     status: Literal["pending", "mapped"]
+
+
+class PlanAnswerOut(_Model):
+    """One stored answer the cell's measurement would narrow: the job as asked, on this GPU."""
+
+    asked_at: str
+    band_after_pct: float
+    band_now_pct: float
+    figure: Literal["step_time_s", "tpot_s"]
+    provenance: str
+    recommendation_id: str | None
+
+
+class PlanCellOut(_Model):
+    """PlanCellOut"""
+
+    answer_count: int
+    answers: list[PlanAnswerOut]
+    gpu: PlanGpuOut
+    last_measured: LastMeasuredOut | None
+    narrowing_pct: float
+    parameters: dict[str, Any]
+    parameters_hash: str
+    rank: int
+    reasons: list[Literal["narrows", "stale"]]
+    stale: list[str]
+    why: str
+    workload: str
+
+
+class PlanGpuOut(_Model):
+    """PlanGpuOut"""
+
+    name: str
+    slug: str
 
 
 class PoolIn(_Model):
@@ -1568,9 +1625,11 @@ GpuPrices.model_rebuild()
 Identity.model_rebuild()
 Interconnect.model_rebuild()
 KubernetesHint.model_rebuild()
+LastMeasuredOut.model_rebuild()
 LoraIn.model_rebuild()
 MapPendingIn.model_rebuild()
 MeasuredCellOut.model_rebuild()
+MeasurementPlanOut.model_rebuild()
 MeasurementsOut.model_rebuild()
 Memory.model_rebuild()
 MemoryOut.model_rebuild()
@@ -1586,6 +1645,9 @@ Pcie.model_rebuild()
 Peaks.model_rebuild()
 PendingGpuList.model_rebuild()
 PendingGpuOut.model_rebuild()
+PlanAnswerOut.model_rebuild()
+PlanCellOut.model_rebuild()
+PlanGpuOut.model_rebuild()
 PoolIn.model_rebuild()
 Power.model_rebuild()
 PriceIn.model_rebuild()
@@ -1684,9 +1746,11 @@ __all__ = [
     "Identity",
     "Interconnect",
     "KubernetesHint",
+    "LastMeasuredOut",
     "LoraIn",
     "MapPendingIn",
     "MeasuredCellOut",
+    "MeasurementPlanOut",
     "MeasurementsOut",
     "Memory",
     "MemoryOut",
@@ -1702,6 +1766,9 @@ __all__ = [
     "Peaks",
     "PendingGpuList",
     "PendingGpuOut",
+    "PlanAnswerOut",
+    "PlanCellOut",
+    "PlanGpuOut",
     "PoolIn",
     "Power",
     "PriceIn",

@@ -14,7 +14,9 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 import typer
+from gpu_advisor_client import ApiError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -28,7 +30,7 @@ from rich.progress import (
 from rich.table import Table
 
 from service.agent import exitcodes
-from service.agent.client import AgentClient, Delivery
+from service.agent.client import AgentClient, Delivery, fetch_measurement_plan
 from service.agent.payload import (
     build_runs,
     measured_keys,
@@ -39,7 +41,7 @@ from service.agent.payload import (
     validate_run,
     write_runs,
 )
-from service.agent.plan import BUILTIN_PLANS, Plan, PlanError, load_plan
+from service.agent.plan import BUILTIN_PLANS, Plan, PlanError, load_plan, plan_from_cells
 from service.agent.probe import (
     GpuProbe,
     HostProbe,
@@ -191,13 +193,61 @@ def _select_plan(plan_file: Path | None, sizes: str, smoke: bool, workloads: str
     except PlanError as exc:
         raise _fail(f"plan: {exc}", exitcodes.USAGE) from None
     if workloads:
-        wanted = [w.strip() for w in workloads.split(",") if w.strip()]
-        unknown = [w for w in wanted if w not in WORKLOADS]
-        if unknown:
-            raise _fail(
-                f"unknown workload(s): {', '.join(unknown)}; known: {', '.join(WORKLOADS)}", exitcodes.USAGE
-            )
-        plan = plan.only(wanted)
+        plan = plan.only(_wanted(workloads))
+    return plan
+
+
+def _wanted(workloads: str) -> list[str]:
+    """``--workloads a,b``: the names, each a workload of the vocabulary (else a usage error)."""
+    wanted = [w.strip() for w in workloads.split(",") if w.strip()]
+    unknown = [w for w in wanted if w not in WORKLOADS]
+    if unknown:
+        raise _fail(
+            f"unknown workload(s): {', '.join(unknown)}; known: {', '.join(WORKLOADS)}", exitcodes.USAGE
+        )
+    return wanted
+
+
+FromServerOpt = Annotated[
+    bool,
+    typer.Option(
+        "--from-server",
+        help="Run the service's measurement plan (GET /v1/measurement-plan with --api-key): its top cells "
+        "for this GPU that one GPU can run, most valuable first.",
+    ),
+]
+TopOpt = Annotated[int, typer.Option("--top", min=1, max=500, help="--from-server: at most this many cells.")]
+PlanGpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--plan-gpu",
+        help="--from-server: the catalog GPU to ask the plan for (default: this GPU's PCI device id).",
+    ),
+]
+
+
+def _server_plan(url: str, api_key: str | None, gpu: str, top: int, workloads: str | None) -> Plan:
+    """The service's plan for ``gpu``, as a plan of the cells this agent can run. A PCI device id
+    that names several catalog GPUs is refused: which one the runs will be stored under is for
+    ``--plan-gpu`` to say."""
+    try:
+        cells = fetch_measurement_plan(url, api_key, gpu, max_cells=4 * top)
+    except (ApiError, httpx.HTTPError) as exc:
+        raise _fail(f"--from-server: cannot read the measurement plan: {exc}", exitcodes.ERROR) from None
+    slugs = sorted({str(c["gpu"]["slug"]) for c in cells})
+    if len(slugs) > 1:
+        raise _fail(
+            f"--from-server: {gpu} names {', '.join(slugs)}; pick one with --plan-gpu", exitcodes.USAGE
+        )
+    if workloads:
+        wanted = set(_wanted(workloads))
+        cells = [c for c in cells if c["workload"] in wanted]
+    plan, skipped = plan_from_cells(cells, top=top)
+    for line in skipped:
+        err.print(f"plan: passed over {escape(line)}")
+    if not plan.configs:
+        err.print(f"the measurement plan has nothing this agent can run on {gpu}")
+        raise typer.Exit(exitcodes.OK)
     return plan
 
 
@@ -293,22 +343,30 @@ def run(
     url: UrlOpt = None,
     api_key: KeyOpt = None,
     spool_dir: SpoolOpt = None,
+    from_server: FromServerOpt = False,
+    top: TopOpt = 10,
+    plan_gpu: PlanGpuOpt = None,
 ) -> None:
     """Run the benchmark suite; each configuration in its own process."""
     _require_torch()
-    plan = _select_plan(plan_file, sizes, smoke, workloads)
+    if from_server and (plan_file is not None or smoke or not url):
+        raise _fail("--from-server needs --url and a GPU, and replaces --plan (not --smoke)", exitcodes.USAGE)
+    plan = None if from_server else _select_plan(plan_file, sizes, smoke, workloads)
     budget = parse_duration(time_budget) if time_budget else None
     if isolation not in ("forkserver", "spawn"):
         raise _fail("--isolation must be forkserver or spawn", exitcodes.USAGE)
     if submit and not url:
         raise _fail("--submit needs --url (or GPU_ADVISOR_URL)", exitcodes.USAGE)
-    if resume is not None:
-        plan = _resumed(plan, resume)
     host: HostProbe | None = None
     gpu: GpuProbe | None = None
     extra_notes: list[str] = []
     if not smoke:
         host, gpu = _benchmark_gpu(gpu_index, allow_busy, extra_notes)
+    if plan is None:
+        assert url is not None and gpu is not None
+        plan = _server_plan(url, api_key, plan_gpu or gpu.pci_device_id, top, workloads)
+    if resume is not None:
+        plan = _resumed(plan, resume)
 
     runner = Runner(
         Executor(isolation), smoke=smoke, nvml_index=None if smoke else gpu_index, time_budget_s=budget

@@ -23,6 +23,7 @@ replay is identical and the service answers 200 with the stored response, never 
 from __future__ import annotations
 
 import email.utils
+import itertools
 import json
 import random
 import time
@@ -242,3 +243,21 @@ class AgentClient:
             if any(d.outcome == "spooled" and d.status_code is None for d in deliveries):
                 break  # unreachable: keep the rest for the next flush
         return out
+
+
+def fetch_measurement_plan(
+    base_url: str,
+    api_key: str | None,
+    gpu: str,
+    *,
+    max_cells: int,
+    transport: httpx.BaseTransport | None = None,
+) -> list[dict[str, Any]]:
+    """The first ``max_cells`` cells of ``GET /v1/measurement-plan`` for ``gpu`` (slug, alias or
+    PCI device id), in plan order, through the typed client with the agent's key (submit
+    scope). Problems are raised as the client's typed errors."""
+    with Client(
+        base_url, api_key=api_key, transport=transport, user_agent=f"gpu-advisor-agent/{SUITE_VERSION}"
+    ) as api:
+        cells = api.measurement_plan(gpu=gpu, limit=min(max_cells, 500))
+        return [c.model_dump(mode="json") for c in itertools.islice(cells, max_cells)]

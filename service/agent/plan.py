@@ -212,6 +212,35 @@ def load_plan(path: Path) -> Plan:
     return plan_from_dict(doc, default_name=path.stem)
 
 
+def plan_from_cells(
+    cells: Iterable[Mapping[str, Any]], *, top: int, name: str = "measurement-plan"
+) -> tuple[Plan, list[str]]:
+    """The service's measurement plan (``GET /v1/measurement-plan`` cells, in plan order) as a
+    plan of its first ``top`` cells this single-GPU agent can run, and a line per cell passed
+    over: a multi-GPU cell (``gpu_count`` > 1), or one the agent's plan check refuses."""
+    specs: list[ConfigSpec] = []
+    skipped: list[str] = []
+    seen: set[str] = set()
+    for cell in cells:
+        if len(specs) == top:
+            break
+        rank, workload = cell.get("rank"), str(cell.get("workload"))
+        params = dict(cell.get("parameters") or {})
+        if int(params.get("gpu_count") or 1) > 1:
+            skipped.append(f"#{rank} {workload}: needs {params['gpu_count']} GPUs; this agent measures one")
+            continue
+        try:
+            spec = make_config({"workload": workload, "parameters": params}, loc=("cells", str(rank)))
+        except PlanError as exc:
+            skipped.append(f"#{rank} {workload}: {exc}")
+            continue
+        if spec.key not in seen:
+            seen.add(spec.key)
+            specs.append(spec)
+    description = f"the service's measurement plan: its top {len(specs)} cell(s) this GPU can run"
+    return Plan(name=name, configs=tuple(specs), description=description), skipped
+
+
 # ---------------------------------------------------------------------------------------------
 # built-in plans
 # ---------------------------------------------------------------------------------------------

@@ -43,12 +43,16 @@ def _load(uow: UnitOfWork, read: ReadModel) -> None:
     read.snapshot(uow, calibrated=False)
 
 
-async def answer_from(uow: UnitOfWork, read: ReadModel, fn: Callable[[], T], *, calibrated: bool = True) -> T:
-    """``fn()`` (a use case reading ``read`` through ``uow``) by the rule above."""
+async def answer_from(
+    uow: UnitOfWork, read: ReadModel, fn: Callable[[], T], *, calibrated: bool = True, queries: bool = False
+) -> T:
+    """``fn()`` (a use case reading ``read`` through ``uow``) by the rule above; ``queries``: it
+    also reads tables of its own (the measurement plan's stored questions), so it always runs in
+    the thread pool."""
     if calibrated and not read.warmed:
         await run_in_threadpool(_ended, uow, lambda: _load(uow, read))
         await read.first_fit()
     marks = uow.known_watermarks()
-    if marks is not None and read.current(marks, calibrated=calibrated):
+    if not queries and marks is not None and read.current(marks, calibrated=calibrated):
         return fn()
     return await run_in_threadpool(_ended, uow, fn)

@@ -114,6 +114,26 @@ def test_benchmark_submission_is_idempotent(served: Served) -> None:
         assert [r for r in c.benchmark_results(run_id=body["run_id"])]
 
 
+def test_measurement_plan_pages_in_plan_order(served: Served) -> None:
+    """The agent's read: every cell of the plan across pages of one, ranks in order, and the
+    question this key asked named among the answers its top cell narrows."""
+    with gac.Client(served.url, api_key=served.submit_key) as c:
+        asked = c.recommend(ASK)
+        cells = list(c.measurement_plan(limit=1))
+        assert len(cells) >= 2 and [x.rank for x in cells] == list(range(1, len(cells) + 1))
+        assert all(isinstance(x, m.PlanCellOut) and x.reasons for x in cells)
+        assert asked.recommendation_id in {a.recommendation_id for a in cells[0].answers}
+        assert {x.gpu.slug for x in cells} <= {o.gpu.slug for o in asked.options}
+
+    async def go() -> list[m.PlanCellOut]:
+        async with gac.AsyncClient(served.url, api_key=served.submit_key) as c:
+            return [x async for x in c.measurement_plan(limit=2)]
+
+    assert [x.parameters_hash for x in asyncio.run(go())] == [x.parameters_hash for x in cells]
+    with gac.Client(served.url) as c, pytest.raises(gac.Unauthorized):
+        next(c.measurement_plan())
+
+
 def test_async_round_trip(served: Served) -> None:
     async def go() -> tuple[m.RecommendResponse, list[m.GpuOut]]:
         async with gac.AsyncClient(served.url, language="zh") as c:

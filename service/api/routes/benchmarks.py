@@ -9,18 +9,25 @@ plain mappings; the result filters are declared once, for the public and the adm
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 
-from service.api.answers import answer
+from service.api.answers import DATA_VERSION_HEADER, answer
 from service.api.bodies import body_schema, json_body
+from service.api.conditional import etag_matches
 from service.api.deps import AdminAuth, ReadAuth, ReadDep, ReadUowDep, SettingsDep, SubmitAuth, UowDep
 from service.api.offload import answer_from
 from service.api.presenters import benchmarks as present
+from service.api.presenters.measurement_plan import measurement_plan_out
 from service.api.routing import QUERY_PREFIXES, UnitOfWorkRoute
+from service.core.access.keys import scope_allows
+from service.core.recommend.search import RecommendQuestion
 from service.schemas.benchmarks import (
     MAX_RESULTS_PER_RUN,
     RUN_ID_PATTERN,
@@ -57,8 +64,11 @@ from service.schemas.common import (
     safe_text,
 )
 from service.schemas.gpus import AmbiguousGpu
+from service.schemas.measurement_plan import MeasurementPlanOut
+from service.schemas.recommend import RecommendRequest
 from service.settings import Settings
 from service.usecases import benchmark_admin, benchmark_queries, benchmarks
+from service.usecases import measurement_plan as uc_plan
 from service.usecases.benchmark_queries import ResultFilters
 from service.usecases.errors import FieldError, Invalid, PayloadTooLarge
 
@@ -408,6 +418,74 @@ async def get_workload(name: Annotated[SafeStr, Path(max_length=64)], _auth: Rea
 )
 def coverage(uow: UowDep, _auth: ReadAuth) -> Response:
     return _json(present.coverage(benchmark_queries.coverage(uow)))
+
+
+def _question_of(doc: Mapping[str, Any]) -> RecommendQuestion:
+    """A stored recommendation's request as the core question (``ValueError`` when it no longer
+    parses: pydantic's ValidationError is one)."""
+    return RecommendRequest.model_validate(doc).to_core()
+
+
+@router.get(
+    "/measurement-plan",
+    response_model=MeasurementPlanOut,
+    operation_id="getMeasurementPlan",
+    summary="Agents: the (GPU, workload, configuration) cells to measure next, each with why",
+    description=(
+        "Ranks the cells whose measurement would most narrow the bands of recent stored recommendations (the job "
+        "as asked, on each of the first 5 GPUs an answer offered: its band now and once the exact cell is "
+        "measured), then cells gone stale (last measured with an older suite, or an older engine version than "
+        "one measured since). Cells that narrow come first, most narrowing first; a cell with neither reason is "
+        "not listed. Needs the submit scope (agent keys). `gpu` takes a slug, alias or PCI device id (an agent "
+        "passes its own), every GPU the name stands for."
+    ),
+    responses={
+        304: {"description": "not modified (If-None-Match matched the ETag)"},
+        404: {"model": Problem, "description": "`gpu` names no catalog GPU (close matches given)"},
+    },
+)
+async def measurement_plan(
+    uow: UowDep,
+    read: ReadDep,
+    caller: SubmitAuth,
+    gpu: Annotated[NameStr | None, Query(max_length=200, description="slug, alias or PCI device id")] = None,
+    workload: Annotated[WorkloadName | None, Query()] = None,
+    since_days: Annotated[
+        int, Query(ge=1, le=365, description="stored recommendations of this many days are the questions")
+    ] = 30,
+    limit: Annotated[PageLimit, Query(ge=1, le=500, description="cells per page")] = 50,
+    cursor: Annotated[PositionCursor | None, Query()] = None,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    now = dt.datetime.now(dt.UTC)
+    plan = await answer_from(
+        uow,
+        read,
+        lambda: uc_plan.measurement_plan(
+            uow,
+            read,
+            _question_of,
+            now=now,
+            since_days=since_days,
+            gpu=gpu,
+            workload=workload,
+            limit=limit,
+            cursor=cursor,
+            reader=caller.key_id,
+            admin=scope_allows(caller.scope, "admin"),
+        ),
+        queries=True,
+    )
+    body = json.dumps(
+        measurement_plan_out(plan, since_days).model_dump(mode="json"),
+        ensure_ascii=False,
+        allow_nan=False,
+        separators=(",", ":"),
+    ).encode()
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    if etag_matches(if_none_match, etag):
+        return Response(status_code=304, headers={"ETag": etag, DATA_VERSION_HEADER: plan.data_version})
+    return answer(body, plan.data_version, headers={"ETag": etag})
 
 
 # ---- admin ---------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""Stored recommendations: one insert per answer (deduplicated by id), a read by id, a prune
-by age. Returns :class:`~service.core.recommend.search.StoredRecommendation`; writes flush."""
+"""Stored recommendations: one insert per answer (deduplicated by id), a read by id (or
+many), the newest ids since a time, a prune by age. Returns :class:`~service.core.recommend.search.StoredRecommendation`; writes flush."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -13,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from service.core.recommend.search import StoredRecommendation
 from service.db.models import Recommendation
+from service.db.repositories.benchmarks import utc
 
 
 class RecommendationRepository:
@@ -48,8 +51,31 @@ class RecommendationRepository:
 
     def get(self, rec_id: str) -> StoredRecommendation | None:
         row = self._s.execute(select(Recommendation).where(Recommendation.id == rec_id)).scalar_one_or_none()
-        if row is None:
-            return None
+        return None if row is None else self._stored(row)
+
+    def recent_ids(self, since: dt.datetime, limit: int) -> list[str]:
+        """Ids of the ``limit`` newest answers stored at or after ``since``, newest first (the
+        measurement plan's questions; ids only, so a plan whose questions are all memoised reads
+        no answer document)."""
+        q = (
+            select(Recommendation.id)
+            .where(Recommendation.created_at >= since)
+            .order_by(Recommendation.created_at.desc(), Recommendation.id)
+            .limit(limit)
+        )
+        return list(self._s.execute(q).scalars())
+
+    def get_many(self, ids: Sequence[str]) -> list[StoredRecommendation]:
+        """The stored answers of ``ids`` that still exist (any order)."""
+        if not ids:
+            return []
+        q = select(Recommendation).where(Recommendation.id.in_(list(ids)))
+        return [
+            replace(self._stored(row), created_at=utc(row.created_at)) for row in self._s.execute(q).scalars()
+        ]
+
+    @staticmethod
+    def _stored(row: Recommendation) -> StoredRecommendation:
         return StoredRecommendation(
             id=row.id,
             api_key_id=row.api_key_id,
