@@ -7,7 +7,7 @@ import { lineChart } from "../charts.js";
 import { num, when } from "../fmt.js";
 import { t } from "../i18n.js";
 import { setParams } from "../nav.js";
-import { apiExample, clearErrors, field, problemBlock, provenance, showProblem } from "../ui.js";
+import { apiExample, candidatesBlock, clearErrors, field, problemBlock, provenance, showProblem } from "../ui.js";
 
 export const DEFAULT_GPUS = "nvidia-l40,nvidia-l20,nvidia-a100-sxm4-80gb";
 
@@ -101,18 +101,6 @@ function pricesSection(out) {
   });
   return table(`${t("prices")} (${out.currency}, ${out.pricing_model})`,
     [t("col_gpu"), t("col_provider"), t("col_region"), t("col_instance"), t("col_price"), t("col_model"), t("col_date")], rows, { class: "compare-prices" });
-}
-
-/**
- * The API's 300 answer for a name that means several GPUs, as a choice: each candidate (the
- * stated default marked) replaces the name in the list and compares again.
- */
-export function candidatesBlock(problem, pick) {
-  return h("div", { class: "ambiguous", role: "group", "aria-label": t("pick_one") },
-    h("p", null, problem.detail || t("pick_one")),
-    h("ul", { class: "candidates" }, problem.candidates.map((c) => h("li", null,
-      h("button", { type: "button", "data-slug": c.slug, on: { click: () => pick(c.slug) } }, c.name),
-      ` (${c.slug})`, c.default || c.slug === problem.default ? ` — ${t("default_variant")}` : ""))));
 }
 
 export async function render(root, { params, width }) {
