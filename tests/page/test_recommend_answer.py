@@ -186,3 +186,30 @@ def test_recommend_can_ask_buy_with_the_tco_inputs(page: Any, served: Served) ->
         else:
             assert shown == f"not available ({tco['reason']})"
     assert_accessible(page)
+
+
+def test_options_compare_per_gpu_whatever_most_gpus_allowed(page: Any, served: Served) -> None:
+    """Item 12: with "Most GPUs" 8 the options are whole nodes of each GPU; a per-GPU table
+    divides each option's throughput and price by the GPUs it uses, so cards compare."""
+    answer = _ask(served, WIDE)
+    options = answer["options"]
+    open_view(page, served, f"#/recommend?id={answer['recommendation_id']}")
+    table = page.locator("table.per-gpu")
+    table.wait_for()
+    assert table.locator("caption").inner_text() == "Per GPU: each option divided by the GPUs it uses"
+    rows = table.locator("tbody tr")
+    assert rows.count() == len(options) > 1
+    for i, o in enumerate(options):
+        row = rows.nth(i)
+        n = o["strategy"]["gpu_count"]
+        assert row.get_attribute("data-gpu") == o["gpu"]["slug"]
+        assert row.locator("td").first.inner_text() == str(n)
+        tps = o["training"]["tokens_per_s"] / n
+        assert row.locator(".per-gpu-tps").inner_text() == f"{tps:,.0f} tokens/s"
+        cost = o.get("cost") or {}
+        if cost.get("per_hour") is not None:
+            per = cost["per_hour"] / (cost.get("gpus_paid") or n)
+            two = f"{per:,.2f}".rstrip("0").rstrip(".")  # Intl: at most 2 digits
+            assert row.locator(".per-gpu-price").inner_text() == f"{two} {cost['currency']}/h"
+    assert any(o["strategy"]["gpu_count"] > 1 for o in options)  # what made cards hard to compare
+    assert_accessible(page)

@@ -235,6 +235,27 @@ function excludedSection(r) {
   ];
 }
 
+/**
+ * The options per card, side by side: throughput and price divided by the GPUs each option
+ * uses, so L40 x 8 and L20 x 8 (or x 8 and x 1) compare as cards, whatever "Most GPUs" allowed.
+ */
+export function perGpuTable(options) {
+  const rows = options.map((o) => {
+    const n = o.strategy.gpu_count;
+    const tps = o.training ? o.training.tokens_per_s : o.serving?.output_tokens_per_s;
+    const c = o.cost;
+    const paid = c?.gpus_paid ?? n;
+    return h("tr", { "data-rank": o.rank, "data-gpu": o.gpu.slug },
+      h("th", { scope: "row" }, `#${o.rank} ${o.gpu.name}`),
+      h("td", { class: "num" }, String(n)),
+      h("td", { class: "num per-gpu-tps" }, tps == null ? "—" : `${num(tps / n, 0)} tokens/s`),
+      h("td", { class: "num per-gpu-price" }, c?.per_hour == null ? "—" : `${num(c.per_hour / paid, 2)} ${c.currency}/h`),
+      h("td", { class: "num" }, gib(o.memory.headroom_bytes)));
+  });
+  return table(t("per_gpu_title"), [t("col_gpu"), t("f_gpu_count"), t("per_gpu_tps"), t("col_price"), t("headroom")], rows,
+    { class: "per-gpu" });
+}
+
 function answer(r, width, more) {
   const link = `${location.origin}/#/recommend?id=${encodeURIComponent(r.recommendation_id)}`;
   const linkEl = h("a", { href: link, class: "share-link" }, link);
@@ -252,6 +273,7 @@ function answer(r, width, more) {
     h("p", { class: "share" }, `${t("share")}: `, linkEl, " ", copyButton(link, linkEl)),
     r.warnings?.length ? h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, w.message))) : null,
     h("h2", null, t("options")), shown,
+    r.options.length > 1 ? perGpuTable(r.options) : null,
     r.options.length ? h("div", { class: "options" }, r.options.map((o) => optionCard(o, r.recommendation_id))) : h("p", { class: "nothing-fits" }, t("nothing_fits")),
     r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
     r.frontier.length ? [h("h2", null, t("frontier")), frontierSection(r, width)] : null,
