@@ -213,3 +213,28 @@ def test_options_compare_per_gpu_whatever_most_gpus_allowed(page: Any, served: S
             assert row.locator(".per-gpu-price").inner_text() == f"{two} {cost['currency']}/h"
     assert any(o["strategy"]["gpu_count"] > 1 for o in options)  # what made cards hard to compare
     assert_accessible(page)
+
+
+def test_a_family_name_in_the_allowed_list_says_which_variants_it_matched(page: Any, served: Served) -> None:
+    """Item 8: "A100" in the allowed list keeps matching all four variants (the API considers
+    each), and the page lists them (the candidates of GET /v1/gpus/A100)."""
+    body = {
+        "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 1, "seq_len": 2048},
+        "constraints": {"allowed_gpus": ["A100", "L40"], "max_gpus": 1},
+        "objective": "cheapest",
+    }
+    answer = _ask(served, body)
+    family = httpx.get(f"{served.url}/v1/gpus/A100", timeout=30)
+    assert family.status_code == 300
+    names = [c["name"] for c in family.json()["candidates"]]
+    slugs = {c["slug"] for c in family.json()["candidates"]}
+    considered = {o["gpu"]["slug"] for o in answer["options"]} | {
+        e["gpu"]["slug"] for e in answer["excluded"] if e["code"] != "NOT_ALLOWED"
+    }
+    assert slugs <= considered, "every variant is an option or excluded for a reason of its own"
+    open_view(page, served, f"#/recommend?id={answer['recommendation_id']}")
+    item = page.locator('.allowed-matches li[data-name="A100"]')
+    item.wait_for()
+    assert item.inner_text() == f"A100 → {len(names)}: {', '.join(names)}"
+    assert page.locator(".allowed-matches li").count() == 1  # L40 is one GPU
+    assert_accessible(page)

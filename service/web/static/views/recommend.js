@@ -256,6 +256,26 @@ export function perGpuTable(options) {
     { class: "per-gpu" });
 }
 
+/**
+ * Which GPUs each name of the allowed list matched: a family name ("A100") keeps matching every
+ * variant, and the page says which (GET /v1/gpus/{name}: one GPU, or a 300 with the candidates).
+ */
+async function allowedMatches(names, into) {
+  const found = await Promise.all(names.map(async (name) => {
+    try {
+      const g = await api(`/v1/gpus/${encodeURIComponent(name)}`);
+      return [name, [g.name]];
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 300) return [name, err.problem.candidates.map((c) => c.name)];
+      return [name, []];  // an unknown name: the answer's own warning says so
+    }
+  }));
+  const families = found.filter(([, gpus]) => gpus.length > 1);
+  if (!families.length) return;
+  into.append(h("p", null, t("allowed_matches")), h("ul", null, families.map(([name, gpus]) =>
+    h("li", { "data-name": name }, `${name} → ${gpus.length}: ${gpus.join(", ")}`))));
+}
+
 function answer(r, width, more) {
   const link = `${location.origin}/#/recommend?id=${encodeURIComponent(r.recommendation_id)}`;
   const linkEl = h("a", { href: link, class: "share-link" }, link);
@@ -264,6 +284,9 @@ function answer(r, width, more) {
   const feasible = r.considered?.feasible ?? r.options.length;
   const unsized = r.considered?.not_ranked?.length ?? 0;
   const all = Math.min(feasible + unsized, 50);
+  const allowed = r.asked?.constraints?.allowed_gpus ?? [];
+  const matches = allowed.length ? h("div", { class: "allowed-matches note", "aria-live": "polite" }) : null;
+  if (matches) allowedMatches(allowed, matches);
   const shown = h("p", { class: "shown-of-feasible", "data-shown": r.options.length, "data-feasible": feasible },
     t("shown_of_feasible", { n: r.options.length, all: feasible }),
     unsized ? ` ${t("not_sized", { n: unsized })}` : "", " ",
@@ -272,7 +295,7 @@ function answer(r, width, more) {
   return h("div", { class: "recommend-result", "data-recommendation-id": r.recommendation_id, tabindex: "-1" },
     h("p", { class: "share" }, `${t("share")}: `, linkEl, " ", copyButton(link, linkEl)),
     r.warnings?.length ? h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, w.message))) : null,
-    h("h2", null, t("options")), shown,
+    h("h2", null, t("options")), shown, matches,
     r.options.length > 1 ? perGpuTable(r.options) : null,
     r.options.length ? h("div", { class: "options" }, r.options.map((o) => optionCard(o, r.recommendation_id))) : h("p", { class: "nothing-fits" }, t("nothing_fits")),
     r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
