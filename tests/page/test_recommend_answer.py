@@ -165,7 +165,7 @@ def test_recommend_can_ask_buy_with_the_tco_inputs(page: Any, served: Served) ->
     page.get_by_label("Budget to buy the GPUs (USD)").fill("500000")
     page.get_by_label("Utilisation of owned GPUs (0–1)").fill("0.5")
     page.get_by_label("Electricity (USD per kWh)").fill("0.2")
-    assert page.get_by_label("Amortisation (years)").get_attribute("placeholder") == "5"
+    assert page.locator('[data-field="cost.amortisation_years"] .field-hint').inner_text() == "API default: 5"
     page.get_by_role("button", name="Submit").click()
     page.wait_for_selector(".recommend-result")
     rid = page.locator(".recommend-result").get_attribute("data-recommendation-id")
@@ -237,4 +237,31 @@ def test_a_family_name_in_the_allowed_list_says_which_variants_it_matched(page: 
     item.wait_for()
     assert item.inner_text() == f"A100 → {len(names)}: {', '.join(names)}"
     assert page.locator(".allowed-matches li").count() == 1  # L40 is one GPU
+    assert_accessible(page)
+
+
+def test_the_form_shows_the_apis_defaults(page: Any, served: Served) -> None:
+    """Item 11: the serving defaults (input and output tokens) and the other defaults the API
+    states are on the form, read from the served schema."""
+    doc = httpx.get(f"{served.url}/openapi.json", timeout=30).json()["components"]["schemas"]
+    workload, constraints = doc["WorkloadIn"]["properties"], doc["ConstraintsIn"]["properties"]
+    open_view(page, served, "#/recommend")
+    page.get_by_label("Job").select_option("inference")
+
+    def hint(name: str) -> str:
+        return str(page.locator(f'[data-field="{name}"] .field-hint').inner_text())
+
+    assert (
+        hint("workload.input_len")
+        == f"API default: {workload['input_len']['default']}"
+        == "API default: 1024"
+    )
+    assert (
+        hint("workload.output_len")
+        == f"API default: {workload['output_len']['default']}"
+        == "API default: 256"
+    )
+    assert hint("constraints.max_gpus") == f"API default: {constraints['max_gpus']['default']}"
+    assert hint("constraints.allowed_gpus") == constraints["allowed_gpus"]["description"]
+    assert hint("constraints.allow_gradient_checkpointing") == "API default: yes"
     assert_accessible(page)

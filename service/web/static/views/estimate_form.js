@@ -45,12 +45,35 @@ export const LABELS = {
 /** Precision is a free string to the API; these are the values its description names. */
 const PRECISIONS = ["amp_bf16", "amp_fp16", "bf16", "fp16", "fp32", "tf32", "fp8", "int8", "int4"];
 
-let schemaPromise = null;
+let docPromise = null;
 
-/** EstimateRequest from the served OpenAPI document (fetched once per page load). */
-export function requestSchema() {
-  schemaPromise ||= api("/openapi.json").then((doc) => ({ root: doc.components.schemas.EstimateRequest, doc }));
-  return schemaPromise;
+/** The served OpenAPI document (fetched once per page load). */
+export function openapiDoc() {
+  docPromise ||= api("/openapi.json");
+  return docPromise;
+}
+
+/** EstimateRequest from the served OpenAPI document. */
+export async function requestSchema() {
+  const doc = await openapiDoc();
+  return { root: doc.components.schemas.EstimateRequest, doc };
+}
+
+/**
+ * A field's hint from a request schema: "API default: X", or its description where the default
+ * depends on the rest (null). path: "workload.input_len", "constraints.budget.per_hour" ...
+ */
+export function schemaHint(doc, schemaName, path) {
+  let node = doc.components.schemas[schemaName];
+  let prop = null;
+  for (const part of path.split(".")) {
+    prop = node?.properties?.[part];
+    if (!prop) return undefined;
+    node = deref(doc, (prop.anyOf || []).find((b) => b.$ref || b.type === "array") || prop);
+    if (node?.type === "array") node = deref(doc, node.items);
+  }
+  return defaultText({ default: prop.default ?? null, kind: prop.type === "boolean" ? "checkbox" : "", description: prop.description || "" })
+    || undefined;
 }
 
 function deref(doc, node) {

@@ -9,6 +9,7 @@ import { gib, num, when } from "../fmt.js";
 import { t } from "../i18n.js";
 import { setParams } from "../nav.js";
 import { apiExample, clearErrors, copyButton, field, problemBlock, provenance, showProblem } from "../ui.js";
+import { openapiDoc, schemaHint } from "./estimate_form.js";
 
 export const DEFAULTS = { "workload.model": "llama3-8b", "workload.mode": "fine-tuning", "workload.seq_len": "2048",
   "workload.batch_size": "1", "workload.tokens": "100000000", objective: "fastest", "constraints.max_gpus": "8" };
@@ -349,8 +350,10 @@ export function formOfQuestion(question, objective) {
   return out;
 }
 
-function buildForm(initial) {
-  const f = (name, label, opts = {}) => field(name, label, { value: initial[name] ?? opts.value, ...opts });
+function buildForm(initial, doc) {
+  // each field shows the default the API states for it (RecommendRequest in /openapi.json)
+  const f = (name, label, opts = {}) => field(name, label,
+    { value: initial[name] ?? opts.value, hint: schemaHint(doc, "RecommendRequest", name), ...opts });
   const modes = [["training", t("mode_training")], ["fine-tuning", t("mode_finetuning")], ["inference", t("mode_inference")]];
   const objectives = [["fastest", "fastest"], ["cheapest", "cheapest"], ["cost_per_million_tokens", "cost per million tokens"], ["perf_per_watt", "perf per watt"]];
   return h("form", { class: "recommend-form", novalidate: true },
@@ -381,13 +384,13 @@ function buildForm(initial) {
       f("constraints.inventory.gpus_per_node", t("f_inv_per_node"), { kind: "number" }),
       f("constraints.inventory.nodes", t("f_inv_nodes"), { kind: "number" }),
       f("constraints.allow_gradient_checkpointing", t("f_allow_ckpt"), { kind: "checkbox", value: initial["constraints.allow_gradient_checkpointing"] !== "false" }))),
-    // buying instead of renting: the API's TCO inputs, empty = its stated defaults (shown as placeholders)
+    // buying instead of renting: the API's TCO inputs, empty = its stated defaults (shown as hints)
     h("fieldset", null, h("legend", null, t("legend_buy")), h("div", { class: "grid" },
       f("constraints.budget.purchase", t("f_budget_purchase"), { kind: "number", step: "any" }),
-      f("cost.utilisation", t("f_utilisation"), { kind: "number", step: "any", min: 0, max: 1, placeholder: "0.7" }),
-      f("cost.electricity_usd_per_kwh", t("f_electricity"), { kind: "number", step: "any", min: 0, placeholder: "0.10" }),
-      f("cost.amortisation_years", t("f_amortisation"), { kind: "number", step: "any", min: 0, placeholder: "5" }),
-      f("cost.pue", t("f_pue"), { kind: "number", step: "any", min: 1, placeholder: "1.58" }))),
+      f("cost.utilisation", t("f_utilisation"), { kind: "number", step: "any", min: 0, max: 1 }),
+      f("cost.electricity_usd_per_kwh", t("f_electricity"), { kind: "number", step: "any", min: 0 }),
+      f("cost.amortisation_years", t("f_amortisation"), { kind: "number", step: "any", min: 0 }),
+      f("cost.pue", t("f_pue"), { kind: "number", step: "any", min: 1 }))),
     h("div", { class: "form-problem" }),
     h("button", { type: "submit" }, t("submit")));
 }
@@ -401,8 +404,8 @@ export async function render(root, { params, width }) {
     stored = await api(`/v1/recommendations/${encodeURIComponent(id)}`);
     initial = stored.asked ? formOfAsked(stored.asked) : formOfQuestion(stored.question, stored.objective);
   }
-  const models = await api("/v1/models");
-  const form = buildForm(initial);
+  const [models, doc] = await Promise.all([api("/v1/models"), openapiDoc()]);
+  const form = buildForm(initial, doc);
   form.append(h("datalist", { id: "model-options" }, (models.items || []).map((m) => h("option", { value: m.id }))));
   const syncMode = () => {
     const mode = form.elements["workload.mode"].value;
