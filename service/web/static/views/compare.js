@@ -113,7 +113,10 @@ function chartSection(out, g, keys, width) {
 function singlesSection(out, workload, metric, unit, rows, keys) {
   const cols = keys.length ? keys : ["batch_size"];
   const title = `${workload} — ${t("one_batch_configs", { n: rows.length })} — ${metric} (${unit})`;
-  const body = rows.map((r) => h("tr", null, cols.map((k, j) => (j === 0
+  // sorted by the parameters in column order (numbers as numbers), so like configurations sit together
+  const sortKey = (r) => cols.map((k) => String(r.parameters[k] ?? "")).join("\u0000");
+  const sorted = [...rows].sort((a, b) => sortKey(a).localeCompare(sortKey(b), "en", { numeric: true }));
+  const body = sorted.map((r) => h("tr", null, cols.map((k, j) => (j === 0
     ? h("th", { scope: "row" }, String(r.parameters[k] ?? "—")) : h("td", null, String(r.parameters[k] ?? "—")))),
   cells(out, r), stackCell(r)));
   return h("section", { class: "result-group result-singles", "data-workload": workload },
