@@ -259,6 +259,7 @@ def test_phone_width_has_no_sideways_scrolling(browser: Any, served: Served, pro
             "#/estimate?model=llama3-8b&gpu=nvidia-l40&mode=fine-tuning",
             "#/data",
             "#/gpus",
+            "#/gpus/nvidia-l40",
             "#/compare",
         ):
             open_view(phone, served, hash_)
