@@ -188,3 +188,19 @@ def test_the_form_speaks_chinese(browser: Any, served: Served) -> None:
     finally:
         page.context.close()
     assert problems.errors == []
+
+
+def test_a_refused_new_field_shows_the_apis_message_beside_it(
+    page: Any, served: Served, problems: PageProblems
+) -> None:
+    problems.expect_status(422)
+    body = {"model": "llama3-8b", "gpu": "L40", "mode": "inference", "engine": "vllm", "tensor_parallel": 0}
+    api = httpx.post(f"{served.url}/v1/estimate", json=body, timeout=30)
+    assert api.status_code == 422
+    msg = next(e["msg"] for e in api.json()["errors"] if e["loc"][-1] == "tensor_parallel")
+    open_view(page, served, "#/estimate?" + "&".join(f"{k}={v}" for k, v in body.items()))
+    err = page.locator('[data-field="tensor_parallel"] .field-error')
+    err.wait_for()
+    assert err.inner_text() == msg
+    assert page.get_by_label("Tensor parallel").get_attribute("aria-invalid") == "true"
+    assert page.locator(".estimate-result").count() == 0
