@@ -235,7 +235,7 @@ def test_a_family_name_in_the_allowed_list_says_which_variants_it_matched(page: 
     open_view(page, served, f"#/recommend?id={answer['recommendation_id']}")
     item = page.locator('.allowed-matches li[data-name="A100"]')
     item.wait_for()
-    assert item.inner_text() == f"A100 → {len(names)}: {', '.join(names)}"
+    assert item.inner_text() == f"only A100 → {len(names)}: {', '.join(names)}"
     assert page.locator(".allowed-matches li").count() == 1  # L40 is one GPU
     assert_accessible(page)
 
@@ -265,3 +265,25 @@ def test_the_form_shows_the_apis_defaults(page: Any, served: Served) -> None:
     assert hint("constraints.allowed_gpus") == constraints["allowed_gpus"]["description"]
     assert hint("constraints.allow_gradient_checkpointing") == "API default: yes"
     assert_accessible(page)
+
+
+def test_a_family_name_in_the_excluded_list_excludes_every_variant(page: Any, served: Served) -> None:
+    """Item 8, the other list: "Never these GPUs" on the form; "A100" there rules out all four
+    variants, and the answer says which it matched."""
+    open_view(page, served, "#/recommend")
+    page.get_by_label("Never these GPUs (comma-separated)").fill("A100")
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_selector(".recommend-result")
+    rid = page.locator(".recommend-result").get_attribute("data-recommendation-id")
+    answer = httpx.get(f"{served.url}/v1/recommendations/{rid}", timeout=30).json()
+    assert answer["asked"]["constraints"]["excluded_gpus"] == ["A100"]
+    family = httpx.get(f"{served.url}/v1/gpus/A100", timeout=30).json()["candidates"]
+    slugs = {c["slug"] for c in family}
+    assert not slugs & {o["gpu"]["slug"] for o in answer["options"]}
+    item = page.locator('.allowed-matches li[data-list="excluded"]')
+    item.wait_for()
+    assert item.inner_text() == f"never A100 → {len(family)}: {', '.join(c['name'] for c in family)}"
+    # the shared link restores the field
+    page.goto(f"{served.url}/#/recommend?id={rid}")
+    page.wait_for_selector("main:not([aria-busy]) .recommend-result")
+    assert page.get_by_label("Never these GPUs (comma-separated)").input_value() == "A100"

@@ -58,7 +58,7 @@ export function bodyOf(form, base = null) {
     if (v === "" || name.startsWith("constraints.inventory.")) continue;
     if ((mode === "inference" && TRAINING.includes(name)) || (mode !== "inference" && SERVING.includes(name))) continue;
     if (name === "workload.finetune" && mode !== "fine-tuning") continue;
-    if (name === "constraints.allowed_gpus" || name === "constraints.form_factors") {
+    if (name === "constraints.allowed_gpus" || name === "constraints.excluded_gpus" || name === "constraints.form_factors") {
       set(body, name, v.split(",").map((x) => x.trim()).filter(Boolean));
     } else if (name === "constraints.allow_gradient_checkpointing") {
       continue;  // a checkbox: handled below
@@ -258,23 +258,28 @@ export function perGpuTable(options) {
 }
 
 /**
- * Which GPUs each name of the allowed list matched: a family name ("A100") keeps matching every
- * variant, and the page says which (GET /v1/gpus/{name}: one GPU, or a 300 with the candidates).
+ * Which GPUs each name of the allowed and excluded lists matched: a family name ("A100") keeps
+ * matching every variant, and the page says which (GET /v1/gpus/{name}: one GPU, or a 300 with
+ * the candidates).
  */
-async function allowedMatches(names, into) {
-  const found = await Promise.all(names.map(async (name) => {
-    try {
-      const g = await api(`/v1/gpus/${encodeURIComponent(name)}`);
-      return [name, [g.name]];
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 300) return [name, err.problem.candidates.map((c) => c.name)];
-      return [name, []];  // an unknown name: the answer's own warning says so
-    }
-  }));
-  const families = found.filter(([, gpus]) => gpus.length > 1);
+async function allowedMatches(lists, into) {
+  const names = lists.flatMap(([list, ns]) => ns.map((name) => [list, name]));
+  const found = await Promise.all(names.map(async ([list, name]) => [list, ...await matchesOf(name)]));
+  const families = found.filter(([, , gpus]) => gpus.length > 1);
   if (!families.length) return;
-  into.append(h("p", null, t("allowed_matches")), h("ul", null, families.map(([name, gpus]) =>
-    h("li", { "data-name": name }, `${name} → ${gpus.length}: ${gpus.join(", ")}`))));
+  into.append(h("p", null, t("allowed_matches")), h("ul", null, families.map(([list, name, gpus]) =>
+    h("li", { "data-name": name, "data-list": list }, `${t(list === "excluded" ? "list_excluded" : "list_allowed")} ${name} → ${gpus.length}: ${gpus.join(", ")}`))));
+}
+
+/** [name, the names of the GPUs it matches] (none for an unknown name: the answer says so). */
+async function matchesOf(name) {
+  try {
+    const g = await api(`/v1/gpus/${encodeURIComponent(name)}`);
+    return [name, [g.name]];
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 300) return [name, err.problem.candidates.map((c) => c.name)];
+    return [name, []];
+  }
 }
 
 function answer(r, width, more) {
@@ -285,9 +290,9 @@ function answer(r, width, more) {
   const feasible = r.considered?.feasible ?? r.options.length;
   const unsized = r.considered?.not_ranked?.length ?? 0;
   const all = Math.min(feasible + unsized, 50);
-  const allowed = r.asked?.constraints?.allowed_gpus ?? [];
-  const matches = allowed.length ? h("div", { class: "allowed-matches note", "aria-live": "polite" }) : null;
-  if (matches) allowedMatches(allowed, matches);
+  const lists = [["allowed", r.asked?.constraints?.allowed_gpus ?? []], ["excluded", r.asked?.constraints?.excluded_gpus ?? []]];
+  const matches = lists.some(([, ns]) => ns.length) ? h("div", { class: "allowed-matches note", "aria-live": "polite" }) : null;
+  if (matches) allowedMatches(lists, matches);
   const shown = h("p", { class: "shown-of-feasible", "data-shown": r.options.length, "data-feasible": feasible },
     t("shown_of_feasible", { n: r.options.length, all: feasible }),
     unsized ? ` ${t("not_sized", { n: unsized })}` : "", " ",
@@ -380,6 +385,7 @@ function buildForm(initial, doc) {
       f("constraints.max_power_w_per_gpu", t("f_power_cap"), { kind: "number" }),
       f("constraints.max_gpus", t("f_max_gpus"), { kind: "number" }),
       f("constraints.allowed_gpus", t("f_allowed")),
+      f("constraints.excluded_gpus", t("f_excluded")),
       f("constraints.inventory.gpu", t("f_inv_gpu")),
       f("constraints.inventory.gpus_per_node", t("f_inv_per_node"), { kind: "number" }),
       f("constraints.inventory.nodes", t("f_inv_nodes"), { kind: "number" }),
