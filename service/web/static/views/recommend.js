@@ -253,7 +253,7 @@ export function perGpuTable(options) {
       h("td", { class: "num per-gpu-price" }, c?.per_hour == null ? "—" : `${num(c.per_hour / paid, 2)} ${c.currency}/h`),
       h("td", { class: "num" }, gib(o.memory.headroom_bytes)));
   });
-  return table(t("per_gpu_title"), [t("col_gpu"), t("f_gpu_count"), t("per_gpu_tps"), t("col_price"), t("headroom")], rows,
+  return table(t("per_gpu_title"), [t("col_gpu"), t("f_gpu_count"), t("per_gpu_tps"), t("col_price"), t("col_headroom")], rows,
     { class: "per-gpu" });
 }
 
