@@ -43,8 +43,8 @@ VIEWS = [
     ("recommend", "#/recommend", None),
     (
         "estimate",
-        "#/estimate?model=meta-llama%2FLlama-2-13b-hf&gpu=L40&gpu_count=2&mode=fine-tuning&batch_size=1"
-        "&seq_len=2048&gradient_checkpointing=true",
+        # issue 29's question: a 13B full fine-tune on four 48 GB cards, sharded with FSDP
+        "#/estimate?model=llama2-13b&gpu=L40&gpu_count=4&mode=fine-tuning&finetune=full&sharding=fsdp",
         ".estimate-result",
     ),
     ("data", "#/data", "table.coverage"),

@@ -54,6 +54,19 @@ def test_ambiguous_alias_lists_both_a100_80gb(client: TestClient) -> None:
     assert r2.json()["warnings"][0]["code"] == "assumed_variant"
 
 
+def test_every_listed_slug_names_its_own_gpu(client: TestClient) -> None:
+    """The list links each GPU by its slug; "intel-gaudi3" normalises like the family name
+    "Gaudi 3" (two GPUs) and was answered 300. A slug is exact; the family stays ambiguous."""
+    slugs = [g["slug"] for g in client.get("/v1/gpus", params={"limit": 500}).json()["items"]]
+    assert "intel-gaudi3" in slugs and len(slugs) > 40
+    answered = {s: client.get(f"/v1/gpus/{s}") for s in slugs}
+    assert {s: r.status_code for s, r in answered.items() if r.status_code != 200} == {}
+    assert all(r.json()["slug"] == s for s, r in answered.items())
+    family = client.get("/v1/gpus/Gaudi 3")
+    assert family.status_code == 300
+    assert [c["slug"] for c in family.json()["candidates"]] == ["intel-gaudi3", "intel-gaudi3-pcie"]
+
+
 def test_gfd_labels_with_shared_and_mig_suffixes(client: TestClient) -> None:
     r = client.get("/v1/gpus/NVIDIA-H100-80GB-HBM3-SHARED")
     assert r.status_code == 200, r.text

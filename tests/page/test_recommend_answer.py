@@ -165,7 +165,7 @@ def test_recommend_can_ask_buy_with_the_tco_inputs(page: Any, served: Served) ->
     page.get_by_label("Budget to buy the GPUs (USD)").fill("500000")
     page.get_by_label("Utilisation of owned GPUs (0–1)").fill("0.5")
     page.get_by_label("Electricity (USD per kWh)").fill("0.2")
-    assert page.get_by_label("Amortisation (years)").get_attribute("placeholder") == "5"
+    assert page.locator('[data-field="cost.amortisation_years"] .field-hint').inner_text() == "API default: 5"
     page.get_by_role("button", name="Submit").click()
     page.wait_for_selector(".recommend-result")
     rid = page.locator(".recommend-result").get_attribute("data-recommendation-id")
@@ -186,3 +186,104 @@ def test_recommend_can_ask_buy_with_the_tco_inputs(page: Any, served: Served) ->
         else:
             assert shown == f"not available ({tco['reason']})"
     assert_accessible(page)
+
+
+def test_options_compare_per_gpu_whatever_most_gpus_allowed(page: Any, served: Served) -> None:
+    """Item 12: with "Most GPUs" 8 the options are whole nodes of each GPU; a per-GPU table
+    divides each option's throughput and price by the GPUs it uses, so cards compare."""
+    answer = _ask(served, WIDE)
+    options = answer["options"]
+    open_view(page, served, f"#/recommend?id={answer['recommendation_id']}")
+    table = page.locator("table.per-gpu")
+    table.wait_for()
+    assert table.locator("caption").inner_text() == "Per GPU: each option divided by the GPUs it uses"
+    rows = table.locator("tbody tr")
+    assert rows.count() == len(options) > 1
+    for i, o in enumerate(options):
+        row = rows.nth(i)
+        n = o["strategy"]["gpu_count"]
+        assert row.get_attribute("data-gpu") == o["gpu"]["slug"]
+        assert row.locator("td").first.inner_text() == str(n)
+        tps = o["training"]["tokens_per_s"] / n
+        assert row.locator(".per-gpu-tps").inner_text() == f"{tps:,.0f} tokens/s"
+        cost = o.get("cost") or {}
+        if cost.get("per_hour") is not None:
+            per = cost["per_hour"] / (cost.get("gpus_paid") or n)
+            two = f"{per:,.2f}".rstrip("0").rstrip(".")  # Intl: at most 2 digits
+            assert row.locator(".per-gpu-price").inner_text() == f"{two} {cost['currency']}/h"
+    assert any(o["strategy"]["gpu_count"] > 1 for o in options)  # what made cards hard to compare
+    assert_accessible(page)
+
+
+def test_a_family_name_in_the_allowed_list_says_which_variants_it_matched(page: Any, served: Served) -> None:
+    """Item 8: "A100" in the allowed list keeps matching all four variants (the API considers
+    each), and the page lists them (the candidates of GET /v1/gpus/A100)."""
+    body = {
+        "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 1, "seq_len": 2048},
+        "constraints": {"allowed_gpus": ["A100", "L40"], "max_gpus": 1},
+        "objective": "cheapest",
+    }
+    answer = _ask(served, body)
+    family = httpx.get(f"{served.url}/v1/gpus/A100", timeout=30)
+    assert family.status_code == 300
+    names = [c["name"] for c in family.json()["candidates"]]
+    slugs = {c["slug"] for c in family.json()["candidates"]}
+    considered = {o["gpu"]["slug"] for o in answer["options"]} | {
+        e["gpu"]["slug"] for e in answer["excluded"] if e["code"] != "NOT_ALLOWED"
+    }
+    assert slugs <= considered, "every variant is an option or excluded for a reason of its own"
+    open_view(page, served, f"#/recommend?id={answer['recommendation_id']}")
+    item = page.locator('.allowed-matches li[data-name="A100"]')
+    item.wait_for()
+    assert item.inner_text() == f"only A100 → {len(names)}: {', '.join(names)}"
+    assert page.locator(".allowed-matches li").count() == 1  # L40 is one GPU
+    assert_accessible(page)
+
+
+def test_the_form_shows_the_apis_defaults(page: Any, served: Served) -> None:
+    """Item 11: the serving defaults (input and output tokens) and the other defaults the API
+    states are on the form, read from the served schema."""
+    doc = httpx.get(f"{served.url}/openapi.json", timeout=30).json()["components"]["schemas"]
+    workload, constraints = doc["WorkloadIn"]["properties"], doc["ConstraintsIn"]["properties"]
+    open_view(page, served, "#/recommend")
+    page.get_by_label("Job").select_option("inference")
+
+    def hint(name: str) -> str:
+        return str(page.locator(f'[data-field="{name}"] .field-hint').inner_text())
+
+    assert (
+        hint("workload.input_len")
+        == f"API default: {workload['input_len']['default']}"
+        == "API default: 1024"
+    )
+    assert (
+        hint("workload.output_len")
+        == f"API default: {workload['output_len']['default']}"
+        == "API default: 256"
+    )
+    assert hint("constraints.max_gpus") == f"API default: {constraints['max_gpus']['default']}"
+    assert hint("constraints.allowed_gpus") == constraints["allowed_gpus"]["description"]
+    assert hint("constraints.allow_gradient_checkpointing") == "API default: yes"
+    assert_accessible(page)
+
+
+def test_a_family_name_in_the_excluded_list_excludes_every_variant(page: Any, served: Served) -> None:
+    """Item 8, the other list: "Never these GPUs" on the form; "A100" there rules out all four
+    variants, and the answer says which it matched."""
+    open_view(page, served, "#/recommend")
+    page.get_by_label("Never these GPUs (comma-separated)").fill("A100")
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_selector(".recommend-result")
+    rid = page.locator(".recommend-result").get_attribute("data-recommendation-id")
+    answer = httpx.get(f"{served.url}/v1/recommendations/{rid}", timeout=30).json()
+    assert answer["asked"]["constraints"]["excluded_gpus"] == ["A100"]
+    family = httpx.get(f"{served.url}/v1/gpus/A100", timeout=30).json()["candidates"]
+    slugs = {c["slug"] for c in family}
+    assert not slugs & {o["gpu"]["slug"] for o in answer["options"]}
+    item = page.locator('.allowed-matches li[data-list="excluded"]')
+    item.wait_for()
+    assert item.inner_text() == f"never A100 → {len(family)}: {', '.join(c['name'] for c in family)}"
+    # the shared link restores the field
+    page.goto(f"{served.url}/#/recommend?id={rid}")
+    page.wait_for_selector("main:not([aria-busy]) .recommend-result")
+    assert page.get_by_label("Never these GPUs (comma-separated)").input_value() == "A100"

@@ -293,7 +293,10 @@ def resolve_name(query: str, index: Mapping[str, Iterable[AliasEntry]], *, max_c
     for key in parsed.keys:
         entries = list(index.get(key, ()))
         if entries:
-            slugs = tuple(sorted({e.slug for e in entries}))
+            # a slug names its GPU even where it normalises like a family name ("intel-gaudi3"
+            # and the family "Gaudi 3"): the list links every GPU by its slug
+            exact = [e.slug for e in entries if e.slug == query.strip().lower()]
+            slugs = tuple(exact[:1]) or tuple(sorted({e.slug for e in entries}))
             defaults = sorted({e.slug for e in entries if e.is_default})
             return Resolution(
                 query=query,

@@ -8,25 +8,31 @@ import { t } from "./i18n.js";
  * after the control and is tied to it with aria-describedby, so a screen reader reads the
  * API's message with the field.
  */
-export function field(name, label, { kind = "text", value, options, min, max, step, list, placeholder, required } = {}) {
+export function field(name, label, { kind = "text", value, options, min, max, step, list, placeholder, required, hint } = {}) {
   const id = nextId(`f-${name.replace(/\W/g, "-")}`);
   const errId = `${id}-err`;
+  // a hint (the API's default, what an empty field means) is read with the field, like its error
+  const hintEl = hint ? h("p", { id: `${id}-hint`, class: "field-hint" }, hint) : null;
+  const describedBy = hintEl ? `${id}-hint ${errId}` : errId;
   let control;
   if (kind === "select") {
-    control = h("select", { id, name, "aria-describedby": errId },
+    control = h("select", { id, name, "aria-describedby": describedBy },
       options.map(([v, text]) => h("option", { value: v }, text)));
     if (value !== undefined) control.value = String(value);
   } else if (kind === "checkbox") {
-    control = h("input", { id, name, type: "checkbox", "aria-describedby": errId, checked: !!value });
+    control = h("input", { id, name, type: "checkbox", "aria-describedby": describedBy, checked: !!value });
+  } else if (kind === "textarea") {
+    control = h("textarea", { id, name, "aria-describedby": describedBy, rows: 3, placeholder, spellcheck: "false" });
+    if (value !== undefined && value !== null) control.value = String(value);
   } else {
-    control = h("input", { id, name, type: kind, "aria-describedby": errId, min, max, step, list, placeholder,
+    control = h("input", { id, name, type: kind, "aria-describedby": describedBy, min, max, step, list, placeholder,
       required, autocomplete: "off", spellcheck: "false" });
     if (value !== undefined && value !== null) control.value = String(value);
   }
   const err = h("p", { id: errId, class: "field-error", "data-error-for": name, role: "status" });
   const wrap = kind === "checkbox"
-    ? h("div", { class: "field field-check", "data-field": name }, control, h("label", { for: id }, label), err)
-    : h("div", { class: "field", "data-field": name }, h("label", { for: id }, label), control, err);
+    ? h("div", { class: "field field-check", "data-field": name }, control, h("label", { for: id }, label), hintEl, err)
+    : h("div", { class: "field", "data-field": name }, h("label", { for: id }, label), control, hintEl, err);
   return wrap;
 }
 
@@ -112,4 +118,16 @@ export function provenance(kind) {
   const term = LEGEND_TERM[kind] ?? kind;
   return h("a", { class: `prov prov-${String(kind).replace(/\W/g, "")}`, href: `#/legend?term=${encodeURIComponent(term)}`,
     title: t("what_is", { term: kind }) }, kind);
+}
+
+/**
+ * The API's 300 answer for a name that means several GPUs, as a choice: each candidate (the
+ * stated default marked) replaces the name in the list and compares again.
+ */
+export function candidatesBlock(problem, pick) {
+  return h("div", { class: "ambiguous", role: "group", "aria-label": t("pick_one") },
+    h("p", null, problem.detail || t("pick_one")),
+    h("ul", { class: "candidates" }, problem.candidates.map((c) => h("li", null,
+      h("button", { type: "button", "data-slug": c.slug, on: { click: () => pick(c.slug) } }, c.name),
+      ` (${c.slug})`, c.default || c.slug === problem.default ? ` — ${t("default_variant")}` : ""))));
 }

@@ -7,7 +7,7 @@ import { lineChart } from "../charts.js";
 import { num, when } from "../fmt.js";
 import { t } from "../i18n.js";
 import { setParams } from "../nav.js";
-import { apiExample, clearErrors, field, problemBlock, provenance, showProblem } from "../ui.js";
+import { apiExample, candidatesBlock, clearErrors, field, problemBlock, provenance, showProblem } from "../ui.js";
 
 export const DEFAULT_GPUS = "nvidia-l40,nvidia-l20,nvidia-a100-sxm4-80gb";
 
@@ -42,11 +42,21 @@ function capabilityTable(out) {
   return table(t("capabilities"), [t("col_field"), ...out.gpus.map((g) => g.name)], rows, { class: "compare-capabilities" });
 }
 
-/** Result rows grouped into charts: one per workload, metric and parameters other than batch size. */
+/** global_batch when it only restates batch_size x data-parallel ranks (no accumulation). */
+function plainGlobalBatch(params) {
+  return params.global_batch === undefined || params.global_batch === params.batch_size * (params.gpu_count ?? 1);
+}
+
+/**
+ * Result rows grouped into charts: one per workload, metric and parameters other than batch size
+ * (and a global batch that only follows it), so one configuration run at several batch sizes is
+ * one line per GPU.
+ */
 export function chartGroups(out) {
   const groups = new Map();
   for (const row of out.results) {
     const { batch_size: bs, ...rest } = row.parameters;
+    if (plainGlobalBatch(row.parameters)) delete rest.global_batch;
     const key = `${row.workload}|${row.metric}|${JSON.stringify(rest)}`;
     if (!groups.has(key)) groups.set(key, { workload: row.workload, metric: row.metric, unit: row.unit, params: rest, rows: [] });
     groups.get(key).rows.push({ ...row, batch: bs });
@@ -60,34 +70,95 @@ function cellText(c) {
   return num(c.value, c.value >= 100 ? 0 : 2);
 }
 
-const MAX_GROUPS = 12;
+/** Charts drawn when no workload is picked (every workload's charts fill the page otherwise). */
+const MAX_CHARTS = 12;
 
-function resultsSection(out, width) {
-  const all = chartGroups(out);
-  if (!all.length) return h("p", null, t("no_measurements"));
-  // charts by batch size first; a long list is cut (the workload filter narrows it)
-  const groups = [...all].sort((a, b) => Number(b.rows.length > 1) - Number(a.rows.length > 1)).slice(0, MAX_GROUPS);
-  const more = all.length - groups.length;
-  return [more > 0 ? h("p", { class: "note" }, t("groups_cut").replace("{n}", groups.length).replace("{all}", all.length)) : null,
-    ...groups.map((g) => {
-    const title = `${g.workload} ${Object.entries(g.params).map(([k, v]) => `${k}=${v}`).join(" ")} — ${g.metric} (${g.unit})`;
-    const byBatch = g.rows.every((r) => typeof r.batch === "number");
-    const chart = byBatch ? lineChart(out.gpus.map((gpu, i) => ({
-      name: gpu.name,
-      points: g.rows.filter((r) => r.cells[i].oom || r.cells[i].value !== null).map((r) => ({
-        x: r.batch, y: r.cells[i].value ?? 0, low: r.cells[i].low ?? undefined, high: r.cells[i].high ?? undefined, oom: r.cells[i].oom,
-      })),
-    })).filter((sr) => sr.points.length), { width, title, xLabel: t("batch_size"), yLabel: g.unit, oomLabel: t("oom") }) : null;
-    const rows = g.rows.sort((a, b) => (a.batch ?? 0) - (b.batch ?? 0)).map((r) => h("tr", null,
-      h("th", { scope: "row" }, byBatch ? String(r.batch) : Object.entries(r.parameters).map(([k, v]) => `${k}=${v}`).join(", ")),
-      r.cells.map((c, i) => h("td", { class: ["num", c.oom ? "oom" : null], "data-gpu": out.gpus[i].slug },
-        cellText(c), i > 0 ? ratio(c.speedup_vs_first) : null, " ",
-        c.source === "measurement" ? provenance(c.thin ? "measured (thin)" : "measured") : c.provenance ? provenance(c.provenance) : null)),
-      h("td", null, r.common_stack === false ? t("mixed_stacks") : r.common_stack ? t("one_stack") : "")));
-    return h("section", { class: "result-group", "data-workload": g.workload },
-      h("h3", null, title), chart,
-      table(title, [byBatch ? t("batch_size") : t("col_params"), ...out.gpus.map((x) => x.name), t("col_stack")], rows, { class: "compare-results" }));
-  })];
+function cells(out, r) {
+  return r.cells.map((c, i) => h("td", { class: ["num", c.oom ? "oom" : null], "data-gpu": out.gpus[i].slug },
+    cellText(c), i > 0 ? ratio(c.speedup_vs_first) : null, " ",
+    c.source === "measurement" ? provenance(c.thin ? "measured (thin)" : "measured") : c.provenance ? provenance(c.provenance) : null));
+}
+
+function stackCell(r) {
+  return h("td", null, r.common_stack === false ? t("mixed_stacks") : r.common_stack ? t("one_stack") : "");
+}
+
+/** The parameters whose value differs between a workload's rows (the rest is said once). */
+function varying(rows) {
+  const keys = [...new Set(rows.flatMap((r) => Object.keys(r.parameters)))];
+  const shown = (r, k) => JSON.stringify(r.parameters[k] ?? null);
+  return keys.filter((k) => new Set(rows.map((r) => shown(r, k))).size > 1);
+}
+
+function paramText(params, keys) {
+  return keys.filter((k) => params[k] !== undefined).map((k) => `${k}=${params[k]}`).join(" ");
+}
+
+function chartSection(out, g, keys, width) {
+  const title = `${g.workload} ${paramText(g.params, keys)} — ${g.metric} (${g.unit})`;
+  const chart = lineChart(out.gpus.map((gpu, i) => ({
+    name: gpu.name,
+    points: g.rows.filter((r) => r.cells[i].oom || r.cells[i].value !== null).map((r) => ({
+      x: r.batch, y: r.cells[i].value ?? 0, low: r.cells[i].low ?? undefined, high: r.cells[i].high ?? undefined, oom: r.cells[i].oom,
+    })),
+  })).filter((sr) => sr.points.length), { width, title, xLabel: t("batch_size"), yLabel: g.unit, oomLabel: t("oom") });
+  const rows = [...g.rows].sort((a, b) => a.batch - b.batch).map((r) => h("tr", null,
+    h("th", { scope: "row" }, String(r.batch)), cells(out, r), stackCell(r)));
+  return h("section", { class: "result-group", "data-workload": g.workload },
+    h("h4", null, title), chart,
+    table(title, [t("batch_size"), ...out.gpus.map((x) => x.name), t("col_stack")], rows, { class: "compare-results" }));
+}
+
+/** A workload's configurations measured at one batch size: one table, a column per varying parameter. */
+function singlesSection(out, workload, metric, unit, rows, keys) {
+  const cols = keys.length ? keys : ["batch_size"];
+  const title = `${workload} — ${t("one_batch_configs", { n: rows.length })} — ${metric} (${unit})`;
+  // sorted by the parameters in column order (numbers as numbers), so like configurations sit together
+  const sortKey = (r) => cols.map((k) => String(r.parameters[k] ?? "")).join("\u0000");
+  const sorted = [...rows].sort((a, b) => sortKey(a).localeCompare(sortKey(b), "en", { numeric: true }));
+  const body = sorted.map((r) => h("tr", null, cols.map((k, j) => (j === 0
+    ? h("th", { scope: "row" }, String(r.parameters[k] ?? "—")) : h("td", null, String(r.parameters[k] ?? "—")))),
+  cells(out, r), stackCell(r)));
+  return h("section", { class: "result-group result-singles", "data-workload": workload },
+    h("h4", null, title),
+    table(title, [...cols, ...out.gpus.map((x) => x.name), t("col_stack")], body, { class: "compare-results" }));
+}
+
+/**
+ * Every measured configuration: per workload, a chart for each configuration run at several
+ * batch sizes and one table of those run at one; the parameters shared by all are said once.
+ * With no workload picked the charts are cut at MAX_CHARTS (the note says how to see the rest).
+ */
+function resultsSection(out, width, picked) {
+  if (!out.results.length) return h("p", null, t("no_measurements"));
+  const byWorkload = new Map();
+  for (const g of chartGroups(out)) {
+    const k = `${g.workload}|${g.metric}`;
+    if (!byWorkload.has(k)) byWorkload.set(k, []);
+    byWorkload.get(k).push(g);
+  }
+  const parts = [];
+  let charts = 0, cut = 0;
+  for (const groups of byWorkload.values()) {
+    const { workload, metric, unit } = groups[0];
+    const all = groups.flatMap((g) => g.rows);
+    const keys = varying(all).filter((k) => k !== "batch_size" && k !== "global_batch");
+    const common = Object.entries(all[0].parameters).filter(([k]) => !varying(all).includes(k) && k !== "batch_size");
+    parts.push(h("h3", { class: "workload-title" }, workload),
+      common.length ? h("p", { class: "note common-params" }, `${t("all_configs")}: ${common.map(([k, v]) => `${k}=${v}`).join(" ")}`) : null);
+    for (const g of groups.filter((x) => x.rows.length > 1 && x.rows.every((r) => typeof r.batch === "number"))) {
+      if (!picked && charts >= MAX_CHARTS) { cut += 1; continue; }
+      charts += 1;
+      parts.push(chartSection(out, g, keys, width));
+    }
+    const singles = groups.filter((x) => !(x.rows.length > 1 && x.rows.every((r) => typeof r.batch === "number"))).flatMap((g) => g.rows);
+    const plain = singles.every((r) => plainGlobalBatch(r.parameters));
+    const singleKeys = varying(all).filter((k) => k !== "global_batch" || !plain);
+    if (singles.length) parts.push(singlesSection(out, workload, metric, unit, singles, singleKeys));
+  }
+  const note = h("p", { class: "note configs-shown" }, t("configs_shown", { n: out.results.length }),
+    cut ? ` ${t("charts_cut", { n: charts, all: charts + cut })}` : "");
+  return [note, ...parts];
 }
 
 function pricesSection(out) {
@@ -101,18 +172,6 @@ function pricesSection(out) {
   });
   return table(`${t("prices")} (${out.currency}, ${out.pricing_model})`,
     [t("col_gpu"), t("col_provider"), t("col_region"), t("col_instance"), t("col_price"), t("col_model"), t("col_date")], rows, { class: "compare-prices" });
-}
-
-/**
- * The API's 300 answer for a name that means several GPUs, as a choice: each candidate (the
- * stated default marked) replaces the name in the list and compares again.
- */
-export function candidatesBlock(problem, pick) {
-  return h("div", { class: "ambiguous", role: "group", "aria-label": t("pick_one") },
-    h("p", null, problem.detail || t("pick_one")),
-    h("ul", { class: "candidates" }, problem.candidates.map((c) => h("li", null,
-      h("button", { type: "button", "data-slug": c.slug, on: { click: () => pick(c.slug) } }, c.name),
-      ` (${c.slug})`, c.default || c.slug === problem.default ? ` — ${t("default_variant")}` : ""))));
 }
 
 export async function render(root, { params, width }) {
@@ -145,7 +204,7 @@ export async function render(root, { params, width }) {
           g.warnings?.length ? h("span", { class: "note" }, ` (${g.warnings.map((w) => w.message).join("; ")})`) : null))),
         h("h2", null, t("specs")), specTable(r),
         h("h2", null, t("capabilities")), capabilityTable(r),
-        h("h2", null, t("measured_results")), resultsSection(r, width),
+        h("h2", null, t("measured_results")), resultsSection(r, width, wl),
         h("h2", null, t("prices")), pricesSection(r),
         r.notes?.length ? h("ul", { class: "notes" }, r.notes.map((n) => h("li", null, n))) : null,
         h("p", { class: "note" }, `as of ${when(r.as_of)}`),

@@ -46,12 +46,14 @@ async function listCells(path) {
   return { items, k };
 }
 
-function mainMetric(r) {
-  const [name, m] = Object.entries(r.metrics || {})[0] || [];
-  return name ? `${name} ${num(m.value, 2)} ${m.unit}` : "—";
+/** The workload's main metric (GET /v1/workloads names it: throughput, tflops ...) of one result. */
+export function mainMetric(r, metricName) {
+  const m = r.metrics?.[metricName];
+  if (!m) return "—";
+  return `${metricName} ${num(m.value, m.value >= 100 ? 0 : 2)} ${m.unit}`;
 }
 
-async function showCell(panel, slug, name, workload) {
+async function showCell(panel, slug, name, workload, metricName) {
   const path = `/v1/benchmark-results?gpu=${encodeURIComponent(slug)}&workload=${encodeURIComponent(workload)}&limit=20`;
   panel.replaceChildren(h("p", { class: "loading" }, t("loading")));
   try {
@@ -62,7 +64,7 @@ async function showCell(panel, slug, name, workload) {
       h("td", null, r.agent?.name ?? "—"),
       h("td", null, r.status),
       h("td", { class: "params" }, Object.entries(r.parameters || {}).map(([k, v]) => `${k}=${v}`).join(", ")),
-      h("td", null, mainMetric(r)),
+      h("td", { class: "num main-metric" }, mainMetric(r, metricName)),
       h("td", null, [r.quarantined ? `${t("quarantined")}: ${r.quarantine?.reason ?? ""}` : "", r.error ?? ""].filter(Boolean).join(" · "))));
     panel.replaceChildren(
       h("h2", { id: "cell-title", tabindex: "-1" }, `${t("cell_results")}: ${name} × ${workload}`),
@@ -75,7 +77,7 @@ async function showCell(panel, slug, name, workload) {
   }
 }
 
-function coverageGrid(cov, measured, panel) {
+function coverageGrid(cov, measured, panel, mainMetrics) {
   const head = [t("col_gpu"), ...cov.workloads];
   // GPUs with results first (the catalog order otherwise), so what is measured is seen first
   const has = (row) => Object.values(row.workloads).some((c) => c.results > 0);
@@ -90,7 +92,7 @@ function coverageGrid(cov, measured, panel) {
       const btn = h("button", { type: "button", class: "cell-button", "data-gpu": row.gpu_slug, "data-workload": wl,
         "aria-label": `${row.name} × ${wl}: ${t(state)}; ${full} of ${of} configurations measured; `
           + `${c.usable} usable of ${c.results} results from ${c.hosts} host(s)` }, label);
-      btn.addEventListener("click", () => showCell(panel, row.gpu_slug, row.name, wl));
+      btn.addEventListener("click", () => showCell(panel, row.gpu_slug, row.name, wl, mainMetrics[wl]));
       return h("td", { class: `cell cell-${state}`, "data-state": state, "data-workload": wl }, btn);
     })));
   return table(t("data_title"), head, rows, { class: "coverage" });
@@ -144,7 +146,8 @@ function adminPanel() {
 
 export async function render(root) {
   const path = "/v1/coverage";
-  const cov = await api(path);
+  const [cov, vocabulary] = await Promise.all([api(path), api("/v1/workloads")]);
+  const mainMetrics = Object.fromEntries(vocabulary.items.map((w) => [w.name, w.main_metric]));
   const measured = await measuredCells(cov);
   const panel = h("div", { class: "cell-panel" });
   add(root,
@@ -152,7 +155,7 @@ export async function render(root) {
     h("p", { class: "legend-line" }, t("data_legend").replace("{k}", `k = ${measured.k ?? 3}`), " ",
       ["measured", "thin", "missing"].map((st) => h("span", { class: `chip cell-${st}` }, t(st)))),
     cov.pending_runs ? h("p", null, `${cov.pending_runs} run(s) wait for an unknown GPU to be mapped.`) : null,
-    coverageGrid(cov, measured, panel),
+    coverageGrid(cov, measured, panel, mainMetrics),
     apiExample("GET", path),
     panel,
     adminPanel());

@@ -6,44 +6,11 @@ import { band, gib, GIB, ms, num, seconds } from "../fmt.js";
 import { stackedBar } from "../charts.js";
 import { t } from "../i18n.js";
 import { setParams } from "../nav.js";
-import { apiExample, clearErrors, field, problemBlock, provenance, showProblem } from "../ui.js";
-
-const PRECISIONS = ["", "amp_bf16", "amp_fp16", "bf16", "fp16", "fp32", "tf32", "fp8", "int8", "int4"];
-const NUMBER_FIELDS = ["gpu_count", "batch_size", "seq_len", "input_len", "output_len", "tokens"];
-const TEXT_FIELDS = ["model", "gpu", "mode", "precision", "finetune", "engine"];
-const TRAINING_ONLY = ["seq_len", "gradient_checkpointing", "finetune", "tokens"];
-const INFERENCE_ONLY = ["engine", "input_len", "output_len"];
+import { apiExample, candidatesBlock, clearErrors, problemBlock, provenance, showProblem } from "../ui.js";
+import { bodyOf, fieldSpecs, formGroups, requestSchema, syncMode, toParams } from "./estimate_form.js";
 
 export const DEFAULTS = { model: "llama3-8b", gpu: "nvidia-l40", gpu_count: "1", mode: "fine-tuning", batch_size: "1",
   seq_len: "2048", gradient_checkpointing: "true" };
-
-/** The request body from the form: empty fields are left out (the API's defaults apply). */
-export function bodyOf(form) {
-  const fd = new FormData(form);
-  const body = {};
-  for (const k of TEXT_FIELDS) {
-    const v = String(fd.get(k) ?? "").trim();
-    if (v) body[k] = v;
-  }
-  const mode = body.mode || "training";
-  for (const k of NUMBER_FIELDS) {
-    const v = String(fd.get(k) ?? "").trim();
-    if (v === "") continue;
-    if ((mode === "inference" && TRAINING_ONLY.includes(k)) || (mode !== "inference" && INFERENCE_ONLY.includes(k))) continue;
-    body[k] = Number.isFinite(Number(v)) ? Number(v) : v;  // a non-number goes as typed: the API names it
-  }
-  if (mode !== "inference") body.gradient_checkpointing = fd.get("gradient_checkpointing") === "on";
-  else { delete body.finetune; }
-  if (mode === "training") delete body.finetune;
-  if (mode !== "inference") delete body.engine;
-  return body;
-}
-
-function toParams(body) {
-  const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(body)) p.set(k, String(v));
-  return p;
-}
 
 function memorySection(r, width) {
   const m = r.memory;
@@ -110,54 +77,58 @@ export function estimateResult(r, width) {
       h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, h("code", null, w.code), ` ${w.message}`)))) : null);
 }
 
+/**
+ * The API assumed a variant for a family name (warning assumed_variant): GET /v1/gpus/{name}
+ * answers 300 with the candidates, offered as a choice that asks again with the picked one.
+ */
+async function variantChoice(form, typed, submit) {
+  try {
+    await api(`/v1/gpus/${encodeURIComponent(typed)}`);
+    return null;  // the name is one GPU after all
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 300 && err.problem.candidates?.length)) return null;
+    return candidatesBlock(err.problem, (slug) => {
+      form.elements.gpu.value = slug;
+      submit();
+    });
+  }
+}
+
 export async function render(root, { params, width }) {
   const initial = [...params.keys()].length ? Object.fromEntries(params) : DEFAULTS;
-  const [models, gpus] = await Promise.all([api("/v1/models"), listAll("/v1/gpus?limit=100")]);
+  const [models, gpus, schema] = await Promise.all([api("/v1/models"), listAll("/v1/gpus?limit=100"), requestSchema()]);
+  const specs = fieldSpecs(schema);
   const modelList = h("datalist", { id: "model-options" }, (models.items || []).map((m) => h("option", { value: m.id })));
   const gpuList = h("datalist", { id: "gpu-options" }, gpus.map((g) => h("option", { value: g.slug }, g.name)));
-  const modes = [["training", t("mode_training")], ["fine-tuning", t("mode_finetuning")], ["inference", t("mode_inference")]];
+  const submitButton = h("button", { type: "submit" }, t("submit"));
   const form = h("form", { class: "estimate-form", novalidate: true },
-    h("div", { class: "grid" },
-      field("model", t("f_model"), { value: initial.model, list: "model-options" }),
-      field("gpu", t("f_gpu"), { value: initial.gpu, list: "gpu-options" }),
-      field("gpu_count", t("f_gpu_count"), { kind: "number", value: initial.gpu_count ?? "1", min: 1 }),
-      field("mode", t("f_mode"), { kind: "select", options: modes, value: initial.mode ?? "training" }),
-      field("precision", t("f_precision"), { kind: "select", options: PRECISIONS.map((p) => [p, p || t("default")]), value: initial.precision ?? "" }),
-      field("batch_size", t("f_batch"), { kind: "number", value: initial.batch_size ?? "1", min: 1 }),
-      field("seq_len", t("f_seq"), { kind: "number", value: initial.seq_len ?? "" }),
-      field("finetune", t("f_finetune"), { kind: "select", options: [["", t("default")], ["lora", "LoRA"], ["qlora", "QLoRA"], ["full", "full"]], value: initial.finetune ?? "" }),
-      field("tokens", t("f_tokens"), { kind: "number", value: initial.tokens ?? "" }),
-      field("engine", t("f_engine"), { kind: "select", options: [["hf-transformers", "hf-transformers"], ["vllm", "vllm"], ["tensorrt-llm", "tensorrt-llm"]], value: initial.engine ?? "hf-transformers" }),
-      field("input_len", t("f_input_len"), { kind: "number", value: initial.input_len ?? "" }),
-      field("output_len", t("f_output_len"), { kind: "number", value: initial.output_len ?? "" }),
-      field("gradient_checkpointing", t("f_ckpt"), { kind: "checkbox", value: String(initial.gradient_checkpointing) === "true" })),
+    formGroups(specs, initial),
     h("div", { class: "form-problem" }),
-    h("button", { type: "submit" }, t("submit")),
+    submitButton,
     modelList, gpuList);
   const out = h("div", { class: "result", "aria-live": "polite" });
-  const syncMode = () => {
-    const mode = form.elements.mode.value;
-    for (const k of TRAINING_ONLY) form.querySelector(`[data-field="${k}"]`).hidden = mode === "inference";
-    for (const k of INFERENCE_ONLY) form.querySelector(`[data-field="${k}"]`).hidden = mode !== "inference";
-    form.querySelector('[data-field="finetune"]').hidden = mode !== "fine-tuning";
-  };
-  form.elements.mode.addEventListener("change", syncMode);
-  syncMode();
+  form.elements.mode.addEventListener("change", () => syncMode(form));
+  syncMode(form);
   async function submit() {
-    const body = bodyOf(form);
+    const body = bodyOf(form, specs);
     setParams("estimate", toParams(body));
     clearErrors(form);
+    submitButton.disabled = true;
     out.replaceChildren(h("p", { class: "loading" }, t("loading")));
     try {
       const r = await api("/v1/estimate", { method: "POST", body });
-      out.replaceChildren(estimateResult(r, width), apiExample("POST", "/v1/estimate", body));
+      const assumed = r.warnings?.some((w) => w.code === "assumed_variant");
+      const choice = assumed ? await variantChoice(form, body.gpu, submit) : null;
+      out.replaceChildren(...[choice, estimateResult(r, width), apiExample("POST", "/v1/estimate", body)].filter(Boolean));
     } catch (err) {
       out.replaceChildren();
       if (err instanceof ApiError) showProblem(form, err);
       else out.append(problemBlock(err));
+    } finally {
+      submitButton.disabled = false;
     }
   }
   form.addEventListener("submit", (ev) => { ev.preventDefault(); submit(); });
-  add(root,h("h1", null, t("estimate_title")), form, out);
+  add(root, h("h1", null, t("estimate_title")), form, out);
   if ([...params.keys()].length) await submit();
 }

@@ -6,6 +6,8 @@ import { gib, num } from "../fmt.js";
 import { t } from "../i18n.js";
 import { setParams } from "../nav.js";
 import { apiExample, field, provenance } from "../ui.js";
+import { DEFAULT_GPUS } from "./compare.js";
+import { DEFAULTS } from "./estimate.js";
 
 /** The group a catalog figure's source is listed under (DESIGN: sources per figure group). */
 const GROUP_OF = {
@@ -95,15 +97,44 @@ async function renderList(root, params) {
     apiExample("GET", path));
 }
 
-function figureRows(gpu, section, obj, unitOf) {
-  return Object.entries(obj || {}).filter(([, v]) => v !== null && typeof v !== "object").map(([k, v]) => {
-    const { kind, src } = figureProvenance(gpu, section, k);
-    return h("tr", null, h("th", { scope: "row" }, `${section}.${k}`), h("td", { class: "num" }, unitOf(k, v)),
-      h("td", null, provenance(kind), " ", src ? src.title : ""));
-  });
+/** Each figure's words (i18n.js has them in English and Chinese); the sections in reading order. */
+const SECTIONS = [
+  ["memory", "sec_memory", ["marketed", "type", "memory_bytes", "usable_memory_bytes", "bandwidth_gb_per_s", "bus_width_bits", "ecc"]],
+  ["compute", "sec_compute", ["sm_count", "cuda_cores", "tensor_cores", "boost_clock_mhz"]],
+  ["peaks", "sec_peaks", ["fp64_tflops", "fp64_tensor_tflops", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops",
+    "fp8_tflops", "int8_tops", "int4_tops"]],
+  ["supports", "sec_supports", []],
+  ["power", "sec_power", ["tdp_w", "configurable_min_w"]],
+  ["identity", "sec_identity", ["compute_capability", "pci_vendor_id", "pci_device_ids"]],
+  ["interconnect", "sec_interconnect", ["nvlink.topology", "nvlink.domain_size", "nvlink.per_direction_gb_per_s",
+    "nvlink.version", "p2p_over_pcie", "pcie.gen", "pcie.lanes", "note"]],
+];
+
+export const FIGURE_LABELS = {
+  marketed: "g_marketed", type: "g_memory_type", memory_bytes: "g_memory_bytes", usable_memory_bytes: "g_usable_memory",
+  bandwidth_gb_per_s: "g_bandwidth", bus_width_bits: "g_bus_width", ecc: "g_ecc", sm_count: "g_sm_count",
+  cuda_cores: "g_cuda_cores", tensor_cores: "g_tensor_cores", boost_clock_mhz: "g_boost_clock", fp64_tflops: "g_fp64",
+  fp64_tensor_tflops: "g_fp64_tensor", fp32_tflops: "g_fp32", tf32_tflops: "g_tf32", bf16_tflops: "g_bf16",
+  fp16_tflops: "g_fp16", fp8_tflops: "g_fp8", int8_tops: "g_int8", int4_tops: "g_int4", tdp_w: "g_tdp",
+  configurable_min_w: "g_min_power", compute_capability: "g_compute_capability", pci_vendor_id: "g_pci_vendor",
+  pci_device_ids: "g_pci_devices", "nvlink.topology": "g_nvlink_topology", "nvlink.domain_size": "g_nvlink_domain",
+  "nvlink.per_direction_gb_per_s": "g_nvlink_bw", "nvlink.version": "g_nvlink_version", p2p_over_pcie: "g_p2p_pcie",
+  "pcie.gen": "g_pcie_gen", "pcie.lanes": "g_pcie_lanes", note: "g_note",
+};
+
+/** A figure's words: its label, else (a figure the catalog gains later) its key in words. */
+function labelOf(section, key) {
+  if (section === "supports") return key.toUpperCase();
+  return FIGURE_LABELS[key] ? t(FIGURE_LABELS[key]) : key.replace(/[._]/g, " ");
+}
+
+function lookup(obj, path) {
+  return path.split(".").reduce((cur, k) => (cur && typeof cur === "object" ? cur[k] : undefined), obj);
 }
 
 function unit(k, v) {
+  if (Array.isArray(v)) return v.join(", ");
+  if (v === "yes" || v === "no") return t(v);
   if (typeof v !== "number") return String(v);
   if (k.endsWith("_bytes")) return `${gib(v)} (${num(v, 0)} B)`;
   if (k.endsWith("_gb_per_s")) return `${num(v, 1)} GB/s`;
@@ -111,29 +142,63 @@ function unit(k, v) {
   if (k.endsWith("_tops")) return `${num(v, 1)} TOPS`;
   if (k.endsWith("_w")) return `${num(v, 0)} W`;
   if (k.endsWith("_mhz")) return `${num(v, 0)} MHz`;
+  if (k.endsWith("_bits")) return `${num(v, 0)} bit`;
   return num(v, 2);
+}
+
+/** One section's figures as a table: words, value with unit, where it comes from. */
+function sectionTable(g, [section, titleKey, keys]) {
+  const obj = g[section] || {};
+  const listed = keys.length ? keys : Object.keys(obj);
+  const extra = Object.keys(obj).filter((k) => typeof obj[k] !== "object" && !listed.includes(k));
+  const rows = [...listed, ...extra].map((k) => [k, lookup(obj, k)]).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => {
+    const leaf = k.split(".").pop();
+    const { kind, src } = figureProvenance(g, section, leaf);
+    return h("tr", { "data-figure": `${section}.${k}` }, h("th", { scope: "row" }, labelOf(section, k)),
+      h("td", { class: "num" }, unit(leaf, v)), h("td", null, provenance(kind), " ", src ? src.title : ""));
+  });
+  if (!rows.length) return null;
+  return h("section", { class: "spec-section", "data-section": section }, h("h2", null, t(titleKey)),
+    table(t(titleKey), [t("col_field"), t("col_value"), t("provenance")], rows, { class: "spec" }));
+}
+
+/** Reference prices per GPU-hour (GET /v1/gpus/{slug}/prices), cheapest first and marked. */
+function pricesTable(items) {
+  if (!items.length) return h("p", { class: "no-prices" }, t("no_prices"));
+  const sorted = [...items].sort((a, b) => a.currency.localeCompare(b.currency) || Number(a.per_gpu_hour) - Number(b.per_gpu_hour));
+  const cheapest = {};  // per currency: prices in different currencies are not compared
+  for (const p of sorted) cheapest[p.currency] ??= Number(p.per_gpu_hour);
+  const rows = sorted.map((p) => h("tr", { class: p.stale ? "stale" : null },
+    h("th", { scope: "row" }, p.provider), h("td", null, p.region), h("td", null, `${p.instance_type} (${p.gpus_per_instance} GPU)`),
+    h("td", { class: ["num", Number(p.per_gpu_hour) === cheapest[p.currency] ? "best" : null] }, `${num(Number(p.per_gpu_hour), 2)} ${p.currency}`),
+    h("td", null, p.pricing_model), h("td", null, `${p.effective_date}${p.stale ? ` (${t("stale")})` : ""}`),
+    h("td", { class: "price-source" }, p.source ?? "")));
+  return table(t("prices"), [t("col_provider"), t("col_region"), t("col_instance"), t("col_price"), t("col_model"), t("col_date"),
+    t("col_source")], rows, { class: "gpu-prices" });
+}
+
+/** Links to ask about this GPU: compared with the default peers, and an estimate on it. */
+function actions(g) {
+  const peers = DEFAULT_GPUS.split(",").filter((s) => s !== g.slug).slice(0, 2);
+  const estimate = new URLSearchParams({ ...DEFAULTS, gpu: g.slug });
+  return h("ul", { class: "gpu-actions" },
+    h("li", null, h("a", { href: `#/compare?gpus=${[g.slug, ...peers].join(",")}`, "data-action": "compare" }, t("compare_with"))),
+    h("li", null, h("a", { href: `#/estimate?${estimate}`, "data-action": "estimate" }, t("estimate_on"))));
 }
 
 async function renderOne(root, slug) {
   const path = `/v1/gpus/${encodeURIComponent(slug)}`;
   const g = await api(path);
-  const rows = [
-    ...figureRows(g, "memory", g.memory, unit),
-    ...figureRows(g, "compute", g.compute, unit),
-    ...figureRows(g, "peaks", g.peaks, unit),
-    ...figureRows(g, "supports", g.supports, unit),
-    ...figureRows(g, "power", g.power, unit),
-    ...figureRows(g, "identity", g.identity, unit),
-    h("tr", null, h("th", { scope: "row" }, "identity.pci_device_ids"), h("td", null, (g.identity?.pci_device_ids || []).join(", ")), h("td")),
-    h("tr", null, h("th", { scope: "row" }, "interconnect"), h("td", null,
-      `NVLink ${g.interconnect?.nvlink?.topology ?? "—"}; PCIe Gen${g.interconnect?.pcie?.gen ?? "?"} x${g.interconnect?.pcie?.lanes ?? "?"}`),
-    h("td", null, g.interconnect?.note ?? "")),
-  ];
+  const prices = await api(g.links?.prices ?? `${path}/prices`);
+  const aliases = [...new Set((g.aliases || []).map((a) => a.name))].filter((n) => n !== g.name);
   add(root,
     h("p", null, h("a", { href: "#/gpus" }, `← ${t("back_to_list")}`)),
     h("h1", null, g.name),
     h("p", { class: "lede" }, [g.architecture, g.chip, g.form_factor, g.market, g.launch_year].filter(Boolean).join(" · ")),
-    table(t("spec_detail"), [t("col_field"), t("col_value"), t("provenance")], rows, { class: "spec" }),
+    aliases.length ? h("p", { class: "aliases" }, `${t("also_known_as")}: ${aliases.join(", ")}`) : null,
+    actions(g),
+    SECTIONS.map((sec) => sectionTable(g, sec)),
+    h("h2", null, t("prices")), pricesTable(prices.items || []),
     h("h2", null, t("col_sources")),
     h("ol", { class: "sources" }, (g.sources || []).map((src) =>
       h("li", null, provenance(src.source_kind), " ", h("strong", null, src.group), ": ", safeLink(src.url, src.title),

@@ -9,6 +9,7 @@ import { gib, num, when } from "../fmt.js";
 import { t } from "../i18n.js";
 import { setParams } from "../nav.js";
 import { apiExample, clearErrors, copyButton, field, problemBlock, provenance, showProblem } from "../ui.js";
+import { openapiDoc, schemaHint } from "./estimate_form.js";
 
 export const DEFAULTS = { "workload.model": "llama3-8b", "workload.mode": "fine-tuning", "workload.seq_len": "2048",
   "workload.batch_size": "1", "workload.tokens": "100000000", objective: "fastest", "constraints.max_gpus": "8" };
@@ -57,7 +58,7 @@ export function bodyOf(form, base = null) {
     if (v === "" || name.startsWith("constraints.inventory.")) continue;
     if ((mode === "inference" && TRAINING.includes(name)) || (mode !== "inference" && SERVING.includes(name))) continue;
     if (name === "workload.finetune" && mode !== "fine-tuning") continue;
-    if (name === "constraints.allowed_gpus" || name === "constraints.form_factors") {
+    if (name === "constraints.allowed_gpus" || name === "constraints.excluded_gpus" || name === "constraints.form_factors") {
       set(body, name, v.split(",").map((x) => x.trim()).filter(Boolean));
     } else if (name === "constraints.allow_gradient_checkpointing") {
       continue;  // a checkbox: handled below
@@ -235,6 +236,52 @@ function excludedSection(r) {
   ];
 }
 
+/**
+ * The options per card, side by side: throughput and price divided by the GPUs each option
+ * uses, so L40 x 8 and L20 x 8 (or x 8 and x 1) compare as cards, whatever "Most GPUs" allowed.
+ */
+export function perGpuTable(options) {
+  const rows = options.map((o) => {
+    const n = o.strategy.gpu_count;
+    const tps = o.training ? o.training.tokens_per_s : o.serving?.output_tokens_per_s;
+    const c = o.cost;
+    const paid = c?.gpus_paid ?? n;
+    return h("tr", { "data-rank": o.rank, "data-gpu": o.gpu.slug },
+      h("th", { scope: "row" }, `#${o.rank} ${o.gpu.name}`),
+      h("td", { class: "num" }, String(n)),
+      h("td", { class: "num per-gpu-tps" }, tps == null ? "—" : `${num(tps / n, 0)} tokens/s`),
+      h("td", { class: "num per-gpu-price" }, c?.per_hour == null ? "—" : `${num(c.per_hour / paid, 2)} ${c.currency}/h`),
+      h("td", { class: "num" }, gib(o.memory.headroom_bytes)));
+  });
+  return table(t("per_gpu_title"), [t("col_gpu"), t("f_gpu_count"), t("per_gpu_tps"), t("col_price"), t("col_headroom")], rows,
+    { class: "per-gpu" });
+}
+
+/**
+ * Which GPUs each name of the allowed and excluded lists matched: a family name ("A100") keeps
+ * matching every variant, and the page says which (GET /v1/gpus/{name}: one GPU, or a 300 with
+ * the candidates).
+ */
+async function allowedMatches(lists, into) {
+  const names = lists.flatMap(([list, ns]) => ns.map((name) => [list, name]));
+  const found = await Promise.all(names.map(async ([list, name]) => [list, ...await matchesOf(name)]));
+  const families = found.filter(([, , gpus]) => gpus.length > 1);
+  if (!families.length) return;
+  into.append(h("p", null, t("allowed_matches")), h("ul", null, families.map(([list, name, gpus]) =>
+    h("li", { "data-name": name, "data-list": list }, `${t(list === "excluded" ? "list_excluded" : "list_allowed")} ${name} → ${gpus.length}: ${gpus.join(", ")}`))));
+}
+
+/** [name, the names of the GPUs it matches] (none for an unknown name: the answer says so). */
+async function matchesOf(name) {
+  try {
+    const g = await api(`/v1/gpus/${encodeURIComponent(name)}`);
+    return [name, [g.name]];
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 300) return [name, err.problem.candidates.map((c) => c.name)];
+    return [name, []];
+  }
+}
+
 function answer(r, width, more) {
   const link = `${location.origin}/#/recommend?id=${encodeURIComponent(r.recommendation_id)}`;
   const linkEl = h("a", { href: link, class: "share-link" }, link);
@@ -243,6 +290,9 @@ function answer(r, width, more) {
   const feasible = r.considered?.feasible ?? r.options.length;
   const unsized = r.considered?.not_ranked?.length ?? 0;
   const all = Math.min(feasible + unsized, 50);
+  const lists = [["allowed", r.asked?.constraints?.allowed_gpus ?? []], ["excluded", r.asked?.constraints?.excluded_gpus ?? []]];
+  const matches = lists.some(([, ns]) => ns.length) ? h("div", { class: "allowed-matches note", "aria-live": "polite" }) : null;
+  if (matches) allowedMatches(lists, matches);
   const shown = h("p", { class: "shown-of-feasible", "data-shown": r.options.length, "data-feasible": feasible },
     t("shown_of_feasible", { n: r.options.length, all: feasible }),
     unsized ? ` ${t("not_sized", { n: unsized })}` : "", " ",
@@ -251,7 +301,8 @@ function answer(r, width, more) {
   return h("div", { class: "recommend-result", "data-recommendation-id": r.recommendation_id, tabindex: "-1" },
     h("p", { class: "share" }, `${t("share")}: `, linkEl, " ", copyButton(link, linkEl)),
     r.warnings?.length ? h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, w.message))) : null,
-    h("h2", null, t("options")), shown,
+    h("h2", null, t("options")), shown, matches,
+    r.options.length > 1 ? perGpuTable(r.options) : null,
     r.options.length ? h("div", { class: "options" }, r.options.map((o) => optionCard(o, r.recommendation_id))) : h("p", { class: "nothing-fits" }, t("nothing_fits")),
     r.what_if?.length ? [h("h2", null, t("what_if")), h("ul", { class: "what-if" }, r.what_if.map((w) => h("li", null, w.message)))] : null,
     r.frontier.length ? [h("h2", null, t("frontier")), frontierSection(r, width)] : null,
@@ -304,8 +355,10 @@ export function formOfQuestion(question, objective) {
   return out;
 }
 
-function buildForm(initial) {
-  const f = (name, label, opts = {}) => field(name, label, { value: initial[name] ?? opts.value, ...opts });
+function buildForm(initial, doc) {
+  // each field shows the default the API states for it (RecommendRequest in /openapi.json)
+  const f = (name, label, opts = {}) => field(name, label,
+    { value: initial[name] ?? opts.value, hint: schemaHint(doc, "RecommendRequest", name), ...opts });
   const modes = [["training", t("mode_training")], ["fine-tuning", t("mode_finetuning")], ["inference", t("mode_inference")]];
   const objectives = [["fastest", "fastest"], ["cheapest", "cheapest"], ["cost_per_million_tokens", "cost per million tokens"], ["perf_per_watt", "perf per watt"]];
   return h("form", { class: "recommend-form", novalidate: true },
@@ -332,17 +385,18 @@ function buildForm(initial) {
       f("constraints.max_power_w_per_gpu", t("f_power_cap"), { kind: "number" }),
       f("constraints.max_gpus", t("f_max_gpus"), { kind: "number" }),
       f("constraints.allowed_gpus", t("f_allowed")),
+      f("constraints.excluded_gpus", t("f_excluded")),
       f("constraints.inventory.gpu", t("f_inv_gpu")),
       f("constraints.inventory.gpus_per_node", t("f_inv_per_node"), { kind: "number" }),
       f("constraints.inventory.nodes", t("f_inv_nodes"), { kind: "number" }),
       f("constraints.allow_gradient_checkpointing", t("f_allow_ckpt"), { kind: "checkbox", value: initial["constraints.allow_gradient_checkpointing"] !== "false" }))),
-    // buying instead of renting: the API's TCO inputs, empty = its stated defaults (shown as placeholders)
+    // buying instead of renting: the API's TCO inputs, empty = its stated defaults (shown as hints)
     h("fieldset", null, h("legend", null, t("legend_buy")), h("div", { class: "grid" },
       f("constraints.budget.purchase", t("f_budget_purchase"), { kind: "number", step: "any" }),
-      f("cost.utilisation", t("f_utilisation"), { kind: "number", step: "any", min: 0, max: 1, placeholder: "0.7" }),
-      f("cost.electricity_usd_per_kwh", t("f_electricity"), { kind: "number", step: "any", min: 0, placeholder: "0.10" }),
-      f("cost.amortisation_years", t("f_amortisation"), { kind: "number", step: "any", min: 0, placeholder: "5" }),
-      f("cost.pue", t("f_pue"), { kind: "number", step: "any", min: 1, placeholder: "1.58" }))),
+      f("cost.utilisation", t("f_utilisation"), { kind: "number", step: "any", min: 0, max: 1 }),
+      f("cost.electricity_usd_per_kwh", t("f_electricity"), { kind: "number", step: "any", min: 0 }),
+      f("cost.amortisation_years", t("f_amortisation"), { kind: "number", step: "any", min: 0 }),
+      f("cost.pue", t("f_pue"), { kind: "number", step: "any", min: 1 }))),
     h("div", { class: "form-problem" }),
     h("button", { type: "submit" }, t("submit")));
 }
@@ -356,8 +410,8 @@ export async function render(root, { params, width }) {
     stored = await api(`/v1/recommendations/${encodeURIComponent(id)}`);
     initial = stored.asked ? formOfAsked(stored.asked) : formOfQuestion(stored.question, stored.objective);
   }
-  const models = await api("/v1/models");
-  const form = buildForm(initial);
+  const [models, doc] = await Promise.all([api("/v1/models"), openapiDoc()]);
+  const form = buildForm(initial, doc);
   form.append(h("datalist", { id: "model-options" }, (models.items || []).map((m) => h("option", { value: m.id }))));
   const syncMode = () => {
     const mode = form.elements["workload.mode"].value;
