@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from service.api.presenters.notice_words import notice_text
 from service.api.presenters.recommend_words import sentence
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer, configuration_of
 from service.core.recommend.search import Exclusion, Option, Reason, WhatIf
@@ -43,29 +44,6 @@ from service.usecases.recommend import RecommendOutcome
 Lang = str  # "en" | "zh"
 
 
-def language(accept_language: str | None) -> Lang:
-    """``zh`` when Chinese is preferred over English in ``Accept-Language`` (q-values
-    honoured), else ``en``."""
-    if not accept_language:
-        return "en"
-    best: tuple[float, Lang] = (-1.0, "en")
-    for i, part in enumerate(accept_language.split(",")):
-        bits = part.strip().split(";")
-        tag = bits[0].strip().lower()
-        q = 1.0
-        for b in bits[1:]:
-            b = b.strip()
-            if b.startswith("q="):
-                try:
-                    q = float(b[2:])
-                except ValueError:
-                    q = 0.0
-        lang = "zh" if tag.startswith("zh") else "en" if tag.startswith("en") or tag == "*" else None
-        if lang is not None and (q, -i) > (best[0], -(10**6)) and q > best[0]:
-            best = (q, lang)
-    return best[1]
-
-
 # ---- sentences (the template tables are in recommend_words) ---------------------------------
 
 
@@ -90,12 +68,16 @@ def localise(doc: dict[str, Any], lang: Lang) -> dict[str, Any]:
         said = sentence(item["code"], item.get("params") or {}, lang)
         return item if said is None else {**item, "message": said}
 
+    def notice(item: dict[str, Any]) -> dict[str, Any]:
+        said = notice_text(item["code"], item["message"], item.get("params") or {}, lang)
+        return {**item, "message": said}
+
     out = dict(doc)
     out["options"] = [
         {
             **o,
             "reasons": [fix(r) for r in o.get("reasons", [])],
-            "warnings": [fix(r) for r in o.get("warnings", [])],
+            "warnings": [notice(w) for w in o.get("warnings", [])],
         }
         for o in doc.get("options", [])
     ]
@@ -346,7 +328,7 @@ def _option(o: Option, objective: str) -> OptionOut:
         ratio_uncertainty=o.ratio_uncertainty,
         within_error_of_best=o.within_error_of_best,
         reasons=[_reason(r) for r in o.reasons],
-        warnings=[ReasonOut(code=w.code, params={}, message=w.message) for w in e.warnings],
+        warnings=[ReasonOut(code=w.code, params=dict(w.params), message=w.message) for w in e.warnings],
         scheduling=_schedule(o),
     )
 

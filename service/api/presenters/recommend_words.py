@@ -49,6 +49,14 @@ _MEM_TRAIN_EN = (
     "needs {needed_gib} GiB per GPU on {gpu_count} GPU(s) (sharding {sharding}, gradient checkpointing "
     "{gradient_checkpointing:?on|off})"
 )
+_MEM_TRAIN_TP_EN = (
+    "needs {needed_gib} GiB per GPU on {gpu_count} GPU(s) (TP{tensor_parallel}, sharding {sharding}, "
+    "gradient checkpointing {gradient_checkpointing:?on|off})"
+)
+_TP_FIT_EN = (
+    "tensor parallelism over {tensor_parallel} GPUs of one node (x{data_parallel} data-parallel, gradient "
+    "checkpointing {gradient_checkpointing:?on|off}) on {gpu_count} GPUs"
+)
 _BUDGET_EN = {"per_hour": "per hour", "per_run": "for the run (band upper end)", "purchase": "to buy"}
 
 EN: Final[Table] = {
@@ -82,6 +90,11 @@ EN: Final[Table] = {
         "training": _MEM_TRAIN_EN + "; the {gpu} has {usable_gib} GiB usable",
         "training_single": (
             _MEM_TRAIN_EN + "; {single_gpu_needed_gib} GiB on one GPU; the {gpu} has {usable_gib} GiB usable"
+        ),
+        "training_tp": _MEM_TRAIN_TP_EN + "; the {gpu} has {usable_gib} GiB usable",
+        "training_tp_single": (
+            _MEM_TRAIN_TP_EN
+            + "; {single_gpu_needed_gib} GiB on one GPU; the {gpu} has {usable_gib} GiB usable"
         ),
     },
     C.NO_PLACEMENT: {
@@ -139,6 +152,11 @@ EN: Final[Table] = {
     C.SHARDED_TO_FIT: {
         "": "sharded with {sharding} over {gpu_count} GPUs: a DDP replica needs {ddp_needed_gib} GiB per GPU, "
         "over the {usable_gib} GiB usable"
+    },
+    C.TENSOR_PARALLEL_TO_FIT: {
+        "": _TP_FIT_EN + "; no plan without it fits ({usable_gib} GiB usable)",
+        "without": _TP_FIT_EN + ": without it the lightest plan needs {without_needed_gib} GiB per GPU, "
+        "{usable_gib} GiB usable",
     },
     C.CHECKPOINTING_TO_FIT: {
         "": "gradient checkpointing on: without it {needed_without_gib} GiB per GPU would be needed "
@@ -267,6 +285,14 @@ _MEM_TRAIN_ZH = (
     "在 {gpu_count} 块 GPU 上每块需要 {needed_gib} GiB（分片 {sharding}，梯度检查点"
     "{gradient_checkpointing:?开启|关闭}）"
 )
+_MEM_TRAIN_TP_ZH = (
+    "在 {gpu_count} 块 GPU 上每块需要 {needed_gib} GiB（TP{tensor_parallel}，分片 {sharding}，梯度检查点"
+    "{gradient_checkpointing:?开启|关闭}）"
+)
+_TP_FIT_ZH = (
+    "在 {gpu_count} 块 GPU 上于同一节点内做 {tensor_parallel} 路张量并行（x{data_parallel} 数据并行，梯度检查点"
+    "{gradient_checkpointing:?开启|关闭}）"
+)
 _BUDGET_ZH = {"per_hour": "每小时", "per_run": "整次训练（误差带上限）", "purchase": "采购"}
 
 ZH: Final[Table] = {
@@ -296,6 +322,9 @@ ZH: Final[Table] = {
         ),
         "training": _MEM_TRAIN_ZH + "；{gpu} 只有 {usable_gib} GiB 可用",
         "training_single": _MEM_TRAIN_ZH
+        + "；单卡需要 {single_gpu_needed_gib} GiB；{gpu} 只有 {usable_gib} GiB 可用",
+        "training_tp": _MEM_TRAIN_TP_ZH + "；{gpu} 只有 {usable_gib} GiB 可用",
+        "training_tp_single": _MEM_TRAIN_TP_ZH
         + "；单卡需要 {single_gpu_needed_gib} GiB；{gpu} 只有 {usable_gib} GiB 可用",
     },
     C.NO_PLACEMENT: {
@@ -348,6 +377,11 @@ ZH: Final[Table] = {
     C.SHARDED_TO_FIT: {
         "": "在 {gpu_count} 块 GPU 上采用 {sharding} 分片：DDP 每块 GPU 需要 {ddp_needed_gib} GiB，"
         "超过可用的 {usable_gib} GiB"
+    },
+    C.TENSOR_PARALLEL_TO_FIT: {
+        "": _TP_FIT_ZH + "；不用张量并行时没有方案放得下（可用 {usable_gib} GiB）",
+        "without": _TP_FIT_ZH
+        + "：不用张量并行时最省的方案每块需要 {without_needed_gib} GiB，可用 {usable_gib} GiB",
     },
     C.CHECKPOINTING_TO_FIT: {
         "": "开启梯度检查点：不开则每块 GPU 需要 {needed_without_gib} GiB（可用 {usable_gib} GiB）"
@@ -439,6 +473,29 @@ TEMPLATES: Final[Mapping[str, Table]] = {"en": EN, "zh": ZH}
 _LIST_SEPARATOR = {"en": ", ", "zh": "、"}
 
 
+def language(accept_language: str | None) -> str:
+    """``zh`` when Chinese is preferred over English in ``Accept-Language`` (q-values
+    honoured), else ``en``."""
+    if not accept_language:
+        return "en"
+    best: tuple[float, str] = (-1.0, "en")
+    for i, part in enumerate(accept_language.split(",")):
+        bits = part.strip().split(";")
+        tag = bits[0].strip().lower()
+        q = 1.0
+        for b in bits[1:]:
+            b = b.strip()
+            if b.startswith("q="):
+                try:
+                    q = float(b[2:])
+                except ValueError:
+                    q = 0.0
+        lang = "zh" if tag.startswith("zh") else "en" if tag.startswith("en") or tag == "*" else None
+        if lang is not None and (q, -i) > (best[0], -(10**6)) and q > best[0]:
+            best = (q, lang)
+    return best[1]
+
+
 def _number(x: float) -> str:
     return f"{x:,.1f}" if abs(x) < 1000 else f"{x:,.0f}"
 
@@ -466,6 +523,11 @@ class _Words(string.Formatter):
 
 
 _FORMATTERS = {lang: _Words(lang) for lang in TEMPLATES}
+
+
+def formatter(lang: str) -> string.Formatter:
+    """The formatter of ``lang`` (English for a language without templates)."""
+    return _FORMATTERS.get(lang, _FORMATTERS["en"])
 
 
 def placeholders(template: str) -> set[str]:

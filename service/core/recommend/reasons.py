@@ -45,6 +45,7 @@ class ReasonCode(StrEnum):
     # options
     FITS = "FITS"
     SHARDED_TO_FIT = "SHARDED_TO_FIT"
+    TENSOR_PARALLEL_TO_FIT = "TENSOR_PARALLEL_TO_FIT"
     CHECKPOINTING_TO_FIT = "CHECKPOINTING_TO_FIT"
     SINGLE_GPU_TOO_SMALL = "SINGLE_GPU_TOO_SMALL"
     MEETS_DEADLINE = "MEETS_DEADLINE"
@@ -83,7 +84,7 @@ ReasonCodeName = Literal[
     "MEMORY_INSUFFICIENT", "NO_PLACEMENT", "OVER_GPU_LIMIT", "NO_TIME_ESTIMATE", "MISSES_DEADLINE",
     "MISSES_TTFT", "MISSES_TPOT", "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE",
     "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
-    "SHARDED_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
+    "SHARDED_TO_FIT", "TENSOR_PARALLEL_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
     "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE",
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "QUANTISED_WEIGHTS", "MULTI_NODE",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS",
@@ -139,6 +140,13 @@ _TARGETS: dict[str, dict[str, type]] = {
 }
 _LOADS: dict[str, dict[str, type]] = {"rate": {"rate": Num}, "concurrency": {"concurrency": Count}}
 _FASTER = {"faster_gpu": Text, "faster_gpu_count": Count, "faster_hours": Num}
+_TP_FIT = {
+    "tensor_parallel": Count,
+    "data_parallel": Count,
+    "gpu_count": Count,
+    "gradient_checkpointing": Flag,
+    "usable_gib": Num,
+}
 _BUDGET = {"gpu": Text, "gpu_count": Count, "cost": Num, "budget": Num, "currency": Text}
 _OTHER_RECIPE = {
     "precision": Text,
@@ -176,6 +184,8 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("training_none_single", {**_TRAIN_NOTHING, "single_gpu_needed_gib": Num}),
         Form("training", _TRAIN_LIGHTEST),
         Form("training_single", {**_TRAIN_LIGHTEST, "single_gpu_needed_gib": Num}),
+        Form("training_tp", {**_TRAIN_LIGHTEST, "tensor_parallel": Count}),
+        Form("training_tp_single", {**_TRAIN_LIGHTEST, "tensor_parallel": Count, "single_gpu_needed_gib": Num}),
     ),
     ReasonCode.NO_PLACEMENT: _one(gpu=Text, tensor_parallel=Count, free_per_node=Count),
     ReasonCode.OVER_GPU_LIMIT: (
@@ -214,6 +224,10 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("serving", {**_GPU, "gpu_count": Count, "tensor_parallel": Count, "headroom_gib": Num, **_SERVING_MEMORY}),
     ),
     ReasonCode.SHARDED_TO_FIT: _one(sharding=Text, gpu_count=Count, ddp_needed_gib=Num, usable_gib=Num),
+    ReasonCode.TENSOR_PARALLEL_TO_FIT: (
+        Form("", _TP_FIT),
+        Form("without", {**_TP_FIT, "without_needed_gib": Num}),
+    ),
     ReasonCode.CHECKPOINTING_TO_FIT: _one(needed_without_gib=Num, usable_gib=Num),
     ReasonCode.SINGLE_GPU_TOO_SMALL: (
         Form("", {**_GPU, "needed_gib": Num, "usable_gib": Num}),
