@@ -57,6 +57,7 @@ _TP_FIT_EN = (
     "tensor parallelism over {tensor_parallel} GPUs of one node (x{data_parallel} data-parallel, gradient "
     "checkpointing {gradient_checkpointing:?on|off}) on {gpu_count} GPUs"
 )
+_PRICE_EN = "prices: {provider} {instance_type} {pricing_model}, {per_hour:,.2f} {currency}/h, "
 _BUDGET_EN = {"per_hour": "per hour", "per_run": "for the run (band upper end)", "purchase": "to buy"}
 
 EN: Final[Table] = {
@@ -246,8 +247,10 @@ EN: Final[Table] = {
         "default": "serving engine: {engine} (assumed: none was given)",
     },
     C.ASSUMED_PRICES: {
-        "": "prices: {provider} {instance_type} {pricing_model}, {per_hour:,.2f} {currency}/h, at least "
-        "{age_days_at_least} day(s) old"
+        "": _PRICE_EN + "at least {age_days_at_least} day(s) old",
+        "dated": _PRICE_EN + "{age_days_at_least} day(s) old (dated){stale:?, stale|}",
+        "undated": _PRICE_EN + "at least {age_days_at_least} day(s) old (its real date is unknown: the age "
+        "counts from when the catalog copy was read){stale:?, stale|}",
     },
     C.ASSUMED_BAND: {"": "bands are the {level} interval of the held-out error"},
 }
@@ -293,6 +296,7 @@ _TP_FIT_ZH = (
     "在 {gpu_count} 块 GPU 上于同一节点内做 {tensor_parallel} 路张量并行（x{data_parallel} 数据并行，梯度检查点"
     "{gradient_checkpointing:?开启|关闭}）"
 )
+_PRICE_ZH = "价格：{provider} {instance_type} {pricing_model}，{per_hour:,.2f} {currency}/小时，"
 _BUDGET_ZH = {"per_hour": "每小时", "per_run": "整次训练（误差带上限）", "purchase": "采购"}
 
 ZH: Final[Table] = {
@@ -461,8 +465,10 @@ ZH: Final[Table] = {
     C.ASSUMED_NETWORK: {"": "节点布局与网络：{network}"},
     C.ASSUMED_ENGINE: {"stated": "推理引擎：{engine}", "default": "推理引擎：{engine}（假定：请求未指定）"},
     C.ASSUMED_PRICES: {
-        "": "价格：{provider} {instance_type} {pricing_model}，{per_hour:,.2f} {currency}/小时，"
-        "至少 {age_days_at_least} 天前的价格"
+        "": _PRICE_ZH + "至少 {age_days_at_least} 天前的价格",
+        "dated": _PRICE_ZH + "{age_days_at_least} 天前的价格（有日期）{stale:?，已过期|}",
+        "undated": _PRICE_ZH
+        + "至少 {age_days_at_least} 天前的价格（实际日期未知：从读取目录副本之日算起）{stale:?，已过期|}",
     },
     C.ASSUMED_BAND: {"": "区间为留出误差的 {level} 区间"},
 }

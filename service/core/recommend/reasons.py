@@ -147,6 +147,10 @@ _TP_FIT = {
     "gradient_checkpointing": Flag,
     "usable_gib": Num,
 }
+_PRICE = {
+    "provider": Text, "instance_type": Text, "pricing_model": Text, "per_hour": Num, "currency": Text,
+    "age_days_at_least": Count,
+}  # fmt: skip
 _BUDGET = {"gpu": Text, "gpu_count": Count, "cost": Num, "budget": Num, "currency": Text}
 _OTHER_RECIPE = {
     "precision": Text,
@@ -284,8 +288,10 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("stated", {"engine": Text}, {"stated": True}),
         Form("default", {"engine": Text}, {"stated": False}),
     ),
-    ReasonCode.ASSUMED_PRICES: _one(
-        provider=Text, instance_type=Text, pricing_model=Text, per_hour=Num, currency=Text, age_days_at_least=Count
+    ReasonCode.ASSUMED_PRICES: (
+        Form("", _PRICE),
+        Form("dated", {**_PRICE, "stale": Flag}, {"age_is_lower_bound": False}),
+        Form("undated", {**_PRICE, "stale": Flag}, {"age_is_lower_bound": True}),
     ),
     ReasonCode.ASSUMED_BAND: _one(level=Text),
 }  # fmt: skip
