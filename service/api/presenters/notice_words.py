@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from service.api.presenters.recommend_words import formatter, placeholders
+from service.api.presenters.recommend_words import placeholders, render
 from service.core.estimation.estimate_answers import NoticeCode as N
 from service.core.pricing import quotes as q
 
@@ -108,7 +108,7 @@ def notice_text(code: str, message: str, params: Mapping[str, Any], lang: str) -
     present = {k for k, v in params.items() if v is not None}
     for template in NOTICE_ZH.get(N(code), ()) if code in N._value2member_map_ else ():
         if placeholders(template) == present:
-            return formatter("zh").vformat(template, (), params)
+            return render(template, params, "zh")
     return message
 
 

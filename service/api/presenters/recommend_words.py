@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from service.core.recommend.reasons import ReasonCode as C
-from service.core.recommend.reasons import ReasonParamsError, form_of
+from service.core.recommend.reasons import form_name
 
 Table = Mapping[C, Mapping[str, str]]
 
@@ -506,34 +506,56 @@ def _number(x: float) -> str:
     return f"{x:,.1f}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
-class _Words(string.Formatter):
-    """``str.format`` with the specs the templates use (module docstring)."""
-
-    def __init__(self, lang: str) -> None:
-        self.sep = _LIST_SEPARATOR[lang]
-
-    def format_field(self, value: Any, format_spec: str) -> str:
-        if format_spec.startswith("?"):
-            yes, _, no = format_spec[1:].partition("|")
-            return yes if value else no
-        if isinstance(value, list | tuple):
-            items = [str(x).upper() if format_spec == "upper" else str(x) for x in value]
-            return self.sep.join(items)
-        if format_spec == "upper":
-            return str(value).upper()
-        if format_spec:
-            return format(value, format_spec)
-        if isinstance(value, float):
-            return _number(value)
-        return str(value)
+def _plain(value: Any, spec: str, sep: str) -> Any:
+    """A value for a placeholder without a spec, or with one of the templates' own specs."""
+    if spec.startswith("?"):
+        yes, _, no = spec[1:].partition("|")
+        return yes if value else no
+    if isinstance(value, list | tuple):
+        return sep.join(str(x).upper() if spec == "upper" else str(x) for x in value)
+    if spec == "upper":
+        return str(value).upper()
+    if isinstance(value, float):
+        return _number(value)
+    return value
 
 
-_FORMATTERS = {lang: _Words(lang) for lang in TEMPLATES}
+_COMPILED: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
+"""Template -> (the template with its own specs removed, (name, spec) of each such placeholder):
+Python's specs stay in the string and are applied in C by ``str.format_map``."""
 
 
-def formatter(lang: str) -> string.Formatter:
-    """The formatter of ``lang`` (English for a language without templates)."""
-    return _FORMATTERS.get(lang, _FORMATTERS["en"])
+def _compiled(template: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    found = _COMPILED.get(template)
+    if found is None:
+        parts: list[str] = []
+        own: list[tuple[str, str]] = []
+        for literal, name, spec, _conv in string.Formatter().parse(template):
+            parts.append(literal.replace("{", "{{").replace("}", "}}"))
+            if name is None:
+                continue
+            if not spec or spec == "upper" or spec.startswith("?"):
+                own.append((name, spec or ""))
+                parts.append("{" + name + "}")
+            else:
+                parts.append("{" + name + ":" + spec + "}")
+        found = _COMPILED[template] = ("".join(parts), tuple(own))
+    return found
+
+
+def render(template: str, params: Mapping[str, Any], lang: str) -> str:
+    """``template`` with ``params`` in ``lang``'s words (list separator)."""
+    fmt, own = _compiled(template)
+    if not own:
+        return fmt.format_map(params)
+    values = dict(params)
+    for name, spec in own:
+        v = values[name]
+        if not spec and type(v) is float:  # the common case, inline: answers word ~100 reasons
+            values[name] = f"{v:,.1f}" if -1000 < v < 1000 else f"{v:,.0f}"
+        elif spec or isinstance(v, list | tuple | float):
+            values[name] = _plain(v, spec, _LIST_SEPARATOR.get(lang, ", "))
+    return fmt.format_map(values)
 
 
 def placeholders(template: str) -> set[str]:
@@ -544,9 +566,7 @@ def placeholders(template: str) -> set[str]:
 def sentence(code: str, params: Mapping[str, Any], lang: str = "en") -> str | None:
     """``code`` with ``params`` in ``lang``; None when no declared form takes these parameters
     (an answer stored before a code's parameters changed: its stored sentence stands)."""
-    try:
-        form = form_of(code, params)
-    except ReasonParamsError:
+    name = form_name(code, params)
+    if name is None:
         return None
-    table = TEMPLATES.get(lang, EN)
-    return _FORMATTERS[lang if lang in TEMPLATES else "en"].vformat(table[C(code)][form.name], (), params)
+    return render(TEMPLATES.get(lang, EN)[C(code)][name], params, lang)

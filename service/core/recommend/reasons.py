@@ -299,9 +299,14 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
 exactly its non-null parameters (and whose ``when`` values match): one code may say more when it
 knows more (``FITS`` of a serving plan names the weights and the KV cache), never "?"."""
 
-_DECLARED: Final[dict[ReasonCode, frozenset[str]]] = {
-    c: frozenset().union(*(f.keys for f in forms)) for c, forms in FORMS.items()
+_DECLARED: Final[dict[str, frozenset[str]]] = {
+    c.value: frozenset().union(*(f.keys for f in forms)) for c, forms in FORMS.items()
 }
+_BY_KEYS: Final[dict[str, dict[frozenset[str], tuple[Form, ...]]]] = {
+    c.value: {k: tuple(f for f in forms if f.keys == k) for k in {f.keys for f in forms}}
+    for c, forms in FORMS.items()
+}
+"""Code -> the keys of a form -> the forms with exactly those keys (told apart by ``when``)."""
 
 
 def _typed(value: object, t: type) -> bool:
@@ -317,21 +322,29 @@ def _typed(value: object, t: type) -> bool:
 def form_of(code: str, params: Mapping[str, Any]) -> Form:
     """The wording ``params`` select for ``code``; :class:`ReasonParamsError` when none does
     (an unknown code, a missing, undeclared or mistyped parameter)."""
-    try:
-        rc = ReasonCode(code)
-    except ValueError:
-        raise ReasonParamsError(f"unknown reason code {code!r}") from None
-    undeclared = set(params) - _DECLARED[rc]
-    if undeclared:
-        raise ReasonParamsError(f"{code}: undeclared parameter(s) {sorted(undeclared)}")
+    by_keys = _BY_KEYS.get(code)
+    if by_keys is None:
+        raise ReasonParamsError(f"unknown reason code {code!r}")
     present = frozenset(k for k, v in params.items() if v is not None)
-    for form in FORMS[rc]:
-        if form.keys == present and all(params[k] == v for k, v in form.when.items()):
+    for form in by_keys.get(present, ()):
+        if all(params[k] == v for k, v in form.when.items()):
             bad = [k for k, t in form.params.items() if not _typed(params[k], t)]
             if bad:
                 raise ReasonParamsError(f"{code}: parameter(s) {bad} of the wrong type")
             return form
+    undeclared = set(params) - _DECLARED[code]
+    if undeclared:
+        raise ReasonParamsError(f"{code}: undeclared parameter(s) {sorted(undeclared)}")
     raise ReasonParamsError(f"{code}: no wording takes the parameters {sorted(present)}")
+
+
+def form_name(code: str, params: Mapping[str, Any]) -> str | None:
+    """The name of the wording ``params`` select for ``code`` (keys and ``when`` values only:
+    a reason's types were checked when it was built), or None."""
+    for form in _BY_KEYS.get(code, {}).get(frozenset(k for k, v in params.items() if v is not None), ()):
+        if all(params[k] == v for k, v in form.when.items()):
+            return form.name
+    return None
 
 
 @dataclass(frozen=True, slots=True, init=False)
