@@ -116,7 +116,10 @@ EN: Final[Table] = {
     },
     C.MISSES_DEADLINE: {
         "": "{gpu_count}x {gpu} take up to {hours_high} h (about {hours} h), over the {deadline_hours} h "
-        "deadline, and no more GPUs are allowed ({max_gpus})"
+        "deadline, and no more GPUs are allowed ({max_gpus})",
+        "largest_tried": "{gpu_count}x {gpu} take up to {hours_high} h (about {hours} h), over the "
+        "{deadline_hours} h deadline, and no count tried is faster (up to {largest_tried} GPUs, whole nodes "
+        "within max_gpus {max_gpus})",
     },
     C.MISSES_TTFT: {
         "": "even a lone request waits {ttft_ms} ms for its first token on the {gpu} (TP{tensor_parallel}); "
@@ -348,7 +351,10 @@ ZH: Final[Table] = {
     },
     C.MISSES_DEADLINE: {
         "": "{gpu_count} 块 {gpu} 最长需要 {hours_high} 小时（约 {hours} 小时），超过 {deadline_hours} 小时的"
-        "截止时间，且不能再增加 GPU（上限 {max_gpus}）"
+        "截止时间，且不能再增加 GPU（上限 {max_gpus}）",
+        "largest_tried": "{gpu_count} 块 {gpu} 最长需要 {hours_high} 小时（约 {hours} 小时），超过 "
+        "{deadline_hours} 小时的截止时间，试过的数量中没有更快的（最多 {largest_tried} 块，在 max_gpus "
+        "{max_gpus} 内按整节点）",
     },
     C.MISSES_TTFT: {
         "": "在 {gpu}（TP{tensor_parallel}）上即使只有一个请求，首 token 也要 {ttft_ms} ms，目标是 {target_ms} ms"

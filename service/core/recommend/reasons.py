@@ -149,6 +149,14 @@ _PRICE = {
     "provider": Text, "instance_type": Text, "pricing_model": Text, "per_hour": Num, "currency": Text,
     "age_days_at_least": Count,
 }  # fmt: skip
+_MISSED = {
+    "gpu": Text,
+    "gpu_count": Count,
+    "hours_high": Num,
+    "hours": Num,
+    "deadline_hours": Num,
+    "max_gpus": Count,
+}
 _BUDGET = {"gpu": Text, "gpu_count": Count, "cost": Num, "budget": Num, "currency": Text}
 _OTHER_RECIPE = {
     "precision": Text,
@@ -202,8 +210,9 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("", {**_GPU, "missing": Text}),
         Form("fits", {**_GPU, "missing": Text, "gpu_count": Count, "needed_gib": Num, "usable_gib": Num}),
     ),
-    ReasonCode.MISSES_DEADLINE: _one(
-        gpu=Text, gpu_count=Count, hours_high=Num, hours=Num, deadline_hours=Num, max_gpus=Count
+    ReasonCode.MISSES_DEADLINE: (
+        Form("", _MISSED),
+        Form("largest_tried", {**_MISSED, "largest_tried": Count}),
     ),
     ReasonCode.MISSES_TTFT: _one(gpu=Text, tensor_parallel=Count, ttft_ms=Num, target_ms=Num),
     ReasonCode.MISSES_TPOT: _one(gpu=Text, tensor_parallel=Count, tpot_ms=Num, target_ms=Num),
