@@ -117,6 +117,8 @@ EN: Final[Table] = {
     C.MISSES_DEADLINE: {
         "": "{gpu_count}x {gpu} take up to {hours_high} h (about {hours} h), over the {deadline_hours} h "
         "deadline, and no more GPUs are allowed ({max_gpus})",
+        "all_tried": "{gpu_count}x {gpu} take up to {hours_high} h (about {hours} h), over the {deadline_hours} h "
+        "deadline, and no more GPUs are allowed ({max_gpus}; up to {largest_tried} tried)",
         "largest_tried": "{gpu_count}x {gpu} take up to {hours_high} h (about {hours} h), over the "
         "{deadline_hours} h deadline, and no count tried is faster (up to {largest_tried} GPUs, whole nodes "
         "within max_gpus {max_gpus})",
@@ -352,6 +354,8 @@ ZH: Final[Table] = {
     C.MISSES_DEADLINE: {
         "": "{gpu_count} 块 {gpu} 最长需要 {hours_high} 小时（约 {hours} 小时），超过 {deadline_hours} 小时的"
         "截止时间，且不能再增加 GPU（上限 {max_gpus}）",
+        "all_tried": "{gpu_count} 块 {gpu} 最长需要 {hours_high} 小时（约 {hours} 小时），超过 {deadline_hours} 小时的"
+        "截止时间，且不能再增加 GPU（上限 {max_gpus}；最多试到 {largest_tried} 块）",
         "largest_tried": "{gpu_count} 块 {gpu} 最长需要 {hours_high} 小时（约 {hours} 小时），超过 "
         "{deadline_hours} 小时的截止时间，试过的数量中没有更快的（最多 {largest_tried} 块，在 max_gpus "
         "{max_gpus} 内按整节点）",

@@ -8,7 +8,7 @@ are exactly its form's parameters, so a renamed key fails a test instead of rend
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Literal
@@ -106,15 +106,23 @@ class ReasonParamsError(ValueError):
 class Form:
     """One wording of a code: the parameters its templates render (name -> type) and, for a
     code with several wordings, the values of the parameters that pick this one (``when``:
-    carried on the wire, never rendered)."""
+    carried on the wire, never rendered), or a ``check`` on the figures (``MISSES_DEADLINE``:
+    whether the largest count tried reached ``max_gpus``)."""
 
     name: str
     params: Mapping[str, type]
     when: Mapping[str, object] = field(default_factory=dict)
+    check: Callable[[Mapping[str, Any]], bool] | None = None
 
     @property
     def keys(self) -> frozenset[str]:
         return frozenset(self.params) | frozenset(self.when)
+
+    def picks(self, params: Mapping[str, Any]) -> bool:
+        """Whether ``params`` (with this form's keys) are worded by this form."""
+        return all(params[k] == v for k, v in self.when.items()) and (
+            self.check is None or self.check(params)
+        )
 
 
 # parameter types
@@ -212,7 +220,8 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ),
     ReasonCode.MISSES_DEADLINE: (
         Form("", _MISSED),
-        Form("largest_tried", {**_MISSED, "largest_tried": Count}),
+        Form("all_tried", {**_MISSED, "largest_tried": Count}, check=lambda p: p["largest_tried"] >= p["max_gpus"]),
+        Form("largest_tried", {**_MISSED, "largest_tried": Count}, check=lambda p: p["largest_tried"] < p["max_gpus"]),
     ),
     ReasonCode.MISSES_TTFT: _one(gpu=Text, tensor_parallel=Count, ttft_ms=Num, target_ms=Num),
     ReasonCode.MISSES_TPOT: _one(gpu=Text, tensor_parallel=Count, tpot_ms=Num, target_ms=Num),
@@ -334,7 +343,7 @@ def form_of(code: str, params: Mapping[str, Any]) -> Form:
         raise ReasonParamsError(f"unknown reason code {code!r}")
     present = frozenset(k for k, v in params.items() if v is not None)
     for form in by_keys.get(present, ()):
-        if all(params[k] == v for k, v in form.when.items()):
+        if form.picks(params):
             bad = [k for k, t in form.params.items() if not _typed(params[k], t)]
             if bad:
                 raise ReasonParamsError(f"{code}: parameter(s) {bad} of the wrong type")
@@ -349,7 +358,7 @@ def form_name(code: str, params: Mapping[str, Any]) -> str | None:
     """The name of the wording ``params`` select for ``code`` (keys and ``when`` values only:
     a reason's types were checked when it was built), or None."""
     for form in _BY_KEYS.get(code, {}).get(frozenset(k for k, v in params.items() if v is not None), ()):
-        if all(params[k] == v for k, v in form.when.items()):
+        if form.picks(params):
             return form.name
     return None
 
