@@ -115,6 +115,10 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 UowDep = Annotated[RequestUnitOfWork, Depends(get_uow)]
 ReadUowDep = Annotated[RequestUnitOfWork, Depends(get_read_uow)]
 ReadDep = Annotated[ReadModel, Depends(get_read_model)]
+AcceptLanguage = Annotated[
+    str | None,
+    Header(description="the language of the warnings' sentences: en (default) or zh, q-values honoured"),
+]
 
 
 def check_key(factory: sessionmaker[Session], authorization: str | None, scope: str) -> Principal:

@@ -106,7 +106,7 @@ def estimate(
         est = core_estimate(spec_of_gpu, job, snap.calibrations, measured)
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
-    found = tuple(Notice(w.code, w.message) for w in resolved.warnings)
+    found = tuple(Notice(w.code, w.message, dict(w.data)) for w in resolved.warnings)
     sv = est.serving
     costs = (
         serving_token_costs(

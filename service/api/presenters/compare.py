@@ -134,7 +134,7 @@ def _prices(c: Comparison) -> list[GpuPrices]:
     ]
 
 
-def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> CompareOut:
+def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str, lang: str = "en") -> CompareOut:
     return CompareOut(
         gpus=[
             CompareGpu(
@@ -145,7 +145,7 @@ def compare_out(c: Comparison, *, as_of: dt.datetime, data_version: str) -> Comp
                 vendor=str(v.record.document.get("vendor")),
                 architecture=v.record.document.get("architecture"),
                 form_factor=v.record.document.get("form_factor"),
-                warnings=[Warning_(**warning_json(w)) for w in v.warnings],
+                warnings=[Warning_(**warning_json(w, lang)) for w in v.warnings],
             )
             for q, v in zip(c.queries, c.gpus, strict=True)
         ],

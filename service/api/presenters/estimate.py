@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+from service.api.presenters.notice_words import notice_text
 from service.core.estimation.band import Band
 from service.core.estimation.estimate import (
     Estimate,
@@ -42,6 +43,7 @@ def estimate_out(
     estimator_version: str,
     calibration_watermark: int | None = None,
     token_costs: TokenCosts | None = None,
+    lang: str = "en",
 ) -> EstimateResponse:
     m, g, mem = est.job.model, est.gpu, est.memory
     return EstimateResponse(
@@ -64,7 +66,9 @@ def estimate_out(
         time=None if est.time is None else _time_out(est.time),
         serving=None if est.serving is None else _serving_out(est.serving, token_costs),
         solve=None if est.solve is None else _solve_out(est.solve),
-        warnings=[WarningOut(code=w.code, message=w.message) for w in warnings],
+        warnings=[
+            WarningOut(code=w.code, message=notice_text(w.code, w.message, w.params, lang)) for w in warnings
+        ],
         as_of=as_of,
         data_version=data_version,
         estimator_version=estimator_version,

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import Response
 
 from service.api.answers import answer
+from service.api.presenters.notice_words import notice_text
 from service.core.catalog.records import GpuCandidate, GpuRecord, GpuWarning, PriceView
 from service.schemas.gpus import GpuOut, PriceOut, SuspectReasonOut
 
@@ -36,8 +37,8 @@ def gpu_out(record: GpuRecord) -> GpuOut:
     )
 
 
-def warning_json(w: GpuWarning) -> dict[str, Any]:
-    return {"code": w.code, "message": w.message, "data": dict(w.data)}
+def warning_json(w: GpuWarning, lang: str = "en") -> dict[str, Any]:
+    return {"code": w.code, "message": notice_text(w.code, w.message, w.data, lang), "data": dict(w.data)}
 
 
 def candidate_json(c: GpuCandidate) -> dict[str, Any]:
@@ -60,15 +61,22 @@ def gpu_body(record: GpuRecord) -> dict[str, Any]:
 
 
 def gpu_response(
-    record: GpuRecord, data_version: str, *, warnings: Sequence[GpuWarning] = (), status_code: int = 200
+    record: GpuRecord,
+    data_version: str,
+    *,
+    warnings: Sequence[GpuWarning] = (),
+    status_code: int = 200,
+    lang: str = "en",
 ) -> Response:
     """The GPU as served: ``GpuOut`` plus ``warnings`` when resolving its name assumed
     something; ``ETag`` and ``X-Data-Version`` headers."""
     body = gpu_body(record)
+    headers = {"ETag": record.etag}
     if warnings:
         body = dict(body)
-        body["warnings"] = [warning_json(w) for w in warnings]
-    return answer(body, data_version, status_code=status_code, headers={"ETag": record.etag})
+        body["warnings"] = [warning_json(w, lang) for w in warnings]
+        headers["Vary"] = "Accept-Language"  # the warnings' sentences; the entity (ETag) is the same
+    return answer(body, data_version, status_code=status_code, headers=headers)
 
 
 def price_out(view: PriceView) -> PriceOut:

@@ -10,9 +10,10 @@ from pydantic import Field
 
 from service.api.answers import answer
 from service.api.conditional import etag_matches
-from service.api.deps import ReadAuth, ReadDep, SettingsDep, UowDep
+from service.api.deps import AcceptLanguage, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.offload import answer_from
 from service.api.presenters.compare import compare_out
+from service.api.presenters.recommend_words import language
 from service.api.routing import UnitOfWorkRoute
 from service.schemas.common import NAME_INVISIBLE, NameStr, Problem
 from service.schemas.compare import CompareOut
@@ -69,6 +70,7 @@ async def compare_gpus(
         Query(description="'default' resolves an ambiguous name to its stated default"),
     ] = "candidates",
     if_none_match: Annotated[str | None, Header()] = None,
+    accept_language: AcceptLanguage = None,
 ) -> Response:
     now = dt.datetime.now(dt.UTC)
     args = {
@@ -85,5 +87,7 @@ async def compare_gpus(
     result = await answer_from(uow, read, lambda: uc.compare(uow, read, gpus, **args))  # type: ignore[arg-type]
     version = uow.data_version()
     return answer(
-        compare_out(result, as_of=now, data_version=version), version, headers={"ETag": result.etag}
+        compare_out(result, as_of=now, data_version=version, lang=language(accept_language)),
+        version,
+        headers={"ETag": result.etag, "Vary": "Accept-Language"},
     )

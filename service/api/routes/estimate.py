@@ -10,9 +10,10 @@ from fastapi.exceptions import RequestValidationError
 
 from service.api.answers import answer
 from service.api.bodies import body_schema, json_body
-from service.api.deps import ReadAuth, ReadDep, ReadUowDep
+from service.api.deps import AcceptLanguage, ReadAuth, ReadDep, ReadUowDep
 from service.api.offload import answer_from
 from service.api.presenters.estimate import estimate_out
+from service.api.presenters.recommend_words import language
 from service.api.problems import field_errors, status_of
 from service.api.routing import UnitOfWorkRoute
 from service.core.estimation.estimate import ONE_MODEL_INPUT, has_one_model_input
@@ -36,15 +37,22 @@ router = APIRouter(prefix="/v1", tags=["estimate"], route_class=UnitOfWorkRoute)
         }
     },
 )
-async def estimate(body: EstimateRequest, uow: ReadUowDep, read: ReadDep, _auth: ReadAuth) -> Response:
+async def estimate(
+    body: EstimateRequest,
+    uow: ReadUowDep,
+    read: ReadDep,
+    _auth: ReadAuth,
+    accept_language: AcceptLanguage = None,
+) -> Response:
     now = dt.datetime.now(dt.UTC)
     r = await answer_from(uow, read, lambda: uc.estimate(uow, read, body.to_core(), body.gpu, now=now))
-    return answer(present(r), r.data_version)
+    return answer(present(r, language(accept_language)), r.data_version)
 
 
-def present(r: uc.EstimateResult) -> EstimateResponse:
+def present(r: uc.EstimateResult, lang: str = "en") -> EstimateResponse:
     return estimate_out(
         r.estimate,
+        lang=lang,
         warnings=r.warnings,
         as_of=r.as_of,
         data_version=r.data_version,
@@ -69,6 +77,7 @@ def estimate_batch(
     body: Annotated[BatchRequest, Depends(json_body(BatchRequest))],
     uow: ReadUowDep,
     read: ReadDep,
+    accept_language: AcceptLanguage = None,
 ) -> Response:
     # the schema's rule for every item (exactly one model input, ``oneOf``) refuses the whole
     # body, like any other item field the schema refuses; what only the catalog or the model
@@ -104,6 +113,6 @@ def estimate_batch(
             problem.update({k: v for k, v in a.extra.items() if k not in ("candidates", "query")})
             items.append(BatchItem(index=i, status=status, problem=problem))
         else:
-            items.append(BatchItem(index=i, status=200, result=present(a)))
+            items.append(BatchItem(index=i, status=200, result=present(a, language(accept_language))))
     version = uow.data_version()
     return answer(BatchResponse(items=items, data_version=version), version)

@@ -10,9 +10,10 @@ from fastapi import APIRouter, Body, Header, Path, Query, Response, status
 from service.api import validation
 from service.api.answers import answer
 from service.api.conditional import etag_matches
-from service.api.deps import AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
+from service.api.deps import AcceptLanguage, AdminAuth, ReadAuth, ReadDep, SettingsDep, UowDep
 from service.api.offload import answer_from
 from service.api.presenters.gpus import gpu_out, gpu_response, gpu_url, price_out
+from service.api.presenters.recommend_words import language
 from service.api.routing import UnitOfWorkRoute
 from service.core.catalog.records import SORT_KEYS, GpuFilters
 from service.schemas.common import INT64_MAX, CatalogCursor, JsonObject, NameStr, PageLimit, Problem, SafeStr
@@ -127,6 +128,7 @@ async def get_gpu(
         ),
     ] = "candidates",
     if_none_match: Annotated[SafeStr | None, Header(max_length=2000)] = None,
+    accept_language: AcceptLanguage = None,
 ) -> Response:
     use_default = on_ambiguous == "default"
     view = await answer_from(
@@ -134,7 +136,9 @@ async def get_gpu(
     )
     if etag_matches(if_none_match, view.etag):
         return Response(status_code=304, headers={"ETag": view.etag})
-    return gpu_response(view.record, uow.data_version(), warnings=view.warnings)
+    return gpu_response(
+        view.record, uow.data_version(), warnings=view.warnings, lang=language(accept_language)
+    )
 
 
 @router.post(

@@ -11,7 +11,8 @@ from fastapi.responses import Response
 
 from service.api import answers
 from service.api.deps import OptionalPrincipal, ReadDep, ReadUowDep, RequestUnitOfWork, SettingsDep, UowDep
-from service.api.presenters.recommend import document, language, localise
+from service.api.presenters.recommend import document, localise
+from service.api.presenters.recommend_words import language
 from service.api.routing import UnitOfWorkRoute
 from service.db.errors import outage_of
 from service.schemas.common import Problem

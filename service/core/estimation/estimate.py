@@ -165,15 +165,9 @@ def estimate(
                 "gpu", f"{gpu.slug} has no sourced memory size; no fit can be computed"
             )
         usable = gpu.memory_bytes
-        warnings.append(
-            Notice(
-                "usable_memory_unknown",
-                f"{gpu.slug}: the driver-reported usable memory is not "
-                "sourced; physical memory used, so the fit may be optimistic",
-            )
-        )
+        warnings.append(_usable_unknown(gpu.slug))
     if job.model_note:
-        warnings.append(Notice("assumed_shape", job.model_note))
+        warnings.append(Notice("assumed_shape", job.model_note, {"note": job.model_note}))
     precision = job.precision
     if gpu.support_for(precision) == "no":
         raise InvalidConfiguration(
@@ -207,12 +201,7 @@ def estimate(
     if measured is not None and measured.measured_oom:
         fits = False
         n_oom = measured.status_counts.get("oom", 0)
-        warnings.append(
-            Notice(
-                "measured_oom",
-                f"this exact configuration ran out of memory on {gpu.slug} ({n_oom} measured results)",
-            )
-        )
+        warnings.append(_measured_oom(gpu.slug, n_oom))
     memory = MemoryAnswer(
         estimate=mem,
         usable_memory_bytes=usable,
@@ -224,7 +213,7 @@ def estimate(
     time_answer: TimeAnswer | None = None
     serving_answer: ServingAnswer | None = None
     if not gpu.bandwidth_gb_per_s:
-        warnings.append(Notice("no_time_estimate", f"{gpu.slug} lacks a sourced bandwidth; no time estimate"))
+        warnings.append(_no_bandwidth(gpu.slug))
     else:
         workload = workload_for(job)
         cal = calibrations.pick(gpu, workload, precision)
@@ -240,19 +229,15 @@ def estimate(
                 except InvalidConfiguration as exc:
                     if exc.code != "MEMORY_INSUFFICIENT" or job.solve_for != "min_gpus":
                         raise
-                    warnings.append(
-                        Notice(
-                            "no_serving_as_given",
-                            f"{exc.message}; solve (min_gpus) gives "
-                            "the replicas x tensor_parallel that serve it",
-                        )
-                    )
+                    warnings.append(_no_serving_as_given(exc.message))
             else:
                 serving_answer = _serving(
                     c, gpu, cal, cell, calibrations.host_profile("llm-infer", precision), workload
                 )
         except MissingFigure as exc:
-            warnings.append(Notice("no_time_estimate", f"no time estimate: {exc.message}"))
+            warnings.append(
+                Notice("no_time_estimate", f"no time estimate: {exc.message}", {"detail": exc.message})
+            )
     if serving_answer is not None and isinstance(c, InferenceConfig):
         serving_answer = _with_engine_version(serving_answer, c)
     if isinstance(c, TrainConfig) and not fits:
@@ -269,6 +254,34 @@ def estimate(
         serving=serving_answer,
         solve=solve,
         warnings=tuple(warnings),
+    )
+
+
+def _usable_unknown(slug: str) -> Notice:
+    return Notice(
+        "usable_memory_unknown",
+        f"{slug}: the driver-reported usable memory is not sourced; physical memory used, so the fit may be optimistic",
+        {"gpu": slug},
+    )
+
+
+def _measured_oom(slug: str, n_oom: int) -> Notice:
+    return Notice(
+        "measured_oom",
+        f"this exact configuration ran out of memory on {slug} ({n_oom} measured results)",
+        {"gpu": slug, "results": n_oom},
+    )
+
+
+def _no_bandwidth(slug: str) -> Notice:
+    return Notice("no_time_estimate", f"{slug} lacks a sourced bandwidth; no time estimate", {"gpu": slug})
+
+
+def _no_serving_as_given(why: str) -> Notice:
+    return Notice(
+        "no_serving_as_given",
+        f"{why}; solve (min_gpus) gives the replicas x tensor_parallel that serve it",
+        {"detail": why},
     )
 
 
@@ -303,6 +316,7 @@ def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
                         "(autocast keeps the whole model's bf16 weight casts until it exits; the policy casts one "
                         "gathered layer at a time)"
                     ),
+                    {"needed_gib": round(alt.fit_bytes / 2**30, 1)},
                 )
             )
     if (
@@ -326,6 +340,11 @@ def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
                         "torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') needs "
                         f"{(mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30:.1f} GiB at the band's upper end and fits"
                     ),
+                    {
+                        "impl": c.optimizer_impl,
+                        "temporaries_gib": round(temp / 2**30, 1),
+                        "needed_gib": round((mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30, 1),
+                    },
                 )
             )
     return out

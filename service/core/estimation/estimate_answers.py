@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from service.core.catalog.models import (
@@ -28,13 +29,39 @@ from service.core.estimation.memory import (
 # --------------------------------------------------------------------------------------------
 
 
+class NoticeCode(StrEnum):
+    """Every warning code an estimate (and so a recommendation's option) carries; the API words
+    each in English and Chinese (``service.api.presenters.notice_words``)."""
+
+    PCIE_MULTI_GPU_UNVALIDATED = "pcie_multi_gpu_unvalidated"
+    MULTI_GPU_UNVALIDATED = "multi_gpu_unvalidated"
+    SPARSE_TIME_UNVALIDATED = "sparse_time_unvalidated"
+    USABLE_MEMORY_UNKNOWN = "usable_memory_unknown"
+    ASSUMED_SHAPE = "assumed_shape"
+    MEASURED_OOM = "measured_oom"
+    NO_TIME_ESTIMATE = "no_time_estimate"
+    NO_SERVING_AS_GIVEN = "no_serving_as_given"
+    TRY_FSDP_MIXED_PRECISION_POLICY = "try_fsdp_mixed_precision_policy"
+    TRY_FUSED_OPTIMIZER = "try_fused_optimizer"
+    CONTEXT_CAPPED_AT_MODEL_LIMIT = "context_capped_at_model_limit"
+    # what resolving a GPU name assumed (service.core.catalog.records.GpuWarning), passed on
+    ASSUMED_VARIANT = "assumed_variant"
+    MIG_SLICE = "mig_slice"
+    SHARED_GPU = "shared_gpu"
+
+
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """A warning attached to an answer: a stable code and a sentence."""
+    """A warning attached to an answer: a stable code, its English sentence and the figures a
+    sentence in another language needs (``params``)."""
 
     code: str
     message: str
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        NoticeCode(self.code)  # an undeclared code would reach a reader with no words for it
 
 
 @fast_init

@@ -39,6 +39,14 @@ from service.core.estimation.serving import (
 )
 
 
+def _context_capped(model_id: str, limit: int) -> Notice:
+    return Notice(
+        "context_capped_at_model_limit",
+        f"{model_id} has max_position_embeddings {limit:,}: the answer is capped there, although memory would allow more",
+        {"model": model_id, "limit": limit},
+    )
+
+
 def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notice]]:
     target = job.solve_for
     assert target is not None
@@ -67,15 +75,7 @@ def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notic
         cap = limit if isinstance(c, TrainConfig) else limit - c.output_len
         if limit and v > cap:
             v = max(0, cap)
-            notices.append(
-                Notice(
-                    "context_capped_at_model_limit",
-                    (
-                        f"{job.model.id} has max_position_embeddings {limit:,}: the answer is capped there, although "
-                        "memory would allow more"
-                    ),
-                )
-            )
+            notices.append(_context_capped(job.model.id, limit))
             detail += f", capped at the model's max_position_embeddings ({limit:,})"
         return SolveAnswer(target, v, detail), notices
     if target == "max_concurrency":
@@ -124,6 +124,7 @@ def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notic
                         + ("" if found is None else f" instead of {found[0]}")
                         + "; torch.autocast over FSDP shards keeps the whole model's bf16 weight casts until it exits"
                     ),
+                    {"gpus": alt[0]} if found is None else {"gpus": alt[0], "instead_of": found[0]},
                 )
             )
     if found is None:

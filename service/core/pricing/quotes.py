@@ -38,6 +38,19 @@ PRICE_IS_ESTIMATE = "price_is_estimate"  # the row is marked an estimate, not a 
 HOST_NOT_INCLUDED = "host_not_included"  # a per-card purchase price: the server around it is not costed
 SUSPECT_PRICE = "suspect_price"  # the row failed a price-quality check (quality.py); used only when allowed
 PRICE_AGE_LOWER_BOUND = "price_age_lower_bound"  # the row's date is when it was read, not when it was set
+QUOTE_NOTES: tuple[str, ...] = (
+    PAYS_FOR_IDLE_GPUS,
+    MULTI_INSTANCE,
+    STALE_PRICE,
+    CURRENCY_CONVERTED,
+    SPOT_INTERRUPTIBLE,
+    RESERVED_COMMITMENT,
+    PRICE_IS_ESTIMATE,
+    HOST_NOT_INCLUDED,
+    SUSPECT_PRICE,
+    PRICE_AGE_LOWER_BOUND,
+)
+"""Every note a quote carries; each has words in every language (``service.api.presenters.notice_words``)."""
 
 
 # ---- assumptions -----------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from service.core.catalog.specs import GpuSpec
 from service.core.pricing.cost import (
-    NO_PRICE,
     NO_PURCHASE_PRICE,
     NoMatchingInstance,
     RentQuote,
@@ -19,7 +18,7 @@ from service.core.pricing.cost import (
 )
 from service.core.pricing.shapes import NO_MATCHING_INSTANCE, DeployShape, InstanceNetwork
 from service.core.recommend.models import Option, Pool, RecommendData, RecommendQuestion
-from service.core.recommend.reasons import Reason
+from service.core.recommend.reasons import Reason, ReasonCode
 
 SHARDED = frozenset({"fsdp", "zero1", "zero2", "zero3"})
 
@@ -128,7 +127,7 @@ def no_price_reason(o: Option, q: RecommendQuestion, name: str) -> Reason:
     m = o.price_missing
     if m is not None and m.reason == NO_MATCHING_INSTANCE:
         return Reason(
-            NO_MATCHING_INSTANCE,
+            ReasonCode.NO_MATCHING_INSTANCE,
             {
                 "gpu": name,
                 "gpu_count": o.gpu_count,
@@ -141,10 +140,10 @@ def no_price_reason(o: Option, q: RecommendQuestion, name: str) -> Reason:
             },
         )
     if q.constraints.pools is not None:
-        return Reason(o.tco_missing or NO_PURCHASE_PRICE, {"gpu": name, "gpu_count": o.gpu_count})
+        return Reason(ReasonCode(o.tco_missing or NO_PURCHASE_PRICE), {"gpu": name, "gpu_count": o.gpu_count})
     cons = q.constraints
     return Reason(
-        NO_PRICE,
+        ReasonCode.NO_PRICE,
         {
             "gpu": name,
             "gpu_count": o.gpu_count,

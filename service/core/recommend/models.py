@@ -23,7 +23,7 @@ from service.core.pricing.cost import (
     Tco,
 )
 from service.core.pricing.shapes import InstanceNetwork
-from service.core.recommend.reasons import Reason
+from service.core.recommend.reasons import Reason, form_of
 
 DEFAULT_SERVING_ENGINE: Final = "vllm"
 """A request rate or concurrency without an engine means continuous batching: vLLM, the most
@@ -217,6 +217,9 @@ class WhatIf:
     gpu_count: int
     change: Mapping[str, Any]
     params: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        form_of(self.code, self.params)  # a what-if is worded like a reason: declared parameters only
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from service.core.pricing.cost import (
 )
 from service.core.recommend.deployment import no_price_reason
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion
-from service.core.recommend.reasons import Reason
+from service.core.recommend.reasons import Reason, ReasonCode
 
 MEASURED_RATIO_FLOOR: Final = 0.03
 """Smallest log half-width given a measured figure (run-to-run spread of a stack's median)."""
@@ -81,7 +81,10 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
         owned = _with_tco(o, q, data) if data.prices is not None else o
         if owned.tco is None:
             reasons.append(
-                Reason(owned.tco_missing or NO_PURCHASE_PRICE, {"gpu": name, "gpu_count": o.gpu_count})
+                Reason(
+                    ReasonCode(owned.tco_missing or NO_PURCHASE_PRICE),
+                    {"gpu": name, "gpu_count": o.gpu_count},
+                )
             )
         elif owned.tco.capex > cons.budget_purchase:
             reasons.append(

@@ -1,79 +1,378 @@
-"""Reason codes: a stable code and the numbers a sentence about it needs (the presenter words it)."""
+"""Reason codes as data: each code, the parameters each of its wordings takes (names and
+types), and a :class:`Reason` that cannot be built with a missing or an undeclared parameter.
+
+The presenter words a reason from one template per language and form
+(``service.api.presenters.recommend_words``); a test checks that every template's placeholders
+are exactly its form's parameters, so a renamed key fails a test instead of rendering "?".
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from enum import StrEnum
+from typing import Any, Final, Literal
 
-REASON_CODES: Final[tuple[str, ...]] = (
+
+class ReasonCode(StrEnum):
+    """Every code the recommender emits (docs/architecture.md, "Reasons")."""
+
     # exclusions
-    "EXCLUDED_BY_USER",
-    "NOT_ALLOWED",
-    "NOT_IN_INVENTORY",
-    "VENDOR_NOT_ALLOWED",
-    "FORM_FACTOR",
-    "NO_NVLINK",
-    "OVER_POWER_CAP",
-    "POWER_UNKNOWN",
-    "NO_MEMORY_FIGURE",
-    "PRECISION_UNSUPPORTED",
-    "MEMORY_INSUFFICIENT",
-    "NO_PLACEMENT",
-    "OVER_GPU_LIMIT",
-    "NO_TIME_ESTIMATE",
-    "MISSES_DEADLINE",
-    "MISSES_TTFT",
-    "MISSES_TPOT",
-    "PROVENANCE_BELOW_MIN",
-    "BAND_TOO_WIDE",
-    "NO_PRICE",
-    "NO_MATCHING_INSTANCE",
-    "NO_PURCHASE_PRICE",
-    "NO_POWER_FIGURE",
-    "OVER_BUDGET",
+    EXCLUDED_BY_USER = "EXCLUDED_BY_USER"
+    NOT_ALLOWED = "NOT_ALLOWED"
+    NOT_IN_INVENTORY = "NOT_IN_INVENTORY"
+    VENDOR_NOT_ALLOWED = "VENDOR_NOT_ALLOWED"
+    FORM_FACTOR = "FORM_FACTOR"
+    NO_NVLINK = "NO_NVLINK"
+    OVER_POWER_CAP = "OVER_POWER_CAP"
+    POWER_UNKNOWN = "POWER_UNKNOWN"
+    NO_MEMORY_FIGURE = "NO_MEMORY_FIGURE"
+    PRECISION_UNSUPPORTED = "PRECISION_UNSUPPORTED"
+    MEMORY_INSUFFICIENT = "MEMORY_INSUFFICIENT"
+    NO_PLACEMENT = "NO_PLACEMENT"
+    OVER_GPU_LIMIT = "OVER_GPU_LIMIT"
+    NO_TIME_ESTIMATE = "NO_TIME_ESTIMATE"
+    MISSES_DEADLINE = "MISSES_DEADLINE"
+    MISSES_TTFT = "MISSES_TTFT"
+    MISSES_TPOT = "MISSES_TPOT"
+    PROVENANCE_BELOW_MIN = "PROVENANCE_BELOW_MIN"
+    BAND_TOO_WIDE = "BAND_TOO_WIDE"
+    NO_PRICE = "NO_PRICE"
+    NO_MATCHING_INSTANCE = "NO_MATCHING_INSTANCE"
+    NO_PURCHASE_PRICE = "NO_PURCHASE_PRICE"
+    NO_POWER_FIGURE = "NO_POWER_FIGURE"
+    OVER_BUDGET = "OVER_BUDGET"
     # options
-    "FITS",
-    "SHARDED_TO_FIT",
-    "TENSOR_PARALLEL_TO_FIT",
-    "CHECKPOINTING_TO_FIT",
-    "SINGLE_GPU_TOO_SMALL",
-    "MEETS_DEADLINE",
-    "MEETS_TARGETS",
-    "BANDWIDTH_BOUND",
-    "COMPUTE_BOUND",
-    "BEST_FOR_OBJECTIVE",
-    "WITHIN_ERROR_OF_BEST",
-    "MEASURED_HERE",
-    "QUANTISED_WEIGHTS",
-    "MULTI_NODE",
+    FITS = "FITS"
+    SHARDED_TO_FIT = "SHARDED_TO_FIT"
+    TENSOR_PARALLEL_TO_FIT = "TENSOR_PARALLEL_TO_FIT"
+    CHECKPOINTING_TO_FIT = "CHECKPOINTING_TO_FIT"
+    SINGLE_GPU_TOO_SMALL = "SINGLE_GPU_TOO_SMALL"
+    MEETS_DEADLINE = "MEETS_DEADLINE"
+    MEETS_TARGETS = "MEETS_TARGETS"
+    BANDWIDTH_BOUND = "BANDWIDTH_BOUND"
+    COMPUTE_BOUND = "COMPUTE_BOUND"
+    BEST_FOR_OBJECTIVE = "BEST_FOR_OBJECTIVE"
+    WITHIN_ERROR_OF_BEST = "WITHIN_ERROR_OF_BEST"
+    MEASURED_HERE = "MEASURED_HERE"
+    QUANTISED_WEIGHTS = "QUANTISED_WEIGHTS"
+    MULTI_NODE = "MULTI_NODE"
     # what-ifs
-    "WITH_GRADIENT_CHECKPOINTING",
-    "WITH_QLORA",
-    "WITH_FUSED_OPTIMIZER",
-    "WITH_FP8_WEIGHTS",
+    WITH_GRADIENT_CHECKPOINTING = "WITH_GRADIENT_CHECKPOINTING"
+    WITH_QLORA = "WITH_QLORA"
+    WITH_FUSED_OPTIMIZER = "WITH_FUSED_OPTIMIZER"
+    WITH_FP8_WEIGHTS = "WITH_FP8_WEIGHTS"
     # warnings
-    "NO_OPTION",
-    "NO_PLAN_MEETS_DEADLINE",
-    "LONG_RUN",
-    "ENGINE_ASSUMED",
+    NO_OPTION = "NO_OPTION"
+    NO_PLAN_MEETS_DEADLINE = "NO_PLAN_MEETS_DEADLINE"
+    LONG_RUN = "LONG_RUN"
+    ENGINE_ASSUMED = "ENGINE_ASSUMED"
+    GLOBAL_BATCH_HELD = "GLOBAL_BATCH_HELD"
     # assumptions
-    "ASSUMED_OPTIMIZER_STATES",
-    "ASSUMED_LOOP",
-    "ASSUMED_STACK",
-    "ASSUMED_NETWORK",
-    "ASSUMED_ENGINE",
-    "ASSUMED_PRICES",
-    "ASSUMED_BAND",
-    "GLOBAL_BATCH_HELD",
-)
-"""Every code the recommender emits (docs/architecture.md lists them with their meaning); the
-presenter has a sentence for each in every language (tests/api/test_recommend_sentences.py)."""
+    ASSUMED_OPTIMIZER_STATES = "ASSUMED_OPTIMIZER_STATES"
+    ASSUMED_LOOP = "ASSUMED_LOOP"
+    ASSUMED_STACK = "ASSUMED_STACK"
+    ASSUMED_NETWORK = "ASSUMED_NETWORK"
+    ASSUMED_ENGINE = "ASSUMED_ENGINE"
+    ASSUMED_PRICES = "ASSUMED_PRICES"
+    ASSUMED_BAND = "ASSUMED_BAND"
+
+
+ReasonCodeName = Literal[
+    "EXCLUDED_BY_USER", "NOT_ALLOWED", "NOT_IN_INVENTORY", "VENDOR_NOT_ALLOWED", "FORM_FACTOR",
+    "NO_NVLINK", "OVER_POWER_CAP", "POWER_UNKNOWN", "NO_MEMORY_FIGURE", "PRECISION_UNSUPPORTED",
+    "MEMORY_INSUFFICIENT", "NO_PLACEMENT", "OVER_GPU_LIMIT", "NO_TIME_ESTIMATE", "MISSES_DEADLINE",
+    "MISSES_TTFT", "MISSES_TPOT", "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE",
+    "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
+    "SHARDED_TO_FIT", "TENSOR_PARALLEL_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
+    "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE",
+    "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "QUANTISED_WEIGHTS", "MULTI_NODE",
+    "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS",
+    "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
+    "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
+    "ASSUMED_ENGINE", "ASSUMED_PRICES", "ASSUMED_BAND",
+]  # fmt: skip
+"""The codes as string literals, so a call site may write ``Reason("FITS", ...)`` and the type
+checker still rejects a misspelt code (a test keeps this list equal to :class:`ReasonCode`)."""
+
+REASON_CODES: Final[tuple[str, ...]] = tuple(c.value for c in ReasonCode)
+
+
+class ReasonParamsError(ValueError):
+    """A reason built with parameters no wording of its code declares (a programming error)."""
 
 
 @dataclass(frozen=True, slots=True)
-class Reason:
-    """A stable code and the numbers a sentence about it needs (the presenter words it)."""
+class Form:
+    """One wording of a code: the parameters its templates render (name -> type) and, for a
+    code with several wordings, the values of the parameters that pick this one (``when``:
+    carried on the wire, never rendered), or a ``check`` on the figures (``MISSES_DEADLINE``:
+    whether the largest count tried reached ``max_gpus``)."""
 
-    code: str
-    params: Mapping[str, Any] = field(default_factory=dict)
+    name: str
+    params: Mapping[str, type]
+    when: Mapping[str, object] = field(default_factory=dict)
+    check: Callable[[Mapping[str, Any]], bool] | None = None
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(self.params) | frozenset(self.when)
+
+    def picks(self, params: Mapping[str, Any]) -> bool:
+        """Whether ``params`` (with this form's keys) are worded by this form."""
+        return all(params[k] == v for k, v in self.when.items()) and (
+            self.check is None or self.check(params)
+        )
+
+
+# parameter types
+Text = str
+Count = int  # a whole number (GPUs, replicas, days)
+Num = float  # any number (an int is accepted)
+Flag = bool
+Texts = list  # a list of text
+_GPU = {"gpu": Text}
+_SERVING_MEMORY = {
+    "needed_gib": Num, "usable_gib": Num, "weights_gib": Num, "kv_cache_gib": Num,
+    "needed_gb": Num, "usable_gb": Num, "weights_gb": Num, "kv_cache_gb": Num,
+}  # fmt: skip
+_TRAIN_NOTHING = {"gpu": Text, "usable_gib": Num, "gpu_count": Count}
+_TRAIN_LIGHTEST = {**_TRAIN_NOTHING, "needed_gib": Num, "sharding": Text, "gradient_checkpointing": Flag}
+_WHATIF = {"gpu": Text, "gpu_count": Count, "needed_gib": Num, "usable_gib": Num}
+_TARGETS: dict[str, dict[str, type]] = {
+    "both": {"ttft_target_ms": Num, "tpot_target_ms": Num},
+    "ttft": {"ttft_target_ms": Num},
+    "tpot": {"tpot_target_ms": Num},
+}
+_LOADS: dict[str, dict[str, type]] = {"rate": {"rate": Num}, "concurrency": {"concurrency": Count}}
+_FASTER = {"faster_gpu": Text, "faster_gpu_count": Count, "faster_hours": Num}
+_TP_FIT = {
+    "tensor_parallel": Count,
+    "data_parallel": Count,
+    "gpu_count": Count,
+    "gradient_checkpointing": Flag,
+    "usable_gib": Num,
+}
+_PRICE = {
+    "provider": Text, "instance_type": Text, "pricing_model": Text, "per_hour": Num, "currency": Text,
+    "age_days_at_least": Count,
+}  # fmt: skip
+_MISSED = {
+    "gpu": Text,
+    "gpu_count": Count,
+    "hours_high": Num,
+    "hours": Num,
+    "deadline_hours": Num,
+    "max_gpus": Count,
+}
+_BUDGET = {"gpu": Text, "gpu_count": Count, "cost": Num, "budget": Num, "currency": Text}
+_OTHER_RECIPE = {
+    "precision": Text,
+    "bytes_per_param": Num,
+    "other_precision": Text,
+    "other_bytes_per_param": Num,
+}
+
+
+def _one(**params: type) -> tuple[Form, ...]:
+    return (Form("", params),)
+
+
+FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
+    ReasonCode.EXCLUDED_BY_USER: _one(gpu=Text),
+    ReasonCode.NOT_ALLOWED: _one(gpu=Text),
+    ReasonCode.NOT_IN_INVENTORY: (Form("", _GPU), Form("none_free", {**_GPU, "free": Count})),
+    ReasonCode.VENDOR_NOT_ALLOWED: _one(gpu=Text, vendor=Text, allowed=Texts),
+    ReasonCode.FORM_FACTOR: (
+        Form("", {**_GPU, "form_factor": Text, "allowed": Texts}),
+        Form("unknown", {**_GPU, "allowed": Texts}),
+    ),
+    ReasonCode.NO_NVLINK: _one(gpu=Text),
+    ReasonCode.OVER_POWER_CAP: (
+        Form("per_gpu", {**_GPU, "tdp_w": Num, "cap_w": Num}, {"per": "gpu"}),
+        Form("total", {**_GPU, "tdp_w": Num, "cap_w": Num}, {"per": "total"}),
+    ),
+    ReasonCode.POWER_UNKNOWN: _one(gpu=Text, cap_w=Num),
+    ReasonCode.NO_MEMORY_FIGURE: _one(gpu=Text),
+    ReasonCode.PRECISION_UNSUPPORTED: _one(gpu=Text, precision=Text),
+    ReasonCode.MEMORY_INSUFFICIENT: (
+        Form("replica", {**_GPU, "tensor_parallel": Count}),
+        Form("serving", {**_GPU, "tensor_parallel": Count, "gpu_count": Count, **_SERVING_MEMORY}),
+        Form("training_none", _TRAIN_NOTHING),
+        Form("training_none_single", {**_TRAIN_NOTHING, "single_gpu_needed_gib": Num}),
+        Form("training", _TRAIN_LIGHTEST),
+        Form("training_single", {**_TRAIN_LIGHTEST, "single_gpu_needed_gib": Num}),
+        Form("training_tp", {**_TRAIN_LIGHTEST, "tensor_parallel": Count}),
+        Form("training_tp_single", {**_TRAIN_LIGHTEST, "tensor_parallel": Count, "single_gpu_needed_gib": Num}),
+    ),
+    ReasonCode.NO_PLACEMENT: _one(gpu=Text, tensor_parallel=Count, free_per_node=Count),
+    ReasonCode.OVER_GPU_LIMIT: (
+        Form("", {**_GPU, "max_gpus": Count}),
+        Form("replicas", {**_GPU, "tensor_parallel": Count, "max_gpus": Count, "replicas_needed_more_than": Count}),
+        Form(
+            "replicas_guess",
+            {**_GPU, "tensor_parallel": Count, "max_gpus": Count, "replicas_needed_more_than": Count, "replicas_at_least": Count},
+        ),
+    ),
+    ReasonCode.NO_TIME_ESTIMATE: (
+        Form("", {**_GPU, "missing": Text}),
+        Form("fits", {**_GPU, "missing": Text, "gpu_count": Count, "needed_gib": Num, "usable_gib": Num}),
+    ),
+    ReasonCode.MISSES_DEADLINE: (
+        Form("", _MISSED),
+        Form("all_tried", {**_MISSED, "largest_tried": Count}, check=lambda p: p["largest_tried"] >= p["max_gpus"]),
+        Form("largest_tried", {**_MISSED, "largest_tried": Count}, check=lambda p: p["largest_tried"] < p["max_gpus"]),
+    ),
+    ReasonCode.MISSES_TTFT: _one(gpu=Text, tensor_parallel=Count, ttft_ms=Num, target_ms=Num),
+    ReasonCode.MISSES_TPOT: _one(gpu=Text, tensor_parallel=Count, tpot_ms=Num, target_ms=Num),
+    ReasonCode.PROVENANCE_BELOW_MIN: _one(gpu=Text, provenance=Text, minimum=Text),
+    ReasonCode.BAND_TOO_WIDE: _one(gpu=Text, band_pct=Num, max_band_pct=Num),
+    ReasonCode.NO_PRICE: (
+        Form("", {**_GPU, "gpu_count": Count, "currency": Text, "pricing_models": Texts}),
+        Form("providers", {**_GPU, "gpu_count": Count, "currency": Text, "pricing_models": Texts, "providers": Texts}),
+    ),
+    ReasonCode.NO_MATCHING_INSTANCE: _one(
+        gpu=Text, gpu_count=Count, gpus_per_node=Count, nodes=Count, needs_nvlink=Flag, replicas=Flag, suspect_only=Flag, detail=Text
+    ),
+    ReasonCode.NO_PURCHASE_PRICE: _one(gpu=Text, gpu_count=Count),
+    ReasonCode.NO_POWER_FIGURE: _one(gpu=Text, gpu_count=Count),
+    ReasonCode.OVER_BUDGET: tuple(
+        Form(what, _BUDGET, {"what": what}) for what in ("per_hour", "per_run", "purchase")
+    ),
+    ReasonCode.FITS: (
+        Form("", {**_GPU, "gpu_count": Count, "needed_gib": Num, "usable_gib": Num, "headroom_gib": Num}),
+        Form("serving", {**_GPU, "gpu_count": Count, "tensor_parallel": Count, "headroom_gib": Num, **_SERVING_MEMORY}),
+    ),
+    ReasonCode.SHARDED_TO_FIT: _one(sharding=Text, gpu_count=Count, ddp_needed_gib=Num, usable_gib=Num),
+    ReasonCode.TENSOR_PARALLEL_TO_FIT: (
+        Form("", _TP_FIT),
+        Form("without", {**_TP_FIT, "without_needed_gib": Num}),
+    ),
+    ReasonCode.CHECKPOINTING_TO_FIT: _one(needed_without_gib=Num, usable_gib=Num),
+    ReasonCode.SINGLE_GPU_TOO_SMALL: (
+        Form("", {**_GPU, "needed_gib": Num, "usable_gib": Num}),
+        Form("serving", {**_GPU, **_SERVING_MEMORY}),
+    ),
+    ReasonCode.MEETS_DEADLINE: _one(hours_high=Num, deadline_hours=Num),
+    ReasonCode.MEETS_TARGETS: tuple(
+        Form(
+            f"{load}_{targets}",
+            {"replicas": Count, "tensor_parallel": Count, **lp, "ttft_ms": Num, "tpot_ms": Num, **tp},
+        )
+        for load, lp in _LOADS.items()
+        for targets, tp in _TARGETS.items()
+    ),
+    ReasonCode.BANDWIDTH_BOUND: (
+        Form("", {}),
+        Form("mfu", {"mfu": Num}),
+        Form("bandwidth", {"bandwidth_gb_per_s": Num}),
+    ),
+    ReasonCode.COMPUTE_BOUND: (Form("", {}), Form("mfu", {"mfu": Num})),
+    ReasonCode.BEST_FOR_OBJECTIVE: _one(objective=Text),
+    ReasonCode.WITHIN_ERROR_OF_BEST: _one(ratio=Num, uncertainty_pct=Num),
+    ReasonCode.MEASURED_HERE: _one(gpu=Text),
+    ReasonCode.QUANTISED_WEIGHTS: _one(quant_method=Text),
+    ReasonCode.MULTI_NODE: _one(nodes=Count, gpus_per_node=Count),
+    ReasonCode.WITH_GRADIENT_CHECKPOINTING: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
+    ReasonCode.WITH_QLORA: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
+    ReasonCode.WITH_FUSED_OPTIMIZER: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
+    ReasonCode.WITH_FP8_WEIGHTS: _one(gpu=Text, tensor_parallel=Count, instead_of=Count, needed_gib=Num, usable_gib=Num),
+    ReasonCode.NO_OPTION: _one(excluded=Count),
+    ReasonCode.NO_PLAN_MEETS_DEADLINE: (
+        Form("", {"deadline_hours": Num, **_GPU, "gpu_count": Count, "hours": Num}),
+        Form("band", {"deadline_hours": Num, **_GPU, "gpu_count": Count, "hours": Num, "hours_high": Num}),
+    ),
+    ReasonCode.LONG_RUN: (
+        Form("", {"hours": Num, "years": Num, "cost_slack_pct": Num}),
+        Form("faster", {"hours": Num, "years": Num, "cost_slack_pct": Num, **_FASTER}),
+        Form("faster_cost", {"hours": Num, "years": Num, "cost_slack_pct": Num, **_FASTER, "faster_cost_ratio": Num}),
+    ),
+    ReasonCode.ENGINE_ASSUMED: _one(engine=Text),
+    ReasonCode.GLOBAL_BATCH_HELD: _one(global_batch=Count),
+    ReasonCode.ASSUMED_OPTIMIZER_STATES: (
+        Form("", _OTHER_RECIPE),
+        Form("other_fits", {**_OTHER_RECIPE, "other_needed_gib": Num, "usable_gib": Num, "gpu_count": Count}, {"other_fits": True}),
+        Form("other_too_big", {**_OTHER_RECIPE, "other_needed_gib": Num, "usable_gib": Num, "gpu_count": Count}, {"other_fits": False}),
+    ),
+    ReasonCode.ASSUMED_LOOP: (
+        Form("stated", {"loop": Text}, {"stated": True}),
+        Form("default", {"loop": Text}, {"stated": False}),
+    ),
+    ReasonCode.ASSUMED_STACK: _one(stack=Text),
+    ReasonCode.ASSUMED_NETWORK: _one(network=Text),
+    ReasonCode.ASSUMED_ENGINE: (
+        Form("stated", {"engine": Text}, {"stated": True}),
+        Form("default", {"engine": Text}, {"stated": False}),
+    ),
+    ReasonCode.ASSUMED_PRICES: (
+        Form("", _PRICE),
+        Form("dated", {**_PRICE, "stale": Flag}, {"age_is_lower_bound": False}),
+        Form("undated", {**_PRICE, "stale": Flag}, {"age_is_lower_bound": True}),
+    ),
+    ReasonCode.ASSUMED_BAND: _one(level=Text),
+}  # fmt: skip
+"""Each code's wordings. A reason's form is the one whose parameters and ``when`` keys are
+exactly its non-null parameters (and whose ``when`` values match): one code may say more when it
+knows more (``FITS`` of a serving plan names the weights and the KV cache), never "?"."""
+
+_DECLARED: Final[dict[str, frozenset[str]]] = {
+    c.value: frozenset().union(*(f.keys for f in forms)) for c, forms in FORMS.items()
+}
+_BY_KEYS: Final[dict[str, dict[frozenset[str], tuple[Form, ...]]]] = {
+    c.value: {k: tuple(f for f in forms if f.keys == k) for k in {f.keys for f in forms}}
+    for c, forms in FORMS.items()
+}
+"""Code -> the keys of a form -> the forms with exactly those keys (told apart by ``when``)."""
+
+
+def _typed(value: object, t: type) -> bool:
+    if t is Num:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if t is Count:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if t is Texts:
+        return isinstance(value, list | tuple) and all(isinstance(x, str) for x in value)
+    return isinstance(value, t)
+
+
+def form_of(code: str, params: Mapping[str, Any]) -> Form:
+    """The wording ``params`` select for ``code``; :class:`ReasonParamsError` when none does
+    (an unknown code, a missing, undeclared or mistyped parameter)."""
+    by_keys = _BY_KEYS.get(code)
+    if by_keys is None:
+        raise ReasonParamsError(f"unknown reason code {code!r}")
+    present = frozenset(k for k, v in params.items() if v is not None)
+    for form in by_keys.get(present, ()):
+        if form.picks(params):
+            bad = [k for k, t in form.params.items() if not _typed(params[k], t)]
+            if bad:
+                raise ReasonParamsError(f"{code}: parameter(s) {bad} of the wrong type")
+            return form
+    undeclared = set(params) - _DECLARED[code]
+    if undeclared:
+        raise ReasonParamsError(f"{code}: undeclared parameter(s) {sorted(undeclared)}")
+    raise ReasonParamsError(f"{code}: no wording takes the parameters {sorted(present)}")
+
+
+def form_name(code: str, params: Mapping[str, Any]) -> str | None:
+    """The name of the wording ``params`` select for ``code`` (keys and ``when`` values only:
+    a reason's types were checked when it was built), or None."""
+    for form in _BY_KEYS.get(code, {}).get(frozenset(k for k, v in params.items() if v is not None), ()):
+        if form.picks(params):
+            return form.name
+    return None
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Reason:
+    """A stable code and the numbers a sentence about it needs (the presenter words it). Built
+    only with the parameters one of the code's :data:`FORMS` declares."""
+
+    code: ReasonCode
+    params: Mapping[str, Any]
+
+    def __init__(self, code: ReasonCode | ReasonCodeName, params: Mapping[str, Any] | None = None) -> None:
+        p = dict(params or {})
+        form_of(code, p)
+        object.__setattr__(self, "code", ReasonCode(code))
+        object.__setattr__(self, "params", p)

@@ -74,7 +74,7 @@ export function estimateResult(r, width) {
     r.serving ? servingSection(r.serving) : null,
     r.solve ? h("p", { class: "solve" }, `${r.solve.target}: ${r.solve.value} — ${r.solve.detail}`) : null,
     r.warnings?.length ? h("section", { class: "result-block" }, h("h2", null, t("warnings")),
-      h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", null, h("code", null, w.code), ` ${w.message}`)))) : null);
+      h("ul", { class: "warnings" }, r.warnings.map((w) => h("li", { "data-code": w.code }, w.message)))) : null);
 }
 
 /**
