@@ -166,7 +166,9 @@ def test_an_ambiguous_gpu_name_offers_the_candidates(
     page.wait_for_selector(".ambiguous")
     buttons = page.locator(".ambiguous ul.candidates button")
     assert [b.get_attribute("data-slug") for b in buttons.all()] == slugs and len(slugs) == 4
-    assert "assumed_variant" in page.locator("ul.warnings").inner_text()
+    # the warning in words (its code kept as data), not the bare code
+    warning = page.locator("ul.warnings li[data-code=assumed_variant]")
+    assert "names 4 GPUs" in warning.inner_text() and "assumed_variant" not in warning.inner_text()
     page.locator('.ambiguous button[data-slug="nvidia-a100-sxm4-80gb"]').click()
     page.wait_for_function("() => location.hash.includes('gpu=nvidia-a100-sxm4-80gb')")
     page.wait_for_selector("main:not([aria-busy]) .estimate-result")

@@ -23,7 +23,8 @@ const TRAINING_ONLY = new Set(["seq_len", "gradient_checkpointing", "finetune", 
   "optimizer_impl", "loop", "mixed_precision", "stack"]);
 const INFERENCE_ONLY = new Set(["engine", "engine_version", "input_len", "output_len", "requests_per_s", "concurrency",
   "ttft_target_ms", "tpot_target_ms", "kv_cache_dtype", "prefix_cache_hit_rate", "input_len_cv", "output_len_cv",
-  "speculative.method", "speculative.draft_tokens", "speculative.acceptance_rate"]);
+  "speculative.method", "speculative.draft_tokens", "speculative.acceptance_rate", "lora.adapters", "lora.rank",
+  "lora.max_loras", "disaggregated.prefill_gpus", "disaggregated.decode_gpus", "expert_parallel", "price_per_gpu_hour"]);
 const FINETUNE_ONLY = new Set(["finetune", "lora_rank", "lora_targets"]);
 
 /** The label of each field (English and Chinese in i18n.js; test_estimate_form checks both). */
@@ -39,7 +40,10 @@ export const LABELS = {
   input_len_cv: "f_input_cv", output_len_cv: "f_output_cv", attention: "f_attention", optimizer: "f_optimizer",
   optimizer_impl: "f_optimizer_impl", loop: "f_loop", mixed_precision: "f_mixed_precision", stack: "f_stack",
   "speculative.method": "f_spec_method", "speculative.draft_tokens": "f_spec_draft",
-  "speculative.acceptance_rate": "f_spec_accept",
+  "speculative.acceptance_rate": "f_spec_accept", "lora.adapters": "f_lora_adapters", "lora.rank": "f_lora_serving_rank",
+  "lora.max_loras": "f_lora_max", "disaggregated.prefill_gpus": "f_disagg_prefill",
+  "disaggregated.decode_gpus": "f_disagg_decode", expert_parallel: "f_expert_parallel",
+  price_per_gpu_hour: "f_price_per_gpu_hour",
 };
 
 /** Precision is a free string to the API; these are the values its description names. */
