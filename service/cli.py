@@ -493,12 +493,15 @@ def _head_revision() -> str | None:
     return heads.pop() if len(heads) == 1 else None
 
 
-def _ask(call, as_json: bool, show) -> None:  # type: ignore[no-untyped-def]
+def _ask(adv, call, as_json: bool, show) -> None:  # type: ignore[no-untyped-def]
     """Run one question; print the answer (a table, or JSON) or the refusal (exit 2)."""
     from service.shell.advisor import AdvisorError
 
     try:
         doc = call()
+        note = getattr(adv, "fit_note", lambda: None)()
+        if note:
+            _log(note)
     except AdvisorError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         for f in exc.fields:
@@ -540,7 +543,7 @@ def estimate(
 
     body = _fields(set_, {"model": model, "gpu": gpu, "gpu_count": gpu_count, "mode": mode})
     adv = _advisor(url)
-    _ask(lambda: adv.estimate(body), as_json, render.estimate)
+    _ask(adv, lambda: adv.estimate(body), as_json, render.estimate)
 
 
 @app.command()
@@ -593,9 +596,9 @@ def recommend(
     _fields(other_keys, body)
     adv = _advisor(url, lang)
     if emit is None:
-        _ask(lambda: adv.recommend(body), as_json, render.recommend)
+        _ask(adv, lambda: adv.recommend(body), as_json, render.recommend)
         return
-    _ask(lambda: adv.artifact(adv.recommend(body), target=emit, rank=rank), as_json, _print_artifact)
+    _ask(adv, lambda: adv.artifact(adv.recommend(body), target=emit, rank=rank), as_json, _print_artifact)
 
 
 def _print_artifact(doc: dict[str, object]) -> None:
@@ -620,7 +623,7 @@ def compare(
 
     names = [n.strip() for g in gpus for n in g.split(",") if n.strip()]
     adv = _advisor(url)
-    _ask(lambda: adv.compare(names, currency=currency, workload=workload), as_json, render.compare)
+    _ask(adv, lambda: adv.compare(names, currency=currency, workload=workload), as_json, render.compare)
 
 
 @app.command("gpus")
@@ -652,7 +655,7 @@ def gpus_cmd(
         "sort": sort,
     }
     adv = _advisor(url)
-    _ask(lambda: adv.gpus(query), as_json, render.gpus)
+    _ask(adv, lambda: adv.gpus(query), as_json, render.gpus)
 
 
 @recommendations_app.command("prune")
@@ -678,21 +681,24 @@ def recommendations_prune(
     typer.echo(f"deleted {n} stored recommendations older than {keep} days")
 
 
+AGENT_HELP = "Benchmark agent for GPU nodes (probe, run, submit, flush)."
+
+
 def _mount_optional() -> None:
-    """The agent's commands, mounted only when asked for (or for help): importing them costs
-    a CLI call ~0.4 s."""
+    """The agent's commands, mounted only when asked for: importing them costs a CLI call
+    ~0.5 s (the typed client's models). ``gpu-advisor --help`` lists an empty group of the
+    same name and help instead."""
     asked = sys.argv[1:2]
-    if (
-        asked
-        and asked[0] not in ("agent", "--help", "-h")
-        and Path(sys.argv[0]).name in ("gpu-advisor", "cli.py")
-    ):
+    as_script = Path(sys.argv[0]).name in ("gpu-advisor", "cli.py")
+    if as_script and asked and asked[0] != "agent":
+        if asked[0] in ("--help", "-h"):
+            app.add_typer(typer.Typer(), name="agent", help=AGENT_HELP)
         return
     try:
         from service.agent.cli import agent_app
     except ImportError:  # agent not built yet
         return
-    app.add_typer(agent_app, name="agent", help="Benchmark agent for GPU nodes (probe, run, submit, flush).")
+    app.add_typer(agent_app, name="agent", help=AGENT_HELP)
 
 
 _mount_optional()

@@ -4,7 +4,14 @@ A full fit takes seconds; a CLI call that made it again every time took ~6 s. Th
 cross-GPU transfer model (fitted on the shipped tables) is kept beside it. The fit is a pure
 function of the catalog and the measurements (their watermarks), the estimator's code and the
 read settings, so a fit stored under those is reused as it is, and any change among them
-(a new benchmark run, an edited spec, an upgrade) misses and refits. The file is a pickle: it
+(a new benchmark run, an edited spec, an upgrade) misses and refits. The key also holds when
+the watermarks last moved (``epoch``): a database dropped and made again under the same URL
+can reach the same watermark numbers with other data, never at the same instant.
+
+Why a file in the user's cache rather than the database: the CLI's reads stay reads (no
+migration, no write on every call, nothing on a read-only replica), one file serves SQLite and
+PostgreSQL alike, and a pickle is only ever loaded from a place no one else can write -- a
+table any writer of the database could fill would run their code in every CLI user. The file is a pickle: it
 is only read when this user owns it and nobody else can write it, in a directory only this
 user can enter.
 """
@@ -41,14 +48,21 @@ class FileCalibrationStore:
     """:class:`service.usecases.read_model.CalibrationStore` in one file per database URL."""
 
     def __init__(
-        self, database_url: str, *, min_points: int, window: int, directory: Path | None = None
+        self,
+        database_url: str,
+        *,
+        min_points: int,
+        window: int,
+        epoch: str = "",
+        directory: Path | None = None,
     ) -> None:
         ident = f"{database_url}\0{min_points}\0{window}".encode()
         self.path = (
             directory or cache_dir()
         ) / f"calibrations-{hashlib.sha256(ident).hexdigest()[:24]}.pickle"
-        self.code = (__version__, ESTIMATOR_VERSION)
+        self.code = (__version__, ESTIMATOR_VERSION, epoch)
         self.hits = 0
+        self.saves = 0
 
     def _trusted(self) -> bool:
         try:
@@ -97,5 +111,6 @@ class FileCalibrationStore:
             with os.fdopen(fd, "wb") as f:
                 pickle.dump(doc, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
+            self.saves += 1
         except OSError:
             return
