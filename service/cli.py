@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
@@ -15,6 +16,15 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from service.settings import Settings
+
+RUN_AS_COMMAND = Path(sys.argv[0]).name in ("gpu-advisor", "cli.py")
+"""This process is the command (not a test or a program importing :data:`app`)."""
+QUESTIONS = ("estimate", "recommend", "compare", "gpus")
+if RUN_AS_COMMAND and sys.argv[1:2] and sys.argv[1] in QUESTIONS:
+    # No cyclic garbage collection while a question's modules load (such a call is mostly
+    # imports, and ~10 % of its CPU went to collections that found nothing); `_ask` turns it
+    # back on before the question's work. Other commands (serve, agent ...) keep the default.
+    gc.disable()
 
 app = typer.Typer(
     help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False
@@ -497,6 +507,9 @@ def _ask(adv, call, as_json: bool, show) -> None:  # type: ignore[no-untyped-def
     """Run one question; print the answer (a table, or JSON) or the refusal (exit 2)."""
     from service.shell.advisor import AdvisorError
 
+    if not gc.isenabled():  # turned off for the imports (RUN_AS_COMMAND)
+        gc.freeze()  # what is loaded so far lives as long as the process: never scanned again
+        gc.enable()
     try:
         doc = call()
         note = getattr(adv, "fit_note", lambda: None)()
@@ -689,8 +702,7 @@ def _mount_optional() -> None:
     ~0.5 s (the typed client's models). ``gpu-advisor --help`` lists an empty group of the
     same name and help instead."""
     asked = sys.argv[1:2]
-    as_script = Path(sys.argv[0]).name in ("gpu-advisor", "cli.py")
-    if as_script and asked and asked[0] != "agent":
+    if RUN_AS_COMMAND and asked and asked[0] != "agent":
         if asked[0] in ("--help", "-h"):
             app.add_typer(typer.Typer(), name="agent", help=AGENT_HELP)
         return
