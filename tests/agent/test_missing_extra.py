@@ -22,18 +22,23 @@ REPO = Path(service.__file__).resolve().parents[1]
 EXTRA = re.compile(
     r"^(torch|torchvision|torchgen|functorch|transformers|peft|pynvml|nvidia_ml_py)([-_.].*)?$"
 )
+MODEL_LIBRARIES = re.compile(r"^(torchvision|transformers|peft)([-_.].*)?$")
 EXTRA_LINE = "pip install 'gpu-advisor[agent]'"
+
+
+def site_without(tmp_path_factory: pytest.TempPathFactory, hidden: re.Pattern[str]) -> Path:
+    """A site directory holding every installed package but those ``hidden`` names."""
+    site = tmp_path_factory.mktemp("site-without")
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if hidden.match(entry.name) or entry.suffix == ".pth":
+            continue
+        (site / entry.name).symlink_to(entry)
+    return site
 
 
 @pytest.fixture(scope="module")
 def without_extra(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A site directory holding every installed package but the agent extra's."""
-    site = tmp_path_factory.mktemp("site-without-agent-extra")
-    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        if EXTRA.match(entry.name) or entry.suffix == ".pth":
-            continue
-        (site / entry.name).symlink_to(entry)
-    return site
+    return site_without(tmp_path_factory, EXTRA)
 
 
 def agent(site: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -83,3 +88,22 @@ def test_run_smoke_without_torch_is_one_line_naming_it(without_extra: Path, tmp_
     [line] = out.stderr.strip().splitlines()
     assert line.startswith("error: PyTorch is not installed") and EXTRA_LINE in line
     assert not list(tmp_path.glob("*.json"))  # nothing half-written
+
+
+def test_run_smoke_with_torch_alone_skips_what_needs_the_rest(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """torch without transformers / peft: those workloads are skipped naming the extra (no
+    traceback, and no error result that would be submitted for the GPU)."""
+    pytest.importorskip("torch")
+    site = site_without(tmp_path_factory, MODEL_LIBRARIES)
+    out = agent(
+        site, tmp_path, "run", "--smoke", "--workloads", "bert-large-infer,llm-infer", "-o", "runs.json"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    skipped = [line for line in out.stderr.splitlines() if line.startswith("skipped ")]
+    assert [line.split()[1] for line in skipped] == ["bert-large-infer", "llm-infer"], out.stderr
+    assert all("transformers is not importable here" in line and EXTRA_LINE in line for line in skipped)
+    assert "done: nothing measured; 2 skipped" in out.stderr
+    assert not (tmp_path / "runs.json").exists()  # a skip is not a result: nothing to submit
