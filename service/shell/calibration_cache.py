@@ -8,12 +8,11 @@ read settings, so a fit stored under those is reused as it is, and any change am
 the watermarks last moved (``epoch``): a database dropped and made again under the same URL
 can reach the same watermark numbers with other data, never at the same instant.
 
-Why a file in the user's cache rather than the database: the CLI's reads stay reads (no
-migration, no write on every call, nothing on a read-only replica), one file serves SQLite and
-PostgreSQL alike, and a pickle is only ever loaded from a place no one else can write -- a
-table any writer of the database could fill would run their code in every CLI user. The file is a pickle: it
-is only read when this user owns it and nobody else can write it, in a directory only this
-user can enter.
+The file is a pickle: it is only read when this user owns it and nobody else can write it, in
+a directory only this user can enter. Why a file in the user's cache rather than a table: the
+CLI's reads stay reads (no write on every call, nothing on a read-only replica), one place
+serves SQLite and PostgreSQL alike, and a pickle is never loaded from where any writer of the
+database could put one (it would run their code in every CLI user).
 """
 
 from __future__ import annotations
@@ -60,7 +59,7 @@ class FileCalibrationStore:
         self.path = (
             directory or cache_dir()
         ) / f"calibrations-{hashlib.sha256(ident).hexdigest()[:24]}.pickle"
-        self.code = (__version__, ESTIMATOR_VERSION, epoch)
+        self.stamp = (__version__, ESTIMATOR_VERSION, epoch)  # with the watermarks: the key
         self.hits = 0
         self.saves = 0
 
@@ -83,7 +82,7 @@ class FileCalibrationStore:
         except Exception:  # a truncated or older file is a miss, never an error
             return None
         if not isinstance(stored, dict) or stored.get("key") != (
-            self.code,
+            self.stamp,
             catalog_watermark,
             measurement_watermark,
         ):
@@ -103,7 +102,7 @@ class FileCalibrationStore:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.path.parent, 0o700)
             doc = {
-                "key": (self.code, catalog_watermark, measurement_watermark),
+                "key": (self.stamp, catalog_watermark, measurement_watermark),
                 "fits": replace(fits, _picked={}),
                 "published": published_model(),  # fitted by fit_calibrations already: no cost
             }
