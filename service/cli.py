@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
@@ -15,6 +16,15 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from service.settings import Settings
+
+RUN_AS_COMMAND = Path(sys.argv[0]).name in ("gpu-advisor", "cli.py")
+"""This process is the command (not a test or a program importing :data:`app`)."""
+QUESTIONS = ("estimate", "recommend", "compare", "gpus")
+if RUN_AS_COMMAND and sys.argv[1:2] and sys.argv[1] in QUESTIONS:
+    # No cyclic garbage collection while a question's modules load (such a call is mostly
+    # imports, and ~10 % of its CPU went to collections that found nothing); `_ask` turns it
+    # back on before the question's work. Other commands (serve, agent ...) keep the default.
+    gc.disable()
 
 app = typer.Typer(
     help="GPU Advisor: pick GPUs for deep-learning jobs.", no_args_is_help=True, add_completion=False
@@ -493,12 +503,18 @@ def _head_revision() -> str | None:
     return heads.pop() if len(heads) == 1 else None
 
 
-def _ask(call, as_json: bool, show) -> None:  # type: ignore[no-untyped-def]
+def _ask(adv, call, as_json: bool, show) -> None:  # type: ignore[no-untyped-def]
     """Run one question; print the answer (a table, or JSON) or the refusal (exit 2)."""
     from service.shell.advisor import AdvisorError
 
+    if not gc.isenabled():  # turned off for the imports (RUN_AS_COMMAND)
+        gc.freeze()  # what is loaded so far lives as long as the process: never scanned again
+        gc.enable()
     try:
         doc = call()
+        note = getattr(adv, "fit_note", lambda: None)()
+        if note:
+            _log(note)
     except AdvisorError as exc:
         typer.echo(f"error: {exc.detail}", err=True)
         for f in exc.fields:
@@ -540,7 +556,7 @@ def estimate(
 
     body = _fields(set_, {"model": model, "gpu": gpu, "gpu_count": gpu_count, "mode": mode})
     adv = _advisor(url)
-    _ask(lambda: adv.estimate(body), as_json, render.estimate)
+    _ask(adv, lambda: adv.estimate(body), as_json, render.estimate)
 
 
 @app.command()
@@ -593,9 +609,9 @@ def recommend(
     _fields(other_keys, body)
     adv = _advisor(url, lang)
     if emit is None:
-        _ask(lambda: adv.recommend(body), as_json, render.recommend)
+        _ask(adv, lambda: adv.recommend(body), as_json, render.recommend)
         return
-    _ask(lambda: adv.artifact(adv.recommend(body), target=emit, rank=rank), as_json, _print_artifact)
+    _ask(adv, lambda: adv.artifact(adv.recommend(body), target=emit, rank=rank), as_json, _print_artifact)
 
 
 def _print_artifact(doc: dict[str, object]) -> None:
@@ -620,7 +636,7 @@ def compare(
 
     names = [n.strip() for g in gpus for n in g.split(",") if n.strip()]
     adv = _advisor(url)
-    _ask(lambda: adv.compare(names, currency=currency, workload=workload), as_json, render.compare)
+    _ask(adv, lambda: adv.compare(names, currency=currency, workload=workload), as_json, render.compare)
 
 
 @app.command("gpus")
@@ -652,7 +668,7 @@ def gpus_cmd(
         "sort": sort,
     }
     adv = _advisor(url)
-    _ask(lambda: adv.gpus(query), as_json, render.gpus)
+    _ask(adv, lambda: adv.gpus(query), as_json, render.gpus)
 
 
 @recommendations_app.command("prune")
@@ -678,21 +694,23 @@ def recommendations_prune(
     typer.echo(f"deleted {n} stored recommendations older than {keep} days")
 
 
+AGENT_HELP = "Benchmark agent for GPU nodes (probe, run, submit, flush)."
+
+
 def _mount_optional() -> None:
-    """The agent's commands, mounted only when asked for (or for help): importing them costs
-    a CLI call ~0.4 s."""
+    """The agent's commands, mounted only when asked for: importing them costs a CLI call
+    ~0.5 s (the typed client's models). ``gpu-advisor --help`` lists an empty group of the
+    same name and help instead."""
     asked = sys.argv[1:2]
-    if (
-        asked
-        and asked[0] not in ("agent", "--help", "-h")
-        and Path(sys.argv[0]).name in ("gpu-advisor", "cli.py")
-    ):
+    if RUN_AS_COMMAND and asked and asked[0] != "agent":
+        if asked[0] in ("--help", "-h"):
+            app.add_typer(typer.Typer(), name="agent", help=AGENT_HELP)
         return
     try:
         from service.agent.cli import agent_app
     except ImportError:  # agent not built yet
         return
-    app.add_typer(agent_app, name="agent", help="Benchmark agent for GPU nodes (probe, run, submit, flush).")
+    app.add_typer(agent_app, name="agent", help=AGENT_HELP)
 
 
 _mount_optional()

@@ -254,7 +254,7 @@ def _server_plan(url: str, api_key: str | None, gpu: str, top: int, workloads: s
 def _outcome_line(o: ConfigOutcome) -> str:
     raw = o.raw
     colour = {"ok": "green", "oom": "yellow", "skipped": "blue"}.get(o.status, "red")
-    bits = [f"[{colour}]{o.status:>7}[/]", o.spec.label]
+    bits = [f"[{colour}]{o.status:>7}[/]", escape(o.spec.label)]
     metrics = raw.get("metrics") or {}
     main = WORKLOADS[o.spec.workload].main_metric
     for name in (main, "tflops", "tops", "throughput"):
@@ -266,7 +266,8 @@ def _outcome_line(o: ConfigOutcome) -> str:
     if raw.get("peak_allocated_bytes"):
         bits.append(f"peak={raw['peak_allocated_bytes'] / 2**30:,.2f}GiB")
     if o.status != "ok" and raw.get("error"):
-        bits.append("- " + str(raw["error"]).strip().splitlines()[-1][:160])
+        # text, not markup: "pip install 'gpu-advisor[agent]'" keeps its [agent]
+        bits.append("- " + escape(str(raw["error"]).strip().splitlines()[-1][:160]))
     bits.append(f"({o.wall_s:.1f}s)")
     return " ".join(bits)
 
@@ -435,7 +436,7 @@ def run(
         counts[o.status] = counts.get(o.status, 0) + 1
     err.print(
         "done: "
-        + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing measured")
         + f"; {len(runner.log.skipped)} skipped; {len(runner.log.not_run)} not run (budget)"
         + (f"; written to {output}" if output else "")
     )

@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import math
 import os
-import select
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import psycopg
-from psycopg import errors as pg_errors
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
@@ -71,41 +68,6 @@ class EngineLimits:
     @property
     def client_wait_s(self) -> float:
         return self.statement_timeout_s + CLIENT_GRACE_S
-
-
-_WaitTimeout: type[Exception] = getattr(pg_errors, "_WaitTimeout", pg_errors.OperationalError)
-
-
-class DeadlineConnection(psycopg.Connection[Any]):
-    """A psycopg connection whose every wait for the server's answer ends after
-    ``wait_limit_s``: the connection is then closed (its protocol state is unknown) and the
-    statement fails with ``OperationalError`` -- a disconnect to SQLAlchemy, which drops it."""
-
-    wait_limit_s: float | None = None
-
-    def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
-        limit = self.wait_limit_s
-        if timeout is not None or limit is None:
-            return super().wait(gen, interval, timeout)
-        try:
-            return super().wait(gen, interval, limit)
-        except _WaitTimeout:
-            self.close()
-            raise psycopg.OperationalError(
-                f"the database server did not answer within {limit:g} s (connection closed)"
-            ) from None
-
-
-def _socket_closed_by_server(dbapi_conn: Any) -> bool:
-    """An idle connection's socket has something to read only when the server sent something
-    unasked: a termination notice or the end of the stream (a restart, an administrator)."""
-    try:
-        fd = dbapi_conn.pgconn.socket
-    except (psycopg.OperationalError, AttributeError):
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLPRI)
-    return bool(poller.poll(0))
 
 
 IMMUTABLE = "gpu_advisor_immutable"
@@ -200,6 +162,9 @@ def _sqlite_events(engine: Engine, busy_ms: int) -> None:
 
 
 def _postgres_events(engine: Engine, limits: EngineLimits | None) -> None:
+    # psycopg only here: a SQLite process (the CLI on its default database) never imports it
+    from service.db.postgres_connection import DeadlineConnection, socket_closed_by_server
+
     if limits is not None:
         wait_s = limits.client_wait_s
 
@@ -211,7 +176,7 @@ def _postgres_events(engine: Engine, limits: EngineLimits | None) -> None:
 
     @event.listens_for(engine, "checkout")
     def _closed_by_server(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
-        if _socket_closed_by_server(dbapi_conn):
+        if socket_closed_by_server(dbapi_conn):
             raise DisconnectionError("the server closed this pooled connection; reconnecting")
 
 

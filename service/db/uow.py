@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
+from functools import cached_property
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,8 +30,10 @@ from service.db.repositories.benchmarks import BenchmarkRepository
 from service.db.repositories.catalog import CatalogRepository
 from service.db.repositories.keys import KeyRepository
 from service.db.repositories.measurements import MeasurementRepository
-from service.db.repositories.recommendations import RecommendationRepository
 from service.db.repositories.stacks import WATERMARKS_SQL, StackRepository
+
+if TYPE_CHECKING:
+    from service.db.repositories.recommendations import RecommendationRepository
 
 DEFAULT_STACK_WINDOW = 100
 
@@ -53,7 +56,14 @@ class UnitOfWork:
         self.keys = KeyRepository(self.session)
         self.measurements = MeasurementRepository(self.session)
         self.stacks = StackRepository(self.session)
-        self.recommendations = RecommendationRepository(self.session)
+
+    @cached_property
+    def recommendations(self) -> RecommendationRepository:
+        """Made on first use: its module brings in the recommender (~0.1 s), which the CLI's
+        estimate, compare and gpus never need."""
+        from service.db.repositories.recommendations import RecommendationRepository
+
+        return RecommendationRepository(self.session)
 
     def __enter__(self) -> UnitOfWork:
         return self

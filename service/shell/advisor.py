@@ -88,16 +88,20 @@ class LocalAdvisor:
 
     def __init__(self, settings: Settings, engine: Any, *, lang: str = "en") -> None:
         from service.db.engine import make_session_factory
+        from service.db.uow import UnitOfWork
         from service.shell.calibration_cache import FileCalibrationStore
         from service.usecases.read_model import ReadModel
 
         self.settings = settings
         self.lang = lang
         self.sessions = make_session_factory(engine)
+        with UnitOfWork(self.sessions) as uow:
+            epoch = uow.stacks.moved_at().isoformat()
         store = FileCalibrationStore(
             settings.database_url,
             min_points=settings.measurements_min_points,
             window=settings.measurement_window,
+            epoch=epoch,
         )
         self.store = store
         self.read = ReadModel(
@@ -105,6 +109,17 @@ class LocalAdvisor:
             window=settings.measurement_window,
             background=False,
             store=store,
+        )
+
+    def fit_note(self) -> str | None:
+        """A line for stderr when this call fitted the calibrations (the first call since the
+        measurements or the catalog changed: seconds), None when it reused the stored fit."""
+        if not self.read.stats.full_fits:
+            return None
+        kept = f"kept in {self.store.path}" if self.store.saves else "not kept: the cache cannot be written"
+        return (
+            "fitted the calibrations to this database's measurements (the first call since they "
+            f"changed; {kept} for later calls)"
         )
 
     def _refusal(self, exc: Exception) -> AdvisorError:

@@ -4,9 +4,15 @@ A full fit takes seconds; a CLI call that made it again every time took ~6 s. Th
 cross-GPU transfer model (fitted on the shipped tables) is kept beside it. The fit is a pure
 function of the catalog and the measurements (their watermarks), the estimator's code and the
 read settings, so a fit stored under those is reused as it is, and any change among them
-(a new benchmark run, an edited spec, an upgrade) misses and refits. The file is a pickle: it
-is only read when this user owns it and nobody else can write it, in a directory only this
-user can enter.
+(a new benchmark run, an edited spec, an upgrade) misses and refits. The key also holds when
+the watermarks last moved (``epoch``): a database dropped and made again under the same URL
+can reach the same watermark numbers with other data, never at the same instant.
+
+The file is a pickle: it is only read when this user owns it and nobody else can write it, in
+a directory only this user can enter. Why a file in the user's cache rather than a table: the
+CLI's reads stay reads (no write on every call, nothing on a read-only replica), one place
+serves SQLite and PostgreSQL alike, and a pickle is never loaded from where any writer of the
+database could put one (it would run their code in every CLI user).
 """
 
 from __future__ import annotations
@@ -41,14 +47,21 @@ class FileCalibrationStore:
     """:class:`service.usecases.read_model.CalibrationStore` in one file per database URL."""
 
     def __init__(
-        self, database_url: str, *, min_points: int, window: int, directory: Path | None = None
+        self,
+        database_url: str,
+        *,
+        min_points: int,
+        window: int,
+        epoch: str = "",
+        directory: Path | None = None,
     ) -> None:
         ident = f"{database_url}\0{min_points}\0{window}".encode()
         self.path = (
             directory or cache_dir()
         ) / f"calibrations-{hashlib.sha256(ident).hexdigest()[:24]}.pickle"
-        self.code = (__version__, ESTIMATOR_VERSION)
+        self.stamp = (__version__, ESTIMATOR_VERSION, epoch)  # with the watermarks: the key
         self.hits = 0
+        self.saves = 0
 
     def _trusted(self) -> bool:
         try:
@@ -69,7 +82,7 @@ class FileCalibrationStore:
         except Exception:  # a truncated or older file is a miss, never an error
             return None
         if not isinstance(stored, dict) or stored.get("key") != (
-            self.code,
+            self.stamp,
             catalog_watermark,
             measurement_watermark,
         ):
@@ -89,7 +102,7 @@ class FileCalibrationStore:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.path.parent, 0o700)
             doc = {
-                "key": (self.code, catalog_watermark, measurement_watermark),
+                "key": (self.stamp, catalog_watermark, measurement_watermark),
                 "fits": replace(fits, _picked={}),
                 "published": published_model(),  # fitted by fit_calibrations already: no cost
             }
@@ -97,5 +110,6 @@ class FileCalibrationStore:
             with os.fdopen(fd, "wb") as f:
                 pickle.dump(doc, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
+            self.saves += 1
         except OSError:
             return

@@ -31,7 +31,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from service.catalog.skypilot_snapshot import instance_shapes
 from service.core.catalog.records import FxRate, GpuRecord, PriceRow
 from service.core.catalog.specs import AliasEntry, GpuSpec
 from service.core.estimation.calibration import (
@@ -77,6 +76,8 @@ class CatalogSnapshot:
                 slug: GpuLink(spec.form_factor, spec.node.nvlink_domain_size, spec.vendor)
                 for slug, spec in self.specs.items()
             }
+            from service.catalog.skypilot_snapshot import instance_shapes  # priced answers only
+
             book = self.memo[key] = PriceBook.build(
                 self.prices, self.fx_rates, today=today, shapes=instance_shapes(), links=links
             )

@@ -14,6 +14,12 @@ from tests.conftest import fresh_database_url
 
 def test_cli_estimate_matches_api(tmp_path: Path, client: TestClient) -> None:
     for url in fresh_database_url(tmp_path, "cli"):
+        # the calibration cache in this test's directory, not the user's ~/.cache
+        env = {
+            "GPU_ADVISOR_DATABASE_URL": url,
+            "PATH": "/usr/bin:/bin",
+            "GPU_ADVISOR_CACHE_DIR": str(tmp_path),
+        }
         out = subprocess.run(
             [
                 sys.executable,
@@ -30,7 +36,7 @@ def test_cli_estimate_matches_api(tmp_path: Path, client: TestClient) -> None:
                 "seq_len=1024",
                 "--json",
             ],
-            env={"GPU_ADVISOR_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
+            env=env,
             capture_output=True,
             text=True,
             timeout=180,
@@ -45,7 +51,7 @@ def test_cli_estimate_matches_api(tmp_path: Path, client: TestClient) -> None:
         assert cli["time"]["provenance"] == api["time"]["provenance"]
         bad = subprocess.run(
             [sys.executable, "-m", "service.cli", "estimate", "--model", "nope", "--gpu", "h200"],
-            env={"GPU_ADVISOR_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
+            env=env,
             capture_output=True,
             text=True,
             timeout=180,

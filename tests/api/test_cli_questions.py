@@ -231,3 +231,66 @@ def test_emit_from_a_server_reads_the_stored_answers_artifact(client: TestClient
     with pytest.raises(AdvisorError) as refused:
         adv.artifact(answer, target="slurm", rank=99)
     assert any(f.startswith("query.option") for f in refused.value.fields)
+
+
+def test_a_second_cli_call_reuses_the_stored_fit_and_refits_after_new_measurements(tmp_path: Path) -> None:
+    """Issue 29: the second `gpu-advisor estimate` against the same database does not refit.
+    Observed from outside, as a user would: the first call says on stderr that it fitted and
+    wrote the fit; the second says nothing, leaves the file as it was, and answers the same."""
+    for url in fresh_database_url(tmp_path, "secondcall"):
+        settings = Settings(database_url=url)
+        args = ("estimate", "--model", "llama3-8b", "--gpu", "L40", "--mode", "fine-tuning", "--json")
+        first = cli(settings, tmp_path, *args)
+        assert first.returncode == 0, first.stderr
+        assert "fitted the calibrations" in first.stderr
+        [stored] = (tmp_path / "cache").glob("calibrations-*.pickle")
+        assert str(stored) in first.stderr
+        before = stored.stat()
+        second = cli(settings, tmp_path, *args)
+        assert second.returncode == 0, second.stderr
+        assert second.stderr == ""  # no migration, no fit
+        after = stored.stat()
+        assert (after.st_ino, after.st_mtime_ns, after.st_size) == (
+            before.st_ino,
+            before.st_mtime_ns,
+            before.st_size,
+        )
+        assert json.loads(second.stdout) == json.loads(first.stdout) | {
+            "as_of": json.loads(second.stdout)["as_of"]
+        }
+        # new measurements move the watermark: the next call fits again and replaces the file
+        engine = make_engine(url)
+        with UnitOfWork(make_session_factory(engine)) as uow:
+            uow.touch_every_cell()
+            uow.commit()
+        engine.dispose()
+        third = cli(settings, tmp_path, *args)
+        assert third.returncode == 0 and "fitted the calibrations" in third.stderr
+        assert stored.stat().st_mtime_ns != before.st_mtime_ns
+
+
+def test_a_database_made_again_under_the_same_url_does_not_reuse_the_old_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dropped and made again, a database reaches the same watermark numbers with data of its
+    own: the stored fit is keyed by when the watermarks last moved too, so it is not reused."""
+    from service.db.migrate import downgrade
+
+    monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    for url in fresh_database_url(tmp_path, "remade"):
+        settings = Settings(database_url=url)
+        engine = make_engine(url)
+        bootstrap(engine, settings)
+        first = LocalAdvisor(settings, engine)
+        _estimate(first)
+        with UnitOfWork(make_session_factory(engine)) as uow:
+            marks = uow.watermarks()
+        downgrade(engine, "base")  # every table dropped: the same URL, a new database
+        bootstrap(engine, settings)
+        with UnitOfWork(make_session_factory(engine)) as uow:
+            assert uow.watermarks() == marks  # the same numbers: they alone cannot tell
+        again = LocalAdvisor(settings, engine)
+        _estimate(again)
+        assert again.store.path == first.store.path
+        assert again.store.hits == 0 and again.read.stats.full_fits == 1
+        engine.dispose()

@@ -21,6 +21,7 @@ from service.agent.suite.common import (
     backward_and_step,
     fused_adamw,
     grad_scaler,
+    importable,
     measure,
     param_dtype,
     result,
@@ -31,7 +32,9 @@ from service.agent.suite.common import (
 
 def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     import torch
-    from transformers import BertConfig, BertForMaskedLM
+
+    transformers = importable("transformers")
+    BertConfig, BertForMaskedLM = transformers.BertConfig, transformers.BertForMaskedLM
 
     workload = ctx.options.get("workload", "bert-large-train")
     precision = params["precision"]

@@ -22,6 +22,21 @@ class Skip(Exception):
     """This configuration does not apply here (e.g. fp8 before sm89); not a result."""
 
 
+def importable(module: str) -> Any:
+    """``module`` imported, or :class:`Skip` naming the agent extra: a node with torch but
+    without (a working) transformers, peft or torchvision skips those workloads rather than
+    reporting every configuration as an error result."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:  # not installed, or built for another torch
+        raise Skip(
+            f"{module} is not importable here: {type(exc).__name__}: {exc} "
+            "(install the agent extra: pip install 'gpu-advisor[agent]')"
+        ) from None
+
+
 @dataclass
 class Context:
     device: str  # "cuda" or "cpu"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.agent.suite.common import Context, Skip
+from service.agent.suite.common import Context, Skip, importable
 
 SMOKE_ARCH = {
     "hidden_size": 64,
@@ -24,7 +24,7 @@ SMOKE_ARCH = {
 
 
 def llama_config(ctx: Context, arch: dict[str, Any], *, attention: str, max_len: int) -> Any:
-    from transformers import LlamaConfig
+    LlamaConfig = importable("transformers").LlamaConfig
 
     if arch.get("kind", "decoder") != "decoder":
         raise Skip(f"model {arch.get('id')} is not a decoder-only transformer")
@@ -63,7 +63,8 @@ def llama_config(ctx: Context, arch: dict[str, Any], *, attention: str, max_len:
 
 def build_model(ctx: Context, config: Any, dtype: Any) -> Any:
     import torch
-    from transformers import LlamaForCausalLM
+
+    LlamaForCausalLM = importable("transformers").LlamaForCausalLM
 
     with torch.device(ctx.device):
         return LlamaForCausalLM._from_config(config, dtype=dtype)

@@ -38,6 +38,7 @@ from service.agent.suite.common import (
     autocast,
     backward_and_step,
     grad_scaler,
+    importable,
     measure,
     param_dtype,
     result,
@@ -70,7 +71,8 @@ def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("gradient_checkpointing"):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if params.get("finetune", "full") == "lora":
-        from peft import LoraConfig, get_peft_model
+        peft = importable("peft")
+        LoraConfig, get_peft_model = peft.LoraConfig, peft.get_peft_model
 
         rank = int(params.get("lora_rank") or 16)
         targets = [

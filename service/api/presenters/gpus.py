@@ -4,14 +4,14 @@ and ``X-Data-Version`` headers and resolution warnings, candidates of an ambiguo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import Response
-
-from service.api.answers import answer
 from service.api.presenters.notice_words import notice_text
 from service.core.catalog.records import GpuCandidate, GpuRecord, GpuWarning, PriceView
 from service.schemas.gpus import GpuOut, PriceOut, SuspectReasonOut
+
+if TYPE_CHECKING:
+    from fastapi import Response
 
 
 def gpu_url(slug: str) -> str:
@@ -70,6 +70,9 @@ def gpu_response(
 ) -> Response:
     """The GPU as served: ``GpuOut`` plus ``warnings`` when resolving its name assumed
     something; ``ETag`` and ``X-Data-Version`` headers."""
+    # FastAPI only here: the CLI's compare and gpus use this module's JSON, not responses
+    from service.api.answers import answer
+
     body = gpu_body(record)
     headers = {"ETag": record.etag}
     if warnings:

@@ -66,6 +66,12 @@ class StackRepository:
         row = self._s.connection().exec_driver_sql(WATERMARKS_SQL).one()
         return Watermarks(int(row[0]), int(row[1]))
 
+    def moved_at(self) -> dt.datetime:
+        """When either watermark last moved: with the watermarks, it tells this database's
+        history from that of another database reusing the same URL (dropped and made again)."""
+        row = self._s.execute(select(WatermarksRow.updated_at).where(WatermarksRow.id == 1)).one()
+        return row[0]
+
     def bump(self, *, catalog: bool, measurement: bool) -> Watermarks:
         """Move the named watermarks by one (the row lock on PostgreSQL orders concurrent
         commits, so journal entries are written in watermark order)."""
