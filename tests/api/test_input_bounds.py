@@ -23,7 +23,7 @@ def assert_422(r: httpx.Response, loc: list[Any]) -> None:
     assert any(found[: len(loc)] == loc for found in locs), (loc, locs)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def gpu(engine: Engine) -> dict[str, Any]:
     return make_gpu(engine)
 
