@@ -1,14 +1,26 @@
 """Test fixtures: a real database built by the real migrations, the real app over HTTP.
 
-SQLite by default; PostgreSQL when GPU_ADVISOR_TEST_DATABASE_URL is set (CI runs both). On
-PostgreSQL each test session creates its own database and drops it at the end.
+SQLite by default; PostgreSQL when GPU_ADVISOR_TEST_DATABASE_URL is set (CI runs both).
+
+Every test that asks for the database (``database_url``, ``settings``, ``engine``, ``app``,
+``client``, the keys) gets its own: a copy of one template database that each test process
+(each ``pytest -n`` worker) bootstraps once -- migrations, catalog, shipped measurements, the
+three standing keys. SQLite copies the file; PostgreSQL runs ``CREATE DATABASE ... TEMPLATE``.
+So no test sees another's writes, and order or parallel runs cannot change a result. The app
+of each test starts from the template's read model (``ReadModel.adopt``): its snapshot and
+calibration fits are the copy's at the same watermarks, so no test pays for a fit it did not
+cause (docs/architecture.md, "Tests").
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,6 +34,7 @@ from service.db.engine import make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.settings import Settings
 from service.usecases.keys import create_key
+from service.usecases.read_model import ReadModel
 
 PG_ENV = "GPU_ADVISOR_TEST_DATABASE_URL"
 # apps built from default settings in tests (and servers they start) do not warm up at start-up:
@@ -54,42 +67,135 @@ def fresh_database_url(tmp_path: Path, name: str = "db") -> Iterator[str]:
     try:
         yield make_url(_pg_admin_url(base)).set(database=dbname).render_as_string(hide_password=False)
     finally:
-        with admin.connect() as c:
-            c.execute(
-                text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"
-                ),
-                {"d": dbname},
-            )
-            c.execute(text(f'DROP DATABASE IF EXISTS "{dbname}"'))
+        _drop_database(admin, dbname)
         admin.dispose()
 
 
-@pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from fresh_database_url(tmp_path_factory.mktemp("db"), "session")
+STANDING_KEYS = ("admin", "submit", "read")
+"""The keys every database copy carries (the ``admin_key``, ``submit_key``, ``read_key``
+fixtures): made once in the template, so valid in each test's own copy and in no other."""
 
 
-@pytest.fixture(scope="session")
-def settings(database_url: str) -> Settings:
-    """The shared app's settings. Rate limits are off here: every test of the session talks
-    to one app from one address ("testclient"), so shared buckets would make tests depend on
-    each other's request counts. tests/api/test_limits.py and tests/db/test_replicas.py build
+@dataclass(frozen=True)
+class Template:
+    """The bootstrapped database of this test process, its standing keys and its warmed read
+    model. Never written after it is built: only copies of it are handed out (PostgreSQL's
+    template refuses connections)."""
+
+    url: str
+    keys: Mapping[str, str]
+    read_model: ReadModel
+    admin: Engine | None  # PostgreSQL: the AUTOCOMMIT engine that copies and drops databases
+
+    def copy(self, tmp_path: Path, name: str = "db") -> Iterator[str]:
+        """Yield the URL of a fresh copy of the template, removed afterwards."""
+        if self.admin is None:
+            path = tmp_path / f"{name}-{uuid.uuid4().hex[:8]}.sqlite"
+            shutil.copyfile(make_url(self.url).database or "", path)
+            try:
+                yield f"sqlite:///{path}"
+            finally:
+                for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    leftover.unlink(missing_ok=True)
+            return
+        template = make_url(self.url).database
+        dbname = f"gpua_test_{name}_{uuid.uuid4().hex[:10]}"
+        with self.admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{dbname}" TEMPLATE "{template}"'))
+        try:
+            yield make_url(self.url).set(database=dbname).render_as_string(hide_password=False)
+        finally:
+            _drop_database(self.admin, dbname)
+
+
+def _drop_database(admin: Engine, dbname: str) -> None:
+    with admin.connect() as c:
+        c.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"
+            ),
+            {"d": dbname},
+        )
+        c.execute(text(f'DROP DATABASE IF EXISTS "{dbname}"'))
+
+
+def _test_settings(database_url: str) -> Settings:
+    """The settings of each test's app. Rate limits are off: every test talks to its app from
+    one address ("testclient"); tests/api/test_limits.py and tests/db/test_replicas.py build
     apps and servers with limits on."""
     return Settings(database_url=database_url, rate_limits_enabled=False, warm_read_model=False)
 
 
+def _build_template(url: str) -> tuple[dict[str, str], ReadModel]:
+    """Bootstrap ``url``, add the standing keys, fit the read model on it."""
+    settings = _test_settings(url)
+    engine = make_engine(url)
+    try:
+        bootstrap(engine, settings)
+        keys = {scope: _key(engine, scope) for scope in STANDING_KEYS}
+        read_model = ReadModel(
+            min_points=settings.measurements_min_points, window=settings.measurement_window, background=False
+        )
+        with UnitOfWork(make_session_factory(engine, write=False)) as uow:
+            read_model.warm(uow)
+    finally:
+        engine.dispose()
+    return keys, read_model
+
+
 @pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]:
+    base = os.environ.get(PG_ENV)
+    if not base:
+        path = tmp_path_factory.mktemp("template") / "template.sqlite"
+        url = f"sqlite:///{path}"
+        keys, read_model = _build_template(url)
+        with contextlib.closing(sqlite3.connect(path)) as c:  # everything in the one file
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert not Path(f"{path}-wal").exists(), "a connection to the template is still open"
+        yield Template(url, keys, read_model, admin=None)
+        return
+    admin = create_engine(_pg_admin_url(base), isolation_level="AUTOCOMMIT")
+    dbname = f"gpua_test_template_{uuid.uuid4().hex[:10]}"
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{dbname}"'))
+    try:
+        url = make_url(_pg_admin_url(base)).set(database=dbname).render_as_string(hide_password=False)
+        keys, read_model = _build_template(url)
+        with admin.connect() as c:
+            c.execute(text(f'ALTER DATABASE "{dbname}" WITH ALLOW_CONNECTIONS false'))
+        yield Template(url, keys, read_model, admin=admin)
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f'ALTER DATABASE "{dbname}" WITH ALLOW_CONNECTIONS true'))
+        _drop_database(admin, dbname)
+        admin.dispose()
+
+
+@pytest.fixture()
+def database_url(template: Template, tmp_path: Path) -> Iterator[str]:
+    """This test's own database: a copy of the template."""
+    yield from template.copy(tmp_path)
+
+
+@pytest.fixture()
+def settings(database_url: str) -> Settings:
+    return _test_settings(database_url)
+
+
+@pytest.fixture()
 def engine(settings: Settings) -> Iterator[Engine]:
     eng = make_engine(settings.database_url)
-    bootstrap(eng, settings)
     yield eng
     eng.dispose()
 
 
-@pytest.fixture(scope="session")
-def app(settings: Settings, engine: Engine):  # type: ignore[no-untyped-def]
-    return create_app(settings, engine=engine)
+@pytest.fixture()
+def app(settings: Settings, engine: Engine, template: Template):  # type: ignore[no-untyped-def]
+    """This test's app on its own database, starting from the template's read model."""
+    application = create_app(settings, engine=engine)
+    application.state.read_model.adopt(template.read_model)
+    return application
 
 
 @pytest.fixture()
@@ -105,19 +211,19 @@ def _key(engine: Engine, scope: str, trusted: bool = False) -> str:
         ).secret
 
 
-@pytest.fixture(scope="session")
-def admin_key(engine: Engine) -> str:
-    return _key(engine, "admin")
+@pytest.fixture()
+def admin_key(template: Template, database_url: str) -> str:
+    return template.keys["admin"]
 
 
-@pytest.fixture(scope="session")
-def submit_key(engine: Engine) -> str:
-    return _key(engine, "submit")
+@pytest.fixture()
+def submit_key(template: Template, database_url: str) -> str:
+    return template.keys["submit"]
 
 
-@pytest.fixture(scope="session")
-def read_key(engine: Engine) -> str:
-    return _key(engine, "read")
+@pytest.fixture()
+def read_key(template: Template, database_url: str) -> str:
+    return template.keys["read"]
 
 
 def auth(key: str) -> dict[str, str]:

@@ -469,6 +469,27 @@ class ReadModel:
         the request path), so no request pays for the full fit; returns once it is done."""
         self.snapshot(uow)
 
+    def adopt(self, other: ReadModel) -> None:
+        """Start from ``other``'s loaded snapshot and fits instead of loading and fitting again
+        (a full fit takes seconds). Only for a database that is a copy of the one ``other``
+        read, made after its fits: at the same watermarks the data is then the same, and the
+        first write moves the watermarks, after which this model follows the copy's journal as
+        it would have anyway. The tests' per-test databases are such copies of one template."""
+        with other._lock:
+            catalog, measured = other._catalog, other._measurements
+            fits, fitted_at, specs = other._calibrations, other._calibration_watermark, other._fitted_specs
+            busy = other._full_fit_pending or bool(other._pending_groups)
+        if catalog is None or measured is None or fitted_at != measured.watermark or busy:
+            raise ValueError("adopt() needs a read model whose fits are done at its snapshot")
+        if (other.min_points, other.window) != (self.min_points, self.window):
+            raise ValueError("adopt() needs a read model with the same min_points and window")
+        with self._lock:
+            self._catalog, self._measurements = catalog, measured
+            self._calibrations, self._calibration_watermark = fits, fitted_at
+            self._fitted_specs, self._full_fit_pending = specs, False
+            self._pending_groups.clear()
+        self._first_fit.set()
+
     @property
     def warmed(self) -> bool:
         """Whether the first full calibration fit has finished."""

@@ -72,18 +72,14 @@ def recommendation_id(request: Mapping[str, Any], data_version: str, owner: int 
     return "rec_" + hashlib.sha256(f"{owner or ''}\n{canonical}\n{data_version}".encode()).hexdigest()[:24]
 
 
-_NAMES: dict[int, dict[str, GpuNames]] = {}
-
-
 def _names(snap: Snapshot) -> Mapping[str, GpuNames]:
-    """Scheduler names per GPU from its aliases (GFD label, SkyPilot, short), per catalog."""
-    key = snap.catalog.watermark
-    found = _NAMES.get(key)
+    """Scheduler names per GPU from its aliases (GFD label, SkyPilot, short), once per catalog
+    snapshot (its memo: a watermark alone names no catalog when one process reads two
+    databases, as the tests' per-test copies do)."""
+    found: dict[str, GpuNames] | None = snap.catalog.memo.get("scheduler_names")
     if found is None:
         found = {slug: _names_of(r) for slug, r in snap.catalog.records.items()}
-        if len(_NAMES) > 4:
-            _NAMES.clear()
-        _NAMES[key] = found
+        snap.catalog.memo["scheduler_names"] = found
     return found
 
 

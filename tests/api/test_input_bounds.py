@@ -12,7 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from tests.api.benchmark_fixtures import make_gpu, result, run_on
+from service.db.engine import make_session_factory
+from service.db.uow import UnitOfWork
+from tests.api.benchmark_fixtures import result, run_on
 from tests.conftest import auth
 
 
@@ -23,9 +25,19 @@ def assert_422(r: httpx.Response, loc: list[Any]) -> None:
     assert any(found[: len(loc)] == loc for found in locs), (loc, locs)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def gpu(engine: Engine) -> dict[str, Any]:
-    return make_gpu(engine)
+    """A shipped catalog GPU, as ``make_gpu`` describes one: the test's database is its own, and
+    reading it costs nothing where a new GPU would reload the catalog and refit per test."""
+    with UnitOfWork(make_session_factory(engine)) as uow:
+        doc = uow.catalog.records()["nvidia-h200-sxm"].document
+    pci = doc["identity"]["pci_device_ids"][0]
+    return {
+        "slug": "nvidia-h200-sxm",
+        "pci": pci,
+        "usable": doc["memory"]["usable_memory_bytes"],
+        "name": doc["name"],
+    }
 
 
 def json_auth(key: str) -> dict[str, str]:

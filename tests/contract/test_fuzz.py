@@ -42,12 +42,11 @@ from schemathesis.config import SchemathesisConfig
 from sqlalchemy import Engine
 
 from service.api.app import create_app
-from service.bootstrap import bootstrap
 from service.db.engine import make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.settings import Settings
 from service.usecases.keys import create_key
-from tests.conftest import fresh_database_url
+from tests.conftest import Template
 
 SEED = 16
 MAX_EXAMPLES = int(os.environ.get("GPU_ADVISOR_FUZZ_EXAMPLES", "30"))
@@ -161,22 +160,24 @@ higher one answers like the required one, on every operation."""
 
 
 @pytest.fixture(scope="module")
-def fuzz_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    for url in fresh_database_url(tmp_path_factory.mktemp("fuzz"), "fuzz"):
+def fuzz_engine(template: Template, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """The module's own copy of the bootstrapped template (every test of it fuzzes one app)."""
+    for url in template.copy(tmp_path_factory.mktemp("fuzz"), "fuzz"):
         engine = make_engine(url)
-        bootstrap(engine, Settings(database_url=url))
         yield engine
         engine.dispose()
 
 
 @pytest.fixture(scope="module")
-def fuzz_app(fuzz_engine: Engine) -> FastAPI:
-    return create_app(
+def fuzz_app(fuzz_engine: Engine, template: Template) -> FastAPI:
+    app = create_app(
         Settings(
             database_url=str(fuzz_engine.url.render_as_string(hide_password=False)), rate_limits_enabled=False
         ),
         engine=fuzz_engine,
     )
+    app.state.read_model.adopt(template.read_model)
+    return app
 
 
 @pytest.fixture(scope="module")

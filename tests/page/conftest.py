@@ -1,6 +1,7 @@
 """Browser tests: Debian's Chromium driven by Playwright against the real app served by
-uvicorn (``gpu-advisor serve``) on a real database built by the real migrations (a temporary
-SQLite file, or a fresh PostgreSQL database when GPU_ADVISOR_TEST_DATABASE_URL is set).
+uvicorn (``gpu-advisor serve``) on a real database built by the real migrations (a copy of the
+tests' template database: a SQLite file, or a PostgreSQL database when
+GPU_ADVISOR_TEST_DATABASE_URL is set).
 
 One server for the whole package, one browser per module, a fresh context per test. Every test
 fails on a console error, an uncaught exception or a dialog (an ``alert`` is how injected
@@ -22,12 +23,10 @@ from typing import Any
 import httpx
 import pytest
 
-from service.bootstrap import bootstrap
 from service.db.engine import make_engine, make_session_factory
 from service.db.uow import UnitOfWork
-from service.settings import Settings
 from service.usecases.keys import create_key
-from tests.conftest import fresh_database_url
+from tests.conftest import Template
 from tests.db.servers import ServerProcess
 
 CHROMIUM_ENV = "GPU_ADVISOR_CHROMIUM"
@@ -88,14 +87,14 @@ class Served:
 
 
 @pytest.fixture(scope="session")
-def served(browser_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(
+    browser_available: None, template: Template, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("page")
-    urls = fresh_database_url(tmp, "page")
+    urls = template.copy(tmp, "page")  # real migrations, the shipped catalog and measurements
     database_url = next(urls)
     try:
-        settings = Settings(database_url=database_url)
         engine = make_engine(database_url)
-        bootstrap(engine, settings)  # real migrations, the shipped catalog and measurements
         with UnitOfWork(make_session_factory(engine)) as uow:
             submit = create_key(
                 uow, name=f"page-agent-{uuid.uuid4().hex[:6]}", scope="submit", trusted=True

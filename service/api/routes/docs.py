@@ -11,6 +11,7 @@ are data URIs) and, for ReDoc, CSSOM-built style elements (styled-components).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from importlib import resources
@@ -63,8 +64,10 @@ def _asset(body: bytes, name: str) -> Asset:
     return Asset(body, MEDIA_TYPES[suffix], '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
 
 
+@functools.cache
 def load_docs_files() -> DocsFiles:
-    """The two pages, their start-up script and the vendored renderers, read once."""
+    """The two pages, their start-up script and the vendored renderers, read (and hashed: some
+    MB) once per process, not once per app built in it."""
     shipped = load_assets()
     vendor = resources.files(VENDOR_PACKAGE).joinpath("static")
     assets: dict[str, dict[str, Asset]] = {

@@ -10,6 +10,7 @@ OpenAPI document: the page is a client of the API, not part of it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from importlib import resources
@@ -67,6 +68,13 @@ class Asset:
 
 def load_assets() -> dict[str, Asset]:
     """Every shipped page file by its URL path below ``/static/`` (``index.html`` for ``/``)."""
+    return dict(_read_assets())
+
+
+@functools.cache
+def _read_assets() -> dict[str, Asset]:
+    """Read and hashed once per process: package files do not change under a running process,
+    and every app built in it (the tests build one per test) serves the same bytes."""
     root = resources.files(WEB_PACKAGE).joinpath(WEB_DIR)
     out: dict[str, Asset] = {}
 
