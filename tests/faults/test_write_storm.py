@@ -95,12 +95,14 @@ def test_sixty_writes_with_made_up_keys_are_401_at_once_and_reads_go_on(
     storm: tuple[ServerProcess, Engine, dict[str, str]], tmp_path: Path
 ) -> None:
     """Reads p99 <= 100 ms (issue 26). On a 2-core machine shared with the database, the load
-    generator and the reader, a burst of 60 requests of any kind costs reads some tens of ms
-    of event-loop time; so the bound is 100 ms or, when the machine is slower than that in this
-    run, twice what the same burst of trivial requests (``/healthz``) does to the same reads."""
+    generator and the reader, any burst of 60 requests costs reads tens of ms of event-loop
+    time (connections, parsing, routing). What a made-up key must not add is a stall (before the
+    fix: 28.6 s): so the bound is 100 ms or, when the machine is slower than that in this run,
+    twice what the same 60 submissions *without* a key (refused before any database lookup) do
+    to the same reads, measured just before."""
     server, _engine, _keys = storm
     with ReaderProcess(server.url, READ, tmp_path) as trivial_reads:
-        trivial, _ = asyncio.run(_burst(server.url, "GET", "/healthz", dict))
+        trivial, _ = asyncio.run(_burst(server.url, "POST", "/v1/benchmark-runs", dict))
     with ReaderProcess(server.url, READ, tmp_path) as reads:
         seen, wall = asyncio.run(
             _burst(server.url, "POST", "/v1/benchmark-runs", lambda: auth(made_up_key()))
@@ -108,9 +110,9 @@ def test_sixty_writes_with_made_up_keys_are_401_at_once_and_reads_go_on(
     bound = max(0.100, 2 * trivial_reads.p99())
     print(
         f"60 made-up keys: all answered in {wall:.2f} s; {len(reads.times)} reads meanwhile, "
-        f"p99 {reads.p99() * 1000:.0f} ms (60 x /healthz: p99 {trivial_reads.p99() * 1000:.0f} ms)"
+        f"p99 {reads.p99() * 1000:.0f} ms (60 with no key: p99 {trivial_reads.p99() * 1000:.0f} ms)"
     )
-    assert trivial.statuses("write") == {200: 60}
+    assert trivial.statuses("write") == {401: 60}
     assert seen.statuses("write") == {401: 60}
     assert wall <= 2.0, wall
     assert set(reads.statuses) == {200}, reads.statuses
