@@ -11,8 +11,6 @@ CUDA-kernel time and kernel count of one profiled step, compile time, peak alloc
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import sys
 import time
@@ -21,13 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from probe_common import DEV, SMOKE, Probe, kernel_s, sync
 
-OUT = os.environ.get("OUT", ".")
-T0 = time.perf_counter()
-BUDGET_S = float(os.environ.get("PROBE_BUDGET_S", "450"))
-SMOKE = os.environ.get("PROBE_SMOKE") == "1"
-DEV = torch.device("cpu" if SMOKE else "cuda:0")
-REC = open(os.path.join(OUT, "compiled-probe.jsonl"), "a")  # noqa: SIM115
+PROBE = Probe("compiled-probe.jsonl", 450)
+left, emit = PROBE.left, PROBE.emit
 # catalog shapes (service/core/catalog/models): hidden, layers, heads, kv heads, head dim, ffn, vocab
 SHAPES = {
     "gt-llama-350m": (1024, 24, 16, 16, 64, 2816, 32000),
@@ -47,22 +42,6 @@ CASES = (
 )
 
 
-def left() -> float:
-    return BUDGET_S - (time.perf_counter() - T0)
-
-
-def emit(rec: dict[str, Any]) -> None:
-    rec["t_s"] = round(time.perf_counter() - T0, 2)
-    REC.write(json.dumps(rec) + "\n")
-    REC.flush()
-    print(json.dumps(rec)[:300], flush=True)
-
-
-def sync() -> None:
-    if not SMOKE:
-        torch.cuda.synchronize()
-
-
 def median_s(fn: Callable[[], Any], n: int = 6) -> float:
     ts = []
     for _ in range(n):
@@ -72,24 +51,6 @@ def median_s(fn: Callable[[], Any], n: int = 6) -> float:
         sync()
         ts.append(time.perf_counter() - t)
     return statistics.median(ts)
-
-
-def kernels(fn: Callable[[], Any]) -> tuple[int, float]:
-    from torch.profiler import ProfilerActivity, profile
-
-    if SMOKE:
-        fn()
-        return 0, 0.0
-    sync()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        sync()
-    n, total = 0, 0.0
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            n += 1
-            total += e.time_range.elapsed_us() * 1e-6
-    return n, total
 
 
 def build(name: str) -> Any:
@@ -126,7 +87,7 @@ def run_case(name: str, b: int, s: int, compiled: bool) -> dict[str, Any]:
         step()
     rec = {"section": "train", "model": name, "b": b, "s": s, "stack": "compiled" if compiled else "hf-eager",
            "first_step_s": first_s, "step_s": median_s(step)}  # fmt: skip
-    rec["kernels"], rec["kernel_s"] = kernels(step)
+    rec["kernels"], rec["kernel_s"] = kernel_s(step)
     rec["peak_allocated_bytes"] = 0 if SMOKE else torch.cuda.max_memory_allocated()
     return rec  # the model, optimizer and step are freed with this frame
 
@@ -154,7 +115,7 @@ def main() -> None:
             torch._dynamo.reset()
             if not SMOKE:
                 torch.cuda.empty_cache()
-    emit({"section": "done", "elapsed_s": time.perf_counter() - T0})
+    emit({"section": "done", "elapsed_s": time.perf_counter() - PROBE.t0})
 
 
 if __name__ == "__main__":

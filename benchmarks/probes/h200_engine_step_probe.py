@@ -21,25 +21,17 @@ One JSON line per case in ``$OUT/engine-step-probe.jsonl``:
 
 from __future__ import annotations
 
-import json
-import os
-import statistics
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from typing import Any
 
 import torch
 import torch.nn.functional as F
+from probe_common import DEV, SMOKE, Probe, kernel_s, wall_s
 
-OUT = os.environ.get("OUT", ".")
-T0 = time.perf_counter()
-BUDGET_S = float(os.environ.get("PROBE_BUDGET_S", "400"))
-SMOKE = os.environ.get("PROBE_SMOKE") == "1"  # a tiny shape on the CPU, to check the script runs
-DEV = torch.device("cpu" if SMOKE else "cuda:0")
 DT = torch.float32 if SMOKE else torch.bfloat16
-REC = open(os.path.join(OUT, "engine-step-probe.jsonl"), "a")  # noqa: SIM115
+PROBE = Probe("engine-step-probe.jsonl", 400)
+left, emit = PROBE.left, PROBE.emit
 H, NH, NKV, HD, FF, VOCAB, LAYERS = (
     (64, 4, 2, 16, 128, 512, 2) if SMOKE else (4096, 32, 8, 128, 14336, 128256, 32)
 )
@@ -47,53 +39,6 @@ CTXS = (64, 128) if SMOKE else (1024, 4096)
 BATCHES = (1, 2) if SMOKE else (1, 8, 32, 64)
 TS = (1, 2, 4, 8)
 PROMPTS = (128, 256) if SMOKE else (2048, 8192, 32768)
-
-
-def left() -> float:
-    return BUDGET_S - (time.perf_counter() - T0)
-
-
-def emit(rec: dict[str, Any]) -> None:
-    rec["t_s"] = round(time.perf_counter() - T0, 2)
-    REC.write(json.dumps(rec) + "\n")
-    REC.flush()
-    print(json.dumps(rec)[:300], flush=True)
-
-
-def sync() -> None:
-    if not SMOKE:
-        torch.cuda.synchronize()
-
-
-def wall_s(fn: Callable[[], Any], min_s: float = 0.3, max_n: int = 30) -> float:
-    fn()
-    sync()
-    ts: list[float] = []
-    start = time.perf_counter()
-    while len(ts) < 3 or (time.perf_counter() - start < min_s and len(ts) < max_n):
-        t = time.perf_counter()
-        fn()
-        sync()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
-
-
-def kernel_s(fn: Callable[[], Any]) -> tuple[int, float]:
-    from torch.profiler import ProfilerActivity, profile
-
-    if SMOKE:
-        fn()
-        return 0, 0.0
-    sync()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        sync()
-    n, total = 0, 0.0
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            n += 1
-            total += e.time_range.elapsed_us() * 1e-6
-    return n, total
 
 
 def _w(*shape: int) -> torch.Tensor:
@@ -247,7 +192,7 @@ def main() -> None:
             fn()
         except Exception:
             emit({"section": name, "error": traceback.format_exc()[-1500:]})
-    emit({"section": "done", "elapsed_s": time.perf_counter() - T0})
+    emit({"section": "done", "elapsed_s": time.perf_counter() - PROBE.t0})
 
 
 if __name__ == "__main__":

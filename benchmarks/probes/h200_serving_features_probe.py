@@ -25,24 +25,17 @@ Sections, each skipped when the time budget is spent:
 
 from __future__ import annotations
 
-import json
 import os
-import statistics
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 import torch
+from probe_common import DEV, SMOKE, Probe, kernel_s, wall_s
 
-OUT = os.environ.get("OUT", ".")
-T0 = time.perf_counter()
-BUDGET_S = float(os.environ.get("PROBE_BUDGET_S", "420"))
-SMOKE = os.environ.get("PROBE_SMOKE") == "1"  # a tiny shape on the CPU, to check the script runs
-DEV = torch.device("cpu" if SMOKE else "cuda:0")
-REC_NAME = f"serving-features-probe-{os.environ.get('PROBE_ATTENTION', 'sdpa')}.jsonl"
-REC = open(os.path.join(OUT, REC_NAME), "a")  # noqa: SIM115
+PROBE = Probe(f"serving-features-probe-{os.environ.get('PROBE_ATTENTION', 'sdpa')}.jsonl", 420)
+left, emit = PROBE.left, PROBE.emit
 SHAPE = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
          "intermediate_size": 14336, "head_dim": 128}  # fmt: skip
 VOCAB = 128256
@@ -54,55 +47,6 @@ LAYERS = 2 if SMOKE else 32
 CTXS = (64, 128) if SMOKE else (1024, 4096)
 BATCHES = (1, 2) if SMOKE else (1, 8, 32)
 PROMPTS = (128, 256) if SMOKE else (2048, 8192, 32768)
-
-
-def left() -> float:
-    return BUDGET_S - (time.perf_counter() - T0)
-
-
-def emit(rec: dict[str, Any]) -> None:
-    rec["t_s"] = round(time.perf_counter() - T0, 2)
-    REC.write(json.dumps(rec) + "\n")
-    REC.flush()
-    print(json.dumps(rec)[:300], flush=True)
-
-
-def sync() -> None:
-    if not SMOKE:
-        torch.cuda.synchronize()
-
-
-def wall_s(fn: Callable[[], Any], min_s: float = 0.3, max_n: int = 30) -> float:
-    """Median synchronised time of ``fn`` after one warm-up."""
-    fn()
-    sync()
-    ts: list[float] = []
-    start = time.perf_counter()
-    while len(ts) < 3 or (time.perf_counter() - start < min_s and len(ts) < max_n):
-        t = time.perf_counter()
-        fn()
-        sync()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
-
-
-def kernel_s(fn: Callable[[], Any]) -> tuple[int, float]:
-    """CUDA kernels launched by one run of ``fn`` and their summed duration (s)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    if SMOKE:
-        fn()
-        return 0, 0.0
-    sync()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        sync()
-    n, total = 0, 0.0
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            n += 1
-            total += e.time_range.elapsed_us() * 1e-6
-    return n, total
 
 
 ATTENTION = os.environ.get("PROBE_ATTENTION", "sdpa")
@@ -316,7 +260,7 @@ def main() -> None:
             fn()
         except Exception:
             emit({"section": name, "error": traceback.format_exc()[-1500:]})
-    emit({"section": "done", "elapsed_s": time.perf_counter() - T0})
+    emit({"section": "done", "elapsed_s": time.perf_counter() - PROBE.t0})
 
 
 if __name__ == "__main__":
