@@ -249,6 +249,8 @@ class ConsideredOut(_Model):
 class ConstraintsIn(_Model):
     """What the answer may choose from. Everything is optional: no constraint, no filter."""
 
+    allow_disaggregation: bool | None = Field(default=None)
+    allow_expert_parallel: bool | None = Field(default=None)
     allow_gradient_checkpointing: bool | None = Field(default=None)
     allow_quantization: bool | None = Field(default=None)
     allow_suspect_prices: bool | None = Field(default=None)
@@ -290,6 +292,9 @@ class CostOut(_Model):
     network: NetworkOut | None = Field(default=None)
     notes: list[str] | None = Field(default=None)
     per_hour: float | None = Field(default=None)
+    per_million_blended: float | None = Field(default=None)
+    per_million_input: float | None = Field(default=None)
+    per_million_output: float | None = Field(default=None)
     per_million_tokens: float | None = Field(default=None)
     price_age_days: int | None = Field(default=None)
     price_age_is_lower_bound: bool | None = Field(default=None)
@@ -927,6 +932,13 @@ class PoolIn(_Model):
     rdma: bool | None = Field(default=None)
 
 
+class PoolsOut(_Model):
+    """Disaggregated prefill/decode: the GPUs of each pool (whole tensor-parallel groups)."""
+
+    decode_gpus: int
+    prefill_gpus: int
+
+
 class Power(_Model):
     """Power"""
 
@@ -1070,7 +1082,7 @@ class RecommendRequest(_Model):
     cost: CostAssumptionsIn | None = Field(default=None)
     limit: int | None = Field(default=None)
     objective: Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"] | None = Field(default=None)
-    workload: WorkloadIn
+    workload: RecommendWorkloadIn
 
 
 class RecommendResponse(_Model):
@@ -1093,6 +1105,46 @@ class RecommendResponse(_Model):
     warnings: list[ReasonOut] | None = Field(default=None)
     watermarks: WatermarksOut
     what_if: list[WhatIfOut]
+
+
+class RecommendWorkloadIn(_Model):
+    """The workload ``/v1/estimate`` takes without the hardware, plus what a serving fleet"""
+
+    attention: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(default=None)
+    batch_size: int | None = Field(default=None)
+    concurrency: int | None = Field(default=None)
+    engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] | None = Field(default=None)
+    engine_version: str | None = Field(default=None)
+    finetune: Literal["full", "lora", "qlora"] | None = Field(default=None)
+    global_batch: int | None = Field(default=None)
+    gradient_checkpointing: bool | None = Field(default=None)
+    hf_config: dict[str, SafeJsonValue] | None = Field(default=None)
+    input_len: int | None = Field(default=None)
+    input_len_cv: float | None = Field(default=None)
+    kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] | None = Field(default=None)
+    loop: Literal["loss_only", "keeps_outputs"] | None = Field(default=None)
+    lora: LoraIn | None = Field(default=None)
+    lora_rank: int | None = Field(default=None)
+    lora_targets: list[str] | None = Field(default=None)
+    mixed_precision: Literal["autocast", "fsdp_policy"] | None = Field(default=None)
+    mode: Literal["training", "fine-tuning", "inference"] | None = Field(default=None)
+    model: str | None = Field(default=None)
+    optimizer: Literal["adamw", "sgd", "adafactor", "adamw_8bit"] | None = Field(default=None)
+    optimizer_impl: Literal["fused", "foreach", "forloop"] | None = Field(default=None)
+    output_len: int | None = Field(default=None)
+    output_len_cv: float | None = Field(default=None)
+    params_billion: float | None = Field(default=None)
+    precision: str | None = Field(default=None)
+    prefix_cache_hit_rate: float | None = Field(default=None)
+    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] | None = Field(default=None)
+    requests_per_s: float | None = Field(default=None)
+    seq_len: int | None = Field(default=None)
+    sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(default=None)
+    speculative: SpeculativeIn | None = Field(default=None)
+    stack: Literal["hf-eager", "compiled", "megatron"] | None = Field(default=None)
+    tokens: float | None = Field(default=None)
+    tpot_target_ms: float | None = Field(default=None)
+    ttft_target_ms: float | None = Field(default=None)
 
 
 class ResultCell(_Model):
@@ -1369,7 +1421,9 @@ class StrategyOut(_Model):
     """How the GPUs of an option are used."""
 
     accumulation_steps: int | None = Field(default=None)
+    disaggregated: PoolsOut | None = Field(default=None)
     engine: str | None = Field(default=None)
+    expert_parallel: bool | None = Field(default=None)
     finetune: str | None = Field(default=None)
     global_batch: int | None = Field(default=None)
     gpu_count: int
@@ -1496,45 +1550,6 @@ class WhatIfOut(_Model):
     params: dict[str, Any] | None = Field(default=None)
 
 
-class WorkloadIn(_Model):
-    """A job without its hardware: what ``/v1/estimate`` and ``/v1/recommend`` share. Give"""
-
-    attention: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(default=None)
-    batch_size: int | None = Field(default=None)
-    concurrency: int | None = Field(default=None)
-    engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] | None = Field(default=None)
-    engine_version: str | None = Field(default=None)
-    finetune: Literal["full", "lora", "qlora"] | None = Field(default=None)
-    global_batch: int | None = Field(default=None)
-    gradient_checkpointing: bool | None = Field(default=None)
-    hf_config: dict[str, SafeJsonValue] | None = Field(default=None)
-    input_len: int | None = Field(default=None)
-    input_len_cv: float | None = Field(default=None)
-    kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] | None = Field(default=None)
-    loop: Literal["loss_only", "keeps_outputs"] | None = Field(default=None)
-    lora_rank: int | None = Field(default=None)
-    lora_targets: list[str] | None = Field(default=None)
-    mixed_precision: Literal["autocast", "fsdp_policy"] | None = Field(default=None)
-    mode: Literal["training", "fine-tuning", "inference"] | None = Field(default=None)
-    model: str | None = Field(default=None)
-    optimizer: Literal["adamw", "sgd", "adafactor", "adamw_8bit"] | None = Field(default=None)
-    optimizer_impl: Literal["fused", "foreach", "forloop"] | None = Field(default=None)
-    output_len: int | None = Field(default=None)
-    output_len_cv: float | None = Field(default=None)
-    params_billion: float | None = Field(default=None)
-    precision: str | None = Field(default=None)
-    prefix_cache_hit_rate: float | None = Field(default=None)
-    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] | None = Field(default=None)
-    requests_per_s: float | None = Field(default=None)
-    seq_len: int | None = Field(default=None)
-    sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(default=None)
-    speculative: SpeculativeIn | None = Field(default=None)
-    stack: Literal["hf-eager", "compiled", "megatron"] | None = Field(default=None)
-    tokens: float | None = Field(default=None)
-    tpot_target_ms: float | None = Field(default=None)
-    ttft_target_ms: float | None = Field(default=None)
-
-
 class WorkloadList(_Model):
     """WorkloadList"""
 
@@ -1649,6 +1664,7 @@ PlanAnswerOut.model_rebuild()
 PlanCellOut.model_rebuild()
 PlanGpuOut.model_rebuild()
 PoolIn.model_rebuild()
+PoolsOut.model_rebuild()
 Power.model_rebuild()
 PriceIn.model_rebuild()
 PriceList.model_rebuild()
@@ -1662,6 +1678,7 @@ ReasonIn.model_rebuild()
 ReasonOut.model_rebuild()
 RecommendRequest.model_rebuild()
 RecommendResponse.model_rebuild()
+RecommendWorkloadIn.model_rebuild()
 ResultCell.model_rebuild()
 ResultList.model_rebuild()
 ResultOut.model_rebuild()
@@ -1692,7 +1709,6 @@ WarningOut.model_rebuild()
 Warning_.model_rebuild()
 WatermarksOut.model_rebuild()
 WhatIfOut.model_rebuild()
-WorkloadIn.model_rebuild()
 WorkloadList.model_rebuild()
 WorkloadOut.model_rebuild()
 BenchmarksGpuRef.model_rebuild()
@@ -1770,6 +1786,7 @@ __all__ = [
     "PlanCellOut",
     "PlanGpuOut",
     "PoolIn",
+    "PoolsOut",
     "Power",
     "PriceIn",
     "PriceList",
@@ -1784,6 +1801,7 @@ __all__ = [
     "RecommendGpuRef",
     "RecommendRequest",
     "RecommendResponse",
+    "RecommendWorkloadIn",
     "ResultCell",
     "ResultList",
     "ResultOut",
@@ -1815,7 +1833,6 @@ __all__ = [
     "Warning_",
     "WatermarksOut",
     "WhatIfOut",
-    "WorkloadIn",
     "WorkloadList",
     "WorkloadOut",
 ]

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.core.estimation.estimate import JobSpec
+from service.core.estimation.serving_lora import LoraServing
 from service.core.pricing.cost import CostAssumptions
 from service.core.recommend.search import (
     DEFAULT_SERVING_ENGINE,
@@ -23,7 +25,7 @@ from service.core.recommend.search import (
     RecommendQuestion,
 )
 from service.schemas.common import DataVersion, JsonInt, NameStr, SafeStr
-from service.schemas.estimate import AccuracyOut, BandOut, WorkloadIn
+from service.schemas.estimate import AccuracyOut, BandOut, LoraIn, WorkloadIn
 from service.schemas.gpus import SuspectReasonOut
 
 Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"]
@@ -133,6 +135,16 @@ class ConstraintsIn(BaseModel):
     allow_quantization: bool = Field(
         default=False, description="serving: may offer FP8 / INT8 / 4-bit weights"
     )
+    allow_disaggregation: bool = Field(
+        default=True,
+        description="serving at a request rate on a continuous engine: may split the GPUs into a prefill pool "
+        "and a decode pool (strategy.disaggregated) where that serves the load with fewer GPUs or a lower TPOT",
+    )
+    allow_expert_parallel: bool = Field(
+        default=True,
+        description="serving an MoE model on a continuous engine: may spread whole experts over a replica's "
+        "GPUs with data-parallel attention (strategy.expert_parallel)",
+    )
     vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
     allow_suspect_prices: bool = Field(
         default=False,
@@ -176,6 +188,8 @@ class ConstraintsIn(BaseModel):
             max_band_pct=self.max_band_pct,
             allow_gradient_checkpointing=self.allow_gradient_checkpointing,
             allow_quantization=self.allow_quantization,
+            allow_disaggregation=self.allow_disaggregation,
+            allow_expert_parallel=self.allow_expert_parallel,
             vendors=tuple(self.vendors) if self.vendors else None,
         )
 
@@ -220,12 +234,31 @@ class CostAssumptionsIn(BaseModel):
         )
 
 
+class RecommendWorkloadIn(WorkloadIn):
+    """The workload ``/v1/estimate`` takes without the hardware, plus what a serving fleet
+    carries whatever its layout: multi-LoRA adapters."""
+
+    lora: LoraIn | None = Field(
+        default=None,
+        description="multi-LoRA serving (continuous engines): adapter slots take GPU memory from the KV cache, "
+        "each distinct adapter of a batch adds its matmuls and weight reads to every iteration",
+    )
+
+    def to_core(
+        self, *, gpu_count: int = 1, tensor_parallel: int = 1, solve_for: str | None = None
+    ) -> JobSpec:
+        spec = super().to_core(gpu_count=gpu_count, tensor_parallel=tensor_parallel, solve_for=solve_for)
+        if self.lora is None:
+            return spec
+        return replace(spec, lora=LoraServing(self.lora.adapters, self.lora.rank, self.lora.max_loras))
+
+
 class RecommendRequest(BaseModel):
     """A job and what may be chosen: which GPU, how many, which strategy."""
 
     model_config = _STRICT
 
-    workload: WorkloadIn
+    workload: RecommendWorkloadIn
     constraints: ConstraintsIn = Field(default_factory=ConstraintsIn)
     objective: Objective = Field(
         default="fastest",
@@ -279,6 +312,13 @@ class GpuRef(BaseModel):
     tdp_w: float | None = None
 
 
+class PoolsOut(BaseModel):
+    """Disaggregated prefill/decode: the GPUs of each pool (whole tensor-parallel groups)."""
+
+    prefill_gpus: int
+    decode_gpus: int
+
+
 class StrategyOut(BaseModel):
     """How the GPUs of an option are used."""
 
@@ -298,6 +338,16 @@ class StrategyOut(BaseModel):
     engine: str | None = None
     quant_method: str | None = None
     kv_cache_dtype: str | None = None
+    expert_parallel: bool | None = Field(
+        default=None,
+        description="serving an MoE model: whole experts spread over each replica's tensor_parallel GPUs, "
+        "attention data-parallel (constraints.allow_expert_parallel)",
+    )
+    disaggregated: PoolsOut | None = Field(
+        default=None,
+        description="serving: separate prefill and decode pools (constraints.allow_disaggregation); "
+        "replicas counts both",
+    )
 
 
 class MemoryPerGpuOut(BaseModel):
@@ -374,6 +424,18 @@ class CostOut(BaseModel):
     )
     per_million_tokens: float | None = Field(
         default=None, description="trained, or served at the requested load"
+    )
+    per_million_input: float | None = Field(
+        default=None,
+        description="serving on a continuous engine: the hour's price split by the share of GPU time prompts "
+        "take (prefill_time_share), per million input tokens served at the answer's load",
+    )
+    per_million_output: float | None = Field(
+        default=None, description="serving: the rest of the hour per million output tokens served"
+    )
+    per_million_blended: float | None = Field(
+        default=None,
+        description="serving: input and output prices blended 3 : 1 (Artificial Analysis's ratio)",
     )
     tco: dict[str, Any] | None = Field(default=None, description="buying instead of renting")
     price_row_ids: list[int] = Field(default_factory=list)
