@@ -1082,7 +1082,7 @@ class RecommendRequest(_Model):
     cost: CostAssumptionsIn | None = Field(default=None)
     limit: int | None = Field(default=None)
     objective: Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"] | None = Field(default=None)
-    workload: RecommendWorkloadIn
+    workload: WorkloadIn
 
 
 class RecommendResponse(_Model):
@@ -1105,46 +1105,6 @@ class RecommendResponse(_Model):
     warnings: list[ReasonOut] | None = Field(default=None)
     watermarks: WatermarksOut
     what_if: list[WhatIfOut]
-
-
-class RecommendWorkloadIn(_Model):
-    """The workload ``/v1/estimate`` takes without the hardware, plus what a serving fleet"""
-
-    attention: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(default=None)
-    batch_size: int | None = Field(default=None)
-    concurrency: int | None = Field(default=None)
-    engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] | None = Field(default=None)
-    engine_version: str | None = Field(default=None)
-    finetune: Literal["full", "lora", "qlora"] | None = Field(default=None)
-    global_batch: int | None = Field(default=None)
-    gradient_checkpointing: bool | None = Field(default=None)
-    hf_config: dict[str, SafeJsonValue] | None = Field(default=None)
-    input_len: int | None = Field(default=None)
-    input_len_cv: float | None = Field(default=None)
-    kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] | None = Field(default=None)
-    loop: Literal["loss_only", "keeps_outputs"] | None = Field(default=None)
-    lora: LoraIn | None = Field(default=None)
-    lora_rank: int | None = Field(default=None)
-    lora_targets: list[str] | None = Field(default=None)
-    mixed_precision: Literal["autocast", "fsdp_policy"] | None = Field(default=None)
-    mode: Literal["training", "fine-tuning", "inference"] | None = Field(default=None)
-    model: str | None = Field(default=None)
-    optimizer: Literal["adamw", "sgd", "adafactor", "adamw_8bit"] | None = Field(default=None)
-    optimizer_impl: Literal["fused", "foreach", "forloop"] | None = Field(default=None)
-    output_len: int | None = Field(default=None)
-    output_len_cv: float | None = Field(default=None)
-    params_billion: float | None = Field(default=None)
-    precision: str | None = Field(default=None)
-    prefix_cache_hit_rate: float | None = Field(default=None)
-    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] | None = Field(default=None)
-    requests_per_s: float | None = Field(default=None)
-    seq_len: int | None = Field(default=None)
-    sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(default=None)
-    speculative: SpeculativeIn | None = Field(default=None)
-    stack: Literal["hf-eager", "compiled", "megatron"] | None = Field(default=None)
-    tokens: float | None = Field(default=None)
-    tpot_target_ms: float | None = Field(default=None)
-    ttft_target_ms: float | None = Field(default=None)
 
 
 class ResultCell(_Model):
@@ -1550,6 +1510,46 @@ class WhatIfOut(_Model):
     params: dict[str, Any] | None = Field(default=None)
 
 
+class WorkloadIn(_Model):
+    """A job without its hardware: what ``/v1/estimate`` and ``/v1/recommend`` share. Give"""
+
+    attention: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(default=None)
+    batch_size: int | None = Field(default=None)
+    concurrency: int | None = Field(default=None)
+    engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] | None = Field(default=None)
+    engine_version: str | None = Field(default=None)
+    finetune: Literal["full", "lora", "qlora"] | None = Field(default=None)
+    global_batch: int | None = Field(default=None)
+    gradient_checkpointing: bool | None = Field(default=None)
+    hf_config: dict[str, SafeJsonValue] | None = Field(default=None)
+    input_len: int | None = Field(default=None)
+    input_len_cv: float | None = Field(default=None)
+    kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] | None = Field(default=None)
+    loop: Literal["loss_only", "keeps_outputs"] | None = Field(default=None)
+    lora: LoraIn | None = Field(default=None)
+    lora_rank: int | None = Field(default=None)
+    lora_targets: list[str] | None = Field(default=None)
+    mixed_precision: Literal["autocast", "fsdp_policy"] | None = Field(default=None)
+    mode: Literal["training", "fine-tuning", "inference"] | None = Field(default=None)
+    model: str | None = Field(default=None)
+    optimizer: Literal["adamw", "sgd", "adafactor", "adamw_8bit"] | None = Field(default=None)
+    optimizer_impl: Literal["fused", "foreach", "forloop"] | None = Field(default=None)
+    output_len: int | None = Field(default=None)
+    output_len_cv: float | None = Field(default=None)
+    params_billion: float | None = Field(default=None)
+    precision: str | None = Field(default=None)
+    prefix_cache_hit_rate: float | None = Field(default=None)
+    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] | None = Field(default=None)
+    requests_per_s: float | None = Field(default=None)
+    seq_len: int | None = Field(default=None)
+    sharding: Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"] | None = Field(default=None)
+    speculative: SpeculativeIn | None = Field(default=None)
+    stack: Literal["hf-eager", "compiled", "megatron"] | None = Field(default=None)
+    tokens: float | None = Field(default=None)
+    tpot_target_ms: float | None = Field(default=None)
+    ttft_target_ms: float | None = Field(default=None)
+
+
 class WorkloadList(_Model):
     """WorkloadList"""
 
@@ -1678,7 +1678,6 @@ ReasonIn.model_rebuild()
 ReasonOut.model_rebuild()
 RecommendRequest.model_rebuild()
 RecommendResponse.model_rebuild()
-RecommendWorkloadIn.model_rebuild()
 ResultCell.model_rebuild()
 ResultList.model_rebuild()
 ResultOut.model_rebuild()
@@ -1709,6 +1708,7 @@ WarningOut.model_rebuild()
 Warning_.model_rebuild()
 WatermarksOut.model_rebuild()
 WhatIfOut.model_rebuild()
+WorkloadIn.model_rebuild()
 WorkloadList.model_rebuild()
 WorkloadOut.model_rebuild()
 BenchmarksGpuRef.model_rebuild()
@@ -1801,7 +1801,6 @@ __all__ = [
     "RecommendGpuRef",
     "RecommendRequest",
     "RecommendResponse",
-    "RecommendWorkloadIn",
     "ResultCell",
     "ResultList",
     "ResultOut",
@@ -1833,6 +1832,7 @@ __all__ = [
     "Warning_",
     "WatermarksOut",
     "WhatIfOut",
+    "WorkloadIn",
     "WorkloadList",
     "WorkloadOut",
 ]

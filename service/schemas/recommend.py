@@ -15,8 +15,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.core.estimation.estimate import JobSpec
-from service.core.estimation.serving_lora import LoraServing
 from service.core.pricing.cost import CostAssumptions
 from service.core.recommend.search import (
     DEFAULT_SERVING_ENGINE,
@@ -25,7 +23,7 @@ from service.core.recommend.search import (
     RecommendQuestion,
 )
 from service.schemas.common import DataVersion, JsonInt, NameStr, SafeStr
-from service.schemas.estimate import AccuracyOut, BandOut, LoraIn, WorkloadIn
+from service.schemas.estimate import AccuracyOut, BandOut, WorkloadIn
 from service.schemas.gpus import SuspectReasonOut
 
 Objective = Literal["fastest", "cheapest", "cost_per_million_tokens", "perf_per_watt"]
@@ -234,31 +232,12 @@ class CostAssumptionsIn(BaseModel):
         )
 
 
-class RecommendWorkloadIn(WorkloadIn):
-    """The workload ``/v1/estimate`` takes without the hardware, plus what a serving fleet
-    carries whatever its layout: multi-LoRA adapters."""
-
-    lora: LoraIn | None = Field(
-        default=None,
-        description="multi-LoRA serving (continuous engines): adapter slots take GPU memory from the KV cache, "
-        "each distinct adapter of a batch adds its matmuls and weight reads to every iteration",
-    )
-
-    def to_core(
-        self, *, gpu_count: int = 1, tensor_parallel: int = 1, solve_for: str | None = None
-    ) -> JobSpec:
-        spec = super().to_core(gpu_count=gpu_count, tensor_parallel=tensor_parallel, solve_for=solve_for)
-        if self.lora is None:
-            return spec
-        return replace(spec, lora=LoraServing(self.lora.adapters, self.lora.rank, self.lora.max_loras))
-
-
 class RecommendRequest(BaseModel):
     """A job and what may be chosen: which GPU, how many, which strategy."""
 
     model_config = _STRICT
 
-    workload: RecommendWorkloadIn
+    workload: WorkloadIn
     constraints: ConstraintsIn = Field(default_factory=ConstraintsIn)
     objective: Objective = Field(
         default="fastest",
