@@ -47,9 +47,9 @@ from service.core.estimation.serving_engines import (  # noqa: E402
     EngineEfficiencies,
     deployment,
     iteration_s,
-    speculative_step_s,
 )
 from service.core.estimation.serving_features import draft_share  # noqa: E402
+from service.core.estimation.serving_steps import speculative_step_s  # noqa: E402
 
 PROBES = ROOT / "data" / "probes"
 SCORED = "h200-engine-step-2026-12-04.jsonl"

@@ -249,6 +249,8 @@ class ConsideredOut(_Model):
 class ConstraintsIn(_Model):
     """What the answer may choose from. Everything is optional: no constraint, no filter."""
 
+    allow_disaggregation: bool | None = Field(default=None)
+    allow_expert_parallel: bool | None = Field(default=None)
     allow_gradient_checkpointing: bool | None = Field(default=None)
     allow_quantization: bool | None = Field(default=None)
     allow_suspect_prices: bool | None = Field(default=None)
@@ -290,6 +292,9 @@ class CostOut(_Model):
     network: NetworkOut | None = Field(default=None)
     notes: list[str] | None = Field(default=None)
     per_hour: float | None = Field(default=None)
+    per_million_blended: float | None = Field(default=None)
+    per_million_input: float | None = Field(default=None)
+    per_million_output: float | None = Field(default=None)
     per_million_tokens: float | None = Field(default=None)
     price_age_days: int | None = Field(default=None)
     price_age_is_lower_bound: bool | None = Field(default=None)
@@ -927,6 +932,13 @@ class PoolIn(_Model):
     rdma: bool | None = Field(default=None)
 
 
+class PoolsOut(_Model):
+    """Disaggregated prefill/decode: the GPUs of each pool (whole tensor-parallel groups)."""
+
+    decode_gpus: int
+    prefill_gpus: int
+
+
 class Power(_Model):
     """Power"""
 
@@ -1369,7 +1381,9 @@ class StrategyOut(_Model):
     """How the GPUs of an option are used."""
 
     accumulation_steps: int | None = Field(default=None)
+    disaggregated: PoolsOut | None = Field(default=None)
     engine: str | None = Field(default=None)
+    expert_parallel: bool | None = Field(default=None)
     finetune: str | None = Field(default=None)
     global_batch: int | None = Field(default=None)
     gpu_count: int
@@ -1512,6 +1526,7 @@ class WorkloadIn(_Model):
     input_len_cv: float | None = Field(default=None)
     kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] | None = Field(default=None)
     loop: Literal["loss_only", "keeps_outputs"] | None = Field(default=None)
+    lora: LoraIn | None = Field(default=None)
     lora_rank: int | None = Field(default=None)
     lora_targets: list[str] | None = Field(default=None)
     mixed_precision: Literal["autocast", "fsdp_policy"] | None = Field(default=None)
@@ -1649,6 +1664,7 @@ PlanAnswerOut.model_rebuild()
 PlanCellOut.model_rebuild()
 PlanGpuOut.model_rebuild()
 PoolIn.model_rebuild()
+PoolsOut.model_rebuild()
 Power.model_rebuild()
 PriceIn.model_rebuild()
 PriceList.model_rebuild()
@@ -1770,6 +1786,7 @@ __all__ = [
     "PlanCellOut",
     "PlanGpuOut",
     "PoolIn",
+    "PoolsOut",
     "Power",
     "PriceIn",
     "PriceList",

@@ -194,6 +194,11 @@ class WorkloadIn(RequestModel):
         default=None,
         description="speculative decoding at a concurrency (not yet at a request rate); continuous engines only",
     )
+    lora: LoraIn | None = Field(
+        default=None,
+        description="multi-LoRA serving (continuous engines): adapter slots take GPU memory from the KV cache, "
+        "each distinct adapter of a batch adds its matmuls and weight reads to every iteration",
+    )
     kv_cache_dtype: Literal["auto", "fp8", "int8", "nvfp4"] = Field(
         default="auto",
         description="auto: the compute dtype; nvfp4 (0.5625 B/element) on Blackwell with a serving engine only",
@@ -284,6 +289,7 @@ class WorkloadIn(RequestModel):
             output_len_cv=self.output_len_cv,
             ttft_target_ms=self.ttft_target_ms,
             tpot_target_ms=self.tpot_target_ms,
+            lora=LoraServing(self.lora.adapters, self.lora.rank, self.lora.max_loras) if self.lora else None,
         )
 
 
@@ -326,11 +332,6 @@ class EstimateRequest(WorkloadIn):
         default=True,
         description="training and disaggregated serving: whether the network carries NCCL over RDMA (InfiniBand / RoCE); without it "
         "NCCL's sockets are assumed at half the rate",
-    )
-    lora: LoraIn | None = Field(
-        default=None,
-        description="multi-LoRA serving (continuous engines): adapter slots take GPU memory from the KV cache, "
-        "each distinct adapter of a batch adds its matmuls and weight reads to every iteration",
     )
     disaggregated: DisaggregatedIn | None = Field(
         default=None,
@@ -379,7 +380,6 @@ class EstimateRequest(WorkloadIn):
             gpus_per_node=self.gpus_per_node,
             network_gbps_per_node=self.network_gbps_per_node,
             rdma=self.rdma,
-            lora=LoraServing(self.lora.adapters, self.lora.rank, self.lora.max_loras) if self.lora else None,
             disaggregated=None
             if self.disaggregated is None
             else Disaggregation(

@@ -133,6 +133,16 @@ class ConstraintsIn(BaseModel):
     allow_quantization: bool = Field(
         default=False, description="serving: may offer FP8 / INT8 / 4-bit weights"
     )
+    allow_disaggregation: bool = Field(
+        default=True,
+        description="serving at a request rate on a continuous engine: may split the GPUs into a prefill pool "
+        "and a decode pool (strategy.disaggregated) where that serves the load with fewer GPUs or a lower TPOT",
+    )
+    allow_expert_parallel: bool = Field(
+        default=True,
+        description="serving an MoE model on a continuous engine: may spread whole experts over a replica's "
+        "GPUs with data-parallel attention (strategy.expert_parallel)",
+    )
     vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
     allow_suspect_prices: bool = Field(
         default=False,
@@ -176,6 +186,8 @@ class ConstraintsIn(BaseModel):
             max_band_pct=self.max_band_pct,
             allow_gradient_checkpointing=self.allow_gradient_checkpointing,
             allow_quantization=self.allow_quantization,
+            allow_disaggregation=self.allow_disaggregation,
+            allow_expert_parallel=self.allow_expert_parallel,
             vendors=tuple(self.vendors) if self.vendors else None,
         )
 
@@ -279,6 +291,13 @@ class GpuRef(BaseModel):
     tdp_w: float | None = None
 
 
+class PoolsOut(BaseModel):
+    """Disaggregated prefill/decode: the GPUs of each pool (whole tensor-parallel groups)."""
+
+    prefill_gpus: int
+    decode_gpus: int
+
+
 class StrategyOut(BaseModel):
     """How the GPUs of an option are used."""
 
@@ -298,6 +317,16 @@ class StrategyOut(BaseModel):
     engine: str | None = None
     quant_method: str | None = None
     kv_cache_dtype: str | None = None
+    expert_parallel: bool | None = Field(
+        default=None,
+        description="serving an MoE model: whole experts spread over each replica's tensor_parallel GPUs, "
+        "attention data-parallel (constraints.allow_expert_parallel)",
+    )
+    disaggregated: PoolsOut | None = Field(
+        default=None,
+        description="serving: separate prefill and decode pools (constraints.allow_disaggregation); "
+        "replicas counts both",
+    )
 
 
 class MemoryPerGpuOut(BaseModel):
@@ -374,6 +403,18 @@ class CostOut(BaseModel):
     )
     per_million_tokens: float | None = Field(
         default=None, description="trained, or served at the requested load"
+    )
+    per_million_input: float | None = Field(
+        default=None,
+        description="serving on a continuous engine: the hour's price split by the share of GPU time prompts "
+        "take (prefill_time_share), per million input tokens served at the answer's load",
+    )
+    per_million_output: float | None = Field(
+        default=None, description="serving: the rest of the hour per million output tokens served"
+    )
+    per_million_blended: float | None = Field(
+        default=None,
+        description="serving: input and output prices blended 3 : 1 (Artificial Analysis's ratio)",
     )
     tco: dict[str, Any] | None = Field(default=None, description="buying instead of renting")
     price_row_ids: list[int] = Field(default_factory=list)

@@ -127,7 +127,11 @@ def _option_cost(o: Mapping[str, Any]) -> str:
         bits.append(f"{_num(cost['per_hour'])} {cur}/h")
     if cost.get("run"):
         bits.append(f"run {_num(cost['run']['mid'], 0)} {cur}")
-    if cost.get("per_million_tokens") is not None:
+    if cost.get("per_million_input") is not None:
+        bits.append(
+            f"{_num(cost['per_million_input'])} in / {_num(cost['per_million_output'])} out {cur}/1M tokens"
+        )
+    elif cost.get("per_million_tokens") is not None:
         bits.append(f"{_num(cost['per_million_tokens'])} {cur}/1M tokens")
     return ", ".join(bits) or "no price"
 
@@ -144,6 +148,11 @@ def recommend(doc: Mapping[str, Any]) -> None:
         how = st.get("sharding") or st.get("engine") or ""
         if st.get("tensor_parallel", 1) and st.get("tensor_parallel", 1) > 1:
             how += f" tp{st['tensor_parallel']}"
+        if st.get("expert_parallel"):
+            how += " ep"
+        if st.get("disaggregated"):
+            pools = st["disaggregated"]
+            how += f" prefill {pools['prefill_gpus']} + decode {pools['decode_gpus']}"
         best = " ≈ best" if o.get("within_error_of_best") else ""
         t.add_row(
             str(o["rank"]),

@@ -177,6 +177,43 @@ def test_a_database_behind_the_shipped_migrations_is_migrated_first(tmp_path: Pa
         assert again.returncode == 0 and "migrating" not in again.stderr
 
 
+def test_recommend_passes_the_2026_serving_inputs_through_set(
+    settings: Settings, client: TestClient, tmp_path: Path
+) -> None:
+    """Issue 28: prefix caching, speculative decoding, LoRA and the layout switches go in --set
+    (dots nest) and reach the API as the same body; the table names the layout and the input /
+    output token prices."""
+    sets = [
+        "engine=vllm",
+        "input_len=4096",
+        "output_len=256",
+        "requests_per_s=30",
+        "ttft_target_ms=1000",
+        "tpot_target_ms=20",
+        "prefix_cache_hit_rate=0.5",
+        "lora.adapters=4",
+        "lora.max_loras=4",
+        "constraints.allow_expert_parallel=false",
+    ]
+    args = ["recommend", "--model", "llama3.1-8b", "--mode", "inference", "--gpus", "nvidia-h100-sxm"]
+    args += ["--objective", "cheapest", "--max-gpus", "16", "--limit", "1"]
+    for s in sets:
+        args += ["--set", s]
+    out = cli(settings, tmp_path, *args, "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    w = doc["asked"]["workload"]
+    assert w["prefix_cache_hit_rate"] == 0.5 and w["lora"]["adapters"] == 4 and w["lora"]["max_loras"] == 4
+    assert doc["asked"]["constraints"]["allow_expert_parallel"] is False
+    api = client.post("/v1/recommend", json=doc["asked"]).json()
+    assert api["options"][0]["strategy"] == doc["options"][0]["strategy"]
+    table = cli(settings, tmp_path, *args)
+    assert table.returncode == 0, table.stderr
+    pools = doc["options"][0]["strategy"]["disaggregated"]  # 30 req/s of long prompts, TPOT <= 20 ms
+    assert f"prefill {pools['prefill_gpus']} + decode {pools['decode_gpus']}" in table.stdout
+    assert " in / " in table.stdout and " out" in table.stdout and "USD/1M tokens" in table.stdout
+
+
 def test_recommend_emit_prints_the_artifact_the_api_renders(
     settings: Settings, client: TestClient, tmp_path: Path
 ) -> None:

@@ -287,3 +287,44 @@ def test_a_family_name_in_the_excluded_list_excludes_every_variant(page: Any, se
     page.goto(f"{served.url}/#/recommend?id={rid}")
     page.wait_for_selector("main:not([aria-busy]) .recommend-result")
     assert page.get_by_label("Never these GPUs (comma-separated)").input_value() == "A100"
+
+
+def test_recommend_asks_with_the_2026_serving_inputs(page: Any, served: Served) -> None:
+    """Issue 28: prefix caching, speculative decoding, LoRA and the two layout switches are on
+    the form (inference only), reach the API as nested fields, and an option names its layout
+    and its price per million input and output tokens."""
+    open_view(page, served, "#/recommend")
+    page.get_by_label("Job", exact=True).select_option("inference")
+    page.get_by_label("Model").fill("meta-llama/Llama-3.1-8B")
+    page.get_by_label("Serving engine").select_option("vllm")
+    page.get_by_label("Input tokens").fill("4096")
+    page.get_by_label("Output tokens").fill("256")
+    page.get_by_label("Requests per second").fill("30")
+    page.get_by_label("TTFT target").fill("1000")
+    page.get_by_label("TPOT target").fill("20")
+    page.get_by_label("Prefix cache hit rate (0–1)").fill("0.5")
+    page.get_by_label("LoRA adapters served").fill("4")
+    page.get_by_label("LoRA adapters resident at once").fill("4")
+    page.get_by_label("May use expert parallelism (MoE)").uncheck()
+    page.get_by_label("Most GPUs").fill("16")
+    page.get_by_label("Only these GPUs").fill("nvidia-h100-sxm")
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_selector(".recommend-result")
+    rid = page.locator(".recommend-result").get_attribute("data-recommendation-id")
+    answer = httpx.get(f"{served.url}/v1/recommendations/{rid}", timeout=30).json()
+    w = answer["asked"]["workload"]
+    assert w["prefix_cache_hit_rate"] == 0.5 and w["lora"]["adapters"] == 4 and w["lora"]["max_loras"] == 4
+    assert w.get("speculative") is None  # method left off: no speculative fields sent
+    assert answer["asked"]["constraints"]["allow_expert_parallel"] is False
+    assert answer["asked"]["constraints"]["allow_disaggregation"] is True  # checked: the API's default
+    first, card = answer["options"][0], page.locator("article.option").first
+    pools = first["strategy"]["disaggregated"]  # 30 req/s of long prompts, TPOT <= 20 ms: split pools
+    assert f"prefill {pools['prefill_gpus']} + decode {pools['decode_gpus']} GPU" in card.inner_text()
+    assert f"{first['cost']['per_million_input']:,.3f} in / " in card.inner_text()
+    # the shared link restores the switches and the nested fields
+    open_view(page, served, f"#/recommend?id={rid}")
+    page.wait_for_selector(".recommend-result")
+    assert not page.get_by_label("May use expert parallelism (MoE)").is_checked()
+    assert page.get_by_label("May split prefill and decode into separate pools").is_checked()
+    assert page.get_by_label("LoRA adapters served").input_value() == "4"
+    assert_accessible(page)

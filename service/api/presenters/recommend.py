@@ -16,6 +16,7 @@ from typing import Any
 from service.api.presenters.notice_words import notice_text
 from service.api.presenters.recommend_words import sentence
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer, configuration_of
+from service.core.pricing.token_cost import serving_token_costs
 from service.core.recommend.search import Exclusion, Option, Reason, WhatIf
 from service.schemas.estimate import AccuracyOut, BandOut
 from service.schemas.gpus import SuspectReasonOut
@@ -30,6 +31,7 @@ from service.schemas.recommend import (
     MemoryPerGpuOut,
     NetworkOut,
     OptionOut,
+    PoolsOut,
     ReasonOut,
     RecommendResponse,
     SchedulingOut,
@@ -182,6 +184,12 @@ def _strategy(o: Option) -> StrategyOut:
         engine=s.engine,
         quant_method=s.quant_method,
         kv_cache_dtype="fp8" if s.kv_bytes == 1.0 else "auto",
+        expert_parallel=s.expert_parallel or None,
+        disaggregated=PoolsOut(
+            prefill_gpus=s.disaggregated.prefill_gpus, decode_gpus=s.disaggregated.decode_gpus
+        )
+        if s.disaggregated is not None
+        else None,
     )
 
 
@@ -236,6 +244,24 @@ def _network(o: Option) -> NetworkOut | None:
     )
 
 
+def _token_prices(o: Option, per_hour: float | None) -> dict[str, float]:
+    """Serving: the hour priced per million input and output tokens (issue 28), split by the
+    share of GPU time prompts take at the answer's load; empty where the answer has no share."""
+    sv = o.est.serving
+    if sv is None or per_hour is None:
+        return {}
+    tc = serving_token_costs(
+        per_hour, 1, sv.input_tokens_per_s, sv.output_tokens_per_s, sv.prefill_time_share
+    )
+    if tc is None:
+        return {}
+    return {
+        "per_million_input": tc.per_million_input,
+        "per_million_output": tc.per_million_output,
+        "per_million_blended": tc.per_million_blended,
+    }
+
+
 def _cost(o: Option) -> CostOut | None:
     qt = o.quote
     if qt is None:
@@ -254,6 +280,7 @@ def _cost(o: Option) -> CostOut | None:
         per_hour=qt.per_hour,
         run=BandOut(low=o.run_cost[0], mid=o.run_cost[1], high=o.run_cost[2]) if o.run_cost else None,
         per_million_tokens=o.cost_per_million_tokens,
+        **_token_prices(o, qt.per_hour),
         tco=_tco(o),
         price_row_ids=list(qt.price_row_ids),
         price_age_days=qt.age_days,

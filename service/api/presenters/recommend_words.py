@@ -202,6 +202,15 @@ EN: Final[Table] = {
     C.MEASURED_HERE: {"": "this exact configuration was measured on the {gpu}"},
     C.MULTI_NODE: {"": "spans {nodes} nodes of {gpus_per_node} GPUs"},
     C.QUANTISED_WEIGHTS: {"": "{quant_method} weights"},
+    C.EXPERT_PARALLEL: {
+        "": "expert parallelism: the {experts} routed experts spread whole over each replica's "
+        "{tensor_parallel} GPUs ({experts_per_gpu} per GPU), attention data-parallel, an all-to-all per MoE layer"
+    },
+    C.DISAGGREGATED: {
+        "": "disaggregated: prompts on {prefill_gpus} GPU(s) ({prefill_busy_pct}% busy), generation on "
+        "{decode_gpus} (no prompt chunks in its iterations); each prompt's KV cache moves over {link} in "
+        "{kv_transfer_ms} ms"
+    },
     C.WITH_GRADIENT_CHECKPOINTING: {
         "": "with gradient checkpointing" + _WHATIF_EN,
         "instead": "with gradient checkpointing" + _WHATIF_INSTEAD_EN,
@@ -433,6 +442,14 @@ ZH: Final[Table] = {
     C.MEASURED_HERE: {"": "该配置在 {gpu} 上有实测数据"},
     C.MULTI_NODE: {"": "跨 {nodes} 个节点，每节点 {gpus_per_node} 块 GPU"},
     C.QUANTISED_WEIGHTS: {"": "{quant_method} 量化权重"},
+    C.EXPERT_PARALLEL: {
+        "": "专家并行：{experts} 个路由专家整体分布到每个副本的 {tensor_parallel} 块 GPU 上（每块 {experts_per_gpu} 个），"
+        "注意力数据并行，每个 MoE 层一次 all-to-all"
+    },
+    C.DISAGGREGATED: {
+        "": "预填充/解码分离：提示词在 {prefill_gpus} 块 GPU 上处理（繁忙 {prefill_busy_pct}%），生成在 {decode_gpus} 块上"
+        "（其迭代中没有提示词分块）；每个提示词的 KV 缓存经 {link} 传输，耗时 {kv_transfer_ms} ms"
+    },
     C.WITH_GRADIENT_CHECKPOINTING: {
         "": "开启梯度检查点" + _WHATIF_ZH,
         "instead": "开启梯度检查点" + _WHATIF_INSTEAD_ZH,

@@ -76,6 +76,8 @@ class Constraints:
     max_band_pct: float | None = None
     allow_gradient_checkpointing: bool = True
     allow_quantization: bool = False
+    allow_disaggregation: bool = True
+    allow_expert_parallel: bool = True
     vendors: tuple[str, ...] | None = None
 
 

@@ -57,6 +57,8 @@ class ReasonCode(StrEnum):
     MEASURED_HERE = "MEASURED_HERE"
     QUANTISED_WEIGHTS = "QUANTISED_WEIGHTS"
     MULTI_NODE = "MULTI_NODE"
+    EXPERT_PARALLEL = "EXPERT_PARALLEL"
+    DISAGGREGATED = "DISAGGREGATED"
     # what-ifs
     WITH_GRADIENT_CHECKPOINTING = "WITH_GRADIENT_CHECKPOINTING"
     WITH_QLORA = "WITH_QLORA"
@@ -87,6 +89,7 @@ ReasonCodeName = Literal[
     "SHARDED_TO_FIT", "TENSOR_PARALLEL_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
     "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE",
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "QUANTISED_WEIGHTS", "MULTI_NODE",
+    "EXPERT_PARALLEL", "DISAGGREGATED",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
     "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
@@ -273,6 +276,10 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.MEASURED_HERE: _one(gpu=Text),
     ReasonCode.QUANTISED_WEIGHTS: _one(quant_method=Text),
     ReasonCode.MULTI_NODE: _one(nodes=Count, gpus_per_node=Count),
+    ReasonCode.EXPERT_PARALLEL: _one(experts=Count, tensor_parallel=Count, experts_per_gpu=Count),
+    ReasonCode.DISAGGREGATED: _one(
+        prefill_gpus=Count, decode_gpus=Count, kv_transfer_ms=Num, link=Text, prefill_busy_pct=Num
+    ),
     ReasonCode.WITH_GRADIENT_CHECKPOINTING: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
     ReasonCode.WITH_QLORA: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
     ReasonCode.WITH_FUSED_OPTIMIZER: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),

@@ -40,6 +40,7 @@ from service.core.recommend.replicas import (
     _replicas_guess,
     best_tpot,
 )
+from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
 
 
@@ -196,6 +197,7 @@ class _ServingSearch:
                     candidates.append(found)
                 if not (self.continuous and self.rate is not None) and not fastest and not targets:
                     break  # no load to size and nothing to meet: the smallest TP group that fits
+        candidates += layout_options(self, gpu, cap, tps, per_node, candidates)
         if not candidates:
             return self._nothing(
                 gpu,

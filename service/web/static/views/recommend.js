@@ -18,13 +18,20 @@ const NUMBERS = new Set(["workload.batch_size", "workload.seq_len", "workload.gl
   "workload.input_len", "workload.output_len", "workload.requests_per_s", "workload.ttft_target_ms", "workload.tpot_target_ms",
   "constraints.deadline_hours", "constraints.budget.per_hour", "constraints.budget.per_run", "constraints.max_gpus",
   "constraints.max_power_w_per_gpu", "constraints.inventory.gpus_per_node", "constraints.inventory.nodes", "limit",
-  "constraints.budget.purchase", "cost.utilisation", "cost.electricity_usd_per_kwh", "cost.amortisation_years", "cost.pue"]);
+  "constraints.budget.purchase", "cost.utilisation", "cost.electricity_usd_per_kwh", "cost.amortisation_years", "cost.pue",
+  "workload.concurrency", "workload.prefix_cache_hit_rate", "workload.speculative.draft_tokens", "workload.speculative.acceptance_rate",
+  "workload.lora.adapters", "workload.lora.rank", "workload.lora.max_loras"]);
 const QUESTION_FIELDS = new Set(["mode", "precision", "batch_size", "seq_len", "tokens", "finetune", "engine", "input_len",
   "output_len", "requests_per_s", "ttft_target_ms", "tpot_target_ms"]);
 const TRAINING = ["workload.seq_len", "workload.global_batch", "workload.tokens", "workload.finetune", "constraints.deadline_hours",
   "constraints.budget.per_run", "constraints.allow_gradient_checkpointing"];
+// issue 28: serving features and the layouts the search may pick (checkboxes: handled in bodyOf)
+const FEATURES = ["workload.concurrency", "workload.prefix_cache_hit_rate", "workload.speculative.method",
+  "workload.speculative.draft_tokens", "workload.speculative.acceptance_rate", "workload.lora.adapters", "workload.lora.rank",
+  "workload.lora.max_loras", "constraints.allow_disaggregation", "constraints.allow_expert_parallel"];
+const LAYOUT_SWITCHES = ["constraints.allow_disaggregation", "constraints.allow_expert_parallel"];
 const SERVING = ["workload.engine", "workload.input_len", "workload.output_len", "workload.requests_per_s",
-  "workload.ttft_target_ms", "workload.tpot_target_ms"];
+  "workload.ttft_target_ms", "workload.tpot_target_ms", ...FEATURES];
 
 function set(obj, path, value) {
   const keys = path.split(".");
@@ -58,6 +65,9 @@ export function bodyOf(form, base = null) {
     if (v === "" || name.startsWith("constraints.inventory.")) continue;
     if ((mode === "inference" && TRAINING.includes(name)) || (mode !== "inference" && SERVING.includes(name))) continue;
     if (name === "workload.finetune" && mode !== "fine-tuning") continue;
+    if (name.startsWith("workload.speculative.") && !String(fd.get("workload.speculative.method") ?? "").trim()) continue;
+    if (name.startsWith("workload.lora.") && !String(fd.get("workload.lora.adapters") ?? "").trim()) continue;
+    if (LAYOUT_SWITCHES.includes(name)) continue;  // checkboxes: handled below
     if (name === "constraints.allowed_gpus" || name === "constraints.excluded_gpus" || name === "constraints.form_factors") {
       set(body, name, v.split(",").map((x) => x.trim()).filter(Boolean));
     } else if (name === "constraints.allow_gradient_checkpointing") {
@@ -68,6 +78,9 @@ export function bodyOf(form, base = null) {
   }
   if (mode !== "inference" && !form.elements["constraints.allow_gradient_checkpointing"].checked) {
     set(body, "constraints.allow_gradient_checkpointing", false);
+  }
+  for (const name of LAYOUT_SWITCHES) {
+    if (mode === "inference" && !form.elements[name].checked) set(body, name, false);
   }
   const inv = ["gpu", "gpus_per_node", "nodes"].map((k) => String(fd.get(`constraints.inventory.${k}`) ?? "").trim());
   if (inv[0]) {
@@ -94,7 +107,9 @@ function strategyText(st) {
     st.sharding && st.sharding !== "none" ? st.sharding : null, st.tensor_parallel > 1 ? `TP${st.tensor_parallel}` : null,
     st.replicas ? `${st.replicas} replica(s)` : null, st.engine, st.finetune, st.gradient_checkpointing ? "gradient checkpointing" : null,
     st.micro_batch ? `micro-batch ${st.micro_batch}` : null, st.accumulation_steps > 1 ? `${st.accumulation_steps} accumulation steps` : null,
-    st.quant_method && st.quant_method !== "none" ? st.quant_method : null];
+    st.quant_method && st.quant_method !== "none" ? st.quant_method : null,
+    st.expert_parallel ? `EP${st.tensor_parallel}` : null,
+    st.disaggregated ? `prefill ${st.disaggregated.prefill_gpus} + decode ${st.disaggregated.decode_gpus} GPU` : null];
   return parts.filter(Boolean).join(" · ");
 }
 
@@ -157,6 +172,7 @@ function optionCard(o, recId) {
         c.per_hour !== null && c.per_hour !== undefined ? `${num(c.per_hour, 2)} ${c.currency}/h` : null,
         c.run ? `run ${num(c.run.mid, 0)} (${num(c.run.low, 0)} – ${num(c.run.high, 0)}) ${c.currency}` : null,
         c.per_million_tokens ? `${num(c.per_million_tokens, 2)} ${c.currency} / 1M tokens` : null,
+        c.per_million_input != null ? `${t("price_in_out", { input: num(c.per_million_input, 3), output: num(c.per_million_output, 3), currency: c.currency })}` : null,
         c.provider ? `${c.provider} ${c.instance_type ?? ""}${c.instances ? ` × ${c.instances}` : ""}` : null,
         c.stale ? "stale price" : null].filter(Boolean).join(" · "))] : null,
       c?.tco ? [h("dt", null, t("tco")), h("dd", { class: "tco" }, c.tco.available
@@ -371,12 +387,22 @@ function buildForm(initial, doc) {
       f("workload.global_batch", t("f_global_batch"), { kind: "number" }),
       f("workload.tokens", t("f_tokens"), { kind: "number" }),
       f("workload.finetune", t("f_finetune"), { kind: "select", options: [["", t("default")], ["lora", "LoRA"], ["qlora", "QLoRA"], ["full", "full"]] }),
-      f("workload.engine", t("f_engine"), { kind: "select", options: [["vllm", "vllm"], ["tensorrt-llm", "tensorrt-llm"], ["hf-transformers", "hf-transformers"]] }),
+      f("workload.engine", t("f_engine"), { kind: "select", options: [["vllm", "vllm"], ["sglang", "sglang"], ["tensorrt-llm", "tensorrt-llm"], ["hf-transformers", "hf-transformers"]] }),
       f("workload.input_len", t("f_input_len"), { kind: "number" }),
       f("workload.output_len", t("f_output_len"), { kind: "number" }),
       f("workload.requests_per_s", t("f_rps"), { kind: "number", step: "any" }),
       f("workload.ttft_target_ms", t("f_ttft_target"), { kind: "number", step: "any" }),
-      f("workload.tpot_target_ms", t("f_tpot_target"), { kind: "number", step: "any" }))),
+      f("workload.tpot_target_ms", t("f_tpot_target"), { kind: "number", step: "any" }),
+      f("workload.concurrency", t("f_concurrency"), { kind: "number" }),
+      f("workload.prefix_cache_hit_rate", t("f_prefix_cache"), { kind: "number", step: "any", min: 0, max: 0.99 }),
+      f("workload.speculative.method", t("f_spec_method"), { kind: "select", options: [["", t("off")], ["eagle", "EAGLE"], ["mtp", "MTP"], ["ngram", "n-gram"]] }),
+      f("workload.speculative.draft_tokens", t("f_spec_draft"), { kind: "number", min: 1, max: 16 }),
+      f("workload.speculative.acceptance_rate", t("f_spec_accept"), { kind: "number", step: "any", min: 0, max: 1 }),
+      f("workload.lora.adapters", t("f_lora_adapters"), { kind: "number", min: 1 }),
+      f("workload.lora.rank", t("f_lora_serving_rank"), { kind: "number", min: 1 }),
+      f("workload.lora.max_loras", t("f_lora_max"), { kind: "number", min: 1 }),
+      f("constraints.allow_disaggregation", t("f_allow_disagg"), { kind: "checkbox", value: initial["constraints.allow_disaggregation"] !== "false" }),
+      f("constraints.allow_expert_parallel", t("f_allow_ep"), { kind: "checkbox", value: initial["constraints.allow_expert_parallel"] !== "false" }))),
     h("fieldset", null, h("legend", null, t("legend_constraints")), h("div", { class: "grid" },
       f("objective", t("f_objective"), { kind: "select", options: objectives }),
       f("constraints.budget.per_hour", t("f_budget_hour"), { kind: "number", step: "any" }),

@@ -1,0 +1,227 @@
+"""``POST /v1/recommend`` with the 2026 serving inputs (issue 28), through the real app on the test
+database (SQLite, or PostgreSQL with GPU_ADVISOR_TEST_DATABASE_URL): each input moves the ranked
+answer the way the physics says, expert parallelism and disaggregated pools are strategies the
+search picks where they serve the load better, and serving options are priced per million input
+and output tokens."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+LLAMA_CHAT: dict[str, Any] = {
+    "workload": {
+        "model": "meta-llama/Llama-3.1-8B",
+        "mode": "inference",
+        "engine": "sglang",
+        "input_len": 4096,
+        "output_len": 256,
+        "concurrency": 16,
+    },
+    "constraints": {"allowed_gpus": ["nvidia-h200-sxm", "nvidia-h100-sxm"], "max_gpus": 8},
+    "objective": "fastest",
+    "limit": 3,
+}
+
+LLAMA_AT_RATE: dict[str, Any] = {
+    "workload": {
+        "model": "meta-llama/Llama-3.1-8B",
+        "mode": "inference",
+        "engine": "vllm",
+        "input_len": 4096,
+        "output_len": 256,
+        "requests_per_s": 30,
+        "ttft_target_ms": 1000,
+        "tpot_target_ms": 20,
+    },
+    "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 16},
+    "objective": "cheapest",
+    "limit": 1,
+}
+
+DEEPSEEK_AT_RATE: dict[str, Any] = {
+    "workload": {
+        "model": "deepseek-ai/DeepSeek-V3",
+        "mode": "inference",
+        "engine": "sglang",
+        "quant_method": "fp8",
+        "input_len": 2048,
+        "output_len": 512,
+        "requests_per_s": 10,
+        "ttft_target_ms": 2000,
+        "tpot_target_ms": 100,
+    },
+    "constraints": {"allowed_gpus": ["nvidia-h200-sxm"], "max_gpus": 8},
+    "limit": 3,
+}
+
+
+def _with(body: dict[str, Any], **parts: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(body)
+    for part, fields in parts.items():
+        out[part].update(fields)
+    return out
+
+
+def _ask(client: TestClient, body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    r = client.post("/v1/recommend", json=body, headers=headers)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _first(doc: dict[str, Any]) -> dict[str, Any]:
+    assert doc["options"], [(e["gpu"]["slug"], e["code"], e["message"]) for e in doc["excluded"][:5]]
+    return doc["options"][0]
+
+
+def _codes(option: dict[str, Any]) -> list[str]:
+    return [r["code"] for r in option["reasons"]]
+
+
+def _reason(option: dict[str, Any], code: str) -> dict[str, Any]:
+    found = [r for r in option["reasons"] if r["code"] == code]
+    assert found, (code, _codes(option))
+    return found[0]
+
+
+def test_a_high_prefix_hit_rate_lowers_the_ttft_of_the_first_option(client: TestClient) -> None:
+    cold = _first(_ask(client, LLAMA_CHAT))
+    warm = _first(_ask(client, _with(LLAMA_CHAT, workload={"prefix_cache_hit_rate": 0.75})))
+    assert warm["gpu"]["slug"] == cold["gpu"]["slug"]
+    assert warm["serving"]["ttft"]["value"] < 0.7 * cold["serving"]["ttft"]["value"]
+    assert warm["serving"]["tpot"]["value"] <= cold["serving"]["tpot"]["value"]
+
+
+def test_speculative_decoding_lowers_tpot_and_never_helps_at_acceptance_zero(client: TestClient) -> None:
+    plain = _first(_ask(client, LLAMA_CHAT))
+    spec = {"method": "eagle", "draft_tokens": 3}
+    good = _first(
+        _ask(client, _with(LLAMA_CHAT, workload={"speculative": {**spec, "acceptance_rate": 0.75}}))
+    )
+    none = _first(_ask(client, _with(LLAMA_CHAT, workload={"speculative": {**spec, "acceptance_rate": 0.0}})))
+    assert good["serving"]["tpot"]["value"] < plain["serving"]["tpot"]["value"]
+    assert none["serving"]["tpot"]["value"] >= plain["serving"]["tpot"]["value"]
+
+
+def test_speculative_decoding_at_a_rate_is_a_422_naming_the_field(client: TestClient) -> None:
+    body = _with(
+        LLAMA_AT_RATE,
+        workload={"speculative": {"method": "eagle", "draft_tokens": 3, "acceptance_rate": 0.7}},
+    )
+    r = client.post("/v1/recommend", json=body)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert "speculative" in r.text
+
+
+def test_many_lora_adapters_need_more_gpus_for_the_same_load(client: TestClient) -> None:
+    body = _with(LLAMA_AT_RATE, constraints={"allow_disaggregation": False})
+    base = _first(_ask(client, body))
+    lora = _first(_ask(client, _with(body, workload={"lora": {"adapters": 64, "rank": 16, "max_loras": 4}})))
+    assert lora["strategy"]["gpu_count"] > base["strategy"]["gpu_count"]
+    assert lora["cost"]["per_million_tokens"] > base["cost"]["per_million_tokens"]
+
+
+def test_lora_is_validated_with_the_field_named(client: TestClient) -> None:
+    bad = _with(LLAMA_AT_RATE, workload={"lora": {"adapters": 4, "max_loras": 8}})
+    r = client.post("/v1/recommend", json=bad)
+    assert r.status_code == 422, r.text
+    assert "max_loras" in r.text
+    static = copy.deepcopy(LLAMA_CHAT)
+    static["workload"] = {"model": "meta-llama/Llama-3.1-8B", "mode": "inference", "lora": {"adapters": 2}}
+    r = client.post("/v1/recommend", json=static)
+    assert r.status_code == 422, r.text
+    assert "lora" in r.text
+    r = client.post("/v1/recommend", json=_with(LLAMA_AT_RATE, workload={"lora": {"adapters": 0}}))
+    assert r.status_code == 422 and "adapters" in r.text
+
+
+def test_deepseek_v3_at_load_is_served_by_expert_parallelism(client: TestClient) -> None:
+    """TP8 keeps the MLA latent on all 8 GPUs, so at 10 req/s one node cannot hold the batch; EP
+    keeps each sequence's KV cache on one GPU and serves the load on the same 8 H200s."""
+    without = _ask(client, _with(DEEPSEEK_AT_RATE, constraints={"allow_expert_parallel": False}))
+    assert not without["options"]
+    h200 = [e for e in without["excluded"] if e["gpu"]["slug"] == "nvidia-h200-sxm"]
+    assert h200 and h200[0]["code"] == "OVER_GPU_LIMIT"
+    doc = _ask(client, DEEPSEEK_AT_RATE)
+    ep = _first(doc)
+    assert ep["strategy"]["expert_parallel"] is True
+    assert ep["strategy"]["gpu_count"] == 8
+    why = _reason(ep, "EXPERT_PARALLEL")
+    assert "256 routed experts" in why["message"] and "32 per GPU" in why["message"]
+    zh = _first(_ask(client, DEEPSEEK_AT_RATE, **{"Accept-Language": "zh-CN"}))
+    assert CJK.search(_reason(zh, "EXPERT_PARALLEL")["message"])
+
+
+def test_a_dense_model_gets_no_expert_parallel_option(client: TestClient) -> None:
+    doc = _ask(client, _with(LLAMA_AT_RATE, constraints={"allow_disaggregation": False}))
+    assert all(not o["strategy"].get("expert_parallel") for o in doc["options"])
+
+
+def test_disaggregation_is_picked_at_high_load_with_a_tight_tpot_target(client: TestClient) -> None:
+    """At 30 req/s of 4,096-token prompts with TPOT <= 20 ms, prompt chunks in the decode
+    iterations cost an aggregated fleet a GPU; separate pools serve it with fewer."""
+    agg = _first(_ask(client, _with(LLAMA_AT_RATE, constraints={"allow_disaggregation": False})))
+    assert agg["strategy"].get("disaggregated") is None
+    doc = _ask(client, LLAMA_AT_RATE)
+    dis = _first(doc)
+    pools = dis["strategy"]["disaggregated"]
+    assert pools is not None
+    assert pools["prefill_gpus"] + pools["decode_gpus"] == dis["strategy"]["gpu_count"]
+    assert dis["strategy"]["gpu_count"] < agg["strategy"]["gpu_count"]
+    assert dis["serving"]["tpot"]["value"] <= 20.0
+    why = _reason(dis, "DISAGGREGATED")
+    assert f"prompts on {pools['prefill_gpus']} GPU(s)" in why["message"]
+    assert "NVLink" in why["message"]
+    # TTFT is never below the KV transfer plus the prompt's prefill
+    assert dis["serving"]["ttft"]["value"] > agg["serving"]["ttft"]["value"]
+    zh = _first(_ask(client, LLAMA_AT_RATE, **{"Accept-Language": "zh-CN"}))
+    assert CJK.search(_reason(zh, "DISAGGREGATED")["message"])
+
+
+def test_light_load_stays_aggregated(client: TestClient) -> None:
+    doc = _ask(client, _with(LLAMA_AT_RATE, workload={"requests_per_s": 2}))
+    first = _first(doc)
+    assert first["strategy"]["gpu_count"] == 1
+    assert first["strategy"].get("disaggregated") is None
+    assert "DISAGGREGATED" not in _codes(first)
+
+
+def test_serving_options_are_priced_per_million_input_and_output_tokens(client: TestClient) -> None:
+    """The two prices pay exactly the hour at the answer's load (input share = prefill time share)."""
+    doc = _ask(client, _with(LLAMA_AT_RATE, constraints={"allow_disaggregation": False}, workload={}))
+    checked = 0
+    for o in doc["options"]:
+        c = o["cost"]
+        if c is None or c.get("per_hour") is None:
+            continue
+        w = LLAMA_AT_RATE["workload"]
+        out_tps = o["serving"]["output_tokens_per_s"]
+        in_tps = out_tps * w["input_len"] / w["output_len"]
+        paid = (c["per_million_input"] * in_tps + c["per_million_output"] * out_tps) / 1e6 * 3600
+        assert abs(paid - c["per_hour"]) < 1e-6 * c["per_hour"]
+        assert 0 < c["per_million_input"] < c["per_million_output"]
+        assert c["per_million_input"] < c["per_million_blended"] < c["per_million_output"]
+        checked += 1
+    assert checked
+
+
+def test_training_options_carry_no_token_prices(client: TestClient) -> None:
+    body = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "training",
+            "batch_size": 1,
+            "seq_len": 2048,
+            "tokens": 1e9,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
+        "limit": 1,
+    }
+    o = _first(_ask(client, body))
+    assert o["cost"]["per_million_input"] is None and o["cost"]["per_million_output"] is None
