@@ -22,6 +22,7 @@ from service.core.errors import InvalidConfiguration
 from service.core.estimation.estimate import ESTIMATOR_VERSION, Job, benchmark_cell, build_job
 from service.core.evidence.aggregate import CellView
 from service.core.evidence.versions import DataVersion, Watermarks
+from service.core.recommend import SEARCH_VERSION
 from service.core.recommend.search import (
     Constraints,
     GpuNames,
@@ -65,11 +66,13 @@ class RecommendOutcome:
 
 
 def recommendation_id(request: Mapping[str, Any], data_version: str, owner: int | None = None) -> str:
-    """``rec_`` + 96 bits of sha256(asking key, canonical request JSON, data version): the same
-    question on the same data (and models) from the same asker gets the same id, so it is
-    stored once. Ids are not secrets: reading an answer a key asked for needs that key."""
+    """``rec_`` + 96 bits of sha256(asking key, canonical request JSON, data version, search
+    version): the same question on the same data, models and search from the same asker gets
+    the same id, so it is stored once; a new search stores its (possibly different) answer
+    under a new id. Ids are not secrets: reading an answer a key asked for needs that key."""
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), default=str)
-    return "rec_" + hashlib.sha256(f"{owner or ''}\n{canonical}\n{data_version}".encode()).hexdigest()[:24]
+    key = f"{owner or ''}\n{canonical}\n{data_version}\n{SEARCH_VERSION}"
+    return "rec_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def _names(snap: Snapshot) -> Mapping[str, GpuNames]:

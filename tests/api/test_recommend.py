@@ -9,6 +9,7 @@ import re
 import uuid
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
@@ -820,3 +821,23 @@ def test_pruning_by_the_bound_never_changes_the_answer(client: TestClient) -> No
         for slug in small["considered"]["not_ranked"]:
             assert slug not in ranked[:3]
         assert {e["gpu"]["slug"] for e in small["excluded"]} <= {e["gpu"]["slug"] for e in big["excluded"]}
+
+
+def test_a_new_search_stores_its_answer_under_a_new_id(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed search may answer the same question on the same data differently; the answer
+    must not hide behind the id of one stored by the old search (GET would return the old)."""
+    import service.usecases.recommend as uc
+
+    body = {
+        "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 1, "seq_len": 2048},
+        "constraints": {"max_gpus": 2},
+    }
+    _settled(client)
+    before = _ask(client, body)["recommendation_id"]
+    monkeypatch.setattr(uc, "SEARCH_VERSION", uc.SEARCH_VERSION + ".next")
+    after = _ask(client, body)
+    assert after["recommendation_id"] != before
+    assert client.get(f"/v1/recommendations/{after['recommendation_id']}").status_code == 200
+    assert client.get(f"/v1/recommendations/{before}").status_code == 200
