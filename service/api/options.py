@@ -2,7 +2,8 @@
 
 RFC 9110 section 9.3.7: ``OPTIONS`` asks which methods a resource supports. Before, it was a
 405 whose ``Allow`` named the path's methods but not OPTIONS itself -- an answer the document
-did not describe. Now: ``204`` with ``Allow`` (the path's methods, HEAD with GET, and OPTIONS);
+did not describe. Now: ``204`` with ``Allow`` (the path's methods and OPTIONS; HEAD is not
+served, as the document declares none);
 a path no route serves is 404 as for any method. (There is no CORS: this is not a preflight.)
 """
 

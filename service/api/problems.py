@@ -271,7 +271,8 @@ def _internal_error(request: Request, *, request_id: bool) -> JSONResponse:
 
 
 def allowed_methods(app: Any, scope: Scope) -> list[str]:
-    """Every method the routes matching this path accept (``HEAD`` with ``GET``), for ``Allow``."""
+    """Every method the routes matching this path accept, for ``Allow`` (a route that serves
+    ``HEAD`` names it; the API's routes do not)."""
     path = scope.get("path", "")
     methods: set[str] = set()
     for context in iter_route_contexts(app.routes):

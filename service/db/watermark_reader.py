@@ -11,7 +11,9 @@ a read that *started after it asked* -- the one in flight when it asks may have 
 commit it must see, so it waits for the next one, which every request that asked during the
 flight shares. A connection found broken is replaced and the read retried once; a second
 failure reaches every waiter (the request then fails as a database error, as the blocking read
-does).
+does). A read that failed fails the requests that asked during it too, and one the server did
+not answer in time (a statement or a connection: frozen) is not retried, so no request waits
+more than about one timeout.
 
 SQLite keeps the blocking read: it is a local file read of microseconds.
 """
@@ -84,6 +86,15 @@ class AsyncWatermarkReader:
         if waiting is None:
             self._flight = None
             return
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            # the read failed (after its one retry): those who asked meanwhile get that answer
+            # (503) now, not after another read's full wait (a frozen server cost them two
+            # timeouts: 11 s with the defaults)
+            self._flight = None
+            waiting.add_done_callback(lambda f: f.cancelled() or f.exception())
+            waiting.set_exception(failure)
+            return
         self._flight = nxt = self._start()
 
         def hand_over(done: asyncio.Future[Watermarks]) -> None:
@@ -104,7 +115,7 @@ class AsyncWatermarkReader:
                 raise psycopg.InterfaceError("the watermark reader is closed (the app is shutting down)")
             try:
                 row = await self._round_trip_in_time()
-            except NoAnswer:
+            except (NoAnswer, psycopg.errors.ConnectionTimeout):
                 raise  # a frozen server: another try would only wait again
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 await self._drop()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -275,3 +276,36 @@ def test_an_unknown_query_parameter_is_422_naming_it(c: TestClient) -> None:
     ok = {"workload": "llm-train", "param.batch_size": "1"}
     assert c.get("/v1/benchmark-results", params=ok).status_code == 200
     assert c.get("/v1/benchmark-results", params={"param.": "1"}).status_code == 422
+
+
+# ---- OPTIONS -------------------------------------------------------------------------------------
+
+
+def _document_methods(document: dict[str, Any], url_path: str) -> set[str]:
+    """The methods of every document path whose template matches ``url_path`` (``/v1/gpus/x``
+    is both ``/v1/gpus/{ident}`` (GET) and ``/v1/gpus/{slug}`` (PATCH, DELETE))."""
+    methods: set[str] = set()
+    for template, item in document["paths"].items():
+        pattern = "^" + re.sub(r"\\\{[^/]+\\\}", "[^/]+", re.escape(template)) + "$"
+        if re.match(pattern, url_path):
+            methods |= {m.upper() for m in item if m in ("get", "put", "post", "delete", "patch")}
+    return methods
+
+
+def test_options_answers_every_documented_path_with_the_documents_methods(c: TestClient) -> None:
+    """OPTIONS on each path of the document: 204, ``Allow`` = the document's methods there and
+    OPTIONS itself, no body; HEAD, which the document does not declare, is neither advertised
+    nor served (405). A path no route serves is a 404 problem (before: a 405
+    whose ``Allow`` left OPTIONS out, an answer the document did not describe)."""
+    document = c.get("/openapi.json").json()
+    assert all("options" not in item for item in document["paths"].values())  # implicit, as HEAD
+    for template in document["paths"]:
+        url = re.sub(r"\{[^}]+\}", "x1", template)
+        r = c.options(url)
+        assert r.status_code == 204 and r.content == b"", (url, r.status_code, r.text[:200])
+        allow = {m.strip() for m in r.headers["allow"].split(",")}
+        expected = _document_methods(document, url)
+        assert allow == expected | {"OPTIONS"}, (url, sorted(allow), sorted(expected))
+        if "GET" in expected:
+            assert c.head(url).status_code == 405, url
+    _problem(c.options("/v1/no-such-thing"), 404, "not-found")

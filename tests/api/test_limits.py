@@ -6,6 +6,7 @@ Redis and the fallback when it is down, 413 for an oversized chunked body, reque
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ from sqlalchemy import Engine, func, select
 
 from service.api.app import create_app
 from service.api.logs import JsonFormatter, logging_config, redact
-from service.api.ratelimit import MemoryLimiter
+from service.api.ratelimit import MemoryLimiter, RedisLimiter
 from service.db.engine import make_session_factory
 from service.db.models import BenchmarkRun
 from service.db.uow import UnitOfWork
@@ -467,3 +468,103 @@ def test_no_secrets_in_logs(
     assert "Bearer ***" in masked[0] and "key=gpa_" + admin_key.split("_")[1] + "_***" in masked[1]
     assert redact("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
     assert logging_config("json", "info")["handlers"]["stderr"]["filters"] == ["request_id"]
+
+
+class _FlakyRedis:
+    """A TCP relay to a real Redis that can be cut (every connection closed, new ones closed as
+    they come) and restored: a Redis that flaps, as a network or a restart would make it."""
+
+    def __init__(self, target: str) -> None:
+        import socket
+        import threading
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(target)
+        self.target = (parts.hostname or "127.0.0.1", parts.port or 6379)
+        self.up = True
+        self.conns: list[socket.socket] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"redis://127.0.0.1:{self.listener.getsockname()[1]}/0"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.up:
+                conn.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            self.conns += [conn, upstream]
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: Any, dst: Any) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.close()
+
+    def cut(self) -> None:
+        import socket
+
+        self.up = False
+        for s in self.conns:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+        self.conns.clear()
+
+    def restore(self) -> None:
+        self.up = True
+
+    def close(self) -> None:
+        self.cut()
+        self.listener.close()
+
+
+def test_a_flapping_redis_does_not_refill_buckets(redis_url: str) -> None:
+    """Each time Redis goes away the process answers from its own buckets, and each time it
+    comes back from Redis's: two buckets, each keeping its state across flaps, so a client gets
+    at most two bursts however often Redis flaps (had a flap refilled a bucket, 6 flaps would
+    have allowed 6 bursts more)."""
+    import asyncio
+
+    flaky = _FlakyRedis(redis_url)
+    limiter = RedisLimiter(flaky.url, fallback=MemoryLimiter())
+    limiter.BACKOFF_S = 0.05  # ask Redis again soon after each cut, as the flaps need
+    key = f"gpu-advisor-test:flap:{uuid.uuid4().hex}"
+    burst, interval_s = 3, 60.0  # one request a minute refills: nothing refills during the test
+
+    async def until_refused() -> int:
+        for allowed in range(50):
+            await asyncio.sleep(0.06)  # past the back-off: each hit asks Redis when it is up
+            if not (await limiter.hit(key, interval_s, burst)).allowed:
+                return allowed
+        return 50
+
+    async def flaps() -> list[int]:
+        counts = []
+        for _ in range(6):
+            flaky.restore()
+            counts.append(await until_refused())
+            flaky.cut()
+            counts.append(await until_refused())
+        await limiter.aclose()
+        return counts
+
+    try:
+        counts = asyncio.run(flaps())
+    finally:
+        flaky.close()
+    print("flaps:", counts)
+    assert counts[:2] == [burst, burst] and sum(counts) == 2 * burst, counts

@@ -37,6 +37,7 @@ import hypothesis
 import pytest
 import schemathesis
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from schemathesis import Case
 from schemathesis.config import SchemathesisConfig
 from sqlalchemy import Engine
@@ -46,6 +47,7 @@ from service.db.engine import make_engine, make_session_factory
 from service.db.uow import UnitOfWork
 from service.settings import Settings
 from service.usecases.keys import create_key
+from tests.api.benchmark_fixtures import fingerprint, new_pci, result, run
 from tests.conftest import Template
 
 SEED = 16
@@ -99,19 +101,26 @@ def _templates_matching(url_path: str) -> set[str]:
 
 @schemathesis.check
 def allow_lists_the_paths_methods(ctx, response, case: Case) -> None:  # type: ignore[no-untyped-def]
-    """On a 405, ``Allow`` lists exactly the methods the URL answers, over every path of the
-    document that matches it. (Replaces schemathesis's ``allow_header_conformance``, which
-    compares with one path item only: ``/v1/models/parse`` also answers GET through
-    ``/v1/models/{model_id}``, ``/v1/gpus/{ident}`` (GET) and ``/v1/gpus/{slug}`` (PATCH,
-    DELETE) are one URL.)"""
-    if response.status_code != 405:
+    """On a 405 and on the 204 answer to ``OPTIONS``, ``Allow`` lists exactly the methods the URL
+    answers, over every path of the document that matches it, and OPTIONS (served on every
+    path, implicit in the document as schemathesis treats it). (Replaces schemathesis's
+    ``allow_header_conformance``, which compares with one path item only: ``/v1/models/parse``
+    also answers GET through ``/v1/models/{model_id}``, ``/v1/gpus/{ident}`` (GET) and
+    ``/v1/gpus/{slug}`` (PATCH, DELETE) are one URL.)"""
+    if response.status_code != 405 and response.request.method != "OPTIONS":
         return
     path = urlsplit(response.request.url).path
+    if response.request.method == "OPTIONS" and response.status_code != 405:
+        if not _templates_matching(path):
+            return  # a URL no route serves is 404, as for any method
+        if response.status_code != 204:
+            raise AssertionError(f"OPTIONS {path} answered {response.status_code}, not 204")
     allow = {m.strip().upper() for m in (response.headers.get("allow") or [""])[0].split(",") if m.strip()}
-    expected = _templates_matching(path)
-    if allow - {"HEAD", "OPTIONS"} != expected:
+    expected = _templates_matching(path) | {"OPTIONS"}
+    if allow != expected:
         raise AssertionError(
-            f"405 on {path}: Allow {sorted(allow)}, the document's methods {sorted(expected)}"
+            f"{response.status_code} to {response.request.method} {path}: Allow {sorted(allow)}, "
+            f"the document's methods and OPTIONS {sorted(expected)}"
         )
 
 
@@ -181,9 +190,39 @@ def fuzz_app(fuzz_engine: Engine, template: Template) -> FastAPI:
 
 
 @pytest.fixture(scope="module")
-def fuzz_keys(fuzz_engine: Engine) -> dict[str, str]:
+def fuzz_keys(fuzz_engine: Engine, fuzz_app: FastAPI) -> dict[str, str]:
     with UnitOfWork(make_session_factory(fuzz_engine)) as uow:
-        return {s: create_key(uow, name=f"fuzz-{s}-{uuid.uuid4().hex[:6]}", scope=s).secret for s in SCOPES}
+        keys = {s: create_key(uow, name=f"fuzz-{s}-{uuid.uuid4().hex[:6]}", scope=s).secret for s in SCOPES}
+    seed_state(fuzz_app, keys["submit"])
+    return keys
+
+
+def seed_state(app: FastAPI, submit_key: str) -> None:
+    """Something for every list a link reads ids from, stored through the API: a run on the
+    H200 (results, a run id), one with a result above the GPU's peak (a quarantined result and
+    its alert), one from a GPU the catalog does not know (a pending GPU and its alert). Without
+    them the lists are empty and the stateful scenarios have no ids to follow."""
+    over_peak = result("gemm", {"precision": "bf16"}, {"tflops": 5000.0})
+    pci = new_pci()
+    runs = [
+        run([result(), result("gemm", {"precision": "bf16"}, {"tflops": 700.0})], host="fuzz-seed"),
+        run([result(), over_peak], host="fuzz-seed"),
+        run(
+            [result("gemm", {"precision": "bf16"}, {"tflops": 500.0})],
+            pci=pci,
+            gpu_name=f"NVIDIA Fuzzcard {uuid.uuid4().hex[:6]}",
+            memory_total=96 * 2**30,
+            fp=fingerprint(pci, host_id="mid-fuzz-pending"),
+            host="fuzz-pending",
+        ),
+    ]
+    with TestClient(app) as c:
+        outs = [
+            c.post("/v1/benchmark-runs", json=body, headers={"Authorization": f"Bearer {submit_key}"})
+            for body in runs
+        ]
+    assert [o.status_code for o in outs] == [201] * 3, [o.text[:300] for o in outs]
+    assert outs[1].json()["quarantined_count"] == 1 and outs[2].json()["pending_gpu_id"]
 
 
 def required_scope(case: Case) -> str:
@@ -260,10 +299,16 @@ def test_fuzz_stateful(fuzz_app: FastAPI, fuzz_keys: dict[str, str]) -> None:
     check that fails, even once, fails the test."""
     schema.app = fuzz_app
     scenarios = [0]
+    linked: dict[str, int] = {}  # steps whose inputs a link supplied, per link
 
     class Workflow(schema.as_state_machine()):  # type: ignore[misc]
         def setup(self) -> None:
             scenarios[0] += 1
+
+        def step(self, input: Any) -> Any:
+            if input.transition is not None and input.is_applied:
+                linked[input.transition.id] = linked.get(input.transition.id, 0) + 1
+            return super().step(input)
 
         def get_call_kwargs(self, case: Case) -> dict[str, Any]:
             return {
@@ -280,7 +325,7 @@ def test_fuzz_stateful(fuzz_app: FastAPI, fuzz_keys: dict[str, str]) -> None:
                 settings=hypothesis.settings(
                     max_examples=STATEFUL_EXAMPLES - scenarios[0],
                     phases=[hypothesis.Phase.generate],
-                    stateful_step_count=6,
+                    stateful_step_count=10,
                     deadline=None,
                     database=None,
                     suppress_health_check=list(hypothesis.HealthCheck),
@@ -289,3 +334,6 @@ def test_fuzz_stateful(fuzz_app: FastAPI, fuzz_keys: dict[str, str]) -> None:
         except hypothesis.errors.FlakyStrategyDefinition:
             continue
     assert scenarios[0] >= STATEFUL_EXAMPLES, scenarios
+    print(f"stateful: {scenarios[0]} scenarios, {sum(linked.values())} steps along {len(linked)} links")
+    # the scenarios chain operations: steps take their ids from earlier answers along many links
+    assert len(linked) >= 8 and sum(linked.values()) >= 15, linked

@@ -117,6 +117,44 @@ def test_a_read_that_cannot_reach_the_server_fails_every_waiter(conninfo: str) -
     _with_reader(bad, scenario)
 
 
+def test_a_server_that_never_answers_costs_a_waiter_one_timeout_not_two() -> None:
+    """A frozen server (it accepts the connection, then says nothing): the read in flight fails
+    after ``timeout_s``, and so do the requests that asked while it was in flight -- before,
+    they waited for a second read and its own full timeout (11 s measured with the defaults)."""
+    import socket
+    import time
+
+    from service.db.watermark_reader import NoAnswer
+
+    silent = socket.create_server(("127.0.0.1", 0))
+    timeout_s = 0.5
+
+    async def scenario() -> list[tuple[object, float]]:
+        reader = AsyncWatermarkReader(
+            f"postgresql://x@127.0.0.1:{silent.getsockname()[1]}/x?connect_timeout=30", timeout_s=timeout_s
+        )
+        t0 = time.monotonic()
+
+        async def timed_read(after_s: float) -> tuple[object, float]:
+            await asyncio.sleep(after_s)
+            try:
+                return await reader.read(), time.monotonic() - t0
+            except Exception as exc:
+                return exc, time.monotonic() - t0
+
+        try:
+            return await asyncio.gather(timed_read(0), timed_read(0.2), timed_read(0.3))
+        finally:
+            await reader.aclose()
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        silent.close()
+    assert all(isinstance(a, NoAnswer) for a, _ in answers), answers
+    assert max(t for _, t in answers) < timeout_s + 0.3, answers
+
+
 def test_the_app_reads_watermarks_asynchronously_only_where_the_snapshot_is_read(
     settings: Settings, engine: Engine
 ) -> None:

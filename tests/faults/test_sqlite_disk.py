@@ -120,6 +120,11 @@ def test_full_disk_refuses_writes_with_507_and_keeps_reads_and_recommendations(
             ]
             assert unstored[0]["options"], "the answer itself is complete"
             ready = c.get("/readyz")
+            print(
+                f"full disk: {len(statuses) - 1} x 201 then {r.status_code} {r.json()['type'].rsplit('/', 1)[-1]} "
+                f"(Retry-After {r.headers['retry-after']}); reads {set(_answers(c).values())}; recommend "
+                f"{len(recs)} x 200, {len(unstored)} without an id; /readyz {ready.status_code}"
+            )
             assert ready.status_code == 503 and "cannot take writes" in ready.json()["detail"], ready.text
 
             filler.unlink()
@@ -160,6 +165,11 @@ def test_read_only_disk_refuses_writes_with_503_and_keeps_reads_and_recommendati
             assert rec.json()["recommendation_id"] is None and "read-only" in rec.json()["not_stored"]
             assert rec.json()["options"]
 
+            print(
+                f"read-only disk: /readyz {ready.status_code}; submission {r.status_code} "
+                f"{r.json()['type'].rsplit('/', 1)[-1]} (Retry-After {r.headers['retry-after']}); "
+                f"reads {set(_answers(c).values())}; recommend {rec.status_code} without an id"
+            )
             remount(where, "rw")
             again = c.post("/v1/benchmark-runs", json=body, headers=auth(keys["submit"]))
             assert again.status_code == 201, again.text

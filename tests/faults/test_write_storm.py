@@ -12,6 +12,7 @@ write gate before their one thread call (``service.api.admission``, ``service.ap
 from __future__ import annotations
 
 import asyncio
+import collections
 import secrets
 import time
 import uuid
@@ -163,3 +164,82 @@ def test_storm_server_log_has_no_unhandled_error(storm: tuple[ServerProcess, Eng
     server, _engine, _keys = storm
     log = Path(server.log_path).read_text()
     assert "unhandled error" not in log, log[-3000:]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def narrow_gate(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServerProcess, Engine, dict[str, str]]]:
+    """A server whose write gate is one slot wide and waits 0.2 s: a burst overflows it."""
+    tmp = tmp_path_factory.mktemp(f"gate-{request.param}")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp / 'gate.db'}"
+    else:
+        url = new_pg_database(request.getfixturevalue("pg_cluster"))
+    engine, keys = prepared(url)
+    server = ServerProcess.serve(
+        url,
+        tmp / "server.log",
+        env={
+            "GPU_ADVISOR_RATE_LIMITS_ENABLED": "false",
+            "GPU_ADVISOR_MAX_CONCURRENT_WRITES": "1",
+            "GPU_ADVISOR_WRITE_QUEUE_TIMEOUT_S": "0.2",
+        },
+    ).start()
+    wait_ready(server)
+    try:
+        yield server, engine, keys
+    finally:
+        server.stop()
+        engine.dispose()
+
+
+async def _once_each(url: str, key: str, run_ids: list[str]) -> list[httpx.Response | None]:
+    seen = Seen()
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=LIMITS) as client:
+        return list(
+            await asyncio.gather(
+                *(
+                    timed(
+                        client,
+                        seen,
+                        "write",
+                        "POST",
+                        "/v1/benchmark-runs",
+                        json=small_run(i),
+                        headers=auth(key),
+                    )
+                    for i in run_ids
+                )
+            )
+        )
+
+
+def test_writes_past_the_gate_wait_are_503_with_retry_after_and_change_nothing(
+    narrow_gate: tuple[ServerProcess, Engine, dict[str, str]], tmp_path: Path
+) -> None:
+    """Excess writes wait in line, and those that waited ``write_queue_timeout_s`` are 503
+    ``database-busy`` with ``Retry-After`` (never a 500): nothing of them is stored, everything
+    acknowledged is, once; sent again they are stored, once; reads answer meanwhile."""
+    server, engine, keys = narrow_gate
+    run_ids = [f"gate-{uuid.uuid4().hex}" for _ in range(100)]
+    with ReaderProcess(server.url, READ, tmp_path) as reads:
+        answers = asyncio.run(_once_each(server.url, keys["submit"], run_ids))
+    statuses = [a.status_code if a is not None else 0 for a in answers]
+    refused = [i for i, a in zip(run_ids, answers, strict=True) if a is not None and a.status_code == 503]
+    print(
+        f"100 writes through a 1-slot gate waiting 0.2 s: {dict(collections.Counter(statuses))}; "
+        f"reads meanwhile {reads.statuses}, p99 {reads.p99() * 1000:.0f} ms"
+    )
+    assert set(statuses) <= {201, 503} and refused, statuses
+    for a in answers:
+        assert a is not None
+        if a.status_code == 503:
+            assert a.json()["type"].endswith("/database-busy") and int(a.headers["retry-after"]) > 0, a.text
+    acknowledged = [i for i, s in zip(run_ids, statuses, strict=True) if s == 201]
+    assert stored_runs(engine, run_ids) == dict.fromkeys(acknowledged, 1)
+    assert set(reads.statuses) == {200}, reads.statuses
+    again = [asyncio.run(_once_each(server.url, keys["submit"], [i]))[0] for i in refused[:5]]  # one by one
+    assert [a.status_code if a is not None else 0 for a in again] == [201] * min(5, len(refused))
+    assert stored_runs(engine, run_ids) == dict.fromkeys(acknowledged + refused[:5], 1)
+    assert "unhandled error" not in Path(server.log_path).read_text()
