@@ -616,8 +616,15 @@ def evaluate(
     }
     ran = sum(1 for p in points if p.status == "ok" and p.memory is not None)
     summary["oom"]["false_rate"] = false / ran if ran else 0.0
+    oomed = sum(1 for p in points if p.status == "oom" and p.memory is not None)
+    summary["oom"]["missed_rate"] = missed / oomed if oomed else 0.0
     out(
-        f"  OOM decisions (fit_bytes vs usable memory): missed {missed} (target 0), false {false} = "
+        "  OOM decisions (fits decided at the device-memory band's top, its 90th percentile, "
+        "against usable memory)"
+    )
+    out(
+        f"    missed {missed} = {missed / max(oomed, 1):.0%} of {oomed} configurations that ran out of "
+        f"memory (target 0), false {false} = "
         f"{false / max(ran, 1):.1%} of {ran} configurations that ran (target <= 1%); "
         f"{near} of {decided} configurations within +/-25 % of the boundary"
     )
