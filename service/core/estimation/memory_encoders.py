@@ -8,6 +8,7 @@ from service.core.catalog.models import CnnSpec, EncoderSpec
 from service.core.catalog.precision import TRAIN_MODES as _MODES
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.memory_band import (
+    ENCODER_INFER_BAND,
     _band_for,
     _finish,
 )
@@ -220,7 +221,7 @@ def estimate_encoder_inference(
         comps,
         {"parameters": int(w)},
         ["HF BertForMaskedLM, eval + inference_mode, logits over every position"],
-        (0.06, 0.08),
+        ENCODER_INFER_BAND,
         multi_gpu=False,
     )
 
