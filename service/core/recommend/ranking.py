@@ -175,20 +175,18 @@ def _objective_value(o: Option, objective: str) -> float | None:
 
 
 def _rank(options: Sequence[Option], objective: str) -> list[Option]:
-    scored = []
-    for o in options:
-        v = _objective_value(o, objective)
-        scored.append(replace(o, objective_value=v))
-    scored.sort(key=lambda o: (o.objective_value is None, o.objective_value or 0.0, o.gpu_count, o.gpu.slug))
+    # (value, option): one copy of each option, made below with every ranked field at once
+    scored = [(_objective_value(o, objective), o) for o in options]
+    scored.sort(key=lambda s: (s[0] is None, s[0] or 0.0, s[1].gpu_count, s[1].gpu.slug))
     if not scored:
         return []
-    best = scored[0]
+    best_value, best = scored[0]
     out = []
-    for i, o in enumerate(scored, start=1):
+    for i, (value, o) in enumerate(scored, start=1):
         ratio = u = None
         within = i == 1
-        if o.objective_value is not None and best.objective_value:
-            ratio = o.objective_value / best.objective_value
+        if value is not None and best_value:
+            ratio = value / best_value
             u = o.u if o.gpu.slug == best.gpu.slug else math.hypot(o.u, best.u)
             within = within or abs(math.log(ratio)) <= u
         reasons = list(o.reasons)
@@ -205,6 +203,7 @@ def _rank(options: Sequence[Option], objective: str) -> list[Option]:
         out.append(
             replace(
                 o,
+                objective_value=value,
                 rank=i,
                 ratio_to_best=ratio,
                 ratio_uncertainty=u,

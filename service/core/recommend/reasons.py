@@ -373,6 +373,34 @@ class Reason:
 
     def __init__(self, code: ReasonCode | ReasonCodeName, params: Mapping[str, Any] | None = None) -> None:
         p = dict(params or {})
-        form_of(code, p)
-        object.__setattr__(self, "code", ReasonCode(code))
+        _check(code, p)
+        object.__setattr__(self, "code", _CODES.get(code) or ReasonCode(code))
         object.__setattr__(self, "params", p)
+
+
+_CODES: Final[dict[str, ReasonCode]] = {c.value: c for c in ReasonCode}
+
+_VALUE_FREE: Final[frozenset[str]] = frozenset(
+    c.value for c, forms in FORMS.items() if all(not f.when and f.check is None for f in forms)
+)
+"""Codes whose wording depends on which parameters are set and their types only (no ``when``
+value, no ``check``): a signature of names and types seen once is valid every time."""
+
+_CHECKED: set[tuple[Any, ...]] = set()
+"""(code, (name, type) ...) signatures :func:`form_of` accepted: a search builds about a
+hundred reasons per request from a few dozen signatures (bounded by the code's forms x the
+parameter types the call sites pass)."""
+
+
+def _check(code: str, params: Mapping[str, Any]) -> None:
+    """:func:`form_of`'s check, remembered per signature for value-free codes (a list's items
+    are checked every time: their types are not in the signature)."""
+    if code not in _VALUE_FREE:
+        form_of(code, params)
+        return
+    sig = (code, *((k, v.__class__) for k, v in params.items()))
+    if sig in _CHECKED:
+        return
+    form_of(code, params)
+    if not any(isinstance(v, list | tuple) for v in params.values()):
+        _CHECKED.add(sig)
