@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Final
 
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer
+from service.core.estimation.frozen import replace
 from service.core.evidence.provenance import at_least, weakest
 from service.core.pricing.cost import (
     NO_PURCHASE_PRICE,

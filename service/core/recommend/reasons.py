@@ -387,7 +387,7 @@ _VALUE_FREE: Final[frozenset[str]] = frozenset(
 value, no ``check``): a signature of names and types seen once is valid every time."""
 
 _CHECKED: set[tuple[Any, ...]] = set()
-"""(code, (name, type) ...) signatures :func:`form_of` accepted: a search builds about a
+"""(code, names, types) signatures :func:`form_of` accepted: a search builds about a
 hundred reasons per request from a few dozen signatures (bounded by the code's forms x the
 parameter types the call sites pass)."""
 
@@ -398,7 +398,7 @@ def _check(code: str, params: Mapping[str, Any]) -> None:
     if code not in _VALUE_FREE:
         form_of(code, params)
         return
-    sig = (code, *((k, v.__class__) for k, v in params.items()))
+    sig = (code, tuple(params), tuple(map(type, params.values())))  # C loops, no generator
     if sig in _CHECKED:
         return
     form_of(code, params)

@@ -42,13 +42,14 @@ Ranking
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.estimate import Job
+from service.core.estimation.frozen import replace
 from service.core.estimation.memory import (
     InferenceConfig,
     TrainConfig,
