@@ -14,6 +14,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from service.core.recommend.search import StoredRecommendation
+from service.db.engine import JsonText
 from service.db.models import Recommendation
 from service.db.repositories.benchmarks import utc
 
@@ -43,17 +44,18 @@ class RecommendationRepository:
         api_key_id: int | None,
         data_version: str,
         request: dict[str, Any],
-        response: dict[str, Any],
+        response: dict[str, Any] | str,
         created_at: dt.datetime,
     ) -> bool:
         """Store unless the id is already stored (one statement: INSERT ... ON CONFLICT DO
-        NOTHING). True when this call stored it."""
+        NOTHING). True when this call stored it. ``response`` may be given already serialised
+        (JSON text of the document), as the route sends it."""
         values = {
             "id": rec_id,
             "api_key_id": api_key_id,
             "data_version": data_version,
             "request": request,
-            "response": response,
+            "response": JsonText(response) if isinstance(response, str) else response,
             "created_at": created_at,
         }
         conn = self._s.connection()
