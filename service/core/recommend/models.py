@@ -51,6 +51,9 @@ class Pool:
     interconnect: str | None = None  # "nvlink" | "pcie" | None (the catalog's)
     network_gbps_per_node: float | None = None  # between nodes; None: the stated default
     rdma: bool | None = None  # GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA)
+    purchase_price_per_gpu: float | None = (
+        None  # what one GPU cost, in the cost currency; None: the catalog's
+    )
 
     @property
     def free(self) -> int:

@@ -40,6 +40,7 @@ class ReasonCode(StrEnum):
     NO_PRICE = "NO_PRICE"
     NO_MATCHING_INSTANCE = "NO_MATCHING_INSTANCE"
     NO_PURCHASE_PRICE = "NO_PURCHASE_PRICE"
+    CAPEX_UNKNOWN = "CAPEX_UNKNOWN"
     NO_POWER_FIGURE = "NO_POWER_FIGURE"
     OVER_BUDGET = "OVER_BUDGET"
     # options
@@ -83,7 +84,7 @@ ReasonCodeName = Literal[
     "NO_NVLINK", "OVER_POWER_CAP", "POWER_UNKNOWN", "NO_MEMORY_FIGURE", "PRECISION_UNSUPPORTED",
     "MEMORY_INSUFFICIENT", "NO_PLACEMENT", "OVER_GPU_LIMIT", "NO_TIME_ESTIMATE", "MISSES_DEADLINE",
     "MISSES_TTFT", "MISSES_TPOT", "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE",
-    "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
+    "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "CAPEX_UNKNOWN", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
     "SHARDED_TO_FIT", "TENSOR_PARALLEL_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
     "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE",
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "QUANTISED_WEIGHTS", "MULTI_NODE",
@@ -235,6 +236,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         gpu=Text, gpu_count=Count, gpus_per_node=Count, nodes=Count, needs_nvlink=Flag, replicas=Flag, suspect_only=Flag, detail=Text
     ),
     ReasonCode.NO_PURCHASE_PRICE: _one(gpu=Text, gpu_count=Count),
+    ReasonCode.CAPEX_UNKNOWN: _one(gpu=Text, gpu_count=Count, energy_per_hour=Num, currency=Text),
     ReasonCode.NO_POWER_FIGURE: _one(gpu=Text, gpu_count=Count),
     ReasonCode.OVER_BUDGET: tuple(
         Form(what, _BUDGET, {"what": what}) for what in ("per_hour", "per_run", "purchase")
