@@ -929,6 +929,7 @@ class PoolIn(_Model):
     interconnect: Literal["nvlink", "pcie"] | None = Field(default=None)
     network_gbps_per_node: float | None = Field(default=None)
     nodes: int | None = Field(default=None)
+    purchase_price_per_gpu: float | None = Field(default=None)
     rdma: bool | None = Field(default=None)
 
 

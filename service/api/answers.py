@@ -18,6 +18,12 @@ from pydantic import BaseModel
 DATA_VERSION_HEADER = "X-Data-Version"
 
 
+def dumps(doc: Mapping[str, Any]) -> str:
+    """A JSON-ready document as an answer's body says it: as Starlette's JSONResponse renders
+    it (compact, UTF-8, no NaN)."""
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def answer(
     body: BaseModel | Mapping[str, Any] | bytes,
     data_version: str,
@@ -32,7 +38,6 @@ def answer(
         content = body
     else:
         doc = body.model_dump(mode="json") if isinstance(body, BaseModel) else body
-        # as Starlette's JSONResponse renders it: compact, UTF-8, no NaN
-        content = json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        content = dumps(doc).encode()
     h = {DATA_VERSION_HEADER: str(data_version), **(headers or {})}
     return Response(content, status_code=status_code, media_type=media_type, headers=h)

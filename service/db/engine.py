@@ -24,6 +24,7 @@ watermark read).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
@@ -38,6 +39,17 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.settings import Settings
+
+
+class JsonText(str):
+    """A value already serialised as JSON, stored as it is in a JSON column (the recommend route
+    serialises its answer once, for the wire and for the row: ~0.6 ms of a 30 kB answer)."""
+
+
+def json_dumps(value: Any) -> str:
+    """The engines' JSON serialiser: :class:`JsonText` as it is, anything else as before."""
+    return str.__str__(value) if isinstance(value, JsonText) else json.dumps(value)
+
 
 CLIENT_GRACE_S = 2.0
 """The client gives up on the server this long after the server's own statement timeout."""
@@ -82,7 +94,7 @@ def make_engine(
     limits: EngineLimits | None = None,
 ) -> Engine:
     u = make_url(url)
-    kwargs: dict[str, Any] = {"echo": echo, "future": True}
+    kwargs: dict[str, Any] = {"echo": echo, "future": True, "json_serializer": json_dumps}
     busy_ms = limits.sqlite_busy_timeout_ms if limits is not None else sqlite_busy_timeout_ms
     if u.get_backend_name() == "sqlite":
         if u.database and u.database != ":memory:" and not Path(u.database).parent.is_dir():

@@ -66,6 +66,15 @@ class PoolIn(BaseModel):
     rdma: bool | None = Field(
         default=None, description="GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA); default: unknown"
     )
+    purchase_price_per_gpu: float | None = Field(
+        default=None,
+        gt=0,
+        le=10_000_000,
+        description="what one GPU of this pool cost, in the request's cost currency: owned GPUs are costed "
+        "by TCO (amortised purchase + electricity), never by a rental price; default: the catalog's purchase "
+        "price, else electricity only (the answer says the capital cost is unknown)",
+        examples=[8000],
+    )
 
 
 class BudgetIn(BaseModel):
@@ -172,6 +181,7 @@ class ConstraintsIn(BaseModel):
                     interconnect=p.interconnect,
                     network_gbps_per_node=p.network_gbps_per_node,
                     rdma=p.rdma,
+                    purchase_price_per_gpu=p.purchase_price_per_gpu,
                 )
                 for p in self.inventory
             )

@@ -242,13 +242,14 @@ def _add_answer(
     *,
     now: dt.datetime,
     owner: int | None,
+    doc_json: str | None = None,
 ) -> None:
     uow.recommendations.add(
         outcome.recommendation_id,
         api_key_id=owner,
         data_version=outcome.data_version,
         request=dict(request),
-        response=dict(doc),
+        response=doc_json if doc_json is not None else dict(doc),
         created_at=now,
     )
 
@@ -262,9 +263,11 @@ def store_answer(
     *,
     now: dt.datetime,
     owner: int | None,
+    doc_json: str | None = None,
 ) -> None:
-    """Store an answer computed by :func:`compute` (one insert, skipped when stored before)."""
-    _add_answer(uow, outcome, doc, request, now=now, owner=owner)
+    """Store an answer computed by :func:`compute` (one insert, skipped when stored before);
+    ``doc_json``: ``doc`` already serialised (the route's response body), stored as it is."""
+    _add_answer(uow, outcome, doc, request, now=now, owner=owner, doc_json=doc_json)
 
 
 def unstored(doc: Mapping[str, Any], reason: str) -> dict[str, Any]:

@@ -217,7 +217,8 @@ def test_owned_inventory_is_costed_by_tco_never_rent(client: TestClient) -> None
         assert o["objective_value"] == t["run"]["mid"]
         assert c["network"]["source"] == "the request's inventory pool"
         assert c["network"]["inter_node_gbps"] == 400 and c["network"]["rdma"] == "yes"
-    # H100s on hand have no purchase price shipped: excluded as such, never given a rental price
+    # H100s on hand have no purchase price shipped: costed on electricity only, saying the
+    # capital cost is unknown -- never given a rental price, never silently excluded
     h100 = _ask(
         client,
         {
@@ -226,8 +227,12 @@ def test_owned_inventory_is_costed_by_tco_never_rent(client: TestClient) -> None
             "objective": "cheapest",
         },
     )
-    ex = [e for e in h100["excluded"] if e["gpu"]["slug"] == "nvidia-h100-sxm"]
-    assert h100["options"] == [] and ex and ex[0]["code"] == "NO_PURCHASE_PRICE"
+    assert not [e for e in h100["excluded"] if e["gpu"]["slug"] == "nvidia-h100-sxm"]
+    o = h100["options"][0]
+    t = o["cost"]["tco"]
+    assert o["cost"]["provider"] is None and t["capex"] == 0 and "capex_unknown" in t["notes"]
+    assert t["per_hour"] == t["energy_per_hour"] > 0
+    assert "CAPEX_UNKNOWN" in [r["code"] for r in o["reasons"]]
 
 
 def test_inventory_network_fields_are_validated(client: TestClient) -> None:

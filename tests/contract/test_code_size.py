@@ -39,7 +39,6 @@ KNOWN_LONG_FUNCTIONS: dict[str, int] = {
     "service/cli.py::prices_import_skypilot": 86,
     "service/core/estimation/estimate_inputs.py::_inference_config": 86,
     "service/core/estimation/estimate_time.py::_time": 84,
-    "service/core/pricing/cost.py::tco": 84,
     "service/agent/multigpu/worker.py::run_job": 82,
 }
 

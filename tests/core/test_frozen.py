@@ -76,3 +76,31 @@ def test_refuses_what_it_does_not_reproduce() -> None:
     for cls in (NoSlots, KwOnly):
         with pytest.raises(TypeError):
             fast_init(cls)
+
+
+def test_replace_is_dataclasses_replace() -> None:
+    """The generated copy gives what ``dataclasses.replace`` gives, runs ``__post_init__``'s
+    checks, refuses an unknown field, and falls back for a class it cannot generate for."""
+    from service.core.estimation.frozen import replace
+
+    p = _Point(1.0, extra={"a": 1})
+    for changes in ({}, {"y": 5.0}, {"x": 3.0, "extra": {}}):
+        assert replace(p, **changes) == dataclasses.replace(p, **changes)
+        assert replace(_Plain(1.0), **changes) == dataclasses.replace(_Plain(1.0), **changes)
+    assert replace(p).extra is p.extra  # a copy shares the values, as dataclasses.replace does
+    with pytest.raises(ValueError, match="x must be"):
+        replace(p, x=-1.0)
+    with pytest.raises(TypeError, match="no field"):
+        replace(p, z=1.0)
+
+    @dataclasses.dataclass(frozen=True)
+    class _Derived:
+        a: int
+        b: int = dataclasses.field(init=False, default=7)
+
+    d = _Derived(1)
+    assert replace(d, a=2) == dataclasses.replace(d, a=2)
+    cfg = TrainConfig(model=get_model("llama3-8b"), batch_size=2, seq_len=1024)
+    assert replace(cfg, gpu_count=4) == dataclasses.replace(cfg, gpu_count=4)
+    with pytest.raises(InvalidConfiguration):
+        replace(cfg, batch_size=0)

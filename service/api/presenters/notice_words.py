@@ -97,6 +97,14 @@ QUOTE_NOTE_WORDS: Final[Mapping[str, Mapping[str, str]]] = {
         "en": "the price's date is when it was read, not when it was set: its age is a lower bound",
         "zh": "价格日期是读取日期而非定价日期：价格年龄只是下限",
     },
+    q.CAPEX_FROM_POOL: {
+        "en": "owned GPUs: the purchase price per GPU is the one the inventory pool states",
+        "zh": "自有 GPU：采购价格取自库存池给出的单卡价格",
+    },
+    q.CAPEX_UNKNOWN: {
+        "en": "owned GPUs without a known purchase price: electricity only, the capital cost is unknown",
+        "zh": "自有 GPU 没有已知采购价格：仅计电费，资本成本未知",
+    },
 }
 
 

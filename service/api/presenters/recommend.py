@@ -417,6 +417,42 @@ def _frontier(rec: Any) -> list[FrontierPoint]:
     return out
 
 
+def _exclusion(x: Exclusion) -> ExclusionOut:
+    return ExclusionOut(
+        gpu=_gpu(x),
+        code=x.reason.code,
+        params=dict(x.reason.params),
+        message=_said(x.reason.code, x.reason.params),
+        also=[_reason(r) for r in x.also],
+    )
+
+
+_EXCLUDED: dict[tuple[Any, ...], tuple[Any, ExclusionOut]] = {}
+"""Exclusion entries by (GPU, reasons with their parameters' values and types): most of an
+answer's ~40 exclusions (not allowed, not in the inventory, over the power cap) recur from one
+answer to the next, and a built entry is only read (its document is dumped, never changed)."""
+
+
+def _key(r: Reason) -> tuple[Any, ...]:
+    return (r.code, tuple(r.params.items()), tuple(map(type, r.params.values())))
+
+
+def _excluded(x: Exclusion) -> ExclusionOut:
+    """:func:`_exclusion`, remembered (a GPU object of a later catalog snapshot is a new key)."""
+    try:
+        key = (id(x.gpu), _key(x.reason), tuple(_key(r) for r in x.also))
+        hit = _EXCLUDED.get(key)
+    except TypeError:  # a list among the parameters: built every time
+        return _exclusion(x)
+    if hit is not None and hit[0] is x.gpu:
+        return hit[1]
+    out = _exclusion(x)
+    if len(_EXCLUDED) >= 4096:
+        _EXCLUDED.clear()
+    _EXCLUDED[key] = (x.gpu, out)
+    return out
+
+
 def document(outcome: RecommendOutcome) -> dict[str, Any]:
     """The English answer as stored and sent (JSON-ready)."""
     rec = outcome.recommendation
@@ -435,16 +471,7 @@ def document(outcome: RecommendOutcome) -> dict[str, Any]:
         question=_question(outcome),
         options=[_option(o, rec.objective) for o in rec.options],
         frontier=frontier,
-        excluded=[
-            ExclusionOut(
-                gpu=_gpu(x),
-                code=x.reason.code,
-                params=dict(x.reason.params),
-                message=_said(x.reason.code, x.reason.params),
-                also=[_reason(r) for r in x.also],
-            )
-            for x in rec.excluded
-        ],
+        excluded=[_excluded(x) for x in rec.excluded],
         what_if=[
             WhatIfOut(
                 code=w.code,

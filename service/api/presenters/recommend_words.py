@@ -143,6 +143,11 @@ EN: Final[Table] = {
         "{suspect_only:?, except at prices flagged suspect|}: {detail}"
     },
     C.NO_PURCHASE_PRICE: {"": "no purchase price for the {gpu} ({gpu_count} GPUs), so no TCO"},
+    C.CAPEX_UNKNOWN: {
+        "": "owned {gpu} x{gpu_count}: no purchase price is known, so the cost is electricity only "
+        "({energy_per_hour:.2f} {currency}/h) and the capital cost is unknown (the inventory's "
+        "purchase_price_per_gpu gives it)"
+    },
     C.NO_POWER_FIGURE: {
         "": "the {gpu} has no power figure, so no energy cost and no TCO for {gpu_count} GPUs"
     },
@@ -387,6 +392,10 @@ ZH: Final[Table] = {
         "{needs_nvlink:?（需 NVLink 互联）|}{replicas:?（推理副本）|}{suspect_only:?，可疑价格除外|}：{detail}"
     },
     C.NO_PURCHASE_PRICE: {"": "{gpu} 没有采购价格，无法计算 {gpu_count} 块的 TCO"},
+    C.CAPEX_UNKNOWN: {
+        "": "自有 {gpu} x{gpu_count}：没有已知采购价格，成本仅计电费（{energy_per_hour:.2f} {currency}/小时），"
+        "资本成本未知（可在库存中给出 purchase_price_per_gpu）"
+    },
     C.NO_POWER_FIGURE: {"": "{gpu} 没有功耗数据，无法计算 {gpu_count} 块的电费和 TCO"},
     C.OVER_BUDGET: {
         what: "{gpu_count} 块 {gpu} " + words + "花费 {cost:,.2f} {currency}，超出预算 {budget:,.2f}"

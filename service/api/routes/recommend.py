@@ -103,7 +103,7 @@ async def recommend(
     now = dt.datetime.now(dt.UTC)
     owner = caller.key_id if caller is not None else None
 
-    def answer() -> tuple[uc.RecommendOutcome, dict[str, Any]]:
+    def answer() -> tuple[uc.RecommendOutcome, dict[str, Any], str]:
         with read_uow:  # a read transaction, ended in this thread call
             outcome = uc.compute(
                 read_uow,
@@ -114,11 +114,15 @@ async def recommend(
                 price_stale_days=settings.price_stale_days,
                 owner=owner,
             )
-        return outcome, {**document(outcome), "asked": request}
+        doc = {**document(outcome), "asked": request}
+        return outcome, doc, answers.dumps(doc)
 
-    outcome, doc = await run_in_threadpool(answer)
-    doc = await _store(uow, outcome, doc, request, now=now, owner=owner)
-    return _json(localise(doc, language(accept_language)))
+    outcome, doc, text = await run_in_threadpool(answer)
+    sent = await _store(uow, outcome, doc, request, now=now, owner=owner, text=text)
+    lang = language(accept_language)
+    if sent is doc and lang == "en":  # stored, in the language it is stored in: serialised once
+        return answers.answer(text.encode(), outcome.data_version)
+    return _json(localise(sent, lang))
 
 
 async def _store(
@@ -129,14 +133,15 @@ async def _store(
     *,
     now: dt.datetime,
     owner: int | None,
+    text: str | None = None,
 ) -> dict[str, Any]:
-    """Store the answer in a short write transaction of its own, through the write gate --
-    best-effort (issue 26): when the database cannot write (full or read-only disk, down, busy),
-    the answer is sent without an id, saying why."""
+    """Store the answer (``text``: already serialised) in a short write transaction of its own,
+    through the write gate -- best-effort (issue 26): when the database cannot write (full or
+    read-only disk, down, busy), the answer is sent without an id, saying why."""
 
     def store() -> None:
         with uow:
-            uc.store_answer(uow, outcome, doc, request, now=now, owner=owner)
+            uc.store_answer(uow, outcome, doc, request, now=now, owner=owner, doc_json=text)
 
     try:
         if uow.gate is None:

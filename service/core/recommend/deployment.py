@@ -104,21 +104,39 @@ def price_plan(
         return PlanPrice()
     pools = q.constraints.pools
     if pools is not None:
-        t = tco(
-            data.prices,
-            gpu.slug,
-            gpu_count=shape.gpus,
-            tdp_w=gpu.tdp_w,
-            assumptions=q.cost,
-            hours=hours,
-            hours_low=min(hours_band[0], hours) if hours_band and hours else None,
-            hours_high=max(hours_band[1], hours) if hours_band and hours else None,
-        )
+        t = owned_tco(data, q, gpu, shape.gpus, hours=hours, hours_band=hours_band)
         return PlanPrice(tco=t, network=_pool_network(pools, gpu))
     p = data.prices.rent_shape(gpu.slug, shape, q.cost)
     if isinstance(p, ShapePrice):
         return PlanPrice(quote=p.quote, network=p.network)
     return PlanPrice(missing=p)
+
+
+def owned_tco(
+    data: RecommendData,
+    q: RecommendQuestion,
+    gpu: GpuSpec,
+    gpu_count: int,
+    *,
+    hours: float | None = None,
+    hours_band: tuple[float, float] | None = None,
+) -> Tco | None:
+    """GPUs of the request's inventory, always costed by TCO: the pool's own purchase price per
+    GPU, else the catalog's, else electricity only (``Tco.capex_unknown``); never a rental."""
+    assert data.prices is not None
+    pool = next((p for p in q.constraints.pools or () if p.gpu == gpu.slug), None)
+    return tco(
+        data.prices,
+        gpu.slug,
+        gpu_count=gpu_count,
+        tdp_w=gpu.tdp_w,
+        assumptions=q.cost,
+        hours=hours,
+        hours_low=min(hours_band[0], hours) if hours_band and hours else None,
+        hours_high=max(hours_band[1], hours) if hours_band and hours else None,
+        price_per_gpu=pool.purchase_price_per_gpu if pool is not None else None,
+        owned=True,
+    )
 
 
 def no_price_reason(o: Option, q: RecommendQuestion, name: str) -> Reason:
@@ -162,9 +180,7 @@ def gpu_hour_floor(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec) -> f
     if book is None:
         return None
     if q.constraints.pools is not None:
-        p = book.purchase(gpu.slug)
-        if p is None:
-            return None
-        t = tco(book, gpu.slug, gpu_count=p.gpus_per_unit, tdp_w=gpu.tdp_w, assumptions=q.cost)
+        p = book.purchase(gpu.slug)  # a whole unit spreads a per-node price over its GPUs
+        t = owned_tco(data, q, gpu, p.gpus_per_unit if p is not None else 1)
         return t.per_gpu_hour if t is not None else None
     return book.min_gpu_hour(gpu.slug, q.cost)

@@ -10,6 +10,7 @@ from typing import Any, Final
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.calibration import CalibrationSet
 from service.core.estimation.estimate import Estimate, Job, JobSpec
+from service.core.estimation.frozen import fast_init
 from service.core.estimation.memory import (
     InferenceConfig,
     TrainConfig,
@@ -50,6 +51,9 @@ class Pool:
     interconnect: str | None = None  # "nvlink" | "pcie" | None (the catalog's)
     network_gbps_per_node: float | None = None  # between nodes; None: the stated default
     rdma: bool | None = None  # GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA)
+    purchase_price_per_gpu: float | None = (
+        None  # what one GPU cost, in the cost currency; None: the catalog's
+    )
 
     @property
     def free(self) -> int:
@@ -127,6 +131,7 @@ class Exclusion:
     """The best plan found that the reason rules out (a deadline missed), when there is one."""
 
 
+@fast_init  # ~35 options built and copied a request
 @dataclass(frozen=True, slots=True)
 class Option:
     gpu: GpuSpec

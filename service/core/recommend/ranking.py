@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Final
 
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer
+from service.core.estimation.frozen import replace
 from service.core.evidence.provenance import at_least, weakest
 from service.core.pricing.cost import (
     NO_PURCHASE_PRICE,
+    Tco,
     tco,
     tco_exclusion,
 )
-from service.core.recommend.deployment import no_price_reason
+from service.core.recommend.deployment import no_price_reason, owned_tco
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion
 from service.core.recommend.reasons import Reason, ReasonCode
 
@@ -79,7 +80,7 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
         reasons += _rent_over_budget(o, q, name)
     if cons.budget_purchase is not None:
         owned = _with_tco(o, q, data) if data.prices is not None else o
-        if owned.tco is None:
+        if owned.tco is None or owned.tco.capex_unknown:
             reasons.append(
                 Reason(
                     ReasonCode(owned.tco_missing or NO_PURCHASE_PRICE),
@@ -129,6 +130,9 @@ def _with_tco(o: Option, q: RecommendQuestion, data: RecommendData) -> Option:
     if data.prices is None:
         return o
     hb = o.hours_band
+    if q.constraints.pools is not None:  # GPUs on hand: always costed by TCO, capex known or not
+        t = owned_tco(data, q, o.gpu, o.gpu_count, hours=o.hours, hours_band=hb)
+        return replace(o, tco=t, reasons=(*o.reasons, *_capex_unknown(o, t)))
     t = tco(
         data.prices,
         o.gpu.slug,
@@ -144,6 +148,20 @@ def _with_tco(o: Option, q: RecommendQuestion, data: RecommendData) -> Option:
             o, tco_missing=tco_exclusion(data.prices, o.gpu.slug, tdp_w=o.gpu.tdp_w) or NO_PURCHASE_PRICE
         )
     return replace(o, tco=t)
+
+
+def _capex_unknown(o: Option, t: Tco | None) -> tuple[Reason, ...]:
+    """Said on an owned plan costed on electricity only (no purchase price known)."""
+    if t is None or not t.capex_unknown:
+        return ()
+    name = o.gpu.name or o.gpu.slug
+    params = {
+        "gpu": name,
+        "gpu_count": o.gpu_count,
+        "energy_per_hour": t.energy_per_hour,
+        "currency": t.currency,
+    }
+    return (Reason("CAPEX_UNKNOWN", params),)
 
 
 def _option_band_pct(o: Option) -> float:
@@ -175,20 +193,18 @@ def _objective_value(o: Option, objective: str) -> float | None:
 
 
 def _rank(options: Sequence[Option], objective: str) -> list[Option]:
-    scored = []
-    for o in options:
-        v = _objective_value(o, objective)
-        scored.append(replace(o, objective_value=v))
-    scored.sort(key=lambda o: (o.objective_value is None, o.objective_value or 0.0, o.gpu_count, o.gpu.slug))
+    # (value, option): one copy of each option, made below with every ranked field at once
+    scored = [(_objective_value(o, objective), o) for o in options]
+    scored.sort(key=lambda s: (s[0] is None, s[0] or 0.0, s[1].gpu_count, s[1].gpu.slug))
     if not scored:
         return []
-    best = scored[0]
+    best_value, best = scored[0]
     out = []
-    for i, o in enumerate(scored, start=1):
+    for i, (value, o) in enumerate(scored, start=1):
         ratio = u = None
         within = i == 1
-        if o.objective_value is not None and best.objective_value:
-            ratio = o.objective_value / best.objective_value
+        if value is not None and best_value:
+            ratio = value / best_value
             u = o.u if o.gpu.slug == best.gpu.slug else math.hypot(o.u, best.u)
             within = within or abs(math.log(ratio)) <= u
         reasons = list(o.reasons)
@@ -205,6 +221,7 @@ def _rank(options: Sequence[Option], objective: str) -> list[Option]:
         out.append(
             replace(
                 o,
+                objective_value=value,
                 rank=i,
                 ratio_to_best=ratio,
                 ratio_uncertainty=u,

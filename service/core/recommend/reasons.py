@@ -40,6 +40,7 @@ class ReasonCode(StrEnum):
     NO_PRICE = "NO_PRICE"
     NO_MATCHING_INSTANCE = "NO_MATCHING_INSTANCE"
     NO_PURCHASE_PRICE = "NO_PURCHASE_PRICE"
+    CAPEX_UNKNOWN = "CAPEX_UNKNOWN"
     NO_POWER_FIGURE = "NO_POWER_FIGURE"
     OVER_BUDGET = "OVER_BUDGET"
     # options
@@ -85,7 +86,7 @@ ReasonCodeName = Literal[
     "NO_NVLINK", "OVER_POWER_CAP", "POWER_UNKNOWN", "NO_MEMORY_FIGURE", "PRECISION_UNSUPPORTED",
     "MEMORY_INSUFFICIENT", "NO_PLACEMENT", "OVER_GPU_LIMIT", "NO_TIME_ESTIMATE", "MISSES_DEADLINE",
     "MISSES_TTFT", "MISSES_TPOT", "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE",
-    "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
+    "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "CAPEX_UNKNOWN", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
     "SHARDED_TO_FIT", "TENSOR_PARALLEL_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
     "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE",
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "QUANTISED_WEIGHTS", "MULTI_NODE",
@@ -238,6 +239,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         gpu=Text, gpu_count=Count, gpus_per_node=Count, nodes=Count, needs_nvlink=Flag, replicas=Flag, suspect_only=Flag, detail=Text
     ),
     ReasonCode.NO_PURCHASE_PRICE: _one(gpu=Text, gpu_count=Count),
+    ReasonCode.CAPEX_UNKNOWN: _one(gpu=Text, gpu_count=Count, energy_per_hour=Num, currency=Text),
     ReasonCode.NO_POWER_FIGURE: _one(gpu=Text, gpu_count=Count),
     ReasonCode.OVER_BUDGET: tuple(
         Form(what, _BUDGET, {"what": what}) for what in ("per_hour", "per_run", "purchase")
@@ -380,6 +382,34 @@ class Reason:
 
     def __init__(self, code: ReasonCode | ReasonCodeName, params: Mapping[str, Any] | None = None) -> None:
         p = dict(params or {})
-        form_of(code, p)
-        object.__setattr__(self, "code", ReasonCode(code))
+        _check(code, p)
+        object.__setattr__(self, "code", _CODES.get(code) or ReasonCode(code))
         object.__setattr__(self, "params", p)
+
+
+_CODES: Final[dict[str, ReasonCode]] = {c.value: c for c in ReasonCode}
+
+_VALUE_FREE: Final[frozenset[str]] = frozenset(
+    c.value for c, forms in FORMS.items() if all(not f.when and f.check is None for f in forms)
+)
+"""Codes whose wording depends on which parameters are set and their types only (no ``when``
+value, no ``check``): a signature of names and types seen once is valid every time."""
+
+_CHECKED: set[tuple[Any, ...]] = set()
+"""(code, names, types) signatures :func:`form_of` accepted: a search builds about a
+hundred reasons per request from a few dozen signatures (bounded by the code's forms x the
+parameter types the call sites pass)."""
+
+
+def _check(code: str, params: Mapping[str, Any]) -> None:
+    """:func:`form_of`'s check, remembered per signature for value-free codes (a list's items
+    are checked every time: their types are not in the signature)."""
+    if code not in _VALUE_FREE:
+        form_of(code, params)
+        return
+    sig = (code, tuple(params), tuple(map(type, params.values())))  # C loops, no generator
+    if sig in _CHECKED:
+        return
+    form_of(code, params)
+    if not any(isinstance(v, list | tuple) for v in params.values()):
+        _CHECKED.add(sig)

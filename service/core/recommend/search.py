@@ -42,13 +42,14 @@ Ranking
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.estimate import Job
+from service.core.estimation.frozen import replace
 from service.core.estimation.memory import (
     InferenceConfig,
     TrainConfig,
@@ -133,7 +134,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         _with_tco(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))), q, data)
         for o in ranked[: q.limit]
     )
-    pool = [o for o in found.pool if _check_constraints(o, q, data) is o or o in found.feasible]
+    pool = [o for o in found.pool if _passes(o, q, data) or o in found.feasible]
     if search is not None and options and q.constraints.deadline_hours is None:
         long_run = _long_run(search, options[0], q, data, pool)
         if long_run is not None:
@@ -161,6 +162,14 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         feasible=len(found.feasible),
         assumptions=assumptions(q, options[0] if options else None, q.engine_assumed),
     )
+
+
+def _passes(o: Option, q: RecommendQuestion, data: RecommendData) -> bool:
+    """Whether :func:`_check_constraints` keeps ``o`` as it is; a plan without a cost that no
+    instance type holds never is (it is excluded or gains a reason), so its reasons are not built."""
+    if o.quote is None and o.tco is None and o.price_missing is not None:
+        return False
+    return _check_constraints(o, q, data) is o
 
 
 def _validate(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.estimate import Job, estimate
+from service.core.estimation.frozen import replace
 from service.core.estimation.memory import (
     MemoryEstimate,
     TrainConfig,
@@ -360,7 +361,7 @@ class _TrainingSearch:
         if primary is None:
             fastest = min(found, key=lambda o: (o.time_value, o.gpu_count))
             return self._misses_deadline(gpu, fastest, cap, max(o.gpu_count for o in found))
-        return self._explained(gpu, primary, usable, n0), [o for o in found if o is not primary]
+        return self._explained(gpu, self._said(primary), usable, n0), [o for o in found if o is not primary]
 
     def faster(self, o: Option, cap: int) -> list[Option]:
         """Plans on ``o``'s GPU at about doubling counts above it (the frontier's faster points,
@@ -415,7 +416,7 @@ class _TrainingSearch:
                     "largest_tried": largest,
                 },
             ),
-            plan=fastest,
+            plan=self._said(fastest),
         )
 
     def _explained(self, gpu: GpuSpec, primary: Option, usable: int, n0: int) -> Option:
@@ -477,7 +478,6 @@ class _TrainingSearch:
                 cpm = cost_per_million_tokens(
                     hourly.per_hour, capacity_tokens_per_s=tps, served_tokens_per_s=tps
                 )
-        reasons = self._reasons(gpu, plan, usable, est.time, nodes, per)
         return Option(
             gpu=gpu,
             gpu_count=n,
@@ -495,7 +495,6 @@ class _TrainingSearch:
             time_value=time_value,
             objective_value=None,
             u=ratio_half_width(t),
-            reasons=tuple(reasons),
             run_cost=run,
             cost_per_million_tokens=cpm,
             needs_nvlink=deploy.needs_gpu_link,
@@ -503,6 +502,13 @@ class _TrainingSearch:
             network=priced.network,
             price_missing=priced.missing,
         )
+
+    def _said(self, o: Option) -> Option:
+        """``o`` with why this plan: built only for the plans an answer may show (the chosen
+        plan, the fastest plan that misses a deadline), not for every plan timed."""
+        plan = _Plan(cast(TrainConfig, o.train), o.est.memory.estimate)
+        reasons = self._reasons(o.gpu, plan, o.usable_bytes, o.est.time, o.nodes, o.gpus_per_node)
+        return replace(o, reasons=(*reasons, *o.reasons))
 
     def _reasons(self, gpu: GpuSpec, plan: _Plan, usable: int, t: Any, nodes: int, per: int) -> list[Reason]:
         """Why this plan: it fits (with the headroom), sharding or checkpointing needed to fit,

@@ -1,0 +1,115 @@
+"""Owned inventory is costed by TCO (amortised purchase + electricity at the facility's PUE),
+never by a rental price: with the catalog's purchase price, the pool's own, or -- when none is
+known -- on electricity only, saying the capital cost is unknown (not silently excluded)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+HOURS_PER_YEAR = 365.25 * 24
+
+LORA_8B = {
+    "model": "llama3-8b",
+    "mode": "fine-tuning",
+    "finetune": "lora",
+    "batch_size": 2,
+    "seq_len": 2048,
+    "tokens": 1e8,
+}
+
+
+def _ask(client: TestClient, pool: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    body = {
+        "workload": LORA_8B,
+        "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 4, "nodes": 2, **pool}]},
+        "objective": "cheapest",
+        **extra,
+    }
+    r = client.post("/v1/recommend", json=body)
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def test_owned_l40s_without_a_purchase_price_are_costed_on_electricity_only(client: TestClient) -> None:
+    """The catalog has no L40 purchase price: "cheapest" used to answer no option at all. Now
+    the plan is costed on its electricity -- TDP x GPUs x (1 + host share) x PUE x $/kWh -- and
+    says the capital cost is unknown."""
+    d = _ask(client, {})
+    assert d["options"], d["excluded"]
+    o = d["options"][0]
+    assert o["gpu"]["slug"] == "nvidia-l40"
+    t = o["cost"]["tco"]
+    a = t["assumptions"]
+    n = o["strategy"]["gpu_count"]
+    assert o["cost"]["provider"] is None and o["cost"]["instance_type"] is None  # never a rental
+    assert t["available"] and t["capex"] == 0 and t["capex_per_hour"] == 0
+    assert "capex_unknown" in t["notes"]
+    kw = 300.0 * n * (1 + a["host_power_fraction"]) * a["pue"] / 1000.0  # L40 TDP 300 W
+    assert abs(t["energy_per_hour"] - kw * a["electricity_usd_per_kwh"]) < 1e-9
+    assert t["per_hour"] == t["energy_per_hour"]
+    said = [r for r in o["reasons"] if r["code"] == "CAPEX_UNKNOWN"]
+    assert len(said) == 1 and "capital cost is unknown" in said[0]["message"]
+    assert said[0]["params"]["gpu_count"] == n
+    assert not [e for e in d["excluded"] if e["gpu"]["slug"] == "nvidia-l40"]
+
+
+def test_a_pools_own_purchase_price_is_amortised(client: TestClient) -> None:
+    """$8,000 a card amortised over the assumed years of use at the assumed utilisation, on top
+    of the same electricity: dearer per hour than electricity alone, no longer 'unknown'."""
+    bare = _ask(client, {})["options"][0]
+    d = _ask(client, {"purchase_price_per_gpu": 8000})
+    o = d["options"][0]
+    t, a = o["cost"]["tco"], o["cost"]["tco"]["assumptions"]
+    assert t["capex"] == 8000 * t["gpus_paid"] and t["gpus_paid"] == o["strategy"]["gpu_count"]
+    expect = t["capex"] / (a["amortisation_years"] * HOURS_PER_YEAR) / a["utilisation"]
+    assert abs(t["capex_per_hour"] - expect) < 1e-9
+    assert abs(t["per_hour"] - (t["capex_per_hour"] + t["energy_per_hour"])) < 1e-9
+    assert "capex_from_pool" in t["notes"] and "capex_unknown" not in t["notes"]
+    assert not [r for r in o["reasons"] if r["code"] == "CAPEX_UNKNOWN"]
+    if o["strategy"]["gpu_count"] == bare["strategy"]["gpu_count"]:
+        assert t["per_hour"] > bare["cost"]["tco"]["per_hour"]
+    zh = client.post(
+        "/v1/recommend",
+        json={
+            "workload": LORA_8B,
+            "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 4, "nodes": 2}]},
+            "objective": "cheapest",
+        },
+        headers={"Accept-Language": "zh-CN"},
+    ).json()
+    msg = next(r["message"] for r in zh["options"][0]["reasons"] if r["code"] == "CAPEX_UNKNOWN")
+    assert "资本成本未知" in msg
+
+
+def test_a_purchase_budget_needs_a_known_capital_cost(client: TestClient) -> None:
+    """Electricity only is not a purchase price: a purchase budget cannot be checked against
+    it (NO_PURCHASE_PRICE, as before); with the pool's price it is checked (OVER_BUDGET)."""
+    body = {
+        "workload": LORA_8B,
+        "objective": "cheapest",
+        "constraints": {
+            "inventory": [{"gpu": "L40", "gpus_per_node": 4, "nodes": 2}],
+            "budget": {"purchase": 1000},
+        },
+    }
+    d = client.post("/v1/recommend", json=body).json()
+    assert not d["options"]
+    assert [e["code"] for e in d["excluded"] if e["gpu"]["slug"] == "nvidia-l40"] == ["NO_PURCHASE_PRICE"]
+    body["constraints"]["inventory"][0]["purchase_price_per_gpu"] = 8000  # type: ignore[index]
+    d = client.post("/v1/recommend", json=body).json()
+    ex = [e for e in d["excluded"] if e["gpu"]["slug"] == "nvidia-l40"]
+    assert [e["code"] for e in ex] == ["OVER_BUDGET"] and ex[0]["params"]["cost"] >= 8000
+
+
+def test_a_bad_pool_purchase_price_is_422_naming_the_field(client: TestClient) -> None:
+    for bad in (0, -5, "8000", 1e12):
+        body = {
+            "workload": LORA_8B,
+            "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 4, "purchase_price_per_gpu": bad}]},
+        }
+        r = client.post("/v1/recommend", json=body)
+        assert r.status_code == 422, (bad, r.text)
+        locs = [e["loc"] for e in r.json()["errors"]]
+        assert ["body", "constraints", "inventory", 0, "purchase_price_per_gpu"] in locs, (bad, locs)
