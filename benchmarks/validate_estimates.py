@@ -51,7 +51,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import band_calibration as bandcal  # noqa: E402
 from service.core.catalog.models import ModelNotFound  # noqa: E402
 from service.core.catalog.precision import precision_family  # noqa: E402
 from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
@@ -357,42 +356,6 @@ def _held_out_band_coverage(pts: Sequence[Point]) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def _memory_band_held_out(by_wl: dict[str, list[Point]], out: Callable[[str], None]) -> dict[str, Any]:
-    """Per workload: the stated band's coverage (its widths were fitted on every point: in-sample)
-    and the leave-one-out coverage of split-conformal widths (each point's band fitted on the other
-    points of its class only: held out), pooled over the classes too."""
-    res: dict[str, Any] = {}
-    hits = n_all = 0
-    out(
-        "    memory band calibration (benchmarks/band_calibration.py): split-conformal 80 % widths, "
-        "fitted on all points of a class (in-sample) vs each point left out (held out)"
-    )
-    for wl in sorted(by_wl):
-        rows = []
-        for p in by_wl[wl]:
-            if p.memory and p.status == "ok" and p.measured_peak:
-                mid = float(p.memory.peak_allocated_bytes)
-                b = p.memory.peak_allocated_band
-                rows.append((p.measured_peak / mid - 1.0, 1.0 - b.low / mid, b.high / mid - 1.0))
-        if len(rows) < 3:
-            continue
-        rs = [r for r, _, _ in rows]
-        loo = bandcal.loo_coverage(rs)
-        lo, hi = bandcal.conformal_widths(rs)
-        hits += round(loo * len(rs))
-        n_all += len(rs)
-        res[wl] = {"n": len(rs), "stated_in_sample": bandcal.stated_coverage(rows), "held_out_loo": loo}
-        out(
-            f"      {wl:17s} n={len(rs):3d}: stated band {bandcal.stated_coverage(rows):4.0%} (in-sample); "
-            f"conformal -{lo:.1%}/+{hi:.1%}, held out (leave-one-out) {loo:4.0%} (target 75%-90%)"
-        )
-    res["pooled_held_out_loo"] = hits / n_all if n_all else math.nan
-    out(
-        f"      pooled held out (leave-one-out), n={n_all}: {res['pooled_held_out_loo']:.0%} (target 75%-90%)"
-    )
-    return res
-
-
 def _mape(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, int]:
     if not pairs:
         return math.nan, math.nan, 0
@@ -513,7 +476,6 @@ def evaluate(
             f"    {wl:17s} MAPE {m_:5.1%}, worst {w_:5.1%}, n={n_:3d}; band coverage {cov:4.0%}, "
             f"median half-width {hw:4.1%}"
         )
-    summary["memory"]["band_held_out"] = _memory_band_held_out(by_wl, out)
     llm = [
         p
         for p in by_wl.get("llm-train", [])
@@ -616,15 +578,8 @@ def evaluate(
     }
     ran = sum(1 for p in points if p.status == "ok" and p.memory is not None)
     summary["oom"]["false_rate"] = false / ran if ran else 0.0
-    oomed = sum(1 for p in points if p.status == "oom" and p.memory is not None)
-    summary["oom"]["missed_rate"] = missed / oomed if oomed else 0.0
     out(
-        "  OOM decisions (fits decided at the device-memory band's top, its 90th percentile, "
-        "against usable memory)"
-    )
-    out(
-        f"    missed {missed} = {missed / max(oomed, 1):.0%} of {oomed} configurations that ran out of "
-        f"memory (target 0), false {false} = "
+        f"  OOM decisions (fit_bytes vs usable memory): missed {missed} (target 0), false {false} = "
         f"{false / max(ran, 1):.1%} of {ran} configurations that ran (target <= 1%); "
         f"{near} of {decided} configurations within +/-25 % of the boundary"
     )

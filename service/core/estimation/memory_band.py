@@ -17,19 +17,6 @@ from service.core.estimation.memory_config import (
     TrainConfig,
 )
 
-# Split-conformal 80 % widths (below, above), fitted on every committed H200 point of the class
-# (``benchmarks/band_calibration.py``: the residuals of rank floor(0.1 (m+1)) and ceil(0.9 (m+1)),
-# clipped to contain the centre). Held out (each point's band fitted on the others, printed by
-# ``benchmarks/validate_estimates.py``): BERT-Large inference 78 % (n = 9), decoder inference
-# 92 % (n = 12), ResNet-50 training 80 % (n = 10); the earlier hand-set widths (6 %/8 %, 5 %/6 %,
-# 4.5 %/1.5 %) covered 100 % of each. Estimator 1.11.0; the centres are unchanged.
-ENCODER_INFER_BAND = (0.018, 0.047)
-"""BERT-Large eval: residuals -1.8 %..+4.7 % (measured above the centre at amp_bf16)."""
-DECODER_INFER_BAND = (0.0, 0.056)
-"""Llama-style decoders, unquantised weights: residuals 0..+5.6 % (never below the centre)."""
-CNN_TRAIN_BAND = (0.045, 0.005)
-"""ResNet-50 training: residuals -4.5 %..+0.4 %."""
-
 
 def _band_for(c: TrainConfig) -> tuple[float, float]:
     """Relative 80 % band (low, high) on peak allocated memory: 80 % of measured peaks should
@@ -49,7 +36,7 @@ def _band_for(c: TrainConfig) -> tuple[float, float]:
     not measured yet (+3 %/+5 %); QLoRA +/-2 % (bitsandbytes 0.50.2 on the H200, Llama-2-7B, six
     steps: -0.8 %..0 %, ``data/probes/h200-qlora-2026-12-04.jsonl``; one model); MoE routing
     imbalance looser. BERT-Large: -8.4 %..-0.3 % (the fp32/tf32 points over-predicted by 7-8 %):
-    -8 %/+2 %; ResNet-50: -4.5 %..+0.4 %: -4.5 %/+1.5 %, now :data:`CNN_TRAIN_BAND`.
+    -8 %/+2 %; ResNet-50: -4.5 %..+0.4 %: -4.5 %/+1.5 %.
     """
     lo, hi = 0.0054, 0.0072
     m = c.model
@@ -70,7 +57,7 @@ def _band_for(c: TrainConfig) -> tuple[float, float]:
     if isinstance(m, EncoderSpec):
         lo, hi = 0.08, 0.02
     if isinstance(m, CnnSpec):
-        lo, hi = CNN_TRAIN_BAND
+        lo, hi = 0.045, 0.015
     return lo, hi
 
 

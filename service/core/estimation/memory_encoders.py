@@ -8,7 +8,6 @@ from service.core.catalog.models import CnnSpec, EncoderSpec
 from service.core.catalog.precision import TRAIN_MODES as _MODES
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.memory_band import (
-    ENCODER_INFER_BAND,
     _band_for,
     _finish,
 )
@@ -221,7 +220,7 @@ def estimate_encoder_inference(
         comps,
         {"parameters": int(w)},
         ["HF BertForMaskedLM, eval + inference_mode, logits over every position"],
-        ENCODER_INFER_BAND,
+        (0.06, 0.08),
         multi_gpu=False,
     )
 
