@@ -5,7 +5,9 @@ run objects), predicts every configuration with ``service.core`` and prints, per
 predicted vs measured peak allocated memory and step time, then a summary:
 
 * peak allocated memory: MAPE and worst error (the memory model is analytic: nothing is
-  fitted, so every point is out of sample), coverage of the stated band;
+  fitted, so every point is out of sample), coverage of the stated band; the bands of the
+  classes with enough points (``FITTED_MEMORY_BANDS``) refitted on every point and their
+  coverage held out (leave-one-out), beside the hand-set bands they replaced;
 * OOM decisions near the boundary, both ways (missed: predicted to fit, ran out of memory;
   false: predicted not to fit, ran), decided at the upper end of the band against usable
   memory as DESIGN says;
@@ -51,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from service.core.catalog.models import ModelNotFound  # noqa: E402
+from service.core.catalog.models import CnnSpec, EncoderSpec, ModelNotFound  # noqa: E402
 from service.core.catalog.precision import precision_family  # noqa: E402
 from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
 from service.core.catalog.vocabulary import VocabularyError, canonical_parameters  # noqa: E402
@@ -68,6 +70,7 @@ from service.core.estimation.calibration import (  # noqa: E402
     timed_points_from_result,
     transfer_precision,
 )
+from service.core.estimation.calibration_fit import band_from_log_residuals  # noqa: E402
 from service.core.estimation.memory import (  # noqa: E402
     BatchInferenceConfig,
     InferenceConfig,
@@ -76,6 +79,11 @@ from service.core.estimation.memory import (  # noqa: E402
     estimate_batch_inference,
     estimate_inference,
     estimate_training,
+)
+from service.core.estimation.memory_band import (  # noqa: E402
+    FITTED_MEMORY_BANDS,
+    MEMORY_BAND_FLOOR,
+    MEMORY_BAND_MIN_POINTS,
 )
 from service.core.estimation.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS  # noqa: E402
 
@@ -94,6 +102,15 @@ TARGETS = {
     "time_half_width": 0.20,
     "transfer_vs_baseline": 0.60,
 }
+BANDS_BEFORE_FIT = {
+    "encoder-train": (0.08, 0.02),
+    "cnn-train": (0.045, 0.015),
+    "encoder-infer": (0.06, 0.08),
+    "cnn-infer": (0.06, 0.02),
+    "decoder-infer": (0.05, 0.06),
+}
+"""The hand-set memory bands (low, high) of estimator 1.10.0 that :data:`FITTED_MEMORY_BANDS`
+replaced (issue 25): the "before" column of the band report."""
 MIN_ACCURACY_N = 20
 """Fewest held-out predictions an architecture-specific accuracy entry needs (else pooled)."""
 
@@ -356,6 +373,84 @@ def _held_out_band_coverage(pts: Sequence[Point]) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def memory_band_class(p: Point) -> str | None:
+    """The :data:`FITTED_MEMORY_BANDS` class whose band ``p``'s estimate carries, else None."""
+    c = p.config
+    if isinstance(c, TrainConfig) and isinstance(c.model, EncoderSpec | CnnSpec):
+        return "encoder-train" if isinstance(c.model, EncoderSpec) else "cnn-train"
+    if isinstance(c, BatchInferenceConfig):
+        return "encoder-infer" if isinstance(c.model, EncoderSpec) else "cnn-infer"
+    if isinstance(c, InferenceConfig) and c.weight_format == "none":
+        return "decoder-infer"
+    return None
+
+
+def _inside(band: tuple[float, float], ratio: float) -> bool:
+    return 1.0 - band[0] <= ratio <= 1.0 + band[1]
+
+
+def memory_band_report(points: Sequence[Point], out: Callable[[str], None] = print) -> dict[str, Any]:
+    """Per band class: the hand-set band's coverage (in sample), the band fitted on every point
+    (what the code should carry) and the coverage of leave-one-out bands, each point's band
+    fitted on the class's other points (held out)."""
+    ratios: dict[str, list[float]] = {}
+    for p in points:
+        cls = memory_band_class(p)
+        if cls and p.memory and p.status == "ok" and p.measured_peak:
+            ratios.setdefault(cls, []).append(p.measured_peak / p.memory.peak_allocated_bytes)
+    out(
+        "    80% memory band per class: fitted on every committed point of the class (10th-90th "
+        f"percentile of log residuals, widened sqrt(1+2/n), floor {MEMORY_BAND_FLOOR:.0%}, >= "
+        f"{MEMORY_BAND_MIN_POINTS} points); coverage 'held out' = leave-one-out (each point's band "
+        "fitted on the others)"
+    )
+    rows: dict[str, Any] = {}
+    tot = {"n": 0, "before": 0, "held_out": 0}
+    for cls in sorted(ratios):
+        rs = ratios[cls]
+        logs = [math.log(r) for r in rs]
+        fitted = band_from_log_residuals(logs, floor=MEMORY_BAND_FLOOR)
+        held = sum(
+            _inside(band_from_log_residuals(logs[:i] + logs[i + 1 :], floor=MEMORY_BAND_FLOOR), r)
+            for i, r in enumerate(rs)
+        )
+        before = sum(_inside(BANDS_BEFORE_FIT[cls], r) for r in rs)
+        code = FITTED_MEMORY_BANDS[cls]
+        stale = (
+            len(rs) >= MEMORY_BAND_MIN_POINTS
+            and max(abs(a - b) for a, b in zip(fitted, code, strict=True)) > 5e-4
+        )
+        rows[cls] = {
+            "n": len(rs),
+            "before_band": BANDS_BEFORE_FIT[cls],
+            "before_coverage_in_sample": before / len(rs),
+            "fitted_band": fitted,
+            "code_band": code,
+            "held_out_coverage": held / len(rs),
+            "stale": stale,
+        }
+        tot["n"] += len(rs)
+        tot["before"] += before
+        tot["held_out"] += held
+        b0, b1 = BANDS_BEFORE_FIT[cls]
+        out(
+            f"      {cls:14s} n={len(rs):3d}  before -{b0:.1%}/+{b1:.1%} covers {before / len(rs):4.0%} (in sample)"
+            f"  | fitted -{fitted[0]:.2%}/+{fitted[1]:.2%} covers {held / len(rs):4.0%} held out"
+            f"{f'  STALE: the code carries -{code[0]:.2%}/+{code[1]:.2%}' if stale else ''}"
+        )
+    n = max(1, tot["n"])
+    rows["pooled"] = {
+        "n": tot["n"],
+        "before_coverage_in_sample": tot["before"] / n,
+        "held_out_coverage": tot["held_out"] / n,
+    }
+    out(
+        f"      {'pooled':14s} n={tot['n']:3d}  before covers {tot['before'] / n:.0%} (in sample)  | "
+        f"fitted covers {tot['held_out'] / n:.0%} held out (target 75%-90%)"
+    )
+    return rows
+
+
 def _mape(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, int]:
     if not pairs:
         return math.nan, math.nan, 0
@@ -453,7 +548,7 @@ def evaluate(
         f"worst {worst:.1%} (target <= {TARGETS['memory_worst']:.0%}), n={n}"
     )
     out(
-        "    80% band on peak allocated memory, per workload: coverage (target "
+        "    80% band on peak allocated memory, per workload: coverage in sample (held out: below; target "
         f"{TARGETS['band_coverage_range'][0]:.0%}-{TARGETS['band_coverage_range'][1]:.0%}) and median half-width "
         f"(target <= {TARGETS['memory_half_width']:.0%})"
     )
@@ -476,6 +571,7 @@ def evaluate(
             f"    {wl:17s} MAPE {m_:5.1%}, worst {w_:5.1%}, n={n_:3d}; band coverage {cov:4.0%}, "
             f"median half-width {hw:4.1%}"
         )
+    summary["memory"]["band_classes"] = memory_band_report(points, out)
     llm = [
         p
         for p in by_wl.get("llm-train", [])

@@ -469,3 +469,25 @@ def test_calibrated_workloads_and_groups_cover_training_serving_and_gemm() -> No
     assert cs.gemm_tflops[h200.slug] == {"bf16": 662.0, "tf32": 346.0}
     tf32 = cs.pick(h200, "bert-large-infer", "tf32")
     assert tf32 is not None and tf32.provenance == "transferred" and "tf32/bf16" in tf32.notes[-1]
+
+
+def test_fitted_memory_bands_match_the_committed_data_and_cover_held_out() -> None:
+    """The memory bands the code carries are the ones refitted on the committed H200 points
+    (issue 25), and each class's leave-one-out bands cover 75-90 % of its points."""
+    from pathlib import Path
+
+    mod = _load_validate_script()
+    paths = sorted(
+        str(p) for p in (Path(__file__).resolve().parents[2] / "data" / "benchmarks").glob("*.json")
+    )
+    points = mod.attach_predictions(mod.load_points(paths))
+    lines: list[str] = []
+    rows = mod.memory_band_report(points, out=lines.append)
+    classes = {k: v for k, v in rows.items() if k != "pooled"}
+    assert set(classes) == set(mod.FITTED_MEMORY_BANDS)
+    for cls, r in classes.items():
+        assert r["n"] >= mod.MEMORY_BAND_MIN_POINTS, cls
+        assert not r["stale"], (cls, r["fitted_band"], r["code_band"])
+        assert 0.75 <= r["held_out_coverage"] <= 0.90, (cls, r["held_out_coverage"])
+    assert 0.75 <= rows["pooled"]["held_out_coverage"] <= 0.90
+    assert any("held out" in ln for ln in lines)

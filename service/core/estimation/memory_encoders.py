@@ -8,6 +8,7 @@ from service.core.catalog.models import CnnSpec, EncoderSpec
 from service.core.catalog.precision import TRAIN_MODES as _MODES
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.memory_band import (
+    FITTED_MEMORY_BANDS,
     _band_for,
     _finish,
 )
@@ -141,8 +142,8 @@ def estimate_cnn_inference(m: CnnSpec, precision: str, batch_size: int) -> Memor
     keeps no weight copies outside autograd, each cast is freed after its conv), the fp32 input,
     and the working set at a stage-1 residual sum -- block input, branch output, their sum and
     BatchNorm temporaries, ~3.5 tensors of the largest activation -- plus ~32 MiB of cuDNN
-    workspace and per-layer weight casts. Band -6 %/+2 %: the residuals on the committed H200
-    results were -6.3 %..+1.3 %."""
+    workspace and per-layer weight casts. Band fitted on the committed H200 results (residuals
+    -6.3 %..+1.3 %): :data:`~service.core.estimation.memory_band.FITTED_MEMORY_BANDS`."""
     mode = _MODES.get(precision, _MODES["amp_bf16"])
     P = float(m.total_params)
     w = mode.param * P
@@ -159,7 +160,7 @@ def estimate_cnn_inference(m: CnnSpec, precision: str, batch_size: int) -> Memor
         comps,
         {"parameters": int(w)},
         ["torchvision ResNet, eval, channels_last"],
-        (0.06, 0.02),
+        FITTED_MEMORY_BANDS["cnn-infer"],
         multi_gpu=False,
     )
 
@@ -220,7 +221,7 @@ def estimate_encoder_inference(
         comps,
         {"parameters": int(w)},
         ["HF BertForMaskedLM, eval + inference_mode, logits over every position"],
-        (0.06, 0.08),
+        FITTED_MEMORY_BANDS["encoder-infer"],
         multi_gpu=False,
     )
 

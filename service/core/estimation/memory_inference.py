@@ -8,6 +8,7 @@ from service.core.catalog.models import DecoderSpec
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.fp4 import MXFP4_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT
 from service.core.estimation.memory_band import (
+    FITTED_MEMORY_BANDS,
     _finish,
 )
 from service.core.estimation.memory_config import (
@@ -260,7 +261,7 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
     if c.lora is not None:
         components["lora_adapters"] = int(lora)
     notes = _inference_notes(c, lora)
-    rel = (0.05, 0.06) if c.weight_format == "none" else (0.08, 0.12)
+    rel = FITTED_MEMORY_BANDS["decoder-infer"] if c.weight_format == "none" else (0.08, 0.12)
     return _finish(
         None,
         peak,
