@@ -17,8 +17,9 @@ the questions it answers. Prints figures; not a test.
    host floor of the engine and host applied to every GPU alike.
 5. **The 72B question**: Qwen2.5-72B chat at 20 requests/s, replicas x TP on H100 / H200 / A100.
 6. **Issue 28 features** (``benchmarks/serving_published_28.py``): published fit decisions,
-   memory and throughput figures for MLA / large MoE, FP4, SGLang and speculative decoding,
-   each with its source; figures whose setup lacks an input the model needs are listed pending.
+   memory and throughput figures for MLA / large MoE, FP4, SGLang, speculative decoding, prefix
+   caching, multi-LoRA and disaggregation, each with its source; figures whose setup lacks an
+   input the model needs are listed pending; a per-feature count (within 20 %) closes it.
 
     python benchmarks/validate_serving.py [--json OUT] [--quick]
 """
