@@ -29,7 +29,6 @@ KNOWN_LONG_FUNCTIONS: dict[str, int] = {
     "service/core/estimation/estimate_solve.py::_solve": 100,
     "service/core/estimation/calibration_transfer.py::transfer": 94,
     "service/core/estimation/serving_calibration.py::published_points": 92,
-    "service/core/estimation/memory_config.py::__post_init__": 88,
     "service/core/estimation/estimate_inputs.py::_inference_config": 86,
     "service/core/pricing/cost.py::tco": 84,
 }
