@@ -13,9 +13,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from prometheus_client import CollectorRegistry
 
     from service.settings import Settings
+    from service.usecases.prices import SkypilotImport
 
 RUN_AS_COMMAND = Path(sys.argv[0]).name in ("gpu-advisor", "cli.py")
 """This process is the command (not a test or a program importing :data:`app`)."""
@@ -370,11 +373,17 @@ def prices_import_skypilot(
         raise typer.Exit(2) from None
     finally:
         engine.dispose()
+    _echo_import(out, name, date, dated=bool(as_of))
+
+
+def _echo_import(out: SkypilotImport, name: str, date: dt.date, *, dated: bool) -> None:
+    """What the import did, one line per skip reason and unmapped name, so an operator sees
+    every price the file did not give (``dated``: the prices' date came from --as-of)."""
     r = out.report
     typer.echo(
         f"{name}: {r.gpu_rows} GPU rows, {r.non_gpu_rows} non-GPU rows, {r.duplicate_rows} duplicates; "
         f"{len(r.records)} price rows ({date.isoformat()}"
-        + (")" if as_of else ", the day read: no --as-of, so their age is a lower bound)")
+        + (")" if dated else ", the day read: no --as-of, so their age is a lower bound)")
     )
     for reason, n in r.skipped_by_reason().items():
         typer.echo(f"  skipped {n} row(s): {reason}")

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -350,46 +351,19 @@ def run(
 ) -> None:
     """Run the benchmark suite; each configuration in its own process."""
     _require_torch()
-    if from_server and (plan_file is not None or smoke or not url):
-        raise _fail("--from-server needs --url and a GPU, and replaces --plan (not --smoke)", exitcodes.USAGE)
-    plan = None if from_server else _select_plan(plan_file, sizes, smoke, workloads)
-    budget = parse_duration(time_budget) if time_budget else None
-    if isolation not in ("forkserver", "spawn"):
-        raise _fail("--isolation must be forkserver or spawn", exitcodes.USAGE)
-    if submit and not url:
-        raise _fail("--submit needs --url (or GPU_ADVISOR_URL)", exitcodes.USAGE)
+    plan, budget_s = _checked_options(
+        plan_file, sizes, smoke, workloads, time_budget, isolation, submit, url, from_server
+    )
     host: HostProbe | None = None
     gpu: GpuProbe | None = None
     extra_notes: list[str] = []
     if not smoke:
         host, gpu = _benchmark_gpu(gpu_index, allow_busy, extra_notes)
-    if plan is None:
-        assert url is not None and gpu is not None
-        plan = _server_plan(url, api_key, plan_gpu or gpu.pci_device_id, top, workloads)
-    if resume is not None:
-        plan = _resumed(plan, resume)
-
-    runner = Runner(
-        Executor(isolation), smoke=smoke, nvml_index=None if smoke else gpu_index, time_budget_s=budget
-    )
-    env = runner.environment()
-    if env.get("status") != "ok":
-        raise _fail(f"cannot start the suite (torch environment): {env.get('error')}", exitcodes.ERROR)
-    if not smoke and not env.get("cuda_available"):
-        raise _fail(
-            "torch sees no CUDA device (CPU-only torch build, or CUDA_VISIBLE_DEVICES hides it)",
-            exitcodes.NO_GPU,
-        )
-    err.print(
-        f"[bold]{plan.name}[/]: {len(plan.configs)} configuration(s), estimate {plan.estimated_s / 60:.1f} min"
-        + (f", budget {budget / 60:.1f} min" if budget else "")
-        + f"; torch {env.get('torch_version')} on {env.get('device_name')}"
-    )
-
+    plan = _final_plan(plan, gpu, url, api_key, plan_gpu, top, workloads, resume)
+    runner, env = _started_runner(plan, isolation, smoke, gpu_index, budget_s)
     started = dt.datetime.now(dt.UTC)
     base = new_run_id_base(started)
     outcomes: list[ConfigOutcome] = []
-    runs: list[dict[str, Any]] = []
 
     def assemble(finished: dt.datetime | None) -> list[dict[str, Any]]:
         notes = session_notes(plan_name=plan.name, smoke=smoke, log=runner.log, extra=extra_notes)
@@ -404,6 +378,108 @@ def run(
             notes=notes,
         )
 
+    def record(outcome: ConfigOutcome) -> None:
+        if outcome.status != "skipped":
+            outcomes.append(outcome)
+        if output is not None and outcomes:
+            write_runs(output, assemble(None))
+
+    _run_with_progress(plan, runner, record)
+    runs = assemble(dt.datetime.now(dt.UTC)) if outcomes else []
+    if output is not None and runs:
+        write_runs(output, runs)
+    _print_summary(outcomes, runner, output)
+    _emit(runs, as_json, submit, url, api_key, spool_dir)
+
+
+def _final_plan(
+    plan: Plan | None,
+    gpu: GpuProbe | None,
+    url: str | None,
+    api_key: str | None,
+    plan_gpu: str | None,
+    top: int,
+    workloads: str | None,
+    resume: Path | None,
+) -> Plan:
+    """The plan to run: the server's for this GPU (--from-server), less what --resume already measured."""
+    if plan is None:
+        assert url is not None and gpu is not None
+        plan = _server_plan(url, api_key, plan_gpu or gpu.pci_device_id, top, workloads)
+    if resume is not None:
+        plan = _resumed(plan, resume)
+    return plan
+
+
+def _emit(
+    runs: list[dict[str, Any]],
+    as_json: bool,
+    submit: bool,
+    url: str | None,
+    api_key: str | None,
+    spool_dir: Path | None,
+) -> None:
+    """Print the runs (--json) and submit them (--submit); the delivery's outcome is the exit code."""
+    if as_json:
+        print(json.dumps(runs, indent=1))
+    if submit and runs:
+        assert url is not None
+        code = _deliver(runs, url, api_key, spool_dir, as_json=False)
+        raise typer.Exit(code)
+
+
+def _checked_options(
+    plan_file: Path | None,
+    sizes: str,
+    smoke: bool,
+    workloads: str | None,
+    time_budget: str | None,
+    isolation: str,
+    submit: bool,
+    url: str | None,
+    from_server: bool,
+) -> tuple[Plan | None, float | None]:
+    """Reject contradictory options before any GPU is touched, in the order a user reads them.
+
+    Returns the local plan (None with --from-server: the server sends it once the GPU is known)
+    and the time budget in seconds (None: no budget).
+    """
+    if from_server and (plan_file is not None or smoke or not url):
+        raise _fail("--from-server needs --url and a GPU, and replaces --plan (not --smoke)", exitcodes.USAGE)
+    plan = None if from_server else _select_plan(plan_file, sizes, smoke, workloads)
+    budget_s = parse_duration(time_budget) if time_budget else None
+    if isolation not in ("forkserver", "spawn"):
+        raise _fail("--isolation must be forkserver or spawn", exitcodes.USAGE)
+    if submit and not url:
+        raise _fail("--submit needs --url (or GPU_ADVISOR_URL)", exitcodes.USAGE)
+    return plan, budget_s
+
+
+def _started_runner(
+    plan: Plan, isolation: str, smoke: bool, gpu_index: int, budget_s: float | None
+) -> tuple[Runner, dict[str, Any]]:
+    """Start the runner and check its torch environment once, so a broken install fails before any config."""
+    runner = Runner(
+        Executor(isolation), smoke=smoke, nvml_index=None if smoke else gpu_index, time_budget_s=budget_s
+    )
+    env = runner.environment()
+    if env.get("status") != "ok":
+        raise _fail(f"cannot start the suite (torch environment): {env.get('error')}", exitcodes.ERROR)
+    if not smoke and not env.get("cuda_available"):
+        raise _fail(
+            "torch sees no CUDA device (CPU-only torch build, or CUDA_VISIBLE_DEVICES hides it)",
+            exitcodes.NO_GPU,
+        )
+    err.print(
+        f"[bold]{plan.name}[/]: {len(plan.configs)} configuration(s), estimate {plan.estimated_s / 60:.1f} min"
+        + (f", budget {budget_s / 60:.1f} min" if budget_s else "")
+        + f"; torch {env.get('torch_version')} on {env.get('device_name')}"
+    )
+    return runner, env
+
+
+def _run_with_progress(plan: Plan, runner: Runner, record: Callable[[ConfigOutcome], None]) -> None:
+    """Run every config under a progress bar on stderr; ``record`` sees each outcome as it lands."""
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -422,15 +498,13 @@ def run(
         def on_done(i: int, outcome: ConfigOutcome) -> None:
             progress.console.print(_outcome_line(outcome))
             progress.advance(task)
-            if outcome.status != "skipped":
-                outcomes.append(outcome)
-            if output is not None and outcomes:
-                write_runs(output, assemble(None))
+            record(outcome)
 
         runner.run(plan, on_start=on_start, on_done=on_done)
-    runs = assemble(dt.datetime.now(dt.UTC)) if outcomes else []
-    if output is not None and runs:
-        write_runs(output, runs)
+
+
+def _print_summary(outcomes: list[ConfigOutcome], runner: Runner, output: Path | None) -> None:
+    """One line of counts per status on stderr, so an unattended run's log says what it measured."""
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
@@ -442,12 +516,6 @@ def run(
     )
     if runner.log.throttle_events:
         err.print("[yellow]throttling observed:[/] " + "; ".join(runner.log.throttle_events[:5]))
-    if as_json:
-        print(json.dumps(runs, indent=1))
-    if submit and runs:
-        assert url is not None
-        code = _deliver(runs, url, api_key, spool_dir, as_json=False)
-        raise typer.Exit(code)
 
 
 # ---------------------------------------------------------------------------------------------

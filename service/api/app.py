@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -120,6 +120,14 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         min_points=settings.measurements_min_points, window=settings.measurement_window
     )
     problems.install(app)
+    _include_routers(app)
+    table = _add_middleware(app, settings, engine, limiter)
+    app.openapi = _openapi_builder(app, settings, table)  # type: ignore[method-assign]
+    return app
+
+
+def _include_routers(app: FastAPI) -> None:
+    """Every route of the service, in the order the OpenAPI document lists them."""
     app.include_router(health.router)
     app.include_router(metrics_router)
     app.include_router(gpus.router)
@@ -131,10 +139,16 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.include_router(compare_routes.router)
     app.include_router(page_routes.make_router())
     app.include_router(docs_routes.make_router())
+
+
+def _add_middleware(app: FastAPI, settings: Settings, engine: Engine, limiter: Limiter) -> RuleTable:
+    """Wrap the app so a limit is decided before the body is read and before the handler runs.
+
+    Returns the rate-limit rule table, which the OpenAPI document also describes.
+    """
     # Middleware, outermost first: request id + access log, metrics, framing (RFC 9112
     # refusals), rate limits, body limits, unhandled errors (a 500 problem, not re-raised).
-    # (Starlette wraps in reverse order of addition.) A limit is decided before the body is
-    # read and before the handler runs.
+    # (Starlette wraps in reverse order of addition.)
     trusted = TrustedProxies(settings.trusted_proxies)
     app.state.metrics = metrics = Metrics(engine)
     limiter.on_backend_error = metrics.rate_limit_backend_errors.inc
@@ -167,6 +181,11 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.add_middleware(FramingGuard)  # RFC 9112 framing refusals: before limits, bodies, handlers
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestContextMiddleware, trusted=trusted)
+    return table
+
+
+def _openapi_builder(app: FastAPI, settings: Settings, table: RuleTable) -> Callable[[], dict[str, Any]]:
+    """The app's OpenAPI document, built once on first use with problems, bodies and security."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -189,5 +208,4 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         app.openapi_schema = document_operations(problems.declare_problems(schema), settings, table)
         return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
-    return app
+    return openapi

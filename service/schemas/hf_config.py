@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, WithJsonSchema
 
-from service.core.catalog.models import (
+from service.core.catalog.hf_config import (
     HF_CONFIG_SIZES,
     HF_CONFIG_TYPES,
     HF_CONFIG_WRAPPED,

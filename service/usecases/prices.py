@@ -64,18 +64,7 @@ def import_skypilot(
     Raises :class:`Invalid` naming every malformed row (``line N``, column) and writes nothing
     when the file has one. Unknown, ambiguous and contradicted accelerator names are not errors:
     they are in ``report.issues`` and priced nothing (never guessed)."""
-    if not provider.strip():
-        raise Invalid("a provider name is needed", fields=[FieldError(("provider",), "empty")])
-    if not source.strip():
-        raise Invalid("a source is needed", fields=[FieldError(("source",), "empty")])
-    too_long = [
-        FieldError((name,), f"longer than {width} characters")
-        for name, value in (("provider", provider), ("source", source))
-        for width in (_WIDTHS[name],)
-        if len(value) > width
-    ]
-    if too_long:
-        raise Invalid("a name is too long for the price table", fields=too_long)
+    _check_names(provider, source)
     docs = [r.document for r in uow.catalog.records().values()]
     if not docs:
         raise Invalid(
@@ -96,6 +85,37 @@ def import_skypilot(
             f"{len(report.errors)} malformed row(s) in the {provider} file; nothing was imported",
             fields=[FieldError((f"line {e.line}", e.column or "row"), e.message) for e in report.errors],
         )
+    _check_row_widths(report)
+    if dry_run:
+        return SkypilotImport(report=report, upserted=0, dry_run=True)
+    entries = _price_entries(report, date_basis)
+    upserted, _unknown = uow.catalog.upsert_prices(
+        entries, origin=IMPORT_ORIGIN
+    )  # slugs came from the catalog
+    if upserted:
+        uow.touch_catalog()
+    return SkypilotImport(report=report, upserted=upserted, dry_run=False)
+
+
+def _check_names(provider: str, source: str) -> None:
+    """Refuse an empty or over-wide provider or source before reading the file: the price
+    table would cut a longer name, and a cut name silently merges providers."""
+    if not provider.strip():
+        raise Invalid("a provider name is needed", fields=[FieldError(("provider",), "empty")])
+    if not source.strip():
+        raise Invalid("a source is needed", fields=[FieldError(("source",), "empty")])
+    too_long = [
+        FieldError((name,), f"longer than {width} characters")
+        for name, value in (("provider", provider), ("source", source))
+        for width in (_WIDTHS[name],)
+        if len(value) > width
+    ]
+    if too_long:
+        raise Invalid("a name is too long for the price table", fields=too_long)
+
+
+def _check_row_widths(report: ImportReport) -> None:
+    """Refuse the whole file when a region or instance type is wider than its column (never cut)."""
     long_fields = sorted(
         {
             (name, getattr(r, name))
@@ -112,9 +132,11 @@ def import_skypilot(
                 for name, value in long_fields
             ],
         )
-    if dry_run:
-        return SkypilotImport(report=report, upserted=0, dry_run=True)
-    entries = [
+
+
+def _price_entries(report: ImportReport, date_basis: str) -> list[tuple[str, PriceEntry]]:
+    """The importer's records as (GPU slug, price row) pairs, the operator's measured prices."""
+    return [
         (
             r.gpu_slug,
             PriceEntry(
@@ -133,9 +155,3 @@ def import_skypilot(
         )
         for r in report.records
     ]
-    upserted, _unknown = uow.catalog.upsert_prices(
-        entries, origin=IMPORT_ORIGIN
-    )  # slugs came from the catalog
-    if upserted:
-        uow.touch_catalog()
-    return SkypilotImport(report=report, upserted=upserted, dry_run=False)

@@ -127,25 +127,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def plan_from_args(a: argparse.Namespace) -> SuitePlan:
+    """The suite the arguments ask for: the smoke plan, a plan file, or the --models grid."""
     if a.smoke:
-        ws = tuple(a.world_sizes or (1, 2))
-        return SuitePlan(
-            world_sizes=ws,
-            backend="gloo",
-            device="cpu",
-            collective=CollectivePlan(ops=tuple(a.ops), min_bytes=1024, max_bytes=16384, size_factor=16, dtype="fp32", warmup=1, iters=2, repeats=2)
-            if "collective" in a.workloads
-            else None,
-            llm=(
-                LlmPlan(model="mg-tiny-llama", precision="amp_bf16" if a.mixed_precision == "fsdp_policy" else "fp32",
-                        batch_size=1, seq_len=32, global_batch=2, shardings=tuple(a.shardings), warmup_steps=1,
-                        steps=2, optimizer_impl=a.optimizer_impl, mixed_precision=a.mixed_precision, loop=a.loop,
-                        gradient_checkpointing=a.gradient_checkpointing),
-            )
-            if "llm-train" in a.workloads
-            else (),
-            job_timeout_s=a.timeout,
-        )  # fmt: skip
+        return _smoke_plan(a)
     gpus = visible_gpu_count()
     backend = a.backend or ("nccl" if gpus else "gloo")
     device = "cuda" if backend == "nccl" else "cpu"
@@ -154,32 +138,9 @@ def plan_from_args(a: argparse.Namespace) -> SuitePlan:
         runs = json.loads(a.resume.read_text())
         done = measured_cells(runs if isinstance(runs, list) else [runs])
     if a.plan is not None:
-        doc = json.loads(a.plan.read_text())
-        if not isinstance(doc, dict):
-            raise ValueError(f"{a.plan}: a plan file is a JSON object")
-        ws = tuple(a.world_sizes or doc.get("world_sizes") or (1,))
-        return SuitePlan(
-            world_sizes=ws,
-            backend=backend,
-            device=device,
-            collective=None,
-            llm=llm_plans_from_dict(doc, world_sizes=ws),
-            job_timeout_s=float(doc.get("job_timeout_s", a.timeout)),
-            peak_tflops=a.peak_tflops,
-            name=str(doc.get("name") or a.plan.stem),
-            time_budget_s=a.time_budget,
-            done=done,
-        )
+        return _file_plan(a, backend, device, done)
     ws = tuple(a.world_sizes or [n for n in (1, 2, 4, 8) if n <= max(gpus, 1)])
-    for op in a.ops:
-        if op not in OPS:
-            raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
-    for sh in a.shardings:
-        if sh not in SHARDINGS:
-            raise ValueError(f"unknown sharding {sh!r}; known: {', '.join(SHARDINGS)}")
-    unknown = set(a.workloads) - {"collective", "llm-train"}
-    if unknown:
-        raise ValueError(f"unknown workloads {sorted(unknown)}; known: collective, llm-train")
+    _check_grid_names(a)
     coll = (
         CollectivePlan(
             ops=tuple(a.ops),
@@ -215,6 +176,61 @@ def plan_from_args(a: argparse.Namespace) -> SuitePlan:
     return SuitePlan(world_sizes=ws, backend=backend, device=device, collective=coll, llm=llm,
                      job_timeout_s=a.timeout, peak_tflops=a.peak_tflops, time_budget_s=a.time_budget,
                      done=done)  # fmt: skip
+
+
+def _smoke_plan(a: argparse.Namespace) -> SuitePlan:
+    """A tiny CPU/gloo plan for tests: seconds per job, whatever GPUs the host has."""
+    ws = tuple(a.world_sizes or (1, 2))
+    return SuitePlan(
+        world_sizes=ws,
+        backend="gloo",
+        device="cpu",
+        collective=CollectivePlan(ops=tuple(a.ops), min_bytes=1024, max_bytes=16384, size_factor=16, dtype="fp32", warmup=1, iters=2, repeats=2)
+        if "collective" in a.workloads
+        else None,
+        llm=(
+            LlmPlan(model="mg-tiny-llama", precision="amp_bf16" if a.mixed_precision == "fsdp_policy" else "fp32",
+                    batch_size=1, seq_len=32, global_batch=2, shardings=tuple(a.shardings), warmup_steps=1,
+                    steps=2, optimizer_impl=a.optimizer_impl, mixed_precision=a.mixed_precision, loop=a.loop,
+                    gradient_checkpointing=a.gradient_checkpointing),
+        )
+        if "llm-train" in a.workloads
+        else (),
+        job_timeout_s=a.timeout,
+    )  # fmt: skip
+
+
+def _file_plan(a: argparse.Namespace, backend: str, device: str, done: frozenset[str]) -> SuitePlan:
+    """The llm-train plan of a --plan file; --world-sizes and --timeout override its own."""
+    doc = json.loads(a.plan.read_text())
+    if not isinstance(doc, dict):
+        raise ValueError(f"{a.plan}: a plan file is a JSON object")
+    ws = tuple(a.world_sizes or doc.get("world_sizes") or (1,))
+    return SuitePlan(
+        world_sizes=ws,
+        backend=backend,
+        device=device,
+        collective=None,
+        llm=llm_plans_from_dict(doc, world_sizes=ws),
+        job_timeout_s=float(doc.get("job_timeout_s", a.timeout)),
+        peak_tflops=a.peak_tflops,
+        name=str(doc.get("name") or a.plan.stem),
+        time_budget_s=a.time_budget,
+        done=done,
+    )
+
+
+def _check_grid_names(a: argparse.Namespace) -> None:
+    """Refuse an unknown op, sharding or workload before any process starts, naming the known ones."""
+    for op in a.ops:
+        if op not in OPS:
+            raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
+    for sh in a.shardings:
+        if sh not in SHARDINGS:
+            raise ValueError(f"unknown sharding {sh!r}; known: {', '.join(SHARDINGS)}")
+    unknown = set(a.workloads) - {"collective", "llm-train"}
+    if unknown:
+        raise ValueError(f"unknown workloads {sorted(unknown)}; known: collective, llm-train")
 
 
 def _terminate(signum: int, _frame: object) -> None:

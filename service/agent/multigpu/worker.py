@@ -49,7 +49,6 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def run_job(job: dict[str, Any], out: Path) -> None:
-    import torch
     import torch.distributed as dist
 
     from service.agent.multigpu import collectives, llm_train
@@ -64,19 +63,7 @@ def run_job(job: dict[str, Any], out: Path) -> None:
     backend: str = job["backend"]
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if job["device"] == "cuda":
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-    else:
-        device = torch.device("cpu")
-    timeout = dt.timedelta(seconds=float(job.get("collective_timeout_s", 600)))
-    if device.type == "cuda":
-        dist.init_process_group(backend, timeout=timeout, device_id=device)
-    else:
-        dist.init_process_group(backend, timeout=timeout)
-    world = dist.get_world_size()
-    if world != int(job["world_size"]):
-        raise RuntimeError(f"launched with world size {world}, job wants {job['world_size']}")
+    device = _join_group(job, backend, local_rank)
 
     info = device_info(local_rank) if device.type == "cuda" else None
     bus_id = torch_pci_bus_id(local_rank) if device.type == "cuda" else None
@@ -130,6 +117,29 @@ def run_job(job: dict[str, Any], out: Path) -> None:
         raise ValueError(f"unknown job kind {job['kind']!r}")
     dist.barrier()
     dist.destroy_process_group()
+
+
+def _join_group(job: dict[str, Any], backend: str, local_rank: int) -> Any:
+    """Bind this rank to its device and join the process group; a world size other than the
+    job's is refused, since every result would be labelled with the wrong GPU count.
+    Returns the ``torch.device``."""
+    import torch
+    import torch.distributed as dist
+
+    if job["device"] == "cuda":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    timeout = dt.timedelta(seconds=float(job.get("collective_timeout_s", 600)))
+    if device.type == "cuda":
+        dist.init_process_group(backend, timeout=timeout, device_id=device)
+    else:
+        dist.init_process_group(backend, timeout=timeout)
+    world = dist.get_world_size()
+    if world != int(job["world_size"]):
+        raise RuntimeError(f"launched with world size {world}, job wants {job['world_size']}")
+    return device
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from service.core.errors import InvalidConfiguration
 from service.core.estimation.accuracy import Accuracy, accuracy_for
 from service.core.estimation.band import Band
 from service.core.estimation.calibration import Calibration
+from service.core.estimation.efficiencies import Efficiencies
 from service.core.estimation.estimate_answers import (
     RateAnswer,
     ServingAnswer,
@@ -127,19 +128,7 @@ def _time(
         notes = (f"median of {cell.count} measured results for this exact configuration",)
         accuracy, tables = None, ()
     else:
-        span = _derived_span(gpu, c.precision)
-        if span is not None:
-            slow = step_summary(c, span[0], e).step_time_s
-            fast = step_summary(c, span[1], e).step_time_s
-            if abs(slow - fast) > 1e-9 * step:
-                rel_lo, rel_hi = 1.0 - band.low / step, band.high / step - 1.0
-                band = Band(min(band.low, fast * (1.0 - rel_lo)), step, max(band.high, slow * (1.0 + rel_hi)))
-                prov = weakest(prov, "derived")
-                notes = (
-                    *notes,
-                    f"{gpu.slug}: {span[2]}; the step time is {fast * 1e3:.4g}-{slow * 1e3:.4g} ms "
-                    "across the two values and the band spans both",
-                )
+        band, prov, notes = _derived_band(c, gpu, e, step, band, prov, notes)
     k = step / st.step_time_s if st.step_time_s else 1.0
     ttt = ttt_band = None
     if tokens:
@@ -181,6 +170,33 @@ def _time(
         stack=c.stack,
         network=network,
     )
+
+
+def _derived_band(
+    c: TrainConfig,
+    gpu: GpuSpec,
+    e: Efficiencies,
+    step: float,
+    band: Band,
+    prov: str,
+    notes: tuple[str, ...],
+) -> tuple[Band, str, tuple[str, ...]]:
+    """Widen the step-time band over a derived spec's two published values (e.g. an SXM/PCIe
+    clock span), so the band covers either; the provenance is then at best ``derived``."""
+    span = _derived_span(gpu, c.precision)
+    if span is not None:
+        slow = step_summary(c, span[0], e).step_time_s
+        fast = step_summary(c, span[1], e).step_time_s
+        if abs(slow - fast) > 1e-9 * step:
+            rel_lo, rel_hi = 1.0 - band.low / step, band.high / step - 1.0
+            band = Band(min(band.low, fast * (1.0 - rel_lo)), step, max(band.high, slow * (1.0 + rel_hi)))
+            prov = weakest(prov, "derived")
+            notes = (
+                *notes,
+                f"{gpu.slug}: {span[2]}; the step time is {fast * 1e3:.4g}-{slow * 1e3:.4g} ms "
+                "across the two values and the band spans both",
+            )
+    return band, prov, notes
 
 
 def _serving(

@@ -250,19 +250,7 @@ class TrainConfig:
                     f"({m.num_kv_heads}) and the FFN size ({m.intermediate_size})",
                 )
         if self.finetune != "full":
-            if not isinstance(m, DecoderSpec):
-                raise InvalidConfiguration("finetune", "LoRA/QLoRA are modelled for decoder-only models")
-            if self.lora_rank < 1:
-                raise InvalidConfiguration("lora_rank", "lora_rank must be >= 1 with LoRA/QLoRA")
-            shapes = m.linear_shapes()
-            bad = [t for t in self.lora_targets if t not in shapes or t == "router"]
-            if bad or not self.lora_targets:
-                known = [k for k in shapes if k != "router"]
-                raise InvalidConfiguration(
-                    "lora_targets", f"unknown LoRA target(s) {bad}; known: {', '.join(sorted(known))}"
-                )
-            if self.sharding in ("zero3", "fsdp") and self.finetune == "qlora":
-                raise InvalidConfiguration("sharding", "QLoRA with FSDP/ZeRO-3 is not modelled")
+            self._check_lora()  # off the common path: full fine-tuning needs no test
         if self.finetune == "qlora" and self.precision in ("fp32", "tf32"):
             raise InvalidConfiguration("precision", "QLoRA computes in 16-bit: use amp_bf16, bf16 or fp16")
         if isinstance(m, DecoderSpec) and self.seq_len > 1_048_576:
@@ -273,6 +261,24 @@ class TrainConfig:
                 f"global_batch {self.global_batch} is not a multiple of batch_size x "
                 f"data-parallel ranks ({self.batch_size * self.data_parallel})",
             )
+
+    def _check_lora(self) -> None:
+        """LoRA/QLoRA need a decoder, a rank and known target layers; QLoRA's 4-bit base is not
+        modelled under FSDP/ZeRO-3 sharding."""
+        m = self.model
+        if not isinstance(m, DecoderSpec):
+            raise InvalidConfiguration("finetune", "LoRA/QLoRA are modelled for decoder-only models")
+        if self.lora_rank < 1:
+            raise InvalidConfiguration("lora_rank", "lora_rank must be >= 1 with LoRA/QLoRA")
+        shapes = m.linear_shapes()
+        bad = [t for t in self.lora_targets if t not in shapes or t == "router"]
+        if bad or not self.lora_targets:
+            known = [k for k in shapes if k != "router"]
+            raise InvalidConfiguration(
+                "lora_targets", f"unknown LoRA target(s) {bad}; known: {', '.join(sorted(known))}"
+            )
+        if self.sharding in ("zero3", "fsdp") and self.finetune == "qlora":
+            raise InvalidConfiguration("sharding", "QLoRA with FSDP/ZeRO-3 is not modelled")
 
     def _check_layout(self) -> None:
         """Pipeline stages, node layout, network and stack (fields added by issue 25)."""

@@ -9,7 +9,7 @@ import io
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
@@ -137,20 +137,10 @@ def parse_vms_csv(
     """Parse a SkyPilot ``vms.csv``. ``host_rules`` (e.g. :data:`GCP_HOST_RULES`) says how
     GPU-only rows join their host VM; without it GPU-only rows are skipped."""
     reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader)
-    except StopIteration:
-        return ParseResult((), (), (RowError(1, None, "empty file: no header row"),), 0, 0)
-    except csv.Error as e:
-        return ParseResult((), (), (RowError(1, None, f"unreadable CSV header: {e}"),), 0, 0)
-    header = [h.strip().lstrip("\ufeff") for h in header]
-    col = {name: i for i, name in enumerate(header)}
-    missing = [c for c in REQUIRED_COLUMNS if c not in col]
-    dupes = sorted(c for c, n in Counter(header).items() if n > 1 and c)
-    errors: list[RowError] = [RowError(1, c, "missing required column") for c in missing]
-    errors += [RowError(1, c, "column appears more than once") for c in dupes]
+    header, errors = _read_header(reader)
     if errors:
         return ParseResult((), (), tuple(errors), 0, 0)
+    col = {name: i for i, name in enumerate(header)}
 
     host_types = {h for per_count in (host_rules or {}).values() for hs in per_count.values() for h in hs}
     rows: list[VmRow] = []
@@ -204,40 +194,13 @@ def parse_vms_csv(
             errors.extend(row_errors)
             continue
 
-        count_text = cell("AcceleratorCount")
-        count_f = _optional_float(count_text, line, "AcceleratorCount", row_errors)
-        if count_f is None and not any(e.column == "AcceleratorCount" for e in row_errors):
-            row_errors.append(RowError(line, "AcceleratorCount", "empty accelerator count on a GPU row"))
-        if count_f is not None and count_f <= 0:
-            row_errors.append(RowError(line, "AcceleratorCount", f"must be > 0, got {count_text!r}"))
-        if row_errors:
+        got = _gpu_vm_row(cell, line, instance_type, acc, region, zone, vcpus, mem, price, spot, row_errors)
+        if got is None:
             errors.extend(row_errors)
-            continue
-        assert count_f is not None
-        if count_f != int(count_f):
-            skipped.append(
-                SkippedRow(line, "fractional-gpu", f"{instance_type or acc}: {count_text} x {acc}")
-            )
-            continue
-        if price is None and spot is None:
-            skipped.append(SkippedRow(line, "no-price", f"{instance_type or acc} in {region}"))
-            continue
-        mib, info_name = parse_gpu_info(cell("GpuInfo"))
-        vm = VmRow(
-            line=line,
-            instance_type=instance_type,
-            accelerator_name=acc,
-            gpus_per_instance=int(count_f),
-            vcpus=vcpus,
-            memory_gib=mem,
-            region=region,
-            zone=zone,
-            on_demand=price,
-            spot=spot,
-            gpu_memory_mib=mib,
-            gpu_info_name=info_name,
-        )
-        (rows if instance_type else attachments).append(vm)
+        elif isinstance(got, SkippedRow):
+            skipped.append(got)
+        else:
+            (rows if instance_type else attachments).append(got)
 
     joined, join_skips = _join_hosts(attachments, hosts, host_rules or {})
     rows += joined
@@ -247,6 +210,69 @@ def parse_vms_csv(
     rows.sort(key=lambda r: (r.instance_type, r.accelerator_name, r.region, r.zone or "", r.line))
     skipped.sort(key=lambda s: (s.line, s.reason))
     return ParseResult(tuple(rows), tuple(skipped), (), non_gpu + len(hosts), duplicates)
+
+
+def _read_header(reader: Iterator[list[str]]) -> tuple[list[str], list[RowError]]:
+    """The header's column names (BOM and spaces stripped), or why the file cannot be read:
+    every missing or repeated column is named at once, so one fix round suffices."""
+    try:
+        header = next(reader)
+    except StopIteration:
+        return [], [RowError(1, None, "empty file: no header row")]
+    except csv.Error as e:
+        return [], [RowError(1, None, f"unreadable CSV header: {e}")]
+    header = [h.strip().lstrip("\ufeff") for h in header]
+    col = {name: i for i, name in enumerate(header)}
+    missing = [c for c in REQUIRED_COLUMNS if c not in col]
+    dupes = sorted(c for c, n in Counter(header).items() if n > 1 and c)
+    errors: list[RowError] = [RowError(1, c, "missing required column") for c in missing]
+    errors += [RowError(1, c, "column appears more than once") for c in dupes]
+    return header, errors
+
+
+def _gpu_vm_row(
+    cell: Callable[[str], str],
+    line: int,
+    instance_type: str,
+    acc: str,
+    region: str,
+    zone: str | None,
+    vcpus: float | None,
+    mem: float | None,
+    price: Decimal | None,
+    spot: Decimal | None,
+    row_errors: list[RowError],
+) -> VmRow | SkippedRow | None:
+    """One GPU row: the VM, or why it is skipped (fractional GPU, no price), or None when
+    ``row_errors`` (appended to here) says why it is wrong."""
+    count_text = cell("AcceleratorCount")
+    count_f = _optional_float(count_text, line, "AcceleratorCount", row_errors)
+    if count_f is None and not any(e.column == "AcceleratorCount" for e in row_errors):
+        row_errors.append(RowError(line, "AcceleratorCount", "empty accelerator count on a GPU row"))
+    if count_f is not None and count_f <= 0:
+        row_errors.append(RowError(line, "AcceleratorCount", f"must be > 0, got {count_text!r}"))
+    if row_errors:
+        return None
+    assert count_f is not None
+    if count_f != int(count_f):
+        return SkippedRow(line, "fractional-gpu", f"{instance_type or acc}: {count_text} x {acc}")
+    if price is None and spot is None:
+        return SkippedRow(line, "no-price", f"{instance_type or acc} in {region}")
+    mib, info_name = parse_gpu_info(cell("GpuInfo"))
+    return VmRow(
+        line=line,
+        instance_type=instance_type,
+        accelerator_name=acc,
+        gpus_per_instance=int(count_f),
+        vcpus=vcpus,
+        memory_gib=mem,
+        region=region,
+        zone=zone,
+        on_demand=price,
+        spot=spot,
+        gpu_memory_mib=mib,
+        gpu_info_name=info_name,
+    )
 
 
 def _join_hosts(
