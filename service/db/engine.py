@@ -28,6 +28,7 @@ import json
 import math
 import os
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,23 @@ def make_engine(
     return engine
 
 
+def _enable_wal(cur: Any, busy_ms: int) -> None:
+    """Switch the file to WAL. While another connection switches a new file, SQLite answers
+    "database is locked" at once, without its busy handler (three processes starting on one new
+    file raced here): retry with a short back-off for up to the busy timeout."""
+    deadline_s = time.monotonic() + busy_ms / 1000
+    delay_s = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline_s:
+                raise
+            time.sleep(delay_s)
+            delay_s = min(delay_s * 2, 0.1)
+
+
 def _read_only_fs(path: Path) -> bool:
     try:
         return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
@@ -158,9 +176,9 @@ def _sqlite_events(engine: Engine, busy_ms: int) -> None:
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA foreign_keys=ON")
-        if not record.info.get(IMMUTABLE):
-            cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+        if not record.info.get(IMMUTABLE):
+            _enable_wal(cur, busy_ms)
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
 
