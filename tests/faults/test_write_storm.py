@@ -42,16 +42,20 @@ pytestmark = pytest.mark.faults
 READ = "/v1/gpus/nvidia-l40"
 
 
+def _database_url(request: pytest.FixtureRequest, sqlite_path: Path) -> str:
+    """A fresh database of the fixture's kind: a SQLite file, or one on the private cluster."""
+    if request.param == "sqlite":
+        return f"sqlite:///{sqlite_path}"
+    cluster: PrivateCluster = request.getfixturevalue("pg_cluster")
+    return new_pg_database(cluster)
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def storm(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ServerProcess, Engine, dict[str, str]]]:
     tmp = tmp_path_factory.mktemp(f"storm-{request.param}")
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp / 'storm.db'}"
-    else:
-        cluster: PrivateCluster = request.getfixturevalue("pg_cluster")
-        url = new_pg_database(cluster)
+    url = _database_url(request, tmp / "storm.db")
     engine, keys = prepared(url)
     # production settings (the start-up warm-up included), rate limits aside: one client
     # submits everything here
@@ -172,10 +176,7 @@ def narrow_gate(
 ) -> Iterator[tuple[ServerProcess, Engine, dict[str, str]]]:
     """A server whose write gate is one slot wide and waits 0.2 s: a burst overflows it."""
     tmp = tmp_path_factory.mktemp(f"gate-{request.param}")
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp / 'gate.db'}"
-    else:
-        url = new_pg_database(request.getfixturevalue("pg_cluster"))
+    url = _database_url(request, tmp / "gate.db")
     engine, keys = prepared(url)
     server = ServerProcess.serve(
         url,
