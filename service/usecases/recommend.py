@@ -237,19 +237,18 @@ def recommend(
 def _add_answer(
     uow: UnitOfWork,
     outcome: RecommendOutcome,
-    doc: Mapping[str, Any],
+    doc: Mapping[str, Any] | str,
     request: Mapping[str, Any],
     *,
     now: dt.datetime,
     owner: int | None,
-    doc_json: str | None = None,
 ) -> None:
     uow.recommendations.add(
         outcome.recommendation_id,
         api_key_id=owner,
         data_version=outcome.data_version,
         request=dict(request),
-        response=doc_json if doc_json is not None else dict(doc),
+        response=doc if isinstance(doc, str) else dict(doc),
         created_at=now,
     )
 
@@ -258,16 +257,15 @@ def _add_answer(
 def store_answer(
     uow: UnitOfWork,
     outcome: RecommendOutcome,
-    doc: Mapping[str, Any],
     request: Mapping[str, Any],
     *,
     now: dt.datetime,
     owner: int | None,
-    doc_json: str | None = None,
+    doc_json: str,
 ) -> None:
     """Store an answer computed by :func:`compute` (one insert, skipped when stored before);
-    ``doc_json``: ``doc`` already serialised (the route's response body), stored as it is."""
-    _add_answer(uow, outcome, doc, request, now=now, owner=owner, doc_json=doc_json)
+    ``doc_json``: the document as sent, already serialised, stored as it is."""
+    _add_answer(uow, outcome, doc_json, request, now=now, owner=owner)
 
 
 def unstored(doc: Mapping[str, Any], reason: str) -> dict[str, Any]:

