@@ -485,3 +485,40 @@ def test_a_missed_deadline_never_claims_counts_it_did_not_try(client: TestClient
         assert p["hours_high"] > 720 and p["max_gpus"] == limit
         assert ("no more GPUs are allowed" in e["message"]) is binding, e["message"]
         assert _warning(doc, "NO_PLAN_MEETS_DEADLINE")["params"]["gpu_count"] == 16
+
+
+def test_a_band_limit_judges_serving_plans_at_a_rate_by_their_own_band(client: TestClient) -> None:
+    """Plans sized for a request rate are judged on their full estimate's TPOT band: a band
+    limit every plan meets changes nothing (it used to exclude every aggregated plan, whose band
+    was not yet computed, leaving only disaggregated ones), and a strict one excludes with the
+    plan's finite band."""
+    body = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 1024,
+            "output_len": 256,
+            "requests_per_s": 5,
+            "ttft_target_ms": 2000,
+            "tpot_target_ms": 60,
+        },
+        "constraints": {"max_gpus": 8},
+        "objective": "cheapest",
+    }
+
+    def plans(doc: dict[str, Any]) -> list[tuple[str, int, bool]]:
+        return [
+            (o["gpu"]["slug"], o["strategy"]["gpu_count"], "DISAGGREGATED" in _codes(o))
+            for o in doc["options"]
+        ]
+
+    free = _ask(client, body)
+    assert any(not disagg for _g, _n, disagg in plans(free))
+    lenient = _ask(client, {**body, "constraints": {"max_gpus": 8, "max_band_pct": 1000}})
+    assert plans(lenient) == plans(free)
+    assert not [e for e in lenient["excluded"] if e["code"] == "BAND_TOO_WIDE"]
+    strict = _ask(client, {**body, "constraints": {"max_gpus": 8, "max_band_pct": 1}})
+    too_wide = [e["params"]["band_pct"] for e in strict["excluded"] if e["code"] == "BAND_TOO_WIDE"]
+    assert too_wide
+    assert all(isinstance(b, int | float) and 1 < b < 1000 for b in too_wide), too_wide

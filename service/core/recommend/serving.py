@@ -72,6 +72,10 @@ class _ServingSearch:
                 )
         self._rejected: dict[str, Reason] = {}
         self.threshold: float | None = None  # set by the caller; the serving search does not use it
+        cons = q.constraints
+        self.eager = cons.max_band_pct is not None or cons.min_provenance is not None
+        """The constraints read a plan's band or provenance: each plan gets its full estimate
+        when it is made (else only the plans returned do, in :meth:`finish`)."""
 
     def memory(self, fmt: str, tp: int) -> MemoryEstimate:
         key = (fmt, tp)
@@ -440,7 +444,7 @@ class _ServingSearch:
             if hourly is not None and served > 0
             else None
         )
-        return Option(
+        made = Option(
             gpu=gpu,
             gpu_count=n,
             nodes=nodes,
@@ -466,6 +470,7 @@ class _ServingSearch:
             network=priced.network,
             price_missing=priced.missing,
         )
+        return self.full(made, mem) if self.eager else made
 
     def _estimated(
         self, gpu: GpuSpec, job: Job, mem: MemoryEstimate, name: str, tp: int
@@ -561,25 +566,26 @@ class _ServingSearch:
 
     def finish(self, options: Sequence[Option]) -> list[Option]:
         """The full estimate (bands, provenance, accuracy, capacity) for the options returned."""
-        out = []
-        for o in options:
-            if o.est.serving is not None:
-                out.append(o)
-                continue
-            job = o.est.job
-            measured = self.data.measured(o.gpu, job) if self.data.measured is not None else None
-            mem = self.memory(job.config.quant_method, job.config.tensor_parallel)  # type: ignore[union-attr]
-            try:
-                est = estimate(o.gpu, job, self.data.calibrations, measured, breakdown=mem)
-            except (InvalidConfiguration, MissingFigure):
-                out.append(o)
-                continue
-            sv = est.serving
-            if sv is None:
-                out.append(o)
-                continue
-            out.append(replace(o, est=est, provenance=sv.provenance, u=ratio_half_width(sv)))
-        return _rank_again(out, self.q.objective)
+        return _rank_again([self.full(o) for o in options], self.q.objective)
+
+    def full(self, o: Option, mem: MemoryEstimate | None = None) -> Option:
+        """``o`` with its full estimate (``mem``: the plan's memory breakdown, where it is not
+        the aggregated one of its format and TP degree); ``o`` itself where it has one already
+        or none can be made."""
+        if o.est.serving is not None:
+            return o
+        job = o.est.job
+        assert isinstance(job.config, InferenceConfig)
+        measured = self.data.measured(o.gpu, job) if self.data.measured is not None else None
+        breakdown = mem or self.memory(job.config.quant_method, job.config.tensor_parallel)
+        try:
+            est = estimate(o.gpu, job, self.data.calibrations, measured, breakdown=breakdown)
+        except (InvalidConfiguration, MissingFigure):
+            return o
+        sv = est.serving
+        if sv is None:
+            return o
+        return replace(o, est=est, provenance=sv.provenance, u=ratio_half_width(sv))
 
     def what_ifs(self, options: Sequence[Option], excluded: Sequence[Exclusion]) -> list[WhatIf]:
         """FP8 weights where quantisation was not allowed: fewer GPUs per replica."""

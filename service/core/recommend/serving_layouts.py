@@ -17,14 +17,12 @@ from typing import TYPE_CHECKING
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
-from service.core.errors import InvalidConfiguration, MissingFigure
-from service.core.estimation.estimate import estimate
-from service.core.estimation.memory import InferenceConfig, MemoryEstimate, estimate_inference
+from service.core.errors import InvalidConfiguration
+from service.core.estimation.memory import estimate_inference
 from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, Deployment, decode_bound, deployment
 from service.core.estimation.serving_disagg import DisaggPoint, disagg_at_rate
 from service.core.estimation.serving_disagg_layout import Disaggregation
 from service.core.recommend.models import Option
-from service.core.recommend.ranking import ratio_half_width
 from service.core.recommend.reasons import Reason
 from service.core.recommend.replicas import NEAR_TIE
 
@@ -93,7 +91,7 @@ def _ep_options(
                     "EXPERT_PARALLEL",
                     {"experts": m.num_experts, "tensor_parallel": tp, "experts_per_gpu": m.num_experts // tp},
                 )
-                out.append(_finished(s, _with(found, why), mem))
+                out.append(s.full(_with(found, why), mem))  # finish would not know the EP breakdown
     return out
 
 
@@ -149,7 +147,7 @@ def _disagg_options(
                         "prefill_busy_pct": round(p.prefill_utilisation * 100.0, 0),
                     },
                 )
-                out.append(_finished(s, _with(found, why), s.memory(fmt, tp)))
+                out.append(_with(found, why))  # made full by finish if returned (same breakdown)
     return out
 
 
@@ -214,21 +212,3 @@ def _smallest(ok: Callable[[int], bool], top: int) -> int | None:
 def _with(o: Option, why: Reason) -> Option:
     """``o`` with ``why`` after its FITS reason (what the layout is comes before how fast)."""
     return replace(o, reasons=(*o.reasons[:1], why, *o.reasons[1:]))
-
-
-def _finished(s: _ServingSearch, o: Option, mem: MemoryEstimate) -> Option:
-    """The option with its full estimate, as the search's ``finish`` gives the others (with the
-    layout's own memory breakdown, which ``finish`` would not find)."""
-    if o.est.serving is not None:
-        return o
-    job = o.est.job
-    measured = s.data.measured(o.gpu, job) if s.data.measured is not None else None
-    try:
-        est = estimate(o.gpu, job, s.data.calibrations, measured, breakdown=mem)
-    except (InvalidConfiguration, MissingFigure):
-        return o
-    sv = est.serving
-    if sv is None:
-        return o
-    assert isinstance(job.config, InferenceConfig)
-    return replace(o, est=est, provenance=sv.provenance, u=ratio_half_width(sv))
