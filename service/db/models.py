@@ -1,7 +1,7 @@
 """ORM rows (SQLAlchemy 2). Never returned from the API: use cases map them to core or wire models.
 
 Conventions: sizes in bytes (BigInteger), rates as floats in the unit the column name says,
-timestamps timezone-aware UTC, JSON columns are JSONB on PostgreSQL.
+timestamps timezone-aware UTC, JSON columns are JSONB on PostgreSQL (stored answers excepted: JSON, kept as sent).
 """
 
 from __future__ import annotations
@@ -368,8 +368,10 @@ class Recommendation(Base):
     api_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"))
     """The key that asked (only it, or an admin, reads the answer); None: asked without a key."""
     data_version: Mapped[str] = mapped_column(String(64), nullable=False)
-    request: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
-    response: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON(), nullable=False)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON(), nullable=False)
+    """Both as sent (JSON, not JSONB, on PostgreSQL: read back whole, never queried inside;
+    key order kept, no re-parse on insert -- migration 0006)."""
     created_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), nullable=False, default=_now, index=True
     )

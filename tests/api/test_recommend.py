@@ -542,6 +542,8 @@ def test_stored_answer_dedup_and_determinism(client: TestClient, engine: Engine)
     stored = got.json()
     stored.pop("as_of")
     assert stored == a
+    # kept as sent, on both databases (JSON, not JSONB, on PostgreSQL): the same key order
+    assert _key_order(stored) == _key_order(a)
     other = _ask(client, {**body, "objective": "perf_per_watt"})
     assert other["recommendation_id"] != a["recommendation_id"]
     assert client.get("/v1/recommendations/rec_000000000000000000000000").status_code == 404
@@ -841,3 +843,12 @@ def test_a_new_search_stores_its_answer_under_a_new_id(
     assert after["recommendation_id"] != before
     assert client.get(f"/v1/recommendations/{after['recommendation_id']}").status_code == 200
     assert client.get(f"/v1/recommendations/{before}").status_code == 200
+
+
+def _key_order(doc: Any) -> Any:
+    """Every mapping's keys, in order, nested (lists item by item)."""
+    if isinstance(doc, dict):
+        return [(k, _key_order(v)) for k, v in doc.items()]
+    if isinstance(doc, list):
+        return [_key_order(x) for x in doc]
+    return None
