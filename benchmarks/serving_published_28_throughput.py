@@ -16,6 +16,14 @@ Two sources, each with a selection rule fixed before the errors were looked at:
   MI355X SGLang FP4, H200 TensorRT-LLM FP8, MI300X SGLang FP8 and B200 TensorRT-LLM / SGLang FP4
   runs), at every concurrency listed there.
 
+What the InferenceX rows show: the model is too fast at low concurrency by a per-step excess
+that is nearly constant in concurrency (``tpot_offsets``) and changes with the engine's version
+on the same GPU -- MI355X, SGLang, DeepSeek-R1 FP4, TP4, 1024/1024, concurrency 4: median TPOT
+25.0 ms on 2025-12-11 (run 20117712794), 22.5 ms on 2025-12-12 (run 20151920609) and 10.6 ms on
+2026-02-27 (run 22469096331) (``benchmarks-history.json`` beside the results file, same commit).
+That is software overhead per decode step, not a datasheet term, so the estimator is not fitted to
+it here.
+
 Feature: ``FP4`` for NVFP4 / MXFP4 weights, ``MLA/large MoE`` for the FP8 MoE rows, ``dense FP8
 (reference)`` for the dense Llama rows (the already-validated dense class, shown for scale).
 """
