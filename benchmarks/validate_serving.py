@@ -18,8 +18,11 @@ the questions it answers. Prints figures; not a test.
 5. **The 72B question**: Qwen2.5-72B chat at 20 requests/s, replicas x TP on H100 / H200 / A100.
 6. **Issue 28 features** (``benchmarks/serving_published_28.py``): published fit decisions,
    memory and throughput figures for MLA / large MoE, FP4, SGLang, speculative decoding, prefix
-   caching, multi-LoRA and disaggregation, each with its source; figures whose setup lacks an
-   input the model needs are listed pending; a per-feature count (within 20 %) closes it.
+   caching, multi-LoRA and disaggregation, each with its source -- among them every TensorRT-LLM
+   perf-overview cell (maximum load) and the InferenceX DeepSeek-R1 rows (fixed concurrency) the
+   selection rules of ``benchmarks/serving_published_28_throughput.py`` give; figures whose setup
+   lacks an input the model needs are listed pending; a per-feature count (within 20 %) and the
+   InferenceX rows' measured-minus-modelled TPOT per platform close it.
 
     python benchmarks/validate_serving.py [--json OUT] [--quick]
 """
