@@ -21,6 +21,7 @@ One JSON line per case in ``$OUT/engine-step-probe.jsonl``:
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -30,7 +31,15 @@ import torch.nn.functional as F
 from probe_common import DEV, SMOKE, Probe, kernel_s, wall_s
 
 DT = torch.float32 if SMOKE else torch.bfloat16
-PROBE = Probe("engine-step-probe.jsonl", 400)
+ATTENTION = os.environ.get("PROBE_ATTENTION", "flash")
+"""``flash``: PyTorch's flash kernel with native GQA (FlashAttention-2 packs a KV head's query
+heads into one tile only for one new token); ``packed``: for up to ``PACK_MAX`` new tokens the
+query heads of each KV head are folded into the query length, as FlashAttention-3's
+``pack_gqa``, FlashInfer and TensorRT-LLM's XQA do (``h200_verify_attention_probe.py``)."""
+PACK_MAX = 64
+PROBE = Probe(
+    "engine-step-probe.jsonl" if ATTENTION == "flash" else f"engine-step-probe-{ATTENTION}.jsonl", 400
+)
 left, emit = PROBE.left, PROBE.emit
 H, NH, NKV, HD, FF, VOCAB, LAYERS = (
     (64, 4, 2, 16, 128, 512, 2) if SMOKE else (4096, 32, 8, 128, 14336, 128256, 32)
@@ -79,7 +88,14 @@ class Model:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.nn.attention.bias import causal_lower_right
 
-        mask = None if q.shape[2] == 1 else causal_lower_right(q.shape[2], k.shape[2])
+        b, nh, t, hd = q.shape
+        if ATTENTION == "packed" and 1 < t <= PACK_MAX:  # no mask: it drops t - 1 keys of some rows
+            qp = q.reshape(b, NKV, (nh // NKV) * t, hd)
+            if SMOKE:
+                return F.scaled_dot_product_attention(qp, k, v).reshape(b, nh, t, hd)
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                return F.scaled_dot_product_attention(qp, k, v).reshape(b, nh, t, hd)
+        mask = None if t == 1 else causal_lower_right(t, k.shape[2])
         if SMOKE:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
@@ -196,6 +212,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    emit({"section": "env", "python": sys.version.split()[0], "torch": torch.__version__,
+    emit({"section": "env", "python": sys.version.split()[0], "torch": torch.__version__, "attention": ATTENTION,
           "gpu": "cpu smoke" if SMOKE else torch.cuda.get_device_name(0)})  # fmt: skip
     main()

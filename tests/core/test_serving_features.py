@@ -12,8 +12,10 @@ from service.catalog.loader import load_shipped
 from service.core.catalog.models import DecoderSpec, get_model
 from service.core.catalog.specs import gpu_spec_from_doc
 from service.core.estimation.memory import InferenceConfig
-from service.core.estimation.serving import serve_at_rate, serve_concurrency
+from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, serve_at_rate, serve_concurrency
+from service.core.estimation.serving_engines import deployment, iteration_s
 from service.core.estimation.serving_features import accepted_per_step
+from service.core.estimation.serving_steps import draft_pass_s, speculative_step_s
 
 CATALOG = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 GPUS = [CATALOG[s] for s in ("nvidia-h100-sxm", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb", "nvidia-l40s")]
@@ -89,3 +91,37 @@ def test_speculation_speeds_up_memory_bound_decode() -> None:
     plain = serve_concurrency(c, gpu).tpot_s
     spec = serve_concurrency(replace(c, speculative="ngram", draft_tokens=3, acceptance_rate=0.7), gpu).tpot_s
     assert plain / 2.6 < spec < plain / 1.8
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    workloads,
+    st.sampled_from(("eagle", "ngram")),
+    st.integers(min_value=0, max_value=7),
+    st.floats(min_value=1.0, max_value=32768.0),
+)
+def test_more_drafted_tokens_never_make_a_step_cheaper(w, method: str, k: int, ctx: float) -> None:  # type: ignore[no-untyped-def]
+    """The verify step physics (issue 28): a speculative step with ``k + 1`` drafted tokens is
+    never cheaper than with ``k``, and never cheaper than the decode iteration it replaces; a
+    draft pass never costs more than a decode iteration of the target."""
+    _, gpu, _, _, _, n = w
+    spec = deployment(_cfg(w, speculative=method, draft_tokens=max(k, 1), acceptance_rate=0.5), gpu)
+    e = CONTINUOUS_EFFICIENCIES
+    plain = iteration_s(spec, e, float(n), ctx)
+    steps = [speculative_step_s(replace(spec, spec_tokens=j), e, float(n), ctx) for j in (k, k + 1)]
+    assert plain * (1 - 1e-12) <= steps[0] <= steps[1] * (1 + 1e-12)
+    assert 0.0 <= draft_pass_s(spec, e, float(n), ctx) <= plain
+
+
+def test_a_draft_head_reads_one_layer_of_the_kv_cache() -> None:
+    """Measured on the H200 (``data/probes/h200-engine-step-2026-12-04*.jsonl``): an EAGLE-class
+    head costs a smaller share of the target's step as the KV cache grows (0.07 at batch 1, 0.05
+    at batch 64 x 4k), since the head reads one layer's cache; its parameter share does not move."""
+    m = _m("llama3.1-8b")
+    gpu = CATALOG["nvidia-h200-sxm"]
+    d = deployment(InferenceConfig(model=m, engine="vllm", speculative="eagle", draft_tokens=3), gpu)
+    e = CONTINUOUS_EFFICIENCIES
+    small = draft_pass_s(d, e, 1.0, 1024.0) / iteration_s(d, e, 1.0, 1024.0)
+    large = draft_pass_s(d, e, 64.0, 4096.0) / iteration_s(d, e, 64.0, 4096.0)
+    assert large < small <= d.spec_draft_share * (1 + 1e-9)
+    assert large < 0.7 * d.spec_draft_share

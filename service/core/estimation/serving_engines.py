@@ -295,7 +295,7 @@ class Deployment:
     prefix_hit_rate: float = 0.0  # share of each prompt's tokens served from the prefix cache
     spec_tokens: int = 0  # speculative decoding: tokens drafted per step (0: none)
     spec_acceptance: float = 0.0  # probability each drafted token is accepted (i.i.d.)
-    spec_draft_share: float = 0.0  # one drafted token's cost as a share of a decode iteration
+    spec_draft_share: float = 0.0  # the draft head's share of the parameters (serving_steps.draft_pass_s)
     lora: LoraServing | None = None  # multi-LoRA serving (None: the base model only)
     lora_slot_bytes: float = 0.0  # one adapter slot per GPU (16-bit); max_loras are resident
     ep_a2a_bytes: float = 0.0  # expert parallelism: all-to-all bytes per replica token per GPU (0: TP)

@@ -16,9 +16,11 @@ lookup (drafting on the host, no GPU work)."""
 
 
 def draft_share(m: DecoderSpec, method: str | None) -> float:
-    """One drafted token's GPU cost as a share of a decode iteration of the target: an MTP
-    module or an EAGLE head is one decoder layer plus the LM head (weights streamed per step);
-    n-gram lookup costs the GPU nothing."""
+    """The draft's share of the parameters a token of the target reads: an MTP module or an
+    EAGLE head is one decoder layer plus the LM head, so one draft pass streams and multiplies
+    this share of the target's weights (its KV cache is one layer's:
+    :func:`~service.core.estimation.serving_steps.draft_pass_s`); n-gram lookup costs the GPU
+    nothing."""
     if method in ("mtp", "eagle"):
         head = float(m.vocab_size * m.hidden_size)
         layer = float(m.active_params_per_layer)
