@@ -9,6 +9,7 @@ guessed input.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,8 +215,9 @@ PREFIX_FIGURES: tuple[Published, ...] = (
         "requests)",
     ),
 )
-"""Prefix caching: the TGI v3 runs (``PREFIX_TGI_FIGURES``) are scored; the H200 probe (section 7)
-measures the prefix-cache term itself."""
+"""Prefix caching: the TGI v3 runs (``PREFIX_TGI_FIGURES``) and the vLLM PR threads
+(``PREFIX_VLLM_FIGURES``) are scored; the H200 probe (section 7) measures the prefix-cache term
+itself."""
 
 
 LORA_FIGURES: tuple[Published, ...] = (
@@ -464,11 +466,136 @@ PREFIX_TGI_FIGURES: tuple[Published, ...] = (
         "run gained 3 %, its 4 x L4 run 4x): no hit rate to score through",
     ),
 )
-"""Prefix caching, published: the TGI v3 runs are the only published figures found (2026-12-04)
-that state GPU, model, prompt and output lengths, concurrency and the time with the cache cold
+"""Prefix caching, published: the TGI v3 runs are, beside the vLLM PR threads
+(``PREFIX_VLLM_FIGURES``), the only published figures found (2026-12-04) that state GPU, model, prompt and output lengths, concurrency and the time with the cache cold
 and warm; the hit rate of the warm run follows from replaying the same prompts. Both scored
 ratios miss 20 % in opposite directions (+52 % on 8 x H100, -52 % on 4 x L4), while the
 absolute times of three of the four runs lie within 35 %: see the notes."""
+
+
+VLLM_1983 = (
+    "https://github.com/vllm-project/vllm/pull/1983 ('[WIP] Prefix prompt cache', sleepcoo, 2023-12-08: 'For each "
+    "request, the prefix length is 200, the input length is 30, and the output length is 50. model : llama 13B, "
+    "A100 80G'; table Load (QPS) | Method | Requests/s | Average Latency per Req | First Token Time), read 2026-12-04"
+)
+
+VLLM_9668 = (
+    "https://github.com/vllm-project/vllm/pull/9668 ('[V1] Prefix caching', comaniac, 2024-10-24: 'Model: "
+    "neuralmagic/Meta-Llama-3-8B-Instruct-FP8, GPU: L40S'; benchmark_prefix_caching.py --num-prompts 200 "
+    "--repeat-count 2 --input-length-range 256:512 on ShareGPT; 'this PR w/o cache' 17829.40 input tok/s, "
+    "483.28 output tok/s, 8.54 s; 'this PR w. cache (49% hit rate)' 32149.17, 871.43, 4.86 s), read 2026-12-04"
+)
+
+_PR1983_TABLE = (  # QPS, metric, prefix cache, base (the PR's table, every cell pair)
+    (10, "requests_per_s", 9.83, 9.80),
+    (10, "latency_s", 1.97, 2.87),
+    (10, "ttft_s", 0.29, 0.45),
+    (15, "requests_per_s", 14.30, 13.24),
+    (15, "latency_s", 2.98, 8.65),
+    (15, "ttft_s", 0.39, 1.02),
+    (25, "requests_per_s", 19.81, 14.08),
+    (25, "latency_s", 6.46, 13.67),
+    (25, "ttft_s", 0.84, 4.74),
+)
+_METRIC = {
+    "requests_per_s": "requests/s",
+    "latency_s": "average latency per request",
+    "ttft_s": "first-token time",
+}
+
+PREFIX_VLLM_FIGURES: tuple[Published, ...] = (
+    *(
+        Published(
+            "prefix caching",
+            f"vLLM prefix cache (PR 1983), Llama-13B on 1 x A100 80G, 200-token shared prefix + 30 + 50 out, "
+            f"{qps} QPS: {_METRIC[metric]} {cached:g} with the cache vs {base:g} without ({cached / base:.2f}x)",
+            VLLM_1983,
+            "prefix_rate_ratio",
+            cached / base,
+            {
+                "model": "llama2-13b",
+                "gpu": "nvidia-a100-sxm4-80gb",
+                "input_len": 230,
+                "output_len": 50,
+                "hit_rate": 200 / 230,
+                "qps": float(qps),
+                "metric": metric,
+            },
+            "every cell pair of the PR's table is scored (the rule was fixed before any error was computed); "
+            "'Llama 13B' modelled as the llama2-13b shape, 'A100 80G' as the SXM4 part, vLLM of December 2023 "
+            "as the vllm class; requests/s is the offered rate while the model answers stable, else the "
+            "model's capacity (every request queued, what an overloaded open-loop run reaches); latency is "
+            "TTFT + 49 TPOT (means); a run the model answers as overloaded has no finite latency: a miss; "
+            "the absolute scale is the 2023 engine's, not the model's (at 10 QPS the model answers a TTFT of "
+            "0.08 s / 0.04 s without / with the cache, published 0.45 s / 0.29 s, latency 1.58 s / 1.09 s, "
+            "published 2.87 s / 1.97 s; capacity 21.8 / 48.2 requests/s, published runs saturate at about 14 "
+            "and 20): 15 QPS is past the engine's capacity without the cache but 70 % of the model's, and at "
+            "25 QPS the model's cached run is not saturated",
+        )
+        for qps, metric, cached, base in _PR1983_TABLE
+    ),
+    Published(
+        "prefix caching",
+        "vLLM V1 prefix caching (PR 9668), Llama-3-8B-Instruct FP8 on 1 x L40S, 400 offline requests (200 "
+        "ShareGPT prompts x 2, ~381 tokens in, ~10 out), 49 % hit rate: 8.54 s -> 4.86 s (1.76x)",
+        VLLM_9668,
+        "prefix_offline_speedup",
+        8.54 / 4.86,
+        {
+            "model": "llama3-8b",
+            "gpu": "nvidia-l40s",
+            "quant": "fp8",
+            "input_len": 381,
+            "output_len": 10,
+            "hit_rate": 0.49,
+        },
+        "the mean lengths follow from the table (input tok/s x time / 400 = 381, output 10.3); the hit rate is "
+        "the run's (token-weighted, the model's definition); the ratio of the two runs' times is scored as the "
+        "ratio of offline requests/s (every request queued); the model's runs take 6.60 s and 3.73 s (-23 %, "
+        "-23 %)",
+    ),
+)
+"""Prefix caching, vLLM PR threads (2026-12-04): the two threads found that state GPU, model,
+lengths, the share of each prompt cached and the figure both with and without the cache. Every
+cell pair of PR 1983's table is scored (rule fixed before the errors were computed); nothing was
+fitted: all held out. PR 46938 (Qwen2.5-7B, 512-token shared prefix): the thread text read names no GPU
+and no run without the cache: not used."""
+
+
+def _prefix_rate_ratio(s: dict[str, Any], gpu: GpuSpec) -> float:
+    """A metric with the cache over without at an offered rate of ``qps`` (``inf`` when the
+    model answers either run as overloaded for a latency)."""
+    from dataclasses import replace
+
+    from service.core.estimation.serving import offline_throughput, serve_at_rate
+
+    c = _cfg(s)
+    runs = (replace(c, prefix_cache_hit_rate=s["hit_rate"]), c)
+    vals = []
+    for cfg in runs:
+        r = serve_at_rate(cfg, gpu, s["qps"])
+        if s["metric"] == "requests_per_s":
+            vals.append(s["qps"] if r.stable else offline_throughput(cfg, gpu).requests_per_s)
+        elif not r.stable:
+            vals.append(math.inf)
+        elif s["metric"] == "ttft_s":
+            vals.append(r.ttft_mean_s)
+        else:
+            vals.append(r.ttft_mean_s + (s["output_len"] - 1) * r.tpot_mean_s)
+    if math.isinf(vals[0]) or math.isinf(vals[1]):
+        return math.inf
+    return vals[0] / vals[1]
+
+
+def _prefix_offline_speedup(s: dict[str, Any], gpu: GpuSpec) -> float:
+    """Offline requests/s with a share ``hit_rate`` of each prompt cached over none."""
+    from dataclasses import replace
+
+    from service.core.estimation.serving import offline_throughput
+
+    c = _cfg(s)
+    warm = replace(c, prefix_cache_hit_rate=s["hit_rate"])
+    return offline_throughput(warm, gpu).requests_per_s / offline_throughput(c, gpu).requests_per_s
 
 
 def _prefix_run_speedup(s: dict[str, Any], gpu: GpuSpec) -> float:
@@ -561,6 +688,10 @@ def predict(p: Published, gpus: dict[str, GpuSpec]) -> float | bool | None:
         return _tokens_per_gpu(p, gpus)
     if p.kind == "prefix_run_speedup":
         return _prefix_run_speedup(s, gpus[s["gpu"]])
+    if p.kind == "prefix_rate_ratio":
+        return _prefix_rate_ratio(s, gpus[s["gpu"]])
+    if p.kind == "prefix_offline_speedup":
+        return _prefix_offline_speedup(s, gpus[s["gpu"]])
     return None
 
 
@@ -632,6 +763,8 @@ SCORED = (
     "offline_tokens_per_gpu",
     "concurrency_tokens_per_gpu",
     "prefix_run_speedup",
+    "prefix_rate_ratio",
+    "prefix_offline_speedup",
 )
 """Kinds scored as a relative error (the issue's target: within 20 %)."""
 
@@ -642,6 +775,7 @@ ALL_FIGURES: tuple[Published, ...] = (
     *SPEC_BENCH_FIGURES,
     *PREFIX_FIGURES,
     *PREFIX_TGI_FIGURES,
+    *PREFIX_VLLM_FIGURES,
     *LORA_FIGURES,
     *DISAGG_FIGURES,
 )

@@ -1,6 +1,7 @@
 """The published figures of issue 28 (``benchmarks/serving_published_28.py``): they load, every
 scored figure names its source, and the MLA / large-MoE and FP4 features each carry at least 3
-relative-error figures, at least 3 of them within the issue's 20 % (its target)."""
+relative-error figures, at least 3 of them within the issue's 20 % (its target); so does prefix
+caching (the vLLM PR threads)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def test_every_scored_figure_names_a_source_and_a_date() -> None:
         if p.kind in ("offline_tokens_per_gpu", "concurrency_tokens_per_gpu"):
             assert "read 2026-12-04" in p.source, p.claim
             assert p.setup["gpu"] in CATALOG and float(p.value or 0) > 0, p.claim
+        if p.feature == "prefix caching" and p.kind in SCORED:
+            assert "read 2026-12-04" in p.source and 0.0 < p.setup["hit_rate"] < 1.0, p.claim
 
 
 def test_throughput_rows_cover_both_sources_and_every_perf_overview_model() -> None:
@@ -43,7 +46,7 @@ def test_throughput_rows_cover_both_sources_and_every_perf_overview_model() -> N
     assert all("InferenceX/actions/runs/" in p.source for p in fixed) and len(fixed) >= 10
 
 
-@pytest.mark.parametrize("feature", ["MLA/large MoE", "FP4"])
+@pytest.mark.parametrize("feature", ["MLA/large MoE", "FP4", "prefix caching"])
 def test_feature_has_three_relative_error_figures_within_20_percent(feature: str) -> None:
     scored = [p for p in ALL_FIGURES if p.feature == feature and p.kind in SCORED]
     assert len(scored) >= 3
