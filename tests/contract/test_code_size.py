@@ -24,7 +24,6 @@ KNOWN_LONG_FUNCTIONS: dict[str, int] = {
     "service/core/estimation/serving_queue.py::serve_at_rate": 122,
     "service/core/estimation/serving.py::estimate_serving": 103,
     "service/core/estimation/serving_calibration.py::published_points": 92,
-    "service/core/estimation/estimate_inputs.py::_inference_config": 86,
 }
 
 KNOWN_LONG_CORE_FILES: dict[str, int] = {
