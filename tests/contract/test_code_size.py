@@ -2,8 +2,10 @@
 80 lines, no file in ``service/core`` over 600 lines -- data tables (a literal of constants:
 presets, published rows, vocabularies) excepted, since a table reads row by row, not as logic.
 
-The offenders of the day this test was written are listed with the size they had; each may
-only shrink (a test fails when one grows, and when one is fixed, so the list follows the code).
+The offenders of the day this test was written were listed with the size they had, each
+allowed only to shrink (a test fails when one grows, and when one is fixed, so the list follows
+the code); every one has since been split, so both lists are empty and any function or file
+over its limit fails.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ CORE_FILE_LINES = 600
 EXEMPT: tuple[str, ...] = ()
 
 KNOWN_LONG_FUNCTIONS: dict[str, int] = {
-    # path::function -> its length today (lines, decorators included); may only shrink
+    # path::function -> its length (lines, decorators included); may only shrink. Empty: the
+    # last nine (the estimators) were split into named terms (issue 31).
 }
 
 KNOWN_LONG_CORE_FILES: dict[str, int] = {
