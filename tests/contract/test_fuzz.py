@@ -30,6 +30,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -177,24 +178,45 @@ def fuzz_engine(template: Template, tmp_path_factory: pytest.TempPathFactory) ->
         engine.dispose()
 
 
-@pytest.fixture(scope="module")
-def fuzz_app(fuzz_engine: Engine, template: Template) -> FastAPI:
+def _fuzz_app(engine: Engine, template: Template) -> FastAPI:
     app = create_app(
         Settings(
-            database_url=str(fuzz_engine.url.render_as_string(hide_password=False)), rate_limits_enabled=False
+            database_url=str(engine.url.render_as_string(hide_password=False)), rate_limits_enabled=False
         ),
-        engine=fuzz_engine,
+        engine=engine,
     )
     app.state.read_model.adopt(template.read_model)
     return app
 
 
+def _fuzz_keys(engine: Engine, app: FastAPI) -> dict[str, str]:
+    """A key of each scope, and :func:`seed_state` stored with the submit key."""
+    with UnitOfWork(make_session_factory(engine)) as uow:
+        keys = {s: create_key(uow, name=f"fuzz-{s}-{uuid.uuid4().hex[:6]}", scope=s).secret for s in SCOPES}
+    seed_state(app, keys["submit"])
+    return keys
+
+
+@pytest.fixture(scope="module")
+def fuzz_app(fuzz_engine: Engine, template: Template) -> FastAPI:
+    return _fuzz_app(fuzz_engine, template)
+
+
 @pytest.fixture(scope="module")
 def fuzz_keys(fuzz_engine: Engine, fuzz_app: FastAPI) -> dict[str, str]:
-    with UnitOfWork(make_session_factory(fuzz_engine)) as uow:
-        keys = {s: create_key(uow, name=f"fuzz-{s}-{uuid.uuid4().hex[:6]}", scope=s).secret for s in SCOPES}
-    seed_state(fuzz_app, keys["submit"])
-    return keys
+    return _fuzz_keys(fuzz_engine, fuzz_app)
+
+
+@pytest.fixture
+def stateful_app(template: Template, tmp_path: Path) -> Iterator[tuple[FastAPI, dict[str, str]]]:
+    """The stateful phase's own database, seeded alike: which links a scenario can follow depends
+    on what is stored, so sharing the module's database (which ``test_fuzz`` fills with random
+    GPUs, prices and runs) would make the run depend on test order and on the xdist worker."""
+    for url in template.copy(tmp_path, "fuzz-stateful"):
+        engine = make_engine(url)
+        app = _fuzz_app(engine, template)
+        yield app, _fuzz_keys(engine, app)
+        engine.dispose()
 
 
 def seed_state(app: FastAPI, submit_key: str) -> None:
@@ -287,7 +309,7 @@ def test_fuzz_other_scopes(
         assert r.status_code == 403 or undecodable, (other_scope, r.status_code, r.text[:300])
 
 
-def test_fuzz_stateful(fuzz_app: FastAPI, fuzz_keys: dict[str, str]) -> None:
+def test_fuzz_stateful(stateful_app: tuple[FastAPI, dict[str, str]]) -> None:
     """The stateful phase: scenarios that chain operations through the links schemathesis
     infers from the document (a created GPU read, patched and deleted; a submitted run read
     back; a pending GPU mapped...), every check on every step, with the key each step needs.
@@ -296,7 +318,9 @@ def test_fuzz_stateful(fuzz_app: FastAPI, fuzz_keys: dict[str, str]) -> None:
     fixed seeds: the app's state (what earlier scenarios stored) changes which links a scenario
     can follow, so Hypothesis may find a suite's choices inconsistent with an earlier run of
     them (``FlakyStrategyDefinition``) -- that suite then ends and the next seed continues. A
-    check that fails, even once, fails the test."""
+    check that fails, even once, fails the test. It runs on its own database seeded by
+    :func:`seed_state` alone, so the same seeds follow the same links whatever ran before."""
+    fuzz_app, fuzz_keys = stateful_app
     schema.app = fuzz_app
     scenarios = [0]
     linked: dict[str, int] = {}  # steps whose inputs a link supplied, per link

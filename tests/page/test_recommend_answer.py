@@ -141,17 +141,27 @@ def test_a_shared_link_restores_the_whole_question(page: Any, served: Served) ->
 
 
 def test_submit_is_disabled_while_asking_and_the_answer_is_scrolled_to(page: Any, served: Served) -> None:
-    def slow(route: Any) -> None:
-        time.sleep(1.5)
-        route.continue_()
+    """While the API answers, Submit is disabled and says so; when the answer comes it is
+    scrolled into view. The request is held until the busy state has been read, then let go:
+    no sleep, so the check cannot race the answer however loaded the machine is."""
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
 
     page.set_viewport_size({"width": 390, "height": 844})
     open_view(page, served, "#/recommend")
-    page.route("**/v1/recommend", slow)
+    page.route("**/v1/recommend", hold)
     submit = page.locator('form.recommend-form button[type="submit"]')
     submit.click()
     page.wait_for_function("() => document.querySelector('form.recommend-form button[type=submit]').disabled")
-    assert submit.inner_text() == "Asking…"
+    deadline = time.monotonic() + 30
+    while not held and time.monotonic() < deadline:  # the route handler runs on Playwright's events
+        page.wait_for_timeout(20)
+    assert len(held) == 1, "the form asked the API once"
+    assert submit.is_disabled() and submit.inner_text() == "Asking…"
+    assert page.locator("form.recommend-form").get_attribute("aria-busy") == "true"
+    held[0].continue_()
     page.wait_for_selector(".recommend-result")
     assert submit.is_enabled() and submit.inner_text() == "Submit"
     top = page.evaluate("() => document.querySelector('.recommend-result').getBoundingClientRect().top")

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from service.core.catalog.precision import precision_family
 from service.core.catalog.specs import GpuSpec
-from service.core.estimation.accuracy import accuracy_for
+from service.core.estimation.accuracy import Accuracy, accuracy_for
 from service.core.estimation.calibration_fit import (
     BAND_FLOOR,
     CROSS_ARCH_BAND,
@@ -19,7 +19,14 @@ from service.core.estimation.performance import (
     SPEC_DEFAULTS,
     Efficiencies,
 )
-from service.core.estimation.transfer import arch_key, arch_name, published_model, transfer_family
+from service.core.estimation.transfer import (
+    TransferFactors,
+    TransferModel,
+    arch_key,
+    arch_name,
+    published_model,
+    transfer_family,
+)
 
 
 def _scale_efficiencies(e: Efficiencies, compute: float, memory: float, source: str) -> Efficiencies:
@@ -62,60 +69,13 @@ def transfer(
         return cal
     family = transfer_family(precision) if precision else ("fp32" if cal.family == "fp32" else "fp16/bf16")
     model = published_model()
-    source = cal.source
-    if source is None:
-        f_compute = f_memory = 1.0
-        scope = "same-architecture" if target.family == cal.architecture else "unseen-architecture"
-        factors = None
-    else:
-        factors = model.factors(source, target, family)
-        f_compute, f_memory, scope = factors.compute, factors.memory, factors.scope
-        if scope == "same-gpu":  # a multi-GPU calibration applied to one of its GPUs
-            scope = "same-architecture"
+    factors, f_compute, f_memory, scope = _factors(cal, target, family, model)
     streaming = workload in STREAMING_WORKLOADS and f_memory > 1.0
     if streaming:
         f_memory = 1.0
     ta = arch_key(target)
-    acc = accuracy_for(scope, ta, workload)
-    lo, hi = cal.band
-    if acc is not None:
-        band = _combine(cal.band, acc.band())
-        if scope == "unseen-architecture":
-            band = (max(band[0], CROSS_ARCH_BAND[0]), max(band[1], CROSS_ARCH_BAND[1]))
-    elif scope == "same-architecture":
-        band = (min(0.9, lo * SAME_ARCH_BAND_FACTOR), hi * SAME_ARCH_BAND_FACTOR)
-    else:
-        band = (max(CROSS_ARCH_BAND[0], lo * 2), max(CROSS_ARCH_BAND[1], hi * 2))
-    src = ", ".join(cal.source_gpus)
-    sa = arch_key(source) if source is not None else cal.architecture
-    if factors is None:
-        note = f"from {src}, efficiencies unchanged ({cal.architecture} -> {target.family})"
-        tables: tuple[str, ...] = ()
-    elif scope == "unseen-architecture":
-        missing = arch_name(ta) if not model.knows(target) else arch_name(sa)
-        note = (
-            f"from {src}: {missing} has no published training data, so {target.slug} is assumed to "
-            f"reach the same fractions of its datasheet peaks and bandwidth as {src} (no correction)"
-        )
-        tables = ()
-    else:
-        what = (
-            "same architecture"
-            if scope == "same-architecture"
-            else f"across architectures, {arch_name(sa)} -> {arch_name(ta)}"
-        )
-        note = (
-            f"{what}, from {src}: compute x{f_compute:.2f}, memory x{f_memory:.2f}"
-            f" (sustained clock under the power cap {factors.clock_target:.2f} vs {factors.clock_source:.2f}"
-            f" of boost; per-architecture factors fitted jointly on the published tables "
-            f"{', '.join(model.tables)})"
-        )
-        if streaming:
-            note += (
-                "; the memory factor is capped at 1: its gain is cache reuse of CNN/BERT activations, "
-                "and this workload streams weights, optimizer state or KV cache far larger than any L2"
-            )
-        tables = model.tables
+    band = _transfer_band(cal.band, accuracy_for(scope, ta, workload), scope)
+    note, tables = _transfer_note(cal, target, model, factors, scope, f_compute, f_memory, streaming)
     # the answer leans on the published tables whenever their fit supplied a factor (issue 13:
     # such answers say 'published' and name the tables); a transfer within the architecture
     # between GPUs of the same peaks and power (factors within 0.5 % of 1), or to an architecture
@@ -136,6 +96,79 @@ def transfer(
         sources=tables,
         notes=(*cal.notes, note),
     )
+
+
+def _factors(
+    cal: Calibration, target: GpuSpec, family: str, model: TransferModel
+) -> tuple[TransferFactors | None, float, float, str]:
+    """The published model's compute and memory factors from the calibration's GPU to
+    ``target`` and the transfer's scope; none (1, 1) for a calibration without one source GPU."""
+    source = cal.source
+    if source is None:
+        scope = "same-architecture" if target.family == cal.architecture else "unseen-architecture"
+        return None, 1.0, 1.0, scope
+    factors = model.factors(source, target, family)
+    scope = factors.scope
+    if scope == "same-gpu":  # a multi-GPU calibration applied to one of its GPUs
+        scope = "same-architecture"
+    return factors, factors.compute, factors.memory, scope
+
+
+def _transfer_band(band: tuple[float, float], acc: Accuracy | None, scope: str) -> tuple[float, float]:
+    """The calibration's band combined with the held-out error of this kind of transfer (at
+    least :data:`CROSS_ARCH_BAND` for an unseen architecture); without an accuracy table, the
+    old widening rules."""
+    lo, hi = band
+    if acc is not None:
+        out = _combine(band, acc.band())
+        if scope == "unseen-architecture":
+            out = (max(out[0], CROSS_ARCH_BAND[0]), max(out[1], CROSS_ARCH_BAND[1]))
+        return out
+    if scope == "same-architecture":
+        return (min(0.9, lo * SAME_ARCH_BAND_FACTOR), hi * SAME_ARCH_BAND_FACTOR)
+    return (max(CROSS_ARCH_BAND[0], lo * 2), max(CROSS_ARCH_BAND[1], hi * 2))
+
+
+def _transfer_note(
+    cal: Calibration,
+    target: GpuSpec,
+    model: TransferModel,
+    factors: TransferFactors | None,
+    scope: str,
+    f_compute: float,
+    f_memory: float,
+    streaming: bool,
+) -> tuple[str, tuple[str, ...]]:
+    """What the transfer did, in words, and the published tables its factors came from (none
+    when it applied no factor)."""
+    src = ", ".join(cal.source_gpus)
+    ta = arch_key(target)
+    sa = arch_key(cal.source) if cal.source is not None else cal.architecture
+    if factors is None:
+        return f"from {src}, efficiencies unchanged ({cal.architecture} -> {target.family})", ()
+    if scope == "unseen-architecture":
+        missing = arch_name(ta) if not model.knows(target) else arch_name(sa)
+        return (
+            f"from {src}: {missing} has no published training data, so {target.slug} is assumed to "
+            f"reach the same fractions of its datasheet peaks and bandwidth as {src} (no correction)"
+        ), ()
+    what = (
+        "same architecture"
+        if scope == "same-architecture"
+        else f"across architectures, {arch_name(sa)} -> {arch_name(ta)}"
+    )
+    note = (
+        f"{what}, from {src}: compute x{f_compute:.2f}, memory x{f_memory:.2f}"
+        f" (sustained clock under the power cap {factors.clock_target:.2f} vs {factors.clock_source:.2f}"
+        f" of boost; per-architecture factors fitted jointly on the published tables "
+        f"{', '.join(model.tables)})"
+    )
+    if streaming:
+        note += (
+            "; the memory factor is capped at 1: its gain is cache reuse of CNN/BERT activations, "
+            "and this workload streams weights, optimizer state or KV cache far larger than any L2"
+        )
+    return note, model.tables
 
 
 STREAMING_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer")

@@ -158,26 +158,63 @@ def estimate(
     Raises :class:`InvalidConfiguration` for a GPU without a memory figure or a precision the
     GPU does not support (code ``PRECISION_UNSUPPORTED``)."""
     warnings: list[Notice] = []
-    usable = gpu.usable_memory_bytes
-    if usable is None:
-        if gpu.memory_bytes is None:
-            raise InvalidConfiguration(
-                "gpu", f"{gpu.slug} has no sourced memory size; no fit can be computed"
-            )
-        usable = gpu.memory_bytes
-        warnings.append(_usable_unknown(gpu.slug))
+    usable = _usable_memory(gpu, warnings)
     if job.model_note:
         warnings.append(Notice("assumed_shape", job.model_note, {"note": job.model_note}))
-    precision = job.precision
-    if gpu.support_for(precision) == "no":
+    _refuse_unsupported_precision(gpu, job)
+    c = job.config
+    _layout_warnings(gpu, c, warnings)
+    memory = _memory_answer(gpu, c, usable, measured, breakdown, warnings)
+    time_answer, serving_answer = _time_or_serving(gpu, job, calibrations, measured, warnings)
+    if serving_answer is not None and isinstance(c, InferenceConfig):
+        serving_answer = _with_engine_version(serving_answer, c)
+    if isinstance(c, TrainConfig) and not memory.fits:
+        warnings.extend(_what_if(c, memory.estimate, usable))
+    solve: SolveAnswer | None = None
+    if job.solve_for:
+        solve, notices = _solve(job, usable, gpu)
+        warnings.extend(notices)
+    return Estimate(
+        job=job,
+        gpu=gpu,
+        memory=memory,
+        time=time_answer,
+        serving=serving_answer,
+        solve=solve,
+        warnings=tuple(warnings),
+    )
+
+
+def _usable_memory(gpu: GpuSpec, warnings: list[Notice]) -> int:
+    """The driver-reported usable memory, else the physical size with a warning that the fit may
+    be optimistic; a GPU without either cannot be sized."""
+    usable = gpu.usable_memory_bytes
+    if usable is not None:
+        return usable
+    if gpu.memory_bytes is None:
+        raise InvalidConfiguration("gpu", f"{gpu.slug} has no sourced memory size; no fit can be computed")
+    warnings.append(_usable_unknown(gpu.slug))
+    return gpu.memory_bytes
+
+
+def _refuse_unsupported_precision(gpu: GpuSpec, job: Job) -> None:
+    """A precision, weight format or KV-cache dtype the GPU cannot run is refused, not estimated."""
+    if gpu.support_for(job.precision) == "no":
         raise InvalidConfiguration(
-            "precision", f"{gpu.slug} does not support {precision}", code="PRECISION_UNSUPPORTED"
+            "precision", f"{gpu.slug} does not support {job.precision}", code="PRECISION_UNSUPPORTED"
         )
     c = job.config
     if isinstance(c, InferenceConfig):
         refused = fp4_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
         if refused is not None:
             raise InvalidConfiguration(refused[0], refused[1], code="PRECISION_UNSUPPORTED")
+
+
+def _layout_warnings(
+    gpu: GpuSpec, c: TrainConfig | InferenceConfig | BatchInferenceConfig, warnings: list[Notice]
+) -> None:
+    """What the answer models without a measurement to validate it: multi-GPU communication
+    (over PCIe or the node's links) and the serving time of sparse (MLA, shared-expert) layouts."""
     n_gpus = (
         c.gpu_count
         if isinstance(c, TrainConfig)
@@ -187,6 +224,18 @@ def estimate(
         warnings.append(_PCIE_MULTI_GPU if gpu.node.nvlink_topology == "none" else _MULTI_GPU)
     if isinstance(c, InferenceConfig) and c.model.is_sparse_layout:
         warnings.append(_SPARSE_TIME)
+
+
+def _memory_answer(
+    gpu: GpuSpec,
+    c: TrainConfig | InferenceConfig | BatchInferenceConfig,
+    usable: int,
+    measured: CellView | None,
+    breakdown: MemoryEstimate | None,
+    warnings: list[Notice],
+) -> MemoryAnswer:
+    """The memory breakdown against the usable memory; a measured OOM of this exact cell
+    overrides the model's fit, and a measured peak (from evidence that counts) is shown beside it."""
     if breakdown is not None:
         mem = breakdown
     elif isinstance(c, TrainConfig):
@@ -202,7 +251,7 @@ def estimate(
         fits = False
         n_oom = measured.status_counts.get("oom", 0)
         warnings.append(_measured_oom(gpu.slug, n_oom))
-    memory = MemoryAnswer(
+    return MemoryAnswer(
         estimate=mem,
         usable_memory_bytes=usable,
         fits=fits,
@@ -210,51 +259,41 @@ def estimate(
         provenance="measured" if counts and peak_measured is not None else "spec",
         measured_peak_allocated_bytes=int(peak_measured.median) if peak_measured is not None else None,
     )
-    time_answer: TimeAnswer | None = None
-    serving_answer: ServingAnswer | None = None
+
+
+def _time_or_serving(
+    gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: CellView | None, warnings: list[Notice]
+) -> tuple[TimeAnswer | None, ServingAnswer | None]:
+    """Step time (training, batch inference) or serving latency (an engine): none without a
+    sourced bandwidth or when a figure the model needs is missing, each with a warning saying so.
+    A continuous-batching engine that cannot hold the model as given still gets its min_gpus
+    solve."""
     if not gpu.bandwidth_gb_per_s:
         warnings.append(_no_bandwidth(gpu.slug))
-    else:
-        workload = workload_for(job)
-        cal = calibrations.pick(gpu, workload, precision)
-        cell = measured if counts else None
+        return None, None
+    c, precision = job.config, job.precision
+    workload = workload_for(job)
+    cal = calibrations.pick(gpu, workload, precision)
+    cell = measured if measured is not None and measured.provenance == "measured" else None
+    try:
+        if isinstance(c, TrainConfig):
+            return _time(c, gpu, cal, job.tokens, cell, workload), None
+        if isinstance(c, BatchInferenceConfig):
+            return _batch_time(c, gpu, cal, cell), None
+        if ENGINE_CLASSES[c.engine].batching != "continuous":
+            host = calibrations.host_profile("llm-infer", precision)
+            return None, _serving(c, gpu, cal, cell, host, workload)
         try:
-            if isinstance(c, TrainConfig):
-                time_answer = _time(c, gpu, cal, job.tokens, cell, workload)
-            elif isinstance(c, BatchInferenceConfig):
-                time_answer = _batch_time(c, gpu, cal, cell)
-            elif ENGINE_CLASSES[c.engine].batching == "continuous":
-                try:
-                    serving_answer = continuous_answer(c, gpu, job.serving, cell)
-                except InvalidConfiguration as exc:
-                    if exc.code != "MEMORY_INSUFFICIENT" or job.solve_for != "min_gpus":
-                        raise
-                    warnings.append(_no_serving_as_given(exc.message))
-            else:
-                serving_answer = _serving(
-                    c, gpu, cal, cell, calibrations.host_profile("llm-infer", precision), workload
-                )
-        except MissingFigure as exc:
-            warnings.append(
-                Notice("no_time_estimate", f"no time estimate: {exc.message}", {"detail": exc.message})
-            )
-    if serving_answer is not None and isinstance(c, InferenceConfig):
-        serving_answer = _with_engine_version(serving_answer, c)
-    if isinstance(c, TrainConfig) and not fits:
-        warnings.extend(_what_if(c, mem, usable))
-    solve: SolveAnswer | None = None
-    if job.solve_for:
-        solve, notices = _solve(job, usable, gpu)
-        warnings.extend(notices)
-    return Estimate(
-        job=job,
-        gpu=gpu,
-        memory=memory,
-        time=time_answer,
-        serving=serving_answer,
-        solve=solve,
-        warnings=tuple(warnings),
-    )
+            return None, continuous_answer(c, gpu, job.serving, cell)
+        except InvalidConfiguration as exc:
+            if exc.code != "MEMORY_INSUFFICIENT" or job.solve_for != "min_gpus":
+                raise
+            warnings.append(_no_serving_as_given(exc.message))
+    except MissingFigure as exc:
+        warnings.append(
+            Notice("no_time_estimate", f"no time estimate: {exc.message}", {"detail": exc.message})
+        )
+    return None, None
 
 
 def _usable_unknown(slug: str) -> Notice:

@@ -431,24 +431,7 @@ def _inference_config(
             f"engine {spec.engine!r} is not modelled (modelled: {', '.join(ENGINE_CLASSES)})",
         )
     if not isinstance(model, DecoderSpec):
-        if spec.tensor_parallel > 1:
-            raise InvalidConfiguration("tensor_parallel", "encoders and CNNs are served one GPU per replica")
-        if spec.requests_per_s is not None or spec.solve_for == "min_gpus":
-            raise InvalidConfiguration("requests_per_s", "request-rate serving is modelled for decoder LLMs")
-        seq = 1
-        if isinstance(model, EncoderSpec):
-            seq = spec.seq_len or DEFAULT_ENCODER_SEQ_LEN
-            if seq > model.max_position_embeddings:
-                raise InvalidConfiguration(
-                    "seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions"
-                )
-        return BatchInferenceConfig(
-            model=model,
-            precision=spec.precision or "bf16",
-            batch_size=spec.batch_size,
-            seq_len=seq,
-            replicas=spec.gpu_count,
-        ), None
+        return _batch_inference_config(spec, model), None
     tp = max(spec.tensor_parallel, 1)
     continuous = ENGINE_CLASSES[spec.engine].batching == "continuous"
     if spec.solve_for != "min_gpus" and (spec.gpu_count < tp or spec.gpu_count % tp):
@@ -506,6 +489,29 @@ def _inference_config(
             tpot_target_s=spec.tpot_target_ms / 1e3 if spec.tpot_target_ms else None,
         )
     return config, serving
+
+
+def _batch_inference_config(spec: JobSpec, model: EncoderSpec | CnnSpec) -> BatchInferenceConfig:
+    """Batched inference of an encoder / CNN: ``gpu_count`` independent one-GPU replicas, a
+    static batch (no request rate), an encoder's sequence within its position limit."""
+    if spec.tensor_parallel > 1:
+        raise InvalidConfiguration("tensor_parallel", "encoders and CNNs are served one GPU per replica")
+    if spec.requests_per_s is not None or spec.solve_for == "min_gpus":
+        raise InvalidConfiguration("requests_per_s", "request-rate serving is modelled for decoder LLMs")
+    seq = 1
+    if isinstance(model, EncoderSpec):
+        seq = spec.seq_len or DEFAULT_ENCODER_SEQ_LEN
+        if seq > model.max_position_embeddings:
+            raise InvalidConfiguration(
+                "seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions"
+            )
+    return BatchInferenceConfig(
+        model=model,
+        precision=spec.precision or "bf16",
+        batch_size=spec.batch_size,
+        seq_len=seq,
+        replicas=spec.gpu_count,
+    )
 
 
 def workload_for(job: Job) -> str:

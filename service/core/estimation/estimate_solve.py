@@ -48,62 +48,89 @@ def _context_capped(model_id: str, limit: int) -> Notice:
 
 
 def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notice]]:
+    """The job's solve-for target, one function per target, with the notices it raises."""
     target = job.solve_for
     assert target is not None
     c = job.config
-    notices: list[Notice] = []
     if isinstance(c, BatchInferenceConfig):
         raise InvalidConfiguration("solve_for", f"{target} is not modelled for encoder / CNN inference")
     if target == "max_micro_batch":
-        if not isinstance(c, TrainConfig):
-            raise InvalidConfiguration(
-                "solve_for", "max_micro_batch applies to training; use max_concurrency for inference"
-            )
-        v = largest_micro_batch(c, usable)
-        return SolveAnswer(
-            target, v, f"largest per-GPU micro-batch at seq_len {c.seq_len} that fits at the band's upper end"
-        ), notices
+        return _max_micro_batch(c, usable), []
     if target == "max_context":
-        v = largest_context(c, usable)
-        what = (
-            "training seq_len"
-            if isinstance(c, TrainConfig)
-            else f"prompt length with output_len {c.output_len} kept"
-        )
-        detail = f"longest {what} that fits (multiples of 128)"
-        limit = _context_limit(job)
-        cap = limit if isinstance(c, TrainConfig) else limit - c.output_len
-        if limit and v > cap:
-            v = max(0, cap)
-            notices.append(_context_capped(job.model.id, limit))
-            detail += f", capped at the model's max_position_embeddings ({limit:,})"
-        return SolveAnswer(target, v, detail), notices
+        return _max_context(job, c, usable)
     if target == "max_concurrency":
-        if not isinstance(c, InferenceConfig):
-            raise InvalidConfiguration(
-                "solve_for", "max_concurrency applies to inference; use max_micro_batch for training"
-            )
-        if ENGINE_CLASSES[c.engine].batching == "continuous" and gpu.bandwidth_gb_per_s:
-            cap, _ = concurrency_cap(
-                deployment(c, gpu),
-                float(c.input_len),
-                float(max(c.output_len, 1)),
-                reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib,
-            )
-            return SolveAnswer(
-                target,
-                max(0, cap),
-                f"sequences of {c.input_len}+{c.output_len} tokens one replica runs "
-                f"at once: {c.engine}'s scheduler limit and paged KV cache",
-            ), notices
-        v = most_concurrent_sequences(c, usable)
-        return SolveAnswer(
-            target, v, f"concurrent sequences of {c.input_len}+{c.output_len} tokens that fit"
-        ), notices
+        return _max_concurrency(c, usable, gpu), []
     if isinstance(c, InferenceConfig):
-        return _min_gpus_serving(job, c, usable, gpu), notices
+        return _min_gpus_serving(job, c, usable, gpu), []
+    return _min_gpus_training(job, c, usable)
+
+
+def _max_micro_batch(c: TrainConfig | InferenceConfig, usable: int) -> SolveAnswer:
+    """The largest per-GPU micro-batch that fits at the band's upper end (training only)."""
+    if not isinstance(c, TrainConfig):
+        raise InvalidConfiguration(
+            "solve_for", "max_micro_batch applies to training; use max_concurrency for inference"
+        )
+    v = largest_micro_batch(c, usable)
+    return SolveAnswer(
+        "max_micro_batch",
+        v,
+        f"largest per-GPU micro-batch at seq_len {c.seq_len} that fits at the band's upper end",
+    )
+
+
+def _max_context(job: Job, c: TrainConfig | InferenceConfig, usable: int) -> tuple[SolveAnswer, list[Notice]]:
+    """The longest sequence (training) or prompt (inference, output kept) that fits, capped at
+    the model's own position limit -- memory may allow more than the model was trained for."""
+    notices: list[Notice] = []
+    v = largest_context(c, usable)
+    what = (
+        "training seq_len"
+        if isinstance(c, TrainConfig)
+        else f"prompt length with output_len {c.output_len} kept"
+    )
+    detail = f"longest {what} that fits (multiples of 128)"
+    limit = _context_limit(job)
+    cap = limit if isinstance(c, TrainConfig) else limit - c.output_len
+    if limit and v > cap:
+        v = max(0, cap)
+        notices.append(_context_capped(job.model.id, limit))
+        detail += f", capped at the model's max_position_embeddings ({limit:,})"
+    return SolveAnswer("max_context", v, detail), notices
+
+
+def _max_concurrency(c: TrainConfig | InferenceConfig, usable: int, gpu: GpuSpec) -> SolveAnswer:
+    """Sequences one replica runs at once (inference only): a continuous-batching engine's
+    scheduler limit and paged KV cache, else the concurrent sequences whose memory fits."""
+    if not isinstance(c, InferenceConfig):
+        raise InvalidConfiguration(
+            "solve_for", "max_concurrency applies to inference; use max_micro_batch for training"
+        )
+    if ENGINE_CLASSES[c.engine].batching == "continuous" and gpu.bandwidth_gb_per_s:
+        cap, _ = concurrency_cap(
+            deployment(c, gpu),
+            float(c.input_len),
+            float(max(c.output_len, 1)),
+            reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib,
+        )
+        return SolveAnswer(
+            "max_concurrency",
+            max(0, cap),
+            f"sequences of {c.input_len}+{c.output_len} tokens one replica runs "
+            f"at once: {c.engine}'s scheduler limit and paged KV cache",
+        )
+    v = most_concurrent_sequences(c, usable)
+    return SolveAnswer(
+        "max_concurrency", v, f"concurrent sequences of {c.input_len}+{c.output_len} tokens that fit"
+    )
+
+
+def _min_gpus_training(job: Job, c: TrainConfig, usable: int) -> tuple[SolveAnswer, list[Notice]]:
+    """The fewest GPUs that fit, sharding as needed. An amp_* job moved onto FSDP takes the
+    mixed-precision policy unless the caller chose autocast; where the policy would need fewer
+    GPUs than autocast, a notice says so (autocast over FSDP shards keeps every bf16 weight cast)."""
+    notices: list[Notice] = []
     amp = c.precision.startswith("amp_")
-    # an amp_* job moved onto FSDP takes the mixed-precision policy unless the caller chose autocast
     keep_autocast = "mixed_precision" in job.stated and c.mixed_precision == "autocast"
     mixed = "autocast" if keep_autocast else "fsdp_policy"
     found = fewest_gpus(c, usable, sharded_mixed_precision=mixed)
@@ -116,19 +143,9 @@ def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notic
             sharded_mixed_precision="fsdp_policy",
         )
         if alt is not None and (found is None or alt[0] < found[0]):
-            notices.append(
-                Notice(
-                    "try_fsdp_mixed_precision_policy",
-                    (
-                        f"with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) it fits on {alt[0]} GPUs"
-                        + ("" if found is None else f" instead of {found[0]}")
-                        + "; torch.autocast over FSDP shards keeps the whole model's bf16 weight casts until it exits"
-                    ),
-                    {"gpus": alt[0]} if found is None else {"gpus": alt[0], "instead_of": found[0]},
-                )
-            )
+            notices.append(_try_fsdp_policy(alt[0], None if found is None else found[0]))
     if found is None:
-        return SolveAnswer(target, 0, "does not fit on any GPU count searched (up to 4096)"), notices
+        return SolveAnswer("min_gpus", 0, "does not fit on any GPU count searched (up to 4096)"), notices
     n, _ = found
     shard = c.sharding if c.sharding not in ("none", "ddp") else "fsdp"
     how = shard if n > 1 else c.sharding
@@ -139,7 +156,19 @@ def _solve(job: Job, usable: int, gpu: GpuSpec) -> tuple[SolveAnswer, list[Notic
             if used == "fsdp_policy"
             else "torch.autocast"
         )
-    return SolveAnswer(target, n, f"fewest GPUs that fit with sharding {how}"), notices
+    return SolveAnswer("min_gpus", n, f"fewest GPUs that fit with sharding {how}"), notices
+
+
+def _try_fsdp_policy(gpus: int, instead_of: int | None) -> Notice:
+    return Notice(
+        "try_fsdp_mixed_precision_policy",
+        (
+            f"with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) it fits on {gpus} GPUs"
+            + ("" if instead_of is None else f" instead of {instead_of}")
+            + "; torch.autocast over FSDP shards keeps the whole model's bf16 weight casts until it exits"
+        ),
+        {"gpus": gpus} if instead_of is None else {"gpus": gpus, "instead_of": instead_of},
+    )
 
 
 def _context_limit(job: Job) -> int:

@@ -51,6 +51,8 @@ from service.core.estimation.serving import (
 from service.core.estimation.serving import (
     estimate_batch_inference as batch_inference_time,
 )
+from service.core.estimation.serving_engines import Deployment, EngineClass, EngineEfficiencies
+from service.core.estimation.serving_queue import RateEstimate
 from service.core.estimation.serving_steps import prefill_time_share
 from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
@@ -321,54 +323,14 @@ def _continuous(
     d = deployment(c, gpu)
     w = q.workload if q is not None else Workload(float(c.input_len), float(max(c.output_len, 1)))
     k = TRANSFERRED_ENGINE_BAND_FACTOR if eng.provenance == "transferred" else 1.0
-    notes: list[str] = [f"{eng.name}: {eng.source}", *d.notes]
-    if c.lora is not None:
-        notes.append(LORA_NOTE)
-    if eng.provenance == "transferred":
-        notes.append(
-            "continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
-            f"{eng.name}'s scheduler and memory defaults (no {eng.name} table calibrates it; band x"
-            f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})"
-        )
-    cap, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
-    if cap < 1:
-        raise InvalidConfiguration(
-            "tensor_parallel",
-            f"{c.model.id} leaves no KV cache for one request on "
-            f"{gpu.slug} at tensor_parallel {c.tensor_parallel}",
-            code="MEMORY_INSUFFICIENT",
-        )
+    notes = _continuous_notes(c, eng, d)
+    cap = _kv_capacity(c, gpu, d, w, e)
     lo_t, hi_t = (x * k for x in CONTINUOUS_BAND["ttft"])
     lo_p, hi_p = (x * k for x in CONTINUOUS_BAND["tpot"])
     rate: RateAnswer | None = None
     if q is not None and q.requests_per_s is not None:
         r = serve_at_rate(c, gpu, q.requests_per_s, w, e, d)
-        per = capacity_at_slo(c, gpu, w, q.ttft_target_s, q.tpot_target_s, e, d)
-        fleet = per * c.replicas
-        validated = r.stable and r.utilisation <= VALIDATED_UTILISATION
-        rate = RateAnswer(
-            requests_per_s=q.requests_per_s,
-            stable=r.stable,
-            ttft_p50_s=r.ttft_s,
-            tpot_p50_s=r.tpot_s,
-            ttft_mean_s=r.ttft_mean_s,
-            in_flight_per_replica=r.in_flight,
-            utilisation=r.utilisation,
-            queue_wait_s=r.queue_wait_s,
-            capacity_requests_per_s=fleet,
-            headroom=fleet / q.requests_per_s - 1.0 if q.requests_per_s > 0 else math.inf,
-            meets_ttft=None if q.ttft_target_s is None else bool(r.stable and r.ttft_s <= q.ttft_target_s),
-            meets_tpot=None if q.tpot_target_s is None else bool(r.stable and r.tpot_s <= q.tpot_target_s),
-            validated=validated,
-            note=QUEUEING_NOTE
-            if validated
-            else (
-                "the replicas cannot keep up with this rate (overload)"
-                if not r.stable
-                else QUEUEING_NOTE
-                + f"; this point is above {VALIDATED_UTILISATION:.0%} utilisation: not validated"
-            ),
-        )
+        rate = _rate_answer(c, gpu, q, w, e, d, r)
         ttft, tpot, conc, bound = r.ttft_s, r.tpot_s, round(r.in_flight), r.bound
         out_tps = q.requests_per_s * w.output_len if r.stable else 0.0
     else:
@@ -379,12 +341,10 @@ def _continuous(
         if (q.concurrency if q is not None and q.concurrency else c.batch_size) > cap:
             notes.append(f"concurrency capped at {cap} sequences per replica (scheduler and KV cache)")
     prov = eng.provenance
-    measured_ttft = measured_tpot = None
-    m_ttft = cell.median("ttft_ms_p50") if cell is not None and rate is None else None
-    m_tpot = cell.median("tpot_ms_p50") if cell is not None and rate is None else None
-    if cell is not None and m_ttft and m_tpot:
-        measured_ttft, measured_tpot = m_ttft / 1e3, m_tpot / 1e3
-        ttft, tpot, prov = measured_ttft, measured_tpot, "measured"
+    measured = _measured_latency(cell) if rate is None else None
+    measured_ttft, measured_tpot = measured if measured is not None else (None, None)
+    if cell is not None and measured is not None:
+        ttft, tpot, prov = measured[0], measured[1], "measured"
         out_tps = c.batch_size / tpot * c.replicas
         lo_t = hi_t = lo_p = hi_p = 0.05
         notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
@@ -411,6 +371,87 @@ def _continuous(
         prefill_time_share=prefill_time_share(d, e, float(max(conc, 1)), w.input_len, w.output_len),
         input_tokens_per_s=out_tps * w.input_len / w.output_len,
     )
+
+
+def _continuous_notes(c: InferenceConfig, eng: EngineClass, d: Deployment) -> list[str]:
+    """Where the engine class comes from, what the deployment assumes, and -- for an engine
+    without a table of its own -- that the class is borrowed and its band widened."""
+    notes: list[str] = [f"{eng.name}: {eng.source}", *d.notes]
+    if c.lora is not None:
+        notes.append(LORA_NOTE)
+    if eng.provenance == "transferred":
+        notes.append(
+            "continuous-batching class fitted on NVIDIA's published TensorRT-LLM tables, applied with "
+            f"{eng.name}'s scheduler and memory defaults (no {eng.name} table calibrates it; band x"
+            f"{TRANSFERRED_ENGINE_BAND_FACTOR:g})"
+        )
+    return notes
+
+
+def _kv_capacity(c: InferenceConfig, gpu: GpuSpec, d: Deployment, w: Workload, e: EngineEfficiencies) -> int:
+    """Sequences per replica the scheduler and the KV cache admit; a deployment whose KV cache
+    cannot hold one request is refused (the min_gpus solve still answers it)."""
+    cap, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
+    if cap < 1:
+        raise InvalidConfiguration(
+            "tensor_parallel",
+            f"{c.model.id} leaves no KV cache for one request on "
+            f"{gpu.slug} at tensor_parallel {c.tensor_parallel}",
+            code="MEMORY_INSUFFICIENT",
+        )
+    return cap
+
+
+def _rate_answer(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    q: ServingQuestion,
+    w: Workload,
+    e: EngineEfficiencies,
+    d: Deployment,
+    r: RateEstimate,
+) -> RateAnswer:
+    """The fleet at a request rate: latency at that load, capacity within the targets, and
+    whether the point lies where the queueing model was validated (stable, utilisation at most
+    :data:`VALIDATED_UTILISATION`)."""
+    assert q.requests_per_s is not None
+    per = capacity_at_slo(c, gpu, w, q.ttft_target_s, q.tpot_target_s, e, d)
+    fleet = per * c.replicas
+    validated = r.stable and r.utilisation <= VALIDATED_UTILISATION
+    return RateAnswer(
+        requests_per_s=q.requests_per_s,
+        stable=r.stable,
+        ttft_p50_s=r.ttft_s,
+        tpot_p50_s=r.tpot_s,
+        ttft_mean_s=r.ttft_mean_s,
+        in_flight_per_replica=r.in_flight,
+        utilisation=r.utilisation,
+        queue_wait_s=r.queue_wait_s,
+        capacity_requests_per_s=fleet,
+        headroom=fleet / q.requests_per_s - 1.0 if q.requests_per_s > 0 else math.inf,
+        meets_ttft=None if q.ttft_target_s is None else bool(r.stable and r.ttft_s <= q.ttft_target_s),
+        meets_tpot=None if q.tpot_target_s is None else bool(r.stable and r.tpot_s <= q.tpot_target_s),
+        validated=validated,
+        note=QUEUEING_NOTE
+        if validated
+        else (
+            "the replicas cannot keep up with this rate (overload)"
+            if not r.stable
+            else QUEUEING_NOTE
+            + f"; this point is above {VALIDATED_UTILISATION:.0%} utilisation: not validated"
+        ),
+    )
+
+
+def _measured_latency(cell: CellView | None) -> tuple[float, float] | None:
+    """TTFT and TPOT (s): the medians of the agent's measurements of this exact cell at a fixed
+    concurrency, when it has both."""
+    if cell is None:
+        return None
+    m_ttft, m_tpot = cell.median("ttft_ms_p50"), cell.median("tpot_ms_p50")
+    if not (m_ttft and m_tpot):
+        return None
+    return m_ttft / 1e3, m_tpot / 1e3
 
 
 def _batch_time(

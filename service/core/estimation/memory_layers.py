@@ -91,7 +91,9 @@ def _dims(m: DecoderSpec, tp: int) -> _Dims:
 
 def _adapter_input(autocast: bool, cb: float, T: float, width: float, shared_available: bool) -> float:
     """Bytes ``lora_A`` keeps for an input of ``width`` features (``T`` tokens, compute bytes
-    ``cb``; see :func:`_decoder_layer_saved`)."""
+    ``cb``). PEFT holds adapters in fp32 and casts the input to fp32 (``4T*in`` under pure
+    bf16); under autocast that fp32 input is cast back to a fresh bf16 copy (``2T*in``); in fp32
+    the input tensor itself is shared when something else keeps it already."""
     if autocast:
         return cb * T * width
     if cb == 2:
@@ -103,24 +105,21 @@ def _group_inputs(
     names: tuple[str, ...],
     width: float,
     tensor: float,
-    flows: bool,
     lora: tuple[str, ...],
-    qlora: bool,
     autocast: bool,
     cb: float,
     T: float,
     lora_out_bytes: float,
 ) -> float:
     """Inputs kept by a group of frozen linears fed by one norm output (q/k/v or gate/up) under
-    LoRA/QLoRA (module-level, not a closure: :func:`_decoder_layer_saved` runs per estimate)."""
+    LoRA/QLoRA: a frozen linear keeps no input, each adapter's ``lora_A`` keeps its own
+    (:func:`_adapter_input`) and its output. bitsandbytes 4-bit linears (QLoRA) keep no input
+    either: since bitsandbytes 0.50 ``MatMul4Bit`` saves only the packed weight
+    (``ctx.tensors = (None, B)``), the input gradient needs nothing else (H200, bitsandbytes
+    0.50.2, Llama-2-7B QLoRA peaks: the older rule that it saves ``A`` over-predicted
+    un-checkpointed steps by 7-17 %). Module-level, not a closure: it runs per estimate."""
     out = 0.0
     shared_kept = False
-    if qlora and flows:  # bnb casts to the compute dtype per module
-        if autocast:
-            out += len(names) * cb * T * width
-        else:
-            out += tensor
-            shared_kept = True
     for n in names:
         if n in lora:
             if not autocast and cb == 4 and not shared_kept:
@@ -132,44 +131,138 @@ def _group_inputs(
     return out
 
 
+def _norm(mode: Mode, T: float, h: float) -> tuple[float, float, float]:
+    """One RMSNorm's tensors: (the fp32 input ``pow`` and ``mul`` save, the normalised value
+    ``weight * y`` saves, the output the next linears read). autocast: ``4Th + 4Th`` and no
+    output tensor of its own (autocast casts it per linear); fp32/tf32: one ``4Th`` output shared
+    by the linears; pure bf16/fp16: the fp32 upcast input (``4Th``) and the bf16 normalised
+    value (``2Th``)."""
+    if mode.autocast:
+        return 4.0 * T * h, 4.0 * T * h, 0.0
+    if mode.residual == 4:
+        return 4.0 * T * h, 4.0 * T * h, 4.0 * T * h
+    return 4.0 * T * h, 2.0 * T * h, 2.0 * T * h
+
+
+def _linear_inputs(
+    names: tuple[str, ...],
+    h: float,
+    norm_out: float,
+    full: bool,
+    lora: tuple[str, ...],
+    autocast: bool,
+    cb: float,
+    T: float,
+    lora_out_bytes: float,
+) -> float:
+    """Inputs the linears fed by one norm output keep (q/k/v or gate/up). Full fine-tuning:
+    autocast casts the fp32 norm output to bf16 once per call (only parameters are cached) and
+    each linear saves its copy (``n * 2Th``); otherwise they share the norm output. LoRA/QLoRA:
+    :func:`_group_inputs`."""
+    if full:
+        return len(names) * cb * T * h if autocast else norm_out
+    return _group_inputs(names, h, norm_out, lora, autocast, cb, T, lora_out_bytes)
+
+
+def _attention_core(
+    c: TrainConfig, cb: float, autocast: bool, T: float, q: float, kv: float, a: float, groups: float
+) -> tuple[float, float, float]:
+    """Attention between the projections: (saved, forward transient, backward transient).
+
+    SDPA (flash/cuDNN/efficient: no ``s^2`` term) saves compute-dtype ``q`` (``2Tq``), ``k`` and
+    ``v`` (``2Tkv`` each), the output (``2Tq``, shared with ``o_proj``'s input) and an fp32
+    log-sum-exp per head and token (``4Ta``). Eager attention saves ``q``, repeated ``k`` and
+    ``v`` (``repeat_kv`` materialises ``q``-sized copies under GQA), the fp32 softmax output
+    (``4*b*a*s^2``), its compute-dtype copy for the ``attn @ v`` matmul (autocast or
+    ``.to(query.dtype)``), and the contiguous output; dropout is absent (``attention_dropout = 0``
+    returns its input). In fp32/tf32 with grouped-query attention SDPA has no fused kernel
+    (flash needs 16-bit, memory-efficient attention does not take ``enable_gqa``) and runs the
+    math kernel, whose memory equals eager attention's -- measured on the H200 with torch 2.11."""
+    b, s = c.batch_size, c.seq_len
+    if c.attention == "eager" or (cb == 4 and groups > 1):
+        s2 = float(b) * a * float(s) * float(s)
+        kv_rep = q if groups > 1 else kv
+        core = cb * T * q + 2 * cb * T * kv_rep + 4.0 * s2 + (cb * s2 if cb != 4 else 0.0) + cb * T * q
+        forward = (2 * cb + 4.0 + 4.0) * s2 + 4.0 * b * float(s) * float(s)
+        return core, forward, (cb + 4.0 + 4.0) * s2
+    core = 2 * cb * T * q + 2 * cb * T * kv + 4.0 * T * a
+    forward = 4.0 * T * (q + kv) if autocast else 0.0
+    # flash backward: dq, dk, dv (k/v expanded to q heads under GQA) + fp32 dq accumulator
+    return core, forward, cb * T * q * 3 + 4.0 * T * q
+
+
+def _mlp_saved(
+    m: DecoderSpec,
+    cb: float,
+    autocast: bool,
+    T: float,
+    f: float,
+    h: float,
+    act_experts: float,
+    full: bool,
+    lora: tuple[str, ...],
+    lora_out_bytes: float,
+) -> float:
+    """SwiGLU MLP: gate output (SiLU input), SiLU output, up output (``3 * 2Tf``) and, under full
+    fine-tuning, their product (the down projection's input); an adapter on ``down_proj`` keeps
+    its own input. MoE: each token's hidden state goes through ``experts_per_token`` experts,
+    plus the fp32 router logits."""
+    mlp = cb * T * f * 3.0  # gate out (SiLU input), SiLU out, up out
+    if full:
+        mlp += cb * T * f  # product = down input
+    if "down_proj" in lora:
+        mlp += (
+            _adapter_input(autocast, cb, T, f, full)
+            if not (cb == 4 and not autocast)
+            else (0.0 if full else cb * T * f)
+        ) + lora_out_bytes
+    if m.num_experts > 1:
+        mlp = mlp * act_experts + 4.0 * T * m.num_experts + cb * T * h * act_experts
+    return mlp
+
+
+def _weight_copies(c: TrainConfig, mode: Mode, d: _Dims, layer0: bool, full: bool) -> float:
+    """The bf16 copy of every matmul weight autocast saves for backward (every expert is cast:
+    with many tokens every expert receives some); none under QLoRA, whose 4-bit weights are
+    dequantised per call. Layer 0 under LoRA: frozen q/k/v see an input without grad and keep
+    no copy."""
+    if not mode.autocast or c.finetune == "qlora":
+        return 0.0
+    copies = mode.compute * d.layer_matmul
+    if layer0 and not full:
+        copies -= mode.compute * d.qkv_weights / c.tensor_parallel
+    return copies
+
+
+def _transients(
+    mode: Mode, T: float, d: _Dims, moe: bool, full: bool, qlora: bool, core_fwd: float, core_bwd: float
+) -> tuple[float, float]:
+    """The largest extra buffers alive during one layer's forward and backward: attention's
+    (:func:`_attention_core`) or the MLP's intermediates, whichever is larger; the MLP's backward
+    adds the weight gradient under full fine-tuning and QLoRA's dequantised weight for the input
+    gradient; the backward always holds two hidden-size gradients of the residual stream."""
+    cb, f = mode.compute, d.f
+    mlp_fwd = cb * T * f * (2.0 if not moe else 2.0 * d.act_experts)
+    wgrad = (cb + mode.grad) * d.w_mlp if full else 0.0
+    mlp_bwd = 3.0 * cb * T * f + wgrad
+    if qlora:
+        mlp_bwd += 2.0 * d.w_mlp
+    return max(core_fwd, mlp_fwd), max(core_bwd, mlp_bwd) + 2.0 * cb * T * d.h
+
+
+_QKV = ("q_proj", "k_proj", "v_proj")
+_GATE_UP = ("gate_proj", "up_proj")
+
+
 def _decoder_layer_saved(
     m: DecoderSpec, c: TrainConfig, layer0: bool = False, mode: Mode | None = None, d: _Dims | None = None
 ) -> _Layer:
-    """Saved activations of one Llama decoder layer (``T = b*s`` tokens, per tensor-parallel
-    shard: ``q = heads*head_dim/tp``, ``kv = kv_heads*head_dim/tp``, ``f = ffn/tp``).
-
-    autocast (amp_*), full fine-tuning, SDPA (flash/cuDNN/efficient: no ``s^2`` term):
-
-    * input RMSNorm: the fp32 layer input ``x`` (``pow`` and ``mul`` save it) and the
-      normalised ``y`` (saved by ``weight * y``): ``4Th + 4Th``;
-    * q/k/v projections: autocast casts the fp32 norm output to bf16 once per call (only
-      parameters are cached), each linear saves its copy: ``3 * 2Th``;
-    * SDPA saves bf16 ``q`` (``2Tq``), ``k`` and ``v`` (``2Tkv`` each), the output (``2Tq``,
-      shared with ``o_proj``'s input) and an fp32 log-sum-exp per head and token (``4Ta``);
-    * post-attention RMSNorm: ``4Th + 4Th``; gate/up inputs: ``2 * 2Th``;
-    * SwiGLU MLP: gate output (SiLU input), SiLU output, up output, their product (down
-      input): ``4 * 2Tf``.
-
-    fp32/tf32: one norm output tensor shared by q/k/v (``4Th``) and by gate/up, every other
-    tensor at 4 bytes. Pure bf16/fp16: the norm saves its fp32 upcast input (``4Th``) and the
-    bf16 normalised value (``2Th``); everything else at 2 bytes.
-
-    Eager attention replaces the SDPA terms with: ``q``, repeated ``k`` and ``v`` (``repeat_kv``
-    materialises ``q``-sized copies under GQA), the fp32 softmax output (``4*b*a*s^2``), its
-    compute-dtype copy for the ``attn @ v`` matmul (autocast or ``.to(query.dtype)``), and the
-    contiguous output. Dropout is absent (``attention_dropout = 0`` returns its input). In
-    fp32/tf32 with grouped-query attention SDPA has no fused kernel (flash needs 16-bit,
-    memory-efficient attention does not take ``enable_gqa``) and runs the math kernel, whose
-    memory equals eager attention's -- measured on the H200 with torch 2.11.
-
-    LoRA/QLoRA (frozen base, adapters on ``lora_targets``): a frozen linear keeps no input, a
-    frozen norm weight keeps only the norm input. Each adapter's ``lora_A`` keeps its own input:
-    PEFT holds adapters in fp32 and casts the input to fp32 (``4T*in`` under pure bf16); under
-    autocast that fp32 input is cast back to a fresh bf16 copy (``2T*in``); in fp32 the input
-    tensor itself is shared. bitsandbytes 4-bit linears (QLoRA) keep no input either: since
-    bitsandbytes 0.50 ``MatMul4Bit`` saves only the packed weight (``ctx.tensors = (None, B)``),
-    the input gradient needs nothing else (H200, bitsandbytes 0.50.2, Llama-2-7B QLoRA peaks:
-    the older rule that it saves ``A`` over-predicted un-checkpointed steps by 7-17 %).
+    """One Llama decoder layer's memory terms, tensor by tensor (``T = b*s`` tokens, per
+    tensor-parallel shard: ``q = heads*head_dim/tp``, ``kv = kv_heads*head_dim/tp``,
+    ``f = ffn/tp``): saved = input norm + q/k/v inputs + attention + o_proj adapter +
+    post-attention norm + gate/up inputs + MLP, each a named term below. Under LoRA/QLoRA
+    (frozen base, adapters on ``lora_targets``) a frozen norm weight keeps only the norm input,
+    and layer 0's input has no gradient (frozen embeddings), so its input norm keeps nothing.
 
     ``mode`` and ``d`` are ``c.mode`` and ``_dims(m, c.tensor_parallel)`` when the caller has them.
     """
@@ -177,103 +270,32 @@ def _decoder_layer_saved(
         mode = c.mode
     if d is None:
         d = _dims(m, c.tensor_parallel)
-    b, s = c.batch_size, c.seq_len
-    T = 1.0 * (b * s)  # float(b * s) without float's constructor call: the same double
+    T = 1.0 * (c.batch_size * c.seq_len)  # float(b * s) without float's constructor call
     # one unpacking: a named tuple's fields read by name each cost a generic attribute lookup
-    h, q, kv, f, a, groups, act_experts, layer_matmul, qkv_weights, w_mlp, *_ = d
-    cb, rb = mode.compute, mode.residual
+    h, q, kv, f, a, groups, act_experts, *_ = d
+    cb, autocast = mode.compute, mode.autocast
     full = c.finetune == "full"
     lora: tuple[str, ...] = () if full else c.lora_targets
-    qlora = c.finetune == "qlora"
-    kept4 = False  # bitsandbytes >= 0.50 MatMul4Bit keeps no input (module docstring)
-    grads_flow = not (layer0 and not full)  # frozen embeddings: layer 0's input needs no grad
-
-    # norm terms: (saved layer input, saved normalised value, the norm output tensor)
-    if mode.autocast:
-        norm_x, norm_y, norm_out = 4.0 * T * h, 4.0 * T * h, 0.0
-    elif rb == 4:
-        norm_x, norm_y, norm_out = 4.0 * T * h, 4.0 * T * h, 4.0 * T * h
-    else:
-        norm_x, norm_y, norm_out = 4.0 * T * h, 2.0 * T * h, 2.0 * T * h
-    lora_out_bytes = (cb if mode.autocast else 4.0) * T * c.lora_rank
-
-    saved = 0.0
-    if grads_flow:
-        saved += norm_x + (norm_y if full else 0.0)
-    if full:
-        saved += 3 * cb * T * h if mode.autocast else norm_out
-    else:
-        saved += _group_inputs(
-            ("q_proj", "k_proj", "v_proj"),
-            h,
-            norm_out,
-            grads_flow,
-            lora,
-            kept4,
-            mode.autocast,
-            cb,
-            T,
-            lora_out_bytes,
-        )
-    # --- attention core
-    lse = 4.0 * T * a
-    math_kernel = c.attention == "eager" or (cb == 4 and groups > 1)
-    if math_kernel:
-        s2 = float(b) * a * float(s) * float(s)
-        kv_rep = q if groups > 1 else kv
-        core = cb * T * q + 2 * cb * T * kv_rep + 4.0 * s2 + (cb * s2 if cb != 4 else 0.0) + cb * T * q
-        fwd_core_transient = (2 * cb + 4.0 + 4.0) * s2 + 4.0 * b * float(s) * float(s)
-        bwd_core_transient = (cb + 4.0 + 4.0) * s2
-    else:
-        core = 2 * cb * T * q + 2 * cb * T * kv + lse
-        fwd_core_transient = 4.0 * T * (q + kv) if mode.autocast else 0.0
-        # flash backward: dq, dk, dv (k/v expanded to q heads under GQA) + fp32 dq accumulator
-        bwd_core_transient = cb * T * q * 3 + 4.0 * T * q
-    saved += core
-    if "o_proj" in lora:  # attention output is saved by SDPA already (shared in fp32)
-        saved += _adapter_input(mode.autocast, cb, T, q, True) + lora_out_bytes
-    # --- post-attention RMSNorm
-    saved += norm_x + (norm_y if full else 0.0)
-    # --- MLP
-    if full:
-        saved += 2 * cb * T * h if mode.autocast else norm_out
-    else:  # the attention adapters give the residual a gradient, also in layer 0
-        saved += _group_inputs(
-            ("gate_proj", "up_proj"), h, norm_out, True, lora, kept4, mode.autocast, cb, T, lora_out_bytes
-        )
-    mlp = cb * T * f * 3.0  # gate out (SiLU input), SiLU out, up out
-    if full or kept4:
-        mlp += cb * T * f  # product = down input
-    if "down_proj" in lora:
-        mlp += (
-            _adapter_input(mode.autocast, cb, T, f, full or kept4)
-            if not (cb == 4 and not mode.autocast)
-            else (0.0 if (full or kept4) else cb * T * f)
-        ) + lora_out_bytes
-    moe = m.num_experts > 1
-    if moe:
-        # each token's hidden state goes through experts_per_token experts; router logits fp32
-        mlp = mlp * act_experts + 4.0 * T * m.num_experts + cb * T * h * act_experts
-    saved += mlp
-
-    # --- autocast weight copies saved for backward (bf16 copy of every matmul weight)
-    weight_copies = 0.0
-    if mode.autocast and not qlora:
-        # every expert is cast (with many tokens every expert receives some)
-        weight_copies = cb * layer_matmul
-        if layer0 and not full:  # q/k/v base see an input without grad: nothing saved
-            weight_copies -= cb * qkv_weights / c.tensor_parallel
-
-    mlp_fwd = cb * T * f * (2.0 if not moe else 2.0 * act_experts)
-    forward_transient = max(fwd_core_transient, mlp_fwd)
-    wgrad = (cb + mode.grad) * w_mlp if full else 0.0
-    mlp_bwd = 3.0 * cb * T * f + wgrad
-    if qlora:
-        mlp_bwd += 2.0 * w_mlp  # dequantised weight for the input gradient
-    backward_transient = max(bwd_core_transient, mlp_bwd) + 2.0 * cb * T * h
-    # (saved, weight_copies, forward_transient, backward_transient, checkpoint); tuple.__new__
-    # skips the named tuple's Python-level __new__
-    return tuple.__new__(_Layer, (saved, weight_copies, forward_transient, backward_transient, rb * T * h))
+    lora_out = (cb if autocast else 4.0) * T * c.lora_rank
+    norm_x, norm_y, norm_out = _norm(mode, T, h)
+    norm_kept = norm_x + (norm_y if full else 0.0)
+    core, core_fwd, core_bwd = _attention_core(c, cb, autocast, T, q, kv, a, groups)
+    # summed in the order autograd saves them (float addition is not associative)
+    saved = (
+        (0.0 if layer0 and not full else norm_kept)
+        + _linear_inputs(_QKV, h, norm_out, full, lora, autocast, cb, T, lora_out)
+        + core
+        # the attention output is saved by SDPA already (shared in fp32)
+        + (_adapter_input(autocast, cb, T, q, True) + lora_out if "o_proj" in lora else 0.0)
+        + norm_kept
+        + _linear_inputs(_GATE_UP, h, norm_out, full, lora, autocast, cb, T, lora_out)
+        + _mlp_saved(m, cb, autocast, T, f, h, act_experts, full, lora, lora_out)
+    )
+    moe, qlora = m.num_experts > 1, c.finetune == "qlora"
+    forward, backward = _transients(mode, T, d, moe, full, qlora, core_fwd, core_bwd)
+    copies = _weight_copies(c, mode, d, layer0, full)
+    # tuple.__new__ skips the named tuple's Python-level __new__
+    return tuple.__new__(_Layer, (saved, copies, forward, backward, mode.residual * T * h))
 
 
 def _layer0(

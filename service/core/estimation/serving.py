@@ -211,10 +211,7 @@ def estimate_serving(
     """
     m = c.model
     tp = c.tensor_parallel
-    key, w8a8, note = gemm_format(c, gpu)
-    peak = gpu.require_peak(key) * 1e12
-    p16 = gpu.peak_for("bf16")
-    peak16 = p16 * 1e12 if p16 and key != "fp32" else peak
+    rate, peak16, note = _gemm_rates(c, gpu, e)
     bw = gpu.require_bandwidth() * 1e9 * e.bw
     cb = float(c.compute_bytes)
     L = m.num_layers
@@ -222,15 +219,7 @@ def estimate_serving(
     T = float(c.batch_size * c.input_len)
     layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
     V = float(m.vocab_size) / tp
-    wbytes = weight_bytes(m, c.weight_format, c.compute_bytes) / tp
-    if m.is_moe:  # decode reads only the routed experts' weights when batch is small
-        touched = min(1.0, c.batch_size * m.experts_per_token / m.num_experts)
-        routed = expert_weight_bytes(m, c.weight_format, c.compute_bytes) / tp
-        idle = (m.num_experts - m.experts_per_token) / m.num_experts  # beyond the top-k of one token
-        wbytes -= routed * idle * (1.0 - touched)
-    rate = peak * e.mm_for(key)  # FLOP/s of large GEMMs in this format
-    if w8a8:  # an FP8/INT8 checkpoint can always run weight-only at the 16-bit rate
-        rate = max(rate, peak16 * e.mm_for("bf16"))
+    wbytes = _decode_weight_bytes(c, tp)
     shape_pre = _shape(e, T, h)
     q = float(m.q_dim) / tp
     prefill_flops = 2.0 * T * L * layer_mm + 2.0 * c.batch_size * h * V
@@ -239,39 +228,20 @@ def estimate_serving(
     attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
     ew = 76.0 * h + 20.0 * (q + float(m.kv_dim) / m.kv_shards(tp)) + 10.0 * m.ffn_active_width / tp
     t_pre_mm = max(prefill_flops / (rate * shape_pre), wbytes / bw)
-    comm_pre = comm_dec = 0.0
-    if tp > 1:
-        link, _ = _link_bytes_per_s(gpu, tp)
-        per = 2.0 * (tp - 1) / tp * h * cb / (link * e.comm)
-        comm_pre = 2.0 * L * (T * per + 10e-6)
-        comm_dec = 2.0 * L * (c.batch_size * per + 10e-6)
+    comm_pre, comm_dec = _tp_comm_s(c, gpu, e, T, h, cb)
     t_pre = t_pre_mm + prefill_attn / (peak16 * attn_eff) + ew * cb / 2.0 * T * L / bw + comm_pre
     t_dq = 0.0
     if c.weight_format in DEQUANTISED_FORMATS:  # eager 4-bit: dequantise, then a 16-bit GEMM
         t_dq = _dequant_bytes(m, tp) / (bw * DEQUANT_RATE)
         t_pre += t_dq
     hp = host or HostProfile(e.dispatch_s, e.step_s, e.source)
-    # transformers' eager expert loop: kernels for every expert a step's tokens reach
-    moe_pre = moe_dec = 0.0
-    if m.is_moe:
-        moe_pre = float(m.moe_layers * m.num_experts * MOE_EAGER_INFER_KERNELS)
-        moe_dec = float(
-            m.moe_layers * min(m.num_experts, c.batch_size * m.experts_per_token) * MOE_EAGER_INFER_KERNELS
-        )
-    host_pre = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP + moe_pre) * hp.dispatch_s
+    host_pre, host_dec = _host_floors_s(c, hp)
     # an eager MoE layer syncs (``nonzero`` on the expert hits): host and GPU time add
     ttft = (t_pre + host_pre if m.is_moe else max(t_pre, host_pre)) + hp.step_s * 0.2
-    ctx = c.input_len + c.output_len / 2.0
-    kv = m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) * ctx * c.batch_size
-    attn_dec = m.attention_flops_per_ctx_token("decode") / tp
-    dec_flops = 2.0 * c.batch_size * (L * layer_mm + h * V) + c.batch_size * ctx * attn_dec * L
-    # one token per sequence: the GEMMs are weight-streaming, so only the hidden-size factor
-    # applies (the token factor models tile waste of compute-bound GEMMs, not GEMV-like ones)
-    dec_rate = rate * h / (h + e.mm_hidden0)
+    dec_flops, dec_rate, kv = _decode_roofline(c, rate, e, L, h, V, layer_mm)
     t_dec_gpu = max(dec_flops / dec_rate, (wbytes + kv) / bw) + comm_dec
     if c.weight_format == "bnb-nf4" and c.batch_size > 1:  # bnb's 4-bit GEMV serves one row only
         t_dec_gpu += t_dq
-    host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP + moe_dec) * hp.dispatch_s
     tpot = t_dec_gpu + host_dec if m.is_moe else max(t_dec_gpu, host_dec)
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
@@ -290,6 +260,78 @@ def estimate_serving(
         provenance=prov,
         notes=(note,) if note else (),
     )
+
+
+def _gemm_rates(c: InferenceConfig, gpu: GpuSpec, e: Efficiencies) -> tuple[float, float, str | None]:
+    """FLOP/s of large GEMMs in the weight format (:func:`gemm_format`), the 16-bit peak that
+    attention runs at, and the format's note. An FP8/INT8 checkpoint can always run weight-only
+    at the 16-bit rate."""
+    key, w8a8, note = gemm_format(c, gpu)
+    peak = gpu.require_peak(key) * 1e12
+    p16 = gpu.peak_for("bf16")
+    peak16 = p16 * 1e12 if p16 and key != "fp32" else peak
+    rate = peak * e.mm_for(key)  # FLOP/s of large GEMMs in this format
+    if w8a8:
+        rate = max(rate, peak16 * e.mm_for("bf16"))
+    return rate, peak16, note
+
+
+def _decode_weight_bytes(c: InferenceConfig, tp: int) -> float:
+    """Weight bytes one decode step reads per GPU: every weight, less the MoE experts no token of
+    a small batch is routed to."""
+    m = c.model
+    wbytes = weight_bytes(m, c.weight_format, c.compute_bytes) / tp
+    if m.is_moe:  # decode reads only the routed experts' weights when batch is small
+        touched = min(1.0, c.batch_size * m.experts_per_token / m.num_experts)
+        routed = expert_weight_bytes(m, c.weight_format, c.compute_bytes) / tp
+        idle = (m.num_experts - m.experts_per_token) / m.num_experts  # beyond the top-k of one token
+        wbytes -= routed * idle * (1.0 - touched)
+    return wbytes
+
+
+def _tp_comm_s(
+    c: InferenceConfig, gpu: GpuSpec, e: Efficiencies, T: float, h: float, cb: float
+) -> tuple[float, float]:
+    """Seconds of tensor-parallel all-reduces (two per layer, ring, plus a latency each) in the
+    prefill of ``T`` tokens and in one decode step; none on one GPU."""
+    tp, L = c.tensor_parallel, c.model.num_layers
+    if tp <= 1:
+        return 0.0, 0.0
+    link, _ = _link_bytes_per_s(gpu, tp)
+    per = 2.0 * (tp - 1) / tp * h * cb / (link * e.comm)
+    return 2.0 * L * (T * per + 10e-6), 2.0 * L * (c.batch_size * per + 10e-6)
+
+
+def _host_floors_s(c: InferenceConfig, hp: HostProfile) -> tuple[float, float]:
+    """The host's dispatch floor of the prefill and of one decode step: the ops of every layer
+    and step, plus transformers' eager expert loop (kernels for every expert a step's tokens
+    reach)."""
+    m = c.model
+    L = m.num_layers
+    moe_pre = moe_dec = 0.0
+    if m.is_moe:
+        moe_pre = float(m.moe_layers * m.num_experts * MOE_EAGER_INFER_KERNELS)
+        moe_dec = float(
+            m.moe_layers * min(m.num_experts, c.batch_size * m.experts_per_token) * MOE_EAGER_INFER_KERNELS
+        )
+    host_pre = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP + moe_pre) * hp.dispatch_s
+    host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP + moe_dec) * hp.dispatch_s
+    return host_pre, host_dec
+
+
+def _decode_roofline(
+    c: InferenceConfig, rate: float, e: Efficiencies, L: int, h: float, V: float, layer_mm: float
+) -> tuple[float, float, float]:
+    """One decode step's FLOPs, the GEMM rate it runs at and the KV-cache bytes it reads (every
+    sequence at the mid-point length). One token per sequence: the GEMMs are weight-streaming,
+    so only the hidden-size factor applies (the token factor models tile waste of compute-bound
+    GEMMs, not GEMV-like ones)."""
+    m, tp = c.model, c.tensor_parallel
+    ctx = c.input_len + c.output_len / 2.0
+    kv = m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp) * ctx * c.batch_size
+    attn_dec = m.attention_flops_per_ctx_token("decode") / tp
+    dec_flops = 2.0 * c.batch_size * (L * layer_mm + h * V) + c.batch_size * ctx * attn_dec * L
+    return dec_flops, rate * h / (h + e.mm_hidden0), kv
 
 
 # --------------------------------------------------------------------------------------------

@@ -139,91 +139,125 @@ def published_points(
     points: list[ServingPoint] = []
     skipped: dict[str, int] = {}
     seen: set[tuple[object, ...]] = set()
-
-    def skip(reason: str) -> None:
-        skipped[reason] = skipped.get(reason, 0) + 1
-
     for t in tables:
         if t.kind != "serving" or not t.engine.startswith("tensorrt-llm"):
             continue
-        online: dict[tuple[object, ...], dict[str, float]] = {}
-        for r in t.rows:
-            if r.slug is None or r.slug not in gpus:
-                skip("GPU not catalogued (or variant not stated)")
-                continue
-            try:
-                m = get_model(r.model)
-            except ModelNotFound:
-                skip(f"model not a preset ({r.model})")
-                continue
-            if not isinstance(m, DecoderSpec):
-                continue
-            gpu = gpus[r.slug]
-            if r.workload == "llm-serve-online":
-                key = (r.slug, m.id, r.tp, r.input_len, r.output_len, r.request_rate)
-                online.setdefault(key, {})[r.metric] = r.value
-                continue
-            sig = (
-                t.id,
-                r.slug,
-                r.precision,
-                m.describe(),
-                r.tp,
-                r.input_len,
-                r.output_len,
-                r.metric,
-                r.batch_size,
-            )
-            if sig in seen:
-                skip("same architecture, same configuration (duplicate row)")
-                continue
-            seen.add(sig)
-            try:
-                if r.workload == "llm-serve-offline" and r.metric == "output_tokens_per_s":
-                    p = ServingPoint(t.id, "offline", _config(r, m), gpu, r.value)
-                elif r.workload == "llm-serve-static-batch" and r.metric == "output_tokens_per_s_per_gpu":
-                    p = ServingPoint(t.id, "static", _config(r, m, batch=r.batch_size or 1), gpu, r.value)
-                elif r.workload == "llm-serve-static-batch" and r.metric == "ttft_ms":
-                    p = ServingPoint(t.id, "ttft", _config(r, m, out=1), gpu, r.value / 1e3)
-                else:
-                    skip(f"metric not modelled ({r.workload}/{r.metric})")
-                    continue
-            except InvalidConfiguration:
-                skip("configuration the model refuses")
-                continue
+        points.extend(_table_points(t, gpus, seen, skipped))
+    return _deployed(points, skipped), skipped
+
+
+def _skip(skipped: dict[str, int], reason: str) -> None:
+    skipped[reason] = skipped.get(reason, 0) + 1
+
+
+def _table_points(
+    t: PublishedTable, gpus: Mapping[str, GpuSpec], seen: set[tuple[object, ...]], skipped: dict[str, int]
+) -> list[ServingPoint]:
+    """One table's points: its rows on catalogued GPUs and preset decoders, a configuration seen
+    in an earlier row or table once; the online rows (one metric a row) gathered per request
+    rate and turned into points after the others (:func:`_online_points`)."""
+    points: list[ServingPoint] = []
+    online: dict[tuple[object, ...], dict[str, float]] = {}
+    for r in t.rows:
+        if r.slug is None or r.slug not in gpus:
+            _skip(skipped, "GPU not catalogued (or variant not stated)")
+            continue
+        try:
+            m = get_model(r.model)
+        except ModelNotFound:
+            _skip(skipped, f"model not a preset ({r.model})")
+            continue
+        if not isinstance(m, DecoderSpec):
+            continue
+        if r.workload == "llm-serve-online":
+            key = (r.slug, m.id, r.tp, r.input_len, r.output_len, r.request_rate)
+            online.setdefault(key, {})[r.metric] = r.value
+            continue
+        sig = (
+            t.id,
+            r.slug,
+            r.precision,
+            m.describe(),
+            r.tp,
+            r.input_len,
+            r.output_len,
+            r.metric,
+            r.batch_size,
+        )
+        if sig in seen:
+            _skip(skipped, "same architecture, same configuration (duplicate row)")
+            continue
+        seen.add(sig)
+        p = _row_point(t, r, m, gpus[r.slug], skipped)
+        if p is not None:
             points.append(p)
-        for (slug, mid, tp, isl, osl, rate), metrics in online.items():
-            m = get_model(str(mid))
-            assert isinstance(m, DecoderSpec)
-            cfg = InferenceConfig(
-                model=m,
-                precision="bf16",
-                input_len=int(str(isl)),
-                output_len=int(str(osl)),
-                engine="tensorrt-llm",
-                tensor_parallel=int(str(tp)),
-            )
-            gpu = gpus[str(slug)]
-            rr = float(str(rate)) if rate is not None else None
-            if rr is None:
-                points.append(ServingPoint(t.id, "online_rps", cfg, gpu, metrics["requests_per_s"], None))
-                continue
-            points.append(ServingPoint(t.id, "online_ttft", cfg, gpu, metrics["ttft_ms"] / 1e3, rr))
-            points.append(ServingPoint(t.id, "online_itl", cfg, gpu, metrics["itl_ms"] / 1e3, rr))
+    points.extend(_online_points(t, online, gpus))
+    return points
+
+
+def _row_point(
+    t: PublishedTable, r: PublishedRow, m: DecoderSpec, gpu: GpuSpec, skipped: dict[str, int]
+) -> ServingPoint | None:
+    """An offline, static-batch or time-to-first-token row as a point; None (counted) for a
+    metric the serving model does not predict or a configuration it refuses."""
+    try:
+        if r.workload == "llm-serve-offline" and r.metric == "output_tokens_per_s":
+            return ServingPoint(t.id, "offline", _config(r, m), gpu, r.value)
+        if r.workload == "llm-serve-static-batch" and r.metric == "output_tokens_per_s_per_gpu":
+            return ServingPoint(t.id, "static", _config(r, m, batch=r.batch_size or 1), gpu, r.value)
+        if r.workload == "llm-serve-static-batch" and r.metric == "ttft_ms":
+            return ServingPoint(t.id, "ttft", _config(r, m, out=1), gpu, r.value / 1e3)
+    except InvalidConfiguration:
+        _skip(skipped, "configuration the model refuses")
+        return None
+    _skip(skipped, f"metric not modelled ({r.workload}/{r.metric})")
+    return None
+
+
+def _online_points(
+    t: PublishedTable, online: Mapping[tuple[object, ...], Mapping[str, float]], gpus: Mapping[str, GpuSpec]
+) -> list[ServingPoint]:
+    """The online rows of one table: the saturated request rate (no rate stated), or the TTFT
+    and inter-token latency measured at a stated rate."""
+    points: list[ServingPoint] = []
+    for (slug, mid, tp, isl, osl, rate), metrics in online.items():
+        m = get_model(str(mid))
+        assert isinstance(m, DecoderSpec)
+        cfg = InferenceConfig(
+            model=m,
+            precision="bf16",
+            input_len=int(str(isl)),
+            output_len=int(str(osl)),
+            engine="tensorrt-llm",
+            tensor_parallel=int(str(tp)),
+        )
+        gpu = gpus[str(slug)]
+        rr = float(str(rate)) if rate is not None else None
+        if rr is None:
+            points.append(ServingPoint(t.id, "online_rps", cfg, gpu, metrics["requests_per_s"], None))
+            continue
+        points.append(ServingPoint(t.id, "online_ttft", cfg, gpu, metrics["ttft_ms"] / 1e3, rr))
+        points.append(ServingPoint(t.id, "online_itl", cfg, gpu, metrics["itl_ms"] / 1e3, rr))
+    return points
+
+
+def _deployed(points: list[ServingPoint], skipped: dict[str, int]) -> list[ServingPoint]:
+    """Each point with its deployment and concurrency cap; a configuration the model refuses, or
+    an offline point whose model leaves no KV cache, is counted and dropped."""
     out: list[ServingPoint] = []
     for p in points:
         try:
             d = deployment(p.config, p.gpu)
         except (InvalidConfiguration, MissingFigure):
-            skip("configuration the model refuses")
+            _skip(skipped, "configuration the model refuses")
             continue
         offline = p.kind in ("offline", "online_rps")
         cap = concurrency_cap(d, float(p.config.input_len), float(p.config.output_len), offline=offline)
         if p.kind in ("offline", "online_rps") and cap[0] < 1:
-            skip("no KV cache left after the weights (model does not fit)")
+            _skip(skipped, "no KV cache left after the weights (model does not fit)")
             continue
         out.append(replace(p, deploy=d, cap=cap))
-    return out, skipped
+    return out
 
 
 def predict(p: ServingPoint, e: EngineEfficiencies, harness_s: float = 0.0) -> float:

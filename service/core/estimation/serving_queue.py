@@ -326,22 +326,7 @@ def serve_at_rate(
     cap = max(cap, 0)
     inf = math.inf
     if cap < 1:
-        return RateEstimate(
-            requests_per_s,
-            c.replicas,
-            c.tensor_parallel,
-            False,
-            inf,
-            inf,
-            inf,
-            inf,
-            0.0,
-            0,
-            inf,
-            0.0,
-            inf,
-            "memory",
-        )
+        return _unserved(c, requests_per_s, 0.0, 0, inf, 0.0, "memory")
     t0 = iteration_s(d, e, 0.0, 0.0) if lam > 0 else iteration_s(d, e, 1.0, n_in + n_out / 2.0)
     if lam <= 0:
         ttft = e.request_s + iteration_s(d, e, 0.0, 0.0, n_in, n_in / 2.0, 1.0)
@@ -355,22 +340,7 @@ def serve_at_rate(
 
     stable = h(t_hi) < 0 if t_hi > t0 else False
     if not stable:
-        return RateEstimate(
-            requests_per_s,
-            c.replicas,
-            c.tensor_parallel,
-            False,
-            inf,
-            inf,
-            inf,
-            inf,
-            float(cap),
-            cap,
-            inf,
-            lam * n_out * c.replicas * 0.0,
-            inf,
-            "overload",
-        )
+        return _unserved(c, requests_per_s, float(cap), cap, inf, lam * n_out * c.replicas * 0.0, "overload")
     t = _root(h, t0, t_hi)
     n = lam * n_out * t
     # admission queue in front of the concurrency cap: M/G/c, Allen-Cunneen
@@ -378,41 +348,70 @@ def serve_at_rate(
     a = lam * service
     rho = a / cap
     if rho >= 1.0:
-        return RateEstimate(
-            requests_per_s,
-            c.replicas,
-            c.tensor_parallel,
-            False,
-            inf,
-            inf,
-            inf,
-            inf,
-            float(cap),
-            cap,
-            rho,
-            0.0,
-            inf,
-            "concurrency cap",
-        )
+        return _unserved(c, requests_per_s, float(cap), cap, rho, 0.0, "concurrency cap")
+    return _stable_at_rate(c, d, e, w, requests_per_s, lam, t, service, rho, cap, budget)
+
+
+def _unserved(
+    c: InferenceConfig,
+    requests_per_s: float,
+    in_flight: float,
+    cap: int,
+    utilisation: float,
+    output_tokens_per_s: float,
+    bound: str,
+) -> RateEstimate:
+    """A rate the replicas cannot serve (no KV cache, overload, or the concurrency cap's queue
+    never drains): every latency infinite, ``bound`` saying why."""
+    inf = math.inf
+    return RateEstimate(
+        requests_per_s,
+        c.replicas,
+        c.tensor_parallel,
+        False,
+        inf,
+        inf,
+        inf,
+        inf,
+        in_flight,
+        cap,
+        utilisation,
+        output_tokens_per_s,
+        inf,
+        bound,
+    )
+
+
+def _stable_at_rate(
+    c: InferenceConfig,
+    d: Deployment,
+    e: EngineEfficiencies,
+    w: Workload,
+    requests_per_s: float,
+    lam: float,
+    t: float,
+    service: float,
+    rho: float,
+    cap: int,
+    budget: float,
+) -> RateEstimate:
+    """A stable replica at arrival rate ``lam``, mean iteration ``t``: the admission wait
+    (Erlang C with the Allen-Cunneen correction, its median from the exponential tail), the
+    tagged request's own prefill and its decode beside the others in flight."""
+    n_in, n_out = w.input_len, max(w.output_len, 1.0)
+    n = lam * n_out * t
+    a = lam * service
     pw = _erlang_c(cap, a)
     wq = pw / (cap / service - lam) * (1.0 + w.output_cv**2) / 2.0 if pw > 0 else 0.0
     wq_p50 = 0.0 if pw <= 0.5 else (wq / pw) * math.log(2.0 * pw)
-
-    def own_prefill(prompt: float) -> float:
-        free = max(1.0, budget - n)
-        chunks = max(1, math.ceil(prompt / free))
-        per = iteration_s(
-            d, e, n, n_in + n_out / 2.0, lam * t * n_in + prompt / chunks, n_in / 2.0, lam * t + 1.0 / chunks
-        )
-        return chunks * per
-
     # the tagged request decodes beside the n others Poisson arrivals find in flight (PASTA):
     # its TPOT is an iteration of n + 1 sequences (at a low rate: the lone decode step, KV read
     # included, not a near-empty average iteration)
     tpot = mean_iteration_s(d, e, n + 1.0, n_in + n_out / 2.0, lam * t, n_in, budget)
     base = e.request_s + t / 2.0 + lora_load_s(d)
-    ttft_mean = base + wq + own_prefill(n_in)
-    ttft_p50 = base + wq_p50 + (own_prefill(w.input_median) if w.input_cv > 0 else own_prefill(n_in))
+    ttft_mean = base + wq + _own_prefill(d, e, w, lam, t, n, budget, n_in)
+    median = w.input_median if w.input_cv > 0 else n_in
+    ttft_p50 = base + wq_p50 + _own_prefill(d, e, w, lam, t, n, budget, median)
     util = max(rho, _busy_fraction(d, e, n, t, n_in + n_out / 2.0))
     return RateEstimate(
         requests_per_s=requests_per_s,
@@ -430,6 +429,27 @@ def serve_at_rate(
         queue_wait_s=wq,
         bound="concurrency cap" if rho > 0.8 else decode_bound(d, e, n),
     )
+
+
+def _own_prefill(
+    d: Deployment,
+    e: EngineEfficiencies,
+    w: Workload,
+    lam: float,
+    t: float,
+    n: float,
+    budget: float,
+    prompt: float,
+) -> float:
+    """The tagged request's prefill of ``prompt`` tokens, chunked into the token budget the ``n``
+    decoding sequences leave, each chunk an iteration beside them."""
+    n_in, n_out = w.input_len, max(w.output_len, 1.0)
+    free = max(1.0, budget - n)
+    chunks = max(1, math.ceil(prompt / free))
+    per = iteration_s(
+        d, e, n, n_in + n_out / 2.0, lam * t * n_in + prompt / chunks, n_in / 2.0, lam * t + 1.0 / chunks
+    )
+    return chunks * per
 
 
 def _root(h: Callable[[float], float], lo: float, hi: float, rel: float = 1e-6) -> float:
