@@ -194,6 +194,7 @@ def estimate_serving(
     band: tuple[float, float] | None = None,
     provenance: str | None = None,
     host: HostProfile | None = None,
+    tpot_band: tuple[float, float] | None = None,
 ) -> ServingEstimate:
     """TTFT and TPOT of eager ``generate`` (``hf-transformers``) for ``batch_size`` concurrent
     sequences (static batch, greedy decode) on one replica of ``tensor_parallel`` GPUs.
@@ -275,11 +276,12 @@ def estimate_serving(
     tpot = t_dec_gpu + host_dec if m.is_moe else max(t_dec_gpu, host_dec)
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    tlo, thi = tpot_band if tpot_band is not None else (lo, hi)  # a calibration's TPOT band is its own
     return ServingEstimate(
         ttft_s=ttft,
         ttft_band=Band(ttft * (1 - lo), ttft, ttft * (1 + hi)),
         tpot_s=tpot,
-        tpot_band=Band(tpot * (1 - lo), tpot, tpot * (1 + hi)),
+        tpot_band=Band(tpot * (1 - tlo), tpot, tpot * (1 + thi)),
         output_tokens_per_s=c.batch_size / tpot * c.replicas,
         prefill_bound="host-dispatch"
         if host_pre > t_pre
