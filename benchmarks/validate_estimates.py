@@ -94,7 +94,13 @@ from service.core.estimation.memory_band import (  # noqa: E402
     MEMORY_BAND_FLOOR,
     MEMORY_BAND_MIN_POINTS,
 )
-from service.core.estimation.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS  # noqa: E402
+from service.core.estimation.performance import (  # noqa: E402
+    H200_SXM,
+    SPEC_BAND,
+    SPEC_DEFAULTS,
+    Efficiencies,
+    estimate_step,
+)
 
 TARGETS = {
     "memory_mape": 0.08,
@@ -153,7 +159,9 @@ FIT_GROUPS = WORKLOAD_FIT_GROUPS
 class TimeRow:
     """One held-out time prediction: the metric, predicted and measured seconds, the band before
     the class scale (:meth:`Calibration.distance_band`; the spec band where no calibration could
-    be fitted, which no scale touches) and whether a calibration made it."""
+    be fitted, which no scale touches), whether a calibration made it, and the least band the
+    answer carries whatever the scale (a launch-bound training step's host share times
+    :data:`~service.core.estimation.performance.HOST_BAND`; zero elsewhere)."""
 
     metric: str
     pred: float
@@ -161,12 +169,19 @@ class TimeRow:
     band: tuple[float, float]
     calibrated: bool
     band_class: str
+    floor: tuple[float, float] = (0.0, 0.0)
 
-    def needed_scale(self) -> float:
-        """The least scale on :attr:`band` that covers the measurement."""
+    def needed_scale(self, floor: bool = True) -> float:
+        """The least scale on :attr:`band` that covers the measurement: in the answer's band,
+        ``max(scale x band, floor)`` on each side (0 where the floor alone covers it), or, with
+        ``floor=False``, in the scaled calibration band alone (what the scale is fitted on: the
+        host floor is a separate term, and whether it binds differs between hold-out groups)."""
         x = self.meas / self.pred
         lo, hi = self.band
-        return (1.0 - x) / lo if x < 1.0 else (x - 1.0) / hi
+        f = self.floor if floor else (0.0, 0.0)
+        if x < 1.0:
+            return 0.0 if 1.0 - x <= f[0] else (1.0 - x) / lo
+        return 0.0 if x - 1.0 <= f[1] else (x - 1.0) / hi
 
 
 @dataclass
@@ -369,23 +384,26 @@ def hold_out(points: Sequence[Point], key: Callable[[Point], Any], scheme: str) 
         cal = cache[(g, fam)]
         p.held_out_group[scheme] = g
         rows = p.held_out_rows[scheme] = []
+        e = SPEC_DEFAULTS if cal is None else cal.efficiencies
         for tp in p.timed:
             cls = time_band_class(tp.config, tp.metric)
-            if cal is None:
-                rows.append(
-                    TimeRow(tp.metric, predict_time(tp, SPEC_DEFAULTS), tp.value_s, SPEC_BAND, False, cls)
-                )
-            else:
-                rows.append(
-                    TimeRow(tp.metric, predict_time(tp, cal.efficiencies), tp.value_s, cal.distance_band(tp.config),
-                            True, cls)
-                )  # fmt: skip
-        if cal is None:
-            p.held_out_time[scheme] = predict_time(p.timed[0], SPEC_DEFAULTS)
-            p.held_out_band[scheme] = SPEC_BAND
-        else:
-            p.held_out_time[scheme] = predict_time(p.timed[0], cal.efficiencies)
-            p.held_out_band[scheme] = cal.band_for(cfg, p.timed[0].metric)
+            band = SPEC_BAND if cal is None else cal.distance_band(tp.config)
+            rows.append(
+                TimeRow(tp.metric, predict_time(tp, e), tp.value_s, band, cal is not None, cls, _floor(tp, e))
+            )
+        stated = SPEC_BAND if cal is None else cal.band_for(cfg, p.timed[0].metric)
+        floor = rows[0].floor
+        p.held_out_time[scheme] = rows[0].pred
+        p.held_out_band[scheme] = (max(stated[0], floor[0]), max(stated[1], floor[1]))
+
+
+def _floor(tp: TimedPoint, e: Efficiencies) -> tuple[float, float]:
+    """The least relative band a training step's answer carries whatever band it is given: its
+    host share times ``HOST_BAND`` (``estimate_step`` with a zero band returns just that)."""
+    if not isinstance(tp.config, TrainConfig):
+        return (0.0, 0.0)
+    b = estimate_step(tp.config, tp.gpu, e, band=(0.0, 0.0)).step_time_band
+    return (1.0 - b.low / b.mid, b.high / b.mid - 1.0)
 
 
 def hold_out_every_scheme(by_wl: dict[str, list[Point]]) -> None:
@@ -530,7 +548,9 @@ def time_band_report(points: Sequence[Point], out: Callable[[str], None] = print
     held-out prediction of the class (what :data:`FITTED_TIME_BAND_SCALES` should carry), the
     coverage before (scale 1) and the coverage held out: each prediction's scale fitted on the
     class's predictions of points outside its hold-out group (another model / length / batch,
-    every scheme's row of those points left out). Spec-fallback predictions keep their band."""
+    every scheme's row of those points left out). Spec-fallback predictions keep their band.
+    The scale is fitted on the calibration band alone; coverage is of the band the answer states,
+    at least a launch-bound step's host floor (:class:`TimeRow`)."""
     by_cls: dict[str, list[tuple[Point, str, TimeRow]]] = {}
     for p in points:
         for scheme, rows in p.held_out_rows.items():
@@ -539,13 +559,14 @@ def time_band_report(points: Sequence[Point], out: Callable[[str], None] = print
     out(
         "    80% time band per class (same-GPU calibrations; each point predicted by a calibration fitted "
         "without its whole model / seq_len / batch): scale on the band = split-conformal 80% quantile of the "
-        "scale each prediction needs; 'held out' = the scale refitted without the prediction's hold-out group"
+        "scale each prediction's calibration band needs; coverage of the answer's band (at least the host floor of "
+        "a launch-bound step); 'held out' = the scale refitted without the prediction's hold-out group"
     )
     res: dict[str, Any] = {}
     tot = {"n": 0, "before": 0, "held_out": 0, "code": 0}
     for cls in sorted(by_cls):
         items = by_cls[cls]
-        cal_needed = [r.needed_scale() for _, _, r in items if r.calibrated]
+        cal_needed = [r.needed_scale(floor=False) for _, _, r in items if r.calibrated]
         fit = len(cal_needed) >= TIME_BAND_MIN_POINTS  # else the class keeps scale 1, held out too
         fitted = conformal_scale(cal_needed) if fit else 1.0
         code = FITTED_TIME_BAND_SCALES.get(cls, 1.0)
@@ -556,7 +577,7 @@ def time_band_report(points: Sequence[Point], out: Callable[[str], None] = print
             if r.calibrated:
                 g = p.held_out_group[scheme]
                 others = [
-                    r2.needed_scale()
+                    r2.needed_scale(floor=False)
                     for q, _, r2 in items
                     if r2.calibrated and q.held_out_group.get(scheme) != g
                 ]
