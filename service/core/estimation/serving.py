@@ -208,8 +208,7 @@ def estimate_serving(
     ``host`` (the engine and host that measured it; the same on every GPU), else from ``e``.
     GEMMs run at the weight format's peak (:func:`gemm_format`: FP8/INT8 W8A8 where the GPU
     has the tensor cores). With TP, two all-reduces of the activations per layer go over the
-    node's NVLink or PCIe.
-    """
+    node's NVLink or PCIe. Relative 80 % bands: ``band`` (TTFT), ``tpot_band`` (else ``band``)."""
     m = c.model
     tp = c.tensor_parallel
     key, w8a8, note = gemm_format(c, gpu)
@@ -275,13 +274,12 @@ def estimate_serving(
     host_dec = (L * OPS_PER_LAYER_DECODE + OPS_PER_DECODE_STEP + moe_dec) * hp.dispatch_s
     tpot = t_dec_gpu + host_dec if m.is_moe else max(t_dec_gpu, host_dec)
     prov = provenance or e.source
-    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
-    tlo, thi = tpot_band if tpot_band is not None else (lo, hi)  # a calibration's TPOT band is its own
+    rel = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     return ServingEstimate(
         ttft_s=ttft,
-        ttft_band=Band(ttft * (1 - lo), ttft, ttft * (1 + hi)),
+        ttft_band=Band.relative(ttft, rel),
         tpot_s=tpot,
-        tpot_band=Band(tpot * (1 - tlo), tpot, tpot * (1 + thi)),
+        tpot_band=Band.relative(tpot, tpot_band or rel),  # a calibration's TPOT band is its own
         output_tokens_per_s=c.batch_size / tpot * c.replicas,
         prefill_bound="host-dispatch"
         if host_pre > t_pre
