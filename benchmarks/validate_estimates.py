@@ -14,7 +14,11 @@ predicted vs measured peak allocated memory and step time, then a summary:
 * step time from spec defaults (``SPEC_DEFAULTS``, committed before any fitting);
 * step time calibrated on the same GPU, **holding out whole model sizes** (fit on every other
   model, predict all configurations of the held-out one) and **whole sequence lengths**, with
-  the coverage of the fitted 80 % band on the held-out points;
+  the coverage of the fitted 80 % band on the held-out points; the per-class scales on the time
+  bands (``FITTED_TIME_BAND_SCALES``) refitted on those held-out predictions and their coverage
+  with each prediction's scale refitted without its hold-out group (held out);
+* the llm-train memory band held out: a width factor refitted without the held-out model
+  (sequence length);
 * serving (TTFT/TPOT) the same way; ResNet-50 and BERT-Large training and inference
   (``resnet50-infer``, ``bert-large-infer``) holding out whole batch sizes;
 * cross-GPU transfer (``service.core.estimation.transfer``) on every shipped published training table:
@@ -70,7 +74,12 @@ from service.core.estimation.calibration import (  # noqa: E402
     timed_points_from_result,
     transfer_precision,
 )
-from service.core.estimation.calibration_fit import band_from_log_residuals  # noqa: E402
+from service.core.estimation.calibration_fit import (  # noqa: E402
+    FITTED_TIME_BAND_SCALES,
+    TIME_BAND_MIN_POINTS,
+    band_from_log_residuals,
+    time_band_class,
+)
 from service.core.estimation.memory import (  # noqa: E402
     BatchInferenceConfig,
     InferenceConfig,
@@ -85,7 +94,13 @@ from service.core.estimation.memory_band import (  # noqa: E402
     MEMORY_BAND_FLOOR,
     MEMORY_BAND_MIN_POINTS,
 )
-from service.core.estimation.performance import H200_SXM, SPEC_BAND, SPEC_DEFAULTS  # noqa: E402
+from service.core.estimation.performance import (  # noqa: E402
+    H200_SXM,
+    SPEC_BAND,
+    SPEC_DEFAULTS,
+    Efficiencies,
+    estimate_step,
+)
 
 TARGETS = {
     "memory_mape": 0.08,
@@ -140,6 +155,35 @@ ISSUE19_OOM = [  # issue 25: these ran once re-measured one process per configur
 FIT_GROUPS = WORKLOAD_FIT_GROUPS
 
 
+@dataclass(frozen=True)
+class TimeRow:
+    """One held-out time prediction: the metric, predicted and measured seconds, the band before
+    the class scale (:meth:`Calibration.distance_band`; the spec band where no calibration could
+    be fitted, which no scale touches), whether a calibration made it, and the least band the
+    answer carries whatever the scale (a launch-bound training step's host share times
+    :data:`~service.core.estimation.performance.HOST_BAND`; zero elsewhere)."""
+
+    metric: str
+    pred: float
+    meas: float
+    band: tuple[float, float]
+    calibrated: bool
+    band_class: str
+    floor: tuple[float, float] = (0.0, 0.0)
+
+    def needed_scale(self, floor: bool = True) -> float:
+        """The least scale on :attr:`band` that covers the measurement: in the answer's band,
+        ``max(scale x band, floor)`` on each side (0 where the floor alone covers it), or, with
+        ``floor=False``, in the scaled calibration band alone (what the scale is fitted on: the
+        host floor is a separate term, and whether it binds differs between hold-out groups)."""
+        x = self.meas / self.pred
+        lo, hi = self.band
+        f = self.floor if floor else (0.0, 0.0)
+        if x < 1.0:
+            return 0.0 if 1.0 - x <= f[0] else (1.0 - x) / lo
+        return 0.0 if x - 1.0 <= f[1] else (x - 1.0) / hi
+
+
 @dataclass
 class Point:
     """One measured configuration and everything predicted for it."""
@@ -157,6 +201,10 @@ class Point:
     held_out_time: dict[str, float] = field(default_factory=dict)
     held_out_band: dict[str, tuple[float, float]] = field(default_factory=dict)
     timed: list[TimedPoint] = field(default_factory=list)
+    held_out_group: dict[str, Any] = field(default_factory=dict)
+    """The value of each hold-out scheme's key (model, seq_len, batch) this point was held out with."""
+    held_out_rows: dict[str, list[TimeRow]] = field(default_factory=dict)
+    """Per scheme, every timed metric of the point predicted held out (the time-band fit's input)."""
 
     @property
     def label(self) -> str:
@@ -334,12 +382,45 @@ def hold_out(points: Sequence[Point], key: Callable[[Point], Any], scheme: str) 
             ]
             cache[(g, fam)] = fit_time(train, groups=FIT_GROUPS[p.workload]) if len(train) >= 2 else None
         cal = cache[(g, fam)]
-        if cal is None:
-            p.held_out_time[scheme] = predict_time(p.timed[0], SPEC_DEFAULTS)
-            p.held_out_band[scheme] = SPEC_BAND
+        p.held_out_group[scheme] = g
+        rows = p.held_out_rows[scheme] = []
+        e = SPEC_DEFAULTS if cal is None else cal.efficiencies
+        for tp in p.timed:
+            cls = time_band_class(tp.config, tp.metric)
+            band = SPEC_BAND if cal is None else cal.distance_band(tp.config)
+            rows.append(
+                TimeRow(tp.metric, predict_time(tp, e), tp.value_s, band, cal is not None, cls, _floor(tp, e))
+            )
+        stated = SPEC_BAND if cal is None else cal.band_for(cfg, p.timed[0].metric)
+        floor = rows[0].floor
+        p.held_out_time[scheme] = rows[0].pred
+        p.held_out_band[scheme] = (max(stated[0], floor[0]), max(stated[1], floor[1]))
+
+
+def _floor(tp: TimedPoint, e: Efficiencies) -> tuple[float, float]:
+    """The least relative band a training step's answer carries whatever band it is given: its
+    host share times ``HOST_BAND`` (``estimate_step`` with a zero band returns just that)."""
+    if not isinstance(tp.config, TrainConfig):
+        return (0.0, 0.0)
+    b = estimate_step(tp.config, tp.gpu, e, band=(0.0, 0.0)).step_time_band
+    return (1.0 - b.low / b.mid, b.high / b.mid - 1.0)
+
+
+def hold_out_every_scheme(by_wl: dict[str, list[Point]]) -> None:
+    """Held-out calibration per workload: whole models and sequence lengths (``llm-train``,
+    ``llm-infer``: input length), whole batch sizes (encoder and CNN workloads)."""
+    for wl, pts in by_wl.items():
+        timed = [p for p in pts if p.timed]
+        if wl not in FIT_GROUPS or len(timed) < 4:
+            continue
+        if wl == "llm-train":
+            hold_out(timed, lambda p: p.params["model"], "model")
+            hold_out(timed, lambda p: p.params["seq_len"], "seq_len")
+        elif wl == "llm-infer":
+            hold_out(timed, lambda p: p.params["model"], "model")
+            hold_out(timed, lambda p: p.params["input_len"], "seq_len")
         else:
-            p.held_out_time[scheme] = predict_time(p.timed[0], cal.efficiencies)
-            p.held_out_band[scheme] = cal.band_for(cfg)
+            hold_out(timed, lambda p: p.params["batch_size"], "batch")
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,26 +432,26 @@ def _ape(pred: float, meas: float) -> float:
     return abs(pred / meas - 1.0)
 
 
-def _held_out_band_coverage(pts: Sequence[Point]) -> tuple[float, float]:
-    """Two folds (alternate rows): the factor on the stated memory band that covers 85 % of one
-    fold, and the coverage it gives on the other."""
+def _held_out_band_coverage(pts: Sequence[Point]) -> dict[str, float]:
+    """The llm-train memory band (hand-set terms, :func:`~service.core.estimation.memory_band._band_for`)
+    held out: the factor on it that covers the split-conformal 80 % of the points of every other
+    model (sequence length), applied to the held-out model's (length's) points; the coverage over
+    all points, per scheme, beside the band's own (in sample: its widths were set on these points)."""
     rows = []
     for p in pts:
         assert p.memory is not None and p.measured_peak
         mid = float(p.memory.peak_allocated_bytes)
         b = p.memory.peak_allocated_band
-        rows.append((p.measured_peak / mid - 1.0, 1.0 - b.low / mid, b.high / mid - 1.0))
-    out = []
-    for half in (0, 1):
-        fit = [r for i, r in enumerate(rows) if i % 2 != half]
-        test = [r for i, r in enumerate(rows) if i % 2 == half]
-
-        def cov(sample: list[tuple[float, float, float]], k: float) -> float:
-            return sum(1 for r, lo, hi in sample if -lo * k <= r <= hi * k) / max(1, len(sample))
-
-        k = min((abs(cov(fit, x / 20) - 0.85), x / 20) for x in range(10, 31))[1]
-        out.append(cov(test, k))
-    return out[0], out[1]
+        r, lo, hi = p.measured_peak / mid - 1.0, 1.0 - b.low / mid, b.high / mid - 1.0
+        rows.append((p.params["model"], p.params["seq_len"], -r / lo if r < 0 else r / hi))
+    res = {"in_sample": sum(1 for *_, s in rows if s <= 1.0) / len(rows)}
+    for scheme, i in (("model", 0), ("seq_len", 1)):
+        inside = 0
+        for g in {r[i] for r in rows}:
+            k = conformal_scale([r[2] for r in rows if r[i] != g])
+            inside += sum(1 for r in rows if r[i] == g and r[2] <= k)
+        res[scheme] = inside / len(rows)
+    return res
 
 
 def memory_band_class(p: Point) -> str | None:
@@ -451,6 +532,102 @@ def memory_band_report(points: Sequence[Point], out: Callable[[str], None] = pri
     return rows
 
 
+BAND_QUANTILE = 0.80
+
+
+def conformal_scale(needed: Sequence[float], q: float = BAND_QUANTILE) -> float:
+    """Split-conformal quantile: the ``ceil(q (n + 1))``-th smallest needed scale (the largest if
+    that is past the end)."""
+    s = sorted(needed)
+    k = math.ceil(q * (len(s) + 1))
+    return s[min(k, len(s)) - 1]
+
+
+def time_band_report(points: Sequence[Point], out: Callable[[str], None] = print) -> dict[str, Any]:
+    """Per :func:`time_band_class`: the scale on the held-out calibrations' bands refitted on every
+    held-out prediction of the class (what :data:`FITTED_TIME_BAND_SCALES` should carry), the
+    coverage before (scale 1) and the coverage held out: each prediction's scale fitted on the
+    class's predictions of points outside its hold-out group (another model / length / batch,
+    every scheme's row of those points left out). Spec-fallback predictions keep their band.
+    The scale is fitted on the calibration band alone; coverage is of the band the answer states,
+    at least a launch-bound step's host floor (:class:`TimeRow`)."""
+    by_cls: dict[str, list[tuple[Point, str, TimeRow]]] = {}
+    for p in points:
+        for scheme, rows in p.held_out_rows.items():
+            for r in rows:
+                by_cls.setdefault(r.band_class, []).append((p, scheme, r))
+    out(
+        "    80% time band per class (same-GPU calibrations; each point predicted by a calibration fitted "
+        "without its whole model / seq_len / batch): scale on the band = split-conformal 80% quantile of the "
+        "scale each prediction's calibration band needs; coverage of the answer's band (at least the host floor of "
+        "a launch-bound step); 'held out' = the scale refitted without the prediction's hold-out group"
+    )
+    res: dict[str, Any] = {}
+    tot = {"n": 0, "before": 0, "held_out": 0, "code": 0}
+    for cls in sorted(by_cls):
+        items = by_cls[cls]
+        cal_needed = [r.needed_scale(floor=False) for _, _, r in items if r.calibrated]
+        fit = len(cal_needed) >= TIME_BAND_MIN_POINTS  # else the class keeps scale 1, held out too
+        fitted = conformal_scale(cal_needed) if fit else 1.0
+        code = FITTED_TIME_BAND_SCALES.get(cls, 1.0)
+        per_scheme: dict[str, list[int]] = {}
+        before = held = in_code = 0
+        for p, scheme, r in items:
+            s_i = r.needed_scale()
+            if r.calibrated:
+                g = p.held_out_group[scheme]
+                others = [
+                    r2.needed_scale(floor=False)
+                    for q, _, r2 in items
+                    if r2.calibrated and q.held_out_group.get(scheme) != g
+                ]
+                k = conformal_scale(others) if fit and others else 1.0
+            else:
+                k = 1.0
+            ok = s_i <= k
+            held += ok
+            before += s_i <= 1.0
+            in_code += s_i <= (code if r.calibrated else 1.0)
+            per_scheme.setdefault(f"{scheme}/{r.metric}", [0, 0])
+            per_scheme[f"{scheme}/{r.metric}"][0] += ok
+            per_scheme[f"{scheme}/{r.metric}"][1] += 1
+        n = len(items)
+        stale = abs(fitted - code) > 5e-4
+        res[cls] = {
+            "n": n,
+            "n_calibrated": len(cal_needed),
+            "fitted_scale": fitted,
+            "code_scale": code,
+            "stale": stale,
+            "before_coverage": before / n,
+            "code_coverage_in_sample": in_code / n,
+            "held_out_coverage": held / n,
+            "by_scheme": {k: v[0] / v[1] for k, v in per_scheme.items()},
+        }
+        tot["n"] += n
+        tot["before"] += before
+        tot["held_out"] += held
+        tot["code"] += in_code
+        schemes = ", ".join(f"{k} {v[0] / v[1]:.0%} (n={v[1]})" for k, v in sorted(per_scheme.items()))
+        out(
+            f"      {cls:14s} n={n:3d}  scale 1 covers {before / n:4.0%}  | fitted x{fitted:.4f} covers "
+            f"{in_code / n:4.0%} in sample, {held / n:4.0%} held out [{schemes}]"
+            f"{f'  STALE: the code carries x{code:.4f}' if stale else ''}"
+        )
+    n = max(1, tot["n"])
+    res["pooled"] = {
+        "n": tot["n"],
+        "before_coverage": tot["before"] / n,
+        "code_coverage_in_sample": tot["code"] / n,
+        "held_out_coverage": tot["held_out"] / n,
+    }
+    out(
+        f"      {'pooled':14s} n={tot['n']:3d}  scale 1 covers {tot['before'] / n:4.0%}  | fitted covers "
+        f"{tot['code'] / n:.0%} in sample, {tot['held_out'] / n:.0%} held out (target 75%-90%)"
+    )
+    return res
+
+
 def _mape(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, int]:
     if not pairs:
         return math.nan, math.nan, 0
@@ -493,19 +670,7 @@ def evaluate(
     for p in points:
         by_wl.setdefault(p.workload, []).append(p)
 
-    # ---- held-out calibration per workload
-    for wl, pts in by_wl.items():
-        timed = [p for p in pts if p.timed]
-        if wl not in FIT_GROUPS or len(timed) < 4:
-            continue
-        if wl == "llm-train":
-            hold_out(timed, lambda p: p.params["model"], "model")
-            hold_out(timed, lambda p: p.params["seq_len"], "seq_len")
-        elif wl == "llm-infer":
-            hold_out(timed, lambda p: p.params["model"], "model")
-            hold_out(timed, lambda p: p.params["input_len"], "seq_len")
-        else:
-            hold_out(timed, lambda p: p.params["batch_size"], "batch")
+    hold_out_every_scheme(by_wl)
 
     # ---- per configuration
     out("Per configuration (GiB for memory, ms for time; time = step time, TTFT for llm-infer)")
@@ -581,8 +746,10 @@ def evaluate(
         folds = _held_out_band_coverage(llm)
         summary["memory"]["llm_train_band_held_out"] = folds
         out(
-            "    llm-train memory band, held out (a width factor chosen on alternate rows for 85 % "
-            f"coverage, applied to the other half): {folds[0]:.0%} and {folds[1]:.0%} (target 75%-90%)"
+            f"    llm-train memory band: covers {folds['in_sample']:.0%} in sample (its widths were set on these "
+            f"points); held out (a width factor fitted split-conformal 80% on the other models / lengths, applied "
+            f"to the held-out one): whole model {folds['model']:.0%}, whole seq_len {folds['seq_len']:.0%} "
+            "(target 75%-90%)"
         )
         stated = _mape(
             [(float(p.memory.peak_allocated_bytes), float(p.measured_peak)) for p in llm if p.memory]
@@ -674,6 +841,7 @@ def evaluate(
     }
     ran = sum(1 for p in points if p.status == "ok" and p.memory is not None)
     summary["oom"]["false_rate"] = false / ran if ran else 0.0
+    summary["oom"]["ran"] = ran
     out(
         f"  OOM decisions (fit_bytes vs usable memory): missed {missed} (target 0), false {false} = "
         f"{false / max(ran, 1):.1%} of {ran} configurations that ran (target <= 1%); "
@@ -730,7 +898,7 @@ def evaluate(
             target = TARGETS["time_llm_train_mape" if wl == "llm-train" else "time_calibrated_mape"]
             line += (
                 f"\n    calibrated, whole {scheme} held out: MAPE {m_:.1%} (target <= {target:.0%}), worst "
-                f"{w_:.1%}, n={n_}; band coverage {cov:.0%}, median half-width {hw:.1%} (target <= "
+                f"{w_:.1%}, n={n_}; band coverage {cov:.0%} (class scale in sample), median half-width {hw:.1%} (target <= "
                 f"{TARGETS['time_half_width']:.0%})"
             )
         summary["time"][wl] = row
@@ -745,8 +913,11 @@ def evaluate(
         }
         out(
             f"  all held-out time predictions: MAPE {m_all:.1%} (target <= {TARGETS['time_calibrated_mape']:.0%}), "
-            f"worst {w_all:.1%}, inside the stated 80% band {all_inside / n_all:.0%} (target >= 80%), n={n_all}"
+            f"worst {w_all:.1%}, inside the stated 80% band {all_inside / n_all:.0%} (class scales in sample; held out: the "
+            f"time band table), n={n_all}"
         )
+
+    summary["time"]["band_classes"] = time_band_report(points, out)
 
     # ---- precision transfer: fp32/tf32 predicted from the 16-bit fit and the measured GEMM ratio
     gemm: dict[str, dict[str, float]] = {}
@@ -795,12 +966,15 @@ def evaluate(
             )
 
     # ---- issue 25's targets (small steps, MoE, prefill, QLoRA; the H200 physics probe)
+    from benchmarks.issue25_targets import published_batch1_ttft
     from benchmarks.issue25_targets import report as issue25_report
+    from benchmarks.issue25_targets import target_table as issue25_table
 
-    summary["issue25"] = issue25_report(points, out)
+    summary["issue25"] = issue25_report(points, out, summary)
 
     # ---- cross-GPU (published)
     if not cross_gpu:
+        summary["issue25_table"] = issue25_table(summary["issue25"], summary, out)
         return summary
     summary["cross_gpu"] = cross_gpu_report(_loo(), out)
     # ---- cross-source (issue 27): leave one published SOURCE out, and one GPU out across sources
@@ -808,6 +982,7 @@ def evaluate(
 
     out("")
     summary["cross_source"] = cross_source_report(out)
+    summary["issue25_table"] = issue25_table(summary["issue25"], summary, out, published_batch1_ttft())
     return summary
 
 

@@ -24,6 +24,7 @@ from service.core.estimation.calibration import (
     published_calibration,
     transfer,
 )
+from service.core.estimation.calibration_fit import FITTED_TIME_BAND_SCALES
 from service.core.estimation.memory import TrainConfig, estimate_training
 from service.core.estimation.performance import (
     H200_SXM,
@@ -325,9 +326,13 @@ def test_precision_families_and_distance_aware_band() -> None:
     seen = TrainConfig(model=get_model("gt-llama-1b-v32k"), precision="amp_bf16", batch_size=4, seq_len=1024)
     unseen = replace(seen, model=get_model("gt-llama-3b"))
     far = replace(unseen, seq_len=8192)
-    assert cal.band_for(seen) == cal.band
-    assert cal.band_for(unseen)[1] == pytest.approx(cal.band[1] * 1.5)
-    assert cal.band_for(far)[1] == pytest.approx(cal.band[1] * 2.0)  # 1.5 x 1.25 x 1.25, capped at 2
+    assert cal.distance_band(seen) == cal.band
+    assert cal.distance_band(unseen)[1] == pytest.approx(cal.band[1] * 1.5)
+    assert cal.distance_band(far)[1] == pytest.approx(cal.band[1] * 2.0)  # 1.5 x 1.25 x 1.25, capped at 2
+    k = FITTED_TIME_BAND_SCALES["decoder-train"]
+    assert cal.band_for(unseen) == pytest.approx(
+        (cal.distance_band(unseen)[0] * k, cal.distance_band(unseen)[1] * k)
+    )
     fp32 = TrainConfig(model=get_model("gt-llama-110m"), precision="fp32", batch_size=1, seq_len=512)
     with pytest.raises(ValueError, match="precision families"):
         fit_time([*pts, TimedPoint(fp32, H200_SXM, 0.1)])
@@ -491,3 +496,65 @@ def test_fitted_memory_bands_match_the_committed_data_and_cover_held_out() -> No
         assert 0.75 <= r["held_out_coverage"] <= 0.90, (cls, r["held_out_coverage"])
     assert 0.75 <= rows["pooled"]["held_out_coverage"] <= 0.90
     assert any("held out" in ln for ln in lines)
+
+
+def test_time_band_scale_per_class_and_only_on_same_gpu_fits() -> None:
+    """``band_for`` scales a same-GPU fit's distance band by its class's fitted scale (TTFT and
+    TPOT of eager serving separately); a transferred calibration's band is left alone."""
+    from service.core.catalog.models import DecoderSpec
+    from service.core.estimation.calibration_fit import time_band_class
+    from service.core.estimation.memory import InferenceConfig
+    from service.core.estimation.serving import estimate_serving
+
+    grid = _grid()
+    pts = [
+        TimedPoint(c, H200_SXM, estimate_step(c, H200_SXM).step_time_s * (1.1 if i % 2 else 0.9))
+        for i, c in enumerate(grid)
+    ]
+    cal = fit_time(pts)
+    m = get_model("llama3-8b")
+    assert isinstance(m, DecoderSpec)
+    ic = InferenceConfig(model=m, precision="bf16", batch_size=1, input_len=512, output_len=64)
+    assert (time_band_class(ic, "ttft_s"), time_band_class(ic, "tpot_s")) == ("decoder-ttft", "decoder-tpot")
+    assert time_band_class(grid[0]) == "decoder-train"
+    d = cal.distance_band(ic)
+    ttft, tpot = cal.band_for(ic, "ttft_s"), cal.band_for(ic, "tpot_s")
+    assert ttft[1] == pytest.approx(d[1] * FITTED_TIME_BAND_SCALES["decoder-ttft"])
+    assert tpot[1] == pytest.approx(d[1] * FITTED_TIME_BAND_SCALES["decoder-tpot"])
+    assert ttft[1] < d[1] < tpot[1]  # prefill predictable, decode less so (the committed data)
+    moved = replace(cal, provenance="transferred")
+    assert moved.band_for(ic, "tpot_s") == moved.distance_band(ic)
+    sv = estimate_serving(ic, H200_SXM, cal.efficiencies, band=ttft, tpot_band=tpot)
+    assert sv.ttft_band.high / sv.ttft_s - 1 == pytest.approx(ttft[1])
+    assert sv.tpot_band.high / sv.tpot_s - 1 == pytest.approx(tpot[1])
+
+
+def test_fitted_time_bands_match_the_committed_data_and_cover_held_out() -> None:
+    """The time-band scales the code carries are the ones refitted on the committed H200 points
+    (issue 25); with each prediction's scale refitted without its hold-out group, every class's
+    bands cover 75-90 % of its held-out predictions, and so does the llm-train memory band
+    with its width factor refitted without the held-out model / length."""
+    from pathlib import Path
+
+    mod = _load_validate_script()
+    paths = sorted(
+        str(p) for p in (Path(__file__).resolve().parents[2] / "data" / "benchmarks").glob("*.json")
+    )
+    points = mod.attach_predictions(mod.load_points(paths))
+    by_wl: dict[str, list[Any]] = {}
+    for p in points:
+        by_wl.setdefault(p.workload, []).append(p)
+    mod.hold_out_every_scheme(by_wl)
+    lines: list[str] = []
+    rows = mod.time_band_report(points, out=lines.append)
+    classes = {k: v for k, v in rows.items() if k != "pooled"}
+    assert {k for k, v in classes.items() if v["n_calibrated"] >= mod.TIME_BAND_MIN_POINTS} == set(
+        FITTED_TIME_BAND_SCALES
+    )
+    for cls, r in classes.items():
+        assert not r["stale"], (cls, r["fitted_scale"], r["code_scale"])
+        assert 0.75 <= r["held_out_coverage"] <= 0.90, (cls, r["held_out_coverage"])
+    assert 0.75 <= rows["pooled"]["held_out_coverage"] <= 0.90
+    llm = [p for p in by_wl["llm-train"] if p.memory and p.status == "ok" and p.measured_peak]
+    mem = mod._held_out_band_coverage(llm)
+    assert 0.75 <= mem["model"] <= 0.90 and 0.75 <= mem["seq_len"] <= 0.90, mem

@@ -220,7 +220,8 @@ def _serving(
         )
     if cal is not None:
         e = cal.efficiencies
-        sv = estimate_serving(c, gpu, e, band=cal.band_for(c), provenance=cal.provenance, host=host)
+        b_ttft, b_tpot = cal.band_for(c, "ttft_s"), cal.band_for(c, "tpot_s")
+        sv = estimate_serving(c, gpu, e, band=b_ttft, provenance=cal.provenance, host=host, tpot_band=b_tpot)
         prov, sources, scope, tables = cal.provenance, tuple(cal.source_gpus), cal.scope, cal.sources
         notes = (*notes, *cal.notes)
     else:

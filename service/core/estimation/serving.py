@@ -194,6 +194,7 @@ def estimate_serving(
     band: tuple[float, float] | None = None,
     provenance: str | None = None,
     host: HostProfile | None = None,
+    tpot_band: tuple[float, float] | None = None,
 ) -> ServingEstimate:
     """TTFT and TPOT of eager ``generate`` (``hf-transformers``) for ``batch_size`` concurrent
     sequences (static batch, greedy decode) on one replica of ``tensor_parallel`` GPUs.
@@ -207,8 +208,7 @@ def estimate_serving(
     ``host`` (the engine and host that measured it; the same on every GPU), else from ``e``.
     GEMMs run at the weight format's peak (:func:`gemm_format`: FP8/INT8 W8A8 where the GPU
     has the tensor cores). With TP, two all-reduces of the activations per layer go over the
-    node's NVLink or PCIe.
-    """
+    node's NVLink or PCIe. Relative 80 % bands: ``band`` (TTFT), ``tpot_band`` (else ``band``)."""
     m = c.model
     tp = c.tensor_parallel
     rate, peak16, note = _gemm_rates(c, gpu, e)
@@ -244,12 +244,12 @@ def estimate_serving(
         t_dec_gpu += t_dq
     tpot = t_dec_gpu + host_dec if m.is_moe else max(t_dec_gpu, host_dec)
     prov = provenance or e.source
-    lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
+    rel = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     return ServingEstimate(
         ttft_s=ttft,
-        ttft_band=Band(ttft * (1 - lo), ttft, ttft * (1 + hi)),
+        ttft_band=Band.relative(ttft, rel),
         tpot_s=tpot,
-        tpot_band=Band(tpot * (1 - lo), tpot, tpot * (1 + hi)),
+        tpot_band=Band.relative(tpot, tpot_band or rel),  # a calibration's TPOT band is its own
         output_tokens_per_s=c.batch_size / tpot * c.replicas,
         prefill_bound="host-dispatch"
         if host_pre > t_pre
