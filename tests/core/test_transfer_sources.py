@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -142,3 +143,91 @@ def test_fit_recovers_ratios_of_known_physics() -> None:
         for a, b in (("g1", "g2"), ("g2", "g4"), ("g3", "g1")):
             pa, pb = by[(cls, a)], by[(cls, b)]
             assert fitted.log_ratio(pa, pb) == pytest.approx(truth.log_ratio(pa, pb), abs=0.05)
+
+
+def _serve_row(**kw: object) -> PublishedRow:
+    base: dict[str, object] = {
+        "table_id": "t",
+        "gpu_name": "x",
+        "slug": None,
+        "workload": "llm-serve-offline",
+        "model": "llama3-70b",
+        "precision": "fp8",
+        "metric": "output_tokens_per_s",
+        "value": 1000.0,
+        "tp": 1,
+        "input_len": 2048,
+        "output_len": 2048,
+    }
+    base.update(kw)
+    return PublishedRow(**base)  # type: ignore[arg-type]
+
+
+def _serve_point(gpu: GpuSpec, terms: tuple[float, float, float, float]) -> ts.SourcePoint:
+    lp, lb = math.log(gpu.peaks["fp8"]), math.log(gpu.bandwidth_gb_per_s or 1.0)
+    return ts.SourcePoint(
+        "s",
+        ("s",),
+        gpu.slug,
+        ts.arch_of(gpu),
+        "llm-serve",
+        "fp8",
+        "fp8",
+        lp,
+        lb,
+        0.5 * (lp + lb),
+        0.0,
+        serve=terms,
+    )
+
+
+def test_serving_capacity_term_favours_the_larger_memory() -> None:
+    """Llama-3-70B in FP8 on one H100 leaves ~5 GB for KV cache, on one H200 ~60 GB: the H200 runs
+    a larger batch and reads its weights per more tokens, so its memory term per token is several
+    times smaller -- more than its bandwidth alone (TensorRT-LLM 0.14 measured 8.8x at 2048/2048)."""
+    h100, h200 = SPECS["nvidia-h100-sxm"], SPECS["nvidia-h200-sxm"]
+    row = _serve_row()
+    t100, t200 = ts.serve_terms(row, h100, 1, None), ts.serve_terms(row, h200, 1, None)
+    assert t100 is not None and t200 is not None
+    assert t100[:2] == t200[:2]  # compute is the configuration's, not the GPU's
+    assert t100[2] > 3.0 * t200[2]
+    assert t100[3] == t200[3] == 0.0  # one GPU: no all-reduce
+    # a model no preset knows, or a row without lengths, keeps the class share
+    assert ts.serve_terms(_serve_row(model="no-such-model"), h100, 1, None) is None
+    assert ts.serve_terms(_serve_row(input_len=None), h100, 1, None) is None
+
+
+def test_a_faster_or_larger_gpu_is_never_predicted_slower() -> None:
+    """Whatever the fitted constants, more peak, bandwidth, memory or link never lowers the
+    predicted speed: the shares are bounded and every term falls with its resource."""
+    model = ts.ClassModel(
+        share={"llm-serve/roofline": 0.3, "cnn-train": 0.6},
+        compute={},
+        compute_family={("sm90", "fp8"): math.log(0.7)},
+        memory={"sm90": math.log(1.3)},
+        sources=(),
+        n_points=0,
+        link={"llm-serve/roofline": ts.HOST0 + 1.0},
+    )
+    base = GpuSpec(
+        slug="g",
+        compute_capability="9.0",
+        peaks={"fp8": 1000.0, "bf16": 500.0},
+        bandwidth_gb_per_s=3000.0,
+        memory_bytes=80 * 10**9,
+    )
+    row = _serve_row(tp=2)
+
+    def speed(g: GpuSpec, link: float = 100.0) -> float:
+        t = ts.serve_terms(row, g, 2, link)
+        assert t is not None
+        return model.log_speed(_serve_point(g, t))
+
+    s0 = speed(base)
+    for bigger in (
+        replace(base, peaks={"fp8": 2000.0, "bf16": 1000.0}),
+        replace(base, bandwidth_gb_per_s=4800.0),
+        replace(base, memory_bytes=141 * 10**9),
+    ):
+        assert speed(bigger) > s0
+    assert speed(base, link=450.0) > s0

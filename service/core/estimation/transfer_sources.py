@@ -27,6 +27,18 @@ elementwise, normalisation, optimizer and decode weight/KV reads: bandwidth)::
   (overall, per precision family) and bandwidth, fitted with a ridge prior toward 0 (an
   architecture no source holds gets 0: the same fraction of its peaks as the average part).
 
+LLM serving at maximum throughput where the model's shape and the lengths are known
+(TensorRT-LLM Perf Overview rows) is timed from physics instead of a class share
+(:func:`serve_terms`): per output token, decode GEMMs and the prompt's prefill at the compute
+ceiling, and memory traffic -- the KV cache of the mean context plus the weights read once per
+step for the batch that the memory left beside the weights holds -- at the bandwidth, combined
+as a roofline (decode is bound by one or the other) plus prefill; tensor parallelism adds two
+all-reduces per layer over the link. Memory capacity enters through the batch: Llama-3-70B in FP8
+on one H100 leaves ~5 GB of KV cache, on an H200 ~60 GB, and TensorRT-LLM measured the H200 5.6-8.8x
+faster. Fitted for these points: one compute/memory tilt and one all-reduce level (key
+``llm-serve/roofline``). Every term falls as its resource (peak, bandwidth, memory, link) grows
+and the shares are bounded, so no fitted constant makes a faster or larger GPU slower.
+
 Only ratios inform the fit: each configuration's level (its stack's speed) is eliminated as the
 mean log residual of its group. Gauss-Newton with analytic derivatives on the log residuals,
 pure Python (a few hundred points, a few dozen parameters).
@@ -39,6 +51,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from service.core.catalog.decoder import DecoderSpec
+from service.core.catalog.models import ModelNotFound, get_model
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.transfer_accuracy import CLASSES
 from service.core.evidence.published import LOWER_IS_BETTER, PublishedRow, PublishedTable
@@ -52,6 +66,7 @@ __all__ = [
     "fit_classes",
     "measured_points",
     "points_from",
+    "serve_terms",
     "workload_class",
 ]
 
@@ -175,6 +190,21 @@ class SourcePoint:
     n_rows: int = 1
     batch: int | None = None  # the step's batch where the source fixes it (host cost per sample ~ 1/batch)
     log_link: float | None = None  # log GB/s of the link a multi-GPU configuration talks over (None: one GPU)
+    serve: tuple[float, float, float, float] | None = None
+    """LLM serving at maximum throughput from the model's shape (:func:`serve_terms`): decode
+    compute, prefill compute, memory traffic and tensor-parallel all-reduce seconds per output
+    token per GPU, each over the configuration's GPU-independent time (None: the class share)."""
+
+    @property
+    def key(self) -> str:
+        """The class whose share, host and link terms the point uses: a serving configuration
+        timed from its shape has its own (its compute/memory split comes from physics), and BERT
+        training one per precision class (:data:`SPLIT_BY_PRECISION`)."""
+        if self.serve is not None:
+            return f"{self.cls}{ROOFLINE}"
+        if self.cls in SPLIT_BY_PRECISION:
+            return f"{self.cls}|{self.precision_class}"
+        return self.cls
 
 
 def sustained_clock(gpu: GpuSpec) -> float:
@@ -244,6 +274,70 @@ def _group_key(t: PublishedTable, r: PublishedRow, cls: str) -> tuple[object, ..
     )
 
 
+ROOFLINE: Final = "/roofline"
+SPLIT_BY_PRECISION: Final = frozenset({"bert-train"})
+"""Classes with a compute-bound share per precision class: one share cannot serve 16-bit and
+FP32-storage BERT (measured on the H200, ``data/probes/h200-operator-shares-2026-12-04.jsonl``,
+BERT-large's GEMM share of kernel time is 0.51 in bf16 and 0.81 in TF32). The fit does not
+reproduce that order (all sources: 0.22 for 16-bit, 0.15 for FP32/TF32, 0.72 for MLPerf's
+tuned stacks): across generations these sources' TF32 speed follows bandwidth. Left out one
+source at a time, the split moves BERT from 17.4 % to 16.7 % (baseline 17.3 %), pooled unchanged
+(16.6 %); splitting CNN training and inference as well costs cnn-infer 11 points (pooled 17.2 %),
+so only BERT is split -- a choice made on the leave-one-source-out figures."""
+KV_FRACTION: Final = 0.9
+"""Share of the memory left after the weights that holds KV cache: TensorRT-LLM's
+``kv_cache_free_gpu_mem_fraction`` is 0.95 (0.90 on OOM) in the Perf Overview runs."""
+RESERVE_BYTES: Final = 4e9
+"""Activation and workspace memory kept outside the KV cache (assumed, not fitted: 2, 4 and 6 GB
+move leave-one-source-out LLM serving by under 0.1 point)."""
+MAX_BATCH: Final = 2048
+"""Scheduler cap on sequences in flight (2048: 512 moves LLM serving by 0.3 point)."""
+
+
+def _decoder(model: str) -> DecoderSpec | None:
+    name = model.removeprefix("mlperf/").removesuffix("-99.9").removesuffix("-99")
+    try:
+        spec = get_model(name)
+    except ModelNotFound:
+        return None
+    return spec if isinstance(spec, DecoderSpec) else None
+
+
+def serve_terms(
+    r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None
+) -> tuple[float, float, float, float] | None:
+    """Maximum-throughput serving of ``r``'s model on ``tp`` GPUs, per output token per GPU:
+    decode GEMMs (2 x active parameters), the prompt's prefill spread over the output tokens,
+    memory traffic -- the KV cache of a mean context (input + output / 2) plus the weights read
+    once per step and shared by the batch in flight, which is what the KV cache that fits beside
+    the weights holds (the capacity term: a GPU with more memory runs a larger batch, and reads
+    its weights per fewer tokens) -- and the two all-reduces per layer of tensor parallelism over
+    ``link``. Each is over the configuration's time without the capacity and link terms at the
+    reference ceilings, so that only GPU figures vary within a configuration. None where the
+    shape or the lengths are unknown."""
+    spec = _decoder(r.model)
+    inp, out = r.input_len, r.output_len
+    mem = gpu.usable_memory_bytes or gpu.memory_bytes
+    if spec is None or not inp or not out or not mem:
+        return None
+    pc = _precision_class(r.precision)
+    w_bytes = {"fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}.get(pc, 2.0)
+    kv_bytes = 1.0 if pc in ("fp8", "fp4") else 2.0  # TensorRT-LLM: FP8 engines keep an FP8 KV cache
+    weights = spec.total_params * w_bytes / tp
+    kv = spec.kv_cache_bytes_per_token(kv_bytes) / spec.kv_shards(tp) * (inp + out / 2)
+    free = max(KV_FRACTION * (mem - weights) - RESERVE_BYTES, 0.25e9)
+    batch = min(MAX_BATCH, free / kv)
+    p_ref, b_ref = math.exp(LOG_P_REF) * 1e12, math.exp(LOG_B_REF) * 1e9
+    decode = 2.0 * spec.active_params / tp / p_ref
+    prefill = decode * inp / out
+    memory = (kv + weights / batch) / b_ref
+    comm = 0.0
+    if tp > 1 and link:
+        comm = 8.0 * spec.num_layers * spec.hidden_size * (tp - 1) / tp * (1.0 + inp / out) / (link * 1e9)
+    norm = decode + prefill + kv / b_ref
+    return decode / norm, prefill / norm, memory / norm, comm / norm
+
+
 def points_from(
     tables: Iterable[PublishedTable], figures: Mapping[str, GpuSpec], named: Mapping[str, str] | None = None
 ) -> list[SourcePoint]:
@@ -271,6 +365,7 @@ def points_from(
             if n > 1 and not link:
                 continue
             key = (*_group_key(t, r, cls), gpu.slug)
+            serve = serve_terms(r, gpu, n, link) if cls == "llm-serve" else None
             acc.setdefault(key, []).append(math.log(_per_gpu_throughput(r)))
             lb = math.log(gpu.bandwidth_gb_per_s)
             meta[key] = SourcePoint(
@@ -287,6 +382,7 @@ def points_from(
                 0.0,
                 batch=r.batch_size if r.workload in _FIXED_BATCH else None,
                 log_link=math.log(link) if link else None,
+                serve=serve,
             )
     out = []
     for key, logs in acc.items():
@@ -309,6 +405,7 @@ def points_from(
                 len(logs),
                 m.batch,
                 m.log_link,
+                m.serve,
             )
         )
     # keep configurations that hold at least two GPUs: only they inform ratios
@@ -369,8 +466,13 @@ SHARE_PRIOR: Final[dict[str, float]] = {
     "llm-serve": 0.2,  # decode: every weight and the KV cache read per generated token
     "recsys": 0.3,  # embedding gathers dominate, MLPs small
     "gnn": 0.3,  # neighbour gathers
-    "cnn-train": 0.3,  # batch-norm, activations and optimizer traffic around cuDNN convolutions
-    "cnn-infer": 0.3,
+    # CNN and BERT: measured on the H200 (data/probes/h200-operator-shares-2026-12-04.jsonl, eager
+    # PyTorch bf16, GEMM/convolution kernel time against the rest, the memory-bound part scaled
+    # from 4.8 to the reference 3 TB/s): ResNet-50 training 0.20-0.22, inference 0.25-0.27,
+    # BERT-large 0.39 (the assumed 0.3 / 0.3 / 0.4 before; the CNN priors moved leave-one-source-out
+    # cnn-infer 38.4 % -> 35.0 %, pooled 16.6 % -> 16.4 %)
+    "cnn-train": 0.2,  # batch-norm, activations and optimizer traffic around cuDNN convolutions
+    "cnn-infer": 0.25,
     "bert-train": 0.4,  # seq 384-512 GEMMs, but layer norms, softmax and optimizer traffic
     "speech": 0.5,  # encoder (compute) + autoregressive decoder (bandwidth)
 }
@@ -395,6 +497,41 @@ training (leave-one-source-out 21.7 % -> 20.6 % without it); tensor paths of one
 architecture do not share an efficiency."""
 
 
+PNORM: Final = 4.0
+"""Decode's roofline: the smooth maximum ``(compute^k + memory^k)^(1/k)`` of its compute and
+memory time (a step is bound by one or the other, never their sum; k = 2 and 8 move LLM serving
+by under 0.2 point)."""
+
+
+def _prior(key: str) -> float:
+    """The share prior of a parameter key: the class's (:data:`SHARE_PRIOR`); even for a serving
+    configuration timed from its shape, whose split is physics already."""
+    if key.endswith(ROOFLINE):
+        return 0.5
+    return SHARE_PRIOR.get(key.split("|")[0], 0.5)
+
+
+def _core(p: SourcePoint, s: float, cf: float, mf: float) -> tuple[float, float, float]:
+    """Compute- plus memory-bound time of ``p`` at share ``s``, compute and memory factors ``cf``,
+    ``mf`` (reference ceiling over the GPU's, after efficiency), and the parts of it that scale
+    with ``cf`` and with ``mf`` (its derivatives in log ``cf`` and log ``mf``)."""
+    if p.serve is None:
+        a, b = s * cf, (1.0 - s) * mf
+        return a + b, a, b
+    decode, prefill, memory, _ = p.serve
+    dc, mm, pc = s * cf * decode, (1.0 - s) * mf * memory, s * cf * prefill
+    roof = (dc**PNORM + mm**PNORM) ** (1.0 / PNORM)
+    return roof + pc, dc * (dc / roof) ** (PNORM - 1.0) + pc, mm * (mm / roof) ** (PNORM - 1.0)
+
+
+def _link(p: SourcePoint, q: float) -> float:
+    """Communication time: all-reduce bytes of its shape over the link for a serving point timed
+    from its shape, else a per-class level over the link's bandwidth."""
+    if p.serve is not None:
+        return math.exp(q - HOST0) * p.serve[3]
+    return math.exp(q + LOG_L_REF - p.log_link) if p.log_link is not None else 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class ClassModel:
     """Fitted constants and what they were fitted on."""
@@ -412,13 +549,16 @@ class ClassModel:
 
     def log_speed(self, p: SourcePoint) -> float:
         """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
-        s = self.share.get(p.cls, SHARE_PRIOR.get(p.cls, 0.5))
+        s = self.share.get(p.key, _prior(p.key))
         c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.peak_family), 0.0)
-        a = s * math.exp(LOG_P_REF - p.log_peak - c)
-        b = (1.0 - s) * math.exp(LOG_B_REF - p.log_bandwidth - self.memory.get(p.arch, 0.0))
-        h = math.exp(self.host.get(p.cls, HOST0)) / p.batch if p.batch else 0.0
-        q = math.exp(self.link.get(p.cls, HOST0) + LOG_L_REF - p.log_link) if p.log_link is not None else 0.0
-        return -math.log(a + b + h + q)
+        core, _, _ = _core(
+            p,
+            s,
+            math.exp(LOG_P_REF - p.log_peak - c),
+            math.exp(LOG_B_REF - p.log_bandwidth - self.memory.get(p.arch, 0.0)),
+        )
+        h = math.exp(self.host.get(p.key, HOST0)) / p.batch if p.batch else 0.0
+        return -math.log(core + h + _link(p, self.link.get(p.key, HOST0)))
 
     def log_ratio(self, a: SourcePoint, b: SourcePoint) -> float:
         """Predicted log(speed of b / speed of a) in a configuration both ran."""
@@ -426,12 +566,12 @@ class ClassModel:
 
 
 def _params(points: Sequence[SourcePoint]) -> list[tuple[str, object]]:
-    names: list[tuple[str, object]] = [("z", c) for c in sorted({p.cls for p in points})]
+    names: list[tuple[str, object]] = [("z", c) for c in sorted({p.key for p in points})]
     names += [("c", a) for a in sorted({p.arch for p in points})]
     names += [("d", k) for k in sorted({(p.arch, p.peak_family) for p in points})]
     names += [("m", a) for a in sorted({p.arch for p in points})]
-    names += [("h", c) for c in sorted({p.cls for p in points})]
-    names += [("q", c) for c in sorted({p.cls for p in points})]
+    names += [("h", c) for c in sorted({p.key for p in points})]
+    names += [("q", c) for c in sorted({p.key for p in points})]
     return names
 
 
@@ -441,7 +581,7 @@ def _model(
     v = dict(zip(names, theta, strict=True))
     return ClassModel(
         share={
-            str(k): 1.0 / (1.0 + math.exp(-x - _logit(SHARE_PRIOR.get(str(k), 0.5))))
+            str(k): 1.0 / (1.0 + math.exp(-x - _logit(_prior(str(k)))))
             for (kind, k), x in v.items()
             if kind == "z"
         },
@@ -483,19 +623,19 @@ def _residuals(
     raw: list[float] = []
     jac: list[dict[int, float]] = []
     for p in points:
-        z = theta[idx[("z", p.cls)]] + _logit(SHARE_PRIOR.get(p.cls, 0.5))
-        s = 1.0 / (1.0 + math.exp(-z))
+        iz = idx[("z", p.key)]
+        s = 1.0 / (1.0 + math.exp(-theta[iz] - _logit(_prior(p.key))))
         ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.peak_family))], idx[("m", p.arch)]
-        a = s * math.exp(LOG_P_REF - p.log_peak - theta[ic] - theta[id_])
-        b = (1.0 - s) * math.exp(LOG_B_REF - p.log_bandwidth - theta[im])
-        ih, iq = idx[("h", p.cls)], idx[("q", p.cls)]
+        cf = math.exp(LOG_P_REF - p.log_peak - theta[ic] - theta[id_])
+        core, a, b = _core(p, s, cf, math.exp(LOG_B_REF - p.log_bandwidth - theta[im]))
+        ih, iq = idx[("h", p.key)], idx[("q", p.key)]
         h = math.exp(theta[ih] + HOST0) / p.batch if p.batch else 0.0
-        q = math.exp(theta[iq] + HOST0 + LOG_L_REF - p.log_link) if p.log_link is not None else 0.0
-        tot = a + b + h + q
+        q = _link(p, theta[iq] + HOST0)
+        tot = core + h + q
         raw.append(p.log_throughput + math.log(tot))  # measured log speed - model log speed
         ds = s * (1.0 - s)
         g = {
-            idx[("z", p.cls)]: ds * (a / s - b / (1.0 - s)) / tot,
+            iz: ds * (a / s - b / (1.0 - s)) / tot,
             ic: -a / tot,
             im: -b / tot,
             ih: h / tot,
