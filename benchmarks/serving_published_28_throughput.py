@@ -16,13 +16,17 @@ Two sources, each with a selection rule fixed before the errors were looked at:
   MI355X SGLang FP4, H200 TensorRT-LLM FP8, MI300X SGLang FP8 and B200 TensorRT-LLM / SGLang FP4
   runs), at every concurrency listed there.
 
-What the InferenceX rows show: the model is too fast at low concurrency by a per-step excess
-that is nearly constant in concurrency (``tpot_offsets``) and changes with the engine's version
-on the same GPU -- MI355X, SGLang, DeepSeek-R1 FP4, TP4, 1024/1024, concurrency 4: median TPOT
-25.0 ms on 2025-12-11 (run 20117712794), 22.5 ms on 2025-12-12 (run 20151920609) and 10.6 ms on
-2026-02-27 (run 22469096331) (``benchmarks-history.json`` beside the results file, same commit).
-That is software overhead per decode step, not a datasheet term, so the estimator is not fitted to
-it here.
+What the InferenceX rows showed before issue 28's MoE floor: the model was too fast at low
+concurrency by a per-step excess nearly constant in concurrency (``tpot_offsets``), 6.6-7.9 ms on
+H200 TensorRT-LLM FP8. The five H200 TensorRT-LLM rows were named as the fit subset of one
+GPU-independent constant, a fixed latency per MoE layer per iteration
+(:data:`service.core.estimation.serving_moe.MOE_LAYER_S`, 145 us); every other row here is
+held out from it. The excess also changes with the engine's version on the same GPU -- MI355X,
+SGLang, DeepSeek-R1 FP4, TP4, 1024/1024, concurrency 4: median TPOT 25.0 ms on 2025-12-11 (run
+20117712794), 22.5 ms on 2025-12-12 (run 20151920609) and 10.6 ms on 2026-02-27 (run
+22469096331) (``benchmarks-history.json`` beside the results file, same commit) -- so the
+constant describes the engine versions of its fit rows, and what is left per platform (section 6
+prints it) is read as version and platform software, not a datasheet term.
 
 Feature: ``FP4`` for NVFP4 / MXFP4 weights, ``MLA/large MoE`` for the FP8 MoE rows, ``dense FP8
 (reference)`` for the dense Llama rows (the already-validated dense class, shown for scale).
@@ -221,8 +225,8 @@ def inferencex_rows() -> list[tuple[str, str, float, dict[str, Any], str]]:
 
 def tpot_offsets(gpus: dict[str, Any]) -> list[tuple[str, int, float, float]]:
     """(GPU and engine, concurrency, measured median TPOT, the model's TPOT) of every InferenceX
-    row: the measured excess is nearly constant in concurrency on each platform, a fixed cost per
-    decode step the model lacks for MLA + fine-grained MoE serving (section 6 prints it)."""
+    row: before the MoE floor (``serving_moe``) the measured excess was nearly constant in
+    concurrency on each platform; section 6 prints what is left."""
     from service.core.catalog.models import DecoderSpec, get_model
     from service.core.estimation.estimate_inputs import KV_BYTES_PER_ELEMENT
     from service.core.estimation.memory import InferenceConfig

@@ -12,6 +12,7 @@ from service.core.catalog.models import DecoderSpec
 from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import MissingFigure
+from service.core.estimation import serving_moe
 from service.core.estimation.fp4 import FP4_WEIGHT_FORMATS, fp4_tensor_cores
 from service.core.estimation.memory import (
     InferenceConfig,
@@ -300,6 +301,7 @@ class Deployment:
     lora_slot_bytes: float = 0.0  # one adapter slot per GPU (16-bit); max_loras are resident
     ep_a2a_bytes: float = 0.0  # expert parallelism: all-to-all bytes per replica token per GPU (0: TP)
     ep_a2a_count: int = 0  # expert parallelism: all-to-alls per forward
+    moe_floor_s: float = 0.0  # fixed MoE cost of one iteration (serving_moe), s
 
 
 def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
@@ -402,6 +404,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         kv_per_token=kv_token,
         ep_a2a_bytes=ep.a2a_bytes_per_token if ep else 0.0,
         ep_a2a_count=ep.a2a_count if ep else 0,
+        moe_floor_s=serving_moe.moe_floor_s(m),
         ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,
         peak_gemm16=peak16,
@@ -474,7 +477,7 @@ class _Coefficients:
         if d.ep_a2a_count:  # expert parallelism: dispatch + combine per MoE layer, no all-reduce
             self.comm0 = d.ep_a2a_count * e.allreduce_s
             self.comm1 = d.ep_a2a_bytes / (d.link * e.comm)
-        self.step = e.step_s
+        self.step = e.step_s + d.moe_floor_s
         # prefix cache: a prompt computes only its uncached (1 - h) tail, whose tokens attend the
         # cached head too: mean context h I + (1 - h) I / 2 = (1 + h) I / 2
         self.computed = 1.0 - d.prefix_hit_rate
