@@ -51,10 +51,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from service.core.catalog.decoder import DecoderSpec
-from service.core.catalog.models import ModelNotFound, get_model
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.transfer_accuracy import CLASSES
+from service.core.estimation.transfer_serving import (
+    LOG_B_REF,
+    LOG_P_REF,
+    _precision_class,
+    serve_terms,
+)
 from service.core.evidence.published import LOWER_IS_BETTER, PublishedRow, PublishedTable
 
 __all__ = [
@@ -144,26 +148,6 @@ def _baseline_precision(r: PublishedRow, gpu: GpuSpec) -> str:
     if r.precision == "submitter":
         return "bf16" if gpu.peak_for("bf16") else "fp16"
     return effective_precision(r, "", gpu)
-
-
-def _precision_class(precision: str) -> str:
-    """Pairs are formed within one class: FP32 storage (FP32 on Volta, TF32 on Ampere+ as each
-    source ran it) is one question a user asks; 16-bit another; ..."""
-    return {
-        "fp32": "fp32/tf32",
-        "tf32": "fp32/tf32",
-        "amp_fp16": "fp16/bf16",
-        "amp_bf16": "fp16/bf16",
-        "fp16": "fp16/bf16",
-        "bf16": "fp16/bf16",
-        "fp8": "fp8",
-        "mxfp8": "fp8",
-        "int8": "int8",
-        "fp4": "fp4",
-        "mxfp4": "fp4",
-        "int4": "int4",
-        "submitter": "mixed",
-    }.get(precision, precision)
 
 
 def arch_of(gpu: GpuSpec) -> str:
@@ -284,58 +268,6 @@ tuned stacks): across generations these sources' TF32 speed follows bandwidth. L
 source at a time, the split moves BERT from 17.4 % to 16.7 % (baseline 17.3 %), pooled unchanged
 (16.6 %); splitting CNN training and inference as well costs cnn-infer 11 points (pooled 17.2 %),
 so only BERT is split -- a choice made on the leave-one-source-out figures."""
-KV_FRACTION: Final = 0.9
-"""Share of the memory left after the weights that holds KV cache: TensorRT-LLM's
-``kv_cache_free_gpu_mem_fraction`` is 0.95 (0.90 on OOM) in the Perf Overview runs."""
-RESERVE_BYTES: Final = 4e9
-"""Activation and workspace memory kept outside the KV cache (assumed, not fitted: 2, 4 and 6 GB
-move leave-one-source-out LLM serving by under 0.1 point)."""
-MAX_BATCH: Final = 2048
-"""Scheduler cap on sequences in flight (2048: 512 moves LLM serving by 0.3 point)."""
-
-
-def _decoder(model: str) -> DecoderSpec | None:
-    name = model.removeprefix("mlperf/").removesuffix("-99.9").removesuffix("-99")
-    try:
-        spec = get_model(name)
-    except ModelNotFound:
-        return None
-    return spec if isinstance(spec, DecoderSpec) else None
-
-
-def serve_terms(
-    r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None
-) -> tuple[float, float, float, float] | None:
-    """Maximum-throughput serving of ``r``'s model on ``tp`` GPUs, per output token per GPU:
-    decode GEMMs (2 x active parameters), the prompt's prefill spread over the output tokens,
-    memory traffic -- the KV cache of a mean context (input + output / 2) plus the weights read
-    once per step and shared by the batch in flight, which is what the KV cache that fits beside
-    the weights holds (the capacity term: a GPU with more memory runs a larger batch, and reads
-    its weights per fewer tokens) -- and the two all-reduces per layer of tensor parallelism over
-    ``link``. Each is over the configuration's time without the capacity and link terms at the
-    reference ceilings, so that only GPU figures vary within a configuration. None where the
-    shape or the lengths are unknown."""
-    spec = _decoder(r.model)
-    inp, out = r.input_len, r.output_len
-    mem = gpu.usable_memory_bytes or gpu.memory_bytes
-    if spec is None or not inp or not out or not mem:
-        return None
-    pc = _precision_class(r.precision)
-    w_bytes = {"fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}.get(pc, 2.0)
-    kv_bytes = 1.0 if pc in ("fp8", "fp4") else 2.0  # TensorRT-LLM: FP8 engines keep an FP8 KV cache
-    weights = spec.total_params * w_bytes / tp
-    kv = spec.kv_cache_bytes_per_token(kv_bytes) / spec.kv_shards(tp) * (inp + out / 2)
-    free = max(KV_FRACTION * (mem - weights) - RESERVE_BYTES, 0.25e9)
-    batch = min(MAX_BATCH, free / kv)
-    p_ref, b_ref = math.exp(LOG_P_REF) * 1e12, math.exp(LOG_B_REF) * 1e9
-    decode = 2.0 * spec.active_params / tp / p_ref
-    prefill = decode * inp / out
-    memory = (kv + weights / batch) / b_ref
-    comm = 0.0
-    if tp > 1 and link:
-        comm = 8.0 * spec.num_layers * spec.hidden_size * (tp - 1) / tp * (1.0 + inp / out) / (link * 1e9)
-    norm = decode + prefill + kv / b_ref
-    return decode / norm, prefill / norm, memory / norm, comm / norm
 
 
 def points_from(
@@ -453,8 +385,6 @@ def measured_points(
 # The fit
 # --------------------------------------------------------------------------------------------
 
-LOG_P_REF: Final = math.log(1000.0)  # TFLOP/s: the reference GPU's compute ceiling (H100-class)
-LOG_B_REF: Final = math.log(3000.0)  # GB/s: its bandwidth ceiling
 SHARE_PRIOR: Final[dict[str, float]] = {
     # compute-bound share at the reference ceilings before any fit, from arithmetic intensity
     # (FLOPs per byte moved) against the reference machine balance (1000 TFLOP/s / 3 TB/s ~ 330):

@@ -1,0 +1,93 @@
+"""LLM serving at maximum throughput timed from the model's shape, the GPU's memory capacity
+and its links: the physics part of the cross-source transfer (:mod:`.transfer_sources`, issue
+27), with the reference ceilings the transfer normalises by and the precision classes pairs are
+formed in."""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from service.core.catalog.decoder import DecoderSpec
+from service.core.catalog.models import ModelNotFound, get_model
+from service.core.catalog.specs import GpuSpec
+from service.core.evidence.published import PublishedRow
+
+__all__ = ["KV_FRACTION", "LOG_B_REF", "LOG_P_REF", "MAX_BATCH", "RESERVE_BYTES", "serve_terms"]
+
+LOG_P_REF: Final = math.log(1000.0)  # TFLOP/s: the reference GPU's compute ceiling (H100-class)
+LOG_B_REF: Final = math.log(3000.0)  # GB/s: its bandwidth ceiling
+
+
+def _precision_class(precision: str) -> str:
+    """Pairs are formed within one class: FP32 storage (FP32 on Volta, TF32 on Ampere+ as each
+    source ran it) is one question a user asks; 16-bit another; ..."""
+    return {
+        "fp32": "fp32/tf32",
+        "tf32": "fp32/tf32",
+        "amp_fp16": "fp16/bf16",
+        "amp_bf16": "fp16/bf16",
+        "fp16": "fp16/bf16",
+        "bf16": "fp16/bf16",
+        "fp8": "fp8",
+        "mxfp8": "fp8",
+        "int8": "int8",
+        "fp4": "fp4",
+        "mxfp4": "fp4",
+        "int4": "int4",
+        "submitter": "mixed",
+    }.get(precision, precision)
+
+
+KV_FRACTION: Final = 0.9
+"""Share of the memory left after the weights that holds KV cache: TensorRT-LLM's
+``kv_cache_free_gpu_mem_fraction`` is 0.95 (0.90 on OOM) in the Perf Overview runs."""
+RESERVE_BYTES: Final = 4e9
+"""Activation and workspace memory kept outside the KV cache (assumed, not fitted: 2, 4 and 6 GB
+move leave-one-source-out LLM serving by under 0.1 point)."""
+MAX_BATCH: Final = 2048
+"""Scheduler cap on sequences in flight (2048: 512 moves LLM serving by 0.3 point)."""
+
+
+def _decoder(model: str) -> DecoderSpec | None:
+    name = model.removeprefix("mlperf/").removesuffix("-99.9").removesuffix("-99")
+    try:
+        spec = get_model(name)
+    except ModelNotFound:
+        return None
+    return spec if isinstance(spec, DecoderSpec) else None
+
+
+def serve_terms(
+    r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None
+) -> tuple[float, float, float, float] | None:
+    """Maximum-throughput serving of ``r``'s model on ``tp`` GPUs, per output token per GPU:
+    decode GEMMs (2 x active parameters), the prompt's prefill spread over the output tokens,
+    memory traffic -- the KV cache of a mean context (input + output / 2) plus the weights read
+    once per step and shared by the batch in flight, which is what the KV cache that fits beside
+    the weights holds (the capacity term: a GPU with more memory runs a larger batch, and reads
+    its weights per fewer tokens) -- and the two all-reduces per layer of tensor parallelism over
+    ``link``. Each is over the configuration's time without the capacity and link terms at the
+    reference ceilings, so that only GPU figures vary within a configuration. None where the
+    shape or the lengths are unknown."""
+    spec = _decoder(r.model)
+    inp, out = r.input_len, r.output_len
+    mem = gpu.usable_memory_bytes or gpu.memory_bytes
+    if spec is None or not inp or not out or not mem:
+        return None
+    pc = _precision_class(r.precision)
+    w_bytes = {"fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}.get(pc, 2.0)
+    kv_bytes = 1.0 if pc in ("fp8", "fp4") else 2.0  # TensorRT-LLM: FP8 engines keep an FP8 KV cache
+    weights = spec.total_params * w_bytes / tp
+    kv = spec.kv_cache_bytes_per_token(kv_bytes) / spec.kv_shards(tp) * (inp + out / 2)
+    free = max(KV_FRACTION * (mem - weights) - RESERVE_BYTES, 0.25e9)
+    batch = min(MAX_BATCH, free / kv)
+    p_ref, b_ref = math.exp(LOG_P_REF) * 1e12, math.exp(LOG_B_REF) * 1e9
+    decode = 2.0 * spec.active_params / tp / p_ref
+    prefill = decode * inp / out
+    memory = (kv + weights / batch) / b_ref
+    comm = 0.0
+    if tp > 1 and link:
+        comm = 8.0 * spec.num_layers * spec.hidden_size * (tp - 1) / tp * (1.0 + inp / out) / (link * 1e9)
+    norm = decode + prefill + kv / b_ref
+    return decode / norm, prefill / norm, memory / norm, comm / norm
