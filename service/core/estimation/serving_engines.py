@@ -201,20 +201,21 @@ scheduler + sampling per iteration, ~3 ms of fixed latency per request, NCCL/cus
 latency ~10 us at small messages and ~70 % of the per-direction link rate, ~2 GiB per GPU of runtime buffers outside the KV cache."""
 
 CONTINUOUS_EFFICIENCIES = EngineEfficiencies(
-    mm16=0.6796,
-    mm8=0.6409,
-    attn=0.5263,
-    bw=0.7689,
-    step_s=0.001073,
-    request_s=0.002021,
-    allreduce_s=1.064e-05,
-    comm=0.5081,
-    reserve_gib=2.049,
+    mm16=0.6900,
+    mm8=0.6406,
+    attn=0.5304,
+    bw=0.7795,
+    step_s=0.001083,
+    request_s=0.002064,
+    allreduce_s=1.115e-05,
+    comm=0.5162,
+    reserve_gib=2.051,
     source="published",
 )
 """Fitted on the published TensorRT-LLM tables (:func:`~service.core.estimation.serving_calibration.fit_engine`
 on 796 offline / static / first-token points of v0.9, v0.14 and v0.17 on H200, H100, A100 SXM,
-A100 PCIe and L40S; in-sample MAPE offline 12.1 %, static 15.9 %, first token 12.6 %). Refitting
+A100 PCIe and L40S, with the per-MoE-layer latency of :mod:`.serving_moe` in the model; in-sample
+MAPE offline 11.3 %, static 15.9 %, first token 12.4 %). Refitting
 reproduces these figures (``tests/core/test_serving_calibration.py``); the online table was not
 used."""
 
