@@ -28,28 +28,23 @@ COLUMNS = ('request', 'response')
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name != 'postgresql':
-        return
-    for name in COLUMNS:
-        op.alter_column(
-            'recommendations',
-            name,
-            type_=sa.JSON(),
-            existing_type=postgresql.JSONB(astext_type=sa.Text()),
-            existing_nullable=False,
-            postgresql_using=f'{name}::json',
-        )
+    _retype(sa.JSON(), postgresql.JSONB(astext_type=sa.Text()), 'json')
 
 
 def downgrade() -> None:
+    _retype(postgresql.JSONB(astext_type=sa.Text()), sa.JSON(), 'jsonb')
+
+
+def _retype(new: sa.types.TypeEngine, old: sa.types.TypeEngine, cast: str) -> None:
+    """Both document columns from ``old`` to ``new`` on PostgreSQL (text kept as it is)."""
     if op.get_bind().dialect.name != 'postgresql':
         return
     for name in COLUMNS:
         op.alter_column(
             'recommendations',
             name,
-            type_=postgresql.JSONB(astext_type=sa.Text()),
-            existing_type=sa.JSON(),
+            type_=new,
+            existing_type=old,
             existing_nullable=False,
-            postgresql_using=f'{name}::jsonb',
+            postgresql_using=f'{name}::{cast}',
         )

@@ -5,8 +5,9 @@ Each layout is sized like the aggregated plans (the fewest GPUs that meet the ta
 rate; ``fastest``: the fewest within :data:`NEAR_TIE` of the lowest TPOT the GPU limit allows)
 and competes with them on the objective: nothing here prefers a layout, the physics of
 :mod:`service.core.estimation.serving_ep` and :mod:`service.core.estimation.serving_disagg`
-decides. Options are returned with their full estimate (bands, provenance), so the search's
-``finish`` leaves them as they are.
+decides. Expert-parallel options are returned with their full estimate (``finish`` would use the
+aggregated memory breakdown); disaggregated ones, like the aggregated plans, get theirs in
+``finish`` if they are returned (or when made, where the constraints read bands or provenance).
 """
 
 from __future__ import annotations
