@@ -50,26 +50,30 @@ def _database_url(request: pytest.FixtureRequest, sqlite_path: Path) -> str:
     return new_pg_database(cluster)
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def storm(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+def _served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str, env: dict[str, str]
 ) -> Iterator[tuple[ServerProcess, Engine, dict[str, str]]]:
-    tmp = tmp_path_factory.mktemp(f"storm-{request.param}")
-    url = _database_url(request, tmp / "storm.db")
+    """A prepared database of the fixture's kind and a server on it with ``env``, stopped after."""
+    tmp = tmp_path_factory.mktemp(f"{name}-{request.param}")
+    url = _database_url(request, tmp / f"{name}.db")
     engine, keys = prepared(url)
-    # production settings (the start-up warm-up included), rate limits aside: one client
-    # submits everything here
-    server = ServerProcess.serve(
-        url,
-        tmp / "server.log",
-        env={"GPU_ADVISOR_RATE_LIMITS_ENABLED": "false", "GPU_ADVISOR_WARM_READ_MODEL": "true"},
-    ).start()
+    server = ServerProcess.serve(url, tmp / "server.log", env=env).start()
     wait_ready(server)
     try:
         yield server, engine, keys
     finally:
         server.stop()
         engine.dispose()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def storm(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServerProcess, Engine, dict[str, str]]]:
+    # production settings (the start-up warm-up included), rate limits aside: one client
+    # submits everything here
+    env = {"GPU_ADVISOR_RATE_LIMITS_ENABLED": "false", "GPU_ADVISOR_WARM_READ_MODEL": "true"}
+    yield from _served(request, tmp_path_factory, "storm", env)
 
 
 def made_up_key() -> str:
@@ -175,24 +179,12 @@ def narrow_gate(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ServerProcess, Engine, dict[str, str]]]:
     """A server whose write gate is one slot wide and waits 0.2 s: a burst overflows it."""
-    tmp = tmp_path_factory.mktemp(f"gate-{request.param}")
-    url = _database_url(request, tmp / "gate.db")
-    engine, keys = prepared(url)
-    server = ServerProcess.serve(
-        url,
-        tmp / "server.log",
-        env={
-            "GPU_ADVISOR_RATE_LIMITS_ENABLED": "false",
-            "GPU_ADVISOR_MAX_CONCURRENT_WRITES": "1",
-            "GPU_ADVISOR_WRITE_QUEUE_TIMEOUT_S": "0.2",
-        },
-    ).start()
-    wait_ready(server)
-    try:
-        yield server, engine, keys
-    finally:
-        server.stop()
-        engine.dispose()
+    env = {
+        "GPU_ADVISOR_RATE_LIMITS_ENABLED": "false",
+        "GPU_ADVISOR_MAX_CONCURRENT_WRITES": "1",
+        "GPU_ADVISOR_WRITE_QUEUE_TIMEOUT_S": "0.2",
+    }
+    yield from _served(request, tmp_path_factory, "gate", env)
 
 
 async def _once_each(url: str, key: str, run_ids: list[str]) -> list[httpx.Response | None]:
