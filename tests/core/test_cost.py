@@ -337,3 +337,19 @@ def test_the_book_memoises_and_answers_fast() -> None:
     for i in range(40):
         b.rent(f"g{i}", 8, USD)
     assert (time.perf_counter() - t0) / 40 * 1e6 < 50
+
+
+def test_the_memo_is_bounded_however_many_distinct_questions_come() -> None:
+    """A book lives a day; every distinct cost assumption is a new memo key. Past the bound the
+    memo starts over, and answers stay the same."""
+    from dataclasses import replace as _replace
+
+    from service.core.pricing.memo import MEMO_ENTRIES
+
+    b = book(row("h", "aws", "p5.48xlarge", 8, "55.04"))
+    first = b.rent("h", 8, USD)
+    for i in range(MEMO_ENTRIES + 50):
+        b.rent("h", 8, _replace(USD, stale_after_days=1 + i))
+        assert len(b._memo) <= MEMO_ENTRIES
+    again = b.rent("h", 8, USD)
+    assert again is not None and first is not None and again.per_hour == first.per_hour

@@ -231,3 +231,44 @@ def test_a_faster_or_larger_gpu_is_never_predicted_slower() -> None:
     ):
         assert speed(bigger) > s0
     assert speed(base, link=450.0) > s0
+
+
+def test_an_optional_bridge_counts_only_where_the_source_states_it() -> None:
+    """A PCIe card's pairwise NVLink bridge is an accessory: two A100 PCIe talk over it only when
+    the source says so, else over PCIe; an SXM board's NVLink is always there."""
+    a100_pcie, a100_sxm = SPECS["nvidia-a100-pcie-80gb"], SPECS["nvidia-a100-sxm4-80gb"]
+    pcie = a100_pcie.node.pcie_per_direction_gb_per_s
+    assert pcie is not None and pcie < 100.0
+    assert ts.link_gb_per_s(a100_pcie, 2, bridged=True) == a100_pcie.node.nvlink_per_direction_gb_per_s
+    assert ts.link_gb_per_s(a100_pcie, 2, bridged=False) == pcie
+    assert ts.link_gb_per_s(a100_sxm, 8, bridged=False) == a100_sxm.node.nvlink_per_direction_gb_per_s
+    row = _serve_row(tp=2, precision="fp16", model="llama3-70b")
+    t = next(t for t in TABLES if t.id == "trtllm-perf-overview-v0.14")
+    pts = ts.points_from(
+        [replace(t, rows=(replace(row, slug=a100_pcie.slug), replace(row, slug=a100_sxm.slug)))], SPECS
+    )
+    by = {p.slug: p for p in pts}
+    assert by[a100_pcie.slug].log_link == pytest.approx(math.log(pcie))
+
+
+def test_fp32_storage_moves_twice_the_bytes_of_16_bit() -> None:
+    """At the same class share, the memory-bound part of an FP32/TF32 step is twice a 16-bit
+    step's (4-byte activations), an 8-bit one's half: a GPU with twice the bandwidth gains more
+    from it in FP32 than in 16-bit."""
+    model = ts.ClassModel(
+        share={"cnn-train": 0.5}, compute={}, compute_family={}, memory={}, sources=(), n_points=0
+    )
+    slow, fast = _spec("slow", "8.0", 300.0, 1000.0), _spec("fast", "8.0", 300.0, 2000.0)
+
+    def gain(precision_class: str) -> float:
+        pts = []
+        for g in (slow, fast):
+            lp, lb = math.log(300.0), math.log(g.bandwidth_gb_per_s or 1.0)
+            pts.append(
+                ts.SourcePoint(
+                    "s", ("s",), g.slug, "sm80", "cnn-train", precision_class, "bf16", lp, lb, lb, 0.0
+                )
+            )
+        return model.log_ratio(pts[0], pts[1])
+
+    assert gain("fp32/tf32") > gain("fp16/bf16") > gain("int8") > 0.0

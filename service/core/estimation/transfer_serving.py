@@ -1,7 +1,7 @@
-"""LLM serving at maximum throughput timed from the model's shape, the GPU's memory capacity
-and its links: the physics part of the cross-source transfer (:mod:`.transfer_sources`, issue
-27), with the reference ceilings the transfer normalises by and the precision classes pairs are
-formed in."""
+"""The physics part of the cross-source transfer (:mod:`.transfer_sources`, issue 27): LLM serving
+at maximum throughput timed from the model's shape, the GPU's memory capacity and its links; the
+link a group of GPUs talks over; the bytes per element a precision moves; the reference ceilings
+the transfer normalises by and the precision classes pairs are formed in."""
 
 from __future__ import annotations
 
@@ -13,7 +13,15 @@ from service.core.catalog.models import ModelNotFound, get_model
 from service.core.catalog.specs import GpuSpec
 from service.core.evidence.published import PublishedRow
 
-__all__ = ["KV_FRACTION", "LOG_B_REF", "LOG_P_REF", "MAX_BATCH", "RESERVE_BYTES", "serve_terms"]
+__all__ = [
+    "KV_FRACTION",
+    "LOG_B_REF",
+    "LOG_P_REF",
+    "MAX_BATCH",
+    "RESERVE_BYTES",
+    "link_gb_per_s",
+    "serve_terms",
+]
 
 LOG_P_REF: Final = math.log(1000.0)  # TFLOP/s: the reference GPU's compute ceiling (H100-class)
 LOG_B_REF: Final = math.log(3000.0)  # GB/s: its bandwidth ceiling
@@ -37,6 +45,29 @@ def _precision_class(precision: str) -> str:
         "int4": "int4",
         "submitter": "mixed",
     }.get(precision, precision)
+
+
+_BYTES_SCALE: Final[dict[str, float]] = {"fp32/tf32": 2.0, "int8": 0.5, "fp8": 0.5, "int4": 0.25, "fp4": 0.25}
+
+
+def _bytes_scale(precision_class: str) -> float:
+    """Bytes the memory-bound kernels move per element against 16-bit storage."""
+    return _BYTES_SCALE.get(precision_class, 1.0)
+
+
+def link_gb_per_s(gpu: GpuSpec, n: int, bridged: bool = True) -> float | None:
+    """Per-direction bandwidth of the link ``n`` GPUs of this model talk over in one node: NVLink
+    (or Infinity Fabric) inside its domain, else PCIe; None when neither is sourced. A PCIe card's
+    pairwise NVLink bridge is an optional part: ``bridged`` False (the source does not state one)
+    leaves such cards on PCIe."""
+    node = gpu.node
+    nvlink = node.nvlink_per_direction_gb_per_s
+    if node.nvlink_topology == "pairwise" and not bridged:
+        nvlink = None
+    inside = n <= node.nvlink_domain_size or (node.nvlink_topology == "switched" and n <= 8)
+    if node.nvlink_topology != "none" and nvlink and inside:
+        return nvlink
+    return node.pcie_per_direction_gb_per_s or node.nvlink_per_direction_gb_per_s
 
 
 KV_FRACTION: Final = 0.9

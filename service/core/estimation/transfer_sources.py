@@ -14,7 +14,7 @@ bandwidth -- the step-time terms of :mod:`~service.core.estimation.step_terms` g
 resource that bounds them (large GEMMs, convolutions and prefill attention: compute;
 elementwise, normalisation, optimizer and decode weight/KV reads: bandwidth)::
 
-    t_w(g) ~ s_w * P_ref / (P_f(g) * e^(c_a + d_af)) + (1 - s_w) * B_ref / (B(g) * e^(m_a))
+    t_w(g) ~ s_w * P_ref / (P_f(g) * e^(c_a + d_af)) + (1 - s_w) * k_p * B_ref / (B(g) * e^(m_a))
 
 * ``P_f(g)``: the dense datasheet peak of the precision that ran (precision handling per
   architecture, :func:`effective_precision`: a row's own precision where the source states it;
@@ -22,6 +22,9 @@ elementwise, normalisation, optimizer and decode weight/KV reads: bandwidth)::
   peak (Ada, Hopper, Blackwell, CDNA 3+) and 16-bit otherwise; FP32 on Volta/Turing and TF32 on
   Ampere+ where the source says so);
 * ``B(g)``: datasheet memory bandwidth;
+* ``k_p``: bytes the memory-bound kernels move per element against 16-bit storage (physics, not
+  fitted: 2 for FP32/TF32 rows, whose activations are 4-byte; 1/2 for 8-bit); left out one source
+  at a time it moved the pooled error 16.4 % -> 15.9 % (cnn-infer 35.0 -> 30.6 %);
 * ``s_w = sigmoid(z_w)``: per workload class (:data:`CLASSES`), fitted;
 * ``c_a``, ``d_af``, ``m_a``: how far architecture ``a``'s kernels get from its datasheet compute
   (overall, per precision family) and bandwidth, fitted with a ridge prior toward 0 (an
@@ -56,7 +59,9 @@ from service.core.estimation.transfer_accuracy import CLASSES
 from service.core.estimation.transfer_serving import (
     LOG_B_REF,
     LOG_P_REF,
+    _bytes_scale,
     _precision_class,
+    link_gb_per_s,
     serve_terms,
 )
 from service.core.evidence.published import LOWER_IS_BETTER, PublishedRow, PublishedTable
@@ -68,6 +73,7 @@ __all__ = [
     "SourcePoint",
     "effective_precision",
     "fit_classes",
+    "link_gb_per_s",
     "measured_points",
     "points_from",
     "serve_terms",
@@ -200,17 +206,6 @@ def sustained_clock(gpu: GpuSpec) -> float:
     return clock_factor(gpu, EPS0_W_PER_TFLOP)
 
 
-def link_gb_per_s(gpu: GpuSpec, n: int) -> float | None:
-    """Per-direction bandwidth of the link ``n`` GPUs of this model talk over in one node: NVLink
-    (or Infinity Fabric) inside its domain, else PCIe; None when neither is sourced."""
-    node = gpu.node
-    nvlink = node.nvlink_per_direction_gb_per_s
-    inside = n <= node.nvlink_domain_size or (node.nvlink_topology == "switched" and n <= 8)
-    if node.nvlink_topology != "none" and nvlink and inside:
-        return nvlink
-    return node.pcie_per_direction_gb_per_s or node.nvlink_per_direction_gb_per_s
-
-
 def _ranks(t: PublishedTable, r: PublishedRow) -> int:
     """GPUs that exchange data every step: the whole system for training, the model-parallel
     group for serving (replicas do not talk)."""
@@ -293,7 +288,7 @@ def points_from(
                 continue
             peak *= sustained_clock(gpu)
             n = _ranks(t, r)
-            link = link_gb_per_s(gpu, n) if n > 1 else None
+            link = link_gb_per_s(gpu, n, "nvlink" in r.system.lower()) if n > 1 else None
             if n > 1 and not link:
                 continue
             key = (*_group_key(t, r, cls), gpu.slug)
@@ -446,7 +441,7 @@ def _core(p: SourcePoint, s: float, cf: float, mf: float) -> tuple[float, float,
     ``mf`` (reference ceiling over the GPU's, after efficiency), and the parts of it that scale
     with ``cf`` and with ``mf`` (its derivatives in log ``cf`` and log ``mf``)."""
     if p.serve is None:
-        a, b = s * cf, (1.0 - s) * mf
+        a, b = s * cf, (1.0 - s) * mf * _bytes_scale(p.precision_class)
         return a + b, a, b
     decode, prefill, memory, _ = p.serve
     dc, mm, pc = s * cf * decode, (1.0 - s) * mf * memory, s * cf * prefill

@@ -34,6 +34,7 @@ from decimal import Decimal
 
 from service.core.catalog.records import FxRate, PriceRow, convert
 from service.core.errors import InvalidConfiguration
+from service.core.pricing.memo import BoundedMemo
 from service.core.pricing.quality import Suspicion, assess_catalog
 from service.core.pricing.quotes import CAPEX_FROM_POOL, CAPEX_UNKNOWN
 from service.core.pricing.quotes import (
@@ -187,7 +188,7 @@ class PriceBook:
     purchases: Mapping[str, PurchaseQuote]
     usd_rates: Mapping[str, tuple[float, dt.date | None]]  # 1 USD in each currency, on ``today``
     suspect_rows: Mapping[int, tuple[Suspicion, ...]] = field(default_factory=dict)
-    _memo: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False, repr=False)
+    _memo: BoundedMemo = field(default_factory=BoundedMemo, compare=False, repr=False)
 
     @classmethod
     def build(
