@@ -49,6 +49,14 @@ def test_mixtral_active_parameters() -> None:
     assert m.num_experts == 8 and m.experts_per_token == 2
 
 
+def test_mixtral_8x22b_matches_the_announced_sizes() -> None:
+    """Mistral AI's announcement (mistral.ai/news/mixtral-8x22b): 141B parameters, 39B active."""
+    m = get_model("mistralai/Mixtral-8x22B-Instruct-v0.1")
+    assert isinstance(m, DecoderSpec) and m.id == "mixtral-8x22b"
+    assert m.total_params == pytest.approx(141e9, rel=0.005)
+    assert m.active_params == pytest.approx(39e9, rel=0.01)
+
+
 def test_breakdown_sums_to_total() -> None:
     for m in list_models():
         assert sum(m.parameter_breakdown().values()) == m.total_params, m.id

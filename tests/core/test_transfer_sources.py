@@ -272,3 +272,15 @@ def test_fp32_storage_moves_twice_the_bytes_of_16_bit() -> None:
         return model.log_ratio(pts[0], pts[1])
 
     assert gain("fp32/tf32") > gain("fp16/bf16") > gain("int8") > 0.0
+
+
+def test_a_static_batch_row_runs_its_stated_batch() -> None:
+    """TensorRT-LLM 0.9's static-batch rows state the batch, the same on every GPU of the group:
+    the memory term reads the weights per that batch, not per what each GPU's memory would hold."""
+    h100, h200 = SPECS["nvidia-h100-sxm"], SPECS["nvidia-h200-sxm"]
+    fixed = _serve_row(model="mistral-7b", workload="llm-serve-static-batch", batch_size=120)
+    a, b = ts.serve_terms(fixed, h100, 1, None), ts.serve_terms(fixed, h200, 1, None)
+    assert a is not None and b is not None and a == b
+    free = _serve_row(model="mistral-7b")
+    a, b = ts.serve_terms(free, h100, 1, None), ts.serve_terms(free, h200, 1, None)
+    assert a is not None and b is not None and a[2] > b[2]  # in-flight: the larger memory holds more

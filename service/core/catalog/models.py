@@ -228,6 +228,25 @@ _PRESET_LIST: tuple[ModelSpec, ...] = (
         top_k=2,
         aliases=("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b-v0.1"),
     ),
+    # Mixtral-8x22B v0.1: the shape of mistral-community/Mixtral-8x22B-v0.1's config (vocab 32000,
+    # 56 layers, hidden 6144, 48 heads / 8 KV, expert FFN 16384, 8 experts top-2, untied, 64k
+    # positions), as Cerebras Model Zoo's params_mixtral_8x22b.yaml (commit cc48e20) restates it
+    _llama(
+        "mixtral-8x22b",
+        6144,
+        56,
+        48,
+        8,
+        16384,
+        32000,
+        hf_id="mistralai/Mixtral-8x22B-v0.1",
+        family="mixtral",
+        rope_theta=1e6,
+        max_pos=65536,
+        experts=8,
+        top_k=2,
+        aliases=("mistralai/Mixtral-8x22B-Instruct-v0.1", "mixtral-8x22b-v0.1"),
+    ),
     # Qwen2.5 (q/k/v biases, untied embeddings from 7B up, RMSNorm eps 1e-6, RoPE 1e6)
     _llama(
         "qwen2.5-7b",

@@ -112,7 +112,9 @@ def serve_terms(
     weights = spec.total_params * w_bytes / tp
     kv = spec.kv_cache_bytes_per_token(kv_bytes) / spec.kv_shards(tp) * (inp + out / 2)
     free = max(KV_FRACTION * (mem - weights) - RESERVE_BYTES, 0.25e9)
-    batch = min(MAX_BATCH, free / kv)
+    # a static-batch row states its batch (the same on every GPU of its group); in-flight batching
+    # runs what the memory beside the weights holds
+    batch = float(r.batch_size) if r.batch_size else min(MAX_BATCH, free / kv)
     p_ref, b_ref = math.exp(LOG_P_REF) * 1e12, math.exp(LOG_B_REF) * 1e9
     decode = 2.0 * spec.active_params / tp / p_ref
     prefill = decode * inp / out
