@@ -234,7 +234,9 @@ def run(
             f"    {a:8s} compute x{math.exp(full.compute[a]):.2f} ({fams}), memory x{math.exp(full.memory.get(a, 0.0)):.2f}"
         )
     fitted_on = {
-        "class_terms": {c: sorted({p.source for p in points if p.key == c}) for c in sorted(full.share)},
+        "class_terms": {
+            c: sorted({p.source for p in points if c in (p.key, p.share_key)}) for c in sorted(full.share)
+        },
         "architecture_terms": {
             a: sorted({p.source for p in points if p.arch == a}) for a in sorted(full.memory)
         },

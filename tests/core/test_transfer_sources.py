@@ -284,3 +284,22 @@ def test_a_static_batch_row_runs_its_stated_batch() -> None:
     free = _serve_row(model="mistral-7b")
     a, b = ts.serve_terms(free, h100, 1, None), ts.serve_terms(free, h200, 1, None)
     assert a is not None and b is not None and a[2] > b[2]  # in-flight: the larger memory holds more
+
+
+def test_cnn_inference_shares_the_training_share() -> None:
+    """CNN inference runs training's forward kernels: one compute-bound share serves both, so a
+    fit that holds only CNN training still times CNN inference by what it learned."""
+    gpus = [_spec("g1", "7.0", 125.0, 900.0), _spec("g2", "8.0", 312.0, 2000.0)]
+
+    def point(cls: str, g: GpuSpec, level: float) -> ts.SourcePoint:
+        lp, lb = math.log(g.peaks["bf16"]), math.log(g.bandwidth_gb_per_s or 1.0)
+        return ts.SourcePoint(
+            "s", ("s", cls), g.slug, ts.arch_of(g), cls, "fp16/bf16", "bf16", lp, lb, lb, level
+        )
+
+    train = [point("cnn-train", g, lv) for g, lv in zip(gpus, (0.0, math.log(1.4)), strict=True)]
+    model = ts.fit_classes(train)
+    assert set(model.share) == {"cnn-train"}
+    infer = [point("cnn-infer", g, 0.0) for g in gpus]
+    assert infer[0].share_key == "cnn-train"
+    assert model.log_ratio(infer[0], infer[1]) == pytest.approx(model.log_ratio(train[0], train[1]), abs=1e-9)

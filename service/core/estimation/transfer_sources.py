@@ -196,6 +196,11 @@ class SourcePoint:
             return f"{self.cls}|{self.precision_class}"
         return self.cls
 
+    @property
+    def share_key(self) -> str:
+        """The class whose compute-bound share the point uses (:data:`SHARED_SHARE`)."""
+        return SHARED_SHARE.get(self.key, self.key)
+
 
 def sustained_clock(gpu: GpuSpec) -> float:
     """Fraction of the boost clock a part sustains under a saturating tensor load, from its board
@@ -254,6 +259,12 @@ def _group_key(t: PublishedTable, r: PublishedRow, cls: str) -> tuple[object, ..
 
 
 ROOFLINE: Final = "/roofline"
+SHARED_SHARE: Final[dict[str, str]] = {"cnn-infer": "cnn-train"}
+"""Classes that run another's kernels share its compute-bound share: CNN inference is training's
+forward pass (the backward of a convolution is two more convolutions, of batch norm and the
+activations more elementwise work), and the H200 probe measures nearly one share for both (0.20-0.22
+training, 0.25-0.27 inference). Host and link terms stay per class. Without it, a source that is
+the only one with CNN inference (DeepLearningExamples) left out leaves that share at its prior."""
 SPLIT_BY_PRECISION: Final = frozenset({"bert-train"})
 """Classes with a compute-bound share per precision class: one share cannot serve 16-bit and
 FP32-storage BERT (measured on the H200, ``data/probes/h200-operator-shares-2026-12-04.jsonl``,
@@ -474,7 +485,7 @@ class ClassModel:
 
     def log_speed(self, p: SourcePoint) -> float:
         """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
-        s = self.share.get(p.key, _prior(p.key))
+        s = self.share.get(p.share_key, _prior(p.share_key))
         c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.peak_family), 0.0)
         core, _, _ = _core(
             p,
@@ -491,7 +502,7 @@ class ClassModel:
 
 
 def _params(points: Sequence[SourcePoint]) -> list[tuple[str, object]]:
-    names: list[tuple[str, object]] = [("z", c) for c in sorted({p.key for p in points})]
+    names: list[tuple[str, object]] = [("z", c) for c in sorted({p.share_key for p in points})]
     names += [("c", a) for a in sorted({p.arch for p in points})]
     names += [("d", k) for k in sorted({(p.arch, p.peak_family) for p in points})]
     names += [("m", a) for a in sorted({p.arch for p in points})]
@@ -548,8 +559,8 @@ def _residuals(
     raw: list[float] = []
     jac: list[dict[int, float]] = []
     for p in points:
-        iz = idx[("z", p.key)]
-        s = 1.0 / (1.0 + math.exp(-theta[iz] - _logit(_prior(p.key))))
+        iz = idx[("z", p.share_key)]
+        s = 1.0 / (1.0 + math.exp(-theta[iz] - _logit(_prior(p.share_key))))
         ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.peak_family))], idx[("m", p.arch)]
         cf = math.exp(LOG_P_REF - p.log_peak - theta[ic] - theta[id_])
         core, a, b = _core(p, s, cf, math.exp(LOG_B_REF - p.log_bandwidth - theta[im]))
