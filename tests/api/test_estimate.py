@@ -420,3 +420,24 @@ def test_hf_config_states_the_sparse_rules(client: TestClient) -> None:
     assert client.post("/v1/estimate", json={**base, "hf_config": wrapped}).status_code == 200
     r = client.post("/v1/estimate", json={**base, "hf_config": {"model_type": "llama4", "text_config": {}}})
     assert r.status_code == 422 and "text_config.hidden_size" in r.text
+
+
+def test_mixtral_8x22b_is_asked_by_its_hugging_face_id(client: TestClient) -> None:
+    """The preset answers by its repository id: 141B parameters do not fit one H100 in bf16 and
+    fit eight in FP8 with room for KV cache."""
+    one = est(client, model="mistralai/Mixtral-8x22B-Instruct-v0.1", gpu="nvidia-h100-sxm", mode="inference")
+    assert one["memory"]["fits"] is False
+    eight = est(
+        client,
+        model="mistralai/Mixtral-8x22B-Instruct-v0.1",
+        gpu="nvidia-h100-sxm",
+        gpu_count=8,
+        tensor_parallel=8,
+        mode="inference",
+        quant_method="fp8",
+        input_len=1000,
+        output_len=1000,
+    )
+    assert eight["memory"]["fits"] is True
+    assert 15 * GIB < eight["memory"]["components"]["weights"] < 20 * GIB  # ~141 GB over 8 GPUs
+    assert eight["serving"]["tpot_ms"] > 0
