@@ -512,8 +512,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_issue28(gpus, out)
     report_issue28_h200(out)
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2, default=str))
+        Path(args.json).write_text(json.dumps(strict_json(out), indent=2, default=str, allow_nan=False))
     return 0
+
+
+def strict_json(x: Any) -> Any:
+    """``x`` with every non-finite float (an overloaded deployment's infinite latency) as None:
+    strict JSON has no Infinity or NaN."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: strict_json(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [strict_json(v) for v in x]
+    return x
 
 
 if __name__ == "__main__":

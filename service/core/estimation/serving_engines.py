@@ -120,8 +120,6 @@ ENGINE_VERSIONS: Mapping[str, str] = {
 """The engine version an answer's figures assume, by engine: stated in every serving answer
 (``engine_version``) beside the version a request names (``engine_version_requested``), which
 no calibration distinguishes yet."""
-"""The engines modelled. ``sglang`` is absent on purpose: no published or measured data
-calibrates it (a 422 says so rather than a relabelled vLLM answer)."""
 
 TRT_MAX_BATCH = 4096
 TRT_MAX_NUM_TOKENS = 8192
