@@ -522,3 +522,28 @@ def test_a_band_limit_judges_serving_plans_at_a_rate_by_their_own_band(client: T
     too_wide = [e["params"]["band_pct"] for e in strict["excluded"] if e["code"] == "BAND_TOO_WIDE"]
     assert too_wide
     assert all(isinstance(b, int | float) and 1 < b < 1000 for b in too_wide), too_wide
+
+
+def test_a_one_gpu_plan_found_under_a_larger_limit_survives_a_limit_of_one(client: TestClient) -> None:
+    """Llama-3-8B at 5 req/s, cheapest: the plans that serve the rate on one GPU under a limit of
+    8 are not given up as over the limit when the limit is 1. The replica estimate that gates the
+    search said 1.04 replicas for the RTX 6000 Ada and, rounded up to 2, excluded it unevaluated,
+    though one replica serves the rate (and is the cheapest plan)."""
+    body = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "requests_per_s": 5,
+            "input_len": 1024,
+            "output_len": 256,
+        },
+        "constraints": {"max_gpus": 8},
+        "objective": "cheapest",
+    }
+    wide = _ask(client, body)
+    single = {o["gpu"]["slug"] for o in wide["options"] if o["strategy"]["gpu_count"] == 1}
+    assert "nvidia-rtx-6000-ada" in single
+    one = _ask(client, {**body, "constraints": {"max_gpus": 1}})
+    over = {e["gpu"]["slug"] for e in one["excluded"] if e["code"] == "OVER_GPU_LIMIT"}
+    assert not single & over
+    assert one["options"][0]["gpu"]["slug"] == wide["options"][0]["gpu"]["slug"] == "nvidia-rtx-6000-ada"

@@ -13,17 +13,21 @@ if TYPE_CHECKING:
     from service.core.recommend.models import Option
 
 GUESS_MARGIN: Final = 1.25
-"""How far the replica bound may be off before a plan is given up on without a queueing
-evaluation (the bound assumes an iteration time affine in the sequences decoding)."""
+"""How far the unrounded replica count (:func:`replicas_needed`) may be off before a plan is
+given up on without a queueing evaluation (it assumes 90 % utilisation and an iteration time
+affine in the sequences decoding)."""
 
 
-def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> int:
-    """Replicas a replica's iteration time suggests, a starting point for the search (checked
-    by the queueing model). The iteration time is taken as affine in what it carries,
-    ``t = a + b n + c p``: ``n = lambda O t`` sequences decoding (Little's law) and
-    ``p = lambda I t`` prompt tokens prefilled per iteration, so ``t = a / (1 - lambda (b O +
-    c I))``; the largest per-replica rate keeps ``t`` under the TPOT target and the sequences
-    in flight under the engine's cap at 90% utilisation."""
+def replicas_needed(
+    d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None, utilisation: float = 0.9
+) -> float:
+    """Replicas a replica's iteration time says the rate needs, unrounded, when each replica
+    runs at ``utilisation`` (near 1 the affine iteration time diverges: 0.9 is the working
+    point, and :data:`GUESS_MARGIN` covers the rest). The iteration time is taken as affine in what it carries, ``t = a + b n +
+    c p``: ``n = lambda O t`` sequences decoding (Little's law) and ``p = lambda I t`` prompt
+    tokens prefilled per iteration, so ``t = a / (1 - lambda (b O + c I))``; the largest
+    per-replica rate keeps ``t`` under the TPOT target and the sequences in flight under the
+    engine's cap. 1.0 where nothing bounds it."""
     out_len = max(w.output_len, 1.0)
     in_len = max(w.input_len, 1.0)
     ctx = in_len + out_len / 2.0
@@ -33,15 +37,20 @@ def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float
     c = (iteration_s(d, e, 0.0, ctx, in_len, in_len / 2.0, 1.0) - a) / in_len
     load = b * out_len + c * in_len  # seconds of iteration per unit of per-replica rate, per second
     if load <= 0:
-        return 1
-    lam = 0.9 / load  # utilisation 90%: t = a / (1 - 0.9) at most
+        return 1.0
+    lam = utilisation / load  # t = a / (1 - utilisation) at most
     if tpot_target_s is not None:
         if tpot_target_s <= a:
-            return 1
+            return 1.0
         lam = min(lam, (1.0 - a / tpot_target_s) / load)
     t = a / max(1e-9, 1.0 - lam * load)
-    lam = min(lam, 0.9 * seqs / (out_len * t)) if seqs > 0 else lam
-    return max(1, math.ceil(rate / lam)) if lam > 0 else 1
+    lam = min(lam, utilisation * seqs / (out_len * t)) if seqs > 0 else lam
+    return rate / lam if lam > 0 else 1.0
+
+
+def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> int:
+    """Where the search for the fewest replicas starts: the count at 90 % utilisation."""
+    return max(1, math.ceil(replicas_needed(d, w, seqs, rate, tpot_target_s)))
 
 
 NEAR_TIE: Final = 0.01

@@ -39,6 +39,7 @@ from service.core.recommend.replicas import (
     _fastest_replicas,
     _replicas_guess,
     best_tpot,
+    replicas_needed,
 )
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
@@ -366,12 +367,15 @@ class _ServingSearch:
         # to the iteration time's curvature, hence the margin): what cannot fit under the
         # GPU limit, or beat a smaller TP's plan, is not searched
         guess = _replicas_guess(d, w, seqs, rate, s.tpot_target_s)
-        if guess > max_rep * GUESS_MARGIN:
-            return Reason("OVER_GPU_LIMIT", {**over.params, "replicas_at_least": guess})
-        floor = max(0, int(guess / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
+        # gates and the floor use the count unrounded: rounded up, 1.04 replicas said 2 where
+        # one served the rate, and a plan under the GPU limit was given up unevaluated
+        least = replicas_needed(d, w, seqs, rate, s.tpot_target_s)
+        if least > max_rep * GUESS_MARGIN:
+            return Reason("OVER_GPU_LIMIT", {**over.params, "replicas_at_least": math.ceil(least)})
+        floor = max(0, int(least / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
         if fewest is not None:
             most = fewest // tp  # ties go to the larger TP (lower latency)
-            if most < 1 or guess > most * GUESS_MARGIN or not ok(most):
+            if most < 1 or least > most * GUESS_MARGIN or not ok(most):
                 return None
             hi, lo = most, min(floor, most - 1)
         else:
