@@ -310,6 +310,7 @@ def test_unmeasured_gpu_quotes_leave_one_source_out_accuracy(client: TestClient)
     (note,) = [n for n in t["notes"] if "leave one source out" in n]
     assert f"{fam['mape']:.0%}" in note and f"{fam['baseline_mape']:.0%}" in note and str(fam["n"]) in note
     assert f"over {len(doc['sources'])} published sources" in note
+    assert note.endswith("a check beside this answer, not the model that computed it")
     h = est(client, model="llama3-8b", mode="fine-tuning", gpu="nvidia-h200-sxm", batch_size=1, seq_len=2048)[
         "time"
     ]

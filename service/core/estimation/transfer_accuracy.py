@@ -72,5 +72,6 @@ def loso_note(workload: str) -> str | None:
         f"cross-GPU accuracy for {CLASSES[cls]} (leave one source out over {len(doc.get('sources', []))} "
         f"published sources, operator-class transfer): ratio error {fam['mape']:.0%} against "
         f"{fam['baseline_mape']:.0%} for datasheet arithmetic over {fam['n']} GPU pairs "
-        f"(all families {pooled.get('mape', float('nan')):.0%} against {pooled.get('baseline_mape', float('nan')):.0%})"
+        f"(all families {pooled.get('mape', float('nan')):.0%} against {pooled.get('baseline_mape', float('nan')):.0%}); "
+        "a check beside this answer, not the model that computed it"
     )
