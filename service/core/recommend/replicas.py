@@ -23,11 +23,13 @@ def replicas_needed(
 ) -> float:
     """Replicas a replica's iteration time says the rate needs, unrounded, when each replica
     runs at ``utilisation`` (near 1 the affine iteration time diverges: 0.9 is the working
-    point, and :data:`GUESS_MARGIN` covers the rest). The iteration time is taken as affine in what it carries, ``t = a + b n +
-    c p``: ``n = lambda O t`` sequences decoding (Little's law) and ``p = lambda I t`` prompt
-    tokens prefilled per iteration, so ``t = a / (1 - lambda (b O + c I))``; the largest
-    per-replica rate keeps ``t`` under the TPOT target and the sequences in flight under the
-    engine's cap. 1.0 where nothing bounds it."""
+    point, and :data:`GUESS_MARGIN` covers the rest).
+
+    The iteration time is taken as affine in what it carries, ``t = a + b n + c p``: ``n =
+    lambda O t`` sequences decoding (Little's law) and ``p = lambda I t`` prompt tokens
+    prefilled per iteration, so ``t = a / (1 - lambda (b O + c I))``; the largest per-replica
+    rate keeps ``t`` under the TPOT target and the sequences in flight under the engine's cap.
+    1.0 where nothing bounds it."""
     out_len = max(w.output_len, 1.0)
     in_len = max(w.input_len, 1.0)
     ctx = in_len + out_len / 2.0
