@@ -260,11 +260,10 @@ def _group_key(t: PublishedTable, r: PublishedRow, cls: str) -> tuple[object, ..
 
 ROOFLINE: Final = "/roofline"
 SHARED_SHARE: Final[dict[str, str]] = {"cnn-infer": "cnn-train"}
-"""Classes that run another's kernels share its compute-bound share: CNN inference is training's
-forward pass (the backward of a convolution is two more convolutions, of batch norm and the
-activations more elementwise work), and the H200 probe measures nearly one share for both (0.20-0.22
-training, 0.25-0.27 inference). Host and link terms stay per class. Without it, a source that is
-the only one with CNN inference (DeepLearningExamples) left out leaves that share at its prior."""
+"""Classes that run another's kernels share its compute-bound share (host and link terms stay per
+class): CNN inference is training's forward pass, and the H200 probe measures nearly one share for
+both (0.20-0.22, 0.25-0.27); else DeepLearningExamples, the one CNN inference source, left out
+leaves that share at its prior."""
 SPLIT_BY_PRECISION: Final = frozenset({"bert-train"})
 """Classes with a compute-bound share per precision class: one share cannot serve 16-bit and
 FP32-storage BERT (measured on the H200, ``data/probes/h200-operator-shares-2026-12-04.jsonl``,
