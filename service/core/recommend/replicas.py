@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,12 +17,10 @@ given up on without a queueing evaluation (it assumes 90 % utilisation and an it
 affine in the sequences decoding)."""
 
 
-def replicas_needed(
-    d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None, utilisation: float = 0.9
-) -> float:
-    """Replicas a replica's iteration time says the rate needs, unrounded, when each replica
-    runs at ``utilisation`` (near 1 the affine iteration time diverges: 0.9 is the working
-    point, and :data:`GUESS_MARGIN` covers the rest).
+def replicas_needed(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> float:
+    """Replicas a replica's iteration time says the rate needs, unrounded, each replica at 90 %
+    utilisation (near 1 the affine iteration time diverges; :data:`GUESS_MARGIN` covers the
+    rest). Rounded up, where the search for the fewest replicas starts.
 
     The iteration time is taken as affine in what it carries, ``t = a + b n + c p``: ``n =
     lambda O t`` sequences decoding (Little's law) and ``p = lambda I t`` prompt tokens
@@ -40,19 +37,14 @@ def replicas_needed(
     load = b * out_len + c * in_len  # seconds of iteration per unit of per-replica rate, per second
     if load <= 0:
         return 1.0
-    lam = utilisation / load  # t = a / (1 - utilisation) at most
+    lam = 0.9 / load  # utilisation 90%: t = a / (1 - 0.9) at most
     if tpot_target_s is not None:
         if tpot_target_s <= a:
             return 1.0
         lam = min(lam, (1.0 - a / tpot_target_s) / load)
     t = a / max(1e-9, 1.0 - lam * load)
-    lam = min(lam, utilisation * seqs / (out_len * t)) if seqs > 0 else lam
+    lam = min(lam, 0.9 * seqs / (out_len * t)) if seqs > 0 else lam
     return rate / lam if lam > 0 else 1.0
-
-
-def _replicas_guess(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> int:
-    """Where the search for the fewest replicas starts: the count at 90 % utilisation."""
-    return max(1, math.ceil(replicas_needed(d, w, seqs, rate, tpot_target_s)))
 
 
 NEAR_TIE: Final = 0.01

@@ -37,7 +37,6 @@ from service.core.recommend.replicas import (
     GUESS_MARGIN,
     NEAR_TIE,
     _fastest_replicas,
-    _replicas_guess,
     best_tpot,
     replicas_needed,
 )
@@ -366,10 +365,10 @@ class _ServingSearch:
         # the replicas the decode throughput and the TPOT target allow at best (a bound up
         # to the iteration time's curvature, hence the margin): what cannot fit under the
         # GPU limit, or beat a smaller TP's plan, is not searched
-        guess = _replicas_guess(d, w, seqs, rate, s.tpot_target_s)
         # gates and the floor use the count unrounded: rounded up, 1.04 replicas said 2 where
         # one served the rate, and a plan under the GPU limit was given up unevaluated
         least = replicas_needed(d, w, seqs, rate, s.tpot_target_s)
+        guess = max(1, math.ceil(least))
         if least > max_rep * GUESS_MARGIN:
             return Reason("OVER_GPU_LIMIT", {**over.params, "replicas_at_least": math.ceil(least)})
         floor = max(0, int(least / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
