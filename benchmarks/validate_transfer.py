@@ -234,8 +234,10 @@ def run(
             f"    {a:8s} compute x{math.exp(full.compute[a]):.2f} ({fams}), memory x{math.exp(full.memory.get(a, 0.0)):.2f}"
         )
     fitted_on = {
+        # every class has host and link terms (full.host); a share may also be fitted on the
+        # classes tied to it (SHARED_SHARE)
         "class_terms": {
-            c: sorted({p.source for p in points if c in (p.key, p.share_key)}) for c in sorted(full.share)
+            c: sorted({p.source for p in points if c in (p.key, p.share_key)}) for c in sorted(full.host)
         },
         "architecture_terms": {
             a: sorted({p.source for p in points if p.arch == a}) for a in sorted(full.memory)
