@@ -226,6 +226,11 @@ def run(
         "    compute-bound share per class: "
         + ", ".join(f"{k} {v:.2f}" for k, v in sorted(full.share.items()))
     )
+    out(
+        "    per-step parameter traffic per class (reference sample-times a step, over the batch): "
+        + ", ".join(f"{k} {math.exp(v):.2f}" for k, v in sorted(full.step.items()))
+    )
+    out(f"    all-reduce latency per ring step (serving timed from shape): {full.hop_s * 1e6:.1f} us")
     for a in sorted(full.compute):
         fams = ", ".join(
             f"{f} x{math.exp(v):.2f}" for (x, f), v in sorted(full.compute_family.items()) if x == a
@@ -239,12 +244,19 @@ def run(
         "class_terms": {
             c: sorted({p.source for p in points if c in (p.key, p.share_key)}) for c in sorted(full.host)
         },
+        "step_terms": {
+            c: sorted({p.source for p in points if p.cls == c and p.step_batch}) for c in sorted(full.step)
+        },
+        "hops_terms": {
+            "allreduce": sorted({p.source for p in points if p.serve is not None and p.serve[4] > 0})
+        },
         "architecture_terms": {
             a: sorted({p.source for p in points if p.arch == a}) for a in sorted(full.memory)
         },
     }
-    out("  what was fitted on which sources (compute share, host and link terms per class; compute per")
-    out("  precision and bandwidth per architecture) -- the final fit uses all; each LOSO fold drops one:")
+    out("  what was fitted on which sources (compute share, host and link terms per class; per-step")
+    out("  traffic per class; all-reduce latency; compute per precision and bandwidth per architecture)")
+    out("  -- the final fit uses all; each LOSO fold drops one:")
     for kind, d in fitted_on.items():
         for k, v in d.items():
             out(f"    {kind[:-6]:12s} {k:12s} <- {', '.join(v)}")
@@ -253,6 +265,8 @@ def run(
         "share": dict(full.share),
         "compute": dict(full.compute),
         "memory": dict(full.memory),
+        "step": dict(full.step),
+        "allreduce_hop_s": full.hop_s,
         "rms_log_error": full.rms_log_error,
     }
     return summary

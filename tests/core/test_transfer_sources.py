@@ -163,7 +163,7 @@ def _serve_row(**kw: object) -> PublishedRow:
     return PublishedRow(**base)  # type: ignore[arg-type]
 
 
-def _serve_point(gpu: GpuSpec, terms: tuple[float, float, float, float]) -> ts.SourcePoint:
+def _serve_point(gpu: GpuSpec, terms: tuple[float, float, float, float, float]) -> ts.SourcePoint:
     lp, lb = math.log(gpu.peaks["fp8"]), math.log(gpu.bandwidth_gb_per_s or 1.0)
     return ts.SourcePoint(
         "s",
@@ -191,7 +191,7 @@ def test_serving_capacity_term_favours_the_larger_memory() -> None:
     assert t100 is not None and t200 is not None
     assert t100[:2] == t200[:2]  # compute is the configuration's, not the GPU's
     assert t100[2] > 3.0 * t200[2]
-    assert t100[3] == t200[3] == 0.0  # one GPU: no all-reduce
+    assert t100[3] == t200[3] == t100[4] == t200[4] == 0.0  # one GPU: no all-reduce
     # a model no preset knows, or a row without lengths, keeps the class share
     assert ts.serve_terms(_serve_row(model="no-such-model"), h100, 1, None) is None
     assert ts.serve_terms(_serve_row(input_len=None), h100, 1, None) is None
@@ -303,3 +303,97 @@ def test_cnn_inference_shares_the_training_share() -> None:
     infer = [point("cnn-infer", g, 0.0) for g in gpus]
     assert infer[0].share_key == "cnn-train"
     assert model.log_ratio(infer[0], infer[1]) == pytest.approx(model.log_ratio(train[0], train[1]), abs=1e-9)
+
+
+def test_all_reduce_latency_is_shared_by_the_batch_in_flight() -> None:
+    """Each all-reduce of tensor parallelism costs ``2 (tp - 1)`` ring steps of latency whatever
+    its size, once per decode step: per token it is smaller on the GPU whose memory holds the
+    larger batch, grows with the group, and is zero on one GPU."""
+    h100, h200 = SPECS["nvidia-h100-sxm"], SPECS["nvidia-h200-sxm"]
+    row = _serve_row(tp=2, precision="fp16")
+    link = ts.link_gb_per_s(h100, 2)
+    t100, t200 = ts.serve_terms(row, h100, 2, link), ts.serve_terms(row, h200, 2, link)
+    assert t100 is not None and t200 is not None
+    assert t100[4] > 2.0 * t200[4] > 0.0  # 70B in 16 bits on 2x80 GB leaves a small batch
+    t4 = ts.serve_terms(_serve_row(tp=4, precision="fp16"), h100, 4, link)
+    assert t4 is not None and t4[4] > 0.0
+    one = ts.serve_terms(_serve_row(tp=1), h200, 1, None)
+    assert one is not None and one[4] == 0.0
+
+
+def _train_point(g: GpuSpec, batch: int, precision_class: str = "fp16/bf16") -> ts.SourcePoint:
+    lp, lb = math.log(g.peaks["bf16"]), math.log(g.bandwidth_gb_per_s or 1.0)
+    return ts.SourcePoint(
+        "s",
+        ("s",),
+        g.slug,
+        ts.arch_of(g),
+        "bert-train",
+        precision_class,
+        "bf16",
+        lp,
+        lb,
+        lb,
+        0.0,
+        step_batch=batch,
+    )
+
+
+def test_per_step_traffic_is_shared_by_the_stated_batch() -> None:
+    """Per-step parameter traffic (optimizer state, gradient passes) is paid once a step and bound
+    by bandwidth: of two GPUs alike but for the batch their memory allowed, the one with the
+    smaller batch is slower per sample; more bandwidth shrinks the term; FP32 storage moves twice
+    the bytes of 16-bit."""
+    model = ts.ClassModel(
+        share={"bert-train|fp16/bf16": 0.3, "bert-train|fp32/tf32": 0.3},
+        compute={},
+        compute_family={},
+        memory={},
+        sources=(),
+        n_points=0,
+        step={"bert-train": math.log(3.0)},
+    )
+    g = _spec("g", "8.6", 150.0, 768.0)
+    small, large = _train_point(g, 4), _train_point(replace(g, slug="h"), 64)
+    assert model.log_ratio(small, large) > 0.0
+    no_step = replace(model, step={"bert-train": -50.0})  # a level of e^-50: no per-step term
+    assert no_step.log_ratio(small, large) == pytest.approx(0.0, abs=1e-12)
+    fast = _train_point(_spec("f", "8.6", 150.0, 1536.0), 4)
+    assert model.log_ratio(small, fast) > no_step.log_ratio(small, fast) > 0.0
+
+    def cost(precision_class: str) -> float:
+        p = _train_point(g, 4, precision_class)
+        return no_step.log_speed(p) - model.log_speed(p)
+
+    assert cost("fp32/tf32") > cost("fp16/bf16") > 0.0
+
+
+def test_fit_recovers_the_per_step_term() -> None:
+    """GPUs that ran a class at batches of their own choosing, generated with a known per-step
+    level: the fit finds the level again and with it the ratios (without the term, a 2-sample
+    batch would look like a slower GPU)."""
+    truth = ts.ClassModel(
+        share={"bert-train|fp16/bf16": 0.3},
+        compute={},
+        compute_family={},
+        memory={},
+        sources=(),
+        n_points=0,
+        step={"bert-train": math.log(4.0)},
+    )
+    gpus = [
+        _spec("g1", "8.6", 70.0, 936.0),
+        _spec("g2", "8.6", 150.0, 768.0),
+        _spec("g3", "8.0", 312.0, 2039.0),
+        _spec("g4", "8.9", 165.0, 1008.0),
+    ]
+    rnd = random.Random(3)
+    pts: list[ts.SourcePoint] = []
+    for cfg in range(10):
+        level = rnd.uniform(-1.0, 1.0)
+        for g in gpus:
+            p = replace(_train_point(g, rnd.choice((2, 4, 8, 16, 32, 64))), source=f"s{cfg}", group=(cfg,))
+            pts.append(replace(p, log_throughput=truth.log_speed(p) + level))
+    fitted = ts.fit_classes(pts)
+    assert fitted.step["bert-train"] == pytest.approx(math.log(4.0), abs=0.1)
+    assert fitted.rms_log_error < 0.01

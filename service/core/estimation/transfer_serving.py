@@ -14,6 +14,7 @@ from service.core.catalog.specs import GpuSpec
 from service.core.evidence.published import PublishedRow
 
 __all__ = [
+    "ALLREDUCE_HOP_S",
     "KV_FRACTION",
     "LOG_B_REF",
     "LOG_P_REF",
@@ -80,6 +81,14 @@ MAX_BATCH: Final = 2048
 """Scheduler cap on sequences in flight (2048: 512 moves LLM serving by 0.3 point)."""
 
 
+ALLREDUCE_HOP_S: Final = 1e-5
+"""Nominal latency of one step of a ring all-reduce (10 us; the fit scales it, one level for every
+link, and finds about 2 us -- NCCL's low-latency protocol on NVLink is quoted at a few us a
+hop). Tensor parallelism runs two all-reduces per layer per decode step, each ``2 (tp - 1)``
+ring steps long whatever its size, and the batch in flight shares them: a GPU whose memory holds
+only a small batch beside the weights pays them per few tokens."""
+
+
 def _decoder(model: str) -> DecoderSpec | None:
     name = model.removeprefix("mlperf/").removesuffix("-99.9").removesuffix("-99")
     try:
@@ -91,14 +100,14 @@ def _decoder(model: str) -> DecoderSpec | None:
 
 def serve_terms(
     r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None
-) -> tuple[float, float, float, float] | None:
+) -> tuple[float, float, float, float, float] | None:
     """Maximum-throughput serving of ``r``'s model on ``tp`` GPUs, per output token per GPU:
     decode GEMMs (2 x active parameters), the prompt's prefill spread over the output tokens,
     memory traffic -- the KV cache of a mean context (input + output / 2) plus the weights read
     once per step and shared by the batch in flight, which is what the KV cache that fits beside
     the weights holds (the capacity term: a GPU with more memory runs a larger batch, and reads
-    its weights per fewer tokens) -- and the two all-reduces per layer of tensor parallelism over
-    ``link``. Each is over the configuration's time without the capacity and link terms at the
+    its weights per fewer tokens) -- the bytes of the two all-reduces per layer of tensor
+    parallelism over ``link``, and their latency (:data:`ALLREDUCE_HOP_S`) over the batch. Each is over the configuration's time without the capacity and link terms at the
     reference ceilings, so that only GPU figures vary within a configuration. None where the
     shape or the lengths are unknown."""
     spec = _decoder(r.model)
@@ -122,5 +131,6 @@ def serve_terms(
     comm = 0.0
     if tp > 1 and link:
         comm = 8.0 * spec.num_layers * spec.hidden_size * (tp - 1) / tp * (1.0 + inp / out) / (link * 1e9)
+    hops = ALLREDUCE_HOP_S * 2.0 * spec.num_layers * 2.0 * (tp - 1) / batch if tp > 1 and link else 0.0
     norm = decode + prefill + kv / b_ref
-    return decode / norm, prefill / norm, memory / norm, comm / norm
+    return decode / norm, prefill / norm, memory / norm, comm / norm, hops / norm

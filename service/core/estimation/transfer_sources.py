@@ -30,33 +30,55 @@ elementwise, normalisation, optimizer and decode weight/KV reads: bandwidth)::
   (overall, per precision family) and bandwidth, fitted with a ridge prior toward 0 (an
   architecture no source holds gets 0: the same fraction of its peaks as the average part).
 
+Three more terms add to ``t_w``, each falling as its resource grows: a host cost per step where
+the source fixes the batch (a per-class level over the batch, the same on every GPU); for
+multi-GPU configurations, communication over the link (NVLink inside its domain, else PCIe);
+and, where a training source states each GPU's own batch (the Lambda tables: the largest that
+fit its memory), the **per-step parameter traffic** (:func:`_step`)::
+
+    + e^(o_w) * k_p * B_ref / (B(g) * e^(m_a)) / batch(g)
+
+Optimizer state, gradient unscaling and clipping and the backward pass's weight reads move
+parameter-sized buffers once a step whatever the batch, at the bandwidth; per sample they fall
+as 1 / batch, so a GPU whose memory held a batch of 2 (an 8 GB RTX 3070 on BERT-large) runs
+slower per sample than its peaks say. ``o_w`` is fitted per class, in reference sample-times a
+step: BERT 3.3, ResNet-50 1.0. Taking the H100 SXM (about the reference ceilings) at Lambda's
+measured 3.3 ms per BERT-large sample and 0.38 ms per ResNet-50 image, that is ~100 bytes per
+parameter a step for BERT-large and BERT-base alike and ~40 for ResNet-50 -- a few times the
+optimizer's own state traffic (AdamW ~30 B, SGD with momentum ~16 B), the rest the other passes.
+A term bound by compute instead, or a host term over the batch, fits worse. Left out one source at a
+time it moved BERT training 16.1 % -> 11.5 % and the pooled error 13.7 % -> 12.6 % (12.3 % with
+the all-reduce latency below).
+
 LLM serving at maximum throughput where the model's shape and the lengths are known
 (TensorRT-LLM Perf Overview rows) is timed from physics instead of a class share
 (:func:`serve_terms`): per output token, decode GEMMs and the prompt's prefill at the compute
 ceiling, and memory traffic -- the KV cache of the mean context plus the weights read once per
 step for the batch that the memory left beside the weights holds -- at the bandwidth, combined
 as a roofline (decode is bound by one or the other) plus prefill; tensor parallelism adds two
-all-reduces per layer over the link. Memory capacity enters through the batch: Llama-3-70B in FP8
-on one H100 leaves ~5 GB of KV cache, on an H200 ~60 GB, and TensorRT-LLM measured the H200 5.6-8.8x
-faster. Fitted for these points: one compute/memory tilt and one all-reduce level (key
-``llm-serve/roofline``). Every term falls as its resource (peak, bandwidth, memory, link) grows
-and the shares are bounded, so no fitted constant makes a faster or larger GPU slower.
+all-reduces per layer, their bytes over the link and their latency (``2 (tp - 1)`` ring steps
+each, once per decode step) over the batch in flight. Memory capacity enters through the batch:
+Llama-3-70B in FP8 on one H100 leaves ~5 GB of KV cache, on an H200 ~60 GB, and TensorRT-LLM
+measured the H200 5.6-8.8x faster. Fitted for these points: one compute/memory tilt and one
+all-reduce level (key ``llm-serve/roofline``), and one latency per ring step for every link
+(about 2 us). Every term falls as its resource (peak, bandwidth, memory, link) grows and the
+shares are bounded, so no fitted constant makes a faster or larger GPU slower.
 
-Only ratios inform the fit: each configuration's level (its stack's speed) is eliminated as the
-mean log residual of its group. Gauss-Newton with analytic derivatives on the log residuals,
-pure Python (a few hundred points, a few dozen parameters).
+Only ratios inform the fit (:mod:`.transfer_class_fit`): each configuration's level (its stack's
+speed) is eliminated as the mean log residual of its group.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.transfer_accuracy import CLASSES
 from service.core.estimation.transfer_serving import (
+    ALLREDUCE_HOP_S,
     LOG_B_REF,
     LOG_P_REF,
     _bytes_scale,
@@ -180,10 +202,14 @@ class SourcePoint:
     n_rows: int = 1
     batch: int | None = None  # the step's batch where the source fixes it (host cost per sample ~ 1/batch)
     log_link: float | None = None  # log GB/s of the link a multi-GPU configuration talks over (None: one GPU)
-    serve: tuple[float, float, float, float] | None = None
+    serve: tuple[float, float, float, float, float] | None = None
     """LLM serving at maximum throughput from the model's shape (:func:`serve_terms`): decode
-    compute, prefill compute, memory traffic and tensor-parallel all-reduce seconds per output
-    token per GPU, each over the configuration's GPU-independent time (None: the class share)."""
+    compute, prefill compute, memory traffic, tensor-parallel all-reduce bytes and all-reduce
+    latency seconds per output token per GPU, each over the configuration's GPU-independent time
+    (None: the class share)."""
+    step_batch: int | None = None
+    """A training row's stated per-GPU batch where each GPU chose its own (memory-limited): the
+    per-step parameter traffic per sample falls as 1 / batch (:func:`_step`)."""
 
     @property
     def key(self) -> str:
@@ -237,6 +263,13 @@ _FIXED_BATCH: Final = frozenset({"resnet50-infer", "llm-serve-static-batch"})
 the configuration. Elsewhere each GPU's batch is its own choice (memory-limited)."""
 
 
+def _step_batch(t: PublishedTable, r: PublishedRow) -> int | None:
+    """The per-GPU batch of a single-GPU training row whose source lets each GPU pick its own."""
+    if t.kind != "training" or r.workload in _FIXED_BATCH or r.gpu_count != 1:
+        return None
+    return r.batch_size or None
+
+
 def _group_key(t: PublishedTable, r: PublishedRow, cls: str) -> tuple[object, ...]:
     count = r.gpu_count if t.kind == "training" else None  # serving: per-GPU throughput
     return (
@@ -267,9 +300,10 @@ leaves that share at its prior."""
 SPLIT_BY_PRECISION: Final = frozenset({"bert-train"})
 """Classes with a compute-bound share per precision class: one share cannot serve 16-bit and
 FP32-storage BERT (measured on the H200, ``data/probes/h200-operator-shares-2026-12-04.jsonl``,
-BERT-large's GEMM share of kernel time is 0.51 in bf16 and 0.81 in TF32). The fit does not
-reproduce that order (all sources: 0.22 for 16-bit, 0.15 for FP32/TF32, 0.72 for MLPerf's
-tuned stacks): across generations these sources' TF32 speed follows bandwidth. Left out one
+BERT-large's GEMM share of kernel time is 0.51 in bf16 and 0.81 in TF32). The fit finds that
+order, lower (all sources: 0.16 for 16-bit, 0.22 for FP32/TF32, 0.73 for MLPerf's tuned
+stacks; before the per-step term, 0.22 and 0.15: small batches' traffic read as bandwidth-bound
+work). Left out one
 source at a time, the split moves BERT from 17.4 % to 16.7 % (baseline 17.3 %), pooled unchanged
 (16.6 %); splitting CNN training and inference as well costs cnn-infer 11 points (pooled 17.2 %),
 so only BERT is split -- a choice made on the leave-one-source-out figures."""
@@ -320,6 +354,7 @@ def points_from(
                 batch=r.batch_size if r.workload in _FIXED_BATCH else None,
                 log_link=math.log(link) if link else None,
                 serve=serve,
+                step_batch=_step_batch(t, r),
             )
     out = []
     for key, logs in acc.items():
@@ -343,6 +378,7 @@ def points_from(
                 m.batch,
                 m.log_link,
                 m.serve,
+                m.step_batch,
             )
         )
     # keep configurations that hold at least two GPUs: only they inform ratios
@@ -423,15 +459,6 @@ LOG_L_REF: Final = math.log(450.0)  # GB/s per direction: its NVLink
 HOST0: Final = math.log(0.01)
 """Prior of the host term (log of its time per sample at batch 1, in units of the reference GPU's
 compute-bound time): small, so a class without fixed-batch rows keeps none."""
-RIDGE: Final[dict[str, float]] = {"z": 0.01, "c": 100.0, "d": 1.0, "m": 1.0, "h": 0.01, "q": 0.01}
-"""Prior weights (per squared log unit): the class shares, host and link terms are nearly free;
-the per-(architecture, precision) compute factors and the bandwidth factors are pulled toward
-the average architecture (weight 1). The architecture-wide compute factor ``c`` is pinned
-(weight 100): shared across precisions it carried Ada's FP8 serving speed into TF32 BERT
-training (leave-one-source-out 21.7 % -> 20.6 % without it); tensor paths of one
-architecture do not share an efficiency."""
-
-
 PNORM: Final = 4.0
 """Decode's roofline: the smooth maximum ``(compute^k + memory^k)^(1/k)`` of its compute and
 memory time (a step is bound by one or the other, never their sum; k = 2 and 8 move LLM serving
@@ -453,7 +480,7 @@ def _core(p: SourcePoint, s: float, cf: float, mf: float) -> tuple[float, float,
     if p.serve is None:
         a, b = s * cf, (1.0 - s) * mf * _bytes_scale(p.precision_class)
         return a + b, a, b
-    decode, prefill, memory, _ = p.serve
+    decode, prefill, memory = p.serve[:3]
     dc, mm, pc = s * cf * decode, (1.0 - s) * mf * memory, s * cf * prefill
     roof = (dc**PNORM + mm**PNORM) ** (1.0 / PNORM)
     return roof + pc, dc * (dc / roof) ** (PNORM - 1.0) + pc, mm * (mm / roof) ** (PNORM - 1.0)
@@ -465,6 +492,51 @@ def _link(p: SourcePoint, q: float) -> float:
     if p.serve is not None:
         return math.exp(q - HOST0) * p.serve[3]
     return math.exp(q + LOG_L_REF - p.log_link) if p.log_link is not None else 0.0
+
+
+def _host(p: SourcePoint, level: float) -> float:
+    """Host time per sample: a per-class level over the batch where the source fixes it."""
+    return math.exp(level) / p.batch if p.batch else 0.0
+
+
+def _hops(p: SourcePoint, level: float) -> float:
+    """All-reduce latency of a serving point timed from its shape: its ring steps per token
+    (:func:`~.transfer_serving.serve_terms`) at the fitted latency per step."""
+    return math.exp(level) * p.serve[4] if p.serve is not None else 0.0
+
+
+def _step(p: SourcePoint, level: float, m: float) -> float:
+    """Per-step parameter traffic per sample of a training row with a stated per-GPU batch: a
+    per-class level, bound by bandwidth (``m``: the architecture's factor) at the row's bytes per
+    element, paid once per step and so shared by the batch (module docstring)."""
+    if not p.step_batch:
+        return 0.0
+    return math.exp(level + LOG_B_REF - p.log_bandwidth - m) * _bytes_scale(p.precision_class) / p.step_batch
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """One point's time per unit of work by term, at given constants (reference units)."""
+
+    core: float  # compute- plus memory-bound
+    compute: float  # the part of ``core`` that scales with the compute ceiling
+    memory: float  # the part of ``core`` that scales with the bandwidth
+    host: float
+    link: float
+    hops: float
+    step: float
+
+    @property
+    def total(self) -> float:
+        return self.core + self.host + self.link + self.hops + self.step
+
+
+def parts(p: SourcePoint, s: float, c: float, m: float, levels: tuple[float, float, float, float]) -> Parts:
+    """The terms of ``p`` at compute share ``s``, log compute and bandwidth factors ``c`` and
+    ``m`` and the log levels of its host, link, all-reduce latency and per-step terms."""
+    host, link, hop, step = levels
+    core, a, b = _core(p, s, math.exp(LOG_P_REF - p.log_peak - c), math.exp(LOG_B_REF - p.log_bandwidth - m))
+    return Parts(core, a, b, _host(p, host), _link(p, link), _hops(p, hop), _step(p, step, m))
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,175 +553,25 @@ class ClassModel:
     gpus: tuple[str, ...] = field(default=())
     host: Mapping[str, float] = field(default_factory=dict)  # class -> log host time per step
     link: Mapping[str, float] = field(default_factory=dict)  # class -> log communication time
+    step: Mapping[str, float] = field(default_factory=dict)  # class -> log per-step traffic level
+    hop_s: float = ALLREDUCE_HOP_S  # fitted latency of one all-reduce ring step
 
     def log_speed(self, p: SourcePoint) -> float:
         """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
         s = self.share.get(p.share_key, _prior(p.share_key))
         c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.peak_family), 0.0)
-        core, _, _ = _core(
-            p,
-            s,
-            math.exp(LOG_P_REF - p.log_peak - c),
-            math.exp(LOG_B_REF - p.log_bandwidth - self.memory.get(p.arch, 0.0)),
+        levels = (
+            self.host.get(p.key, HOST0),
+            self.link.get(p.key, HOST0),
+            math.log(self.hop_s / ALLREDUCE_HOP_S),
+            self.step.get(p.cls, 0.0),
         )
-        h = math.exp(self.host.get(p.key, HOST0)) / p.batch if p.batch else 0.0
-        return -math.log(core + h + _link(p, self.link.get(p.key, HOST0)))
+        return -math.log(parts(p, s, c, self.memory.get(p.arch, 0.0), levels).total)
 
     def log_ratio(self, a: SourcePoint, b: SourcePoint) -> float:
         """Predicted log(speed of b / speed of a) in a configuration both ran."""
         return self.log_speed(b) - self.log_speed(a)
 
 
-def _params(points: Sequence[SourcePoint]) -> list[tuple[str, object]]:
-    names: list[tuple[str, object]] = [("z", c) for c in sorted({p.share_key for p in points})]
-    names += [("c", a) for a in sorted({p.arch for p in points})]
-    names += [("d", k) for k in sorted({(p.arch, p.peak_family) for p in points})]
-    names += [("m", a) for a in sorted({p.arch for p in points})]
-    names += [("h", c) for c in sorted({p.key for p in points})]
-    names += [("q", c) for c in sorted({p.key for p in points})]
-    return names
-
-
-def _model(
-    names: Sequence[tuple[str, object]], theta: Sequence[float], points: Sequence[SourcePoint]
-) -> ClassModel:
-    v = dict(zip(names, theta, strict=True))
-    return ClassModel(
-        share={
-            str(k): 1.0 / (1.0 + math.exp(-x - _logit(_prior(str(k)))))
-            for (kind, k), x in v.items()
-            if kind == "z"
-        },
-        compute={str(k): x for (kind, k), x in v.items() if kind == "c"},
-        compute_family={k: x for (kind, k), x in v.items() if kind == "d" and isinstance(k, tuple)},
-        memory={str(k): x for (kind, k), x in v.items() if kind == "m"},
-        host={str(k): x + HOST0 for (kind, k), x in v.items() if kind == "h"},
-        link={str(k): x + HOST0 for (kind, k), x in v.items() if kind == "q"},
-        sources=tuple(sorted({p.source for p in points})),
-        n_points=len(points),
-        gpus=tuple(sorted({p.slug for p in points})),
-    )
-
-
-def _solve(a: list[list[float]], b: list[float]) -> list[float]:
-    """Gaussian elimination with partial pivoting (the normal equations are small)."""
-    n = len(b)
-    m = [[*row, b[i]] for i, row in enumerate(a)]
-    for col in range(n):
-        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
-        m[col], m[piv] = m[piv], m[col]
-        d = m[col][col] or 1e-12
-        for r in range(col + 1, n):
-            f = m[r][col] / d
-            if f:
-                for k in range(col, n + 1):
-                    m[r][k] -= f * m[col][k]
-    x = [0.0] * n
-    for i in range(n - 1, -1, -1):
-        x[i] = (m[i][n] - sum(m[i][k] * x[k] for k in range(i + 1, n))) / (m[i][i] or 1e-12)
-    return x
-
-
-def _residuals(
-    names: Sequence[tuple[str, object]], theta: Sequence[float], points: Sequence[SourcePoint]
-) -> tuple[list[float], list[dict[int, float]]]:
-    """Group-demeaned log residuals (measured - model) and their derivatives (sparse rows)."""
-    idx = {n: i for i, n in enumerate(names)}
-    raw: list[float] = []
-    jac: list[dict[int, float]] = []
-    for p in points:
-        iz = idx[("z", p.share_key)]
-        s = 1.0 / (1.0 + math.exp(-theta[iz] - _logit(_prior(p.share_key))))
-        ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.peak_family))], idx[("m", p.arch)]
-        cf = math.exp(LOG_P_REF - p.log_peak - theta[ic] - theta[id_])
-        core, a, b = _core(p, s, cf, math.exp(LOG_B_REF - p.log_bandwidth - theta[im]))
-        ih, iq = idx[("h", p.key)], idx[("q", p.key)]
-        h = math.exp(theta[ih] + HOST0) / p.batch if p.batch else 0.0
-        q = _link(p, theta[iq] + HOST0)
-        tot = core + h + q
-        raw.append(p.log_throughput + math.log(tot))  # measured log speed - model log speed
-        ds = s * (1.0 - s)
-        g = {
-            iz: ds * (a / s - b / (1.0 - s)) / tot,
-            ic: -a / tot,
-            im: -b / tot,
-            ih: h / tot,
-            iq: q / tot,
-        }
-        g[id_] = g.get(id_, 0.0) - a / tot
-        jac.append(g)
-    groups: dict[tuple[object, ...], list[int]] = {}
-    for i, p in enumerate(points):
-        groups.setdefault(p.group, []).append(i)
-    res = raw[:]
-    for members in groups.values():
-        mean = sum(raw[i] for i in members) / len(members)
-        jm: dict[int, float] = {}
-        for i in members:
-            res[i] -= mean
-            for k, v in jac[i].items():
-                jm[k] = jm.get(k, 0.0) + v / len(members)
-        for i in members:
-            row = dict(jac[i])
-            for k, v in jm.items():
-                row[k] = row.get(k, 0.0) - v
-            jac[i] = row
-    return res, jac
-
-
-def _normal(
-    names: Sequence[tuple[str, object]],
-    theta: Sequence[float],
-    points: Sequence[SourcePoint],
-    ridge: Sequence[float],
-) -> tuple[float, list[list[float]], list[float]]:
-    """Cost (squared residuals plus the ridge prior), J^T J and the gradient J^T r at ``theta``."""
-    n = len(names)
-    res, jac = _residuals(names, theta, points)
-    cost = sum(r * r for r in res) + sum(w * t * t for w, t in zip(ridge, theta, strict=True))
-    jtj = [[0.0] * n for _ in range(n)]
-    jtr = [0.0] * n
-    for r, row in zip(res, jac, strict=True):
-        items = list(row.items())
-        for i, gi in items:
-            jtr[i] += gi * r
-            for j, gj in items:
-                jtj[i][j] += gi * gj
-    for i in range(n):
-        jtj[i][i] += ridge[i] + 1e-9
-        jtr[i] += ridge[i] * theta[i]
-    return cost, jtj, jtr
-
-
-def fit_classes(points: Sequence[SourcePoint], iterations: int = 40) -> ClassModel:
-    """Fit the class shares and architecture factors on ``points`` (module docstring):
-    Levenberg-Marquardt, a step kept only when it lowers the cost."""
-    names = _params(points)
-    n = len(names)
-    theta = [0.0] * n
-    ridge = [RIDGE[kind] for kind, _ in names]
-    lam = 1e-3
-    cost, jtj, jtr = _normal(names, theta, points, ridge)
-    for _ in range(iterations):
-        improved = False
-        for _try in range(10):
-            damped = [
-                [v + (lam * jtj[i][i] if i == j else 0.0) for j, v in enumerate(row)]
-                for i, row in enumerate(jtj)
-            ]
-            step = _solve(damped, [-x for x in jtr])
-            trial = [t + d for t, d in zip(theta, step, strict=True)]
-            c2, j2, g2 = _normal(names, trial, points, ridge)
-            if c2 < cost:
-                improved = cost - c2 > 1e-10 * max(1.0, cost)
-                theta, cost, jtj, jtr, lam = trial, c2, j2, g2, max(lam / 3.0, 1e-9)
-                break
-            lam *= 4.0
-        if not improved:
-            break
-    res, _ = _residuals(names, theta, points)
-    m = _model(names, theta, points)
-    rms = math.sqrt(sum(r * r for r in res) / max(1, len(res)))
-    return ClassModel(
-        m.share, m.compute, m.compute_family, m.memory, m.sources, m.n_points, rms, m.gpus, m.host, m.link
-    )
+# the fit builds on the names above
+from service.core.estimation.transfer_class_fit import RIDGE, fit_classes  # noqa: E402
