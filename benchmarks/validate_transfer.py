@@ -248,7 +248,7 @@ def run(
             c: sorted({p.source for p in points if p.cls == c and p.step_batch}) for c in sorted(full.step)
         },
         "hops_terms": {
-            "allreduce": sorted({p.source for p in points if p.serve is not None and p.serve[4] > 0})
+            "allreduce": sorted({p.source for p in points if p.serve is not None and p.serve.hops > 0})
         },
         "architecture_terms": {
             a: sorted({p.source for p in points if p.arch == a}) for a in sorted(full.memory)

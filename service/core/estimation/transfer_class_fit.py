@@ -51,7 +51,7 @@ def _params(points: Sequence[SourcePoint]) -> list[tuple[str, object]]:
     names += [("h", c) for c in sorted({p.key for p in points})]
     names += [("q", c) for c in sorted({p.key for p in points})]
     names += [("p", c) for c in sorted({p.cls for p in points if p.step_batch})]
-    if any(p.serve is not None and p.serve[4] > 0 for p in points):
+    if any(p.serve is not None and p.serve.hops > 0 for p in points):
         names.append(("a", HOP))
     return names
 

@@ -6,6 +6,7 @@ the transfer normalises by and the precision classes pairs are formed in."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Final
 
 from service.core.catalog.decoder import DecoderSpec
@@ -20,6 +21,7 @@ __all__ = [
     "LOG_P_REF",
     "MAX_BATCH",
     "RESERVE_BYTES",
+    "ServeTerms",
     "link_gb_per_s",
     "serve_terms",
 ]
@@ -98,15 +100,26 @@ def _decoder(model: str) -> DecoderSpec | None:
     return spec if isinstance(spec, DecoderSpec) else None
 
 
-def serve_terms(
-    r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None
-) -> tuple[float, float, float, float, float] | None:
+@dataclass(frozen=True, slots=True)
+class ServeTerms:
+    """Seconds per output token per GPU of LLM serving at maximum throughput, by term, each over
+    the configuration's GPU-independent time (:func:`serve_terms`)."""
+
+    decode: float  # decode GEMMs at the compute ceiling
+    prefill: float  # the prompt's prefill, spread over the output tokens
+    weights: float  # the weights read once per step, over the batch in flight
+    kv: float  # the KV cache of the mean context, read by attention
+    comm: float  # tensor parallelism's all-reduce bytes over the link
+    hops: float  # and their latency, 2 (tp - 1) ring steps each per step, over the batch
+
+
+def serve_terms(r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None) -> ServeTerms | None:
     """Maximum-throughput serving of ``r``'s model on ``tp`` GPUs, per output token per GPU:
     decode GEMMs (2 x active parameters), the prompt's prefill spread over the output tokens,
-    memory traffic -- the KV cache of a mean context (input + output / 2) plus the weights read
-    once per step and shared by the batch in flight, which is what the KV cache that fits beside
-    the weights holds (the capacity term: a GPU with more memory runs a larger batch, and reads
-    its weights per fewer tokens) -- the bytes of the two all-reduces per layer of tensor
+    the weights read once per step and shared by the batch in flight, which is what the KV cache
+    that fits beside the weights holds (the capacity term: a GPU with more memory runs a larger batch, and reads
+    its weights per fewer tokens), attention's read of the KV cache of a mean context (input +
+    output / 2), the bytes of the two all-reduces per layer of tensor
     parallelism over ``link``, and their latency (:data:`ALLREDUCE_HOP_S`) over the batch. Each is over the configuration's time without the capacity and link terms at the
     reference ceilings, so that only GPU figures vary within a configuration. None where the
     shape or the lengths are unknown."""
@@ -127,10 +140,16 @@ def serve_terms(
     p_ref, b_ref = math.exp(LOG_P_REF) * 1e12, math.exp(LOG_B_REF) * 1e9
     decode = 2.0 * spec.active_params / tp / p_ref
     prefill = decode * inp / out
-    memory = (kv + weights / batch) / b_ref
     comm = 0.0
     if tp > 1 and link:
         comm = 8.0 * spec.num_layers * spec.hidden_size * (tp - 1) / tp * (1.0 + inp / out) / (link * 1e9)
     hops = ALLREDUCE_HOP_S * 2.0 * spec.num_layers * 2.0 * (tp - 1) / batch if tp > 1 and link else 0.0
     norm = decode + prefill + kv / b_ref
-    return decode / norm, prefill / norm, memory / norm, comm / norm, hops / norm
+    return ServeTerms(
+        decode / norm,
+        prefill / norm,
+        weights / batch / b_ref / norm,
+        kv / b_ref / norm,
+        comm / norm,
+        hops / norm,
+    )
