@@ -302,7 +302,7 @@ SPLIT_BY_PRECISION: Final = frozenset({"bert-train"})
 """Classes with a compute-bound share per precision class: one share cannot serve 16-bit and
 FP32-storage BERT (measured on the H200, ``data/probes/h200-operator-shares-2026-12-04.jsonl``,
 BERT-large's GEMM share of kernel time is 0.51 in bf16 and 0.81 in TF32). The fit finds that
-order, lower (all sources: 0.16 for 16-bit, 0.22 for FP32/TF32, 0.73 for MLPerf's tuned
+order, lower (all sources: 0.16 for 16-bit, 0.22 for FP32/TF32, 0.51 for MLPerf's tuned
 stacks; before the per-step term, 0.22 and 0.15: small batches' traffic read as bandwidth-bound
 work). Left out one
 source at a time, the split moves BERT from 17.4 % to 16.7 % (baseline 17.3 %), pooled unchanged
