@@ -20,8 +20,9 @@ Targets (issue 27): LOSO pooled <= 12 % and <= 0.6x the baseline; no family wors
 
 Usage: ``python benchmarks/validate_transfer.py [--json OUT] [--write-accuracy PATH]``; while
 iterating, ``--source SUBSTR`` (repeatable) leaves out only the sources whose id contains it,
-``--family CLASS`` (repeatable) reports only those families' pairs, and ``--no-logo`` skips the
-leave-one-GPU-out folds (the full run fits the model about 50 times; a slice is a figure for that
+``--family CLASS`` (repeatable) reports only those families' pairs, ``--breakdown`` prints where
+the held-out error is (each source, family and precision's share of the pooled figure), and
+``--no-logo`` skips the leave-one-GPU-out folds (the full run fits the model about 50 times; a slice is a figure for that
 slice only, never the pooled one).
 """
 
@@ -190,11 +191,26 @@ def report(
     return res
 
 
+def error_mass(pairs: Sequence[Pair], out: Callable[[str], None] = print, top: int = 15) -> None:
+    """Where the pooled error is: each (source, family, precision) group's summed pair error as
+    points of the pooled figure, largest first."""
+    n = len(pairs) or 1
+    mass: dict[tuple[str, str, str], list[float]] = {}
+    for p in pairs:
+        mass.setdefault((p.source, p.cls, p.precision_class), []).append(p.error)
+    out(f"    where the error is (points of the pooled figure, top {top}):")
+    for (src, cls, prec), errs in sorted(mass.items(), key=lambda kv: -sum(kv[1]))[:top]:
+        out(
+            f"      {100 * sum(errs) / n:5.2f}  {src} {cls} {prec} ({sum(errs) / len(errs):.1%}, n={len(errs)})"
+        )
+
+
 def run(
     out: Callable[[str], None] = print,
     only_sources: Sequence[str] = (),
     families: Sequence[str] = (),
     with_logo: bool = True,
+    breakdown: bool = False,
 ) -> dict[str, Any]:
     points = all_points()
 
@@ -210,7 +226,10 @@ def run(
     summary: dict[str, Any] = {"sources": sources, "n_points": len(points)}
     sliced = bool(only_sources or families)
     name = "leave one SOURCE out" + (" (a slice: not the pooled figure)" if sliced else "")
-    summary["loso"] = report(name, keep(loso(points, only_sources)), out, targets=not sliced)
+    held_out = keep(loso(points, only_sources))
+    summary["loso"] = report(name, held_out, out, targets=not sliced)
+    if breakdown:
+        error_mass(held_out, out)
     if with_logo:
         summary["logo"] = report("leave one GPU out across sources", keep(logo(points)), out)
     mine = [p for p in points if not only_sources or any(o in p.source for o in only_sources)]
@@ -309,11 +328,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--family", action="append", default=[], help="report only this family's pairs")
     ap.add_argument("--no-logo", action="store_true", help="skip the leave-one-GPU-out folds")
+    ap.add_argument(
+        "--breakdown", action="store_true", help="print where the held-out error is, by source and family"
+    )
     a = ap.parse_args(argv)
     sliced = bool(a.source or a.family)
     if sliced and a.write_accuracy:
         ap.error("--write-accuracy needs the full run (no --source / --family)")
-    summary = run(only_sources=a.source, families=a.family, with_logo=not a.no_logo)
+    summary = run(only_sources=a.source, families=a.family, with_logo=not a.no_logo, breakdown=a.breakdown)
     if a.json:
         Path(a.json).write_text(json.dumps(summary, indent=2, default=str))
     if a.write_accuracy:
