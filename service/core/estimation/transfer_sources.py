@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from service.core.catalog.specs import GpuSpec
@@ -362,26 +362,7 @@ def points_from(
         m = meta[key]
         s = sorted(logs)
         med = s[len(s) // 2] if len(s) % 2 else 0.5 * (s[len(s) // 2 - 1] + s[len(s) // 2])
-        out.append(
-            SourcePoint(
-                m.source,
-                m.group,
-                m.slug,
-                m.arch,
-                m.cls,
-                m.precision_class,
-                m.peak_family,
-                m.log_peak,
-                m.log_bandwidth,
-                m.log_baseline,
-                med,
-                len(logs),
-                m.batch,
-                m.log_link,
-                m.serve,
-                m.step_batch,
-            )
-        )
+        out.append(replace(m, log_throughput=med, n_rows=len(logs)))  # the median of its systems
     # keep configurations that hold at least two GPUs: only they inform ratios
     gpus: dict[tuple[object, ...], set[str]] = {}
     for p in out:
