@@ -101,7 +101,12 @@ def served(
             ).secret
             admin = create_key(uow, name=f"page-admin-{uuid.uuid4().hex[:6]}", scope="admin").secret
         engine.dispose()
-        server = ServerProcess.serve(database_url, tmp / "server.log").start()
+        # one server answers every page test from one address: the shipped per-client limits
+        # (recommend: 30 a minute, bursts of 10) would turn a fast run's later questions into 429s
+        # -- the limits are tested in tests/api/test_limits.py, not here
+        server = ServerProcess.serve(
+            database_url, tmp / "server.log", env={"GPU_ADVISOR_RATE_LIMITS_ENABLED": "false"}
+        ).start()
         try:
             yield Served(url=server.url, database_url=database_url, submit_key=submit, admin_key=admin)
         finally:
