@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Final
 
+from service.core.estimation.group_level import without_group_mean
 from service.core.estimation.transfer_serving import ALLREDUCE_HOP_S
 from service.core.estimation.transfer_sources import (
     HOST0,
@@ -148,15 +149,8 @@ def _residuals(
     res = raw[:]
     for members in groups.values():
         mean = sum(raw[i] for i in members) / len(members)
-        jm: dict[int, float] = {}
-        for i in members:
+        for i, row in zip(members, without_group_mean([jac[i] for i in members]), strict=True):
             res[i] -= mean
-            for k, v in jac[i].items():
-                jm[k] = jm.get(k, 0.0) + v / len(members)
-        for i in members:
-            row = dict(jac[i])
-            for k, v in jm.items():
-                row[k] = row.get(k, 0.0) - v
             jac[i] = row
     return res, jac
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from service.core.estimation.group_level import without_group_mean
 from service.core.estimation.transfer import (
     CLOCK_EXPONENT,
     EPS0_W_PER_TFLOP,
@@ -113,15 +114,8 @@ class _Problem:
             for i in idx:
                 resid[i] = logt[i] - self.logs[i][1] - lv
             if jacobian:
-                mean: dict[int, float] = {}
-                for i in idx:
-                    for k, v in grads[i].items():
-                        mean[k] = mean.get(k, 0.0) + v / len(idx)
-                for i in idx:
-                    g = dict(grads[i])
-                    for k, v in mean.items():
-                        g[k] = g.get(k, 0.0) - v
-                    grads[i] = g
+                for i, row in zip(idx, without_group_mean([grads[i] for i in idx]), strict=True):
+                    grads[i] = row
         return resid, grads, levels
 
     def objective(self, th: Sequence[float]) -> float:
