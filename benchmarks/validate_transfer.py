@@ -22,8 +22,8 @@ Usage: ``python benchmarks/validate_transfer.py [--json OUT] [--write-accuracy P
 iterating, ``--source SUBSTR`` (repeatable) leaves out only the sources whose id contains it,
 ``--family CLASS`` (repeatable) reports only those families' pairs, ``--breakdown`` prints where
 the held-out error is (each source, family and precision's share of the pooled figure), and
-``--no-logo`` skips the leave-one-GPU-out folds (the full run fits the model about 50 times; a slice is a figure for that
-slice only, never the pooled one).
+``--no-logo`` skips the leave-one-GPU-out folds (the full run fits the model about 50 times; a
+slice is a figure for that slice only, never the pooled one).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Final
 
 from service.core.estimation.group_level import without_group_mean
-from service.core.estimation.transfer_serving import ALLREDUCE_HOP_S
 from service.core.estimation.transfer_sources import (
     HOST0,
     ClassModel,
@@ -77,7 +76,7 @@ def _model(
         host=of("h", HOST0),
         link=of("q", HOST0),
         step=of("p"),
-        hop_s=ALLREDUCE_HOP_S * math.exp(v.get(("a", HOP), 0.0)),
+        hop=v.get(("a", HOP), 0.0),
     )
 
 

@@ -115,14 +115,15 @@ class ServeTerms:
 
 def serve_terms(r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None) -> ServeTerms | None:
     """Maximum-throughput serving of ``r``'s model on ``tp`` GPUs, per output token per GPU:
-    decode GEMMs (2 x active parameters), the prompt's prefill spread over the output tokens,
-    the weights read once per step and shared by the batch in flight, which is what the KV cache
-    that fits beside the weights holds (the capacity term: a GPU with more memory runs a larger batch, and reads
-    its weights per fewer tokens), attention's read of the KV cache of a mean context (input +
-    output / 2), the bytes of the two all-reduces per layer of tensor
-    parallelism over ``link``, and their latency (:data:`ALLREDUCE_HOP_S`) over the batch. Each is over the configuration's time without the capacity and link terms at the
-    reference ceilings, so that only GPU figures vary within a configuration. None where the
-    shape or the lengths are unknown."""
+    decode GEMMs (2 x active parameters), the prompt's prefill spread over the output tokens, the
+    weights read once per step and shared by the batch in flight, which is what the KV cache that
+    fits beside the weights holds (the capacity term: a GPU with more memory runs a larger batch,
+    and reads its weights per fewer tokens), attention's read of the KV cache of a mean context
+    (input + output / 2), the bytes of the two all-reduces per layer of tensor parallelism over
+    ``link``, and their latency (:data:`ALLREDUCE_HOP_S`) over the batch. Each is over the
+    configuration's time without the capacity and link terms at the reference ceilings, so that
+    only GPU figures vary within a configuration. None where the shape or the lengths are
+    unknown."""
     spec = _decoder(r.model)
     inp, out = r.input_len, r.output_len
     mem = gpu.usable_memory_bytes or gpu.memory_bytes

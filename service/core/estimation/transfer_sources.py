@@ -489,13 +489,14 @@ def _hops(p: SourcePoint, level: float) -> float:
     return math.exp(level) * p.serve.hops if p.serve is not None else 0.0
 
 
-def _step(p: SourcePoint, level: float, m: float) -> float:
+def _step(p: SourcePoint, level: float, mf: float) -> float:
     """Per-step parameter traffic per sample of a training row with a stated per-GPU batch: a
-    per-class level, bound by bandwidth (``m``: the architecture's factor) at the row's bytes per
-    element, paid once per step and so shared by the batch (module docstring)."""
+    per-class level, bound by bandwidth (``mf``: the reference ceiling over the GPU's, as in
+    :func:`_core`) at the row's bytes per element, paid once per step and so shared by the batch
+    (module docstring)."""
     if not p.step_batch:
         return 0.0
-    return math.exp(level + LOG_B_REF - p.log_bandwidth - m) * _bytes_scale(p.precision_class) / p.step_batch
+    return math.exp(level) * mf * _bytes_scale(p.precision_class) / p.step_batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,8 +520,9 @@ def parts(p: SourcePoint, s: float, c: float, m: float, levels: tuple[float, flo
     """The terms of ``p`` at compute share ``s``, log compute and bandwidth factors ``c`` and
     ``m`` and the log levels of its host, link, all-reduce latency and per-step terms."""
     host, link, hop, step = levels
-    core, a, b = _core(p, s, math.exp(LOG_P_REF - p.log_peak - c), math.exp(LOG_B_REF - p.log_bandwidth - m))
-    return Parts(core, a, b, _host(p, host), _link(p, link), _hops(p, hop), _step(p, step, m))
+    mf = math.exp(LOG_B_REF - p.log_bandwidth - m)
+    core, a, b = _core(p, s, math.exp(LOG_P_REF - p.log_peak - c), mf)
+    return Parts(core, a, b, _host(p, host), _link(p, link), _hops(p, hop), _step(p, step, mf))
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,7 +540,12 @@ class ClassModel:
     host: Mapping[str, float] = field(default_factory=dict)  # class -> log host time per step
     link: Mapping[str, float] = field(default_factory=dict)  # class -> log communication time
     step: Mapping[str, float] = field(default_factory=dict)  # class -> log per-step traffic level
-    hop_s: float = ALLREDUCE_HOP_S  # fitted latency of one all-reduce ring step
+    hop: float = 0.0  # log all-reduce latency per ring step over ALLREDUCE_HOP_S
+
+    @property
+    def hop_s(self) -> float:
+        """The fitted latency of one all-reduce ring step, seconds."""
+        return ALLREDUCE_HOP_S * math.exp(self.hop)
 
     def log_speed(self, p: SourcePoint) -> float:
         """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
@@ -547,7 +554,7 @@ class ClassModel:
         levels = (
             self.host.get(p.key, HOST0),
             self.link.get(p.key, HOST0),
-            math.log(self.hop_s / ALLREDUCE_HOP_S),
+            self.hop,
             self.step.get(p.cls, 0.0),
         )
         return -math.log(parts(p, s, c, self.memory.get(p.arch, 0.0), levels).total)
