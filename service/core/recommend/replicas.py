@@ -17,10 +17,14 @@ given up on without a queueing evaluation (it assumes 90 % utilisation and an it
 affine in the sequences decoding)."""
 
 
+UTILISATION: Final = 0.9
+"""The working point a replica is sized at: near 1 the affine iteration time diverges."""
+
+
 def replicas_needed(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float | None) -> float:
-    """Replicas a replica's iteration time says the rate needs, unrounded, each replica at 90 %
-    utilisation (near 1 the affine iteration time diverges; :data:`GUESS_MARGIN` covers the
-    rest). Rounded up, where the search for the fewest replicas starts.
+    """Replicas a replica's iteration time says the rate needs, unrounded, each replica at
+    :data:`UTILISATION` (:data:`GUESS_MARGIN` covers the rest). Rounded up, where the search for
+    the fewest replicas starts.
 
     The iteration time is taken as affine in what it carries, ``t = a + b n + c p``: ``n =
     lambda O t`` sequences decoding (Little's law) and ``p = lambda I t`` prompt tokens
@@ -37,13 +41,13 @@ def replicas_needed(d: Any, w: Any, seqs: int, rate: float, tpot_target_s: float
     load = b * out_len + c * in_len  # seconds of iteration per unit of per-replica rate, per second
     if load <= 0:
         return 1.0
-    lam = 0.9 / load  # utilisation 90%: t = a / (1 - 0.9) at most
+    lam = UTILISATION / load  # t = a / (1 - UTILISATION) at most
     if tpot_target_s is not None:
         if tpot_target_s <= a:
             return 1.0
         lam = min(lam, (1.0 - a / tpot_target_s) / load)
     t = a / max(1e-9, 1.0 - lam * load)
-    lam = min(lam, 0.9 * seqs / (out_len * t)) if seqs > 0 else lam
+    lam = min(lam, UTILISATION * seqs / (out_len * t)) if seqs > 0 else lam
     return rate / lam if lam > 0 else 1.0
 
 
