@@ -414,3 +414,17 @@ def test_the_kv_read_adds_to_compute_bound_gemms() -> None:
     slow = _serve_point(gpu, terms)
     fast = _serve_point(replace(gpu, slug="fast", bandwidth_gb_per_s=6000.0), terms)
     assert model.log_ratio(slow, fast) > math.log(1.15)
+
+
+def test_in_flight_batching_reserves_each_requests_whole_sequence() -> None:
+    """TensorRT-LLM's GUARANTEED_NO_EVICT scheduler admits a request only when the KV cache holds
+    its whole sequence (input + output), while attention reads the mean context (input + output /
+    2): of two rows with the same mean context, the one with the longer output reserves more per
+    request, runs a smaller batch and reads its weights per fewer tokens -- by the ratio of the
+    reservations (2500 / 2000) while the memory, not the scheduler's cap, limits the batch."""
+    h100 = SPECS["nvidia-h100-sxm"]
+    short = ts.serve_terms(_serve_row(input_len=1000, output_len=1000), h100, 1, None)
+    long = ts.serve_terms(_serve_row(input_len=500, output_len=2000), h100, 1, None)
+    assert short is not None and long is not None
+    assert short.kv / short.decode == pytest.approx(long.kv / long.decode)  # one mean context
+    assert (long.weights / long.kv) / (short.weights / short.kv) == pytest.approx(2500 / 2000)

@@ -15,6 +15,7 @@ from service.core.estimation.group_level import without_group_mean
 from service.core.estimation.transfer_sources import (
     HOST0,
     ClassModel,
+    Levels,
     SourcePoint,
     _logit,
     _prior,
@@ -108,11 +109,11 @@ def _point(
     ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.peak_family))], idx[("m", p.arch)]
     ih, iq = idx[("h", p.key)], idx[("q", p.key)]
     ia, ip = idx.get(("a", HOP)), idx.get(("p", p.cls))
-    levels = (
-        theta[ih] + HOST0,
-        theta[iq] + HOST0,
-        theta[ia] if ia is not None else 0.0,
-        theta[ip] if ip is not None else 0.0,
+    levels = Levels(
+        host=theta[ih] + HOST0,
+        link=theta[iq] + HOST0,
+        hop=theta[ia] if ia is not None else 0.0,
+        step=theta[ip] if ip is not None else 0.0,
     )
     t = parts(p, s, theta[ic] + theta[id_], theta[im], levels)
     tot = t.total

@@ -500,6 +500,17 @@ def _step(p: SourcePoint, level: float, mf: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class Levels:
+    """Log levels of a point's fitted terms (:func:`parts`): named, so that no two can trade
+    places unnoticed."""
+
+    host: float
+    link: float
+    hop: float
+    step: float
+
+
+@dataclass(frozen=True, slots=True)
 class Parts:
     """One point's time per unit of work by term, at given constants (reference units)."""
 
@@ -516,13 +527,20 @@ class Parts:
         return self.core + self.host + self.link + self.hops + self.step
 
 
-def parts(p: SourcePoint, s: float, c: float, m: float, levels: tuple[float, float, float, float]) -> Parts:
+def parts(p: SourcePoint, s: float, c: float, m: float, levels: Levels) -> Parts:
     """The terms of ``p`` at compute share ``s``, log compute and bandwidth factors ``c`` and
     ``m`` and the log levels of its host, link, all-reduce latency and per-step terms."""
-    host, link, hop, step = levels
     mf = math.exp(LOG_B_REF - p.log_bandwidth - m)
     core, a, b = _core(p, s, math.exp(LOG_P_REF - p.log_peak - c), mf)
-    return Parts(core, a, b, _host(p, host), _link(p, link), _hops(p, hop), _step(p, step, mf))
+    return Parts(
+        core,
+        a,
+        b,
+        _host(p, levels.host),
+        _link(p, levels.link),
+        _hops(p, levels.hop),
+        _step(p, levels.step, mf),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -551,11 +569,11 @@ class ClassModel:
         """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
         s = self.share.get(p.share_key, _prior(p.share_key))
         c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.peak_family), 0.0)
-        levels = (
-            self.host.get(p.key, HOST0),
-            self.link.get(p.key, HOST0),
-            self.hop,
-            self.step.get(p.cls, 0.0),
+        levels = Levels(
+            host=self.host.get(p.key, HOST0),
+            link=self.link.get(p.key, HOST0),
+            hop=self.hop,
+            step=self.step.get(p.cls, 0.0),
         )
         return -math.log(parts(p, s, c, self.memory.get(p.arch, 0.0), levels).total)
 
