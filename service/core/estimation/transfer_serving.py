@@ -140,13 +140,13 @@ def serve_terms(r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None) -> S
     w_bytes = {"fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}.get(pc, 2.0)
     kv_bytes = 1.0 if pc in ("fp8", "fp4") else 2.0  # TensorRT-LLM: FP8 engines keep an FP8 KV cache
     weights = spec.total_params * w_bytes / tp
-    kv = spec.kv_cache_bytes_per_token(kv_bytes) / spec.kv_shards(tp) * (inp + out / 2)
+    kv_per_token = spec.kv_cache_bytes_per_token(kv_bytes) / spec.kv_shards(tp)
+    kv = kv_per_token * (inp + out / 2)
     free = max(KV_FRACTION * (mem - weights) - RESERVE_BYTES, 0.25e9)
     # a static-batch row states its batch (the same on every GPU of its group); in-flight batching
     # runs what the memory beside the weights holds, each request's whole sequence reserved up
     # front (GUARANTEED_NO_EVICT, the capacity scheduler the Perf Overview runs print)
-    reserved = spec.kv_cache_bytes_per_token(kv_bytes) / spec.kv_shards(tp) * (inp + out)
-    batch = float(r.batch_size) if r.batch_size else min(MAX_BATCH, free / reserved)
+    batch = float(r.batch_size) if r.batch_size else min(MAX_BATCH, free / (kv_per_token * (inp + out)))
     p_ref, b_ref = math.exp(LOG_P_REF) * 1e12, math.exp(LOG_B_REF) * 1e9
     decode = 2.0 * spec.active_params / tp / p_ref
     prefill = decode * inp / out
