@@ -72,6 +72,28 @@ def test_link_is_nvlink_inside_its_domain_else_pcie() -> None:
     assert ts.link_gb_per_s(sxm, 8) == sxm.node.nvlink_per_direction_gb_per_s
 
 
+def test_inline_ecc_leaves_the_data_its_usable_share_of_the_bandwidth() -> None:
+    """GDDR data-centre cards carve their ECC bits out of the same DRAM (the driver reports 15/16
+    of it): the model's bandwidth is the data's share; HBM's sideband ECC costs nothing, and the
+    datasheet baseline keeps the datasheet figure."""
+    l40s, h100, a6000 = SPECS["nvidia-l40s"], SPECS["nvidia-h100-sxm"], SPECS["nvidia-rtx-a6000"]
+    assert l40s.usable_memory_bytes and l40s.memory_bytes and l40s.bandwidth_gb_per_s
+    assert ts.data_bandwidth_gb_per_s(l40s) == pytest.approx(l40s.bandwidth_gb_per_s * 15 / 16, rel=1e-3)
+    assert ts.data_bandwidth_gb_per_s(h100) == h100.bandwidth_gb_per_s
+    assert ts.data_bandwidth_gb_per_s(a6000) == a6000.bandwidth_gb_per_s  # workstation: ECC off by default
+    assert ts.data_bandwidth_gb_per_s(replace(l40s, usable_memory_bytes=None)) == l40s.bandwidth_gb_per_s
+    pts = ts.points_from(TABLES, SPECS, _NAMES)
+    p = next(
+        p
+        for p in pts
+        if p.slug == "nvidia-l40s" and p.source.startswith("trtllm") and p.precision_class == "fp8"
+    )
+    assert p.log_bandwidth == pytest.approx(math.log(l40s.bandwidth_gb_per_s * 15 / 16), abs=1e-3)
+    fp8 = l40s.peak_for("fp8")
+    assert fp8
+    assert 2 * p.log_baseline - math.log(fp8) == pytest.approx(math.log(l40s.bandwidth_gb_per_s))
+
+
 def test_points_from_the_shipped_tables() -> None:
     figs = {**SPECS, **{k: v for k, v in FIGURES.items() if k not in SPECS}}
     pts = ts.points_from(TABLES, figs, _NAMES)

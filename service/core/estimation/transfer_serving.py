@@ -23,6 +23,7 @@ __all__ = [
     "MAX_BATCH",
     "RESERVE_BYTES",
     "ServeTerms",
+    "data_bandwidth_gb_per_s",
     "link_gb_per_s",
     "serve_terms",
 ]
@@ -57,6 +58,25 @@ _BYTES_SCALE: Final[dict[str, float]] = {"fp32/tf32": 2.0, "int8": 0.5, "fp8": 0
 def _bytes_scale(precision_class: str) -> float:
     """Bytes the memory-bound kernels move per element against 16-bit storage."""
     return _BYTES_SCALE.get(precision_class, 1.0)
+
+
+INLINE_ECC_USABLE_BELOW: Final = 0.95
+"""A driver-reported usable memory below this share of the physical memory marks inline ECC: the
+GDDR data-centre cards (T4, A10, A40, L4, L20, L40, L40S) report 15/16 of it with ECC on (their
+default); HBM parts keep ECC in sideband bits and report over 98 %."""
+
+
+def data_bandwidth_gb_per_s(gpu: GpuSpec) -> float | None:
+    """Memory bandwidth left for data: the datasheet figure, times the usable share of the memory
+    where ECC is inline. Inline ECC carves its check bits out of the same DRAM (NVIDIA's V100
+    whitepaper, "ECC Memory Resiliency": 6.25 % of GDDR5 on the K40, against sideband ECC on HBM2
+    "without a bandwidth or capacity penalty"), so they cross the same pins as the data: at best
+    (every check byte fetched once) the data gets the usable share of the bandwidth. Derived from
+    two catalog figures, not fitted; the datasheet baseline keeps the datasheet bandwidth."""
+    bw, mem, usable = gpu.bandwidth_gb_per_s, gpu.memory_bytes, gpu.usable_memory_bytes
+    if not bw or not mem or not usable or usable >= INLINE_ECC_USABLE_BELOW * mem:
+        return bw
+    return bw * usable / mem
 
 
 def link_gb_per_s(gpu: GpuSpec, n: int, bridged: bool = True) -> float | None:

@@ -21,7 +21,8 @@ elementwise, normalisation, optimizer and decode weight/KV reads: bandwidth)::
   MLPerf Training recipes are not stated, so LLM training runs FP8 where the GPU has an FP8
   peak (Ada, Hopper, Blackwell, CDNA 3+) and 16-bit otherwise; FP32 on Volta/Turing and TF32 on
   Ampere+ where the source says so);
-* ``B(g)``: datasheet memory bandwidth;
+* ``B(g)``: datasheet memory bandwidth, its usable share where ECC is inline (GDDR data-centre
+  cards: :func:`~.transfer_serving.data_bandwidth_gb_per_s`);
 * ``k_p``: bytes the memory-bound kernels move per element against 16-bit storage (physics, not
   fitted: 2 for FP32/TF32 rows, whose activations are 4-byte; 1/2 for 8-bit); left out one source
   at a time it moved the pooled error 16.4 % -> 15.9 % (cnn-infer 35.0 -> 30.6 %);
@@ -85,6 +86,7 @@ from service.core.estimation.transfer_serving import (
     ServeTerms,
     _bytes_scale,
     _precision_class,
+    data_bandwidth_gb_per_s,
     link_gb_per_s,
     serve_terms,
 )
@@ -96,6 +98,7 @@ __all__ = [
     "ClassModel",
     "ServeTerms",
     "SourcePoint",
+    "data_bandwidth_gb_per_s",
     "effective_precision",
     "fit_classes",
     "link_gb_per_s",
@@ -339,7 +342,6 @@ def points_from(
             key = (*_group_key(t, r, cls), gpu.slug)
             serve = serve_terms(r, gpu, n, link) if cls == "llm-serve" else None
             acc.setdefault(key, []).append(math.log(_per_gpu_throughput(r)))
-            lb = math.log(gpu.bandwidth_gb_per_s)
             meta[key] = SourcePoint(
                 t.id,
                 key[:-1],
@@ -349,8 +351,8 @@ def points_from(
                 _precision_class(r.precision),
                 pf,
                 math.log(peak),
-                lb,
-                0.5 * (math.log(bpeak) + lb),
+                math.log(data_bandwidth_gb_per_s(gpu) or gpu.bandwidth_gb_per_s),
+                0.5 * (math.log(bpeak) + math.log(gpu.bandwidth_gb_per_s)),
                 0.0,
                 batch=r.batch_size if r.workload in _FIXED_BATCH else None,
                 log_link=math.log(link) if link else None,
@@ -378,9 +380,10 @@ def measured_points(
     tells the fit how large the per-step host cost is against the GPU's work (the host term)."""
     peak_key = {"amp_bf16": "bf16", "amp_fp16": "fp16"}.get(precision, precision)
     peak = gpu.peak_for(peak_key)
-    if not peak or not gpu.bandwidth_gb_per_s:
+    bw = data_bandwidth_gb_per_s(gpu)
+    if not peak or not bw or not gpu.bandwidth_gb_per_s:
         return []
-    lb = math.log(gpu.bandwidth_gb_per_s)
+    lb = math.log(bw)
     group: tuple[object, ...] = (source, "", cls, precision)
     return [
         SourcePoint(
@@ -393,7 +396,7 @@ def measured_points(
             peak_key,
             math.log(peak),
             lb,
-            0.5 * (math.log(peak) + lb),
+            0.5 * (math.log(peak) + math.log(gpu.bandwidth_gb_per_s)),
             math.log(v),
             1,
             b,
