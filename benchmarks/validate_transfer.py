@@ -3,8 +3,8 @@ GPU out across sources, with the precision-aware datasheet baseline beside every
 
 Points are every shipped cross-GPU published table (one source each: Lambda 2020/2021/2023,
 DeepLearningExamples 20.06, NeMo 25.11, TensorRT-LLM 0.9/0.14/0.17, MLPerf Training v4.0-v5.1,
-MLPerf Inference v5.1), one point per (source, configuration, GPU) with the GPU's datasheet
-figures from the shipped catalog. A pair is two GPUs of one configuration of one source; its
+MLPerf Inference v5.1, SemiAnalysis InferenceX), one point per (source, configuration, GPU) with
+the GPU's datasheet figures from the shipped catalog. A pair is two GPUs of one configuration of one source; its
 error is ``|predicted ratio / measured ratio - 1|`` over ordered pairs.
 
 * **LOSO**: each source in turn is removed, the operator-class model
@@ -257,9 +257,11 @@ def run(
         out(
             f"    {a:8s} compute x{math.exp(full.compute[a]):.2f} ({fams}), memory x{math.exp(full.memory.get(a, 0.0)):.2f}"
         )
+    shared = [p for p in points if p.cls not in ts.ENGINE_BOUND]
     fitted_on = {
         # every class has host and link terms (full.host); a share may also be fitted on the
         # classes tied to it (SHARED_SHARE)
+        # engine-bound classes inform their own class terms only (ts.ENGINE_BOUND)
         "class_terms": {
             c: sorted({p.source for p in points if c in (p.key, p.share_key)}) for c in sorted(full.host)
         },
@@ -267,10 +269,10 @@ def run(
             c: sorted({p.source for p in points if p.cls == c and p.step_batch}) for c in sorted(full.step)
         },
         "hops_terms": {
-            "allreduce": sorted({p.source for p in points if p.serve is not None and p.serve.hops > 0})
+            "allreduce": sorted({p.source for p in shared if p.serve is not None and p.serve.hops > 0})
         },
         "architecture_terms": {
-            a: sorted({p.source for p in points if p.arch == a}) for a in sorted(full.memory)
+            a: sorted({p.source for p in shared if p.arch == a}) for a in sorted(full.memory)
         },
     }
     out("  what was fitted on which sources (compute share, host and link terms per class; per-step")

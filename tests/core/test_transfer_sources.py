@@ -104,7 +104,9 @@ def test_points_from_the_shipped_tables() -> None:
         groups.setdefault(p.group, set()).add(p.slug)
     assert all(len(g) >= 2 for g in groups.values())
     # a general-purpose compiler stack is never paired with the vendors' stacks
-    assert {p.group[2] for p in pts} <= {"", "tinygrad"}
+    assert {p.group[2] for p in pts if p.cls != "llm-online"} <= {"", "tinygrad"}
+    # InferenceX runs each GPU under several engines: a pair compares one engine
+    assert {p.group[2] for p in pts if p.cls == "llm-online"} == {"sglang", "trt"}
     # tinybox's MI300X BERT (tinygrad) is not compared with the vendors' BERT submissions
     assert not [p for p in pts if p.slug == "amd-mi300x" and p.cls == "bert-train" and p.group[2] == ""]
 
@@ -450,3 +452,36 @@ def test_in_flight_batching_reserves_each_requests_whole_sequence() -> None:
     assert short is not None and long is not None
     assert short.kv / short.decode == pytest.approx(long.kv / long.decode)  # one mean context
     assert (long.weights / long.kv) / (short.weights / short.kv) == pytest.approx(2500 / 2000)
+
+
+def test_serving_at_a_fixed_concurrency_is_a_class_of_its_own_batched_by_its_clients() -> None:
+    """Rows at a fixed client concurrency (InferenceX) are the ``llm-online`` class: the batch in
+    flight is the concurrency where the memory holds more, and pairs compare one engine (the
+    ``system``'s first word) across GPUs."""
+    online = _serve_row(workload="llm-serve-online", metric="output_tokens_per_s_per_gpu", concurrency=4)
+    assert ts.workload_class(online) == "llm-online"
+    assert ts.workload_class(_serve_row()) == "llm-serve"
+    h200 = SPECS["nvidia-h200-sxm"]
+    capped, free = ts.serve_terms(online, h200, 1, None), ts.serve_terms(_serve_row(), h200, 1, None)
+    assert capped is not None and free is not None
+    assert capped.kv == pytest.approx(free.kv)
+    assert capped.weights / free.weights > 10  # 4 requests share a weight read, not the ~40 that fit
+    assert ts.stack_of(replace(online, system="sglang on 8 x AMD Instinct MI300X")) == "sglang"
+    assert ts.stack_of(replace(_serve_row(), system="TRT on 8 x H100")) == ""
+
+
+def test_engine_bound_points_move_no_architecture_factor() -> None:
+    """Points of an engine-bound class (``ENGINE_BOUND``) inform their own class terms only: adding
+    InferenceX's fixed-concurrency points to a fit leaves every architecture factor and the shared
+    all-reduce latency where the other sources put them."""
+    figs = {**SPECS, **{k: v for k, v in FIGURES.items() if k not in SPECS}}
+    pts = ts.points_from(TABLES, figs, _NAMES)
+    base = [p for p in pts if p.source == "trtllm-perf-overview-v0.17"]
+    online = [p for p in pts if p.cls == "llm-online"]
+    assert online and {p.cls for p in online} <= ts.ENGINE_BOUND
+    a, b = ts.fit_classes(base), ts.fit_classes(base + online)
+    for arch in a.memory:
+        assert b.memory[arch] == pytest.approx(a.memory[arch], abs=1e-3)
+        assert b.compute[arch] == pytest.approx(a.compute[arch], abs=1e-3)
+    assert b.hop == pytest.approx(a.hop, abs=1e-3)
+    assert "llm-online/roofline" in b.share

@@ -25,6 +25,7 @@ CLASSES: Final[dict[str, str]] = {
     "bert-train": "BERT training and fine-tuning",
     "llm-train": "decoder LLM pre-training and LoRA fine-tuning",
     "llm-serve": "LLM serving throughput (decode-heavy)",
+    "llm-online": "LLM serving at a fixed client concurrency (latency-bound decode)",
     "llm-prefill": "LLM time to first token (prefill)",
     "diffusion": "diffusion models (Stable Diffusion, SDXL, FLUX), training and inference",
     "recsys": "recommendation (DLRM-DCNv2)",

@@ -13,6 +13,7 @@ from typing import Final
 
 from service.core.estimation.group_level import without_group_mean
 from service.core.estimation.transfer_sources import (
+    ENGINE_BOUND,
     HOST0,
     ClassModel,
     Levels,
@@ -129,6 +130,10 @@ def _point(
         g[ia] = t.hops / tot
     if ip is not None:
         g[ip] = t.step / tot
+    if p.cls in ENGINE_BOUND:  # informs its own class terms only
+        for i in (ic, id_, im, ia):
+            if i is not None:
+                g.pop(i, None)
     return p.log_throughput + math.log(tot), g
 
 

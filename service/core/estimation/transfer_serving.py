@@ -165,8 +165,10 @@ def serve_terms(r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None) -> S
     free = max(KV_FRACTION * (mem - weights) - RESERVE_BYTES, 0.25e9)
     # a static-batch row states its batch (the same on every GPU of its group); in-flight batching
     # runs what the memory beside the weights holds, each request's whole sequence reserved up
-    # front (GUARANTEED_NO_EVICT, the capacity scheduler the Perf Overview runs print)
-    batch = float(r.batch_size) if r.batch_size else min(MAX_BATCH, free / (kv_per_token * (inp + out)))
+    # front (GUARANTEED_NO_EVICT, the capacity scheduler the Perf Overview runs print), at most the
+    # client's concurrency where the source fixes one
+    cap = min(MAX_BATCH, r.concurrency) if r.concurrency else MAX_BATCH
+    batch = float(r.batch_size) if r.batch_size else min(cap, free / (kv_per_token * (inp + out)))
     p_ref, b_ref = math.exp(LOG_P_REF) * 1e12, math.exp(LOG_B_REF) * 1e9
     decode = 2.0 * spec.active_params / tp / p_ref
     prefill = decode * inp / out

@@ -21,6 +21,7 @@ from typing import Final
 
 from service.core.evidence.published import (
     dle_tf_resnet50_2006,
+    inferencex_3a600f1,
     lambda_pytorch_train,
     lambda_pytorch_train_2020,
     lambda_pytorch_train_2021,
@@ -85,6 +86,7 @@ TABLES: Final[tuple[PublishedTable, ...]] = (
     mlperf_training_v5_0.TABLE,
     mlperf_training_v5_1.TABLE,
     mlperf_inference_v5_1.TABLE,
+    inferencex_3a600f1.TABLE,
 )
 _BY_ID: Final[dict[str, PublishedTable]] = {t.id: t for t in TABLES}
 
