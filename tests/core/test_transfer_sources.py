@@ -481,7 +481,7 @@ def test_engine_bound_points_move_no_architecture_factor() -> None:
     assert online and {p.cls for p in online} <= ts.ENGINE_BOUND
     a, b = ts.fit_classes(base), ts.fit_classes(base + online)
     for arch in a.memory:
-        assert b.memory[arch] == pytest.approx(a.memory[arch], abs=1e-3)
-        assert b.compute[arch] == pytest.approx(a.compute[arch], abs=1e-3)
-    assert b.hop == pytest.approx(a.hop, abs=1e-3)
+        assert b.memory[arch] == pytest.approx(a.memory[arch], abs=1e-9)
+        assert b.compute[arch] == pytest.approx(a.compute[arch], abs=1e-9)
+    assert b.hop == pytest.approx(a.hop, abs=1e-9)
     assert "llm-online/roofline" in b.share

@@ -130,10 +130,6 @@ def _point(
         g[ia] = t.hops / tot
     if ip is not None:
         g[ip] = t.step / tot
-    if p.cls in ENGINE_BOUND:  # informs its own class terms only
-        for i in (ic, id_, im, ia):
-            if i is not None:
-                g.pop(i, None)
     return p.log_throughput + math.log(tot), g
 
 
@@ -165,8 +161,10 @@ def _normal(
     theta: Sequence[float],
     points: Sequence[SourcePoint],
     ridge: Sequence[float],
+    free: Sequence[bool],
 ) -> tuple[float, list[list[float]], list[float]]:
-    """Cost (squared residuals plus the ridge prior), J^T J and the gradient J^T r at ``theta``."""
+    """Cost (squared residuals plus the ridge prior), J^T J and the gradient J^T r at ``theta``;
+    a parameter not ``free`` gets a unit row and no gradient, so a step leaves it where it is."""
     n = len(names)
     res, jac = _residuals(names, theta, points)
     cost = sum(r * r for r in res) + sum(w * t * t for w, t in zip(ridge, theta, strict=True))
@@ -181,18 +179,44 @@ def _normal(
     for i in range(n):
         jtj[i][i] += ridge[i] + 1e-9
         jtr[i] += ridge[i] * theta[i]
+        if not free[i]:
+            jtj[i] = [0.0] * n
+            for line in jtj:
+                line[i] = 0.0
+            jtj[i][i], jtr[i] = 1.0, 0.0
     return cost, jtj, jtr
 
 
 def fit_classes(points: Sequence[SourcePoint], iterations: int = 40) -> ClassModel:
     """Fit the class shares, architecture factors and term levels on ``points``
-    (:mod:`.transfer_sources`): Levenberg-Marquardt, a step kept only when it lowers the cost."""
+    (:mod:`.transfer_sources`). Points of an engine-bound class (:data:`ENGINE_BOUND`) inform only
+    their own class terms: everything is fitted on the other points first, then those terms on
+    theirs with the rest held."""
     names = _params(points)
-    n = len(names)
-    theta = [0.0] * n
+    shared = [p for p in points if p.cls not in ENGINE_BOUND]
+    own = [p for p in points if p.cls in ENGINE_BOUND]
+    theta = _levenberg_marquardt(names, [0.0] * len(names), shared, [True] * len(names), iterations)
+    if own:
+        keys = {p.key for p in own} | {p.share_key for p in own}
+        free = [kind in ("z", "h", "q") and k in keys for kind, k in names]
+        theta = _levenberg_marquardt(names, theta, own, free, iterations)
+    res, _ = _residuals(names, theta, points)
+    rms = math.sqrt(sum(r * r for r in res) / max(1, len(res)))
+    return _model(names, theta, points, rms)
+
+
+def _levenberg_marquardt(
+    names: Sequence[tuple[str, object]],
+    theta: list[float],
+    points: Sequence[SourcePoint],
+    free: Sequence[bool],
+    iterations: int,
+) -> list[float]:
+    """Levenberg-Marquardt on ``points`` from ``theta``, moving only the ``free`` parameters; a
+    step is kept only when it lowers the cost."""
     ridge = [RIDGE[kind] for kind, _ in names]
     lam = 1e-3
-    cost, jtj, jtr = _normal(names, theta, points, ridge)
+    cost, jtj, jtr = _normal(names, theta, points, ridge, free)
     for _ in range(iterations):
         improved = False
         for _try in range(10):
@@ -202,7 +226,7 @@ def fit_classes(points: Sequence[SourcePoint], iterations: int = 40) -> ClassMod
             ]
             step = _solve(damped, [-x for x in jtr])
             trial = [t + d for t, d in zip(theta, step, strict=True)]
-            c2, j2, g2 = _normal(names, trial, points, ridge)
+            c2, j2, g2 = _normal(names, trial, points, ridge, free)
             if c2 < cost:
                 improved = cost - c2 > 1e-10 * max(1.0, cost)
                 theta, cost, jtj, jtr, lam = trial, c2, j2, g2, max(lam / 3.0, 1e-9)
@@ -210,6 +234,4 @@ def fit_classes(points: Sequence[SourcePoint], iterations: int = 40) -> ClassMod
             lam *= 4.0
         if not improved:
             break
-    res, _ = _residuals(names, theta, points)
-    rms = math.sqrt(sum(r * r for r in res) / max(1, len(res)))
-    return _model(names, theta, points, rms)
+    return theta

@@ -314,7 +314,7 @@ InferenceX measures the MI355X 1.9-2.7x faster than the MI300X in one engine (SG
 2.4-2.7x at 4-8 clients, where the step is bound by memory and latency and their bandwidths differ
 1.5x -- so such points would carry one engine's maturity on one platform into
 every other class on that architecture (left in, they move leave-one-source-out LLM training
-16.7 % -> 18.9 %; the pooled figure is 14.84 % with them, 14.76 % without: a choice made on
+16.7 % -> 18.9 %; the pooled figure is 14.84 % with them, 14.78 % without: a choice made on
 those figures)."""
 SHARED_SHARE: Final[dict[str, str]] = {"cnn-infer": "cnn-train"}
 """Classes that run another's kernels share its compute-bound share (host and link terms stay per
