@@ -100,6 +100,10 @@ def output_per_gpu(rec: Mapping[str, Any]) -> tuple[float | None, str]:
     return None, ""
 
 
+def _vendor(rec: Mapping[str, Any]) -> str:
+    return "amd" if rec["hardware"].startswith("mi") else "nvidia"
+
+
 def _why_not(rec: Mapping[str, Any]) -> str | None:
     """The selection rule (module docstring): None when the record is kept."""
     if rec.get("disagg") or rec.get("is_multinode"):
@@ -115,8 +119,7 @@ def _why_not(rec: Mapping[str, Any]) -> str | None:
         return "GPU not catalogued"
     if rec["model"] not in MODELS:
         return "model not a catalog preset"
-    vendor = "amd" if rec["hardware"].startswith("mi") else "nvidia"
-    if (rec["precision"], vendor) not in PRECISIONS:
+    if (rec["precision"], _vendor(rec)) not in PRECISIONS:
         return "precision not modelled"
     if output_per_gpu(rec)[0] is None:
         return "no throughput"
@@ -140,9 +143,8 @@ def select(recs: Iterable[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], 
             continue
         k = _key(rec)
         if k in newest:
-            skipped["an older run of a kept configuration"] = (
-                skipped.get("an older run of a kept configuration", 0) + 1
-            )
+            why = "an older run of a kept configuration"
+            skipped[why] = skipped.get(why, 0) + 1
             if rec["date"] <= newest[k]["date"]:
                 continue
         newest[k] = rec
@@ -151,7 +153,6 @@ def select(recs: Iterable[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], 
 
 def row(rec: Mapping[str, Any]) -> PublishedRow:
     name, slug = HARDWARE[rec["hardware"]]
-    vendor = "amd" if rec["hardware"].startswith("mi") else "nvidia"
     value, how = output_per_gpu(rec)
     assert value is not None
     tp = int(rec["decode_tp"])
@@ -161,7 +162,7 @@ def row(rec: Mapping[str, Any]) -> PublishedRow:
         slug=slug,
         workload="llm-serve-online",
         model=MODELS[rec["model"]],
-        precision=PRECISIONS[(rec["precision"], vendor)],
+        precision=PRECISIONS[(rec["precision"], _vendor(rec))],
         metric="output_tokens_per_s_per_gpu",
         value=round(value, 3),
         gpu_count=tp,
@@ -209,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.check:
         return 0
     dates = sorted(r["date"] for r in kept)
+    first, last = (dates[0], dates[-1]) if dates else ("", "")
     write_module(
         OUT,
         generator="benchmarks/import_inferencex.py",
@@ -221,10 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         repository=REPOSITORY,
         source_path=SOURCE_PATH,
         commit=COMMIT,
-        date=dates[-1] if dates else "",
-        date_note=f"each row's run date is in its note (kept runs {dates[0] if dates else ''} .. "
-        f"{dates[-1] if dates else ''}); the table's date is the newest",
-        stack=f"InferenceX runs of {dates[0] if dates else ''} .. {dates[-1] if dates else ''} (site snapshot "
+        date=last,
+        date_note=f"each row's run date is in its note (kept runs {first} .. {last}); the table's date is the newest",
+        stack=f"InferenceX runs of {first} .. {last} (site snapshot "
         f"{COMMIT[:7]}): each row's engine is the first word of its `system`, as the site names it (trt: "
         "TensorRT-LLM, sglang: SGLang, atom); the engines' builds are not among the fields copied",
         engine=f"inferencex {COMMIT[:7]} (engine per row)",
