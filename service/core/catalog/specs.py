@@ -117,6 +117,22 @@ class GpuSpec:
             return "unknown"
         return self.supports.get(key, "unknown")
 
+    def scale_up_gb_per_s(self, ranks: int, span: int | None = None) -> float | None:
+        """Per-direction bandwidth each GPU of a group of ``ranks`` in one node gets over its
+        NVLink (or Infinity Fabric, or Gaudi's RoCE mesh); None where the group spans (``span``
+        GPUs, the group's own size unless strided) more than the domain, or nothing is sourced.
+        A switch gives every GPU its whole figure whatever the group. An OAM baseboard is a full
+        mesh: the catalog's figure is the sum of one link to each of the other ``domain - 1``
+        GPUs (AMD's 8-OAM platform: 7 x 64 GB/s per direction; Gaudi: 3 ports per peer), so a
+        group of ``ranks`` reaches its peers over ``ranks - 1`` of them."""
+        node = self.node
+        bw, domain = node.nvlink_per_direction_gb_per_s, node.nvlink_domain_size
+        if node.nvlink_topology == "none" or not bw or max(ranks, span or 0) > max(domain, 1):
+            return None
+        if self.form_factor == "oam" and node.nvlink_topology == "pairwise" and domain > 1:
+            return bw * (max(ranks, 2) - 1) / (domain - 1)
+        return bw
+
     @property
     def fit_memory_bytes(self) -> int | None:
         """Memory a fit is decided against: the driver-reported usable figure, else the

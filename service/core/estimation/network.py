@@ -98,13 +98,15 @@ def layout_of(c: TrainConfig, gpu: GpuSpec) -> Layout:
     )
 
 
-def link_bytes_per_s(gpu: GpuSpec, ranks_in_node: int) -> float:
-    """Per-direction bandwidth (B/s) between ``ranks_in_node`` GPUs of one node: NVLink inside
-    the NVLink domain, PCIe otherwise (gen4 x16 when the catalog does not source it)."""
-    node = gpu.node
-    if node.nvlink_per_direction_gb_per_s and ranks_in_node <= node.nvlink_domain_size:
-        return node.nvlink_per_direction_gb_per_s * 1e9
-    return (node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S) * 1e9
+def link_bytes_per_s(gpu: GpuSpec, ranks_in_node: int, span: int | None = None) -> float:
+    """Per-direction bandwidth (B/s) between ``ranks_in_node`` GPUs of one node: the scale-up
+    fabric inside its domain (:meth:`~.GpuSpec.scale_up_gb_per_s`: a mesh's share of it), PCIe
+    otherwise (gen4 x16 when the catalog does not source it). ``span``: the GPUs a strided group
+    stretches over."""
+    fabric = gpu.scale_up_gb_per_s(ranks_in_node, span)
+    if fabric:
+        return fabric * 1e9
+    return (gpu.node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S) * 1e9
 
 
 def collective_s(
@@ -125,11 +127,7 @@ def collective_s(
     r = max(1, min(ranks, g // max(stride, 1)))
     k = -(-ranks // r)
     factor = 2.0 if all_reduce else 1.0
-    t = (
-        factor * (r - 1) / r * nbytes / (link_bytes_per_s(gpu, r * stride if r > 1 else 1) * comm)
-        if r > 1
-        else 0.0
-    )
+    t = factor * (r - 1) / r * nbytes / (link_bytes_per_s(gpu, r, r * stride) * comm) if r > 1 else 0.0
     if k > 1:
         share = max(1, min(busy_per_node, g)) / r
         t += factor * (k - 1) / k * nbytes * share / (layout.network_bytes_per_s * comm)

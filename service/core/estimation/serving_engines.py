@@ -307,8 +307,9 @@ def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
     node = gpu.node
     if tp <= 1:
         return math.inf, ""
-    if node.nvlink_per_direction_gb_per_s and tp <= max(node.nvlink_domain_size, 1):
-        return node.nvlink_per_direction_gb_per_s * 1e9, "NVLink"
+    fabric = gpu.scale_up_gb_per_s(tp)
+    if fabric:
+        return fabric * 1e9, "NVLink"
     pcie = node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
     return pcie * 1e9, "PCIe"
 

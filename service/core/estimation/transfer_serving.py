@@ -80,18 +80,17 @@ def data_bandwidth_gb_per_s(gpu: GpuSpec) -> float | None:
 
 
 def link_gb_per_s(gpu: GpuSpec, n: int, bridged: bool = True) -> float | None:
-    """Per-direction bandwidth of the link ``n`` GPUs of this model talk over in one node: NVLink
-    (or Infinity Fabric) inside its domain, else PCIe; None when neither is sourced. A PCIe card's
-    pairwise NVLink bridge is an optional part: ``bridged`` False (the source does not state one)
-    leaves such cards on PCIe."""
+    """Per-direction bandwidth of the link ``n`` GPUs of this model talk over in one node: the
+    scale-up fabric inside its domain (:meth:`~.GpuSpec.scale_up_gb_per_s`), else PCIe; None when
+    neither is sourced. A PCIe card's pairwise NVLink bridge is an optional part: ``bridged``
+    False (the source does not state one) leaves such cards on PCIe. An OAM or SXM board's mesh
+    is part of the board, stated or not."""
     node = gpu.node
-    nvlink = node.nvlink_per_direction_gb_per_s
-    if node.nvlink_topology == "pairwise" and not bridged:
-        nvlink = None
-    inside = n <= node.nvlink_domain_size or (node.nvlink_topology == "switched" and n <= 8)
-    if node.nvlink_topology != "none" and nvlink and inside:
-        return nvlink
-    return node.pcie_per_direction_gb_per_s or node.nvlink_per_direction_gb_per_s
+    optional = node.nvlink_topology == "pairwise" and gpu.form_factor == "pcie"
+    # a switched board of 8 joins 8 even where the catalog states no domain
+    ranks = min(n, max(node.nvlink_domain_size, 1)) if node.nvlink_topology == "switched" and n <= 8 else n
+    fabric = None if optional and not bridged else gpu.scale_up_gb_per_s(ranks)
+    return fabric or node.pcie_per_direction_gb_per_s or node.nvlink_per_direction_gb_per_s
 
 
 KV_FRACTION: Final = 0.95
