@@ -323,7 +323,7 @@ def inference_rows(
             skip("latency scenario")
             continue
         accel = clean_name(str(e.get("Accelerator", "")))
-        if not accel or "(x" in accel:
+        if accel in ("", "N/A") or "(x" in accel or " + " in accel or " and " in accel:
             skip("no accelerator, or a mix of accelerators")
             continue
         model = str(e.get("Model"))

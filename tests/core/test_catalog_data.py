@@ -230,9 +230,22 @@ def test_issue_13_figures() -> None:
 def test_unsourced_figures_stay_null() -> None:
     v100 = GPUS["nvidia-v100-sxm3-32gb"]
     assert v100.peaks.fp16_tflops is None and v100.memory.bandwidth_gb_per_s is None
-    server = GPUS["nvidia-rtx-pro-6000-blackwell-server"]
-    assert server.peaks.bf16_tflops is None and server.memory.bandwidth_gb_per_s is None
+    assert GPUS["nvidia-rtx-pro-6000-blackwell-server"].power.tdp_w is None
     assert (
         GPUS["nvidia-quadro-rtx-8000"].identity.pci_device_ids == []
     )  # 0x1e30 is shared with the Quadro RTX 6000
     assert GPUS["amd-mi355x"].supports.tf32 == "no" and GPUS["amd-mi355x"].peaks.tf32_tflops is None
+
+
+def test_rtx_pro_6000_server_is_derived_between_the_workstation_editions() -> None:
+    """No readable document gives the Server Edition's figures: its peaks are derived from the
+    same 188-SM GB202 of the two workstation editions and span their clocks (Max-Q 300 W to
+    Workstation 600 W); its bandwidth is their common 1,792 GB/s."""
+    server = GPUS["nvidia-rtx-pro-6000-blackwell-server"]
+    ws, maxq = GPUS["nvidia-rtx-pro-6000-blackwell-ws"], GPUS["nvidia-rtx-pro-6000-blackwell-maxq"]
+    band = server.derived_figures()
+    bf16 = band["peaks.bf16_tflops"]
+    assert (bf16.low, bf16.high) == (maxq.peaks.bf16_tflops, ws.peaks.bf16_tflops)
+    assert bf16.alternative_sibling == "nvidia-rtx-pro-6000-blackwell-maxq"
+    assert server.memory.bandwidth_gb_per_s == ws.memory.bandwidth_gb_per_s == 1792.0
+    assert band["memory.bandwidth_gb_per_s"].low == band["memory.bandwidth_gb_per_s"].high == 1792.0

@@ -118,6 +118,9 @@ _BY_MODEL: Final[dict[str, str]] = {
     "llama": "llm",
     "mixtral": "llm",
     "deepseek": "llm",
+    "gpt-oss": "llm",
+    "qwen": "llm",  # Qwen3-VL: a mixture-of-experts decoder behind a vision encoder
+    "wan": "diffusion",  # Wan 2.2: a diffusion transformer (text to video)
     "stable": "diffusion",
     "flux": "diffusion",
     "dlrm": "recsys",

@@ -106,6 +106,10 @@ MLPERF_INFERENCE_MODELS: Final[dict[str, str | None]] = {
     "llama3.1-405b": "llama3.1-405b",
     "mixtral-8x7b": "mixtral-8x7b",
     "deepseek-r1": None,
+    "gpt-oss-120b": "gpt-oss-120b",
+    "qwen3-vl-235b-a22b": None,
+    "wan-2.2-t2v-a14b": None,
+    "dlrm-v3": None,
 }
 """Model ids of MLPerf rows are ``mlperf/<benchmark>``: the reference implementation, not a Hugging
 Face repository."""
