@@ -74,6 +74,7 @@ _SLUGS: tuple[tuple[str, str | None], ...] = (
     (r"RTX A5000", "nvidia-rtx-a5000"),
     (r"RTX PRO 6000 Blackwell Server|RTX Pro 6000 SE", "nvidia-rtx-pro-6000-blackwell-server"),
     (r"MI355X", "amd-mi355x"),
+    (r"MI350X", "amd-mi350x"),
     (r"MI325X", "amd-mi325x"),
     (r"MI300X", "amd-mi300x"),
     (r"Gaudi\(R\) 2|Gaudi 2|Gaudi2", "intel-gaudi2"),

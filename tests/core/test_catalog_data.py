@@ -249,3 +249,18 @@ def test_rtx_pro_6000_server_is_derived_between_the_workstation_editions() -> No
     assert bf16.alternative_sibling == "nvidia-rtx-pro-6000-blackwell-maxq"
     assert server.memory.bandwidth_gb_per_s == ws.memory.bandwidth_gb_per_s == 1792.0
     assert band["memory.bandwidth_gb_per_s"].low == band["memory.bandwidth_gb_per_s"].high == 1792.0
+
+
+def test_mi350x_is_the_air_cooled_mi350_series_part() -> None:
+    """The MI350X data sheet: the MI355X's package (same CUs, memory and links) at 2.2 GHz and
+    1,000 W, so every peak is lower by the clock and nothing else."""
+    mi350x, mi355x = GPUS["amd-mi350x"], GPUS["amd-mi355x"]
+    assert (mi350x.peaks.bf16_tflops, mi350x.peaks.fp8_tflops) == (2309.6, 4614.0)
+    assert mi350x.power.tdp_w == 1000 and mi355x.power.tdp_w == 1400
+    assert mi350x.memory.bandwidth_gb_per_s == mi355x.memory.bandwidth_gb_per_s == 8000.0
+    assert mi350x.memory.memory_bytes == mi355x.memory.memory_bytes
+    assert (
+        mi350x.interconnect.nvlink.per_direction_gb_per_s == mi355x.interconnect.nvlink.per_direction_gb_per_s
+    )
+    assert 0.9 < mi350x.peaks.bf16_tflops / mi355x.peaks.bf16_tflops < 0.93  # 2.2 / 2.4 GHz
+    assert mi350x.peaks.tf32_tflops is None and mi350x.supports.tf32 == "no"

@@ -96,3 +96,5 @@ def test_the_shipped_table_is_the_importers_output(tmp_path: Path, monkeypatch: 
     recs = ms.records()
     assert len(recs) == 492 and ms.check(recs) == []
     assert len(t.rows) == len(ms.select(recs)[0]) > 300
+    catalogued = {r.slug for r in t.rows if r.slug}
+    assert {"nvidia-b300", "amd-mi355x", "amd-mi350x", "nvidia-rtx-pro-6000-blackwell-server"} <= catalogued

@@ -13,7 +13,7 @@ _r = partial(PublishedRow, TABLE_ID)
 ROWS: Final[tuple[PublishedRow, ...]] = (
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-offline",
         model="mlperf/dlrm-v3",
         precision="fp16",
@@ -25,7 +25,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-server",
         model="mlperf/dlrm-v3",
         precision="fp16",
@@ -37,7 +37,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-offline",
         model="mlperf/wan-2.2-t2v-a14b",
         precision="bf16",
@@ -2113,7 +2113,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2125,7 +2125,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2137,7 +2137,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -2149,7 +2149,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -2161,7 +2161,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-offline",
         model="mlperf/llama3.1-8b",
         precision="fp8",
@@ -2173,7 +2173,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X 288GB HBM3e",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-infer-server",
         model="mlperf/llama3.1-8b",
         precision="fp8",
