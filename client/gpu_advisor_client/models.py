@@ -850,6 +850,7 @@ class Peaks(_Model):
     bf16_tflops: float | None = Field(default=None)
     fp16_tflops: float | None = Field(default=None)
     fp32_tflops: float | None = Field(default=None)
+    fp4_tflops: float | None = Field(default=None)
     fp64_tensor_tflops: float | None = Field(default=None)
     fp64_tflops: float | None = Field(default=None)
     fp8_tflops: float | None = Field(default=None)

@@ -80,6 +80,7 @@ class Peaks(_Strict):
     bf16_tflops: Tflops | None = None
     fp16_tflops: Tflops | None = None
     fp8_tflops: Tflops | None = None
+    fp4_tflops: Tflops | None = None  # NVFP4 on Blackwell, MXFP4 on CDNA 4
     int8_tops: Tflops | None = None
     int4_tops: Tflops | None = None
 

@@ -291,6 +291,7 @@ _SPEC_ROWS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], float], ...] 
     ("bf16_tflops", "BF16 tensor (dense)", "peaks", "TFLOP/s", True, ("peaks", "bf16_tflops"), 1.0),
     ("fp16_tflops", "FP16 tensor (dense)", "peaks", "TFLOP/s", True, ("peaks", "fp16_tflops"), 1.0),
     ("fp8_tflops", "FP8 tensor (dense)", "peaks", "TFLOP/s", True, ("peaks", "fp8_tflops"), 1.0),
+    ("fp4_tflops", "FP4 tensor (dense)", "peaks", "TFLOP/s", True, ("peaks", "fp4_tflops"), 1.0),
     ("int8_tops", "INT8 tensor (dense)", "peaks", "TOP/s", True, ("peaks", "int8_tops"), 1.0),
     ("int4_tops", "INT4 tensor (dense)", "peaks", "TOP/s", True, ("peaks", "int4_tops"), 1.0),
     ("tdp_w", "Board power (TDP)", "power", "W", False, ("power", "tdp_w"), 1.0),

@@ -264,3 +264,14 @@ def test_mi350x_is_the_air_cooled_mi350_series_part() -> None:
     )
     assert 0.9 < mi350x.peaks.bf16_tflops / mi355x.peaks.bf16_tflops < 0.93  # 2.2 / 2.4 GHz
     assert mi350x.peaks.tf32_tflops is None and mi350x.supports.tf32 == "no"
+
+
+def test_fp4_peaks_are_the_datasheets_dense_figures() -> None:
+    """Dense FP4 (NVFP4 on Blackwell, MXFP4 on CDNA 4): sparse figures halved; the B300's is
+    what sets it apart from the B200 (their FP8 peaks are equal)."""
+    fp4 = {s: GPUS[s].peaks.fp4_tflops for s in ("nvidia-b200", "nvidia-b300", "amd-mi355x", "amd-mi350x")}
+    assert fp4 == {"nvidia-b200": 9000.0, "nvidia-b300": 14000.0, "amd-mi355x": 10000.0, "amd-mi350x": 9227.5}
+    assert GPUS["nvidia-b300"].peaks.fp8_tflops == GPUS["nvidia-b200"].peaks.fp8_tflops
+    ws, maxq = GPUS["nvidia-rtx-pro-6000-blackwell-ws"], GPUS["nvidia-rtx-pro-6000-blackwell-maxq"]
+    assert (ws.peaks.fp4_tflops, maxq.peaks.fp4_tflops) == (2015.2, 1755.7)  # 2 x their FP8
+    assert GPUS["nvidia-h200-sxm"].peaks.fp4_tflops is None  # Hopper has no FP4 tensor cores

@@ -57,3 +57,37 @@ def test_where_fp4_runs() -> None:
     assert fp4_refusal("fp8", "nvfp4", "tensorrt-llm", b200) is None
     assert (fp4_refusal("fp8", "nvfp4", "vllm", h200) or ("",))[0] == "kv_cache_dtype"
     assert (fp4_refusal("none", "nvfp4", "hf-transformers", b200) or ("",))[0] == "kv_cache_dtype"
+
+
+def test_fp4_gemms_run_at_the_fp4_peak_where_it_is_sourced() -> None:
+    """The B300's FP4 tensor cores (14,000 TFLOPS dense) are its difference from the B200 (9,000;
+    both 4,500 at FP8): a long NVFP4 prompt fills 1.2x+ faster on it (attention stays 16-bit), an FP8 one no faster. A
+    Blackwell card without a sourced FP4 peak stands in with its FP8 peak and says so."""
+    from service.core.estimation.calibration import CalibrationSet
+    from service.core.estimation.estimate import JobSpec, build_job, estimate
+    from service.core.estimation.serving import gemm_format
+
+    def ttft_s(slug: str, quant: str) -> float:
+        job = JobSpec(
+            mode="inference",
+            model="llama2-70b",
+            engine="tensorrt-llm",
+            quant_method=quant,
+            input_len=8192,
+            output_len=128,
+            concurrency=1,
+            gpu_count=1,
+            tensor_parallel=1,
+        )
+        serving = estimate(CATALOG[slug], build_job(job), CalibrationSet()).serving
+        assert serving is not None
+        return float(serving.ttft_s)
+
+    assert ttft_s("nvidia-b200", "nvfp4") / ttft_s("nvidia-b300", "nvfp4") > 1.2
+    assert 0.9 < ttft_s("nvidia-b200", "fp8") / ttft_s("nvidia-b300", "fp8") < 1.1
+    b300 = CATALOG["nvidia-b300"]
+    job = build_job(JobSpec(mode="inference", model="llama2-70b", quant_method="nvfp4", gpu_count=1))
+    assert gemm_format(job.config, b300)[0] == "fp4"  # type: ignore[arg-type]
+    rtx5090 = CATALOG["nvidia-rtx-5090"]
+    key, w8a8, note = gemm_format(job.config, rtx5090)  # type: ignore[arg-type]
+    assert (key, w8a8) == ("fp8", True) and note and "FP8 peak" in note

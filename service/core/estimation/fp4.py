@@ -13,8 +13,9 @@ the GPUs whose tensor cores read them.
   weights dequantised in a 16-bit GEMM (how vLLM and transformers serve gpt-oss on H100 and
   A100); older GPUs are refused.
 
-The catalog has no sourced dense FP4 peak yet: FP4 GEMMs on FP4 tensor cores are counted at the
-FP8 peak (an answer says so). Decode streams weights, so its time follows the bytes above.
+FP4 GEMMs on FP4 tensor cores run at the catalog's dense FP4 peak (``fp4_tflops``: B200 9,000,
+B300 14,000, RTX PRO 6000 2,015, MI355X 10,000, MI350X 9,228 TFLOPS), at the FP8 peak where a
+GPU's FP4 peak is not sourced (an answer says so). Decode streams weights, so its time follows the bytes above.
 Quantisers leave embeddings, norms and the LM head in 16 bits (as for every format here); the
 gpt-oss checkpoints also keep attention in bf16 (+1.4 GB for gpt-oss-120b over this count).
 """

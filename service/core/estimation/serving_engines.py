@@ -317,17 +317,21 @@ def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
 def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None]:
     """(peak key the GEMMs run at, W8A8?, note). FP8/INT8 weights run W8A8 on the matching
     tensor-core peak where the GPU supports it; otherwise they are dequantised to 16-bit in the
-    GEMM (weight-only, the 16-bit peak). 4-bit weights are always weight-only."""
+    GEMM (weight-only, the 16-bit peak). NVFP4/MXFP4 weights run on FP4 tensor cores at the
+    dense FP4 peak where the GPU has both (the FP8 peak where its FP4 peak is not sourced), else
+    weight-only."""
     fmt = c.weight_format
     base = "fp32" if c.precision == "fp32" else PEAK_KEY.get(c.precision, "bf16")
     if base not in ("fp32", "fp16", "bf16"):
         base = "bf16"
     if fmt in FP4_WEIGHT_FORMATS:
+        if fp4_tensor_cores(fmt, gpu) and gpu.peak_for("fp4"):
+            return "fp4", True, None
         if fp4_tensor_cores(fmt, gpu) and gpu.peak_for("fp8"):
             return (
                 "fp8",
                 True,
-                f"{fmt} GEMMs counted at the FP8 peak (no sourced dense FP4 peak in the catalog)",
+                f"{fmt} GEMMs counted at the FP8 peak (no sourced dense FP4 peak for {gpu.slug})",
             )
         return base, False, f"{fmt} weights dequantised to 16-bit in the GEMM (weight-only) on {gpu.slug}"
     if fmt in ("fp8", "int8"):

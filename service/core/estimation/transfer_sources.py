@@ -175,7 +175,9 @@ def effective_precision(r: PublishedRow, cls: str, gpu: GpuSpec) -> str:
         return "fp16"
     if p in ("amp_bf16", "bf16"):
         return "bf16" if gpu.peak_for("bf16") else "fp16"
-    if p in ("fp8", "mxfp8", "fp4", "mxfp4"):  # no FP4 peaks are catalogued: FP8 stands in
+    if p in ("fp4", "mxfp4") and gpu.peak_for("fp4"):  # FP4 tensor cores at their own peak
+        return "fp4"
+    if p in ("fp8", "mxfp8", "fp4", "mxfp4"):  # FP8 stands in where no FP4 peak is sourced
         return "fp8" if gpu.peak_for("fp8") else "fp16"
     if p in ("int8", "int4"):
         return p if gpu.peak_for(p) else ("int8" if gpu.peak_for("int8") else "fp16")
