@@ -510,6 +510,14 @@ def _format(path: Path) -> None:
         subprocess.run([str(ruff), "format", "-q", str(path)], check=False)
 
 
+INFERENCE_METHOD = (
+    "MLPerf LoadGen: Offline = all queries at once (throughput), Server = Poisson arrivals at the "
+    "highest rate meeting the latency bound, Interactive = Server with tighter LLM latency bounds; "
+    "the whole system of gpu_count accelerators; Tokens/s counts generated tokens"
+)
+"""How MLPerf Inference measures a row (every round's table says it)."""
+
+
 def import_inference(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
     commit = resolve(git_dir)
     tag = round_.replace(".", "_")
@@ -534,11 +542,7 @@ def import_inference(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path
             "TensorRT-LLM for NVIDIA, vLLM on ROCm for AMD, OpenVINO/IPEX for Intel, ...)"
         ),
         engine=f"mlperf-inference {round_.lstrip('v')}",
-        method=(
-            "MLPerf LoadGen: Offline = all queries at once (throughput), Server = Poisson arrivals at the "
-            "highest rate meeting the latency bound, Interactive = Server with tighter LLM latency bounds; "
-            "the whole system of gpu_count accelerators; Tokens/s counts generated tokens"
-        ),
+        method=INFERENCE_METHOD,
         caveats=(
             "Precision is the submitter's weight data type (for SDXL the UNet's); the accuracy target (99 "
             "or 99.9 % of the reference) is part of the model id. Latency scenarios (SingleStream, "

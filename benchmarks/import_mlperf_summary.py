@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.import_mlperf import _format, inference_rows, write_module  # noqa: E402
+from benchmarks.import_mlperf import INFERENCE_METHOD, _format, inference_rows, write_module  # noqa: E402
 from service.core.evidence.published.schema import MLPERF_INFERENCE_MODELS, PublishedRow  # noqa: E402
 
 ROUND = "v6.1"
@@ -174,11 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "TensorRT-LLM for NVIDIA, vLLM or PyTorch on ROCm for AMD, ...)"
         ),
         engine=f"mlperf-inference {ROUND.lstrip('v')}",
-        method=(
-            "MLPerf LoadGen: Offline = all queries at once (throughput), Server = Poisson arrivals at the "
-            "highest rate meeting the latency bound, Interactive = Server with tighter LLM latency bounds; "
-            "the whole system of gpu_count accelerators; Tokens/s counts generated tokens"
-        ),
+        method=INFERENCE_METHOD,
         caveats=(
             "Transcribed from the round's summary.csv (benchmarks/import_mlperf_summary.py). Precision is "
             "the submitter's weight data type; the accuracy target (99 or 99.9 % of the reference) is part "
