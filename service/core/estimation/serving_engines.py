@@ -19,9 +19,7 @@ from service.core.estimation.memory import (
     expert_weight_bytes,
     weight_bytes,
 )
-from service.core.estimation.performance import (
-    PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
-)
+from service.core.estimation.network import link_bytes_per_s
 from service.core.estimation.serving_ep import EXPERT_LOAD_IMBALANCE, ep_terms
 from service.core.estimation.serving_features import draft_share
 from service.core.estimation.serving_lora import (
@@ -304,14 +302,11 @@ class Deployment:
 
 
 def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
-    node = gpu.node
+    """The link tensor parallelism's all-reduces cross (:func:`.network.link_bytes_per_s`) and
+    its name."""
     if tp <= 1:
         return math.inf, ""
-    fabric = gpu.scale_up_gb_per_s(tp)
-    if fabric:
-        return fabric * 1e9, "NVLink"
-    pcie = node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
-    return pcie * 1e9, "PCIe"
+    return link_bytes_per_s(gpu, tp), "NVLink" if gpu.scale_up_gb_per_s(tp) else "PCIe"
 
 
 def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None]:
