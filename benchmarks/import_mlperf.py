@@ -54,8 +54,8 @@ OUT_DIR = ROOT / "service" / "core" / "evidence" / "published"
 
 _SLUGS: tuple[tuple[str, str | None], ...] = (
     # order matters: the first pattern that matches wins
-    (r"GB300", None),
-    (r"GB200", None),
+    (r"GB300", "nvidia-gb300"),
+    (r"GB200", "nvidia-gb200"),
     (r"B300", "nvidia-b300"),
     (r"B200", "nvidia-b200"),
     (r"GH200.*144", "nvidia-gh200-144gb"),
@@ -494,7 +494,7 @@ def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
             "Precision is the submitter's recipe and not stated in the system description (precision "
             "'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, "
             "so epochs to converge differ between rows; convergence noise is a few percent. Rows of "
-            f"accelerators the catalog lacks (TPU, GB200/GB300, Radeon) keep slug None. Skipped: {skipped}"
+            f"accelerators the catalog lacks (TPU, Radeon) keep slug None. Skipped: {skipped}"
         ),
         rows=rows,
     )

@@ -256,7 +256,8 @@ def test_7b_chat_with_a_tpot_target_is_decided_by_bandwidth(client: TestClient) 
                 inverted.append(opts[j]["gpu"]["slug"])
                 assert peak[j] < peak[i] / 3, (opts[j]["gpu"]["slug"], opts[i]["gpu"]["slug"])
     assert len(set(inverted)) <= 1
-    assert opts[0]["gpu"]["slug"] in ("nvidia-b200", "nvidia-b300")  # 7.7 TB/s, the most bandwidth
+    assert bw[0] == max(bw) == 8000.0  # the GB200 / GB300 (8 TB/s): the most bandwidth
+    assert opts[0]["gpu"]["slug"] in ("nvidia-gb200", "nvidia-gb300")
 
 
 def test_qwen25_72b_at_20_requests_per_s_replicas_times_tp(client: TestClient) -> None:

@@ -151,6 +151,11 @@ def _ask(client: TestClient, body: dict[str, Any], **headers: str) -> dict[str, 
     return doc
 
 
+def _skypilot_name(client: TestClient, slug: str) -> str | None:
+    aliases = client.get(f"/v1/gpus/{slug}").json()["aliases"]
+    return next((a["name"] for a in aliases if a["kind"] == "skypilot"), None)
+
+
 def _artifact(client: TestClient, rec_id: str, target: str, rank: int, **headers: str) -> dict[str, Any]:
     r = client.get(
         f"/v1/recommendations/{rec_id}/artifacts", params={"target": target, "option": rank}, headers=headers
@@ -294,7 +299,15 @@ def test_skypilot_lists_the_ranked_options_in_order(client: TestClient) -> None:
     """Single-GPU serving options share one shape: the task lists them all, best first, each once;
     an option it cannot list (no SkyPilot name, a repeated accelerator) is named with the reason."""
     doc = _ask(client, SCENARIOS["7b_chat_tpot"])
-    sky = _artifact(client, doc["recommendation_id"], "skypilot", 1)
+    named = [o["rank"] for o in doc["options"] if _skypilot_name(client, o["gpu"]["slug"])]
+    unnamed = [o["rank"] for o in doc["options"] if o["rank"] < named[0]]
+    for rank in unnamed:  # a rack part (GB200, GB300) ranks first and has no SkyPilot name
+        r = client.get(
+            f"/v1/recommendations/{doc['recommendation_id']}/artifacts",
+            params={"target": "skypilot", "option": rank},
+        )
+        assert r.status_code == 422 and "has no SkyPilot accelerator name" in r.json()["detail"]
+    sky = _artifact(client, doc["recommendation_id"], "skypilot", named[0])
     task = yaml.safe_load(sky["content"])
     listed = [r["accelerators"] for r in task["resources"]["ordered"]]
     assert len(listed) >= 5 and len(set(listed)) == len(listed)

@@ -275,3 +275,38 @@ def test_fp4_peaks_are_the_datasheets_dense_figures() -> None:
     ws, maxq = GPUS["nvidia-rtx-pro-6000-blackwell-ws"], GPUS["nvidia-rtx-pro-6000-blackwell-maxq"]
     assert (ws.peaks.fp4_tflops, maxq.peaks.fp4_tflops) == (2015.2, 1755.7)  # 2 x their FP8
     assert GPUS["nvidia-h200-sxm"].peaks.fp4_tflops is None  # Hopper has no FP4 tensor cores
+
+
+def test_grace_blackwell_gpus_are_their_hgx_siblings_at_rack_power() -> None:
+    """GB200 and GB300 (NVL72): the B200's and B300's dies at 1,200 / 1,400 W and 8 TB/s, dense
+    peaks from the datasheets' per-GPU columns (GB300 FP4 15 PF dense as printed), one switched
+    NVLink domain of 72, and nvidia-smi's names so that an agent's host maps to them."""
+    gb200, gb300 = GPUS["nvidia-gb200"], GPUS["nvidia-gb300"]
+    b200, b300 = GPUS["nvidia-b200"], GPUS["nvidia-b300"]
+    peaks = {
+        s: (g.peaks.bf16_tflops, g.peaks.fp8_tflops, g.peaks.fp4_tflops)
+        for s, g in (("gb200", gb200), ("gb300", gb300))
+    }
+    assert peaks == {"gb200": (2500.0, 5000.0, 10000.0), "gb300": (2500.0, 5000.0, 15000.0)}
+    assert gb300.peaks.int8_tops is None and b300.peaks.int8_tops is None  # cut on Blackwell Ultra
+    assert (gb200.power.tdp_w, gb300.power.tdp_w) == (1200, 1400)
+    assert gb200.memory.bandwidth_gb_per_s == gb300.memory.bandwidth_gb_per_s == 8000.0
+    assert gb200.memory.usable_memory_bytes == 189471 * 2**20  # MiB as nvidia-smi reports them
+    assert gb300.memory.usable_memory_bytes == 284208 * 2**20
+    for gb, hgx in ((gb200, b200), (gb300, b300)):
+        assert gb.identity.compute_capability == hgx.identity.compute_capability
+        assert gb.interconnect.nvlink.topology == "switched" and gb.interconnect.nvlink.domain_size == 72
+        assert gb.interconnect.nvlink.per_direction_gb_per_s == hgx.interconnect.nvlink.per_direction_gb_per_s
+        assert gb.peaks.bf16_tflops > hgx.peaks.bf16_tflops  # the rack part's higher power limit
+    assert {a.name for a in gb200.aliases if a.kind == "nvml"} == {"NVIDIA GB200"}
+    assert {a.name for a in gb300.aliases if a.kind == "nvml"} == {"NVIDIA GB300"}
+
+
+def test_an_nvl72_rack_is_one_scale_up_domain() -> None:
+    """64 GB200s talk over NVLink (the rack's switch trays); 64 B200s leave their 8-GPU boards."""
+    from service.core.catalog.specs import gpu_spec_from_doc
+
+    docs = {g["slug"]: g for g in load_shipped().gpus}
+    gb200, b200 = gpu_spec_from_doc(docs["nvidia-gb200"]), gpu_spec_from_doc(docs["nvidia-b200"])
+    assert gb200.scale_up_gb_per_s(64) == 900.0
+    assert b200.scale_up_gb_per_s(64) is None and b200.scale_up_gb_per_s(8) == 900.0

@@ -613,7 +613,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99",
         precision="fp4",
@@ -625,7 +625,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99",
         precision="fp4",
@@ -637,7 +637,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -649,7 +649,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -4177,7 +4177,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-interactive",
         model="mlperf/llama2-70b-99",
         precision="fp4",
@@ -4189,7 +4189,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99",
         precision="fp4",
@@ -4201,7 +4201,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99",
         precision="fp4",
@@ -4213,7 +4213,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-interactive",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -4225,7 +4225,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -4237,7 +4237,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -4249,7 +4249,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -4261,7 +4261,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -4273,7 +4273,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-interactive",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -4285,7 +4285,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -4297,7 +4297,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -4309,7 +4309,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -4321,7 +4321,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -4333,7 +4333,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -4345,7 +4345,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -4465,7 +4465,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99",
         precision="fp4",
@@ -4477,7 +4477,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99",
         precision="fp4",
@@ -4489,7 +4489,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -4501,7 +4501,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -4513,7 +4513,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -4525,7 +4525,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama3.1-405b",
         precision="fp4",
@@ -4717,7 +4717,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/whisper",
         precision="fp16",
@@ -5989,7 +5989,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -6001,7 +6001,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",

@@ -229,7 +229,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -241,7 +241,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -253,7 +253,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -265,7 +265,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -277,7 +277,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -289,7 +289,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -829,7 +829,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -841,7 +841,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -853,7 +853,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -865,7 +865,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -877,7 +877,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -889,7 +889,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -901,7 +901,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -913,7 +913,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -925,7 +925,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -937,7 +937,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -997,7 +997,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -1009,7 +1009,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -1537,7 +1537,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -1549,7 +1549,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -1561,7 +1561,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -1573,7 +1573,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2053,7 +2053,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="mxfp4",
@@ -2065,7 +2065,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="mxfp4",
@@ -2353,7 +2353,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2365,7 +2365,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2377,7 +2377,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2389,7 +2389,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2401,7 +2401,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2413,7 +2413,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2425,7 +2425,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2437,7 +2437,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2449,7 +2449,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2461,7 +2461,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2473,7 +2473,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2485,7 +2485,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2497,7 +2497,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2509,7 +2509,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2521,7 +2521,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -2533,7 +2533,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -2641,7 +2641,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2653,7 +2653,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2665,7 +2665,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2677,7 +2677,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2689,7 +2689,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2701,7 +2701,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2893,7 +2893,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2905,7 +2905,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2917,7 +2917,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -2929,7 +2929,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -2941,7 +2941,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2953,7 +2953,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -2965,7 +2965,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2977,7 +2977,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -2989,7 +2989,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -3001,7 +3001,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/deepseek-r1",
         precision="fp4",
@@ -3013,7 +3013,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -3025,7 +3025,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/llama2-70b-99.9",
         precision="fp4",
@@ -3157,7 +3157,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp8",
@@ -3169,7 +3169,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB200",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp8",
@@ -3661,7 +3661,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-offline",
         model="mlperf/gpt-oss-120b",
         precision="fp4",
@@ -3673,7 +3673,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA GB300",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-infer-server",
         model="mlperf/gpt-oss-120b",
         precision="fp4",

@@ -2011,6 +2011,6 @@ TABLE: Final = PublishedTable(
     stack="MLPerf Training v4.0 submissions: each row's own framework and host in its `system` (NVIDIA NGC PyTorch/NeMo/MXNet/HugeCTR, AMD ROCm PyTorch, Intel Gaudi PyTorch, tinygrad)",
     engine="mlperf-training 4.0",
     method="time to train = run_stop - run_start of each result log (converged runs only); MLPerf's score: drop the fastest and slowest run, mean of the rest; whole system of gpu_count accelerators",
-    caveats="Precision is the submitter's recipe and not stated in the system description (precision 'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, so epochs to converge differ between rows; convergence noise is a few percent. Rows of accelerators the catalog lacks (TPU, GB200/GB300, Radeon) keep slug None. Skipped: {'result logs absent from the snapshot': 3}",
+    caveats="Precision is the submitter's recipe and not stated in the system description (precision 'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, so epochs to converge differ between rows; convergence noise is a few percent. Rows of accelerators the catalog lacks (TPU, Radeon) keep slug None. Skipped: {'result logs absent from the snapshot': 3}",
     rows=ROWS,
 )

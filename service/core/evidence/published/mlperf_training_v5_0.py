@@ -121,7 +121,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -133,7 +133,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -145,7 +145,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -289,7 +289,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-bert",
         model="mlperf/bert",
         precision="submitter",
@@ -301,7 +301,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -313,7 +313,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -409,7 +409,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-bert",
         model="mlperf/bert",
         precision="submitter",
@@ -421,7 +421,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -433,7 +433,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-bert",
         model="mlperf/bert",
         precision="submitter",
@@ -445,7 +445,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -457,7 +457,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -469,7 +469,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -481,7 +481,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-bert",
         model="mlperf/bert",
         precision="submitter",
@@ -493,7 +493,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -505,7 +505,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -517,7 +517,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -529,7 +529,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -541,7 +541,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -553,7 +553,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -973,7 +973,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -985,7 +985,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -997,7 +997,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1009,7 +1009,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1021,7 +1021,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1297,7 +1297,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1309,7 +1309,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-rgat",
         model="mlperf/rgat",
         precision="submitter",
@@ -1321,7 +1321,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1333,7 +1333,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1345,7 +1345,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1357,7 +1357,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -1369,7 +1369,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-bert",
         model="mlperf/bert",
         precision="submitter",
@@ -1381,7 +1381,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -1393,7 +1393,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-dlrm_dcnv2",
         model="mlperf/dlrm_dcnv2",
         precision="submitter",
@@ -1405,7 +1405,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-bert",
         model="mlperf/bert",
         precision="submitter",
@@ -1417,7 +1417,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-rgat",
         model="mlperf/rgat",
         precision="submitter",
@@ -1429,7 +1429,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1441,7 +1441,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -1453,7 +1453,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -1465,7 +1465,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-rgat",
         model="mlperf/rgat",
         precision="submitter",
@@ -1477,7 +1477,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-dlrm_dcnv2",
         model="mlperf/dlrm_dcnv2",
         precision="submitter",
@@ -1489,7 +1489,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1501,7 +1501,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -1513,7 +1513,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-bert",
         model="mlperf/bert",
         precision="submitter",
@@ -1525,7 +1525,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -1561,7 +1561,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1609,7 +1609,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1657,7 +1657,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1849,7 +1849,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-dlrm_dcnv2",
         model="mlperf/dlrm_dcnv2",
         precision="submitter",
@@ -1861,7 +1861,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1873,7 +1873,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -1885,7 +1885,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-stable_diffusion",
         model="mlperf/stable_diffusion",
         precision="submitter",
@@ -2443,6 +2443,6 @@ TABLE: Final = PublishedTable(
     stack="MLPerf Training v5.0 submissions: each row's own framework and host in its `system` (NVIDIA NGC PyTorch/NeMo/MXNet/HugeCTR, AMD ROCm PyTorch, Intel Gaudi PyTorch, tinygrad)",
     engine="mlperf-training 5.0",
     method="time to train = run_stop - run_start of each result log (converged runs only); MLPerf's score: drop the fastest and slowest run, mean of the rest; whole system of gpu_count accelerators",
-    caveats="Precision is the submitter's recipe and not stated in the system description (precision 'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, so epochs to converge differ between rows; convergence noise is a few percent. Rows of accelerators the catalog lacks (TPU, GB200/GB300, Radeon) keep slug None. Skipped: {}",
+    caveats="Precision is the submitter's recipe and not stated in the system description (precision 'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, so epochs to converge differ between rows; convergence noise is a few percent. Rows of accelerators the catalog lacks (TPU, Radeon) keep slug None. Skipped: {}",
     rows=ROWS,
 )

@@ -37,7 +37,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -49,7 +49,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -145,7 +145,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -157,7 +157,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="AMD Instinct MI350X",
-        slug=None,
+        slug="amd-mi350x",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -793,7 +793,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -805,7 +805,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -1021,7 +1021,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-flux1",
         model="mlperf/flux1",
         precision="submitter",
@@ -1033,7 +1033,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1045,7 +1045,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1057,7 +1057,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-flux1",
         model="mlperf/flux1",
         precision="submitter",
@@ -1069,7 +1069,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-flux1",
         model="mlperf/flux1",
         precision="submitter",
@@ -1081,7 +1081,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1093,7 +1093,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1105,7 +1105,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -1117,7 +1117,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-flux1",
         model="mlperf/flux1",
         precision="submitter",
@@ -1129,7 +1129,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1141,7 +1141,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -1153,7 +1153,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1165,7 +1165,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -1177,7 +1177,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-flux1",
         model="mlperf/flux1",
         precision="submitter",
@@ -1189,7 +1189,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-rgat",
         model="mlperf/rgat",
         precision="submitter",
@@ -1201,7 +1201,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -1213,7 +1213,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-flux1",
         model="mlperf/flux1",
         precision="submitter",
@@ -1225,7 +1225,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1237,7 +1237,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_405b",
         model="mlperf/llama31_405b",
         precision="submitter",
@@ -1249,7 +1249,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -1261,7 +1261,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-dlrm_dcnv2",
         model="mlperf/dlrm_dcnv2",
         precision="submitter",
@@ -1273,7 +1273,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-rgat",
         model="mlperf/rgat",
         precision="submitter",
@@ -1285,7 +1285,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -1297,7 +1297,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-flux1",
         model="mlperf/flux1",
         precision="submitter",
@@ -1309,7 +1309,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1321,7 +1321,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -1333,7 +1333,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-rgat",
         model="mlperf/rgat",
         precision="submitter",
@@ -1345,7 +1345,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-dlrm_dcnv2",
         model="mlperf/dlrm_dcnv2",
         precision="submitter",
@@ -1357,7 +1357,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-retinanet",
         model="mlperf/retinanet",
         precision="submitter",
@@ -1369,7 +1369,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -1381,7 +1381,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama31_8b",
         model="mlperf/llama31_8b",
         precision="submitter",
@@ -1657,7 +1657,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-flux1",
         model="mlperf/flux1",
         precision="submitter",
@@ -1669,7 +1669,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell Ultra GPU (GB300)",
-        slug=None,
+        slug="nvidia-gb300",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -2197,7 +2197,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -2209,7 +2209,7 @@ ROWS: Final[tuple[PublishedRow, ...]] = (
     ),
     _r(
         gpu_name="NVIDIA Blackwell GPU (GB200)",
-        slug=None,
+        slug="nvidia-gb200",
         workload="mlperf-train-llama2_70b_lora",
         model="mlperf/llama2_70b_lora",
         precision="submitter",
@@ -2239,6 +2239,6 @@ TABLE: Final = PublishedTable(
     stack="MLPerf Training v5.1 submissions: each row's own framework and host in its `system` (NVIDIA NGC PyTorch/NeMo/MXNet/HugeCTR, AMD ROCm PyTorch, Intel Gaudi PyTorch, tinygrad)",
     engine="mlperf-training 5.1",
     method="time to train = run_stop - run_start of each result log (converged runs only); MLPerf's score: drop the fastest and slowest run, mean of the rest; whole system of gpu_count accelerators",
-    caveats="Precision is the submitter's recipe and not stated in the system description (precision 'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, so epochs to converge differ between rows; convergence noise is a few percent. Rows of accelerators the catalog lacks (TPU, GB200/GB300, Radeon) keep slug None. Skipped: {'result logs absent from the snapshot': 1}",
+    caveats="Precision is the submitter's recipe and not stated in the system description (precision 'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, so epochs to converge differ between rows; convergence noise is a few percent. Rows of accelerators the catalog lacks (TPU, Radeon) keep slug None. Skipped: {'result logs absent from the snapshot': 1}",
     rows=ROWS,
 )
