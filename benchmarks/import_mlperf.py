@@ -32,9 +32,9 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -152,16 +152,44 @@ def parse_mllog(text: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             continue
         key = ev.get("key")
+        meta = ev.get("metadata") or {}
         if key == "run_start" and "run_start_ms" not in out:
             out["run_start_ms"] = int(ev["time_ms"])
         elif key == "run_stop":
             out["run_stop_ms"] = int(ev["time_ms"])
-            out["status"] = (ev.get("metadata") or {}).get("status")
+            out["status"] = meta.get("status")
+            out.update(_work(meta) or {})
+        elif key == "eval_accuracy" and "run_stop_ms" not in out:
+            out.update(_work(meta) or {})
         elif key == "submission_benchmark":
             out["benchmark"] = ev.get("value")
         elif key == "global_batch_size" and "global_batch_size" not in out:
             out["global_batch_size"] = ev.get("value")
     return out
+
+
+WORK_METRICS: Final = {"samples_count": "train_samples_per_s", "epoch_num": "train_epochs_per_s"}
+"""The work a run logs with its progress -> the work-rate metric of its rows."""
+
+
+def _work(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The work done by a log event's point (samples, else epochs): run_stop carries it, else the
+    last evaluation before it."""
+    for key, metric in WORK_METRICS.items():
+        v = meta.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            return {"work": float(v), "work_metric": metric}
+    return None
+
+
+def run_work_rate(log: dict[str, Any]) -> tuple[str, float] | None:
+    """Work per second of one converged run to its quality target (samples or epochs over run_start
+    to run_stop): the speed of the system, where time to train also counts how much work the
+    submitter's global batch and hyper-parameters needed to converge."""
+    minutes = run_minutes(log)
+    if minutes is None or "work" not in log:
+        return None
+    return str(log["work_metric"]), float(log["work"]) / (minutes * 60.0)
 
 
 def run_minutes(log: dict[str, Any]) -> float | None:
@@ -249,26 +277,47 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
             skip("same system and runs under another result directory")
             continue
         seen.add(same)
-        rows.append(
-            PublishedRow(
-                table_id=table_id,
-                gpu_name=accel,
-                slug=slug_for(accel),
-                workload=f"mlperf-train-{bench}",
-                model=f"mlperf/{bench}",
-                precision="submitter",
-                metric="minutes_to_train",
-                value=score,
-                gpu_count=nodes * per_node,
-                system=system_text(d, nodes, per_node, system),
-                note=(
-                    f"{len(minutes)} of {len(logs)} runs converged; score = mean without fastest and slowest; "
-                    f"global batch {', '.join(str(g) for g in sorted(gbs, key=str)) or 'not logged'}; "
-                    f"results/{system}/{bench}; status {str(d.get('status', '')).strip() or 'not stated'}"
-                ),
-            )
+        where = (
+            f"global batch {', '.join(str(g) for g in sorted(gbs, key=str)) or 'not logged'}; "
+            f"results/{system}/{bench}; status {str(d.get('status', '')).strip() or 'not stated'}"
         )
+        row = PublishedRow(
+            table_id=table_id,
+            gpu_name=accel,
+            slug=slug_for(accel),
+            workload=f"mlperf-train-{bench}",
+            model=f"mlperf/{bench}",
+            precision="submitter",
+            metric="minutes_to_train",
+            value=score,
+            gpu_count=nodes * per_node,
+            system=system_text(d, nodes, per_node, system),
+            note=f"{len(minutes)} of {len(logs)} runs converged; score = mean without fastest and slowest; {where}",
+        )
+        rows.append(row)
+        rows += _work_rate_row(row, logs, len(minutes), where)
     return rows, skipped
+
+
+def _work_rate_row(
+    row: PublishedRow, logs: Sequence[dict[str, Any]], converged: int, where: str
+) -> list[PublishedRow]:
+    """The time-to-train row's work rate: one more row where every converged run logged its work
+    in one unit (samples or epochs), else none."""
+    rates = [w for w in (run_work_rate(x) for x in logs) if w is not None]
+    units = {u for u, _ in rates}
+    if len(rates) != converged or len(units) != 1:
+        return []
+    note = (
+        f"work per second to the quality target (logged at run_stop) of {len(rates)} converged runs; "
+        f"mean without fastest and slowest; {where}"
+    )
+    return [replace(row, metric=units.pop(), value=_round(olympic_mean([v for _, v in rates])), note=note)]
+
+
+def _round(v: float) -> float:
+    """Four significant figures past the integer part: rates span 1e-4 (epochs/s) to 1e5."""
+    return float(f"{v:.6g}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -473,7 +522,7 @@ def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
     write_module(
         path,
         table_id=table_id,
-        title=f"MLPerf Training {round_}, closed division: time to train per system and benchmark",
+        title=f"MLPerf Training {round_}, closed division: time to train and work rate per system and benchmark",
         kind="training",
         url=f"https://github.com/mlcommons/training_results_{round_}/tree/{commit}",
         repository=f"mlcommons/training_results_{round_}",
@@ -488,13 +537,17 @@ def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
         engine=f"mlperf-training {round_.lstrip('v')}",
         method=(
             "time to train = run_stop - run_start of each result log (converged runs only); MLPerf's score: "
-            "drop the fastest and slowest run, mean of the rest; whole system of gpu_count accelerators"
+            "drop the fastest and slowest run, mean of the rest; whole system of gpu_count accelerators. "
+            "Beside each score, where every converged run logs its progress, its work rate: the samples "
+            "(train_samples_per_s) or epochs (train_epochs_per_s) the log counts at run_stop over that "
+            "time, the same mean of the runs"
         ),
         caveats=(
             "Precision is the submitter's recipe and not stated in the system description (precision "
             "'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, "
-            "so epochs to converge differ between rows; convergence noise is a few percent. Rows of "
-            f"accelerators the catalog lacks (TPU, Radeon) keep slug None. Skipped: {skipped}"
+            "so epochs to converge differ between rows (the work-rate rows take that out: they compare "
+            "speed, not convergence); convergence noise is a few percent. Rows of accelerators the "
+            f"catalog lacks (TPU, Radeon) keep slug None. Skipped: {skipped}"
         ),
         rows=rows,
     )

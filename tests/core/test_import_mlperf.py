@@ -29,6 +29,23 @@ def _log(start_ms: int, minutes: float, status: str = "success", gbs: int = 768)
     return "\n".join(lines) + "\n"
 
 
+def _log_with_work(start_ms: int, minutes: float, work: dict[str, float], status: str = "success") -> str:
+    lines = _log(start_ms, minutes, status).splitlines()
+    stop = json.loads(lines[-1].removeprefix(":::MLLOG "))
+    stop["metadata"].update(work)
+    return "\n".join([*lines[:-1], ":::MLLOG " + json.dumps(stop)]) + "\n"
+
+
+def test_a_run_logs_its_work_rate_in_samples_or_epochs() -> None:
+    """samples_count (LLMs, LoRA, diffusion) or epoch_num (ResNet, DLRM, ...) at run_stop, over
+    the time to train; a run that logs neither has no rate."""
+    log = im.parse_mllog(_log_with_work(0, 10.0, {"samples_count": 6000}))
+    assert im.run_work_rate(log) == ("train_samples_per_s", pytest.approx(10.0))
+    log = im.parse_mllog(_log_with_work(0, 2.0, {"epoch_num": 0.96}))
+    assert im.run_work_rate(log) == ("train_epochs_per_s", pytest.approx(0.008))
+    assert im.run_work_rate(im.parse_mllog(_log(0, 2.0))) is None
+
+
 def test_parse_mllog_reads_start_stop_status_and_batch() -> None:
     log = im.parse_mllog(_log(1_000_000, 12.5, gbs=256))
     assert log["benchmark"] == "bert" and log["global_batch_size"] == 256
@@ -113,7 +130,7 @@ def test_training_rows_from_a_results_repository(tmp_path: Path) -> None:
     for i, (m, st) in enumerate(
         [(10.0, "success"), (9.0, "success"), (30.0, "success"), (11.0, "success"), (1.0, "aborted")]
     ):
-        (runs / f"result_{i}.txt").write_text(_log(10_000 * i, m, st))
+        (runs / f"result_{i}.txt").write_text(_log_with_work(10_000 * i, m, {"samples_count": 6000.0}, st))
     (repo / "Acme" / "results" / "box8" / "unknown_bench").mkdir(parents=True)
     (repo / "Acme" / "results" / "box8" / "unknown_bench" / "result_0.txt").write_text(_log(0, 1.0))
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -122,9 +139,19 @@ def test_training_rows_from_a_results_repository(tmp_path: Path) -> None:
     commit = im.resolve(str(repo))
     rows, skipped = im.training_rows(im.Snapshot(str(repo), commit), "mlperf-training-test")
     assert skipped == {"benchmark not mapped (unknown_bench)": 1}
-    (r,) = rows
+    r, rate = rows
     # four converged runs 9, 10, 11, 30: without the fastest and slowest, mean of 10 and 11
     assert r.value == pytest.approx(10.5) and r.metric == "minutes_to_train"
+    # their 6,000 samples each at 11.1, 10, 9.09 and 3.33 samples/s: the same mean of 10 and 9.09
+    assert rate.metric == "train_samples_per_s" and rate.value == pytest.approx(
+        (10.0 + 100 / 11) / 2, rel=1e-5
+    )
+    assert (rate.system, rate.workload, rate.gpu_count, rate.slug) == (
+        r.system,
+        r.workload,
+        r.gpu_count,
+        r.slug,
+    )
     assert r.gpu_count == 16 and r.slug == "nvidia-h200-sxm" and r.workload == "mlperf-train-bert"
     assert "NGC PyTorch 24.09" in r.system and "Xeon 8480" in r.system and "2 x 8" in r.system
     assert "4 of 5 runs converged" in r.note and "global batch 768" in r.note

@@ -109,6 +109,32 @@ def test_points_from_the_shipped_tables() -> None:
     assert {p.group[2] for p in pts if p.cls == "llm-online"} == {"sglang", "trt"}
     # tinybox's MI300X BERT (tinygrad) is not compared with the vendors' BERT submissions
     assert not [p for p in pts if p.slug == "amd-mi300x" and p.cls == "bert-train" and p.group[2] == ""]
+    # MLPerf Training is compared by its runs' work rates, not their times to train
+    train = [p for p in pts if p.source.startswith("mlperf-training-")]
+    assert train and {p.group[7] for p in train} == set(ts.WORK_RATES)
+
+
+def test_a_work_rate_stands_in_for_its_time_to_train() -> None:
+    """Two systems, each with a time to train and its runs' work rate: the points are the rates.
+    The GB200 system converged in twice the samples (a larger global batch), so its time says
+    1.5x and its rate 3x the H100's speed; a row with no rate beside it still counts by its time."""
+    from service.core.evidence.published import PublishedTable
+
+    def both(slug: str, system: str, minutes: float, rate: float) -> list[PublishedRow]:
+        r = _row(table_id="m", slug=slug, gpu_name=slug, system=system, value=minutes, gpu_count=8)
+        return [r, replace(r, metric="train_samples_per_s", value=rate)]
+
+    rows = both("nvidia-h100-sxm", "a", 30.0, 100.0) + both("nvidia-gb200", "b", 20.0, 300.0)
+    rows.append(_row(table_id="m", slug="nvidia-b200", gpu_name="b200", system="c", value=25.0, gpu_count=8))
+    table = PublishedTable("m", "t", "training", "p", "u", (), "2025", "n", "s", "e", "m", "c", tuple(rows))
+    pts = ts.points_from([table], SPECS)
+    by = {(p.slug, p.group[7]): p for p in pts}
+    assert set(by) == {("nvidia-h100-sxm", "train_samples_per_s"), ("nvidia-gb200", "train_samples_per_s")}
+    ratio = math.exp(
+        by["nvidia-gb200", "train_samples_per_s"].log_throughput
+        - by["nvidia-h100-sxm", "train_samples_per_s"].log_throughput
+    )
+    assert ratio == pytest.approx(3.0)
 
 
 def _spec(slug: str, cc: str, peak: float, bw: float) -> GpuSpec:

@@ -90,11 +90,12 @@ from service.core.estimation.transfer_serving import (
     link_gb_per_s,
     serve_terms,
 )
-from service.core.evidence.published import LOWER_IS_BETTER, PublishedRow, PublishedTable
+from service.core.evidence.published import LOWER_IS_BETTER, WORK_RATES, PublishedRow, PublishedTable
 
 __all__ = [
     "CLASSES",
     "RIDGE",
+    "WORK_RATES",
     "ClassModel",
     "ServeTerms",
     "SourcePoint",
@@ -343,13 +344,19 @@ def points_from(
 ) -> list[SourcePoint]:
     """One point per (source, configuration, GPU) over every cross-GPU table, for GPUs with
     sourced figures (``figures`` by slug; ``named`` maps a table's GPU name to an id in
-    ``figures`` for rows without a catalog slug)."""
+    ``figures`` for rows without a catalog slug). An MLPerf Training system counts by its runs'
+    work rate where they log one (:data:`~service.core.evidence.published.WORK_RATES`), not by
+    its time to train: DLRM on one NVL72's 64 GB200s converged at a global batch of 135,168, which
+    no GPU figure predicts."""
     acc: dict[tuple[object, ...], list[float]] = {}
     meta: dict[tuple[object, ...], SourcePoint] = {}
     for t in tables:
         if not t.cross_gpu:
             continue
+        rated = {(r.system, r.workload) for r in t.rows if r.metric in WORK_RATES}
         for r in t.rows:
+            if r.metric in LOWER_IS_BETTER and (r.system, r.workload) in rated:
+                continue  # its runs' work rate stands in for it: speed, not speed and convergence
             cls = workload_class(r)
             gid = r.slug or (named or {}).get(r.gpu_name)
             gpu = figures.get(gid) if gid else None

@@ -117,6 +117,12 @@ Face repository."""
 LOWER_IS_BETTER: Final[frozenset[str]] = frozenset({"minutes_to_train", "latency_ms", "ttft_ms", "itl_ms"})
 """Metrics where a faster GPU gives a smaller number (the cross-GPU checks invert them)."""
 
+WORK_RATES: Final[frozenset[str]] = frozenset({"train_samples_per_s", "train_epochs_per_s"})
+"""MLPerf Training work rates: the samples or epochs a converged run's log counts at run_stop,
+over its time to train. A time to train also counts the work the submitter's global batch and
+hyper-parameters needed to converge; the rate is the system's speed (cross-GPU checks compare
+these where a system has one)."""
+
 # Metric -> unit. Throughputs are for the whole system of ``gpu_count`` GPUs unless the metric
 # says per GPU.
 METRICS: Final[dict[str, str]] = {
@@ -132,6 +138,8 @@ METRICS: Final[dict[str, str]] = {
     "ttft_ms": "ms",  # time to first token; statistic in the row note (mean unless stated)
     "itl_ms": "ms",  # inter-token latency (mean)
     "minutes_to_train": "min",  # MLPerf Training score: time to the quality target, whole system
+    "train_samples_per_s": "samples/s",  # MLPerf Training: samples to the quality target over that time
+    "train_epochs_per_s": "epochs/s",  # the same where the log counts epochs (ResNet, DLRM, ...)
     "samples_per_s": "samples/s",  # MLPerf Inference Offline throughput, whole system
     "queries_per_s": "queries/s",  # MLPerf Inference Server throughput, whole system
 }
