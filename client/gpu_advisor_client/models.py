@@ -353,7 +353,7 @@ class DisaggregatedOut(_Model):
 
     decode_gpus: int
     decode_replicas: int
-    kv_link: Literal["NVLink", "PCIe", "network"]
+    kv_link: Literal["NVLink", "Infinity Fabric", "RoCE", "PCIe", "network"]
     kv_transfer_ms: float
     layout: str
     prefill_gpus: int

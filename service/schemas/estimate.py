@@ -527,7 +527,10 @@ class DisaggregatedOut(BaseModel):
     kv_transfer_ms: float = Field(
         description="one prompt's KV cache, prefill to decode replica (part of TTFT)"
     )
-    kv_link: Literal["NVLink", "PCIe", "network"]
+    kv_link: Literal["NVLink", "Infinity Fabric", "RoCE", "PCIe", "network"] = Field(
+        description="the link one prompt's KV cache crosses: the GPUs' scale-up fabric by its vendor's name "
+        "(NVLink; AMD Infinity Fabric; the RoCE ports integrated on Gaudi), PCIe, or the network between nodes"
+    )
     prefill_ms: float = Field(description="one prompt's share of a prefill iteration")
     prefill_wait_ms: float | None = Field(description="mean wait for the prefill pool; null when overloaded")
     prefill_utilisation: float

@@ -84,6 +84,9 @@ def test_disaggregated_pools_pay_the_kv_transfer_and_decode_alone(client: TestCl
     far = _serve(client, gpu_count=32, disaggregated={"prefill_gpus": 16, "decode_gpus": 16})["serving"]
     assert far["disaggregated"]["kv_link"] == "network"
     assert far["disaggregated"]["kv_transfer_ms"] > pools["kv_transfer_ms"]
+    # an MI300X board's pools talk over Infinity Fabric, and say so
+    amd = _serve(client, gpu="amd-mi300x", gpu_count=2, disaggregated={"prefill_gpus": 1, "decode_gpus": 1})
+    assert amd["serving"]["disaggregated"]["kv_link"] == "Infinity Fabric"
 
 
 def test_disaggregated_at_a_rate_answers_capacity_and_overload(client: TestClient) -> None:

@@ -70,3 +70,12 @@ def test_the_transfer_puts_an_unstated_mesh_on_the_board_not_on_pcie() -> None:
     assert ts.link_gb_per_s(mi300x, 8, bridged=False) == pytest.approx(448.0)
     assert ts.link_gb_per_s(mi300x, 4, bridged=False) == pytest.approx(192.0)
     assert ts.link_gb_per_s(mi300x, 16, bridged=False) == mi300x.node.pcie_per_direction_gb_per_s
+
+
+def test_the_fabric_carries_its_vendors_name() -> None:
+    """NVLink, AMD's Infinity Fabric, Gaudi's integrated RoCE ports: an answer names the link
+    a KV cache or an all-reduce crosses as the vendor does."""
+    from service.core.catalog.specs import GpuSpec
+
+    names = {v: GpuSpec(slug=v, vendor=v).scale_up_fabric for v in ("nvidia", "amd", "intel")}
+    assert names == {"nvidia": "NVLink", "amd": "Infinity Fabric", "intel": "RoCE"}

@@ -9,7 +9,7 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from service.core.catalog.precision import PEAK_KEY, SUPPORT_KEY
 from service.core.errors import MissingFigure
@@ -49,6 +49,9 @@ def normalise_architecture(name: str | None) -> str:
         return "unknown"
     s = name.strip().lower().replace("lovelace", "").replace(" ", "").replace("-", "")
     return s or "unknown"
+
+
+_FABRICS: Final[dict[str, str]] = {"nvidia": "NVLink", "amd": "Infinity Fabric", "intel": "RoCE"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,12 @@ class GpuSpec:
         if key is None:
             return "unknown"
         return self.supports.get(key, "unknown")
+
+    @property
+    def scale_up_fabric(self) -> str:
+        """What the vendor calls the GPU-to-GPU fabric inside a node or rack: NVLink, AMD's
+        Infinity Fabric (xGMI), the RoCE ports integrated on Gaudi."""
+        return _FABRICS.get(self.vendor, "NVLink")
 
     def scale_up_gb_per_s(self, ranks: int, span: int | None = None) -> float | None:
         """Per-direction bandwidth each GPU of a group of ``ranks`` in one node gets over its

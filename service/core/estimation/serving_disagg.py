@@ -80,7 +80,7 @@ class DisaggPoint:
     prefill_utilisation: float
     in_flight_per_decode_replica: float
     decode_cap: int
-    link: str  # "NVLink", "PCIe" or "network"
+    link: str  # the scale-up fabric's name (:attr:`~.GpuSpec.scale_up_fabric`), "PCIe" or "network"
 
 
 def kv_transfer_s(d: Deployment, dis: Disaggregation, e: EngineEfficiencies, input_len: float) -> float:
@@ -91,10 +91,15 @@ def kv_transfer_s(d: Deployment, dis: Disaggregation, e: EngineEfficiencies, inp
 
 
 def _link(d: Deployment, dis: Disaggregation) -> str:
+    """The link a prompt's KV cache crosses, by the vendor's name for its scale-up fabric."""
     if crosses_nodes(dis, d.gpu):
         return "network"
     node = d.gpu.node
-    return "NVLink" if node.nvlink_per_direction_gb_per_s and node.nvlink_domain_size >= 2 else "PCIe"
+    return (
+        d.gpu.scale_up_fabric
+        if node.nvlink_per_direction_gb_per_s and node.nvlink_domain_size >= 2
+        else "PCIe"
+    )
 
 
 def prefill_share_s(d: Deployment, e: EngineEfficiencies, input_len: float, budget: float) -> float:

@@ -282,7 +282,7 @@ class Deployment:
     w8a8: bool
     bandwidth: float  # B/s datasheet
     link: float  # B/s per direction for the TP all-reduce
-    link_kind: str  # "NVLink" or "PCIe" ("" on one GPU)
+    link_kind: str  # the scale-up fabric's name or "PCIe" ("" on one GPU)
     hidden: int
     layers: int
     act_per_token: float  # activation workspace bytes per token of the iteration budget, per GPU
@@ -306,7 +306,7 @@ def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
     its name."""
     if tp <= 1:
         return math.inf, ""
-    return link_bytes_per_s(gpu, tp), "NVLink" if gpu.scale_up_gb_per_s(tp) else "PCIe"
+    return link_bytes_per_s(gpu, tp), gpu.scale_up_fabric if gpu.scale_up_gb_per_s(tp) else "PCIe"
 
 
 def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None]:
