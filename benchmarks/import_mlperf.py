@@ -9,7 +9,10 @@ Training (``<submitter>/results/<system>/<benchmark>/result_*.txt`` with
 ``<submitter>/systems/<system>.json``): each result file is one run; its time to train is
 ``run_stop - run_start`` of the MLPerf log (``:::MLLOG`` lines, milliseconds), counted only when
 ``run_stop`` says ``success``. The row's value is MLPerf's own score: drop the fastest and the
-slowest run, mean of the rest (with fewer than 3 converged runs, the mean). Closed division only
+slowest run, mean of the rest (with fewer than 3 converged runs, the mean); beside it the runs'
+work rate (samples or epochs at ``run_stop`` over that time). The recipe is not stated; where every
+one of the submitter's ``config_<GPU>_<nodes>x<per node>x*.sh`` files for the system's layout is an
+NVFP4 recipe, the row says ``submitter-nvfp4`` (:func:`recipes`). Closed division only
 (the open division may change the model). Every row carries its system description (submitter,
 system, nodes x accelerators, host CPU, framework) in ``system``; the framework is the stack.
 
@@ -225,6 +228,44 @@ def system_text(d: dict[str, Any], nodes: int, per_node: int, result_dir: str) -
     )
 
 
+_CONFIG = re.compile(
+    r"^(?P<sub>[^/]+)/benchmarks/(?P<bench>[^/]+)/implementations/[^/]+/(?P<name>config_[^/]+\.sh)$"
+)
+_LAYOUT = re.compile(r"^config_(?P<gpu>[A-Za-z0-9-]+)_(?P<nodes>\d+)x(?P<per>\d+)x")
+
+
+def _is_fp4(name: str, text: str) -> bool:
+    """An NVFP4 training recipe: the file says so in its name or sources / sets it."""
+    return (
+        name.endswith("_fp4.sh")
+        or "config_common_fp4.sh" in text
+        or re.search(r"\bFP4=(True|1)\b", text) is not None
+    )
+
+
+def recipes(snap: Snapshot, files: Sequence[str]) -> dict[tuple[str, str, str, int, int], str]:
+    """(submitter, benchmark, slug, nodes, GPUs per node) -> ``submitter-nvfp4`` where every one of
+    the submitter's own configuration files for that layout (``config_<GPU>_<nodes>x<per node>x...``
+    of the benchmark, those tagged with the benchmark's size where any are) is an NVFP4 recipe. A
+    layout with any other file keeps ``submitter``: the result log does not say which ran."""
+    found: dict[tuple[str, str, str, int, int], list[tuple[str, bool]]] = {}
+    for f in files:
+        m = _CONFIG.match(f)
+        lay = _LAYOUT.match(m.group("name")) if m else None
+        slug = slug_for(lay.group("gpu")) if lay else None
+        if m is None or lay is None or slug is None:
+            continue
+        key = (m.group("sub"), m.group("bench"), slug, int(lay.group("nodes")), int(lay.group("per")))
+        found.setdefault(key, []).append((m.group("name"), _is_fp4(m.group("name"), snap.read(f) or "")))
+    out: dict[tuple[str, str, str, int, int], str] = {}
+    for key, configs in found.items():
+        size = key[1].rsplit("_", 1)[-1]  # llama31_8b -> 8b: its configs share a directory with 405b's
+        tagged = [c for c in configs if f"_{size}" in c[0]] or configs
+        if all(fp4 for _, fp4 in tagged):
+            out[key] = "submitter-nvfp4"
+    return out
+
+
 def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], dict[str, int]]:
     files = snap.files()
     systems: dict[tuple[str, str], str] = {}
@@ -238,6 +279,7 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
         if m:
             runs.setdefault((m.group(1), m.group(2), m.group(3)), []).append(f)
     skipped: dict[str, int] = {}
+    recipe_of = recipes(snap, files)
 
     def skip(why: str) -> None:
         skipped[why] = skipped.get(why, 0) + 1
@@ -261,6 +303,7 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
             skip("no accelerator named")
             continue
         nodes, per_node = _int(d.get("number_of_nodes")), _int(d.get("accelerators_per_node"))
+        recipe = recipe_of.get((sub, bench, slug_for(accel) or "", nodes, per_node), "submitter")
         texts = [snap.read(p) for p in paths]
         if any(t is None for t in texts):
             skip("result logs absent from the snapshot")
@@ -287,7 +330,7 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
             slug=slug_for(accel),
             workload=f"mlperf-train-{bench}",
             model=f"mlperf/{bench}",
-            precision="submitter",
+            precision=recipe,
             metric="minutes_to_train",
             value=score,
             gpu_count=nodes * per_node,
@@ -544,7 +587,8 @@ def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
         ),
         caveats=(
             "Precision is the submitter's recipe and not stated in the system description (precision "
-            "'submitter'); global batch and hyper-parameters are each submitter's choice within the rules, "
+            "'submitter'), except where every one of the submitter's own configuration files for the "
+            "system's layout is an NVFP4 recipe ('submitter-nvfp4'); global batch and hyper-parameters are each submitter's choice within the rules, "
             "so epochs to converge differ between rows (the work-rate rows take that out: they compare "
             "speed, not convergence); convergence noise is a few percent. Rows of accelerators the "
             f"catalog lacks (TPU, Radeon) keep slug None. Skipped: {skipped}"

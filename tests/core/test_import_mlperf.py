@@ -193,3 +193,28 @@ def test_inference_rows_keep_closed_throughput_single_accelerator_entries() -> N
     assert r.workload == "mlperf-infer-offline" and r.metric == "output_tokens_per_s"
     assert r.model == "mlperf/llama2-70b-99" and "vLLM 0.9" in r.system
     assert sum(skipped.values()) == 4
+
+
+def test_a_layout_whose_configs_are_all_nvfp4_ran_nvfp4(tmp_path: Path) -> None:
+    """MLPerf Training does not state the recipe; where every one of the submitter's own config
+    files for a system's layout is an NVFP4 recipe, that is the recipe. A layout with an FP8 file
+    beside its FP4 one stays unknown, and a benchmark's size tag picks its files from a shared
+    directory (the 8B's configs sit beside 405B-style ones)."""
+    impl = tmp_path / "results" / "Acme" / "benchmarks" / "llama31_8b" / "implementations" / "nemo"
+    impl.mkdir(parents=True)
+    files = {
+        "config_GB300_2x4x2xtp1pp1cp1_8b_fp4.sh": "source $(dirname ${BASH_SOURCE[0]})/config_common_fp4.sh\n",
+        "config_GB200_2x4x2xtp1pp1cp1_8b.sh": "export FP8=True\n",
+        "config_GB200_2x4x2xtp1pp1cp1_8b_fp4.sh": "export FP4=True\n",
+        "config_GB300_128x4x1xtp2pp1cp4_8b.sh": "export FP8=True\n",
+        "config_GB300_128x4x72xtp2pp8cp2_cg_fp4.sh": "source config_common_fp4.sh\n",
+        "config_common_fp4.sh": "export FP4=True\n",
+    }
+    for name, text in files.items():
+        (impl / name).write_text(text)
+    repo = tmp_path / "results"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "x")
+    snap = im.Snapshot(str(repo), im.resolve(str(repo)))
+    assert im.recipes(snap, snap.files()) == {("Acme", "llama31_8b", "nvidia-gb300", 2, 4): "submitter-nvfp4"}

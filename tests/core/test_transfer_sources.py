@@ -62,6 +62,10 @@ def test_precision_handling_per_architecture() -> None:
         ts.effective_precision(_row(precision="fp32"), "cnn-train", SPECS["nvidia-v100-sxm2-16gb"]) == "fp32"
     )
     assert ts.effective_precision(_row(precision="int8"), "cnn-infer", SPECS["nvidia-l4"]) == "int8"
+    # a recipe the submitter's configs leave no doubt about: NVFP4 where the part has an FP4 peak
+    fp4 = _row(precision="submitter-nvfp4")
+    assert ts.effective_precision(fp4, "llm-train", SPECS["nvidia-gb300"]) == "fp4"
+    assert ts.effective_precision(fp4, "llm-train", SPECS["nvidia-h100-sxm"]) == "fp8"
 
 
 def test_link_is_nvlink_inside_its_domain_else_pcie() -> None:

@@ -49,6 +49,7 @@ def _precision_class(precision: str) -> str:
         "mxfp4": "fp4",
         "int4": "int4",
         "submitter": "mixed",
+        "submitter-nvfp4": "mixed",  # one MLPerf question: the submitter's recipe, here known
     }.get(precision, precision)
 
 

@@ -19,7 +19,8 @@ elementwise, normalisation, optimizer and decode weight/KV reads: bandwidth)::
 * ``P_f(g)``: the dense datasheet peak of the precision that ran (precision handling per
   architecture, :func:`effective_precision`: a row's own precision where the source states it;
   MLPerf Training recipes are not stated, so LLM training runs FP8 where the GPU has an FP8
-  peak (Ada, Hopper, Blackwell, CDNA 3+) and 16-bit otherwise; FP32 on Volta/Turing and TF32 on
+  peak (Ada, Hopper, Blackwell, CDNA 3+) and 16-bit otherwise -- NVFP4 where the submitter's own
+  configuration files for the system's layout leave no other recipe (``submitter-nvfp4``); FP32 on Volta/Turing and TF32 on
   Ampere+ where the source says so);
 * ``B(g)``: datasheet memory bandwidth, its usable share where ECC is inline (GDDR data-centre
   cards: :func:`~.transfer_serving.data_bandwidth_gb_per_s`);
@@ -168,7 +169,9 @@ def effective_precision(r: PublishedRow, cls: str, gpu: GpuSpec) -> str:
     """The peak key the row's math ran at on ``gpu`` (module docstring: per-architecture
     precision handling)."""
     p = r.precision
-    if p == "submitter":  # MLPerf Training: the recipe is the submitter's, not stated
+    if p == "submitter-nvfp4" and gpu.peak_for("fp4"):  # the submitter's configs leave only NVFP4
+        return "fp4"
+    if p.startswith("submitter"):  # MLPerf Training: the recipe is the submitter's, not stated
         if cls == "llm-train" and gpu.peak_for("fp8"):
             return "fp8"
         return "bf16" if gpu.peak_for("bf16") else "fp16"
@@ -187,7 +190,7 @@ def effective_precision(r: PublishedRow, cls: str, gpu: GpuSpec) -> str:
 
 def _baseline_precision(r: PublishedRow, gpu: GpuSpec) -> str:
     """The datasheet baseline's peak: the precision that ran, 16-bit where it is not stated."""
-    if r.precision == "submitter":
+    if r.precision.startswith("submitter"):
         return "bf16" if gpu.peak_for("bf16") else "fp16"
     return effective_precision(r, "", gpu)
 

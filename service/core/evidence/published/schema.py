@@ -32,6 +32,9 @@ PRECISIONS: Final[dict[str, Family]] = {
     # MLPerf Training: the submitter's own mixed-precision recipe, which the system description
     # does not state (FP8 on Hopper/Blackwell LLM submissions is common but not recorded per row)
     "submitter": "mixed",
+    # the same, where every one of the submitter's own configuration files for the system's layout
+    # is an NVFP4 recipe (MLPerf Training v5.1 on Blackwell; benchmarks/import_mlperf.py)
+    "submitter-nvfp4": "mixed",
 }
 FAMILIES: Final[tuple[Family, ...]] = ("fp32", "tf32", "fp16/bf16", "fp8", "int8", "fp4", "int4", "mixed")
 
