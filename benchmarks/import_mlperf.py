@@ -12,7 +12,8 @@ Training (``<submitter>/results/<system>/<benchmark>/result_*.txt`` with
 slowest run, mean of the rest (with fewer than 3 converged runs, the mean); beside it the runs'
 work rate (samples or epochs at ``run_stop`` over that time). The recipe is not stated; where every
 one of the submitter's ``config_<GPU>_<nodes>x<per node>x*.sh`` files for the system's layout is an
-NVFP4 recipe, the row says ``submitter-nvfp4`` (:func:`recipes`). Closed division only
+NVFP4 recipe, or where the runs' logs print their configuration with ``fp4: true``, the row says
+``submitter-nvfp4`` (:func:`recipes`, :func:`logged_nvfp4`). Closed division only
 (the open division may change the model). Every row carries its system description (submitter,
 system, nodes x accelerators, host CPU, framework) in ``system``; the framework is the stack.
 
@@ -243,6 +244,16 @@ def _is_fp4(name: str, text: str) -> bool:
     )
 
 
+_LOG_FP4: Final = re.compile(r"(?m)^\s*(?:\d+:\s*)?fp4:\s*(true|false)\s*$")
+"""The ``fp4:`` line of the NeMo configuration some result logs print (rank-prefixed)."""
+
+
+def logged_nvfp4(texts: Sequence[str]) -> bool:
+    """The runs' own logs print their configuration with FP4 on, and nowhere off."""
+    said = {v for t in texts for v in _LOG_FP4.findall(t)}
+    return said == {"true"}
+
+
 def recipes(snap: Snapshot, files: Sequence[str]) -> dict[tuple[str, str, str, int, int], str]:
     """(submitter, benchmark, slug, nodes, GPUs per node) -> ``submitter-nvfp4`` where every one of
     the submitter's own configuration files for that layout (``config_<GPU>_<nodes>x<per node>x...``
@@ -308,6 +319,8 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
         if any(t is None for t in texts):
             skip("result logs absent from the snapshot")
             continue
+        if logged_nvfp4([t or "" for t in texts]):  # the runs' own logs say so
+            recipe = "submitter-nvfp4"
         logs = [parse_mllog(t or "") for t in texts]
         minutes = [m for m in (run_minutes(x) for x in logs) if m is not None]
         if not minutes:
@@ -588,7 +601,7 @@ def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
         caveats=(
             "Precision is the submitter's recipe and not stated in the system description (precision "
             "'submitter'), except where every one of the submitter's own configuration files for the "
-            "system's layout is an NVFP4 recipe ('submitter-nvfp4'); global batch and hyper-parameters are each submitter's choice within the rules, "
+            "system's layout is an NVFP4 recipe, or the runs' logs print fp4: true ('submitter-nvfp4'); global batch and hyper-parameters are each submitter's choice within the rules, "
             "so epochs to converge differ between rows (the work-rate rows take that out: they compare "
             "speed, not convergence); convergence noise is a few percent. Rows of accelerators the "
             f"catalog lacks (TPU, Radeon) keep slug None. Skipped: {skipped}"

@@ -218,3 +218,10 @@ def test_a_layout_whose_configs_are_all_nvfp4_ran_nvfp4(tmp_path: Path) -> None:
     _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "x")
     snap = im.Snapshot(str(repo), im.resolve(str(repo)))
     assert im.recipes(snap, snap.files()) == {("Acme", "llama31_8b", "nvidia-gb300", 2, 4): "submitter-nvfp4"}
+
+
+def test_a_log_that_prints_fp4_on_ran_nvfp4() -> None:
+    """Some result logs print the run's NeMo configuration: ``fp4: true`` everywhere it appears
+    names the recipe; a log that says false anywhere, or says nothing, does not."""
+    on, off = "0:       fp4: true\n0:       fp4_recipe: nvfp4\n", " 0:   fp4: false\n"
+    assert im.logged_nvfp4([on, on]) and not im.logged_nvfp4([on, off]) and not im.logged_nvfp4(["x"])

@@ -118,6 +118,28 @@ def test_points_from_the_shipped_tables() -> None:
     assert train and {p.group[7] for p in train} == set(ts.WORK_RATES)
 
 
+def test_rows_of_two_recipes_are_two_points() -> None:
+    """Two B200 systems in one MLPerf configuration, one NVFP4 by its logs and one whose recipe is
+    unknown (FP8 assumed), are timed at their own peaks: two points of the group, not one median
+    under whichever row came last."""
+    from service.core.evidence.published import PublishedTable
+
+    b200 = {"table_id": "m", "slug": "nvidia-b200", "gpu_name": "b", "gpu_count": 8}
+    rows = [
+        _row(**b200, system="a", value=10.0),
+        _row(**b200, system="b", value=8.0, precision="submitter-nvfp4"),
+        _row(table_id="m", slug="nvidia-h100-sxm", gpu_name="h", system="c", value=30.0, gpu_count=8),
+    ]
+    table = PublishedTable("m", "t", "training", "p", "u", (), "2025", "n", "s", "e", "m", "c", tuple(rows))
+    pts = ts.points_from([table], SPECS)
+    assert sorted((p.slug, p.peak_family) for p in pts) == [
+        ("nvidia-b200", "fp4"),
+        ("nvidia-b200", "fp8"),
+        ("nvidia-h100-sxm", "fp8"),
+    ]
+    assert len({p.group for p in pts}) == 1
+
+
 def test_a_work_rate_stands_in_for_its_time_to_train() -> None:
     """Two systems, each with a time to train and its runs' work rate: the points are the rates.
     The GB200 system converged in twice the samples (a larger global batch), so its time says

@@ -374,12 +374,12 @@ def points_from(
             link = link_gb_per_s(gpu, n, "nvlink" in r.system.lower()) if n > 1 else None
             if n > 1 and not link:
                 continue
-            key = (*_group_key(t, r, cls), gpu.slug)
+            key = (*_group_key(t, r, cls), gpu.slug, pf)  # rows of one recipe make one point
             serve = serve_terms(r, gpu, n, link) if cls in SERVING else None
             acc.setdefault(key, []).append(math.log(_per_gpu_throughput(r)))
             meta[key] = SourcePoint(
                 t.id,
-                key[:-1],
+                key[:-2],
                 gpu.slug,
                 arch_of(gpu),
                 cls,
