@@ -314,7 +314,8 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
             skip("no accelerator named")
             continue
         nodes, per_node = _int(d.get("number_of_nodes")), _int(d.get("accelerators_per_node"))
-        recipe = recipe_of.get((sub, bench, slug_for(accel) or "", nodes, per_node), "submitter")
+        slug = slug_for(accel)
+        recipe = recipe_of.get((sub, bench, slug or "", nodes, per_node), "submitter")
         texts = [snap.read(p) for p in paths]
         if any(t is None for t in texts):
             skip("result logs absent from the snapshot")
@@ -340,7 +341,7 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
         row = PublishedRow(
             table_id=table_id,
             gpu_name=accel,
-            slug=slug_for(accel),
+            slug=slug,
             workload=f"mlperf-train-{bench}",
             model=f"mlperf/{bench}",
             precision=recipe,
@@ -372,7 +373,7 @@ def _work_rate_row(
 
 
 def _round(v: float) -> float:
-    """Four significant figures past the integer part: rates span 1e-4 (epochs/s) to 1e5."""
+    """Six significant figures: rates span 1e-4 (epochs/s) to 1e5 (samples/s)."""
     return float(f"{v:.6g}")
 
 
@@ -601,8 +602,9 @@ def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
         caveats=(
             "Precision is the submitter's recipe and not stated in the system description (precision "
             "'submitter'), except where every one of the submitter's own configuration files for the "
-            "system's layout is an NVFP4 recipe, or the runs' logs print fp4: true ('submitter-nvfp4'); global batch and hyper-parameters are each submitter's choice within the rules, "
-            "so epochs to converge differ between rows (the work-rate rows take that out: they compare "
+            "system's layout is an NVFP4 recipe, or the runs' logs print fp4: true ('submitter-nvfp4'); "
+            "global batch and hyper-parameters are each submitter's choice within the rules, so epochs "
+            "to converge differ between rows (the work-rate rows take that out: they compare "
             "speed, not convergence); convergence noise is a few percent. Rows of accelerators the "
             f"catalog lacks (TPU, Radeon) keep slug None. Skipped: {skipped}"
         ),
