@@ -40,6 +40,8 @@ __all__ = [
     "collective_s",
     "communication_s",
     "layout_of",
+    "link_bytes_per_s",
+    "link_name",
     "p2p_s",
 ]
 
@@ -107,6 +109,12 @@ def link_bytes_per_s(gpu: GpuSpec, ranks_in_node: int, span: int | None = None) 
     if fabric:
         return fabric * 1e9
     return (gpu.node.pcie_per_direction_gb_per_s or PCIE_ASSUMED_PER_DIRECTION_GB_PER_S) * 1e9
+
+
+def link_name(gpu: GpuSpec, ranks_in_node: int, span: int | None = None) -> str:
+    """What :func:`link_bytes_per_s` crosses, by name: the vendor's scale-up fabric
+    (:attr:`~.GpuSpec.scale_up_fabric`) where it carries the group, else PCIe."""
+    return gpu.scale_up_fabric if gpu.scale_up_gb_per_s(ranks_in_node, span) else "PCIe"
 
 
 def collective_s(

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU
-from service.core.estimation.network import Layout, default_gpus_per_node, p2p_s
+from service.core.estimation.network import Layout, default_gpus_per_node, link_name, p2p_s
 from service.core.estimation.serving_disagg_layout import Disaggregation
 from service.core.estimation.serving_engines import Deployment, EngineEfficiencies, iteration_s
 from service.core.estimation.serving_queue import _root, concurrency_cap
@@ -91,15 +91,8 @@ def kv_transfer_s(d: Deployment, dis: Disaggregation, e: EngineEfficiencies, inp
 
 
 def _link(d: Deployment, dis: Disaggregation) -> str:
-    """The link a prompt's KV cache crosses, by the vendor's name for its scale-up fabric."""
-    if crosses_nodes(dis, d.gpu):
-        return "network"
-    node = d.gpu.node
-    return (
-        d.gpu.scale_up_fabric
-        if node.nvlink_per_direction_gb_per_s and node.nvlink_domain_size >= 2
-        else "PCIe"
-    )
+    """The link a prompt's KV cache crosses (the one :func:`kv_transfer_s` times), by name."""
+    return "network" if crosses_nodes(dis, d.gpu) else link_name(d.gpu, 2)
 
 
 def prefill_share_s(d: Deployment, e: EngineEfficiencies, input_len: float, budget: float) -> float:

@@ -19,7 +19,7 @@ from service.core.estimation.memory import (
     expert_weight_bytes,
     weight_bytes,
 )
-from service.core.estimation.network import link_bytes_per_s
+from service.core.estimation.network import link_bytes_per_s, link_name
 from service.core.estimation.serving_ep import EXPERT_LOAD_IMBALANCE, ep_terms
 from service.core.estimation.serving_features import draft_share
 from service.core.estimation.serving_lora import (
@@ -306,7 +306,7 @@ def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
     its name."""
     if tp <= 1:
         return math.inf, ""
-    return link_bytes_per_s(gpu, tp), gpu.scale_up_fabric if gpu.scale_up_gb_per_s(tp) else "PCIe"
+    return link_bytes_per_s(gpu, tp), link_name(gpu, tp)
 
 
 def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None]:
