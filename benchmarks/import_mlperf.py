@@ -1,4 +1,4 @@
-"""Import MLPerf Training v4.0-v5.1 and MLPerf Inference v5.1 results as published tables (issue 27).
+"""Import MLPerf Training v4.0-v5.1 and MLPerf Inference v5.1 and v6.0 results as published tables (issue 27).
 
 Reads a snapshot of the mlcommons results repositories (a bare git directory, e.g. the one the
 ``fetch`` tool leaves at ``/work/.mirror/mlcommons+training_results_v5.0/repo``) at the commit
@@ -20,12 +20,17 @@ system, nodes x accelerators, host CPU, framework) in ``system``; the framework 
 Inference (``summary_results.json`` at the repository root: one entry per system, model and
 scenario, with the submitter's accelerator, count, software and weight data type): closed
 division, throughput scenarios only (Offline, Server, Interactive; the latency scenarios of the
-edge suite are left out), single-accelerator-type systems only.
+edge suite are left out), single-accelerator-type systems only, measured results only (MLPerf's
+``inferred`` flag marks a result derived from another scenario). v6.0 is read from a fork that
+carries MLCommons' results commits unchanged (``gbeezybez/inference_results_v6.0``; its own later
+commits touch only the open division), at MLCommons' last commit there.
 
 Usage::
 
     python benchmarks/import_mlperf.py training /work/.mirror/mlcommons+training_results_v5.0/repo v5.0
     python benchmarks/import_mlperf.py inference /work/.mirror/mlcommons+inference_results_v5.1/repo v5.1
+    python benchmarks/import_mlperf.py inference /work/.mirror/gbeezybez+inference_results_v6.0/repo v6.0 \
+        --commit 4d3916ac9cf474b679cdfcf492d43a0559418ad1 --repository gbeezybez/inference_results_v6.0
 """
 
 from __future__ import annotations
@@ -87,6 +92,10 @@ _SLUGS: tuple[tuple[str, str | None], ...] = (
 
 
 def slug_for(name: str) -> str | None:
+    """The catalog slug of an accelerator as submitted; None for one the catalog lacks, and for a
+    part run under a power cap below its rating (its datasheet figures are not the ones it ran at)."""
+    if re.search(r"power\s*cap", name, re.IGNORECASE):
+        return None
     for pat, slug in _SLUGS:
         if re.search(pat, name, re.IGNORECASE):
             return slug
@@ -429,6 +438,9 @@ def inference_rows(
         if wl is None or metric is None:
             skip("latency scenario")
             continue
+        if str(e.get("inferred", 0)) not in ("0", ""):
+            skip("inferred from another scenario")
+            continue
         accel = clean_name(str(e.get("Accelerator", "")))
         if accel in ("", "N/A") or "(x" in accel or " + " in accel or " and " in accel:
             skip("no accelerator, or a mix of accelerators")
@@ -566,6 +578,11 @@ INFERENCE_DATES = {
         "2025-09-09",
         "MLPerf Inference v5.1 results published 9 September 2025 (the results commit's date)",
     ),
+    "v6.0": (
+        "2026-03-26",
+        "MLPerf Inference v6.0 results published 26 March 2026 (MLCommons' 'Publishing Results' commit "
+        "ab33b21; summary_results.json is the same blob at the commit read)",
+    ),
 }
 
 
@@ -630,8 +647,14 @@ INFERENCE_METHOD = (
 """How MLPerf Inference measures a row (every round's table says it)."""
 
 
-def import_inference(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
-    commit = resolve(git_dir)
+def import_inference(
+    git_dir: str, round_: str, out_dir: Path = OUT_DIR, rev: str = "HEAD", repository: str | None = None
+) -> Path:
+    """One round's table from ``summary_results.json`` at ``rev`` of ``git_dir``; ``repository``
+    names where that commit is published when it is not MLCommons' own repository (a fork that
+    carries MLCommons' results commits unchanged)."""
+    commit = resolve(git_dir, rev)
+    repository = repository or f"mlcommons/inference_results_{round_}"
     tag = round_.replace(".", "_")
     table_id = f"mlperf-inference-{round_}"
     entries = json.loads(Snapshot(git_dir, commit).read("summary_results.json") or "[]")
@@ -643,8 +666,8 @@ def import_inference(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path
         table_id=table_id,
         title=f"MLPerf Inference {round_}, closed division: throughput per system, model and scenario",
         kind="serving",
-        url=f"https://github.com/mlcommons/inference_results_{round_}/blob/{commit}/summary_results.json",
-        repository=f"mlcommons/inference_results_{round_}",
+        url=f"https://github.com/{repository}/blob/{commit}/summary_results.json",
+        repository=repository,
         source_path="summary_results.json",
         commit=commit,
         date=date,
@@ -658,7 +681,8 @@ def import_inference(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path
         caveats=(
             "Precision is the submitter's weight data type (for SDXL the UNet's); the accuracy target (99 "
             "or 99.9 % of the reference) is part of the model id. Latency scenarios (SingleStream, "
-            f"MultiStream) and open-division rows are not imported. Skipped: {skipped}"
+            "MultiStream), open-division rows and results MLPerf marks inferred (derived from another "
+            f"scenario, not measured) are not imported. Skipped: {skipped}"
         ),
         rows=rows,
     )
@@ -671,13 +695,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("suite", choices=("training", "inference"))
     ap.add_argument("git_dir", help="the results repository snapshot (a git directory)")
-    ap.add_argument("round", help="v4.0, v4.1, v5.0, v5.1")
+    ap.add_argument("round", help="v4.0, v4.1, v5.0, v5.1 (training); v5.1, v6.0 (inference)")
     ap.add_argument("--out", default=str(OUT_DIR))
+    ap.add_argument("--commit", default="HEAD", help="inference: the commit to read (default HEAD)")
+    ap.add_argument(
+        "--repository", help="inference: the repository that publishes that commit (default MLCommons' own)"
+    )
     a = ap.parse_args(argv)
     if a.suite == "training":
         import_training(a.git_dir, a.round, Path(a.out))
     else:
-        import_inference(a.git_dir, a.round, Path(a.out))
+        import_inference(a.git_dir, a.round, Path(a.out), a.commit, a.repository)
     return 0
 
 

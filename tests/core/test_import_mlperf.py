@@ -186,13 +186,23 @@ def test_inference_rows_keep_closed_throughput_single_accelerator_entries() -> N
             "Accelerator": "AMD Instinct MI300X 192GB HBM3 (x32), AMD Instinct MI325X 256GB HBM3e (x16)",
         },
         {**base, "weight_data_types": "UNSET"},
+        {**base, "Scenario": "Interactive", "inferred": 1},
+        {**base, "Scenario": "Server", "inferred": 0},
     ]
     rows, skipped = im.inference_rows(entries, "mlperf-inference-test")
-    (r,) = rows
+    r, server = rows
     assert r.gpu_count == 16 and r.slug == "amd-mi325x" and r.precision == "fp8"
     assert r.workload == "mlperf-infer-offline" and r.metric == "output_tokens_per_s"
     assert r.model == "mlperf/llama2-70b-99" and "vLLM 0.9" in r.system
-    assert sum(skipped.values()) == 4
+    assert server.workload == "mlperf-infer-server"
+    assert sum(skipped.values()) == 5 and skipped["inferred from another scenario"] == 1
+
+
+def test_a_power_capped_part_is_not_its_catalog_entry() -> None:
+    """An MI355X run under a 1,000 W cap is not the 1,400 W part the catalog's figures describe:
+    it keeps its name and no slug, so it makes no pair against the uncapped rows."""
+    assert im.slug_for("AMD Instinct MI355X 288GB HBM3e") == "amd-mi355x"
+    assert im.slug_for("AMD Instinct MI355X 288GB HBM3e (Power Cap 1000 W)") is None
 
 
 def test_a_layout_whose_configs_are_all_nvfp4_ran_nvfp4(tmp_path: Path) -> None:

@@ -303,6 +303,36 @@ def test_pinned_cells_as_published() -> None:
     assert _cell("nemo-megatron-bridge-pretrain-25.11", slug="nvidia-h100-sxm", **kw) == 14451
 
 
+def test_mlperf_inference_v6_0_is_mlcommons_results_commit() -> None:
+    """MLPerf Inference v6.0 is read from a fork that carries MLCommons' results commits: the
+    commit named is MLCommons' own (its summary is the same blob as the 'Publishing Results'
+    commit's), and cells re-read from that summary match."""
+    t = get_table("mlperf-inference-v6.0")
+    (f,) = t.files
+    assert f.commit == "4d3916ac9cf474b679cdfcf492d43a0559418ad1" and f.path == "summary_results.json"
+    assert f.repository == "gbeezybez/inference_results_v6.0" and t.date == "2026-03-26"
+    # 6.0-0021 Dell XE7740, 8 x H200 NVL, Llama-2-70B (99 %) Offline 32,004 tokens/s, FP8
+    (r,) = [
+        x
+        for x in t.rows
+        if x.note.startswith("6.0-0021;")
+        and x.model == "mlperf/llama2-70b-99"
+        and x.workload == "mlperf-infer-offline"
+    ]
+    assert (r.slug, r.gpu_count, r.value, r.precision) == ("nvidia-h200-nvl", 8, 32004.0, "fp8")
+    # 6.0-0078 NVIDIA GB300 NVL72, 18 x 4 GPUs, DeepSeek-R1 Offline 647,076 tokens/s, FP4
+    rows = [x for x in t.rows if x.note.startswith("6.0-0078;") and x.model == "mlperf/deepseek-r1"]
+    assert {(x.slug, x.gpu_count, x.value) for x in rows if x.workload == "mlperf-infer-offline"} == {
+        ("nvidia-gb300", 72, 647076.0)
+    }
+    # results MLPerf marks inferred are not measurements: 6.0-0002's Interactive Llama-2-70B is one
+    assert not [
+        x for x in t.rows if x.note.startswith("6.0-0002;") and x.workload == "mlperf-infer-interactive"
+    ]
+    # a part run under a power cap keeps its name and no slug
+    assert all(x.slug is None for x in t.rows if "Power Cap" in x.gpu_name)
+
+
 def test_mlperf_tables_state_system_stack_and_inverted_metric() -> None:
     """Issue 27: the MLPerf rows carry their system (the stack is per row), time to train is a
     lower-is-better metric, and the new precision families are used by the inference table."""

@@ -27,6 +27,7 @@ from service.core.evidence.published import (
     lambda_pytorch_train_2021,
     megatron_bridge_25_11,
     mlperf_inference_v5_1,
+    mlperf_inference_v6_0,
     mlperf_inference_v6_1,
     mlperf_training_v4_0,
     mlperf_training_v4_1,
@@ -89,6 +90,7 @@ TABLES: Final[tuple[PublishedTable, ...]] = (
     mlperf_training_v5_0.TABLE,
     mlperf_training_v5_1.TABLE,
     mlperf_inference_v5_1.TABLE,
+    mlperf_inference_v6_0.TABLE,
     mlperf_inference_v6_1.TABLE,
     inferencex_3a600f1.TABLE,
 )

@@ -6031,6 +6031,6 @@ TABLE: Final = PublishedTable(
     stack="MLPerf Inference v5.1 submissions: each row's own software in its `system` (TensorRT / TensorRT-LLM for NVIDIA, vLLM on ROCm for AMD, OpenVINO/IPEX for Intel, ...)",
     engine="mlperf-inference 5.1",
     method="MLPerf LoadGen: Offline = all queries at once (throughput), Server = Poisson arrivals at the highest rate meeting the latency bound, Interactive = Server with tighter LLM latency bounds; the whole system of gpu_count accelerators; Tokens/s counts generated tokens",
-    caveats="Precision is the submitter's weight data type (for SDXL the UNet's); the accuracy target (99 or 99.9 % of the reference) is part of the model id. Latency scenarios (SingleStream, MultiStream) and open-division rows are not imported. Skipped: {'no accelerator, or a mix of accelerators': 76, 'latency scenario': 33, 'open division': 839}",
+    caveats="Precision is the submitter's weight data type (for SDXL the UNet's); the accuracy target (99 or 99.9 % of the reference) is part of the model id. Latency scenarios (SingleStream, MultiStream), open-division rows and results MLPerf marks inferred (derived from another scenario, not measured) are not imported. Skipped: {'no accelerator, or a mix of accelerators': 76, 'latency scenario': 33, 'open division': 839}",
     rows=ROWS,
 )
