@@ -7,7 +7,13 @@ import math
 from service.catalog.loader import load_shipped
 from service.core.catalog.specs import gpu_spec_from_doc
 from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, CONTINUOUS_SPEC
-from service.core.estimation.serving_calibration import FIT_FIELDS, fit_engine, predict, published_points
+from service.core.estimation.serving_calibration import (
+    CALIBRATION_TABLES,
+    FIT_FIELDS,
+    fit_engine,
+    predict,
+    published_points,
+)
 
 GPUS = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 
@@ -25,6 +31,9 @@ def test_published_points_cover_five_catalogued_gpus_and_say_what_was_skipped() 
     assert kinds == {"offline", "static", "ttft", "online_ttft", "online_itl", "online_rps"}
     assert skipped["GPU not catalogued (or variant not stated)"] > 0  # v0.9 "A100", GH200
     assert all(p.value > 0 for p in pts)
+    # the engine class is the C++ runtime's: v1.0's PyTorch-backend NVFP4 table is a transfer source
+    assert {p.table_id for p in pts} == CALIBRATION_TABLES
+    assert "trtllm-perf-overview-v1.0" not in CALIBRATION_TABLES
 
 
 def test_committed_efficiencies_are_the_fit_of_the_published_tables() -> None:

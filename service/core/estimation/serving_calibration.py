@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Literal
+from typing import Final, Literal
 
 from service.core.catalog.models import DecoderSpec, ModelNotFound, get_model
 from service.core.catalog.specs import GpuSpec
@@ -130,6 +130,19 @@ def _config(r: PublishedRow, model: DecoderSpec, **kw: int) -> InferenceConfig:
     )
 
 
+CALIBRATION_TABLES: Final = frozenset(
+    {
+        "trtllm-perf-overview-v0.9",
+        "trtllm-perf-overview-v0.14",
+        "trtllm-perf-overview-v0.17",
+        "trtllm-online-serving-v0.14",
+    }
+)
+"""The TensorRT-LLM tables of the engine class (C++ runtime, FP8 / 16-bit engines). The v1.0
+Perf Overview ran the PyTorch backend with NVFP4 checkpoints, which the class's weight formats
+do not describe: it is a cross-GPU transfer source (``transfer_sources``) only."""
+
+
 def published_points(
     gpus: Mapping[str, GpuSpec],
     tables: Iterable[PublishedTable] = TABLES,
@@ -140,7 +153,7 @@ def published_points(
     skipped: dict[str, int] = {}
     seen: set[tuple[object, ...]] = set()
     for t in tables:
-        if t.kind != "serving" or not t.engine.startswith("tensorrt-llm"):
+        if t.kind != "serving" or t.id not in CALIBRATION_TABLES:
             continue
         points.extend(_table_points(t, gpus, seen, skipped))
     return _deployed(points, skipped), skipped

@@ -37,6 +37,7 @@ from service.core.evidence.published import (
     trtllm_perf_v0_9,
     trtllm_perf_v0_14,
     trtllm_perf_v0_17,
+    trtllm_perf_v1_0,
 )
 from service.core.evidence.published.schema import (
     FAMILIES,
@@ -84,6 +85,7 @@ TABLES: Final[tuple[PublishedTable, ...]] = (
     trtllm_perf_v0_9.TABLE,
     trtllm_perf_v0_14.TABLE,
     trtllm_perf_v0_17.TABLE,
+    trtllm_perf_v1_0.TABLE,
     trtllm_online_v0_14.TABLE,
     mlperf_training_v4_0.TABLE,
     mlperf_training_v4_1.TABLE,
