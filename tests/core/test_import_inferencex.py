@@ -54,11 +54,12 @@ def test_selection_keeps_single_node_pure_tensor_parallel_runs_only() -> None:
             _rec(decode_ep=8),
             _rec(decode_dp_attention=True),
             _rec(num_decode_gpu=64),
-            _rec(hardware="gb200"),
+            _rec(hardware="h20"),
             _rec(model="kimi"),
+            _rec(hardware="gb200"),
         ]
     )
-    assert kept == [_rec()]
+    assert sorted(r["hardware"] for r in kept) == ["gb200", "h200"] and _rec() in kept
     assert skipped == {
         "disaggregated or multi-node": 2,
         "speculative decoding": 1,
@@ -115,3 +116,13 @@ def test_the_shipped_table_is_the_importers_output(tmp_path: Path, monkeypatch: 
     assert t.publisher == "SemiAnalysis" and t.files[0].commit == ix.COMMIT
     assert len(t.rows) == len(ix.select(ix.records())[0]) > 200
     assert ix.check(ix.records()) == []
+
+
+def test_every_named_gpu_maps_to_its_catalog_entry() -> None:
+    """The site's hardware names map to catalog slugs wherever the catalog has the part (the
+    GB200 and GB300 NVL72 since the catalog added them), so no row loses its GPU figures."""
+    from service.catalog.loader import load_shipped
+
+    slugs = {g["slug"] for g in load_shipped().gpus}
+    assert all(slug in slugs for _, slug in ix.HARDWARE.values())
+    assert ix.HARDWARE["gb200"][1] == "nvidia-gb200" and ix.HARDWARE["gb300"][1] == "nvidia-gb300"
