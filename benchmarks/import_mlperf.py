@@ -222,10 +222,13 @@ def olympic_mean(xs: Sequence[float]) -> float:
 
 
 def _int(v: object, default: int = 1) -> int:
+    """A count as the summaries write it: ``8``, ``"8"`` or ``8.0`` (v4.1 writes accelerators per
+    node as a float); ``default`` when it is missing or not a whole number."""
     try:
-        return int(str(v).strip())
+        x = float(str(v).strip())
     except ValueError:
         return default
+    return int(x) if x.is_integer() and x >= 0 else default
 
 
 def system_text(d: dict[str, Any], nodes: int, per_node: int, result_dir: str) -> str:

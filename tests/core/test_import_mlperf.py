@@ -235,3 +235,10 @@ def test_a_log_that_prints_fp4_on_ran_nvfp4() -> None:
     names the recipe; a log that says false anywhere, or says nothing, does not."""
     on, off = "0:       fp4: true\n0:       fp4_recipe: nvfp4\n", " 0:   fp4: false\n"
     assert im.logged_nvfp4([on, on]) and not im.logged_nvfp4([on, off]) and not im.logged_nvfp4(["x"])
+
+
+def test_counts_read_as_the_summaries_write_them() -> None:
+    """MLPerf Inference v4.1's summary writes accelerators per node as a float (``8.0``): read as
+    1, it made every v4.1 row an 8-GPU system counted as one GPU."""
+    assert im._int(8) == 8 and im._int("8") == 8 and im._int(8.0) == 8 and im._int(" 4.0 ") == 4
+    assert im._int("") == 1 and im._int(None) == 1 and im._int("2.5") == 1 and im._int("x", 0) == 0
