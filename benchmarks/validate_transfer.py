@@ -2,7 +2,7 @@
 GPU out across sources, with the precision-aware datasheet baseline beside every figure.
 
 Points are every shipped cross-GPU published table (one source each: Lambda 2020/2021/2023,
-DeepLearningExamples 20.06, NeMo 25.11, TensorRT-LLM 0.9/0.12/0.14/0.17/0.20/1.0/1.1, MLPerf Training v4.0-v5.1,
+DeepLearningExamples TF 20.06 and PyTorch 21.03, NeMo 25.11, TensorRT-LLM 0.9/0.12/0.14/0.17/0.20/1.0/1.1, MLPerf Training v4.0-v5.1,
 MLPerf Inference v5.1, v6.0 and v6.1, SemiAnalysis InferenceX), one point per (source, configuration, GPU) with
 the GPU's datasheet figures from the shipped catalog. A pair is two GPUs of one configuration of one source; its
 error is ``|predicted ratio / measured ratio - 1|`` over ordered pairs.

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from service.core.evidence.published import (
+    dle_pt_resnet50,
     dle_tf_resnet50_2006,
     inferencex_3a600f1,
     lambda_pytorch_train,
@@ -84,6 +85,7 @@ TABLES: Final[tuple[PublishedTable, ...]] = (
     lambda_pytorch_train_2020.TABLE,
     lambda_pytorch_train_2021.TABLE,
     dle_tf_resnet50_2006.TABLE,
+    dle_pt_resnet50.TABLE,
     megatron_bridge_25_11.TABLE,
     trtllm_perf_v0_9.TABLE,
     trtllm_perf_v0_12.TABLE,
