@@ -6,8 +6,9 @@ for an empty cell, values exactly as published (thousands separators removed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
 
 from service.core.evidence.published.schema import PublishedRow, parse_number
 
@@ -56,3 +57,21 @@ def column_rows(
                 )
             )
     return rows
+
+
+LLAMA33_ON_31: Final = " (Llama 3.3 70B: Llama 3.1 70B's architecture)"
+"""Said of a Llama 3.3 70B checkpoint carried by the ``llama3.1-70b`` preset."""
+
+
+def with_checkpoints(
+    rows: Sequence[PublishedRow], checkpoints: Mapping[tuple[str, str], str]
+) -> tuple[PublishedRow, ...]:
+    """Each row with the checkpoint its page lists for its (preset, precision) first in its note
+    (the Perf Overview pages from v0.20 on name NVIDIA's quantized checkpoints)."""
+    out: list[PublishedRow] = []
+    for r in rows:
+        ckpt = checkpoints[(r.model, r.precision)]
+        if r.model == "llama3.1-70b" and "3.3-70B" in ckpt:
+            ckpt += LLAMA33_ON_31
+        out.append(replace(r, note="; ".join(s for s in (f"checkpoint {ckpt}", r.note) if s)))
+    return tuple(out)

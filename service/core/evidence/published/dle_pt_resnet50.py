@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from service.core.evidence.published.schema import PublishedRow, PublishedTable, SourceFile
+from service.core.evidence.published._dle_resnet import Notes, resnet_rows
+from service.core.evidence.published.schema import PublishedTable, SourceFile
 
 TABLE_ID: Final = "dle-pt-resnet50-ngc2103"
 
@@ -109,51 +110,6 @@ T4 amp_fp16 256 1198 225.95
 """
 
 
-def _rows() -> tuple[PublishedRow, ...]:
-    rows: list[PublishedRow] = []
-    for line in TRAINING.strip().splitlines():
-        g, prec, n, bs, value = line.split()
-        name, slug, assumption = GPUS[g]
-        rows.append(
-            PublishedRow(
-                table_id=TABLE_ID,
-                gpu_name=name,
-                slug=slug,
-                workload="resnet50-train",
-                model="resnet50",
-                precision=prec,
-                metric="images_per_s",
-                value=float(value),
-                gpu_count=int(n),
-                batch_size=int(bs),
-                gpu_assumption=assumption,
-                note="PyTorch; 100-iteration benchmark; batch per GPU from configs.yml, not the README table"
-                + ("" if n == "1" else "; DDP data parallel (multiproc.py)"),
-            )
-        )
-    for line in INFERENCE.strip().splitlines():
-        g, prec, bs, thr, lat = line.split()
-        name, slug, assumption = GPUS[g]
-        for metric, value in (("images_per_s", thr), ("latency_ms", lat)):
-            rows.append(
-                PublishedRow(
-                    table_id=TABLE_ID,
-                    gpu_name=name,
-                    slug=slug,
-                    workload="resnet50-infer",
-                    model="resnet50",
-                    precision=prec,
-                    metric=metric,
-                    value=float(value),
-                    gpu_count=1,
-                    batch_size=int(bs),
-                    gpu_assumption=assumption,
-                    note="PyTorch eager; average over a 100-iteration benchmark_inference run",
-                )
-            )
-    return tuple(rows)
-
-
 TABLE: Final = PublishedTable(
     id=TABLE_ID,
     title="NVIDIA DeepLearningExamples ResNet-50 v1.5 PyTorch performance (NGC 21.03)",
@@ -187,5 +143,15 @@ TABLE: Final = PublishedTable(
     "batch inference looks host-bound: at batch 1-4 AMP is slower than FP32 on both V100 and T4, and T4 ~ V100; no "
     "A100 inference table, so inference rows pair V100 16GB with T4 only; inference rows (resnet50-infer) ship "
     "in this training table as published together",
-    rows=_rows(),
+    rows=resnet_rows(
+        TABLE_ID,
+        GPUS,
+        TRAINING,
+        INFERENCE,
+        Notes(
+            "PyTorch; 100-iteration benchmark; batch per GPU from configs.yml, not the README table",
+            "DDP data parallel (multiproc.py)",
+            "PyTorch eager; average over a 100-iteration benchmark_inference run",
+        ),
+    ),
 )

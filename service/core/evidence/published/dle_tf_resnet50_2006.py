@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from service.core.evidence.published.schema import PublishedRow, PublishedTable, SourceFile
+from service.core.evidence.published._dle_resnet import Notes, resnet_rows
+from service.core.evidence.published.schema import PublishedTable, SourceFile
 
 TABLE_ID: Final = "dle-tf-resnet50-ngc2006"
 
@@ -134,51 +135,6 @@ T4 amp_fp16 256 993.39 257.71
 """
 
 
-def _rows() -> tuple[PublishedRow, ...]:
-    rows: list[PublishedRow] = []
-    for line in TRAINING.strip().splitlines():
-        g, prec, n, bs, value = line.split()
-        name, slug, assumption = GPUS[g]
-        rows.append(
-            PublishedRow(
-                table_id=TABLE_ID,
-                gpu_name=name,
-                slug=slug,
-                workload="resnet50-train",
-                model="resnet50",
-                precision=prec,
-                metric="images_per_s",
-                value=float(value),
-                gpu_count=int(n),
-                batch_size=int(bs),
-                gpu_assumption=assumption,
-                note="TensorFlow + XLA; mean over one training epoch"
-                + ("" if n == "1" else "; Horovod data parallel"),
-            )
-        )
-    for line in INFERENCE.strip().splitlines():
-        g, prec, bs, thr, lat = line.split()
-        name, slug, assumption = GPUS[g]
-        for metric, value in (("images_per_s", thr), ("latency_ms", lat)):
-            rows.append(
-                PublishedRow(
-                    table_id=TABLE_ID,
-                    gpu_name=name,
-                    slug=slug,
-                    workload="resnet50-infer",
-                    model="resnet50",
-                    precision=prec,
-                    metric=metric,
-                    value=float(value),
-                    gpu_count=1,
-                    batch_size=int(bs),
-                    gpu_assumption=assumption,
-                    note="TensorFlow without XLA; average over 80 batches",
-                )
-            )
-    return tuple(rows)
-
-
 TABLE: Final = PublishedTable(
     id=TABLE_ID,
     title="NVIDIA DeepLearningExamples ResNet-50 v1.5 TensorFlow performance (NGC 20.06)",
@@ -202,5 +158,15 @@ TABLE: Final = PublishedTable(
     "inference: no XLA, average img/s and batch latency over 80 batches, batch 1..256",
     caveats="training is TF32 on A100 but FP32 on V100 (TF32 needs Ampere); V100 32GB (DGX-2, SXM3) has no "
     "catalog peaks; inference rows (resnet50-infer) ship in this training table as published together",
-    rows=_rows(),
+    rows=resnet_rows(
+        TABLE_ID,
+        GPUS,
+        TRAINING,
+        INFERENCE,
+        Notes(
+            "TensorFlow + XLA; mean over one training epoch",
+            "Horovod data parallel",
+            "TensorFlow without XLA; average over 80 batches",
+        ),
+    ),
 )

@@ -44,11 +44,10 @@ so it is ``None``. Empty cells (OOM or not run) are omitted.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Final
 
-from service.core.evidence.published._columns import Column, column_rows
-from service.core.evidence.published.schema import PublishedRow, PublishedTable, SourceFile
+from service.core.evidence.published._columns import Column, column_rows, with_checkpoints
+from service.core.evidence.published.schema import PublishedTable, SourceFile
 
 TABLE_ID: Final = "trtllm-perf-overview-v0.20"
 REPOSITORY: Final = "dominicshanshan/TensorRT-LLM"
@@ -147,13 +146,6 @@ CHECKPOINTS: Final[dict[tuple[str, str], str]] = {
 }
 
 
-def _with_checkpoint(r: PublishedRow) -> PublishedRow:
-    ckpt = CHECKPOINTS[(r.model, r.precision)]
-    if r.model == "llama3.1-70b":
-        ckpt += " (Llama 3.3 70B: Llama 3.1 70B's architecture)"
-    return replace(r, note="; ".join(s for s in (f"checkpoint {ckpt}", r.note) if s))
-
-
 TABLE: Final = PublishedTable(
     id=TABLE_ID,
     title="TensorRT-LLM Perf Overview, throughput (v0.20)",
@@ -171,10 +163,8 @@ TABLE: Final = PublishedTable(
     "output tokens/s of the whole tp group",
     caveats="Llama 4 Maverick (MoE) not transcribed; KV-cache dtype not stated (FP8 or FP4); H200 "
     "variant inferred (SXM); Llama 3.3 70B mapped to the llama3.1-70b preset; read from a fork's copy",
-    rows=tuple(
-        _with_checkpoint(r)
-        for r in column_rows(
-            TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline", metric="output_tokens_per_s"
-        )
+    rows=with_checkpoints(
+        column_rows(TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline", metric="output_tokens_per_s"),
+        CHECKPOINTS,
     ),
 )

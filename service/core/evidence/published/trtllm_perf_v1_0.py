@@ -59,11 +59,10 @@ commit only. Empty cells: none in the columns transcribed.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Final
 
-from service.core.evidence.published._columns import Column, column_rows
-from service.core.evidence.published.schema import PublishedRow, PublishedTable, SourceFile
+from service.core.evidence.published._columns import Column, column_rows, with_checkpoints
+from service.core.evidence.published.schema import PublishedTable, SourceFile
 
 TABLE_ID: Final = "trtllm-perf-overview-v1.0"
 COMMIT: Final = "00f37686aa854010d68bcbd0f4ab000221541ca6"
@@ -151,13 +150,6 @@ CHECKPOINTS: Final[dict[tuple[str, str], str]] = {
 }
 
 
-def _with_checkpoint(r: PublishedRow) -> PublishedRow:
-    ckpt = CHECKPOINTS[(r.model, r.precision)]
-    if r.model == "llama3.1-70b":
-        ckpt += " (Llama 3.3 70B: Llama 3.1 70B's architecture)"
-    return replace(r, note="; ".join(s for s in (f"checkpoint {ckpt}", r.note) if s))
-
-
 TABLE: Final = PublishedTable(
     id=TABLE_ID,
     title="TensorRT-LLM Perf Overview, throughput (v1.0)",
@@ -177,10 +169,8 @@ TABLE: Final = PublishedTable(
     caveats="MoE models (attention DP, unstated EP size) and RTX PRO 6000 PP>1 columns not transcribed; "
     "KV-cache dtype not stated (FP8 or FP4); Llama 3.3 70B FP8 ran at TP1 on H200 but TP2 on H100 "
     "(no same-configuration pair); Llama 3.3 70B mapped to the llama3.1-70b preset",
-    rows=tuple(
-        _with_checkpoint(r)
-        for r in column_rows(
-            TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline", metric="output_tokens_per_s"
-        )
+    rows=with_checkpoints(
+        column_rows(TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline", metric="output_tokens_per_s"),
+        CHECKPOINTS,
     ),
 )

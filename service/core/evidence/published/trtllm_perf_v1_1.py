@@ -50,11 +50,10 @@ are omitted (H100 TP2 has three).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Final
 
-from service.core.evidence.published._columns import Column, column_rows
-from service.core.evidence.published.schema import PublishedRow, PublishedTable, SourceFile
+from service.core.evidence.published._columns import Column, column_rows, with_checkpoints
+from service.core.evidence.published.schema import PublishedTable, SourceFile
 
 TABLE_ID: Final = "trtllm-perf-overview-v1.1"
 PATH: Final = "docs/source/developer-guide/perf-overview.md"
@@ -94,16 +93,11 @@ llama3.1-70b 2 8192 1024 - - 537 398 -
 llama3.1-70b 2 32768 1024 - - 120 - -
 """
 
-# precision -> the checkpoint the page lists for LLaMA v3.3 70B
-CHECKPOINTS: Final[dict[str, str]] = {
-    "fp4": "nvidia/Llama-3.3-70B-Instruct-FP4",
-    "fp8": "nvidia/Llama-3.3-70B-Instruct-FP8",
+# (preset, precision) -> the checkpoint the page lists for LLaMA v3.3 70B
+CHECKPOINTS: Final[dict[tuple[str, str], str]] = {
+    ("llama3.1-70b", "fp4"): "nvidia/Llama-3.3-70B-Instruct-FP4",
+    ("llama3.1-70b", "fp8"): "nvidia/Llama-3.3-70B-Instruct-FP8",
 }
-
-
-def _with_checkpoint(r: PublishedRow) -> PublishedRow:
-    ckpt = f"{CHECKPOINTS[r.precision]} (Llama 3.3 70B: Llama 3.1 70B's architecture)"
-    return replace(r, note="; ".join(s for s in (f"checkpoint {ckpt}", r.note) if s))
 
 
 TABLE: Final = PublishedTable(
@@ -129,10 +123,10 @@ TABLE: Final = PublishedTable(
     "DP / EP) and the RTX PRO 6000 PP2 column not transcribed; KV-cache dtype not stated; H200/H100 "
     "ran at TP2 and B200/GB200/RTX at TP1 (no FP4-FP8 same-tp pair); Llama 3.3 70B mapped to the "
     "llama3.1-70b preset",
-    rows=tuple(
-        _with_checkpoint(r)
-        for r in column_rows(
+    rows=with_checkpoints(
+        column_rows(
             TABLE_ID, DATA, COLUMNS, workload="llm-serve-offline", metric="output_tokens_per_s_per_gpu"
-        )
+        ),
+        CHECKPOINTS,
     ),
 )
