@@ -155,6 +155,9 @@ def serve(
         # a worker must start (import the app) and answer the supervisor's pings within this;
         # uvicorn's 5 s kills and restarts workers that start slowly on a busy machine
         "timeout_worker_healthcheck": 60,
+        # uvicorn's 5 s equals httpx's pool expiry: a client reusing a connection idle ~5 s
+        # raced the server's close and lost the request (service.settings.keep_alive_timeout_s)
+        "timeout_keep_alive": settings.keep_alive_timeout_s,
         # httptools with limits on the request head (size, field count, read time)
         "http": PROTOCOL,
     }

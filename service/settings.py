@@ -262,6 +262,14 @@ class Settings(BaseSettings):
         description="a request's head (request line and headers) must arrive within this, counted from its "
         "first byte or the connection's opening (else 408 and close)",
     )
+    keep_alive_timeout_s: int = Field(
+        default=75,
+        ge=1,
+        le=3600,
+        description="an idle keep-alive connection is closed after this many seconds; longer than "
+        "clients' own idle limits (httpx 5 s, load balancers 60 s), so that a client never sends a "
+        "request on a connection the server is closing at that moment (a request lost unanswered)",
+    )
     rate_limits_enabled: bool = Field(default=True, description="enforce the rate-limit rules")
     rate_limits: dict[str, dict[str, Any] | None] = Field(
         default_factory=dict,

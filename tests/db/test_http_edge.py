@@ -2,7 +2,8 @@
 ``service.api.server.EdgeProtocol`` refuses a head over ``max_header_bytes`` or with more than
 ``max_header_count`` fields (431) and one that does not arrive within
 ``header_read_timeout_s`` (408), closing the connection, while other clients are served; the
-RFC 9112 framing refusals hold on the wire too, and a valid chunked request is answered.
+RFC 9112 framing refusals hold on the wire too, and a valid chunked request is answered; an
+idle keep-alive connection is the client's to close (``keep_alive_timeout_s``).
 
 Before: a single 64 MiB header was read and answered and stalled /healthz 5.8 s; 500 slow
 clients trickling headers kept their connections 40 s."""
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.slow
 
 HEAD_TIMEOUT_S = 1.0
 MAX_HEADER_BYTES = 16_384
+KEEP_ALIVE_S = 8
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
             env={
                 "GPU_ADVISOR_HEADER_READ_TIMEOUT_S": str(HEAD_TIMEOUT_S),
                 "GPU_ADVISOR_MAX_HEADER_BYTES": str(MAX_HEADER_BYTES),
+                "GPU_ADVISOR_KEEP_ALIVE_TIMEOUT_S": str(KEEP_ALIVE_S),
                 "GPU_ADVISOR_RATE_LIMITS_ENABLED": "false",
             },
         ).start()
@@ -164,3 +167,42 @@ def test_framing_refusals_and_valid_variants_on_the_wire(server: ServerProcess) 
         b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked,
     )
     assert ok.startswith(b"HTTP/1.1 200 "), ok[:300]
+
+
+def _one_answer(s: socket.socket) -> bytes:
+    """One response on a keep-alive connection (b"" if the server closed it instead)."""
+    out = b""
+    while b"\r\n\r\n" not in out:
+        chunk = s.recv(65536)
+        if not chunk:
+            return out
+        out += chunk
+    head, _, body = out.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += s.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def test_an_idle_connection_outlives_a_client_pool_expiry_then_is_closed(server: ServerProcess) -> None:
+    """With uvicorn's 5 s keep-alive -- httpx's pool expiry -- a client reusing a connection idle
+    that long raced the server's close, and the request was lost unanswered (5 of 200 in a
+    write storm on a slow machine). The server now keeps idle connections longer than clients
+    do (75 s by default; KEEP_ALIVE_S here), then closes them."""
+    assert Settings(database_url="sqlite://").keep_alive_timeout_s > 2 * httpx.Limits().keepalive_expiry  # type: ignore[operator]
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    kept, dropped = _connect(server), _connect(server)
+    for s in (kept, dropped):
+        s.sendall(request)
+        assert _one_answer(s).startswith(b"HTTP/1.1 200 ")
+    time.sleep(6.0)  # past httpx's expiry and uvicorn's old 5 s
+    kept.sendall(request)
+    assert _one_answer(kept).startswith(b"HTTP/1.1 200 ")
+    time.sleep(KEEP_ALIVE_S + 1.0 - 6.0)  # ``dropped`` has now been idle past KEEP_ALIVE_S
+    assert _answer(dropped) == b""
+    kept.close()
+    dropped.close()

@@ -132,13 +132,14 @@ def wait_ready(server: ServerProcess, timeout_s: float = 120) -> None:
 
 @dataclass
 class Seen:
-    """Every answer: (what, status, seconds, problem type, Retry-After)."""
+    """Every answer: (what, status, seconds, problem type, Retry-After); a request that got no
+    answer has status 0 and the client's error in the problem-type slot."""
 
     rows: list[tuple[str, int, float, str | None, str | None]] = field(default_factory=list)
 
-    def add(self, what: str, r: httpx.Response | None, seconds: float) -> None:
+    def add(self, what: str, r: httpx.Response | None, seconds: float, error: str | None = None) -> None:
         if r is None:
-            self.rows.append((what, 0, seconds, None, None))
+            self.rows.append((what, 0, seconds, error, None))
             return
         ptype = None
         if r.headers.get("content-type", "").startswith("application/problem+json"):
@@ -172,8 +173,8 @@ async def timed(
     t = time.monotonic()
     try:
         r = await client.request(method, url, **kw)
-    except httpx.HTTPError:
-        seen.add(what, None, time.monotonic() - t)
+    except httpx.HTTPError as e:
+        seen.add(what, None, time.monotonic() - t, error=f"{type(e).__name__}: {e}")
         return None
     seen.add(what, r, time.monotonic() - t)
     return r
