@@ -11,9 +11,9 @@ twice by independent readers; :func:`check` compares the two copies and tests ea
 ``Location`` against its own division, model and scenario. This script turns the checked copy
 into ``service/core/evidence/published/mlperf_inference_v6_1.py`` with the selection of
 :func:`benchmarks.import_mlperf.inference_rows` (closed division, throughput scenarios,
-single-accelerator-type systems, a stated weight data type), plus: results MLPerf marks
-``inferred`` (derived from another scenario, not measured) are skipped. Re-running it on the same
-file writes the same module.
+single-accelerator-type systems, a stated weight data type, no result MLPerf marks ``inferred``:
+derived from another scenario, not measured). Re-running it on the same file writes the same
+module.
 
 Usage::
 
@@ -99,21 +99,13 @@ def entry(rec: Mapping[str, Any]) -> dict[str, Any]:
         "ID": rec["Location"].removeprefix("./"),
         "Suite": rec["SystemType"],
         "Availability": rec["Availability"],
+        "inferred": rec.get("inferred", "0"),
     }
 
 
 def select(recs: Iterable[Mapping[str, Any]]) -> tuple[list[PublishedRow], dict[str, int]]:
     """The rows kept and the count skipped by reason (the module docstring's rule)."""
-    measured, skipped = [], {}
-    for rec in recs:
-        if str(rec.get("inferred", "0")) not in ("0", ""):
-            skipped["inferred from another scenario"] = skipped.get("inferred from another scenario", 0) + 1
-            continue
-        measured.append(entry(rec))
-    rows, why = inference_rows(measured, f"mlperf-inference-{ROUND}")
-    for k, v in why.items():
-        skipped[k] = skipped.get(k, 0) + v
-    return rows, skipped
+    return inference_rows([entry(rec) for rec in recs], f"mlperf-inference-{ROUND}")
 
 
 def check(recs: Sequence[Mapping[str, Any]], other: Sequence[Mapping[str, Any]] | None = None) -> list[str]:

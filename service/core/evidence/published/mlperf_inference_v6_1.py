@@ -3701,6 +3701,6 @@ TABLE: Final = PublishedTable(
     stack="MLPerf Inference v6.1 submissions: each row's own software in its `system` (TensorRT / TensorRT-LLM for NVIDIA, vLLM or PyTorch on ROCm for AMD, ...)",
     engine="mlperf-inference 6.1",
     method="MLPerf LoadGen: Offline = all queries at once (throughput), Server = Poisson arrivals at the highest rate meeting the latency bound, Interactive = Server with tighter LLM latency bounds; the whole system of gpu_count accelerators; Tokens/s counts generated tokens",
-    caveats="Transcribed from the round's summary.csv (benchmarks/import_mlperf_summary.py). Precision is the submitter's weight data type; the accuracy target (99 or 99.9 % of the reference) is part of the model id. Latency scenarios, open-division rows and results MLPerf marks inferred are not imported. Skipped: {'inferred from another scenario': 125, 'latency scenario': 7, 'no accelerator, or a mix of accelerators': 41, 'model not mapped (end to end vector-database)': 1, 'open division': 12}",
+    caveats="Transcribed from the round's summary.csv (benchmarks/import_mlperf_summary.py). Precision is the submitter's weight data type; the accuracy target (99 or 99.9 % of the reference) is part of the model id. Latency scenarios, open-division rows and results MLPerf marks inferred are not imported. Skipped: {'latency scenario': 33, 'inferred from another scenario': 95, 'no accelerator, or a mix of accelerators': 41, 'model not mapped (end to end vector-database)': 1, 'open division': 16}",
     rows=ROWS,
 )
