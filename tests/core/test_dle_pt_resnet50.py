@@ -1,4 +1,4 @@
-"""DeepLearningExamples ResNet-50 v1.5 PyTorch (NGC 21.03): cells as published, vocabulary, slugs, pairs.
+"""DeepLearningExamples ResNet-50 v1.5 PyTorch (NGC 21.03): cells as published, configurations, pairs.
 
 Pinned cells are re-read from ``PyTorch/Classification/ConvNets/resnet50v1.5/README.md`` in
 NVIDIA/DeepLearningExamples at commit 5843f4e5a1220dd98936e477d8597d8a77320666.
@@ -6,22 +6,13 @@ NVIDIA/DeepLearningExamples at commit 5843f4e5a1220dd98936e477d8597d8a77320666.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
-from service.catalog.loader import load_shipped
 from service.core.catalog.models import PRESETS
 from service.core.evidence.published import dle_pt_resnet50 as mod
-from service.core.evidence.published.schema import (
-    METRICS,
-    PRECISIONS,
-    WORKLOADS,
-    PublishedRow,
-    valid_date,
-)
+from service.core.evidence.published.schema import PRECISIONS, PublishedRow
 
 T = mod.TABLE
-HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _cell(**kw: object) -> float:
@@ -80,33 +71,19 @@ def test_row_counts() -> None:
 
 
 def test_table_metadata() -> None:
+    """What is particular to this table (the generic checks of every table: test_published.py)."""
     assert T.id == mod.TABLE_ID and T.publisher == "NVIDIA" and T.kind == "training"
     assert T.url.startswith("https://github.com/NVIDIA/DeepLearningExamples/blob/")
-    assert T.files
-    for f in T.files:
-        assert f.repository == "NVIDIA/DeepLearningExamples" and HEX40.match(f.commit), f
+    assert all(f.repository == "NVIDIA/DeepLearningExamples" for f in T.files)
     assert T.files[0].commit in T.url
-    assert valid_date(T.date) and T.date_note and "21.03" in T.stack and "21.03" in T.engine
-    assert T.method and T.caveats
-    assert {r.table_id for r in T.rows} == {T.id}
-    assert len(T.gpus()) >= 3
+    assert "21.03" in T.stack and "21.03" in T.engine
 
 
-def test_slugs_resolve_in_the_catalog() -> None:
-    slugs = {g["slug"] for g in load_shipped().gpus}
-    seen: dict[str, str | None] = {}
+def test_rows_are_the_readme_s_configurations() -> None:
     for r in T.rows:
-        assert r.slug is not None and r.slug in slugs, r.slug
-        assert seen.setdefault(r.gpu_name, r.slug) == r.slug, r.gpu_name
-
-
-def test_rows_use_the_schema_vocabulary() -> None:
-    for r in T.rows:
-        assert r.workload in WORKLOADS, r
-        assert r.precision in PRECISIONS, r
-        assert r.metric in METRICS and r.unit == METRICS[r.metric], r
+        assert r.slug is not None, r  # every GPU of this table is catalogued
         assert r.model in PRESETS, r
-        assert r.value > 0 and r.gpu_count in (1, 8), r
+        assert r.gpu_count in (1, 8), r
         assert r.batch_size is not None and r.batch_size > 0, r
         if r.workload == "resnet50-infer":
             assert r.gpu_count == 1 and r.metric in ("images_per_s", "latency_ms"), r
@@ -117,11 +94,6 @@ def test_rows_use_the_schema_vocabulary() -> None:
             assert r.precision in ("tf32", "amp_fp16"), r
         else:
             assert r.precision in ("fp32", "amp_fp16"), r
-
-
-def test_no_duplicate_cells() -> None:
-    keys = [(r.gpu_name, r.workload, r.precision, r.metric, r.batch_size, r.gpu_count) for r in T.rows]
-    assert len(keys) == len(set(keys))
 
 
 def _pclass(p: str) -> str:

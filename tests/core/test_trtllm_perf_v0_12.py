@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 
-from service.catalog.loader import load_shipped
 from service.core.catalog.models import PRESETS, get_model
-from service.core.evidence.published.schema import METRICS, PRECISIONS, WORKLOADS, valid_date
+from service.core.evidence.published.schema import PRECISIONS
 from service.core.evidence.published.trtllm_perf_v0_12 import TABLE, TABLE_ID
-
-CATALOG_SLUGS = {g["slug"] for g in load_shipped().gpus}
 
 
 def _cell(**kw: object) -> float:
@@ -55,10 +51,8 @@ def test_pinned_cells_as_published() -> None:
 
 def test_rows_resolve_in_the_catalog() -> None:
     for r in TABLE.rows:
-        assert r.slug is None or r.slug in CATALOG_SLUGS, r.slug
         assert r.slug is not None or r.gpu_name == "GH200 120GB", r
         assert r.model in PRESETS and get_model(r.model).id == r.model, r.model
-        assert r.precision in PRECISIONS and r.metric in METRICS and r.workload in WORKLOADS, r
         assert r.table_id == TABLE_ID and r.metric == "output_tokens_per_s"
         assert r.gpu_count == r.tp and r.pp == 1 and r.input_len and r.output_len, r
         assert r.kv_cache_dtype == ("fp8" if r.precision == "fp8" else None), r
@@ -80,7 +74,6 @@ def test_rows_resolve_in_the_catalog() -> None:
         "llama3-70b",
         "llama2-70b",
     }
-    assert valid_date(TABLE.date) and re.fullmatch(r"[0-9a-f]{40}", TABLE.files[0].commit)
 
 
 def test_row_counts_per_gpu() -> None:
