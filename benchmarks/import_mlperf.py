@@ -12,8 +12,10 @@ Training (``<submitter>/results/<system>/<benchmark>/result_*.txt`` with
 slowest run, mean of the rest (with fewer than 3 converged runs, the mean); beside it the runs'
 work rate (samples or epochs at ``run_stop`` over that time). The recipe is not stated; where every
 one of the submitter's ``config_<GPU>_<nodes>x<per node>x*.sh`` files for the system's layout is an
-NVFP4 recipe, or where the runs' logs print their configuration with ``fp4: true``, the row says
-``submitter-nvfp4`` (:func:`recipes`, :func:`logged_nvfp4`). Closed division only
+NVFP4 recipe -- or, where the submitter named a configuration file for the system itself
+(``config_<system>[_*].sh``), that file is -- or where the runs' logs print their configuration
+with ``fp4: true``, the row says ``submitter-nvfp4`` (:func:`recipes`, :func:`system_recipes`,
+:func:`logged_nvfp4`). Closed division only
 (the open division may change the model). Every row carries its system description (submitter,
 system, nodes x accelerators, host CPU, framework) in ``system``; the framework is the stack.
 
@@ -289,6 +291,35 @@ def recipes(snap: Snapshot, files: Sequence[str]) -> dict[tuple[str, str, str, i
     return out
 
 
+def system_recipes(snap: Snapshot, files: Sequence[str]) -> dict[tuple[str, str, str], str]:
+    """(submitter, system, benchmark) -> the recipe of the configuration file named for that system
+    (``config_<system>.sh`` or ``config_<system>_<layout>.sh`` in the submitter's implementation of
+    the benchmark, as Dell and Supermicro name theirs): ``submitter-nvfp4`` where every such file
+    is an NVFP4 recipe, ``submitter`` where any is not. It names the system's own configuration,
+    so it decides over :func:`recipes`' layout rule."""
+    configs: dict[tuple[str, str], list[str]] = {}
+    for f in files:
+        m = _CONFIG.match(f)
+        if m:
+            configs.setdefault((m.group("sub"), m.group("bench")), []).append(f)
+    out: dict[tuple[str, str, str], str] = {}
+    for f in files:
+        m = re.match(r"^([^/]+)/results/([^/]+)/([^/]+)/result_0\.txt$", f)
+        if m is None:
+            continue
+        sub, system, bench = m.groups()
+        named = [
+            c
+            for c in configs.get((sub, bench), [])
+            if c.rsplit("/", 1)[1] == f"config_{system}.sh"
+            or c.rsplit("/", 1)[1].startswith(f"config_{system}_")
+        ]
+        if named:
+            fp4 = all(_is_fp4(c.rsplit("/", 1)[1], snap.read(c) or "") for c in named)
+            out[(sub, system, bench)] = "submitter-nvfp4" if fp4 else "submitter"
+    return out
+
+
 def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], dict[str, int]]:
     files = snap.files()
     systems: dict[tuple[str, str], str] = {}
@@ -303,6 +334,7 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
             runs.setdefault((m.group(1), m.group(2), m.group(3)), []).append(f)
     skipped: dict[str, int] = {}
     recipe_of = recipes(snap, files)
+    recipe_of_system = system_recipes(snap, files)
 
     def skip(why: str) -> None:
         skipped[why] = skipped.get(why, 0) + 1
@@ -327,7 +359,9 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
             continue
         nodes, per_node = _int(d.get("number_of_nodes")), _int(d.get("accelerators_per_node"))
         slug = slug_for(accel)
-        recipe = recipe_of.get((sub, bench, slug or "", nodes, per_node), "submitter")
+        recipe = recipe_of_system.get(
+            (sub, system, bench), recipe_of.get((sub, bench, slug or "", nodes, per_node), "submitter")
+        )
         texts = [snap.read(p) for p in paths]
         if any(t is None for t in texts):
             skip("result logs absent from the snapshot")
@@ -621,8 +655,9 @@ def import_training(git_dir: str, round_: str, out_dir: Path = OUT_DIR) -> Path:
         ),
         caveats=(
             "Precision is the submitter's recipe and not stated in the system description (precision "
-            "'submitter'), except where every one of the submitter's own configuration files for the "
-            "system's layout is an NVFP4 recipe, or the runs' logs print fp4: true ('submitter-nvfp4'); "
+            "'submitter'), except where the configuration file named for the system, or else every one "
+            "of the submitter's own configuration files for the system's layout, is an NVFP4 recipe, or "
+            "the runs' logs print fp4: true ('submitter-nvfp4'); "
             "global batch and hyper-parameters are each submitter's choice within the rules, so epochs "
             "to converge differ between rows (the work-rate rows take that out: they compare "
             "speed, not convergence); convergence noise is a few percent. Rows of accelerators the "

@@ -230,6 +230,34 @@ def test_a_layout_whose_configs_are_all_nvfp4_ran_nvfp4(tmp_path: Path) -> None:
     assert im.recipes(snap, snap.files()) == {("Acme", "llama31_8b", "nvidia-gb300", 2, 4): "submitter-nvfp4"}
 
 
+def test_a_config_named_for_the_system_decides_its_recipe(tmp_path: Path) -> None:
+    """Dell's ``config_1xXE9680Lx8B200-SXM-180GB.sh`` (named for the result directory's system)
+    sources the NVFP4 settings: that system ran NVFP4. A system whose named file is FP8 stays
+    unknown even where its layout's other files are all NVFP4, and a system with no named file
+    is left to the layout rule."""
+    root = tmp_path / "results"
+    impl = root / "Acme" / "benchmarks" / "llama31_8b" / "implementations" / "nemo"
+    impl.mkdir(parents=True)
+    files = {
+        "config_1xBOX8-B200.sh": "source $(dirname ${BASH_SOURCE[0]})/config_common_fp4.sh\nexport MINIBS=2\n",
+        "config_2xBOX8-B200_2x8x2xtp1pp1cp1_8b.sh": "export MINIBS=2\n",
+        "config_common_fp4.sh": "export FP4=True\n",
+    }
+    for name, text in files.items():
+        (impl / name).write_text(text)
+    for system in ("1xBOX8-B200", "2xBOX8-B200", "OTHER-B200"):
+        (root / "Acme" / "results" / system / "llama31_8b").mkdir(parents=True)
+        (root / "Acme" / "results" / system / "llama31_8b" / "result_0.txt").write_text(":::MLLOG {}\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "x")
+    snap = im.Snapshot(str(root), im.resolve(str(root)))
+    assert im.system_recipes(snap, snap.files()) == {
+        ("Acme", "1xBOX8-B200", "llama31_8b"): "submitter-nvfp4",
+        ("Acme", "2xBOX8-B200", "llama31_8b"): "submitter",
+    }
+
+
 def test_a_log_that_prints_fp4_on_ran_nvfp4() -> None:
     """Some result logs print the run's NeMo configuration: ``fp4: true`` everywhere it appears
     names the recipe; a log that says false anywhere, or says nothing, does not."""
