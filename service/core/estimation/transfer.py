@@ -344,6 +344,7 @@ ANSWER_TABLES: Final = frozenset(
         "lambda-pytorch-train-ngc2010",
         "lambda-pytorch-train-ngc2210",
         "dle-tf-resnet50-ngc2006",
+        "dle-pt-resnet50-ngc2103",
         "nemo-megatron-bridge-pretrain-25.11",
         "mlperf-training-v4.0",
         "mlperf-training-v4.1",
@@ -352,9 +353,9 @@ ANSWER_TABLES: Final = frozenset(
     }
 )
 """The training tables this fit (and so every transferred training answer) is made of. A table
-added later (DeepLearningExamples' PyTorch ResNet-50, 21.03) first enters the cross-source
-check only (``benchmarks/validate_transfer.py``); moving answers with it is a change of its own,
-with its golden differences and held-out figures."""
+added later first enters the cross-source check only (``benchmarks/validate_transfer.py``);
+moving answers with it is a change of its own, with its golden differences and held-out figures
+(DeepLearningExamples' PyTorch ResNet-50, 21.03: CHANGELOG "Data 2026-12-05q")."""
 
 
 @cache
