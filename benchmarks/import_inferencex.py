@@ -196,11 +196,38 @@ FIELDS = (*ROW_FIELDS[:8], "input_len", "output_len", "tp", "concurrency", *ROW_
 """MLPerf's row fields, plus the serving configuration a fixed-concurrency row needs."""
 
 
+_RUN_FIELDS = (
+    "hardware", "framework", "model", "precision", "spec_method", "disagg", "is_multinode", "decode_tp",
+    "decode_ep", "decode_dp_attention", "num_decode_gpu", "num_prefill_gpu", "isl", "osl", "conc",
+)  # fmt: skip
+
+
+def rerun_spread(recs: Iterable[Mapping[str, Any]]) -> list[float]:
+    """max / min - 1 of the total tokens/s per GPU of every configuration run on more than one
+    date: how far one published run of a configuration is from another (the band an answer
+    anchored on one carries, ``estimate_time.PUBLISHED_TPOT_BAND``)."""
+    runs: dict[tuple[Any, ...], list[float]] = {}
+    for r in recs:
+        if r.get("tput_per_gpu"):
+            runs.setdefault(tuple(r.get(k) for k in _RUN_FIELDS), []).append(float(r["tput_per_gpu"]))
+    return sorted(max(v) / min(v) - 1.0 for v in runs.values() if len(v) > 1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only check the transcription")
+    ap.add_argument("--reruns", action="store_true", help="print how far reruns of one configuration differ")
     a = ap.parse_args(argv)
     recs = records()
+    if a.reruns:
+        spread = rerun_spread(recs)
+        n = len(spread)
+        print(
+            f"{n} configurations run more than once: max/min - 1 median {spread[n // 2]:.1%}, "
+            f"75th percentile {spread[3 * n // 4]:.1%}, 90th {spread[9 * n // 10]:.1%}, largest {spread[-1]:.1%}; "
+            f"within 10 %: {sum(x <= 0.10 for x in spread)}"
+        )
+        return 0
     bad = check(recs)
     print(f"{len(recs)} records; {len(bad)} disagree with their own latency by > 25 %")
     for line in bad:

@@ -77,6 +77,17 @@ def test_the_newest_run_of_a_configuration_is_kept() -> None:
         assert skipped == {"an older run of a kept configuration": 1}
 
 
+def test_rerun_spread_compares_runs_of_one_configuration_only() -> None:
+    runs = [
+        _rec(date="2025-11-02", tput_per_gpu=100.0),
+        _rec(date="2026-02-03", tput_per_gpu=110.0),
+        _rec(date="2026-03-01", tput_per_gpu=105.0),
+        _rec(conc=8, tput_per_gpu=300.0),  # another configuration, run once: no spread
+        _rec(conc=16, tput_per_gpu=None),  # nothing to compare
+    ]
+    assert ix.rerun_spread(runs) == [pytest.approx(0.10)]
+
+
 def test_output_share_is_derived_only_where_the_record_lacks_it() -> None:
     assert ix.output_per_gpu(_rec()) == (40.0, "output_tput_per_gpu")
     v, how = ix.output_per_gpu(_rec(output_tput_per_gpu=None, tput_per_gpu=90.0, isl=8192, osl=1024))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from service.core.catalog.models import (
     EncoderSpec,
@@ -59,6 +59,7 @@ from service.core.estimation.transfer import arch_key
 from service.core.estimation.transfer_accuracy import loso_note
 from service.core.evidence.aggregate import CellView
 from service.core.evidence.provenance import weakest
+from service.core.evidence.published_serving import anchor, serving_matches
 
 
 def _accuracy(scope: str, gpu: GpuSpec, workload: str) -> Accuracy | None:
@@ -344,11 +345,19 @@ def _continuous(
     prov = eng.provenance
     measured = _measured_latency(cell) if rate is None else None
     measured_ttft, measured_tpot = measured if measured is not None else (None, None)
+    sources: tuple[str, ...] = ()
     if cell is not None and measured is not None:
         ttft, tpot, prov = measured[0], measured[1], "measured"
         out_tps = c.batch_size / tpot * c.replicas
         lo_t = hi_t = lo_p = hi_p = 0.05
         notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
+    elif rate is None and math.isfinite(tpot) and out_tps > 0:
+        pub = _published(c, gpu, q.concurrency if q is not None and q.concurrency else c.batch_size, out_tps)
+        if pub is not None:
+            notes.extend(pub.notes)
+            if pub.per_gpu is not None:
+                tpot, out_tps = tpot * out_tps / (pub.per_gpu * c.gpu_count), pub.per_gpu * c.gpu_count
+                prov, sources, lo_p, hi_p = "published", pub.tables, PUBLISHED_TPOT_BAND, PUBLISHED_TPOT_BAND
     finite = math.isfinite(ttft) and math.isfinite(tpot)
     return ServingAnswer(  # TTFT, its band and TPOT by position: > 15 keywords would build a dict per call
         ttft,
@@ -362,6 +371,7 @@ def _continuous(
         source_gpus=(),
         measured_ttft_s=measured_ttft,
         measured_tpot_s=measured_tpot,
+        sources=sources,
         engine=c.engine,
         tensor_parallel=c.tensor_parallel,
         replicas=c.replicas,
@@ -372,6 +382,52 @@ def _continuous(
         prefill_time_share=prefill_time_share(d, e, float(max(conc, 1)), w.input_len, w.output_len),
         input_tokens_per_s=out_tps * w.input_len / w.output_len,
     )
+
+
+PUBLISHED_TPOT_BAND = 0.10
+"""Half-width of the TPOT band of an answer anchored on a published run: one run of the same
+configuration and engine, on another host, engine build and date. Of the 54 configurations
+InferenceX ran on more than one date, 41 differ by at most 10 % (median 0.9 %; engine releases
+moved a few by 18-73 %): ``python benchmarks/import_inferencex.py --reruns``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Published:
+    per_gpu: float | None  # the same engine's published output tokens/s per GPU (None: another engine's only)
+    tables: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _published(c: InferenceConfig, gpu: GpuSpec, concurrency: int, out_tps: float) -> _Published | None:
+    """Published runs of this exact configuration (:mod:`service.core.evidence.published_serving`):
+    the same engine's anchors the answer's throughput, the others are named. A configuration the
+    sources do not run as asked (speculative decoding, LoRA, prefix hits, expert parallelism)
+    has none."""
+    if c.speculative or c.lora is not None or c.prefix_cache_hit_rate or c.expert_parallel:
+        return None
+    lengths = (c.input_len, c.output_len)
+    runs = serving_matches(
+        c.model.id, gpu.slug, c.weight_format, c.precision, c.tensor_parallel, lengths, concurrency
+    )
+    if not runs:
+        return None
+    model_per_gpu = out_tps / c.gpu_count
+    same = anchor(runs, c.engine)
+    notes = tuple(
+        f"published: {r.source_engine} on {r.system.split(' on ', 1)[-1]} ({r.table_id}, {r.ran_on}) measured "
+        f"{r.output_tokens_per_s_per_gpu:.4g} output tokens/s per GPU at this model, weight format, tensor "
+        f"parallelism, nominal lengths and concurrency; the model says {model_per_gpu:.4g} for {c.engine}"
+        for r in runs
+    )
+    if same is None:
+        return _Published(None, (), notes)
+    per_gpu, used = same
+    anchored = (
+        f"throughput and TPOT anchored on the published {c.engine} run(s) of this configuration "
+        f"({per_gpu:.4g} output tokens/s per GPU, the model alone {model_per_gpu:.4g}: x{model_per_gpu / per_gpu:.2f}); "
+        "TTFT and memory are the model's"
+    )
+    return _Published(per_gpu, tuple(sorted({r.table_id for r in used})), (*notes, anchored))
 
 
 def _continuous_notes(c: InferenceConfig, eng: EngineClass, d: Deployment) -> list[str]:

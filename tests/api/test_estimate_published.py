@@ -1,0 +1,108 @@
+"""Serving answers anchored on a published run of the exact configuration asked, through the real
+HTTP app (``service.core.evidence.published_serving``; ``estimate_time._published``).
+
+Before: DeepSeek-R1 FP8 on 8 MI300X under SGLang, 32 concurrent 1k/1k requests, was answered at
+151 output tokens/s per GPU and ranked above the H200 (143), where InferenceX measured 92.8 and
+166: the transfer cannot know an engine's maturity on a platform."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.core.evidence.published import get_table
+
+IX = get_table("inferencex-3a600f1")
+
+
+def _published(slug: str, engine: str, concurrency: int = 32) -> float:
+    (value,) = (
+        r.value
+        for r in IX.rows
+        if r.slug == slug
+        and r.system.startswith(f"{engine} ")
+        and r.model == "deepseek-r1"
+        and r.precision == "fp8"
+        and r.tp == 8
+        and (r.input_len, r.output_len, r.concurrency) == (1024, 1024, concurrency)
+    )
+    return value
+
+
+def _serving(client: TestClient, gpu: str, **over: Any) -> dict[str, Any]:
+    body = {
+        "model": "deepseek-ai/DeepSeek-R1",
+        "gpu": gpu,
+        "gpu_count": 8,
+        "tensor_parallel": 8,
+        "mode": "inference",
+        "engine": "sglang",
+        "quant_method": "fp8",
+        "concurrency": 32,
+        "input_len": 1024,
+        "output_len": 1024,
+        **over,
+    }
+    r = client.post("/v1/estimate", json=body)
+    assert r.status_code == 200, r.text
+    return dict(r.json()["serving"])
+
+
+def test_the_same_engine_s_published_run_anchors_the_throughput(client: TestClient) -> None:
+    sv = _serving(client, "amd-mi300x")
+    per_gpu = _published("amd-mi300x", "sglang")
+    assert sv["provenance"] == "published" and sv["sources"] == [IX.id]
+    assert sv["output_tokens_per_s"] == pytest.approx(8 * per_gpu)
+    # 32 sequences in flight share that rate: one token each every 32 / rate seconds
+    assert sv["tpot_ms"] == pytest.approx(32 / (8 * per_gpu) * 1e3, rel=0.02)
+    assert sv["tpot_band_ms"]["low"] < sv["tpot_ms"] < sv["tpot_band_ms"]["high"]
+    notes = [n for n in sv["notes"] if "published" in n]
+    assert any(f"{per_gpu:.4g} output tokens/s per GPU" in n and "2026-02-27" in n for n in notes), notes
+    assert any(n.startswith("throughput and TPOT anchored") for n in notes), notes
+
+
+def test_another_engine_s_runs_are_named_not_used(client: TestClient) -> None:
+    """vLLM has no published run here: the answer stays the model's and names SGLang's."""
+    sv = _serving(client, "amd-mi300x", engine="vllm")
+    assert sv["provenance"] != "published" and sv["sources"] == []
+    per_gpu = _published("amd-mi300x", "sglang")
+    assert sv["output_tokens_per_s"] != pytest.approx(8 * per_gpu)
+    assert any(n.startswith("published: sglang on 8 x AMD Instinct MI300X") for n in sv["notes"]), sv["notes"]
+    assert not any(n.startswith("throughput and TPOT anchored") for n in sv["notes"])
+
+
+def test_a_configuration_nobody_ran_is_the_model_s(client: TestClient) -> None:
+    for over in (
+        {"concurrency": 24},
+        {"speculative": {"method": "mtp", "draft_tokens": 1, "acceptance_rate": 0.7}},
+    ):
+        sv = _serving(client, "amd-mi300x", **over)
+        assert sv["provenance"] != "published", over
+        assert not any(n.startswith("published:") for n in sv["notes"]), (over, sv["notes"])
+
+
+def test_the_recommendation_follows_the_published_runs(client: TestClient) -> None:
+    """Asked for the fastest 8-GPU plan between the two, the model alone put the MI300X first."""
+    body = {
+        "workload": {
+            "model": "deepseek-ai/DeepSeek-R1",
+            "mode": "inference",
+            "engine": "sglang",
+            "quant_method": "fp8",
+            "input_len": 1024,
+            "output_len": 1024,
+            "concurrency": 32,
+        },
+        "constraints": {"allowed_gpus": ["amd-mi300x", "nvidia-h200-sxm"], "max_gpus": 8},
+        "objective": "fastest",
+    }
+    r = client.post("/v1/recommend", json=body)
+    assert r.status_code == 200, r.text
+    first = r.json()["options"][0]
+    assert first["gpu"]["slug"] == "nvidia-h200-sxm"
+    assert first["serving"]["sources"] == [IX.id]
+    assert first["serving"]["output_tokens_per_s"] == pytest.approx(
+        8 * _published("nvidia-h200-sxm", "sglang")
+    )
