@@ -1,5 +1,8 @@
-"""How much of InferenceX's error is one factor per (GPU, engine, weight format): a study for the
-next step after anchoring answers on published exact runs (estimator 1.15.0), not shipped.
+"""How much of InferenceX's error is one factor per (GPU, engine, weight format): a study, not
+shipped. Such a factor is a constant fitted per GPU that makes a datasheet-faster GPU slower
+(SGLang on the MI300X: x0.60), which the estimators do not allow; answers are instead anchored on
+a published run of the exact configuration asked (estimator 1.15.0,
+``service.core.evidence.published_serving``).
 
 For every InferenceX row the service's engines model (SGLang, TensorRT-LLM), the model's
 fixed-concurrency throughput (``serve_concurrency``, the engine's defaults; TensorRT-LLM's runs
