@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from service.core.evidence.published import get_table
-from service.core.evidence.published_serving import anchor, serving_matches
+from service.core.evidence.published_serving import anchor, engine_runs, serving_matches
 
 IX = get_table("inferencex-3a600f1")
 
@@ -65,3 +65,17 @@ def test_an_answer_is_anchored_on_its_own_engine_s_run_only() -> None:
     assert picked is not None and picked[0] == _row("amd-mi355x", "sglang")
     assert [r.source_engine for r in picked[1]] == ["sglang"]
     assert anchor(runs, "vllm") is None
+
+
+def test_engine_runs_are_every_configuration_of_one_engine_model_format_and_gpu() -> None:
+    runs = engine_runs("deepseek-r1", "amd-mi300x", "fp8", "bf16", "sglang")
+    rows = [
+        r
+        for r in IX.rows
+        if r.slug == "amd-mi300x" and r.system.startswith("sglang ") and r.precision == "fp8"
+    ]
+    assert len(runs) == len(rows) > 3
+    assert {(r.tp, r.lengths, r.concurrency) for r in runs} == {
+        (r.tp, (r.input_len, r.output_len), r.concurrency) for r in rows
+    }
+    assert engine_runs("deepseek-r1", "amd-mi300x", "fp8", "bf16", "vllm") == ()

@@ -53,6 +53,7 @@ from service.core.estimation.serving import (
 )
 from service.core.estimation.serving_engines import Deployment, EngineClass, EngineEfficiencies
 from service.core.estimation.serving_queue import RateEstimate
+from service.core.estimation.serving_record import engine_record
 from service.core.estimation.serving_steps import prefill_time_share
 from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
@@ -351,13 +352,19 @@ def _continuous(
         out_tps = c.batch_size / tpot * c.replicas
         lo_t = hi_t = lo_p = hi_p = 0.05
         notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
-    elif rate is None and math.isfinite(tpot) and out_tps > 0:
-        pub = _published(c, gpu, q.concurrency if q is not None and q.concurrency else c.batch_size, out_tps)
-        if pub is not None:
-            notes.extend(pub.notes)
-            if pub.per_gpu is not None:
-                tpot, out_tps = tpot * out_tps / (pub.per_gpu * c.gpu_count), pub.per_gpu * c.gpu_count
-                prov, sources, lo_p, hi_p = "published", pub.tables, PUBLISHED_TPOT_BAND, PUBLISHED_TPOT_BAND
+    else:
+        pub = None
+        if rate is None and math.isfinite(tpot) and out_tps > 0:
+            pub = _published(
+                c, gpu, q.concurrency if q is not None and q.concurrency else c.batch_size, out_tps
+            )
+            notes.extend(pub.notes if pub is not None else ())
+        if pub is not None and pub.per_gpu is not None:
+            tpot, out_tps = tpot * out_tps / (pub.per_gpu * c.gpu_count), pub.per_gpu * c.gpu_count
+            prov, sources, lo_p, hi_p = "published", pub.tables, PUBLISHED_TPOT_BAND, PUBLISHED_TPOT_BAND
+        elif (record := engine_record(c, gpu)) is not None:
+            notes.append(record.note(c.engine))
+            lo_p, hi_p = _covering(lo_p, hi_p, record.median_ratio)
     finite = math.isfinite(ttft) and math.isfinite(tpot)
     return ServingAnswer(  # TTFT, its band and TPOT by position: > 15 keywords would build a dict per call
         ttft,
@@ -389,6 +396,13 @@ PUBLISHED_TPOT_BAND = 0.10
 configuration and engine, on another host, engine build and date. Of the 54 configurations
 InferenceX ran on more than one date, 41 differ by at most 10 % (median 0.9 %; engine releases
 moved a few by 18-73 %): ``python benchmarks/import_inferencex.py --reruns``."""
+
+
+def _covering(lo: float, hi: float, ratio: float) -> tuple[float, float]:
+    """TPOT band half-widths widened to cover a measured / modelled throughput ``ratio``."""
+    if ratio < 1.0:
+        return lo, max(hi, 1.0 / ratio - 1.0)
+    return max(lo, 1.0 - 1.0 / ratio), hi
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from typing import Final
 
 from service.core.evidence.published import TABLES, PublishedRow
 
-__all__ = ["ENGINE_OF_SOURCE", "PublishedServing", "anchor", "serving_matches"]
+__all__ = ["ENGINE_OF_SOURCE", "PublishedServing", "anchor", "engine_runs", "serving_matches"]
 
 ENGINE_OF_SOURCE: Final[Mapping[str, str]] = {
     "sglang": "sglang",
@@ -45,6 +45,9 @@ class PublishedServing:
     output_tokens_per_s_per_gpu: float
     system: str
     note: str
+    tp: int = 1
+    lengths: tuple[int, int] = (0, 0)  # nominal input and output tokens
+    concurrency: int = 1
 
     @property
     def ran_on(self) -> str:
@@ -74,7 +77,15 @@ def _entry(table_id: str, r: PublishedRow) -> PublishedServing:
     source_engine = r.system.split(" ", 1)[0].lower() if r.system else ""
     per_gpu = r.value if _PER_GPU[r.metric] else r.value / r.gpu_count
     return PublishedServing(
-        table_id, source_engine, ENGINE_OF_SOURCE.get(source_engine), per_gpu, r.system, r.note
+        table_id,
+        source_engine,
+        ENGINE_OF_SOURCE.get(source_engine),
+        per_gpu,
+        r.system,
+        r.note,
+        r.tp,
+        (r.input_len or 0, r.output_len or 0),
+        r.concurrency or 1,
     )
 
 
@@ -113,6 +124,21 @@ def serving_matches(
         m
         for p in _precisions(weight_format, precision)
         for m in index.get((model, slug, p, tp, lengths[0], lengths[1], concurrency), ())
+    )
+
+
+def engine_runs(
+    model: str, slug: str, weight_format: str, precision: str, engine: str
+) -> tuple[PublishedServing, ...]:
+    """Every published run of ``engine`` serving this model in this weight format on this GPU, at
+    any tensor parallelism, lengths and concurrency."""
+    wanted = set(_precisions(weight_format, precision))
+    return tuple(
+        m
+        for k, runs in _index().items()
+        if k[0] == model and k[1] == slug and k[2] in wanted
+        for m in runs
+        if m.engine == engine
     )
 
 

@@ -1,0 +1,108 @@
+"""How the serving model did against the published runs of the same engine on the same GPU: told,
+never fitted.
+
+An answer at a configuration nobody published is the model's. Where the same engine has
+published runs of the same model and weight format on the same GPU at other configurations,
+the answer says how far the model was from them (:func:`engine_record`) and its TPOT band
+widens to cover that ratio. The central figure does not move: a ratio fitted per GPU would make
+a datasheet-faster GPU slower (SGLang's DeepSeek-R1 FP8 ran at 0.60 of the model on the MI300X
+and 1.30 on the H200; ``benchmarks/engine_platform_factor.py``), which the estimators do not
+allow.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+from typing import Final
+
+from service.core.catalog.specs import GpuSpec
+from service.core.errors import InvalidConfiguration, MissingFigure
+from service.core.estimation.memory_inference import InferenceConfig
+from service.core.estimation.serving_queue import serve_concurrency
+from service.core.evidence.published_serving import PublishedServing, engine_runs
+
+__all__ = ["MIN_RUNS", "EngineRecord", "engine_record"]
+
+MIN_RUNS: Final = 3
+"""Runs below which no record is told (one or two runs say little about an engine's level)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineRecord:
+    """Measured over modelled output tokens/s per GPU of the same engine's published runs."""
+
+    runs: int
+    median_ratio: float
+    low_ratio: float
+    high_ratio: float
+    tables: tuple[str, ...]
+
+    def note(self, engine: str) -> str:
+        return (
+            f"this answer is the model's; {engine}'s {self.runs} published runs of this model and weight "
+            f"format on this GPU at other configurations ({', '.join(self.tables)}) ran at x{self.median_ratio:.2f} "
+            f"of it (x{self.low_ratio:.2f}-x{self.high_ratio:.2f}); the TPOT band covers that"
+        )
+
+
+_CACHE: dict[tuple[object, ...], EngineRecord | None] = {}
+
+
+def engine_record(c: InferenceConfig, gpu: GpuSpec) -> EngineRecord | None:
+    """The record of ``c``'s engine on ``gpu`` for ``c``'s model and weight format, at the
+    request's KV cache format (None: fewer than :data:`MIN_RUNS` runs it can time)."""
+    key = (
+        c.model.id,
+        gpu.slug,
+        gpu.bandwidth_gb_per_s,
+        gpu.memory_bytes,
+        c.quant_method,
+        c.precision,
+        c.engine,
+        c.kv_cache_dtype,
+        c.kv_cache_bytes_per_element,
+    )
+    if key not in _CACHE:
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+        runs = engine_runs(c.model.id, gpu.slug, c.weight_format, c.precision, c.engine)
+        _CACHE[key] = _record(c, gpu, runs)
+    return _CACHE[key]
+
+
+def _record(c: InferenceConfig, gpu: GpuSpec, runs: tuple[PublishedServing, ...]) -> EngineRecord | None:
+    ratios: list[float] = []
+    for r in runs:
+        modelled = _modelled_per_gpu(c, gpu, r)
+        if modelled:
+            ratios.append(r.output_tokens_per_s_per_gpu / modelled)
+    if len(ratios) < MIN_RUNS:
+        return None
+    mid = math.exp(statistics.median(math.log(x) for x in ratios))
+    return EngineRecord(len(ratios), mid, min(ratios), max(ratios), tuple(sorted({r.table_id for r in runs})))
+
+
+def _modelled_per_gpu(c: InferenceConfig, gpu: GpuSpec, r: PublishedServing) -> float | None:
+    """The model's output tokens/s per GPU at the run's configuration (None where it cannot run)."""
+    try:
+        run = replace(
+            c,
+            tensor_parallel=r.tp,
+            input_len=r.lengths[0],
+            output_len=r.lengths[1],
+            batch_size=r.concurrency,
+            replicas=1,
+            speculative=None,
+            draft_tokens=0,
+            acceptance_rate=0.0,
+            lora=None,
+            prefix_cache_hit_rate=0.0,
+            disaggregated=None,
+            expert_parallel=False,
+        )
+        out = serve_concurrency(run, gpu).output_tokens_per_s / r.tp
+    except (InvalidConfiguration, MissingFigure):
+        return None
+    return out if out > 0 and math.isfinite(out) else None
