@@ -106,3 +106,14 @@ def test_the_recommendation_follows_the_published_runs(client: TestClient) -> No
     assert first["serving"]["output_tokens_per_s"] == pytest.approx(
         8 * _published("nvidia-h200-sxm", "sglang")
     )
+    (reason,) = (r for r in first["reasons"] if r["code"] == "PUBLISHED_RUN")
+    assert reason["params"] == {
+        "gpu": "NVIDIA H200 SXM 141GB",
+        "engine": "sglang",
+        "tokens_per_s_per_gpu": round(_published("nvidia-h200-sxm", "sglang"), 1),
+        "source": IX.id,
+    }
+    assert "published run of this exact configuration" in reason["message"]
+    # the MI300X plan offered beside it is not a published configuration (expert parallelism)
+    others = [o for o in r.json()["options"] if o["gpu"]["slug"] == "amd-mi300x"]
+    assert others and not any(x["code"] == "PUBLISHED_RUN" for o in others for x in o["reasons"])

@@ -142,6 +142,12 @@ QUESTIONS: list[dict[str, Any]] = [
                         "budget": {"purchase": 1000}},
         "objective": "cheapest",
     },
+    {  # a published run of the exact configuration (PUBLISHED_RUN)
+        "workload": {"model": "deepseek-ai/DeepSeek-R1", "mode": "inference", "engine": "sglang",
+                     "quant_method": "fp8", "input_len": 1024, "output_len": 1024, "concurrency": 32},
+        "constraints": {"allowed_gpus": ["amd-mi300x", "nvidia-h200-sxm"], "max_gpus": 8},
+        "objective": "fastest",
+    },
 ]  # fmt: skip
 
 
@@ -173,3 +179,4 @@ def test_real_answers_read_without_placeholders_or_bare_codes_in_both_languages(
     # the questions reach the codes of every part of an answer
     assert len(codes) >= 35, sorted(codes)
     assert {"FITS", "MEMORY_INSUFFICIENT", "NO_PLAN_MEETS_DEADLINE", "MEETS_TARGETS", "ASSUMED_BAND"} <= codes
+    assert "PUBLISHED_RUN" in codes

@@ -205,6 +205,10 @@ EN: Final[Table] = {
         "uncertain by about {uncertainty_pct}%"
     },
     C.MEASURED_HERE: {"": "this exact configuration was measured on the {gpu}"},
+    C.PUBLISHED_RUN: {
+        "": "a published run of this exact configuration with {engine} on the {gpu} ({source}) made "
+        "{tokens_per_s_per_gpu} output tokens/s per GPU; this plan's throughput is that run's"
+    },
     C.MULTI_NODE: {"": "spans {nodes} nodes of {gpus_per_node} GPUs"},
     C.QUANTISED_WEIGHTS: {"": "{quant_method} weights"},
     C.EXPERT_PARALLEL: {
@@ -449,6 +453,9 @@ ZH: Final[Table] = {
         "": "与最优方案的差距在估计误差之内：数值为最优的 {ratio} 倍，跨 GPU 比值的不确定度约 {uncertainty_pct}%"
     },
     C.MEASURED_HERE: {"": "该配置在 {gpu} 上有实测数据"},
+    C.PUBLISHED_RUN: {
+        "": "{gpu} 上以 {engine} 运行该配置的公开实测（{source}）：每 GPU 每秒 {tokens_per_s_per_gpu} 个输出 token，本方案吞吐即取此值"
+    },
     C.MULTI_NODE: {"": "跨 {nodes} 个节点，每节点 {gpus_per_node} 块 GPU"},
     C.QUANTISED_WEIGHTS: {"": "{quant_method} 量化权重"},
     C.EXPERT_PARALLEL: {

@@ -56,6 +56,7 @@ class ReasonCode(StrEnum):
     BEST_FOR_OBJECTIVE = "BEST_FOR_OBJECTIVE"
     WITHIN_ERROR_OF_BEST = "WITHIN_ERROR_OF_BEST"
     MEASURED_HERE = "MEASURED_HERE"
+    PUBLISHED_RUN = "PUBLISHED_RUN"
     QUANTISED_WEIGHTS = "QUANTISED_WEIGHTS"
     MULTI_NODE = "MULTI_NODE"
     EXPERT_PARALLEL = "EXPERT_PARALLEL"
@@ -89,7 +90,7 @@ ReasonCodeName = Literal[
     "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "CAPEX_UNKNOWN", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
     "SHARDED_TO_FIT", "TENSOR_PARALLEL_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
     "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE",
-    "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "QUANTISED_WEIGHTS", "MULTI_NODE",
+    "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "QUANTISED_WEIGHTS", "MULTI_NODE",
     "EXPERT_PARALLEL", "DISAGGREGATED",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
@@ -276,6 +277,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.BEST_FOR_OBJECTIVE: _one(objective=Text),
     ReasonCode.WITHIN_ERROR_OF_BEST: _one(ratio=Num, uncertainty_pct=Num),
     ReasonCode.MEASURED_HERE: _one(gpu=Text),
+    ReasonCode.PUBLISHED_RUN: _one(gpu=Text, engine=Text, tokens_per_s_per_gpu=Num, source=Text),
     ReasonCode.QUANTISED_WEIGHTS: _one(quant_method=Text),
     ReasonCode.MULTI_NODE: _one(nodes=Count, gpus_per_node=Count),
     ReasonCode.EXPERT_PARALLEL: _one(experts=Count, tensor_parallel=Count, experts_per_gpu=Count),

@@ -42,6 +42,7 @@ from service.core.recommend.replicas import (
 )
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
+from service.core.recommend.serving_published import published_run
 
 
 class _ServingSearch:
@@ -466,7 +467,8 @@ class _ServingSearch:
             time_value=tpot if math.isfinite(tpot) else math.inf,
             objective_value=None,
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
-            reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound),
+            reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound)
+            + published_run(full, name),
             cost_per_million_tokens=cpm,
             needs_nvlink=deploy.needs_gpu_link,
             tco=priced.tco,
