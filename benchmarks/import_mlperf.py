@@ -291,31 +291,28 @@ def recipes(snap: Snapshot, files: Sequence[str]) -> dict[tuple[str, str, str, i
     return out
 
 
-def system_recipes(snap: Snapshot, files: Sequence[str]) -> dict[tuple[str, str, str], str]:
-    """(submitter, system, benchmark) -> the recipe of the configuration file named for that system
-    (``config_<system>.sh`` or ``config_<system>_<layout>.sh`` in the submitter's implementation of
-    the benchmark, as Dell and Supermicro name theirs): ``submitter-nvfp4`` where every such file
-    is an NVFP4 recipe, ``submitter`` where any is not. It names the system's own configuration,
-    so it decides over :func:`recipes`' layout rule."""
-    configs: dict[tuple[str, str], list[str]] = {}
+def system_recipes(
+    snap: Snapshot, files: Sequence[str], results: Iterable[tuple[str, str, str]]
+) -> dict[tuple[str, str, str], str]:
+    """(submitter, system, benchmark) of ``results`` -> the recipe of the configuration file named
+    for that system (``config_<system>.sh`` or ``config_<system>_<layout>.sh`` in the submitter's
+    implementation of the benchmark, as Dell and Supermicro name theirs): ``submitter-nvfp4``
+    where every such file is an NVFP4 recipe, ``submitter`` where any is not. It names the
+    system's own configuration, so it decides over :func:`recipes`' layout rule."""
+    configs: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for f in files:
         m = _CONFIG.match(f)
         if m:
-            configs.setdefault((m.group("sub"), m.group("bench")), []).append(f)
+            configs.setdefault((m.group("sub"), m.group("bench")), []).append((m.group("name"), f))
     out: dict[tuple[str, str, str], str] = {}
-    for f in files:
-        m = re.match(r"^([^/]+)/results/([^/]+)/([^/]+)/result_0\.txt$", f)
-        if m is None:
-            continue
-        sub, system, bench = m.groups()
+    for sub, system, bench in results:
         named = [
-            c
-            for c in configs.get((sub, bench), [])
-            if c.rsplit("/", 1)[1] == f"config_{system}.sh"
-            or c.rsplit("/", 1)[1].startswith(f"config_{system}_")
+            (name, path)
+            for name, path in configs.get((sub, bench), [])
+            if name == f"config_{system}.sh" or name.startswith(f"config_{system}_")
         ]
         if named:
-            fp4 = all(_is_fp4(c.rsplit("/", 1)[1], snap.read(c) or "") for c in named)
+            fp4 = all(_is_fp4(name, snap.read(path) or "") for name, path in named)
             out[(sub, system, bench)] = "submitter-nvfp4" if fp4 else "submitter"
     return out
 
@@ -334,7 +331,7 @@ def training_rows(snap: Snapshot, table_id: str) -> tuple[list[PublishedRow], di
             runs.setdefault((m.group(1), m.group(2), m.group(3)), []).append(f)
     skipped: dict[str, int] = {}
     recipe_of = recipes(snap, files)
-    recipe_of_system = system_recipes(snap, files)
+    recipe_of_system = system_recipes(snap, files, runs)
 
     def skip(why: str) -> None:
         skipped[why] = skipped.get(why, 0) + 1

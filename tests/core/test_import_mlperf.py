@@ -245,14 +245,12 @@ def test_a_config_named_for_the_system_decides_its_recipe(tmp_path: Path) -> Non
     }
     for name, text in files.items():
         (impl / name).write_text(text)
-    for system in ("1xBOX8-B200", "2xBOX8-B200", "OTHER-B200"):
-        (root / "Acme" / "results" / system / "llama31_8b").mkdir(parents=True)
-        (root / "Acme" / "results" / system / "llama31_8b" / "result_0.txt").write_text(":::MLLOG {}\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     _git(root, "add", "-A")
     _git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "x")
     snap = im.Snapshot(str(root), im.resolve(str(root)))
-    assert im.system_recipes(snap, snap.files()) == {
+    results = [("Acme", system, "llama31_8b") for system in ("1xBOX8-B200", "2xBOX8-B200", "OTHER-B200")]
+    assert im.system_recipes(snap, snap.files(), results) == {
         ("Acme", "1xBOX8-B200", "llama31_8b"): "submitter-nvfp4",
         ("Acme", "2xBOX8-B200", "llama31_8b"): "submitter",
     }

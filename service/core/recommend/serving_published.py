@@ -15,13 +15,12 @@ def published_run(full: Estimate | None, gpu_name: str) -> tuple[Reason, ...]:
     """``PUBLISHED_RUN`` where the plan's throughput is a published run of its exact
     configuration (``estimate_time._published``: a continuous engine's answer names sources only
     when one anchors it)."""
-    sv = full.serving if full is not None else None
-    if sv is None or sv.provenance != "published" or not sv.sources:
+    if full is None or full.serving is None or not isinstance(full.job.config, InferenceConfig):
         return ()
-    if ENGINE_CLASSES[sv.engine].batching != "continuous":
+    sv = full.serving
+    if sv.provenance != "published" or not sv.sources or ENGINE_CLASSES[sv.engine].batching != "continuous":
         return ()
-    job = full.job if full is not None else None
-    gpus = job.config.gpu_count if job is not None and isinstance(job.config, InferenceConfig) else 1
+    gpus = full.job.config.gpu_count
     return (
         Reason(
             "PUBLISHED_RUN",
