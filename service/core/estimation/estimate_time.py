@@ -60,7 +60,7 @@ from service.core.estimation.transfer import arch_key
 from service.core.estimation.transfer_accuracy import loso_note
 from service.core.evidence.aggregate import CellView
 from service.core.evidence.provenance import weakest
-from service.core.evidence.published_serving import anchor, serving_matches
+from service.core.evidence.published_serving import anchor, published_models, serving_matches
 
 
 def _accuracy(scope: str, gpu: GpuSpec, workload: str) -> Accuracy | None:
@@ -352,7 +352,7 @@ def _continuous(
         out_tps = c.batch_size / tpot * c.replicas
         lo_t = hi_t = lo_p = hi_p = 0.05
         notes.append(f"median of {cell.count} measured results for this exact configuration and engine")
-    else:
+    elif c.model.id in published_models():
         pub = None
         if rate is None and math.isfinite(tpot) and out_tps > 0:
             pub = _published(

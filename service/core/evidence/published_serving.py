@@ -21,7 +21,14 @@ from typing import Final
 
 from service.core.evidence.published import TABLES, PublishedRow
 
-__all__ = ["ENGINE_OF_SOURCE", "PublishedServing", "anchor", "engine_runs", "serving_matches"]
+__all__ = [
+    "ENGINE_OF_SOURCE",
+    "PublishedServing",
+    "anchor",
+    "engine_runs",
+    "published_models",
+    "serving_matches",
+]
 
 ENGINE_OF_SOURCE: Final[Mapping[str, str]] = {
     "sglang": "sglang",
@@ -100,6 +107,13 @@ def _index() -> dict[Key, tuple[PublishedServing, ...]]:
             if k is not None:
                 out.setdefault(k, []).append(_entry(t.id, r))
     return {k: tuple(v) for k, v in out.items()}
+
+
+@cache
+def published_models() -> frozenset[str]:
+    """The models any published fixed-concurrency run serves: an answer for another model looks
+    no further (the serving answer's hot path)."""
+    return frozenset(k[0] for k in _index())
 
 
 def _precisions(weight_format: str, precision: str) -> tuple[str, ...]:
