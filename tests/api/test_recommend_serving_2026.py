@@ -165,10 +165,15 @@ def test_a_dense_model_gets_no_expert_parallel_option(client: TestClient) -> Non
 
 def test_disaggregation_is_picked_at_high_load_with_a_tight_tpot_target(client: TestClient) -> None:
     """At 30 req/s of 4,096-token prompts with TPOT <= 20 ms, prompt chunks in the decode
-    iterations cost an aggregated fleet a GPU; separate pools serve it with fewer."""
-    agg = _first(_ask(client, _with(LLAMA_AT_RATE, constraints={"allow_disaggregation": False})))
+    iterations cost an aggregated fleet a GPU; separate pools serve it with fewer. Asked on the
+    team's own 8-GPU nodes (owned: cost per GPU): the pools share a node's NVLink. Rented, one
+    8-GPU node costs more than three 2-GPU instances, so the aggregated plan is cheaper there
+    (:func:`test_disaggregated_pools_are_priced_on_one_linked_node`)."""
+    owned = {"inventory": [{"gpu": "nvidia-h100-sxm", "gpus_per_node": 8, "nodes": 2}]}
+    on_nodes = _with(LLAMA_AT_RATE, constraints=owned)
+    agg = _first(_ask(client, _with(on_nodes, constraints={"allow_disaggregation": False})))
     assert agg["strategy"].get("disaggregated") is None
-    doc = _ask(client, LLAMA_AT_RATE)
+    doc = _ask(client, on_nodes)
     dis = _first(doc)
     pools = dis["strategy"]["disaggregated"]
     assert pools is not None
@@ -180,7 +185,7 @@ def test_disaggregation_is_picked_at_high_load_with_a_tight_tpot_target(client: 
     assert "NVLink" in why["message"]
     # TTFT is never below the KV transfer plus the prompt's prefill
     assert dis["serving"]["ttft"]["value"] > agg["serving"]["ttft"]["value"]
-    zh = _first(_ask(client, LLAMA_AT_RATE, **{"Accept-Language": "zh-CN"}))
+    zh = _first(_ask(client, on_nodes, **{"Accept-Language": "zh-CN"}))
     assert CJK.search(_reason(zh, "DISAGGREGATED")["message"])
 
 

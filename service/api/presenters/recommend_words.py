@@ -199,6 +199,14 @@ EN: Final[Table] = {
         "": "compute bound: the tensor-core peak decides the speed",
         "mfu": "compute bound: the tensor-core peak decides the speed (MFU {mfu:.0%})",
     },
+    C.HOST_BOUND: {
+        "": "host bound: the CPU's kernel launches and per-step work take {share_pct}% of the step "
+        "(MFU {mfu:.0%}); a faster GPU buys little here, a larger batch per step does",
+    },
+    C.COMMUNICATION_BOUND: {
+        "": "communication bound: the collectives take {share_pct}% of the step (MFU {mfu:.0%}); "
+        "a faster link or network, or fewer GPUs, buys more than a faster GPU",
+    },
     C.BEST_FOR_OBJECTIVE: {"": "best for the objective ({objective})"},
     C.WITHIN_ERROR_OF_BEST: {
         "": "within the estimate's error of the best: {ratio}x its value, and the cross-GPU ratio is "
@@ -447,6 +455,14 @@ ZH: Final[Table] = {
     C.COMPUTE_BOUND: {
         "": "受算力限制：速度由张量核心峰值决定",
         "mfu": "受算力限制：速度由张量核心峰值决定（MFU {mfu:.0%}）",
+    },
+    C.HOST_BOUND: {
+        "": "受主机限制：CPU 的内核启动和每步开销占一步的 {share_pct}%（MFU {mfu:.0%}）；"
+        "换更快的 GPU 收效甚微，增大每步的批量才有用",
+    },
+    C.COMMUNICATION_BOUND: {
+        "": "受通信限制：集合通信占一步的 {share_pct}%（MFU {mfu:.0%}）；"
+        "更快的互联或网络、或更少的 GPU，比更快的 GPU 更有用",
     },
     C.BEST_FOR_OBJECTIVE: {"": "按目标（{objective}）最优"},
     C.WITHIN_ERROR_OF_BEST: {

@@ -99,6 +99,23 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
     return o
 
 
+def admitted(o: Option, q: RecommendQuestion, data: RecommendData) -> bool:
+    """Whether the constraints keep ``o`` (perhaps with a reason added): what a GPU's search
+    prefers among its plans, so that a budget the fastest plan breaks leaves a smaller one that
+    keeps it rather than excluding the GPU."""
+    return not isinstance(_check_constraints(o, q, data), Exclusion)
+
+
+def bounded(q: RecommendQuestion) -> bool:
+    """Whether a constraint beyond speed can exclude a plan (a budget, a provenance floor, a
+    band limit): then a GPU's search times more counts than its objective alone needs."""
+    c = q.constraints
+    return any(
+        v is not None
+        for v in (c.budget_per_hour, c.budget_per_run, c.budget_purchase, c.min_provenance, c.max_band_pct)
+    )
+
+
 def _over_budget(o: Option, name: str, what: str, cost: float, budget: float, currency: str) -> Reason:
     return Reason(
         "OVER_BUDGET",

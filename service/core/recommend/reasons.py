@@ -53,6 +53,8 @@ class ReasonCode(StrEnum):
     MEETS_TARGETS = "MEETS_TARGETS"
     BANDWIDTH_BOUND = "BANDWIDTH_BOUND"
     COMPUTE_BOUND = "COMPUTE_BOUND"
+    HOST_BOUND = "HOST_BOUND"
+    COMMUNICATION_BOUND = "COMMUNICATION_BOUND"
     BEST_FOR_OBJECTIVE = "BEST_FOR_OBJECTIVE"
     WITHIN_ERROR_OF_BEST = "WITHIN_ERROR_OF_BEST"
     MEASURED_HERE = "MEASURED_HERE"
@@ -89,7 +91,8 @@ ReasonCodeName = Literal[
     "MISSES_TTFT", "MISSES_TPOT", "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE",
     "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "CAPEX_UNKNOWN", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
     "SHARDED_TO_FIT", "TENSOR_PARALLEL_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
-    "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "BEST_FOR_OBJECTIVE",
+    "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "HOST_BOUND", "COMMUNICATION_BOUND",
+    "BEST_FOR_OBJECTIVE",
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "QUANTISED_WEIGHTS", "MULTI_NODE",
     "EXPERT_PARALLEL", "DISAGGREGATED",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS",
@@ -274,6 +277,8 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("bandwidth", {"bandwidth_gb_per_s": Num}),
     ),
     ReasonCode.COMPUTE_BOUND: (Form("", {}), Form("mfu", {"mfu": Num})),
+    ReasonCode.HOST_BOUND: _one(share_pct=Num, mfu=Num),
+    ReasonCode.COMMUNICATION_BOUND: _one(share_pct=Num, mfu=Num),
     ReasonCode.BEST_FOR_OBJECTIVE: _one(objective=Text),
     ReasonCode.WITHIN_ERROR_OF_BEST: _one(ratio=Num, uncertainty_pct=Num),
     ReasonCode.MEASURED_HERE: _one(gpu=Text),
@@ -415,3 +420,22 @@ def _check(code: str, params: Mapping[str, Any]) -> None:
     form_of(code, params)
     if not any(isinstance(v, list | tuple) for v in params.values()):
         _CHECKED.add(sig)
+
+
+_BOUND_CODES: Final[dict[str, ReasonCodeName]] = {
+    "compute": "COMPUTE_BOUND",
+    "memory": "BANDWIDTH_BOUND",
+    "host": "HOST_BOUND",
+    "communication": "COMMUNICATION_BOUND",
+}
+
+
+def bound_reason(bound: str, mfu: float, time_shares: Mapping[str, float]) -> Reason:
+    """What decides a training plan's speed, as the estimate's largest time share says: a
+    host-bound or communication-bound step is not sped up by a faster tensor core, so it is not
+    called compute bound."""
+    code = _BOUND_CODES.get(bound, "COMPUTE_BOUND")
+    params: dict[str, object] = {"mfu": round(mfu, 3)}
+    if code in ("HOST_BOUND", "COMMUNICATION_BOUND"):
+        params["share_pct"] = round(100.0 * float(time_shares.get(bound, 0.0)))
+    return Reason(code, params)

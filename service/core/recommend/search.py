@@ -41,7 +41,7 @@ Ranking
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -77,6 +77,7 @@ from service.core.recommend.ranking import (
     _objective_value,
     _rank,
     _with_tco,
+    admitted,
     weakest_provenance,
 )
 from service.core.recommend.reasons import REASON_CODES, Reason
@@ -126,7 +127,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         ranked = serving.finish(ranked[: q.limit]) + ranked[q.limit :]
     warnings: list[Reason] = []
     if not ranked:
-        missed = _fastest_missed(found.excluded)
+        missed = _fastest_missed(found.excluded, lambda o: admitted(o, q, data))
         if missed is not None:
             ranked = _rank([missed], q.objective)
             warnings.append(_deadline_unmet(missed, q))
@@ -261,10 +262,15 @@ def _search_gpus(
     return out
 
 
-def _fastest_missed(excluded: Sequence[Exclusion]) -> Option | None:
-    """The fastest plan found among those that miss the deadline (what the answer shows when
-    no plan meets it)."""
-    missed = [e.plan for e in excluded if e.plan is not None and e.reason.code == "MISSES_DEADLINE"]
+def _fastest_missed(excluded: Sequence[Exclusion], admit: Callable[[Option], bool]) -> Option | None:
+    """The fastest plan found among those that miss the deadline but keep the other constraints
+    (what the answer shows when no plan meets it; a plan over the budget, or unpriced where a
+    price is needed, is not shown in its place)."""
+    missed = [
+        e.plan
+        for e in excluded
+        if e.plan is not None and e.reason.code == "MISSES_DEADLINE" and admit(e.plan)
+    ]
     return min(missed, key=lambda o: (o.time_value, o.gpu_count, o.gpu.slug), default=None)
 
 

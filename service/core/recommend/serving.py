@@ -28,10 +28,10 @@ from service.core.estimation.serving import (
 from service.core.pricing.cost import (
     cost_per_million_tokens,
 )
-from service.core.recommend.candidates import _Counter, _gib, _placement, _pool_shape
-from service.core.recommend.deployment import deploy_shape, price_plan
+from service.core.recommend.candidates import _Counter, _gib, _pool_shape
+from service.core.recommend.deployment import price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
-from service.core.recommend.ranking import _rank_again, ratio_half_width
+from service.core.recommend.ranking import _rank_again, admitted, bounded, ratio_half_width
 from service.core.recommend.reasons import Reason
 from service.core.recommend.replicas import (
     GUESS_MARGIN,
@@ -42,6 +42,7 @@ from service.core.recommend.replicas import (
 )
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
+from service.core.recommend.serving_price import affordable, serving_layout
 from service.core.recommend.serving_published import published_run
 
 
@@ -223,7 +224,9 @@ class _ServingSearch:
         else:
             key = lambda o: ((o.quote.per_hour if o.quote else math.inf), o.gpu_count, o.time_value)  # noqa: E731
         candidates.sort(key=key)
-        return candidates[0], candidates[1:]
+        kept = [o for o in candidates if admitted(o, self.q, self.data)] if bounded(self.q) else candidates
+        first = kept[0] if kept else candidates[0]  # none kept: the exclusion says why
+        return first, [o for o in candidates if o is not first]
 
     def _nothing(
         self,
@@ -398,7 +401,7 @@ class _ServingSearch:
             else:
                 lo = mid
         if self.q.objective == "fastest":
-            hi = _fastest_replicas(ok, seen, hi, max_rep)
+            hi = _fastest_replicas(ok, seen, hi, affordable(self.data, self.q, gpu, tp, hi, max_rep))
         return hi, seen[hi]
 
     def _option(
@@ -418,12 +421,7 @@ class _ServingSearch:
         replicas = cfg.replicas
         n = replicas * tp
         job = replace(self.job, config=cfg, solve_for=None)
-        nodes, per = _placement(gpu, n, self.q.constraints)
-        shape = _pool_shape(gpu, self.q.constraints) if self.q.constraints.pools is not None else None
-        if shape is not None and shape[0] >= tp:
-            per = (shape[0] // tp) * tp
-            nodes = math.ceil(replicas / (shape[0] // tp))
-        deploy = deploy_shape(gpu, replicas, tp, tensor_parallel=tp, replicas=True)
+        nodes, per, deploy = serving_layout(gpu, cfg, tp, self.q.constraints)
         priced = price_plan(self.data, self.q, gpu, deploy)
         quote, hourly = priced.quote, priced.hourly
         full: Estimate | None = None

@@ -122,7 +122,7 @@ def _disagg_options(
             if pools is None:
                 continue
             (rp, rd), p = pools
-            dis = Disaggregation(rp * tp, rd * tp)
+            dis = _on_nodes(s, gpu, Disaggregation(rp * tp, rd * tp))
             s.counter.candidates += 1
             found = s._option(
                 gpu,
@@ -167,7 +167,7 @@ def _pools(
     def at(rp: int, rd: int) -> DisaggPoint:
         if (rp, rd) not in seen:
             s.counter.timed += 1
-            dis = Disaggregation(rp * tp, rd * tp)
+            dis = _on_nodes(s, d.gpu, Disaggregation(rp * tp, rd * tp))
             seen[rp, rd] = disagg_at_rate(d, CONTINUOUS_EFFICIENCIES, dis, rate, w.input_len, w.output_len)
         return seen[rp, rd]
 
@@ -194,6 +194,22 @@ def _pools(
     if rp is None:
         return None
     return (rp, rd), at(rp, rd)
+
+
+def _on_nodes(s: _ServingSearch, gpu: GpuSpec, dis: Disaggregation) -> Disaggregation:
+    """The pools on the inventory's nodes where the request gives one (its free GPUs per node,
+    network and RDMA), so that the KV transfer crosses the network the team has, not an 8-GPU
+    node it does not."""
+    pools = [p for p in s.q.constraints.pools or () if p.gpu == gpu.slug and p.free_gpus_per_node > 0]
+    if not pools:
+        return dis
+    best = max(pools, key=lambda p: (p.free_gpus_per_node, p.nodes))
+    return replace(
+        dis,
+        gpus_per_node=best.free_gpus_per_node,
+        network_gbps_per_node=best.network_gbps_per_node or 0.0,
+        rdma=True if best.rdma is None else best.rdma,
+    )
 
 
 def _smallest(ok: Callable[[int], bool], top: int) -> int | None:

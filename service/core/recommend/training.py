@@ -31,8 +31,8 @@ from service.core.recommend.candidates import (
 from service.core.recommend.deployment import deploy_shape, gpu_hour_floor, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import _objective_value as objective_value
-from service.core.recommend.ranking import ratio_half_width
-from service.core.recommend.reasons import Reason
+from service.core.recommend.ranking import admitted, bounded, ratio_half_width
+from service.core.recommend.reasons import Reason, bound_reason
 from service.core.recommend.training_counts import (
     _choose,
     _doubling,
@@ -353,11 +353,12 @@ class _TrainingSearch:
             _toward_deadline(timed, ladder, deadline)
         if self.q.objective == "fastest":
             _fastest(timed, ladder, self._node(gpu))
-        elif self.q.objective in ("cheapest", "cost_per_million_tokens") and self._may_win(gpu, first):
-            for n in _doubling(ladder):
+        cost = self.q.objective in ("cheapest", "cost_per_million_tokens") and self._may_win(gpu, first)
+        if cost or bounded(self.q):
+            for n in _doubling(ladder, self._node(gpu)):
                 timed.best(n)  # GPU-hours need not grow with the count (fewer optimizer steps)
         found = timed.all()
-        primary = _choose(found, self.q.objective, deadline)
+        primary = _choose(found, self.q.objective, deadline, lambda o: admitted(o, self.q, self.data))
         if primary is None:
             fastest = min(found, key=lambda o: (o.time_value, o.gpu_count))
             return self._misses_deadline(gpu, fastest, cap, max(o.gpu_count for o in found))
@@ -369,7 +370,7 @@ class _TrainingSearch:
         usable = int(o.gpu.fit_memory_bytes or 0)
         ladder = [n for n in self.counts(cap, o.gpu) if n >= o.gpu_count]
         timed = _Timed(self, o.gpu, usable)
-        for n in _doubling(ladder) if len(ladder) > 1 else []:
+        for n in _doubling(ladder, self._node(o.gpu)) if len(ladder) > 1 else []:
             timed.best(n)
         return timed.all()
 
@@ -559,11 +560,7 @@ class _TrainingSearch:
             reasons.append(Reason("MULTI_NODE", {"nodes": nodes, "gpus_per_node": per}))
         if t.provenance == "measured":
             reasons.append(Reason("MEASURED_HERE", {"gpu": gpu.name or gpu.slug}))
-        reasons.append(
-            Reason("COMPUTE_BOUND" if t.bound == "compute" else "BANDWIDTH_BOUND", {"mfu": round(t.mfu, 3)})
-            if t.bound in ("compute", "memory")
-            else Reason("COMPUTE_BOUND", {"mfu": round(t.mfu, 3)})
-        )
+        reasons.append(bound_reason(t.bound, t.mfu, t.time_shares))
         return reasons
 
     def _tp_reason(self, cfg: TrainConfig, usable: int) -> Reason:

@@ -4,6 +4,7 @@ doubling counts (cost objectives); and which of the plans timed is chosen."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from service.core.catalog.specs import GpuSpec
@@ -99,24 +100,39 @@ def _toward_deadline(timed: _Timed, ladder: list[int], deadline: float) -> None:
         o = timed.best(nxt)
 
 
-def _doubling(ladder: list[int]) -> list[int]:
-    """Counts about doubling from the fewest to the largest (a coarse view of the scaling)."""
-    out: list[int] = []
+def _doubling(ladder: list[int], node: int = 0) -> list[int]:
+    """Counts about doubling from the fewest (included) to the largest (a coarse view of the scaling), and
+    the first count that fills whole nodes of ``node``: a plan that leaves GPUs of a rented
+    node idle pays for them anyway, so the filled node is often the cheaper run (6 GPUs doubling
+    to 12 skipped the 8 of the instance they were priced on)."""
+    out: list[int] = [ladder[0]]
     want = ladder[0] * 2
-    for n in ladder:
+    for n in ladder[1:]:
         if n >= want:
             out.append(n)
             want = n * 2
     if ladder[-1] not in out:
         out.append(ladder[-1])
-    return out
+    full = next((n for n in ladder if node > 1 and n % node == 0), None)
+    if full is not None and full not in out:
+        out.append(full)
+    return sorted(out)
 
 
-def _choose(found: list[Option], objective: str, deadline: float | None) -> Option | None:
-    """The plan for the objective among those that meet the deadline (band's upper end)."""
+def _choose(
+    found: list[Option],
+    objective: str,
+    deadline: float | None,
+    admit: Callable[[Option], bool] | None = None,
+) -> Option | None:
+    """The plan for the objective among those that meet the deadline (band's upper end) and,
+    where any does, the other constraints (``admit``: a budget the fastest plan breaks leaves the
+    fastest plan that keeps it)."""
     meets = [
         o for o in found if deadline is None or (o.hours_band is not None and o.hours_band[1] <= deadline)
     ]
+    if admit is not None:
+        meets = [o for o in meets if admit(o)] or meets
     if not meets:
         return None
     if objective == "fastest":
