@@ -108,7 +108,10 @@ class ConstraintsIn(BaseModel):
         description="GPUs of one option, all nodes together (default: one 8-GPU node)",
     )
     allowed_gpus: list[GpuName] | None = Field(
-        default=None, max_length=100, description="only these (any name the catalog resolves)"
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="only these (any name the catalog resolves); leave it out to allow every GPU",
     )
     excluded_gpus: list[GpuName] = Field(default_factory=list, max_length=100)
     inventory: list[PoolIn] | None = Field(
@@ -123,7 +126,11 @@ class ConstraintsIn(BaseModel):
     form_factors: list[FormFactor] | None = Field(default=None, max_length=3, examples=[["pcie"]])
     nvlink_required: bool = False
     providers: list[Annotated[SafeStr, Field(min_length=1, max_length=100)]] | None = Field(
-        default=None, max_length=50, description="cloud providers whose prices may be used"
+        default=None,
+        min_length=1,
+        max_length=50,
+        description="cloud providers whose prices may be used, by id (case-insensitive: 'aws', "
+        "'gcp', 'lambda' ...; an id no price row names is refused with the known ones)",
     )
     min_provenance: ProvenanceName | None = Field(
         default=None,
@@ -275,7 +282,9 @@ class RecommendRequest(BaseModel):
             limit=self.limit,
             cost=self.cost.to_core(
                 currency=self.constraints.budget.currency if self.constraints.budget else "USD",
-                providers=self.constraints.providers,
+                providers=[p.lower() for p in self.constraints.providers]
+                if self.constraints.providers is not None
+                else None,
                 allow_suspect=self.constraints.allow_suspect_prices,
             ),
         )

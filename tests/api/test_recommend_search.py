@@ -4,6 +4,7 @@ and why (the physics), not a stored answer."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -547,3 +548,73 @@ def test_a_one_gpu_plan_found_under_a_larger_limit_survives_a_limit_of_one(clien
     over = {e["gpu"]["slug"] for e in one["excluded"] if e["code"] == "OVER_GPU_LIMIT"}
     assert not single & over
     assert one["options"][0]["gpu"]["slug"] == wide["options"][0]["gpu"]["slug"] == "nvidia-rtx-6000-ada"
+
+
+def test_a_model_with_four_kv_heads_is_tried_at_tp8_with_its_heads_replicated(client: TestClient) -> None:
+    """Qwen3-235B-A22B has 4 KV heads: TP8 (each head on two ranks) with its experts spread over
+    the 8 GPUs serves 5 req/s at a lower TPOT than two TP4 replicas; the search once tried only
+    the degrees that divide the KV heads."""
+    body = {
+        "workload": {
+            "model": "qwen3-235b-a22b",
+            "mode": "inference",
+            "engine": "sglang",
+            "quant_method": "fp8",
+            "input_len": 2048,
+            "output_len": 512,
+            "requests_per_s": 5,
+            "ttft_target_ms": 2000,
+            "tpot_target_ms": 50,
+        },
+        "constraints": {"max_gpus": 8, "allowed_gpus": ["nvidia-h100-sxm"], "allow_disaggregation": False},
+        "objective": "fastest",
+    }
+    first = _ask(client, body)["options"][0]
+    assert first["strategy"]["tensor_parallel"] == 8
+    est = client.post(
+        "/v1/estimate",
+        json={
+            **body["workload"],  # type: ignore[dict-item]
+            "gpu": "nvidia-h100-sxm",
+            "gpu_count": 8,
+            "tensor_parallel": 4,
+        },
+    )
+    assert est.status_code == 200, est.text
+    two_tp4 = est.json()["serving"]["tpot_ms"]
+    assert two_tp4 is not None and first["serving"]["tpot"]["value"] < two_tp4
+
+
+def test_options_at_the_same_price_rank_the_faster_first(client: TestClient) -> None:
+    """Equal objective values and GPU counts: the lower TPOT (more headroom under the target)
+    ranks first, not the GPU whose name sorts first."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3-8b",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 1024,
+                "output_len": 256,
+                "requests_per_s": 10,
+                "ttft_target_ms": 500,
+                "tpot_target_ms": 30,
+            },
+            "constraints": {
+                "allow_suspect_prices": True,
+                "allowed_gpus": ["nvidia-h100-sxm", "nvidia-h200-sxm"],
+            },
+            "objective": "cheapest",
+        },
+    )
+    opts = doc["options"]
+    ties = [
+        (a, b)
+        for a, b in itertools.pairwise(opts)
+        if a["objective_value"] == b["objective_value"]
+        and a["strategy"]["gpu_count"] == b["strategy"]["gpu_count"]
+    ]
+    assert ties  # both GPUs at 1.00 USD/h on the flagged (allowed) marketplace rows
+    for a, b in ties:
+        assert a["serving"]["tpot"]["value"] <= b["serving"]["tpot"]["value"], (a["gpu"], b["gpu"])

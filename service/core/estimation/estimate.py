@@ -114,7 +114,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.16.1"
+ESTIMATOR_VERSION = "1.17.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 

@@ -212,7 +212,8 @@ def _objective_value(o: Option, objective: str) -> float | None:
 def _rank(options: Sequence[Option], objective: str) -> list[Option]:
     # (value, option): one copy of each option, made below with every ranked field at once
     scored = [(_objective_value(o, objective), o) for o in options]
-    scored.sort(key=lambda s: (s[0] is None, s[0] or 0.0, s[1].gpu_count, s[1].gpu.slug))
+    # ties: fewer GPUs, then the faster plan (lower time or TPOT), then the name
+    scored.sort(key=lambda s: (s[0] is None, s[0] or 0.0, s[1].gpu_count, s[1].time_value, s[1].gpu.slug))
     if not scored:
         return []
     best_value, best = scored[0]

@@ -119,7 +119,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     counter = _Counter()
     search = _TrainingSearch(job, q, data, counter) if isinstance(job.config, TrainConfig) else None
     serving = _ServingSearch(job, q, data, counter) if isinstance(job.config, InferenceConfig) else None
-    _validate(job, q, search, serving)
+    _validate(job, q, data, search, serving)
     searched: _TrainingSearch | _ServingSearch = search if search is not None else serving  # type: ignore[assignment]
     found = _search_gpus(q, data, searched)
     ranked = _rank(found.feasible, q.objective)
@@ -175,7 +175,11 @@ def _passes(o: Option, q: RecommendQuestion, data: RecommendData) -> bool:
 
 
 def _validate(
-    job: Job, q: RecommendQuestion, search: _TrainingSearch | None, serving: _ServingSearch | None
+    job: Job,
+    q: RecommendQuestion,
+    data: RecommendData,
+    search: _TrainingSearch | None,
+    serving: _ServingSearch | None,
 ) -> None:
     """Questions the search cannot answer, refused with the field that makes them so."""
     cons = q.constraints
@@ -196,6 +200,17 @@ def _validate(
     if cons.deadline_hours is not None and search is not None and not job.tokens:
         raise InvalidConfiguration(
             "constraints.deadline_hours", "a deadline needs workload.tokens (tokens to train)"
+        )
+    known = (
+        frozenset(r.provider for rows in data.prices.rentals.values() for r in rows)
+        if data.prices is not None
+        else None
+    )  # every provider a rental row names
+    unknown = sorted(set(q.cost.providers or ()) - known) if known else []
+    if unknown:
+        raise InvalidConfiguration(
+            "constraints.providers",
+            f"no price row names provider(s) {', '.join(unknown)}; known: {', '.join(sorted(known or ()))}",
         )
     if cons.budget_per_run is not None and (search is None or not job.tokens):
         raise InvalidConfiguration(

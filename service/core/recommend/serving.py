@@ -89,7 +89,8 @@ class _ServingSearch:
         return self._mem[key]
 
     def tp_degrees(self, gpu: GpuSpec, cap: int) -> tuple[list[int], int]:
-        """TP degrees that divide the KV heads, up to the NVLink domain (8 on a PCIe node) and
+        """TP degrees that divide the KV heads or are a multiple of them (each head replicated,
+        as vLLM and SGLang do), up to the NVLink domain (8 on a PCIe node) and
         the free GPUs of one node; the second value is what placement allows per node."""
         m = self.base.model
         assert isinstance(m, DecoderSpec)
@@ -104,8 +105,8 @@ class _ServingSearch:
         out = []
         k = 1
         while k <= min(top, cap, 64):
-            if m.num_kv_heads % k == 0:
-                out.append(k)
+            if m.num_kv_heads % k == 0 or (k % m.num_kv_heads == 0 and m.num_heads % k == 0):
+                out.append(k)  # more ranks than KV heads: each head on k / kv_heads ranks
             k *= 2
         return out, per_node
 

@@ -115,6 +115,7 @@ class _TrainingSearch:
         self.threshold: float | None = None
         """The ``limit``-th best objective value found so far (set by the caller per GPU)."""
         self.fewest: dict[str, int] = {}
+        self.unsourced: dict[str, str] = {}  # GPU -> the datasheet figure its estimate lacked
         """Per GPU, the fewest GPUs any allowed strategy fits on (what a what-if must beat)."""
 
     # ---- configurations ----------------------------------------------------------------
@@ -344,7 +345,7 @@ class _TrainingSearch:
                         "gpu_count": n0,
                         "needed_gib": _gib(plan.mem.device_memory_band.high),
                         "usable_gib": _gib(usable),
-                        "missing": missing or "a time",
+                        "missing": missing or self.unsourced.get(gpu.slug, "a figure the time model needs"),
                     },
                 ),
             )
@@ -455,6 +456,12 @@ class _TrainingSearch:
         except (InvalidConfiguration, MissingFigure):
             return None
         t = est.time
+        if t is None:
+            detail = next(
+                (str(w.params.get("detail", "")) for w in est.warnings if w.code == "no_time_estimate"), ""
+            )
+            if "has no sourced " in detail:  # the figure the exclusion names
+                self.unsourced[gpu.slug] = detail.split("has no sourced ", 1)[1]
         if t is None or not est.memory.fits:
             return None
         n = cfg.gpu_count

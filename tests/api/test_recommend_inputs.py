@@ -1,0 +1,55 @@
+"""``POST /v1/recommend`` refuses constraints that cannot mean what they say, naming the field
+(problem+json), through the real app on the test database; and an exclusion names the figure
+that is missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+TRAIN: dict[str, Any] = {"model": "llama3-8b", "mode": "fine-tuning", "tokens": 1e9}
+
+
+def _problem(client: TestClient, constraints: dict[str, Any], field: str) -> dict[str, Any]:
+    r = client.post(
+        "/v1/recommend", json={"workload": TRAIN, "constraints": constraints, "objective": "cheapest"}
+    )
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    doc = r.json()
+    assert any(".".join(str(x) for x in e["loc"]).endswith(field) for e in doc["errors"]), doc
+    return doc
+
+
+def test_an_unknown_provider_is_refused_with_the_known_ones(client: TestClient) -> None:
+    doc = _problem(client, {"providers": ["nosuchcloud"]}, "constraints.providers")
+    assert "nosuchcloud" in str(doc) and "aws" in str(doc)
+
+
+def test_provider_ids_are_case_insensitive(client: TestClient) -> None:
+    body = {"workload": TRAIN, "constraints": {"providers": ["AWS"]}, "objective": "cheapest"}
+    upper = client.post("/v1/recommend", json=body)
+    assert upper.status_code == 200, upper.text
+    body["constraints"] = {"providers": ["aws"]}
+    lower = client.post("/v1/recommend", json=body).json()
+    assert [o["cost"]["provider"] for o in upper.json()["options"]] == [
+        o["cost"]["provider"] for o in lower["options"]
+    ]
+    assert {o["cost"]["provider"] for o in lower["options"]} == {"aws"}
+
+
+def test_empty_lists_that_would_allow_nothing_are_refused(client: TestClient) -> None:
+    _problem(client, {"providers": []}, "providers")
+    _problem(client, {"allowed_gpus": []}, "allowed_gpus")
+
+
+def test_a_gpu_without_a_time_figure_is_excluded_naming_the_figure(client: TestClient) -> None:
+    r = client.post(
+        "/v1/recommend",
+        json={"workload": TRAIN, "constraints": {"allowed_gpus": ["intel-gaudi3"]}, "objective": "fastest"},
+    )
+    assert r.status_code == 200, r.text
+    ex = next(e for e in r.json()["excluded"] if e["gpu"]["slug"] == "intel-gaudi3")
+    assert ex["code"] == "NO_TIME_ESTIMATE"
+    assert "a time" not in ex["message"] and "peak" in ex["message"]
