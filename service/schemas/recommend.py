@@ -421,7 +421,11 @@ class CostOut(BaseModel):
         default=None, description="cost of the training run (band from the time band)"
     )
     per_million_tokens: float | None = Field(
-        default=None, description="trained, or served at the requested load"
+        default=None,
+        description="training: the run's cost per million tokens trained; serving: the whole hour's "
+        "price per million OUTPUT tokens served at the requested load (input tokens ride free in this "
+        "figure; per_million_input / per_million_output split the hour between them). What "
+        "objective cost_per_million_tokens ranks by",
     )
     per_million_input: float | None = Field(
         default=None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -543,7 +543,13 @@ def _job_spec(workload: str, p: Mapping[str, Any]) -> JobSpec | None:
 
 
 def _estimated_cell(
-    snap: Snapshot, slug: str, workload: str, params_hash: str, params: Mapping[str, Any], metric: str
+    snap: Snapshot,
+    slug: str,
+    workload: str,
+    params_hash: str,
+    params: Mapping[str, Any],
+    metric: str,
+    measured_on: Callable[[str], CellView | None] | None = None,
 ) -> Cell:
     spec = snap.catalog.specs.get(slug)
     job_spec = _job_spec(workload, params)
@@ -554,7 +560,9 @@ def _estimated_cell(
         cell = benchmark_cell(job)
         if cell is None or cell[2] != params_hash:
             return Cell(source="none", reason="the estimator does not model exactly this configuration")
-        est = estimate(spec, job, snap.calibrations, None)
+        est = estimate(
+            spec, job, snap.calibrations, None, measured_on=measured_on
+        )  # anchored on the row's measurement
     except (InvalidConfiguration, MissingFigure) as exc:
         return Cell(source="none", reason=exc.message)
     except (ValueError, KeyError) as exc:
@@ -624,7 +632,7 @@ def _results(snap: Snapshot, slugs: Sequence[str], k: int, only: str | None) -> 
         cells = tuple(
             _measured_cell(views[s], metric)
             if s in views
-            else _estimated_cell(snap, s, wl, ph, params_of[(wl, ph)], metric)
+            else _estimated_cell(snap, s, wl, ph, params_of[(wl, ph)], metric, views.get)
             for s in slugs
         )
         out.append(

@@ -101,9 +101,16 @@ def estimate(
         ) from None
     snap = read.snapshot(uow)
     spec_of_gpu = snap.catalog.specs[resolved.record.slug]
-    measured = measured_view(snap, spec_of_gpu.slug, benchmark_cell(job), read.min_points)
+    cell = benchmark_cell(job)
+    measured = measured_view(snap, spec_of_gpu.slug, cell, read.min_points)
     try:
-        est = core_estimate(spec_of_gpu, job, snap.calibrations, measured)
+        est = core_estimate(
+            spec_of_gpu,
+            job,
+            snap.calibrations,
+            measured,
+            measured_on=lambda slug: measured_view(snap, slug, cell, read.min_points),
+        )
     except InvalidConfiguration as exc:
         raise invalid_configuration(exc) from None
     found = tuple(Notice(w.code, w.message, dict(w.data)) for w in resolved.warnings)

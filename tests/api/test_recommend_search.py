@@ -618,3 +618,80 @@ def test_options_at_the_same_price_rank_the_faster_first(client: TestClient) -> 
     assert ties  # both GPUs at 1.00 USD/h on the flagged (allowed) marketplace rows
     for a, b in ties:
         assert a["serving"]["tpot"]["value"] <= b["serving"]["tpot"]["value"], (a["gpu"], b["gpu"])
+
+
+def test_an_inventory_network_times_the_collectives_it_carries(client: TestClient) -> None:
+    """Four 8-GPU A100 nodes linked by 100 Gb/s without RDMA: FSDP over 32 GPUs spends most of the
+    step on the network, so one node is faster; at the HGX default (3,200 Gb/s RDMA) it was
+    answered as 32 GPUs in 86 h, which on this network take 464 h."""
+    pool = {"gpu": "nvidia-a100-sxm4-40gb", "gpus_per_node": 8, "nodes": 4}
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "training",
+            "batch_size": 1,
+            "seq_len": 4096,
+            "tokens": 2e10,
+        },
+        "constraints": {"inventory": [{**pool, "network_gbps_per_node": 100, "rdma": False}], "max_gpus": 32},
+        "objective": "fastest",
+    }
+    slow = _ask(client, body)["options"][0]
+    fast = _ask(client, {**body, "constraints": {"inventory": [pool], "max_gpus": 32}})["options"][0]
+    assert fast["strategy"]["gpu_count"] > 8
+    assert slow["strategy"]["gpu_count"] <= 8
+    assert _hours(slow) > _hours(fast)
+
+
+def test_a_held_global_batch_is_not_pruned_by_a_tensor_parallel_plan(client: TestClient) -> None:
+    """A global batch of 3 leaves 8 GPUs only tensor parallelism (at a few % MFU); its time is no
+    bound on 3 or 6 GPUs of data parallelism, which run about 3x faster, and the reason says the
+    batch, not memory, is why TP is used."""
+    doc = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "tokens": 1e8, "global_batch": 3},
+            "constraints": {"max_gpus": 8, "allowed_gpus": ["nvidia-h100-sxm"]},
+        },
+    )
+    first = doc["options"][0]
+    assert first["strategy"]["gpu_count"] < 8
+    assert first["strategy"]["gpu_count"] % 3 == 0
+    one = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "tokens": 1e8, "global_batch": 3},
+            "constraints": {"max_gpus": 1, "allowed_gpus": ["nvidia-h100-sxm"]},
+        },
+    )["options"][0]
+    assert _hours(first) < _hours(one) / 2
+    if first["strategy"]["tensor_parallel"] > 1:
+        tp = _reason(first, "TENSOR_PARALLEL_TO_FIT")
+        assert tp["params"]["global_batch"] == 3 and "global batch of 3" in tp["message"]
+
+
+def test_a_closed_loop_miss_quotes_the_load_and_the_closest_degree(client: TestClient) -> None:
+    """256 requests in flight per replica with TPOT <= 15 ms: no degree meets it, and the
+    exclusion quotes the TPOT at that load on the degree that came closest -- not "a lone
+    request", whose TPOT is a fraction of it."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3-8b",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 2048,
+                "output_len": 512,
+                "concurrency": 256,
+                "ttft_target_ms": 1000,
+                "tpot_target_ms": 15,
+            },
+            "constraints": {"max_gpus": 8, "allowed_gpus": ["nvidia-h100-sxm"]},
+            "objective": "cheapest",
+        },
+    )
+    ex = next(e for e in doc["excluded"] if e["gpu"]["slug"] == "nvidia-h100-sxm")
+    assert ex["code"] == "MISSES_TPOT"
+    assert ex["params"]["concurrency"] == 256 and ex["params"]["tensor_parallel"] == 8
+    assert "lone request" not in ex["message"] and "256 requests in flight" in ex["message"]

@@ -48,6 +48,10 @@ NOTICE_ZH: Final[Mapping[N, tuple[str, ...]]] = {
         "torch.optim.AdamW(..., fused=True)（HF Trainer：optim='adamw_torch_fused'）按误差带上限需要 "
         "{needed_gib} GiB，可以放下",
     ),
+    N.BEYOND_CONTEXT: (
+        "每条序列 {tokens:,} 个 token，超过 {model} 的 max_position_embeddings（{limit:,}）："
+        "不做 RoPE 缩放时推理引擎会拒绝，且模型在此长度上的质量并非其训练所得",
+    ),
     N.CONTEXT_CAPPED_AT_MODEL_LIMIT: (
         "{model} 的 max_position_embeddings 为 {limit:,}：答案在此封顶，尽管显存还能容纳更长的上下文",
     ),

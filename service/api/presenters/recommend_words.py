@@ -125,11 +125,16 @@ EN: Final[Table] = {
     },
     C.MISSES_TTFT: {
         "": "even a lone request waits {ttft_ms} ms for its first token on the {gpu} (TP{tensor_parallel}); "
-        "the target is {target_ms} ms"
+        "the target is {target_ms} ms",
+        "concurrency": "with {concurrency} requests in flight per replica a request waits {ttft_ms} ms for its "
+        "first token on the {gpu} (TP{tensor_parallel}, the closest of the degrees tried); the target is "
+        "{target_ms} ms",
     },
     C.MISSES_TPOT: {
         "": "even a lone request takes {tpot_ms} ms per output token on the {gpu} (TP{tensor_parallel}); "
-        "the target is {target_ms} ms"
+        "the target is {target_ms} ms",
+        "concurrency": "with {concurrency} requests in flight per replica each takes {tpot_ms} ms per output "
+        "token on the {gpu} (TP{tensor_parallel}, the closest of the degrees tried); the target is {target_ms} ms",
     },
     C.PROVENANCE_BELOW_MIN: {"": "the {gpu} figures are {provenance}, below the required {minimum}"},
     C.BAND_TOO_WIDE: {"": "the {gpu} band is {band_pct}% wide, over the {max_band_pct}% allowed"},
@@ -168,6 +173,8 @@ EN: Final[Table] = {
         "": _TP_FIT_EN + "; no plan without it fits ({usable_gib} GiB usable)",
         "without": _TP_FIT_EN + ": without it the lightest plan needs {without_needed_gib} GiB per GPU, "
         "{usable_gib} GiB usable",
+        "global_batch": _TP_FIT_EN + ": the global batch of {global_batch} does not split over "
+        "{gpu_count} data-parallel GPUs, so each sequence is shared ({usable_gib} GiB usable)",
     },
     C.CHECKPOINTING_TO_FIT: {
         "": "gradient checkpointing on: without it {needed_without_gib} GiB per GPU would be needed "
@@ -387,11 +394,15 @@ ZH: Final[Table] = {
         "{max_gpus} 内按整节点）",
     },
     C.MISSES_TTFT: {
-        "": "在 {gpu}（TP{tensor_parallel}）上即使只有一个请求，首 token 也要 {ttft_ms} ms，目标是 {target_ms} ms"
+        "": "在 {gpu}（TP{tensor_parallel}）上即使只有一个请求，首 token 也要 {ttft_ms} ms，目标是 {target_ms} ms",
+        "concurrency": "在 {gpu}（TP{tensor_parallel}，所试并行度中最接近的）上每个副本同时处理 {concurrency} 个请求时，"
+        "首 token 要 {ttft_ms} ms，目标是 {target_ms} ms",
     },
     C.MISSES_TPOT: {
         "": "在 {gpu}（TP{tensor_parallel}）上即使只有一个请求，每个输出 token 也要 {tpot_ms} ms，"
-        "目标是 {target_ms} ms"
+        "目标是 {target_ms} ms",
+        "concurrency": "在 {gpu}（TP{tensor_parallel}，所试并行度中最接近的）上每个副本同时处理 {concurrency} 个请求时，"
+        "每个输出 token 要 {tpot_ms} ms，目标是 {target_ms} ms",
     },
     C.PROVENANCE_BELOW_MIN: {"": "{gpu} 的数据来源为 {provenance}，低于要求的 {minimum}"},
     C.BAND_TOO_WIDE: {"": "{gpu} 的误差带宽 {band_pct}%，超过允许的 {max_band_pct}%"},
@@ -426,6 +437,9 @@ ZH: Final[Table] = {
         "": _TP_FIT_ZH + "；不用张量并行时没有方案放得下（可用 {usable_gib} GiB）",
         "without": _TP_FIT_ZH
         + "：不用张量并行时最省的方案每块需要 {without_needed_gib} GiB，可用 {usable_gib} GiB",
+        "global_batch": _TP_FIT_ZH
+        + "：全局批量 {global_batch} 无法均分到 {gpu_count} 块数据并行 GPU 上，因此由多块 GPU 共同处理每条序列"
+        "（可用 {usable_gib} GiB）",
     },
     C.CHECKPOINTING_TO_FIT: {
         "": "开启梯度检查点：不开则每块 GPU 需要 {needed_without_gib} GiB（可用 {usable_gib} GiB）"

@@ -22,8 +22,10 @@ architecture (:mod:`service.core.estimation.accuracy`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
+from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.calibration import CalibrationSet
@@ -90,6 +92,7 @@ from service.core.estimation.serving import (
     ENGINE_CLASSES,
 )
 from service.core.estimation.serving_engines import ENGINE_VERSIONS
+from service.core.estimation.source_anchor import source_anchor
 from service.core.evidence.aggregate import CellView
 
 __all__ = [
@@ -114,7 +117,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.17.0"
+ESTIMATOR_VERSION = "1.18.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
@@ -149,12 +152,15 @@ def estimate(
     measured: CellView | None = None,
     *,
     breakdown: MemoryEstimate | None = None,
+    measured_on: Callable[[str], CellView | None] | None = None,
 ) -> Estimate:
     """Memory, time and the optional solve-for for ``job`` on ``gpu``.
 
     ``measured`` is the latest-measured view of :func:`benchmark_cell` on this GPU (or None).
     ``breakdown`` is the job's memory breakdown when the caller already has it: it does not depend
-    on the GPU, so a recommender computes it once for every GPU it compares.
+    on the GPU, so a recommender computes it once for every GPU it compares. ``measured_on`` looks
+    up the same cell measured on another GPU (by slug): a transferred training answer is anchored
+    on its source GPU's measurement (:mod:`.source_anchor`).
     Raises :class:`InvalidConfiguration` for a GPU without a memory figure or a precision the
     GPU does not support (code ``PRECISION_UNSUPPORTED``)."""
     warnings: list[Notice] = []
@@ -164,8 +170,9 @@ def estimate(
     _refuse_unsupported_precision(gpu, job)
     c = job.config
     _layout_warnings(gpu, c, warnings)
+    _context_warning(c, warnings)
     memory = _memory_answer(gpu, c, usable, measured, breakdown, warnings)
-    time_answer, serving_answer = _time_or_serving(gpu, job, calibrations, measured, warnings)
+    time_answer, serving_answer = _time_or_serving(gpu, job, calibrations, measured, warnings, measured_on)
     if serving_answer is not None and isinstance(c, InferenceConfig):
         serving_answer = _with_engine_version(serving_answer, c)
     if isinstance(c, TrainConfig) and not memory.fits:
@@ -208,6 +215,26 @@ def _refuse_unsupported_precision(gpu: GpuSpec, job: Job) -> None:
         refused = fp4_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
         if refused is not None:
             raise InvalidConfiguration(refused[0], refused[1], code="PRECISION_UNSUPPORTED")
+
+
+def _context_warning(c: TrainConfig | InferenceConfig | BatchInferenceConfig, warnings: list[Notice]) -> None:
+    """A decoder asked for more tokens than its ``max_position_embeddings``: engines refuse such a
+    ``max_model_len`` (vLLM) or need RoPE scaling the model was not configured with; the figures
+    are what the memory and time of that length would be."""
+    m = c.model
+    if not isinstance(m, DecoderSpec) or not m.max_position_embeddings:
+        return
+    tokens = c.input_len + c.output_len if isinstance(c, InferenceConfig) else getattr(c, "seq_len", 0)
+    if tokens > m.max_position_embeddings:
+        warnings.append(
+            Notice(
+                "beyond_context",
+                f"{tokens:,} tokens per sequence exceed {m.id}'s max_position_embeddings "
+                f"({m.max_position_embeddings:,}): engines refuse it without RoPE scaling, and the "
+                "model's quality there is not what it was trained for",
+                {"model": m.id, "tokens": tokens, "limit": m.max_position_embeddings},
+            )
+        )
 
 
 def _layout_warnings(
@@ -262,7 +289,12 @@ def _memory_answer(
 
 
 def _time_or_serving(
-    gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: CellView | None, warnings: list[Notice]
+    gpu: GpuSpec,
+    job: Job,
+    calibrations: CalibrationSet,
+    measured: CellView | None,
+    warnings: list[Notice],
+    measured_on: Callable[[str], CellView | None] | None = None,
 ) -> tuple[TimeAnswer | None, ServingAnswer | None]:
     """Step time (training, batch inference) or serving latency (an engine): none without a
     sourced bandwidth or when a figure the model needs is missing, each with a warning saying so.
@@ -277,7 +309,12 @@ def _time_or_serving(
     cell = measured if measured is not None and measured.provenance == "measured" else None
     try:
         if isinstance(c, TrainConfig):
-            return _time(c, gpu, cal, job.tokens, cell, workload), None
+            anchor = (
+                None
+                if cell is not None
+                else source_anchor(cal, calibrations, workload, precision, measured_on)
+            )
+            return _time(c, gpu, cal, job.tokens, cell, workload, anchor), None
         if isinstance(c, BatchInferenceConfig):
             return _batch_time(c, gpu, cal, cell), None
         if ENGINE_CLASSES[c.engine].batching != "continuous":

@@ -44,6 +44,7 @@ class NoticeCode(StrEnum):
     TRY_FSDP_MIXED_PRECISION_POLICY = "try_fsdp_mixed_precision_policy"
     TRY_FUSED_OPTIMIZER = "try_fused_optimizer"
     CONTEXT_CAPPED_AT_MODEL_LIMIT = "context_capped_at_model_limit"
+    BEYOND_CONTEXT = "beyond_context"
     # what resolving a GPU name assumed (service.core.catalog.records.GpuWarning), passed on
     ASSUMED_VARIANT = "assumed_variant"
     MIG_SLICE = "mig_slice"

@@ -566,6 +566,8 @@ def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
         ):
             if value != default:
                 params[name] = value
+    elif isinstance(c, TrainConfig) and c.gpu_count != 1:
+        return None  # the BERT and ResNet-50 training cells are one GPU: no collectives measured
     elif isinstance(c, TrainConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
         workload, params = (
             "bert-large-train",

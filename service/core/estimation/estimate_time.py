@@ -55,6 +55,7 @@ from service.core.estimation.serving_engines import Deployment, EngineClass, Eng
 from service.core.estimation.serving_queue import RateEstimate
 from service.core.estimation.serving_record import engine_record
 from service.core.estimation.serving_steps import prefill_time_share
+from service.core.estimation.source_anchor import SourceAnchor, anchor_factor
 from service.core.estimation.stacks import STACK_EFFECTS, stack_note
 from service.core.estimation.transfer import arch_key
 from service.core.estimation.transfer_accuracy import loso_note
@@ -109,6 +110,7 @@ def _time(
     tokens: float | None,
     cell: CellView | None,
     workload: str = "*",
+    anchor: SourceAnchor | None = None,
 ) -> TimeAnswer:
     if cal is not None:
         e = cal.efficiencies
@@ -133,6 +135,9 @@ def _time(
         accuracy, tables = None, ()
     else:
         band, prov, notes = _derived_band(c, gpu, e, step, band, prov, notes)
+        if anchor is not None:  # the source GPU measured this configuration: its level, our ratio
+            f, note = anchor_factor(c, step, anchor)
+            step, band, notes = step * f, band.scaled(f), (*notes, note)
     k = step / st.step_time_s if st.step_time_s else 1.0
     ttt = ttt_band = None
     if tokens:

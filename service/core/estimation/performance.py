@@ -44,6 +44,8 @@ from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, TrainConf
 from service.core.estimation.network import (
     PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
     Layout,
+    collective_s,
+    layout_of,
 )
 from service.core.estimation.step_model import TIME_TERMS, _bound, _step
 from service.core.estimation.step_terms import (
@@ -215,7 +217,7 @@ def step_summary(
             mfu=st.mfu,
             bound=st.bound,
             shares=_cnn_shares(st),
-            layout=None,
+            layout=layout_of(c, gpu) if c.gpu_count > 1 else None,
         )
     r = _step(c, gpu, e)
     step_band, _ = _band(r.step, e, band, provenance, r.shares[3])
@@ -229,7 +231,8 @@ def _cnn_shares(st: StepEstimate) -> tuple[float, float, float, float, float]:
     """The CNN step's shares from its phases (compute, memory; host dispatch and the fixed costs)."""
     step = st.step_time_s
     c, m = st.phases.get("compute", 0.0), st.phases.get("memory", 0.0)
-    return (c / step, m / step, 0.0, max(0.0, 1.0 - (c + m) / step), 0.0)
+    k = st.phases.get("communication", 0.0)
+    return (c / step, m / step, k / step, max(0.0, 1.0 - (c + m + k) / step), 0.0)
 
 
 def time_shares(shares: tuple[float, ...]) -> dict[str, float]:
@@ -273,12 +276,13 @@ def _cnn_step(
     # kernels faster than eager PyTorch launches them, so the GPU waits on the host for much
     # of the step (seen on the H200: a ~10 ms intercept under a linear per-image cost). This
     # structure was changed after seeing that data; SPEC_DEFAULTS are unchanged.
-    step = gpu_t + host + float(m.total_params) * 16.0 / bw + e.step_s
+    t_comm = _cnn_allreduce_s(c, m, gpu, e, backward_s=gpu_t * 2.0 / 3.0)
+    step = gpu_t + host + float(m.total_params) * 16.0 / bw + e.step_s + t_comm
     prov = provenance or e.source
     lo, hi = band if band is not None else (SPEC_BAND if prov == "spec" else CALIBRATED_BAND)
     t_compute = flops / (peak * eff)
     t_memory = act_bytes / bw + float(m.total_params) * 16.0 / bw
-    shares = (t_compute / step, t_memory / step, 0.0, (host + e.step_s) / step, 0.0)
+    shares = (t_compute / step, t_memory / step, t_comm / step, (host + e.step_s) / step, 0.0)
     return StepEstimate(
         step_time_s=step,
         step_time_band=Band(step * (1 - lo), step, step * (1 + hi)),
@@ -288,12 +292,26 @@ def _cnn_step(
         samples_per_s=b / step,
         model_flops_per_step=flops,
         mfu=flops / step / peak,
-        phases={"compute": t_compute, "memory": t_memory},
-        communication_s=0.0,
+        phases={"compute": t_compute, "memory": t_memory, "communication": t_comm},
+        communication_s=t_comm,
         bound=_bound(shares),
         provenance=prov,
         time_shares=time_shares(shares),
     )
+
+
+def _cnn_allreduce_s(c: TrainConfig, m: CnnSpec, gpu: GpuSpec, e: Efficiencies, backward_s: float) -> float:
+    """Exposed time of data parallelism's gradient all-reduce (DDP): every parameter's gradient
+    (fp32 under autocast) ring-reduced over the node's links and, across nodes, the network
+    (:func:`~.network.collective_s`), overlapped with the backward pass by ``overlap`` as the
+    decoder path does. ResNet-50's 102 MB of gradients per step over a 100 Gb/s network is
+    not free; a single-GPU step has none."""
+    if c.gpu_count <= 1:
+        return 0.0
+    lay = layout_of(c, gpu)
+    grad_bytes = float(m.total_params) * _MODES[c.precision].grad
+    t = collective_s(grad_bytes, c.gpu_count, 1, True, gpu, lay, e.comm, min(c.gpu_count, lay.gpus_per_node))
+    return max(t - e.overlap * backward_s, t * (1.0 - e.overlap))
 
 
 def time_to_train(

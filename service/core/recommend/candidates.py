@@ -4,12 +4,16 @@ how those GPUs are placed on nodes."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.estimate import Job
-from service.core.recommend.models import Constraints
+from service.core.estimation.frozen import replace
+from service.core.estimation.memory import TrainConfig
+from service.core.evidence.aggregate import CellView
+from service.core.recommend.models import Constraints, RecommendData
 from service.core.recommend.reasons import Reason
 
 GiB: Final = 2**30
@@ -120,6 +124,22 @@ def _pool_shape(gpu: GpuSpec, cons: Constraints) -> tuple[int, int] | None:
     )
 
 
+def on_pool(cfg: TrainConfig, gpu: GpuSpec, cons: Constraints) -> TrainConfig:
+    """A training plan larger than one of the inventory's nodes runs on its nodes: their free GPUs
+    per node, and the network and RDMA the pool states, time its collectives (a 100 Gb/s pool
+    without RDMA is not the 3,200 Gb/s RDMA default of an HGX node)."""
+    pools = [p for p in cons.pools or () if p.gpu == gpu.slug and p.free_gpus_per_node > 0]
+    if not pools:
+        return cfg
+    best = max(pools, key=lambda p: (p.free_gpus_per_node, p.nodes))
+    if cfg.gpu_count <= best.free_gpus_per_node:
+        return cfg
+    cfg = replace(cfg, gpus_per_node=best.free_gpus_per_node)
+    if best.network_gbps_per_node:
+        cfg = replace(cfg, network_gbps_per_node=best.network_gbps_per_node)
+    return cfg if best.rdma is None else replace(cfg, rdma=best.rdma)
+
+
 def _placement(gpu: GpuSpec, n: int, cons: Constraints) -> tuple[int, int]:
     """(nodes, GPUs per node) for ``n`` GPUs: the pool's free GPUs per node, else whole nodes
     of the GPU's node size."""
@@ -127,3 +147,10 @@ def _placement(gpu: GpuSpec, n: int, cons: Constraints) -> tuple[int, int]:
     per = shape[0] if shape is not None and shape[0] > 0 else _node_size(gpu)
     per = min(per, n)
     return max(1, math.ceil(n / per)), per
+
+
+def measured_elsewhere(data: RecommendData, job: Job) -> Callable[[str], CellView | None] | None:
+    """The job's cell as measured on another GPU, by slug: what anchors a transferred training
+    answer on its source GPU's measurement (:mod:`service.core.estimation.source_anchor`)."""
+    m, specs = data.measured, data.specs
+    return None if m is None else (lambda slug: m(specs[slug], job) if slug in specs else None)

@@ -9,7 +9,7 @@ from typing import Final
 
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer
 from service.core.estimation.frozen import replace
-from service.core.evidence.provenance import at_least, weakest
+from service.core.evidence.provenance import at_least, rank, weakest
 from service.core.pricing.cost import (
     NO_PURCHASE_PRICE,
     Tco,
@@ -212,8 +212,18 @@ def _objective_value(o: Option, objective: str) -> float | None:
 def _rank(options: Sequence[Option], objective: str) -> list[Option]:
     # (value, option): one copy of each option, made below with every ranked field at once
     scored = [(_objective_value(o, objective), o) for o in options]
-    # ties: fewer GPUs, then the faster plan (lower time or TPOT), then the name
-    scored.sort(key=lambda s: (s[0] is None, s[0] or 0.0, s[1].gpu_count, s[1].time_value, s[1].gpu.slug))
+    # ties: fewer GPUs, then the faster plan (lower time or TPOT), then the better evidence
+    # (a measured plan before one anchored on that measurement), then the name
+    scored.sort(
+        key=lambda s: (
+            s[0] is None,
+            s[0] or 0.0,
+            s[1].gpu_count,
+            s[1].time_value,
+            -_evidence(s[1].provenance),
+            s[1].gpu.slug,
+        )
+    )
     if not scored:
         return []
     best_value, best = scored[0]
@@ -248,6 +258,13 @@ def _rank(options: Sequence[Option], objective: str) -> list[Option]:
             )
         )
     return out
+
+
+def _evidence(provenance: str) -> int:
+    try:
+        return rank(provenance)
+    except ValueError:
+        return 0
 
 
 def _frontier(points: Sequence[Option]) -> list[Option]:

@@ -231,8 +231,14 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("all_tried", {**_MISSED, "largest_tried": Count}, check=lambda p: p["largest_tried"] >= p["max_gpus"]),
         Form("largest_tried", {**_MISSED, "largest_tried": Count}, check=lambda p: p["largest_tried"] < p["max_gpus"]),
     ),
-    ReasonCode.MISSES_TTFT: _one(gpu=Text, tensor_parallel=Count, ttft_ms=Num, target_ms=Num),
-    ReasonCode.MISSES_TPOT: _one(gpu=Text, tensor_parallel=Count, tpot_ms=Num, target_ms=Num),
+    ReasonCode.MISSES_TTFT: (
+        Form("", {"gpu": Text, "tensor_parallel": Count, "ttft_ms": Num, "target_ms": Num}),
+        Form("concurrency", {"gpu": Text, "tensor_parallel": Count, "ttft_ms": Num, "target_ms": Num, "concurrency": Count}),
+    ),
+    ReasonCode.MISSES_TPOT: (
+        Form("", {"gpu": Text, "tensor_parallel": Count, "tpot_ms": Num, "target_ms": Num}),
+        Form("concurrency", {"gpu": Text, "tensor_parallel": Count, "tpot_ms": Num, "target_ms": Num, "concurrency": Count}),
+    ),
     ReasonCode.PROVENANCE_BELOW_MIN: _one(gpu=Text, provenance=Text, minimum=Text),
     ReasonCode.BAND_TOO_WIDE: _one(gpu=Text, band_pct=Num, max_band_pct=Num),
     ReasonCode.NO_PRICE: (
@@ -256,6 +262,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.TENSOR_PARALLEL_TO_FIT: (
         Form("", _TP_FIT),
         Form("without", {**_TP_FIT, "without_needed_gib": Num}),
+        Form("global_batch", {**_TP_FIT, "global_batch": Count}),
     ),
     ReasonCode.CHECKPOINTING_TO_FIT: _one(needed_without_gib=Num, usable_gib=Num),
     ReasonCode.SINGLE_GPU_TOO_SMALL: (

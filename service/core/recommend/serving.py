@@ -42,6 +42,7 @@ from service.core.recommend.replicas import (
 )
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
+from service.core.recommend.serving_misses import closest_miss, latency_miss
 from service.core.recommend.serving_price import affordable, serving_layout
 from service.core.recommend.serving_published import published_run
 
@@ -196,7 +197,7 @@ class _ServingSearch:
                 found = self._plan(gpu, fmt, tp, cap, usable, mem, fewest)
                 if isinstance(found, Reason):
                     if found.code in ("MISSES_TTFT", "MISSES_TPOT"):
-                        latency_miss = latency_miss or found
+                        latency_miss = closest_miss(latency_miss, found)
                     elif found.code == "OVER_GPU_LIMIT":
                         over_limit = over_limit or found
                     continue
@@ -360,7 +361,7 @@ class _ServingSearch:
             """A lone request must meet the targets, else no replica count helps."""
             self.counter.timed += 1
             lone = serve_at_rate(cfg, gpu, 1e-6, w, CONTINUOUS_EFFICIENCIES, d)
-            return self._misses(name, tp, lone.ttft_s, lone.tpot_s)
+            return latency_miss(self.serving, name, tp, lone.ttft_s, lone.tpot_s)
 
         over = Reason(
             "OVER_GPU_LIMIT",
@@ -485,41 +486,16 @@ class _ServingSearch:
         try:
             full = estimate(gpu, job, self.data.calibrations, measured, breakdown=mem)
         except (InvalidConfiguration, MissingFigure):
-            return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
+            return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a figure the time model needs"})
         sv = full.serving
         if sv is None:
-            return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a time"})
-        missed = self._misses(name, tp, sv.ttft_s, sv.tpot_s)
+            return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a figure the time model needs"})
+        missed = latency_miss(
+            self.serving, name, tp, sv.ttft_s, sv.tpot_s, self.serving.concurrency if self.serving else None
+        )
         if missed is not None:
             return missed
         return full, (sv.tpot_s, sv.ttft_s, sv.output_tokens_per_s, sv.decode_bound)
-
-    def _misses(self, name: str, tp: int, ttft: float, tpot: float) -> Reason | None:
-        """The first target a closed-loop (or static-batch) plan misses, with its figure."""
-        s = self.serving
-        if s is None:
-            return None
-        if s.ttft_target_s is not None and not ttft <= s.ttft_target_s:
-            return Reason(
-                "MISSES_TTFT",
-                {
-                    "gpu": name,
-                    "tensor_parallel": tp,
-                    "ttft_ms": round(ttft * 1e3, 1),
-                    "target_ms": round(s.ttft_target_s * 1e3, 1),
-                },
-            )
-        if s.tpot_target_s is not None and not tpot <= s.tpot_target_s:
-            return Reason(
-                "MISSES_TPOT",
-                {
-                    "gpu": name,
-                    "tensor_parallel": tp,
-                    "tpot_ms": round(tpot * 1e3, 2),
-                    "target_ms": round(s.tpot_target_s * 1e3, 2),
-                },
-            )
-        return None
 
     def _reasons(
         self,

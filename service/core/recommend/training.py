@@ -27,6 +27,8 @@ from service.core.recommend.candidates import (
     _node_size,
     _placement,
     _pool_shape,
+    measured_elsewhere,
+    on_pool,
 )
 from service.core.recommend.deployment import deploy_shape, gpu_hour_floor, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
@@ -444,15 +446,13 @@ class _TrainingSearch:
         return primary
 
     def _option(self, gpu: GpuSpec, plan: _Plan, usable: int) -> Option | None:
-        cfg = plan.cfg
-        pool = _pool_shape(gpu, self.q.constraints)
-        if pool is not None and pool[0] > 0 and cfg.gpu_count > pool[0]:
-            cfg = replace(cfg, gpus_per_node=pool[0])  # the pool's nodes, for the collectives
+        cfg = on_pool(plan.cfg, gpu, self.q.constraints)  # the pool's nodes and network, for the collectives
         job = replace(self.job, config=cfg, solve_for=None)
         measured = self.data.measured(gpu, job) if self.data.measured is not None else None
         self.counter.timed += 1
         try:
-            est = estimate(gpu, job, self.data.calibrations, measured, breakdown=plan.mem)
+            on = measured_elsewhere(self.data, job)
+            est = estimate(gpu, job, self.data.calibrations, measured, breakdown=plan.mem, measured_on=on)
         except (InvalidConfiguration, MissingFigure):
             return None
         t = est.time
@@ -589,6 +589,7 @@ class _TrainingSearch:
                 "gradient_checkpointing": ck,
                 "without_needed_gib": _gib(min(without)) if without else None,
                 "usable_gib": _gib(usable),
+                "global_batch": self.global_batch if not without and self.global_batch_held else None,
             },
         )
 

@@ -70,7 +70,10 @@ def _fastest(timed: _Timed, ladder: list[int], node: int) -> None:
     best = timed.best(top)
     if best is None:
         return
-    plans = timed.at.get(top, [])
+    # only data-parallel plans bound the others: a tensor-parallel plan's per-GPU work is not
+    # what fewer GPUs would each do (a global batch of 3 leaves 8 GPUs only TP8, at 4 % MFU,
+    # and its time said 3 GPUs of DDP could not beat it: they run 3x faster)
+    plans = [o for o in timed.at.get(top, []) if o.train is None or o.train.tensor_parallel == 1]
     for n in reversed(ladder[:-1]):
         keep = (n - 1) / n / ((top - 1) / top) if top <= node and top > 1 else 0.0
         bound = min(

@@ -1,0 +1,71 @@
+"""A transferred training answer anchored on the source GPU's measurement of the same
+configuration.
+
+A GPU nobody measured gets efficiencies carried over from the GPU its calibration was fitted on
+(:func:`~service.core.estimation.calibration.CalibrationSet.pick`). Where that source GPU has a
+measurement of *this exact configuration*, the answer is that measurement times the modelled
+ratio of the two GPUs, not the model's absolute time: the H200's measured 55,003 tokens/s on a
+configuration its own calibration put at 68,900 would otherwise leave the H100 -- same tensor
+peak, less bandwidth -- estimated faster than the H200 measured. Only the cross-GPU ratio comes
+from the model, so no fitted constant can make the datasheet-faster GPU slower than the ratio
+says, and the source's measurement fixes the level."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from service.core.catalog.specs import GpuSpec
+from service.core.estimation.calibration import Calibration, CalibrationSet
+from service.core.estimation.efficiencies import Efficiencies
+from service.core.estimation.memory import TrainConfig
+from service.core.estimation.performance import step_summary
+from service.core.evidence.aggregate import CellView
+
+__all__ = ["SourceAnchor", "anchor_factor", "source_anchor"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceAnchor:
+    """The measured step of the exact configuration on the calibration's source GPU, and that
+    GPU's own efficiencies (to model the same step there)."""
+
+    gpu: GpuSpec
+    efficiencies: Efficiencies
+    step_time_s: float
+    count: int
+
+
+def source_anchor(
+    cal: Calibration | None,
+    calibrations: CalibrationSet,
+    workload: str,
+    precision: str,
+    measured_on: Callable[[str], CellView | None] | None,
+) -> SourceAnchor | None:
+    """The anchor of a transferred calibration: its source GPU's measured cell of the same
+    configuration (``measured_on``: slug -> the latest-measured view) and the source's own fit."""
+    if cal is None or measured_on is None or cal.source is None or cal.scope == "same-gpu":
+        return None
+    cell = measured_on(cal.source.slug)
+    summary = cell.metrics.get("step_time_s") if cell is not None and cell.provenance == "measured" else None
+    own = calibrations.pick(cal.source, workload, precision)
+    if summary is None or summary.median <= 0 or own is None or own.scope != "same-gpu":
+        return None
+    assert cell is not None
+    return SourceAnchor(cal.source, own.efficiencies, float(summary.median), cell.count)
+
+
+def anchor_factor(c: TrainConfig, model_step_s: float, anchor: SourceAnchor) -> tuple[float, str]:
+    """How much the source's measurement moves the modelled step (its measured over modelled
+    step), and the note that says so."""
+    modelled = step_summary(c, anchor.gpu, anchor.efficiencies).step_time_s
+    k = anchor.step_time_s / modelled if modelled > 0 else 1.0
+    name = anchor.gpu.name or anchor.gpu.slug
+    note = (
+        f"anchored on {name}'s measurement of this exact configuration (median of {anchor.count}): "
+        f"{anchor.step_time_s * 1e3:.4g} ms a step there against {modelled * 1e3:.4g} ms modelled, so "
+        f"this GPU's modelled {model_step_s * 1e3:.4g} ms is scaled by x{k:.3f} -- the cross-GPU ratio "
+        "is the model's, the level the measurement's"
+    )
+    return k, note
