@@ -53,3 +53,21 @@ def test_a_gpu_without_a_time_figure_is_excluded_naming_the_figure(client: TestC
     ex = next(e for e in r.json()["excluded"] if e["gpu"]["slug"] == "intel-gaudi3")
     assert ex["code"] == "NO_TIME_ESTIMATE"
     assert "a time" not in ex["message"] and "peak" in ex["message"]
+
+
+def test_a_rate_and_a_concurrency_together_are_refused(client: TestClient) -> None:
+    """An open loop (requests_per_s) and a closed loop (concurrency) contradict each other: the
+    latency came from the rate and the memory from the concurrency."""
+    serve = {
+        "model": "llama3-8b",
+        "mode": "inference",
+        "engine": "vllm",
+        "requests_per_s": 5,
+        "concurrency": 8,
+    }
+    r = client.post("/v1/estimate", json={**serve, "gpu": "nvidia-h100-sxm"})
+    assert r.status_code == 422, r.text
+    assert any(e["loc"][-1] == "concurrency" for e in r.json()["errors"])
+    r = client.post("/v1/recommend", json={"workload": serve})
+    assert r.status_code == 422, r.text
+    assert any(e["loc"][-2:] == ["workload", "concurrency"] for e in r.json()["errors"])

@@ -695,3 +695,81 @@ def test_a_closed_loop_miss_quotes_the_load_and_the_closest_degree(client: TestC
     assert ex["code"] == "MISSES_TPOT"
     assert ex["params"]["concurrency"] == 256 and ex["params"]["tensor_parallel"] == 8
     assert "lone request" not in ex["message"] and "256 requests in flight" in ex["message"]
+
+
+def test_a_zero_plan_states_the_optimizer_bytes_it_was_sized_with(client: TestClient) -> None:
+    """DeepSpeed ZeRO keeps fp32 master weights and AdamW moments whatever the model's 16-bit
+    load: the plan is sized at 16 B per parameter, and the assumption says 16, not bf16's 8."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3-8b",
+                "mode": "fine-tuning",
+                "finetune": "full",
+                "batch_size": 1,
+                "seq_len": 2048,
+                "tokens": 5e8,
+            },
+            "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 2},
+            "objective": "cheapest",
+        },
+    )
+    first = doc["options"][0]
+    assert first["strategy"]["sharding"].startswith("zero")
+    a = _assumption(doc, "ASSUMED_OPTIMIZER_STATES")
+    assert a["params"]["bytes_per_param"] == 16 and "ZeRO" in a["params"]["precision"]
+
+
+def test_a_missed_deadline_says_how_many_gpus_it_would_take_at_least(client: TestClient) -> None:
+    """Llama-3-70B over 1e11 tokens in 48 h on at most 64 H100/H200: none does it; the answer
+    says how many of the fastest plan's GPUs perfect scaling would need, a lower bound."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3-70b",
+                "mode": "training",
+                "batch_size": 1,
+                "seq_len": 4096,
+                "tokens": 1e11,
+            },
+            "constraints": {
+                "allowed_gpus": ["nvidia-h100-sxm", "nvidia-h200-sxm"],
+                "max_gpus": 64,
+                "deadline_hours": 48,
+            },
+            "objective": "fastest",
+        },
+    )
+    w = _warning(doc, "NO_PLAN_MEETS_DEADLINE")
+    first = doc["options"][0]
+    high = first["training"]["time_to_train"]["band"]["high"]
+    assert w["params"]["gpus_at_least"] >= first["strategy"]["gpu_count"] * high / 48
+    assert w["params"]["gpus_at_least"] > 64 and "raise max_gpus" in w["message"]
+
+
+def test_under_a_deadline_no_what_if_offers_fewer_gpus_than_memory_needs(client: TestClient) -> None:
+    """Pre-training Llama-3-8B on 1e11 tokens within 168 h takes 24 H200: the deadline sets the
+    count, so "fits on 1 instead of 2 with fused AdamW" is no change the team can act on."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3-8b",
+                "mode": "training",
+                "batch_size": 2,
+                "seq_len": 4096,
+                "tokens": 1e11,
+            },
+            "constraints": {
+                "allowed_gpus": ["nvidia-h100-sxm", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb"],
+                "max_gpus": 64,
+                "deadline_hours": 168,
+            },
+            "objective": "cheapest",
+        },
+    )
+    counts = {o["gpu"]["slug"]: o["strategy"]["gpu_count"] for o in doc["options"]}
+    assert counts and min(counts.values()) > 8  # the deadline, not memory, sets every count
+    assert not [w for w in doc["what_if"] if w["gpu"]["slug"] in counts]

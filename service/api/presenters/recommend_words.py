@@ -257,6 +257,9 @@ EN: Final[Table] = {
         "{gpu_count}x {gpu}, {hours} h",
         "band": "no plan meets the {deadline_hours} h deadline at the band's upper end; the fastest plan "
         "found is shown: {gpu_count}x {gpu}, {hours} h (up to {hours_high} h)",
+        "more": "no plan meets the {deadline_hours} h deadline at the band's upper end; the fastest plan "
+        "found is shown: {gpu_count}x {gpu}, {hours} h (up to {hours_high} h). Even at perfect scaling "
+        "the deadline needs at least {gpus_at_least} of them: raise max_gpus or the deadline",
     },
     C.LONG_RUN: {
         "": _LONG_RUN_EN + "; no faster plan within +{cost_slack_pct} % of its cost was found",
@@ -517,6 +520,9 @@ ZH: Final[Table] = {
         "": "没有方案能在 {deadline_hours} 小时期限内完成；列出找到的最快方案：{gpu_count} 块 {gpu}，{hours} 小时",
         "band": "没有方案能在 {deadline_hours} 小时期限内完成（按区间上限）；列出找到的最快方案：{gpu_count} 块 "
         "{gpu}，{hours} 小时（最多 {hours_high} 小时）",
+        "more": "没有方案能在 {deadline_hours} 小时期限内完成（按区间上限）；列出找到的最快方案：{gpu_count} 块 "
+        "{gpu}，{hours} 小时（最多 {hours_high} 小时）。即使线性扩展，也至少需要 {gpus_at_least} 块："
+        "请提高 max_gpus 或放宽期限",
     },
     C.LONG_RUN: {
         "": _LONG_RUN_ZH + "；未找到成本在 +{cost_slack_pct}% 以内的更快方案",

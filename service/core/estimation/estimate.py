@@ -28,6 +28,7 @@ from dataclasses import replace
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
+from service.core.estimation.benchmark_cells import benchmark_cell
 from service.core.estimation.calibration import CalibrationSet
 from service.core.estimation.estimate_answers import (  # noqa: F401
     Estimate,
@@ -53,7 +54,6 @@ from service.core.estimation.estimate_inputs import (  # noqa: F401
     ServingQuestion,
     _inference_config,
     _stated,
-    benchmark_cell,
     build_job,
     has_one_model_input,
     resolve_model,
@@ -117,7 +117,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.18.0"
+ESTIMATOR_VERSION = "1.18.1"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 

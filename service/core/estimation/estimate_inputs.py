@@ -1,5 +1,5 @@
-"""A job as a caller states it (:class:`JobSpec`), resolved and defaulted into a :class:`Job`, and
-the benchmark cell that measures it."""
+"""A job as a caller states it (:class:`JobSpec`), resolved and defaulted into a :class:`Job`
+(the benchmark cell that measures it: :mod:`.benchmark_cells`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from service.core.catalog.models import (
     from_parameter_count,
     get_model,
 )
-from service.core.catalog.vocabulary import VocabularyError, canonical_parameters, parameters_hash
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.fp4 import NVFP4_BYTES_PER_ELEMENT
 from service.core.estimation.frozen import fast_init
@@ -452,6 +451,12 @@ def _inference_config(
             "concurrency applies to continuous-batching engines; "
             "hf-transformers serves one static batch (give batch_size)",
         )
+    if spec.concurrency is not None and spec.requests_per_s is not None:
+        raise InvalidConfiguration(
+            "concurrency",
+            "give requests_per_s (an open loop: arrivals at a rate, the in-flight count follows) or "
+            "concurrency (a closed loop: that many requests in flight per replica), not both",
+        )
     targets = spec.ttft_target_ms or spec.tpot_target_ms
     if spec.solve_for == "min_gpus" and spec.requests_per_s is None and targets:
         raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
@@ -527,78 +532,3 @@ def workload_for(job: Job) -> str:
     if isinstance(job.model, CnnSpec):
         return "resnet50-train"
     return "llm-train"
-
-
-def benchmark_cell(job: Job) -> tuple[str, dict[str, Any], str] | None:
-    """(workload, canonical parameters, parameters hash) of the benchmark cell that measures
-    exactly this job, or ``None`` (a model given by config or size is no preset cell)."""
-    if not job.model_is_preset:
-        return None
-    c = job.config
-    m = job.model
-    params: dict[str, Any]
-    if isinstance(c, TrainConfig) and (c.stack != "hf-eager" or c.pipeline_parallel > 1):
-        return None  # the agent measures the eager reference loop without pipeline stages
-    if isinstance(c, TrainConfig) and isinstance(m, DecoderSpec):
-        workload = "llm-train"
-        params = {
-            "model": m.id,
-            "precision": c.precision,
-            "batch_size": c.batch_size,
-            "seq_len": c.seq_len,
-            "gradient_checkpointing": c.gradient_checkpointing,
-            "finetune": c.finetune,
-            "lora_rank": c.lora_rank if c.finetune != "full" else 0,
-            "lora_targets": ",".join(c.lora_targets) if c.finetune != "full" else "",
-            "attention": c.attention,
-            "optimizer": c.optimizer,
-            "sharding": c.sharding,
-            "gpu_count": c.gpu_count,
-            "global_batch": c.global_batch,
-        }
-        # declared variants, named only away from the vocabulary defaults (cells measured
-        # before they existed keep their hash); an unstated loop is looked up as loss_only,
-        # the central estimate
-        for name, value, default in (
-            ("loop", c.loop or "loss_only", "loss_only"),
-            ("optimizer_impl", c.optimizer_impl, "fused"),
-            ("mixed_precision", c.mixed_precision, "autocast"),
-        ):
-            if value != default:
-                params[name] = value
-    elif isinstance(c, TrainConfig) and c.gpu_count != 1:
-        return None  # the BERT and ResNet-50 training cells are one GPU: no collectives measured
-    elif isinstance(c, TrainConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
-        workload, params = (
-            "bert-large-train",
-            {"precision": c.precision, "batch_size": c.batch_size, "seq_len": c.seq_len},
-        )
-    elif isinstance(c, TrainConfig) and isinstance(m, CnnSpec):
-        workload, params = "resnet50-train", {"precision": c.precision, "batch_size": c.batch_size}
-    elif isinstance(c, InferenceConfig):
-        if c.tensor_parallel != 1 or (job.serving is not None and job.serving.requests_per_s is not None):
-            return None  # the llm-infer cell is one GPU at a fixed batch
-        workload = "llm-infer"
-        params = {
-            "model": m.id,
-            "precision": c.precision,
-            "quant_method": c.quant_method,
-            "engine": c.engine,
-            "batch_size": c.batch_size,
-            "input_len": c.input_len,
-            "output_len": c.output_len,
-        }
-    elif isinstance(c, BatchInferenceConfig) and isinstance(m, EncoderSpec) and m.id == "bert-large":
-        workload, params = (
-            "bert-large-infer",
-            {"precision": c.precision, "batch_size": c.batch_size, "seq_len": c.seq_len},
-        )
-    elif isinstance(c, BatchInferenceConfig) and isinstance(m, CnnSpec):
-        workload, params = "resnet50-infer", {"precision": c.precision, "batch_size": c.batch_size}
-    else:
-        return None
-    try:
-        canon = canonical_parameters(workload, params)
-    except VocabularyError:
-        return None
-    return workload, canon, parameters_hash(workload, canon)

@@ -66,9 +66,10 @@ def _training(cfg: TrainConfig, first: Option | None) -> list[Reason]:
     out: list[Reason] = []
     if cfg.optimizer == "adamw" and cfg.finetune == "full" and cfg.precision in OTHER_RECIPE:
         other = OTHER_RECIPE[cfg.precision]
+        zero = cfg.sharding in ("zero1", "zero2", "zero3")  # DeepSpeed keeps fp32 masters and moments
         params: dict[str, object] = {
-            "precision": cfg.precision,
-            "bytes_per_param": ADAMW_BYTES_PER_PARAM[cfg.precision],
+            "precision": f"{cfg.precision} (ZeRO: fp32 master weights)" if zero else cfg.precision,
+            "bytes_per_param": 16 if zero else ADAMW_BYTES_PER_PARAM[cfg.precision],
             "other_precision": other,
             "other_bytes_per_param": ADAMW_BYTES_PER_PARAM[other],
         }

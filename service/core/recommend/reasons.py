@@ -304,6 +304,10 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.NO_PLAN_MEETS_DEADLINE: (
         Form("", {"deadline_hours": Num, **_GPU, "gpu_count": Count, "hours": Num}),
         Form("band", {"deadline_hours": Num, **_GPU, "gpu_count": Count, "hours": Num, "hours_high": Num}),
+        Form(
+            "more",
+            {"deadline_hours": Num, **_GPU, "gpu_count": Count, "hours": Num, "hours_high": Num, "gpus_at_least": Count},
+        ),
     ),
     ReasonCode.LONG_RUN: (
         Form("", {"hours": Num, "years": Num, "cost_slack_pct": Num}),

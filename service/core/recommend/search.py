@@ -41,6 +41,7 @@ Ranking
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -290,15 +291,19 @@ def _fastest_missed(excluded: Sequence[Exclusion], admit: Callable[[Option], boo
 
 
 def _deadline_unmet(o: Option, q: RecommendQuestion) -> Reason:
-    hb = o.hours_band
+    """No plan meets the deadline: the fastest shown, and the GPUs of its kind that perfect
+    scaling would need at least (more GPUs never scale better than linearly)."""
+    hb, deadline = o.hours_band, q.constraints.deadline_hours
+    least = math.ceil(o.gpu_count * hb[1] / deadline) if hb is not None and deadline else None
     return Reason(
         "NO_PLAN_MEETS_DEADLINE",
         {
-            "deadline_hours": q.constraints.deadline_hours,
+            "deadline_hours": deadline,
             "gpu": o.gpu.name or o.gpu.slug,
             "gpu_count": o.gpu_count,
             "hours": round(o.hours or 0.0, 1),
             "hours_high": round(hb[1], 1) if hb is not None else None,
+            "gpus_at_least": least if least is not None and least > o.gpu_count else None,
         },
     )
 

@@ -76,7 +76,14 @@ def training_what_ifs(
     relax = _relaxations(search)
     if not relax:
         return out
-    current: dict[str, int] = {o.gpu.slug: search.fewest.get(o.gpu.slug, o.gpu_count) for o in options}
+    # under a deadline an option's count is the deadline's, not memory's: fitting on fewer GPUs
+    # changes nothing it can act on (24 H200 meet it; "fits on 1 instead of 2" is beside the point)
+    timed = search.q.constraints.deadline_hours is not None
+    current: dict[str, int] = {
+        o.gpu.slug: search.fewest.get(o.gpu.slug, o.gpu_count)
+        for o in options
+        if not (timed and o.gpu_count > search.fewest.get(o.gpu.slug, o.gpu_count))
+    }
     for ex in excluded:
         if ex.reason.code == "MEMORY_INSUFFICIENT":
             current.setdefault(ex.gpu.slug, 10**9)
