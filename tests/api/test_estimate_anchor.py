@@ -86,3 +86,18 @@ def test_a_sequence_beyond_the_models_context_is_warned(client: TestClient) -> N
     assert "超过" in next(w for w in zh["warnings"] if w["code"] == "beyond_context")["message"]
     short = client.post("/v1/estimate", json={**body, "input_len": 4096, "requests_per_s": 1}).json()
     assert "beyond_context" not in [w["code"] for w in short["warnings"]]
+
+
+def test_batch_inference_estimates_are_anchored_too(client: TestClient) -> None:
+    """ResNet-50 inference rows: the B200 (more peak and bandwidth than the H200) is not shown
+    below the H200's measurement, nor the A100 above it (at batch 64 the B200 was 11,930 against
+    the H200's measured 13,100)."""
+    r = client.get(
+        "/v1/compare?gpus=nvidia-h200-sxm,nvidia-b200,nvidia-a100-sxm4-80gb&workload=resnet50-infer"
+    )
+    assert r.status_code == 200, r.text
+    rows = [row for row in r.json()["results"] if row["cells"][0]["provenance"] == "measured"]
+    assert len(rows) >= 4
+    for row in rows:
+        h200, b200, a100 = (cell["value"] for cell in row["cells"])
+        assert b200 >= h200 * 0.9999 and a100 <= h200 * 1.0001, (row["parameters"], h200, b200, a100)

@@ -173,3 +173,58 @@ def test_a_host_bound_plan_is_not_called_compute_bound(client: TestClient) -> No
     assert "host bound" in why["message"]
     zh = _ask(client, body, **{"Accept-Language": "zh-CN"})["options"][0]
     assert CJK.search(next(r for r in zh["reasons"] if r["code"] == "HOST_BOUND")["message"])
+
+
+def test_a_per_hour_budget_with_room_for_eight_gpus_still_finds_the_two_it_pays_for(
+    client: TestClient,
+) -> None:
+    """Allowed 8 H200 under 6 USD/h at 15 req/s: the TP8 plan (28 USD/h) must not prune the
+    smaller degrees by its TPOT -- 2 x TP1 replicas at 5.30 USD/h serve the load."""
+    body = _with(
+        CHAT_AT_RATE,
+        workload={"requests_per_s": 15, "ttft_target_ms": 800},
+        constraints={"allowed_gpus": ["nvidia-h200-sxm"], "budget": {"per_hour": 6}},
+    )
+    doc = _ask(client, body)
+    assert doc["options"], [(e["gpu"]["slug"], e["message"]) for e in doc["excluded"]]
+    assert doc["options"][0]["cost"]["per_hour"] <= 6.0
+
+
+def test_a_budget_search_tries_the_counts_a_priced_instance_holds(client: TestClient) -> None:
+    """Instances of 3 H100 or 3 A100 are priced: under 10 USD/h the fastest plan fills one (it
+    is faster than 2 GPUs and under budget), and a cost search pays for no idle GPU."""
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "fine-tuning",
+            "finetune": "full",
+            "precision": "bf16",
+            "batch_size": 2,
+            "seq_len": 4096,
+            "tokens": 1e9,
+        },
+        "constraints": {
+            "allowed_gpus": ["nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"],
+            "max_gpus": 8,
+            "budget": {"per_hour": 10},
+        },
+        "objective": "fastest",
+    }
+    doc = _ask(client, body)
+    for o in doc["options"]:
+        assert o["cost"]["per_hour"] <= 10.0
+        assert o["cost"]["gpus_paid"] == o["strategy"]["gpu_count"], o["cost"]["instance_type"]
+    assert 3 in {o["strategy"]["gpu_count"] for o in doc["options"]}
+
+
+def test_no_fp8_what_if_where_the_weights_already_fit_the_smaller_degree(client: TestClient) -> None:
+    """Llama-3.1-8B in bf16 fits one H100: a TP2 plan chose TP2 for latency, so "FP8 weights
+    would fit it on TP1" is no what-if."""
+    body = _with(
+        CHAT_AT_RATE,
+        workload={"input_len": 4096, "requests_per_s": 30, "ttft_target_ms": 1000, "tpot_target_ms": 20},
+        constraints={"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 16, "allow_disaggregation": False},
+    )
+    doc = _ask(client, {**body, "objective": "cheapest"})
+    assert doc["options"][0]["strategy"]["tensor_parallel"] > 1
+    assert not [w for w in doc["what_if"] if w["code"] == "WITH_FP8_WEIGHTS"]

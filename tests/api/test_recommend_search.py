@@ -747,6 +747,14 @@ def test_a_missed_deadline_says_how_many_gpus_it_would_take_at_least(client: Tes
     high = first["training"]["time_to_train"]["band"]["high"]
     assert w["params"]["gpus_at_least"] >= first["strategy"]["gpu_count"] * high / 48
     assert w["params"]["gpus_at_least"] > 64 and "raise max_gpus" in w["message"]
+    assert w["params"]["gpus_at_least"] % first["strategy"]["gpus_per_node"] == 0  # whole nodes
+    workload = {"model": "llama3-70b", "mode": "training", "batch_size": 1, "seq_len": 4096, "tokens": 1e11}
+    owned = {"inventory": [{"gpu": "nvidia-h200-sxm", "gpus_per_node": 8, "nodes": 8}], "max_gpus": 64}
+    doc = _ask(
+        client, {"workload": workload, "constraints": {**owned, "deadline_hours": 48}, "objective": "fastest"}
+    )
+    w = _warning(doc, "NO_PLAN_MEETS_DEADLINE")
+    assert w["params"].get("gpus_at_least") is None  # the inventory, not max_gpus, caps the count
 
 
 def test_under_a_deadline_no_what_if_offers_fewer_gpus_than_memory_needs(client: TestClient) -> None:

@@ -117,7 +117,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.18.1"
+ESTIMATOR_VERSION = "1.19.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
@@ -308,15 +308,14 @@ def _time_or_serving(
     cal = calibrations.pick(gpu, workload, precision)
     cell = measured if measured is not None and measured.provenance == "measured" else None
     try:
+        # a transfer whose source GPU measured this configuration is anchored on it
+        anchor = (
+            None if cell is not None else source_anchor(cal, calibrations, workload, precision, measured_on)
+        )
         if isinstance(c, TrainConfig):
-            anchor = (
-                None
-                if cell is not None
-                else source_anchor(cal, calibrations, workload, precision, measured_on)
-            )
             return _time(c, gpu, cal, job.tokens, cell, workload, anchor), None
         if isinstance(c, BatchInferenceConfig):
-            return _batch_time(c, gpu, cal, cell), None
+            return _batch_time(c, gpu, cal, cell, anchor), None
         if ENGINE_CLASSES[c.engine].batching != "continuous":
             host = calibrations.host_profile("llm-infer", precision)
             return None, _serving(c, gpu, cal, cell, host, workload)

@@ -136,7 +136,9 @@ def _time(
     else:
         band, prov, notes = _derived_band(c, gpu, e, step, band, prov, notes)
         if anchor is not None:  # the source GPU measured this configuration: its level, our ratio
-            f, note = anchor_factor(c, step, anchor)
+            f, note = anchor_factor(
+                step, step_summary(c, anchor.gpu, anchor.efficiencies).step_time_s, anchor
+            )
             step, band, notes = step * f, band.scaled(f), (*notes, note)
     k = step / st.step_time_s if st.step_time_s else 1.0
     ttt = ttt_band = None
@@ -531,7 +533,11 @@ def _measured_latency(cell: CellView | None) -> tuple[float, float] | None:
 
 
 def _batch_time(
-    c: BatchInferenceConfig, gpu: GpuSpec, cal: Calibration | None, cell: CellView | None
+    c: BatchInferenceConfig,
+    gpu: GpuSpec,
+    cal: Calibration | None,
+    cell: CellView | None,
+    anchor: SourceAnchor | None = None,
 ) -> TimeAnswer:
     """Encoder / CNN inference: one forward of the batch (``step_time_s``), inputs/s over all
     replicas; calibrated on the agent's ``bert-large-infer`` / ``resnet50-infer``."""
@@ -549,6 +555,10 @@ def _batch_time(
         band = Band(min(summary.p10, step * 0.97), step, max(summary.p90, step * 1.03))
         prov = "measured"
         notes = (f"median of {cell.count} measured results for this exact configuration",)
+    elif anchor is not None:  # the source GPU measured this configuration: its level, our ratio
+        source = batch_inference_time(c, anchor.gpu, anchor.efficiencies).step_time_s
+        f, note = anchor_factor(step, source, anchor)
+        step, band, notes = step * f, band.scaled(f), (*notes, note)
     m = c.model
     per_input = float(c.seq_len) if isinstance(m, EncoderSpec) else 1.0
     flops = (

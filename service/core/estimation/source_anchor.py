@@ -1,5 +1,5 @@
-"""A transferred training answer anchored on the source GPU's measurement of the same
-configuration.
+"""A transferred answer (training, or encoder / CNN batch inference) anchored on the source GPU's
+measurement of the same configuration.
 
 A GPU nobody measured gets efficiencies carried over from the GPU its calibration was fitted on
 (:func:`~service.core.estimation.calibration.CalibrationSet.pick`). Where that source GPU has a
@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.calibration import Calibration, CalibrationSet
 from service.core.estimation.efficiencies import Efficiencies
-from service.core.estimation.memory import TrainConfig
-from service.core.estimation.performance import step_summary
 from service.core.evidence.aggregate import CellView
 
 __all__ = ["SourceAnchor", "anchor_factor", "source_anchor"]
@@ -56,10 +54,9 @@ def source_anchor(
     return SourceAnchor(cal.source, own.efficiencies, float(summary.median), cell.count)
 
 
-def anchor_factor(c: TrainConfig, model_step_s: float, anchor: SourceAnchor) -> tuple[float, str]:
-    """How much the source's measurement moves the modelled step (its measured over modelled
-    step), and the note that says so."""
-    modelled = step_summary(c, anchor.gpu, anchor.efficiencies).step_time_s
+def anchor_factor(model_step_s: float, modelled: float, anchor: SourceAnchor) -> tuple[float, str]:
+    """How much the source's measurement moves this GPU's modelled step (``modelled``: the same
+    step modelled on the source at its own efficiencies), and the note that says so."""
     k = anchor.step_time_s / modelled if modelled > 0 else 1.0
     name = anchor.gpu.name or anchor.gpu.slug
     note = (

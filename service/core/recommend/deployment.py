@@ -184,3 +184,18 @@ def gpu_hour_floor(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec) -> f
         t = owned_tco(data, q, gpu, p.gpus_per_unit if p is not None else 1)
         return t.per_gpu_hour if t is not None else None
     return book.min_gpu_hour(gpu.slug, q.cost)
+
+
+def instance_sizes(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec) -> frozenset[int]:
+    """GPUs per instance of every rental row of ``gpu`` the question may use (its providers): a
+    count that fills one pays for no idle GPU, so a cost or budget search times it (3 A100 on a
+    3-GPU instance, not 2 of them paying for the third)."""
+    book = data.prices
+    if book is None or q.constraints.pools is not None:
+        return frozenset()
+    allowed = q.cost.providers
+    return frozenset(
+        r.gpus_per_instance
+        for r in book.rentals.get(gpu.slug, ())
+        if allowed is None or r.provider in allowed
+    )

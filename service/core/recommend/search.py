@@ -295,6 +295,10 @@ def _deadline_unmet(o: Option, q: RecommendQuestion) -> Reason:
     scaling would need at least (more GPUs never scale better than linearly)."""
     hb, deadline = o.hours_band, q.constraints.deadline_hours
     least = math.ceil(o.gpu_count * hb[1] / deadline) if hb is not None and deadline else None
+    if least is not None and least > o.gpus_per_node > 1:  # whole nodes beyond one
+        least = -(-least // o.gpus_per_node) * o.gpus_per_node
+    if q.constraints.pools is not None:
+        least = None  # the inventory, not max_gpus, caps the count: no count to raise to
     return Reason(
         "NO_PLAN_MEETS_DEADLINE",
         {

@@ -171,8 +171,8 @@ class _ServingSearch:
                 self.counter.candidates += 1
                 mem = self.memory(fmt, tp)
                 need = mem.device_memory_band.high
-                if fastest and candidates and self._tpot_floor(gpu, mem) > best_tpot(candidates):
-                    continue  # even streaming the weights alone is slower than a plan found
+                if fastest and (ok := self._kept(candidates)) and self._tpot_floor(gpu, mem) > best_tpot(ok):
+                    continue  # even streaming the weights alone is slower than a plan found (that is kept)
                 if not mem.fits(usable):
                     if smallest_need is None or need < smallest_need[0]:
                         smallest_need = (need, tp, fmt)
@@ -226,9 +226,13 @@ class _ServingSearch:
         else:
             key = lambda o: ((o.quote.per_hour if o.quote else math.inf), o.gpu_count, o.time_value)  # noqa: E731
         candidates.sort(key=key)
-        kept = [o for o in candidates if admitted(o, self.q, self.data)] if bounded(self.q) else candidates
+        kept = self._kept(candidates)
         first = kept[0] if kept else candidates[0]  # none kept: the exclusion says why
         return first, [o for o in candidates if o is not first]
+
+    def _kept(self, candidates: list[Option]) -> list[Option]:
+        """The plans the constraints keep (a budget, provenance or band limit), in order."""
+        return [o for o in candidates if admitted(o, self.q, self.data)] if bounded(self.q) else candidates
 
     def _nothing(
         self,

@@ -44,14 +44,17 @@ def _memory_answer(mem: MemoryEstimate, usable: int) -> Any:
 
 def fp8_what_ifs(options: Sequence[Option], memory: Callable[[str, int], MemoryEstimate]) -> list[WhatIf]:
     """For the first options on several GPUs per replica: the smaller tensor-parallel degree
-    FP8 weights would fit in (``memory(format, tp)`` sizes a replica)."""
+    FP8 weights would fit in where the option's own weight format does not (``memory(format,
+    tp)`` sizes a replica) -- a degree chosen for latency, not memory, is no what-if of memory."""
     out: list[WhatIf] = []
     for o in options[:3]:
-        tp = o.est.job.config.tensor_parallel  # type: ignore[union-attr]
-        if tp <= 1 or o.gpu.support_for("fp8") != "yes":
+        cfg = o.est.job.config
+        tp = cfg.tensor_parallel  # type: ignore[union-attr]
+        fmt = cfg.quant_method  # type: ignore[union-attr]
+        if tp <= 1 or fmt == "fp8" or o.gpu.support_for("fp8") != "yes":
             continue
         for smaller in (tp // 4, tp // 2):
-            if smaller < 1:
+            if smaller < 1 or memory(fmt, smaller).fits(o.usable_bytes):
                 continue
             mem = memory("fp8", smaller)
             if mem.fits(o.usable_bytes):

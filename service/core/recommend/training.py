@@ -30,7 +30,7 @@ from service.core.recommend.candidates import (
     measured_elsewhere,
     on_pool,
 )
-from service.core.recommend.deployment import deploy_shape, gpu_hour_floor, price_plan
+from service.core.recommend.deployment import deploy_shape, gpu_hour_floor, instance_sizes, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import _objective_value as objective_value
 from service.core.recommend.ranking import admitted, bounded, ratio_half_width
@@ -358,7 +358,7 @@ class _TrainingSearch:
             _fastest(timed, ladder, self._node(gpu))
         cost = self.q.objective in ("cheapest", "cost_per_million_tokens") and self._may_win(gpu, first)
         if cost or bounded(self.q):
-            for n in _doubling(ladder, self._node(gpu)):
+            for n in _doubling(ladder, self._node(gpu), instance_sizes(self.data, self.q, gpu)):
                 timed.best(n)  # GPU-hours need not grow with the count (fewer optimizer steps)
         found = timed.all()
         primary = _choose(found, self.q.objective, deadline, lambda o: admitted(o, self.q, self.data))

@@ -103,11 +103,12 @@ def _toward_deadline(timed: _Timed, ladder: list[int], deadline: float) -> None:
         o = timed.best(nxt)
 
 
-def _doubling(ladder: list[int], node: int = 0) -> list[int]:
+def _doubling(ladder: list[int], node: int = 0, sizes: frozenset[int] = frozenset()) -> list[int]:
     """Counts about doubling from the fewest (included) to the largest (a coarse view of the scaling), and
-    the first count that fills whole nodes of ``node``: a plan that leaves GPUs of a rented
-    node idle pays for them anyway, so the filled node is often the cheaper run (6 GPUs doubling
-    to 12 skipped the 8 of the instance they were priced on)."""
+    the first count that fills whole nodes of ``node`` and every count that fills a priced
+    instance (``sizes``): a plan that leaves GPUs of a rented node idle pays for them anyway, so
+    the filled node is often the cheaper run (6 GPUs doubling to 12 skipped the 8 of the
+    instance they were priced on; 2 A100 paid for the third of a 3-GPU instance)."""
     out: list[int] = [ladder[0]]
     want = ladder[0] * 2
     for n in ladder[1:]:
@@ -119,6 +120,7 @@ def _doubling(ladder: list[int], node: int = 0) -> list[int]:
     full = next((n for n in ladder if node > 1 and n % node == 0), None)
     if full is not None and full not in out:
         out.append(full)
+    out += [n for n in ladder if n in sizes and n not in out]  # a priced instance's size, filled
     return sorted(out)
 
 
