@@ -71,3 +71,10 @@ def test_a_rate_and_a_concurrency_together_are_refused(client: TestClient) -> No
     r = client.post("/v1/recommend", json={"workload": serve})
     assert r.status_code == 422, r.text
     assert any(e["loc"][-2:] == ["workload", "concurrency"] for e in r.json()["errors"])
+
+
+def test_a_gpu_both_allowed_and_excluded_is_refused(client: TestClient) -> None:
+    doc = _problem(
+        client, {"allowed_gpus": ["H100-SXM", "L40S"], "excluded_gpus": ["nvidia-l40s"]}, "excluded_gpus"
+    )
+    assert "nvidia-l40s" in str(doc)

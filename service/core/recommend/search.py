@@ -202,6 +202,11 @@ def _validate(
         raise InvalidConfiguration(
             "constraints.deadline_hours", "a deadline needs workload.tokens (tokens to train)"
         )
+    both = sorted(set(cons.allowed_gpus or ()) & set(cons.excluded_gpus))
+    if both:
+        raise InvalidConfiguration(
+            "constraints.excluded_gpus", f"{', '.join(both)} both allowed and excluded: name each in one list"
+        )
     known = (
         frozenset(r.provider for rows in data.prices.rentals.values() for r in rows)
         if data.prices is not None

@@ -5,7 +5,7 @@ nearest its target."""
 from __future__ import annotations
 
 from service.core.estimation.estimate_inputs import ServingQuestion
-from service.core.recommend.reasons import Reason
+from service.core.recommend.reasons import Reason, ReasonCode
 
 __all__ = ["closest_miss", "latency_miss"]
 
@@ -18,28 +18,13 @@ def latency_miss(
     at = {"concurrency": concurrency} if concurrency else {}
     if s is None:
         return None
-    if s.ttft_target_s is not None and not ttft <= s.ttft_target_s:
-        return Reason(
-            "MISSES_TTFT",
-            {
-                "gpu": name,
-                "tensor_parallel": tp,
-                "ttft_ms": round(ttft * 1e3, 1),
-                "target_ms": round(s.ttft_target_s * 1e3, 1),
-                **at,
-            },
-        )
-    if s.tpot_target_s is not None and not tpot <= s.tpot_target_s:
-        return Reason(
-            "MISSES_TPOT",
-            {
-                "gpu": name,
-                "tensor_parallel": tp,
-                "tpot_ms": round(tpot * 1e3, 2),
-                "target_ms": round(s.tpot_target_s * 1e3, 2),
-                **at,
-            },
-        )
+    for code, key, got, target, digits in (
+        (ReasonCode.MISSES_TTFT, "ttft_ms", ttft, s.ttft_target_s, 1),
+        (ReasonCode.MISSES_TPOT, "tpot_ms", tpot, s.tpot_target_s, 2),
+    ):
+        if target is not None and not got <= target:
+            params = {"gpu": name, "tensor_parallel": tp, key: round(got * 1e3, digits)}
+            return Reason(code, {**params, "target_ms": round(target * 1e3, digits), **at})
     return None
 
 
