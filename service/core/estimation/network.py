@@ -151,6 +151,12 @@ def p2p_s(nbytes: float, crosses_nodes: bool, gpu: GpuSpec, layout: Layout, comm
     return nbytes / (link_bytes_per_s(gpu, 2) * comm)
 
 
+def exposed_s(t: float, overlap: float, backward_s: float) -> float:
+    """What a collective of ``t`` seconds leaves exposed when ``overlap`` of it hides under the
+    backward pass (never more than the backward pass can hide)."""
+    return max(t - overlap * backward_s, t * (1 - overlap))
+
+
 def communication_s(
     c: TrainConfig,
     gpu: GpuSpec,
@@ -191,7 +197,7 @@ def communication_s(
             t = collective_s(nbytes, dp, tp, False, gpu, lay, e.comm, busy)
         else:
             t = collective_s(3 * 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)
-        total += max(t - overlap * t_bwd * c.accumulation_steps, t * (1 - overlap))
+        total += exposed_s(t, overlap, t_bwd * c.accumulation_steps)
     if tp > 1:
         per = collective_s(T * h * cb, tp, 1, True, gpu, lay, e.comm, busy)
         total += 4 * (-(-L // pp)) * per * c.accumulation_steps

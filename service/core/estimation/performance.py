@@ -45,6 +45,7 @@ from service.core.estimation.network import (
     PCIE_ASSUMED_PER_DIRECTION_GB_PER_S,
     Layout,
     collective_s,
+    exposed_s,
     layout_of,
 )
 from service.core.estimation.step_model import TIME_TERMS, _bound, _step
@@ -302,16 +303,16 @@ def _cnn_step(
 
 def _cnn_allreduce_s(c: TrainConfig, m: CnnSpec, gpu: GpuSpec, e: Efficiencies, backward_s: float) -> float:
     """Exposed time of data parallelism's gradient all-reduce (DDP): every parameter's gradient
-    (fp32 under autocast) ring-reduced over the node's links and, across nodes, the network
-    (:func:`~.network.collective_s`), overlapped with the backward pass by ``overlap`` as the
-    decoder path does. ResNet-50's 102 MB of gradients per step over a 100 Gb/s network is
+    (fp32 under autocast) ring-reduced over the node's links and,
+    across nodes, the network (:func:`~.network.collective_s`), overlapped with the backward pass
+    as the decoder path does (:func:`~.network.exposed_s`). ResNet-50's 102 MB of gradients per step over a 100 Gb/s network is
     not free; a single-GPU step has none."""
     if c.gpu_count <= 1:
         return 0.0
     lay = layout_of(c, gpu)
-    grad_bytes = float(m.total_params) * _MODES[c.precision].grad
+    grad_bytes = float(m.total_params) * _MODES[c.precision].grad  # all-reduced as DDP whatever the sharding
     t = collective_s(grad_bytes, c.gpu_count, 1, True, gpu, lay, e.comm, min(c.gpu_count, lay.gpus_per_node))
-    return max(t - e.overlap * backward_s, t * (1.0 - e.overlap))
+    return exposed_s(t, e.overlap, backward_s)
 
 
 def time_to_train(

@@ -13,7 +13,7 @@ from service.core.estimation.estimate import Job
 from service.core.estimation.frozen import replace
 from service.core.estimation.memory import TrainConfig
 from service.core.evidence.aggregate import CellView
-from service.core.recommend.models import Constraints, RecommendData
+from service.core.recommend.models import Constraints, Pool, RecommendData
 from service.core.recommend.reasons import Reason
 
 GiB: Final = 2**30
@@ -111,16 +111,22 @@ def _count_cap(gpu: GpuSpec, cons: Constraints) -> tuple[int, Reason | None]:
     return cap, why
 
 
+def best_pool(gpu: GpuSpec, cons: Constraints) -> Pool | None:
+    """The inventory pool of this GPU with the most free GPUs per node (then the most nodes):
+    the node layout its plans are placed, timed and priced on; None without one."""
+    pools = [p for p in cons.pools or () if p.gpu == gpu.slug and p.free_gpus_per_node > 0]
+    return max(pools, key=lambda p: (p.free_gpus_per_node, p.nodes), default=None)
+
+
 def _pool_shape(gpu: GpuSpec, cons: Constraints) -> tuple[int, int] | None:
     """(free GPUs per node, nodes) of the best pool of this GPU, or None without inventory."""
     if cons.pools is None:
         return None
-    pools = [p for p in cons.pools if p.gpu == gpu.slug and p.free_gpus_per_node > 0]
-    if not pools:
+    best = best_pool(gpu, cons)
+    if best is None:
         return (0, 0)
-    best = max(pools, key=lambda p: (p.free_gpus_per_node, p.nodes))
     return best.free_gpus_per_node, sum(
-        p.nodes for p in pools if p.free_gpus_per_node == best.free_gpus_per_node
+        p.nodes for p in cons.pools if p.gpu == gpu.slug and p.free_gpus_per_node == best.free_gpus_per_node
     )
 
 
@@ -128,11 +134,8 @@ def on_pool(cfg: TrainConfig, gpu: GpuSpec, cons: Constraints) -> TrainConfig:
     """A training plan larger than one of the inventory's nodes runs on its nodes: their free GPUs
     per node, and the network and RDMA the pool states, time its collectives (a 100 Gb/s pool
     without RDMA is not the 3,200 Gb/s RDMA default of an HGX node)."""
-    pools = [p for p in cons.pools or () if p.gpu == gpu.slug and p.free_gpus_per_node > 0]
-    if not pools:
-        return cfg
-    best = max(pools, key=lambda p: (p.free_gpus_per_node, p.nodes))
-    if cfg.gpu_count <= best.free_gpus_per_node:
+    best = best_pool(gpu, cons)
+    if best is None or cfg.gpu_count <= best.free_gpus_per_node:
         return cfg
     cfg = replace(cfg, gpus_per_node=best.free_gpus_per_node)
     if best.network_gbps_per_node:

@@ -207,11 +207,11 @@ def _validate(
         raise InvalidConfiguration(
             "constraints.excluded_gpus", f"{', '.join(both)} both allowed and excluded: name each in one list"
         )
-    known = (
+    known = (  # every provider a rental row names, read only when the question names providers
         frozenset(r.provider for rows in data.prices.rentals.values() for r in rows)
-        if data.prices is not None
+        if data.prices is not None and q.cost.providers
         else None
-    )  # every provider a rental row names
+    )
     unknown = sorted(set(q.cost.providers or ()) - known) if known else []
     if unknown:
         raise InvalidConfiguration(

@@ -23,6 +23,7 @@ from service.core.estimation.memory import estimate_inference
 from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, Deployment, decode_bound, deployment
 from service.core.estimation.serving_disagg import DisaggPoint, disagg_at_rate
 from service.core.estimation.serving_disagg_layout import Disaggregation
+from service.core.recommend.candidates import best_pool
 from service.core.recommend.models import Option
 from service.core.recommend.reasons import Reason
 from service.core.recommend.replicas import NEAR_TIE
@@ -200,10 +201,9 @@ def _on_nodes(s: _ServingSearch, gpu: GpuSpec, dis: Disaggregation) -> Disaggreg
     """The pools on the inventory's nodes where the request gives one (its free GPUs per node,
     network and RDMA), so that the KV transfer crosses the network the team has, not an 8-GPU
     node it does not."""
-    pools = [p for p in s.q.constraints.pools or () if p.gpu == gpu.slug and p.free_gpus_per_node > 0]
-    if not pools:
+    best = best_pool(gpu, s.q.constraints)
+    if best is None:
         return dis
-    best = max(pools, key=lambda p: (p.free_gpus_per_node, p.nodes))
     return replace(
         dis,
         gpus_per_node=best.free_gpus_per_node,

@@ -58,8 +58,10 @@ def affordable(
         return most
 
     def per_hour(reps: int) -> float | None:
-        p = price_plan(data, q, gpu, deploy_shape(gpu, reps, tp, tensor_parallel=tp, replicas=True))
-        return p.quote.per_hour if p.quote is not None else p.tco.per_hour if p.tco is not None else None
+        hourly = price_plan(
+            data, q, gpu, deploy_shape(gpu, reps, tp, tensor_parallel=tp, replicas=True)
+        ).hourly
+        return hourly.per_hour if hourly is not None else None
 
     low = per_hour(fewest)
     if low is None or low > budget:

@@ -117,8 +117,8 @@ class _TrainingSearch:
         self.threshold: float | None = None
         """The ``limit``-th best objective value found so far (set by the caller per GPU)."""
         self.fewest: dict[str, int] = {}
-        self.unsourced: dict[str, str] = {}  # GPU -> the datasheet figure its estimate lacked
         """Per GPU, the fewest GPUs any allowed strategy fits on (what a what-if must beat)."""
+        self.unsourced: dict[str, str] = {}  # per GPU, the figure its estimate lacked (NO_TIME_ESTIMATE)
 
     # ---- configurations ----------------------------------------------------------------
 
