@@ -180,6 +180,8 @@ def test_unknown_figures_give_memory_without_time() -> None:
     est = estimate(bare, build_job(JobSpec(model="llama3-8b", mode="fine-tuning")), CalibrationSet())
     codes = [w.code for w in est.warnings]
     assert est.time is None and "no_time_estimate" in codes and "usable_memory_unknown" in codes
+    missing = next(w for w in est.warnings if w.code == "no_time_estimate")
+    assert missing.params["gpu"] == "x-gpu" and missing.params["figure"] == "memory bandwidth"
     with pytest.raises(InvalidConfiguration) as exc:
         estimate(GpuSpec(slug="y-gpu"), build_job(JobSpec(model="llama3-8b")), CalibrationSet())
     assert exc.value.field == "gpu"

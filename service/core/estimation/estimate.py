@@ -327,7 +327,11 @@ def _time_or_serving(
             warnings.append(_no_serving_as_given(exc.message))
     except MissingFigure as exc:
         warnings.append(
-            Notice("no_time_estimate", f"no time estimate: {exc.message}", {"detail": exc.message})
+            Notice(
+                "no_time_estimate",
+                f"no time estimate: {exc.message}",
+                {"detail": exc.message, "gpu": exc.gpu, "figure": exc.figure},
+            )
         )
     return None, None
 
@@ -349,7 +353,11 @@ def _measured_oom(slug: str, n_oom: int) -> Notice:
 
 
 def _no_bandwidth(slug: str) -> Notice:
-    return Notice("no_time_estimate", f"{slug} lacks a sourced bandwidth; no time estimate", {"gpu": slug})
+    return Notice(
+        "no_time_estimate",
+        f"{slug} lacks a sourced bandwidth; no time estimate",
+        {"gpu": slug, "figure": "memory bandwidth"},
+    )
 
 
 def _no_serving_as_given(why: str) -> Notice:

@@ -457,11 +457,11 @@ class _TrainingSearch:
             return None
         t = est.time
         if t is None:
-            detail = next(
-                (str(w.params.get("detail", "")) for w in est.warnings if w.code == "no_time_estimate"), ""
+            figure = next(
+                (w.params.get("figure") for w in est.warnings if w.code == "no_time_estimate"), None
             )
-            if "has no sourced " in detail:  # the figure the exclusion names
-                self.unsourced[gpu.slug] = detail.split("has no sourced ", 1)[1]
+            if figure:  # the figure the exclusion names
+                self.unsourced[gpu.slug] = str(figure)
         if t is None or not est.memory.fits:
             return None
         n = cfg.gpu_count
