@@ -147,6 +147,20 @@ def test_sharding_divides_state() -> None:
     assert tp.persistent["parameters"] == pytest.approx(2 * m.total_params / 8, rel=1e-9)
 
 
+def test_tensor_parallel_logits_are_whole_unless_the_loss_is_vocab_parallel() -> None:
+    """transformers' TP plan gathers the LM head's output (lm_head: colwise_rep): every rank holds
+    and upcasts the whole vocabulary's logits; Megatron's vocab-parallel loss keeps a shard."""
+    m = dec("llama3-8b")
+    hf = TrainConfig(
+        model=m, precision="bf16", batch_size=1, seq_len=8192, finetune="lora", gpu_count=8, tensor_parallel=8
+    )
+    mega = replace(hf, stack="megatron")
+    loss = {k: estimate_training(c).phases["backward-loss"] for k, c in (("hf", hf), ("mg", mega))}
+    # the loss buffers at the start of backward: 12 bytes per logit, 8192 x 128,256 logits
+    # on every rank under transformers, an eighth of them under Megatron
+    assert loss["hf"] - loss["mg"] == pytest.approx(12 * 8192 * 128_256 * 7 / 8, rel=1e-6)
+
+
 def test_gradient_accumulation_keeps_gradients_through_forward() -> None:
     m = dec("gt-llama-1b-v32k")
     c = TrainConfig(model=m, precision="amp_bf16", batch_size=4, seq_len=2048)

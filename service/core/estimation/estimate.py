@@ -117,7 +117,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.19.0"
+ESTIMATOR_VERSION = "1.20.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 

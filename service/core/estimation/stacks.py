@@ -3,7 +3,8 @@
 The reference loop (``hf-eager``) is a Hugging Face transformers model run by eager PyTorch.
 Other stacks run the same arithmetic with fewer bytes moved and fewer kernels launched; each
 effect below is a factor on a term of :func:`service.core.estimation.step_model._step` and
-changes step time only (memory stays the reference loop's, stated in the answer):
+changes step time only (memory stays the reference loop's, stated in the answer, except that a
+vocab-parallel loss keeps each tensor-parallel rank's logits to its shard, ``vocab_parallel_loss``):
 
 * ``ew_traffic``: elementwise bytes (norms, RoPE, SwiGLU, residual adds, casts) relative to
   eager PyTorch, which reads and writes every intermediate;
@@ -49,6 +50,11 @@ class StackEffect:
     launches: float = 1.0
     overlap: float = 0.0
     mm: float = 1.0
+    vocab_parallel_loss: bool = False
+    """Under tensor parallelism, whether the loss runs on each rank's vocabulary shard
+    (Megatron-Core's vocab-parallel cross-entropy) rather than on the whole vocabulary's logits:
+    transformers' tensor-parallel plan gathers the LM head's output onto every rank
+    (``LlamaForCausalLM._tp_plan = {"lm_head": "colwise_rep"}``) and its loss upcasts all of it."""
     defaults: tuple[str, ...] = ()
     """Inputs whose default the stack changes, as the answer states them."""
     source: str = "spec"
@@ -79,6 +85,7 @@ STACK_EFFECTS: Mapping[str, StackEffect] = {
         launches=0.3,
         overlap=0.95,
         mm=MEGATRON_MM_FIT,
+        vocab_parallel_loss=True,
         defaults=(
             "attention: flash attention (fused kernel) whatever attention says",
             "autocast weight casts: none per micro-step (bf16 weights, fp32 master copies in the optimizer)",
@@ -98,4 +105,5 @@ def stack_note(stack: str) -> str:
         f"stack {stack}: elementwise traffic x{eff.ew_traffic:g}, loss traffic x{eff.loss_traffic:g}, "
         f"kernel launches x{eff.launches:g}, GEMMs x{eff.mm:g} of the eager loop's ({eff.source}); "
         "memory is the reference loop's"
+        + (", with logits sharded by vocabulary under tensor parallelism" if eff.vocab_parallel_loss else "")
     )

@@ -176,7 +176,8 @@ def _attention(c: TrainConfig, e: Efficiencies, k: _Ctx, notes: list[str]) -> tu
 def _elementwise(e: Efficiencies, k: _Ctx, lora_ew: float) -> tuple[float, float, float]:
     """(forward, backward, loss) seconds of the layers' elementwise traffic and the loss."""
     ew_fwd = (k.sh.ew + lora_ew) * k.T * k.sh.L * k.fx.ew_traffic
-    loss_bytes = (40.0 if k.cb != 4 else 32.0) * k.T * k.sh.V * k.fx.loss_traffic
+    V = k.sh.V if k.fx.vocab_parallel_loss else k.sh.vocab  # transformers TP: every rank, every logit
+    loss_bytes = (40.0 if k.cb != 4 else 32.0) * k.T * V * k.fx.loss_traffic
     return ew_fwd / k.bw, e.elementwise_bwd * ew_fwd / k.bw, loss_bytes / k.bw
 
 

@@ -72,6 +72,7 @@ class _StepShape(NamedTuple):
     kv: float
     f: float
     V: float
+    vocab: float  # the whole vocabulary (logits a gathered tensor-parallel LM head leaves a rank)
     layer_mm: float  # one layer's matmul weights a token passes through (active experts)
     layer_w_all: float  # one layer's matmul weights (every expert)
     mm_weights: float  # L * layer_mm + h * V
@@ -151,6 +152,7 @@ def _step_shape(m: DecoderSpec | EncoderSpec, tp: int, autocast: bool, compute: 
         kv=kv,
         f=f,
         V=V,
+        vocab=float(m.vocab_size),
         layer_mm=layer_mm,
         layer_w_all=layer_w_all,
         mm_weights=L * layer_mm + h * V,
