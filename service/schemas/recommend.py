@@ -105,7 +105,8 @@ class ConstraintsIn(BaseModel):
         default=8,
         ge=1,
         le=4096,
-        description="GPUs of one option, all nodes together (default: one 8-GPU node)",
+        description="GPUs of one option, all nodes together (default: one 8-GPU node; beside an inventory, "
+        "its free GPUs)",
     )
     allowed_gpus: list[GpuName] | None = Field(
         default=None,
@@ -147,7 +148,9 @@ class ConstraintsIn(BaseModel):
         default=True, description="training: may trade compute for memory"
     )
     allow_quantization: bool = Field(
-        default=False, description="serving: may offer FP8 / INT8 / 4-bit weights"
+        default=False,
+        description="serving: may offer quantised weights, per GPU: FP8 (W8A8) where it has FP8 tensor cores, "
+        "else INT8 (W8A8) on a serving engine; AWQ 4-bit everywhere; NVFP4 on Blackwell, MXFP4 on CDNA 4",
     )
     allow_disaggregation: bool = Field(
         default=True,
@@ -166,6 +169,22 @@ class ConstraintsIn(BaseModel):
         "every GPU of a provider, spot equal to on-demand everywhere, outliers against the providers' median)",
     )
 
+    def _max_gpus(self) -> int:
+        """``max_gpus`` as given; unset beside an inventory, the inventory's free GPUs (an owned
+        cluster of 16 GPUs is not capped at one 8-GPU node by a default)."""
+        if "max_gpus" in self.model_fields_set or self.inventory is None:
+            return self.max_gpus
+        free = sum(
+            p.nodes
+            * (
+                p.gpus_per_node
+                if p.free_gpus_per_node is None
+                else min(p.free_gpus_per_node, p.gpus_per_node)
+            )
+            for p in self.inventory
+        )
+        return max(self.max_gpus, min(free, 4096))
+
     def to_core(self) -> Constraints:
         b = self.budget
         return Constraints(
@@ -174,7 +193,7 @@ class ConstraintsIn(BaseModel):
             budget_per_run=float(b.per_run) if b and b.per_run is not None else None,
             budget_purchase=float(b.purchase) if b and b.purchase is not None else None,
             currency=b.currency if b else "USD",
-            max_gpus=self.max_gpus,
+            max_gpus=self._max_gpus(),
             allowed_gpus=tuple(self.allowed_gpus) if self.allowed_gpus is not None else None,
             excluded_gpus=tuple(self.excluded_gpus),
             pools=tuple(

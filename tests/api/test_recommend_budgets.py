@@ -36,7 +36,7 @@ FULL_FINETUNE: dict[str, Any] = {
         "finetune": "full",
         "tokens": 1e9,
         "seq_len": 4096,
-        "batch_size": 8,
+        "batch_size": 4,
     },
     "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
     "objective": "fastest",

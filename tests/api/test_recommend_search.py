@@ -366,6 +366,7 @@ LONG_CONTEXT_FT = {
     "batch_size": 1,
     "seq_len": 131072,
     "tokens": 1e9,
+    "stack": "megatron",
 }
 
 
@@ -387,8 +388,10 @@ def test_a_sequence_no_data_parallel_plan_holds_is_split_by_tensor_parallelism(c
     """Llama-3-8B full fine-tuning on 131,072-token sequences, up to 8 H100: the fp32 logits of
     one sequence over the 128,256-token vocabulary (and their gradient) are ~200 GB per GPU, which
     DDP and FSDP do not split (they shard parameters, not one sequence), so every data-parallel
-    plan is out even with checkpointing. Tensor parallelism splits the LM head and the heads
-    across the node: TP8 fits where TP4 does not (the estimate says both), and is the answer."""
+    plan is out even with checkpointing. Megatron's tensor parallelism splits the LM head, its
+    vocab-parallel loss and the heads across the node: TP8 fits where TP4 does not (the estimate
+    says both), and is the answer. Under transformers' TP plan (the default stack) every rank
+    gathers the whole vocabulary's logits, so no plan on 8 H100 holds the sequence."""
     body = {
         "workload": LONG_CONTEXT_FT,
         "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
@@ -417,6 +420,13 @@ def test_a_sequence_no_data_parallel_plan_holds_is_split_by_tensor_parallelism(c
     ms = more["strategy"]
     assert (ms["gpu_count"], ms["tensor_parallel"], ms["nodes"]) == (16, 8, 2), ms
     assert _hours(more) < 0.6 * _hours(first)
+    hf = {k: v for k, v in LONG_CONTEXT_FT.items() if k != "stack"}
+    eager = _ask(client, {**body, "workload": hf})
+    assert not eager["options"]
+    assert (
+        next(e for e in eager["excluded"] if e["gpu"]["slug"] == "nvidia-h100-sxm")["code"]
+        == "MEMORY_INSUFFICIENT"
+    )
 
 
 def test_tensor_parallelism_is_not_tried_where_data_parallelism_fits(client: TestClient) -> None:
@@ -781,3 +791,58 @@ def test_under_a_deadline_no_what_if_offers_fewer_gpus_than_memory_needs(client:
     counts = {o["gpu"]["slug"]: o["strategy"]["gpu_count"] for o in doc["options"]}
     assert counts and min(counts.values()) > 8  # the deadline, not memory, sets every count
     assert not [w for w in doc["what_if"] if w["gpu"]["slug"] in counts]
+
+
+def test_allowed_quantisation_tries_the_formats_each_gpu_runs(client: TestClient) -> None:
+    """``allow_quantization`` promises FP8, INT8 and 4-bit: a Blackwell GPU is tried in NVFP4
+    (its FP4 tensor cores), which streams fewer bytes than AWQ and computes at the FP4 peak, so
+    Llama-3.1-70B at 64 clients is cheapest per token there; an Ampere GPU, without FP8, is
+    tried in INT8 (W8A8), and never in a format it cannot run."""
+    body = {
+        "workload": {
+            "model": "llama3.1-70b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 1024,
+            "output_len": 1024,
+            "concurrency": 64,
+        },
+        "objective": "cost_per_million_tokens",
+        "constraints": {"allow_quantization": True, "allowed_gpus": ["nvidia-b200"]},
+        "limit": 10,
+    }
+    doc = _ask(client, body)
+    formats = {o["strategy"]["quant_method"] for o in doc["options"]}
+    assert doc["options"][0]["strategy"]["quant_method"] == "nvfp4", formats
+    a100 = _ask(
+        client,
+        {**body, "constraints": {"allow_quantization": True, "allowed_gpus": ["nvidia-a100-sxm4-80gb"]}},
+    )
+    a100_formats = {o["strategy"]["quant_method"] for o in a100["options"]}
+    assert "int8" in a100_formats and not a100_formats & {"fp8", "nvfp4", "mxfp4"}, a100_formats
+
+
+def test_an_inventory_caps_the_count_not_the_one_node_default(client: TestClient) -> None:
+    """4 nodes of 4 L40S on hand, 40 req/s of Llama-3.1-8B: the plan may use all 16 (max_gpus
+    unset); capped at 8, the L40S is excluded for the count the load needs, not for a TP8
+    placement its 4-GPU nodes cannot hold (TP1, TP2 and TP4 all place)."""
+    body = {
+        "workload": {
+            "model": "llama3.1-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 1024,
+            "output_len": 256,
+            "requests_per_s": 40,
+            "ttft_target_ms": 500,
+            "tpot_target_ms": 30,
+        },
+        "objective": "cost_per_million_tokens",
+        "constraints": {"inventory": [{"gpu": "nvidia-l40s", "gpus_per_node": 4, "nodes": 4}]},
+    }
+    doc = _ask(client, body)
+    assert doc["options"] and 8 < doc["options"][0]["strategy"]["gpu_count"] <= 16
+    capped = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 8}})
+    assert not capped["options"]
+    ex = next(e for e in capped["excluded"] if e["gpu"]["slug"] == "nvidia-l40s")
+    assert ex["code"] == "OVER_GPU_LIMIT", ex

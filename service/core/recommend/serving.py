@@ -40,6 +40,7 @@ from service.core.recommend.replicas import (
     best_tpot,
     replicas_needed,
 )
+from service.core.recommend.serving_formats import formats_for
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
 from service.core.recommend.serving_misses import closest_miss, latency_miss
@@ -58,10 +59,6 @@ class _ServingSearch:
         self.serving = job.serving
         self.continuous = ENGINE_CLASSES[self.base.engine].batching == "continuous"
         self.rate = self.serving.requests_per_s if self.serving is not None else None
-        formats = [self.base.quant_method]
-        if q.constraints.allow_quantization and self.base.quant_method == "none":
-            formats += ["fp8", "awq"]
-        self.formats = tuple(formats)
         self._mem: dict[tuple[str, int], MemoryEstimate] = {}
         self.host_floor_s = 0.0
         """Eager generate launches every op of a decode step from Python: the host profile's
@@ -79,6 +76,13 @@ class _ServingSearch:
         self.eager = cons.max_band_pct is not None or cons.min_provenance is not None
         """The constraints read a plan's band or provenance: each plan gets its full estimate
         when it is made (else only the plans returned do, in :meth:`finish`)."""
+
+    def formats_on(self, gpu: GpuSpec) -> tuple[str, ...]:
+        """The weight formats tried on ``gpu`` (:func:`.serving_formats.formats_for`)."""
+        b = self.base
+        return formats_for(
+            b.quant_method, self.q.constraints.allow_quantization, b.engine, b.kv_cache_dtype, gpu
+        )
 
     def memory(self, fmt: str, tp: int) -> MemoryEstimate:
         key = (fmt, tp)
@@ -122,7 +126,7 @@ class _ServingSearch:
         tps, per_node = self.tp_degrees(gpu, cap)
         fitting = [
             (fmt, tp)
-            for fmt in self.formats
+            for fmt in self.formats_on(gpu)
             for tp in tps
             if tp <= per_node and self.memory(fmt, tp).fits(usable)
         ]
@@ -147,7 +151,7 @@ class _ServingSearch:
         ``NO_PLACEMENT`` when the ones that do cannot be placed, else None."""
         usable = int(gpu.fit_memory_bytes or 0)
         tps, per_node = self.tp_degrees(gpu, cap)
-        fits = [(fmt, tp) for fmt in self.formats for tp in tps if self.memory(fmt, tp).fits(usable)]
+        fits = [(fmt, tp) for fmt in self.formats_on(gpu) for tp in tps if self.memory(fmt, tp).fits(usable)]
         if fits and any(tp <= per_node for _f, tp in fits):
             return None
         found = self.options(gpu, cap)
@@ -164,9 +168,7 @@ class _ServingSearch:
         no_time = not gpu.bandwidth_gb_per_s or not (gpu.peak_for("bf16") or gpu.peak_for("fp16"))
         fastest = self.q.objective == "fastest"
         targets = self.serving is not None and bool(self.serving.ttft_target_s or self.serving.tpot_target_s)
-        for fmt in self.formats:
-            if fmt in ("fp8",) and gpu.support_for("fp8") == "no" and fmt != self.base.quant_method:
-                continue
+        for fmt in self.formats_on(gpu):
             for tp in reversed(tps) if fastest else tps:
                 self.counter.candidates += 1
                 mem = self.memory(fmt, tp)
@@ -245,8 +247,8 @@ class _ServingSearch:
         why: Reason | None,
         no_time: bool,
     ) -> Exclusion:
-        """Why no plan: no time figure, no placement, the GPU limit or a latency target (``why``),
-        else memory (the smallest need found)."""
+        """Why no plan: no time figure, the GPU limit, no placement, a latency target (``why``:
+        the limit or the target), else memory (the smallest need found)."""
         name = gpu.name or gpu.slug
         if no_time and smallest_need is not None and smallest_need[0] < 0:
             return Exclusion(
@@ -262,6 +264,8 @@ class _ServingSearch:
                     },
                 ),
             )
+        if why is not None and why.code == "OVER_GPU_LIMIT":
+            return Exclusion(gpu, why)  # the load needs more GPUs than allowed, whatever the layout
         if placement_block is not None:
             return Exclusion(
                 gpu,
@@ -273,7 +277,7 @@ class _ServingSearch:
         if why is not None:
             return Exclusion(gpu, why)
         tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
-        fmt = smallest_need[2] if smallest_need is not None else self.formats[0]
+        fmt = smallest_need[2] if smallest_need is not None else self.base.quant_method
         return Exclusion(
             gpu,
             Reason(

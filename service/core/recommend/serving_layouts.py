@@ -72,7 +72,7 @@ def _ep_options(
     if s.base.lora is not None or s.base.expert_parallel:
         return []  # not modelled with LoRA; asked for already: the plain search sized it
     out: list[Option] = []
-    for fmt in s.formats:
+    for fmt in s.formats_on(gpu):
         for tp in tps:
             if tp < 2 or tp > per_node or m.num_experts % tp:
                 continue
@@ -108,7 +108,7 @@ def _disagg_options(
     if s.base.speculative is not None or s.base.expert_parallel:
         return []  # not modelled together (service.core.estimation.estimate_inputs)
     out: list[Option] = []
-    for fmt in s.formats:
+    for fmt in s.formats_on(gpu):
         for tp in tps:
             if tp > per_node or cap // tp < 2 or not s.memory(fmt, tp).fits(usable):
                 continue
