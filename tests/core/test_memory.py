@@ -283,6 +283,7 @@ def test_config_from_benchmark_parameters() -> None:
         ({"gpu_count": 6, "tensor_parallel": 4}, "tensor_parallel"),
         ({"gpu_count": 3, "tensor_parallel": 3}, "tensor_parallel"),
         ({"finetune": "qlora", "precision": "fp32"}, "precision"),
+        ({"finetune": "qlora", "gpu_count": 2, "tensor_parallel": 2}, "tensor_parallel"),
         ({"global_batch": 6, "batch_size": 4}, "global_batch"),
         ({"batch_size": 0}, "batch_size"),
     ],

@@ -264,7 +264,7 @@ class TrainConfig:
 
     def _check_lora(self) -> None:
         """LoRA/QLoRA need a decoder, a rank and known target layers; QLoRA's 4-bit base is not
-        modelled under FSDP/ZeRO-3 sharding."""
+        modelled under FSDP/ZeRO-3 sharding, nor split by tensor parallelism (no stack does)."""
         m = self.model
         if not isinstance(m, DecoderSpec):
             raise InvalidConfiguration("finetune", "LoRA/QLoRA are modelled for decoder-only models")
@@ -279,6 +279,12 @@ class TrainConfig:
             )
         if self.sharding in ("zero3", "fsdp") and self.finetune == "qlora":
             raise InvalidConfiguration("sharding", "QLoRA with FSDP/ZeRO-3 is not modelled")
+        if self.finetune == "qlora" and self.tensor_parallel > 1:
+            raise InvalidConfiguration(
+                "tensor_parallel",
+                "QLoRA's bitsandbytes 4-bit layers have no tensor-parallel plan (transformers shards "
+                "nn.Linear, not Linear4bit; Megatron has no 4-bit base): use data parallelism (ddp)",
+            )
 
     def _check_layout(self) -> None:
         """Pipeline stages, node layout, network and stack (fields added by issue 25)."""
