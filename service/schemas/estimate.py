@@ -554,7 +554,10 @@ class ServingOut(BaseModel):
     ttft_band_ms: BandOut | None
     tpot_ms: float | None
     tpot_band_ms: BandOut | None
-    output_tokens_per_s: float = Field(description="all replicas together")
+    output_tokens_per_s: float = Field(
+        description="output tokens per second end to end (prefill included: a static batch's "
+        "batch x output_len / its whole time, a continuous engine's completed tokens), all replicas together"
+    )
     prefill_bound: str
     decode_bound: str
     provenance: str

@@ -41,6 +41,7 @@ from service.core.estimation.estimate_answers import (  # noqa: F401
     _configuration,
     configuration_of,
 )
+from service.core.estimation.estimate_eager import eager_answer
 from service.core.estimation.estimate_inputs import (  # noqa: F401
     _INFERENCE_CONFIGS,
     DEFAULT_ENCODER_SEQ_LEN,
@@ -73,7 +74,6 @@ from service.core.estimation.estimate_time import (  # noqa: F401
     _batch_time,
     _continuous,
     _derived_span,
-    _serving,
     _time,
     continuous_answer,
 )
@@ -92,7 +92,7 @@ from service.core.estimation.serving import (
     ENGINE_CLASSES,
 )
 from service.core.estimation.serving_engines import ENGINE_VERSIONS
-from service.core.estimation.source_anchor import source_anchor
+from service.core.estimation.source_anchor import serving_anchor, source_anchor
 from service.core.evidence.aggregate import CellView
 
 __all__ = [
@@ -318,7 +318,12 @@ def _time_or_serving(
             return _batch_time(c, gpu, cal, cell, anchor), None
         if ENGINE_CLASSES[c.engine].batching != "continuous":
             host = calibrations.host_profile("llm-infer", precision)
-            return None, _serving(c, gpu, cal, cell, host, workload)
+            lean = (
+                None
+                if cell is not None
+                else serving_anchor(cal, calibrations, workload, precision, measured_on)
+            )
+            return None, eager_answer(c, gpu, cal, cell, host, workload, lean)
         try:
             return None, continuous_answer(c, gpu, job.serving, cell)
         except InvalidConfiguration as exc:

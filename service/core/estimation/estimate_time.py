@@ -38,13 +38,11 @@ from service.core.estimation.serving import (
     CONTINUOUS_EFFICIENCIES,
     ENGINE_CLASSES,
     TRANSFERRED_ENGINE_BAND_FACTOR,
-    HostProfile,
     Workload,
     capacity_at_slo,
     concurrency_cap,
     decode_bound,
     deployment,
-    estimate_serving,
     serve_at_rate,
     serve_concurrency,
 )
@@ -208,88 +206,6 @@ def _derived_band(
                 "across the two values and the band spans both",
             )
     return band, prov, notes
-
-
-def _serving(
-    c: InferenceConfig,
-    gpu: GpuSpec,
-    cal: Calibration | None,
-    cell: CellView | None,
-    host: HostProfile | None,
-    workload: str = "llm-infer",
-) -> ServingAnswer:
-    """hf-transformers (eager, static batch): the GPU-side efficiencies come from this GPU's
-    calibration (or a transfer); the host floor from the engine and host that measured it,
-    the same for every GPU (:class:`~service.core.estimation.serving.HostProfile`)."""
-    notes: tuple[str, ...] = ()
-    if host is not None:
-        notes = (
-            f"host floor of eager generate: {host.dispatch_s * 1e6:.1f} us per op, measured with "
-            f"{host.source} (a property of engine and host, applied to every GPU alike)",
-        )
-    if cal is not None:
-        e = cal.efficiencies
-        b_ttft, b_tpot = cal.band_for(c, "ttft_s"), cal.band_for(c, "tpot_s")
-        sv = estimate_serving(c, gpu, e, band=b_ttft, provenance=cal.provenance, host=host, tpot_band=b_tpot)
-        prov, sources, scope, tables = cal.provenance, tuple(cal.source_gpus), cal.scope, cal.sources
-        notes = (*notes, *cal.notes)
-    else:
-        e = SPEC_DEFAULTS
-        sv = estimate_serving(c, gpu, host=host)
-        prov, sources, scope, tables = "spec", (), "spec-default", ()
-    notes = (*notes, *sv.notes)
-    ttft_ms = cell.median("ttft_ms_p50") if cell is not None else None
-    tpot_ms = cell.median("tpot_ms_p50") if cell is not None else None
-    if ttft_ms and tpot_ms:
-        ttft, tpot = ttft_ms / 1e3, tpot_ms / 1e3
-        return ServingAnswer(  # TTFT by position: > 15 keywords would build a dict per call
-            ttft,
-            ttft_band=Band(ttft * 0.95, ttft, ttft * 1.05),
-            tpot_s=tpot,
-            tpot_band=Band(tpot * 0.95, tpot, tpot * 1.05),
-            output_tokens_per_s=c.batch_size / tpot,
-            prefill_bound=sv.prefill_bound,
-            decode_bound=sv.decode_bound,
-            provenance="measured",
-            source_gpus=sources,
-            measured_ttft_s=ttft,
-            measured_tpot_s=tpot,
-            engine=c.engine,
-            tensor_parallel=c.tensor_parallel,
-            replicas=c.replicas,
-            concurrency_per_replica=c.batch_size,
-            notes=notes,
-        )
-    accuracy = _accuracy(scope, gpu, workload)
-    if scope != "same-gpu":
-        notes = _with_loso(notes, workload)
-    ttft_band, tpot_band = sv.ttft_band, sv.tpot_band
-    span = _derived_span(gpu, "fp32" if c.precision == "fp32" else "bf16")
-    if span is not None:
-        lo, hi = estimate_serving(c, span[1], e, host=host), estimate_serving(c, span[0], e, host=host)
-        if abs(hi.ttft_s - lo.ttft_s) + abs(hi.tpot_s - lo.tpot_s) > 1e-12:
-            ttft_band = Band(min(ttft_band.low, lo.ttft_s), sv.ttft_s, max(ttft_band.high, hi.ttft_s))
-            tpot_band = Band(min(tpot_band.low, lo.tpot_s), sv.tpot_s, max(tpot_band.high, hi.tpot_s))
-            prov = weakest(prov, "derived")
-            notes = (*notes, f"{gpu.slug}: {span[2]}; the bands span both values")
-    return ServingAnswer(  # TTFT by position: > 15 keywords would build a dict per call
-        sv.ttft_s,
-        ttft_band=ttft_band,
-        tpot_s=sv.tpot_s,
-        tpot_band=tpot_band,
-        output_tokens_per_s=sv.output_tokens_per_s,
-        prefill_bound=sv.prefill_bound,
-        decode_bound=sv.decode_bound,
-        provenance=prov,
-        source_gpus=sources,
-        sources=tuple(tables),
-        accuracy=accuracy,
-        engine=c.engine,
-        tensor_parallel=c.tensor_parallel,
-        replicas=c.replicas,
-        concurrency_per_replica=c.batch_size,
-        notes=tuple(notes),
-    )
 
 
 VALIDATED_UTILISATION = 0.85

@@ -1,4 +1,4 @@
-"""A transferred answer (training, or encoder / CNN batch inference) anchored on the source GPU's
+"""A transferred answer (training, encoder / CNN batch inference, eager serving) anchored on the source GPU's
 measurement of the same configuration.
 
 A GPU nobody measured gets efficiencies carried over from the GPU its calibration was fitted on
@@ -20,7 +20,7 @@ from service.core.estimation.calibration import Calibration, CalibrationSet
 from service.core.estimation.efficiencies import Efficiencies
 from service.core.evidence.aggregate import CellView
 
-__all__ = ["SourceAnchor", "anchor_factor", "source_anchor"]
+__all__ = ["ServingAnchor", "SourceAnchor", "anchor_factor", "serving_anchor", "source_anchor"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +66,39 @@ def anchor_factor(model_step_s: float, modelled: float, anchor: SourceAnchor) ->
         "is the model's, the level the measurement's"
     )
     return k, note
+
+
+@dataclass(frozen=True, slots=True)
+class ServingAnchor:
+    """The measured TTFT and TPOT (medians, s) of the exact eager-serving configuration on the
+    calibration's source GPU, and that GPU's own efficiencies."""
+
+    gpu: GpuSpec
+    efficiencies: Efficiencies
+    ttft_s: float
+    tpot_s: float
+    count: int
+    output_tokens_per_s: float | None = None
+    """The measured end-to-end rate (``batch x output_len / total``), where the cell has it: a
+    mean over the steps, which the TPOT median does not give."""
+
+
+def serving_anchor(
+    cal: Calibration | None,
+    calibrations: CalibrationSet,
+    workload: str,
+    precision: str,
+    measured_on: Callable[[str], CellView | None] | None,
+) -> ServingAnchor | None:
+    """As :func:`source_anchor`, for a serving cell: its TTFT and TPOT medians."""
+    if cal is None or measured_on is None or cal.source is None or cal.scope == "same-gpu":
+        return None
+    cell = measured_on(cal.source.slug)
+    if cell is None or cell.provenance != "measured":
+        return None
+    ttft_ms, tpot_ms = cell.median("ttft_ms_p50"), cell.median("tpot_ms_p50")
+    own = calibrations.pick(cal.source, workload, precision)
+    if not ttft_ms or not tpot_ms or own is None or own.scope != "same-gpu":
+        return None
+    tps = cell.median("output_tokens_per_s")
+    return ServingAnchor(cal.source, own.efficiencies, ttft_ms / 1e3, tpot_ms / 1e3, cell.count, tps)
