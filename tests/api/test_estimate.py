@@ -442,3 +442,24 @@ def test_mixtral_8x22b_is_asked_by_its_hugging_face_id(client: TestClient) -> No
     assert eight["memory"]["fits"] is True
     assert 15 * GIB < eight["memory"]["components"]["weights"] < 20 * GIB  # ~141 GB over 8 GPUs
     assert eight["serving"]["tpot_ms"] > 0
+
+
+def test_a_serving_engine_that_cannot_hold_the_model_answers_does_not_fit(client: TestClient) -> None:
+    """Llama-3-70B in FP8 on one H100 under vLLM leaves no KV cache: the answer is the memory
+    breakdown with ``fits: false`` and a warning pointing at min_gpus, as eager serving's is --
+    not a 422, which says the request was malformed."""
+    body = {
+        "gpu": "nvidia-h100-sxm",
+        "model": "llama3-70b",
+        "mode": "inference",
+        "engine": "vllm",
+        "quant_method": "fp8",
+        "input_len": 1024,
+        "output_len": 256,
+        "batch_size": 8,
+    }
+    r = client.post("/v1/estimate", json=body)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["memory"]["fits"] is False and doc["serving"] is None
+    assert "no_serving_as_given" in [w["code"] for w in doc["warnings"]]

@@ -327,8 +327,9 @@ def _time_or_serving(
         try:
             return None, continuous_answer(c, gpu, job.serving, cell)
         except InvalidConfiguration as exc:
-            if exc.code != "MEMORY_INSUFFICIENT" or job.solve_for != "min_gpus":
+            if exc.code != "MEMORY_INSUFFICIENT":
                 raise
+            # the memory answer says "does not fit", as eager serving's does: not a 422
             warnings.append(_no_serving_as_given(exc.message))
     except MissingFigure as exc:
         warnings.append(
