@@ -216,7 +216,9 @@ class WorkloadIn(RequestModel):
         default=None,
         ge=1,
         le=65536,
-        description="requests kept in flight per replica (closed loop) instead of a rate; default batch_size",
+        description="requests kept in flight over all replicas (a closed loop of that many clients), split "
+        "evenly: each replica (each decode replica, disaggregated) holds ceil(concurrency / replicas); instead "
+        "of a rate; default batch_size",
     )
     input_len_cv: float = Field(
         default=0.0,

@@ -681,9 +681,10 @@ def test_a_held_global_batch_is_not_pruned_by_a_tensor_parallel_plan(client: Tes
 
 
 def test_a_closed_loop_miss_quotes_the_load_and_the_closest_degree(client: TestClient) -> None:
-    """256 requests in flight per replica with TPOT <= 15 ms: no degree meets it, and the
-    exclusion quotes the TPOT at that load on the degree that came closest -- not "a lone
-    request", whose TPOT is a fraction of it."""
+    """256 clients over at most 4 H100 with TPOT <= 15 ms: no degree meets it, and the
+    exclusion quotes the TPOT at each replica's share (128 in flight on each of two TP2
+    replicas) on the degree that came closest -- not "a lone request", whose TPOT is a fraction
+    of it. On 8 GPUs four TP2 replicas of 64 meet it."""
     doc = _ask(
         client,
         {
@@ -697,14 +698,14 @@ def test_a_closed_loop_miss_quotes_the_load_and_the_closest_degree(client: TestC
                 "ttft_target_ms": 1000,
                 "tpot_target_ms": 15,
             },
-            "constraints": {"max_gpus": 8, "allowed_gpus": ["nvidia-h100-sxm"]},
+            "constraints": {"max_gpus": 4, "allowed_gpus": ["nvidia-h100-sxm"]},
             "objective": "cheapest",
         },
     )
     ex = next(e for e in doc["excluded"] if e["gpu"]["slug"] == "nvidia-h100-sxm")
     assert ex["code"] == "MISSES_TPOT"
-    assert ex["params"]["concurrency"] == 256 and ex["params"]["tensor_parallel"] == 8
-    assert "lone request" not in ex["message"] and "256 requests in flight" in ex["message"]
+    assert ex["params"]["concurrency"] == 128 and ex["params"]["tensor_parallel"] == 2
+    assert "lone request" not in ex["message"] and "128 requests in flight" in ex["message"]
 
 
 def test_a_zero_plan_states_the_optimizer_bytes_it_was_sized_with(client: TestClient) -> None:
@@ -846,3 +847,39 @@ def test_an_inventory_caps_the_count_not_the_one_node_default(client: TestClient
     assert not capped["options"]
     ex = next(e for e in capped["excluded"] if e["gpu"]["slug"] == "nvidia-l40s")
     assert ex["code"] == "OVER_GPU_LIMIT", ex
+
+
+def test_a_closed_loop_counts_every_client_and_picks_the_replicas(client: TestClient) -> None:
+    """1,500 clients of Llama-3.1-8B (4k in, 512 out), cheapest per token: each replica admits
+    its share (no client waits for the KV cache), so the H100 answer is as many TP1 replicas as
+    1,500 / its concurrency cap needs -- not one replica holding all 1,500 (which excluded the
+    H100 for their KV cache) -- and its tokens/s are all replicas' together."""
+    body = {
+        "workload": {
+            "model": "llama3.1-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 4096,
+            "output_len": 512,
+            "concurrency": 1500,
+        },
+        "objective": "cost_per_million_tokens",
+        "constraints": {"max_gpus": 32, "allowed_gpus": ["nvidia-h100-sxm"]},
+    }
+    o = _ask(client, body)["options"][0]
+    s, sv = o["strategy"], o["serving"]
+    assert s["replicas"] > 1 and s["replicas"] * sv["concurrency_per_replica"] >= 1500
+    assert sv["concurrency_per_replica"] <= sv["max_concurrency_per_replica"]
+    assert (s["replicas"] - 1) * sv["max_concurrency_per_replica"] < 1500  # the fewest that admit all
+    # /v1/estimate of that deployment, 1,500 clients over its replicas, agrees
+    est = client.post(
+        "/v1/estimate",
+        json={
+            **body["workload"],
+            "gpu": "nvidia-h100-sxm",
+            "gpu_count": s["gpu_count"],
+            "tensor_parallel": s["tensor_parallel"],
+        },
+    ).json()["serving"]
+    assert est["concurrency_per_replica"] == sv["concurrency_per_replica"]
+    assert abs(est["output_tokens_per_s"] - sv["output_tokens_per_s"]) <= 0.01 * sv["output_tokens_per_s"]

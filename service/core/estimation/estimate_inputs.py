@@ -455,17 +455,18 @@ def _inference_config(
         raise InvalidConfiguration(
             "concurrency",
             "give requests_per_s (an open loop: arrivals at a rate, the in-flight count follows) or "
-            "concurrency (a closed loop: that many requests in flight per replica), not both",
+            "concurrency (a closed loop: that many requests in flight over all replicas), not both",
         )
     targets = spec.ttft_target_ms or spec.tpot_target_ms
     if spec.solve_for == "min_gpus" and spec.requests_per_s is None and targets:
         raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
     _serving_features(spec, model, continuous)
+    share = _concurrency_share(spec, tp)
     config = InferenceConfig(
         model=model,
         precision=spec.precision or "bf16",
         quant_method=spec.quant_method,
-        batch_size=spec.concurrency or spec.batch_size,
+        batch_size=share or spec.batch_size,
         input_len=spec.input_len,
         output_len=spec.output_len,
         engine=spec.engine,
@@ -489,11 +490,21 @@ def _inference_config(
                 float(spec.input_len), float(max(spec.output_len, 1)), spec.input_len_cv, spec.output_len_cv
             ),
             requests_per_s=spec.requests_per_s,
-            concurrency=spec.concurrency,
+            concurrency=share,
             ttft_target_s=spec.ttft_target_ms / 1e3 if spec.ttft_target_ms else None,
             tpot_target_s=spec.tpot_target_ms / 1e3 if spec.tpot_target_ms else None,
         )
     return config, serving
+
+
+def _concurrency_share(spec: JobSpec, tp: int) -> int | None:
+    """Clients per replica of a closed loop: ``concurrency`` counts every client of the
+    deployment (as ``requests_per_s`` counts every arrival), split evenly over the replicas --
+    the decode replicas of a disaggregated one -- the last share rounded up."""
+    if spec.concurrency is None:
+        return None
+    gpus = spec.disaggregated.decode_gpus if spec.disaggregated is not None else spec.gpu_count
+    return -(-spec.concurrency // max(1, gpus // tp))
 
 
 def _batch_inference_config(spec: JobSpec, model: EncoderSpec | CnnSpec) -> BatchInferenceConfig:

@@ -40,6 +40,7 @@ from service.core.recommend.replicas import (
     best_tpot,
     replicas_needed,
 )
+from service.core.recommend.serving_clients import size_for_clients
 from service.core.recommend.serving_formats import formats_for
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
@@ -59,6 +60,11 @@ class _ServingSearch:
         self.serving = job.serving
         self.continuous = ENGINE_CLASSES[self.base.engine].batching == "continuous"
         self.rate = self.serving.requests_per_s if self.serving is not None else None
+        self.closed = (
+            self.continuous and self.rate is None and bool(self.serving and self.serving.concurrency)
+        )
+        """A closed loop of ``concurrency`` clients over the replicas (:mod:`.serving_clients`):
+        a GPU fits where one replica holds one sequence, as at a rate."""
         self._mem: dict[tuple[str, int], MemoryEstimate] = {}
         self.host_floor_s = 0.0
         """Eager generate launches every op of a decode step from Python: the host profile's
@@ -88,9 +94,8 @@ class _ServingSearch:
         key = (fmt, tp)
         if key not in self._mem:
             self.counter.memory += 1
-            self._mem[key] = estimate_inference(
-                replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1)
-            )
+            one = replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1)
+            self._mem[key] = estimate_inference(replace(one, batch_size=1) if self.closed else one)
         return self._mem[key]
 
     def tp_degrees(self, gpu: GpuSpec, cap: int) -> tuple[list[int], int]:
@@ -225,6 +230,8 @@ class _ServingSearch:
             key: Callable[[Option], tuple[float, ...]] = lambda o: (o.time_value > low, o.gpu_count)  # noqa: E731
         elif obj == "perf_per_watt":
             key = lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)  # noqa: E731
+        elif obj == "cost_per_million_tokens":  # a closed loop's plans serve different token rates
+            key = lambda o: (o.cost_per_million_tokens or math.inf, o.gpu_count, o.time_value)  # noqa: E731
         else:
             key = lambda o: ((o.quote.per_hour if o.quote else math.inf), o.gpu_count, o.time_value)  # noqa: E731
         candidates.sort(key=key)
@@ -330,6 +337,11 @@ class _ServingSearch:
                 return sized
             replicas, r = sized
             return self._option(gpu, fmt, tp, usable, mem, replace(cfg, replicas=replicas), r)
+        if self.closed:
+            clients = size_for_clients(self, gpu, fmt, tp, cap, fewest)
+            if clients is None or isinstance(clients, Reason):
+                return clients
+            return self._option(gpu, fmt, tp, usable, clients[1], clients[0], None)
         return self._option(gpu, fmt, tp, usable, mem, cfg, None)
 
     def _size_for_rate(
@@ -431,6 +443,8 @@ class _ServingSearch:
         replicas = cfg.replicas
         n = replicas * tp
         job = replace(self.job, config=cfg, solve_for=None)
+        if self.closed and job.serving is not None:  # each replica's share of the clients
+            job = replace(job, serving=replace(job.serving, concurrency=cfg.batch_size))
         nodes, per, deploy = serving_layout(gpu, cfg, tp, self.q.constraints)
         priced = price_plan(self.data, self.q, gpu, deploy)
         quote, hourly = priced.quote, priced.hourly
@@ -499,7 +513,7 @@ class _ServingSearch:
         if sv is None:
             return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": "a figure the time model needs"})
         missed = latency_miss(
-            self.serving, name, tp, sv.ttft_s, sv.tpot_s, self.serving.concurrency if self.serving else None
+            self.serving, name, tp, sv.ttft_s, sv.tpot_s, job.serving.concurrency if job.serving else None
         )
         if missed is not None:
             return missed
