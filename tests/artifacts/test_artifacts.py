@@ -100,7 +100,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             "output_len": 256,
             "requests_per_s": 4,
         },
-        "constraints": {"inventory": [{"gpu": "L40", "gpus_per_node": 1, "nodes": 8}], "max_gpus": 8},
+        # aggregated replicas (a disaggregated answer is refused by every target, tested above)
+        "constraints": {
+            "inventory": [{"gpu": "L40", "gpus_per_node": 1, "nodes": 8}],
+            "max_gpus": 8,
+            "allow_disaggregation": False,
+        },
     },
     "deadline_8b_training": {
         "workload": {
@@ -265,6 +270,13 @@ def test_every_artifact_of_every_option_validates(client: TestClient, scenario: 
     rec_id = doc["recommendation_id"]
     sky_files: list[tuple[Path, dict[str, Any], dict[str, Any]]] = []
     for o in doc["options"]:
+        if o["strategy"].get("disaggregated"):  # two pools and a router: refused, never mis-rendered
+            r = client.get(
+                f"/v1/recommendations/{rec_id}/artifacts",
+                params={"target": "kubernetes", "option": o["rank"]},
+            )
+            assert r.status_code == 422 and "disaggregated pools" in r.json()["detail"]
+            continue
         k8s = _artifact(client, rec_id, "kubernetes", o["rank"])
         _kubernetes_states_the_option(validate.kubernetes(k8s["content"]), o)
         sbatch = _artifact(client, rec_id, "slurm", o["rank"])

@@ -4,9 +4,10 @@ writer's round trip."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
-from service.core.deploy import DeployOption, DeployPlan, SchedulerNames, render
+from service.core.deploy import DeployOption, DeployPlan, NotRenderable, SchedulerNames, render
 from service.core.deploy.commands import shm_bytes
 from service.core.deploy.yamltext import dump
 from tests.artifacts import validate
@@ -61,6 +62,41 @@ def test_tensorrt_llm_and_hf_engines_carry_tp_and_length() -> None:
         d = validate.kubernetes(art.content)[0]
         assert d["kind"] == "Deployment" and d["spec"]["replicas"] == 3
         assert flag in d["spec"]["template"]["spec"]["containers"][0]["args"][0]
+
+
+def test_sglang_and_expert_parallel_plans_render_as_sized() -> None:
+    """An SGLang option runs SGLang's server (it ran Hugging Face's TGI), and an expert-parallel
+    option carries each engine's EP flags: the layout whose memory and latency were estimated."""
+    sg = _option(engine="sglang", tensor_parallel=8, replicas=1, gpu_count=8, nodes=1, expert_parallel=True)
+    args = validate.kubernetes(render(_plan(sg), "kubernetes").content)[0]["spec"]["template"]["spec"]
+    script = args["containers"][0]["args"][0]
+    assert "sglang.launch_server" in script and "text-generation-launcher" not in script
+    for flag in (
+        "--tp 8",
+        "--quantization fp8",
+        "--kv-cache-dtype fp8_e4m3",
+        "--enable-dp-attention",
+        "--ep-size 8",
+    ):
+        assert flag in script, flag
+    sbatch = render(_plan(sg), "slurm").content
+    validate.shellcheck(sbatch)
+    assert "sglang.launch_server" in sbatch
+    vl = _option(tensor_parallel=8, replicas=1, gpu_count=8, nodes=1, expert_parallel=True)
+    assert "--enable-expert-parallel" in render(_plan(vl), "kubernetes").content
+    trt = _option(
+        engine="tensorrt-llm", tensor_parallel=8, replicas=1, gpu_count=8, nodes=1, expert_parallel=True
+    )
+    assert "--ep_size 8" in render(_plan(trt), "kubernetes").content
+
+
+def test_a_disaggregated_option_is_not_rendered_as_aggregated_replicas() -> None:
+    dis = _option(
+        tensor_parallel=4, replicas=2, gpu_count=8, nodes=1, disaggregated="4 prefill + 4 decode GPUs"
+    )
+    for target in ("kubernetes", "slurm", "skypilot"):
+        with pytest.raises(NotRenderable, match="disaggregated pools"):
+            render(_plan(dis), target)
 
 
 def test_shm_covers_nccl_buffers() -> None:

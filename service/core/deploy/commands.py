@@ -22,7 +22,11 @@ VLLM_QUANTIZATION: dict[str, str] = {
     "bnb-nf4": "bitsandbytes",
 }
 """The answer's quantisation -> vLLM ``--quantization`` (vLLM engine arguments); ``int8``
-(W8A8) checkpoints carry their scheme and take no flag."""
+(W8A8), ``nvfp4`` and ``mxfp4`` checkpoints carry their scheme and take no flag."""
+
+SGLANG_QUANTIZATION: dict[str, str] = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "int8": "w8a8_int8"}
+"""The answer's quantisation -> SGLang ``--quantization`` (SGLang server arguments); FP4
+checkpoints carry their scheme."""
 
 K8S_RESOURCE: dict[str, str] = {
     "nvidia": "nvidia.com/gpu",
@@ -71,7 +75,7 @@ def fill_ins(plan: DeployPlan, o: DeployOption) -> tuple[FillIn, ...]:
 def _runtime(o: DeployOption) -> str:
     if not o.serving:
         return "PyTorch (torchrun)"
-    return {"vllm": "vLLM", "tensorrt-llm": "TensorRT-LLM (trtllm-serve)"}.get(
+    return {"vllm": "vLLM", "tensorrt-llm": "TensorRT-LLM (trtllm-serve)", "sglang": "SGLang"}.get(
         o.engine or "vllm", "Text Generation Inference (the hf-transformers engine's server)"
     )
 
@@ -83,7 +87,10 @@ def serve_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str | None = N
     length = plan.max_model_len
     if o.engine == "tensorrt-llm":
         argv = ["trtllm-serve", model, "--tp_size", tp, "--host", "0.0.0.0", "--port", str(SERVE_PORT)]
+        argv += ["--ep_size", tp] if o.expert_parallel else []
         return (*argv, *(("--max_seq_len", str(length)) if length else ()))
+    if o.engine == "sglang":
+        return _sglang_argv(plan, o, model, tp)
     if o.engine == "vllm" or o.engine is None:
         argv = ["vllm", "serve", model, "--tensor-parallel-size", tp, "--port", str(SERVE_PORT)]
         if length:
@@ -93,12 +100,40 @@ def serve_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str | None = N
             argv += ["--quantization", q]
         if o.kv_cache_dtype and o.kv_cache_dtype.startswith("fp8"):
             argv += ["--kv-cache-dtype", "fp8"]
+        if o.expert_parallel:
+            argv += ["--enable-expert-parallel"]
         if o.nodes_per_replica > 1:
             argv += ["--distributed-executor-backend", "ray"]
         return tuple(argv)
     # hf-transformers: Hugging Face's own server (TGI) shards with --num-shard
     argv = ["text-generation-launcher", "--model-id", model, "--num-shard", tp, "--port", str(SERVE_PORT)]
     return (*argv, *(("--max-total-tokens", str(length)) if length else ()))
+
+
+def _sglang_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str) -> tuple[str, ...]:
+    """SGLang's server: ``--tp``, and for expert parallelism its DP-attention layout (experts
+    whole over ``--ep-size`` GPUs, attention data-parallel), as the estimate modelled it."""
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", model, "--tp", tp]
+    argv += ["--host", "0.0.0.0", "--port", str(SERVE_PORT)]
+    if plan.max_model_len:
+        argv += ["--context-length", str(plan.max_model_len)]
+    q = SGLANG_QUANTIZATION.get(o.quant_method or "")
+    if q:
+        argv += ["--quantization", q]
+    if o.kv_cache_dtype and o.kv_cache_dtype.startswith("fp8"):
+        argv += ["--kv-cache-dtype", "fp8_e4m3"]
+    if o.expert_parallel:
+        argv += ["--enable-dp-attention", "--dp", tp, "--ep-size", tp]
+    if o.nodes_per_replica > 1:
+        argv += [
+            "--nnodes",
+            str(o.nodes_per_replica),
+            "--node-rank",
+            FILL,
+            "--dist-init-addr",
+            f"{FILL}:{RDZV_PORT}",
+        ]
+    return tuple(argv)
 
 
 def train_env(o: DeployOption) -> dict[str, str]:

@@ -48,6 +48,11 @@ class DeployOption:
     finetune: str | None
     walltime_s: float | None
     """Upper end of the training time band (Slurm ``--time``); None for serving."""
+    expert_parallel: bool = False
+    """Serving: routed experts spread whole over the TP group (attention data-parallel)."""
+    disaggregated: str | None = None
+    """Serving: the prefill / decode pools the option was sized as (``"P prefill + D decode
+    GPUs"``), None for aggregated replicas."""
 
     @property
     def serving(self) -> bool:
@@ -155,7 +160,15 @@ def _option(o: Mapping[str, Any], names: Mapping[str, SchedulerNames]) -> Deploy
         mixed_precision=_str(s.get("mixed_precision")),
         finetune=_str(s.get("finetune")),
         walltime_s=None if serving else _walltime_s(o),
+        expert_parallel=bool(s.get("expert_parallel")),
+        disaggregated=_pools(s.get("disaggregated")),
     )
+
+
+def _pools(d: Any) -> str | None:
+    if not isinstance(d, Mapping):
+        return None
+    return f"{d.get('prefill_gpus')} prefill + {d.get('decode_gpus')} decode GPUs"
 
 
 def plan_of(

@@ -52,6 +52,13 @@ def render(plan: DeployPlan, target: str, rank: int = 1) -> Artifact:
             f"the answer has no option ranked {rank}"
             + (f" (ranks 1-{len(plan.options)})" if plan.options else " (it has no options)")
         )
+    if o.disaggregated is not None:
+        raise NotRenderable(
+            f"option {rank} serves from disaggregated pools ({o.disaggregated}): a prefill and a decode "
+            "deployment joined by a KV-cache connector and a router, which these artifacts do not render "
+            "(aggregated replicas would not be the layout that was sized); deploy it with the engine's "
+            "disaggregation (vLLM --kv-transfer-config, SGLang --disaggregation-mode) or render another option"
+        )
     fill = tuple(f"{f.name}: {f.what}" for f in fill_ins(plan, o))
     base = kubernetes.name_of(plan, o)
     if target == "kubernetes":

@@ -550,7 +550,9 @@ class _ServingSearch:
                         "replicas": replicas,
                         "tensor_parallel": tp,
                         "rate": self.rate,
-                        "concurrency": None if self.rate else s.concurrency,
+                        "concurrency": None
+                        if self.rate or not s.concurrency
+                        else -(-s.concurrency // replicas),
                         "ttft_ms": round(ttft * 1e3, 1),
                         "tpot_ms": round(tpot * 1e3, 2),
                         "ttft_target_ms": round(s.ttft_target_s * 1e3, 1) if s.ttft_target_s else None,
