@@ -247,6 +247,12 @@ EN: Final[Table] = {
         "": "with the fused AdamW step (optimizer_impl fused)" + _WHATIF_EN,
         "instead": "with the fused AdamW step (optimizer_impl fused)" + _WHATIF_INSTEAD_EN,
     },
+    C.WITH_GRADIENT_ACCUMULATION: {
+        "": "with micro-batch 1 and gradient accumulation, {global_batch} sequences per optimizer step "
+        "(workload.global_batch {global_batch})" + _WHATIF_EN,
+        "instead": "with micro-batch 1 and gradient accumulation, {global_batch} sequences per optimizer step "
+        "(workload.global_batch {global_batch})" + _WHATIF_INSTEAD_EN,
+    },
     C.WITH_FP8_WEIGHTS: {
         "": "with FP8 weights one replica fits on TP{tensor_parallel} of the {gpu} instead of "
         "TP{instead_of} ({needed_gib} of {usable_gib} GiB)"
@@ -510,6 +516,12 @@ ZH: Final[Table] = {
     C.WITH_FUSED_OPTIMIZER: {
         "": "使用融合 AdamW（optimizer_impl fused）" + _WHATIF_ZH,
         "instead": "使用融合 AdamW（optimizer_impl fused）" + _WHATIF_INSTEAD_ZH,
+    },
+    C.WITH_GRADIENT_ACCUMULATION: {
+        "": "改为微批 1 并做梯度累积、每个优化器步 {global_batch} 条序列（workload.global_batch {global_batch}）"
+        + _WHATIF_ZH,
+        "instead": "改为微批 1 并做梯度累积、每个优化器步 {global_batch} 条序列（workload.global_batch {global_batch}）"
+        + _WHATIF_INSTEAD_ZH,
     },
     C.WITH_FP8_WEIGHTS: {
         "": "改用 FP8 权重后，一个副本在 {gpu} 上只需 TP{tensor_parallel}（原为 TP{instead_of}；每块 "

@@ -67,6 +67,7 @@ class ReasonCode(StrEnum):
     WITH_GRADIENT_CHECKPOINTING = "WITH_GRADIENT_CHECKPOINTING"
     WITH_QLORA = "WITH_QLORA"
     WITH_FUSED_OPTIMIZER = "WITH_FUSED_OPTIMIZER"
+    WITH_GRADIENT_ACCUMULATION = "WITH_GRADIENT_ACCUMULATION"
     WITH_FP8_WEIGHTS = "WITH_FP8_WEIGHTS"
     # warnings
     NO_OPTION = "NO_OPTION"
@@ -95,7 +96,8 @@ ReasonCodeName = Literal[
     "BEST_FOR_OBJECTIVE",
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "QUANTISED_WEIGHTS", "MULTI_NODE",
     "EXPERT_PARALLEL", "DISAGGREGATED",
-    "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_FP8_WEIGHTS",
+    "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_GRADIENT_ACCUMULATION",
+    "WITH_FP8_WEIGHTS",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
     "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
     "ASSUMED_ENGINE", "ASSUMED_PRICES", "ASSUMED_BAND",
@@ -299,6 +301,10 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.WITH_GRADIENT_CHECKPOINTING: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
     ReasonCode.WITH_QLORA: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
     ReasonCode.WITH_FUSED_OPTIMIZER: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
+    ReasonCode.WITH_GRADIENT_ACCUMULATION: (
+        Form("", {**_WHATIF, "global_batch": Count}),
+        Form("instead", {**_WHATIF, "global_batch": Count, "instead_of": Count}),
+    ),
     ReasonCode.WITH_FP8_WEIGHTS: _one(gpu=Text, tensor_parallel=Count, instead_of=Count, needed_gib=Num, usable_gib=Num),
     ReasonCode.NO_OPTION: _one(excluded=Count),
     ReasonCode.NO_PLAN_MEETS_DEADLINE: (

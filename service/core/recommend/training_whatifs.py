@@ -1,5 +1,6 @@
 """What-ifs of a training search: changes the caller ruled out (or did not ask for) --
-checkpointing, QLoRA instead of LoRA, the fused AdamW step -- that fit the job on fewer GPUs."""
+checkpointing, QLoRA instead of LoRA, the fused AdamW step, micro-batch 1 with gradient
+accumulation -- that fit the job on fewer GPUs."""
 
 from __future__ import annotations
 
@@ -54,6 +55,15 @@ def _relaxations(search: _TrainingSearch) -> list[_Relax]:
                 lambda c: replace(
                     c, finetune="qlora", sharding="ddp" if c.sharding in ("fsdp", "zero3") else c.sharding
                 ),
+            )
+        )
+    if base.batch_size > 1 and not search.global_batch_held:
+        # the micro-batch was taken as given per GPU: the same sequences per step, one at a time
+        relax.append(
+            (
+                "WITH_GRADIENT_ACCUMULATION",
+                {"workload.global_batch": base.batch_size},
+                lambda c: replace(c, batch_size=1, global_batch=base.batch_size),
             )
         )
     if base.optimizer == "adamw" and base.optimizer_impl != "fused":
@@ -120,6 +130,11 @@ def training_what_ifs(
                                 "needed_gib": _gib(mem.device_memory_band.high),
                                 "usable_gib": _gib(usable),
                                 "instead_of": None if now >= 10**9 else now,
+                                **{
+                                    k.split(".")[1]: v
+                                    for k, v in change.items()
+                                    if k == "workload.global_batch"
+                                },
                             },
                         )
                     )
