@@ -1472,9 +1472,11 @@ class TrainingPerfOut(_Model):
 
     bound: str
     mfu: float
+    samples_per_s: float
     source_gpus: list[str] | None = Field(default=None)
     sources: list[str] | None = Field(default=None)
     step_time: FigureOut
+    throughput_unit: Literal["tokens", "images"] | None = Field(default=None)
     time_to_train: FigureOut | None = Field(default=None)
     tokens_per_s: float
 

@@ -390,7 +390,13 @@ class FigureOut(BaseModel):
 
 class TrainingPerfOut(BaseModel):
     step_time: FigureOut
-    tokens_per_s: float = Field(description="all GPUs together")
+    tokens_per_s: float = Field(
+        description="all GPUs together; images per second for a CNN (throughput_unit)"
+    )
+    samples_per_s: float = Field(description="sequences (or images) per second, all GPUs together")
+    throughput_unit: Literal["tokens", "images"] = Field(
+        default="tokens", description="what tokens_per_s and the per-million objectives count"
+    )
     time_to_train: FigureOut | None = Field(default=None, description="hours; with workload.tokens")
     mfu: float
     bound: str

@@ -921,3 +921,18 @@ def test_a_micro_batch_nothing_holds_gets_the_accumulation_what_if(client: TestC
         },
     ).json()["memory"]
     assert est["fits"] is True  # on the count the what-if named
+
+
+def test_a_cnn_plan_counts_images_not_tokens(client: TestClient) -> None:
+    """ResNet-50 training: the throughput is images per second and the objective's unit says
+    so (it said "s per million tokens")."""
+    body = {
+        "workload": {"model": "resnet50", "mode": "training", "batch_size": 256, "precision": "amp_bf16"},
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
+    }
+    o = _ask(client, body)["options"][0]
+    t = o["training"]
+    assert t["throughput_unit"] == "images" and o["objective_unit"] == "s per million images"
+    assert t["samples_per_s"] == t["tokens_per_s"]  # one image is one sample
+    llm = _ask(client, {"workload": PRETRAIN_8B, "constraints": {"max_gpus": 8}})["options"][0]["training"]
+    assert llm["throughput_unit"] == "tokens" and llm["tokens_per_s"] == llm["samples_per_s"] * 4096

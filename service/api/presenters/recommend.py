@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from service.api.answers import dumps
 from service.api.presenters.notice_words import notice_text
 from service.api.presenters.recommend_words import sentence
+from service.core.catalog.models import CnnSpec
 from service.core.estimation.estimate import ServingAnswer, TimeAnswer, configuration_of
 from service.core.pricing.token_cost import serving_token_costs
 from service.core.recommend.search import Exclusion, Option, Reason, WhatIf
@@ -123,6 +124,8 @@ def _training(t: TimeAnswer, o: Option) -> TrainingPerfOut:
     return TrainingPerfOut(
         step_time=_figure(t.step_time_s, t.step_time_band, "s", t.provenance, t.accuracy),
         tokens_per_s=t.tokens_per_s,
+        samples_per_s=t.samples_per_s,
+        throughput_unit=_unit(o),
         time_to_train=ttt,
         mfu=t.mfu,
         bound=t.bound,
@@ -310,21 +313,27 @@ def _schedule(o: Option) -> SchedulingOut | None:
     )
 
 
+def _unit(o: Option) -> Literal["tokens", "images"]:
+    """What a training option's throughput counts: images for a CNN, tokens otherwise."""
+    return "images" if isinstance(o.est.job.config.model, CnnSpec) else "tokens"
+
+
 def _objective_unit(o: Option, objective: str) -> str:
+    unit = _unit(o)
     if objective == "fastest":
         if o.train is not None:
-            return "h" if o.hours is not None else "s per million tokens"
+            return "h" if o.hours is not None else f"s per million {unit}"
         return "s per output token (p50 TPOT)"
     if objective == "perf_per_watt":
-        return "W per token/s"
+        return f"W per {unit[:-1]}/s"
     if objective == "cost_per_million_tokens":
-        return "currency per million tokens"
+        return f"currency per million {unit}"
     return (
         "currency (run)"
         if o.run_cost is not None
         else "currency per hour"
         if o.serve
-        else "currency per million tokens"
+        else f"currency per million {unit}"
     )
 
 
