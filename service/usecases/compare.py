@@ -229,12 +229,13 @@ def compare(
         for s in slugs
         for q in (book.cheapest_by_provider(s, assumptions),)
     )
+    results, elsewhere = _results(snap, slugs, read.min_points, workload)
     out = Comparison(
         queries=names,
         gpus=views,
         specs=_specs(docs),
         capabilities=_capabilities(docs),
-        results=_results(snap, slugs, read.min_points, workload),
+        results=results,
         prices=prices,
         currency=currency,
         stale_after_days=stale_days,
@@ -242,6 +243,15 @@ def compare(
         notes=(
             "ratio_to_first and speedup_vs_first compare each GPU with the first one named",
             "mig: the catalog does not record MIG support, so it is 'unknown' for every GPU",
+            *(
+                (
+                    "none of these GPUs has a measurement here: the results are the configurations "
+                    f"measured on {', '.join(elsewhere)}, estimated for each GPU and anchored on "
+                    "those measurements (the cross-GPU ratio is the model's)",
+                )
+                if elsewhere
+                else ()
+            ),
         ),
     )
     if len(snap.measurements.memo) > 256:
@@ -611,7 +621,10 @@ def _order(workload: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _results(snap: Snapshot, slugs: Sequence[str], k: int, only: str | None) -> tuple[ResultLine, ...]:
+def _rows(
+    snap: Snapshot, slugs: Sequence[str], only: str | None
+) -> tuple[dict[tuple[str, str], dict[str, MeasuredCellStacks]], dict[tuple[str, str], Mapping[str, Any]]]:
+    """The measured single-GPU configurations of ``slugs`` (of workload ``only``), by row."""
     ms = snap.measurements
     rows: dict[tuple[str, str], dict[str, MeasuredCellStacks]] = {}
     params_of: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -622,16 +635,34 @@ def _results(snap: Snapshot, slugs: Sequence[str], k: int, only: str | None) -> 
                 continue
             rows.setdefault((c.workload, c.params_hash), {})[slug] = c
             params_of.setdefault((c.workload, c.params_hash), c.params)
+    return rows, params_of
+
+
+def _results(
+    snap: Snapshot, slugs: Sequence[str], k: int, only: str | None
+) -> tuple[tuple[ResultLine, ...], tuple[str, ...]]:
+    """One line per measured configuration: the compared GPUs' own measurements, the others
+    estimated. Asked for a workload none of them measured, the configurations of it measured on
+    other GPUs, every cell estimated and anchored on those measurements (the second value: those
+    GPUs), rather than no line at all."""
+    rows, params_of = _rows(snap, slugs, only)
+    elsewhere: tuple[str, ...] = ()
+    anchors: dict[tuple[str, str], dict[str, MeasuredCellStacks]] = {}
+    if not rows and only is not None:
+        others = [g for g in snap.measurements.by_gpu if g not in slugs]
+        anchors, params_of = _rows(snap, others, only)
+        rows = {key: {} for key in anchors}
+        elsewhere = tuple(sorted({g for cells in anchors.values() for g in cells}))
     out: list[ResultLine] = []
     for wl, ph in sorted(rows, key=lambda key: _order(key[0], params_of[key])):
         measured = rows[(wl, ph)]
-        views, common, stack = _views(snap, measured, k)
+        views, common, stack = _views(snap, measured or anchors[(wl, ph)], k)
         present = {m for v in views.values() for m in v.metrics}
         metric = main_metric_of(wl, present)
         mdef = WORKLOADS[wl].metric(metric)
         cells = tuple(
             _measured_cell(views[s], metric)
-            if s in views
+            if s in views and s in measured
             else _estimated_cell(snap, s, wl, ph, params_of[(wl, ph)], metric, views.get)
             for s in slugs
         )
@@ -648,4 +679,4 @@ def _results(snap: Snapshot, slugs: Sequence[str], k: int, only: str | None) -> 
                 stack=stack,
             )
         )
-    return tuple(out)
+    return tuple(out), elsewhere

@@ -242,3 +242,24 @@ def test_an_admin_price_moves_the_etag_and_prices_the_l20(fresh_client: tuple[Te
     assert l20["reason"] is None and [p["provider"] for p in l20["providers"]] == ["example-cn-cloud"]
     # 70 CNY per 8-GPU hour at the 2026-01-08 parity 7.0197 CNY/USD
     assert l20["cheapest_per_gpu_hour"] == pytest.approx(70 / 7.0197 / 8, rel=1e-3)
+
+
+def test_gpus_nobody_measured_are_compared_on_the_configurations_measured_elsewhere(
+    client: TestClient,
+) -> None:
+    """L40 against L20 for LLM training, neither measured here: the lines are the H200's
+    measured configurations, every cell an estimate anchored on them (the L40 ahead on its
+    tensor peak), OOM where 48 GB cannot hold the configuration, and a note saying so -- not an
+    empty table."""
+    r = client.get("/v1/compare?gpus=nvidia-l40,nvidia-l20&workload=llm-train")
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["results"]
+    assert all(c["source"] == "estimate" for row in doc["results"] for c in row["cells"])
+    timed = [row for row in doc["results"] if all(c["value"] for c in row["cells"])]
+    assert timed and all(row["cells"][1]["speedup_vs_first"] <= 1.0001 for row in timed)
+    assert any(row["cells"][1]["speedup_vs_first"] < 0.95 for row in timed)
+    assert any(c["oom"] for row in doc["results"] for c in row["cells"])
+    assert any(
+        "none of these GPUs has a measurement here" in n and "nvidia-h200-sxm" in n for n in doc["notes"]
+    )
