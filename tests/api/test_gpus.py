@@ -136,8 +136,17 @@ def test_list_filters_sort_and_cursor(client: TestClient) -> None:
     )
     items = r.json()["items"]
     assert items and all(g["vendor"] == "nvidia" and g["supports"]["fp8"] == "yes" for g in items)
-    mems = [g["memory"]["usable_memory_bytes"] for g in items]
-    assert mems == sorted(mems, reverse=True) and min(mems) >= 80 * 2**30
+    usable = [g["memory"]["usable_memory_bytes"] for g in items if g["memory"]["usable_memory_bytes"]]
+    assert usable == sorted(usable, reverse=True)  # sorted by usable memory; unsourced ones last
+    # the floor reads the usable memory, the physical where that is unsourced (the H200's)
+    assert all(
+        (g["memory"]["usable_memory_bytes"] or g["memory"]["memory_bytes"]) >= 80 * 2**30 for g in items
+    )
+    assert "nvidia-h200-sxm" in {g["slug"] for g in items}
+    amd = client.get("/v1/gpus", params={"vendor": "amd", "min_usable_memory_gib": 100}).json()["items"]
+    assert {"amd-mi300x", "amd-mi325x", "amd-mi355x"} <= {g["slug"] for g in amd}
+    ada = client.get("/v1/gpus", params={"architecture": "ada"}).json()["items"]
+    assert ada and all(g["architecture"] == "Ada Lovelace" for g in ada)
     r = client.get("/v1/gpus", params={"form_factor": "sxm", "nvlink_topology": "switched"})
     assert all(g["form_factor"] == "sxm" for g in r.json()["items"])
     # cursor pagination walks everything exactly once

@@ -936,3 +936,21 @@ def test_a_cnn_plan_counts_images_not_tokens(client: TestClient) -> None:
     assert t["samples_per_s"] == t["tokens_per_s"]  # one image is one sample
     llm = _ask(client, {"workload": PRETRAIN_8B, "constraints": {"max_gpus": 8}})["options"][0]["training"]
     assert llm["throughput_unit"] == "tokens" and llm["tokens_per_s"] == llm["samples_per_s"] * 4096
+
+
+def test_an_unsourced_usable_memory_is_stated_as_assumed(client: TestClient) -> None:
+    """The MI355X's usable memory is not sourced: the answer says its physical 288 GiB decided
+    the fit (it stated "288.0 GiB usable" as a fact); the H100's is sourced, and nothing is said."""
+    serve = {
+        "model": "llama3.1-70b",
+        "mode": "inference",
+        "engine": "vllm",
+        "input_len": 1024,
+        "output_len": 256,
+        "concurrency": 16,
+    }
+    amd = _ask(client, {"workload": serve, "constraints": {"allowed_gpus": ["amd-mi355x"]}})
+    said = next(a for a in amd["assumptions"] if a["code"] == "ASSUMED_USABLE_MEMORY")
+    assert said["params"]["physical_gib"] == 288.0 and "not sourced" in said["message"]
+    h100 = _ask(client, {"workload": serve, "constraints": {"allowed_gpus": ["nvidia-h100-sxm"]}})
+    assert "ASSUMED_USABLE_MEMORY" not in [a["code"] for a in h100["assumptions"]]

@@ -300,6 +300,10 @@ EN: Final[Table] = {
         "counts from when the catalog copy was read){stale:?, stale|}",
     },
     C.ASSUMED_BAND: {"": "bands are the {level} interval of the held-out error"},
+    C.ASSUMED_USABLE_MEMORY: {
+        "": "the {gpu}'s usable memory is not sourced: its physical {physical_gib} GiB decided the fit, which "
+        "may be optimistic (the driver and ECC reserve some)"
+    },
 }
 
 _SERVING_FITS_ZH = (
@@ -562,6 +566,9 @@ ZH: Final[Table] = {
         + "至少 {age_days_at_least} 天前的价格（实际日期未知：从读取目录副本之日算起）{stale:?，已过期|}",
     },
     C.ASSUMED_BAND: {"": "区间为留出误差的 {level} 区间"},
+    C.ASSUMED_USABLE_MEMORY: {
+        "": "{gpu} 的可用显存没有来源：按物理显存 {physical_gib} GiB 判断是否放得下，可能偏乐观（驱动和 ECC 会占用一部分）"
+    },
 }
 
 TEMPLATES: Final[Mapping[str, Table]] = {"en": EN, "zh": ZH}

@@ -24,7 +24,13 @@ from decimal import Decimal
 from typing import Any
 
 from service.core.catalog.fingerprint import normalise_pci_id
-from service.core.catalog.specs import AliasEntry, Resolution, normalise_name, resolve_name
+from service.core.catalog.specs import (
+    AliasEntry,
+    Resolution,
+    normalise_architecture,
+    normalise_name,
+    resolve_name,
+)
 from service.core.catalog.vocabulary import VocabularyError
 
 # ---- documents ---------------------------------------------------------------------------
@@ -175,15 +181,20 @@ class GpuFilters:
     nvlink_topology: str | None = None
 
     def admits(self, document: Mapping[str, Any]) -> bool:
-        """Whether a GPU's effective document passes every filter (a GPU with an unknown
-        usable memory fails a memory floor)."""
+        """Whether a GPU's effective document passes every filter. The architecture matches as
+        the family key (``ada`` = ``Ada Lovelace``, ``cdna3`` = ``CDNA 3``); a memory floor reads
+        the usable memory, or the physical memory where the usable figure is unsourced (what an
+        estimate then assumes, with a warning) -- a 256 GB MI325X is not below 100 GiB."""
         d = document
         if self.vendor and d.get("vendor") != self.vendor.lower():
             return False
-        if self.architecture and str(d.get("architecture") or "").lower() != self.architecture.lower():
+        if self.architecture and normalise_architecture(
+            str(d.get("architecture") or "")
+        ) != normalise_architecture(self.architecture):
             return False
         if self.min_usable_memory_bytes is not None:
-            usable = (d.get("memory") or {}).get("usable_memory_bytes")
+            mem = d.get("memory") or {}
+            usable = mem.get("usable_memory_bytes") or mem.get("memory_bytes")
             if usable is None or usable < self.min_usable_memory_bytes:
                 return False
         if self.form_factor and d.get("form_factor") != self.form_factor:

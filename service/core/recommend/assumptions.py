@@ -1,6 +1,7 @@
 """What an answer assumed that moves it, said as codes with their numbers: the optimizer-state
 recipe (and what the other common recipe needs), the loop, the training stack, the network
-between nodes, the serving engine, the prices used and the band's level."""
+between nodes, the serving engine, the prices used, the band's level and a usable memory taken
+as the physical one."""
 
 from __future__ import annotations
 
@@ -59,6 +60,11 @@ def assumptions(q: RecommendQuestion, first: Option | None, engine_assumed: str 
             )
         )
     out.append(Reason("ASSUMED_BAND", {"level": BAND_LEVEL}))
+    if first is not None and not first.gpu.usable_memory_bytes and first.gpu.memory_bytes:
+        name = first.gpu.name or first.gpu.slug
+        out.append(
+            Reason("ASSUMED_USABLE_MEMORY", {"gpu": name, "physical_gib": _gib(first.gpu.memory_bytes)})
+        )
     return tuple(out)
 
 

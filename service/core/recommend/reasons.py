@@ -83,6 +83,7 @@ class ReasonCode(StrEnum):
     ASSUMED_ENGINE = "ASSUMED_ENGINE"
     ASSUMED_PRICES = "ASSUMED_PRICES"
     ASSUMED_BAND = "ASSUMED_BAND"
+    ASSUMED_USABLE_MEMORY = "ASSUMED_USABLE_MEMORY"
 
 
 ReasonCodeName = Literal[
@@ -100,7 +101,7 @@ ReasonCodeName = Literal[
     "WITH_FP8_WEIGHTS",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
     "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
-    "ASSUMED_ENGINE", "ASSUMED_PRICES", "ASSUMED_BAND",
+    "ASSUMED_ENGINE", "ASSUMED_PRICES", "ASSUMED_BAND", "ASSUMED_USABLE_MEMORY",
 ]  # fmt: skip
 """The codes as string literals, so a call site may write ``Reason("FITS", ...)`` and the type
 checker still rejects a misspelt code (a test keeps this list equal to :class:`ReasonCode`)."""
@@ -343,6 +344,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("undated", {**_PRICE, "stale": Flag}, {"age_is_lower_bound": True}),
     ),
     ReasonCode.ASSUMED_BAND: _one(level=Text),
+    ReasonCode.ASSUMED_USABLE_MEMORY: _one(gpu=Text, physical_gib=Num),
 }  # fmt: skip
 """Each code's wordings. A reason's form is the one whose parameters and ``when`` keys are
 exactly its non-null parameters (and whose ``when`` values match): one code may say more when it
