@@ -954,3 +954,37 @@ def test_an_unsourced_usable_memory_is_stated_as_assumed(client: TestClient) -> 
     assert said["params"]["physical_gib"] == 288.0 and "not sourced" in said["message"]
     h100 = _ask(client, {"workload": serve, "constraints": {"allowed_gpus": ["nvidia-h100-sxm"]}})
     assert "ASSUMED_USABLE_MEMORY" not in [a["code"] for a in h100["assumptions"]]
+
+
+def test_a_plan_sized_at_its_capacity_says_it_has_little_headroom(client: TestClient) -> None:
+    """Llama-3.1-70B AWQ at 1 req/s on workstation cards, cheapest: the #1 plan meets the p50
+    targets with under 10 % to spare, and says so with its capacity and mean TTFT (a 1 % rise in
+    load misses the TTFT target); a plan with room says nothing."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "mode": "inference",
+                "engine": "vllm",
+                "model": "llama3.1-70b",
+                "quant_method": "awq",
+                "input_len": 1024,
+                "output_len": 256,
+                "requests_per_s": 1,
+                "ttft_target_ms": 2000,
+                "tpot_target_ms": 80,
+            },
+            "objective": "cheapest",
+            "constraints": {
+                "allowed_gpus": ["nvidia-l40s", "nvidia-rtx-6000-ada"],
+                "allow_quantization": True,
+            },
+        },
+    )
+    for o in doc["options"]:
+        rate = o["serving"]
+        flagged = [r for r in o["reasons"] if r["code"] == "LITTLE_HEADROOM"]
+        assert bool(flagged) == (rate["headroom"] < 0.10), (o["gpu"]["slug"], rate["headroom"])
+        if flagged:
+            assert flagged[0]["params"]["headroom_pct"] == round(100 * rate["headroom"], 1)
+    assert any(r["code"] == "LITTLE_HEADROOM" for o in doc["options"] for r in o["reasons"])

@@ -235,6 +235,11 @@ EN: Final[Table] = {
         "{decode_gpus} (no prompt chunks in its iterations); each prompt's KV cache moves over {link} in "
         "{kv_transfer_ms} ms"
     },
+    C.LITTLE_HEADROOM: {
+        "": "little headroom: the targets hold up to {capacity_requests_per_s} req/s, {headroom_pct}% above "
+        "the load, so a small rise misses them; the mean TTFT is {ttft_mean_ms} ms (the targets are judged "
+        "on the p50; near capacity the admission queue's tail grows)"
+    },
     C.WITH_GRADIENT_CHECKPOINTING: {
         "": "with gradient checkpointing" + _WHATIF_EN,
         "instead": "with gradient checkpointing" + _WHATIF_INSTEAD_EN,
@@ -508,6 +513,10 @@ ZH: Final[Table] = {
     C.DISAGGREGATED: {
         "": "预填充/解码分离：提示词在 {prefill_gpus} 块 GPU 上处理（繁忙 {prefill_busy_pct}%），生成在 {decode_gpus} 块上"
         "（其迭代中没有提示词分块）；每个提示词的 KV 缓存经 {link} 传输，耗时 {kv_transfer_ms} ms"
+    },
+    C.LITTLE_HEADROOM: {
+        "": "余量很小：目标最多在 {capacity_requests_per_s} req/s 下成立，只比负载高 {headroom_pct}%，负载稍增即不达标；"
+        "平均 TTFT 为 {ttft_mean_ms} ms（目标按 p50 判定；接近容量时准入队列的尾部会变长）"
     },
     C.WITH_GRADIENT_CHECKPOINTING: {
         "": "开启梯度检查点" + _WHATIF_ZH,

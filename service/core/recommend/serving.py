@@ -44,7 +44,7 @@ from service.core.recommend.serving_clients import size_for_clients
 from service.core.recommend.serving_formats import formats_for
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
-from service.core.recommend.serving_misses import closest_miss, latency_miss
+from service.core.recommend.serving_misses import closest_miss, headroom, latency_miss
 from service.core.recommend.serving_price import affordable, serving_layout
 from service.core.recommend.serving_published import published_run
 
@@ -589,7 +589,9 @@ class _ServingSearch:
         sv = est.serving
         if sv is None:
             return o
-        return replace(o, est=est, provenance=sv.provenance, u=ratio_half_width(sv))
+        return replace(
+            o, est=est, provenance=sv.provenance, u=ratio_half_width(sv), reasons=o.reasons + headroom(sv)
+        )
 
     def what_ifs(self, options: Sequence[Option], excluded: Sequence[Exclusion]) -> list[WhatIf]:
         """FP8 weights where quantisation was not allowed: fewer GPUs per replica."""
