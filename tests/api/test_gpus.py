@@ -248,3 +248,12 @@ def test_an_assumed_variant_answer_matches_its_declared_schema(client: TestClien
     plain = client.get("/v1/gpus/nvidia-l4")
     assert "warnings" not in plain.json()
     GpuAnswer.model_validate_json(plain.text)
+
+
+def test_a_slug_without_its_vendor_prefix_resolves(client: TestClient) -> None:
+    """``A100-SXM4-80GB`` (what nvidia-smi users and blog posts write) is the catalog's
+    ``nvidia-a100-sxm4-80gb`` without the vendor: it resolves, in any case, as ``mi300x`` does."""
+    for ident in ("A100-SXM4-80GB", "a100-pcie-40gb", "A100 SXM4 80GB"):
+        r = client.get(f"/v1/gpus/{ident}")
+        assert r.status_code == 200, (ident, r.text)
+    assert client.get("/v1/gpus/A100-SXM4-80GB").json()["slug"] == "nvidia-a100-sxm4-80gb"

@@ -96,14 +96,18 @@ class AliasName:
 
 def aliases_of(document: Mapping[str, Any]) -> tuple[AliasName, ...]:
     """The names a GPU document is found under, one per (key, kind): the document's aliases,
-    then the slug itself (kind ``slug``) and the full name (kind ``name``) unless an alias
-    already covers them, then each PCI device id (kind ``pci``)."""
+    then the slug itself (kind ``slug``), the full name (kind ``name``) and the slug without its
+    vendor prefix (kind ``slug``) unless an alias already covers them, then each PCI device id
+    (kind ``pci``)."""
     wanted: dict[tuple[str, str], tuple[str, bool]] = {}
     for a in document.get("aliases") or ():
         wanted[(normalise_name(a["name"]), a["kind"])] = (a["name"], bool(a.get("default", False)))
     slug, name = str(document["slug"]), str(document["name"])
     wanted.setdefault((normalise_name(slug), "slug"), (slug, False))
     wanted.setdefault((normalise_name(name), "name"), (name, False))
+    vendor = f"{document.get('vendor') or ''}-"
+    if slug.startswith(vendor) and len(slug) > len(vendor):  # "a100-sxm4-80gb" for nvidia-a100-sxm4-80gb
+        wanted.setdefault((normalise_name(slug[len(vendor) :]), "slug"), (slug[len(vendor) :], False))
     for pci in (document.get("identity") or {}).get("pci_device_ids") or ():
         wanted[(pci, "pci")] = (pci, False)
     return tuple(
