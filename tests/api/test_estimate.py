@@ -463,3 +463,28 @@ def test_a_serving_engine_that_cannot_hold_the_model_answers_does_not_fit(client
     doc = r.json()
     assert doc["memory"]["fits"] is False and doc["serving"] is None
     assert "no_serving_as_given" in [w["code"] for w in doc["warnings"]]
+
+
+def test_clients_beyond_what_a_replica_admits_wait_and_are_said_to(client: TestClient) -> None:
+    """1,500 clients of Llama-3.1-8B (4k in) on one H100: the replica admits what its KV cache
+    and scheduler hold, the rest wait (TTFT includes the wait), and the memory is that of the
+    admitted sequences -- it fits; it said "does not fit" (886 GB of KV for all 1,500) beside a
+    serving answer, with no warning."""
+    body = {
+        "model": "llama3.1-8b",
+        "gpu": "nvidia-h100-sxm",
+        "mode": "inference",
+        "engine": "vllm",
+        "input_len": 4096,
+        "output_len": 512,
+        "concurrency": 1500,
+    }
+    doc = client.post("/v1/estimate", json=body).json()
+    sv, mem = doc["serving"], doc["memory"]
+    w = next(w for w in doc["warnings"] if w["code"] == "concurrency_queued")
+    cap = sv["max_concurrency_per_replica"]
+    assert cap < 1500 and w["message"].startswith(f"{1500 - cap} of the 1500 clients per replica wait")
+    assert mem["fits"] is True
+    few = client.post("/v1/estimate", json={**body, "concurrency": 16}).json()
+    assert "concurrency_queued" not in [w["code"] for w in few["warnings"]]
+    assert sv["ttft_ms"] > 100 * few["serving"]["ttft_ms"]

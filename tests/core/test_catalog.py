@@ -135,11 +135,15 @@ def test_aliases_of_adds_slug_name_and_pci_ids_once() -> None:
         AliasName("NVIDIA H100 80GB HBM3", "nvidiah10080gbhbm3", "nvml", False),
         AliasName("nvidia-h100-sxm", "nvidiah100sxm", "slug", False),
         AliasName("NVIDIA H100 SXM5 80GB", "nvidiah100sxm580gb", "name", False),
+        AliasName("h100-sxm", "h100sxm", "slug", False),  # the slug without its vendor prefix
         AliasName("0x2330", "0x2330", "pci", False),
     )
     # an alias of kind "slug" already covering the slug is kept as given
     covered = aliases_of(_doc(aliases=[{"name": "NVIDIA-X1", "kind": "slug", "default": True}]))
-    assert [a for a in covered if a.kind == "slug"] == [AliasName("NVIDIA-X1", "nvidiax1", "slug", True)]
+    assert [a for a in covered if a.kind == "slug"] == [
+        AliasName("NVIDIA-X1", "nvidiax1", "slug", True),
+        AliasName("x1", "x1", "slug", False),
+    ]
 
 
 def test_record_properties() -> None:

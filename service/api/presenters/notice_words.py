@@ -52,6 +52,10 @@ NOTICE_ZH: Final[Mapping[N, tuple[str, ...]]] = {
         "每条序列 {tokens:,} 个 token，超过 {model} 的 max_position_embeddings（{limit:,}）："
         "不做 RoPE 缩放时推理引擎会拒绝，且模型在此长度上的质量并非其训练所得",
     ),
+    N.CONCURRENCY_QUEUED: (
+        "每个副本 {clients_per_replica} 个客户端中有 {waiting} 个在等待准入：一个副本最多同时容纳 {admitted} 条序列"
+        "（KV 缓存与调度器），因此 TTFT 含等待时间；增加副本可让它们进入",
+    ),
     N.CONTEXT_CAPPED_AT_MODEL_LIMIT: (
         "{model} 的 max_position_embeddings 为 {limit:,}：答案在此封顶，尽管显存还能容纳更长的上下文",
     ),

@@ -175,6 +175,7 @@ def estimate(
     time_answer, serving_answer = _time_or_serving(gpu, job, calibrations, measured, warnings, measured_on)
     if serving_answer is not None and isinstance(c, InferenceConfig):
         serving_answer = _with_engine_version(serving_answer, c)
+        memory = _admitted(gpu, c, usable, measured, serving_answer, memory, warnings)
     if isinstance(c, TrainConfig) and not memory.fits:
         warnings.extend(_what_if(c, memory.estimate, usable))
     solve: SolveAnswer | None = None
@@ -215,6 +216,32 @@ def _refuse_unsupported_precision(gpu: GpuSpec, job: Job) -> None:
         refused = fp4_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
         if refused is not None:
             raise InvalidConfiguration(refused[0], refused[1], code="PRECISION_UNSUPPORTED")
+
+
+def _admitted(
+    gpu: GpuSpec,
+    c: InferenceConfig,
+    usable: int,
+    measured: CellView | None,
+    sv: ServingAnswer,
+    memory: MemoryAnswer,
+    warnings: list[Notice],
+) -> MemoryAnswer:
+    """A closed loop with more clients per replica than the engine admits (its KV cache and
+    scheduler): the rest wait, and the memory is that of the admitted sequences -- the engine
+    sizes its KV pool, it does not run out of memory -- with a warning saying how many wait."""
+    share, cap = c.batch_size, sv.max_concurrency_per_replica  # the clients given, those admitted
+    if sv.rate is not None or sv.disaggregated is not None or not 1 <= cap < share:
+        return memory
+    warnings.append(
+        Notice(
+            "concurrency_queued",
+            f"{share - cap} of the {share} clients per replica wait for admission: a replica holds {cap} "
+            "sequences (KV cache and scheduler), so TTFT includes the wait; more replicas admit them",
+            {"clients_per_replica": share, "admitted": cap, "waiting": share - cap},
+        )
+    )
+    return _memory_answer(gpu, replace(c, batch_size=cap), usable, measured, None, [])
 
 
 def _context_warning(c: TrainConfig | InferenceConfig | BatchInferenceConfig, warnings: list[Notice]) -> None:
