@@ -37,7 +37,6 @@ def scheduler_names(r: GpuRecord) -> SchedulerNames:
         vendor=str(r.document.get("vendor") or r.slug.split("-", 1)[0]),
         gfd=by_kind.get("gfd"),
         skypilot=by_kind.get("skypilot"),
-        short=by_kind.get("short"),
         pci_device_ids=tuple(str(d) for d in identity.get("pci_device_ids") or ()),
     )
 

@@ -90,7 +90,7 @@ def _names_of(r: GpuRecord) -> GpuNames:
     by_kind: dict[str, str] = {}
     for a in r.document.get("aliases") or []:
         by_kind.setdefault(str(a.get("kind")), str(a.get("name")))
-    return GpuNames(gfd=by_kind.get("gfd"), skypilot=by_kind.get("skypilot"), short=by_kind.get("short"))
+    return GpuNames(gfd=by_kind.get("gfd"), skypilot=by_kind.get("skypilot"))
 
 
 def _slugs(uow: UnitOfWork, read: ReadModel, names: tuple[str, ...], path: str) -> tuple[str, ...]:

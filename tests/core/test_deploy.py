@@ -12,7 +12,7 @@ from service.core.deploy.commands import shm_bytes
 from service.core.deploy.yamltext import dump
 from tests.artifacts import validate
 
-H100 = SchedulerNames(vendor="nvidia", gfd="NVIDIA-H100-80GB-HBM3", skypilot="H100", short="h100-sxm")
+H100 = SchedulerNames(vendor="nvidia", gfd="NVIDIA-H100-80GB-HBM3", skypilot="H100")
 
 
 def _option(**kw: object) -> DeployOption:
@@ -112,3 +112,14 @@ def test_yaml_writer_round_trips() -> None:
         "n": None,
     }
     assert yaml.safe_load(dump(doc, ["head"])) == doc
+
+
+def test_the_gres_type_is_the_slug_without_its_vendor_one_rule_for_every_gpu() -> None:
+    """The Slurm gres type placeholder was the catalog's short alias where a GPU had one
+    (``a100`` for one A100 variant, ``a100-40gb`` for another) and the whole slug elsewhere
+    (``nvidia-b200``); now the artifact and the answer's scheduling hint both write the slug
+    without its vendor prefix."""
+    sbatch = render(_plan(_option(tensor_parallel=8, replicas=1, gpu_count=8, nodes=1)), "slurm").content
+    assert "--gres=gpu:h100-sxm:8" in sbatch
+    b200 = _option(gpu_slug="nvidia-b200", tensor_parallel=8, replicas=1, gpu_count=8, nodes=1)
+    assert "--gres=gpu:b200:8" in render(_plan(b200), "slurm").content

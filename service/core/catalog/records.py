@@ -94,6 +94,13 @@ class AliasName:
     is_default: bool = False
 
 
+def bare_slug(slug: str, vendor: str) -> str:
+    """The slug without its vendor prefix (``b200`` for ``nvidia-b200``): a name the GPU is
+    found under, and the Slurm gres type placeholder artifacts and scheduling hints write."""
+    prefix = f"{vendor}-"
+    return slug[len(prefix) :] if vendor and slug.startswith(prefix) and len(slug) > len(prefix) else slug
+
+
 def aliases_of(document: Mapping[str, Any]) -> tuple[AliasName, ...]:
     """The names a GPU document is found under, one per (key, kind): the document's aliases,
     then the slug itself (kind ``slug``), the full name (kind ``name``) and the slug without its
@@ -105,9 +112,9 @@ def aliases_of(document: Mapping[str, Any]) -> tuple[AliasName, ...]:
     slug, name = str(document["slug"]), str(document["name"])
     wanted.setdefault((normalise_name(slug), "slug"), (slug, False))
     wanted.setdefault((normalise_name(name), "name"), (name, False))
-    vendor = f"{document.get('vendor') or ''}-"
-    if slug.startswith(vendor) and len(slug) > len(vendor):  # "a100-sxm4-80gb" for nvidia-a100-sxm4-80gb
-        wanted.setdefault((normalise_name(slug[len(vendor) :]), "slug"), (slug[len(vendor) :], False))
+    bare = bare_slug(slug, str(document.get("vendor") or ""))
+    if bare != slug:  # "a100-sxm4-80gb" for nvidia-a100-sxm4-80gb
+        wanted.setdefault((normalise_name(bare), "slug"), (bare, False))
     for pci in (document.get("identity") or {}).get("pci_device_ids") or ():
         wanted[(pci, "pci")] = (pci, False)
     return tuple(

@@ -17,8 +17,6 @@ class SchedulerNames:
     gfd: str | None = None
     """NVIDIA GPU feature discovery's ``nvidia.com/gpu.product`` value."""
     skypilot: str | None = None
-    short: str | None = None
-    """The catalog's short name: the Slurm gres type placeholder."""
     pci_device_ids: tuple[str, ...] = ()
 
 

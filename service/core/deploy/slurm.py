@@ -1,5 +1,5 @@
 """An sbatch script: training as one step of torchrun per node; serving as a job array of one
-job per replica. ``--gres`` type names are site-specific (gres.conf): the catalog's short name
+job per replica. ``--gres`` type names are site-specific (gres.conf): the catalog slug without its vendor prefix
 stands in, marked for the user to check."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import shlex
 
+from service.core.catalog.records import bare_slug
 from service.core.deploy.commands import FILL, RDZV_PORT, fill_ins, network_note, serve_argv, train_env
 from service.core.deploy.plan import DeployOption, DeployPlan
 
@@ -20,7 +21,10 @@ def walltime(seconds: float) -> str:
 
 
 def _gres_type(o: DeployOption) -> str:
-    return (o.names.short or o.gpu_slug).lower().replace(" ", "-")
+    """The gres type placeholder: the catalog slug without its vendor prefix (``a100-sxm4-80gb``,
+    ``b200``), one rule for every GPU -- the short aliases mixed ``a100`` for one variant with
+    ``a100-40gb`` for another and a whole slug where a GPU had none."""
+    return bare_slug(o.gpu_slug, o.names.vendor).lower()
 
 
 def _directives(plan: DeployPlan, o: DeployOption) -> list[str]:
@@ -43,7 +47,7 @@ def _header(plan: DeployPlan, o: DeployOption) -> list[str]:
     lines = [
         f"# GPU Advisor answer {plan.recommendation_id} (data_version {plan.data_version}), option rank {o.rank}:",
         f"#   {o.describe()}" + (f"; one array job per replica ({o.replicas})" if o.serving else ""),
-        f"# {FILL} --gres: '{_gres_type(o)}' is the catalog's short name; gres type names are",
+        f"# {FILL} --gres: '{_gres_type(o)}' is the catalog slug without its vendor prefix; gres type names are",
         "#   site-specific: use the one your gres.conf gives this GPU.",
     ]
     if o.serving:

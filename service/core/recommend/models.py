@@ -102,7 +102,6 @@ class GpuNames:
 
     gfd: str | None = None  # Kubernetes GPU feature discovery: nvidia.com/gpu.product
     skypilot: str | None = None
-    short: str | None = None  # Slurm gres type
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from service.core.catalog.records import bare_slug
 from service.core.recommend.models import GpuNames, Option, Scheduling
 
 K8S_RESOURCE: Final[dict[str, str]] = {
@@ -25,7 +26,7 @@ def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
     per_pod = serve.tensor_parallel if serve is not None else o.gpus_per_node
     pods = serve.replicas if serve is not None else o.nodes
     selector = {"nvidia.com/gpu.product": names.gfd} if o.gpu.vendor == "nvidia" and names.gfd else {}
-    gres_type = (names.short or o.gpu.slug).lower().replace(" ", "-")
+    gres_type = bare_slug(o.gpu.slug, o.gpu.vendor or "").lower()  # a placeholder: gres.conf is the site's
     if serve is not None:
         # one job per replica (a job array): a replica is TP GPUs of one node
         slurm = ["--nodes=1", f"--gres=gpu:{gres_type}:{serve.tensor_parallel}"]
