@@ -988,3 +988,29 @@ def test_a_plan_sized_at_its_capacity_says_it_has_little_headroom(client: TestCl
         if flagged:
             assert flagged[0]["params"]["headroom_pct"] == round(100 * rate["headroom"], 1)
     assert any(r["code"] == "LITTLE_HEADROOM" for o in doc["options"] for r in o["reasons"])
+
+
+def test_qlora_of_a_70b_model_on_48gb_cards_is_fsdp_qlora(client: TestClient) -> None:
+    """Llama-3-70B QLoRA on a node of 4 L40S: DDP keeps the whole 4-bit base (~37 GB) and the
+    logits on each card and does not fit; FSDP-QLoRA shards the packed base and is the answer
+    (it was 2 x L40S as TP2, which no stack runs for a 4-bit base)."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3-70b",
+                "mode": "fine-tuning",
+                "finetune": "qlora",
+                "batch_size": 2,
+                "seq_len": 4096,
+                "tokens": 1e8,
+            },
+            "constraints": {"inventory": [{"gpu": "nvidia-l40s", "gpus_per_node": 4, "nodes": 1}]},
+            "objective": "fastest",
+        },
+    )
+    o = doc["options"][0]
+    s = o["strategy"]
+    assert (s["sharding"], s["tensor_parallel"], s["gpu_count"]) == ("fsdp", 1, 4), s
+    assert o["memory"]["needed_bytes"] <= o["memory"]["usable_bytes"]
+    assert all(opt["strategy"]["tensor_parallel"] == 1 for opt in doc["options"])

@@ -25,6 +25,7 @@ from service.core.estimation.memory import (
     training_breakdown,
     weight_bytes,
 )
+from service.core.estimation.memory_config import fsdp_gathered_bytes
 
 GiB = 2**30
 H200_USABLE = 143_771 * 2**20
@@ -159,6 +160,31 @@ def test_tensor_parallel_logits_are_whole_unless_the_loss_is_vocab_parallel() ->
     # the loss buffers at the start of backward: 12 bytes per logit, 8192 x 128,256 logits
     # on every rank under transformers, an eighth of them under Megatron
     assert loss["hf"] - loss["mg"] == pytest.approx(12 * 8192 * 128_256 * 7 / 8, rel=1e-6)
+
+
+def test_fsdp_qlora_shards_the_packed_4bit_base() -> None:
+    """FSDP-QLoRA (bitsandbytes' 4-bit weights in 16-bit storage) shards the NF4 base over the
+    ranks: 70B's ~37 GB of packed linears are a quarter per rank on 4 GPUs, where DDP keeps all
+    of them on each; the gathered layer is its NF4 bytes, not a 16-bit copy. ZeRO-3 QLoRA and
+    tensor-parallel QLoRA stay refused."""
+    m = dec("llama3-70b")
+    ddp = TrainConfig(
+        model=m, precision="bf16", batch_size=1, seq_len=2048, finetune="qlora", gpu_count=4, sharding="ddp",
+        gradient_checkpointing=True,
+    )  # fmt: skip
+    fsdp = replace(ddp, sharding="fsdp")
+    w_ddp = estimate_training(ddp).persistent["parameters"]
+    w_fsdp = estimate_training(fsdp).persistent["parameters"]
+    assert w_fsdp == pytest.approx(w_ddp / 4, rel=1e-6) and w_ddp > 35e9
+    # a gathered decoder layer: its 0.86B linear weights at NF4's 0.516 B, not 16-bit's 2 B
+    unit = 855_654_400
+    nf4_layer = fsdp_gathered_bytes(fsdp, unit, 2.0, 855_638_016)
+    assert nf4_layer == pytest.approx(
+        fsdp_gathered_bytes(replace(fsdp, finetune="lora"), unit, 2.0) * 0.258, rel=0.01
+    )
+    assert estimate_training(fsdp).peak_allocated_bytes < estimate_training(ddp).peak_allocated_bytes - 20e9
+    with pytest.raises(InvalidConfiguration, match="ZeRO-3"):
+        estimate_training(replace(ddp, sharding="zero3"))
 
 
 def test_gradient_accumulation_keeps_gradients_through_forward() -> None:

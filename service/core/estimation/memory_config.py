@@ -86,6 +86,22 @@ NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 """bitsandbytes NF4 with double quantization: 4 bits per weight, an 8-bit absmax per block of
 64 and an fp32 scale per 256 absmax blocks (Dettmers et al. 2023, QLoRA, section 2)."""
 
+
+def fsdp_gathered_bytes(c: TrainConfig, params: float, gathered: float, linear: float | None = None) -> float:
+    """Bytes FSDP gathers for ``params`` parameters at ``gathered`` bytes each -- except a QLoRA
+    base's decoder linears (``linear`` of them; by default the model's share of ``params``),
+    gathered as NF4: FSDP-QLoRA stores the packed 4-bit weights in 16-bit tensors
+    (bitsandbytes ``bnb_4bit_quant_storage``, Answer.AI / Hugging Face FSDP-QLoRA), so it shards
+    and gathers the packed bytes, not a 16-bit copy."""
+    if c.finetune != "qlora" or not isinstance(c.model, DecoderSpec):
+        return gathered * params
+    if linear is None:
+        m = c.model
+        total = float(m.total_params) or 1.0
+        linear = params * sum(k * i * o for i, o, k in m.linear_shapes().values()) * m.num_layers / total
+    return linear * NF4_BYTES_PER_PARAM + (params - linear) * gathered
+
+
 INT8_BYTES_PER_PARAM = 1.0 + 4 / 4096
 """bitsandbytes LLM.int8(): one byte per weight plus an fp32 row scale (rows of ~4096)."""
 
@@ -263,8 +279,9 @@ class TrainConfig:
             )
 
     def _check_lora(self) -> None:
-        """LoRA/QLoRA need a decoder, a rank and known target layers; QLoRA's 4-bit base is not
-        modelled under FSDP/ZeRO-3 sharding, nor split by tensor parallelism (no stack does)."""
+        """LoRA/QLoRA need a decoder, a rank and known target layers; QLoRA's 4-bit base is
+        sharded by FSDP (not modelled under ZeRO-3), never split by tensor parallelism (no stack
+        does)."""
         m = self.model
         if not isinstance(m, DecoderSpec):
             raise InvalidConfiguration("finetune", "LoRA/QLoRA are modelled for decoder-only models")
@@ -277,13 +294,15 @@ class TrainConfig:
             raise InvalidConfiguration(
                 "lora_targets", f"unknown LoRA target(s) {bad}; known: {', '.join(sorted(known))}"
             )
-        if self.sharding in ("zero3", "fsdp") and self.finetune == "qlora":
-            raise InvalidConfiguration("sharding", "QLoRA with FSDP/ZeRO-3 is not modelled")
+        if self.sharding == "zero3" and self.finetune == "qlora":
+            raise InvalidConfiguration(
+                "sharding", "QLoRA with ZeRO-3 is not modelled (FSDP is: sharding fsdp)"
+            )
         if self.finetune == "qlora" and self.tensor_parallel > 1:
             raise InvalidConfiguration(
                 "tensor_parallel",
                 "QLoRA's bitsandbytes 4-bit layers have no tensor-parallel plan (transformers shards "
-                "nn.Linear, not Linear4bit; Megatron has no 4-bit base): use data parallelism (ddp)",
+                "nn.Linear, not Linear4bit; Megatron has no 4-bit base): use data parallelism (ddp, fsdp)",
             )
 
     def _check_layout(self) -> None:

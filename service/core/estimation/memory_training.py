@@ -22,6 +22,7 @@ from service.core.estimation.memory_config import (
     MemoryEstimate,
     TrainConfig,
     allocator_block_waste_bytes,
+    fsdp_gathered_bytes,
 )
 from service.core.estimation.memory_encoders import (
     _training_cnn,
@@ -262,11 +263,10 @@ def _sharding(c: TrainConfig, st: _State, P: float, d: _Dims, notes: list[str]) 
             w /= dp
             gather_buffer = min(float(ZERO3_MAX_LIVE_PARAMETERS), P) * 2.0
         elif sharding == "fsdp":
-            # FSDP2 fully_shard on every decoder layer and on the root, reshard_after_forward
-            # left at its default: layers reshard after forward, the root does not (FSDP2 keeps
-            # the root's embeddings, final norm and LM head gathered from its forward until its
-            # post-backward). Shards keep the storage dtype (fp32 under amp_*); the gathered
-            # copies are in the storage dtype under autocast, in bf16 under the policy.
+            # FSDP2 fully_shard on every layer and the root, default reshard_after_forward: layers
+            # reshard after forward, the root keeps embeddings, final norm and LM head gathered
+            # to its post-backward. Shards keep the storage dtype (fp32 under amp_*), gathered
+            # copies too under autocast, bf16 under the policy (QLoRA: NF4 linears, packed).
             policy = c.mixed_precision == "fsdp_policy"
             full = c.finetune == "full"
             w /= dp
@@ -276,7 +276,7 @@ def _sharding(c: TrainConfig, st: _State, P: float, d: _Dims, notes: list[str]) 
             gathered = 2.0 if policy else float(mode.param)
             # root: embeddings, an untied LM head and the final norm; unit: one decoder layer
             fsdp_root = gathered * d.root
-            fsdp_units = FSDP_LIVE_UNITS * gathered * d.unit if full or c.finetune == "lora" else 0.0
+            fsdp_units = FSDP_LIVE_UNITS * fsdp_gathered_bytes(c, d.unit, gathered, d.layer_matmul)
             # backward of a unit: its unsharded gradients (gathered dtype) and the fp32
             # reduce-scatter input (a cast copy under the policy, the gradients themselves
             # otherwise)

@@ -16,6 +16,7 @@ from service.core.catalog.models import CnnSpec, DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.efficiencies import Efficiencies
 from service.core.estimation.memory import TrainConfig
+from service.core.estimation.memory_config import fsdp_gathered_bytes
 from service.core.estimation.network import Layout, layout_of, p2p_s
 from service.core.estimation.network import communication_s as _communication
 from service.core.estimation.stacks import STACK_EFFECTS, StackEffect
@@ -212,7 +213,8 @@ def _casts(c: TrainConfig, k: _Ctx, trainable: float) -> tuple[float, int]:
         policy = c.mixed_precision == "fsdp_policy"
         gathered = 2.0 if policy else float(c.mode.param)
         fsdp_bytes = (
-            2.0 * 4.0 * gathered * P + (2.0 * gathered + 4.0 * 4.0 if policy else 4.0 * 4.0) * trainable
+            2.0 * 4.0 * fsdp_gathered_bytes(c, P, gathered, k.sh.nf4_params)
+            + (2.0 * gathered + 4.0 * 4.0 if policy else 4.0 * 4.0) * trainable
         )
         if policy:  # the gather casts fp32 shards (read 4) into bf16 (write 2) instead of copying
             fsdp_bytes += 2.0 * 2.0 * P

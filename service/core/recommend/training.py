@@ -106,7 +106,7 @@ class _TrainingSearch:
         if "sharding" in stated and self.base.sharding not in ("none",):
             self.shardings: tuple[str, ...] = (self.base.sharding,)
         elif self.base.finetune == "qlora":
-            self.shardings = ("ddp",)  # QLoRA with FSDP / ZeRO-3 is not modelled
+            self.shardings = ("ddp", "fsdp")  # FSDP-QLoRA; ZeRO-3 QLoRA is not modelled
         else:
             self.shardings = ("ddp", "zero2", "fsdp")
         self._plans: dict[tuple[int, str, bool, int], _Plan | None] = {}

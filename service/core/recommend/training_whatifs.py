@@ -53,7 +53,7 @@ def _relaxations(search: _TrainingSearch) -> list[_Relax]:
                 "WITH_QLORA",
                 {"workload.finetune": "qlora"},
                 lambda c: replace(
-                    c, finetune="qlora", sharding="ddp" if c.sharding in ("fsdp", "zero3") else c.sharding
+                    c, finetune="qlora", sharding="ddp" if c.sharding in ("zero2", "zero3") else c.sharding
                 ),
             )
         )
