@@ -149,8 +149,9 @@ class WorkloadIn(RequestModel):
     )
     stack: Literal["hf-eager", "compiled", "megatron"] = Field(
         default="hf-eager",
-        description="training software stack; it sets step-time efficiencies only (memory is the reference "
-        "loop's): hf-eager (a transformers model in eager PyTorch, the reference loop), compiled "
+        description="training software stack; it sets step-time efficiencies (memory is the reference "
+        "loop's, except megatron's vocab-parallel loss under tensor parallelism; QLoRA needs hf-eager or "
+        "compiled): hf-eager (a transformers model in eager PyTorch, the reference loop), compiled "
         "(torch.compile: fused elementwise kernels, fewer launches), megatron (Megatron-Core / NeMo / "
         "Transformer Engine-class fused kernels, flash attention, overlapped gradient communication). "
         "The answer names the stack and the defaults it changed",

@@ -147,6 +147,10 @@ def test_list_filters_sort_and_cursor(client: TestClient) -> None:
     assert {"amd-mi300x", "amd-mi325x", "amd-mi355x"} <= {g["slug"] for g in amd}
     ada = client.get("/v1/gpus", params={"architecture": "ada"}).json()["items"]
     assert ada and all(g["architecture"] == "Ada Lovelace" for g in ada)
+    blackwell = {
+        g["slug"] for g in client.get("/v1/gpus", params={"architecture": "blackwell"}).json()["items"]
+    }
+    assert {"nvidia-b200", "nvidia-b300"} <= blackwell  # the family takes Blackwell Ultra
     r = client.get("/v1/gpus", params={"form_factor": "sxm", "nvlink_topology": "switched"})
     assert all(g["form_factor"] == "sxm" for g in r.json()["items"])
     # cursor pagination walks everything exactly once

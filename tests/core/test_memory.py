@@ -160,6 +160,9 @@ def test_tensor_parallel_logits_are_whole_unless_the_loss_is_vocab_parallel() ->
     # the loss buffers at the start of backward: 12 bytes per logit, 8192 x 128,256 logits
     # on every rank under transformers, an eighth of them under Megatron
     assert loss["hf"] - loss["mg"] == pytest.approx(12 * 8192 * 128_256 * 7 / 8, rel=1e-6)
+    # the memoised breakdown the estimate path reads keeps the two apart, whichever comes first
+    first, second = training_breakdown(mega), training_breakdown(hf)
+    assert second.phases["backward-loss"] == loss["hf"] and first.phases["backward-loss"] == loss["mg"]
 
 
 def test_fsdp_qlora_shards_the_packed_4bit_base() -> None:
@@ -310,6 +313,7 @@ def test_config_from_benchmark_parameters() -> None:
         ({"gpu_count": 3, "tensor_parallel": 3}, "tensor_parallel"),
         ({"finetune": "qlora", "precision": "fp32"}, "precision"),
         ({"finetune": "qlora", "gpu_count": 2, "tensor_parallel": 2}, "tensor_parallel"),
+        ({"finetune": "qlora", "stack": "megatron"}, "stack"),
         ({"global_batch": 6, "batch_size": 4}, "global_batch"),
         ({"batch_size": 0}, "batch_size"),
     ],

@@ -254,9 +254,9 @@ EN: Final[Table] = {
     },
     C.WITH_GRADIENT_ACCUMULATION: {
         "": "with micro-batch 1 and gradient accumulation, {global_batch} sequences per optimizer step "
-        "(workload.global_batch {global_batch})" + _WHATIF_EN,
+        "(workload.batch_size 1, global_batch {global_batch})" + _WHATIF_EN,
         "instead": "with micro-batch 1 and gradient accumulation, {global_batch} sequences per optimizer step "
-        "(workload.global_batch {global_batch})" + _WHATIF_INSTEAD_EN,
+        "(workload.batch_size 1, global_batch {global_batch})" + _WHATIF_INSTEAD_EN,
     },
     C.WITH_FP8_WEIGHTS: {
         "": "with FP8 weights one replica fits on TP{tensor_parallel} of the {gpu} instead of "
@@ -531,9 +531,9 @@ ZH: Final[Table] = {
         "instead": "使用融合 AdamW（optimizer_impl fused）" + _WHATIF_INSTEAD_ZH,
     },
     C.WITH_GRADIENT_ACCUMULATION: {
-        "": "改为微批 1 并做梯度累积、每个优化器步 {global_batch} 条序列（workload.global_batch {global_batch}）"
+        "": "改为微批 1 并做梯度累积、每个优化器步 {global_batch} 条序列（workload.batch_size 1，global_batch {global_batch}）"
         + _WHATIF_ZH,
-        "instead": "改为微批 1 并做梯度累积、每个优化器步 {global_batch} 条序列（workload.global_batch {global_batch}）"
+        "instead": "改为微批 1 并做梯度累积、每个优化器步 {global_batch} 条序列（workload.batch_size 1，global_batch {global_batch}）"
         + _WHATIF_INSTEAD_ZH,
     },
     C.WITH_FP8_WEIGHTS: {

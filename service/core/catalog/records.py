@@ -193,16 +193,16 @@ class GpuFilters:
 
     def admits(self, document: Mapping[str, Any]) -> bool:
         """Whether a GPU's effective document passes every filter. The architecture matches as
-        the family key (``ada`` = ``Ada Lovelace``, ``cdna3`` = ``CDNA 3``); a memory floor reads
+        the family key and its variants (``ada`` = ``Ada Lovelace``, ``cdna3`` = ``CDNA 3``,
+        ``blackwell`` takes Blackwell Ultra); a memory floor reads
         the usable memory, or the physical memory where the usable figure is unsourced (what an
         estimate then assumes, with a warning) -- a 256 GB MI325X is not below 100 GiB."""
         d = document
         if self.vendor and d.get("vendor") != self.vendor.lower():
             return False
-        if self.architecture and normalise_architecture(
-            str(d.get("architecture") or "")
-        ) != normalise_architecture(self.architecture):
-            return False
+        family = normalise_architecture(str(d.get("architecture") or ""))
+        if self.architecture and not family.startswith(normalise_architecture(self.architecture)):
+            return False  # a family takes its variants: blackwell takes Blackwell Ultra
         if self.min_usable_memory_bytes is not None:
             mem = d.get("memory") or {}
             usable = mem.get("usable_memory_bytes") or mem.get("memory_bytes")

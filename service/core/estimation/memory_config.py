@@ -298,6 +298,10 @@ class TrainConfig:
             raise InvalidConfiguration(
                 "sharding", "QLoRA with ZeRO-3 is not modelled (FSDP is: sharding fsdp)"
             )
+        if self.finetune == "qlora" and self.stack == "megatron":
+            raise InvalidConfiguration(
+                "stack", "Megatron-Core has no 4-bit (bitsandbytes) base: QLoRA runs on hf-eager or compiled"
+            )
         if self.finetune == "qlora" and self.tensor_parallel > 1:
             raise InvalidConfiguration(
                 "tensor_parallel",

@@ -565,11 +565,9 @@ def forget_training_breakdowns() -> None:
 def training_breakdown(c: TrainConfig) -> MemoryEstimate:
     """:func:`estimate_training`, memoised (bounded) for the estimate path: the breakdown depends
     on the configuration alone, never on the GPU, so ``/v1/compare``, a batch and a repeated
-    request over several GPUs compute it once. The key is every :class:`TrainConfig` field, the
-    model by identity (the spec is kept beside its entry, so its id cannot be reused while the
-    entry lives): an entry is only ever the answer computed for an equal configuration. The
-    breakdown returned is shared; like the recommender's shared breakdowns it is read, never
-    changed."""
+    request over several GPUs compute it once. The key is every field memory reads, the model by
+    identity (kept beside its entry, so its id cannot be reused while the entry lives): an entry
+    is only ever the answer for an equal configuration. The breakdown is shared, read, never changed."""
     key = (
         id(c.model),
         c.precision,
@@ -588,7 +586,8 @@ def training_breakdown(c: TrainConfig) -> MemoryEstimate:
         c.optimizer_impl,
         c.loop,
         c.mixed_precision,
-        c.pipeline_parallel,  # the node layout, network and stack do not change memory
+        c.pipeline_parallel,
+        STACK_EFFECTS[c.stack].vocab_parallel_loss,  # of the stack, only its loss changes memory
     )
     hit = _BREAKDOWN_CACHE.get(key)
     if hit is not None and hit[0] is c.model:

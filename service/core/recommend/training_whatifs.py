@@ -62,7 +62,7 @@ def _relaxations(search: _TrainingSearch) -> list[_Relax]:
         relax.append(
             (
                 "WITH_GRADIENT_ACCUMULATION",
-                {"workload.global_batch": base.batch_size},
+                {"workload.batch_size": 1, "workload.global_batch": base.batch_size},
                 lambda c: replace(c, batch_size=1, global_batch=base.batch_size),
             )
         )
