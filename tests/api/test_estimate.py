@@ -488,3 +488,23 @@ def test_clients_beyond_what_a_replica_admits_wait_and_are_said_to(client: TestC
     few = client.post("/v1/estimate", json={**body, "concurrency": 16}).json()
     assert "concurrency_queued" not in [w["code"] for w in few["warnings"]]
     assert sv["ttft_ms"] > 100 * few["serving"]["ttft_ms"]
+
+
+def test_a_static_batch_that_does_not_fit_has_no_latency(client: TestClient) -> None:
+    """Llama-3-8B, batch 32 x (2048 + 128) under eager transformers on an RTX 4090: 31 GiB of
+    24 do not fit, so there is no TTFT or tokens/s (compare marks the same cell OOM) and the
+    warning says why; it gave 213 tokens/s beside fits: false."""
+    body = {
+        "model": "llama3-8b",
+        "gpu": "nvidia-rtx-4090",
+        "mode": "inference",
+        "engine": "hf-transformers",
+        "batch_size": 32,
+        "input_len": 2048,
+        "output_len": 128,
+    }
+    doc = client.post("/v1/estimate", json=body).json()
+    assert doc["memory"]["fits"] is False and doc["serving"] is None
+    assert "no_serving_as_given" in [w["code"] for w in doc["warnings"]]
+    small = client.post("/v1/estimate", json={**body, "batch_size": 1}).json()
+    assert small["memory"]["fits"] is True and small["serving"]["output_tokens_per_s"] > 0

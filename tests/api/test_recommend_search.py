@@ -348,6 +348,10 @@ def test_scheduling_hints_ask_for_what_the_plan_runs_on(client: TestClient) -> N
         assert f"--gres=gpu:{slurm[1].split(':')[1]}:{s['tensor_parallel']}" == slurm[1]
         if s["replicas"] > 1:
             assert f"--array=0-{s['replicas'] - 1}" in slurm
+        sky = o["scheduling"]["skypilot"]  # SkyServe: replicas of one TP group each, not nodes x 8
+        if sky is not None:
+            assert sky["accelerators"].endswith(f":{s['tensor_parallel']}") and sky["num_nodes"] == 1
+            assert sky["replicas"] == s["replicas"]
     train = _ask(
         client,
         {
@@ -1008,3 +1012,27 @@ def test_qlora_of_a_70b_model_on_48gb_cards_is_fsdp_qlora(client: TestClient) ->
     assert (s["sharding"], s["tensor_parallel"], s["gpu_count"]) == ("fsdp", 1, 4), s
     assert o["memory"]["needed_bytes"] <= o["memory"]["usable_bytes"]
     assert all(opt["strategy"]["tensor_parallel"] == 1 for opt in doc["options"])
+
+
+def test_a_target_missed_at_every_placed_degree_is_the_exclusion_not_placement(client: TestClient) -> None:
+    """800 clients of Llama-3.1-8B at TPOT <= 40 ms on 4 x 4 L40S on hand: every degree the
+    4-GPU nodes hold was sized and missed the TPOT (TP1 came closest), so that is the exclusion --
+    not "needs TP8 in one node", a degree nobody timed and that would not help."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3.1-8b",
+                "mode": "inference",
+                "engine": "vllm",
+                "concurrency": 800,
+                "input_len": 2048,
+                "output_len": 256,
+                "tpot_target_ms": 40,
+            },
+            "objective": "perf_per_watt",
+            "constraints": {"inventory": [{"gpu": "nvidia-l40s", "gpus_per_node": 4, "nodes": 4}]},
+        },
+    )
+    ex = next(e for e in doc["excluded"] if e["gpu"]["slug"] == "nvidia-l40s")
+    assert ex["code"] == "MISSES_TPOT" and ex["params"]["tpot_ms"] > 40, ex

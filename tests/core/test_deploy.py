@@ -123,3 +123,24 @@ def test_the_gres_type_is_the_slug_without_its_vendor_one_rule_for_every_gpu() -
     assert "--gres=gpu:h100-sxm:8" in sbatch
     b200 = _option(gpu_slug="nvidia-b200", tensor_parallel=8, replicas=1, gpu_count=8, nodes=1)
     assert "--gres=gpu:b200:8" in render(_plan(b200), "slurm").content
+
+
+def test_a_plan_sized_for_prequantised_weights_asks_for_that_checkpoint() -> None:
+    """An NVFP4, INT8 or AWQ plan was sized for those bytes; rendered with the 16-bit model id it
+    would run out of memory. The MODEL is a FILL-IN naming the format the checkpoint must have
+    (FP8, which the engine quantises as it loads, keeps the model id)."""
+    for fmt, words in (("nvfp4", "NVFP4"), ("int8", "INT8 W8A8"), ("awq", "AWQ 4-bit")):
+        o = _option(tensor_parallel=2, replicas=1, gpu_count=2, nodes=1, quant_method=fmt)
+        art = render(_plan(o), "kubernetes")
+        env = validate.kubernetes(art.content)[0]["spec"]["template"]["spec"]["containers"][0]["env"]
+        model = next(e["value"] for e in env if e["name"] == "MODEL")
+        assert model.startswith("FILL-IN") and words in model and "org/model" in model, model
+        assert any(f.startswith(f"MODEL: a {words}") for f in art.fill_in)
+        sbatch = render(_plan(o), "slurm").content
+        validate.shellcheck(sbatch)
+        assert "MODEL=org/model" not in sbatch
+    fp8 = _option(tensor_parallel=2, replicas=1, gpu_count=2, nodes=1)
+    env = validate.kubernetes(render(_plan(fp8), "kubernetes").content)[0]["spec"]["template"]["spec"][
+        "containers"
+    ][0]["env"]
+    assert next(e["value"] for e in env if e["name"] == "MODEL") == "org/model"

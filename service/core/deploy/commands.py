@@ -58,10 +58,42 @@ class FillIn:
     what: str
 
 
+PREQUANTISED: dict[str, str] = {
+    "awq": "AWQ 4-bit",
+    "gptq": "GPTQ 4-bit",
+    "int8": "INT8 W8A8 (SmoothQuant-style)",
+    "nvfp4": "NVFP4 (e.g. NVIDIA ModelOpt)",
+    "mxfp4": "MXFP4",
+}
+"""Weight formats an engine loads from a checkpoint quantised beforehand (FP8 it can quantise
+from 16-bit weights as it loads them); the plan was sized for those bytes, so the model the
+artifact runs must be that checkpoint."""
+
+
+def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
+    model = plan.model_id or "the model"
+    fmt = PREQUANTISED.get(o.quant_method or "") if o.serving else None
+    if fmt is None:
+        return FillIn("MODEL", f"model path or hub id (the answer sized {model})")
+    return FillIn(
+        "MODEL",
+        f"a {fmt} checkpoint of {model}: the plan was sized for {o.quant_method} weights, and the "
+        "16-bit checkpoint does not fit it (the engine reads the format from its config)",
+    )
+
+
+def model_value(plan: DeployPlan, o: DeployOption) -> str | None:
+    """The MODEL an artifact sets: the answer's model, or None where the user must fill it in
+    (no model id, or a plan sized for a checkpoint quantised beforehand)."""
+    if not plan.model_id or (o.serving and (o.quant_method or "") in PREQUANTISED):
+        return None
+    return plan.model_id
+
+
 def fill_ins(plan: DeployPlan, o: DeployOption) -> tuple[FillIn, ...]:
     common = (
         FillIn("IMAGE", f"container image with {_runtime(o)} for {o.names.vendor.upper()} GPUs"),
-        FillIn("MODEL", f"model path or hub id (the answer sized {plan.model_id or 'the model'})"),
+        _model_fill(plan, o),
         FillIn(
             "HF_TOKEN",
             "a Hugging Face token if the weights are gated (Kubernetes: secret 'hf-token', key 'token')",

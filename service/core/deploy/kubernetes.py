@@ -13,6 +13,7 @@ from service.core.deploy.commands import (
     RDZV_PORT,
     SERVE_PORT,
     fill_ins,
+    model_value,
     serve_argv,
     shm_bytes,
     torchrun_argv,
@@ -62,9 +63,9 @@ def _placement(o: DeployOption) -> dict[str, Any]:
     return out
 
 
-def _env(extra: dict[str, str], plan: DeployPlan) -> list[dict[str, Any]]:
+def _env(extra: dict[str, str], plan: DeployPlan, o: DeployOption) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
-        {"name": "MODEL", "value": plan.model_id or f"{FILL}: model path or hub id"},
+        {"name": "MODEL", "value": model_value(plan, o) or f"{FILL}: {fill_ins(plan, o)[1].what}"},
         {
             "name": "HF_TOKEN",
             "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}},
@@ -83,7 +84,7 @@ def _pod(
         "image": f"{FILL}: container image ({fill_ins(plan, o)[0].what})",
         "command": ["/bin/bash", "-c"],
         "args": [script],
-        "env": _env(env, plan),
+        "env": _env(env, plan, o),
         "resources": {"limits": {resource: gpus}, "requests": {resource: gpus}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }

@@ -6,7 +6,15 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from service.core.deploy.commands import FILL, RDZV_PORT, fill_ins, network_note, serve_argv, train_env
+from service.core.deploy.commands import (
+    FILL,
+    RDZV_PORT,
+    fill_ins,
+    model_value,
+    network_note,
+    serve_argv,
+    train_env,
+)
 from service.core.deploy.plan import DeployOption, DeployPlan
 
 
@@ -56,7 +64,7 @@ def _run(plan: DeployPlan, o: DeployOption) -> str:
 def task(plan: DeployPlan, chosen: DeployOption) -> tuple[dict[str, Any], list[str]]:
     """The task document and its header comments."""
     take, left = listed(plan, chosen)
-    envs: dict[str, Any] = {"MODEL": plan.model_id or f"{FILL}: model path or hub id"}
+    envs: dict[str, Any] = {"MODEL": model_value(plan, chosen) or f"{FILL}: {fill_ins(plan, chosen)[1].what}"}
     if not chosen.serving:
         envs.update({"TRAIN_SCRIPT": f"{FILL}: your training entry point", **train_env(chosen)})
     doc: dict[str, Any] = {

@@ -8,7 +8,15 @@ import math
 import shlex
 
 from service.core.catalog.records import bare_slug
-from service.core.deploy.commands import FILL, RDZV_PORT, fill_ins, network_note, serve_argv, train_env
+from service.core.deploy.commands import (
+    FILL,
+    RDZV_PORT,
+    fill_ins,
+    model_value,
+    network_note,
+    serve_argv,
+    train_env,
+)
 from service.core.deploy.plan import DeployOption, DeployPlan
 
 
@@ -60,8 +68,8 @@ def _header(plan: DeployPlan, o: DeployOption) -> list[str]:
     return lines
 
 
-def _setup(plan: DeployPlan) -> list[str]:
-    model = shlex.quote(plan.model_id) if plan.model_id else f'"{FILL}"'
+def _setup(plan: DeployPlan, o: DeployOption) -> list[str]:
+    model = shlex.quote(m) if (m := model_value(plan, o)) else f'"{FILL}"'
     return [
         "set -euo pipefail",
         "# shellcheck source=/dev/null",
@@ -107,5 +115,5 @@ def _serve_body(plan: DeployPlan, o: DeployOption) -> list[str]:
 
 def script(plan: DeployPlan, o: DeployOption) -> str:
     body = _serve_body(plan, o) if o.serving else _train_body(o)
-    lines = ["#!/bin/bash", *_directives(plan, o), *_header(plan, o), *_setup(plan), *body]
+    lines = ["#!/bin/bash", *_directives(plan, o), *_header(plan, o), *_setup(plan, o), *body]
     return "\n".join(lines) + "\n"

@@ -176,6 +176,11 @@ def estimate(
     if serving_answer is not None and isinstance(c, InferenceConfig):
         serving_answer = _with_engine_version(serving_answer, c)
         memory = _admitted(gpu, c, usable, measured, serving_answer, memory, warnings)
+        if not memory.fits:  # a static batch that runs out of memory has no latency (as compare marks it)
+            warnings.append(
+                _no_serving_as_given(f"batch {c.batch_size} of {c.model.id} does not fit {gpu.slug}")
+            )
+            serving_answer = None
     if isinstance(c, TrainConfig) and not memory.fits:
         warnings.extend(_what_if(c, memory.estimate, usable))
     solve: SolveAnswer | None = None

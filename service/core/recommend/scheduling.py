@@ -41,11 +41,15 @@ def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
         d, rem = divmod(minutes, 24 * 60)
         h, m = divmod(rem, 60)
         slurm.append(f"--time={d}-{h:02d}:{m:02d}:00" if d else f"--time={h:02d}:{m:02d}:00")
-    sky = (
-        {"accelerators": f"{names.skypilot}:{o.gpus_per_node}", "num_nodes": o.nodes}
-        if names.skypilot
-        else None
-    )
+    sky: dict[str, object] | None = None
+    if names.skypilot and serve is not None:  # SkyServe: each replica a TP group on one node
+        sky = {
+            "accelerators": f"{names.skypilot}:{serve.tensor_parallel}",
+            "num_nodes": 1,
+            "replicas": serve.replicas,
+        }
+    elif names.skypilot:
+        sky = {"accelerators": f"{names.skypilot}:{o.gpus_per_node}", "num_nodes": o.nodes}
     torchrun: tuple[str, ...] | None = None
     if o.train is not None and o.gpu_count > 1:
         torchrun = (

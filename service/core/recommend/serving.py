@@ -254,8 +254,8 @@ class _ServingSearch:
         why: Reason | None,
         no_time: bool,
     ) -> Exclusion:
-        """Why no plan: no time figure, the GPU limit, no placement, a latency target (``why``:
-        the limit or the target), else memory (the smallest need found)."""
+        """Why no plan: no time figure, the GPU limit or a latency target at a placed degree
+        (``why``), no placement, else memory (the smallest need found)."""
         name = gpu.name or gpu.slug
         if no_time and smallest_need is not None and smallest_need[0] < 0:
             return Exclusion(
@@ -271,8 +271,10 @@ class _ServingSearch:
                     },
                 ),
             )
-        if why is not None and why.code == "OVER_GPU_LIMIT":
-            return Exclusion(gpu, why)  # the load needs more GPUs than allowed, whatever the layout
+        if why is not None:
+            # a degree that could be placed was sized and fell short (the GPU limit, or a target
+            # at the degree that came closest): that, not a larger degree nobody timed
+            return Exclusion(gpu, why)
         if placement_block is not None:
             return Exclusion(
                 gpu,
@@ -281,8 +283,6 @@ class _ServingSearch:
                     {"gpu": name, "tensor_parallel": placement_block, "free_per_node": per_node},
                 ),
             )
-        if why is not None:
-            return Exclusion(gpu, why)
         tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
         fmt = smallest_need[2] if smallest_need is not None else self.base.quant_method
         return Exclusion(
