@@ -821,7 +821,11 @@ def test_allowed_quantisation_tries_the_formats_each_gpu_runs(client: TestClient
     assert doc["options"][0]["strategy"]["quant_method"] == "nvfp4", formats
     a100 = _ask(
         client,
-        {**body, "constraints": {"allow_quantization": True, "allowed_gpus": ["nvidia-a100-sxm4-80gb"]}},
+        {
+            **body,
+            "objective": "cheapest",  # per hour: the 8-bit TP2 plan (AWQ on 3 replicas is cheaper per token)
+            "constraints": {"allow_quantization": True, "allowed_gpus": ["nvidia-a100-sxm4-80gb"]},
+        },
     )
     a100_formats = {o["strategy"]["quant_method"] for o in a100["options"]}
     assert "int8" in a100_formats and not a100_formats & {"fp8", "nvfp4", "mxfp4"}, a100_formats
@@ -1036,3 +1040,28 @@ def test_a_target_missed_at_every_placed_degree_is_the_exclusion_not_placement(c
     )
     ex = next(e for e in doc["excluded"] if e["gpu"]["slug"] == "nvidia-l40s")
     assert ex["code"] == "MISSES_TPOT" and ex["params"]["tpot_ms"] > 40, ex
+
+
+def test_a_closed_loop_sizes_expert_parallel_replicas_too(client: TestClient) -> None:
+    """1,500 clients of Qwen3-235B-A22B under SGLang on up to 16 B200, fastest: two TP8 replicas
+    with the experts spread (750 clients each, admitted) decode faster than four TP4 replicas
+    without; the expert-parallel layout was only ever one replica, so it lost."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "Qwen/Qwen3-235B-A22B",
+                "mode": "inference",
+                "engine": "sglang",
+                "concurrency": 1500,
+                "input_len": 2048,
+                "output_len": 512,
+            },
+            "objective": "fastest",
+            "constraints": {"max_gpus": 16, "allowed_gpus": ["nvidia-b200"]},
+        },
+    )
+    s, sv = doc["options"][0]["strategy"], doc["options"][0]["serving"]
+    assert s["expert_parallel"] is True and s["replicas"] > 1, s
+    assert s["replicas"] * sv["concurrency_per_replica"] >= 1500
+    assert sv["concurrency_per_replica"] <= sv["max_concurrency_per_replica"]

@@ -5,7 +5,8 @@ arrival; ``R`` replicas hold ``ceil(C / R)`` each. A replica is sized to admit i
 client in flight, none waiting for the KV cache or the scheduler -- so ``R >= C / cap`` (the
 concurrency cap of one replica, :func:`~service.core.estimation.serving.concurrency_cap`); from
 there the fewest replicas whose latencies meet the targets (a smaller share decodes faster), and
-for ``fastest`` the fewest whose TPOT ties the lowest the GPU limit allows. 1,500 clients of
+for ``fastest`` the fewest whose TPOT ties the lowest the GPU limit allows, for
+``cost_per_million_tokens`` the count (a few beyond the fewest) whose price buys the most tokens. 1,500 clients of
 Llama-3.1-8B were one replica each plan, holding (or queueing) all 1,500: an H100 was excluded
 for the KV cache of 1,500 sequences while one H100 replica admits ~100.
 """
@@ -23,7 +24,7 @@ from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, concurrency
 from service.core.recommend.reasons import Reason
 from service.core.recommend.replicas import _fastest_replicas
 from service.core.recommend.serving_misses import latency_miss
-from service.core.recommend.serving_price import affordable
+from service.core.recommend.serving_price import affordable, replicas_per_hour
 
 if TYPE_CHECKING:
     from service.core.recommend.serving import _ServingSearch
@@ -36,16 +37,30 @@ def _share(clients: int, replicas: int) -> int:
 
 
 def size_for_clients(
-    s: _ServingSearch, gpu: GpuSpec, fmt: str, tp: int, cap: int, fewest: int | None
+    s: _ServingSearch,
+    gpu: GpuSpec,
+    fmt: str,
+    tp: int,
+    cap: int,
+    fewest: int | None,
+    expert_parallel: bool = False,
 ) -> tuple[InferenceConfig, MemoryEstimate] | Reason | None:
     """The configuration (replicas, each replica's share as its batch) and its memory for the
-    closed loop on ``gpu`` at TP ``tp``; a reason when none under ``cap`` GPUs serves it; None
-    when not fewer GPUs than ``fewest`` (a smaller TP's plan) would."""
+    closed loop on ``gpu`` at TP ``tp`` (experts spread over it where ``expert_parallel``); a
+    reason when none under ``cap`` GPUs serves it; None when not fewer GPUs than ``fewest`` (a
+    smaller TP's plan) would."""
     assert s.serving is not None and s.serving.concurrency is not None
     name = gpu.name or gpu.slug
     clients = s.serving.concurrency
     w = s.serving.workload
-    one = replace(s.base, quant_method=fmt, tensor_parallel=tp, replicas=1, batch_size=1)
+    one = replace(
+        s.base,
+        quant_method=fmt,
+        tensor_parallel=tp,
+        replicas=1,
+        batch_size=1,
+        expert_parallel=expert_parallel,
+    )
     try:
         d = deployment(one, gpu)
     except InvalidConfiguration:
@@ -96,9 +111,33 @@ def size_for_clients(
         )
     if s.q.objective == "fastest":
         hi = _fastest_replicas(ok, seen, hi, affordable(s.data, s.q, gpu, tp, hi, max_rep))
+    elif s.q.objective == "cost_per_million_tokens":
+        hi = _cheapest_per_token(s, gpu, tp, ok, seen, hi, max_rep)
     chosen = cfg(hi)
     s.counter.memory += 1
     return chosen, estimate_inference(chosen)
+
+
+PER_TOKEN_SCAN = 8
+"""Replicas beyond the fewest that a cost-per-token question also prices: a closed loop's token
+rate grows with the replicas (each decodes a smaller share faster), and a priced instance may
+hold more GPUs than the fewest use (idle ones are paid for)."""
+
+
+def _cheapest_per_token(
+    s: _ServingSearch, gpu: GpuSpec, tp: int, ok: Any, seen: dict[int, Any], fewest: int, most: int
+) -> int:
+    """Of ``fewest`` .. ``fewest + PER_TOKEN_SCAN`` replicas (at most ``most``) meeting the
+    targets, the count whose hourly price buys the most tokens."""
+    best, best_cost = fewest, float("inf")
+    for reps in range(fewest, min(most, fewest + PER_TOKEN_SCAN) + 1):
+        per_hour = replicas_per_hour(s.data, s.q, gpu, tp, reps)
+        if per_hour is None or not ok(reps) or seen[reps].output_tokens_per_s <= 0:
+            continue
+        cost = per_hour / seen[reps].output_tokens_per_s
+        if cost < best_cost * (1.0 - 1e-9):
+            best, best_cost = reps, cost
+    return best
 
 
 def _search(ok: Any, least: int, most: int, limit: int | None) -> int | None:

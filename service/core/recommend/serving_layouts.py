@@ -27,6 +27,7 @@ from service.core.recommend.candidates import best_pool
 from service.core.recommend.models import Option
 from service.core.recommend.reasons import Reason
 from service.core.recommend.replicas import NEAR_TIE
+from service.core.recommend.serving_clients import size_for_clients
 
 if TYPE_CHECKING:
     from service.core.recommend.serving import _ServingSearch
@@ -86,6 +87,12 @@ def _ep_options(
                 if sized is None or isinstance(sized, Reason):
                     continue
                 found = s._option(gpu, fmt, tp, usable, mem, replace(cfg, replicas=sized[0]), sized[1])
+            elif s.closed:  # the clients over as many EP replicas as admit them and meet the targets
+                clients = size_for_clients(s, gpu, fmt, tp, cap, None, expert_parallel=True)
+                if clients is None or isinstance(clients, Reason):
+                    continue
+                cfg, mem = clients
+                found = s._option(gpu, fmt, tp, usable, mem, cfg, None)
             else:
                 found = s._option(gpu, fmt, tp, usable, mem, cfg, None)
             if isinstance(found, Option):

@@ -48,6 +48,14 @@ def serving_layout(
     return nodes, per, deploy
 
 
+def replicas_per_hour(
+    data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, tp: int, reps: int
+) -> float | None:
+    """The hourly price of ``reps`` replicas of TP ``tp`` (None where nothing prices them)."""
+    hourly = price_plan(data, q, gpu, deploy_shape(gpu, reps, tp, tensor_parallel=tp, replicas=True)).hourly
+    return hourly.per_hour if hourly is not None else None
+
+
 def affordable(
     data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, tp: int, fewest: int, most: int
 ) -> int:
@@ -58,10 +66,7 @@ def affordable(
         return most
 
     def per_hour(reps: int) -> float | None:
-        hourly = price_plan(
-            data, q, gpu, deploy_shape(gpu, reps, tp, tensor_parallel=tp, replicas=True)
-        ).hourly
-        return hourly.per_hour if hourly is not None else None
+        return replicas_per_hour(data, q, gpu, tp, reps)
 
     low = per_hour(fewest)
     if low is None or low > budget:
