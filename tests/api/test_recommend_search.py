@@ -1065,3 +1065,34 @@ def test_a_closed_loop_sizes_expert_parallel_replicas_too(client: TestClient) ->
     assert s["expert_parallel"] is True and s["replicas"] > 1, s
     assert s["replicas"] * sv["concurrency_per_replica"] >= 1500
     assert sv["concurrency_per_replica"] <= sv["max_concurrency_per_replica"]
+
+
+def test_a_plan_at_a_rate_states_the_memory_of_its_sequences_in_flight(client: TestClient) -> None:
+    """10 req/s of Llama-3.1-8B (1k in, 256 out): a replica holds rate x latency sequences at once
+    (Little's law), and FITS states their KV cache, not one sequence's 0.2 GiB."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "llama3.1-8b",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 1024,
+                "output_len": 256,
+                "requests_per_s": 10,
+                "ttft_target_ms": 500,
+                "tpot_target_ms": 30,
+            },
+            "objective": "cost_per_million_tokens",
+            "constraints": {"allowed_gpus": ["nvidia-h100-sxm"]},
+        },
+    )
+    o = doc["options"][0]
+    fits = _reason(o, "FITS")["params"]
+    per_seq_gib = 1280 * 128 * 1024 / 2**30  # 1,280 tokens x 128 KiB (32 layers, 8 KV heads, bf16)
+    in_flight = (
+        10
+        / o["strategy"]["replicas"]
+        * (o["serving"]["ttft"]["value"] / 1e3 + 256 * o["serving"]["tpot"]["value"] / 1e3)
+    )
+    assert fits["kv_cache_gib"] >= 0.8 * in_flight * per_seq_gib > 1.0, (fits, in_flight)

@@ -40,7 +40,7 @@ from service.core.recommend.replicas import (
     best_tpot,
     replicas_needed,
 )
-from service.core.recommend.serving_clients import size_for_clients
+from service.core.recommend.serving_clients import in_flight_memory, size_for_clients
 from service.core.recommend.serving_formats import formats_for
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
@@ -254,8 +254,8 @@ class _ServingSearch:
         why: Reason | None,
         no_time: bool,
     ) -> Exclusion:
-        """Why no plan: no time figure, the GPU limit or a latency target at a placed degree
-        (``why``), no placement, else memory (the smallest need found)."""
+        """Why no plan: no time figure, the limit or a target at a placed degree (``why``), no
+        placement, else memory (the smallest need found)."""
         name = gpu.name or gpu.slug
         if no_time and smallest_need is not None and smallest_need[0] < 0:
             return Exclusion(
@@ -451,12 +451,9 @@ class _ServingSearch:
         full: Estimate | None = None
         if r is not None:
             assert self.serving is not None and self.rate is not None
-            tpot, ttft, served, bound = (
-                r.tpot_s,
-                r.ttft_s,
-                self.rate * self.serving.workload.output_len,
-                r.bound,
-            )
+            tpot, ttft, bound = r.tpot_s, r.ttft_s, r.bound
+            served = self.rate * self.serving.workload.output_len
+            mem = in_flight_memory(self, cfg, getattr(r, "in_flight", 1.0), mem)  # disaggregated: its own
         else:
             got = self._estimated(gpu, job, mem, name, tp)
             if isinstance(got, Reason):

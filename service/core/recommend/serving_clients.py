@@ -13,6 +13,7 @@ for the KV cache of 1,500 sequences while one H100 replica admits ~100.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from service.core.recommend.serving_price import affordable, replicas_per_hour
 if TYPE_CHECKING:
     from service.core.recommend.serving import _ServingSearch
 
-__all__ = ["size_for_clients"]
+__all__ = ["in_flight_memory", "size_for_clients"]
 
 
 def _share(clients: int, replicas: int) -> int:
@@ -170,3 +171,15 @@ def _latencies(s: _ServingSearch, gpu: GpuSpec, c: InferenceConfig) -> Any:
         return estimate(gpu, job, s.data.calibrations, measured).serving
     except (InvalidConfiguration, MissingFigure):
         return None
+
+
+def in_flight_memory(
+    s: _ServingSearch, c: InferenceConfig, in_flight: float, mem: MemoryEstimate
+) -> MemoryEstimate:
+    """The memory of a replica at a rate with its mean ``in_flight`` sequences (Little's law),
+    not one sequence's: what the plan's fit and headroom are stated at."""
+    n = max(1, math.ceil(in_flight))
+    if n <= 1:
+        return mem
+    s.counter.memory += 1
+    return estimate_inference(replace(c, replicas=1, batch_size=n))
