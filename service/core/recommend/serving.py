@@ -21,8 +21,6 @@ from service.core.estimation.serving import (
     ENGINE_CLASSES,
     OPS_PER_DECODE_STEP,
     OPS_PER_LAYER_DECODE,
-    concurrency_cap,
-    deployment,
     serve_at_rate,
 )
 from service.core.pricing.cost import (
@@ -40,7 +38,7 @@ from service.core.recommend.replicas import (
     best_tpot,
     replicas_needed,
 )
-from service.core.recommend.serving_clients import in_flight_memory, size_for_clients
+from service.core.recommend.serving_clients import in_flight_memory, replica_admits, size_for_clients
 from service.core.recommend.serving_formats import formats_for
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
@@ -352,17 +350,10 @@ class _ServingSearch:
         name = gpu.name or gpu.slug
         assert self.serving is not None
         w = self.serving.workload
-        try:
-            d = deployment(cfg, gpu)
-        except InvalidConfiguration:
-            return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
-        if d.missing:
-            return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": d.missing})
-        seqs, _ = concurrency_cap(
-            d, w.input_len, w.output_len, reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib
-        )
-        if seqs < 1:
-            return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
+        admits = replica_admits(gpu, cfg, w, tp)
+        if isinstance(admits, Reason):
+            return admits
+        d, seqs = admits
         max_rep = max(1, cap // tp)
         rate = self.rate
         assert rate is not None

@@ -21,7 +21,7 @@ from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.estimate import estimate
 from service.core.estimation.memory import InferenceConfig, MemoryEstimate, estimate_inference
-from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, concurrency_cap, deployment
+from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, Deployment, concurrency_cap, deployment
 from service.core.recommend.reasons import Reason
 from service.core.recommend.replicas import _fastest_replicas
 from service.core.recommend.serving_misses import latency_miss
@@ -30,7 +30,23 @@ from service.core.recommend.serving_price import affordable, replicas_per_hour
 if TYPE_CHECKING:
     from service.core.recommend.serving import _ServingSearch
 
-__all__ = ["in_flight_memory", "size_for_clients"]
+__all__ = ["in_flight_memory", "replica_admits", "size_for_clients"]
+
+
+def replica_admits(gpu: GpuSpec, c: InferenceConfig, w: Any, tp: int) -> tuple[Deployment, int] | Reason:
+    """One replica of ``c``: its deployment and the sequences it admits (KV cache and scheduler),
+    or why it admits none (no memory for one sequence, or a figure the time model lacks)."""
+    name = gpu.name or gpu.slug
+    try:
+        d = deployment(c, gpu)
+    except InvalidConfiguration:
+        return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
+    if d.missing:
+        return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": d.missing})
+    seqs, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib)
+    if seqs < 1:
+        return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
+    return d, seqs
 
 
 def _share(clients: int, replicas: int) -> int:
@@ -62,15 +78,10 @@ def size_for_clients(
         batch_size=1,
         expert_parallel=expert_parallel,
     )
-    try:
-        d = deployment(one, gpu)
-    except InvalidConfiguration:
-        return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
-    if d.missing:
-        return Reason("NO_TIME_ESTIMATE", {"gpu": name, "missing": d.missing})
-    seqs, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=CONTINUOUS_EFFICIENCIES.reserve_gib)
-    if seqs < 1:
-        return Reason("MEMORY_INSUFFICIENT", {"gpu": name, "tensor_parallel": tp})
+    admits = replica_admits(gpu, one, w, tp)
+    if isinstance(admits, Reason):
+        return admits
+    seqs = admits[1]
     max_rep = max(1, cap // tp)
     least = _share(clients, seqs)  # replicas that admit every client
     if least > max_rep:
