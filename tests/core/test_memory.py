@@ -183,7 +183,7 @@ def test_fsdp_qlora_shards_the_packed_4bit_base() -> None:
     unit = 855_654_400
     nf4_layer = fsdp_gathered_bytes(fsdp, unit, 2.0, 855_638_016)
     assert nf4_layer == pytest.approx(
-        fsdp_gathered_bytes(replace(fsdp, finetune="lora"), unit, 2.0) * 0.258, rel=0.01
+        fsdp_gathered_bytes(replace(fsdp, finetune="lora"), unit, 2.0, 855_638_016) * 0.258, rel=0.01
     )
     assert estimate_training(fsdp).peak_allocated_bytes < estimate_training(ddp).peak_allocated_bytes - 20e9
     with pytest.raises(InvalidConfiguration, match="ZeRO-3"):

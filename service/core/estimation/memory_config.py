@@ -87,18 +87,13 @@ NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 64 and an fp32 scale per 256 absmax blocks (Dettmers et al. 2023, QLoRA, section 2)."""
 
 
-def fsdp_gathered_bytes(c: TrainConfig, params: float, gathered: float, linear: float | None = None) -> float:
+def fsdp_gathered_bytes(c: TrainConfig, params: float, gathered: float, linear: float) -> float:
     """Bytes FSDP gathers for ``params`` parameters at ``gathered`` bytes each -- except a QLoRA
-    base's decoder linears (``linear`` of them; by default the model's share of ``params``),
-    gathered as NF4: FSDP-QLoRA stores the packed 4-bit weights in 16-bit tensors
-    (bitsandbytes ``bnb_4bit_quant_storage``, Answer.AI / Hugging Face FSDP-QLoRA), so it shards
-    and gathers the packed bytes, not a 16-bit copy."""
-    if c.finetune != "qlora" or not isinstance(c.model, DecoderSpec):
+    base's ``linear`` decoder-linear weights among them, gathered as NF4: FSDP-QLoRA stores the
+    packed 4-bit weights in 16-bit tensors (bitsandbytes ``bnb_4bit_quant_storage``, Answer.AI /
+    Hugging Face FSDP-QLoRA), so it shards and gathers the packed bytes, not a 16-bit copy."""
+    if c.finetune != "qlora":
         return gathered * params
-    if linear is None:
-        m = c.model
-        total = float(m.total_params) or 1.0
-        linear = params * sum(k * i * o for i, o, k in m.linear_shapes().values()) * m.num_layers / total
     return linear * NF4_BYTES_PER_PARAM + (params - linear) * gathered
 
 

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from service.core.catalog.models import DecoderSpec
 from service.core.catalog.precision import TRAIN_MODES as _MODES
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.efficiencies import Efficiencies
 from service.core.estimation.frozen import fast_init
 from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, SOCKET_NETWORK_EFFICIENCY, TrainConfig
 from service.core.estimation.memory_config import fsdp_gathered_bytes
+from service.core.estimation.step_terms import _linear_params
 
 __all__ = [
     "PCIE_ASSUMED_PER_DIRECTION_GB_PER_S",
@@ -194,7 +196,9 @@ def communication_s(
             t = collective_s(grad_bytes + 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)
         elif c.sharding == "fsdp":  # gathers in forward and backward, gradients reduce-scattered
             gathered = 2.0 if c.mixed_precision == "fsdp_policy" else float(c.mode.param)
-            nbytes = 2.0 * fsdp_gathered_bytes(c, P, gathered) + float(c.mode.grad) * trainable
+            m = c.model
+            linear = _linear_params(m, tp) if c.finetune == "qlora" and isinstance(m, DecoderSpec) else 0.0
+            nbytes = 2.0 * fsdp_gathered_bytes(c, P, gathered, linear) + float(c.mode.grad) * trainable
             t = collective_s(nbytes, dp, tp, False, gpu, lay, e.comm, busy)
         else:
             t = collective_s(3 * 2.0 * P, dp, tp, False, gpu, lay, e.comm, busy)

@@ -43,15 +43,32 @@ def source_anchor(
 ) -> SourceAnchor | None:
     """The anchor of a transferred calibration: its source GPU's measured cell of the same
     configuration (``measured_on``: slug -> the latest-measured view) and the source's own fit."""
+    found = _source_cell(cal, calibrations, workload, precision, measured_on)
+    if found is None:
+        return None
+    source, own, cell = found
+    summary = cell.metrics.get("step_time_s")
+    if summary is None or summary.median <= 0:
+        return None
+    return SourceAnchor(source, own, float(summary.median), cell.count)
+
+
+def _source_cell(
+    cal: Calibration | None,
+    calibrations: CalibrationSet,
+    workload: str,
+    precision: str,
+    measured_on: Callable[[str], CellView | None] | None,
+) -> tuple[GpuSpec, Efficiencies, CellView] | None:
+    """A transferred calibration's source GPU, that GPU's own fitted efficiencies and its
+    measured cell of the configuration; None where any is missing (or nothing was transferred)."""
     if cal is None or measured_on is None or cal.source is None or cal.scope == "same-gpu":
         return None
     cell = measured_on(cal.source.slug)
-    summary = cell.metrics.get("step_time_s") if cell is not None and cell.provenance == "measured" else None
     own = calibrations.pick(cal.source, workload, precision)
-    if summary is None or summary.median <= 0 or own is None or own.scope != "same-gpu":
+    if cell is None or cell.provenance != "measured" or own is None or own.scope != "same-gpu":
         return None
-    assert cell is not None
-    return SourceAnchor(cal.source, own.efficiencies, float(summary.median), cell.count)
+    return cal.source, own.efficiencies, cell
 
 
 def anchor_factor(model_step_s: float, modelled: float, anchor: SourceAnchor) -> tuple[float, str]:
@@ -91,14 +108,12 @@ def serving_anchor(
     measured_on: Callable[[str], CellView | None] | None,
 ) -> ServingAnchor | None:
     """As :func:`source_anchor`, for a serving cell: its TTFT and TPOT medians."""
-    if cal is None or measured_on is None or cal.source is None or cal.scope == "same-gpu":
+    found = _source_cell(cal, calibrations, workload, precision, measured_on)
+    if found is None:
         return None
-    cell = measured_on(cal.source.slug)
-    if cell is None or cell.provenance != "measured":
-        return None
+    source, own, cell = found
     ttft_ms, tpot_ms = cell.median("ttft_ms_p50"), cell.median("tpot_ms_p50")
-    own = calibrations.pick(cal.source, workload, precision)
-    if not ttft_ms or not tpot_ms or own is None or own.scope != "same-gpu":
+    if not ttft_ms or not tpot_ms:
         return None
     tps = cell.median("output_tokens_per_s")
-    return ServingAnchor(cal.source, own.efficiencies, ttft_ms / 1e3, tpot_ms / 1e3, cell.count, tps)
+    return ServingAnchor(source, own, ttft_ms / 1e3, tpot_ms / 1e3, cell.count, tps)

@@ -130,11 +130,11 @@ def training_what_ifs(
                                 "needed_gib": _gib(mem.device_memory_band.high),
                                 "usable_gib": _gib(usable),
                                 "instead_of": None if now >= 10**9 else now,
-                                **{
-                                    k.split(".")[1]: v
-                                    for k, v in change.items()
-                                    if k == "workload.global_batch"
-                                },
+                                **(
+                                    {"global_batch": gb}
+                                    if (gb := change.get("workload.global_batch"))
+                                    else {}
+                                ),
                             },
                         )
                     )
