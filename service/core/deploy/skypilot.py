@@ -9,6 +9,7 @@ from typing import Any
 from service.core.deploy.commands import (
     FILL,
     RDZV_PORT,
+    SERVE_PORT,
     fill_ins,
     model_value,
     network_note,
@@ -74,6 +75,8 @@ def task(plan: DeployPlan, chosen: DeployOption) -> tuple[dict[str, Any], list[s
         "envs": envs,
     }
     if chosen.serving:
+        # SkyServe routes to the one port the task opens: without it `sky serve up` refuses the task
+        doc["resources"]["ports"] = SERVE_PORT
         doc["service"] = {"readiness_probe": "/health", "replicas": chosen.replicas}
     doc["run"] = _run(plan, chosen)
     comments = [f"rank {o.rank}: {o.describe()}" for o in take]
