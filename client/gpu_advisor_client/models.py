@@ -1300,6 +1300,7 @@ class ServingOut(_Model):
     source_gpus: list[str] | None = Field(default=None)
     sources: list[str] | None = Field(default=None)
     tensor_parallel: int
+    time_to_generate_h: BandOut | None = Field(default=None)
     tpot_band_ms: BandOut | None
     tpot_ms: float | None
     ttft_band_ms: BandOut | None
@@ -1316,6 +1317,7 @@ class ServingPerfOut(_Model):
     output_tokens_per_s: float
     source_gpus: list[str] | None = Field(default=None)
     sources: list[str] | None = Field(default=None)
+    time_to_generate: FigureOut | None = Field(default=None)
     tpot: FigureOut | None = Field(default=None)
     ttft: FigureOut | None = Field(default=None)
     utilisation: float | None = Field(default=None)

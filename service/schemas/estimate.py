@@ -145,7 +145,9 @@ class WorkloadIn(RequestModel):
         gt=0,
         le=1e18,
         allow_inf_nan=False,
-        description="tokens to train on: gives time_to_train_s",
+        description="tokens to train on (gives time_to_train_s); for decoder inference, output tokens "
+        "to generate as a batch job (gives serving.time_to_generate_h; without requests_per_s or "
+        "concurrency a continuous engine queues every request at once and runs as many as it admits)",
     )
     stack: Literal["hf-eager", "compiled", "megatron"] = Field(
         default="hf-eager",
@@ -594,6 +596,11 @@ class ServingOut(BaseModel):
     cost: TokenCostOut | None = Field(
         default=None,
         description="with price_per_gpu_hour: cost per million input and per million output tokens, and blended",
+    )
+    time_to_generate_h: BandOut | None = Field(
+        default=None,
+        description="with tokens (a batch job's output tokens): hours to generate them at "
+        "output_tokens_per_s, all replicas; the band follows the TPOT band",
     )
 
 

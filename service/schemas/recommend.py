@@ -413,6 +413,10 @@ class ServingPerfOut(BaseModel):
     utilisation: float | None = None
     concurrency_per_replica: int | None = None
     max_concurrency_per_replica: int | None = None
+    time_to_generate: FigureOut | None = Field(
+        default=None,
+        description="hours to generate workload.tokens (an offline batch: every request queued at once)",
+    )
     source_gpus: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
 

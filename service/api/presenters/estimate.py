@@ -175,6 +175,7 @@ def _serving_out(sv: ServingAnswer, costs: TokenCosts | None = None) -> ServingO
         disaggregated=_disagg_out(sv.disaggregated),
         cost=_cost_out(costs),
         input_tokens_per_s=sv.input_tokens_per_s,
+        time_to_generate_h=BandOut.of(sv.time_to_generate, 1 / 3600.0) if sv.time_to_generate else None,
         ttft_ms=_ms(sv.ttft_s),
         ttft_band_ms=_band_ms(sv.ttft_band),
         tpot_ms=_ms(sv.tpot_s),

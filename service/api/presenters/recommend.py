@@ -155,6 +155,11 @@ def _serving(sv: ServingAnswer, o: Option) -> ServingPerfOut:
         utilisation=_finite(r.utilisation) if r is not None else None,
         concurrency_per_replica=sv.concurrency_per_replica,
         max_concurrency_per_replica=sv.max_concurrency_per_replica,
+        time_to_generate=_figure(
+            sv.time_to_generate.mid, sv.time_to_generate, "h", sv.provenance, sv.accuracy, 1 / 3600.0
+        )
+        if sv.time_to_generate is not None
+        else None,
         source_gpus=list(sv.source_gpus),
         sources=list(sv.sources),
     )
@@ -321,8 +326,10 @@ def _unit(o: Option) -> Literal["tokens", "images"]:
 def _objective_unit(o: Option, objective: str) -> str:
     unit = _unit(o)
     if objective == "fastest":
+        if o.hours is not None:
+            return "h"
         if o.train is not None:
-            return "h" if o.hours is not None else f"s per million {unit}"
+            return f"s per million {unit}"
         return "s per output token (p50 TPOT)"
     if objective == "perf_per_watt":
         return f"W per {unit[:-1]}/s"
@@ -384,7 +391,7 @@ def _question(outcome: RecommendOutcome) -> dict[str, Any]:
 
 def _units(o: Option) -> tuple[str, str]:
     """The frontier's axes for ``o``, as :attr:`Option.time_value` and :attr:`Option.cost_value` take them."""
-    time_unit = "s TPOT" if o.serve is not None else "h" if o.hours is not None else "s/1M tokens"
+    time_unit = "h" if o.hours is not None else "s TPOT" if o.serve is not None else "s/1M tokens"
     cur = o.quote.currency if o.quote is not None else "USD"
     if o.run_cost is not None:
         return time_unit, f"{cur}/run"

@@ -22,12 +22,14 @@ architecture (:mod:`service.core.estimation.accuracy`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
+from service.core.estimation.band import Band
 from service.core.estimation.benchmark_cells import benchmark_cell
 from service.core.estimation.calibration import CalibrationSet
 from service.core.estimation.estimate_answers import (  # noqa: F401
@@ -117,7 +119,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.20.0"
+ESTIMATOR_VERSION = "1.21.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
@@ -174,7 +176,7 @@ def estimate(
     memory = _memory_answer(gpu, c, usable, measured, breakdown, warnings)
     time_answer, serving_answer = _time_or_serving(gpu, job, calibrations, measured, warnings, measured_on)
     if serving_answer is not None and isinstance(c, InferenceConfig):
-        serving_answer = _with_engine_version(serving_answer, c)
+        serving_answer = _with_generation_time(_with_engine_version(serving_answer, c), job.tokens)
         memory = _admitted(gpu, c, usable, measured, serving_answer, memory, warnings)
         if not memory.fits:  # a static batch that runs out of memory has no latency (as compare marks it)
             warnings.append(
@@ -196,6 +198,16 @@ def estimate(
         solve=solve,
         warnings=tuple(warnings),
     )
+
+
+def _with_generation_time(s: ServingAnswer, tokens: float | None) -> ServingAnswer:
+    """The time to generate ``tokens`` output tokens at the answer's rate; its band follows the
+    TPOT band (a batch job's time is its decode steps)."""
+    if not tokens or s.output_tokens_per_s <= 0 or not math.isfinite(s.tpot_s) or s.tpot_s <= 0:
+        return s
+    mid = tokens / s.output_tokens_per_s
+    b = s.tpot_band
+    return replace(s, time_to_generate=Band(mid * b.low / s.tpot_s, mid, mid * b.high / s.tpot_s))
 
 
 def _usable_memory(gpu: GpuSpec, warnings: list[Notice]) -> int:

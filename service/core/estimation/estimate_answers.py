@@ -177,6 +177,9 @@ class ServingAnswer:
     disaggregated: DisaggAnswer | None = None
     input_tokens_per_s: float | None = None
     """Prompt tokens served per second, all replicas (continuous engines)."""
+    time_to_generate: Band | None = None
+    """Seconds to generate the job's ``tokens`` output tokens at ``output_tokens_per_s`` (a
+    batch job; None without ``tokens``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,10 @@ class ServingQuestion:
     concurrency: int | None = None
     ttft_target_s: float | None = None
     tpot_target_s: float | None = None
+    offline: bool = False
+    """A batch job of ``tokens`` output tokens, neither a rate nor clients: every request is
+    queued at once and each replica runs as many as its scheduler and KV cache admit
+    (:func:`~service.core.estimation.serving_queue.offline_throughput`)."""
 
 
 _INFERENCE_CONFIGS = (InferenceConfig, BatchInferenceConfig)
@@ -461,6 +465,7 @@ def _inference_config(
     if spec.solve_for == "min_gpus" and spec.requests_per_s is None and targets:
         raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
     _serving_features(spec, model, continuous)
+    _offline(spec, continuous)
     share = _concurrency_share(spec, tp)
     config = InferenceConfig(
         model=model,
@@ -493,8 +498,28 @@ def _inference_config(
             concurrency=share,
             ttft_target_s=spec.ttft_target_ms / 1e3 if spec.ttft_target_ms else None,
             tpot_target_s=spec.tpot_target_ms / 1e3 if spec.tpot_target_ms else None,
+            offline=bool(spec.tokens) and spec.requests_per_s is None and spec.concurrency is None,
         )
     return config, serving
+
+
+def _offline(spec: JobSpec, continuous: bool) -> None:
+    """An offline batch (``tokens`` without a rate or clients) fills each replica: disaggregation
+    and speculation serve latency, which such a job does not ask for."""
+    if not (continuous and spec.tokens and spec.requests_per_s is None and spec.concurrency is None):
+        return
+    if spec.disaggregated is not None:
+        raise InvalidConfiguration(
+            "disaggregated",
+            "an offline batch (tokens, no requests_per_s or concurrency) runs on one pool; "
+            "disaggregation serves latency targets",
+        )
+    if spec.speculative is not None:
+        raise InvalidConfiguration(
+            "speculative",
+            "an offline batch fills the KV cache, where drafts only add work; give concurrency to "
+            "model speculation",
+        )
 
 
 def _concurrency_share(spec: JobSpec, tp: int) -> int | None:
@@ -514,6 +539,12 @@ def _batch_inference_config(spec: JobSpec, model: EncoderSpec | CnnSpec) -> Batc
         raise InvalidConfiguration("tensor_parallel", "encoders and CNNs are served one GPU per replica")
     if spec.requests_per_s is not None or spec.solve_for == "min_gpus":
         raise InvalidConfiguration("requests_per_s", "request-rate serving is modelled for decoder LLMs")
+    if spec.tokens:
+        raise InvalidConfiguration(
+            "tokens",
+            "tokens is the volume of a training run or of a decoder's generation (output tokens); "
+            "batched encoder and CNN inference takes none",
+        )
     seq = 1
     if isinstance(model, EncoderSpec):
         seq = spec.seq_len or DEFAULT_ENCODER_SEQ_LEN

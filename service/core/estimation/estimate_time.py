@@ -43,6 +43,7 @@ from service.core.estimation.serving import (
     concurrency_cap,
     decode_bound,
     deployment,
+    offline_throughput,
     serve_at_rate,
     serve_concurrency,
 )
@@ -260,14 +261,10 @@ def _continuous(
         ttft, tpot, conc, bound = r.ttft_s, r.tpot_s, round(r.in_flight), r.bound
         out_tps = q.requests_per_s * w.output_len if r.stable else 0.0
     else:
-        pt = serve_concurrency(c, gpu, e, q.concurrency if q is not None else None, d)
-        ttft, tpot, conc = pt.ttft_s, pt.tpot_s, int(pt.n)
-        out_tps = pt.output_tokens_per_s * c.replicas
-        bound = decode_bound(d, e, pt.n)
-        if (q.concurrency if q is not None and q.concurrency else c.batch_size) > cap:
-            notes.append(f"concurrency capped at {cap} sequences per replica (scheduler and KV cache)")
+        ttft, tpot, conc, out_tps, bound = _at_concurrency(c, gpu, q, e, d, cap, notes)
+    offline = q is not None and q.offline
     prov = eng.provenance
-    measured = _measured_latency(cell) if rate is None else None
+    measured = _measured_latency(cell) if rate is None and not offline else None
     measured_ttft, measured_tpot = measured if measured is not None else (None, None)
     sources: tuple[str, ...] = ()
     if cell is not None and measured is not None:
@@ -279,7 +276,7 @@ def _continuous(
         pub = None
         if rate is None and math.isfinite(tpot) and out_tps > 0:
             pub = _published(
-                c, gpu, q.concurrency if q is not None and q.concurrency else c.batch_size, out_tps
+                c, gpu, conc if offline else (q.concurrency if q and q.concurrency else c.batch_size), out_tps
             )
             notes.extend(pub.notes if pub is not None else ())
         if pub is not None and pub.per_gpu is not None:
@@ -312,6 +309,31 @@ def _continuous(
         prefill_time_share=prefill_time_share(d, e, float(max(conc, 1)), w.input_len, w.output_len),
         input_tokens_per_s=out_tps * w.input_len / w.output_len,
     )
+
+
+def _at_concurrency(
+    c: InferenceConfig,
+    gpu: GpuSpec,
+    q: ServingQuestion | None,
+    e: EngineEfficiencies,
+    d: Deployment,
+    cap: int,
+    notes: list[str],
+) -> tuple[float, float, int, float, str]:
+    """(TTFT, TPOT, sequences per replica, output tokens/s of all replicas, decode bound) at a
+    fixed concurrency per replica, or for an offline batch at what the engine admits with every
+    request queued (its offline scheduler limits: vLLM's ``LLM`` class, ``trtllm-bench``)."""
+    if q is not None and q.offline:
+        pt = offline_throughput(c, gpu, e, d)
+        notes.append(
+            f"offline batch: every request queued at once; {int(pt.n)} sequences in flight per "
+            "replica (the scheduler's offline limit and the KV cache)"
+        )
+    else:
+        pt = serve_concurrency(c, gpu, e, q.concurrency if q is not None else None, d)
+        if (q.concurrency if q is not None and q.concurrency else c.batch_size) > cap:
+            notes.append(f"concurrency capped at {cap} sequences per replica (scheduler and KV cache)")
+    return pt.ttft_s, pt.tpot_s, int(pt.n), pt.output_tokens_per_s * c.replicas, decode_bound(d, e, pt.n)
 
 
 PUBLISHED_TPOT_BAND = 0.10

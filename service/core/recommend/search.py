@@ -193,10 +193,12 @@ def _validate(
         )
     if serving is not None and not isinstance(job.model, DecoderSpec):
         raise InvalidConfiguration("workload.model", "serving recommendations are modelled for decoder LLMs")
-    if cons.deadline_hours is not None and serving is not None:
+    if cons.deadline_hours is not None and serving is not None and not serving.offline:
         raise InvalidConfiguration(
             "constraints.deadline_hours",
-            "a deadline applies to training (a serving job runs until stopped: give latency targets)",
+            "a deadline applies to training and to an offline batch (workload.tokens: output tokens to "
+            "generate, without requests_per_s or concurrency, on vllm, sglang or tensorrt-llm); a "
+            "serving job runs until stopped: give latency targets",
         )
     if cons.deadline_hours is not None and search is not None and not job.tokens:
         raise InvalidConfiguration(

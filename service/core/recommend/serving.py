@@ -39,10 +39,18 @@ from service.core.recommend.replicas import (
     replicas_needed,
 )
 from service.core.recommend.serving_clients import in_flight_memory, replica_admits, size_for_clients
+from service.core.recommend.serving_exclusion import no_plan
 from service.core.recommend.serving_formats import formats_for
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
 from service.core.recommend.serving_misses import closest_miss, headroom, latency_miss
+from service.core.recommend.serving_offline import (
+    deadline_met,
+    offline_hours,
+    offline_in_flight,
+    offline_replicas,
+    offline_run_cost,
+)
 from service.core.recommend.serving_price import affordable, serving_layout
 from service.core.recommend.serving_published import published_run
 
@@ -63,6 +71,10 @@ class _ServingSearch:
         )
         """A closed loop of ``concurrency`` clients over the replicas (:mod:`.serving_clients`):
         a GPU fits where one replica holds one sequence, as at a rate."""
+        self.offline = self.continuous and bool(self.serving and self.serving.offline)
+        """A batch of ``tokens`` output tokens (:mod:`.serving_offline`)."""
+        self.missed: dict[str, tuple[Option, Reason]] = {}
+        """By slug: the fastest plan that misses the deadline and why (shown where no plan meets it)."""
         self._mem: dict[tuple[str, int], MemoryEstimate] = {}
         self.host_floor_s = 0.0
         """Eager generate launches every op of a decode step from Python: the host profile's
@@ -176,7 +188,12 @@ class _ServingSearch:
                 self.counter.candidates += 1
                 mem = self.memory(fmt, tp)
                 need = mem.device_memory_band.high
-                if fastest and (ok := self._kept(candidates)) and self._tpot_floor(gpu, mem) > best_tpot(ok):
+                if (
+                    fastest
+                    and not self.offline  # a batch's time is not its TPOT
+                    and (ok := self._kept(candidates))
+                    and self._tpot_floor(gpu, mem) > best_tpot(ok)
+                ):
                     continue  # even streaming the weights alone is slower than a plan found (that is kept)
                 if not mem.fits(usable):
                     if smallest_need is None or need < smallest_need[0]:
@@ -191,7 +208,7 @@ class _ServingSearch:
                     continue
                 fewest = (
                     None
-                    if fastest  # a larger TP lowers TPOT: every degree is sized
+                    if fastest or self.offline  # a larger TP lowers TPOT (holds more sequences): every degree
                     else min(
                         (o.gpu_count for o in candidates if o.est.job.config.quant_method == fmt),  # type: ignore[union-attr]
                         default=None,
@@ -203,16 +220,19 @@ class _ServingSearch:
                 if isinstance(found, Reason):
                     if found.code in ("MISSES_TTFT", "MISSES_TPOT"):
                         latency_miss = closest_miss(latency_miss, found)
-                    elif found.code == "OVER_GPU_LIMIT":
+                    elif found.code in ("OVER_GPU_LIMIT", "MISSES_DEADLINE"):
                         over_limit = over_limit or found
                     continue
                 if found is not None:
                     candidates.append(found)
-                if not (self.continuous and self.rate is not None) and not fastest and not targets:
+                if not (self.continuous and self.rate is not None) and not (
+                    fastest or targets or self.offline
+                ):
                     break  # no load to size and nothing to meet: the smallest TP group that fits
         candidates += layout_options(self, gpu, cap, tps, per_node, candidates)
         if not candidates:
-            return self._nothing(
+            return no_plan(
+                self,
                 gpu,
                 usable,
                 tps,
@@ -222,17 +242,7 @@ class _ServingSearch:
                 over_limit or latency_miss,
                 no_time,
             )
-        obj = self.q.objective
-        if obj == "fastest":
-            low = min(o.time_value for o in candidates) * (1.0 + NEAR_TIE)
-            key: Callable[[Option], tuple[float, ...]] = lambda o: (o.time_value > low, o.gpu_count)  # noqa: E731
-        elif obj == "perf_per_watt":
-            key = lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)  # noqa: E731
-        elif obj == "cost_per_million_tokens":  # a closed loop's plans serve different token rates
-            key = lambda o: (o.cost_per_million_tokens or math.inf, o.gpu_count, o.time_value)  # noqa: E731
-        else:
-            key = lambda o: ((o.quote.per_hour if o.quote else math.inf), o.gpu_count, o.time_value)  # noqa: E731
-        candidates.sort(key=key)
+        candidates.sort(key=_within_gpu(self.q.objective, candidates))
         kept = self._kept(candidates)
         first = kept[0] if kept else candidates[0]  # none kept: the exclusion says why
         return first, [o for o in candidates if o is not first]
@@ -240,61 +250,6 @@ class _ServingSearch:
     def _kept(self, candidates: list[Option]) -> list[Option]:
         """The plans the constraints keep (a budget, provenance or band limit), in order."""
         return [o for o in candidates if admitted(o, self.q, self.data)] if bounded(self.q) else candidates
-
-    def _nothing(
-        self,
-        gpu: GpuSpec,
-        usable: int,
-        tps: list[int],
-        per_node: int,
-        smallest_need: tuple[float, int, str] | None,
-        placement_block: int | None,
-        why: Reason | None,
-        no_time: bool,
-    ) -> Exclusion:
-        """Why no plan: no time figure, the limit or a target at a placed degree (``why``), no
-        placement, else memory (the smallest need found)."""
-        name = gpu.name or gpu.slug
-        if no_time and smallest_need is not None and smallest_need[0] < 0:
-            return Exclusion(
-                gpu,
-                Reason(
-                    "NO_TIME_ESTIMATE",
-                    {
-                        "gpu": name,
-                        "gpu_count": smallest_need[1],
-                        "needed_gib": _gib(-smallest_need[0]),
-                        "usable_gib": _gib(usable),
-                        "missing": "memory bandwidth" if not gpu.bandwidth_gb_per_s else "16-bit tensor peak",
-                    },
-                ),
-            )
-        if why is not None:
-            # a degree that could be placed was sized and fell short (the GPU limit, or a target
-            # at the degree that came closest): that, not a larger degree nobody timed
-            return Exclusion(gpu, why)
-        if placement_block is not None:
-            return Exclusion(
-                gpu,
-                Reason(
-                    "NO_PLACEMENT",
-                    {"gpu": name, "tensor_parallel": placement_block, "free_per_node": per_node},
-                ),
-            )
-        tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
-        fmt = smallest_need[2] if smallest_need is not None else self.base.quant_method
-        return Exclusion(
-            gpu,
-            Reason(
-                "MEMORY_INSUFFICIENT",
-                {
-                    "gpu": name,
-                    "tensor_parallel": tp,
-                    "gpu_count": tp,
-                    **_serving_memory(self.memory(fmt, tp), usable),
-                },
-            ),
-        )
 
     def _tpot_floor(self, gpu: GpuSpec, mem: MemoryEstimate) -> float:
         """TPOT of a plan is at least its weights per GPU streamed once (and the host floor)."""
@@ -335,12 +290,35 @@ class _ServingSearch:
                 return sized
             replicas, r = sized
             return self._option(gpu, fmt, tp, usable, mem, replace(cfg, replicas=replicas), r)
+        if self.offline:
+            reps = offline_replicas(self, gpu, cfg, tp, cap, mem)
+            if isinstance(reps, Reason):
+                if reps.code == "MISSES_DEADLINE":
+                    self._missed(gpu, fmt, tp, usable, mem, replace(cfg, replicas=max(1, cap // tp)), reps)
+                return reps
+            return self._option(gpu, fmt, tp, usable, mem, replace(cfg, replicas=reps), None)
         if self.closed:
             clients = size_for_clients(self, gpu, fmt, tp, cap, fewest)
             if clients is None or isinstance(clients, Reason):
                 return clients
             return self._option(gpu, fmt, tp, usable, clients[1], clients[0], None)
         return self._option(gpu, fmt, tp, usable, mem, cfg, None)
+
+    def _missed(
+        self,
+        gpu: GpuSpec,
+        fmt: str,
+        tp: int,
+        usable: int,
+        mem: MemoryEstimate,
+        cfg: InferenceConfig,
+        why: Reason,
+    ) -> None:
+        """Keep the fastest plan of ``gpu`` that misses the deadline, with its reason."""
+        made = self._option(gpu, fmt, tp, usable, mem, cfg, None)
+        kept = self.missed.get(gpu.slug)
+        if isinstance(made, Option) and (kept is None or made.time_value < kept[0].time_value):
+            self.missed[gpu.slug] = (made, why)
 
     def _size_for_rate(
         self, gpu: GpuSpec, cfg: InferenceConfig, tp: int, cap: int, fewest: int | None
@@ -450,6 +428,10 @@ class _ServingSearch:
             if isinstance(got, Reason):
                 return got
             full, (tpot, ttft, served, bound) = got
+            if self.offline and full.serving is not None:  # the sequences a full replica holds
+                mem = in_flight_memory(
+                    self, cfg, offline_in_flight(cfg, full.serving.concurrency_per_replica), mem
+                )
         placeholder = (
             full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
         )
@@ -458,6 +440,7 @@ class _ServingSearch:
             if hourly is not None and served > 0
             else None
         )
+        hours = offline_hours(full) if self.offline else None
         made = Option(
             gpu=gpu,
             gpu_count=n,
@@ -467,19 +450,21 @@ class _ServingSearch:
             memory_high_bytes=int(mem.device_memory_band.high),
             usable_bytes=usable,
             quote=quote,
-            hours=None,
-            hours_band=None,
+            hours=hours[0] if hours else None,
+            hours_band=hours[1] if hours else None,
             tokens_per_s=served,
             power_w=gpu.tdp_w * n if gpu.tdp_w else None,
             provenance=full.serving.provenance
             if full is not None and full.serving is not None
             else ENGINE_CLASSES[cfg.engine].provenance,
-            time_value=tpot if math.isfinite(tpot) else math.inf,
+            time_value=hours[0] if hours else tpot if math.isfinite(tpot) else math.inf,
             objective_value=None,
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
             reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound)
-            + published_run(full, name),
+            + published_run(full, name)
+            + deadline_met(self.q.constraints.deadline_hours, hours),
             cost_per_million_tokens=cpm,
+            run_cost=offline_run_cost(hourly, hours),
             needs_nvlink=deploy.needs_gpu_link,
             tco=priced.tco,
             network=priced.network,
@@ -586,3 +571,22 @@ class _ServingSearch:
         if self.q.constraints.allow_quantization or self.base.quant_method != "none":
             return []
         return fp8_what_ifs(options, self.memory)
+
+
+def _hourly_or_run(o: Option) -> float:
+    """What ``cheapest`` compares within a GPU: the run's cost for a batch, else the hour's."""
+    if o.run_cost is not None:
+        return o.run_cost[1]
+    return o.quote.per_hour if o.quote else math.inf
+
+
+def _within_gpu(obj: str, candidates: list[Option]) -> Callable[[Option], tuple[float, ...]]:
+    """How one GPU's plans are ordered for the objective (the best is the GPU's option)."""
+    if obj == "fastest":
+        low = min(o.time_value for o in candidates) * (1.0 + NEAR_TIE)
+        return lambda o: (o.time_value > low, o.gpu_count)
+    if obj == "perf_per_watt":
+        return lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)
+    if obj == "cost_per_million_tokens":  # a closed loop's plans serve different token rates
+        return lambda o: (o.cost_per_million_tokens or math.inf, o.gpu_count, o.time_value)
+    return lambda o: (_hourly_or_run(o), o.gpu_count, o.time_value)
