@@ -55,6 +55,19 @@ NEAR_TIE: Final = 0.01
 """TPOTs within 1 % of the lowest are a tie: the fewer GPUs win."""
 
 
+def fewest_from(ok: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The fewest count in ``lo + 1 .. hi`` for which ``ok`` holds, given that it holds at ``hi``
+    and at every count above one where it holds (more replicas, a smaller share each: latencies
+    only fall): bisection."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def _fastest_replicas(ok: Callable[[int], bool], seen: dict[int, Any], fewest: int, most: int) -> int:
     """The fewest replicas (at least ``fewest``, which meets the targets) whose TPOT is within
     :data:`NEAR_TIE` of the TPOT at ``most`` replicas (the lowest the GPU limit allows: each

@@ -36,6 +36,7 @@ from service.core.recommend.replicas import (
     NEAR_TIE,
     _fastest_replicas,
     best_tpot,
+    fewest_from,
     replicas_needed,
 )
 from service.core.recommend.serving_clients import in_flight_memory, replica_admits, size_for_clients
@@ -385,12 +386,7 @@ class _ServingSearch:
             if hi >= max_rep:
                 return lone_misses() or over
             hi = min(max_rep, hi * 2)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
+        hi = fewest_from(ok, lo, hi)
         if self.q.objective == "fastest":
             hi = _fastest_replicas(ok, seen, hi, affordable(self.data, self.q, gpu, tp, hi, max_rep))
         return hi, seen[hi]

@@ -23,7 +23,7 @@ from service.core.estimation.estimate import estimate
 from service.core.estimation.memory import InferenceConfig, MemoryEstimate, estimate_inference
 from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, Deployment, concurrency_cap, deployment
 from service.core.recommend.reasons import Reason
-from service.core.recommend.replicas import _fastest_replicas
+from service.core.recommend.replicas import _fastest_replicas, fewest_from
 from service.core.recommend.serving_misses import latency_miss
 from service.core.recommend.serving_price import affordable, replicas_per_hour
 
@@ -163,13 +163,7 @@ def _search(ok: Any, least: int, most: int, limit: int | None) -> int | None:
         if hi >= top:
             return None
         lo, hi = hi, min(top, hi * 2)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return fewest_from(ok, lo, hi)
 
 
 def _latencies(s: _ServingSearch, gpu: GpuSpec, c: InferenceConfig) -> Any:

@@ -26,7 +26,7 @@ from service.core.estimation.serving_disagg_layout import Disaggregation
 from service.core.recommend.candidates import best_pool
 from service.core.recommend.models import Option
 from service.core.recommend.reasons import Reason
-from service.core.recommend.replicas import NEAR_TIE
+from service.core.recommend.replicas import NEAR_TIE, fewest_from
 from service.core.recommend.serving_clients import size_for_clients
 
 if TYPE_CHECKING:
@@ -223,14 +223,7 @@ def _smallest(ok: Callable[[int], bool], top: int) -> int | None:
     """The smallest count in ``1..top`` for which ``ok`` holds (it holds for every larger one)."""
     if top < 1 or not ok(top):
         return None
-    lo, hi = 0, top
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return fewest_from(ok, 0, top)
 
 
 def _with(o: Option, why: Reason) -> Option:
