@@ -498,15 +498,20 @@ def _inference_config(
             concurrency=share,
             ttft_target_s=spec.ttft_target_ms / 1e3 if spec.ttft_target_ms else None,
             tpot_target_s=spec.tpot_target_ms / 1e3 if spec.tpot_target_ms else None,
-            offline=bool(spec.tokens) and spec.requests_per_s is None and spec.concurrency is None,
+            offline=_is_offline(spec),
         )
     return config, serving
+
+
+def _is_offline(spec: JobSpec) -> bool:
+    """A batch job: ``tokens`` to generate, neither a rate nor clients."""
+    return bool(spec.tokens) and spec.requests_per_s is None and spec.concurrency is None
 
 
 def _offline(spec: JobSpec, continuous: bool) -> None:
     """An offline batch (``tokens`` without a rate or clients) fills each replica: disaggregation
     and speculation serve latency, which such a job does not ask for."""
-    if not (continuous and spec.tokens and spec.requests_per_s is None and spec.concurrency is None):
+    if not (continuous and _is_offline(spec)):
         return
     if spec.disaggregated is not None:
         raise InvalidConfiguration(

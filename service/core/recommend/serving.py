@@ -72,7 +72,9 @@ class _ServingSearch:
         )
         """A closed loop of ``concurrency`` clients over the replicas (:mod:`.serving_clients`):
         a GPU fits where one replica holds one sequence, as at a rate."""
-        self.offline = self.continuous and bool(self.serving and self.serving.offline)
+        self.offline = bool(
+            self.serving and self.serving.offline
+        )  # a serving question is a continuous engine's
         """A batch of ``tokens`` output tokens (:mod:`.serving_offline`)."""
         self.missed: dict[str, tuple[Option, Reason]] = {}
         """By slug: the fastest plan that misses the deadline and why (shown where no plan meets it)."""
