@@ -217,6 +217,24 @@ def test_300_w_pcie_only_cap_leaves_no_sxm_or_oam_part(client: TestClient) -> No
     assert h100_pcie["code"] == "OVER_POWER_CAP" and h100_pcie["params"]["tdp_w"] == 350
 
 
+def test_a_total_power_cap_excludes_a_gpu_whose_power_is_unsourced(client: TestClient) -> None:
+    """A cap on the whole option's power needs each GPU's TDP as much as a per-GPU cap does:
+    a card without one cannot be checked, so it is excluded, never ranked under the cap."""
+    doc = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 2, "seq_len": 2048},
+            "constraints": {"max_power_w_total": 1000},
+            "limit": 50,
+        },
+    )
+    assert doc["options"]
+    for o in doc["options"]:
+        assert o["gpu"]["tdp_w"] is not None and o["power_w"] <= 1000
+    unknown = _excluded(doc, "nvidia-rtx-pro-6000-blackwell-server")  # no sourced TDP
+    assert unknown["code"] == "POWER_UNKNOWN" and unknown["params"]["cap_w"] == 1000
+
+
 def test_7b_chat_with_a_tpot_target_is_decided_by_bandwidth(client: TestClient) -> None:
     """A 7B chat service (vLLM, 2 req/s, 512 in / 256 out, TPOT <= 30 ms) on one GPU each:
     decode reads every weight per token, so TPOT follows memory bandwidth."""

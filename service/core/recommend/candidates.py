@@ -67,16 +67,21 @@ def _static_reasons(gpu: GpuSpec, job: Job, cons: Constraints) -> list[Reason]:
         )
     if cons.nvlink_required and gpu.node.nvlink_topology == "none":
         out.append(Reason("NO_NVLINK", {"gpu": name}))
-    if cons.max_power_w_per_gpu is not None:
-        if gpu.tdp_w is None:
-            out.append(Reason("POWER_UNKNOWN", {"gpu": name, "cap_w": cons.max_power_w_per_gpu}))
-        elif gpu.tdp_w > cons.max_power_w_per_gpu:
-            out.append(
-                Reason(
-                    "OVER_POWER_CAP",
-                    {"gpu": name, "tdp_w": gpu.tdp_w, "cap_w": cons.max_power_w_per_gpu, "per": "gpu"},
-                )
+    # either power cap needs the GPU's TDP: without it neither can be checked
+    cap_w = cons.max_power_w_per_gpu if cons.max_power_w_per_gpu is not None else cons.max_power_w_total
+    if cap_w is not None and gpu.tdp_w is None:
+        out.append(Reason("POWER_UNKNOWN", {"gpu": name, "cap_w": cap_w}))
+    elif (
+        cons.max_power_w_per_gpu is not None
+        and gpu.tdp_w is not None
+        and gpu.tdp_w > cons.max_power_w_per_gpu
+    ):
+        out.append(
+            Reason(
+                "OVER_POWER_CAP",
+                {"gpu": name, "tdp_w": gpu.tdp_w, "cap_w": cons.max_power_w_per_gpu, "per": "gpu"},
             )
+        )
     if gpu.fit_memory_bytes is None:
         out.append(Reason("NO_MEMORY_FIGURE", {"gpu": name}))
     if gpu.support_for(job.precision) == "no":
