@@ -80,6 +80,7 @@ EN: Final[Table] = {
     C.POWER_UNKNOWN: {"": "the {gpu} has no sourced TDP, so the {cap_w} W cap cannot be checked"},
     C.NO_MEMORY_FIGURE: {"": "the {gpu} has no sourced memory size; no fit can be computed"},
     C.PRECISION_UNSUPPORTED: {"": "the {gpu} does not support {precision}"},
+    C.ENGINE_UNSUPPORTED: {"": "{engine} does not run on the {gpu} ({vendor}): use vllm or sglang"},
     C.MEMORY_INSUFFICIENT: {
         "replica": "the {gpu} cannot hold one replica at TP{tensor_parallel}",
         "serving": _MEM_SERVING_EN,
@@ -372,6 +373,7 @@ ZH: Final[Table] = {
     C.POWER_UNKNOWN: {"": "{gpu} 没有可靠来源的 TDP，无法检查 {cap_w} W 的功耗上限"},
     C.NO_MEMORY_FIGURE: {"": "{gpu} 没有可靠来源的显存容量，无法判断能否放下"},
     C.PRECISION_UNSUPPORTED: {"": "{gpu} 不支持 {precision}"},
+    C.ENGINE_UNSUPPORTED: {"": "{engine} 不能在 {gpu}（{vendor}）上运行：请用 vllm 或 sglang"},
     C.MEMORY_INSUFFICIENT: {
         "replica": "{gpu} 在 TP{tensor_parallel} 下放不下一个副本",
         "serving": _MEM_SERVING_ZH,

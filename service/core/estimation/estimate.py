@@ -32,6 +32,7 @@ from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.band import Band
 from service.core.estimation.benchmark_cells import benchmark_cell
 from service.core.estimation.calibration import CalibrationSet
+from service.core.estimation.engine_support import engine_refusal, format_refusal
 from service.core.estimation.estimate_answers import (  # noqa: F401
     Estimate,
     MemoryAnswer,
@@ -79,7 +80,6 @@ from service.core.estimation.estimate_time import (  # noqa: F401
     _time,
     continuous_answer,
 )
-from service.core.estimation.fp4 import fp4_refusal
 from service.core.estimation.memory import (
     BatchInferenceConfig,
     InferenceConfig,
@@ -223,14 +223,18 @@ def _usable_memory(gpu: GpuSpec, warnings: list[Notice]) -> int:
 
 
 def _refuse_unsupported_precision(gpu: GpuSpec, job: Job) -> None:
-    """A precision, weight format or KV-cache dtype the GPU cannot run is refused, not estimated."""
+    """A precision, weight format, KV-cache dtype or engine the GPU cannot run is refused, not
+    estimated (:mod:`.engine_support`)."""
     if gpu.support_for(job.precision) == "no":
         raise InvalidConfiguration(
             "precision", f"{gpu.slug} does not support {job.precision}", code="PRECISION_UNSUPPORTED"
         )
     c = job.config
     if isinstance(c, InferenceConfig):
-        refused = fp4_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
+        engine = engine_refusal(c.engine, gpu)
+        if engine is not None:
+            raise InvalidConfiguration("engine", engine, code="ENGINE_UNSUPPORTED")
+        refused = format_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
         if refused is not None:
             raise InvalidConfiguration(refused[0], refused[1], code="PRECISION_UNSUPPORTED")
 

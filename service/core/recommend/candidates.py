@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from service.core.catalog.specs import GpuSpec
+from service.core.estimation.engine_support import engine_refusal, format_refusal
 from service.core.estimation.estimate import Job
 from service.core.estimation.frozen import replace
-from service.core.estimation.memory import TrainConfig
+from service.core.estimation.memory import InferenceConfig, TrainConfig
 from service.core.evidence.aggregate import CellView
 from service.core.recommend.models import Constraints, Pool, RecommendData
 from service.core.recommend.reasons import Reason
@@ -86,7 +87,23 @@ def _static_reasons(gpu: GpuSpec, job: Job, cons: Constraints) -> list[Reason]:
         out.append(Reason("NO_MEMORY_FIGURE", {"gpu": name}))
     if gpu.support_for(job.precision) == "no":
         out.append(Reason("PRECISION_UNSUPPORTED", {"gpu": name, "precision": job.precision}))
+    out.extend(_engine_reasons(gpu, job, name))
     return out
+
+
+def _engine_reasons(gpu: GpuSpec, job: Job, name: str) -> list[Reason]:
+    """A serving engine that does not run on the GPU, or not in the asked weight or KV format
+    (the estimate's rule, :mod:`~service.core.estimation.engine_support`)."""
+    c = job.config
+    if not isinstance(c, InferenceConfig):
+        return []
+    if engine_refusal(c.engine, gpu) is not None:
+        return [Reason("ENGINE_UNSUPPORTED", {"gpu": name, "engine": c.engine, "vendor": gpu.vendor})]
+    refused = format_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
+    if refused is None:
+        return []
+    fmt = c.kv_cache_dtype + " KV cache" if refused[0] == "kv_cache_dtype" else c.weight_format
+    return [Reason("PRECISION_UNSUPPORTED", {"gpu": name, "precision": f"{fmt} with {c.engine}"})]
 
 
 def _count_cap(gpu: GpuSpec, cons: Constraints) -> tuple[int, Reason | None]:

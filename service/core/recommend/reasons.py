@@ -28,6 +28,7 @@ class ReasonCode(StrEnum):
     POWER_UNKNOWN = "POWER_UNKNOWN"
     NO_MEMORY_FIGURE = "NO_MEMORY_FIGURE"
     PRECISION_UNSUPPORTED = "PRECISION_UNSUPPORTED"
+    ENGINE_UNSUPPORTED = "ENGINE_UNSUPPORTED"
     MEMORY_INSUFFICIENT = "MEMORY_INSUFFICIENT"
     NO_PLACEMENT = "NO_PLACEMENT"
     OVER_GPU_LIMIT = "OVER_GPU_LIMIT"
@@ -90,6 +91,7 @@ class ReasonCode(StrEnum):
 ReasonCodeName = Literal[
     "EXCLUDED_BY_USER", "NOT_ALLOWED", "NOT_IN_INVENTORY", "VENDOR_NOT_ALLOWED", "FORM_FACTOR",
     "NO_NVLINK", "OVER_POWER_CAP", "POWER_UNKNOWN", "NO_MEMORY_FIGURE", "PRECISION_UNSUPPORTED",
+    "ENGINE_UNSUPPORTED",
     "MEMORY_INSUFFICIENT", "NO_PLACEMENT", "OVER_GPU_LIMIT", "NO_TIME_ESTIMATE", "MISSES_DEADLINE",
     "MISSES_TTFT", "MISSES_TPOT", "PROVENANCE_BELOW_MIN", "BAND_TOO_WIDE", "NO_PRICE",
     "NO_MATCHING_INSTANCE", "NO_PURCHASE_PRICE", "CAPEX_UNKNOWN", "NO_POWER_FIGURE", "OVER_BUDGET", "FITS",
@@ -207,6 +209,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.POWER_UNKNOWN: _one(gpu=Text, cap_w=Num),
     ReasonCode.NO_MEMORY_FIGURE: _one(gpu=Text),
     ReasonCode.PRECISION_UNSUPPORTED: _one(gpu=Text, precision=Text),
+    ReasonCode.ENGINE_UNSUPPORTED: _one(gpu=Text, engine=Text, vendor=Text),
     ReasonCode.MEMORY_INSUFFICIENT: (
         Form("replica", {**_GPU, "tensor_parallel": Count}),
         Form("serving", {**_GPU, "tensor_parallel": Count, "gpu_count": Count, **_SERVING_MEMORY}),
