@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from service.core.catalog.models import ModelNotFound, get_model
 from service.core.catalog.records import GpuRecord
 from service.core.deploy import (
     TARGETS,
@@ -24,7 +25,7 @@ from service.usecases.errors import FieldError, Invalid
 from service.usecases.read_model import ReadModel
 from service.usecases.recommend import get_recommendation
 
-__all__ = ["TARGETS", "artifact", "scheduler_names"]
+__all__ = ["TARGETS", "artifact", "hub_id_of", "scheduler_names"]
 
 
 def scheduler_names(r: GpuRecord) -> SchedulerNames:
@@ -39,6 +40,20 @@ def scheduler_names(r: GpuRecord) -> SchedulerNames:
         skypilot=by_kind.get("skypilot"),
         pci_device_ids=tuple(str(d) for d in identity.get("pci_device_ids") or ()),
     )
+
+
+def hub_id_of(asked: object) -> str | None:
+    """The Hugging Face id an artifact loads for the model a question named: the id itself, or
+    a preset's (``llama3-8b`` -> ``meta-llama/Meta-Llama-3-8B``: the preset id loads nowhere);
+    None where neither is known."""
+    if not isinstance(asked, str):
+        return None
+    if "/" in asked:
+        return asked
+    try:
+        return get_model(asked).hf_id
+    except ModelNotFound:
+        return None
 
 
 def artifact(
@@ -58,8 +73,7 @@ def artifact(
     slugs = {str(o["gpu"]["slug"]) for o in stored.response.get("options") or ()}
     names = {s: scheduler_names(records[s]) for s in slugs if s in records}
     asked = (stored.request.get("workload") or {}).get("model")
-    hub_id = asked if isinstance(asked, str) and "/" in asked else None
-    plan = plan_of({**stored.response, "recommendation_id": stored.id}, names, hub_id)
+    plan = plan_of({**stored.response, "recommendation_id": stored.id}, names, hub_id_of(asked))
     try:
         return render(plan, target, rank), stored.id, stored.data_version
     except UnknownOption as exc:

@@ -340,6 +340,19 @@ def test_raw_format_is_the_content_alone(client: TestClient) -> None:
     assert raw.headers["x-data-version"] == doc["data_version"]
 
 
+def test_a_preset_model_loads_by_its_hugging_face_id(client: TestClient) -> None:
+    """A question that names a preset (``llama3-8b``) gets the preset's hub id in MODEL, not the
+    preset id, which no engine can load."""
+    body = {
+        "workload": {"model": "llama3-8b", "mode": "inference", "engine": "vllm", "requests_per_s": 2},
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"]},
+    }
+    doc = _ask(client, body)
+    art = _artifact(client, doc["recommendation_id"], "slurm", 1)
+    assert 'MODEL="${MODEL:-meta-llama/Meta-Llama-3-8B}"' in art["content"], art["content"]
+    assert "llama3-8b" not in art["content"]
+
+
 def test_bad_queries_name_the_field(client: TestClient) -> None:
     doc = _ask(client, SCENARIOS["llama2_7b_lora"])
     url = f"/v1/recommendations/{doc['recommendation_id']}/artifacts"

@@ -114,6 +114,17 @@ def test_yaml_writer_round_trips() -> None:
     assert yaml.safe_load(dump(doc, ["head"])) == doc
 
 
+def test_tensorrt_llm_fp8_needs_an_fp8_checkpoint_where_vllm_quantises_itself() -> None:
+    """trtllm-serve reads the weight format from the checkpoint (no on-the-fly FP8): an FP8
+    plan's MODEL is a FILL-IN naming an FP8 checkpoint; vLLM's keeps the model id."""
+    o = _option(tensor_parallel=2, replicas=1, gpu_count=2, nodes=1, engine="tensorrt-llm")
+    art = render(_plan(o), "kubernetes")
+    env = validate.kubernetes(art.content)[0]["spec"]["template"]["spec"]["containers"][0]["env"]
+    model = next(e["value"] for e in env if e["name"] == "MODEL")
+    assert model.startswith("FILL-IN") and "FP8" in model and "org/model" in model, model
+    assert any(f.startswith("MODEL: a FP8") for f in art.fill_in)
+
+
 def test_the_gres_type_is_the_slug_without_its_vendor_one_rule_for_every_gpu() -> None:
     """The Slurm gres type placeholder was the catalog's short alias where a GPU had one
     (``a100`` for one A100 variant, ``a100-40gb`` for another) and the whole slug elsewhere

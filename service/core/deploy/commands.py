@@ -65,14 +65,26 @@ PREQUANTISED: dict[str, str] = {
     "nvfp4": "NVFP4 (e.g. NVIDIA ModelOpt)",
     "mxfp4": "MXFP4",
 }
-"""Weight formats an engine loads from a checkpoint quantised beforehand (FP8 it can quantise
-from 16-bit weights as it loads them); the plan was sized for those bytes, so the model the
-artifact runs must be that checkpoint."""
+"""Weight formats an engine loads from a checkpoint quantised beforehand (FP8 vLLM and SGLang
+can quantise from 16-bit weights as they load them; TensorRT-LLM cannot:
+:func:`prequantised`); the plan was sized for those bytes, so the model the artifact runs must
+be that checkpoint."""
+
+
+def prequantised(o: DeployOption) -> str | None:
+    """The checkpoint format ``o``'s engine must load, where it cannot quantise the 16-bit
+    weights itself (None: the model's own checkpoint serves)."""
+    if not o.serving:
+        return None
+    fmt = o.quant_method or ""
+    if fmt == "fp8" and o.engine == "tensorrt-llm":  # trtllm-serve reads the format from the checkpoint
+        return "FP8 (e.g. NVIDIA ModelOpt)"
+    return PREQUANTISED.get(fmt)
 
 
 def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
     model = plan.model_id or "the model"
-    fmt = PREQUANTISED.get(o.quant_method or "") if o.serving else None
+    fmt = prequantised(o)
     if fmt is None:
         return FillIn("MODEL", f"model path or hub id (the answer sized {model})")
     return FillIn(
@@ -85,7 +97,7 @@ def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
 def model_value(plan: DeployPlan, o: DeployOption) -> str | None:
     """The MODEL an artifact sets: the answer's model, or None where the user must fill it in
     (no model id, or a plan sized for a checkpoint quantised beforehand)."""
-    if not plan.model_id or (o.serving and (o.quant_method or "") in PREQUANTISED):
+    if not plan.model_id or prequantised(o) is not None:
         return None
     return plan.model_id
 
