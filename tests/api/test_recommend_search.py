@@ -684,6 +684,29 @@ def test_a_held_global_batch_is_not_pruned_by_a_tensor_parallel_plan(client: Tes
         assert tp["params"]["global_batch"] == 3 and "global batch of 3" in tp["message"]
 
 
+def test_fastest_with_a_global_batch_uses_the_largest_count_that_divides_it(client: TestClient) -> None:
+    """A global batch of 512 leaves no plan at 24 GPUs (24 ranks do not divide it): fastest
+    then starts from the largest count that has one, 16, not the fewest that fit (2 H200 took
+    190 h where 16 take under 30)."""
+    body = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "training",
+            "batch_size": 4,
+            "seq_len": 8192,
+            "global_batch": 512,
+            "tokens": 1e10,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h200-sxm"], "max_gpus": 24},
+        "objective": "fastest",
+    }
+    first = _ask(client, body)["options"][0]
+    assert first["strategy"]["gpu_count"] == 16
+    assert first["strategy"]["global_batch"] == 512
+    two = _ask(client, {**body, "constraints": {"allowed_gpus": ["nvidia-h200-sxm"], "max_gpus": 2}})
+    assert _hours(first) < _hours(two["options"][0]) / 4
+
+
 def test_a_closed_loop_miss_quotes_the_load_and_the_closest_degree(client: TestClient) -> None:
     """256 clients over at most 4 H100 with TPOT <= 15 ms: no degree meets it, and the
     exclusion quotes the TPOT at each replica's share (128 in flight on each of two TP2

@@ -61,15 +61,18 @@ def _comm_share(o: Option) -> float:
 
 
 def _fastest(timed: _Timed, ladder: list[int], node: int) -> None:
-    """Time the largest count, then smaller counts only while their lower bound could still
-    beat the best: the same per-GPU work over fewer GPUs takes ``top / n`` as many steps; only
-    the collectives may shrink, and inside one node a ring moves ``2 (x - 1) / x`` of the bytes
-    per rank (``core.estimation.network``), so they shrink by at most ``f(n) / f(top)`` there
-    (across nodes no credit is taken: all of the collective time may go)."""
-    top = ladder[-1]
-    best = timed.best(top)
-    if best is None:
+    """Time the largest count that has a plan (a held global batch leaves none at a count whose
+    data-parallel ranks do not divide it: 24 GPUs for a global batch of 512), then smaller counts
+    only while their lower bound could still beat the best: the same per-GPU work over fewer GPUs
+    takes ``top / n`` as many steps; only the collectives may shrink, and inside one node a ring
+    moves ``2 (x - 1) / x`` of the bytes per rank (``core.estimation.network``), so they shrink by
+    at most ``f(n) / f(top)`` there (across nodes no credit is taken: all of the collective time
+    may go)."""
+    while ladder and (best := timed.best(ladder[-1])) is None:
+        ladder = ladder[:-1]
+    if not ladder or best is None:
         return
+    top = ladder[-1]
     # only data-parallel plans bound the others: a tensor-parallel plan's per-GPU work is not
     # what fewer GPUs would each do (a global batch of 3 leaves 8 GPUs only TP8, at 4 % MFU,
     # and its time said 3 GPUs of DDP could not beat it: they run 3x faster)
