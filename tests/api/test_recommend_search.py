@@ -707,6 +707,37 @@ def test_fastest_with_a_global_batch_uses_the_largest_count_that_divides_it(clie
     assert _hours(first) < _hours(two["options"][0]) / 4
 
 
+def test_fastest_times_zero2_where_ddp_fits_too(client: TestClient) -> None:
+    """No sharding family is faster by rule: a full fine-tune of Llama-3-8B on 8 H200 fits DDP,
+    but ZeRO-2's optimizer step updates an eighth of the parameters and the estimate times it
+    faster; the answer is the estimate's fastest family, and DDP stays where LoRA makes it so."""
+    work = {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 1, "seq_len": 4096, "tokens": 1e9}
+    cons = {"allowed_gpus": ["nvidia-h200-sxm"], "max_gpus": 8}
+    for finetune in ("full", "lora"):
+        first = _ask(
+            client, {"workload": {**work, "finetune": finetune}, "constraints": cons, "objective": "fastest"}
+        )["options"][0]
+        n = first["strategy"]["gpu_count"]
+        hours = {}
+        for sharding in ("ddp", "zero2"):
+            r = client.post(
+                "/v1/estimate",
+                json={
+                    **work,
+                    "finetune": finetune,
+                    "gpu": "nvidia-h200-sxm",
+                    "gpu_count": n,
+                    "sharding": sharding,
+                },
+            )
+            assert r.status_code == 200 and r.json()["memory"]["fits"], r.text
+            hours[sharding] = r.json()["time"]["time_to_train_s"] / 3600.0
+        best = min(hours, key=lambda k: hours[k])
+        assert first["strategy"]["sharding"] == best, (finetune, hours, first["strategy"])
+        assert _hours(first) <= hours[best] * 1.001
+    assert best == "ddp"  # LoRA: nothing to shard
+
+
 def test_a_closed_loop_miss_quotes_the_load_and_the_closest_degree(client: TestClient) -> None:
     """256 clients over at most 4 H100 with TPOT <= 15 ms: no degree meets it, and the
     exclusion quotes the TPOT at each replica's share (128 in flight on each of two TP2

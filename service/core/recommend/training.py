@@ -203,10 +203,11 @@ class _TrainingSearch:
         return _Plan(cfg, mem) if mem is not None else None
 
     def fitting(self, n: int, usable: int, node: int) -> list[_Plan]:
-        """The configurations at ``n`` GPUs worth timing: per strategy family (fastest first:
-        DDP, ZeRO-2, FSDP) the first that fits without checkpointing, and every faster family
-        that fits only with it (recomputation against sharding's extra collectives: timed, not
-        assumed). A family slower than one that fits without checkpointing is moot. Where the
+        """The configurations at ``n`` GPUs worth timing: per strategy family (DDP, ZeRO-2, FSDP)
+        the first that fits, without checkpointing before with it (recomputation against
+        sharding's extra collectives: timed, not assumed). Every family is timed: none is faster
+        by rule -- ZeRO-2's optimizer step updates a 1/N shard, so it beat DDP on a full
+        fine-tune (Llama-3-8B on 8 H200: 3.90 h against 4.43 h), while DDP wins under LoRA. Where the
         model needs it -- no data-parallel plan fits, even with checkpointing -- tensor
         parallelism inside a node (``node`` GPUs) is tried the same way, smallest degree first,
         over the data-parallel families (TP to spare recomputation is not searched: it changed
@@ -246,8 +247,6 @@ class _TrainingSearch:
                     if all(p is not q for q in out):
                         out.append(p)
                     break
-            if out and not out[-1].cfg.gradient_checkpointing:
-                return
 
     def lightest(self, n: int, node: int = 1) -> _Plan | None:
         """The smallest-footprint configuration allowed at ``n`` GPUs (what an exclusion quotes)."""
