@@ -83,7 +83,9 @@ def test_sglang_and_expert_parallel_plans_render_as_sized() -> None:
     validate.shellcheck(sbatch)
     assert "sglang.launch_server" in sbatch
     vl = _option(tensor_parallel=8, replicas=1, gpu_count=8, nodes=1, expert_parallel=True)
-    assert "--enable-expert-parallel" in render(_plan(vl), "kubernetes").content
+    vllm = render(_plan(vl), "kubernetes").content
+    for flag in ("--tensor-parallel-size 1", "--data-parallel-size 8", "--enable-expert-parallel"):
+        assert flag in vllm, flag  # DP attention, as the memory (each sequence on one GPU) assumed
     trt = _option(
         engine="tensorrt-llm", tensor_parallel=8, replicas=1, gpu_count=8, nodes=1, expert_parallel=True
     )

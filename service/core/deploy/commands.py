@@ -136,7 +136,10 @@ def serve_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str | None = N
     if o.engine == "sglang":
         return _sglang_argv(plan, o, model, tp)
     if o.engine == "vllm" or o.engine is None:
-        argv = ["vllm", "serve", model, "--tensor-parallel-size", tp, "--port", str(SERVE_PORT)]
+        # expert parallelism as estimated: attention data-parallel over the replica's GPUs, the
+        # experts spread over them (vLLM's DP+EP layout; TP+EP would shard attention instead)
+        split = ["--tensor-parallel-size", "1", "--data-parallel-size", tp] if o.expert_parallel else []
+        argv = ["vllm", "serve", model, *(split or ["--tensor-parallel-size", tp]), "--port", str(SERVE_PORT)]
         if length:
             argv += ["--max-model-len", str(length)]
         q = VLLM_QUANTIZATION.get(o.quant_method or "")

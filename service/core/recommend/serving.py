@@ -245,7 +245,7 @@ class _ServingSearch:
                 over_limit or latency_miss,
                 no_time,
             )
-        candidates.sort(key=_within_gpu(self.q.objective, candidates))
+        candidates.sort(key=_within_gpu(self.q.objective, self._kept(candidates) or candidates))
         kept = self._kept(candidates)
         first = kept[0] if kept else candidates[0]  # none kept: the exclusion says why
         return first, [o for o in candidates if o is not first]
@@ -578,11 +578,17 @@ def _hourly_or_run(o: Option) -> float:
     return o.quote.per_hour if o.quote else math.inf
 
 
-def _within_gpu(obj: str, candidates: list[Option]) -> Callable[[Option], tuple[float, ...]]:
-    """How one GPU's plans are ordered for the objective (the best is the GPU's option)."""
+def _within_gpu(obj: str, pool: list[Option]) -> Callable[[Option], tuple[float, ...]]:
+    """How one GPU's plans are ordered for the objective (the best is the GPU's option).
+
+    ``fastest``: the fewest GPUs among the plans within :data:`NEAR_TIE` of the fastest plan of
+    ``pool`` (the plans the constraints keep), then the rest by time. Measured from every plan,
+    one over a budget hid the faster plans the budget pays for behind the fewest GPUs."""
     if obj == "fastest":
-        low = min(o.time_value for o in candidates) * (1.0 + NEAR_TIE)
-        return lambda o: (o.time_value > low, o.gpu_count)
+        low = min(o.time_value for o in pool) * (1.0 + NEAR_TIE)
+        return lambda o: (
+            (0.0, o.gpu_count, o.time_value) if o.time_value <= low else (1.0, o.time_value, o.gpu_count)
+        )
     if obj == "perf_per_watt":
         return lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)
     if obj == "cost_per_million_tokens":  # a closed loop's plans serve different token rates
