@@ -78,3 +78,27 @@ def test_a_gpu_both_allowed_and_excluded_is_refused(client: TestClient) -> None:
         client, {"allowed_gpus": ["H100-SXM", "L40S"], "excluded_gpus": ["nvidia-l40s"]}, "excluded_gpus"
     )
     assert "nvidia-l40s" in str(doc)
+
+
+def test_a_sequence_beyond_the_models_context_is_warned_about(client: TestClient) -> None:
+    """Llama-3-8B holds 8,192 positions: 16,000 + 1,000 tokens are a length vLLM refuses as
+    --max-model-len, so the answer says so (the estimate did; the recommendation did not)."""
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 16000,
+            "output_len": 1000,
+            "requests_per_s": 1,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 8},
+        "objective": "cheapest",
+    }
+    doc = client.post("/v1/recommend", json=body).json()
+    (w,) = [w for w in doc["warnings"] if w["code"] == "BEYOND_CONTEXT"]
+    assert w["params"] == {"model": "llama3-8b", "tokens": 17000, "limit": 8192}
+    assert "max_position_embeddings" in w["message"]
+    body["workload"]["input_len"] = 7000
+    within = client.post("/v1/recommend", json=body).json()
+    assert not [w for w in within["warnings"] if w["code"] == "BEYOND_CONTEXT"]

@@ -284,6 +284,11 @@ EN: Final[Table] = {
     C.GLOBAL_BATCH_HELD: {
         "": "the global batch ({global_batch} sequences) is held fixed across GPU counts (gradient accumulation)"
     },
+    C.BEYOND_CONTEXT: {
+        "": "{tokens} tokens per sequence exceed {model}'s max_position_embeddings ({limit}): engines refuse "
+        "that length without RoPE scaling (vLLM's --max-model-len), and the model was not trained for it; "
+        "the figures are what that length would cost"
+    },
     C.ASSUMED_OPTIMIZER_STATES: {
         "": _RECIPE_EN,
         "other_fits": _RECIPE_EN + _RECIPE_GPU_EN + "fits)",
@@ -558,6 +563,10 @@ ZH: Final[Table] = {
     },
     C.ENGINE_ASSUMED: {"": "请求给出了负载但未指定推理引擎：按 {engine} 连续批处理估计"},
     C.GLOBAL_BATCH_HELD: {"": "不同 GPU 数量下全局批大小（{global_batch} 条序列）保持不变（梯度累积）"},
+    C.BEYOND_CONTEXT: {
+        "": "每条序列 {tokens} 个 token，超过 {model} 的 max_position_embeddings（{limit}）：未配置 RoPE 缩放时推理引擎会拒绝该长度"
+        "（vLLM 的 --max-model-len），模型也未在该长度上训练；给出的数字是该长度的代价"
+    },
     C.ASSUMED_OPTIMIZER_STATES: {
         "": _RECIPE_ZH,
         "other_fits": _RECIPE_ZH + _RECIPE_GPU_ZH + "放得下）",

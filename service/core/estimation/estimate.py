@@ -113,6 +113,7 @@ __all__ = [
     "benchmark_cell",
     "build_job",
     "configuration_of",
+    "context_overrun",
     "estimate",
     "has_one_model_input",
     "resolve_model",
@@ -269,20 +270,28 @@ def _context_warning(c: TrainConfig | InferenceConfig | BatchInferenceConfig, wa
     """A decoder asked for more tokens than its ``max_position_embeddings``: engines refuse such a
     ``max_model_len`` (vLLM) or need RoPE scaling the model was not configured with; the figures
     are what the memory and time of that length would be."""
-    m = c.model
-    if not isinstance(m, DecoderSpec) or not m.max_position_embeddings:
-        return
-    tokens = c.input_len + c.output_len if isinstance(c, InferenceConfig) else getattr(c, "seq_len", 0)
-    if tokens > m.max_position_embeddings:
+    over = context_overrun(c)
+    if over is not None:
+        tokens, limit = over
         warnings.append(
             Notice(
                 "beyond_context",
-                f"{tokens:,} tokens per sequence exceed {m.id}'s max_position_embeddings "
-                f"({m.max_position_embeddings:,}): engines refuse it without RoPE scaling, and the "
+                f"{tokens:,} tokens per sequence exceed {c.model.id}'s max_position_embeddings "
+                f"({limit:,}): engines refuse it without RoPE scaling, and the "
                 "model's quality there is not what it was trained for",
-                {"model": m.id, "tokens": tokens, "limit": m.max_position_embeddings},
+                {"model": c.model.id, "tokens": tokens, "limit": limit},
             )
         )
+
+
+def context_overrun(c: TrainConfig | InferenceConfig | BatchInferenceConfig) -> tuple[int, int] | None:
+    """(tokens per sequence, the decoder's ``max_position_embeddings``) where the first exceeds
+    the second, else None: one rule for the estimate's warning and the recommender's."""
+    m = c.model
+    if not isinstance(m, DecoderSpec) or not m.max_position_embeddings:
+        return None
+    tokens = c.input_len + c.output_len if isinstance(c, InferenceConfig) else getattr(c, "seq_len", 0)
+    return (tokens, m.max_position_embeddings) if tokens > m.max_position_embeddings else None
 
 
 def _layout_warnings(

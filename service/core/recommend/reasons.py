@@ -77,6 +77,7 @@ class ReasonCode(StrEnum):
     LONG_RUN = "LONG_RUN"
     ENGINE_ASSUMED = "ENGINE_ASSUMED"
     GLOBAL_BATCH_HELD = "GLOBAL_BATCH_HELD"
+    BEYOND_CONTEXT = "BEYOND_CONTEXT"
     # assumptions
     ASSUMED_OPTIMIZER_STATES = "ASSUMED_OPTIMIZER_STATES"
     ASSUMED_LOOP = "ASSUMED_LOOP"
@@ -103,6 +104,7 @@ ReasonCodeName = Literal[
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_GRADIENT_ACCUMULATION",
     "WITH_FP8_WEIGHTS",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
+    "BEYOND_CONTEXT",
     "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
     "ASSUMED_ENGINE", "ASSUMED_PRICES", "ASSUMED_BAND", "ASSUMED_USABLE_MEMORY",
 ]  # fmt: skip
@@ -328,6 +330,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ),
     ReasonCode.ENGINE_ASSUMED: _one(engine=Text),
     ReasonCode.GLOBAL_BATCH_HELD: _one(global_batch=Count),
+    ReasonCode.BEYOND_CONTEXT: _one(model=Text, tokens=Count, limit=Count),
     ReasonCode.ASSUMED_OPTIMIZER_STATES: (
         Form("", _OTHER_RECIPE),
         Form("other_fits", {**_OTHER_RECIPE, "other_needed_gib": Num, "usable_gib": Num, "gpu_count": Count}, {"other_fits": True}),

@@ -49,7 +49,7 @@ from typing import Final
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
-from service.core.estimation.estimate import Job
+from service.core.estimation.estimate import Job, context_overrun
 from service.core.estimation.frozen import replace
 from service.core.estimation.memory import (
     InferenceConfig,
@@ -147,6 +147,13 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         warnings.append(Reason("NO_OPTION", {"excluded": len(found.excluded)}))
     if q.engine_assumed is not None:
         warnings.append(Reason("ENGINE_ASSUMED", {"engine": q.engine_assumed}))
+    overrun = context_overrun(job.config)
+    if overrun is not None:
+        warnings.append(
+            Reason(
+                "BEYOND_CONTEXT", {"model": job.config.model.id, "tokens": overrun[0], "limit": overrun[1]}
+            )
+        )
     if search is not None and search.global_batch_held:
         warnings.append(Reason("GLOBAL_BATCH_HELD", {"global_batch": search.global_batch}))
     return Recommendation(
