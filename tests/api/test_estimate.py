@@ -508,3 +508,24 @@ def test_a_static_batch_that_does_not_fit_has_no_latency(client: TestClient) -> 
     assert "no_serving_as_given" in [w["code"] for w in doc["warnings"]]
     small = client.post("/v1/estimate", json={**body, "batch_size": 1}).json()
     assert small["memory"]["fits"] is True and small["serving"]["output_tokens_per_s"] > 0
+
+
+def test_a_training_step_that_does_not_fit_says_so_beside_its_time(client: TestClient) -> None:
+    """Full fine-tuning of Llama-3-8B on one L4 (22.5 GiB usable) needs ~79 GiB: the time is still
+    given (for comparison) but a warning names both figures; the fitting case has none."""
+    j = est(client, model="llama3-8b", gpu="nvidia-l4", finetune="full", tokens=1e8, seq_len=2048)
+    assert j["memory"]["fits"] is False and j["time"] is not None
+    (w,) = [w["message"] for w in j["warnings"] if w["code"] == "does_not_fit"]
+    assert f"needs {j['memory']['fit_bytes'] / GIB:.1f} GiB" in w
+    assert f"{j['memory']['usable_memory_bytes'] / GIB:.1f} GiB usable" in w
+    fits = est(
+        client,
+        model="llama3-8b",
+        gpu="nvidia-l4",
+        finetune="qlora",
+        tokens=1e8,
+        seq_len=2048,
+        gradient_checkpointing=True,
+    )
+    assert fits["memory"]["fits"] is True
+    assert "does_not_fit" not in [w["code"] for w in fits["warnings"]]

@@ -52,6 +52,10 @@ NOTICE_ZH: Final[Mapping[N, tuple[str, ...]]] = {
         "每条序列 {tokens:,} 个 token，超过 {model} 的 max_position_embeddings（{limit:,}）："
         "不做 RoPE 缩放时推理引擎会拒绝，且模型在此长度上的质量并非其训练所得",
     ),
+    N.DOES_NOT_FIT: (
+        "该配置按误差带上限每块 GPU 需要 {needed_gib} GiB，超过可用的 {usable_gib} GiB：会显存不足（OOM）；"
+        "给出的时间是显存足够时的时间",
+    ),
     N.CONCURRENCY_QUEUED: (
         "每个副本 {clients_per_replica} 个客户端中有 {waiting} 个在等待准入：一个副本最多同时容纳 {admitted} 条序列"
         "（KV 缓存与调度器），因此 TTFT 含等待时间；增加副本可让它们进入",

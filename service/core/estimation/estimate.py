@@ -120,7 +120,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.21.0"
+ESTIMATOR_VERSION = "1.22.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
@@ -185,6 +185,7 @@ def estimate(
             )
             serving_answer = None
     if isinstance(c, TrainConfig) and not memory.fits:
+        warnings.append(_does_not_fit(memory, usable))
         warnings.extend(_what_if(c, memory.estimate, usable))
     solve: SolveAnswer | None = None
     if job.solve_for:
@@ -442,6 +443,19 @@ def _with_engine_version(s: ServingAnswer, c: InferenceConfig) -> ServingAnswer:
             "(no calibration is keyed by engine version yet)",
         )
     return replace(s, engine_version=assumed, engine_version_requested=c.engine_version, notes=notes)
+
+
+def _does_not_fit(memory: MemoryAnswer, usable: int) -> Notice:
+    """A training step that runs out of memory still gets a time (what it would take where it
+    fitted, for comparison): the reader is told it would not run."""
+    need = round(memory.estimate.fit_bytes / 2**30, 1)
+    have = round(usable / 2**30, 1)
+    return Notice(
+        "does_not_fit",
+        f"the configuration needs {need} GiB per GPU at the band's upper end, over the {have} GiB "
+        "usable: it runs out of memory; the time is what it would take if it fitted",
+        {"needed_gib": need, "usable_gib": have},
+    )
 
 
 def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:

@@ -45,6 +45,7 @@ class NoticeCode(StrEnum):
     TRY_FUSED_OPTIMIZER = "try_fused_optimizer"
     CONTEXT_CAPPED_AT_MODEL_LIMIT = "context_capped_at_model_limit"
     BEYOND_CONTEXT = "beyond_context"
+    DOES_NOT_FIT = "does_not_fit"
     CONCURRENCY_QUEUED = "concurrency_queued"
     # what resolving a GPU name assumed (service.core.catalog.records.GpuWarning), passed on
     ASSUMED_VARIANT = "assumed_variant"
