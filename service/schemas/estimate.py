@@ -100,8 +100,8 @@ class WorkloadIn(RequestModel):
         default=None,
         ge=1,
         le=1_048_576,
-        description="training sequence length (default 2048), or the encoder's input length "
-        "for BERT inference (default 512)",
+        description="training sequence length (default 2048; an encoder's 512), or the encoder's input "
+        "length for BERT inference (default 512); an encoder takes at most its learned positions",
     )
     gradient_checkpointing: bool = False
     finetune: Literal["full", "lora", "qlora"] | None = None

@@ -529,3 +529,13 @@ def test_a_training_step_that_does_not_fit_says_so_beside_its_time(client: TestC
     )
     assert fits["memory"]["fits"] is True
     assert "does_not_fit" not in [w["code"] for w in fits["warnings"]]
+
+
+def test_an_encoder_trains_within_its_learned_positions(client: TestClient) -> None:
+    """BERT's position table has 512 rows: 1,024 tokens cannot be embedded (422 naming seq_len),
+    and the training default is 512, not a decoder's 2,048 (an answer for a step that cannot run)."""
+    body = {"gpu": "nvidia-h100-sxm", "model": "bert-large", "mode": "fine-tuning", "finetune": "full"}
+    r = client.post("/v1/estimate", json={**body, "seq_len": 1024})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"][-1] == "seq_len", r.text
+    assert "512" in r.json()["detail"]
+    assert est(client, **body)["configuration"]["seq_len"] == 512

@@ -216,7 +216,8 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
     for inference; ``fine-tuning`` means LoRA unless ``finetune`` says otherwise; sharding
     ``none`` on one GPU and ``ddp`` on several; ``mixed_precision`` the FSDP mixed-precision
     policy for ``amp_*`` with ``sharding='fsdp'``, autocast otherwise; ``optimizer_impl``
-    :data:`DEFAULT_OPTIMIZER_IMPL`; ``loop`` not stated (``loss_only`` with the band's upper end
+    :data:`DEFAULT_OPTIMIZER_IMPL`; ``seq_len`` :data:`DEFAULT_TRAIN_SEQ_LEN` (an encoder's
+    :data:`DEFAULT_ENCODER_SEQ_LEN`, at most its learned positions); ``loop`` not stated (``loss_only`` with the band's upper end
     covering ``keeps_outputs``); a CNN trains with SGD."""
     note: str | None = None
     preset = True
@@ -236,8 +237,10 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
             seq_len = 1
             optimizer = spec.optimizer if spec.optimizer != "adamw" else "sgd"
         else:
-            seq_len = spec.seq_len or DEFAULT_TRAIN_SEQ_LEN
+            default = DEFAULT_ENCODER_SEQ_LEN if isinstance(model, EncoderSpec) else DEFAULT_TRAIN_SEQ_LEN
+            seq_len = spec.seq_len or default
             optimizer = spec.optimizer
+            _within_learned_positions(model, seq_len)
         precision = spec.precision or ("bf16" if spec.mode == "fine-tuning" else "amp_bf16")
         sharding = spec.sharding or ("none" if spec.gpu_count == 1 else "ddp")
         mixed = spec.mixed_precision or (
@@ -537,6 +540,15 @@ def _concurrency_share(spec: JobSpec, tp: int) -> int | None:
     return -(-spec.concurrency // max(1, gpus // tp))
 
 
+def _within_learned_positions(model: ModelSpec, seq_len: int) -> None:
+    """An encoder's learned position table has ``max_position_embeddings`` rows: a longer
+    sequence cannot be embedded at all (an index error, not a quality question as for RoPE)."""
+    if isinstance(model, EncoderSpec) and seq_len > model.max_position_embeddings:
+        raise InvalidConfiguration(
+            "seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions"
+        )
+
+
 def _batch_inference_config(spec: JobSpec, model: EncoderSpec | CnnSpec) -> BatchInferenceConfig:
     """Batched inference of an encoder / CNN: ``gpu_count`` independent one-GPU replicas, a
     static batch (no request rate), an encoder's sequence within its position limit."""
@@ -553,10 +565,7 @@ def _batch_inference_config(spec: JobSpec, model: EncoderSpec | CnnSpec) -> Batc
     seq = 1
     if isinstance(model, EncoderSpec):
         seq = spec.seq_len or DEFAULT_ENCODER_SEQ_LEN
-        if seq > model.max_position_embeddings:
-            raise InvalidConfiguration(
-                "seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions"
-            )
+        _within_learned_positions(model, seq)
     return BatchInferenceConfig(
         model=model,
         precision=spec.precision or "bf16",
