@@ -1150,3 +1150,28 @@ def test_a_plan_at_a_rate_states_the_memory_of_its_sequences_in_flight(client: T
         * (o["serving"]["ttft"]["value"] / 1e3 + 256 * o["serving"]["tpot"]["value"] / 1e3)
     )
     assert fits["kv_cache_gib"] >= 0.8 * in_flight * per_seq_gib > 1.0, (fits, in_flight)
+
+
+def test_a_gpu_limit_between_whole_nodes_is_said_not_silently_rounded_down(client: TestClient) -> None:
+    """At most 12 H100 for full fine-tuning: training spans nodes only whole, so 8 GPUs are the
+    most tried -- the answer says so (ASSUMED_WHOLE_NODES with the figures); at 16 it does not."""
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "fine-tuning",
+            "finetune": "full",
+            "tokens": 2e9,
+            "seq_len": 2048,
+            "batch_size": 2,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 12},
+        "objective": "fastest",
+    }
+    doc = _ask(client, body)
+    assert doc["options"][0]["strategy"]["gpu_count"] == 8
+    (a,) = [a for a in doc["assumptions"] if a["code"] == "ASSUMED_WHOLE_NODES"]
+    assert a["params"] == {"max_gpus": 12, "gpus_per_node": 8, "largest": 8}
+    body["constraints"]["max_gpus"] = 16
+    doc = _ask(client, body)
+    assert doc["options"][0]["strategy"]["gpu_count"] == 16
+    assert "ASSUMED_WHOLE_NODES" not in [a["code"] for a in doc["assumptions"]]

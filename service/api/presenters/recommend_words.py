@@ -315,6 +315,10 @@ EN: Final[Table] = {
         "": "the {gpu}'s usable memory is not sourced: its physical {physical_gib} GiB decided the fit, which "
         "may be optimistic (the driver and ECC reserve some)"
     },
+    C.ASSUMED_WHOLE_NODES: {
+        "": "training spans nodes only whole: max_gpus {max_gpus} is between nodes of {gpus_per_node} GPUs, so at "
+        "most {largest} GPUs were tried (a partial node is paid for, and its collectives wait on the slowest link)"
+    },
 }
 
 _SERVING_FITS_ZH = (
@@ -588,6 +592,10 @@ ZH: Final[Table] = {
     C.ASSUMED_BAND: {"": "区间为留出误差的 {level} 区间"},
     C.ASSUMED_USABLE_MEMORY: {
         "": "{gpu} 的可用显存没有来源：按物理显存 {physical_gib} GiB 判断是否放得下，可能偏乐观（驱动和 ECC 会占用一部分）"
+    },
+    C.ASSUMED_WHOLE_NODES: {
+        "": "训练只按整节点跨节点：max_gpus {max_gpus} 不是每节点 {gpus_per_node} 块 GPU 的整数倍，"
+        "因此最多尝试 {largest} 块 GPU（不满的节点同样要付费，且其集合通信受最慢链路拖累）"
     },
 }
 

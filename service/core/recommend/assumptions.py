@@ -10,7 +10,7 @@ from typing import Final
 
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.memory import TrainConfig, estimate_training
-from service.core.recommend.candidates import _gib
+from service.core.recommend.candidates import _gib, _node_size
 from service.core.recommend.models import Option, RecommendQuestion
 from service.core.recommend.reasons import Reason
 
@@ -38,7 +38,7 @@ def assumptions(q: RecommendQuestion, first: Option | None, engine_assumed: str 
     base = first.est.job.config if first is not None else None
     cfg = base if isinstance(base, TrainConfig) else None
     if cfg is not None:
-        out.extend(_training(cfg, first))
+        out.extend(_training(q, cfg, first))
     serve = first.serve if first is not None else None
     if serve is not None:
         out.append(Reason("ASSUMED_ENGINE", {"engine": serve.engine, "stated": engine_assumed is None}))
@@ -68,7 +68,7 @@ def assumptions(q: RecommendQuestion, first: Option | None, engine_assumed: str 
     return tuple(out)
 
 
-def _training(cfg: TrainConfig, first: Option | None) -> list[Reason]:
+def _training(q: RecommendQuestion, cfg: TrainConfig, first: Option | None) -> list[Reason]:
     out: list[Reason] = []
     if cfg.optimizer == "adamw" and cfg.finetune == "full" and cfg.precision in OTHER_RECIPE:
         other = OTHER_RECIPE[cfg.precision]
@@ -92,9 +92,25 @@ def _training(cfg: TrainConfig, first: Option | None) -> list[Reason]:
                     gpu_count=cfg.gpu_count,
                 )
         out.append(Reason("ASSUMED_OPTIMIZER_STATES", params))
+    out.extend(_whole_nodes(q, first))
     out.append(Reason("ASSUMED_LOOP", {"loop": cfg.loop or "loss_only", "stated": cfg.loop is not None}))
     out.append(Reason("ASSUMED_STACK", {"stack": cfg.stack}))
     t = first.est.time if first is not None else None
     if t is not None and t.network is not None:
         out.append(Reason("ASSUMED_NETWORK", {"network": t.network}))
     return out
+
+
+def _whole_nodes(q: RecommendQuestion, first: Option | None) -> list[Reason]:
+    """A ``max_gpus`` between whole nodes of the first option's GPU: training spans nodes only
+    whole (a partial node is paid for, and its collectives wait on the slowest link), so the
+    GPUs past the last whole node were not tried -- said, not left silent."""
+    if first is None or q.constraints.pools is not None:
+        return []
+    node = _node_size(first.gpu)
+    cap = q.constraints.max_gpus
+    if cap <= node or cap % node == 0:
+        return []
+    return [
+        Reason("ASSUMED_WHOLE_NODES", {"max_gpus": cap, "gpus_per_node": node, "largest": cap // node * node})
+    ]

@@ -87,6 +87,7 @@ class ReasonCode(StrEnum):
     ASSUMED_PRICES = "ASSUMED_PRICES"
     ASSUMED_BAND = "ASSUMED_BAND"
     ASSUMED_USABLE_MEMORY = "ASSUMED_USABLE_MEMORY"
+    ASSUMED_WHOLE_NODES = "ASSUMED_WHOLE_NODES"
 
 
 ReasonCodeName = Literal[
@@ -107,6 +108,7 @@ ReasonCodeName = Literal[
     "BEYOND_CONTEXT",
     "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
     "ASSUMED_ENGINE", "ASSUMED_PRICES", "ASSUMED_BAND", "ASSUMED_USABLE_MEMORY",
+    "ASSUMED_WHOLE_NODES",
 ]  # fmt: skip
 """The codes as string literals, so a call site may write ``Reason("FITS", ...)`` and the type
 checker still rejects a misspelt code (a test keeps this list equal to :class:`ReasonCode`)."""
@@ -353,6 +355,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ),
     ReasonCode.ASSUMED_BAND: _one(level=Text),
     ReasonCode.ASSUMED_USABLE_MEMORY: _one(gpu=Text, physical_gib=Num),
+    ReasonCode.ASSUMED_WHOLE_NODES: _one(max_gpus=Count, gpus_per_node=Count, largest=Count),
 }  # fmt: skip
 """Each code's wordings. A reason's form is the one whose parameters and ``when`` keys are
 exactly its non-null parameters (and whose ``when`` values match): one code may say more when it
