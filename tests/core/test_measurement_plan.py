@@ -11,7 +11,7 @@ import pytest
 from service.catalog.loader import load_shipped
 from service.core.catalog.specs import gpu_spec_from_doc
 from service.core.estimation.calibration import CalibrationSet
-from service.core.estimation.estimate import JobSpec, build_job
+from service.core.estimation.estimate import JobSpec, build_job, estimate
 from service.core.estimation.measurement_value import band_gain
 from service.core.evidence.measurement_plan import (
     Demand,
@@ -67,6 +67,24 @@ def test_a_measurement_narrows_an_unmeasured_answer_to_the_measured_floor(spec: 
     # the estimator's measured-cell floor: +-3 % of step time, +-5 % of TTFT / TPOT
     assert gain.after_pct == pytest.approx(6.0 if metric == "step_time_s" else 10.0)
     assert gain.now_pct > gain.after_pct
+
+
+def test_a_cell_that_runs_out_of_memory_is_not_a_measurement_to_plan() -> None:
+    """Llama-3-8B LoRA at 4,096 tokens without checkpointing does not fit an L20 (a 48 GB card
+    with no room for the activations): its run would record an OOM, not narrow a time band; one
+    sequence with checkpointing fits and is worth measuring."""
+    spec = JobSpec(model="llama3-8b", mode="fine-tuning", batch_size=4, seq_len=4096)
+    job = build_job(spec)
+    gpu = CATALOG["nvidia-l20"]
+    assert not estimate(gpu, job, CalibrationSet(by_key={}), None).memory.fits
+    assert band_gain(gpu, job, CalibrationSet(by_key={}), None) is None
+    fits = build_job(
+        JobSpec(
+            model="llama3-8b", mode="fine-tuning", batch_size=1, seq_len=4096, gradient_checkpointing=True
+        )
+    )
+    assert estimate(gpu, fits, CalibrationSet(by_key={}), None).memory.fits
+    assert band_gain(gpu, fits, CalibrationSet(by_key={}), None) is not None
 
 
 def test_narrowing_sums_over_answers_and_ranks_before_staleness() -> None:

@@ -89,9 +89,12 @@ def band_gain(
     gpu: GpuSpec, job: Job, calibrations: CalibrationSet, measured: CellView | None
 ) -> BandGain | None:
     """The band of ``job`` on ``gpu`` now and once its exact cell is measured; None when the
-    estimator gives no time figure (a refusal, no bandwidth, a serving rate question)."""
+    estimator gives no time figure (a refusal, no bandwidth, a serving rate question) or the
+    cell runs out of memory there (its run would record an OOM, not narrow a time band)."""
     try:
         now = estimate(gpu, job, calibrations, measured)
+        if not now.memory.fits:
+            return None
         found = _time_band(now)
         if found is None:
             return None
