@@ -539,3 +539,22 @@ def test_an_encoder_trains_within_its_learned_positions(client: TestClient) -> N
     assert r.status_code == 422 and r.json()["errors"][0]["loc"][-1] == "seq_len", r.text
     assert "512" in r.json()["detail"]
     assert est(client, **body)["configuration"]["seq_len"] == 512
+
+
+def test_serving_memory_at_a_rate_holds_the_sequences_in_flight(client: TestClient) -> None:
+    """Llama-3-8B at 5 req/s of 2,000 + 500 tokens on one H100: ~43 sequences are in flight
+    (Little's law), so the KV cache stated is theirs -- not one sequence's 0.3 GB."""
+    j = est(
+        client,
+        model="llama3-8b",
+        gpu="nvidia-h100-sxm",
+        mode="inference",
+        engine="vllm",
+        input_len=2000,
+        output_len=500,
+        requests_per_s=5,
+    )
+    held = j["serving"]["concurrency_per_replica"]
+    per_seq = 2500 * 131072  # 32 layers x 8 KV heads x 128 x (K, V) x 2 B per token
+    assert held > 10 and j["memory"]["fits"] is True
+    assert j["memory"]["components"]["kv_cache"] >= held * per_seq

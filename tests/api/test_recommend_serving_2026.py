@@ -185,6 +185,12 @@ def test_disaggregation_is_picked_at_high_load_with_a_tight_tpot_target(client: 
     assert "NVLink" in why["message"]
     # TTFT is never below the KV transfer plus the prompt's prefill
     assert dis["serving"]["ttft"]["value"] > agg["serving"]["ttft"]["value"]
+    # memory is stated for the sequences a decode replica holds, not one: Llama-3.1-8B keeps
+    # 128 KiB of KV per token (32 layers x 8 KV heads x 128 x K,V x 2 B), 4,352 tokens a sequence
+    held = dis["serving"]["concurrency_per_replica"]
+    per_seq_gib = 4352 * 131072 / dis["strategy"]["tensor_parallel"] / 2**30
+    assert held > 1
+    assert _reason(dis, "FITS")["params"]["kv_cache_gib"] >= 0.9 * held * per_seq_gib
     zh = _first(_ask(client, on_nodes, **{"Accept-Language": "zh-CN"}))
     assert CJK.search(_reason(zh, "DISAGGREGATED")["message"])
 

@@ -250,10 +250,20 @@ def _admitted(
     memory: MemoryAnswer,
     warnings: list[Notice],
 ) -> MemoryAnswer:
-    """A closed loop with more clients per replica than the engine admits (its KV cache and
-    scheduler): the rest wait, and the memory is that of the admitted sequences -- the engine
-    sizes its KV pool, it does not run out of memory -- with a warning saying how many wait."""
+    """The memory of the sequences a replica holds under the load. At a rate: its mean in-flight
+    sequences (Little's law; one sequence's KV cache understated a busy replica's several-fold),
+    at most those it admits. A closed loop with more clients per replica than the engine admits
+    (its KV cache and scheduler): the rest wait, and the memory is that of the admitted
+    sequences -- the engine sizes its KV pool, it does not run out of memory -- with a warning
+    saying how many wait."""
     share, cap = c.batch_size, sv.max_concurrency_per_replica  # the clients given, those admitted
+    if sv.rate is not None and sv.disaggregated is None:
+        flight = sv.rate.in_flight_per_replica
+        held = min(math.ceil(flight), cap or 1) if sv.rate.stable and math.isfinite(flight) else 1
+        if held <= c.batch_size:
+            return memory  # an overloaded replica's queue grows without bound: its answer says so
+        loaded = _memory_answer(gpu, replace(c, batch_size=held), usable, measured, None, [])
+        return loaded if loaded.fits else memory  # the engine admits what its KV pool holds
     if sv.rate is not None or sv.disaggregated is not None or not 1 <= cap < share:
         return memory
     warnings.append(

@@ -420,7 +420,9 @@ class _ServingSearch:
             assert self.serving is not None and self.rate is not None
             tpot, ttft, bound = r.tpot_s, r.ttft_s, r.bound
             served = self.rate * self.serving.workload.output_len
-            mem = in_flight_memory(self, cfg, getattr(r, "in_flight", 1.0), mem)  # disaggregated: its own
+            mem = in_flight_memory(
+                self, cfg, getattr(r, "in_flight", 1.0), mem
+            )  # disaggregated: a decode replica's
         else:
             got = self._estimated(gpu, job, mem, name, tp)
             if isinstance(got, Reason):

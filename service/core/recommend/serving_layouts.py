@@ -45,6 +45,8 @@ class _Timed:
     ttft_s: float
     tpot_s: float
     bound: str
+    in_flight: float = 1.0
+    """Sequences a (decode) replica holds at once: what its memory is stated at."""
 
 
 def layout_options(
@@ -143,6 +145,7 @@ def _disagg_options(
                     p.ttft_s,
                     p.tpot_s,
                     decode_bound(d, CONTINUOUS_EFFICIENCIES, p.in_flight_per_decode_replica),
+                    p.in_flight_per_decode_replica,
                 ),
             )
             if isinstance(found, Option):
