@@ -1353,6 +1353,7 @@ class SpecFigure(_Model):
     """One catalog figure of one GPU. ``provenance``: ``datasheet`` (vendor datasheet, brief,"""
 
     derivation: str | None = Field(default=None)
+    marketed: str | None = Field(default=None)
     provenance: Literal["datasheet", "derived", "measured", "registry", "unsourced"]
     ratio_to_first: float | None
     source_kind: str | None = Field(default=None)

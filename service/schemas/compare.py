@@ -47,6 +47,12 @@ class SpecFigure(BaseModel):
     source_title: str | None = None
     source_url: str | None = None
     derivation: str | None = None
+    marketed: str | None = Field(
+        default=None,
+        description="the datasheet's own words where it publishes no figure in the row's unit (memory: "
+        "'141 GB HBM3e', the enabled part of larger HBM stacks, so no byte count is stated; the usable "
+        "row is the figure fits are decided on)",
+    )
 
 
 class SpecRow(BaseModel):

@@ -263,3 +263,16 @@ def test_gpus_nobody_measured_are_compared_on_the_configurations_measured_elsewh
     assert any(
         "none of these GPUs has a measurement here" in n and "nvidia-h200-sxm" in n for n in doc["notes"]
     )
+
+
+def test_a_memory_published_only_as_marketed_says_so_instead_of_a_bare_gap(client: TestClient) -> None:
+    """The H200's datasheet says '141 GB HBM3e' (the enabled part of 144 GB of stacks): no byte
+    count is published, so the figure stays null -- with the datasheet's words beside it, and the
+    usable memory (the fit figure) in the next row."""
+    doc = client.get("/v1/compare", params={"gpus": "nvidia-h200-sxm,nvidia-h100-sxm"}).json()
+    memory = next(r for r in doc["specs"] if r["key"] == "memory_gib")
+    h200, h100 = memory["values"]
+    assert h200["value"] is None and h200["marketed"] == "141 GB HBM3e"
+    assert h100["value"] == 80.0 and h100["marketed"] is None
+    usable = next(r for r in doc["specs"] if r["key"] == "usable_memory_gib")
+    assert usable["values"][0]["value"] > 140

@@ -90,6 +90,13 @@ def test_l40_vs_l20_shows_the_right_figures(page: Any, served: Served, measured_
     assert_accessible(page)
 
 
+def test_a_memory_published_only_as_marketed_shows_the_datasheets_words(page: Any, served: Served) -> None:
+    open_view(page, served, "#/compare?gpus=nvidia-h200-sxm,nvidia-h100-sxm")
+    page.wait_for_selector("table.compare-specs")
+    assert cell(page, "memory_gib", "nvidia-h200-sxm").locator(".value").inner_text() == "— (141 GB HBM3e)"
+    assert cell(page, "memory_gib", "nvidia-h100-sxm").locator(".value").inner_text() == "80 GiB"
+
+
 def test_compare_refuses_with_the_apis_problem_next_to_the_field(
     page: Any, served: Served, measured_l40_l20: None, problems: Any
 ) -> None:

@@ -54,6 +54,7 @@ def _spec_rows(c: Comparison) -> list[SpecRow]:
                         source_title=f.source_title,
                         source_url=f.source_url,
                         derivation=f.derivation,
+                        marketed=f.marketed,
                     )
                     for f in line.figures
                 ],

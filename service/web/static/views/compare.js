@@ -16,7 +16,7 @@ function ratio(r) {
 }
 
 function specValue(row, fig) {
-  if (fig.value === null || fig.value === undefined) return "—";
+  if (fig.value === null || fig.value === undefined) return fig.marketed ? `— (${fig.marketed})` : "—";
   if (row.unit === "gen") return `Gen ${fig.value}`;
   const digits = Number.isInteger(fig.value) ? 0 : fig.value >= 100 ? 1 : 2;
   return `${num(fig.value, digits)}${row.unit && row.unit !== "count" ? ` ${row.unit}` : ""}`;
