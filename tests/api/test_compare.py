@@ -67,6 +67,7 @@ def test_l40_vs_l20_same_memory_and_bandwidth_higher_l40_tensor_peak_with_proven
         "source_title": None,
         "source_url": None,
         "derivation": None,
+        "marketed": None,
     }
     assert _cap(body, "supports_fp8")["values"] == ["yes", "yes"]
     assert _cap(body, "nvlink_topology")["values"] == ["none", "none"]
