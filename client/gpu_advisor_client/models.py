@@ -1423,6 +1423,7 @@ class Supports(_Model):
     bf16: Literal["yes", "no", "unknown"] | None = Field(default=None)
     fp16: Literal["yes", "no", "unknown"] | None = Field(default=None)
     fp32: Literal["yes", "no", "unknown"] | None = Field(default=None)
+    fp4: Literal["yes", "no", "unknown"] | None = Field(default=None)
     fp8: Literal["yes", "no", "unknown"] | None = Field(default=None)
     int4: Literal["yes", "no", "unknown"] | None = Field(default=None)
     int8: Literal["yes", "no", "unknown"] | None = Field(default=None)

@@ -91,6 +91,11 @@ class Supports(_Strict):
     bf16: Support = "unknown"
     fp16: Support = "unknown"
     fp8: Support = "unknown"
+    fp4: Support = Field(
+        default="unknown",
+        description="FP4 tensor cores (NVFP4 on Blackwell, MXFP4 on Blackwell and CDNA 4): 4-bit weights "
+        "and activations run natively, not dequantised",
+    )
     int8: Support = "unknown"
     int4: Support = "unknown"
 

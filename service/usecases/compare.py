@@ -389,7 +389,7 @@ def _specs(docs: Sequence[Mapping[str, Any]]) -> tuple[SpecLine, ...]:
 
 def _capabilities(docs: Sequence[Mapping[str, Any]]) -> tuple[CapabilityLine, ...]:
     rows: list[CapabilityLine] = []
-    for p in ("fp8", "bf16", "fp16", "tf32", "int8", "int4"):
+    for p in ("fp8", "fp4", "bf16", "fp16", "tf32", "int8", "int4"):
         rows.append(
             CapabilityLine(
                 f"supports_{p}",

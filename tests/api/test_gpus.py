@@ -261,3 +261,23 @@ def test_a_slug_without_its_vendor_prefix_resolves(client: TestClient) -> None:
         r = client.get(f"/v1/gpus/{ident}")
         assert r.status_code == 200, (ident, r.text)
     assert client.get("/v1/gpus/A100-SXM4-80GB").json()["slug"] == "nvidia-a100-sxm4-80gb"
+
+
+def test_fp4_is_a_capability_filter_and_agrees_with_the_estimators_rule(client: TestClient) -> None:
+    """``supports=fp4`` lists the GPUs whose tensor cores read FP4 (Blackwell, Blackwell Ultra,
+    CDNA 4): exactly those the estimator serves NVFP4 or MXFP4 on natively, never an H100."""
+    from service.core.catalog.specs import gpu_spec_from_doc
+    from service.core.estimation.fp4 import fp4_tensor_cores
+
+    r = client.get("/v1/gpus", params={"supports": "fp4", "limit": 500})
+    assert r.status_code == 200, r.text
+    listed = {g["slug"] for g in r.json()["items"]}
+    assert {"nvidia-b200", "nvidia-b300", "amd-mi355x"} <= listed and "nvidia-h100-sxm" not in listed
+    every = client.get("/v1/gpus", params={"limit": 500}).json()["items"]
+    for g in every:
+        native = fp4_tensor_cores("mxfp4", gpu_spec_from_doc(g))
+        assert (g["supports"]["fp4"] == "yes") == native, g["slug"]
+        assert (g["slug"] in listed) == native, g["slug"]
+    doc = client.get("/v1/compare", params={"gpus": "nvidia-b200,nvidia-h200-sxm"}).json()
+    (row,) = [c for c in doc["capabilities"] if c["key"] == "supports_fp4"]
+    assert row["values"] == ["yes", "no"] and row["differs"]

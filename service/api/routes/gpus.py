@@ -64,7 +64,7 @@ async def list_gpus(
         ),
     ] = None,
     supports: Annotated[
-        list[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]] | None,
+        list[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"]] | None,
         Query(description="repeatable; each must be 'yes'"),
     ] = None,
     form_factor: Annotated[Literal["pcie", "sxm", "oam"] | None, Query()] = None,

@@ -15,7 +15,7 @@ from service.core.catalog.precision import PEAK_KEY, SUPPORT_KEY
 from service.core.errors import MissingFigure
 
 Support = Literal["yes", "no", "unknown"]
-SUPPORT_KEYS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+SUPPORT_KEYS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4")
 FORM_FACTORS: tuple[str, ...] = ("pcie", "sxm", "oam")
 NVLINK_TOPOLOGIES: tuple[str, ...] = ("switched", "pairwise", "none")
 VENDORS: tuple[str, ...] = ("nvidia", "amd", "intel")
