@@ -161,14 +161,16 @@ class WorkloadIn(RequestModel):
     # inference
     input_len: JsonInt = Field(default=1024, ge=1, le=1_048_576)
     output_len: JsonInt = Field(default=256, ge=0, le=1_048_576)
-    quant_method: Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] = (
-        Field(
-            default="none",
-            description="weight format; fp8 and int8 run W8A8 on the matching tensor-core peak where the "
-            "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only; nvfp4 "
-            "(0.5625 B/weight) needs Blackwell, mxfp4 (0.53125 B/weight) runs on Blackwell / CDNA 4 tensor "
-            "cores or weight-only on Hopper, Ada and Ampere (refused elsewhere, PRECISION_UNSUPPORTED)",
-        )
+    quant_method: (
+        Literal["none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4"] | None
+    ) = Field(
+        default=None,
+        description="weight format; omitted: the format the checkpoint ships in (DeepSeek-V3/R1 fp8, gpt-oss "
+        "mxfp4, a config.json's quantization_config; 16-bit otherwise), loaded as 16-bit weights on a GPU "
+        "that cannot run it (warning checkpoint_dequantised); 'none' asks for 16-bit weights. fp8 and int8 run W8A8 on the matching tensor-core peak where the "
+        "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only; nvfp4 "
+        "(0.5625 B/weight) needs Blackwell, mxfp4 (0.53125 B/weight) runs on Blackwell / CDNA 4 tensor "
+        "cores or weight-only on Hopper, Ada and Ampere (refused elsewhere, PRECISION_UNSUPPORTED)",
     )
     engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] = Field(
         default="hf-transformers",

@@ -52,6 +52,9 @@ NOTICE_ZH: Final[Mapping[N, tuple[str, ...]]] = {
         "每条序列 {tokens:,} 个 token，超过 {model} 的 max_position_embeddings（{limit:,}）："
         "不做 RoPE 缩放时推理引擎会拒绝，且模型在此长度上的质量并非其训练所得",
     ),
+    N.CHECKPOINT_DEQUANTISED: (
+        "{model} 的检查点以 {format} 格式发布权重，{engine} 在 {gpu} 上无法运行该格式：按 16 位权重估算（加载时反量化）",
+    ),
     N.DOES_NOT_FIT: (
         "该配置按误差带上限每块 GPU 需要 {needed_gib} GiB，超过可用的 {usable_gib} GiB：会显存不足（OOM）；"
         "给出的时间是显存足够时的时间",

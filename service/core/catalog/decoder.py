@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-__all__ = ["DecoderSpec", "UnsupportedArchitecture"]
+__all__ = ["CHECKPOINT_FORMATS", "DecoderSpec", "UnsupportedArchitecture", "checkpoint_format"]
 
 
 class UnsupportedArchitecture(ValueError):
@@ -106,6 +106,10 @@ class DecoderSpec:
     """A per-expert bias on the router (GPT-OSS; DeepSeek-V3's ``e_score_correction_bias``)."""
     attention_sinks: bool = False
     """One learned sink logit per head and layer (GPT-OSS)."""
+    checkpoint_format: str = "none"
+    """The weight format the published checkpoint ships in (``quantization_config.quant_method``
+    of its config.json: DeepSeek-V3 ``fp8``, gpt-oss ``mxfp4``): what an engine loads unless a
+    workload asks for another."""
     kv_lora_rank: int = 0
     """Multi-head latent attention: width of the compressed KV latent (0: grouped-query attention)."""
     q_lora_rank: int = 0
@@ -516,3 +520,15 @@ def _decoder_counts(m: DecoderSpec) -> _Counts:
         matmul,
         shapes,
     )
+
+
+CHECKPOINT_FORMATS: dict[str, str] = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq"}
+"""``quantization_config.quant_method`` values (Hugging Face) and the weight format each is; any
+other scheme is read as 16-bit weights (``none``), the estimate's default."""
+
+
+def checkpoint_format(cfg: Mapping[str, Any]) -> str:
+    """The weight format a config.json's checkpoint ships in (:data:`CHECKPOINT_FORMATS`)."""
+    q = cfg.get("quantization_config")
+    method = q.get("quant_method") if isinstance(q, Mapping) else None
+    return CHECKPOINT_FORMATS.get(str(method).lower(), "none") if method else "none"

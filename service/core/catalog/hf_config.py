@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.core.catalog.cnn import CnnSpec
-from service.core.catalog.decoder import DecoderSpec, UnsupportedArchitecture
+from service.core.catalog.decoder import DecoderSpec, UnsupportedArchitecture, checkpoint_format
 from service.core.catalog.encoder import EncoderSpec
 from service.core.catalog.sparse_models import SPARSE_HF_TYPES, sparse_from_hf_config
 
@@ -168,4 +168,5 @@ def _dense_from_hf_config(cfg: Mapping[str, Any], mtype: str, arch: str, id: str
         qk_norm=(mtype == "qwen3"),
         sliding_window=int(sw) if sw else None,
         source="config.json",
+        checkpoint_format=checkpoint_format(cfg),
     )

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from service.core.catalog.decoder import DecoderSpec, UnsupportedArchitecture
+from service.core.catalog.decoder import DecoderSpec, UnsupportedArchitecture, checkpoint_format
 
 __all__ = ["SPARSE_HF_TYPES", "SPARSE_PRESETS", "sparse_from_hf_config"]
 
@@ -63,6 +63,7 @@ def _common(cfg: Mapping[str, Any], arch: str, id: str | None, mtype: str) -> di
         "family": mtype,
         "gated_mlp": True,
         "source": "config.json",
+        "checkpoint_format": checkpoint_format(cfg),
     }
 
 
@@ -190,6 +191,7 @@ def sparse_from_hf_config(cfg: Mapping[str, Any], arch: str, id: str | None = No
 
 _DEEPSEEK_V3: dict[str, Any] = {
     "model_type": "deepseek_v3",
+    "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]},
     "hidden_size": 7168,
     "intermediate_size": 18432,
     "moe_intermediate_size": 2048,
@@ -247,6 +249,7 @@ _LLAMA4_COMMON: dict[str, Any] = {
 }
 _GPT_OSS_COMMON: dict[str, Any] = {
     "model_type": "gpt_oss",
+    "quantization_config": {"quant_method": "mxfp4"},  # the MoE experts; the rest bf16
     "hidden_size": 2880,
     "intermediate_size": 2880,
     "num_attention_heads": 64,

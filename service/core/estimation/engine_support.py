@@ -14,7 +14,7 @@ from __future__ import annotations
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.fp4 import fp4_refusal
 
-__all__ = ["engine_refusal", "format_refusal"]
+__all__ = ["engine_refusal", "format_refusal", "served_format"]
 
 
 def engine_refusal(engine: str, gpu: GpuSpec) -> str | None:
@@ -36,3 +36,13 @@ def format_refusal(weight_format: str, kv_dtype: str, engine: str, gpu: GpuSpec)
             "(use int8 or awq weights, or vllm's weight-only FP8)",
         )
     return fp4_refusal(weight_format, kv_dtype, engine, gpu)
+
+
+def served_format(weight_format: str, stated: bool, kv_dtype: str, engine: str, gpu: GpuSpec) -> str:
+    """The weights ``engine`` serves on ``gpu``: as asked (``stated``: a format the GPU cannot run
+    is refused, not swapped); a checkpoint's own format it cannot run is loaded as 16-bit weights
+    (``none``: gpt-oss's MXFP4 experts on a GPU with no MXFP4 kernel)."""
+    if stated or weight_format == "none":
+        return weight_format
+    refused = format_refusal(weight_format, kv_dtype, engine, gpu)
+    return "none" if refused is not None and refused[0] == "quant_method" else weight_format

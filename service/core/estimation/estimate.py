@@ -32,7 +32,7 @@ from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.band import Band
 from service.core.estimation.benchmark_cells import benchmark_cell
 from service.core.estimation.calibration import CalibrationSet
-from service.core.estimation.engine_support import engine_refusal, format_refusal
+from service.core.estimation.engine_support import engine_refusal, format_refusal, served_format
 from service.core.estimation.estimate_answers import (  # noqa: F401
     Estimate,
     MemoryAnswer,
@@ -170,6 +170,7 @@ def estimate(
     usable = _usable_memory(gpu, warnings)
     if job.model_note:
         warnings.append(Notice("assumed_shape", job.model_note, {"note": job.model_note}))
+    job = _checkpoint_on(gpu, job, warnings)
     _refuse_unsupported_precision(gpu, job)
     c = job.config
     _layout_warnings(gpu, c, warnings)
@@ -222,6 +223,26 @@ def _usable_memory(gpu: GpuSpec, warnings: list[Notice]) -> int:
         raise InvalidConfiguration("gpu", f"{gpu.slug} has no sourced memory size; no fit can be computed")
     warnings.append(_usable_unknown(gpu.slug))
     return gpu.memory_bytes
+
+
+def _checkpoint_on(gpu: GpuSpec, job: Job, warnings: list[Notice]) -> Job:
+    """The job with the weights the engine serves on ``gpu`` (:func:`.engine_support.served_format`):
+    a checkpoint format it cannot run, not asked for, is loaded as 16-bit weights, and said."""
+    c = job.config
+    if not isinstance(c, InferenceConfig):
+        return job
+    fmt = served_format(c.quant_method, "quant_method" in job.stated, c.kv_cache_dtype, c.engine, gpu)
+    if fmt == c.quant_method:
+        return job
+    warnings.append(
+        Notice(
+            "checkpoint_dequantised",
+            f"{c.model.id}'s checkpoint ships {c.quant_method} weights, which {c.engine} cannot run on "
+            f"{gpu.slug}: estimated as 16-bit weights (the checkpoint dequantised at load)",
+            {"model": c.model.id, "format": c.quant_method, "engine": c.engine, "gpu": gpu.slug},
+        )
+    )
+    return replace(job, config=replace(c, quant_method=fmt))
 
 
 def _refuse_unsupported_precision(gpu: GpuSpec, job: Job) -> None:

@@ -46,6 +46,7 @@ class NoticeCode(StrEnum):
     CONTEXT_CAPPED_AT_MODEL_LIMIT = "context_capped_at_model_limit"
     BEYOND_CONTEXT = "beyond_context"
     DOES_NOT_FIT = "does_not_fit"
+    CHECKPOINT_DEQUANTISED = "checkpoint_dequantised"
     CONCURRENCY_QUEUED = "concurrency_queued"
     # what resolving a GPU name assumed (service.core.catalog.records.GpuWarning), passed on
     ASSUMED_VARIANT = "assumed_variant"

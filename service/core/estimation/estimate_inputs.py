@@ -72,7 +72,8 @@ class JobSpec:
     tokens: float | None = None
     input_len: int = 1024
     output_len: int = 256
-    quant_method: str = "none"
+    quant_method: str | None = None
+    """None: the checkpoint's own format (:attr:`DecoderSpec.checkpoint_format`), else ``none``."""
     engine: str = "hf-transformers"
     kv_cache_dtype: str = "auto"
     engine_version: str | None = None
@@ -276,6 +277,7 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
         spec.loop is not None,
         spec.optimizer_impl is not None,
         spec.mixed_precision is not None,
+        spec.quant_method is not None,
     )
     return Job(
         model=model,
@@ -290,11 +292,16 @@ def build_job(spec: JobSpec, model: ModelSpec | None = None) -> Job:
     )
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=64)
 def _stated(
-    precision: bool, sharding: bool, loop: bool, optimizer_impl: bool, mixed_precision: bool
+    precision: bool,
+    sharding: bool,
+    loop: bool,
+    optimizer_impl: bool,
+    mixed_precision: bool,
+    quant_method: bool,
 ) -> frozenset[str]:
-    """:attr:`Job.stated` from which of the defaultable fields were given (32 combinations, each
+    """:attr:`Job.stated` from which of the defaultable fields were given (64 combinations, each
     frozenset built once and shared: it is immutable)."""
     return frozenset(
         [
@@ -305,6 +312,7 @@ def _stated(
                 ("loop", loop),
                 ("optimizer_impl", optimizer_impl),
                 ("mixed_precision", mixed_precision),
+                ("quant_method", quant_method),
             )
             if given
         ]
@@ -473,7 +481,7 @@ def _inference_config(
     config = InferenceConfig(
         model=model,
         precision=spec.precision or "bf16",
-        quant_method=spec.quant_method,
+        quant_method=_weight_format(spec, model),
         batch_size=share or spec.batch_size,
         input_len=spec.input_len,
         output_len=spec.output_len,
@@ -547,6 +555,12 @@ def _within_learned_positions(model: ModelSpec, seq_len: int) -> None:
         raise InvalidConfiguration(
             "seq_len", f"{model.id} takes at most {model.max_position_embeddings} positions"
         )
+
+
+def _weight_format(spec: JobSpec, model: DecoderSpec) -> str:
+    """The weights served: as asked, else the format the checkpoint ships in (an FP8 DeepSeek-V3 is
+    loaded as FP8, not as a 16-bit copy nobody publishes)."""
+    return spec.quant_method if spec.quant_method is not None else model.checkpoint_format
 
 
 def _batch_inference_config(spec: JobSpec, model: EncoderSpec | CnnSpec) -> BatchInferenceConfig:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from service.core.catalog.specs import GpuSpec
-from service.core.estimation.engine_support import engine_refusal, format_refusal
+from service.core.estimation.engine_support import engine_refusal, format_refusal, served_format
 from service.core.estimation.estimate import Job
 from service.core.estimation.frozen import replace
 from service.core.estimation.memory import InferenceConfig, TrainConfig
@@ -99,10 +99,11 @@ def _engine_reasons(gpu: GpuSpec, job: Job, name: str) -> list[Reason]:
         return []
     if engine_refusal(c.engine, gpu) is not None:
         return [Reason("ENGINE_UNSUPPORTED", {"gpu": name, "engine": c.engine, "vendor": gpu.vendor})]
-    refused = format_refusal(c.weight_format, c.kv_cache_dtype, c.engine, gpu)
+    weights = served_format(c.weight_format, "quant_method" in job.stated, c.kv_cache_dtype, c.engine, gpu)
+    refused = format_refusal(weights, c.kv_cache_dtype, c.engine, gpu)
     if refused is None:
         return []
-    fmt = c.kv_cache_dtype + " KV cache" if refused[0] == "kv_cache_dtype" else c.weight_format
+    fmt = c.kv_cache_dtype + " KV cache" if refused[0] == "kv_cache_dtype" else weights
     return [Reason("PRECISION_UNSUPPORTED", {"gpu": name, "precision": f"{fmt} with {c.engine}"})]
 
 

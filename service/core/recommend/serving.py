@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
+from service.core.estimation.engine_support import served_format
 from service.core.estimation.estimate import Estimate, Job, estimate
 from service.core.estimation.memory import (
     InferenceConfig,
@@ -33,7 +34,6 @@ from service.core.recommend.ranking import _rank_again, admitted, bounded, ratio
 from service.core.recommend.reasons import Reason
 from service.core.recommend.replicas import (
     GUESS_MARGIN,
-    NEAR_TIE,
     _fastest_replicas,
     best_tpot,
     fewest_from,
@@ -52,6 +52,7 @@ from service.core.recommend.serving_offline import (
     offline_replicas,
     offline_run_cost,
 )
+from service.core.recommend.serving_order import within_gpu
 from service.core.recommend.serving_price import affordable, serving_layout
 from service.core.recommend.serving_published import published_run
 
@@ -97,10 +98,13 @@ class _ServingSearch:
         when it is made (else only the plans returned do, in :meth:`finish`)."""
 
     def formats_on(self, gpu: GpuSpec) -> tuple[str, ...]:
-        """The weight formats tried on ``gpu`` (:func:`.serving_formats.formats_for`)."""
+        """The weight formats tried on ``gpu`` (:func:`.serving_formats.formats_for`): the served
+        format of the checkpoint where the workload names none (:func:`served_format`)."""
         b = self.base
+        stated = "quant_method" in self.job.stated
+        own = served_format(b.quant_method, stated, b.kv_cache_dtype, b.engine, gpu)
         return formats_for(
-            b.quant_method, self.q.constraints.allow_quantization, b.engine, b.kv_cache_dtype, gpu
+            own, self.q.constraints.allow_quantization, b.engine, b.kv_cache_dtype, gpu, stated
         )
 
     def memory(self, fmt: str, tp: int) -> MemoryEstimate:
@@ -245,7 +249,7 @@ class _ServingSearch:
                 over_limit or latency_miss,
                 no_time,
             )
-        candidates.sort(key=_within_gpu(self.q.objective, self._kept(candidates) or candidates))
+        candidates.sort(key=within_gpu(self.q.objective, self._kept(candidates) or candidates))
         kept = self._kept(candidates)
         first = kept[0] if kept else candidates[0]  # none kept: the exclusion says why
         return first, [o for o in candidates if o is not first]
@@ -571,28 +575,3 @@ class _ServingSearch:
         if self.q.constraints.allow_quantization or self.base.quant_method != "none":
             return []
         return fp8_what_ifs(options, self.memory)
-
-
-def _hourly_or_run(o: Option) -> float:
-    """What ``cheapest`` compares within a GPU: the run's cost for a batch, else the hour's."""
-    if o.run_cost is not None:
-        return o.run_cost[1]
-    return o.quote.per_hour if o.quote else math.inf
-
-
-def _within_gpu(obj: str, pool: list[Option]) -> Callable[[Option], tuple[float, ...]]:
-    """How one GPU's plans are ordered for the objective (the best is the GPU's option).
-
-    ``fastest``: the fewest GPUs among the plans within :data:`NEAR_TIE` of the fastest plan of
-    ``pool`` (the plans the constraints keep), then the rest by time. Measured from every plan,
-    one over a budget hid the faster plans the budget pays for behind the fewest GPUs."""
-    if obj == "fastest":
-        low = min(o.time_value for o in pool) * (1.0 + NEAR_TIE)
-        return lambda o: (
-            (0.0, o.gpu_count, o.time_value) if o.time_value <= low else (1.0, o.time_value, o.gpu_count)
-        )
-    if obj == "perf_per_watt":
-        return lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)
-    if obj == "cost_per_million_tokens":  # a closed loop's plans serve different token rates
-        return lambda o: (o.cost_per_million_tokens or math.inf, o.gpu_count, o.time_value)
-    return lambda o: (_hourly_or_run(o), o.gpu_count, o.time_value)

@@ -24,6 +24,10 @@ QUANTISED_FORMATS: tuple[str, ...] = ("fp8", "int8", "awq", "nvfp4", "mxfp4")
 picks a GPU's)."""
 
 
+_BITS: dict[str, int] = {"fp8": 8, "int8": 8, "awq": 4, "gptq": 4, "nvfp4": 4, "mxfp4": 4}
+"""Bits per weight of each quantised format (the smaller-than test of :func:`formats_for`)."""
+
+
 def _eight_bit(gpu: GpuSpec, engine: str) -> str | None:
     if gpu.support_for("fp8") == "yes":
         return "fp8"
@@ -41,10 +45,17 @@ def _four_bit(gpu: GpuSpec, engine: str, kv_dtype: str) -> list[str]:
     return ["awq", *native[:1]]  # Blackwell reads both FP4 formats: NVFP4 (finer scales) is tried
 
 
-def formats_for(own: str, allow: bool, engine: str, kv_dtype: str, gpu: GpuSpec) -> tuple[str, ...]:
+def formats_for(
+    own: str, allow: bool, engine: str, kv_dtype: str, gpu: GpuSpec, stated: bool = True
+) -> tuple[str, ...]:
     """The workload's format ``own``, and where ``allow`` and ``own`` is unquantised
-    (``none``), the 8-bit and 4-bit formats ``gpu`` runs (module docstring)."""
-    if not allow or own != "none":
+    (``none``), the 8-bit and 4-bit formats ``gpu`` runs (module docstring). A checkpoint's own
+    quantised format (not ``stated``) is tried with the smaller formats the GPU runs beside it
+    (an FP8 DeepSeek-V3 re-quantised to NVFP4 on Blackwell), never a 16-bit copy of it."""
+    if not allow or (own != "none" and stated):
         return (own,)
     eight = _eight_bit(gpu, engine)
-    return (own, *([eight] if eight else []), *_four_bit(gpu, engine, kv_dtype))
+    more = (*([eight] if eight else []), *_four_bit(gpu, engine, kv_dtype))
+    if own == "none":
+        return (own, *more)
+    return (own, *(f for f in more if f != own and _BITS[f] < _BITS[own]))
