@@ -635,9 +635,10 @@ def test_options_at_the_same_price_rank_the_faster_first(client: TestClient) -> 
 
 
 def test_an_inventory_network_times_the_collectives_it_carries(client: TestClient) -> None:
-    """Four 8-GPU A100 nodes linked by 100 Gb/s without RDMA: FSDP over 32 GPUs spends most of the
-    step on the network, so one node is faster; at the HGX default (3,200 Gb/s RDMA) it was
-    answered as 32 GPUs in 86 h, which on this network take 464 h."""
+    """Four 8-GPU A100 nodes linked by 100 Gb/s without RDMA: sharded data parallelism over 32
+    GPUs spends most of the step on the network (one node is a third slower still, ZeRO-2's two
+    collectives per step being cheaper than FSDP's three); at the HGX default (3,200 Gb/s RDMA)
+    the same GPUs are several times faster, compute-bound."""
     pool = {"gpu": "nvidia-a100-sxm4-40gb", "gpus_per_node": 8, "nodes": 4}
     body: dict[str, Any] = {
         "workload": {
@@ -653,8 +654,9 @@ def test_an_inventory_network_times_the_collectives_it_carries(client: TestClien
     slow = _ask(client, body)["options"][0]
     fast = _ask(client, {**body, "constraints": {"inventory": [pool], "max_gpus": 32}})["options"][0]
     assert fast["strategy"]["gpu_count"] > 8
-    assert slow["strategy"]["gpu_count"] <= 8
-    assert _hours(slow) > _hours(fast)
+    assert slow["strategy"]["gpu_count"] <= 8 or "COMMUNICATION_BOUND" in _codes(slow)
+    assert "COMMUNICATION_BOUND" not in _codes(fast)
+    assert _hours(slow) > 2 * _hours(fast)
 
 
 def test_a_held_global_batch_is_not_pruned_by_a_tensor_parallel_plan(client: TestClient) -> None:

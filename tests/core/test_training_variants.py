@@ -261,3 +261,17 @@ def test_max_context_is_capped_at_the_models_limit_with_a_warning() -> None:
     e = estimate(l40, job, CalibrationSet())
     assert e.solve is not None and e.solve.value == 8192
     assert "context_capped_at_model_limit" in [w.code for w in e.warnings]
+
+
+@pytest.mark.parametrize("sharding", ["zero1", "zero2"])
+def test_deepspeeds_16_bit_weights_leave_autocast_nothing_to_cache(sharding: str) -> None:
+    """Full fine-tuning under ZeRO holds DeepSpeed's bf16 weights (fp32 masters in the
+    optimizer): autocast over them casts nothing, so amp_bf16 and bf16 need the same memory --
+    the amp_bf16 answer counted 14 GiB of weight casts for Llama-3-8B that cannot exist."""
+    base = TrainConfig(
+        dec("llama3-8b"), "amp_bf16", batch_size=1, seq_len=4096, sharding=sharding, gpu_count=8
+    )
+    amp = estimate_training(base)
+    pure = estimate_training(replace(base, precision="bf16"))
+    assert amp.components["autocast_weight_copies"] == 0
+    assert amp.device_memory_band.high == pytest.approx(pure.device_memory_band.high, rel=0.01)

@@ -111,6 +111,9 @@ _MODE_OF: dict[tuple[str, str], Mode] = {
     (p, mp): train_mode(p, mp) for p in _MODES for mp in MIXED_PRECISIONS
 }
 """``train_mode`` of every (precision, mixed_precision) a :class:`TrainConfig` accepts."""
+_DEEPSPEED_16BIT: dict[str, str] = {"amp_bf16": "bf16", "amp_fp16": "fp16"}
+"""The 16-bit weights DeepSpeed's bf16 / fp16 modes hold where autocast would have run."""
+_ZERO: frozenset[str] = frozenset({"zero1", "zero2", "zero3"})
 SHARDINGS: tuple[str, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
 STACKS: tuple[str, ...] = ("hf-eager", "compiled", "megatron")
 """Training stacks: ``hf-eager`` (the reference loop: transformers model, eager PyTorch),
@@ -344,7 +347,11 @@ class TrainConfig:
     @property
     def mode(self) -> Mode:
         """Bytes by role: the precision's, or the FSDP mixed-precision policy's
-        (:func:`~service.core.catalog.precision.train_mode`, tabulated: the estimate reads it often)."""
+        (:func:`~service.core.catalog.precision.train_mode`, tabulated: the estimate reads it often).
+        Full fine-tuning under ZeRO runs DeepSpeed's 16-bit weights (fp32 masters live in its
+        optimizer): ``amp_*`` there is the 16-bit mode, no autocast over fp32 weights."""
+        if self.precision in _DEEPSPEED_16BIT and self.finetune == "full" and self.sharding in _ZERO:
+            return _MODE_OF[_DEEPSPEED_16BIT[self.precision], self.mixed_precision]
         return _MODE_OF[self.precision, self.mixed_precision]
 
     @property
