@@ -117,3 +117,32 @@ def test_a_deadline_still_needs_a_batch(client: TestClient) -> None:
     r = client.post("/v1/recommend", json=body)
     assert r.status_code == 422, r.text
     assert r.json()["errors"][0]["loc"] == ["body", "constraints", "deadline_hours"]
+
+
+def test_a_full_replicas_memory_is_stated_at_what_fits_never_over_the_card(client: TestClient) -> None:
+    """DeepSeek-R1 FP8, 1e9 tokens of 1,000 / 3,000 within 48 h: a full expert-parallel replica
+    holds thousands of sequences; the memory stated (and FITS) was 180.2 GiB on a 179.1 GiB B200.
+    The engine admits what its KV pool holds: the stated memory never exceeds the card."""
+    body = {
+        "workload": {
+            "model": "deepseek-r1",
+            "mode": "inference",
+            "engine": "sglang",
+            "quant_method": "fp8",
+            "input_len": 1000,
+            "output_len": 3000,
+            "tokens": 1e9,
+        },
+        "constraints": {
+            "allowed_gpus": ["nvidia-h200-sxm", "nvidia-b200"],
+            "max_gpus": 32,
+            "deadline_hours": 48,
+        },
+        "objective": "cheapest",
+    }
+    doc = client.post("/v1/recommend", json=body).json()
+    assert doc["options"]
+    for o in doc["options"]:
+        fits = next(r for r in o["reasons"] if r["code"] == "FITS")["params"]
+        assert fits["needed_gib"] <= fits["usable_gib"] and fits["headroom_gib"] >= 0, o["gpu"]["slug"]
+        assert o["memory"]["needed_bytes"] <= o["memory"]["usable_bytes"]

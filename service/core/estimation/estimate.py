@@ -88,6 +88,7 @@ from service.core.estimation.memory import (
     estimate_batch_inference,
     estimate_inference,
     estimate_training,
+    memory_held,
     training_breakdown,
 )
 from service.core.estimation.serving import (
@@ -283,8 +284,7 @@ def _admitted(
         held = min(math.ceil(flight), cap or 1) if sv.rate.stable and math.isfinite(flight) else 1
         if held <= c.batch_size:
             return memory  # an overloaded replica's queue grows without bound: its answer says so
-        loaded = _memory_answer(gpu, replace(c, batch_size=held), usable, measured, None, [])
-        return loaded if loaded.fits else memory  # the engine admits what its KV pool holds
+        return _memory_answer(gpu, c, usable, measured, memory_held(c, held, usable), [])
     if sv.rate is not None or sv.disaggregated is not None or not 1 <= cap < share:
         return memory
     warnings.append(

@@ -117,6 +117,7 @@ from service.core.estimation.memory_inference import (  # noqa: F401
     estimate_inference,
     expert_weight_bytes,
     kv_cache_bytes,
+    memory_held,
     weight_bytes,
 )
 from service.core.estimation.memory_layers import (  # noqa: F401

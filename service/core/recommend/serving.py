@@ -424,18 +424,16 @@ class _ServingSearch:
             assert self.serving is not None and self.rate is not None
             tpot, ttft, bound = r.tpot_s, r.ttft_s, r.bound
             served = self.rate * self.serving.workload.output_len
-            mem = in_flight_memory(
-                self, cfg, getattr(r, "in_flight", 1.0), mem
-            )  # disaggregated: a decode replica's
+            held = getattr(r, "in_flight", 1.0)  # disaggregated: a decode replica's
+            mem = in_flight_memory(self, cfg, held, mem, usable)
         else:
             got = self._estimated(gpu, job, mem, name, tp)
             if isinstance(got, Reason):
                 return got
             full, (tpot, ttft, served, bound) = got
             if self.offline and full.serving is not None:  # the sequences a full replica holds
-                mem = in_flight_memory(
-                    self, cfg, offline_in_flight(cfg, full.serving.concurrency_per_replica), mem
-                )
+                held = offline_in_flight(cfg, full.serving.concurrency_per_replica)
+                mem = in_flight_memory(self, cfg, held, mem, usable)
         placeholder = (
             full if full is not None else Estimate(job=job, gpu=gpu, memory=_memory_answer(mem, usable))
         )

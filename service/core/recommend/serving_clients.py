@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.estimate import estimate
-from service.core.estimation.memory import InferenceConfig, MemoryEstimate, estimate_inference
+from service.core.estimation.memory import InferenceConfig, MemoryEstimate, estimate_inference, memory_held
 from service.core.estimation.serving import CONTINUOUS_EFFICIENCIES, Deployment, concurrency_cap, deployment
 from service.core.recommend.reasons import Reason
 from service.core.recommend.replicas import _fastest_replicas, fewest_from
@@ -179,12 +179,13 @@ def _latencies(s: _ServingSearch, gpu: GpuSpec, c: InferenceConfig) -> Any:
 
 
 def in_flight_memory(
-    s: _ServingSearch, c: InferenceConfig, in_flight: float, mem: MemoryEstimate
+    s: _ServingSearch, c: InferenceConfig, in_flight: float, mem: MemoryEstimate, usable: int
 ) -> MemoryEstimate:
     """The memory of a replica at a rate with its mean ``in_flight`` sequences (Little's law),
-    not one sequence's: what the plan's fit and headroom are stated at."""
+    not one sequence's, at most those that fit (:func:`memory_held`): what the plan's fit and
+    headroom are stated at."""
     n = max(1, math.ceil(in_flight))
     if n <= 1:
         return mem
     s.counter.memory += 1
-    return estimate_inference(replace(c, replicas=1, batch_size=n))
+    return memory_held(c, n, usable)
