@@ -178,6 +178,7 @@ __all__ = [
     "fewest_gpus",
     "largest_context",
     "largest_micro_batch",
+    "memory_held",
     "most_concurrent_sequences",
     "train_config_from_parameters",
     "training_breakdown",
