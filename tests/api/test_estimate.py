@@ -558,3 +558,21 @@ def test_serving_memory_at_a_rate_holds_the_sequences_in_flight(client: TestClie
     per_seq = 2500 * 131072  # 32 layers x 8 KV heads x 128 x (K, V) x 2 B per token
     assert held > 10 and j["memory"]["fits"] is True
     assert j["memory"]["components"]["kv_cache"] >= held * per_seq
+
+
+def test_llm_training_on_cdna3_leans_on_mlperf_not_on_datasheet_peaks(client: TestClient) -> None:
+    """MLPerf Training v5.0 measured MI300X at ~0.80x the H200 per GPU on Llama-2-70B LoRA (8-GPU
+    systems) where the datasheet peaks say 1.32x: the transferred answer follows the runs (within
+    the model's own layout effects), says so, and names the table; the H100 (an architecture the
+    training tables hold) is not anchored."""
+    body = dict(
+        model="llama2-70b", gpu_count=8, mode="fine-tuning", finetune="lora", sharding="fsdp", seq_len=8192
+    )
+    h200 = est(client, gpu="nvidia-h200-sxm", **body)["time"]
+    mi300x = est(client, gpu="amd-mi300x", **body)["time"]
+    ratio = mi300x["tokens_per_s"] / h200["tokens_per_s"]
+    assert 0.7 < ratio < 0.95, ratio
+    assert mi300x["provenance"] == "published" and "mlperf-training-v5.0" in mi300x["sources"]
+    assert any("MLPerf Training v5.0" in n for n in mi300x["notes"])
+    h100 = est(client, gpu="nvidia-h100-sxm", **body)["time"]
+    assert not any("MLPerf" in n for n in h100["notes"])

@@ -15,6 +15,7 @@ from service.core.estimation.calibration_fit import (
     SAME_ARCH_BAND_FACTOR,
     Calibration,
 )
+from service.core.estimation.mlperf_anchor import TrainingAnchor, training_anchor
 from service.core.estimation.performance import (
     SPEC_DEFAULTS,
     Efficiencies,
@@ -76,12 +77,19 @@ def transfer(
     ta = arch_key(target)
     band = _transfer_band(cal.band, accuracy_for(scope, ta, workload), scope)
     note, tables = _transfer_note(cal, target, model, factors, scope, f_compute, f_memory, streaming)
+    anchor = _llm_training_anchor(cal, target, scope, workload)
+    if anchor is not None:
+        f_compute *= anchor.factor
+        note, tables = _anchor_note(cal, target, anchor), anchor.tables
     # the answer leans on the published tables whenever their fit supplied a factor (issue 13:
     # such answers say 'published' and name the tables); a transfer within the architecture
     # between GPUs of the same peaks and power (factors within 0.5 % of 1), or to an architecture
     # the tables do not hold, leans on none
     leans = bool(tables) and (
-        abs(f_compute - 1.0) > 0.005 or abs(f_memory - 1.0) > 0.005 or scope == "cross-architecture"
+        abs(f_compute - 1.0) > 0.005
+        or abs(f_memory - 1.0) > 0.005
+        or scope == "cross-architecture"
+        or anchor is not None
     )
     if not leans:
         tables = ()
@@ -112,6 +120,28 @@ def _factors(
     if scope == "same-gpu":  # a multi-GPU calibration applied to one of its GPUs
         scope = "same-architecture"
     return factors, factors.compute, factors.memory, scope
+
+
+def _llm_training_anchor(
+    cal: Calibration, target: GpuSpec, scope: str, workload: str
+) -> TrainingAnchor | None:
+    """MLPerf Training's anchor (:mod:`.mlperf_anchor`) for LLM training on an architecture the
+    transfer's tables do not hold; None elsewhere (the fitted factors or the same architecture
+    decide there)."""
+    if workload != "llm-train" or scope != "unseen-architecture" or cal.source is None:
+        return None
+    return training_anchor(cal.source, target)
+
+
+def _anchor_note(cal: Calibration, target: GpuSpec, a: TrainingAnchor) -> str:
+    src = ", ".join(cal.source_gpus)
+    rounds = ", ".join(t.removeprefix("mlperf-training-") for t in a.tables)
+    return (
+        f"from {src}: {arch_name(arch_key(target))} has no published single-GPU training tables; "
+        f"MLPerf Training {rounds} (Llama-2-70B LoRA, 8-GPU systems) measured {target.slug} at "
+        f"{a.measured_ratio:.2f}x {cal.source.slug if cal.source else src} per GPU against "
+        f"{a.peak_ratio:.2f}x dense 16-bit peaks: compute x{a.factor:.2f}"
+    )
 
 
 def _transfer_band(band: tuple[float, float], acc: Accuracy | None, scope: str) -> tuple[float, float]:
