@@ -1177,3 +1177,35 @@ def test_a_gpu_limit_between_whole_nodes_is_said_not_silently_rounded_down(clien
     doc = _ask(client, body)
     assert doc["options"][0]["strategy"]["gpu_count"] == 16
     assert "ASSUMED_WHOLE_NODES" not in [a["code"] for a in doc["assumptions"]]
+
+
+def test_the_accumulation_what_if_on_several_gpus_is_a_global_batch_they_can_run(client: TestClient) -> None:
+    """Qwen2.5-14B full fine-tuning at micro-batch 2 on 24 GB cards fits only at micro-batch 1 on
+    16 of them: the what-if keeps the sequences per step (2 per data-parallel rank), so its global
+    batch is one those ranks divide -- it said global_batch 2 for 16 GPUs, a 422 when followed."""
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "qwen2.5-14b",
+            "mode": "fine-tuning",
+            "finetune": "full",
+            "batch_size": 2,
+            "seq_len": 4096,
+            "tokens": 3e9,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-a10"], "max_gpus": 16},
+        "objective": "fastest",
+    }
+    doc = _ask(client, body)
+    w = next(w for w in doc["what_if"] if w["code"] == "WITH_GRADIENT_ACCUMULATION")
+    assert w["gpu_count"] > 1 and w["change"]["workload.global_batch"] > 2
+    followed = {
+        "workload": {
+            **body["workload"],
+            "batch_size": 1,
+            "global_batch": w["change"]["workload.global_batch"],
+        },
+        "constraints": {"allowed_gpus": [w["gpu"]], "max_gpus": w["gpu_count"]},
+        "objective": "fastest",
+    }
+    again = _ask(client, followed)["options"]
+    assert again and again[0]["strategy"]["gpu_count"] <= w["gpu_count"], again

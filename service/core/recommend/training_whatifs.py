@@ -62,8 +62,8 @@ def _relaxations(search: _TrainingSearch) -> list[_Relax]:
         relax.append(
             (
                 "WITH_GRADIENT_ACCUMULATION",
-                {"workload.batch_size": 1, "workload.global_batch": base.batch_size},
-                lambda c: replace(c, batch_size=1, global_batch=base.batch_size),
+                {"workload.batch_size": 1, "workload.global_batch": base.batch_size},  # x ranks, below
+                lambda c: replace(c, batch_size=1, global_batch=base.batch_size * c.data_parallel),
             )
         )
     if base.optimizer == "adamw" and base.optimizer_impl != "fused":
@@ -98,6 +98,7 @@ def training_what_ifs(
         if ex.reason.code == "MEMORY_INSUFFICIENT":
             current.setdefault(ex.gpu.slug, 10**9)
     specs = search.data.specs
+    base_batch = search.base.batch_size
     seen: set[tuple[str, str]] = set()
     for slug in sorted(current, key=lambda s: (-(current[s]), s)):
         gpu = specs.get(slug)
@@ -118,6 +119,8 @@ def training_what_ifs(
                 mem = _relaxed(search, code, f, p.cfg)
                 if mem is not None and mem.fits(usable):
                     seen.add((code, slug))
+                    if "workload.global_batch" in change:  # the same sequences per step: per GPU x ranks
+                        change = {**change, "workload.global_batch": base_batch * p.cfg.data_parallel}
                     out.append(
                         WhatIf(
                             code,
