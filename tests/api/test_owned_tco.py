@@ -113,3 +113,32 @@ def test_a_bad_pool_purchase_price_is_422_naming_the_field(client: TestClient) -
         assert r.status_code == 422, (bad, r.text)
         locs = [e["loc"] for e in r.json()["errors"]]
         assert ["body", "constraints", "inventory", 0, "purchase_price_per_gpu"] in locs, (bad, locs)
+
+
+def test_owned_serving_states_the_per_million_costs_it_ranks_on(client: TestClient) -> None:
+    """Serving on owned H100s ranked by cost per million tokens: the cost block states that figure
+    and its input/output split (they were null while the ranking used them), in the TCO's currency."""
+    body = {
+        "workload": {
+            "model": "llama3-8b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 1024,
+            "output_len": 256,
+            "requests_per_s": 5,
+        },
+        "constraints": {
+            "inventory": [
+                {"gpu": "nvidia-h100-sxm", "gpus_per_node": 8, "nodes": 1, "purchase_price_per_gpu": 25000}
+            ]
+        },
+        "objective": "cost_per_million_tokens",
+    }
+    r = client.post("/v1/recommend", json=body)
+    assert r.status_code == 200, r.text
+    o = r.json()["options"][0]
+    cost = o["cost"]
+    assert cost["provider"] is None and cost["tco"]["available"] is True
+    assert cost["per_million_tokens"] == o["objective_value"] > 0
+    assert cost["per_million_input"] > 0 and cost["per_million_output"] > cost["per_million_input"]
+    assert o["objective_unit"] == f"{cost['currency']} per million tokens"

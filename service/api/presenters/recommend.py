@@ -277,7 +277,13 @@ def _cost(o: Option) -> CostOut | None:
         tco_doc = _tco(o)
         if tco_doc is None or not tco_doc.get("available"):
             return None
-        return CostOut(currency=tco_doc["currency"], tco=tco_doc, network=_network(o))
+        return CostOut(
+            currency=tco_doc["currency"],
+            tco=tco_doc,
+            network=_network(o),
+            per_million_tokens=o.cost_per_million_tokens,  # owned GPUs: the TCO hour, as ranked
+            **_token_prices(o, tco_doc.get("per_hour")),
+        )
     return CostOut(
         currency=qt.currency,
         provider=qt.provider,
@@ -323,8 +329,16 @@ def _unit(o: Option) -> Literal["tokens", "images"]:
     return "images" if isinstance(o.est.job.config.model, CnnSpec) else "tokens"
 
 
+def _currency(o: Option) -> str:
+    """The currency an option's costs are in: its rental quote's, else its TCO's."""
+    if o.quote is not None:
+        return o.quote.currency
+    return o.tco.currency if o.tco is not None and getattr(o.tco, "currency", None) else "currency"
+
+
 def _objective_unit(o: Option, objective: str) -> str:
     unit = _unit(o)
+    cur = _currency(o)
     if objective == "fastest":
         if o.hours is not None:
             return "h"
@@ -334,13 +348,13 @@ def _objective_unit(o: Option, objective: str) -> str:
     if objective == "perf_per_watt":
         return f"W per {unit[:-1]}/s"
     if objective == "cost_per_million_tokens":
-        return f"currency per million {unit}"
+        return f"{cur} per million {unit}"
     return (
-        "currency (run)"
+        f"{cur} (run)"
         if o.run_cost is not None
-        else "currency per hour"
+        else f"{cur} per hour"
         if o.serve
-        else f"currency per million {unit}"
+        else f"{cur} per million {unit}"
     )
 
 
