@@ -576,3 +576,24 @@ def test_llm_training_on_cdna3_leans_on_mlperf_not_on_datasheet_peaks(client: Te
     assert any("MLPerf Training v5.0" in n for n in mi300x["notes"])
     h100 = est(client, gpu="nvidia-h100-sxm", **body)["time"]
     assert not any("MLPerf" in n for n in h100["notes"])
+
+
+def test_a_pcie_cards_multi_node_job_says_the_network_was_assumed(client: TestClient) -> None:
+    """16 A10 span two nodes: with no network stated the DGX/HGX default (400 Gb/s RDMA per GPU)
+    is timed, which PCIe servers rarely have -- the answer says so; stated, or on SXM, it does not."""
+    body = dict(
+        model="qwen2.5-14b",
+        gpu="nvidia-a10",
+        gpu_count=16,
+        tensor_parallel=8,
+        mode="fine-tuning",
+        finetune="full",
+        seq_len=4096,
+        global_batch=16,
+    )
+    (w,) = [w for w in est(client, **body)["warnings"] if w["code"] == "network_assumed"]
+    assert "2 nodes" in w["message"] and "network_gbps_per_node" in w["message"]
+    stated = est(client, **body, network_gbps_per_node=100, rdma=False)
+    assert "network_assumed" not in [w["code"] for w in stated["warnings"]]
+    sxm = est(client, **{**body, "gpu": "nvidia-h100-sxm"})
+    assert "network_assumed" not in [w["code"] for w in sxm["warnings"]]

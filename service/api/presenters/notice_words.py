@@ -52,6 +52,10 @@ NOTICE_ZH: Final[Mapping[N, tuple[str, ...]]] = {
         "每条序列 {tokens:,} 个 token，超过 {model} 的 max_position_embeddings（{limit:,}）："
         "不做 RoPE 缩放时推理引擎会拒绝，且模型在此长度上的质量并非其训练所得",
     ),
+    N.NETWORK_ASSUMED: (
+        "{nodes} 个节点之间的网络未说明：按每节点 {gbps_per_node} Gb/s、支持 RDMA（DGX/HGX 节点的配置）估算；"
+        "{gpu} 的服务器通常远低于此——请给出 network_gbps_per_node 和 rdma，时间取决于它们",
+    ),
     N.CHECKPOINT_DEQUANTISED: (
         "{model} 的检查点以 {format} 格式发布权重，{engine} 在 {gpu} 上无法运行该格式：按 16 位权重估算（加载时反量化）",
     ),

@@ -91,6 +91,7 @@ from service.core.estimation.memory import (
     memory_held,
     training_breakdown,
 )
+from service.core.estimation.network import layout_of
 from service.core.estimation.serving import (
     ENGINE_CLASSES,
 )
@@ -338,8 +339,27 @@ def _layout_warnings(
     )
     if n_gpus > 1:
         warnings.append(_PCIE_MULTI_GPU if gpu.node.nvlink_topology == "none" else _MULTI_GPU)
+    if isinstance(c, TrainConfig):
+        warnings.extend(_network_default(gpu, c))
     if isinstance(c, InferenceConfig) and c.model.is_sparse_layout:
         warnings.append(_SPARSE_TIME)
+
+
+def _network_default(gpu: GpuSpec, c: TrainConfig) -> list[Notice]:
+    """A multi-node job on a network nobody stated runs at a DGX/HGX node's (one 400 Gb/s RDMA
+    NIC per GPU): for a PCIe card's servers that is the exception, and the time leans on it."""
+    layout = layout_of(c, gpu)
+    if layout.nodes <= 1 or layout.stated or gpu.form_factor in ("sxm", "oam"):
+        return []
+    return [
+        Notice(
+            "network_assumed",
+            f"{layout.nodes} nodes on a network not stated: {layout.network_gbps_per_node:g} Gb/s per node "
+            f"with RDMA (a DGX/HGX node's) is assumed; {gpu.slug} servers often have much less -- give "
+            "network_gbps_per_node and rdma, the time depends on them",
+            {"nodes": layout.nodes, "gbps_per_node": layout.network_gbps_per_node, "gpu": gpu.slug},
+        )
+    ]
 
 
 def _memory_answer(
