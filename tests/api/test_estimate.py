@@ -597,3 +597,25 @@ def test_a_pcie_cards_multi_node_job_says_the_network_was_assumed(client: TestCl
     assert "network_assumed" not in [w["code"] for w in stated["warnings"]]
     sxm = est(client, **{**body, "gpu": "nvidia-h100-sxm"})
     assert "network_assumed" not in [w["code"] for w in sxm["warnings"]]
+
+
+def test_memory_that_fits_beside_an_engine_with_no_room_says_why(client: TestClient) -> None:
+    """DeepSeek-V3 in bf16 on 8 B200 with SGLang: the sequences' memory fits the card (187 of 192
+    GB) but SGLang takes 88 % of it, which the weights fill -- the answer said "fits" and "no KV
+    cache for one request" side by side; the warning now gives the engine's share and the way out."""
+    j = est(
+        client,
+        model="deepseek-v3",
+        gpu="nvidia-b200",
+        gpu_count=8,
+        tensor_parallel=8,
+        mode="inference",
+        engine="sglang",
+        quant_method="none",
+        input_len=2048,
+        output_len=512,
+        concurrency=32,
+    )
+    assert j["memory"]["fits"] is True and j["serving"] is None
+    (w,) = [w["message"] for w in j["warnings"] if w["code"] == "no_serving_as_given"]
+    assert "sglang takes 88%" in w and "memory fraction" in w
