@@ -10,6 +10,7 @@ import copy
 import re
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -236,3 +237,32 @@ def test_training_options_carry_no_token_prices(client: TestClient) -> None:
     }
     o = _first(_ask(client, body))
     assert o["cost"]["per_million_input"] is None and o["cost"]["per_million_output"] is None
+
+
+def test_a_frontier_point_carries_an_options_rank_only_when_it_is_that_plan(client: TestClient) -> None:
+    """16 B300 are two plans here (TP4 x 4 ranked second, TP8 x 2 on the frontier at another
+    price): the frontier point's rank said 2, sending readers to a plan with a different cost and
+    TPOT. A rank now means the same plan: same GPU, count and cost."""
+    body = {
+        "workload": {
+            "model": "deepseek-r1",
+            "mode": "inference",
+            "engine": "sglang",
+            "quant_method": "nvfp4",
+            "input_len": 2048,
+            "output_len": 1024,
+            "requests_per_s": 40,
+            "ttft_target_ms": 2000,
+            "tpot_target_ms": 50,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-gb200", "nvidia-b200", "nvidia-b300"], "max_gpus": 72},
+        "objective": "cost_per_million_tokens",
+    }
+    doc = _ask(client, body)
+    by_rank = {o["rank"]: o for o in doc["options"]}
+    ranked = [f for f in doc["frontier"] if f["rank"] is not None]
+    assert ranked
+    for f in ranked:
+        o = by_rank[f["rank"]]
+        assert (o["gpu"]["slug"], o["strategy"]["gpu_count"]) == (f["gpu"], f["gpu_count"])
+        assert f["cost_value"] == pytest.approx(o["objective_value"])

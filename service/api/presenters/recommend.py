@@ -412,10 +412,27 @@ def _units(o: Option) -> tuple[str, str]:
     return time_unit, f"{cur}/1M tokens" if o.cost_per_million_tokens is not None else f"{cur}/h"
 
 
+def _plan_key(o: Option) -> tuple[object, ...]:
+    """What makes a frontier point the same plan as an option: GPU, count, layout, format and
+    the instance it is priced on (one GPU count is often several plans: TP4 x 4 and TP8 x 2)."""
+    c = o.est.job.config
+    return (
+        o.gpu.slug,
+        o.gpu_count,
+        getattr(c, "tensor_parallel", None),
+        getattr(c, "replicas", None),
+        getattr(c, "quant_method", None),
+        getattr(c, "sharding", None),
+        getattr(c, "pipeline_parallel", None),
+        o.quote.instance_type if o.quote is not None else None,
+        o.quote.provider if o.quote is not None else None,
+    )
+
+
 def _frontier(rec: Any) -> list[FrontierPoint]:
     """The time-vs-cost frontier with explicit units, the faster and the cheaper neighbour of
     option #1 marked and every point's ratios to #1."""
-    ranks = {(o.gpu.slug, o.gpu_count): o.rank for o in rec.options}
+    ranks = {_plan_key(o): o.rank for o in rec.options}
     first = rec.options[0] if rec.options else None
     t0 = first.time_value if first is not None else None
     c0 = first.cost_value if first is not None else None
@@ -442,7 +459,7 @@ def _frontier(rec: Any) -> list[FrontierPoint]:
                 neighbour="faster" if o is near_fast else "cheaper" if o is near_cheap else None,
                 time_vs_first=round(o.time_value / t0, 4) if t0 else None,
                 cost_vs_first=round(o.cost_value / c0, 4) if c0 and o.cost_value is not None else None,
-                rank=ranks.get((o.gpu.slug, o.gpu_count)),
+                rank=ranks.get(_plan_key(o)),
             )
         )
     return out
