@@ -215,3 +215,30 @@ def test_prefix_cache_and_speculative_inputs(client: TestClient) -> None:
         r = client.post("/v1/estimate", json={"mode": "inference", "engine": "vllm", **req})
         assert r.status_code == 422, (field, r.text)
         assert r.json()["errors"][0]["loc"][:2] == ["body", field], r.text
+
+
+def test_mtp_speculation_loads_the_checkpoints_draft_layer(client: TestClient) -> None:
+    """MTP drafting runs DeepSeek-R1's next-token module: one more MoE decoder layer (about 11.5B
+    parameters; embedding and head shared) resident beside the model, and its own KV per token --
+    the weights were the same with and without it."""
+    body = {
+        "model": "deepseek-r1",
+        "gpu": "nvidia-b200",
+        "gpu_count": 8,
+        "tensor_parallel": 8,
+        "mode": "inference",
+        "engine": "tensorrt-llm",
+        "quant_method": "nvfp4",
+        "concurrency": 64,
+        "input_len": 1024,
+        "output_len": 1024,
+    }
+    plain = client.post("/v1/estimate", json=body).json()
+    mtp = client.post(
+        "/v1/estimate",
+        json={**body, "speculative": {"method": "mtp", "draft_tokens": 3, "acceptance_rate": 0.8}},
+    ).json()
+    extra_gb = (mtp["memory"]["components"]["weights"] - plain["memory"]["components"]["weights"]) / 1e9
+    assert 0.6 < extra_gb < 1.2, extra_gb  # ~11.5B x 0.5625 B / 8 GPUs
+    assert mtp["memory"]["components"]["kv_cache"] > plain["memory"]["components"]["kv_cache"]
+    assert mtp["serving"]["max_concurrency_per_replica"] <= plain["serving"]["max_concurrency_per_replica"]

@@ -118,6 +118,7 @@ from service.core.estimation.memory_inference import (  # noqa: F401
     expert_weight_bytes,
     kv_cache_bytes,
     memory_held,
+    mtp_weight_factor,
     weight_bytes,
 )
 from service.core.estimation.memory_layers import (  # noqa: F401
@@ -180,6 +181,7 @@ __all__ = [
     "largest_micro_batch",
     "memory_held",
     "most_concurrent_sequences",
+    "mtp_weight_factor",
     "train_config_from_parameters",
     "training_breakdown",
     "weight_bytes",

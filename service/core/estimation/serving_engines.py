@@ -17,6 +17,7 @@ from service.core.estimation.fp4 import FP4_WEIGHT_FORMATS, fp4_tensor_cores
 from service.core.estimation.memory import (
     InferenceConfig,
     expert_weight_bytes,
+    mtp_weight_factor,
     weight_bytes,
 )
 from service.core.estimation.network import link_bytes_per_s, link_name
@@ -298,6 +299,7 @@ class Deployment:
     lora_slot_bytes: float = 0.0  # one adapter slot per GPU (16-bit); max_loras are resident
     ep_a2a_bytes: float = 0.0  # expert parallelism: all-to-all bytes per replica token per GPU (0: TP)
     ep_a2a_count: int = 0  # expert parallelism: all-to-alls per forward
+    w_resident: float = 0.0  # weights held but not streamed each iteration (MTP draft layers), per GPU
     moe_floor_s: float = 0.0  # fixed MoE cost of one iteration (serving_moe), s
 
 
@@ -403,6 +405,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         kv_per_token=kv_token,
         ep_a2a_bytes=ep.a2a_bytes_per_token if ep else 0.0,
         ep_a2a_count=ep.a2a_count if ep else 0,
+        w_resident=w_all * (mtp_weight_factor(c) - 1.0),
         moe_floor_s=serving_moe.moe_floor_s(m),
         ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,

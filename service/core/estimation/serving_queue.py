@@ -49,7 +49,9 @@ def kv_capacity_tokens(d: Deployment, max_tokens: int, reserve_gib: float = 2.0)
     usable = float(d.gpu.fit_memory_bytes or 0)
     fixed = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if d.tp > 1 else 0) + reserve_gib * GiB
     act = _activation_bytes(d, float(max_tokens))
-    weights = d.w_dense + d.w_experts + (d.lora.max_loras * d.lora_slot_bytes if d.lora else 0.0)
+    weights = (
+        d.w_dense + d.w_experts + d.w_resident + (d.lora.max_loras * d.lora_slot_bytes if d.lora else 0.0)
+    )
     eng = d.engine
     if eng.kv_memory == "free":
         free = usable - weights - act - fixed
