@@ -58,10 +58,14 @@ def fp4_refusal(weight_format: str, kv_dtype: str, engine: str, gpu: GpuSpec) ->
     None when it can (or nothing is FP4)."""
     arch = gpu.architecture or "an unknown architecture"
     if weight_format == "nvfp4" and not fp4_tensor_cores("nvfp4", gpu):
+        instead = (
+            "use mxfp4, which its FP4 tensor cores run natively"
+            if fp4_tensor_cores("mxfp4", gpu)
+            else "use fp8, awq/gptq, or mxfp4 weight-only where offered"
+        )
         return (
             "quant_method",
-            f"NVFP4 weights need Blackwell's FP4 tensor cores; {gpu.slug} is {arch} "
-            "(use fp8, awq/gptq, or mxfp4 weight-only where offered)",
+            f"NVFP4 weights need Blackwell's FP4 tensor cores; {gpu.slug} is {arch} ({instead})",
         )
     if weight_format == "mxfp4" and not (
         fp4_tensor_cores("mxfp4", gpu) or gpu.family in MXFP4_WEIGHT_ONLY_FAMILIES
