@@ -266,3 +266,28 @@ def test_a_frontier_point_carries_an_options_rank_only_when_it_is_that_plan(clie
         o = by_rank[f["rank"]]
         assert (o["gpu"]["slug"], o["strategy"]["gpu_count"]) == (f["gpu"], f["gpu_count"])
         assert f["cost_value"] == pytest.approx(o["objective_value"])
+
+
+def test_kv_between_nvlink_bridged_pairs_moves_over_pcie(client: TestClient) -> None:
+    """H100 PCIe cards are NVLink-bridged in pairs: a prefill pair hands its KV cache to a decode
+    pair over PCIe, not over the bridge (it said NVLink, 2.2 ms for 671 MB, priced on an instance
+    with PCIe links only)."""
+    body = {
+        "workload": {
+            "model": "llama3.1-70b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 2048,
+            "output_len": 512,
+            "requests_per_s": 2,
+            "ttft_target_ms": 2000,
+            "tpot_target_ms": 60,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h100-pcie"], "max_gpus": 8, "allow_quantization": True},
+        "objective": "cost_per_million_tokens",
+    }
+    dis = [o for o in _ask(client, body)["options"] if o["strategy"].get("disaggregated")]
+    assert dis, "the disaggregated plan this test is about"
+    why = _reason(dis[0], "DISAGGREGATED")
+    assert why["params"]["link"] == "PCIe" and "over PCIe" in why["message"]
+    assert why["params"]["kv_transfer_ms"] > 5.0  # 671 MB over PCIe, not 300 GB/s

@@ -145,13 +145,16 @@ def collective_s(
     return t
 
 
-def p2p_s(nbytes: float, crosses_nodes: bool, gpu: GpuSpec, layout: Layout, comm: float) -> float:
+def p2p_s(
+    nbytes: float, crosses_nodes: bool, gpu: GpuSpec, layout: Layout, comm: float, span: int | None = None
+) -> float:
     """One point-to-point transfer of ``nbytes`` between pipeline stages: over the node's links,
     or over the network when the stages sit on different nodes (every GPU of the node sending at
-    once, each with its share of the node's network)."""
+    once, each with its share of the node's network). ``span``: the GPUs the two ends sit among
+    (a pair of NVLink-bridged cards reaches no third card over the bridge)."""
     if crosses_nodes:
         return nbytes * layout.gpus_per_node / (layout.network_bytes_per_s * comm)
-    return nbytes / (link_bytes_per_s(gpu, 2) * comm)
+    return nbytes / (link_bytes_per_s(gpu, 2, span) * comm)
 
 
 def exposed_s(t: float, overlap: float, backward_s: float) -> float:

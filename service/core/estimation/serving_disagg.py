@@ -87,12 +87,22 @@ def kv_transfer_s(d: Deployment, dis: Disaggregation, e: EngineEfficiencies, inp
     """Seconds to move one prompt's KV cache from a prefill to a decode replica: every rank its
     shard (``I`` tokens x the per-GPU KV bytes), point to point (module docstring)."""
     layout = disagg_layout(dis, d.gpu)
-    return p2p_s(input_len * d.kv_per_token, crosses_nodes(dis, d.gpu), d.gpu, layout, e.comm)
+    return p2p_s(
+        input_len * d.kv_per_token, crosses_nodes(dis, d.gpu), d.gpu, layout, e.comm, _span(dis, layout)
+    )
+
+
+def _span(dis: Disaggregation, layout: Layout) -> int:
+    """The GPUs of one node both pools sit among: a prefill GPU sends to a decode GPU anywhere in
+    them (two NVLink-bridged pairs reach each other over PCIe only)."""
+    return min(dis.prefill_gpus + dis.decode_gpus, layout.gpus_per_node)
 
 
 def _link(d: Deployment, dis: Disaggregation) -> str:
     """The link a prompt's KV cache crosses (the one :func:`kv_transfer_s` times), by name."""
-    return "network" if crosses_nodes(dis, d.gpu) else link_name(d.gpu, 2)
+    if crosses_nodes(dis, d.gpu):
+        return "network"
+    return link_name(d.gpu, 2, _span(dis, disagg_layout(dis, d.gpu)))
 
 
 def prefill_share_s(d: Deployment, e: EngineEfficiencies, input_len: float, budget: float) -> float:
