@@ -82,7 +82,11 @@ class BudgetIn(BaseModel):
 
     per_hour: float | None = Field(default=None, gt=0, le=1e9, description="whole deployment, per hour")
     per_run: float | None = Field(
-        default=None, gt=0, le=1e12, description="one training run (needs workload.tokens)"
+        default=None,
+        gt=0,
+        le=1e12,
+        description="one run of a job with workload.tokens: training, or an offline batch generation "
+        "(judged at the run cost band's upper end)",
     )
     purchase: float | None = Field(default=None, gt=0, le=1e12, description="capital for buying the GPUs")
     currency: Literal["USD", "CNY"] = "USD"

@@ -146,3 +146,39 @@ def test_a_full_replicas_memory_is_stated_at_what_fits_never_over_the_card(clien
         fits = next(r for r in o["reasons"] if r["code"] == "FITS")["params"]
         assert fits["needed_gib"] <= fits["usable_gib"] and fits["headroom_gib"] >= 0, o["gpu"]["slug"]
         assert o["memory"]["needed_bytes"] <= o["memory"]["usable_bytes"]
+
+
+def test_a_per_run_budget_bounds_an_offline_batch(client: TestClient) -> None:
+    """2e8 tokens of Qwen2.5-72B within 48 h under 100 USD for the run: the batch is costed per
+    run, so the budget is a constraint on it (it was a 422, "applies to training"); every option
+    keeps it at its band's upper end, and one at a rate still refuses it."""
+    body = {
+        "workload": {
+            "model": "qwen2.5-72b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 1500,
+            "output_len": 500,
+            "tokens": 2e8,
+        },
+        "constraints": {
+            "max_gpus": 8,
+            "deadline_hours": 48,
+            "allow_quantization": True,
+            "budget": {"per_run": 100},
+        },
+        "objective": "fastest",
+    }
+    r = client.post("/v1/recommend", json=body)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["options"]
+    for o in doc["options"]:
+        assert o["cost"]["run"]["high"] <= 100.0, o["gpu"]["slug"]
+    at_rate = {
+        **body,
+        "workload": {**body["workload"], "tokens": None, "requests_per_s": 2},
+        "constraints": {**body["constraints"], "deadline_hours": None},
+    }
+    refused = client.post("/v1/recommend", json=at_rate)
+    assert refused.status_code == 422 and "per_run" in str(refused.json()["errors"][0]["loc"])

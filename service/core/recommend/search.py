@@ -227,9 +227,12 @@ def _validate(
             "constraints.providers",
             f"no price row names provider(s) {', '.join(unknown)}; known: {', '.join(sorted(known or ()))}",
         )
-    if cons.budget_per_run is not None and (search is None or not job.tokens):
+    runs = (search is not None and bool(job.tokens)) or (serving is not None and serving.offline)
+    if cons.budget_per_run is not None and not runs:
         raise InvalidConfiguration(
-            "constraints.budget.per_run", "a per-run budget applies to training with workload.tokens"
+            "constraints.budget.per_run",
+            "a per-run budget applies to a job with workload.tokens: training, or an offline batch "
+            "(inference without requests_per_s or concurrency)",
         )
 
 
