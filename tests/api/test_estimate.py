@@ -619,3 +619,18 @@ def test_memory_that_fits_beside_an_engine_with_no_room_says_why(client: TestCli
     assert j["memory"]["fits"] is True and j["serving"] is None
     (w,) = [w["message"] for w in j["warnings"] if w["code"] == "no_serving_as_given"]
     assert "sglang takes 88%" in w and "memory fraction" in w
+
+
+def test_a_rate_over_what_the_deployment_carries_is_warned_about(client: TestClient) -> None:
+    """Llama-3.1-8B at 1 req/s of 1,024 + 256 tokens on one L4 is over its capacity: the rate's
+    own fields said stable false, the warnings nothing; at a rate it carries there is no warning."""
+    body = dict(
+        model="llama3.1-8b", gpu="nvidia-l4", mode="inference", engine="vllm", input_len=1024, output_len=256
+    )
+    over = est(client, **body, requests_per_s=1)
+    assert over["serving"]["rate"]["stable"] is False
+    (w,) = [w for w in over["warnings"] if w["code"] == "overloaded"]
+    assert "min_gpus" in w["message"]
+    light = est(client, **body, requests_per_s=0.1)
+    assert light["serving"]["rate"]["stable"] is True
+    assert "overloaded" not in [w["code"] for w in light["warnings"]]

@@ -52,6 +52,11 @@ NOTICE_ZH: Final[Mapping[N, tuple[str, ...]]] = {
         "每条序列 {tokens:,} 个 token，超过 {model} 的 max_position_embeddings（{limit:,}）："
         "不做 RoPE 缩放时推理引擎会拒绝，且模型在此长度上的质量并非其训练所得",
     ),
+    N.OVERLOADED: (
+        "每秒 {requests_per_s} 个请求超出该部署的承载能力（在其限制内为每秒 {capacity_requests_per_s} 个）：队列会无限增长；"
+        "需要更多副本或 GPU（solve_for min_gpus）",
+        "prefill 池忙碌率 {prefill_busy_pct}%：提示到达快于其计算速度，队列会无限增长；需要更大的 prefill 池",
+    ),
     N.NETWORK_ASSUMED: (
         "{nodes} 个节点之间的网络未说明：按每节点 {gbps_per_node} Gb/s、支持 RDMA（DGX/HGX 节点的配置）估算；"
         "{gpu} 的服务器通常远低于此——请给出 network_gbps_per_node 和 rdma，时间取决于它们",

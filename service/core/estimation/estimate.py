@@ -181,6 +181,7 @@ def estimate(
     time_answer, serving_answer = _time_or_serving(gpu, job, calibrations, measured, warnings, measured_on)
     if serving_answer is not None and isinstance(c, InferenceConfig):
         serving_answer = _with_generation_time(_with_engine_version(serving_answer, c), job.tokens)
+        warnings.extend(_overloaded(serving_answer))
         memory = _admitted(gpu, c, usable, measured, serving_answer, memory, warnings)
         if not memory.fits:  # a static batch that runs out of memory has no latency (as compare marks it)
             warnings.append(
@@ -203,6 +204,36 @@ def estimate(
         solve=solve,
         warnings=tuple(warnings),
     )
+
+
+def _overloaded(s: ServingAnswer) -> list[Notice]:
+    """A load the deployment cannot carry: the queue grows without bound, so its latencies are a
+    saturated engine's and its rate figures no steady state -- said beside them, not only in the
+    rate's fields."""
+    r, dis = s.rate, s.disaggregated
+    if r is not None and not r.stable:
+        return [
+            Notice(
+                "overloaded",
+                f"{r.requests_per_s:g} req/s is over what the deployment carries ({r.capacity_requests_per_s:.2f} "
+                "req/s within its limits): the queue grows without bound; more replicas or GPUs serve it "
+                "(solve_for min_gpus)",
+                {
+                    "requests_per_s": r.requests_per_s,
+                    "capacity_requests_per_s": round(r.capacity_requests_per_s, 2),
+                },
+            )
+        ]
+    if dis is not None and dis.prefill_utilisation >= 1.0:
+        return [
+            Notice(
+                "overloaded",
+                f"the prefill pool is {dis.prefill_utilisation:.0%} busy: prompts arrive faster than it "
+                "computes them and the queue grows without bound; a larger prefill pool serves it",
+                {"prefill_busy_pct": round(dis.prefill_utilisation * 100.0)},
+            )
+        ]
+    return []
 
 
 def _with_generation_time(s: ServingAnswer, tokens: float | None) -> ServingAnswer:

@@ -48,6 +48,7 @@ class NoticeCode(StrEnum):
     DOES_NOT_FIT = "does_not_fit"
     CHECKPOINT_DEQUANTISED = "checkpoint_dequantised"
     NETWORK_ASSUMED = "network_assumed"
+    OVERLOADED = "overloaded"
     CONCURRENCY_QUEUED = "concurrency_queued"
     # what resolving a GPU name assumed (service.core.catalog.records.GpuWarning), passed on
     ASSUMED_VARIANT = "assumed_variant"
