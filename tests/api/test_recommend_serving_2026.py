@@ -291,3 +291,8 @@ def test_kv_between_nvlink_bridged_pairs_moves_over_pcie(client: TestClient) -> 
     why = _reason(dis[0], "DISAGGREGATED")
     assert why["params"]["link"] == "PCIe" and "over PCIe" in why["message"]
     assert why["params"]["kv_transfer_ms"] > 5.0  # 671 MB over PCIe, not 300 GB/s
+    # the targets are met by two pools, not by "replicas"
+    meets = _reason(dis[0], "MEETS_TARGETS")
+    pools = dis[0]["strategy"]["disaggregated"]
+    assert meets["params"]["prefill_gpus"] == pools["prefill_gpus"] and "replicas" not in meets["params"]
+    assert "prefill pool" in meets["message"] and "replica" not in meets["message"]

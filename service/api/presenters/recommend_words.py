@@ -191,10 +191,11 @@ EN: Final[Table] = {
         "": "finishes within the {deadline_hours} h deadline even at the band's upper end ({hours_high} h)"
     },
     C.MEETS_TARGETS: {
-        f"{load}_{t}": "{replicas} replica(s) x TP{tensor_parallel} serve "
-        + lw
-        + " at p50 TTFT {ttft_ms} ms and TPOT {tpot_ms} ms "
-        + tw
+        f"{layout}{load}_{t}": who + " serve " + lw + " at p50 TTFT {ttft_ms} ms and TPOT {tpot_ms} ms " + tw
+        for layout, who in (
+            ("", "{replicas} replica(s) x TP{tensor_parallel}"),
+            ("pools_", "a {prefill_gpus}-GPU prefill pool and a {decode_gpus}-GPU decode pool"),
+        )
         for load, lw in _LOADS_EN.items()
         for t, tw in _TARGETS_EN.items()
     },
@@ -483,10 +484,11 @@ ZH: Final[Table] = {
         "": "即使按误差带上限（{hours_high} 小时）也能在 {deadline_hours} 小时的截止时间内完成"
     },
     C.MEETS_TARGETS: {
-        f"{load}_{t}": "{replicas} 个副本 x TP{tensor_parallel} "
-        + lw
-        + "p50 首 token {ttft_ms} ms、每 token {tpot_ms} ms"
-        + tw
+        f"{layout}{load}_{t}": who + lw + "p50 首 token {ttft_ms} ms、每 token {tpot_ms} ms" + tw
+        for layout, who in (
+            ("", "{replicas} 个副本 x TP{tensor_parallel} "),
+            ("pools_", "{prefill_gpus} 卡 prefill 池与 {decode_gpus} 卡 decode 池"),
+        )
         for load, lw in _LOADS_ZH.items()
         for t, tw in _TARGETS_ZH.items()
     },

@@ -283,8 +283,12 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.MEETS_DEADLINE: _one(hours_high=Num, deadline_hours=Num),
     ReasonCode.MEETS_TARGETS: tuple(
         Form(
-            f"{load}_{targets}",
-            {"replicas": Count, "tensor_parallel": Count, **lp, "ttft_ms": Num, "tpot_ms": Num, **tp},
+            f"{layout}{load}_{targets}",
+            {**lay, **lp, "ttft_ms": Num, "tpot_ms": Num, **tp},
+        )
+        for layout, lay in (
+            ("", {"replicas": Count, "tensor_parallel": Count}),
+            ("pools_", {"prefill_gpus": Count, "decode_gpus": Count}),
         )
         for load, lp in _LOADS.items()
         for targets, tp in _TARGETS.items()

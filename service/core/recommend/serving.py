@@ -24,6 +24,7 @@ from service.core.estimation.serving import (
     OPS_PER_LAYER_DECODE,
     serve_at_rate,
 )
+from service.core.estimation.serving_disagg_layout import Disaggregation
 from service.core.pricing.cost import (
     cost_per_million_tokens,
 )
@@ -462,7 +463,7 @@ class _ServingSearch:
             time_value=hours[0] if hours else tpot if math.isfinite(tpot) else math.inf,
             objective_value=None,
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
-            reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound)
+            reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound, cfg.disaggregated)
             + published_run(full, name)
             + deadline_met(self.q.constraints.deadline_hours, hours),
             cost_per_million_tokens=cpm,
@@ -505,6 +506,7 @@ class _ServingSearch:
         ttft: float,
         tpot: float,
         bound: str,
+        pools: Disaggregation | None = None,
     ) -> tuple[Reason, ...]:
         name = gpu.name or gpu.slug
         headroom = _gib(usable - mem.device_memory_band.high)
@@ -522,8 +524,12 @@ class _ServingSearch:
                 Reason(
                     "MEETS_TARGETS",
                     {
-                        "replicas": replicas,
-                        "tensor_parallel": tp,
+                        # split pools are a prefill and a decode pool, not replicas
+                        **(
+                            {"prefill_gpus": pools.prefill_gpus, "decode_gpus": pools.decode_gpus}
+                            if pools is not None
+                            else {"replicas": replicas, "tensor_parallel": tp}
+                        ),
                         "rate": self.rate,
                         "concurrency": None
                         if self.rate or not s.concurrency
