@@ -241,7 +241,7 @@ class LocalAdvisor:
         the API's artifacts route uses, with the scheduler names of the current catalog."""
         from service.core.deploy import TARGETS, NotRenderable, UnknownOption, plan_of, render
         from service.db.uow import UnitOfWork
-        from service.usecases.deploy import hub_id_of, scheduler_names
+        from service.usecases.deploy import checkpoint_of, hub_id_of, scheduler_names
 
         if target not in TARGETS:
             raise AdvisorError(f"--emit must be one of: {', '.join(TARGETS)}", [f"emit: {target!r}"])
@@ -251,7 +251,7 @@ class LocalAdvisor:
         names = {s: scheduler_names(records[s]) for s in slugs if s in records}
         asked = ((answer.get("asked") or {}).get("workload") or {}).get("model")
         try:
-            a = render(plan_of(answer, names, hub_id_of(asked)), target, rank)
+            a = render(plan_of(answer, names, hub_id_of(asked), checkpoint_of(asked)), target, rank)
         except (UnknownOption, NotRenderable) as exc:
             raise AdvisorError(
                 str(exc), [f"rank: {rank}" if isinstance(exc, UnknownOption) else f"emit: {target}"]

@@ -25,7 +25,7 @@ from service.usecases.errors import FieldError, Invalid
 from service.usecases.read_model import ReadModel
 from service.usecases.recommend import get_recommendation
 
-__all__ = ["TARGETS", "artifact", "hub_id_of", "scheduler_names"]
+__all__ = ["TARGETS", "artifact", "checkpoint_of", "hub_id_of", "scheduler_names"]
 
 
 def scheduler_names(r: GpuRecord) -> SchedulerNames:
@@ -56,6 +56,17 @@ def hub_id_of(asked: object) -> str | None:
         return None
 
 
+def checkpoint_of(asked: object) -> str:
+    """The weight format the named model's checkpoint ships in (``none`` where unknown)."""
+    if not isinstance(asked, str):
+        return "none"
+    try:
+        m = get_model(asked)
+    except ModelNotFound:
+        return "none"
+    return getattr(m, "checkpoint_format", "none")
+
+
 def artifact(
     uow: UnitOfWork,
     read: ReadModel,
@@ -73,7 +84,9 @@ def artifact(
     slugs = {str(o["gpu"]["slug"]) for o in stored.response.get("options") or ()}
     names = {s: scheduler_names(records[s]) for s in slugs if s in records}
     asked = (stored.request.get("workload") or {}).get("model")
-    plan = plan_of({**stored.response, "recommendation_id": stored.id}, names, hub_id_of(asked))
+    plan = plan_of(
+        {**stored.response, "recommendation_id": stored.id}, names, hub_id_of(asked), checkpoint_of(asked)
+    )
     try:
         return render(plan, target, rank), stored.id, stored.data_version
     except UnknownOption as exc:

@@ -353,6 +353,24 @@ def test_a_preset_model_loads_by_its_hugging_face_id(client: TestClient) -> None
     assert "llama3-8b" not in art["content"]
 
 
+def test_a_plan_in_the_checkpoints_own_format_loads_that_checkpoint(client: TestClient) -> None:
+    """gpt-oss ships MXFP4 weights and is served in them by default: MODEL is its hub id, not a
+    fill-in asking for "an MXFP4 checkpoint" (it is one); asked for AWQ, the fill-in stays."""
+    body = {
+        "workload": {"model": "gpt-oss-20b", "mode": "inference", "engine": "vllm", "requests_per_s": 2},
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"]},
+    }
+    doc = _ask(client, body)
+    assert doc["options"][0]["strategy"]["quant_method"] == "mxfp4"
+    art = _artifact(client, doc["recommendation_id"], "slurm", 1)
+    assert 'MODEL="${MODEL:-openai/gpt-oss-20b}"' in art["content"], art["content"]
+    (model,) = [f for f in art["fill_in"] if f.startswith("MODEL:")]
+    assert "checkpoint of" not in model
+    awq = _ask(client, {**body, "workload": {**body["workload"], "quant_method": "awq"}})
+    fills = _artifact(client, awq["recommendation_id"], "slurm", 1)["fill_in"]
+    assert [f for f in fills if f.startswith("MODEL:") and "AWQ" in f]
+
+
 def test_bad_queries_name_the_field(client: TestClient) -> None:
     doc = _ask(client, SCENARIOS["llama2_7b_lora"])
     url = f"/v1/recommendations/{doc['recommendation_id']}/artifacts"

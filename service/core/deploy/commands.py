@@ -71,12 +71,15 @@ can quantise from 16-bit weights as they load them; TensorRT-LLM cannot:
 be that checkpoint."""
 
 
-def prequantised(o: DeployOption) -> str | None:
+def prequantised(o: DeployOption, own: str = "none") -> str | None:
     """The checkpoint format ``o``'s engine must load, where it cannot quantise the 16-bit
-    weights itself (None: the model's own checkpoint serves)."""
+    weights itself (None: the model's own checkpoint serves -- ``own`` is the format it ships in,
+    gpt-oss's MXFP4, DeepSeek-V3's FP8)."""
     if not o.serving:
         return None
     fmt = o.quant_method or ""
+    if fmt == own:
+        return None
     if fmt == "fp8" and o.engine == "tensorrt-llm":  # trtllm-serve reads the format from the checkpoint
         return "FP8 (e.g. NVIDIA ModelOpt)"
     return PREQUANTISED.get(fmt)
@@ -84,7 +87,7 @@ def prequantised(o: DeployOption) -> str | None:
 
 def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
     model = plan.model_id or "the model"
-    fmt = prequantised(o)
+    fmt = prequantised(o, plan.checkpoint_format)
     if fmt is None:
         return FillIn("MODEL", f"model path or hub id (the answer sized {model})")
     return FillIn(
@@ -97,7 +100,7 @@ def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
 def model_value(plan: DeployPlan, o: DeployOption) -> str | None:
     """The MODEL an artifact sets: the answer's model, or None where the user must fill it in
     (no model id, or a plan sized for a checkpoint quantised beforehand)."""
-    if not plan.model_id or prequantised(o) is not None:
+    if not plan.model_id or prequantised(o, plan.checkpoint_format) is not None:
         return None
     return plan.model_id
 

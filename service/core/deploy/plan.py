@@ -95,6 +95,9 @@ class DeployPlan:
     rdma: bool | None
     network_gbit_per_s: float | None
     options: tuple[DeployOption, ...]
+    checkpoint_format: str = "none"
+    """The weight format the model's published checkpoint ships in (a plan in it loads that
+    checkpoint as it is)."""
 
     def option(self, rank: int) -> DeployOption | None:
         return next((o for o in self.options if o.rank == rank), None)
@@ -170,7 +173,10 @@ def _pools(d: Any) -> str | None:
 
 
 def plan_of(
-    response: Mapping[str, Any], names: Mapping[str, SchedulerNames], model_ref: str | None = None
+    response: Mapping[str, Any],
+    names: Mapping[str, SchedulerNames],
+    model_ref: str | None = None,
+    checkpoint_format: str = "none",
 ) -> DeployPlan:
     """The deployment view of a stored answer (``RecommendResponse`` as JSON). ``model_ref`` is
     the model as the question named it (a Hugging Face id loads; a preset id may not)."""
@@ -187,4 +193,5 @@ def plan_of(
         rdma=config.get("rdma") if isinstance(config.get("rdma"), bool) else None,
         network_gbit_per_s=float(gbps) if isinstance(gbps, int | float) else None,
         options=tuple(_option(o, names) for o in response.get("options") or ()),
+        checkpoint_format=checkpoint_format,
     )
