@@ -141,4 +141,4 @@ def test_owned_serving_states_the_per_million_costs_it_ranks_on(client: TestClie
     assert cost["provider"] is None and cost["tco"]["available"] is True
     assert cost["per_million_tokens"] == o["objective_value"] > 0
     assert cost["per_million_input"] > 0 and cost["per_million_output"] > cost["per_million_input"]
-    assert o["objective_unit"] == f"{cost['currency']} per million tokens"
+    assert o["objective_unit"] == f"{cost['currency']} per million output tokens"

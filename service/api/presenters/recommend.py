@@ -347,8 +347,8 @@ def _objective_unit(o: Option, objective: str) -> str:
         return "s per output token (p50 TPOT)"
     if objective == "perf_per_watt":
         return f"W per {unit[:-1]}/s"
-    if objective == "cost_per_million_tokens":
-        return f"{cur} per million {unit}"
+    if objective == "cost_per_million_tokens":  # serving: the tokens generated
+        return f"{cur} per million output tokens" if o.serve else f"{cur} per million {unit}"
     return (
         f"{cur} (run)"
         if o.run_cost is not None

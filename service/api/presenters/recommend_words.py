@@ -107,8 +107,8 @@ EN: Final[Table] = {
         "": "the {gpu} needs more than {max_gpus} GPUs",
         "replicas": "the {gpu} needs more than {replicas_needed_more_than} replicas of TP{tensor_parallel}, "
         "over {max_gpus} GPUs, to serve the load within the targets",
-        "replicas_guess": "the {gpu} needs at least {replicas_at_least} replicas of TP{tensor_parallel} "
-        "(more than {replicas_needed_more_than}), over {max_gpus} GPUs, to serve the load within the targets",
+        "replicas_guess": "the {gpu} needs at least {replicas_at_least} replicas of TP{tensor_parallel} to "
+        "serve the load within the targets, and {max_gpus} GPUs hold at most {replicas_needed_more_than}",
     },
     C.NO_TIME_ESTIMATE: {
         "": "no time can be estimated for the {gpu}: no sourced {missing}",
@@ -406,8 +406,8 @@ ZH: Final[Table] = {
         "": "{gpu} 需要超过 {max_gpus} 块 GPU",
         "replicas": "{gpu} 需要超过 {replicas_needed_more_than} 个 TP{tensor_parallel} 副本、超过 {max_gpus} 块 "
         "GPU 才能在目标延迟内承载该负载",
-        "replicas_guess": "{gpu} 至少需要 {replicas_at_least} 个 TP{tensor_parallel} 副本（超过 "
-        "{replicas_needed_more_than} 个）、超过 {max_gpus} 块 GPU 才能在目标延迟内承载该负载",
+        "replicas_guess": "{gpu} 至少需要 {replicas_at_least} 个 TP{tensor_parallel} 副本才能在目标延迟内承载该负载，"
+        "而 {max_gpus} 块 GPU 最多容纳 {replicas_needed_more_than} 个",
     },
     C.NO_TIME_ESTIMATE: {
         "": "{gpu} 缺少可靠来源的 {missing}，无法估计时间",

@@ -85,6 +85,11 @@ def prequantised(o: DeployOption, own: str = "none") -> str | None:
     return PREQUANTISED.get(fmt)
 
 
+def _article(initialism: str) -> str:
+    """'an' before a letter read with a vowel sound (an AWQ, an INT8, an FP8, an MXFP4), else 'a'."""
+    return "an" if initialism[:1].upper() in "AEFHILMNORSX" else "a"
+
+
 def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
     model = plan.model_id or "the model"
     fmt = prequantised(o, plan.checkpoint_format)
@@ -92,7 +97,7 @@ def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
         return FillIn("MODEL", f"model path or hub id (the answer sized {model})")
     return FillIn(
         "MODEL",
-        f"a {fmt} checkpoint of {model}: the plan was sized for {o.quant_method} weights, and the "
+        f"{_article(fmt)} {fmt} checkpoint of {model}: the plan was sized for {o.quant_method} weights, and the "
         "16-bit checkpoint does not fit it (the engine reads the format from its config)",
     )
 

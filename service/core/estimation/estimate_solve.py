@@ -192,7 +192,7 @@ def _min_gpus_serving(job: Job, c: InferenceConfig, usable: int, gpu: GpuSpec) -
             return SolveAnswer(
                 "min_gpus",
                 0,
-                f"no tensor-parallel degree of {gpu.slug} (up to its NVLink domain) meets "
+                f"no tensor-parallel degree of {gpu.slug} (up to one node) meets "
                 "the targets at any rate, or the model does not fit",
             )
         r = plan.estimate
