@@ -634,3 +634,16 @@ def test_a_rate_over_what_the_deployment_carries_is_warned_about(client: TestCli
     light = est(client, **body, requests_per_s=0.1)
     assert light["serving"]["rate"]["stable"] is True
     assert "overloaded" not in [w["code"] for w in light["warnings"]]
+
+
+def test_cards_without_pcie_peer_to_peer_say_their_collectives_go_through_the_host(
+    client: TestClient,
+) -> None:
+    """The RTX 4090 has no PCIe P2P (catalog): a TP4 plan's all-reduces are staged through host
+    memory, which the PCIe-bandwidth timing does not show -- said; one card, or an L40S, not."""
+    body = dict(model="qwen2.5-32b", mode="inference", engine="vllm", quant_method="awq", concurrency=8)
+    four = est(client, gpu="nvidia-rtx-4090", gpu_count=4, tensor_parallel=4, **body)
+    assert "no_peer_to_peer" in [w["code"] for w in four["warnings"]]
+    one = est(client, gpu="nvidia-rtx-4090", **{**body, "model": "qwen2.5-7b"})
+    l40s = est(client, gpu="nvidia-l40s", gpu_count=4, tensor_parallel=4, **body)
+    assert "no_peer_to_peer" not in [w["code"] for w in one["warnings"] + l40s["warnings"]]

@@ -52,6 +52,7 @@ NOTICE_ZH: Final[Mapping[N, tuple[str, ...]]] = {
         "每条序列 {tokens:,} 个 token，超过 {model} 的 max_position_embeddings（{limit:,}）："
         "不做 RoPE 缩放时推理引擎会拒绝，且模型在此长度上的质量并非其训练所得",
     ),
+    N.NO_PEER_TO_PEER: ("{gpu} 卡间不支持 PCIe 点对点：NCCL 的每次集合通信都经主机内存中转，比此处按 PCIe 带宽估算的更慢",),
     N.OVERLOADED: (
         "每秒 {requests_per_s} 个请求超出该部署的承载能力（在其限制内为每秒 {capacity_requests_per_s} 个）：队列会无限增长；"
         "需要更多副本或 GPU（solve_for min_gpus）",

@@ -370,6 +370,15 @@ def _layout_warnings(
     )
     if n_gpus > 1:
         warnings.append(_PCIE_MULTI_GPU if gpu.node.nvlink_topology == "none" else _MULTI_GPU)
+        if gpu.node.p2p_over_pcie == "no":
+            warnings.append(
+                Notice(
+                    "no_peer_to_peer",
+                    f"{gpu.slug} has no PCIe peer-to-peer between cards: NCCL stages every collective "
+                    "through host memory, slower than the PCIe bandwidth this answer times",
+                    {"gpu": gpu.slug},
+                )
+            )
     if isinstance(c, TrainConfig):
         warnings.extend(_network_default(gpu, c))
     if isinstance(c, InferenceConfig) and c.model.is_sparse_layout:

@@ -49,6 +49,7 @@ class NoticeCode(StrEnum):
     CHECKPOINT_DEQUANTISED = "checkpoint_dequantised"
     NETWORK_ASSUMED = "network_assumed"
     OVERLOADED = "overloaded"
+    NO_PEER_TO_PEER = "no_peer_to_peer"
     CONCURRENCY_QUEUED = "concurrency_queued"
     # what resolving a GPU name assumed (service.core.catalog.records.GpuWarning), passed on
     ASSUMED_VARIANT = "assumed_variant"
