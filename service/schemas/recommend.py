@@ -294,7 +294,10 @@ class RecommendRequest(BaseModel):
         job = self.workload.to_core()
         w = self.workload
         assumed = None
-        if "engine" not in w.model_fields_set and (w.requests_per_s is not None or w.concurrency is not None):
+        batch = w.mode == "inference" and bool(w.tokens)  # an offline batch: every request queued at once
+        if "engine" not in w.model_fields_set and (
+            w.requests_per_s is not None or w.concurrency is not None or batch
+        ):
             assumed = DEFAULT_SERVING_ENGINE  # a load to serve means continuous batching
             job = replace(job, engine=assumed)
         return RecommendQuestion(

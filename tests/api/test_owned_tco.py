@@ -142,3 +142,23 @@ def test_owned_serving_states_the_per_million_costs_it_ranks_on(client: TestClie
     assert cost["per_million_tokens"] == o["objective_value"] > 0
     assert cost["per_million_input"] > 0 and cost["per_million_output"] > cost["per_million_input"]
     assert o["objective_unit"] == f"{cost['currency']} per million output tokens"
+
+
+def test_a_per_run_budget_bounds_owned_gpus_too(client: TestClient) -> None:
+    """GPUs on hand are costed by what owning them costs; a per-run budget bounds that as it
+    bounds a rental (7.47 USD of A100 time was ranked best under a 1 USD budget, cost.run null) --
+    for an offline batch (no engine named: continuous batching assumed) and for LoRA training."""
+    pool = {"gpu": "A100 80GB", "gpus_per_node": 8, "nodes": 1, "purchase_price_per_gpu": 15000}
+    batch = {"model": "llama3-8b", "mode": "inference", "tokens": 1e8, "input_len": 1000, "output_len": 300}
+    for workload in (batch, LORA_8B):
+        loose = {"workload": workload, "constraints": {"inventory": [pool]}, "objective": "cheapest"}
+        free = client.post("/v1/recommend", json=loose).json()["options"][0]
+        run = free["cost"]["run"]
+        assert run is not None and run["high"] > 1.0, free["cost"]
+        tight = {**loose, "constraints": {"inventory": [pool], "budget": {"per_run": 1}}}
+        doc = client.post("/v1/recommend", json=tight).json()
+        assert not doc["options"], workload
+        (a100,) = [e for e in doc["excluded"] if e["gpu"]["slug"] == "nvidia-a100-sxm4-80gb"]
+        assert a100["code"] == "OVER_BUDGET" and a100["params"]["what"] == "per_run"
+        kept = {**loose, "constraints": {"inventory": [pool], "budget": {"per_run": run["high"] * 2}}}
+        assert client.post("/v1/recommend", json=kept).json()["options"]

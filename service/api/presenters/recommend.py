@@ -277,10 +277,12 @@ def _cost(o: Option) -> CostOut | None:
         tco_doc = _tco(o)
         if tco_doc is None or not tco_doc.get("available"):
             return None
+        run = tco_doc.get("run")
         return CostOut(
             currency=tco_doc["currency"],
             tco=tco_doc,
             network=_network(o),
+            run=BandOut(low=run["low"], mid=run["mid"], high=run["high"]) if run else None,
             per_million_tokens=o.cost_per_million_tokens,  # owned GPUs: the TCO hour, as ranked
             **_token_prices(o, tco_doc.get("per_hour")),
         )

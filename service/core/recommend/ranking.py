@@ -78,6 +78,8 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
         reasons.append(no_price_reason(o, q, name))
     if o.quote is not None:
         reasons += _rent_over_budget(o, q, name)
+    elif o.tco is not None:
+        reasons += _owned_over_budget(o, q, name)
     if cons.budget_purchase is not None:
         owned = _with_tco(o, q, data) if data.prices is not None else o
         if owned.tco is None or owned.tco.capex_unknown:
@@ -139,6 +141,20 @@ def _rent_over_budget(o: Option, q: RecommendQuestion, name: str) -> list[Reason
         out.append(_over_budget(o, name, "per_hour", quote.per_hour, cons.budget_per_hour, quote.currency))
     if cons.budget_per_run is not None and o.run_cost is not None and o.run_cost[2] > cons.budget_per_run:
         out.append(_over_budget(o, name, "per_run", o.run_cost[2], cons.budget_per_run, quote.currency))
+    return out
+
+
+def _owned_over_budget(o: Option, q: RecommendQuestion, name: str) -> list[Reason]:
+    """The per-hour and per-run budgets an owned plan's TCO breaks (GPUs on hand are costed by
+    what owning them costs: a budget bounds that as it bounds a rental)."""
+    cons, t = q.constraints, o.tco
+    assert t is not None
+    out: list[Reason] = []
+    if cons.budget_per_hour is not None and t.per_hour > cons.budget_per_hour:
+        out.append(_over_budget(o, name, "per_hour", t.per_hour, cons.budget_per_hour, t.currency))
+    run_high = o.run_cost[2] if o.run_cost is not None else t.run.high if t.run is not None else None
+    if cons.budget_per_run is not None and run_high is not None and run_high > cons.budget_per_run:
+        out.append(_over_budget(o, name, "per_run", run_high, cons.budget_per_run, t.currency))
     return out
 
 
