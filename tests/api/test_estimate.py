@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -647,3 +648,26 @@ def test_cards_without_pcie_peer_to_peer_say_their_collectives_go_through_the_ho
     one = est(client, gpu="nvidia-rtx-4090", **{**body, "model": "qwen2.5-7b"})
     l40s = est(client, gpu="nvidia-l40s", gpu_count=4, tensor_parallel=4, **body)
     assert "no_peer_to_peer" not in [w["code"] for w in one["warnings"] + l40s["warnings"]]
+
+
+def test_a_disaggregated_estimate_at_a_rate_holds_its_decode_replicas_sequences(client: TestClient) -> None:
+    """Llama-3.1-70B FP8, 8,000-token prompts, 2 prefill + 2 decode H100: the KV stated grows with
+    the sequences a decode replica holds (it stayed at one sequence's 1.31 GB at every rate)."""
+    body = dict(
+        model="llama3.1-70b",
+        gpu="nvidia-h100-sxm",
+        gpu_count=4,
+        tensor_parallel=2,
+        mode="inference",
+        engine="vllm",
+        quant_method="fp8",
+        input_len=8000,
+        output_len=256,
+        disaggregated={"prefill_gpus": 2, "decode_gpus": 2},
+    )
+    low, high = est(client, **body, requests_per_s=0.5), est(client, **body, requests_per_s=1.2)
+    one_seq = 8256 * 327680 / 2  # 80 layers x 8 KV heads x 128 x (K, V) x 2 B per token, over TP2
+    for j in (low, high):
+        held = math.ceil(j["serving"]["rate"]["in_flight_per_replica"])
+        assert j["memory"]["components"]["kv_cache"] >= 0.99 * held * one_seq * (8000 / 8256)
+    assert high["memory"]["components"]["kv_cache"] > 2 * low["memory"]["components"]["kv_cache"]

@@ -311,7 +311,7 @@ def _admitted(
     sequences -- the engine sizes its KV pool, it does not run out of memory -- with a warning
     saying how many wait."""
     share, cap = c.batch_size, sv.max_concurrency_per_replica  # the clients given, those admitted
-    if sv.rate is not None and sv.disaggregated is None:
+    if sv.rate is not None:  # disaggregated: a decode replica's sequences (it holds their KV)
         flight = sv.rate.in_flight_per_replica
         held = min(math.ceil(flight), cap or 1) if sv.rate.stable and math.isfinite(flight) else 1
         if held <= c.batch_size:
