@@ -523,12 +523,46 @@ def _decoder_counts(m: DecoderSpec) -> _Counts:
 
 
 CHECKPOINT_FORMATS: dict[str, str] = {"fp8": "fp8", "mxfp4": "mxfp4", "awq": "awq", "gptq": "gptq"}
-"""``quantization_config.quant_method`` values (Hugging Face) and the weight format each is; any
-other scheme is read as 16-bit weights (``none``), the estimate's default."""
+"""``quantization_config.quant_method`` values (Hugging Face) and the weight format each is, for the
+schemes :func:`checkpoint_format` does not read further; any other scheme is read as 16-bit weights
+(``none``), the estimate's default."""
 
 
 def checkpoint_format(cfg: Mapping[str, Any]) -> str:
-    """The weight format a config.json's checkpoint ships in (:data:`CHECKPOINT_FORMATS`)."""
+    """The weight format a config.json's checkpoint ships in: :data:`CHECKPOINT_FORMATS`, 4-bit
+    AWQ/GPTQ only (another bit width is none of the estimator's formats), bitsandbytes' 4/8-bit,
+    NVIDIA ModelOpt's FP8/NVFP4 and llm-compressor's (compressed-tensors) FP8, NVFP4 and 4-bit
+    integer weights."""
     q = cfg.get("quantization_config")
-    method = q.get("quant_method") if isinstance(q, Mapping) else None
-    return CHECKPOINT_FORMATS.get(str(method).lower(), "none") if method else "none"
+    if not isinstance(q, Mapping) or not q.get("quant_method"):
+        return "none"
+    method = str(q.get("quant_method")).lower()
+    if method in ("awq", "gptq") and q.get("bits", 4) != 4:
+        return "none"
+    if method == "bitsandbytes":
+        return "bnb-nf4" if q.get("load_in_4bit") else "bnb-int8" if q.get("load_in_8bit") else "none"
+    if method == "modelopt":
+        algo = str(q.get("quant_algo") or "").upper()
+        return "nvfp4" if algo == "NVFP4" else "fp8" if algo == "FP8" else "none"
+    if method == "compressed-tensors":
+        return _compressed_tensors(q)
+    return CHECKPOINT_FORMATS.get(method, "none")
+
+
+def _compressed_tensors(q: Mapping[str, Any]) -> str:
+    """llm-compressor's schemes, read from the first config group's weights (and the format)."""
+    if "nvfp4" in str(q.get("format") or ""):
+        return "nvfp4"
+    groups = q.get("config_groups")
+    first = next(iter(groups.values()), None) if isinstance(groups, Mapping) and groups else None
+    w = first.get("weights") if isinstance(first, Mapping) else None
+    if not isinstance(w, Mapping):
+        return "none"
+    bits, kind = w.get("num_bits"), str(w.get("type") or "")
+    if bits == 8 and kind == "float":
+        return "fp8"
+    if bits == 4 and kind == "int":
+        return "gptq"  # W4A16 integer groups: the same bytes and kernels (Marlin) as GPTQ
+    if bits == 4 and kind == "float":
+        return "nvfp4"
+    return "none"
