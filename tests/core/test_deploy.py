@@ -124,7 +124,7 @@ def test_tensorrt_llm_fp8_needs_an_fp8_checkpoint_where_vllm_quantises_itself() 
     env = validate.kubernetes(art.content)[0]["spec"]["template"]["spec"]["containers"][0]["env"]
     model = next(e["value"] for e in env if e["name"] == "MODEL")
     assert model.startswith("FILL-IN") and "FP8" in model and "org/model" in model, model
-    assert any(f.startswith("MODEL: a FP8") for f in art.fill_in)
+    assert any(f.startswith("MODEL: an FP8") for f in art.fill_in)
 
 
 def test_the_gres_type_is_the_slug_without_its_vendor_one_rule_for_every_gpu() -> None:
@@ -148,7 +148,7 @@ def test_a_plan_sized_for_prequantised_weights_asks_for_that_checkpoint() -> Non
         env = validate.kubernetes(art.content)[0]["spec"]["template"]["spec"]["containers"][0]["env"]
         model = next(e["value"] for e in env if e["name"] == "MODEL")
         assert model.startswith("FILL-IN") and words in model and "org/model" in model, model
-        assert any(f.startswith(f"MODEL: a {words}") for f in art.fill_in)
+        assert any(f.startswith(f"MODEL: an {words}") for f in art.fill_in)  # an NVFP4, an INT8, an AWQ
         sbatch = render(_plan(o), "slurm").content
         validate.shellcheck(sbatch)
         assert "MODEL=org/model" not in sbatch

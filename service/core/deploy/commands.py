@@ -90,6 +90,10 @@ def _article(initialism: str) -> str:
     return "an" if initialism[:1].upper() in "AEFHILMNORSX" else "a"
 
 
+def _own_words(own: str) -> str:
+    return "16-bit" if own == "none" else own.upper()
+
+
 def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
     model = plan.model_id or "the model"
     fmt = prequantised(o, plan.checkpoint_format)
@@ -98,7 +102,8 @@ def _model_fill(plan: DeployPlan, o: DeployOption) -> FillIn:
     return FillIn(
         "MODEL",
         f"{_article(fmt)} {fmt} checkpoint of {model}: the plan was sized for {o.quant_method} weights, and the "
-        "16-bit checkpoint does not fit it (the engine reads the format from its config)",
+        f"published checkpoint ({_own_words(plan.checkpoint_format)} weights) is not that format (the engine "
+        "reads the format from its config)",
     )
 
 
