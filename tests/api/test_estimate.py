@@ -596,6 +596,8 @@ def test_a_pcie_cards_multi_node_job_says_the_network_was_assumed(client: TestCl
     assert "2 nodes" in w["message"] and "network_gbps_per_node" in w["message"]
     stated = est(client, **body, network_gbps_per_node=100, rdma=False)
     assert "network_assumed" not in [w["code"] for w in stated["warnings"]]
+    node_only = est(client, **body, gpus_per_node=8)  # the node size, not the network between nodes
+    assert "network_assumed" in [w["code"] for w in node_only["warnings"]]
     sxm = est(client, **{**body, "gpu": "nvidia-h100-sxm"})
     assert "network_assumed" not in [w["code"] for w in sxm["warnings"]]
 

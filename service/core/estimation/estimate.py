@@ -389,8 +389,8 @@ def _network_default(gpu: GpuSpec, c: TrainConfig) -> list[Notice]:
     """A multi-node job on a network nobody stated runs at a DGX/HGX node's (one 400 Gb/s RDMA
     NIC per GPU): for a PCIe card's servers that is the exception, and the time leans on it."""
     layout = layout_of(c, gpu)
-    if layout.nodes <= 1 or layout.stated or gpu.form_factor in ("sxm", "oam"):
-        return []
+    if layout.nodes <= 1 or c.network_gbps_per_node or gpu.form_factor in ("sxm", "oam"):
+        return []  # a node size given without its network still times the default network
     return [
         Notice(
             "network_assumed",
