@@ -335,7 +335,7 @@ def _currency(o: Option) -> str:
     """The currency an option's costs are in: its rental quote's, else its TCO's."""
     if o.quote is not None:
         return o.quote.currency
-    return o.tco.currency if o.tco is not None and getattr(o.tco, "currency", None) else "currency"
+    return o.tco.currency if o.tco is not None else "currency"
 
 
 def _objective_unit(o: Option, objective: str) -> str:

@@ -317,7 +317,7 @@ def _admitted(
         if held <= c.batch_size:
             return memory  # an overloaded replica's queue grows without bound: its answer says so
         return _memory_answer(gpu, c, usable, measured, memory_held(c, held, usable), [])
-    if sv.rate is not None or sv.disaggregated is not None or not 1 <= cap < share:
+    if sv.disaggregated is not None or not 1 <= cap < share:
         return memory
     warnings.append(
         Notice(

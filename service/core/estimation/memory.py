@@ -117,7 +117,6 @@ from service.core.estimation.memory_inference import (  # noqa: F401
     estimate_inference,
     expert_weight_bytes,
     kv_cache_bytes,
-    memory_held,
     mtp_weight_factor,
     weight_bytes,
 )
@@ -142,6 +141,7 @@ from service.core.estimation.memory_solve import (  # noqa: F401
     fewest_gpus,
     largest_context,
     largest_micro_batch,
+    memory_held,
     most_concurrent_sequences,
 )
 from service.core.estimation.memory_training import (  # noqa: F401

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from service.core.catalog.models import DecoderSpec
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.fp4 import MXFP4_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT
-from service.core.estimation.frozen import replace
 from service.core.estimation.memory_band import (
     FITTED_MEMORY_BANDS,
     _finish,
@@ -323,23 +322,3 @@ def _inference_notes(c: InferenceConfig, lora: float) -> list[str]:
             f"{c.lora.max_loras} LoRA slot(s) of rank {c.lora.rank} resident, 16-bit: {lora / MiB:.0f} MiB per GPU"
         )
     return notes
-
-
-def memory_held(c: InferenceConfig, sequences: int, usable: int) -> MemoryEstimate:
-    """A replica's memory with ``sequences`` in flight, at most as many as fit ``usable`` at the
-    band's upper end (at least one): an engine sizes its KV pool to the memory it has and admits
-    what the pool holds -- it does not run out of memory, and an answer stated at more sequences
-    than fit would contradict its own fit."""
-    one = replace(c, replicas=1, batch_size=1)
-    n = max(1, sequences)
-    full = estimate_inference(replace(one, batch_size=n))
-    if n == 1 or full.fits(usable):
-        return full
-    lo, hi = 1, n  # lo fits (or is one sequence), hi does not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if estimate_inference(replace(one, batch_size=mid)).fits(usable):
-            lo = mid
-        else:
-            hi = mid
-    return estimate_inference(replace(one, batch_size=lo))

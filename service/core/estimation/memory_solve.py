@@ -73,6 +73,22 @@ def most_concurrent_sequences(c: InferenceConfig, usable_memory_bytes: int, limi
     return max(0, _largest(1, limit, ok))
 
 
+def memory_held(c: InferenceConfig, sequences: int, usable: int) -> MemoryEstimate:
+    """A replica's memory with ``sequences`` in flight, at most as many as fit ``usable`` at the
+    band's upper end (:func:`most_concurrent_sequences`; at least one): an engine sizes its KV
+    pool to the memory it has and admits what the pool holds -- it does not run out of memory,
+    and an answer stated at more sequences than fit would contradict its own fit."""
+    from dataclasses import replace
+
+    one = replace(c, replicas=1, batch_size=1)
+    n = max(1, sequences)
+    full = estimate_inference(replace(one, batch_size=n))
+    if n == 1 or full.fits(usable):
+        return full
+    held = max(1, most_concurrent_sequences(one, usable, limit=n - 1))
+    return estimate_inference(replace(one, batch_size=held))
+
+
 def fewest_gpus(
     c: TrainConfig,
     usable_memory_bytes: int,

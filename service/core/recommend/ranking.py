@@ -76,10 +76,7 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
     )
     if o.quote is None and o.tco is None and needs_price:
         reasons.append(no_price_reason(o, q, name))
-    if o.quote is not None:
-        reasons += _rent_over_budget(o, q, name)
-    elif o.tco is not None:
-        reasons += _owned_over_budget(o, q, name)
+    reasons += _over_budgets(o, q, name)
     if cons.budget_purchase is not None:
         owned = _with_tco(o, q, data) if data.prices is not None else o
         if owned.tco is None or owned.tco.capex_unknown:
@@ -132,29 +129,25 @@ def _over_budget(o: Option, name: str, what: str, cost: float, budget: float, cu
     )
 
 
-def _rent_over_budget(o: Option, q: RecommendQuestion, name: str) -> list[Reason]:
-    """The rental budgets (per hour, per run) the option's quote breaks."""
-    cons, quote = q.constraints, o.quote
-    assert quote is not None
+def _over_budgets(o: Option, q: RecommendQuestion, name: str) -> list[Reason]:
+    """The per-hour and per-run budgets the option breaks, on what it is costed by: its rental
+    quote, or for GPUs on hand their TCO (a budget bounds owning as it bounds renting)."""
+    cons = q.constraints
+    if o.quote is not None:
+        per_hour, currency = o.quote.per_hour, o.quote.currency
+        run_high = o.run_cost[2] if o.run_cost is not None else None
+    elif o.tco is not None:
+        per_hour, currency = o.tco.per_hour, o.tco.currency
+        run_high = (
+            o.run_cost[2] if o.run_cost is not None else o.tco.run.high if o.tco.run is not None else None
+        )
+    else:
+        return []
     out: list[Reason] = []
-    if cons.budget_per_hour is not None and quote.per_hour > cons.budget_per_hour:
-        out.append(_over_budget(o, name, "per_hour", quote.per_hour, cons.budget_per_hour, quote.currency))
-    if cons.budget_per_run is not None and o.run_cost is not None and o.run_cost[2] > cons.budget_per_run:
-        out.append(_over_budget(o, name, "per_run", o.run_cost[2], cons.budget_per_run, quote.currency))
-    return out
-
-
-def _owned_over_budget(o: Option, q: RecommendQuestion, name: str) -> list[Reason]:
-    """The per-hour and per-run budgets an owned plan's TCO breaks (GPUs on hand are costed by
-    what owning them costs: a budget bounds that as it bounds a rental)."""
-    cons, t = q.constraints, o.tco
-    assert t is not None
-    out: list[Reason] = []
-    if cons.budget_per_hour is not None and t.per_hour > cons.budget_per_hour:
-        out.append(_over_budget(o, name, "per_hour", t.per_hour, cons.budget_per_hour, t.currency))
-    run_high = o.run_cost[2] if o.run_cost is not None else t.run.high if t.run is not None else None
+    if cons.budget_per_hour is not None and per_hour > cons.budget_per_hour:
+        out.append(_over_budget(o, name, "per_hour", per_hour, cons.budget_per_hour, currency))
     if cons.budget_per_run is not None and run_high is not None and run_high > cons.budget_per_run:
-        out.append(_over_budget(o, name, "per_run", run_high, cons.budget_per_run, t.currency))
+        out.append(_over_budget(o, name, "per_run", run_high, cons.budget_per_run, currency))
     return out
 
 

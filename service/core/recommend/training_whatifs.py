@@ -98,7 +98,6 @@ def training_what_ifs(
         if ex.reason.code == "MEMORY_INSUFFICIENT":
             current.setdefault(ex.gpu.slug, 10**9)
     specs = search.data.specs
-    base_batch = search.base.batch_size
     seen: set[tuple[str, str]] = set()
     for slug in sorted(current, key=lambda s: (-(current[s]), s)):
         gpu = specs.get(slug)
@@ -119,8 +118,8 @@ def training_what_ifs(
                 mem = _relaxed(search, code, f, p.cfg)
                 if mem is not None and mem.fits(usable):
                     seen.add((code, slug))
-                    if "workload.global_batch" in change:  # the same sequences per step: per GPU x ranks
-                        change = {**change, "workload.global_batch": base_batch * p.cfg.data_parallel}
+                    if "workload.global_batch" in change:  # the relaxation's own: per GPU x ranks
+                        change = {**change, "workload.global_batch": f(p.cfg).global_batch}
                     out.append(
                         WhatIf(
                             code,
