@@ -322,22 +322,22 @@ class EstimateRequest(WorkloadIn):
         default=None,
         ge=1,
         le=1024,
-        description="training and disaggregated serving: GPUs per node (default: the GPU's NVLink domain, at "
-        "least 8). Collectives and KV transfers run over NVLink or PCIe inside a node and over the network "
-        "between nodes",
+        description="training, disaggregated serving and a serving replica over several nodes (tensor_parallel "
+        "above it): GPUs per node (default: the GPU's NVLink domain, at least 8). Collectives and KV transfers "
+        "run over NVLink or PCIe inside a node and over the network between nodes",
     )
     network_gbps_per_node: float | None = Field(
         default=None,
         gt=0,
         le=1e6,
         allow_inf_nan=False,
-        description="training and disaggregated serving: network bandwidth between nodes per node, Gb/s "
+        description="training and serving over several nodes: network bandwidth between nodes per node, Gb/s "
         "(default: 400 Gb/s per GPU of the node, as DGX/HGX H100 and H200 nodes have); the answer states what it "
         "assumed",
     )
     rdma: bool = Field(
         default=True,
-        description="training and disaggregated serving: whether the network carries NCCL over RDMA (InfiniBand / RoCE); without it "
+        description="training and serving over several nodes: whether the network carries NCCL over RDMA (InfiniBand / RoCE); without it "
         "NCCL's sockets are assumed at half the rate",
     )
     disaggregated: DisaggregatedIn | None = Field(

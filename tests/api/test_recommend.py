@@ -329,23 +329,26 @@ def test_qwen25_72b_at_20_requests_per_s_replicas_times_tp(client: TestClient) -
 
 def test_eight_l40_one_per_node_allow_no_tensor_parallelism(client: TestClient) -> None:
     """An inventory of 8 L40s, one per node: Llama-2-70B needs TP >= 4 on 45 GiB cards, which
-    cannot be placed; Llama-3-8B is served by TP1 replicas only; every other GPU is not in the
+    eager generate cannot place, and vLLM runs over the nodes (on a network the answer says it
+    assumed); Llama-3-8B is served by TP1 replicas only; every other GPU is not in the
     inventory."""
     inventory = [{"gpu": "L40", "gpus_per_node": 1, "nodes": 8}]
-    big = _ask(
-        client,
-        {
-            "workload": {
-                "model": "meta-llama/Llama-2-70b-hf",
-                "mode": "inference",
-                "engine": "vllm",
-                "input_len": 1024,
-                "output_len": 256,
-                "requests_per_s": 1,
-            },
-            "constraints": {"inventory": inventory, "max_gpus": 8},
-        },
-    )
+    workload = {
+        "model": "meta-llama/Llama-2-70b-hf",
+        "mode": "inference",
+        "engine": "vllm",
+        "input_len": 1024,
+        "output_len": 256,
+        "requests_per_s": 1,
+    }
+    spread = _ask(client, {"workload": workload, "constraints": {"inventory": inventory, "max_gpus": 8}})
+    top = spread["options"][0]
+    assert top["strategy"]["tensor_parallel"] >= 4 and top["strategy"]["gpus_per_node"] == 1
+    assert any(r["code"] == "MULTI_NODE" and r["params"]["gpus_per_node"] == 1 for r in top["reasons"])
+    assert "network_assumed" in {w["code"] for w in top["warnings"]}
+    eager = {**workload, "engine": "hf-transformers", "batch_size": 1}
+    eager.pop("requests_per_s")
+    big = _ask(client, {"workload": eager, "constraints": {"inventory": inventory, "max_gpus": 8}})
     assert big["options"] == []
     l40 = _excluded(big, "nvidia-l40")
     assert l40["code"] == "NO_PLACEMENT"

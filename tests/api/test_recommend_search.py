@@ -323,8 +323,9 @@ def test_a_multi_node_answer_states_its_network_and_the_frontier_has_units(clien
 
 def test_scheduling_hints_ask_for_what_the_plan_runs_on(client: TestClient) -> None:
     """Serving: one Slurm job per replica (an array), each TP GPUs of one node -- never the
-    replicas' GPUs rounded up to whole nodes. Training: one torchrun task per node (torchrun
-    starts a process per GPU itself)."""
+    replicas' GPUs rounded up to whole nodes; a disaggregated plan's pools are one job on their
+    nodes together (every prompt's KV cache crosses between them), not aggregated replicas.
+    Training: one torchrun task per node (torchrun starts a process per GPU itself)."""
     doc = _ask(
         client,
         {
@@ -342,8 +343,22 @@ def test_scheduling_hints_ask_for_what_the_plan_runs_on(client: TestClient) -> N
             "objective": "cheapest",
         },
     )
+    split = [o for o in doc["options"] if o["strategy"]["disaggregated"]]
+    assert split, "the question's answer holds a disaggregated plan"
+    for o in split:
+        pools, sch = o["strategy"]["disaggregated"], o["scheduling"]
+        per = o["strategy"]["gpus_per_node"]
+        gpus = pools["prefill_gpus"] + pools["decode_gpus"]
+        assert sch["slurm"][:2] == [
+            f"--nodes={-(-gpus // per)}",
+            f"--gres=gpu:{sch['slurm'][1].split(':')[1]}:{per}",
+        ]
+        assert not any(a.startswith("--array") for a in sch["slurm"])
+        assert sch["kubernetes"]["pods"] * sch["kubernetes"]["resources"]["limits"]["nvidia.com/gpu"] == gpus
     for o in doc["options"]:
         s, slurm = o["strategy"], o["scheduling"]["slurm"]
+        if s["disaggregated"]:
+            continue
         assert "--nodes=1" in slurm
         assert f"--gres=gpu:{slurm[1].split(':')[1]}:{s['tensor_parallel']}" == slurm[1]
         if s["replicas"] > 1:

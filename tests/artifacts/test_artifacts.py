@@ -145,6 +145,32 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "constraints": {"vendors": ["amd"], "allowed_gpus": ["amd-mi300x"], "max_gpus": 8},
         "limit": 3,
     },
+    # one replica over two nodes: SGLang's server on every node (--nnodes, --node-rank), vLLM's
+    # Ray cluster (a LeaderWorkerSet; Slurm head + workers)
+    "deepseek_v3_two_nodes_sglang": {
+        "workload": {
+            "model": "deepseek-ai/DeepSeek-V3",
+            "mode": "inference",
+            "engine": "sglang",
+            "input_len": 1024,
+            "output_len": 1024,
+            "requests_per_s": 0.5,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 32},
+        "objective": "cheapest",
+    },
+    "llama31_405b_two_nodes_vllm": {
+        "workload": {
+            "model": "llama3.1-405b",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 2048,
+            "output_len": 512,
+            "requests_per_s": 0.2,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 16},
+        "objective": "cheapest",
+    },
 }
 
 
@@ -186,12 +212,17 @@ def _kubernetes_states_the_option(docs: list[dict[str, Any]], o: dict[str, Any])
             f"--tensor-parallel-size {s['tensor_parallel']}" in script
             or f"--tp_size {s['tensor_parallel']}" in script
             or f"--num-shard {s['tensor_parallel']}" in script
+            or f"--tp {s['tensor_parallel']}" in script
         )
         if main["kind"] == "Deployment":
             assert gpus == s["tensor_parallel"]
         else:
             size = main["spec"]["leaderWorkerTemplate"]["size"]
             assert size * gpus == s["tensor_parallel"]
+            if "sglang.launch_server" in script:  # leader rank 0; each worker its LWS index
+                worker = main["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+                assert '--node-rank 0 --dist-init-addr "$LWS_LEADER_ADDRESS":29500' in script
+                assert '--node-rank "$LWS_WORKER_INDEX"' in worker["args"][0]
     else:
         nodes = (
             main["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"]
@@ -225,7 +256,11 @@ def _slurm_states_the_option(text: str, o: dict[str, Any]) -> None:
         assert (
             f"--tensor-parallel-size {s['tensor_parallel']}" in text
             or f"--num-shard {s['tensor_parallel']}" in text
+            or f"--tp {s['tensor_parallel']}" in text
         )
+        if per_replica_nodes > 1 and "sglang.launch_server" in text:  # the server on every node, ranked
+            assert f"srun --nodes={per_replica_nodes} --ntasks={per_replica_nodes}" in text
+            assert '--node-rank "$SLURM_NODEID" --dist-init-addr "$HEAD":29500' in text
     else:
         assert f"#SBATCH --nodes={s['nodes']}\n" in text
         assert f":{s['gpus_per_node']}\n" in text.split("--gres=gpu:")[1].split("\n")[0] + "\n"
@@ -298,8 +333,10 @@ def test_every_artifact_of_every_option_validates(client: TestClient, scenario: 
     for i, (_, task, o) in enumerate(sky_files):
         s = o["strategy"]
         first = task["resources"]["ordered"][0]["accelerators"]
-        if o["serving"] is not None:
-            assert task["service"]["replicas"] == s["replicas"] and first.endswith(f":{s['tensor_parallel']}")
+        if o["serving"] is not None:  # a replica larger than a node: its nodes, whole
+            per = min(s["tensor_parallel"], s["gpus_per_node"])
+            assert task["service"]["replicas"] == s["replicas"] and first.endswith(f":{per}")
+            assert task.get("num_nodes", 1) == s["tensor_parallel"] // per
         else:
             assert task["num_nodes"] == s["nodes"] and first.endswith(f":{s['gpus_per_node']}")
         if checked:

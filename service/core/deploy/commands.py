@@ -13,6 +13,9 @@ FILL = "FILL-IN"
 
 SERVE_PORT = 8000
 RDZV_PORT = 29500
+NODE_RANK = "NODE_RANK_PLACEHOLDER"
+HEAD_ADDR = "HEAD_ADDR_PLACEHOLDER"
+"""Placeholders in a serving command over several nodes, filled per target by :func:`with_node`."""
 
 VLLM_QUANTIZATION: dict[str, str] = {
     "awq": "awq",
@@ -184,16 +187,22 @@ def _sglang_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str) -> tupl
         argv += ["--kv-cache-dtype", "fp8_e4m3"]
     if o.expert_parallel:
         argv += ["--enable-dp-attention", "--dp", tp, "--ep-size", tp]
-    if o.nodes_per_replica > 1:
-        argv += [
-            "--nnodes",
-            str(o.nodes_per_replica),
-            "--node-rank",
-            FILL,
-            "--dist-init-addr",
-            f"{FILL}:{RDZV_PORT}",
-        ]
+    if o.nodes_per_replica > 1:  # every node runs the server, each with its rank
+        argv += ["--nnodes", str(o.nodes_per_replica), "--node-rank", NODE_RANK]
+        argv += ["--dist-init-addr", f"{HEAD_ADDR}:{RDZV_PORT}"]
     return tuple(argv)
+
+
+def with_node(cmd: str, rank: str, head: str) -> str:
+    """``cmd`` with the node's rank and the first node's address as the scheduler gives them
+    (shell expressions)."""
+    return cmd.replace(NODE_RANK, rank).replace(HEAD_ADDR, head)
+
+
+def ray_cluster(o: DeployOption) -> bool:
+    """A replica over several nodes started as one Ray cluster (vLLM's multi-node executor);
+    SGLang instead runs its server on every node (:func:`with_node`)."""
+    return o.nodes_per_replica > 1 and o.engine != "sglang"
 
 
 def train_env(o: DeployOption) -> dict[str, str]:

@@ -14,10 +14,12 @@ from service.core.deploy.commands import (
     SERVE_PORT,
     fill_ins,
     model_value,
+    ray_cluster,
     serve_argv,
     shm_bytes,
     torchrun_argv,
     train_env,
+    with_node,
 )
 from service.core.deploy.plan import DeployOption, DeployPlan
 
@@ -142,15 +144,18 @@ def _service(meta: dict[str, Any], selector: dict[str, str]) -> dict[str, Any]:
 
 
 def _leader_worker_set(plan: DeployPlan, o: DeployOption) -> list[dict[str, Any]]:
-    """One replica spans ``nodes_per_replica`` pods: vLLM over a Ray cluster, leader first."""
+    """One replica spans ``nodes_per_replica`` pods: vLLM over a Ray cluster, leader first;
+    SGLang's server on every pod, ranked by LeaderWorkerSet's worker index (0 on the leader)."""
     name = name_of(plan, o)
     meta = _metadata(plan, o, name)
-    leader = _pod(
-        plan, o, f"ray start --head --port=6379 && exec {_serve_script(plan, o)}", env={}, restart=None
-    )
-    worker = _pod(
-        plan, o, 'exec ray start --address="$LWS_LEADER_ADDRESS:6379" --block', env={}, restart=None
-    )
+    if ray_cluster(o):
+        lead = f"ray start --head --port=6379 && exec {_serve_script(plan, o)}"
+        work = 'exec ray start --address="$LWS_LEADER_ADDRESS:6379" --block'
+    else:
+        lead = "exec " + with_node(_serve_script(plan, o), "0", '"$LWS_LEADER_ADDRESS"')
+        work = "exec " + with_node(_serve_script(plan, o), '"$LWS_WORKER_INDEX"', '"$LWS_LEADER_ADDRESS"')
+    leader = _pod(plan, o, lead, env={}, restart=None)
+    worker = _pod(plan, o, work, env={}, restart=None)
     lws = {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",

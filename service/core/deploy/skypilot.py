@@ -15,6 +15,7 @@ from service.core.deploy.commands import (
     network_note,
     serve_argv,
     train_env,
+    with_node,
 )
 from service.core.deploy.plan import DeployOption, DeployPlan
 
@@ -53,7 +54,11 @@ def _run(plan: DeployPlan, o: DeployOption) -> str:
         one_node = o.nodes_per_replica == 1
         argv = serve_argv(plan, o, "MODEL_PLACEHOLDER", tp="TP_PLACEHOLDER" if one_node else None)
         cmd = shlex.join(argv).replace("MODEL_PLACEHOLDER", '"$MODEL"')
-        return cmd.replace("TP_PLACEHOLDER", '"$SKYPILOT_NUM_GPUS_PER_NODE"') + "\n"
+        cmd = cmd.replace("TP_PLACEHOLDER", '"$SKYPILOT_NUM_GPUS_PER_NODE"')
+        if one_node:
+            return cmd + "\n"
+        head = 'HEAD_ADDR="$(echo "$SKYPILOT_NODE_IPS" | head -n1)"\n'
+        return head + with_node(cmd, '"$SKYPILOT_NODE_RANK"', '"$HEAD_ADDR"') + "\n"
     return (
         'MASTER_ADDR="$(echo "$SKYPILOT_NODE_IPS" | head -n1)"\n'
         'torchrun --nnodes="$SKYPILOT_NUM_NODES" --nproc-per-node="$SKYPILOT_NUM_GPUS_PER_NODE" '

@@ -14,8 +14,10 @@ from service.core.deploy.commands import (
     fill_ins,
     model_value,
     network_note,
+    ray_cluster,
     serve_argv,
     train_env,
+    with_node,
 )
 from service.core.deploy.plan import DeployOption, DeployPlan
 
@@ -102,6 +104,16 @@ def _serve_body(plan: DeployPlan, o: DeployOption) -> list[str]:
     cmd = shlex.join(serve_argv(plan, o, "MODEL_PLACEHOLDER")).replace("MODEL_PLACEHOLDER", '"$MODEL"')
     if o.nodes_per_replica == 1:
         return [f"srun {cmd}"]
+    if not ray_cluster(o):  # every node runs the server with its own rank
+        n = o.nodes_per_replica
+        ranked = with_node(cmd, '"$SLURM_NODEID"', '"$HEAD"')
+        return [
+            'HEAD="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
+            "export HEAD",
+            "# the node rank is each task's own: expanded by the shell srun starts, not here",
+            "# shellcheck disable=SC2016",
+            f"srun --nodes={n} --ntasks={n} --ntasks-per-node=1 bash -c {shlex.quote('exec ' + ranked)}",
+        ]
     workers = o.nodes_per_replica - 1
     return [
         'HEAD="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',

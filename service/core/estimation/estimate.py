@@ -91,7 +91,7 @@ from service.core.estimation.memory import (
     memory_held,
     training_breakdown,
 )
-from service.core.estimation.network import layout_of
+from service.core.estimation.network import Layout, layout_of, replica_layout
 from service.core.estimation.serving import (
     ENGINE_CLASSES,
 )
@@ -122,7 +122,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.22.0"
+ESTIMATOR_VERSION = "1.23.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
@@ -380,16 +380,19 @@ def _layout_warnings(
                 )
             )
     if isinstance(c, TrainConfig):
-        warnings.extend(_network_default(gpu, c))
+        warnings.extend(_network_default(gpu, layout_of(c, gpu), bool(c.network_gbps_per_node)))
+    if isinstance(c, InferenceConfig) and c.disaggregated is None:
+        layout = replica_layout(c.nodes, gpu, c.tensor_parallel)
+        warnings.extend(_network_default(gpu, layout, bool(c.nodes.network_gbps_per_node)))
     if isinstance(c, InferenceConfig) and c.model.is_sparse_layout:
         warnings.append(_SPARSE_TIME)
 
 
-def _network_default(gpu: GpuSpec, c: TrainConfig) -> list[Notice]:
-    """A multi-node job on a network nobody stated runs at a DGX/HGX node's (one 400 Gb/s RDMA
-    NIC per GPU): for a PCIe card's servers that is the exception, and the time leans on it."""
-    layout = layout_of(c, gpu)
-    if layout.nodes <= 1 or c.network_gbps_per_node or gpu.form_factor in ("sxm", "oam"):
+def _network_default(gpu: GpuSpec, layout: Layout, stated: bool) -> list[Notice]:
+    """A multi-node job (or serving replica) on a network nobody stated runs at a DGX/HGX node's
+    (one 400 Gb/s RDMA NIC per GPU): for a PCIe card's servers that is the exception, and the time
+    leans on it."""
+    if layout.nodes <= 1 or stated or gpu.form_factor in ("sxm", "oam"):
         return []  # a node size given without its network still times the default network
     return [
         Notice(

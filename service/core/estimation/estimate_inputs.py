@@ -26,11 +26,8 @@ from service.core.estimation.memory import (
     InferenceConfig,
     TrainConfig,
 )
-from service.core.estimation.serving import (
-    ENGINE_CLASSES,
-    Workload,
-)
-from service.core.estimation.serving_disagg_layout import Disaggregation
+from service.core.estimation.serving import ENGINE_CLASSES, Workload
+from service.core.estimation.serving_disagg_layout import Disaggregation, replica_nodes
 from service.core.estimation.serving_features import SPEC_METHODS
 from service.core.estimation.serving_lora import LoraServing
 
@@ -498,6 +495,9 @@ def _inference_config(
         lora=spec.lora,
         disaggregated=spec.disaggregated,
         expert_parallel=spec.expert_parallel,
+        nodes=replica_nodes(
+            spec.pipeline_parallel, spec.gpus_per_node, spec.network_gbps_per_node, spec.rdma
+        ),
     )
     serving = None
     if continuous:

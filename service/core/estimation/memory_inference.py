@@ -18,7 +18,7 @@ from service.core.estimation.memory_config import (
     MemoryEstimate,
     MiB,
 )
-from service.core.estimation.serving_disagg_layout import Disaggregation
+from service.core.estimation.serving_disagg_layout import DEFAULT_NODES, Disaggregation, NodeNetwork
 from service.core.estimation.serving_lora import LORA_BYTES_PER_ELEMENT, LoraServing, lora_slot_elements
 
 # --------------------------------------------------------------------------------------------
@@ -90,6 +90,9 @@ class InferenceConfig:
     expert_parallel: bool = False
     """MoE: whole experts over the ``tensor_parallel`` GPUs, attention data-parallel
     (:mod:`service.core.estimation.serving_ep`)."""
+    nodes: NodeNetwork = DEFAULT_NODES
+    """The nodes a replica larger than one node spans and the network between them
+    (:func:`service.core.estimation.network.tp_all_reduce`)."""
     """Separate prefill and decode pools (:mod:`service.core.estimation.serving_disagg`)."""
     """Share of prompt tokens found in the engine's prefix cache (vLLM automatic prefix caching,
     SGLang RadixAttention): not recomputed. The KV cache is counted as if unshared (an upper bound)."""

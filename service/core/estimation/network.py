@@ -26,6 +26,7 @@ data-parallel, then pipeline stages.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from service.core.catalog.models import DecoderSpec
@@ -35,17 +36,22 @@ from service.core.estimation.efficiencies import Efficiencies
 from service.core.estimation.frozen import fast_init
 from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, SOCKET_NETWORK_EFFICIENCY, TrainConfig
 from service.core.estimation.memory_config import fsdp_gathered_bytes
+from service.core.estimation.serving_disagg_layout import NodeNetwork
 from service.core.estimation.step_terms import _linear_params
 
 __all__ = [
+    "NCCL_NET_HOP_LATENCY_S",
     "PCIE_ASSUMED_PER_DIRECTION_GB_PER_S",
     "Layout",
+    "TpAllReduce",
     "collective_s",
     "communication_s",
     "layout_of",
     "link_bytes_per_s",
     "link_name",
     "p2p_s",
+    "replica_layout",
+    "tp_all_reduce",
 ]
 
 PCIE_ASSUMED_PER_DIRECTION_GB_PER_S = 0.985 * 2.0 * 16
@@ -155,6 +161,58 @@ def p2p_s(
     if crosses_nodes:
         return nbytes * layout.gpus_per_node / (layout.network_bytes_per_s * comm)
     return nbytes / (link_bytes_per_s(gpu, 2, span) * comm)
+
+
+NCCL_NET_HOP_LATENCY_S = 5.0e-6
+"""Latency of one network hop of a tree all-reduce in NCCL's low-latency protocol, from NCCL's
+own tuning model (``hwLat[NET][Tree][LL]`` = 5.0 us against 0.5 us for an NVLink hop;
+NVIDIA/nccl ``src/graph/tuning.cc``): an all-reduce over ``k`` nodes adds ``2 log2(k)`` such hops
+to the one inside a node. Decode's all-reduces are small messages, which NCCL sends with LL."""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class TpAllReduce:
+    """What one tensor-parallel all-reduce of a serving replica costs beyond the engine's own
+    latency: ``s_per_byte`` seconds per byte each rank contributes (before the collective
+    efficiency), ``extra_latency_s`` the network hops where the group spans ``nodes`` nodes,
+    ``link`` what it crosses by name."""
+
+    s_per_byte: float
+    extra_latency_s: float
+    nodes: int
+    link: str
+
+
+def replica_layout(nodes: NodeNetwork, gpu: GpuSpec, tp: int) -> Layout:
+    """The nodes one replica of ``tp`` GPUs fills: the caller's, else the GPU's node with
+    400 Gb/s per GPU."""
+    g = nodes.gpus_per_node or default_gpus_per_node(gpu)
+    return Layout(
+        gpus_per_node=g,
+        nodes=-(-tp // g),
+        network_gbps_per_node=nodes.network_gbps_per_node or NETWORK_GBIT_PER_S_PER_GPU * g,
+        rdma=nodes.rdma,
+        stated=nodes.stated,
+    )
+
+
+def tp_all_reduce(gpu: GpuSpec, tp: int, nodes: NodeNetwork) -> TpAllReduce:
+    """A ``tp``-rank all-reduce, hierarchical where the group spans nodes (module docstring):
+    ``2 (r-1)/r`` of each rank's bytes over the node's links and ``2 (k-1)/k`` over its share of
+    the node's network, plus the tree's network hops."""
+    if tp <= 1:
+        return TpAllReduce(0.0, 0.0, 1, "")
+    layout = replica_layout(nodes, gpu, tp)
+    r = min(tp, layout.gpus_per_node)
+    k = -(-tp // r)
+    inner = 2.0 * (r - 1) / r / link_bytes_per_s(gpu, r) if r > 1 else 0.0
+    if k == 1:
+        return TpAllReduce(inner, 0.0, 1, link_name(gpu, tp))
+    share = layout.gpus_per_node / r
+    outer = 2.0 * (k - 1) / k * share / layout.network_bytes_per_s
+    hops = 2 * int(math.log2(k))  # NCCL's log2i: floor
+    return TpAllReduce(inner + outer, hops * NCCL_NET_HOP_LATENCY_S, k, "network")
 
 
 def exposed_s(t: float, overlap: float, backward_s: float) -> float:

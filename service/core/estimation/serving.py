@@ -65,6 +65,7 @@ from service.core.estimation.memory import (
     expert_weight_bytes,
     weight_bytes,
 )
+from service.core.estimation.network import tp_all_reduce
 from service.core.estimation.performance import (
     CALIBRATED_BAND,
     DEQUANT_RATE,
@@ -91,7 +92,6 @@ from service.core.estimation.serving_engines import (  # noqa: F401
     HostProfile,
     _Coefficients,
     _coefficients,
-    _link_bytes_per_s,
     deployment,
     engine_limits,
     gemm_format,
@@ -307,9 +307,10 @@ def _tp_comm_s(
     tp, L = c.tensor_parallel, c.model.num_layers
     if tp <= 1:
         return 0.0, 0.0
-    link, _ = _link_bytes_per_s(gpu, tp)
-    per = 2.0 * (tp - 1) / tp * h * cb / (link * e.comm)
-    return 2.0 * L * (T * per + 10e-6), 2.0 * L * (c.batch_size * per + 10e-6)
+    ar = tp_all_reduce(gpu, tp, c.nodes)
+    per = ar.s_per_byte * h * cb / e.comm
+    lat = 10e-6 + ar.extra_latency_s
+    return 2.0 * L * (T * per + lat), 2.0 * L * (c.batch_size * per + lat)
 
 
 def _host_floors_s(c: InferenceConfig, hp: HostProfile) -> tuple[float, float]:

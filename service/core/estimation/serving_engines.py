@@ -20,7 +20,8 @@ from service.core.estimation.memory import (
     mtp_weight_factor,
     weight_bytes,
 )
-from service.core.estimation.network import link_bytes_per_s, link_name
+from service.core.estimation.network import link_bytes_per_s, link_name, replica_layout, tp_all_reduce
+from service.core.estimation.serving_disagg_layout import NodeNetwork
 from service.core.estimation.serving_ep import EXPERT_LOAD_IMBALANCE, ep_terms
 from service.core.estimation.serving_features import draft_share
 from service.core.estimation.serving_lora import (
@@ -282,8 +283,8 @@ class Deployment:
     peak_gemm16: float  # 16-bit peak (weight-only fallback, attention)
     w8a8: bool
     bandwidth: float  # B/s datasheet
-    link: float  # B/s per direction for the TP all-reduce
-    link_kind: str  # the scale-up fabric's name or "PCIe" ("" on one GPU)
+    link: float  # B/s per direction between two GPUs of the replica (EP all-to-all)
+    link_kind: str  # the scale-up fabric's name, "PCIe" or "network" ("" on one GPU)
     hidden: int
     layers: int
     act_per_token: float  # activation workspace bytes per token of the iteration budget, per GPU
@@ -301,13 +302,20 @@ class Deployment:
     ep_a2a_count: int = 0  # expert parallelism: all-to-alls per forward
     w_resident: float = 0.0  # weights held but not streamed each iteration (MTP draft layers), per GPU
     moe_floor_s: float = 0.0  # fixed MoE cost of one iteration (serving_moe), s
+    ar_s_per_byte: float = (
+        0.0  # one TP all-reduce, s per byte per rank before efficiency (network.tp_all_reduce)
+    )
+    ar_latency_s: float = 0.0  # its network hops where the replica spans nodes, s
 
 
-def _link_bytes_per_s(gpu: GpuSpec, tp: int) -> tuple[float, str]:
-    """The link tensor parallelism's all-reduces cross (:func:`.network.link_bytes_per_s`) and
-    its name."""
+def _link_bytes_per_s(gpu: GpuSpec, tp: int, nodes: NodeNetwork) -> tuple[float, str]:
+    """The link between two GPUs of a replica (:func:`.network.link_bytes_per_s`) and its name;
+    a replica spanning nodes: a GPU's share of the node's network, the slowest hop."""
     if tp <= 1:
         return math.inf, ""
+    layout = replica_layout(nodes, gpu, tp)
+    if layout.nodes > 1:
+        return layout.network_bytes_per_s / layout.gpus_per_node, "network"
     return link_bytes_per_s(gpu, tp), link_name(gpu, tp)
 
 
@@ -372,8 +380,9 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     f_act = m.ffn_active_width / tp
     layer_mm = float(m.active_params_per_layer - m.norm_params_per_layer) / tp
     expert_flops = 2.0 * m.moe_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
-    link, link_kind = _link_bytes_per_s(gpu, tp)
-    notes = (note,) if note else ()
+    ar = tp_all_reduce(gpu, tp, c.nodes)
+    link, link_kind = _link_bytes_per_s(gpu, tp, c.nodes)
+    notes = (*((note,) if note else ()), *_spanning_note(c, gpu, ar.nodes))
     kv_token = m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp)
     ep = None
     if c.expert_parallel:  # whole experts per GPU, attention data-parallel (serving_ep)
@@ -414,12 +423,25 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         bandwidth=(gpu.bandwidth_gb_per_s or 0.0) * 1e9,
         link=link,
         link_kind=link_kind,
+        ar_s_per_byte=ar.s_per_byte,
+        ar_latency_s=ar.extra_latency_s,
         hidden=h,
         layers=m.num_layers,
         act_per_token=2.0 * (4.0 * h + 3.0 * float(m.ffn_peak_width) / tp + 2.0 * (q + 2.0 * kvd)),
         act_fixed=256.0 * 4.0 * m.vocab_size / tp,
         notes=notes,
         missing=missing,
+    )
+
+
+def _spanning_note(c: InferenceConfig, gpu: GpuSpec, nodes: int) -> tuple[str, ...]:
+    """What a replica over several nodes is timed on."""
+    if nodes <= 1:
+        return ()
+    layout = replica_layout(c.nodes, gpu, c.tensor_parallel)
+    return (
+        f"TP{c.tensor_parallel} spans {layout.describe()}: every all-reduce of the replica crosses "
+        "the network (hierarchical, plus NCCL's network hops)",
     )
 
 
@@ -472,10 +494,8 @@ class _Coefficients:
         self.kv_bytes, self.attn_dec = d.kv_per_token / bw, attn
         self.attn_pre = attn_pre
         self.ew = d.ew_per_token / bw
-        self.comm0 = 2.0 * d.layers * e.allreduce_s if d.tp > 1 else 0.0
-        self.comm1 = (
-            2.0 * d.layers * 4.0 * (d.tp - 1) / d.tp * d.hidden / (d.link * e.comm) if d.tp > 1 else 0.0
-        )
+        self.comm0 = 2.0 * d.layers * (e.allreduce_s + d.ar_latency_s) if d.tp > 1 else 0.0
+        self.comm1 = 2.0 * d.layers * 2.0 * d.hidden * d.ar_s_per_byte / e.comm  # 16-bit activations
         if d.ep_a2a_count:  # expert parallelism: dispatch + combine per MoE layer, no all-reduce
             self.comm0 = d.ep_a2a_count * e.allreduce_s
             self.comm1 = d.ep_a2a_bytes / (d.link * e.comm)

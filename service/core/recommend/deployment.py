@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.core.catalog.specs import GpuSpec
+from service.core.estimation.frozen import replace
+from service.core.estimation.memory import TrainConfig
 from service.core.pricing.cost import (
     NO_PURCHASE_PRICE,
     NoMatchingInstance,
@@ -17,6 +19,7 @@ from service.core.pricing.cost import (
     tco,
 )
 from service.core.pricing.shapes import NO_MATCHING_INSTANCE, DeployShape, InstanceNetwork
+from service.core.recommend.candidates import _placement
 from service.core.recommend.models import Option, Pool, RecommendData, RecommendQuestion
 from service.core.recommend.reasons import Reason, ReasonCode
 
@@ -110,6 +113,37 @@ def price_plan(
     if isinstance(p, ShapePrice):
         return PlanPrice(quote=p.quote, network=p.network)
     return PlanPrice(missing=p)
+
+
+RDMA_KINDS = frozenset({"efa", "infiniband", "roce", "yes"})
+"""Instance network kinds NCCL runs over RDMA (EFA through aws-ofi-nccl); any other, or none
+stated, is timed on NCCL's sockets."""
+
+
+def rented_network(
+    data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, shape: DeployShape
+) -> tuple[float, bool] | None:
+    """(Gb/s per node, RDMA) between the nodes of the instance type ``shape`` is rented on:
+    a plan over several rented nodes is timed on that network, not on a DGX node's default
+    (a GCP A2 has 100 Gb/s without RDMA, an AWS p4d 400). None: not rented over nodes, or
+    nothing prices it (the default network stays, and the plan shows no price)."""
+    if q.constraints.pools is not None or shape.nodes <= 1 or shape.independent:
+        return None
+    net = price_plan(data, q, gpu, shape).network
+    if net is None or not net.inter_node_gbps:
+        return None
+    return net.inter_node_gbps, (net.rdma or "") in RDMA_KINDS
+
+
+def on_rental(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, cfg: TrainConfig) -> TrainConfig:
+    """A training plan over rented nodes, timed on the network of the instance type it is priced
+    on (:func:`rented_network`) unless the workload states one."""
+    if cfg.network_gbps_per_node:
+        return cfg
+    nodes, per = _placement(gpu, cfg.gpu_count, q.constraints)
+    shape = deploy_shape(gpu, nodes, per, tensor_parallel=cfg.tensor_parallel, sharding=cfg.sharding)
+    net = rented_network(data, q, gpu, shape)
+    return cfg if net is None else replace(cfg, gpus_per_node=per, network_gbps_per_node=net[0], rdma=net[1])
 
 
 def owned_tco(

@@ -23,15 +23,16 @@ def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
     end of the time band, rounded up to the minute), SkyPilot and torchrun arguments."""
     names = names or GpuNames()
     serve = o.serve
-    per_pod = serve.tensor_parallel if serve is not None else o.gpus_per_node
-    pods = serve.replicas if serve is not None else o.nodes
+    unit, units = _serving_unit(o)
+    per_pod = min(unit, o.gpus_per_node) if serve is not None else o.gpus_per_node
+    pods = units * -(-unit // per_pod) if serve is not None else o.nodes
     selector = {"nvidia.com/gpu.product": names.gfd} if o.gpu.vendor == "nvidia" and names.gfd else {}
     gres_type = bare_slug(o.gpu.slug, o.gpu.vendor or "").lower()  # a placeholder: gres.conf is the site's
     if serve is not None:
-        # one job per replica (a job array): a replica is TP GPUs of one node
-        slurm = ["--nodes=1", f"--gres=gpu:{gres_type}:{serve.tensor_parallel}"]
-        if serve.replicas > 1:
-            slurm.append(f"--array=0-{serve.replicas - 1}")
+        # one job per replica (a job array): a replica is TP GPUs of one node, or whole nodes
+        slurm = [f"--nodes={-(-unit // per_pod)}", f"--gres=gpu:{gres_type}:{per_pod}"]
+        if units > 1:
+            slurm.append(f"--array=0-{units - 1}")
     else:
         slurm = [f"--nodes={o.nodes}", f"--gres=gpu:{gres_type}:{o.gpus_per_node}"]
     if o.train is not None:
@@ -42,11 +43,11 @@ def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
         h, m = divmod(rem, 60)
         slurm.append(f"--time={d}-{h:02d}:{m:02d}:00" if d else f"--time={h:02d}:{m:02d}:00")
     sky: dict[str, object] | None = None
-    if names.skypilot and serve is not None:  # SkyServe: each replica a TP group on one node
+    if names.skypilot and serve is not None:  # SkyServe: each replica a TP group, on its node(s)
         sky = {
-            "accelerators": f"{names.skypilot}:{serve.tensor_parallel}",
-            "num_nodes": 1,
-            "replicas": serve.replicas,
+            "accelerators": f"{names.skypilot}:{per_pod}",
+            "num_nodes": -(-unit // per_pod),
+            "replicas": units,
         }
     elif names.skypilot:
         sky = {"accelerators": f"{names.skypilot}:{o.gpus_per_node}", "num_nodes": o.nodes}
@@ -72,3 +73,16 @@ def scheduling(o: Option, names: GpuNames | None) -> Scheduling:
         skypilot=sky,
         torchrun=torchrun,
     )
+
+
+def _serving_unit(o: Option) -> tuple[int, int]:
+    """(GPUs, count) of what a serving plan is scheduled as: its replicas of TP GPUs each (a
+    replica larger than a node spans whole nodes), or a disaggregated plan's pools as one unit
+    -- every prompt's KV cache moves from a prefill to a decode GPU, so they run together."""
+    serve = o.serve
+    if serve is None:
+        return o.gpus_per_node, o.nodes
+    dis = serve.disaggregated
+    if dis is not None:
+        return dis.prefill_gpus + dis.decode_gpus, 1
+    return serve.tensor_parallel, serve.replicas

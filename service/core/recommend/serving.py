@@ -12,11 +12,7 @@ from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.engine_support import served_format
 from service.core.estimation.estimate import Estimate, Job, estimate
-from service.core.estimation.memory import (
-    InferenceConfig,
-    MemoryEstimate,
-    estimate_inference,
-)
+from service.core.estimation.memory import InferenceConfig, MemoryEstimate, estimate_inference
 from service.core.estimation.serving import (
     CONTINUOUS_EFFICIENCIES,
     ENGINE_CLASSES,
@@ -25,9 +21,7 @@ from service.core.estimation.serving import (
     serve_at_rate,
 )
 from service.core.estimation.serving_disagg_layout import Disaggregation
-from service.core.pricing.cost import (
-    cost_per_million_tokens,
-)
+from service.core.pricing.cost import cost_per_million_tokens
 from service.core.recommend.candidates import _Counter, _gib, _pool_shape
 from service.core.recommend.deployment import price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
@@ -46,6 +40,14 @@ from service.core.recommend.serving_formats import formats_for
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
 from service.core.recommend.serving_misses import closest_miss, headroom, latency_miss
+from service.core.recommend.serving_nodes import (
+    SPANNING_ENGINES,
+    across_nodes,
+    powers_of_two,
+    replica_nodes,
+    spans,
+    splits_heads,
+)
 from service.core.recommend.serving_offline import (
     deadline_met,
     offline_hours,
@@ -81,6 +83,7 @@ class _ServingSearch:
         self.missed: dict[str, tuple[Option, Reason]] = {}
         """By slug: the fastest plan that misses the deadline and why (shown where no plan meets it)."""
         self._mem: dict[tuple[str, int], MemoryEstimate] = {}
+        self.spanning: set[str] = set()  # GPUs (slugs) whose replicas span nodes (:meth:`must_span`)
         self.host_floor_s = 0.0
         """Eager generate launches every op of a decode step from Python: the host profile's
         dispatch cost per op bounds TPOT from below on every GPU alike (``service.core.estimation.serving``)."""
@@ -117,11 +120,9 @@ class _ServingSearch:
         return self._mem[key]
 
     def tp_degrees(self, gpu: GpuSpec, cap: int) -> tuple[list[int], int]:
-        """TP degrees that divide the KV heads or are a multiple of them (each head replicated,
-        as vLLM and SGLang do), up to the NVLink domain (8 on a PCIe node) and
-        the free GPUs of one node; the second value is what placement allows per node."""
-        m = self.base.model
-        assert isinstance(m, DecoderSpec)
+        """TP degrees that split the heads (:func:`.serving_nodes.splits_heads`) up to the NVLink
+        domain (8 on a PCIe node) and the free GPUs of one node (the second value); where none
+        holds the model, whole multiples of the node: one replica over several nodes."""
         node = gpu.node
         top = max(node.nvlink_domain_size, 1) if node.nvlink_topology == "switched" else 8
         per_node = top
@@ -130,13 +131,25 @@ class _ServingSearch:
             per_node = shape[0]
         if self.q.constraints.nvlink_required and node.nvlink_topology == "pairwise":
             top = min(top, 2)
-        out = []
-        k = 1
-        while k <= min(top, cap, 64):
-            if m.num_kv_heads % k == 0 or (k % m.num_kv_heads == 0 and m.num_heads % k == 0):
-                out.append(k)  # more ranks than KV heads: each head on k / kv_heads ranks
-            k *= 2
+        out = [k for k in powers_of_two(min(top, cap, 64)) if splits_heads(self.base.model, k)]
+        if self.must_span(gpu, out, per_node):
+            self.spanning.add(gpu.slug)
+            out += [
+                k for k in powers_of_two(min(cap, 64)) if k > per_node and self.placeable(gpu, k, per_node)
+            ]
         return out, per_node
+
+    def must_span(self, gpu: GpuSpec, tps: list[int], per_node: int) -> bool:
+        """No weight format at any TP degree inside one node holds a replica: the only serving
+        left is over several nodes (searched only then: slower, and no cheaper)."""
+        if self.base.engine not in SPANNING_ENGINES or self.base.disaggregated or self.base.expert_parallel:
+            return False
+        usable, inside = int(gpu.fit_memory_bytes or 0), [tp for tp in tps if tp <= per_node]
+        return not any(self.memory(fmt, tp).fits(usable) for fmt in self.formats_on(gpu) for tp in inside)
+
+    def placeable(self, gpu: GpuSpec, tp: int, per_node: int) -> bool:
+        """Inside one node, or over whole nodes where nothing fits one (:func:`.serving_nodes.spans`)."""
+        return tp <= per_node or (gpu.slug in self.spanning and spans(self.base.model, tp, per_node))
 
     def bound(self, gpu: GpuSpec, cap: int) -> float | None:
         """A lower bound on the objective from the roofline: every decode step streams the
@@ -151,7 +164,7 @@ class _ServingSearch:
             (fmt, tp)
             for fmt in self.formats_on(gpu)
             for tp in tps
-            if tp <= per_node and self.memory(fmt, tp).fits(usable)
+            if self.placeable(gpu, tp, per_node) and self.memory(fmt, tp).fits(usable)
         ]
         if not fitting:
             return None
@@ -175,7 +188,7 @@ class _ServingSearch:
         usable = int(gpu.fit_memory_bytes or 0)
         tps, per_node = self.tp_degrees(gpu, cap)
         fits = [(fmt, tp) for fmt in self.formats_on(gpu) for tp in tps if self.memory(fmt, tp).fits(usable)]
-        if fits and any(tp <= per_node for _f, tp in fits):
+        if fits and any(self.placeable(gpu, tp, per_node) for _f, tp in fits):
             return None
         found = self.options(gpu, cap)
         return found if isinstance(found, Exclusion) else None
@@ -207,7 +220,7 @@ class _ServingSearch:
                     if smallest_need is None or need < smallest_need[0]:
                         smallest_need = (need, tp, fmt)
                     continue
-                if tp > per_node:
+                if not self.placeable(gpu, tp, per_node):
                     placement_block = tp if placement_block is None else min(placement_block, tp)
                     continue
                 if no_time:
@@ -224,7 +237,7 @@ class _ServingSearch:
                 )
                 if fewest is not None and tp > fewest:
                     break  # one replica of this TP already needs more GPUs than the best plan
-                found = self._plan(gpu, fmt, tp, cap, usable, mem, fewest)
+                found = self._plan(gpu, fmt, tp, cap, usable, mem, fewest, per_node)
                 if isinstance(found, Reason):
                     if found.code in ("MISSES_TTFT", "MISSES_TPOT"):
                         latency_miss = closest_miss(latency_miss, found)
@@ -237,7 +250,8 @@ class _ServingSearch:
                     fastest or targets or self.offline
                 ):
                     break  # no load to size and nothing to meet: the smallest TP group that fits
-        candidates += layout_options(self, gpu, cap, tps, per_node, candidates)
+        one_node = [tp for tp in tps if tp <= per_node]
+        candidates += layout_options(self, gpu, cap, one_node, per_node, candidates)
         if not candidates:
             return no_plan(
                 self,
@@ -287,11 +301,13 @@ class _ServingSearch:
         usable: int,
         mem: MemoryEstimate,
         fewest: int | None = None,
+        per_node: int = 8,
     ) -> Option | Reason | None:
         """The fewest replicas of TP ``tp`` that meet the targets at the rate (None: not fewer
         GPUs than ``fewest``, found by a smaller TP of the same format); for ``fastest``, the
         fewest replicas within :data:`NEAR_TIE` of the lowest TPOT the GPU limit allows."""
-        cfg = replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1)
+        nodes = replica_nodes(self.data, self.q, gpu, tp, per_node)
+        cfg = replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1, nodes=nodes)
         if self.continuous and self.rate is not None:
             sized = self._size_for_rate(gpu, cfg, tp, cap, fewest)
             if sized is None or isinstance(sized, Reason):
@@ -372,8 +388,10 @@ class _ServingSearch:
         # one served the rate, and a plan under the GPU limit was given up unevaluated
         least = replicas_needed(d, w, seqs, rate, s.tpot_target_s)
         guess = max(1, math.ceil(least))
-        if least > max_rep * GUESS_MARGIN:
-            return Reason("OVER_GPU_LIMIT", {**over.params, "replicas_at_least": math.ceil(least)})
+        if least > max_rep * GUESS_MARGIN:  # unless no count helps: a lone request misses already
+            return lone_misses() or Reason(
+                "OVER_GPU_LIMIT", {**over.params, "replicas_at_least": math.ceil(least)}
+            )
         floor = max(0, int(least / GUESS_MARGIN) - 1)  # taken as too few: the search starts there
         if fewest is not None:
             most = fewest // tp  # ties go to the larger TP (lower latency)
@@ -465,7 +483,8 @@ class _ServingSearch:
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
             reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound, cfg.disaggregated)
             + published_run(full, name)
-            + deadline_met(self.q.constraints.deadline_hours, hours),
+            + deadline_met(self.q.constraints.deadline_hours, hours)
+            + across_nodes(cfg, gpu),
             cost_per_million_tokens=cpm,
             run_cost=offline_run_cost(hourly, hours),
             needs_nvlink=deploy.needs_gpu_link,

@@ -8,6 +8,7 @@ import math
 
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.memory import InferenceConfig
+from service.core.estimation.network import replica_layout
 from service.core.estimation.serving_disagg import disagg_layout
 from service.core.pricing.shapes import DeployShape
 from service.core.recommend.candidates import _placement, _pool_shape
@@ -25,10 +26,18 @@ def serving_shape(gpu: GpuSpec, cfg: InferenceConfig, tp: int) -> DeployShape:
     as unlinked single-GPU rentals (nor across nodes without a stated network)."""
     dis = cfg.disaggregated
     if dis is None:
-        return deploy_shape(gpu, cfg.replicas, tp, tensor_parallel=tp, replicas=True)
+        return replica_shape(gpu, cfg.replicas, tp, replica_layout(cfg.nodes, gpu, tp).gpus_per_node)
     layout = disagg_layout(dis, gpu)
     per = min(dis.prefill_gpus + dis.decode_gpus, layout.gpus_per_node)
     return deploy_shape(gpu, layout.nodes, per, tensor_parallel=max(tp, 2))
+
+
+def replica_shape(gpu: GpuSpec, replicas: int, tp: int, per_node: int) -> DeployShape:
+    """Independent replicas of TP ``tp`` inside a node each; one over several whole nodes of
+    ``per_node`` GPUs is those nodes, linked by the network its all-reduces cross."""
+    if tp <= per_node:
+        return deploy_shape(gpu, replicas, tp, tensor_parallel=tp, replicas=True)
+    return deploy_shape(gpu, replicas * (tp // per_node), per_node, tensor_parallel=tp)
 
 
 def serving_layout(
@@ -52,7 +61,8 @@ def replicas_per_hour(
     data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, tp: int, reps: int
 ) -> float | None:
     """The hourly price of ``reps`` replicas of TP ``tp`` (None where nothing prices them)."""
-    hourly = price_plan(data, q, gpu, deploy_shape(gpu, reps, tp, tensor_parallel=tp, replicas=True)).hourly
+    per_node = _placement(gpu, tp, q.constraints)[1] if tp > 1 else 1
+    hourly = price_plan(data, q, gpu, replica_shape(gpu, reps, tp, per_node)).hourly
     return hourly.per_hour if hourly is not None else None
 
 

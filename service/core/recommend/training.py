@@ -21,6 +21,7 @@ from service.core.pricing.cost import (
     cost_per_million_tokens,
     run_cost,
 )
+from service.core.recommend import deployment as dep
 from service.core.recommend.candidates import (
     _Counter,
     _gib,
@@ -30,7 +31,6 @@ from service.core.recommend.candidates import (
     measured_elsewhere,
     on_pool,
 )
-from service.core.recommend.deployment import deploy_shape, gpu_hour_floor, instance_sizes, price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
 from service.core.recommend.ranking import _objective_value as objective_value
 from service.core.recommend.ranking import admitted, bounded, ratio_half_width
@@ -305,7 +305,7 @@ class _TrainingSearch:
 
     def _gpu_hour_floor(self, gpu: GpuSpec) -> float | None:
         """The lowest price of one GPU-hour of ``gpu`` any plan of it can pay (rented or owned)."""
-        return gpu_hour_floor(self.data, self.q, gpu)
+        return dep.gpu_hour_floor(self.data, self.q, gpu)
 
     def screen(self, gpu: GpuSpec, cap: int) -> Exclusion | None:
         """The memory verdict alone (breakdowns are shared, so this is cheap): the exclusion a
@@ -357,7 +357,7 @@ class _TrainingSearch:
             _fastest(timed, ladder, self._node(gpu))
         cost = self.q.objective in ("cheapest", "cost_per_million_tokens") and self._may_win(gpu, first)
         if cost or bounded(self.q):
-            for n in _doubling(ladder, self._node(gpu), instance_sizes(self.data, self.q, gpu)):
+            for n in _doubling(ladder, self._node(gpu), dep.instance_sizes(self.data, self.q, gpu)):
                 timed.best(n)  # GPU-hours need not grow with the count (fewer optimizer steps)
         found = timed.all()
         primary = _choose(found, self.q.objective, deadline, lambda o: admitted(o, self.q, self.data))
@@ -446,6 +446,7 @@ class _TrainingSearch:
 
     def _option(self, gpu: GpuSpec, plan: _Plan, usable: int) -> Option | None:
         cfg = on_pool(plan.cfg, gpu, self.q.constraints)  # the pool's nodes and network, for the collectives
+        cfg = dep.on_rental(self.data, self.q, gpu, cfg)  # else the rented instance's network
         job = replace(self.job, config=cfg, solve_for=None)
         measured = self.data.measured(gpu, job) if self.data.measured is not None else None
         self.counter.timed += 1
@@ -468,8 +469,8 @@ class _TrainingSearch:
         hours = t.time_to_train_s / 3600.0 if t.time_to_train_s else None
         hb = t.time_to_train_band
         hours_band = (hb.low / 3600.0, hb.high / 3600.0) if hb is not None else None
-        deploy = deploy_shape(gpu, nodes, per, tensor_parallel=cfg.tensor_parallel, sharding=cfg.sharding)
-        priced = price_plan(self.data, self.q, gpu, deploy, hours=hours, hours_band=hours_band)
+        deploy = dep.deploy_shape(gpu, nodes, per, tensor_parallel=cfg.tensor_parallel, sharding=cfg.sharding)
+        priced = dep.price_plan(self.data, self.q, gpu, deploy, hours=hours, hours_band=hours_band)
         quote, hourly = priced.quote, priced.hourly
         tps = t.tokens_per_s
         time_value = hours if hours is not None else (1e6 / tps if tps > 0 else math.inf)
