@@ -242,3 +242,33 @@ def test_mtp_speculation_loads_the_checkpoints_draft_layer(client: TestClient) -
     assert 0.6 < extra_gb < 1.2, extra_gb  # ~11.5B x 0.5625 B / 8 GPUs
     assert mtp["memory"]["components"]["kv_cache"] > plain["memory"]["components"]["kv_cache"]
     assert mtp["serving"]["max_concurrency_per_replica"] <= plain["serving"]["max_concurrency_per_replica"]
+
+
+def test_an_eagle_draft_head_is_resident_too(client: TestClient) -> None:
+    """EAGLE drafts with one decoder layer on the target's features (embedding and LM head
+    shared): Llama-3.1-8B's is ~218M parameters, 0.44 GB in bf16 beside the 16.06 GB model, plus
+    one layer's KV per token (1/32 more) -- both were left out, so the memory was the same with
+    and without speculation. n-gram drafting runs on the host and holds nothing."""
+    body = {
+        "model": "llama3.1-8b",
+        "gpu": "nvidia-h100-sxm",
+        "mode": "inference",
+        "engine": "sglang",
+        "input_len": 4096,
+        "output_len": 256,
+        "concurrency": 16,
+    }
+    plain = client.post("/v1/estimate", json=body).json()["memory"]["components"]
+    answers = {
+        method: client.post(
+            "/v1/estimate",
+            json={**body, "speculative": {"method": method, "draft_tokens": 3, "acceptance_rate": 0.7}},
+        ).json()["memory"]["components"]
+        for method in ("eagle", "ngram")
+    }
+    extra_gb = (answers["eagle"]["weights"] - plain["weights"]) / 1e9
+    assert 0.4 < extra_gb < 0.5, extra_gb  # one decoder layer in bf16
+    assert answers["eagle"]["kv_cache"] == plain["kv_cache"] * 33 / 32
+    assert (
+        answers["ngram"]["weights"] == plain["weights"] and answers["ngram"]["kv_cache"] == plain["kv_cache"]
+    )

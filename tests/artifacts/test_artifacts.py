@@ -159,6 +159,21 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "constraints": {"allowed_gpus": ["nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 32},
         "objective": "cheapest",
     },
+    # the serving features the plan was sized with reach the engine (LoRA slots, speculation)
+    "lora_and_eagle_sglang": {
+        "workload": {
+            "model": "llama3.1-8b",
+            "mode": "inference",
+            "engine": "sglang",
+            "input_len": 4096,
+            "output_len": 256,
+            "concurrency": 16,
+            "speculative": {"method": "eagle", "draft_tokens": 3, "acceptance_rate": 0.75},
+            "lora": {"adapters": 8, "max_loras": 4},
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 1},
+        "objective": "fastest",
+    },
     "llama31_405b_two_nodes_vllm": {
         "workload": {
             "model": "llama3.1-405b",
@@ -429,3 +444,33 @@ def test_artifacts_are_read_like_the_answer(client: TestClient, read_key: str, s
     assert client.get(url, params={"target": "kubernetes"}, headers=auth(read_key)).status_code == 200
     assert client.get(url, params={"target": "kubernetes"}, headers=auth(submit_key)).status_code == 404
     assert client.get(url, params={"target": "kubernetes"}).status_code == 404
+
+
+def test_the_engine_is_started_with_the_features_the_plan_was_sized_with(client: TestClient) -> None:
+    """LoRA slots and speculative decoding change memory and TPOT; the server every target starts
+    carries them (vLLM and SGLang flags; the draft head and adapters are fill-ins), not a plain
+    server that cannot load the adapters and decodes at the speed without speculation."""
+    flags = {
+        "vllm": [
+            "--enable-lora --max-loras 4 --max-lora-rank 16",
+            "--speculative-config",
+            '"num_speculative_tokens":3',
+        ],
+        "sglang": [
+            "--enable-lora --max-loras-per-batch 4 --max-lora-rank 16",
+            "--speculative-algorithm EAGLE --speculative-draft-model-path FILL-IN --speculative-num-steps 3",
+            "--speculative-num-draft-tokens 4",
+        ],
+    }
+    for engine, expected in flags.items():
+        body = SCENARIOS["lora_and_eagle_sglang"]
+        doc = _ask(client, {**body, "workload": {**body["workload"], "engine": engine}})
+        for target in ("kubernetes", "slurm", "skypilot"):
+            art = _artifact(client, doc["recommendation_id"], target, 1)
+            for flag in expected:
+                assert flag in art["content"].replace('\\"', '"'), (engine, target, flag)
+            fills = " ".join(art["fill_in"])
+            assert "LORA_ADAPTERS" in fills and "DRAFT_MODEL" in fills, (engine, target, fills)
+    plain = _ask(client, SCENARIOS["7b_chat_tpot"])
+    art = _artifact(client, plain["recommendation_id"], "slurm", 1)
+    assert "--enable-lora" not in art["content"] and "--speculative" not in art["content"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from service.core.deploy.features import feature_args, feature_fill_ins
 from service.core.deploy.plan import DeployOption, DeployPlan
 
 FILL = "FILL-IN"
@@ -128,7 +129,7 @@ def fill_ins(plan: DeployPlan, o: DeployOption) -> tuple[FillIn, ...]:
         ),
     )
     if o.serving:
-        return common
+        return (*common, *(FillIn(n, w) for n, w in feature_fill_ins(plan, o)))
     return (*common, FillIn("TRAIN_SCRIPT", "your training entry point (reads the GPU_ADVISOR_* settings)"))
 
 
@@ -167,7 +168,7 @@ def serve_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str | None = N
             argv += ["--enable-expert-parallel"]
         if o.nodes_per_replica > 1:
             argv += ["--distributed-executor-backend", "ray"]
-        return tuple(argv)
+        return (*argv, *feature_args(plan, o))
     # hf-transformers: Hugging Face's own server (TGI) shards with --num-shard
     argv = ["text-generation-launcher", "--model-id", model, "--num-shard", tp, "--port", str(SERVE_PORT)]
     return (*argv, *(("--max-total-tokens", str(length)) if length else ()))
@@ -187,6 +188,7 @@ def _sglang_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str) -> tupl
         argv += ["--kv-cache-dtype", "fp8_e4m3"]
     if o.expert_parallel:
         argv += ["--enable-dp-attention", "--dp", tp, "--ep-size", tp]
+    argv += feature_args(plan, o)
     if o.nodes_per_replica > 1:  # every node runs the server, each with its rank
         argv += ["--nnodes", str(o.nodes_per_replica), "--node-rank", NODE_RANK]
         argv += ["--dist-init-addr", f"{HEAD_ADDR}:{RDZV_PORT}"]

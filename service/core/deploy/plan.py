@@ -21,6 +21,23 @@ class SchedulerNames:
 
 
 @dataclass(frozen=True, slots=True)
+class ServingFeatures:
+    """The serving features the question sized the plan with, which the engine must be started
+    with: multi-LoRA (``lora_adapters`` > 0; ``max_loras`` resident, rank ``lora_rank``) and
+    speculative decoding (``speculative``: ``eagle``, ``mtp`` or ``ngram``, ``draft_tokens`` a
+    step)."""
+
+    lora_adapters: int = 0
+    lora_rank: int = 0
+    max_loras: int = 0
+    speculative: str | None = None
+    draft_tokens: int = 0
+
+
+NO_FEATURES = ServingFeatures()
+
+
+@dataclass(frozen=True, slots=True)
 class DeployOption:
     """One ranked option, everything a scheduler must be told (nothing dropped)."""
 
@@ -98,6 +115,7 @@ class DeployPlan:
     checkpoint_format: str = "none"
     """The weight format the model's published checkpoint ships in (a plan in it loads that
     checkpoint as it is)."""
+    features: ServingFeatures = NO_FEATURES
 
     def option(self, rank: int) -> DeployOption | None:
         return next((o for o in self.options if o.rank == rank), None)
@@ -105,6 +123,10 @@ class DeployPlan:
 
 def _int(v: Any) -> int | None:
     return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _mapping(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
 
 
 def _str(v: Any) -> str | None:
@@ -194,4 +216,17 @@ def plan_of(
         network_gbit_per_s=float(gbps) if isinstance(gbps, int | float) else None,
         options=tuple(_option(o, names) for o in response.get("options") or ()),
         checkpoint_format=checkpoint_format,
+        features=_features((response.get("asked") or {}).get("workload") or {}),
+    )
+
+
+def _features(workload: Mapping[str, Any]) -> ServingFeatures:
+    """The workload's multi-LoRA and speculative decoding, as the question asked them."""
+    lora, spec = _mapping(workload.get("lora")), _mapping(workload.get("speculative"))
+    return ServingFeatures(
+        lora_adapters=_int(lora.get("adapters")) or 0,
+        lora_rank=_int(lora.get("rank")) or 0,
+        max_loras=_int(lora.get("max_loras")) or 0,
+        speculative=_str(spec.get("method")),
+        draft_tokens=_int(spec.get("draft_tokens")) or 0,
     )

@@ -231,7 +231,7 @@ def estimate_inference(c: InferenceConfig) -> MemoryEstimate:
         per_seq = min(per_seq, m.sliding_window)
         prompt = min(prompt, m.sliding_window)
     shards = tp if c.expert_parallel else m.kv_shards(tp)  # EP: each sequence whole on one GPU
-    kv_token = m.kv_cache_bytes_per_token(c.kv_bytes) * _mtp_kv_layers(c)
+    kv_token = m.kv_cache_bytes_per_token(c.kv_bytes) * draft_kv_layers(c)
     kv = kv_token * float(c.batch_size * per_seq) / shards
     kv_prompt = kv_token * float(c.batch_size * prompt) / shards
     T = float(c.batch_size * c.input_len)
@@ -284,26 +284,33 @@ def _weights_per_gpu(c: InferenceConfig, compute_bytes: int) -> float:
     expert parallelism the non-routed weights whole and ``1 / tp`` of the routed experts."""
     w = weight_bytes(c.model, c.weight_format, compute_bytes)
     if not c.expert_parallel:
-        return w / c.tensor_parallel * mtp_weight_factor(c)
+        return w / c.tensor_parallel * draft_weight_factor(c)
     experts = expert_weight_bytes(c.model, c.weight_format, compute_bytes)
-    return (w - experts + experts / c.tensor_parallel) * mtp_weight_factor(c)
+    return (w - experts + experts / c.tensor_parallel) * draft_weight_factor(c)
 
 
-def mtp_weight_factor(c: InferenceConfig) -> float:
-    """1 + the MTP modules' share of the weights when speculative decoding drafts with them: the
-    engine loads the checkpoint's next-token layer(s) (DeepSeek-V3: one MoE decoder layer, about
-    11.5B parameters) beside the model, sharing its embedding and head; their KV is
-    :func:`_mtp_kv_layers`'."""
+def draft_weight_factor(c: InferenceConfig) -> float:
+    """1 + the draft's share of the weights when speculative decoding drafts on the GPU: the
+    checkpoint's MTP module(s) (DeepSeek-V3: one MoE decoder layer, about 11.5B parameters), or an
+    EAGLE head (one decoder layer on the target's features), each sharing the model's embedding
+    and LM head; their KV is :func:`draft_kv_layers`'. n-gram lookup drafts on the host."""
     m = c.model
-    if c.speculative != "mtp" or not m.mtp_layers or not m.total_params:
+    if not m.total_params:
+        return 1.0
+    if c.speculative == "eagle":
+        return 1.0 + float(m.active_params_per_layer) / m.total_params
+    if c.speculative != "mtp" or not m.mtp_layers:
         return 1.0
     own = m.mtp_params - m.mtp_layers * 2 * m.vocab_size * m.hidden_size  # embedding and head: shared
     return 1.0 + max(0, own) / m.total_params
 
 
-def _mtp_kv_layers(c: InferenceConfig) -> float:
-    """1 + the MTP layers over the model's: each drafting layer keeps its own KV per token."""
+def draft_kv_layers(c: InferenceConfig) -> float:
+    """1 + the drafting layers over the model's: each keeps its own KV per token (an EAGLE head
+    one layer, the MTP modules theirs)."""
     m = c.model
+    if c.speculative == "eagle":
+        return 1.0 + 1.0 / m.num_layers
     return 1.0 + m.mtp_layers / m.num_layers if c.speculative == "mtp" and m.mtp_layers else 1.0
 
 

@@ -16,8 +16,8 @@ from service.core.estimation import serving_moe
 from service.core.estimation.fp4 import FP4_WEIGHT_FORMATS, fp4_tensor_cores
 from service.core.estimation.memory import (
     InferenceConfig,
+    draft_weight_factor,
     expert_weight_bytes,
-    mtp_weight_factor,
     weight_bytes,
 )
 from service.core.estimation.network import link_bytes_per_s, link_name, replica_layout, tp_all_reduce
@@ -414,7 +414,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         kv_per_token=kv_token,
         ep_a2a_bytes=ep.a2a_bytes_per_token if ep else 0.0,
         ep_a2a_count=ep.a2a_count if ep else 0,
-        w_resident=w_all * (mtp_weight_factor(c) - 1.0),
+        w_resident=w_all * (draft_weight_factor(c) - 1.0),
         moe_floor_s=serving_moe.moe_floor_s(m),
         ew_per_token=2.0 * m.num_layers * (8.0 * h + 2.0 * (q + 2.0 * kvd) + 3.0 * f_act),
         peak_gemm=peak,
