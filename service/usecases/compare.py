@@ -645,13 +645,13 @@ def _results(
     snap: Snapshot, slugs: Sequence[str], k: int, only: str | None
 ) -> tuple[tuple[ResultLine, ...], tuple[str, ...]]:
     """One line per measured configuration: the compared GPUs' own measurements, the others
-    estimated. Asked for a workload none of them measured, the configurations of it measured on
-    other GPUs, every cell estimated and anchored on those measurements (the second value: those
-    GPUs), rather than no line at all."""
+    estimated. Where none of them measured the workload asked (or any, when none is asked), the
+    configurations measured on other GPUs, every cell estimated and anchored on those
+    measurements (the second value: those GPUs), rather than no line at all."""
     rows, params_of = _rows(snap, slugs, only)
     elsewhere: tuple[str, ...] = ()
     anchors: dict[tuple[str, str], dict[str, MeasuredCellStacks]] = {}
-    if not rows and only is not None:
+    if not rows:  # the blog-post question (L40 vs L20): the table still compares them
         others = [g for g in snap.measurements.by_gpu if g not in slugs]
         anchors, params_of = _rows(snap, others, only)
         rows = {key: {} for key in anchors}

@@ -1224,3 +1224,47 @@ def test_the_accumulation_what_if_on_several_gpus_is_a_global_batch_they_can_run
     }
     again = _ask(client, followed)["options"]
     assert again and again[0]["strategy"]["gpu_count"] <= w["gpu_count"], again
+
+
+def test_volta_and_turing_are_offered_in_fp16(client: TestClient) -> None:
+    """LoRA of Llama-2-7B asked without a precision runs in bf16, which V100 and T4 lack: they are
+    excluded (PRECISION_UNSUPPORTED), and the answer says what runs there -- fp16 with loss
+    scaling -- as a what-if that, followed, gives that plan; the estimate's 422 names it too."""
+    workload = {
+        "model": "llama2-7b",
+        "mode": "fine-tuning",
+        "finetune": "lora",
+        "batch_size": 1,
+        "seq_len": 2048,
+    }
+    constraints = {"allowed_gpus": ["T4", "nvidia-v100-sxm2-32gb"], "max_gpus": 1}
+    doc = _ask(
+        client, {"workload": {**workload, "tokens": 1e7}, "constraints": constraints, "objective": "cheapest"}
+    )
+    assert doc["options"] == []
+    assert {e["code"] for e in doc["excluded"] if e["gpu"]["slug"] == "nvidia-v100-sxm2-32gb"} == {
+        "PRECISION_UNSUPPORTED"
+    }
+    (w,) = [w for w in doc["what_if"] if w["code"] == "WITH_FP16"]
+    assert w["change"] == {"workload.precision": "fp16"} and w["gpu"] == "nvidia-v100-sxm2-32gb"
+    followed = _ask(
+        client,
+        {
+            "workload": {**workload, "tokens": 1e7, "precision": "fp16"},
+            "constraints": constraints,
+            "objective": "cheapest",
+        },
+    )
+    top = followed["options"][0]
+    assert (top["gpu"]["slug"], top["strategy"]["gpu_count"]) == (w["gpu"], w["gpu_count"])
+    stated = _ask(
+        client,
+        {
+            "workload": {**workload, "tokens": 1e7, "precision": "bf16"},
+            "constraints": constraints,
+            "objective": "cheapest",
+        },
+    )
+    assert not [w for w in stated["what_if"] if w["code"] == "WITH_FP16"]  # the caller chose bf16
+    r = client.post("/v1/estimate", json={**workload, "gpu": "nvidia-v100-sxm2-32gb"})
+    assert r.status_code == 422 and "precision fp16 runs" in r.json()["detail"], r.text

@@ -30,9 +30,7 @@ _TARGETS_EN = {
 }
 _LOADS_EN = {"rate": "{rate} req/s", "concurrency": "{concurrency} requests in flight per replica"}
 _WHATIF_EN = " it fits on {gpu_count}x {gpu} ({needed_gib} of {usable_gib} GiB per GPU)"
-_WHATIF_INSTEAD_EN = (
-    " it fits on {gpu_count}x {gpu} instead of {instead_of} ({needed_gib} of {usable_gib} GiB per GPU)"
-)
+_WHATIF_INSTEAD_EN = " it fits on {gpu_count}x {gpu} instead of the {instead_of} it needs as asked ({needed_gib} of {usable_gib} GiB per GPU)"
 _RECIPE_EN = (
     "optimizer states: {precision} AdamW, {bytes_per_param} B per parameter for weights, gradients and "
     "both moments; the other common recipe ({other_precision}, {other_bytes_per_param} B per parameter)"
@@ -264,6 +262,10 @@ EN: Final[Table] = {
         "": "with FP8 weights one replica fits on TP{tensor_parallel} of the {gpu} instead of "
         "TP{instead_of} ({needed_gib} of {usable_gib} GiB)"
     },
+    C.WITH_FP16: {
+        "": "with precision {precision} (loss-scaled 16-bit floats; the {gpu} has FP16 tensor cores but "
+        "no bf16) it runs on {gpu_count}x {gpu} ({needed_gib} of {usable_gib} GiB per GPU)"
+    },
     C.NO_OPTION: {"": "no option meets the constraints; {excluded} GPUs were excluded (see excluded)"},
     C.NO_PLAN_MEETS_DEADLINE: {
         "": "no plan meets the {deadline_hours} h deadline; the fastest plan found is shown: "
@@ -334,9 +336,7 @@ _TARGETS_ZH = {
 }
 _LOADS_ZH = {"rate": "以 {rate} 请求/秒运行，", "concurrency": "每副本 {concurrency} 个并发请求，"}
 _WHATIF_ZH = "后，{gpu_count} 块 {gpu} 即可放下（每块 {needed_gib} / {usable_gib} GiB）"
-_WHATIF_INSTEAD_ZH = (
-    "后，{gpu_count} 块 {gpu} 即可放下（原需 {instead_of} 块）（每块 {needed_gib} / {usable_gib} GiB）"
-)
+_WHATIF_INSTEAD_ZH = "后，{gpu_count} 块 {gpu} 即可放下（按原设置至少需 {instead_of} 块）（每块 {needed_gib} / {usable_gib} GiB）"
 _RECIPE_ZH = (
     "优化器状态：{precision} AdamW，权重、梯度与两个动量每参数 {bytes_per_param} 字节；"
     "另一种常见做法（{other_precision}，每参数 {other_bytes_per_param} 字节）"
@@ -552,6 +552,10 @@ ZH: Final[Table] = {
     C.WITH_FP8_WEIGHTS: {
         "": "改用 FP8 权重后，一个副本在 {gpu} 上只需 TP{tensor_parallel}（原为 TP{instead_of}；每块 "
         "{needed_gib} / {usable_gib} GiB）"
+    },
+    C.WITH_FP16: {
+        "": "改用精度 {precision}（fp16 加损失缩放；{gpu} 有 FP16 张量核心但不支持 bf16）后，"
+        "{gpu_count} 块 {gpu} 即可运行（每块 {needed_gib} / {usable_gib} GiB）"
     },
     C.NO_OPTION: {"": "没有满足约束的方案；{excluded} 种 GPU 被排除（见 excluded）"},
     C.NO_PLAN_MEETS_DEADLINE: {

@@ -282,8 +282,12 @@ def _refuse_unsupported_precision(gpu: GpuSpec, job: Job) -> None:
     """A precision, weight format, KV-cache dtype or engine the GPU cannot run is refused, not
     estimated (:mod:`.engine_support`)."""
     if gpu.support_for(job.precision) == "no":
+        alt = {"bf16": "fp16", "amp_bf16": "amp_fp16"}.get(job.precision)
+        hint = f" (it has no bf16 tensor cores: precision {alt} runs, with loss scaling)" if alt else ""
+        if alt and gpu.support_for(alt) != "yes":
+            hint = ""
         raise InvalidConfiguration(
-            "precision", f"{gpu.slug} does not support {job.precision}", code="PRECISION_UNSUPPORTED"
+            "precision", f"{gpu.slug} does not support {job.precision}{hint}", code="PRECISION_UNSUPPORTED"
         )
     c = job.config
     if isinstance(c, InferenceConfig):

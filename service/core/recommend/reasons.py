@@ -71,6 +71,7 @@ class ReasonCode(StrEnum):
     WITH_FUSED_OPTIMIZER = "WITH_FUSED_OPTIMIZER"
     WITH_GRADIENT_ACCUMULATION = "WITH_GRADIENT_ACCUMULATION"
     WITH_FP8_WEIGHTS = "WITH_FP8_WEIGHTS"
+    WITH_FP16 = "WITH_FP16"
     # warnings
     NO_OPTION = "NO_OPTION"
     NO_PLAN_MEETS_DEADLINE = "NO_PLAN_MEETS_DEADLINE"
@@ -103,7 +104,7 @@ ReasonCodeName = Literal[
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "QUANTISED_WEIGHTS", "MULTI_NODE",
     "EXPERT_PARALLEL", "DISAGGREGATED", "LITTLE_HEADROOM",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_GRADIENT_ACCUMULATION",
-    "WITH_FP8_WEIGHTS",
+    "WITH_FP8_WEIGHTS", "WITH_FP16",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
     "BEYOND_CONTEXT",
     "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
@@ -320,6 +321,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("instead", {**_WHATIF, "global_batch": Count, "instead_of": Count}),
     ),
     ReasonCode.WITH_FP8_WEIGHTS: _one(gpu=Text, tensor_parallel=Count, instead_of=Count, needed_gib=Num, usable_gib=Num),
+    ReasonCode.WITH_FP16: _one(gpu=Text, gpu_count=Count, precision=Text, needed_gib=Num, usable_gib=Num),
     ReasonCode.NO_OPTION: _one(excluded=Count),
     ReasonCode.NO_PLAN_MEETS_DEADLINE: (
         Form("", {"deadline_hours": Num, **_GPU, "gpu_count": Count, "hours": Num}),

@@ -1,0 +1,67 @@
+"""The 16-bit what-if: a job in bf16 (the default) leaves out Volta and Turing GPUs (V100, T4,
+Quadro RTX), which have FP16 tensor cores but no bf16; the same job in fp16 (with loss scaling
+for training) runs on them. Where the answer has no option, or the caller named such GPUs, the
+search is asked again in fp16 on those GPUs alone and each plan it finds is a what-if."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Final
+
+from service.core.estimation.estimate import Job
+from service.core.recommend.candidates import _gib
+from service.core.recommend.models import (
+    Exclusion,
+    Option,
+    Recommendation,
+    RecommendData,
+    RecommendQuestion,
+    WhatIf,
+)
+
+__all__ = ["FP16_FOR", "fp16_what_ifs"]
+
+FP16_FOR: Final[dict[str, str]] = {"bf16": "fp16", "amp_bf16": "amp_fp16"}
+"""The fp16 precision that stands in for each bf16 one."""
+
+
+def fp16_what_ifs(
+    job: Job,
+    q: RecommendQuestion,
+    data: RecommendData,
+    excluded: Sequence[Exclusion],
+    options: Sequence[Option],
+    search: Callable[[Job, RecommendQuestion, RecommendData], Recommendation],
+) -> list[WhatIf]:
+    """``WITH_FP16`` for each GPU the default bf16 ruled out that runs the job in fp16 (the
+    precision not stated: a stated one is the caller's choice)."""
+    alt = FP16_FOR.get(job.precision)
+    if alt is None or "precision" in job.stated or (options and q.constraints.allowed_gpus is None):
+        return []
+    slugs = tuple(
+        e.gpu.slug
+        for e in excluded
+        if e.reason.code == "PRECISION_UNSUPPORTED" and e.gpu.support_for(alt) == "yes"
+    )
+    if not slugs:
+        return []
+    in_fp16 = replace(job, config=replace(job.config, precision=alt), stated=job.stated | {"precision"})
+    cons = replace(q.constraints, allowed_gpus=slugs)
+    found = search(in_fp16, replace(q, constraints=cons, limit=len(slugs)), data)
+    return [
+        WhatIf(
+            "WITH_FP16",
+            o.gpu,
+            o.gpu_count,
+            {"workload.precision": alt},
+            {
+                "gpu": o.gpu.name or o.gpu.slug,
+                "gpu_count": o.gpu_count,
+                "precision": alt,
+                "needed_gib": _gib(o.memory_high_bytes),
+                "usable_gib": _gib(o.usable_bytes),
+            },
+        )
+        for o in found.options
+    ]
