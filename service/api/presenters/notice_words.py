@@ -111,8 +111,10 @@ QUOTE_NOTE_WORDS: Final[Mapping[str, Mapping[str, str]]] = {
         "zh": "该价格标注为估计值，而非标价",
     },
     q.HOST_NOT_INCLUDED: {
-        "en": "a per-card purchase price: the server around it is not costed",
-        "zh": "按单卡采购价计算：未计入服务器本身",
+        "en": "a per-card purchase price: the server around it is not in the capital cost (its power is "
+        "in the energy, as host_power_fraction; node_overhead_fraction applies to per-node prices only)",
+        "zh": "按单卡采购价计算：资本成本未计入服务器本身（其功耗已按 host_power_fraction 计入电费；"
+        "node_overhead_fraction 只用于按整机计价的价格）",
     },
     q.SUSPECT_PRICE: {
         "en": "the price row failed a price-quality check (used only because suspect prices are allowed)",
