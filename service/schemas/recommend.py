@@ -290,15 +290,29 @@ class RecommendRequest(BaseModel):
     limit: JsonInt = Field(default=5, ge=1, le=50, description="ranked options returned")
     cost: CostAssumptionsIn = Field(default_factory=CostAssumptionsIn)
 
-    def to_core(self) -> RecommendQuestion:
-        job = self.workload.to_core()
+    def engine_assumed(self) -> str | None:
+        """The engine a load without a stated one is served on (a load means continuous batching)."""
         w = self.workload
-        assumed = None
         batch = w.mode == "inference" and bool(w.tokens)  # an offline batch: every request queued at once
-        if "engine" not in w.model_fields_set and (
+        if "engine" in w.model_fields_set or not (
             w.requests_per_s is not None or w.concurrency is not None or batch
         ):
-            assumed = DEFAULT_SERVING_ENGINE  # a load to serve means continuous batching
+            return None
+        return DEFAULT_SERVING_ENGINE
+
+    def asked(self) -> dict[str, Any]:
+        """The request as asked, defaults filled in -- the engine the search assumed among them, so
+        that the question asked again (a shared link restores the form from it) is this one."""
+        out = self.model_dump(mode="json")
+        assumed = self.engine_assumed()
+        if assumed is not None:
+            out["workload"]["engine"] = assumed
+        return out
+
+    def to_core(self) -> RecommendQuestion:
+        job = self.workload.to_core()
+        assumed = self.engine_assumed()
+        if assumed is not None:
             job = replace(job, engine=assumed)
         return RecommendQuestion(
             job=job,

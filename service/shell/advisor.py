@@ -178,12 +178,12 @@ class LocalAdvisor:
                     uow,
                     self.read,
                     req.to_core(),
-                    req.model_dump(mode="json"),
+                    req.asked(),
                     now=dt.datetime.now(dt.UTC),
                     price_stale_days=self.settings.price_stale_days,
                     owner=None,
                 )
-                doc = {**document(outcome), "asked": req.model_dump(mode="json")}
+                doc = {**document(outcome), "asked": req.asked()}
         except Exception as exc:
             raise self._refusal(exc) from None
         return localise(doc, "zh" if self.lang.startswith("zh") else "en")

@@ -192,3 +192,113 @@ def test_training_over_rented_nodes_is_timed_on_their_network(client: TestClient
         },
     )
     assert one["time"]["tokens_per_s"] < top["training"]["tokens_per_s"]
+
+
+def _excluded(doc: dict[str, Any], slug: str) -> dict[str, Any]:
+    (e,) = [e for e in doc["excluded"] if e["gpu"]["slug"] == slug]
+    return e
+
+
+def test_an_inventory_replica_needs_whole_free_nodes_and_waits_on_the_slowest(client: TestClient) -> None:
+    """Owned H100s: two nodes of 8 whose networks differ are timed on the slower (every
+    all-reduce waits on it: the estimate at 100 Gb/s without RDMA, not at 3,200); 8 + 4 + 4 free
+    GPUs are not two nodes of 8 (no replica over them; the exclusion says why, and says so for a
+    max_gpus or an engine that rules out the nodes too)."""
+    mixed = [
+        {
+            "gpu": "nvidia-h100-sxm",
+            "gpus_per_node": 8,
+            "nodes": 1,
+            "network_gbps_per_node": 3200,
+            "rdma": True,
+        },
+        {
+            "gpu": "nvidia-h100-sxm",
+            "gpus_per_node": 8,
+            "nodes": 1,
+            "network_gbps_per_node": 100,
+            "rdma": False,
+        },
+    ]
+    doc = _post(client, "/v1/recommend", {"workload": DEEPSEEK, "constraints": {"inventory": mixed}})
+    top = _option(doc, "nvidia-h100-sxm")
+    assert top["strategy"]["tensor_parallel"] == 16
+    slow = _tpot_ms(client, "nvidia-h100-sxm", network_gbps_per_node=100, rdma=False)
+    assert (
+        top["serving"]["tpot"]["value"]
+        == slow
+        > _tpot_ms(client, "nvidia-h100-sxm", network_gbps_per_node=3200)
+    )
+    assert any(
+        "100 Gb/s per node, no RDMA" in a["message"]
+        for a in doc["assumptions"]
+        if a["code"] == "ASSUMED_NETWORK"
+    )
+    partial = [
+        {"gpu": "nvidia-h100-sxm", "gpus_per_node": 8, "nodes": 1},
+        {"gpu": "nvidia-h100-sxm", "gpus_per_node": 8, "free_gpus_per_node": 4, "nodes": 2},
+    ]
+    blocked = {
+        "free_nodes": {"inventory": partial},
+        "max_gpus": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 12},
+    }
+    for why, constraints in blocked.items():
+        doc = _post(client, "/v1/recommend", {"workload": DEEPSEEK, "constraints": constraints})
+        assert doc["options"] == [], why
+        e = _excluded(doc, "nvidia-h100-sxm")
+        assert e["code"] == "MEMORY_INSUFFICIENT"
+        assert (e["params"]["span_tensor_parallel"], e["params"]["span_blocked"]) == (16, why), e
+    trt = {**DEEPSEEK, "engine": "tensorrt-llm"}
+    doc = _post(
+        client, "/v1/recommend", {"workload": trt, "constraints": {"allowed_gpus": ["nvidia-h100-sxm"]}}
+    )
+    assert _excluded(doc, "nvidia-h100-sxm")["params"]["span_blocked"] == "engine"
+
+
+def test_min_gpus_is_solved_over_nodes_too(client: TestClient) -> None:
+    """/v1/estimate's solve for the fewest GPUs considers one replica over whole nodes where no
+    node holds the model, as the recommender does (it answered 0: "no degree up to one node")."""
+    body = {**DEEPSEEK, "gpu": "nvidia-h100-sxm", "engine": "vllm", "solve_for": "min_gpus"}
+    solve = _post(client, "/v1/estimate", body)["solve"]
+    assert (solve["value"], solve["tensor_parallel"], solve["replicas"]) == (16, 16, 1), solve
+    unloaded = {
+        k: v for k, v in body.items() if k not in ("requests_per_s", "ttft_target_ms", "tpot_target_ms")
+    }
+    assert _post(client, "/v1/estimate", unloaded)["solve"]["value"] == 16
+
+
+def test_a_model_that_holds_nowhere_as_asked_gets_the_quantised_plan_as_a_what_if(client: TestClient) -> None:
+    """Llama-3.1-405B in bf16 on A100 or L40S within 16 GPUs: no option; with quantisation
+    allowed there is one (INT8 on the A100: no FP8 tensor cores), offered as what to change."""
+    body = {
+        "workload": {**DEEPSEEK, "model": "llama3.1-405b", "engine": "vllm", "requests_per_s": 1},
+        "constraints": {"allowed_gpus": ["nvidia-a100-sxm4-80gb", "nvidia-l40s"], "max_gpus": 16},
+        "objective": "cheapest",
+    }
+    body["workload"].pop("ttft_target_ms")
+    body["workload"].pop("tpot_target_ms")
+    doc = _post(client, "/v1/recommend", body)
+    assert doc["options"] == []
+    (w, *_) = [w for w in doc["what_if"] if w["code"] == "WITH_QUANTIZATION"]
+    assert w["change"] == {"constraints.allow_quantization": True}
+    followed = _post(
+        client, "/v1/recommend", {**body, "constraints": {**body["constraints"], "allow_quantization": True}}
+    )
+    top = followed["options"][0]
+    assert (top["gpu"]["slug"], top["strategy"]["gpu_count"], top["strategy"]["quant_method"]) == (
+        w["gpu"],
+        w["gpu_count"],
+        w["params"]["quant_method"],
+    )
+
+
+def test_the_question_asked_again_is_the_same_question(client: TestClient) -> None:
+    """A load without an engine is served on vLLM (ENGINE_ASSUMED); the answer's ``asked`` says
+    vllm, so the question re-sent from it (the page restores its form from it) is answerable --
+    it said hf-transformers, and a rate on that engine is a 422."""
+    workload = {k: v for k, v in DEEPSEEK.items() if k != "engine"} | {"model": "llama3-8b"}
+    doc = _post(client, "/v1/recommend", {"workload": workload, "constraints": {"max_gpus": 8}})
+    stored = client.get(f"/v1/recommendations/{doc['recommendation_id']}").json()
+    assert stored["asked"]["workload"]["engine"] == "vllm"
+    again = client.post("/v1/recommend", json=stored["asked"])
+    assert again.status_code == 200, again.text

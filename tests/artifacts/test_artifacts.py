@@ -474,3 +474,41 @@ def test_the_engine_is_started_with_the_features_the_plan_was_sized_with(client:
     plain = _ask(client, SCENARIOS["7b_chat_tpot"])
     art = _artifact(client, plain["recommendation_id"], "slurm", 1)
     assert "--enable-lora" not in art["content"] and "--speculative" not in art["content"]
+
+
+def test_a_replica_over_nodes_starts_on_every_node_with_the_network_it_was_timed_on(
+    client: TestClient,
+) -> None:
+    """vLLM over two nodes on SkyPilot (which runs ``run`` on every node): rank 0 heads a Ray
+    cluster the other joins, and only rank 0 serves -- each node ran its own ``vllm serve`` on an
+    8-GPU Ray that cannot place TP16. Every target names the network the option was timed on
+    (the rental's: AWS p5 3,200 Gb/s EFA; GCP a2 100 Gb/s without RDMA), not "the default"."""
+    doc = _ask(client, SCENARIOS["llama31_405b_two_nodes_vllm"])
+    seen = set()
+    for o in doc["options"]:
+        if o["strategy"]["tensor_parallel"] <= o["strategy"]["gpus_per_node"]:
+            continue
+        net = o["cost"]["network"]
+        words = f"{net['inter_node_gbps']:g} Gbit/s per node"
+        for target in ("kubernetes", "slurm", "skypilot"):
+            art = _artifact(client, doc["recommendation_id"], target, o["rank"])
+            assert words in art["content"], (target, words)
+            if net["rdma"] is None:
+                assert "TCP (no RDMA)" in art["content"]
+            if target == "skypilot":
+                run = yaml.safe_load(art["content"])["run"]
+                assert 'if [ "$SKYPILOT_NODE_RANK" = "0" ]; then' in run
+                assert 'ray start --address="$HEAD_ADDR:6379" --block' in run and "ray start --head" in run
+                assert run.count("vllm serve") == 1
+        seen.add(o["gpu"]["slug"])
+    assert seen, "the scenario holds a replica over nodes"
+
+
+def test_tensorrt_llm_is_pointed_at_the_options_file_the_features_need(client: TestClient) -> None:
+    """TensorRT-LLM takes LoRA and speculation from an ``--extra_llm_api_options`` YAML: the
+    command passes the file (a fill-in) -- a fill-in the command never read changed nothing."""
+    body = SCENARIOS["lora_and_eagle_sglang"]
+    doc = _ask(client, {**body, "workload": {**body["workload"], "engine": "tensorrt-llm"}})
+    art = _artifact(client, doc["recommendation_id"], "slurm", 1)
+    assert "trtllm-serve" in art["content"] and "--extra_llm_api_options FILL-IN" in art["content"]
+    assert any("EXTRA_LLM_API_OPTIONS" in f for f in art["fill_in"])

@@ -50,7 +50,7 @@ def test_a_replica_spanning_nodes_is_a_leader_worker_set_with_every_figure() -> 
     sbatch = render(plan, "slurm").content
     validate.shellcheck(sbatch)
     assert "#SBATCH --nodes=2\n" in sbatch and "#SBATCH --array=0-1\n" in sbatch
-    assert "RDMA (InfiniBand/RoCE) at 400 Gbit/s per node" in sbatch
+    assert "RDMA (InfiniBand/RoCE/EFA) at 400 Gbit/s per node" in sbatch
 
 
 def test_tensorrt_llm_and_hf_engines_carry_tp_and_length() -> None:

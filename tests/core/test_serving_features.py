@@ -74,8 +74,9 @@ def test_speculation_that_accepts_nothing_is_never_faster(w, method: str, k: int
     gpu = w[1]
     plain = serve_concurrency(_cfg(w), gpu)
     spec = serve_concurrency(_cfg(w, speculative=method, draft_tokens=k, acceptance_rate=0.0), gpu)
-    assert spec.tpot_s >= plain.tpot_s * (1 - 1e-9)
     assert spec.output_tokens_per_s <= plain.output_tokens_per_s * (1 + 1e-9)
+    if spec.n >= plain.n:  # a resident draft head can leave room for fewer sequences, each then quicker
+        assert spec.tpot_s >= plain.tpot_s * (1 - 1e-9)
 
 
 def test_accepted_tokens_per_step() -> None:

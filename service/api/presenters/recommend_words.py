@@ -82,6 +82,13 @@ EN: Final[Table] = {
     C.MEMORY_INSUFFICIENT: {
         "replica": "the {gpu} cannot hold one replica at TP{tensor_parallel}",
         "serving": _MEM_SERVING_EN,
+        "serving_span_engine": _MEM_SERVING_EN
+        + "; one replica over {span_nodes} nodes (TP{span_tensor_parallel}) "
+        "would hold it, which is searched for vllm and sglang, not this engine",
+        "serving_span_free_nodes": _MEM_SERVING_EN + "; one replica over {span_nodes} nodes "
+        "(TP{span_tensor_parallel}) would hold it, but the inventory has fewer nodes with that many GPUs free",
+        "serving_span_max_gpus": _MEM_SERVING_EN + "; one replica over {span_nodes} nodes "
+        "(TP{span_tensor_parallel}) would hold it: max_gpus allows fewer GPUs",
         "training_none": "the {gpu} cannot hold the job on up to {gpu_count} GPU(s) ({usable_gib} GiB usable)",
         "training_none_single": (
             "the {gpu} cannot hold the job on up to {gpu_count} GPU(s) ({usable_gib} GiB usable); "
@@ -263,8 +270,12 @@ EN: Final[Table] = {
         "TP{instead_of} ({needed_gib} of {usable_gib} GiB)"
     },
     C.WITH_FP16: {
-        "": "with precision {precision} (loss-scaled 16-bit floats; the {gpu} has FP16 tensor cores but "
-        "no bf16) it runs on {gpu_count}x {gpu} ({needed_gib} of {usable_gib} GiB per GPU)"
+        "": "with precision {precision} (the {gpu} has FP16 tensor cores but no bf16; training in fp16 "
+        "scales its loss) it runs on {gpu_count}x {gpu} ({needed_gib} of {usable_gib} GiB per GPU)"
+    },
+    C.WITH_QUANTIZATION: {
+        "": "with {quant_method} weights (constraints.allow_quantization) it is served on {gpu_count}x {gpu}, "
+        "replicas of TP{tensor_parallel} ({needed_gib} of {usable_gib} GiB per GPU)"
     },
     C.NO_OPTION: {"": "no option meets the constraints; {excluded} GPUs were excluded (see excluded)"},
     C.NO_PLAN_MEETS_DEADLINE: {
@@ -387,6 +398,15 @@ ZH: Final[Table] = {
     C.MEMORY_INSUFFICIENT: {
         "replica": "{gpu} 在 TP{tensor_parallel} 下放不下一个副本",
         "serving": _MEM_SERVING_ZH,
+        "serving_span_engine": _MEM_SERVING_ZH
+        + "；跨 {span_nodes} 个节点的单个副本（TP{span_tensor_parallel}）"
+        "可以放下，但跨节点只对 vllm 和 sglang 搜索，不含此引擎",
+        "serving_span_free_nodes": _MEM_SERVING_ZH
+        + "；跨 {span_nodes} 个节点的单个副本（TP{span_tensor_parallel}）"
+        "可以放下，但库存中空闲 GPU 足够的节点不够",
+        "serving_span_max_gpus": _MEM_SERVING_ZH
+        + "；跨 {span_nodes} 个节点的单个副本（TP{span_tensor_parallel}）"
+        "可以放下，但 max_gpus 允许的 GPU 不够",
         "training_none": "{gpu} 在最多 {gpu_count} 块的数量下都放不下该任务（每块可用 {usable_gib} GiB）",
         "training_none_single": (
             "{gpu} 在最多 {gpu_count} 块的数量下都放不下该任务（每块可用 {usable_gib} GiB）；"
@@ -554,8 +574,12 @@ ZH: Final[Table] = {
         "{needed_gib} / {usable_gib} GiB）"
     },
     C.WITH_FP16: {
-        "": "改用精度 {precision}（fp16 加损失缩放；{gpu} 有 FP16 张量核心但不支持 bf16）后，"
+        "": "改用精度 {precision}（{gpu} 有 FP16 张量核心但不支持 bf16；fp16 训练需损失缩放）后，"
         "{gpu_count} 块 {gpu} 即可运行（每块 {needed_gib} / {usable_gib} GiB）"
+    },
+    C.WITH_QUANTIZATION: {
+        "": "允许量化（constraints.allow_quantization）并使用 {quant_method} 权重后，可用 {gpu_count} 块 {gpu} "
+        "服务（每副本 TP{tensor_parallel}；每块 {needed_gib} / {usable_gib} GiB）"
     },
     C.NO_OPTION: {"": "没有满足约束的方案；{excluded} 种 GPU 被排除（见 excluded）"},
     C.NO_PLAN_MEETS_DEADLINE: {

@@ -100,7 +100,7 @@ async def recommend(
     body: Annotated[RecommendRequest, Body(openapi_examples=EXAMPLES)],
     accept_language: Annotated[str | None, Header()] = None,
 ) -> Response:
-    request = body.model_dump(mode="json")
+    request = body.asked()
     now = dt.datetime.now(dt.UTC)
     owner = caller.key_id if caller is not None else None
 

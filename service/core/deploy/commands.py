@@ -149,7 +149,7 @@ def serve_argv(plan: DeployPlan, o: DeployOption, model: str, tp: str | None = N
     if o.engine == "tensorrt-llm":
         argv = ["trtllm-serve", model, "--tp_size", tp, "--host", "0.0.0.0", "--port", str(SERVE_PORT)]
         argv += ["--ep_size", tp] if o.expert_parallel else []
-        return (*argv, *(("--max_seq_len", str(length)) if length else ()))
+        return (*argv, *(("--max_seq_len", str(length)) if length else ()), *feature_args(plan, o))
     if o.engine == "sglang":
         return _sglang_argv(plan, o, model, tp)
     if o.engine == "vllm" or o.engine is None:
@@ -250,10 +250,10 @@ def network_note(plan: DeployPlan, o: DeployOption) -> str | None:
     """Multi-node: the interconnect the network model assumed, and what is (not) requested."""
     if (o.nodes_per_replica if o.serving else o.nodes) <= 1:
         return None  # serving replicas on one node each talk over NVLink/PCIe only
-    speed = (
-        f"{plan.network_gbit_per_s:g} Gbit/s per node" if plan.network_gbit_per_s else "the catalog's default"
-    )
-    kind = "RDMA (InfiniBand/RoCE)" if plan.rdma else ("TCP" if plan.rdma is False else "the default network")
+    gbps = o.network_gbps or plan.network_gbit_per_s  # the rental's or inventory's, else the question's
+    rdma = o.network_rdma if o.network_gbps else plan.rdma
+    speed = f"{gbps:g} Gbit/s per node" if gbps else "the default of 400 Gbit/s per GPU of the node"
+    kind = "RDMA (InfiniBand/RoCE/EFA)" if rdma in (True, None) else "TCP (no RDMA)"
     return (
         f"network: the estimate assumed {kind} at {speed}; no RDMA/NIC resource is requested here, "
         f"add your cluster's (e.g. the network operator's rdma/<device> resource) to match it"

@@ -35,7 +35,9 @@ def feature_args(plan: DeployPlan, o: DeployOption) -> list[str]:
         return _sglang(f)
     if o.engine in ("vllm", None):
         return _vllm(f)
-    return []  # TensorRT-LLM takes them from a YAML file (a fill-in); TGI is not sized for them
+    if o.engine == "tensorrt-llm" and (f.lora_adapters or f.speculative):
+        return ["--extra_llm_api_options", FILL]  # lora_config / speculative_config: a fill-in
+    return []  # TGI is not sized for them
 
 
 def _vllm(f: ServingFeatures) -> list[str]:

@@ -68,6 +68,10 @@ class DeployOption:
     disaggregated: str | None = None
     """Serving: the prefill / decode pools the option was sized as (``"P prefill + D decode
     GPUs"``), None for aggregated replicas."""
+    network_gbps: float | None = None
+    """Between nodes, Gb/s per node, of what the option was priced on and timed on (its rental's
+    stated network, or the inventory's); None: not stated there (the question's, else the default)."""
+    network_rdma: bool | None = None
 
     @property
     def serving(self) -> bool:
@@ -185,7 +189,19 @@ def _option(o: Mapping[str, Any], names: Mapping[str, SchedulerNames]) -> Deploy
         walltime_s=None if serving else _walltime_s(o),
         expert_parallel=bool(s.get("expert_parallel")),
         disaggregated=_pools(s.get("disaggregated")),
+        **_network(o),
     )
+
+
+def _network(o: Mapping[str, Any]) -> dict[str, Any]:
+    """The option's inter-node network as its cost states it (``cost.network``)."""
+    net = _mapping(_mapping(o.get("cost")).get("network"))
+    gbps, rdma = net.get("inter_node_gbps"), net.get("rdma")
+    owned = net.get("source") == "the request's inventory pool"  # RDMA unless the pool says not
+    return {
+        "network_gbps": float(gbps) if isinstance(gbps, int | float) and gbps > 0 else None,
+        "network_rdma": rdma in ("efa", "infiniband", "roce", "yes") or (owned and rdma is None),
+    }
 
 
 def _pools(d: Any) -> str | None:

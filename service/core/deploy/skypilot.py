@@ -13,6 +13,7 @@ from service.core.deploy.commands import (
     fill_ins,
     model_value,
     network_note,
+    ray_cluster,
     serve_argv,
     train_env,
     with_node,
@@ -58,7 +59,15 @@ def _run(plan: DeployPlan, o: DeployOption) -> str:
         if one_node:
             return cmd + "\n"
         head = 'HEAD_ADDR="$(echo "$SKYPILOT_NODE_IPS" | head -n1)"\n'
-        return head + with_node(cmd, '"$SKYPILOT_NODE_RANK"', '"$HEAD_ADDR"') + "\n"
+        if not ray_cluster(o):  # SGLang: the server on every node, ranked
+            return head + with_node(cmd, '"$SKYPILOT_NODE_RANK"', '"$HEAD_ADDR"') + "\n"
+        # vLLM over Ray: rank 0 heads the cluster and serves, the others join it
+        return (
+            head + 'if [ "$SKYPILOT_NODE_RANK" = "0" ]; then\n'
+            "  ray start --head --port=6379 --disable-usage-stats\n"
+            f"  sleep 30\n  {cmd}\n"
+            'else\n  ray start --address="$HEAD_ADDR:6379" --block\nfi\n'
+        )
     return (
         'MASTER_ADDR="$(echo "$SKYPILOT_NODE_IPS" | head -n1)"\n'
         'torchrun --nnodes="$SKYPILOT_NUM_NODES" --nproc-per-node="$SKYPILOT_NUM_GPUS_PER_NODE" '

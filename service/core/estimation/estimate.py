@@ -122,7 +122,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.24.0"
+ESTIMATOR_VERSION = "1.25.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 

@@ -28,6 +28,7 @@ from service.core.estimation.memory import (
     largest_micro_batch,
     most_concurrent_sequences,
 )
+from service.core.estimation.network import SPANNING_ENGINES, spanning_degrees
 from service.core.estimation.serving import (
     CONTINUOUS_EFFICIENCIES,
     ENGINE_CLASSES,
@@ -192,8 +193,8 @@ def _min_gpus_serving(job: Job, c: InferenceConfig, usable: int, gpu: GpuSpec) -
             return SolveAnswer(
                 "min_gpus",
                 0,
-                f"no tensor-parallel degree of {gpu.slug} (up to one node) meets "
-                "the targets at any rate, or the model does not fit",
+                f"no tensor-parallel degree of {gpu.slug} meets the targets at any rate, or the model "
+                "does not fit (up to one node; over whole nodes for vllm and sglang where no node holds it)",
             )
         r = plan.estimate
         tried = ", ".join(
@@ -216,7 +217,8 @@ def _min_gpus_serving(job: Job, c: InferenceConfig, usable: int, gpu: GpuSpec) -
             tpot_s=r.tpot_s,
             headroom=plan.headroom,
         )
-    for tp in tp_candidates(c.model, gpu, limit=64):
+    spanning = spanning_degrees(c, gpu) if c.engine in SPANNING_ENGINES else []
+    for tp in tp_candidates(c.model, gpu, limit=64) + spanning:
         cfg = replace(c, tensor_parallel=tp, replicas=1)
         if estimate_inference(cfg).fits(usable):
             return SolveAnswer(

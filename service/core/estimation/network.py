@@ -34,7 +34,12 @@ from service.core.catalog.precision import TRAIN_MODES as _MODES
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.efficiencies import Efficiencies
 from service.core.estimation.frozen import fast_init
-from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, SOCKET_NETWORK_EFFICIENCY, TrainConfig
+from service.core.estimation.memory import (
+    NETWORK_GBIT_PER_S_PER_GPU,
+    SOCKET_NETWORK_EFFICIENCY,
+    InferenceConfig,
+    TrainConfig,
+)
 from service.core.estimation.memory_config import fsdp_gathered_bytes
 from service.core.estimation.serving_disagg_layout import NodeNetwork
 from service.core.estimation.step_terms import _linear_params
@@ -42,6 +47,7 @@ from service.core.estimation.step_terms import _linear_params
 __all__ = [
     "NCCL_NET_HOP_LATENCY_S",
     "PCIE_ASSUMED_PER_DIRECTION_GB_PER_S",
+    "SPANNING_ENGINES",
     "Layout",
     "TpAllReduce",
     "collective_s",
@@ -51,6 +57,7 @@ __all__ = [
     "link_name",
     "p2p_s",
     "replica_layout",
+    "spanning_degrees",
     "tp_all_reduce",
 ]
 
@@ -213,6 +220,23 @@ def tp_all_reduce(gpu: GpuSpec, tp: int, nodes: NodeNetwork) -> TpAllReduce:
     outer = 2.0 * (k - 1) / k * share / layout.network_bytes_per_s
     hops = 2 * int(math.log2(k))  # NCCL's log2i: floor
     return TpAllReduce(inner + outer, hops * NCCL_NET_HOP_LATENCY_S, k, "network")
+
+
+SPANNING_ENGINES = frozenset({"vllm", "sglang"})
+"""Engines one replica of which may span nodes (vLLM over Ray, SGLang ``--nnodes``)."""
+
+
+def spanning_degrees(c: InferenceConfig, gpu: GpuSpec) -> list[int]:
+    """Tensor-parallel degrees of one replica over 2, 4, ... whole nodes (at most 64 GPUs) that
+    split the KV heads, its all-reduces over the network (``c.nodes``)."""
+    g = c.nodes.gpus_per_node or default_gpus_per_node(gpu)
+    m = c.model
+    out, k = [], 2 * g
+    while k <= 64:
+        if m.num_kv_heads % k == 0 or (k % m.num_kv_heads == 0 and m.num_heads % k == 0):
+            out.append(k)
+        k *= 2
+    return out
 
 
 def exposed_s(t: float, overlap: float, backward_s: float) -> float:

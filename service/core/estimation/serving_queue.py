@@ -10,22 +10,15 @@ from dataclasses import dataclass, replace
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
-from service.core.estimation.memory import (
-    CUDA_CONTEXT_BYTES,
-    NCCL_BUFFER_BYTES,
-    InferenceConfig,
-)
+from service.core.estimation import serving_engines as se
+from service.core.estimation.memory import CUDA_CONTEXT_BYTES, NCCL_BUFFER_BYTES, InferenceConfig
+from service.core.estimation.network import SPANNING_ENGINES, spanning_degrees
 from service.core.estimation.performance import PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
 from service.core.estimation.serving_engines import (
     CONTINUOUS_EFFICIENCIES,
     CONTINUOUS_SPEC,
     Deployment,
     EngineEfficiencies,
-    GiB,
-    deployment,
-    engine_limits,
-    iteration_s,
-    mean_iteration_s,
 )
 from service.core.estimation.serving_features import accepted_per_step
 from service.core.estimation.serving_lora import admitted, miss_probability
@@ -47,7 +40,7 @@ def kv_capacity_tokens(d: Deployment, max_tokens: int, reserve_gib: float = 2.0)
     """Tokens of KV cache one GPU of the replica holds (per-GPU share of every token), after
     the weights, the activation workspace, the CUDA context (and NCCL buffers when TP > 1)."""
     usable = float(d.gpu.fit_memory_bytes or 0)
-    fixed = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if d.tp > 1 else 0) + reserve_gib * GiB
+    fixed = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if d.tp > 1 else 0) + reserve_gib * se.GiB
     act = _activation_bytes(d, float(max_tokens))
     weights = (
         d.w_dense + d.w_experts + d.w_resident + (d.lora.max_loras * d.lora_slot_bytes if d.lora else 0.0)
@@ -88,7 +81,7 @@ def concurrency_cap(
 def _concurrency_cap(
     d: Deployment, input_len: float, output_len: float, offline: bool, reserve_gib: float
 ) -> tuple[int, int]:
-    seqs, budget = engine_limits(d.engine, d.gpu, offline)
+    seqs, budget = se.engine_limits(d.engine, d.gpu, offline)
     per_req = input_len + (output_len if d.engine.kv_reservation == "full" else output_len / 2.0)
     if d.model.sliding_window:
         per_req = min(per_req, float(d.model.sliding_window))
@@ -150,15 +143,15 @@ def _steady(d: Deployment, e: EngineEfficiencies, n: float, w: Workload, budget:
     ctx = n_in + n_out / 2.0
     if d.spec_tokens:
         return _steady_speculative(d, e, n, w, budget)
-    t_all = mean_iteration_s(d, e, n, ctx, n / n_out, n_in, budget)
+    t_all = se.mean_iteration_s(d, e, n, ctx, n / n_out, n_in, budget)
     others = n - 1.0
     tpot = (
-        mean_iteration_s(d, e, n, ctx, others / n_out, n_in, budget)
+        se.mean_iteration_s(d, e, n, ctx, others / n_out, n_in, budget)
         if others > 0
-        else iteration_s(d, e, n, ctx)
+        else se.iteration_s(d, e, n, ctx)
     )
     chunks = max(1.0, math.ceil(n_in / max(1.0, budget - others)))
-    per_chunk = iteration_s(d, e, others, ctx, n_in / chunks, n_in / 2.0, 1.0 / chunks)
+    per_chunk = se.iteration_s(d, e, others, ctx, n_in / chunks, n_in / 2.0, 1.0 / chunks)
     ttft = e.request_s + tpot / 2.0 + chunks * per_chunk
     return ConcurrencyPoint(n, t_all, ttft, tpot, n / t_all, n / (n_out * t_all))
 
@@ -174,15 +167,15 @@ def _steady_speculative(
     ctx = n_in + n_out / 2.0
     a = accepted_per_step(d.spec_tokens, d.spec_acceptance)
     step = speculative_step_s(d, e, n, ctx)
-    plain = iteration_s(d, e, n, ctx)
+    plain = se.iteration_s(d, e, n, ctx)
     others = n - 1.0
-    with_all = step + mean_iteration_s(d, e, n, ctx, n * a / n_out, n_in, budget) - plain
+    with_all = step + se.mean_iteration_s(d, e, n, ctx, n * a / n_out, n_in, budget) - plain
     with_others = step + (
-        mean_iteration_s(d, e, n, ctx, others * a / n_out, n_in, budget) - plain if others > 0 else 0.0
+        se.mean_iteration_s(d, e, n, ctx, others * a / n_out, n_in, budget) - plain if others > 0 else 0.0
     )
     tpot = with_others / a
     chunks = max(1.0, math.ceil(n_in / max(1.0, budget - others)))
-    per_chunk = iteration_s(d, e, others, ctx, n_in / chunks, n_in / 2.0, 1.0 / chunks)
+    per_chunk = se.iteration_s(d, e, others, ctx, n_in / chunks, n_in / 2.0, 1.0 / chunks)
     ttft = e.request_s + tpot / 2.0 + chunks * per_chunk
     return ConcurrencyPoint(n, with_all, ttft, tpot, n * a / with_all, n * a / (n_out * with_all))
 
@@ -195,7 +188,7 @@ def offline_throughput(
 ) -> ConcurrencyPoint:
     """Maximum throughput of one replica with every request queued at once (``trtllm-bench
     throughput``): as many sequences as the scheduler and the KV cache allow."""
-    d = d or deployment(c, gpu)
+    d = d or se.deployment(c, gpu)
     w = Workload(float(c.input_len), float(max(c.output_len, 1)))
     n, budget = concurrency_cap(d, w.input_len, w.output_len, offline=True, reserve_gib=e.reserve_gib)
     if n < 1:
@@ -218,7 +211,7 @@ def serve_concurrency(
     """One replica with ``concurrency`` (default ``c.batch_size``) clients each keeping one
     request in flight; the engine runs as many as its scheduler and KV cache admit, the others
     wait for a slot (their wait is part of TTFT)."""
-    d = d or deployment(c, gpu)
+    d = d or se.deployment(c, gpu)
     w = Workload(float(c.input_len), float(max(c.output_len, 1)))
     cap, budget = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
     clients = float(concurrency or c.batch_size)
@@ -248,10 +241,10 @@ def static_batch(
     """(TTFT, mean TPOT, output tokens/s of the replica) of a compiled engine running one static
     batch (``gptSessionBenchmark``): the whole batch prefilled at once, then ``O - 1`` decode
     steps at the mean context ``I + O/2``."""
-    d = d or deployment(c, gpu)
+    d = d or se.deployment(c, gpu)
     b, n_in, n_out = float(c.batch_size), float(c.input_len), float(max(c.output_len, 1))
-    ttft = iteration_s(d, e, 0.0, 0.0, b * n_in, n_in / 2.0, b) + e.request_s
-    tpot = iteration_s(d, e, b, n_in + n_out / 2.0)
+    ttft = se.iteration_s(d, e, 0.0, 0.0, b * n_in, n_in / 2.0, b) + e.request_s
+    tpot = se.iteration_s(d, e, b, n_in + n_out / 2.0)
     total = ttft + (n_out - 1.0) * tpot
     return ttft, tpot, b * n_out / total
 
@@ -306,7 +299,7 @@ def _iteration_at(
     d: Deployment, e: EngineEfficiencies, lam: float, w: Workload, t: float, budget: float
 ) -> float:
     n_in, n_out = w.input_len, max(w.output_len, 1.0)
-    return mean_iteration_s(d, e, lam * n_out * t, n_in + n_out / 2.0, lam * t, n_in, budget)
+    return se.mean_iteration_s(d, e, lam * n_out * t, n_in + n_out / 2.0, lam * t, n_in, budget)
 
 
 def serve_at_rate(
@@ -320,7 +313,7 @@ def serve_at_rate(
     """Latency and throughput at ``requests_per_s`` offered to ``c.replicas`` replicas of TP
     ``c.tensor_parallel`` (module docstring: the queueing model). Pure and fast (a handful of
     iteration evaluations): the function ``/v1/recommend`` calls per candidate."""
-    d = d or deployment(c, gpu)
+    d = d or se.deployment(c, gpu)
     w = w or Workload(float(c.input_len), float(max(c.output_len, 1)))
     lam = requests_per_s / c.replicas
     n_in, n_out = w.input_len, max(w.output_len, 1.0)
@@ -329,9 +322,9 @@ def serve_at_rate(
     inf = math.inf
     if cap < 1:
         return _unserved(c, requests_per_s, 0.0, 0, inf, 0.0, "memory")
-    t0 = iteration_s(d, e, 0.0, 0.0) if lam > 0 else iteration_s(d, e, 1.0, n_in + n_out / 2.0)
+    t0 = se.iteration_s(d, e, 0.0, 0.0) if lam > 0 else se.iteration_s(d, e, 1.0, n_in + n_out / 2.0)
     if lam <= 0:
-        ttft = e.request_s + iteration_s(d, e, 0.0, 0.0, n_in, n_in / 2.0, 1.0)
+        ttft = e.request_s + se.iteration_s(d, e, 0.0, 0.0, n_in, n_in / 2.0, 1.0)
         return RateEstimate(
             0.0, c.replicas, c.tensor_parallel, True, ttft, t0, ttft, t0, 0.0, cap, 0.0, 0.0, 0.0, "idle"
         )
@@ -346,7 +339,7 @@ def serve_at_rate(
     t = _root(h, t0, t_hi)
     n = lam * n_out * t
     # admission queue in front of the concurrency cap: M/G/c, Allen-Cunneen
-    service = n_out * t + iteration_s(d, e, n, n_in + n_out / 2.0, n_in, n_in / 2.0, 1.0)
+    service = n_out * t + se.iteration_s(d, e, n, n_in + n_out / 2.0, n_in, n_in / 2.0, 1.0)
     a = lam * service
     rho = a / cap
     if rho >= 1.0:
@@ -409,7 +402,7 @@ def _stable_at_rate(
     # the tagged request decodes beside the n others Poisson arrivals find in flight (PASTA):
     # its TPOT is an iteration of n + 1 sequences (at a low rate: the lone decode step, KV read
     # included, not a near-empty average iteration)
-    tpot = mean_iteration_s(d, e, n + 1.0, n_in + n_out / 2.0, lam * t, n_in, budget)
+    tpot = se.mean_iteration_s(d, e, n + 1.0, n_in + n_out / 2.0, lam * t, n_in, budget)
     base = e.request_s + t / 2.0 + lora_load_s(d)
     ttft_mean = base + wq + _own_prefill(d, e, w, lam, t, n, budget, n_in)
     median = w.input_median if w.input_cv > 0 else n_in
@@ -448,7 +441,7 @@ def _own_prefill(
     n_in, n_out = w.input_len, max(w.output_len, 1.0)
     free = max(1.0, budget - n)
     chunks = max(1, math.ceil(prompt / free))
-    per = iteration_s(
+    per = se.iteration_s(
         d, e, n, n_in + n_out / 2.0, lam * t * n_in + prompt / chunks, n_in / 2.0, lam * t + 1.0 / chunks
     )
     return chunks * per
@@ -480,7 +473,7 @@ def _busy_fraction(d: Deployment, e: EngineEfficiencies, n: float, t: float, ctx
     """Utilisation of the processor-sharing server: ``1 - t_1 / t``, the share of an iteration
     due to the load (``t_1``: an iteration with a single sequence). For an iteration time
     linear in the load, ``t = t_1 / (1 - rho)``, so this is ``rho``."""
-    t_one = iteration_s(d, e, 1.0, ctx)
+    t_one = se.iteration_s(d, e, 1.0, ctx)
     return max(0.0, min(1.0, 1.0 - t_one / t)) if t > 0 else 0.0
 
 
@@ -504,7 +497,7 @@ def capacity_at_slo(
     """Largest request rate one replica sustains with p50 TTFT and TPOT within the targets
     (requests/s; 0 when even a lone request misses them). Latency grows with the rate, so the
     answer is found by bisection."""
-    d = d or deployment(c, gpu)
+    d = d or se.deployment(c, gpu)
     one = replace(c, replicas=1)
 
     def ok(lam: float) -> bool:
@@ -575,15 +568,21 @@ def plan_min_gpus(
     larger TP (lower latency). ``None`` when no TP degree meets the targets."""
     best: ServingPlan | None = None
     considered: list[tuple[int, int, float]] = []
-    for tp in tp_candidates(c.model, gpu):
+    fitted = False
+    for tp in [*tp_candidates(c.model, gpu), 0, *spanning_degrees(c, gpu)]:
+        if tp == 0:  # beyond one node only where nothing inside one holds the model
+            if fitted or c.engine not in SPANNING_ENGINES:
+                break
+            continue
         cfg = replace(c, tensor_parallel=tp, replicas=1)
         try:
-            d = deployment(cfg, gpu)
+            d = se.deployment(cfg, gpu)
         except InvalidConfiguration:
             continue
         cap_seqs, _ = concurrency_cap(d, w.input_len, w.output_len, reserve_gib=e.reserve_gib)
         if cap_seqs < 1:
             continue
+        fitted = True
         per = capacity_at_slo(cfg, gpu, w, ttft_target_s, tpot_target_s, e, d)
         if per <= 0:
             considered.append((tp, 0, 0.0))

@@ -10,6 +10,7 @@ from typing import Final
 
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.memory import TrainConfig, estimate_training
+from service.core.estimation.network import replica_layout
 from service.core.recommend.candidates import _gib, _node_size
 from service.core.recommend.models import Option, RecommendQuestion
 from service.core.recommend.reasons import Reason
@@ -42,6 +43,9 @@ def assumptions(q: RecommendQuestion, first: Option | None, engine_assumed: str 
     serve = first.serve if first is not None else None
     if serve is not None:
         out.append(Reason("ASSUMED_ENGINE", {"engine": serve.engine, "stated": engine_assumed is None}))
+        layout = replica_layout(serve.nodes, first.gpu, serve.tensor_parallel) if first is not None else None
+        if layout is not None and layout.nodes > 1:  # one replica over nodes: what its all-reduces cross
+            out.append(Reason("ASSUMED_NETWORK", {"network": layout.describe()}))
     if first is not None and first.quote is not None:
         qt = first.quote
         out.append(

@@ -72,6 +72,7 @@ class ReasonCode(StrEnum):
     WITH_GRADIENT_ACCUMULATION = "WITH_GRADIENT_ACCUMULATION"
     WITH_FP8_WEIGHTS = "WITH_FP8_WEIGHTS"
     WITH_FP16 = "WITH_FP16"
+    WITH_QUANTIZATION = "WITH_QUANTIZATION"
     # warnings
     NO_OPTION = "NO_OPTION"
     NO_PLAN_MEETS_DEADLINE = "NO_PLAN_MEETS_DEADLINE"
@@ -104,7 +105,7 @@ ReasonCodeName = Literal[
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "QUANTISED_WEIGHTS", "MULTI_NODE",
     "EXPERT_PARALLEL", "DISAGGREGATED", "LITTLE_HEADROOM",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_GRADIENT_ACCUMULATION",
-    "WITH_FP8_WEIGHTS", "WITH_FP16",
+    "WITH_FP8_WEIGHTS", "WITH_FP16", "WITH_QUANTIZATION",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
     "BEYOND_CONTEXT",
     "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
@@ -218,6 +219,21 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.MEMORY_INSUFFICIENT: (
         Form("replica", {**_GPU, "tensor_parallel": Count}),
         Form("serving", {**_GPU, "tensor_parallel": Count, "gpu_count": Count, **_SERVING_MEMORY}),
+        *(
+            Form(
+                f"serving_span_{why}",
+                {
+                    **_GPU,
+                    "tensor_parallel": Count,
+                    "gpu_count": Count,
+                    **_SERVING_MEMORY,
+                    "span_tensor_parallel": Count,
+                    "span_nodes": Count,
+                },
+                when={"span_blocked": why},
+            )
+            for why in ("engine", "free_nodes", "max_gpus")
+        ),
         Form("training_none", _TRAIN_NOTHING),
         Form("training_none_single", {**_TRAIN_NOTHING, "single_gpu_needed_gib": Num}),
         Form("training", _TRAIN_LIGHTEST),
@@ -322,6 +338,9 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ),
     ReasonCode.WITH_FP8_WEIGHTS: _one(gpu=Text, tensor_parallel=Count, instead_of=Count, needed_gib=Num, usable_gib=Num),
     ReasonCode.WITH_FP16: _one(gpu=Text, gpu_count=Count, precision=Text, needed_gib=Num, usable_gib=Num),
+    ReasonCode.WITH_QUANTIZATION: _one(
+        gpu=Text, gpu_count=Count, quant_method=Text, tensor_parallel=Count, needed_gib=Num, usable_gib=Num
+    ),
     ReasonCode.NO_OPTION: _one(excluded=Count),
     ReasonCode.NO_PLAN_MEETS_DEADLINE: (
         Form("", {"deadline_hours": Num, **_GPU, "gpu_count": Count, "hours": Num}),

@@ -72,7 +72,7 @@ from service.core.recommend.models import (
     StoredRecommendation,
     WhatIf,
 )
-from service.core.recommend.precision_whatifs import fp16_what_ifs
+from service.core.recommend.precision_whatifs import fp16_what_ifs, quantization_what_ifs
 from service.core.recommend.ranking import (
     _check_constraints,
     _frontier,
@@ -145,6 +145,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
             warnings.append(long_run)
     whatifs = searched.what_ifs(options, found.excluded)
     whatifs += fp16_what_ifs(job, q, data, found.excluded, options, recommend)
+    whatifs += quantization_what_ifs(job, q, data, options, recommend)
     if not options:
         warnings.append(Reason("NO_OPTION", {"excluded": len(found.excluded)}))
     if q.engine_assumed is not None:

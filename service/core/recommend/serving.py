@@ -22,6 +22,7 @@ from service.core.estimation.serving import (
 )
 from service.core.estimation.serving_disagg_layout import Disaggregation
 from service.core.pricing.cost import cost_per_million_tokens
+from service.core.recommend import serving_nodes as sn
 from service.core.recommend.candidates import _Counter, _gib, _pool_shape
 from service.core.recommend.deployment import price_plan
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
@@ -40,14 +41,6 @@ from service.core.recommend.serving_formats import formats_for
 from service.core.recommend.serving_layouts import layout_options
 from service.core.recommend.serving_memory import _memory_answer, _serving_memory, fp8_what_ifs
 from service.core.recommend.serving_misses import closest_miss, headroom, latency_miss
-from service.core.recommend.serving_nodes import (
-    SPANNING_ENGINES,
-    across_nodes,
-    powers_of_two,
-    replica_nodes,
-    spans,
-    splits_heads,
-)
 from service.core.recommend.serving_offline import (
     deadline_met,
     offline_hours,
@@ -131,25 +124,30 @@ class _ServingSearch:
             per_node = shape[0]
         if self.q.constraints.nvlink_required and node.nvlink_topology == "pairwise":
             top = min(top, 2)
-        out = [k for k in powers_of_two(min(top, cap, 64)) if splits_heads(self.base.model, k)]
+        out = [k for k in sn.powers_of_two(min(top, cap, 64)) if sn.splits_heads(self.base.model, k)]
         if self.must_span(gpu, out, per_node):
             self.spanning.add(gpu.slug)
             out += [
-                k for k in powers_of_two(min(cap, 64)) if k > per_node and self.placeable(gpu, k, per_node)
+                k for k in sn.powers_of_two(min(cap, 64)) if k > per_node and self.placeable(gpu, k, per_node)
             ]
         return out, per_node
 
     def must_span(self, gpu: GpuSpec, tps: list[int], per_node: int) -> bool:
         """No weight format at any TP degree inside one node holds a replica: the only serving
         left is over several nodes (searched only then: slower, and no cheaper)."""
-        if self.base.engine not in SPANNING_ENGINES or self.base.disaggregated or self.base.expert_parallel:
+        if (
+            self.base.engine not in sn.SPANNING_ENGINES
+            or self.base.disaggregated
+            or self.base.expert_parallel
+        ):
             return False
         usable, inside = int(gpu.fit_memory_bytes or 0), [tp for tp in tps if tp <= per_node]
         return not any(self.memory(fmt, tp).fits(usable) for fmt in self.formats_on(gpu) for tp in inside)
 
     def placeable(self, gpu: GpuSpec, tp: int, per_node: int) -> bool:
         """Inside one node, or over whole nodes where nothing fits one (:func:`.serving_nodes.spans`)."""
-        return tp <= per_node or (gpu.slug in self.spanning and spans(self.base.model, tp, per_node))
+        free = sn.free_nodes(gpu, self.q.constraints, per_node)
+        return tp <= per_node or (gpu.slug in self.spanning and sn.spans(self.base.model, tp, per_node, free))
 
     def bound(self, gpu: GpuSpec, cap: int) -> float | None:
         """A lower bound on the objective from the roofline: every decode step streams the
@@ -306,7 +304,8 @@ class _ServingSearch:
         """The fewest replicas of TP ``tp`` that meet the targets at the rate (None: not fewer
         GPUs than ``fewest``, found by a smaller TP of the same format); for ``fastest``, the
         fewest replicas within :data:`NEAR_TIE` of the lowest TPOT the GPU limit allows."""
-        nodes = replica_nodes(self.data, self.q, gpu, tp, per_node)
+        nodes = sn.replica_nodes(self.data, self.q, gpu, tp, per_node)
+        cap = sn.span_cap(gpu, self.q.constraints, per_node, cap) if tp > per_node else cap
         cfg = replace(self.base, quant_method=fmt, tensor_parallel=tp, replicas=1, nodes=nodes)
         if self.continuous and self.rate is not None:
             sized = self._size_for_rate(gpu, cfg, tp, cap, fewest)
@@ -484,7 +483,7 @@ class _ServingSearch:
             reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound, cfg.disaggregated)
             + published_run(full, name)
             + deadline_met(self.q.constraints.deadline_hours, hours)
-            + across_nodes(cfg, gpu),
+            + sn.across_nodes(cfg, gpu),
             cost_per_million_tokens=cpm,
             run_cost=offline_run_cost(hourly, hours),
             needs_nvlink=deploy.needs_gpu_link,

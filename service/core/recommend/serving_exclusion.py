@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from service.core.catalog.specs import GpuSpec
-from service.core.recommend.candidates import _gib
+from service.core.recommend import serving_nodes as sn
+from service.core.recommend.candidates import _count_cap, _gib
 from service.core.recommend.models import Exclusion
 from service.core.recommend.reasons import Reason
 from service.core.recommend.serving_memory import _serving_memory
@@ -60,15 +61,39 @@ def no_plan(
         )
     tp = smallest_need[1] if smallest_need is not None else (tps[-1] if tps else 1)
     fmt = smallest_need[2] if smallest_need is not None else s.base.quant_method
-    return Exclusion(
-        gpu,
-        Reason(
-            "MEMORY_INSUFFICIENT",
-            {
-                "gpu": name,
-                "tensor_parallel": tp,
-                "gpu_count": tp,
-                **_serving_memory(s.memory(fmt, tp), usable),
-            },
-        ),
-    )
+    params = {
+        "gpu": name,
+        "tensor_parallel": tp,
+        "gpu_count": tp,
+        **_serving_memory(s.memory(fmt, tp), usable),
+    }
+    return Exclusion(gpu, Reason("MEMORY_INSUFFICIENT", {**params, **_unspanned(s, gpu, usable, per_node)}))
+
+
+def _unspanned(s: _ServingSearch, gpu: GpuSpec, usable: int, per_node: int) -> dict[str, object]:
+    """Where one replica over whole nodes would hold the model but was not searched, the degree
+    and what ruled it out (``span_blocked``: ``max_gpus``, ``engine`` or ``free_nodes``) -- not
+    "memory" alone, which reads as "this GPU cannot serve it"."""
+    if s.base.disaggregated or s.base.expert_parallel or not s.continuous or per_node < 1:
+        return {}
+    m = s.base.model
+    fits = [
+        k
+        for k in sn.powers_of_two(64)
+        if k > per_node and sn.spans(m, k, per_node)
+        if any(s.memory(f, k).fits(usable) for f in s.formats_on(gpu))
+    ]
+    if not fits:
+        return {}
+    k = fits[0]
+    cap, _ = _count_cap(gpu, s.q.constraints)
+    free = sn.free_nodes(gpu, s.q.constraints, per_node)
+    if s.base.engine not in sn.SPANNING_ENGINES:
+        blocked = "engine"
+    elif free is not None and k // per_node > free:
+        blocked = "free_nodes"
+    elif k > cap:
+        blocked = "max_gpus"
+    else:
+        return {}
+    return {"span_tensor_parallel": k, "span_nodes": k // per_node, "span_blocked": blocked}

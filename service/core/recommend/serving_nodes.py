@@ -6,16 +6,23 @@ from __future__ import annotations
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
-from service.core.estimation.memory import InferenceConfig
+from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, InferenceConfig
 from service.core.estimation.network import replica_layout
 from service.core.estimation.serving_disagg_layout import DEFAULT_NODES, NodeNetwork
-from service.core.recommend.candidates import best_pool
 from service.core.recommend.deployment import rented_network
-from service.core.recommend.models import RecommendData, RecommendQuestion
+from service.core.recommend.models import Constraints, Pool, RecommendData, RecommendQuestion
 from service.core.recommend.reasons import Reason
 from service.core.recommend.serving_price import replica_shape
 
-__all__ = ["SPANNING_ENGINES", "across_nodes", "powers_of_two", "replica_nodes", "spans", "splits_heads"]
+__all__ = [
+    "SPANNING_ENGINES",
+    "across_nodes",
+    "free_nodes",
+    "powers_of_two",
+    "replica_nodes",
+    "spans",
+    "splits_heads",
+]
 
 SPANNING_ENGINES = frozenset({"vllm", "sglang"})
 """Engines whose replica is searched over several nodes: vLLM (a Ray cluster) and SGLang (its
@@ -38,11 +45,19 @@ def splits_heads(m: DecoderSpec, k: int) -> bool:
     return m.num_kv_heads % k == 0 or (k % m.num_kv_heads == 0 and m.num_heads % k == 0)
 
 
-def spans(m: DecoderSpec, tp: int, per_node: int) -> bool:
+def spans(m: DecoderSpec, tp: int, per_node: int, free: int | None = None) -> bool:
     """Whether TP ``tp`` is one replica over whole nodes of ``per_node`` GPUs (SGLang
-    ``--nnodes``, vLLM over Ray, TensorRT-LLM over MPI), its all-reduces over the network
-    (:func:`~service.core.estimation.network.tp_all_reduce`)."""
-    return per_node >= 1 and tp > per_node and tp % per_node == 0 and splits_heads(m, tp)
+    ``--nnodes``, vLLM over Ray), its all-reduces over the network
+    (:func:`~service.core.estimation.network.tp_all_reduce`); ``free``: the inventory's nodes
+    with ``per_node`` GPUs free (:func:`free_nodes`; None: rented, any number)."""
+    whole = per_node >= 1 and tp > per_node and tp % per_node == 0
+    return whole and splits_heads(m, tp) and (free is None or tp // per_node <= free)
+
+
+def span_cap(gpu: GpuSpec, cons: Constraints, per_node: int, cap: int) -> int:
+    """The GPUs replicas over nodes may use: the inventory's whole free nodes, at most ``cap``."""
+    free = free_nodes(gpu, cons, per_node)
+    return cap if free is None else min(cap, free * per_node)
 
 
 def replica_nodes(
@@ -54,19 +69,41 @@ def replica_nodes(
     if tp <= per_node:
         return DEFAULT_NODES
     if q.constraints.pools is not None:
-        pool = best_pool(gpu, q.constraints)
-        if pool is None:
-            return NodeNetwork(gpus_per_node=per_node)
-        return NodeNetwork(
-            gpus_per_node=per_node,
-            network_gbps_per_node=pool.network_gbps_per_node or 0.0,
-            rdma=True if pool.rdma is None else pool.rdma,
-            stated=bool(pool.network_gbps_per_node),
-        )
+        return _on_pools(gpu, q.constraints, per_node)
     net = rented_network(data, q, gpu, replica_shape(gpu, 1, tp, per_node))
     if net is None:
         return NodeNetwork(gpus_per_node=per_node)
     return NodeNetwork(gpus_per_node=per_node, network_gbps_per_node=net[0], rdma=net[1], stated=True)
+
+
+def _holding(gpu: GpuSpec, cons: Constraints, per_node: int) -> list[Pool]:
+    """The inventory pools of ``gpu`` whose nodes each have ``per_node`` GPUs free."""
+    return [p for p in cons.pools or () if p.gpu == gpu.slug and p.free_gpus_per_node >= per_node]
+
+
+def free_nodes(gpu: GpuSpec, cons: Constraints, per_node: int) -> int | None:
+    """Inventory nodes with ``per_node`` GPUs of ``gpu`` free (None without an inventory): a
+    replica over ``k`` nodes needs ``k`` of them -- 8 + 4 + 4 free GPUs are not two nodes of 8."""
+    if cons.pools is None:
+        return None
+    return sum(p.nodes for p in _holding(gpu, cons, per_node))
+
+
+def _on_pools(gpu: GpuSpec, cons: Constraints, per_node: int) -> NodeNetwork:
+    """The network of the pools a replica may span, the slowest: its all-reduces wait on the
+    slowest node's link (the default where a pool states none; no RDMA if any pool has none)."""
+    pools = _holding(gpu, cons, per_node)
+    stated = [p.network_gbps_per_node for p in pools if p.network_gbps_per_node]
+    unstated = len(stated) < len(pools)
+    gbps = min(stated) if stated else 0.0
+    if unstated and gbps:  # a pool on the default network beside stated ones: the slower of the two
+        gbps = min(gbps, NETWORK_GBIT_PER_S_PER_GPU * per_node)
+    return NodeNetwork(
+        gpus_per_node=per_node,
+        network_gbps_per_node=gbps,
+        rdma=all(p.rdma is not False for p in pools),
+        stated=bool(stated),
+    )
 
 
 def across_nodes(cfg: InferenceConfig, gpu: GpuSpec) -> tuple[Reason, ...]:
