@@ -20,6 +20,12 @@ DEEPSEEK = {
     "tpot_target_ms": 200,
 }
 
+ON_H100_OR_A100 = {
+    "workload": DEEPSEEK,
+    "constraints": {"allowed_gpus": ["nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 32},
+    "objective": "cheapest",
+}
+
 
 def _post(client: TestClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
     r = client.post(path, json=body)
@@ -46,15 +52,7 @@ def test_a_model_no_node_holds_is_served_over_two_nodes(client: TestClient) -> N
     two nodes holds 42 GB of weights per GPU. The plan says it spans 2 nodes of 8, is rented as
     two instances with a stated inter-node network, and is scheduled as 2 pods / Slurm nodes of
     8 GPUs -- not one pod of 16, which no node has."""
-    doc = _post(
-        client,
-        "/v1/recommend",
-        {
-            "workload": DEEPSEEK,
-            "constraints": {"allowed_gpus": ["nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 32},
-            "objective": "cheapest",
-        },
-    )
+    doc = _post(client, "/v1/recommend", ON_H100_OR_A100)
     for slug in ("nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"):
         o = _option(doc, slug)
         s = o["strategy"]
@@ -76,15 +74,7 @@ def test_the_plan_is_timed_on_the_network_it_is_rented_on(client: TestClient) ->
     its TPOT is the estimate's on that network, slower than on a DGX node's 3,200 Gb/s RDMA
     default; the H100 plan (AWS p5, 3,200 Gb/s EFA) is the default's. A faster network is never
     slower."""
-    doc = _post(
-        client,
-        "/v1/recommend",
-        {
-            "workload": DEEPSEEK,
-            "constraints": {"allowed_gpus": ["nvidia-h100-sxm", "nvidia-a100-sxm4-80gb"], "max_gpus": 32},
-            "objective": "cheapest",
-        },
-    )
+    doc = _post(client, "/v1/recommend", ON_H100_OR_A100)
     a100 = _option(doc, "nvidia-a100-sxm4-80gb")
     net = a100["cost"]["network"]
     assert (net["inter_node_gbps"], net["rdma"]) == (100.0, None)
