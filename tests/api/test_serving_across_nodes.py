@@ -292,3 +292,35 @@ def test_the_question_asked_again_is_the_same_question(client: TestClient) -> No
     assert stored["asked"]["workload"]["engine"] == "vllm"
     again = client.post("/v1/recommend", json=stored["asked"])
     assert again.status_code == 200, again.text
+
+
+def test_jobs_over_inventory_nodes_state_and_wait_on_the_slowest_network(client: TestClient) -> None:
+    """Two owned H100 nodes, one on 3,200 Gb/s RDMA, one on 100 Gb/s without: a replica over both
+    shows the slow network in ``cost.network`` (what it was timed on, not the better pool's), and
+    data-parallel training over both is slower than over two fast nodes (it was timed on the
+    better pool's network alone)."""
+    fast = [
+        {
+            "gpu": "nvidia-h100-sxm",
+            "gpus_per_node": 8,
+            "nodes": 1,
+            "network_gbps_per_node": 3200,
+            "rdma": True,
+        },
+    ] * 2
+    mixed = [fast[0], {**fast[0], "network_gbps_per_node": 100, "rdma": False}]
+    serving = _post(client, "/v1/recommend", {"workload": DEEPSEEK, "constraints": {"inventory": mixed}})
+    net = _option(serving, "nvidia-h100-sxm")["cost"]["network"]
+    assert (net["inter_node_gbps"], net["rdma"]) == (100.0, "no")
+    training = {"model": "llama3-8b", "mode": "training", "batch_size": 2, "seq_len": 2048, "tokens": 1e10}
+    top = {
+        name: _post(client, "/v1/recommend", {"workload": training, "constraints": {"inventory": inventory}})[
+            "options"
+        ][0]
+        for name, inventory in (("mixed", mixed), ("fast", fast))
+    }
+    assert top["fast"]["strategy"]["nodes"] == 2
+    # over the slow node the job is slower than on the fast pair: one node of 8, or two nodes timed at 100 Gb/s
+    assert top["mixed"]["training"]["tokens_per_s"] < top["fast"]["training"]["tokens_per_s"]
+    if top["mixed"]["strategy"]["nodes"] == 2:
+        assert top["mixed"]["cost"]["network"]["inter_node_gbps"] == 100.0

@@ -4,7 +4,7 @@ how those GPUs are placed on nodes."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -12,7 +12,7 @@ from service.core.catalog.specs import GpuSpec
 from service.core.estimation.engine_support import engine_refusal, format_refusal, served_format
 from service.core.estimation.estimate import Job
 from service.core.estimation.frozen import replace
-from service.core.estimation.memory import InferenceConfig, TrainConfig
+from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, InferenceConfig, TrainConfig
 from service.core.evidence.aggregate import CellView
 from service.core.recommend.models import Constraints, Pool, RecommendData
 from service.core.recommend.reasons import Reason
@@ -153,17 +153,32 @@ def _pool_shape(gpu: GpuSpec, cons: Constraints) -> tuple[int, int] | None:
     )
 
 
+def spanned_network(pools: Sequence[Pool], gpu: GpuSpec, per_node: int) -> tuple[float, bool | None]:
+    """(Gb/s per node, RDMA) of the inventory nodes a job over nodes of ``per_node`` free GPUs
+    may sit on: the slowest, which every collective waits on (0: none stated, the default; a pool
+    that states none beside stated ones counts at the default; RDMA None: none stated)."""
+    mine = [p for p in pools if p.gpu == gpu.slug and p.free_gpus_per_node >= per_node]
+    stated = [p.network_gbps_per_node for p in mine if p.network_gbps_per_node]
+    gbps = min(stated) if stated else 0.0
+    if stated and len(stated) < len(mine):
+        gbps = min(gbps, NETWORK_GBIT_PER_S_PER_GPU * per_node)
+    rdma = False if any(p.rdma is False for p in mine) else (True if any(p.rdma for p in mine) else None)
+    return gbps, rdma
+
+
 def on_pool(cfg: TrainConfig, gpu: GpuSpec, cons: Constraints) -> TrainConfig:
     """A training plan larger than one of the inventory's nodes runs on its nodes: their free GPUs
-    per node, and the network and RDMA the pool states, time its collectives (a 100 Gb/s pool
-    without RDMA is not the 3,200 Gb/s RDMA default of an HGX node)."""
+    per node, and the network and RDMA the pools state (the slowest: :func:`spanned_network`),
+    time its collectives (a 100 Gb/s pool without RDMA is not the 3,200 Gb/s RDMA default of an
+    HGX node)."""
     best = best_pool(gpu, cons)
     if best is None or cfg.gpu_count <= best.free_gpus_per_node:
         return cfg
+    gbps, rdma = spanned_network(cons.pools or (), gpu, best.free_gpus_per_node)
     cfg = replace(cfg, gpus_per_node=best.free_gpus_per_node)
-    if best.network_gbps_per_node:
-        cfg = replace(cfg, network_gbps_per_node=best.network_gbps_per_node)
-    return cfg if best.rdma is None else replace(cfg, rdma=best.rdma)
+    if gbps:
+        cfg = replace(cfg, network_gbps_per_node=gbps)
+    return cfg if rdma is None else replace(cfg, rdma=rdma)
 
 
 def _placement(gpu: GpuSpec, n: int, cons: Constraints) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from service.core.pricing.cost import (
     tco,
 )
 from service.core.pricing.shapes import NO_MATCHING_INSTANCE, DeployShape, InstanceNetwork
-from service.core.recommend.candidates import _placement
+from service.core.recommend.candidates import _placement, spanned_network
 from service.core.recommend.models import Option, Pool, RecommendData, RecommendQuestion
 from service.core.recommend.reasons import Reason, ReasonCode
 
@@ -74,18 +74,24 @@ def deploy_shape(
     )
 
 
-def _pool_network(pools: tuple[Pool, ...], gpu: GpuSpec) -> InstanceNetwork:
+def _pool_network(pools: tuple[Pool, ...], gpu: GpuSpec, shape: DeployShape) -> InstanceNetwork:
+    """The links of the inventory nodes a plan sits on; over several nodes, the slowest network
+    among those it may use (what its collectives were timed on)."""
     mine = [p for p in pools if p.gpu == gpu.slug]
     p = max(mine, key=lambda p: (p.free_gpus_per_node, p.nodes)) if mine else None
     nv = (p.interconnect if p is not None else None) or (
         "nvlink" if gpu.node.nvlink_topology != "none" else "pcie"
     )
-    gbps = p.network_gbps_per_node if p is not None else None
+    gbps: float | None = p.network_gbps_per_node if p is not None else None
+    rdma = None if p is None else p.rdma
+    if p is not None and shape.nodes > 1 and not shape.independent:
+        slowest, rdma = spanned_network(pools, gpu, shape.gpus_per_node)
+        gbps = slowest or None
     return InstanceNetwork(
         intra_node="nvlink" if nv == "nvlink" else "pcie",
         gpu_link_gpus=gpu.node.nvlink_domain_size if nv == "nvlink" else 1,
         inter_node_gbps=gbps,
-        rdma=None if p is None or p.rdma is None else ("yes" if p.rdma else "no"),
+        rdma=None if rdma is None else ("yes" if rdma else "no"),
         intra_basis="table",
         inter_basis="table" if gbps is not None else "provider_default",
         source="the request's inventory pool",
@@ -108,7 +114,7 @@ def price_plan(
     pools = q.constraints.pools
     if pools is not None:
         t = owned_tco(data, q, gpu, shape.gpus, hours=hours, hours_band=hours_band)
-        return PlanPrice(tco=t, network=_pool_network(pools, gpu))
+        return PlanPrice(tco=t, network=_pool_network(pools, gpu, shape))
     p = data.prices.rent_shape(gpu.slug, shape, q.cost)
     if isinstance(p, ShapePrice):
         return PlanPrice(quote=p.quote, network=p.network)

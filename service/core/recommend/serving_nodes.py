@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
-from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU, InferenceConfig
+from service.core.estimation.memory import InferenceConfig
 from service.core.estimation.network import replica_layout
 from service.core.estimation.serving_disagg_layout import DEFAULT_NODES, NodeNetwork
+from service.core.recommend.candidates import spanned_network
 from service.core.recommend.deployment import rented_network
 from service.core.recommend.models import Constraints, Pool, RecommendData, RecommendQuestion
 from service.core.recommend.reasons import Reason
@@ -90,19 +91,11 @@ def free_nodes(gpu: GpuSpec, cons: Constraints, per_node: int) -> int | None:
 
 
 def _on_pools(gpu: GpuSpec, cons: Constraints, per_node: int) -> NodeNetwork:
-    """The network of the pools a replica may span, the slowest: its all-reduces wait on the
-    slowest node's link (the default where a pool states none; no RDMA if any pool has none)."""
-    pools = _holding(gpu, cons, per_node)
-    stated = [p.network_gbps_per_node for p in pools if p.network_gbps_per_node]
-    unstated = len(stated) < len(pools)
-    gbps = min(stated) if stated else 0.0
-    if unstated and gbps:  # a pool on the default network beside stated ones: the slower of the two
-        gbps = min(gbps, NETWORK_GBIT_PER_S_PER_GPU * per_node)
+    """The network of the pools a replica may span, the slowest (:func:`.candidates.spanned_network`):
+    its all-reduces wait on the slowest node's link; RDMA unless a pool says not."""
+    gbps, rdma = spanned_network(cons.pools or (), gpu, per_node)
     return NodeNetwork(
-        gpus_per_node=per_node,
-        network_gbps_per_node=gbps,
-        rdma=all(p.rdma is not False for p in pools),
-        stated=bool(stated),
+        gpus_per_node=per_node, network_gbps_per_node=gbps, rdma=rdma is not False, stated=bool(gbps)
     )
 
 
