@@ -673,3 +673,43 @@ def test_a_disaggregated_estimate_at_a_rate_holds_its_decode_replicas_sequences(
         held = math.ceil(j["serving"]["rate"]["in_flight_per_replica"])
         assert j["memory"]["components"]["kv_cache"] >= 0.99 * held * one_seq * (8000 / 8256)
     assert high["memory"]["components"]["kv_cache"] > 2 * low["memory"]["components"]["kv_cache"]
+
+
+def test_min_gpus_replicates_kv_heads_as_the_engines_do(client: TestClient) -> None:
+    """Qwen3-235B-A22B has 4 KV heads: TP8 replicates each on 2 ranks (vLLM, SGLang), and bf16
+    holds on 8 H100s (58.8 GB of weights each) -- the solve tried only divisors of the KV heads
+    and answered TP16, two nodes, twice the hardware the recommender ranks first."""
+    r = client.post(
+        "/v1/estimate",
+        json={
+            "model": "qwen3-235b-a22b",
+            "gpu": "nvidia-h100-sxm",
+            "mode": "inference",
+            "engine": "vllm",
+            "solve_for": "min_gpus",
+        },
+    )
+    assert r.status_code == 200, r.text
+    assert (r.json()["solve"]["value"], r.json()["solve"]["tensor_parallel"]) == (8, 8)
+
+
+def test_an_assumed_large_shape_has_grouped_query_attention(client: TestClient) -> None:
+    """``params_billion: 70`` assumed multi-head attention (70 KV heads: 2.5 MB of KV a token, 8x a
+    real 70B's), so a 70B served 5 sequences where Llama-2-70B serves ~42; from 30B the assumed
+    shape has 8 KV heads, as Llama 2 70B, Llama 3, Qwen2.5 and Mixtral do. Small shapes keep
+    Llama 2 7B/13B's multi-head attention."""
+    body = {
+        "gpu": "nvidia-h200-sxm",
+        "mode": "inference",
+        "engine": "vllm",
+        "quant_method": "fp8",
+        "input_len": 4096,
+    }
+    body |= {"output_len": 512, "solve_for": "max_concurrency"}
+    assumed = client.post("/v1/estimate", json={**body, "params_billion": 70}).json()
+    real = client.post("/v1/estimate", json={**body, "model": "llama2-70b"}).json()
+    assert "(8 KV)" in assumed["model"]["description"], assumed["model"]
+    assert 0.95 < assumed["model"]["total_params"] / 70e9 < 1.05
+    assert 0.7 < assumed["solve"]["value"] / real["solve"]["value"] < 1.4, (assumed["solve"], real["solve"])
+    small = client.post("/v1/estimate", json={**body, "params_billion": 7}).json()
+    assert "32 heads (32 KV)" in small["model"]["description"]

@@ -24,7 +24,6 @@ produce ground truth (built from config, no download).
 from __future__ import annotations
 
 import difflib
-import math
 import re
 
 from service.core.catalog.cnn import CnnSpec
@@ -34,6 +33,7 @@ from service.core.catalog.hf_config import (
     ModelSpec,
     from_hf_config,
 )
+from service.core.catalog.llama_shape import from_parameter_count as from_parameter_count
 from service.core.catalog.llama_shape import llama_spec as _llama
 from service.core.catalog.sparse_models import SPARSE_PRESETS
 
@@ -553,51 +553,3 @@ def get_model(name: str) -> ModelSpec:
         if pid not in ids:
             ids.append(pid)
     raise ModelNotFound(name, ids[:5])
-
-
-# --------------------------------------------------------------------------------------------
-# "N billion parameters"
-# --------------------------------------------------------------------------------------------
-
-
-def from_parameter_count(n_billion: float) -> tuple[DecoderSpec, str]:
-    """A Llama-2-style dense shape with about ``n_billion * 1e9`` parameters, and a sentence
-    stating the assumed shape.
-
-    Assumptions (the Llama 2 7B/13B recipe): 32k vocabulary, untied embeddings, multi-head
-    attention with head_dim 128 (64 below hidden 1024), depth ``hidden / 128`` (at least 4),
-    SwiGLU FFN ``8/3 * hidden`` rounded up to a multiple of 256, hidden a multiple of 256.
-    The hidden size whose total is closest to the request is chosen.
-    """
-    if not (n_billion > 0 and math.isfinite(n_billion)):
-        raise ValueError("parameter count must be a positive number of billions")
-    target = n_billion * 1e9
-    best: DecoderSpec | None = None
-    for h in range(256, 65536 + 1, 256):
-        hd = 128 if h >= 1024 else 64
-        layers = max(4, h // 128)
-        ffn = -(-(8 * h // 3) // 256) * 256
-        spec = _llama(
-            f"assumed-{n_billion:g}b",
-            h,
-            layers,
-            h // hd,
-            h // hd,
-            ffn,
-            32000,
-            hf_id=None,
-            family="assumed",
-            rope_theta=10000.0,
-            max_pos=4096,
-            source="assumed shape",
-        )
-        if best is None or abs(spec.total_params - target) < abs(best.total_params - target):
-            best = spec
-        if spec.total_params > target * 2:
-            break
-    assert best is not None
-    text = (
-        f"assumed a Llama-2-style dense shape for {n_billion:g}B parameters: {best.describe()} "
-        f"({best.total_params / 1e9:.2f}B parameters)"
-    )
-    return best, text

@@ -541,13 +541,12 @@ class ServingPlan:
 
 
 def tp_candidates(m: DecoderSpec, gpu: GpuSpec, limit: int = 8) -> list[int]:
-    """Tensor-parallel degrees worth trying: powers of two dividing the KV heads, up to the
-    NVLink domain (or 8 GPUs of a PCIe node)."""
+    """Tensor-parallel degrees worth trying: powers of two dividing the KV heads, or a multiple of
+    them (each head replicated, as vLLM and SGLang do), up to the NVLink domain (or 8 GPUs)."""
     top = max(gpu.node.nvlink_domain_size, 1) if gpu.node.nvlink_topology == "switched" else limit
-    out = []
-    k = 1
+    out, k, kv = [], 1, m.num_kv_heads
     while k <= min(limit, max(top, 1)):
-        if m.num_kv_heads % k == 0:
+        if kv % k == 0 or (k % kv == 0 and m.num_heads % k == 0):
             out.append(k)
         k *= 2
     return out or [1]
