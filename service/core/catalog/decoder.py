@@ -226,6 +226,13 @@ class DecoderSpec:
             return 2.0 * a * self.head_dim + 2.0 * a * dv
         return 2.0 * a * self.kv_dim + 2.0 * a * self.kv_lora_rank
 
+    def tp_splits_heads(self, tensor_parallel: int) -> bool:
+        """Whether a tensor-parallel group of this size shards the attention as vLLM and SGLang do:
+        the KV heads split over the ranks, or, with more ranks than KV heads, each replicated on
+        ``tensor_parallel / num_kv_heads`` ranks while the query heads still split."""
+        tp, kv = tensor_parallel, self.num_kv_heads
+        return kv % tp == 0 or (tp % kv == 0 and self.num_heads % tp == 0)
+
     def kv_shards(self, tensor_parallel: int) -> int:
         """Over how many GPUs of a tensor-parallel group the KV cache is split: the KV heads
         are, at most one head per rank (with more ranks than KV heads each head is kept on

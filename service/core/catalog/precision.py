@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp_fp16", "amp_bf16", "fp16", "bf16", "fp8", "int8", "int4")
 
+FP16_FOR: dict[str, str] = {"bf16": "fp16", "amp_bf16": "amp_fp16"}
+"""The fp16 precision that stands in for each bf16 one on GPUs with FP16 tensor cores but no bf16
+(Volta, Turing): the same bytes, loss-scaled when training."""
+
 PEAK_KEY: dict[str, str] = {
     "fp32": "fp32",
     "tf32": "tf32",

@@ -19,6 +19,9 @@ SUPPORT_KEYS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "
 FORM_FACTORS: tuple[str, ...] = ("pcie", "sxm", "oam")
 NVLINK_TOPOLOGIES: tuple[str, ...] = ("switched", "pairwise", "none")
 VENDORS: tuple[str, ...] = ("nvidia", "amd", "intel")
+RDMA_NETWORK_KINDS: frozenset[str] = frozenset({"efa", "infiniband", "roce", "yes"})
+"""An instance's or pool's inter-node network kinds NCCL runs over RDMA (EFA through
+aws-ofi-nccl); any other, or none stated, is NCCL's sockets."""
 
 
 @dataclass(frozen=True, slots=True)

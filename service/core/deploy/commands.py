@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass
 
 from service.core.deploy.features import feature_args, feature_fill_ins
+from service.core.deploy.plan import FILL as FILL
 from service.core.deploy.plan import DeployOption, DeployPlan
 
-FILL = "FILL-IN"
 """The marker every placeholder carries (grep for it before applying an artifact)."""
 
 SERVE_PORT = 8000

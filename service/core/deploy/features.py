@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 
-from service.core.deploy.plan import DeployOption, DeployPlan, ServingFeatures
+from service.core.deploy.plan import FILL, DeployOption, DeployPlan, ServingFeatures
 
 __all__ = ["feature_args", "feature_fill_ins"]
-
-FILL = "FILL-IN"
 
 VLLM_SPECULATIVE: dict[str, str] = {"eagle": "eagle", "mtp": "deepseek_mtp", "ngram": "ngram"}
 """vLLM ``--speculative-config`` methods (its speculative decoding docs)."""

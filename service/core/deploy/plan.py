@@ -8,6 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from service.core.catalog.specs import RDMA_NETWORK_KINDS
+
+FILL = "FILL-IN"
+"""What marks, in an artifact, everything the user must provide."""
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerNames:
@@ -200,7 +205,7 @@ def _network(o: Mapping[str, Any]) -> dict[str, Any]:
     owned = net.get("source") == "the request's inventory pool"  # RDMA unless the pool says not
     return {
         "network_gbps": float(gbps) if isinstance(gbps, int | float) and gbps > 0 else None,
-        "network_rdma": rdma in ("efa", "infiniband", "roce", "yes") or (owned and rdma is None),
+        "network_rdma": rdma in RDMA_NETWORK_KINDS or (owned and rdma is None),
     }
 
 

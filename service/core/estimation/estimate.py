@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from service.core.catalog.models import DecoderSpec
+from service.core.catalog.precision import FP16_FOR
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.band import Band
@@ -282,10 +283,9 @@ def _refuse_unsupported_precision(gpu: GpuSpec, job: Job) -> None:
     """A precision, weight format, KV-cache dtype or engine the GPU cannot run is refused, not
     estimated (:mod:`.engine_support`)."""
     if gpu.support_for(job.precision) == "no":
-        alt = {"bf16": "fp16", "amp_bf16": "amp_fp16"}.get(job.precision)
-        hint = f" (it has no bf16 tensor cores: precision {alt} runs, with loss scaling)" if alt else ""
-        if alt and gpu.support_for(alt) != "yes":
-            hint = ""
+        alt = FP16_FOR.get(job.precision)
+        runs = alt is not None and gpu.support_for(alt) == "yes"
+        hint = f" (it has no bf16 tensor cores: precision {alt} runs, with loss scaling)" if runs else ""
         raise InvalidConfiguration(
             "precision", f"{gpu.slug} does not support {job.precision}{hint}", code="PRECISION_UNSUPPORTED"
         )

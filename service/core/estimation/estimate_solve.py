@@ -28,7 +28,7 @@ from service.core.estimation.memory import (
     largest_micro_batch,
     most_concurrent_sequences,
 )
-from service.core.estimation.network import SPANNING_ENGINES, spanning_degrees
+from service.core.estimation.network import spanning_degrees
 from service.core.estimation.serving import (
     CONTINUOUS_EFFICIENCIES,
     ENGINE_CLASSES,
@@ -217,8 +217,7 @@ def _min_gpus_serving(job: Job, c: InferenceConfig, usable: int, gpu: GpuSpec) -
             tpot_s=r.tpot_s,
             headroom=plan.headroom,
         )
-    spanning = spanning_degrees(c, gpu) if c.engine in SPANNING_ENGINES else []
-    for tp in tp_candidates(c.model, gpu, limit=64) + spanning:
+    for tp in tp_candidates(c.model, gpu, limit=64) + spanning_degrees(c, gpu):
         cfg = replace(c, tensor_parallel=tp, replicas=1)
         if estimate_inference(cfg).fits(usable):
             return SolveAnswer(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from service.core.estimation.memory_config import (
@@ -36,7 +37,6 @@ def _largest(lo: int, hi: int, ok: Any) -> int:
 
 def largest_micro_batch(c: TrainConfig, usable_memory_bytes: int, limit: int = 65536) -> int:
     """Largest per-GPU micro-batch that fits at the upper end of the band (0: none fits)."""
-    from dataclasses import replace
 
     def ok(b: int) -> bool:
         return estimate_training(replace(c, batch_size=b, global_batch=0)).fits(usable_memory_bytes)
@@ -49,8 +49,6 @@ def largest_context(
 ) -> int:
     """Longest sequence (training ``seq_len``; inference ``input_len + output_len`` with the
     output length kept) that fits; 0 if none. Multiples of 128 are searched."""
-    from dataclasses import replace
-
     if isinstance(c, TrainConfig):
 
         def ok(k: int) -> bool:
@@ -65,7 +63,6 @@ def largest_context(
 
 def most_concurrent_sequences(c: InferenceConfig, usable_memory_bytes: int, limit: int = 1_000_000) -> int:
     """How many sequences of ``input_len + output_len`` tokens can be served at once."""
-    from dataclasses import replace
 
     def ok(b: int) -> bool:
         return estimate_inference(replace(c, batch_size=b)).fits(usable_memory_bytes)
@@ -78,8 +75,6 @@ def memory_held(c: InferenceConfig, sequences: int, usable: int) -> MemoryEstima
     band's upper end (:func:`most_concurrent_sequences`; at least one): an engine sizes its KV
     pool to the memory it has and admits what the pool holds -- it does not run out of memory,
     and an answer stated at more sequences than fit would contradict its own fit."""
-    from dataclasses import replace
-
     one = replace(c, replicas=1, batch_size=1)
     n = max(1, sequences)
     full = estimate_inference(replace(one, batch_size=n))
@@ -102,8 +97,6 @@ def fewest_gpus(
     ``sharded_mixed_precision`` (default the mixed-precision policy, the default for sharded
     mixed precision); a job already on FSDP keeps its own. Returns ``(count, estimate)`` or
     ``None``."""
-    from dataclasses import replace
-
     counts = [1]
     while counts[-1] < per_node:
         counts.append(counts[-1] * 2)

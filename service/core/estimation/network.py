@@ -55,6 +55,7 @@ __all__ = [
     "layout_of",
     "link_bytes_per_s",
     "link_name",
+    "node_layout",
     "p2p_s",
     "replica_layout",
     "spanning_degrees",
@@ -103,17 +104,26 @@ def default_gpus_per_node(gpu: GpuSpec) -> int:
     return max(gpu.node.nvlink_domain_size, 8)
 
 
-def layout_of(c: TrainConfig, gpu: GpuSpec) -> Layout:
-    """The layout ``c`` runs on: its own figures, else the GPU's node and one 400 Gb/s NIC per GPU."""
-    g = c.gpus_per_node or default_gpus_per_node(gpu)
-    net = c.network_gbps_per_node or NETWORK_GBIT_PER_S_PER_GPU * g
+def node_layout(
+    gpu: GpuSpec, gpus: int, gpus_per_node: int, network_gbps_per_node: float, rdma: bool, stated: bool
+) -> Layout:
+    """``gpus`` GPUs on nodes of ``gpus_per_node`` (0: the GPU's node) joined by
+    ``network_gbps_per_node`` (0: one 400 Gb/s NIC per GPU): the one rule training, a serving
+    replica and disaggregated pools are laid out by."""
+    g = gpus_per_node or default_gpus_per_node(gpu)
     return Layout(
         gpus_per_node=g,
-        nodes=-(-c.gpu_count // g),
-        network_gbps_per_node=net,
-        rdma=c.rdma,
-        stated=bool(c.gpus_per_node or c.network_gbps_per_node) or not c.rdma,
+        nodes=-(-gpus // g),
+        network_gbps_per_node=network_gbps_per_node or NETWORK_GBIT_PER_S_PER_GPU * g,
+        rdma=rdma,
+        stated=stated,
     )
+
+
+def layout_of(c: TrainConfig, gpu: GpuSpec) -> Layout:
+    """The layout ``c`` runs on: its own figures, else the GPU's node and one 400 Gb/s NIC per GPU."""
+    stated = bool(c.gpus_per_node or c.network_gbps_per_node) or not c.rdma
+    return node_layout(gpu, c.gpu_count, c.gpus_per_node, c.network_gbps_per_node, c.rdma, stated)
 
 
 def link_bytes_per_s(gpu: GpuSpec, ranks_in_node: int, span: int | None = None) -> float:
@@ -194,14 +204,8 @@ class TpAllReduce:
 def replica_layout(nodes: NodeNetwork, gpu: GpuSpec, tp: int) -> Layout:
     """The nodes one replica of ``tp`` GPUs fills: the caller's, else the GPU's node with
     400 Gb/s per GPU."""
-    g = nodes.gpus_per_node or default_gpus_per_node(gpu)
-    return Layout(
-        gpus_per_node=g,
-        nodes=-(-tp // g),
-        network_gbps_per_node=nodes.network_gbps_per_node or NETWORK_GBIT_PER_S_PER_GPU * g,
-        rdma=nodes.rdma,
-        stated=nodes.stated,
-    )
+    n = nodes
+    return node_layout(gpu, tp, n.gpus_per_node, n.network_gbps_per_node, n.rdma, n.stated)
 
 
 def tp_all_reduce(gpu: GpuSpec, tp: int, nodes: NodeNetwork) -> TpAllReduce:
@@ -228,12 +232,14 @@ SPANNING_ENGINES = frozenset({"vllm", "sglang"})
 
 def spanning_degrees(c: InferenceConfig, gpu: GpuSpec) -> list[int]:
     """Tensor-parallel degrees of one replica over 2, 4, ... whole nodes (at most 64 GPUs) that
-    split the KV heads, its all-reduces over the network (``c.nodes``)."""
+    split the heads, its all-reduces over the network (``c.nodes``); none for an engine that is
+    not started over nodes (:data:`SPANNING_ENGINES`)."""
+    if c.engine not in SPANNING_ENGINES:
+        return []
     g = c.nodes.gpus_per_node or default_gpus_per_node(gpu)
-    m = c.model
     out, k = [], 2 * g
     while k <= 64:
-        if m.num_kv_heads % k == 0 or (k % m.num_kv_heads == 0 and m.num_heads % k == 0):
+        if c.model.tp_splits_heads(k):
             out.append(k)
         k *= 2
     return out

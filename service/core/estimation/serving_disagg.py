@@ -31,8 +31,7 @@ import math
 from dataclasses import dataclass
 
 from service.core.catalog.specs import GpuSpec
-from service.core.estimation.memory import NETWORK_GBIT_PER_S_PER_GPU
-from service.core.estimation.network import Layout, default_gpus_per_node, link_name, p2p_s
+from service.core.estimation.network import Layout, link_name, node_layout, p2p_s
 from service.core.estimation.serving_disagg_layout import Disaggregation
 from service.core.estimation.serving_engines import Deployment, EngineEfficiencies, iteration_s
 from service.core.estimation.serving_queue import _root, concurrency_cap
@@ -51,14 +50,9 @@ __all__ = [
 
 def disagg_layout(dis: Disaggregation, gpu: GpuSpec) -> Layout:
     """The node layout both pools fill: the caller's, else the GPU's node with 400 Gb/s per GPU."""
-    g = dis.gpus_per_node or default_gpus_per_node(gpu)
-    return Layout(
-        gpus_per_node=g,
-        nodes=-(-(dis.prefill_gpus + dis.decode_gpus) // g),
-        network_gbps_per_node=dis.network_gbps_per_node or NETWORK_GBIT_PER_S_PER_GPU * g,
-        rdma=dis.rdma,
-        stated=bool(dis.gpus_per_node or dis.network_gbps_per_node) or not dis.rdma,
-    )
+    stated = bool(dis.gpus_per_node or dis.network_gbps_per_node) or not dis.rdma
+    gpus = dis.prefill_gpus + dis.decode_gpus
+    return node_layout(gpu, gpus, dis.gpus_per_node, dis.network_gbps_per_node, dis.rdma, stated)
 
 
 def crosses_nodes(dis: Disaggregation, gpu: GpuSpec) -> bool:

@@ -12,7 +12,7 @@ from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
 from service.core.estimation import serving_engines as se
 from service.core.estimation.memory import CUDA_CONTEXT_BYTES, NCCL_BUFFER_BYTES, InferenceConfig
-from service.core.estimation.network import SPANNING_ENGINES, spanning_degrees
+from service.core.estimation.network import spanning_degrees
 from service.core.estimation.performance import PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
 from service.core.estimation.serving_engines import (
     CONTINUOUS_EFFICIENCIES,
@@ -544,9 +544,9 @@ def tp_candidates(m: DecoderSpec, gpu: GpuSpec, limit: int = 8) -> list[int]:
     """Tensor-parallel degrees worth trying: powers of two dividing the KV heads, or a multiple of
     them (each head replicated, as vLLM and SGLang do), up to the NVLink domain (or 8 GPUs)."""
     top = max(gpu.node.nvlink_domain_size, 1) if gpu.node.nvlink_topology == "switched" else limit
-    out, k, kv = [], 1, m.num_kv_heads
+    out, k = [], 1
     while k <= min(limit, max(top, 1)):
-        if kv % k == 0 or (k % kv == 0 and m.num_heads % k == 0):
+        if m.tp_splits_heads(k):
             out.append(k)
         k *= 2
     return out or [1]
@@ -568,11 +568,10 @@ def plan_min_gpus(
     best: ServingPlan | None = None
     considered: list[tuple[int, int, float]] = []
     fitted = False
-    for tp in [*tp_candidates(c.model, gpu), 0, *spanning_degrees(c, gpu)]:
-        if tp == 0:  # beyond one node only where nothing inside one holds the model
-            if fitted or c.engine not in SPANNING_ENGINES:
-                break
-            continue
+    inside = tp_candidates(c.model, gpu)
+    for tp in [*inside, *spanning_degrees(c, gpu)]:
+        if fitted and tp > inside[-1]:
+            break  # beyond one node only where nothing inside one holds the model
         cfg = replace(c, tensor_parallel=tp, replicas=1)
         try:
             d = se.deployment(cfg, gpu)

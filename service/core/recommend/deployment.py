@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from service.core.catalog.specs import GpuSpec
+from service.core.catalog.specs import RDMA_NETWORK_KINDS, GpuSpec
 from service.core.estimation.frozen import replace
 from service.core.estimation.memory import TrainConfig
 from service.core.pricing.cost import (
@@ -121,11 +121,6 @@ def price_plan(
     return PlanPrice(missing=p)
 
 
-RDMA_KINDS = frozenset({"efa", "infiniband", "roce", "yes"})
-"""Instance network kinds NCCL runs over RDMA (EFA through aws-ofi-nccl); any other, or none
-stated, is timed on NCCL's sockets."""
-
-
 def rented_network(
     data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, shape: DeployShape
 ) -> tuple[float, bool] | None:
@@ -138,7 +133,7 @@ def rented_network(
     net = price_plan(data, q, gpu, shape).network
     if net is None or not net.inter_node_gbps:
         return None
-    return net.inter_node_gbps, (net.rdma or "") in RDMA_KINDS
+    return net.inter_node_gbps, (net.rdma or "") in RDMA_NETWORK_KINDS
 
 
 def on_rental(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, cfg: TrainConfig) -> TrainConfig:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Final
 
+from service.core.catalog.precision import FP16_FOR
 from service.core.estimation.estimate import Job
 from service.core.estimation.memory import InferenceConfig
 from service.core.recommend.candidates import _gib
@@ -23,10 +23,7 @@ from service.core.recommend.models import (
     WhatIf,
 )
 
-__all__ = ["FP16_FOR", "fp16_what_ifs", "quantization_what_ifs"]
-
-FP16_FOR: Final[dict[str, str]] = {"bf16": "fp16", "amp_bf16": "amp_fp16"}
-"""The fp16 precision that stands in for each bf16 one."""
+__all__ = ["fp16_what_ifs", "quantization_what_ifs"]
 
 
 def fp16_what_ifs(

@@ -13,6 +13,7 @@ from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.engine_support import served_format
 from service.core.estimation.estimate import Estimate, Job, estimate
 from service.core.estimation.memory import InferenceConfig, MemoryEstimate, estimate_inference
+from service.core.estimation.network import SPANNING_ENGINES
 from service.core.estimation.serving import (
     CONTINUOUS_EFFICIENCIES,
     ENGINE_CLASSES,
@@ -113,7 +114,7 @@ class _ServingSearch:
         return self._mem[key]
 
     def tp_degrees(self, gpu: GpuSpec, cap: int) -> tuple[list[int], int]:
-        """TP degrees that split the heads (:func:`.serving_nodes.splits_heads`) up to the NVLink
+        """TP degrees that split the heads (:meth:`~.DecoderSpec.tp_splits_heads`) up to the NVLink
         domain (8 on a PCIe node) and the free GPUs of one node (the second value); where none
         holds the model, whole multiples of the node: one replica over several nodes."""
         node = gpu.node
@@ -124,7 +125,7 @@ class _ServingSearch:
             per_node = shape[0]
         if self.q.constraints.nvlink_required and node.nvlink_topology == "pairwise":
             top = min(top, 2)
-        out = [k for k in sn.powers_of_two(min(top, cap, 64)) if sn.splits_heads(self.base.model, k)]
+        out = [k for k in sn.powers_of_two(min(top, cap, 64)) if self.base.model.tp_splits_heads(k)]
         if self.must_span(gpu, out, per_node):
             self.spanning.add(gpu.slug)
             out += [
@@ -135,11 +136,7 @@ class _ServingSearch:
     def must_span(self, gpu: GpuSpec, tps: list[int], per_node: int) -> bool:
         """No weight format at any TP degree inside one node holds a replica: the only serving
         left is over several nodes (searched only then: slower, and no cheaper)."""
-        if (
-            self.base.engine not in sn.SPANNING_ENGINES
-            or self.base.disaggregated
-            or self.base.expert_parallel
-        ):
+        if self.base.engine not in SPANNING_ENGINES or self.base.disaggregated or self.base.expert_parallel:
             return False
         usable, inside = int(gpu.fit_memory_bytes or 0), [tp for tp in tps if tp <= per_node]
         return not any(self.memory(fmt, tp).fits(usable) for fmt in self.formats_on(gpu) for tp in inside)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from service.core.catalog.specs import GpuSpec
+from service.core.estimation.network import SPANNING_ENGINES
 from service.core.recommend import serving_nodes as sn
 from service.core.recommend.candidates import _count_cap, _gib
 from service.core.recommend.models import Exclusion
@@ -88,7 +89,7 @@ def _unspanned(s: _ServingSearch, gpu: GpuSpec, usable: int, per_node: int) -> d
     k = fits[0]
     cap, _ = _count_cap(gpu, s.q.constraints)
     free = sn.free_nodes(gpu, s.q.constraints, per_node)
-    if s.base.engine not in sn.SPANNING_ENGINES:
+    if s.base.engine not in SPANNING_ENGINES:
         blocked = "engine"
     elif free is not None and k // per_node > free:
         blocked = "free_nodes"

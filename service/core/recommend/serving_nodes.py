@@ -16,19 +16,13 @@ from service.core.recommend.reasons import Reason
 from service.core.recommend.serving_price import replica_shape
 
 __all__ = [
-    "SPANNING_ENGINES",
     "across_nodes",
     "free_nodes",
     "powers_of_two",
     "replica_nodes",
+    "span_cap",
     "spans",
-    "splits_heads",
 ]
-
-SPANNING_ENGINES = frozenset({"vllm", "sglang"})
-"""Engines whose replica is searched over several nodes: vLLM (a Ray cluster) and SGLang (its
-server on every node, ``--nnodes``), as the artifacts start them; TensorRT-LLM over nodes needs
-an MPI launch they do not write."""
 
 
 def powers_of_two(most: int) -> list[int]:
@@ -40,19 +34,13 @@ def powers_of_two(most: int) -> list[int]:
     return out
 
 
-def splits_heads(m: DecoderSpec, k: int) -> bool:
-    """TP ``k`` divides the KV heads or is a multiple of them (each head replicated, as vLLM and
-    SGLang do)."""
-    return m.num_kv_heads % k == 0 or (k % m.num_kv_heads == 0 and m.num_heads % k == 0)
-
-
 def spans(m: DecoderSpec, tp: int, per_node: int, free: int | None = None) -> bool:
     """Whether TP ``tp`` is one replica over whole nodes of ``per_node`` GPUs (SGLang
     ``--nnodes``, vLLM over Ray), its all-reduces over the network
     (:func:`~service.core.estimation.network.tp_all_reduce`); ``free``: the inventory's nodes
     with ``per_node`` GPUs free (:func:`free_nodes`; None: rented, any number)."""
     whole = per_node >= 1 and tp > per_node and tp % per_node == 0
-    return whole and splits_heads(m, tp) and (free is None or tp // per_node <= free)
+    return whole and m.tp_splits_heads(tp) and (free is None or tp // per_node <= free)
 
 
 def span_cap(gpu: GpuSpec, cons: Constraints, per_node: int, cap: int) -> int:
