@@ -258,3 +258,31 @@ def test_optimizer_implementation_step_time() -> None:
     small_foreach = estimate_step(replace(small, optimizer_impl="foreach"), H200_SXM).phases["optimizer"]
     small_forloop = estimate_step(replace(small, optimizer_impl="forloop"), H200_SXM).phases["optimizer"]
     assert small_forloop > small_foreach
+
+
+def test_sharded_copies_scale_with_the_shard() -> None:
+    """FSDP2's copy-in and the reduced shard are shard-sized, its copy-out and reduce copy-in
+    whole (``_fsdp_collectives``); DeepSpeed ZeRO-3 gathers into a buffer its parameters view,
+    so it moves fewer bytes around the same collectives than FSDP2 at any world size."""
+    m = dec("llama2-7b")
+    base = TrainConfig(
+        model=m,
+        precision="amp_bf16",
+        batch_size=1,
+        seq_len=2048,
+        sharding="fsdp",
+        mixed_precision="fsdp_policy",
+    )
+
+    def copies(c: TrainConfig, n: int) -> float:
+        return estimate_step(replace(c, gpu_count=n), H200_SXM).phases["weight_casts"]
+
+    one, eight, many = copies(base, 1), copies(base, 8), copies(base, 64)
+    assert one > eight > many
+    # bytes per parameter -- one rank: the calibrated 4 per gathered byte in forward and backward
+    # (16), the 2 g + 16 reduction (20), the cast (4); 64 ranks: copy-out (8) and the reduce
+    # copy-in (6) whole, the rest over 64
+    assert one / many == pytest.approx(40.0 / (14.0 + 26.0 / 64), rel=0.02)
+    zero3 = replace(base, sharding="zero3", mixed_precision="autocast")
+    # ZeRO-3 on 8 ranks: the gradient bucket (4) and the partition copy-in (8 over 8)
+    assert copies(zero3, 8) / eight == pytest.approx(5.0 / (14.0 + 26.0 / 8), rel=0.02)

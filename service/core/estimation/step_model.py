@@ -199,27 +199,56 @@ def _optimizer(c: TrainConfig, e: Efficiencies, k: _Ctx, trainable: float) -> tu
 
 
 def _casts(c: TrainConfig, k: _Ctx, trainable: float) -> tuple[float, int]:
-    """(seconds, FSDP units): autocast weight and gradient casts, and FSDP2's gathers and
-    reduce-scatters (per micro-batch each unit is gathered in forward and backward -- copy-in
-    and copy-out, read + write each: 4 bytes moved per gathered byte -- and its gradients
-    reduce-scattered: the fp32 reduce input written and read, the shard accumulated)."""
-    P, autocast = k.sh.P, c.mode.autocast
+    """(seconds, FSDP units): autocast weight and gradient casts, and FSDP2's gather and
+    reduce-scatter copies (:func:`_fsdp_copy_bytes`)."""
+    autocast = c.mode.autocast
     cast_bytes = 6.0 * k.sh.w_weights * k.fx.cast_traffic if autocast else 0.0
     grad_cast_bytes = 6.0 * trainable if autocast and k.full else 0.0
     t_casts = (cast_bytes + grad_cast_bytes) / k.bw
     fsdp_units = 0
     if c.sharding == "fsdp" and k.sh.decoder:
         fsdp_units = k.sh.L + 1
-        policy = c.mixed_precision == "fsdp_policy"
-        gathered = 2.0 if policy else float(c.mode.param)
-        fsdp_bytes = (
-            2.0 * 4.0 * fsdp_gathered_bytes(c, P, gathered, k.sh.nf4_params)
-            + (2.0 * gathered + 4.0 * 4.0 if policy else 4.0 * 4.0) * trainable
-        )
-        if policy:  # the gather casts fp32 shards (read 4) into bf16 (write 2) instead of copying
-            fsdp_bytes += 2.0 * 2.0 * P
-        t_casts += fsdp_bytes / k.bw
+        t_casts += _fsdp_copy_bytes(c, k.sh.P, k.sh.nf4_params, trainable) / k.bw
+    elif c.sharding in ("zero1", "zero2", "zero3"):
+        t_casts += _zero_copy_bytes(c, k.sh.P, trainable) / k.bw
     return t_casts, fsdp_units
+
+
+def _fsdp_copy_bytes(c: TrainConfig, P: float, nf4_params: float, trainable: float) -> float:
+    """Bytes FSDP2 moves per micro-batch around its collectives. Each unit is gathered in forward
+    and backward: the local shard copied into the all-gather buffer (copy-in, read + write) and
+    the gathered parameters split out of it (copy-out, read + write) -- under the
+    MixedPrecisionPolicy the shard is first cast from fp32 (read 4) to bf16 (write 2); its
+    gradients are copied into the fp32 reduce-scatter input (the unsharded gradient read, the
+    input written) and the rest of the reduction touches the reduced shard. Matched at one rank
+    to the H200 runs (4 bytes per gathered byte, the reduction ``2 g + 16`` per trainable
+    parameter); the shard-sized parts scale with ``1 / data_parallel`` (PyTorch
+    ``_fsdp_collectives``: the all-gather input is a slice of its output holding the local
+    shard; the reduce-scatter output is the shard), and with a peer the collective's own reads
+    and writes of its buffers are its time (:func:`~.network.communication_s`), not copies."""
+    policy = c.mixed_precision == "fsdp_policy"
+    gathered = 2.0 if policy else float(c.mode.param)
+    shard = 1.0 / max(c.data_parallel, 1)
+    g_bytes = fsdp_gathered_bytes(c, P, gathered, nf4_params)
+    gathers = 2.0 * (2.0 * g_bytes * shard + 2.0 * g_bytes)  # forward and backward: copy-in, copy-out
+    reduce_full = gathered + 4.0  # the unsharded gradient read, the fp32 reduce input written
+    reduce_rest = (2.0 * gathered + 4.0 * 4.0 if policy else 4.0 * 4.0) - reduce_full
+    reduce = (reduce_full + reduce_rest * shard) * trainable
+    cast = 2.0 * 2.0 * P * shard if policy else 0.0  # the gather casts the fp32 shard to bf16
+    return gathers + reduce + cast
+
+
+def _zero_copy_bytes(c: TrainConfig, P: float, trainable: float) -> float:
+    """Bytes DeepSpeed ZeRO moves per micro-batch around its collectives: every gradient copied
+    into the flat reduction bucket (read + write, ``contiguous_gradients``, the default), and
+    under ZeRO-3 the local 16-bit partition copied into the all-gather buffer in forward and
+    backward -- shard-sized; the gathered parameters are views of that buffer, no copy-out
+    (DeepSpeed ``stage3`` / ``partitioned_param_coordinator``), which is most of what FSDP2
+    moves more (:func:`_fsdp_copy_bytes`)."""
+    grad = float(c.mode.grad)
+    bucket = 2.0 * grad * trainable
+    gather_in = 2.0 * 2.0 * 2.0 * P / max(c.data_parallel, 1) if c.sharding == "zero3" else 0.0
+    return bucket + gather_in
 
 
 def _host(c: TrainConfig, e: Efficiencies, k: _Ctx, mm: _Matmuls, fsdp_units: int) -> _Host:
