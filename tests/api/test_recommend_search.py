@@ -1270,3 +1270,26 @@ def test_volta_and_turing_are_offered_in_fp16(client: TestClient) -> None:
     assert not [w for w in stated["what_if"] if w["code"] == "WITH_FP16"]  # the caller chose bf16
     r = client.post("/v1/estimate", json={**workload, "gpu": "nvidia-v100-sxm2-32gb"})
     assert r.status_code == 422 and "precision fp16 runs" in r.json()["detail"], r.text
+
+
+def test_the_frontier_offers_only_plans_that_meet_the_deadline(client: TestClient) -> None:
+    """Llama-3.1-8B full fine-tuning over 2e9 tokens in 12 h: three H100s would take ~27 h;
+    the time-vs-cost frontier offered them as the 'cheaper' neighbour of the first plan."""
+    doc = _ask(
+        client,
+        {
+            "workload": {
+                "model": "meta-llama/Llama-3.1-8B",
+                "mode": "fine-tuning",
+                "finetune": "full",
+                "precision": "amp_bf16",
+                "batch_size": 4,
+                "seq_len": 4096,
+                "tokens": 2e9,
+            },
+            "constraints": {"deadline_hours": 12, "max_gpus": 16},
+            "objective": "cheapest",
+        },
+    )
+    assert doc["options"] and doc["frontier"]
+    assert all(p["hours"] <= 12 for p in doc["frontier"]), doc["frontier"]

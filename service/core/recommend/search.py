@@ -138,7 +138,7 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
         for o in ranked[: q.limit]
     )
     ranked_ids = {id(o) for o in found.feasible}  # by identity: dataclass == compares every field
-    pool = [o for o in found.pool if id(o) in ranked_ids or _passes(o, q, data)]
+    pool = [o for o in found.pool if id(o) in ranked_ids or (_passes(o, q, data) and _in_time(o, q))]
     if search is not None and options and q.constraints.deadline_hours is None:
         long_run = _long_run(search, options[0], q, data, pool)
         if long_run is not None:
@@ -183,6 +183,13 @@ def _passes(o: Option, q: RecommendQuestion, data: RecommendData) -> bool:
     if o.quote is None and o.tco is None and o.price_missing is not None:
         return False
     return _check_constraints(o, q, data) is o
+
+
+def _in_time(o: Option, q: RecommendQuestion) -> bool:
+    """Whether ``o`` meets the deadline at its band's upper end, as the search judges a plan
+    (the frontier offers only plans that pass the constraints)."""
+    deadline = q.constraints.deadline_hours
+    return deadline is None or o.hours_band is None or o.hours_band[1] <= deadline
 
 
 def _validate(
