@@ -285,6 +285,7 @@ def run(
     summary["model"] = {
         "share": dict(full.share),
         "compute": dict(full.compute),
+        "compute_family": {f"{a}|{f}": v for (a, f), v in full.compute_family.items()},
         "memory": dict(full.memory),
         "step": dict(full.step),
         "allreduce_hop_s": full.hop_s,
@@ -311,7 +312,30 @@ def accuracy_doc(summary: dict[str, Any]) -> dict[str, Any]:
         "by_family": lo["by_family"],
         "by_precision": lo["by_precision"],
         "fitted_on": summary["fitted_on"],
+        "architectures": architectures(summary),
     }
+
+
+def architectures(summary: dict[str, Any]) -> dict[str, Any]:
+    """The final fit's per-architecture factors as multipliers on the average part's fractions
+    of its peaks (compute overall and per precision, bandwidth) with the sources each was fitted
+    on: what answers use for an architecture the training-table transfer does not hold
+    (``service.core.estimation.transfer_architectures``)."""
+    model, fitted = summary["model"], summary["fitted_on"]["architecture_terms"]
+    out: dict[str, Any] = {}
+    for arch in sorted(model["memory"]):
+        fams = {
+            k.split("|", 1)[1]: round(math.exp(v), 4)
+            for k, v in model["compute_family"].items()
+            if k.split("|", 1)[0] == arch
+        }
+        out[arch] = {
+            "compute": round(math.exp(model["compute"].get(arch, 0.0)), 4),
+            "families": fams,
+            "memory": round(math.exp(model["memory"][arch]), 4),
+            "sources": fitted.get(arch, []),
+        }
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,6 +32,7 @@ from service.core.estimation.performance import (
     SPEC_DEFAULTS,
     estimate_step,
 )
+from service.core.estimation.transfer_architectures import cross_source_factors
 
 H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0)
 H100_PCIE = replace(
@@ -137,13 +138,20 @@ def test_transfer_rules() -> None:
     assert cross.efficiencies.mm["bf16"] == pytest.approx(min(0.98, cal.efficiencies.mm["bf16"] * f.compute))
     assert cross.band[1] >= cal.band[1]
     assert any("across architectures" in n for n in cross.notes)
-    # an architecture without published data: no correction, at least the cross-architecture band
+    # an architecture no training table holds: the cross-source fit's factors (issue 27), its
+    # sources named, at least the cross-architecture band
     unseen = transfer(cal, MI300X, "amp_bf16")
-    assert (
-        unseen.scope == "unseen-architecture" and unseen.sources == () and unseen.provenance == "transferred"
-    )
-    assert unseen.efficiencies.mm == cal.efficiencies.mm
+    g = cross_source_factors(H200_SXM, MI300X, "amp_bf16")
+    assert g is not None and unseen.scope == "unseen-architecture" and unseen.provenance == "published"
+    assert "mlperf-inference-v5.1" in unseen.sources
+    assert unseen.efficiencies.mm["bf16"] == pytest.approx(min(0.98, cal.efficiencies.mm["bf16"] * g.compute))
+    assert unseen.efficiencies.bw == pytest.approx(min(0.98, cal.efficiencies.bw * g.memory))
     assert unseen.band[0] >= CROSS_ARCH_BAND[0] and unseen.band[1] >= CROSS_ARCH_BAND[1]
+    # an architecture neither fit holds: no correction
+    alien = replace(MI300X, slug="example-alien", architecture="Example 1", compute_capability=None)
+    none = transfer(cal, alien, "amp_bf16")
+    assert none.sources == () and none.provenance == "transferred"
+    assert none.efficiencies.mm == cal.efficiencies.mm
 
 
 def test_published_anchor() -> None:

@@ -61,8 +61,10 @@ def test_where_fp4_runs() -> None:
 
 def test_fp4_gemms_run_at_the_fp4_peak_where_it_is_sourced() -> None:
     """The B300's FP4 tensor cores (14,000 TFLOPS dense) are its difference from the B200 (9,000;
-    both 4,500 at FP8): a long NVFP4 prompt fills 1.2x+ faster on it (attention stays 16-bit), an FP8 one no faster. A
-    Blackwell card without a sourced FP4 peak stands in with its FP8 peak and says so."""
+    both 4,500 at FP8): a long NVFP4 prompt fills 1.1x+ faster on it (attention stays 16-bit; MLPerf
+    Inference puts Blackwell Ultra's FP4 kernels at a lower fraction of their peak than the B200's,
+    the cross-source architecture factors), an FP8 one no faster. A Blackwell card without a
+    sourced FP4 peak stands in with its FP8 peak and says so."""
     from service.core.estimation.calibration import CalibrationSet
     from service.core.estimation.estimate import JobSpec, build_job, estimate
     from service.core.estimation.serving import gemm_format
@@ -83,7 +85,7 @@ def test_fp4_gemms_run_at_the_fp4_peak_where_it_is_sourced() -> None:
         assert serving is not None
         return float(serving.ttft_s)
 
-    assert ttft_s("nvidia-b200", "nvfp4") / ttft_s("nvidia-b300", "nvfp4") > 1.2
+    assert ttft_s("nvidia-b200", "nvfp4") / ttft_s("nvidia-b300", "nvfp4") > 1.1
     assert 0.9 < ttft_s("nvidia-b200", "fp8") / ttft_s("nvidia-b300", "fp8") < 1.1
     b300 = CATALOG["nvidia-b300"]
     job = build_job(JobSpec(mode="inference", model="llama2-70b", quant_method="nvfp4", gpu_count=1))

@@ -28,6 +28,7 @@ from service.core.estimation.transfer import (
     published_model,
     transfer_family,
 )
+from service.core.estimation.transfer_architectures import FACTOR_ENVELOPE, cross_source_factors, sources_of
 
 
 def _scale_efficiencies(e: Efficiencies, compute: float, memory: float, source: str) -> Efficiencies:
@@ -71,13 +72,16 @@ def transfer(
     family = transfer_family(precision) if precision else ("fp32" if cal.family == "fp32" else "fp16/bf16")
     model = published_model()
     factors, f_compute, f_memory, scope = _factors(cal, target, family, model)
+    anchor = _llm_training_anchor(cal, target, scope, workload)
+    cross = _cross_source(cal, target, scope, precision, anchor)
+    if cross is not None:
+        factors, f_compute, f_memory = cross, cross.compute, cross.memory
     streaming = workload in STREAMING_WORKLOADS and f_memory > 1.0
     if streaming:
         f_memory = 1.0
     ta = arch_key(target)
     band = _transfer_band(cal.band, accuracy_for(scope, ta, workload), scope)
     note, tables = _transfer_note(cal, target, model, factors, scope, f_compute, f_memory, streaming)
-    anchor = _llm_training_anchor(cal, target, scope, workload)
     if anchor is not None:
         f_compute *= anchor.factor
         note, tables = _anchor_note(cal, target, anchor), anchor.tables
@@ -120,6 +124,17 @@ def _factors(
     if scope == "same-gpu":  # a multi-GPU calibration applied to one of its GPUs
         scope = "same-architecture"
     return factors, factors.compute, factors.memory, scope
+
+
+def _cross_source(
+    cal: Calibration, target: GpuSpec, scope: str, precision: str | None, anchor: TrainingAnchor | None
+) -> TransferFactors | None:
+    """The cross-source fit's architecture factors (:mod:`.transfer_architectures`) where the
+    training tables hold one of the two architectures not and no MLPerf anchor applies; the
+    scope stays ``unseen-architecture``, so the band stays the wide one."""
+    if scope != "unseen-architecture" or cal.source is None or anchor is not None:
+        return None
+    return cross_source_factors(cal.source, target, precision)
 
 
 def _llm_training_anchor(
@@ -176,6 +191,8 @@ def _transfer_note(
     sa = arch_key(cal.source) if cal.source is not None else cal.architecture
     if factors is None:
         return f"from {src}, efficiencies unchanged ({cal.architecture} -> {target.family})", ()
+    if factors.scope == "cross-source-architecture":
+        return _cross_source_note(cal, target, factors, f_compute, f_memory, streaming)
     if scope == "unseen-architecture":
         missing = arch_name(ta) if not model.knows(target) else arch_name(sa)
         return (
@@ -199,6 +216,30 @@ def _transfer_note(
             "and this workload streams weights, optimizer state or KV cache far larger than any L2"
         )
     return note, model.tables
+
+
+def _cross_source_note(
+    cal: Calibration,
+    target: GpuSpec,
+    factors: TransferFactors,
+    f_compute: float,
+    f_memory: float,
+    streaming: bool,
+) -> tuple[str, tuple[str, ...]]:
+    """The words and sources of a transfer by the cross-source architecture factors."""
+    assert cal.source is not None
+    sources = sources_of(cal.source, target)
+    note = (
+        f"across architectures, {arch_name(factors.source_arch)} -> {arch_name(factors.target_arch)}, "
+        f"from {', '.join(cal.source_gpus)}: the training tables hold no {arch_name(factors.target_arch)} "
+        f"part, so the cross-source fit's architecture factors apply: compute x{f_compute:.2f}, "
+        f"memory x{f_memory:.2f} (sustained clock {factors.clock_target:.2f} vs {factors.clock_source:.2f} "
+        f"of boost; fitted on {', '.join(sources)}; leave-one-source-out checked; each kept within "
+        f"{FACTOR_ENVELOPE - 1:.0%} of the source's share, where the fit may say more)"
+    )
+    if streaming:
+        note += "; the memory factor is capped at 1 for a workload that streams weights or KV cache"
+    return note, sources
 
 
 STREAMING_WORKLOADS: tuple[str, ...] = ("llm-train", "llm-infer")

@@ -30,6 +30,7 @@ from service.core.estimation.serving_lora import (
     distinct_adapters,
     lora_slot_elements,
 )
+from service.core.estimation.transfer_architectures import engine_arch_factors
 
 GiB = 2**30
 
@@ -279,10 +280,10 @@ class Deployment:
     attn_flops_per_ctx: float  # 4 q_dim L / tp: attention FLOPs per query token per context token
     kv_per_token: float  # KV bytes per token per GPU
     ew_per_token: float  # fused elementwise bytes per token per GPU
-    peak_gemm: float  # FLOP/s before efficiency (the format's peak)
+    peak_gemm: float  # FLOP/s before efficiency (the format's peak; times the architecture's factor)
     peak_gemm16: float  # 16-bit peak (weight-only fallback, attention)
     w8a8: bool
-    bandwidth: float  # B/s datasheet
+    bandwidth: float  # B/s datasheet (times the architecture's factor, :func:`engine_arch_factors`)
     link: float  # B/s per direction between two GPUs of the replica (EP all-to-all)
     link_kind: str  # the scale-up fabric's name, "PCIe" or "network" ("" on one GPU)
     hidden: int
@@ -361,9 +362,10 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     tp = c.tensor_parallel
     engine = ENGINE_CLASSES[c.engine]
     key, w8a8, note = gemm_format(c, gpu)
-    peak = (gpu.peak_for(key) or 0.0) * 1e12
+    arch = engine_arch_factors(gpu, key)
+    peak = (gpu.peak_for(key) or 0.0) * 1e12 * (arch.gemm if arch else 1.0)
     p16 = gpu.peak_for("bf16") or gpu.peak_for("fp16")
-    peak16 = p16 * 1e12 if p16 else peak
+    peak16 = p16 * 1e12 * (arch.gemm16 if arch else 1.0) if p16 else peak
     missing = (
         None
         if peak > 0 and gpu.bandwidth_gb_per_s
@@ -382,7 +384,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     expert_flops = 2.0 * m.moe_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
     ar = tp_all_reduce(gpu, tp, c.nodes)
     link, link_kind = _link_bytes_per_s(gpu, tp, c.nodes)
-    notes = (*((note,) if note else ()), *_spanning_note(c, gpu, ar.nodes))
+    notes = (*((note,) if note else ()), *((arch.note,) if arch else ()), *_spanning_note(c, gpu, ar.nodes))
     kv_token = m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp)
     ep = None
     if c.expert_parallel:  # whole experts per GPU, attention data-parallel (serving_ep)
@@ -420,7 +422,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         peak_gemm=peak,
         peak_gemm16=peak16,
         w8a8=w8a8,
-        bandwidth=(gpu.bandwidth_gb_per_s or 0.0) * 1e9,
+        bandwidth=(gpu.bandwidth_gb_per_s or 0.0) * 1e9 * (arch.memory if arch else 1.0),
         link=link,
         link_kind=link_kind,
         ar_s_per_byte=ar.s_per_byte,
