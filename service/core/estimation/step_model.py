@@ -189,7 +189,7 @@ def _optimizer(c: TrainConfig, e: Efficiencies, k: _Ctx, trainable: float) -> tu
     adamw = c.optimizer == "adamw"
     impl = c.optimizer_impl if adamw and not zero else "fused"
     opt_bpp = OPT_ACCESSES[impl] if adamw else _OPT_BYTES_PER_PARAM[c.optimizer]
-    shard = float(c.data_parallel if c.sharding in ("fsdp", "zero3") else 1)
+    shard = float(c.data_parallel if c.sharding in ("fsdp", "zero1", "zero2", "zero3") else 1)
     opt_bytes = opt_bpp * float(c.mode.state if k.full else 4) * trainable / shard
     t_opt = opt_bytes / k.bw
     if impl == "forloop":  # the loop issues its kernels while earlier ones run: the longer of the two

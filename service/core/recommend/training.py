@@ -108,7 +108,7 @@ class _TrainingSearch:
         elif self.base.finetune == "qlora":
             self.shardings = ("ddp", "fsdp")  # FSDP-QLoRA; ZeRO-3 QLoRA is not modelled
         else:
-            self.shardings = ("ddp", "zero2", "fsdp")
+            self.shardings = ("ddp", "zero2", "zero3", "fsdp")
         self._plans: dict[tuple[int, str, bool, int], _Plan | None] = {}
         self._relaxed_memo: dict[tuple[str, int, str, bool, int, int], MemoryEstimate | None] = {}
         self.tensor_parallel_fixed = self.base.tensor_parallel > 1 or self.base.pipeline_parallel > 1
