@@ -836,6 +836,9 @@ def test_a_missed_deadline_says_how_many_gpus_it_would_take_at_least(client: Tes
     assert w["params"]["gpus_at_least"] >= first["strategy"]["gpu_count"] * high / 48
     assert w["params"]["gpus_at_least"] > 64 and "raise max_gpus" in w["message"]
     assert w["params"]["gpus_at_least"] % first["strategy"]["gpus_per_node"] == 0  # whole nodes
+    # the plan shown says on itself that it misses (a scheduler reading options[0] alone)
+    missed = _reason(first, "MISSES_DEADLINE")
+    assert missed["params"]["deadline_hours"] == 48 and "MEETS_DEADLINE" not in _codes(first)
     workload = {"model": "llama3-70b", "mode": "training", "batch_size": 1, "seq_len": 4096, "tokens": 1e11}
     owned = {"inventory": [{"gpu": "nvidia-h200-sxm", "gpus_per_node": 8, "nodes": 8}], "max_gpus": 64}
     doc = _ask(

@@ -130,9 +130,10 @@ def recommend(job: Job, q: RecommendQuestion, data: RecommendData) -> Recommenda
     warnings: list[Reason] = []
     if not ranked:
         missed = _fastest_missed(found.excluded, lambda o: admitted(o, q, data))
-        if missed is not None:
-            ranked = _rank([missed], q.objective)
-            warnings.append(_deadline_unmet(missed, q))
+        if missed is not None and missed.plan is not None:  # shown, saying on itself that it misses
+            shown = replace(missed.plan, reasons=(missed.reason, *missed.plan.reasons))
+            ranked = _rank([shown], q.objective)
+            warnings.append(_deadline_unmet(shown, q))
     options = tuple(
         _with_tco(replace(o, schedule=scheduling(o, data.names.get(o.gpu.slug))), q, data)
         for o in ranked[: q.limit]
@@ -305,16 +306,18 @@ def _search_gpus(
     return out
 
 
-def _fastest_missed(excluded: Sequence[Exclusion], admit: Callable[[Option], bool]) -> Option | None:
-    """The fastest plan found among those that miss the deadline but keep the other constraints
-    (what the answer shows when no plan meets it; a plan over the budget, or unpriced where a
-    price is needed, is not shown in its place)."""
+def _fastest_missed(excluded: Sequence[Exclusion], admit: Callable[[Option], bool]) -> Exclusion | None:
+    """The exclusion of the fastest plan found among those that miss the deadline but keep the
+    other constraints (what the answer shows when no plan meets it; a plan over the budget, or
+    unpriced where a price is needed, is not shown in its place)."""
     missed = [
-        e.plan
-        for e in excluded
-        if e.plan is not None and e.reason.code == "MISSES_DEADLINE" and admit(e.plan)
+        e for e in excluded if e.plan is not None and e.reason.code == "MISSES_DEADLINE" and admit(e.plan)
     ]
-    return min(missed, key=lambda o: (o.time_value, o.gpu_count, o.gpu.slug), default=None)
+    return min(
+        missed,
+        key=lambda e: (e.plan.time_value, e.plan.gpu_count, e.plan.gpu.slug) if e.plan else (0.0, 0, ""),
+        default=None,
+    )
 
 
 def _deadline_unmet(o: Option, q: RecommendQuestion) -> Reason:
