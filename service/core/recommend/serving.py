@@ -49,7 +49,7 @@ from service.core.recommend.serving_offline import (
     offline_replicas,
     offline_run_cost,
 )
-from service.core.recommend.serving_order import within_gpu
+from service.core.recommend.serving_order import settle_ties, within_gpu
 from service.core.recommend.serving_price import affordable, serving_layout
 from service.core.recommend.serving_published import published_run
 
@@ -259,6 +259,7 @@ class _ServingSearch:
                 over_limit or latency_miss,
                 no_time,
             )
+        candidates = settle_ties(self.q.objective, candidates, self.full)
         candidates.sort(key=within_gpu(self.q.objective, self._kept(candidates) or candidates))
         kept = self._kept(candidates)
         first = kept[0] if kept else candidates[0]  # none kept: the exclusion says why

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from service.core.recommend.models import Option
 from service.core.recommend.replicas import NEAR_TIE
 
-__all__ = ["within_gpu"]
+__all__ = ["settle_ties", "within_gpu"]
 
 
 def _hourly_or_run(o: Option) -> float:
@@ -32,5 +32,35 @@ def within_gpu(obj: str, pool: list[Option]) -> Callable[[Option], tuple[float, 
     if obj == "perf_per_watt":
         return lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)
     if obj == "cost_per_million_tokens":  # a closed loop's plans serve different token rates
-        return lambda o: (o.cost_per_million_tokens or math.inf, o.gpu_count, o.time_value)
-    return lambda o: (_hourly_or_run(o), o.gpu_count, o.time_value)
+        return lambda o: (o.cost_per_million_tokens or math.inf, o.gpu_count, _load_share(o), o.time_value)
+    return lambda o: (_hourly_or_run(o), o.gpu_count, _load_share(o), o.time_value)
+
+
+def settle_ties(obj: str, candidates: list[Option], full: Callable[[Option], Option]) -> list[Option]:
+    """``candidates`` with the full estimate (:func:`_load_share` reads its capacity) made for
+    the plans that tie first on a cost objective's cost and GPU count -- the only ones the load
+    share orders; the search's quick plans carry none."""
+    if obj in ("fastest", "perf_per_watt") or len(candidates) < 2:
+        return candidates
+    cost = (
+        (lambda o: o.cost_per_million_tokens or math.inf)
+        if obj == "cost_per_million_tokens"
+        else _hourly_or_run
+    )
+    first = min((cost(o), o.gpu_count) for o in candidates)
+    tied = [o for o in candidates if (cost(o), o.gpu_count) == first]
+    if len(tied) < 2:
+        return candidates
+    return [full(o) if any(o is t for t in tied) else o for o in candidates]
+
+
+def _load_share(o: Option) -> float:
+    """The share of the plan's capacity at the targets its load takes (0 without a rate): of two
+    plans of one cost on as many GPUs, the one further from saturation is the safer, and the
+    TPOT alone had picked a disaggregated plan at 98 % of its capacity, TTFT 1.8 s, over an
+    aggregated one at 93 %, TTFT 0.35 s, on the same eight GPUs."""
+    serving = o.est.serving
+    rate = serving.rate if serving is not None else None
+    if rate is None or not rate.stable:
+        return math.inf if rate is not None else 0.0
+    return 1.0 / (1.0 + max(rate.headroom, -0.99))
