@@ -727,3 +727,43 @@ def test_an_assumed_large_shape_has_grouped_query_attention(client: TestClient) 
     assert 0.7 < assumed["solve"]["value"] / real["solve"]["value"] < 1.4, (assumed["solve"], real["solve"])
     small = client.post("/v1/estimate", json={**body, "params_billion": 7}).json()
     assert "32 heads (32 KV)" in small["model"]["description"]
+
+
+def test_tensor_parallel_must_split_the_attention_heads_too(client: TestClient) -> None:
+    """Qwen2.5-32B (40 attention heads, 8 KV heads) at TP16: each KV head would sit on two ranks,
+    but 40 query heads do not split over 16 (vLLM refuses it); TP8 does both."""
+    body = {
+        "model": "qwen2.5-32b",
+        "gpu": "nvidia-l40s",
+        "mode": "inference",
+        "engine": "vllm",
+        "concurrency": 8,
+        "input_len": 1024,
+        "output_len": 256,
+    }
+    r = client.post("/v1/estimate", json={**body, "gpu_count": 16, "tensor_parallel": 16})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"][-1] == "tensor_parallel" and "(40)" in r.json()["detail"]
+    ok = client.post("/v1/estimate", json={**body, "gpu_count": 8, "tensor_parallel": 8})
+    assert ok.status_code == 200, ok.text
+
+
+def test_post_trained_releases_resolve_to_the_shape_they_share(client: TestClient) -> None:
+    """Llama-3.3-70B-Instruct and DeepSeek's R1 distillations have their base's config.json."""
+    for hf_id, preset in (
+        ("meta-llama/Llama-3.3-70B-Instruct", "llama3.1-70b"),
+        ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "llama3.1-70b"),
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "qwen2.5-32b"),
+    ):
+        r = client.post(
+            "/v1/estimate",
+            json={
+                "model": hf_id,
+                "gpu": "nvidia-h200-sxm",
+                "mode": "inference",
+                "engine": "vllm",
+                "concurrency": 1,
+            },
+        )
+        assert r.status_code == 200, (hf_id, r.text)
+        assert r.json()["model"]["id"] == preset

@@ -176,6 +176,10 @@ _PRESET_LIST: tuple[ModelSpec, ...] = (
             "meta-llama/Meta-Llama-3.1-70B",
             "meta-llama/Llama-3.1-70B-Instruct",
             "meta-llama/Meta-Llama-3.1-70B-Instruct",
+            # the same architecture and config.json shape (Llama 3.3 is a post-training release;
+            # DeepSeek's R1 distillation fine-tunes Llama-3.3-70B-Instruct)
+            "meta-llama/Llama-3.3-70B-Instruct",
+            "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
         ),
     ),
     _llama(
@@ -297,7 +301,8 @@ _PRESET_LIST: tuple[ModelSpec, ...] = (
         eps=1e-5,
         attention_bias=True,
         qkv_bias_only=True,
-        aliases=("Qwen/Qwen2.5-32B-Instruct",),
+        # DeepSeek's R1 distillation fine-tunes Qwen2.5-32B: the same config.json shape
+        aliases=("Qwen/Qwen2.5-32B-Instruct", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"),
     ),
     _llama(
         "qwen2.5-72b",

@@ -124,10 +124,12 @@ class InferenceConfig:
             )
         if self.lora is not None and not 1 <= self.lora.max_loras <= self.lora.adapters:
             raise InvalidConfiguration("lora.max_loras", "max_loras must be within 1 and adapters")
-        heads, tp = self.model.num_kv_heads, self.tensor_parallel
-        if heads % tp and tp % heads:  # more ranks than KV heads: each head on tp / heads ranks
+        m, tp = self.model, self.tensor_parallel
+        if not m.tp_splits_heads(tp):  # more ranks than KV heads: each head on tp / heads ranks
             raise InvalidConfiguration(
-                "tensor_parallel", "tensor_parallel must divide the KV heads, or be a multiple of them"
+                "tensor_parallel",
+                f"tensor_parallel must divide the KV heads ({m.num_kv_heads}), or be a multiple of them "
+                f"that divides the attention heads ({m.num_heads}), as vLLM and SGLang require",
             )
 
     @property
