@@ -85,7 +85,12 @@ def _training(q: RecommendQuestion, cfg: TrainConfig, first: Option | None) -> l
         }
         if first is not None:
             try:
-                mem = estimate_training(replace(cfg, precision=other, mixed_precision="autocast"))
+                # DeepSpeed keeps fp32 masters and moments whatever the precision: the 8-byte
+                # recipe is FSDP's over the same GPUs (ZeRO in bf16 needs what amp_bf16 does)
+                shard = "fsdp" if zero and ADAMW_BYTES_PER_PARAM[other] < 16 else cfg.sharding
+                mem = estimate_training(
+                    replace(cfg, precision=other, mixed_precision="autocast", sharding=shard)
+                )
             except InvalidConfiguration:
                 mem = None
             if mem is not None:
