@@ -1340,3 +1340,35 @@ def test_zero3_is_searched_and_wins_where_it_is_faster(client: TestClient) -> No
         assert r.status_code == 200, r.text
         times[sharding] = r.json()["time"]["step_time_s"]
     assert times["zero3"] < times["fsdp"]
+
+
+def test_a_what_if_under_a_deadline_leads_to_a_plan_that_meets_it(client: TestClient) -> None:
+    """Llama-3.1-8B full fine-tuning in 12 h: 'WITH_GRADIENT_ACCUMULATION fits on 5 A100 40GB
+    PCIe' was offered, and the request it names then excluded that GPU as MISSES_DEADLINE (up to
+    30.6 h). A what-if under a deadline is now timed: followed, its GPU is an option."""
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "meta-llama/Llama-3.1-8B",
+            "mode": "fine-tuning",
+            "finetune": "full",
+            "precision": "amp_bf16",
+            "batch_size": 4,
+            "seq_len": 4096,
+            "tokens": 2e9,
+        },
+        "constraints": {"deadline_hours": 12, "max_gpus": 16},
+        "objective": "cheapest",
+    }
+    doc = _ask(client, body)
+    assert doc["options"]
+    for w in doc["what_if"]:
+        changed = {k: dict(v) for k, v in body.items() if isinstance(v, dict)} | {"objective": "cheapest"}
+        for key, value in w["change"].items():
+            part, field = key.split(".", 1)
+            changed[part][field] = value
+        changed["constraints"]["allowed_gpus"] = [w["gpu"]]
+        again = _ask(client, changed)
+        assert again["options"] and again["options"][0]["gpu"]["slug"] == w["gpu"]["slug"], (
+            w,
+            again["excluded"],
+        )

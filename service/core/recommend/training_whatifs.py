@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
 from service.core.estimation.memory import MemoryEstimate, TrainConfig, estimate_training
 from service.core.recommend.candidates import _count_cap, _gib
@@ -116,7 +117,7 @@ def training_what_ifs(
                 if p is None:
                     continue
                 mem = _relaxed(search, code, f, p.cfg)
-                if mem is not None and mem.fits(usable):
+                if mem is not None and mem.fits(usable) and _in_time(search, gpu, f(p.cfg), mem, usable):
                     seen.add((code, slug))
                     if "workload.global_batch" in change:  # the relaxation's own: per GPU x ranks
                         change = {**change, "workload.global_batch": f(p.cfg).global_batch}
@@ -144,3 +145,18 @@ def training_what_ifs(
     # fewest GPUs first, then the smaller card
     out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.code, w.gpu.slug))
     return out[:3]
+
+
+def _in_time(
+    search: _TrainingSearch, gpu: GpuSpec, cfg: TrainConfig, mem: MemoryEstimate, usable: int
+) -> bool:
+    """Under a deadline, whether the relaxed plan meets it at its band's upper end, as the
+    search judges every plan: a what-if that fits but misses it led the caller to a plan the
+    next answer excludes as MISSES_DEADLINE (5 A100 40GB PCIe at up to 30.6 h for a 12 h one)."""
+    deadline = search.q.constraints.deadline_hours
+    if deadline is None:
+        return True
+    from service.core.recommend.training import _Plan
+
+    o = search._option(gpu, _Plan(cfg, mem), usable)
+    return o is not None and o.hours_band is not None and o.hours_band[1] <= deadline
