@@ -231,7 +231,10 @@ EN: Final[Table] = {
         "": "a published run of this exact configuration with {engine} on the {gpu} ({source}) made "
         "{tokens_per_s_per_gpu} output tokens/s per GPU; this plan's throughput is that run's"
     },
-    C.MULTI_NODE: {"": "spans {nodes} nodes of {gpus_per_node} GPUs"},
+    C.MULTI_NODE: {
+        "": "spans {nodes} nodes of {gpus_per_node} GPUs",
+        "network": "spans {nodes} nodes of {gpus_per_node} GPUs, timed on its network: {network}",
+    },
     C.QUANTISED_WEIGHTS: {"": "{quant_method} weights"},
     C.EXPERT_PARALLEL: {
         "": "expert parallelism: the {experts} routed experts spread whole over each replica's "
@@ -537,7 +540,10 @@ ZH: Final[Table] = {
     C.PUBLISHED_RUN: {
         "": "{gpu} 上以 {engine} 运行该配置的公开实测（{source}）：每 GPU 每秒 {tokens_per_s_per_gpu} 个输出 token，本方案吞吐即取此值"
     },
-    C.MULTI_NODE: {"": "跨 {nodes} 个节点，每节点 {gpus_per_node} 块 GPU"},
+    C.MULTI_NODE: {
+        "": "跨 {nodes} 个节点，每节点 {gpus_per_node} 块 GPU",
+        "network": "跨 {nodes} 个节点，每节点 {gpus_per_node} 块 GPU，按其网络计时：{network}",
+    },
     C.QUANTISED_WEIGHTS: {"": "{quant_method} 量化权重"},
     C.EXPERT_PARALLEL: {
         "": "专家并行：{experts} 个路由专家整体分布到每个副本的 {tensor_parallel} 块 GPU 上（每块 {experts_per_gpu} 个），"

@@ -323,7 +323,10 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.MEASURED_HERE: _one(gpu=Text),
     ReasonCode.PUBLISHED_RUN: _one(gpu=Text, engine=Text, tokens_per_s_per_gpu=Num, source=Text),
     ReasonCode.QUANTISED_WEIGHTS: _one(quant_method=Text),
-    ReasonCode.MULTI_NODE: _one(nodes=Count, gpus_per_node=Count),
+    ReasonCode.MULTI_NODE: (
+        Form("", {"nodes": Count, "gpus_per_node": Count}),
+        Form("network", {"nodes": Count, "gpus_per_node": Count, "network": Text}),
+    ),
     ReasonCode.EXPERT_PARALLEL: _one(experts=Count, tensor_parallel=Count, experts_per_gpu=Count),
     ReasonCode.DISAGGREGATED: _one(
         prefill_gpus=Count, decode_gpus=Count, kv_transfer_ms=Num, link=Text, prefill_busy_pct=Num

@@ -92,4 +92,9 @@ def across_nodes(cfg: InferenceConfig, gpu: GpuSpec) -> tuple[Reason, ...]:
     layout = replica_layout(cfg.nodes, gpu, cfg.tensor_parallel)
     if layout.nodes <= 1:
         return ()
-    return (Reason("MULTI_NODE", {"nodes": layout.nodes, "gpus_per_node": layout.gpus_per_node}),)
+    return (
+        Reason(
+            "MULTI_NODE",
+            {"nodes": layout.nodes, "gpus_per_node": layout.gpus_per_node, "network": layout.describe()},
+        ),
+    )
