@@ -170,7 +170,7 @@ class WorkloadIn(RequestModel):
         "that cannot run it (warning checkpoint_dequantised); 'none' asks for 16-bit weights. fp8 and int8 run W8A8 on the matching tensor-core peak where the "
         "GPU has it (weight-only at the 16-bit peak otherwise); awq/gptq are 4-bit weight-only; nvfp4 "
         "(0.5625 B/weight) needs Blackwell, mxfp4 (0.53125 B/weight) runs on Blackwell / CDNA 4 tensor "
-        "cores or weight-only on Hopper, Ada and Ampere (refused elsewhere, PRECISION_UNSUPPORTED)",
+        "cores or weight-only on Hopper, Ada, Ampere and CDNA 3 (refused elsewhere, PRECISION_UNSUPPORTED)",
     )
     engine: Literal["hf-transformers", "vllm", "tensorrt-llm", "sglang"] = Field(
         default="hf-transformers",

@@ -9,9 +9,9 @@ the GPUs whose tensor cores read them.
   SGLang) are refused elsewhere.
 * **MXFP4** -- E2M1 values with one E8M0 scale per 32 elements: ``0.5 + 1/32`` bytes
   (OCP Microscaling Formats (MX) Specification v1.0, 2023). Tensor cores on Blackwell and AMD
-  CDNA 4 (MI350X/MI355X). Hopper, Ada and Ampere run MXFP4 checkpoints weight-only, the 4-bit
-  weights dequantised in a 16-bit GEMM (how vLLM and transformers serve gpt-oss on H100 and
-  A100); older GPUs are refused.
+  CDNA 4 (MI350X/MI355X). Hopper, Ada, Ampere and CDNA 3 run MXFP4 checkpoints weight-only, the
+  4-bit weights dequantised in a 16-bit GEMM (how vLLM and transformers serve gpt-oss on H100 and
+  A100, and vLLM on the MI300X); older GPUs are refused.
 
 FP4 GEMMs on FP4 tensor cores run at the catalog's dense FP4 peak (``fp4_tflops``: B200 9,000,
 B300 14,000, RTX PRO 6000 2,015, MI355X 10,000, MI350X 9,228 TFLOPS), at the FP8 peak where a
@@ -43,8 +43,11 @@ NVFP4_FAMILIES: tuple[str, ...] = ("blackwell", "blackwellultra")
 whose tensor cores take NVFP4."""
 MXFP4_FAMILIES: tuple[str, ...] = (*NVFP4_FAMILIES, "cdna4")
 """... and MXFP4."""
-MXFP4_WEIGHT_ONLY_FAMILIES: tuple[str, ...] = ("hopper", "ada", "ampere")
-"""Architectures that serve MXFP4 checkpoints weight-only (dequantised into a 16-bit GEMM)."""
+MXFP4_WEIGHT_ONLY_FAMILIES: tuple[str, ...] = ("hopper", "ada", "ampere", "cdna3")
+"""Architectures that serve MXFP4 checkpoints weight-only (dequantised into a 16-bit GEMM). CDNA 3
+(MI300X, MI325X): vLLM's gpt-oss release ran the MXFP4 MoE weights on the MI300X ("vLLM Now
+Supports gpt-oss", vLLM blog, 2025-08-05: Blackwell and Hopper, AMD MI300X and MI355X), with
+no FP4 tensor cores on CDNA 3."""
 
 
 def fp4_tensor_cores(fmt: str, gpu: GpuSpec) -> bool:
@@ -73,7 +76,7 @@ def fp4_refusal(weight_format: str, kv_dtype: str, engine: str, gpu: GpuSpec) ->
         return (
             "quant_method",
             f"MXFP4 weights run on Blackwell or CDNA 4 tensor cores, or weight-only on Hopper, "
-            f"Ada and Ampere; {gpu.slug} is {arch}",
+            f"Ada, Ampere and CDNA 3; {gpu.slug} is {arch}",
         )
     if kv_dtype in FP4_KV_DTYPES:
         if not fp4_tensor_cores("nvfp4", gpu):
