@@ -195,3 +195,30 @@ def test_of_two_plans_of_one_cost_the_one_further_from_saturation_is_chosen(clie
     assert first["cost"]["per_hour"] == split["cost"]["per_hour"]
     assert first["strategy"]["disaggregated"] is None and first["strategy"]["tensor_parallel"] == 8
     assert first["serving"]["headroom"] > 0.05 and first["serving"]["ttft"]["value"] < 1000
+
+
+def test_gpus_paid_for_are_used_where_that_serves_better_at_the_same_cost(client: TestClient) -> None:
+    """Llama-3.1-8B at 5 req/s on L40S (cheapest): three TP1 replicas on two 2-GPU instances pay
+    for four GPUs and left one idle (TPOT 45 ms, 13 % headroom); two TP2 replicas on the same four
+    cost the same and serve better. The search now bounds a larger TP by the GPUs paid for."""
+    r = client.post(
+        "/v1/recommend",
+        json={
+            "workload": {
+                "model": "meta-llama/Llama-3.1-8B-Instruct",
+                "mode": "inference",
+                "engine": "vllm",
+                "input_len": 2048,
+                "output_len": 256,
+                "requests_per_s": 5,
+                "ttft_target_ms": 1000,
+                "tpot_target_ms": 50,
+            },
+            "constraints": {"allowed_gpus": ["nvidia-l40s"], "max_gpus": 8},
+            "objective": "cheapest",
+        },
+    )
+    assert r.status_code == 200, r.text
+    o = r.json()["options"][0]
+    assert o["strategy"]["gpu_count"] == o["cost"]["gpus_paid"], (o["strategy"], o["cost"])
+    assert o["serving"]["headroom"] > 0.2

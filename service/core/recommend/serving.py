@@ -49,7 +49,7 @@ from service.core.recommend.serving_offline import (
     offline_replicas,
     offline_run_cost,
 )
-from service.core.recommend.serving_order import settle_ties, within_gpu
+from service.core.recommend.serving_order import paid_gpus, settle_ties, within_gpu
 from service.core.recommend.serving_price import affordable, serving_layout
 from service.core.recommend.serving_published import published_run
 
@@ -226,7 +226,7 @@ class _ServingSearch:
                     None
                     if fastest or self.offline  # a larger TP lowers TPOT (holds more sequences): every degree
                     else min(
-                        (o.gpu_count for o in candidates if o.est.job.config.quant_method == fmt),  # type: ignore[union-attr]
+                        (paid_gpus(o) for o in candidates if o.est.job.config.quant_method == fmt),  # type: ignore[union-attr]
                         default=None,
                     )
                 )

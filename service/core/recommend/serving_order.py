@@ -8,7 +8,7 @@ from collections.abc import Callable
 from service.core.recommend.models import Option
 from service.core.recommend.replicas import NEAR_TIE
 
-__all__ = ["settle_ties", "within_gpu"]
+__all__ = ["paid_gpus", "settle_ties", "within_gpu"]
 
 
 def _hourly_or_run(o: Option) -> float:
@@ -32,14 +32,26 @@ def within_gpu(obj: str, pool: list[Option]) -> Callable[[Option], tuple[float, 
     if obj == "perf_per_watt":
         return lambda o: (-(o.perf_per_watt or 0.0), o.gpu_count)
     if obj == "cost_per_million_tokens":  # a closed loop's plans serve different token rates
-        return lambda o: (o.cost_per_million_tokens or math.inf, o.gpu_count, _load_share(o), o.time_value)
-    return lambda o: (_hourly_or_run(o), o.gpu_count, _load_share(o), o.time_value)
+        return lambda o: (
+            o.cost_per_million_tokens or math.inf,
+            paid_gpus(o),
+            _load_share(o),
+            o.gpu_count,
+            o.time_value,
+        )
+    return lambda o: (_hourly_or_run(o), paid_gpus(o), _load_share(o), o.gpu_count, o.time_value)
+
+
+def paid_gpus(o: Option) -> int:
+    """GPUs the plan pays for: its instances' whole (three L40S on two 2-GPU instances pay for
+    four, and the fourth left idle had ranked them above two TP2 replicas on the same four)."""
+    return o.quote.gpus_paid if o.quote is not None else o.gpu_count
 
 
 def settle_ties(obj: str, candidates: list[Option], full: Callable[[Option], Option]) -> list[Option]:
     """``candidates`` with the full estimate (:func:`_load_share` reads its capacity) made for
-    the plans that tie first on a cost objective's cost and GPU count -- the only ones the load
-    share orders; the search's quick plans carry none."""
+    the plans that tie first on a cost objective's cost and the GPUs they pay for -- the only
+    ones the load share orders; the search's quick plans carry none."""
     if obj in ("fastest", "perf_per_watt") or len(candidates) < 2:
         return candidates
     cost = (
@@ -47,8 +59,8 @@ def settle_ties(obj: str, candidates: list[Option], full: Callable[[Option], Opt
         if obj == "cost_per_million_tokens"
         else _hourly_or_run
     )
-    first = min((cost(o), o.gpu_count) for o in candidates)
-    tied = [o for o in candidates if (cost(o), o.gpu_count) == first]
+    first = min((cost(o), paid_gpus(o)) for o in candidates)
+    tied = [o for o in candidates if (cost(o), paid_gpus(o)) == first]
     if len(tied) < 2:
         return candidates
     return [full(o) if any(o is t for t in tied) else o for o in candidates]
