@@ -153,6 +153,8 @@ CASES: tuple[Case, ...] = (
 
 def _post(client: Any, body: dict[str, Any]) -> dict[str, Any] | None:
     r = client.post("/v1/estimate", json=body)
+    if r.status_code not in (200, 422):
+        raise RuntimeError(f"/v1/estimate answered {r.status_code}: {r.text[:300]}")
     return r.json() if r.status_code == 200 else None
 
 
@@ -193,6 +195,7 @@ def run(out: Any = print) -> dict[str, Any]:
 
     db = Path(tempfile.mkdtemp(prefix="gpua-outside-")) / "o.db"
     os.environ["GPU_ADVISOR_DATABASE_URL"] = f"sqlite:///{db}"
+    os.environ["GPU_ADVISOR_RATE_LIMITS_ENABLED"] = "false"  # a few hundred estimates in a minute
     from service.bootstrap import bootstrap
     from service.db.engine import make_engine
     from service.settings import Settings
