@@ -1277,25 +1277,26 @@ def test_volta_and_turing_are_offered_in_fp16(client: TestClient) -> None:
     assert r.status_code == 422 and "precision fp16 runs" in r.json()["detail"], r.text
 
 
+DEADLINE_8B_FULL: dict[str, Any] = {
+    "workload": {
+        "model": "meta-llama/Llama-3.1-8B",
+        "mode": "fine-tuning",
+        "finetune": "full",
+        "precision": "amp_bf16",
+        "batch_size": 4,
+        "seq_len": 4096,
+        "tokens": 2e9,
+    },
+    "constraints": {"deadline_hours": 12, "max_gpus": 16},
+    "objective": "cheapest",
+}
+"""Llama-3.1-8B full fine-tuning over 2e9 tokens in 12 h, at most 16 GPUs, cheapest."""
+
+
 def test_the_frontier_offers_only_plans_that_meet_the_deadline(client: TestClient) -> None:
     """Llama-3.1-8B full fine-tuning over 2e9 tokens in 12 h: three H100s would take ~27 h;
     the time-vs-cost frontier offered them as the 'cheaper' neighbour of the first plan."""
-    doc = _ask(
-        client,
-        {
-            "workload": {
-                "model": "meta-llama/Llama-3.1-8B",
-                "mode": "fine-tuning",
-                "finetune": "full",
-                "precision": "amp_bf16",
-                "batch_size": 4,
-                "seq_len": 4096,
-                "tokens": 2e9,
-            },
-            "constraints": {"deadline_hours": 12, "max_gpus": 16},
-            "objective": "cheapest",
-        },
-    )
+    doc = _ask(client, DEADLINE_8B_FULL)
     assert doc["options"] and doc["frontier"]
     assert all(p["hours"] <= 12 for p in doc["frontier"]), doc["frontier"]
 
@@ -1346,19 +1347,7 @@ def test_a_what_if_under_a_deadline_leads_to_a_plan_that_meets_it(client: TestCl
     """Llama-3.1-8B full fine-tuning in 12 h: 'WITH_GRADIENT_ACCUMULATION fits on 5 A100 40GB
     PCIe' was offered, and the request it names then excluded that GPU as MISSES_DEADLINE (up to
     30.6 h). A what-if under a deadline is now timed: followed, its GPU is an option."""
-    body: dict[str, Any] = {
-        "workload": {
-            "model": "meta-llama/Llama-3.1-8B",
-            "mode": "fine-tuning",
-            "finetune": "full",
-            "precision": "amp_bf16",
-            "batch_size": 4,
-            "seq_len": 4096,
-            "tokens": 2e9,
-        },
-        "constraints": {"deadline_hours": 12, "max_gpus": 16},
-        "objective": "cheapest",
-    }
+    body = DEADLINE_8B_FULL
     doc = _ask(client, body)
     assert doc["options"]
     for w in doc["what_if"]:

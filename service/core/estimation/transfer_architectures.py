@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Final
 
+from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.efficiencies import H200_SXM
 from service.core.estimation.transfer import EPS0_W_PER_TFLOP, TransferFactors, arch_key, clock_factor
@@ -38,15 +40,9 @@ __all__ = [
 ]
 
 _CLASS_FAMILY: Final[dict[str, str]] = {
-    "fp32": "fp32",
-    "tf32": "tf32",
-    "amp_fp16": "fp16",
-    "fp16": "fp16",
-    "amp_bf16": "bf16",
-    "bf16": "bf16",
-    "fp8": "fp8",
+    **PEAK_KEY,
+    "int4": "bf16",  # weight-only: the GEMM runs at the 16-bit peak
     "mxfp8": "fp8",
-    "int8": "int8",
     "nvfp4": "fp4",
     "mxfp4": "fp4",
     "fp4": "fp4",
@@ -72,6 +68,12 @@ class ArchFactors:
         return self.compute * self.families.get(family, 1.0)
 
 
+@cache
+def _table() -> Mapping[str, ArchFactors]:
+    """The shipped factors, parsed once: every serving deployment asks (twice)."""
+    return _parse(loso_table())
+
+
 def _parse(doc: Mapping[str, Any]) -> dict[str, ArchFactors]:
     out: dict[str, ArchFactors] = {}
     for arch, v in (doc.get("architectures") or {}).items():
@@ -88,7 +90,7 @@ def _parse(doc: Mapping[str, Any]) -> dict[str, ArchFactors]:
 
 def arch_factors(arch: str) -> ArchFactors | None:
     """The shipped factors of an architecture key (``cdna3``, ``sm100``); None if not fitted."""
-    return _parse(loso_table()).get(arch)
+    return _table().get(arch)
 
 
 def cross_source_factors(source: GpuSpec, target: GpuSpec, precision: str | None) -> TransferFactors | None:
