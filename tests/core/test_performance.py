@@ -286,3 +286,44 @@ def test_sharded_copies_scale_with_the_shard() -> None:
     zero3 = replace(base, sharding="zero3", mixed_precision="autocast")
     # ZeRO-3 on 8 ranks: the gradient bucket (4) and the partition copy-in (8 over 8)
     assert copies(zero3, 8) / eight == pytest.approx(5.0 / (14.0 + 26.0 / 8), rel=0.02)
+
+
+def _probe_rows() -> list[dict[str, object]]:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "data" / "probes" / "h100-attention-kernels-2026-12-06.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_attention_length_curve_follows_the_hopper_probe() -> None:
+    """The committed probe (PyTorch's default SDPA on sm90, causal bf16, forward + backward) rises
+    with the sequence length at fixed tokens as ``s / (s + ATTN_SEQ0)``: every point within 12 %
+    of the curve scaled to the probe's own 2,048-token figure, and the curve monotone."""
+    from service.core.estimation.step_terms import ATTN_SEQ_REF, attention_length_factor
+
+    for hd in (128, 64):
+        rows = {
+            int(str(r["seq"])): float(str(r["fwd_bwd_tflops"]))
+            for r in _probe_rows()
+            if r.get("case") == "attn" and r.get("backend") == "default" and r.get("head_dim") == hd
+        }
+        assert len(rows) == 5
+        ref = rows[int(ATTN_SEQ_REF)]
+        for seq, tflops in rows.items():
+            assert tflops / ref == pytest.approx(attention_length_factor(seq, 0.5), rel=0.12), (hd, seq)
+    factors = [attention_length_factor(s, 0.5) for s in (256, 1024, 2048, 8192, 32768)]
+    assert factors == sorted(factors) and factors[2] == pytest.approx(1.0)
+    assert attention_length_factor(512, 1.0) == 1.0  # bidirectional encoders: not measured, unchanged
+
+
+def test_long_causal_sequences_spend_less_time_per_attention_flop() -> None:
+    """At a fixed number of tokens a step, the attention time grows less than its FLOPs (which
+    are linear in the sequence length): 16 k-token rows run the kernel nearer its ceiling."""
+    m = get_model("llama3.1-8b")
+    short = estimate_step(TrainConfig(model=m, precision="amp_bf16", batch_size=8, seq_len=2048), H200_SXM)
+    long = estimate_step(TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=16384), H200_SXM)
+    flops_ratio = long.model_flops_per_step / short.model_flops_per_step
+    assert flops_ratio > 1.2  # the attention FLOPs grew 8x per token
+    assert long.step_time_s / short.step_time_s < flops_ratio
+    assert long.mfu > short.mfu

@@ -7,7 +7,8 @@ Every phase of a step is split into groups of kernels that share a bound:
   weights dominate (decode, tiny batches), ``bytes / (bandwidth x e_bw)``; ``shape`` is
   ``T/(T + T0) * h/(h + h0)`` -- GEMMs with few rows (tokens ``T``) or a narrow hidden size
   ``h`` reach less of the peak;
-* **attention** (SDPA flash kernels): ``FLOPs / (peak x e_attn)``; eager attention adds the
+* **attention** (SDPA's fused kernels): ``FLOPs / (peak x e_attn)``, causal rows nearer the
+  kernel's ceiling the longer they are (``step_terms.ATTN_SEQ0``); eager attention adds the
   ``s^2`` score/softmax tensors as memory traffic;
 * **elementwise** (norms, RoPE, casts, residual adds, SiLU, loss, optimizer): bytes moved
   ``/ (bandwidth x e_bw)``;

@@ -38,6 +38,7 @@ from service.core.estimation.step_terms import (
     _shape,
     _step_shape,
     _StepShape,
+    attention_length_factor,
     qlora_terms,
 )
 
@@ -168,7 +169,9 @@ def _attention(c: TrainConfig, e: Efficiencies, k: _Ctx, notes: list[str]) -> tu
         notes.append("math attention kernel (s^2 scores in memory)")
     else:
         hd = sh.hd
-        attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
+        attn_eff = min(
+            0.98, e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9) * attention_length_factor(s, sh.causal)
+        )
         t_attn_fwd = attn_flops_fwd / (k.peak16 * attn_eff)
         t_attn_bwd = 2.5 * t_attn_fwd
     return t_attn_fwd, t_attn_bwd

@@ -55,6 +55,28 @@ OPS_ENCODER_LAYER_FWD = 30
 OPS_ENCODER_LAYER_BWD = 50
 
 
+ATTN_SEQ0 = 1500.0
+"""Sequence length (tokens) at which a causal fused-attention kernel reaches half its ceiling.
+Measured on Hopper (``data/probes/h100-attention-kernels-2026-12-06.jsonl``, torch 2.11, whose
+SDPA runs cuDNN's fused flash kernels on sm90 by default; bf16, 32 heads, 16,384 tokens a call,
+forward + backward): 25 % of the dense peak at 1,024 tokens, 36 % at 2,048, 46 % at 4,096, 53 %
+at 8,192 and 16,384 with head dim 128 (19-45 % with 64). ``s / (s + s0)`` fits them with s0 =
+1,400 (128) and 1,650 (64), rms 3 % and 0.4 %; FlashAttention-2 forced: 1,150 and 1,250. Short
+rows spend a larger share in the diagonal tiles the mask half-fills and in each tile's softmax
+bookkeeping."""
+ATTN_SEQ_REF = 2048.0
+"""The sequence length the attention efficiency ``Efficiencies.attn`` is quoted at: the factor
+below is 1 there, so the spec default keeps its meaning."""
+
+
+def attention_length_factor(seq_len: float, causal: float) -> float:
+    """Causal fused attention's efficiency at ``seq_len`` against :data:`ATTN_SEQ_REF`
+    (:data:`ATTN_SEQ0`); bidirectional encoders keep 1 (not measured)."""
+    if causal >= 1.0 or seq_len <= 0:
+        return 1.0
+    return (seq_len / (seq_len + ATTN_SEQ0)) / (ATTN_SEQ_REF / (ATTN_SEQ_REF + ATTN_SEQ0))
+
+
 def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
     return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
 
