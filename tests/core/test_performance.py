@@ -297,21 +297,29 @@ def _probe_rows() -> list[dict[str, object]]:
 
 
 def test_attention_length_curve_follows_the_hopper_probe() -> None:
-    """The committed probe (PyTorch's default SDPA on sm90, causal bf16, forward + backward) rises
-    with the sequence length at fixed tokens as ``s / (s + ATTN_SEQ0)``: every point within 12 %
-    of the curve scaled to the probe's own 2,048-token figure, and the curve monotone."""
-    from service.core.estimation.step_terms import ATTN_SEQ_REF, attention_length_factor
+    """The committed probe (PyTorch's default SDPA on sm90, causal bf16) rises with the sequence
+    length at fixed tokens as ``s / (s + s0)``, forward + backward (``ATTN_SEQ0``, training) and
+    forward alone (``ATTN_FWD_SEQ0``, prefill): every point within 12 % of the curve scaled to
+    the probe's own 2,048-token figure, and the curve monotone."""
+    from service.core.estimation.step_terms import (
+        ATTN_FWD_SEQ0,
+        ATTN_SEQ0,
+        ATTN_SEQ_REF,
+        attention_length_factor,
+    )
 
-    for hd in (128, 64):
-        rows = {
-            int(str(r["seq"])): float(str(r["fwd_bwd_tflops"]))
-            for r in _probe_rows()
-            if r.get("case") == "attn" and r.get("backend") == "default" and r.get("head_dim") == hd
-        }
-        assert len(rows) == 5
-        ref = rows[int(ATTN_SEQ_REF)]
-        for seq, tflops in rows.items():
-            assert tflops / ref == pytest.approx(attention_length_factor(seq, 0.5), rel=0.12), (hd, seq)
+    for key, seq0 in (("fwd_bwd_tflops", ATTN_SEQ0), ("fwd_tflops", ATTN_FWD_SEQ0)):
+        for hd in (128, 64):
+            rows = {
+                int(str(r["seq"])): float(str(r[key]))
+                for r in _probe_rows()
+                if r.get("case") == "attn" and r.get("backend") == "default" and r.get("head_dim") == hd
+            }
+            assert len(rows) == 5
+            ref = rows[int(ATTN_SEQ_REF)]
+            for seq, tflops in rows.items():
+                want = attention_length_factor(seq, 0.5, seq0)
+                assert tflops / ref == pytest.approx(want, rel=0.12), (key, hd, seq)
     factors = [attention_length_factor(s, 0.5) for s in (256, 1024, 2048, 8192, 32768)]
     assert factors == sorted(factors) and factors[2] == pytest.approx(1.0)
     assert attention_length_factor(512, 1.0) == 1.0  # bidirectional encoders: not measured, unchanged
@@ -327,3 +335,19 @@ def test_long_causal_sequences_spend_less_time_per_attention_flop() -> None:
     assert flops_ratio > 1.2  # the attention FLOPs grew 8x per token
     assert long.step_time_s / short.step_time_s < flops_ratio
     assert long.mfu > short.mfu
+
+
+def test_a_long_prompt_prefills_nearer_the_attention_ceiling() -> None:
+    """Batch-1 prefill on the eager path: a 32 k prompt's attention runs at the forward curve's
+    long-row efficiency, so its time grows less than its attention FLOPs against a 2 k prompt."""
+    from service.core.estimation.step_terms import ATTN_FWD_SEQ0, attention_length_factor
+
+    m = get_model("llama3-8b")
+    short, long = (
+        estimate_serving(InferenceConfig(m, "bf16", batch_size=1, input_len=n, output_len=1), H200_SXM)  # type: ignore[arg-type]
+        for n in (2048, 32768)
+    )
+    assert attention_length_factor(32768, 0.5, ATTN_FWD_SEQ0) > 1.3
+    # GEMMs grow 16x, attention FLOPs 256x; the H200 probe measured 22.6x
+    # (data/probes/h200-physics-2026-12-04.jsonl); one attention efficiency for both gives 24.2x
+    assert 16.0 < long.ttft_s / short.ttft_s < 23.0

@@ -121,6 +121,7 @@ from service.core.estimation.serving_queue import (  # noqa: F401
     static_batch,
     tp_candidates,
 )
+from service.core.estimation.step_terms import ATTN_FWD_SEQ0, attention_length_factor
 
 __all__ = [
     "CONTINUOUS_BAND",
@@ -235,7 +236,15 @@ def estimate_serving(
     prefill_flops = 2.0 * T * L * layer_mm + 2.0 * c.batch_size * h * V
     prefill_attn = T * c.input_len * m.attention_flops_per_ctx_token("prefill") / tp * L * 0.5
     hd = float(m.head_dim)
-    attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
+    attn_eff = min(
+        0.98,
+        e.attn
+        * hd
+        / (hd + 32.0)
+        * 1.5
+        * _shape(e, T, 1e9)
+        * attention_length_factor(c.input_len, 0.5, ATTN_FWD_SEQ0),
+    )
     ew = 76.0 * h + 20.0 * (q + float(m.kv_dim) / m.kv_shards(tp)) + 10.0 * m.ffn_active_width / tp
     t_pre_mm = max(prefill_flops / (rate * shape_pre), wbytes / bw)
     comm_pre, comm_dec = _tp_comm_s(c, gpu, e, T, h, cb)

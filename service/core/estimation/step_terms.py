@@ -64,17 +64,22 @@ at 8,192 and 16,384 with head dim 128 (19-45 % with 64). ``s / (s + s0)`` fits t
 1,400 (128) and 1,650 (64), rms 3 % and 0.4 %; FlashAttention-2 forced: 1,150 and 1,250. Short
 rows spend a larger share in the diagonal tiles the mask half-fills and in each tile's softmax
 bookkeeping."""
+ATTN_FWD_SEQ0 = 800.0
+"""The same for the forward pass alone (prefill): the probe's forward-only default-dispatch
+figures (39-66 % of the peak at 1,024-16,384 tokens, head dim 128; 24-47 % at 64) fit s0 = 650
+and 1,000 (rms 3 %): the backward's longer per-tile work needs longer rows to amortise."""
 ATTN_SEQ_REF = 2048.0
 """The sequence length the attention efficiency ``Efficiencies.attn`` is quoted at: the factor
 below is 1 there, so the spec default keeps its meaning."""
 
 
-def attention_length_factor(seq_len: float, causal: float) -> float:
-    """Causal fused attention's efficiency at ``seq_len`` against :data:`ATTN_SEQ_REF`
-    (:data:`ATTN_SEQ0`); bidirectional encoders keep 1 (not measured)."""
+def attention_length_factor(seq_len: float, causal: float, seq0: float = ATTN_SEQ0) -> float:
+    """Causal fused attention's efficiency at ``seq_len`` against :data:`ATTN_SEQ_REF`: forward
+    and backward (:data:`ATTN_SEQ0`), or forward alone with ``seq0`` = :data:`ATTN_FWD_SEQ0`;
+    bidirectional encoders keep 1 (not measured)."""
     if causal >= 1.0 or seq_len <= 0:
         return 1.0
-    return (seq_len / (seq_len + ATTN_SEQ0)) / (ATTN_SEQ_REF / (ATTN_SEQ_REF + ATTN_SEQ0))
+    return (seq_len / (seq_len + seq0)) / (ATTN_SEQ_REF / (ATTN_SEQ_REF + seq0))
 
 
 def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
