@@ -457,6 +457,44 @@ def test_what_if_checkpointing_when_it_was_ruled_out(client: TestClient) -> None
         assert o["strategy"]["gradient_checkpointing"] is False
 
 
+def test_what_if_more_gpus_names_the_whole_nodes_that_fit_and_following_it_works(client: TestClient) -> None:
+    """70B full fine-tuning on H100 with max_gpus 20: two nodes (16) are 0.3 GiB short with
+    ZeRO-3, so there is no option; the answer says three nodes (24) hold it, and the request the
+    what-if names gives a plan on 24 H100s. A small model, a power cap or an inventory gets none."""
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "llama3.1-70b",
+            "mode": "training",
+            "batch_size": 1,
+            "seq_len": 4096,
+            "tokens": 1e9,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h100-sxm"], "max_gpus": 20},
+    }
+    doc = _ask(client, body)
+    assert doc["options"] == []
+    more = [w for w in doc["what_if"] if w["code"] == "WITH_MORE_GPUS"]
+    assert len(more) == 1
+    w = more[0]
+    assert w["gpu"] == "nvidia-h100-sxm" and w["gpu_count"] == 24
+    assert w["change"] == {"constraints.max_gpus": 24}
+    assert w["params"]["max_gpus"] == 20 and w["params"]["nodes"] == 3
+    assert w["params"]["needed_gib"] <= w["params"]["usable_gib"]
+    assert "with max_gpus 24 (asked: 20; 3 node(s))" in w["message"]
+    zh = _ask(client, body, **{"Accept-Language": "zh-CN"})
+    assert CJK.search(next(x for x in zh["what_if"] if x["code"] == "WITH_MORE_GPUS")["message"])
+    followed = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 24}})
+    assert followed["options"] and followed["options"][0]["strategy"]["gpu_count"] == 24
+    # the cap is a power budget, not max_gpus: adding GPUs is not the caller's change to make
+    capped = _ask(
+        client, {**body, "constraints": {**body["constraints"], "max_gpus": 64, "max_power_w_total": 14000}}
+    )
+    assert not [x for x in capped["what_if"] if x["code"] == "WITH_MORE_GPUS"]
+    # what fits as asked needs no more GPUs
+    small = _ask(client, {**body, "workload": {**body["workload"], "model": "llama3-8b"}})
+    assert small["options"] and not [x for x in small["what_if"] if x["code"] == "WITH_MORE_GPUS"]
+
+
 def test_within_error_of_best_compares_ratios(client: TestClient) -> None:
     doc = _ask(
         client,

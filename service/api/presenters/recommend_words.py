@@ -268,6 +268,10 @@ EN: Final[Table] = {
         "instead": "with micro-batch 1 and gradient accumulation, {global_batch} sequences per optimizer step "
         "(workload.batch_size 1, global_batch {global_batch})" + _WHATIF_INSTEAD_EN,
     },
+    C.WITH_MORE_GPUS: {
+        "": "with max_gpus {gpu_count} (asked: {max_gpus}; {nodes} node(s)) it fits on {gpu_count}x {gpu} "
+        "({needed_gib} of {usable_gib} GiB per GPU): the sharded states shrink with every GPU added"
+    },
     C.WITH_FP8_WEIGHTS: {
         "": "with FP8 weights one replica fits on TP{tensor_parallel} of the {gpu} instead of "
         "TP{instead_of} ({needed_gib} of {usable_gib} GiB)"
@@ -574,6 +578,10 @@ ZH: Final[Table] = {
         + _WHATIF_ZH,
         "instead": "改为微批 1 并做梯度累积、每个优化器步 {global_batch} 条序列（workload.batch_size 1，global_batch {global_batch}）"
         + _WHATIF_INSTEAD_ZH,
+    },
+    C.WITH_MORE_GPUS: {
+        "": "把 max_gpus 放宽到 {gpu_count}（原为 {max_gpus}；{nodes} 个节点）后，{gpu_count} 块 {gpu} "
+        "即可放下（每块 {needed_gib} / {usable_gib} GiB）：分片的状态随 GPU 数增加而变小"
     },
     C.WITH_FP8_WEIGHTS: {
         "": "改用 FP8 权重后，一个副本在 {gpu} 上只需 TP{tensor_parallel}（原为 TP{instead_of}；每块 "

@@ -73,6 +73,7 @@ class ReasonCode(StrEnum):
     WITH_FP8_WEIGHTS = "WITH_FP8_WEIGHTS"
     WITH_FP16 = "WITH_FP16"
     WITH_QUANTIZATION = "WITH_QUANTIZATION"
+    WITH_MORE_GPUS = "WITH_MORE_GPUS"
     # warnings
     NO_OPTION = "NO_OPTION"
     NO_PLAN_MEETS_DEADLINE = "NO_PLAN_MEETS_DEADLINE"
@@ -105,7 +106,7 @@ ReasonCodeName = Literal[
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "QUANTISED_WEIGHTS", "MULTI_NODE",
     "EXPERT_PARALLEL", "DISAGGREGATED", "LITTLE_HEADROOM",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_GRADIENT_ACCUMULATION",
-    "WITH_FP8_WEIGHTS", "WITH_FP16", "WITH_QUANTIZATION",
+    "WITH_FP8_WEIGHTS", "WITH_FP16", "WITH_QUANTIZATION", "WITH_MORE_GPUS",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
     "BEYOND_CONTEXT",
     "ASSUMED_OPTIMIZER_STATES", "ASSUMED_LOOP", "ASSUMED_STACK", "ASSUMED_NETWORK",
@@ -339,6 +340,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("", {**_WHATIF, "global_batch": Count}),
         Form("instead", {**_WHATIF, "global_batch": Count, "instead_of": Count}),
     ),
+    ReasonCode.WITH_MORE_GPUS: _one(**_WHATIF, max_gpus=Count, nodes=Count),
     ReasonCode.WITH_FP8_WEIGHTS: _one(gpu=Text, tensor_parallel=Count, instead_of=Count, needed_gib=Num, usable_gib=Num),
     ReasonCode.WITH_FP16: _one(gpu=Text, gpu_count=Count, precision=Text, needed_gib=Num, usable_gib=Num),
     ReasonCode.WITH_QUANTIZATION: _one(

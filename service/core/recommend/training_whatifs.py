@@ -1,6 +1,7 @@
 """What-ifs of a training search: changes the caller ruled out (or did not ask for) --
 checkpointing, QLoRA instead of LoRA, the fused AdamW step, micro-batch 1 with gradient
-accumulation -- that fit the job on fewer GPUs."""
+accumulation -- that fit the job on fewer GPUs; and, for a GPU that no count up to ``max_gpus``
+holds, the fewest whole nodes beyond it that do."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def training_what_ifs(
 ) -> list[WhatIf]:
     """Changes the caller ruled out (or did not ask for) that fit the job on fewer GPUs of a
     kind: checkpointing, QLoRA instead of LoRA, the fused AdamW step."""
-    out: list[WhatIf] = []
+    out: list[WhatIf] = list(_more_gpus(search, excluded))
     relax = _relaxations(search)
     if not relax:
         return out
@@ -160,3 +161,63 @@ def _in_time(
 
     o = search._option(gpu, _Plan(cfg, mem), usable)
     return o is not None and o.hours_band is not None and o.hours_band[1] <= deadline
+
+
+MORE_GPUS_FACTOR = 4
+"""How far past ``max_gpus`` a what-if looks (whole nodes up to this many times the cap): far
+enough for a sharded job whose states did not fit to find the count that holds them, not a
+search of every cluster size."""
+
+
+CLOSE_MISS = 2.0
+"""Only a GPU whose lightest configuration at the largest count tried needed at most this many
+times its usable memory is tried beyond ``max_gpus`` (activations do not shard with the states:
+a card that far off is the wrong card, and the search stays within the answer's time budget)."""
+
+
+def _more_gpus(search: _TrainingSearch, excluded: Sequence[Exclusion]) -> list[WhatIf]:
+    """For each GPU excluded as too small at every count up to ``max_gpus`` (and bound by
+    ``max_gpus``, not by an inventory or a power cap), the fewest whole nodes beyond the cap on
+    which the lightest allowed configuration fits (and, under a deadline, meets it): sharded
+    states fall as 1 / GPUs, so "no option" can be one node short (70B full fine-tuning with
+    ``max_gpus`` 20 on H100: 16 GPUs need 79.9 GiB of 79.6, 24 fit)."""
+    cons = search.q.constraints
+    if cons.pools is not None:
+        return []
+    out: list[WhatIf] = []
+    for ex in excluded:
+        gpu = ex.gpu
+        if ex.reason.code != "MEMORY_INSUFFICIENT" or gpu.slug not in search.data.specs:
+            continue
+        cap, _ = _count_cap(gpu, cons)
+        if cap != cons.max_gpus:  # a power cap binds: more GPUs are not the caller's to add
+            continue
+        usable = int(gpu.fit_memory_bytes or 0)
+        needed = float(ex.reason.params.get("needed_gib") or 0.0)
+        if not needed or needed > CLOSE_MISS * _gib(usable):  # far off: more GPUs are not the fix
+            continue
+        node = max(search._node(gpu), 1)
+        for k in range(cap // node + 1, MORE_GPUS_FACTOR * max(cap, 1) // node + 1):
+            n = k * node
+            p = search.lightest(n, node)
+            if p is None or not p.mem.fits(usable) or not _in_time(search, gpu, p.cfg, p.mem, usable):
+                continue
+            out.append(
+                WhatIf(
+                    "WITH_MORE_GPUS",
+                    gpu,
+                    n,
+                    {"constraints.max_gpus": n},
+                    {
+                        "gpu": gpu.name or gpu.slug,
+                        "gpu_count": n,
+                        "needed_gib": _gib(p.mem.device_memory_band.high),
+                        "usable_gib": _gib(usable),
+                        "max_gpus": cap,
+                        "nodes": k,
+                    },
+                )
+            )
+            break
+    out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.gpu.slug))
+    return out[:3]
