@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from probe_common import DEV, SMOKE, Probe, sync
+from probe_common import DEV, SMOKE, Probe, sync, timed
 
 DT = torch.float32 if SMOKE else torch.bfloat16
 PROBE = Probe("attention-kernel-probe.jsonl", 150)
@@ -39,26 +39,6 @@ left, emit = PROBE.left, PROBE.emit
 TOKENS = 256 if SMOKE else 16384
 SEQS = (64, 128) if SMOKE else (1024, 2048, 4096, 8192, 16384)
 HEADS = 4 if SMOKE else 32
-
-
-def timed(fn: Callable[[], object], reps: int = 10) -> float:
-    """Median seconds of ``fn`` over ``reps`` runs after two warm-ups (CUDA events)."""
-    if SMOKE:
-        t = time.perf_counter()
-        fn()
-        return time.perf_counter() - t
-    fn()
-    fn()
-    sync()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) / 1e3)
-    return sorted(out)[len(out) // 2]
 
 
 def backends() -> dict[str, list[object]]:

@@ -31,7 +31,6 @@ lead's checkout, without this file): the same cases, shapes, timing and profiler
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 import traceback
@@ -39,7 +38,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from probe_common import DEV, SMOKE, Probe, sync
+from probe_common import DEV, SMOKE, Probe, sync, timed
 
 DT = torch.float32 if SMOKE else torch.bfloat16
 PROBE = Probe("verify-attention-probe.jsonl", 200)
@@ -49,26 +48,6 @@ G = NH // NKV
 CTXS = (64,) if SMOKE else (1024, 4096)
 BATCHES = (1, 2) if SMOKE else (1, 8, 32, 64)
 TS = (1, 2, 4) if SMOKE else (1, 2, 4, 8, 16, 32)
-
-
-def timed(fn: Callable[[], object], reps: int = 10) -> float:
-    """Median seconds of ``fn`` over ``reps`` runs after two warm-ups (CUDA events)."""
-    if SMOKE:
-        t = time.perf_counter()
-        fn()
-        return time.perf_counter() - t
-    fn()
-    fn()
-    sync()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e-3)
-    return statistics.median(ts)
 
 
 def kernels(fn: Callable[[], object]) -> dict[str, list[float]]:

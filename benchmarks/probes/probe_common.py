@@ -55,6 +55,26 @@ def wall_s(fn: Callable[[], Any], min_s: float = 0.3, max_n: int = 30) -> float:
     return statistics.median(ts)
 
 
+def timed(fn: Callable[[], object], reps: int = 10) -> float:
+    """Median seconds of ``fn`` over ``reps`` runs after two warm-ups (CUDA events)."""
+    if SMOKE:
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+    fn()
+    fn()
+    sync()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e-3)
+    return statistics.median(ts)
+
+
 def kernel_s(fn: Callable[[], Any]) -> tuple[int, float]:
     """CUDA kernels launched by one run of ``fn`` and their summed duration (s)."""
     from torch.profiler import ProfilerActivity, profile
