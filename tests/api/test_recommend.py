@@ -480,7 +480,7 @@ def test_what_if_more_gpus_names_the_whole_nodes_that_fit_and_following_it_works
     assert w["change"] == {"constraints.max_gpus": 24}
     assert w["params"]["max_gpus"] == 20 and w["params"]["nodes"] == 3
     assert w["params"]["needed_gib"] <= w["params"]["usable_gib"]
-    assert "with max_gpus 24 (asked: 20; 3 node(s))" in w["message"]
+    assert "with max_gpus 24 instead of 20 (3 node(s)) it fits on 24x" in w["message"]
     zh = _ask(client, body, **{"Accept-Language": "zh-CN"})
     assert CJK.search(next(x for x in zh["what_if"] if x["code"] == "WITH_MORE_GPUS")["message"])
     followed = _ask(client, {**body, "constraints": {**body["constraints"], "max_gpus": 24}})

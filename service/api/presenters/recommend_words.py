@@ -269,7 +269,7 @@ EN: Final[Table] = {
         "(workload.batch_size 1, global_batch {global_batch})" + _WHATIF_INSTEAD_EN,
     },
     C.WITH_MORE_GPUS: {
-        "": "with max_gpus {gpu_count} (asked: {max_gpus}; {nodes} node(s)) it fits on {gpu_count}x {gpu} "
+        "": "with max_gpus {gpu_count} instead of {max_gpus} ({nodes} node(s)) it fits on {gpu_count}x {gpu} "
         "({needed_gib} of {usable_gib} GiB per GPU): the sharded states shrink with every GPU added"
     },
     C.WITH_FP8_WEIGHTS: {
