@@ -104,7 +104,9 @@ Hopper (Dao 2023, and FA3 paper's FA2 baselines); device copies at ~90 % of data
 bandwidth (4.3 of 4.8 TB/s here), elementwise eager kernels lower (0.8); PyTorch eager
 dispatch of 5-10 us per op with autograd; NCCL bus bandwidth ~80 % of the link rate;
 ResNet-50 cuDNN training at roughly a third of the tensor peak once BN/ReLU traffic is
-counted separately.
+counted separately. Later measured (not used to edit these): torch 2.11's SDPA runs cuDNN's fused
+kernels on sm90 by default, 25-53 % of the peak over 1k-16k-token causal rows, and ``attn`` is
+read at 2,048 tokens (``step_terms.ATTN_SEQ0``); ``data/probes/h100-attention-kernels-2026-12-06.jsonl``.
 """
 
 
