@@ -235,16 +235,7 @@ def estimate_serving(
     q = float(m.q_dim) / tp
     prefill_flops = 2.0 * T * L * layer_mm + 2.0 * c.batch_size * h * V
     prefill_attn = T * c.input_len * m.attention_flops_per_ctx_token("prefill") / tp * L * 0.5
-    hd = float(m.head_dim)
-    attn_eff = min(
-        0.98,
-        e.attn
-        * hd
-        / (hd + 32.0)
-        * 1.5
-        * _shape(e, T, 1e9)
-        * attention_length_factor(c.input_len, 0.5, ATTN_FWD_SEQ0),
-    )
+    attn_eff = _prefill_attention_eff(e, float(m.head_dim), T, c.input_len)
     ew = 76.0 * h + 20.0 * (q + float(m.kv_dim) / m.kv_shards(tp)) + 10.0 * m.ffn_active_width / tp
     t_pre_mm = max(prefill_flops / (rate * shape_pre), wbytes / bw)
     comm_pre, comm_dec = _tp_comm_s(c, gpu, e, T, h, cb)
@@ -279,6 +270,14 @@ def estimate_serving(
         provenance=prov,
         notes=(note,) if note else (),
     )
+
+
+def _prefill_attention_eff(e: Efficiencies, head_dim: float, tokens: float, prompt_len: int) -> float:
+    """Fused attention's share of the 16-bit peak in a prefill: the fitted efficiency at the
+    head dim and the tokens of the call, nearer the ceiling the longer the prompt (the forward
+    curve, ``step_terms.ATTN_FWD_SEQ0``)."""
+    length = attention_length_factor(prompt_len, 0.5, ATTN_FWD_SEQ0)
+    return min(0.98, e.attn * head_dim / (head_dim + 32.0) * 1.5 * _shape(e, tokens, 1e9) * length)
 
 
 def _gemm_rates(c: InferenceConfig, gpu: GpuSpec, e: Efficiencies) -> tuple[float, float, str | None]:
