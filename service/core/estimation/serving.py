@@ -121,7 +121,7 @@ from service.core.estimation.serving_queue import (  # noqa: F401
     static_batch,
     tp_candidates,
 )
-from service.core.estimation.step_terms import ATTN_FWD_SEQ0, attention_length_factor
+from service.core.estimation.step_terms import ATTN_FWD_SEQ0, fused_attention_eff
 
 __all__ = [
     "CONTINUOUS_BAND",
@@ -235,7 +235,7 @@ def estimate_serving(
     q = float(m.q_dim) / tp
     prefill_flops = 2.0 * T * L * layer_mm + 2.0 * c.batch_size * h * V
     prefill_attn = T * c.input_len * m.attention_flops_per_ctx_token("prefill") / tp * L * 0.5
-    attn_eff = _prefill_attention_eff(e, float(m.head_dim), T, c.input_len)
+    attn_eff = fused_attention_eff(e, float(m.head_dim), T, c.input_len, 0.5, ATTN_FWD_SEQ0)
     ew = 76.0 * h + 20.0 * (q + float(m.kv_dim) / m.kv_shards(tp)) + 10.0 * m.ffn_active_width / tp
     t_pre_mm = max(prefill_flops / (rate * shape_pre), wbytes / bw)
     comm_pre, comm_dec = _tp_comm_s(c, gpu, e, T, h, cb)
@@ -270,14 +270,6 @@ def estimate_serving(
         provenance=prov,
         notes=(note,) if note else (),
     )
-
-
-def _prefill_attention_eff(e: Efficiencies, head_dim: float, tokens: float, prompt_len: int) -> float:
-    """Fused attention's share of the 16-bit peak in a prefill: the fitted efficiency at the
-    head dim and the tokens of the call, nearer the ceiling the longer the prompt (the forward
-    curve, ``step_terms.ATTN_FWD_SEQ0``)."""
-    length = attention_length_factor(prompt_len, 0.5, ATTN_FWD_SEQ0)
-    return min(0.98, e.attn * head_dim / (head_dim + 32.0) * 1.5 * _shape(e, tokens, 1e9) * length)
 
 
 def _gemm_rates(c: InferenceConfig, gpu: GpuSpec, e: Efficiencies) -> tuple[float, float, str | None]:
@@ -424,8 +416,7 @@ def estimate_batch_inference(
         t_mm = max(flops / (peak * mm_eff), w / bw)
         p16 = gpu.peak_for("bf16")
         peak16 = p16 * 1e12 if p16 and mode.compute == 2 else peak
-        hd = float(m.head_dim)
-        attn_eff = e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9)
+        attn_eff = fused_attention_eff(e, float(m.head_dim), T, s, 1.0)  # bidirectional
         t_attn = 4.0 * T * s * h * L / (peak16 * attn_eff)
         ew = ((110.0 * h + 12.0 * f) if mode.autocast else (90.0 * h + 16.0 * f)) * T * L / 2.0
         logits = T * V * mode.compute

@@ -38,7 +38,7 @@ from service.core.estimation.step_terms import (
     _shape,
     _step_shape,
     _StepShape,
-    attention_length_factor,
+    fused_attention_eff,
     qlora_terms,
 )
 
@@ -168,10 +168,7 @@ def _attention(c: TrainConfig, e: Efficiencies, k: _Ctx, notes: list[str]) -> tu
         t_attn_bwd = 2.0 * attn_flops_fwd / (k.peak * attn_mm_eff) + 2.0 * attn_bytes_fwd / k.bw
         notes.append("math attention kernel (s^2 scores in memory)")
     else:
-        hd = sh.hd
-        attn_eff = min(
-            0.98, e.attn * hd / (hd + 32.0) * 1.5 * _shape(e, T, 1e9) * attention_length_factor(s, sh.causal)
-        )
+        attn_eff = fused_attention_eff(e, sh.hd, T, s, sh.causal)
         t_attn_fwd = attn_flops_fwd / (k.peak16 * attn_eff)
         t_attn_bwd = 2.5 * t_attn_fwd
     return t_attn_fwd, t_attn_bwd

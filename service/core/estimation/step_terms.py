@@ -86,6 +86,17 @@ def _shape(e: Efficiencies, tokens: float, hidden: float) -> float:
     return tokens / (tokens + e.mm_tokens0) * hidden / (hidden + e.mm_hidden0)
 
 
+def fused_attention_eff(
+    e: Efficiencies, head_dim: float, tokens: float, seq_len: float, causal: float, seq0: float = ATTN_SEQ0
+) -> float:
+    """Fused (flash) attention's share of the 16-bit peak: the fitted efficiency at the head dim
+    and the tokens of the call, scaled by the row length (:func:`attention_length_factor`; ``seq0``
+    :data:`ATTN_FWD_SEQ0` for a forward pass alone). The training step, the eager prefill and
+    encoder inference all time their attention with it."""
+    length = attention_length_factor(seq_len, causal, seq0)
+    return min(0.98, e.attn * head_dim / (head_dim + 32.0) * 1.5 * _shape(e, tokens, 1e9) * length)
+
+
 class _StepShape(NamedTuple):
     """What the step model reads of a decoder or encoder, per tensor-parallel shard and numeric
     mode: functions of (model, tp, autocast, compute bytes) alone, so computed once for each by

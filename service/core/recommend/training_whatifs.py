@@ -82,9 +82,20 @@ def _relaxations(search: _TrainingSearch) -> list[_Relax]:
 def training_what_ifs(
     search: _TrainingSearch, options: Sequence[Option], excluded: Sequence[Exclusion]
 ) -> list[WhatIf]:
-    """Changes the caller ruled out (or did not ask for) that fit the job on fewer GPUs of a
-    kind: checkpointing, QLoRA instead of LoRA, the fused AdamW step."""
-    out: list[WhatIf] = list(_more_gpus(search, excluded))
+    """At most three: changes the caller ruled out (or did not ask for) that fit the job on
+    fewer GPUs of a kind (:func:`_relaxed_what_ifs`), and more GPUs than ``max_gpus`` where no
+    count up to it fits (:func:`_more_gpus`); fewest GPUs first, then the smaller card."""
+    out = _more_gpus(search, excluded) + _relaxed_what_ifs(search, options, excluded)
+    out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.code, w.gpu.slug))
+    return out[:3]
+
+
+def _relaxed_what_ifs(
+    search: _TrainingSearch, options: Sequence[Option], excluded: Sequence[Exclusion]
+) -> list[WhatIf]:
+    """Checkpointing, QLoRA instead of LoRA, the fused AdamW step, micro-batch 1: each at the
+    fewest GPUs of a kind it fits on, where that is fewer than the job needs as asked."""
+    out: list[WhatIf] = []
     relax = _relaxations(search)
     if not relax:
         return out
@@ -143,9 +154,7 @@ def training_what_ifs(
                         )
                     )
                     break
-    # fewest GPUs first, then the smaller card
-    out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.code, w.gpu.slug))
-    return out[:3]
+    return out
 
 
 def _in_time(
@@ -219,5 +228,4 @@ def _more_gpus(search: _TrainingSearch, excluded: Sequence[Exclusion]) -> list[W
                 )
             )
             break
-    out.sort(key=lambda w: (w.gpu_count, w.gpu.fit_memory_bytes or 0, w.gpu.slug))
-    return out[:3]
+    return out
