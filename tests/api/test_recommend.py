@@ -490,6 +490,20 @@ def test_what_if_more_gpus_names_the_whole_nodes_that_fit_and_following_it_works
         client, {**body, "constraints": {**body["constraints"], "max_gpus": 64, "max_power_w_total": 14000}}
     )
     assert not [x for x in capped["what_if"] if x["code"] == "WITH_MORE_GPUS"]
+    # under a deadline the count is the fewest whose fastest plan meets it, and following it works
+    timed = {**body, "constraints": {**body["constraints"], "deadline_hours": 8}}
+    w = next(x for x in _ask(client, timed)["what_if"] if x["code"] == "WITH_MORE_GPUS")
+    assert w["gpu_count"] > 24 and w["gpu_count"] % 8 == 0
+    assert w["params"]["hours_high"] <= 8 and w["params"]["deadline_hours"] == 8
+    assert "finishes within the 8.0 h deadline" in w["message"]
+    done = _ask(client, {**timed, "constraints": {**timed["constraints"], "max_gpus": w["gpu_count"]}})
+    assert done["options"] and done["options"][0]["training"]["time_to_train"]["band"]["high"] <= 8
+    fewer = _ask(client, {**timed, "constraints": {**timed["constraints"], "max_gpus": w["gpu_count"] - 8}})
+    # the what-if named the fewest whole nodes that meet it: one node fewer misses
+    assert [e for e in fewer["excluded"] if e["code"] == "MISSES_DEADLINE"]
+    # a deadline no count up to 4x the cap meets gets no what-if
+    hopeless = {**timed, "constraints": {**timed["constraints"], "deadline_hours": 0.5}}
+    assert not [x for x in _ask(client, hopeless)["what_if"] if x["code"] == "WITH_MORE_GPUS"]
     # what fits as asked needs no more GPUs
     small = _ask(client, {**body, "workload": {**body["workload"], "model": "llama3-8b"}})
     assert small["options"] and not [x for x in small["what_if"] if x["code"] == "WITH_MORE_GPUS"]

@@ -270,7 +270,10 @@ EN: Final[Table] = {
     },
     C.WITH_MORE_GPUS: {
         "": "with max_gpus {gpu_count} instead of {max_gpus} ({nodes} node(s)) it fits on {gpu_count}x {gpu} "
-        "({needed_gib} of {usable_gib} GiB per GPU): the sharded states shrink with every GPU added"
+        "({needed_gib} of {usable_gib} GiB per GPU): the sharded states shrink with every GPU added",
+        "deadline": "with max_gpus {gpu_count} instead of {max_gpus} ({nodes} node(s)) it fits on {gpu_count}x "
+        "{gpu} ({needed_gib} of {usable_gib} GiB per GPU) and finishes within the {deadline_hours} h deadline "
+        "even at the band's upper end ({hours_high} h)",
     },
     C.WITH_FP8_WEIGHTS: {
         "": "with FP8 weights one replica fits on TP{tensor_parallel} of the {gpu} instead of "
@@ -581,7 +584,10 @@ ZH: Final[Table] = {
     },
     C.WITH_MORE_GPUS: {
         "": "把 max_gpus 放宽到 {gpu_count}（原为 {max_gpus}；{nodes} 个节点）后，{gpu_count} 块 {gpu} "
-        "即可放下（每块 {needed_gib} / {usable_gib} GiB）：分片的状态随 GPU 数增加而变小"
+        "即可放下（每块 {needed_gib} / {usable_gib} GiB）：分片的状态随 GPU 数增加而变小",
+        "deadline": "把 max_gpus 放宽到 {gpu_count}（原为 {max_gpus}；{nodes} 个节点）后，{gpu_count} 块 {gpu} "
+        "即可放下（每块 {needed_gib} / {usable_gib} GiB），且即使按误差带上限（{hours_high} 小时）也能在 "
+        "{deadline_hours} 小时的截止时间内完成",
     },
     C.WITH_FP8_WEIGHTS: {
         "": "改用 FP8 权重后，一个副本在 {gpu} 上只需 TP{tensor_parallel}（原为 TP{instead_of}；每块 "

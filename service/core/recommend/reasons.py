@@ -340,7 +340,10 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("", {**_WHATIF, "global_batch": Count}),
         Form("instead", {**_WHATIF, "global_batch": Count, "instead_of": Count}),
     ),
-    ReasonCode.WITH_MORE_GPUS: _one(**_WHATIF, max_gpus=Count, nodes=Count),
+    ReasonCode.WITH_MORE_GPUS: (
+        Form("", {**_WHATIF, "max_gpus": Count, "nodes": Count}),
+        Form("deadline", {**_WHATIF, "max_gpus": Count, "nodes": Count, "hours_high": Num, "deadline_hours": Num}),
+    ),
     ReasonCode.WITH_FP8_WEIGHTS: _one(gpu=Text, tensor_parallel=Count, instead_of=Count, needed_gib=Num, usable_gib=Num),
     ReasonCode.WITH_FP16: _one(gpu=Text, gpu_count=Count, precision=Text, needed_gib=Num, usable_gib=Num),
     ReasonCode.WITH_QUANTIZATION: _one(

@@ -5,6 +5,7 @@ holds, the fewest whole nodes beyond it that do."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -187,9 +188,10 @@ a card that far off is the wrong card, and the search stays within the answer's 
 def _more_gpus(search: _TrainingSearch, excluded: Sequence[Exclusion]) -> list[WhatIf]:
     """For each GPU excluded as too small at every count up to ``max_gpus`` (and bound by
     ``max_gpus``, not by an inventory or a power cap), the fewest whole nodes beyond the cap on
-    which the lightest allowed configuration fits (and, under a deadline, meets it): sharded
-    states fall as 1 / GPUs, so "no option" can be one node short (70B full fine-tuning with
-    ``max_gpus`` 20 on H100: 16 GPUs need 79.9 GiB of 79.6, 24 fit)."""
+    which the lightest allowed configuration fits (and, under a deadline, on which the fastest
+    plan that fits meets it): sharded states fall as 1 / GPUs, so "no option" can be one node
+    short (70B full fine-tuning with ``max_gpus`` 20 on H100: 16 GPUs need 79.9 GiB of 79.6, 24
+    fit)."""
     cons = search.q.constraints
     if cons.pools is not None:
         return []
@@ -206,26 +208,72 @@ def _more_gpus(search: _TrainingSearch, excluded: Sequence[Exclusion]) -> list[W
         if not needed or needed > CLOSE_MISS * _gib(usable):  # far off: more GPUs are not the fix
             continue
         node = max(search._node(gpu), 1)
-        for k in range(cap // node + 1, MORE_GPUS_FACTOR * max(cap, 1) // node + 1):
-            n = k * node
-            p = search.lightest(n, node)
-            if p is None or not p.mem.fits(usable) or not _in_time(search, gpu, p.cfg, p.mem, usable):
-                continue
-            out.append(
-                WhatIf(
-                    "WITH_MORE_GPUS",
-                    gpu,
-                    n,
-                    {"constraints.max_gpus": n},
-                    {
-                        "gpu": gpu.name or gpu.slug,
-                        "gpu_count": n,
-                        "needed_gib": _gib(p.mem.device_memory_band.high),
-                        "usable_gib": _gib(usable),
-                        "max_gpus": cap,
-                        "nodes": k,
-                    },
-                )
+        counts = [k * node for k in range(cap // node + 1, MORE_GPUS_FACTOR * max(cap, 1) // node + 1)]
+        found = _fewest_beyond(search, gpu, counts, usable)
+        if found is None:
+            continue
+        n, high, hours_high = found
+        out.append(
+            WhatIf(
+                "WITH_MORE_GPUS",
+                gpu,
+                n,
+                {"constraints.max_gpus": n},
+                {
+                    "gpu": gpu.name or gpu.slug,
+                    "gpu_count": n,
+                    "needed_gib": _gib(high),
+                    "usable_gib": _gib(usable),
+                    "max_gpus": cap,
+                    "nodes": n // node,
+                    **(
+                        {"hours_high": round(hours_high, 1), "deadline_hours": cons.deadline_hours}
+                        if hours_high is not None
+                        else {}
+                    ),
+                },
             )
-            break
+        )
     return out
+
+
+def _fewest_beyond(
+    search: _TrainingSearch, gpu: GpuSpec, counts: list[int], usable: int
+) -> tuple[int, float, float | None] | None:
+    """The fewest of ``counts`` (whole nodes past the cap, ascending) with a plan the search would
+    keep: it fits, the constraints admit it (a cost objective needs a price for that many: 40 A100
+    40GB PCIe have none, so naming them led to NO_PRICE) and, under a deadline, it meets it at its
+    band's upper end. Every fitting plan is timed, as the search judges a count, not only the
+    lightest (the largest tensor-parallel degree, recomputing: 70B full fine-tuning on H100 with
+    ``max_gpus`` 20 and an 8 h deadline got no what-if from it, while 56 GPUs of ZeRO-3 meet it
+    at up to 7.8 h). With it the count and the plan's memory high in bytes -- the lightest kept,
+    or under a deadline the fastest kept with its band's upper end in hours."""
+    node = max(search._node(gpu), 1)
+    fit = [n for n in counts if (p := search.lightest(n, node)) is not None and p.mem.fits(usable)]
+    deadline = search.q.constraints.deadline_hours
+    from service.core.recommend.ranking import admitted
+    from service.core.recommend.training_counts import _Timed
+
+    timed = _Timed(search, gpu, usable)
+
+    def kept(n: int) -> list[Option]:
+        timed.best(n)
+        return [
+            o
+            for o in timed.at.get(n, [])
+            if admitted(o, search.q, search.data)
+            and (deadline is None or (o.hours_band is not None and o.hours_band[1] <= deadline))
+        ]
+
+    # under a deadline the most GPUs first: where they miss, fewer are not searched (past a node
+    # the collectives' growth does not outrun the compute's fall in any plan the search times)
+    if not fit or (deadline is not None and not kept(fit[-1])):
+        return None
+    found = next((ok for n in fit if (ok := kept(n))), None)
+    if found is None:
+        return None
+    if deadline is None:
+        light = min(found, key=lambda o: o.memory_high_bytes)
+        return light.gpu_count, float(light.memory_high_bytes), None
+    fast = min(found, key=lambda o: o.hours_band[1] if o.hours_band else math.inf)
+    return fast.gpu_count, float(fast.memory_high_bytes), fast.hours_band[1] if fast.hours_band else None
