@@ -14,7 +14,12 @@ How each row is asked (what the API cannot say exactly): MLPerf's length distrib
 means (Llama-2-70B 300 in / 290 out, Mixtral 512 / 146, GPT-J 800 / 69); Offline as the largest
 concurrency per replica the answer serves (backing off 10 % at a time from the row's batch or
 1,024); GPT-J as ``params_billion: 6`` and MPT as a Llama shape of its size (no presets); the
-v0.8 "A100" as the SXM4 80 GB; static batching as the continuous engine at that batch.
+v0.8 "A100" as the SXM4 80 GB; static batching as the continuous engine at that batch; MPT with
+``attention: flash_attention_2`` (the README: "our models use Flash Attention"; 2023 predates
+FlashAttention-3 and cuDNN's fused kernels as PyTorch's default on Hopper). That last was asked
+with the default kernel until 2026-12-06 (MPT 15.4 %, pooled 21.2 %); re-asked after the service
+learnt the kernel's measured speed on Hopper, so it is a question corrected after seeing the
+data, not a held-out result.
 
     python benchmarks/outside_check.py [--json PATH]
 """
@@ -110,6 +115,7 @@ def _mpt(gpu: str, model: str | float, batch: int, seq: int, ckpt: bool) -> dict
         "batch_size": batch,
         "seq_len": seq,
         "gradient_checkpointing": ckpt,
+        "attention": "flash_attention_2",
         **m,
     }
 

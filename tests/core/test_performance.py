@@ -325,6 +325,41 @@ def test_attention_length_curve_follows_the_hopper_probe() -> None:
     assert attention_length_factor(512, 1.0) == 1.0  # bidirectional encoders: not measured, unchanged
 
 
+def test_flash_attention_2_runs_at_the_probes_share_on_hopper_only() -> None:
+    """FlashAttention-2 against the default SDPA kernel: the constant is the committed probe's
+    geometric mean (flash backend / default, forward + backward, ten cells on an H100), a Hopper
+    step with it is slower by exactly the attention term's stretch, and on Ampere, where FA2 is
+    SDPA's own flash backend, nothing changes."""
+    import math
+
+    from service.core.estimation.step_terms import FA2_ON_HOPPER, attention_kernel_factor
+
+    rows = {
+        (r["backend"], r["seq"], r["head_dim"]): float(r["fwd_bwd_tflops"])
+        for r in _probe_rows()
+        if r.get("case") == "attn" and r.get("backend") in ("default", "flash")
+    }
+    ratios = [v / rows[("default", s, hd)] for (b, s, hd), v in rows.items() if b == "flash"]
+    assert len(ratios) == 10
+    assert math.exp(sum(map(math.log, ratios)) / 10) == pytest.approx(FA2_ON_HOPPER, abs=0.01)
+    assert attention_kernel_factor("flash_attention_2", "9.0") == FA2_ON_HOPPER
+    assert (
+        attention_kernel_factor("sdpa", "9.0") == attention_kernel_factor("flash_attention_2", "8.0") == 1.0
+    )
+    m = get_model("llama3.1-8b")
+
+    def step(gpu: GpuSpec, attention: str, seq: int) -> float:
+        c = TrainConfig(model=m, precision="amp_bf16", batch_size=1, seq_len=seq, attention=attention)
+        return estimate_step(c, gpu).step_time_s
+
+    for seq in (2048, 16384):
+        assert step(H200_SXM, "flash_attention_2", seq) > step(H200_SXM, "sdpa", seq)
+        assert step(A100_SXM, "flash_attention_2", seq) == step(A100_SXM, "sdpa", seq)
+    # the longer the rows, the larger attention's share and so the stretch
+    stretch = [step(H200_SXM, "flash_attention_2", s) / step(H200_SXM, "sdpa", s) for s in (2048, 16384)]
+    assert 1.0 < stretch[0] < stretch[1] < 1.0 / FA2_ON_HOPPER
+
+
 def test_long_causal_sequences_spend_less_time_per_attention_flop() -> None:
     """At a fixed number of tokens a step, the attention time grows less than its FLOPs (which
     are linear in the sequence length): 16 k-token rows run the kernel nearer its ceiling."""

@@ -38,6 +38,7 @@ from service.core.estimation.step_terms import (
     _shape,
     _step_shape,
     _StepShape,
+    attention_kernel_factor,
     fused_attention_eff,
     qlora_terms,
 )
@@ -82,6 +83,7 @@ class _Ctx(NamedTuple):
     sh: _StepShape
     fx: StackEffect
     mm_eff: float
+    attn_kernel: float  # the attention kernel's speed against SDPA's default (FA2 on Hopper)
 
 
 class _Matmuls(NamedTuple):
@@ -113,7 +115,10 @@ def _context(c: TrainConfig, gpu: GpuSpec, e: Efficiencies) -> _Ctx:
     mm_eff = e.mm_for(c.precision) * _shape(e, T, sh.h)
     if fx.mm != 1.0:
         mm_eff = min(0.98, mm_eff * fx.mm)
-    return _Ctx(peak, peak16, bw, T, float(mode.compute), c.finetune == "full", sh, fx, mm_eff)
+    kernel = attention_kernel_factor(c.attention, gpu.compute_capability)
+    return _Ctx(
+        peak, peak16, bw, T, float(mode.compute), c.finetune == "full", sh, fx, mm_eff, attn_kernel=kernel
+    )
 
 
 def _matmuls(c: TrainConfig, gpu: GpuSpec, k: _Ctx) -> _Matmuls:
@@ -168,7 +173,7 @@ def _attention(c: TrainConfig, e: Efficiencies, k: _Ctx, notes: list[str]) -> tu
         t_attn_bwd = 2.0 * attn_flops_fwd / (k.peak * attn_mm_eff) + 2.0 * attn_bytes_fwd / k.bw
         notes.append("math attention kernel (s^2 scores in memory)")
     else:
-        attn_eff = fused_attention_eff(e, sh.hd, T, s, sh.causal)
+        attn_eff = fused_attention_eff(e, sh.hd, T, s, sh.causal) * k.attn_kernel
         t_attn_fwd = attn_flops_fwd / (k.peak16 * attn_eff)
         t_attn_bwd = 2.5 * t_attn_fwd
     return t_attn_fwd, t_attn_bwd

@@ -73,6 +73,26 @@ ATTN_SEQ_REF = 2048.0
 below is 1 there, so the spec default keeps its meaning."""
 
 
+FA2_ON_HOPPER = 0.62
+"""FlashAttention-2 (the flash-attn package: ``attn_implementation="flash_attention_2"``, or a
+stack that calls it) against the default SDPA kernel on Hopper, forward + backward. Measured on
+the lent H100 (``data/probes/h100-attention-kernels-2026-12-06.jsonl``, torch 2.11, bf16, causal):
+0.55-0.65 of the default's speed with head dim 128 and 0.62-0.72 with 64 at 1,024-16,384 tokens a
+row, geometric mean 0.626 over the ten cells. FA2 issues Ampere's ``mma.sync``; the default on sm90
+is cuDNN's fused flash kernels on ``wgmma`` (the profiler's ``sm90_flash_fprop/bprop_wgmma``).
+On Ampere and Ada FA2 *is* SDPA's flash backend (factor 1); on Blackwell it was not measured and is
+left at 1."""
+
+
+def attention_kernel_factor(attention: str, compute_capability: str | None) -> float:
+    """The attention kernel's speed against the default SDPA dispatch the efficiencies were
+    fitted with: :data:`FA2_ON_HOPPER` for FlashAttention-2 on a Hopper part (compute 9.x), else
+    1 (the math kernel is timed on its own path)."""
+    if attention == "flash_attention_2" and (compute_capability or "").startswith("9."):
+        return FA2_ON_HOPPER
+    return 1.0
+
+
 def attention_length_factor(seq_len: float, causal: float, seq0: float = ATTN_SEQ0) -> float:
     """Causal fused attention's efficiency at ``seq_len`` against :data:`ATTN_SEQ_REF`: forward
     and backward (:data:`ATTN_SEQ0`), or forward alone with ``seq0`` = :data:`ATTN_FWD_SEQ0`;
