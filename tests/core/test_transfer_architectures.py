@@ -53,3 +53,35 @@ def test_factors_are_the_ratio_of_the_two_architectures_and_their_clocks() -> No
     assert same.compute == pytest.approx(
         clock_factor(h100, EPS0_W_PER_TFLOP) / clock_factor(h200, EPS0_W_PER_TFLOP)
     )
+
+
+def test_compute_factors_are_per_stack_kind_and_answers_pick_their_own() -> None:
+    """A training table's rows ran a training framework's kernels and carry ``fp8/train``-style
+    factor keys, an inference table's (and a training table's inference rows: DeepLearningExamples'
+    ResNet-50 inference) the plain family; a training question takes the training factors, a
+    serving one the inference factors (``STACK_KINDS``)."""
+    figs = _gpus()
+    for k, v in FIGURES.items():
+        figs.setdefault(k, v)
+    points = ts.points_from(TABLES, figs, _NAMES)
+    kinds = {(p.source.split("-")[0], p.cls, p.stack) for p in points}
+    assert ("mlperf", "llm-train", "train") in kinds and ("mlperf", "llm-serve", "infer") in kinds
+    assert ("dle", "cnn-infer", "infer") in kinds and ("dle", "cnn-train", "train") in kinds
+    assert {p.stack for p in points} == set(ts.STACK_KINDS)
+    train = next(p for p in points if p.stack == "train")
+    assert train.family_key == f"{train.peak_family}/train"
+    model = ts.fit_classes(points)
+    assert ("sm100", "fp8/train") in model.compute_family and ("sm100", "fp8") in model.compute_family
+    g = _gpus()
+    h200, b200 = g["nvidia-h200-sxm"], g["nvidia-b200"]
+    a, b = arch_factors("sm100"), arch_factors("sm90")
+    assert a is not None and b is not None
+    clocks = clock_factor(b200, EPS0_W_PER_TFLOP) / clock_factor(h200, EPS0_W_PER_TFLOP)
+    for stack, fam in (("infer", "fp8"), ("train", "fp8/train")):
+        f = cross_source_factors(h200, b200, "fp8", stack)
+        assert f is not None
+        want = a.compute_for(fam) / b.compute_for(fam) * clocks
+        assert f.compute == pytest.approx(min(FACTOR_ENVELOPE, max(1.0 / FACTOR_ENVELOPE, want)))
+    served = cross_source_factors(h200, b200, "fp8")
+    trained = cross_source_factors(h200, b200, "fp8", "train")
+    assert served is not None and trained is not None and served.compute != trained.compute

@@ -73,7 +73,7 @@ def transfer(
     model = published_model()
     factors, f_compute, f_memory, scope = _factors(cal, target, family, model)
     anchor = _llm_training_anchor(cal, target, scope, workload)
-    cross = _cross_source(cal, target, scope, precision, anchor)
+    cross = _cross_source(cal, target, scope, precision, anchor, workload)
     if cross is not None:
         factors, f_compute, f_memory = cross, cross.compute, cross.memory
     streaming = workload in STREAMING_WORKLOADS and f_memory > 1.0
@@ -127,14 +127,21 @@ def _factors(
 
 
 def _cross_source(
-    cal: Calibration, target: GpuSpec, scope: str, precision: str | None, anchor: TrainingAnchor | None
+    cal: Calibration,
+    target: GpuSpec,
+    scope: str,
+    precision: str | None,
+    anchor: TrainingAnchor | None,
+    workload: str,
 ) -> TransferFactors | None:
     """The cross-source fit's architecture factors (:mod:`.transfer_architectures`) where the
-    training tables hold one of the two architectures not and no MLPerf anchor applies; the
-    scope stays ``unseen-architecture``, so the band stays the wide one."""
+    training tables hold one of the two architectures not and no MLPerf anchor applies, for the
+    workload's kind of stack (a ``*-train`` workload a training framework's); the scope stays
+    ``unseen-architecture``, so the band stays the wide one."""
     if scope != "unseen-architecture" or cal.source is None or anchor is not None:
         return None
-    return cross_source_factors(cal.source, target, precision)
+    stack = "train" if workload.endswith("-train") else "infer"
+    return cross_source_factors(cal.source, target, precision, stack)
 
 
 def _llm_training_anchor(

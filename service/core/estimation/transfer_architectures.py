@@ -8,7 +8,8 @@ H200. The operator-class model of :mod:`.transfer_sources` is fitted across ever
 (MLPerf Training and Inference, the TensorRT-LLM Perf Overview, NeMo) and checked by leaving
 each source out; its per-architecture compute (overall and per precision) and bandwidth factors
 are what those sources say about these parts -- MLPerf Inference runs the MI300X's FP8 at
-0.64x and its bandwidth at 0.86x of the average part's fractions. ``validate_transfer.py
+0.72x and its bandwidth at 0.65x of the average part's fractions (compute per precision and
+kind of stack: a training question reads the ``/train`` factors, :data:`~.transfer_sources.STACK_KINDS`). ``validate_transfer.py
 --write-accuracy`` ships them in ``transfer_accuracy.json`` (``architectures``: multipliers
 against the average architecture, and the sources each was fitted on); the fit's clock under
 the power cap is the same fixed physics as here (:func:`~.transfer.clock_factor` at
@@ -93,15 +94,18 @@ def arch_factors(arch: str) -> ArchFactors | None:
     return _table().get(arch)
 
 
-def cross_source_factors(source: GpuSpec, target: GpuSpec, precision: str | None) -> TransferFactors | None:
+def cross_source_factors(
+    source: GpuSpec, target: GpuSpec, precision: str | None, stack: str = "infer"
+) -> TransferFactors | None:
     """Multipliers turning ``source``'s efficiencies into ``target``'s from the cross-source fit:
-    the ratio of the two architectures' compute factors for the precision's peak, of their
-    bandwidth factors, and of their sustained clocks; None when either is not fitted."""
+    the ratio of the two architectures' compute factors for the precision's peak on that kind of
+    stack (``train`` or ``infer``: :data:`~.transfer_sources.STACK_KINDS`), of their bandwidth
+    factors, and of their sustained clocks; None when either is not fitted."""
     sa, ta = arch_key(source), arch_key(target)
     fs, ft = arch_factors(sa), arch_factors(ta)
     if fs is None or ft is None:
         return None
-    fam = class_family(precision)
+    fam = class_family(precision) + ("" if stack == "infer" else f"/{stack}")
     cs, ct = clock_factor(source, EPS0_W_PER_TFLOP), clock_factor(target, EPS0_W_PER_TFLOP)
     compute = _within_envelope(ft.compute_for(fam) / fs.compute_for(fam) * ct / cs)
     memory = _within_envelope(ft.memory / fs.memory)
@@ -115,9 +119,10 @@ The house rule that no fitted constant makes a faster GPU slower, in the form th
 property test holds every transfer to (``tests/core/test_transfer.py``: GPUs of different
 architectures may swap places only where their datasheet figures differ by less than 25 %, the
 sustained clocks under the power cap included, which differ up to ~12 % within Hopper). The fit
-says more for some parts -- MLPerf Inference puts the MI300X's FP8 kernels at 0.54x the H200's
-share of its peak, and an outside MLPerf Inference v4.1 check agrees (CHANGELOG 1.26.0) -- and
-the envelope keeps the first tenth of it."""
+says more for some parts -- MLPerf Inference puts the MI300X's FP8 kernels at 0.65x the H200's
+share of its peak (0.54x before compute was fitted per kind of stack, 1.28.0), and an outside
+MLPerf Inference v4.1 check agrees (CHANGELOG 1.26.0) -- and the envelope keeps the first tenth
+of it."""
 
 
 def _within_envelope(factor: float) -> float:

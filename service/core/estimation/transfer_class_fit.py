@@ -48,7 +48,7 @@ HOP = "allreduce"
 def _params(points: Sequence[SourcePoint]) -> list[tuple[str, object]]:
     names: list[tuple[str, object]] = [("z", c) for c in sorted({p.share_key for p in points})]
     names += [("c", a) for a in sorted({p.arch for p in points})]
-    names += [("d", k) for k in sorted({(p.arch, p.peak_family) for p in points})]
+    names += [("d", k) for k in sorted({(p.arch, p.family_key) for p in points})]
     names += [("m", a) for a in sorted({p.arch for p in points})]
     names += [("h", c) for c in sorted({p.key for p in points})]
     names += [("q", c) for c in sorted({p.key for p in points})]
@@ -107,7 +107,7 @@ def _point(
     """One point's log residual (measured - model, before its group's level) and derivatives."""
     iz = idx[("z", p.share_key)]
     s = 1.0 / (1.0 + math.exp(-theta[iz] - _logit(_prior(p.share_key))))
-    ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.peak_family))], idx[("m", p.arch)]
+    ic, id_, im = idx[("c", p.arch)], idx[("d", (p.arch, p.family_key))], idx[("m", p.arch)]
     ih, iq = idx[("h", p.key)], idx[("q", p.key)]
     ia, ip = idx.get(("a", HOP)), idx.get(("p", p.cls))
     levels = Levels(

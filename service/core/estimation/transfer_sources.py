@@ -225,6 +225,15 @@ class SourcePoint:
     step_batch: int | None = None
     """A training row's stated per-GPU batch where each GPU chose its own (memory-limited): the
     per-step parameter traffic per sample falls as 1 / batch (:func:`_step`)."""
+    stack: str = "infer"
+    """The kind of software stack that ran it: ``train`` (a training framework's kernels) or
+    ``infer`` (an inference engine's); the compute factor is per kind (:data:`STACK_KINDS`)."""
+
+    @property
+    def family_key(self) -> str:
+        """The key of the point's per-architecture compute factor: its peak family, per stack
+        kind (``fp8``, ``fp8/train``)."""
+        return self.peak_family if self.stack == "infer" else f"{self.peak_family}/{self.stack}"
 
     @property
     def key(self) -> str:
@@ -325,6 +334,22 @@ InferenceX measures the MI355X 1.9-2.7x faster than the MI300X in one engine (SG
 every other class on that architecture (left in, they move leave-one-source-out LLM training
 16.7 % -> 18.9 %; the pooled figure is 14.84 % with them, 14.78 % without: a choice made on
 those figures)."""
+STACK_KINDS: Final = ("infer", "train")
+"""An architecture's compute factor is fitted per (precision family, stack kind): a training row
+runs a training framework's kernels (PyTorch / Megatron / Transformer Engine, cuDNN training
+convolutions), an inference row an engine's (TensorRT-LLM, vLLM, SGLang, TensorRT), and one
+architecture's two stacks do not share an efficiency any more than its precisions do
+(:data:`~.transfer_class_fit.RIDGE` pulls each toward the average part). Shared, CDNA 4's FP8
+carried MLPerf Inference's x1.22 into MLPerf Training, where the MI350X / MI355X run 0.22-0.34
+(log) slower against the B200 than that. Left out one source at a time (fitted on the other
+sources, a choice made on these figures): pooled 14.2 % -> 13.3 %, InferenceX 39.7 -> 30.1 %
+(split, MLPerf Inference's CDNA 3 rows alone set its bandwidth factor, 0.86 -> 0.65, which
+predicts SGLang's MI300X and MI325X), MLPerf Training v5.1 18.3 -> 15.7 %, LLM training 16.6 ->
+15.2 %; worse: MLPerf Training v5.0 12.6 -> 13.8 %, NeMo 12.7 -> 15.8 % (8 pairs), MLPerf Inference
+v6.0 / v6.1 +0.3 / +0.6 points. A training table's inference rows (DeepLearningExamples'
+ResNet-50 inference) are ``infer``."""
+TRAINING_TABLE_INFERENCE: Final = frozenset({"cnn-infer"})
+"""Classes a training table may carry that an inference stack ran."""
 SHARED_SHARE: Final[dict[str, str]] = {"cnn-infer": "cnn-train"}
 """Classes that run another's kernels share its compute-bound share (host and link terms stay per
 class): CNN inference is training's forward pass, and the H200 probe measures nearly one share for
@@ -376,6 +401,7 @@ def points_from(
                 continue
             key = (*_group_key(t, r, cls), gpu.slug, pf)  # rows of one recipe make one point
             serve = serve_terms(r, gpu, n, link) if cls in SERVING else None
+            trained = t.kind == "training" and cls not in TRAINING_TABLE_INFERENCE
             acc.setdefault(key, []).append(math.log(_per_gpu_throughput(r)))
             meta[key] = SourcePoint(
                 t.id,
@@ -393,6 +419,7 @@ def points_from(
                 log_link=math.log(link) if link else None,
                 serve=serve,
                 step_batch=_step_batch(t, r),
+                stack="train" if trained else "infer",
             )
     out = []
     for key, logs in acc.items():
@@ -588,7 +615,7 @@ class ClassModel:
 
     share: Mapping[str, float]  # class -> s_w (compute-bound share at the reference ceilings)
     compute: Mapping[str, float]  # arch -> c_a
-    compute_family: Mapping[tuple[str, str], float]  # (arch, peak family) -> d_af
+    compute_family: Mapping[tuple[str, str], float]  # (arch, peak family per stack kind) -> d_af
     memory: Mapping[str, float]  # arch -> m_a
     sources: tuple[str, ...]
     n_points: int
@@ -607,7 +634,7 @@ class ClassModel:
     def log_speed(self, p: SourcePoint) -> float:
         """Log per-GPU speed of ``p``'s GPU on its workload, up to the configuration's level."""
         s = self.share.get(p.share_key, _prior(p.share_key))
-        c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.peak_family), 0.0)
+        c = self.compute.get(p.arch, 0.0) + self.compute_family.get((p.arch, p.family_key), 0.0)
         levels = Levels(
             host=self.host.get(p.key, HOST0),
             link=self.link.get(p.key, HOST0),
