@@ -15,6 +15,8 @@ from service.core.errors import InvalidConfiguration
 from service.core.estimation.memory import MemoryEstimate, TrainConfig, estimate_training
 from service.core.recommend.candidates import _count_cap, _gib
 from service.core.recommend.models import Exclusion, Option, WhatIf
+from service.core.recommend.ranking import admitted
+from service.core.recommend.training_counts import _Timed
 
 if TYPE_CHECKING:
     from service.core.recommend.training import _TrainingSearch
@@ -251,9 +253,6 @@ def _fewest_beyond(
     node = max(search._node(gpu), 1)
     fit = [n for n in counts if (p := search.lightest(n, node)) is not None and p.mem.fits(usable)]
     deadline = search.q.constraints.deadline_hours
-    from service.core.recommend.ranking import admitted
-    from service.core.recommend.training_counts import _Timed
-
     timed = _Timed(search, gpu, usable)
 
     def kept(n: int) -> list[Option]:
