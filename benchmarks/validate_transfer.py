@@ -274,9 +274,17 @@ def run(
         "architecture_terms": {
             a: sorted({p.source for p in shared if p.arch == a}) for a in sorted(full.memory)
         },
+        # the compute factors per kind of stack (ts.STACK_KINDS); bandwidth is per architecture
+        "compute_terms": {
+            f"{a}/{k}": srcs
+            for a in sorted(full.memory)
+            for k in ts.STACK_KINDS
+            if (srcs := sorted({p.source for p in shared if p.arch == a and p.stack == k}))
+        },
     }
     out("  what was fitted on which sources (compute share, host and link terms per class; per-step")
-    out("  traffic per class; all-reduce latency; compute per precision and bandwidth per architecture)")
+    out("  traffic per class; all-reduce latency; bandwidth per architecture; compute per precision")
+    out("  and kind of stack, listed per architecture and kind)")
     out("  -- the final fit uses all; each LOSO fold drops one:")
     for kind, d in fitted_on.items():
         for k, v in d.items():
