@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-__all__ = ["ACCURACY_FILE", "CLASSES", "CLASS_OF_WORKLOAD", "loso_note", "loso_table"]
+__all__ = ["ACCURACY_FILE", "CLASSES", "CLASS_OF_WORKLOAD", "factor_key", "loso_note", "loso_table"]
 
 CLASSES: Final[dict[str, str]] = {
     "cnn-train": "convolutional network training (ResNet-50)",
@@ -45,6 +45,14 @@ CLASS_OF_WORKLOAD: Final[dict[str, str]] = {
     "resnet50-infer": "cnn-infer",
     "bert-large-train": "bert-train",
 }
+
+
+def factor_key(family: str, stack: str) -> str:
+    """The key a compute factor of a precision family on a kind of stack (``infer`` or ``train``,
+    :data:`~.transfer_sources.STACK_KINDS`) is fitted and shipped under (the ``families`` of the
+    table's ``architectures``): the family for an inference stack, ``fp8/train`` for a training
+    one."""
+    return family if stack == "infer" else f"{family}/{stack}"
 
 
 @cache

@@ -27,7 +27,7 @@ from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.efficiencies import H200_SXM
 from service.core.estimation.transfer import EPS0_W_PER_TFLOP, TransferFactors, arch_key, clock_factor
-from service.core.estimation.transfer_accuracy import loso_table
+from service.core.estimation.transfer_accuracy import factor_key, loso_table
 
 __all__ = [
     "ENGINE_FIT_ARCHS",
@@ -105,7 +105,7 @@ def cross_source_factors(
     fs, ft = arch_factors(sa), arch_factors(ta)
     if fs is None or ft is None:
         return None
-    fam = class_family(precision) + ("" if stack == "infer" else f"/{stack}")
+    fam = factor_key(class_family(precision), stack)
     cs, ct = clock_factor(source, EPS0_W_PER_TFLOP), clock_factor(target, EPS0_W_PER_TFLOP)
     compute = _within_envelope(ft.compute_for(fam) / fs.compute_for(fam) * ct / cs)
     memory = _within_envelope(ft.memory / fs.memory)

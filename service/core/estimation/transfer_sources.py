@@ -79,7 +79,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from service.core.catalog.specs import GpuSpec
-from service.core.estimation.transfer_accuracy import CLASSES
+from service.core.estimation.transfer_accuracy import CLASSES, factor_key
 from service.core.estimation.transfer_serving import (
     ALLREDUCE_HOP_S,
     LOG_B_REF,
@@ -233,7 +233,7 @@ class SourcePoint:
     def family_key(self) -> str:
         """The key of the point's per-architecture compute factor: its peak family, per stack
         kind (``fp8``, ``fp8/train``)."""
-        return self.peak_family if self.stack == "infer" else f"{self.peak_family}/{self.stack}"
+        return factor_key(self.peak_family, self.stack)
 
     @property
     def key(self) -> str:

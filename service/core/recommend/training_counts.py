@@ -35,12 +35,16 @@ class _Timed:
         self.node = search._node(gpu)
         self.at: dict[int, list[Option]] = {}
 
-    def best(self, n: int) -> Option | None:
+    def plans(self, n: int) -> list[Option]:
+        """Every plan that fits at ``n`` GPUs, timed (once)."""
         if n not in self.at:
             s = self.search
             plans = s.fitting(n, self.usable, self.node)
             self.at[n] = [o for o in (s._option(self.gpu, p, self.usable) for p in plans) if o is not None]
-        return min(self.at[n], key=lambda o: o.time_value, default=None)
+        return self.at[n]
+
+    def best(self, n: int) -> Option | None:
+        return min(self.plans(n), key=lambda o: o.time_value, default=None)
 
     def all(self) -> list[Option]:
         return [o for n in sorted(self.at) for o in self.at[n]]

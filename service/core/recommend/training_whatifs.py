@@ -211,7 +211,7 @@ def _more_gpus(search: _TrainingSearch, excluded: Sequence[Exclusion]) -> list[W
             continue
         node = max(search._node(gpu), 1)
         counts = [k * node for k in range(cap // node + 1, MORE_GPUS_FACTOR * max(cap, 1) // node + 1)]
-        found = _fewest_beyond(search, gpu, counts, usable)
+        found = _fewest_beyond(search, gpu, counts, usable, node)
         if found is None:
             continue
         n, high, hours_high = found
@@ -240,7 +240,7 @@ def _more_gpus(search: _TrainingSearch, excluded: Sequence[Exclusion]) -> list[W
 
 
 def _fewest_beyond(
-    search: _TrainingSearch, gpu: GpuSpec, counts: list[int], usable: int
+    search: _TrainingSearch, gpu: GpuSpec, counts: list[int], usable: int, node: int
 ) -> tuple[int, float, float | None] | None:
     """The fewest of ``counts`` (whole nodes past the cap, ascending) with a plan the search would
     keep: it fits, the constraints admit it (a cost objective needs a price for that many: 40 A100
@@ -250,16 +250,14 @@ def _fewest_beyond(
     ``max_gpus`` 20 and an 8 h deadline got no what-if from it, while 56 GPUs of ZeRO-3 meet it
     at up to 7.8 h). With it the count and the plan's memory high in bytes -- the lightest kept,
     or under a deadline the fastest kept with its band's upper end in hours."""
-    node = max(search._node(gpu), 1)
     fit = [n for n in counts if (p := search.lightest(n, node)) is not None and p.mem.fits(usable)]
     deadline = search.q.constraints.deadline_hours
     timed = _Timed(search, gpu, usable)
 
     def kept(n: int) -> list[Option]:
-        timed.best(n)
         return [
             o
-            for o in timed.at.get(n, [])
+            for o in timed.plans(n)
             if admitted(o, search.q, search.data)
             and (deadline is None or (o.hours_band is not None and o.hours_band[1] <= deadline))
         ]
