@@ -10,7 +10,13 @@ from service.catalog.loader import load_shipped
 from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc
 from service.core.estimation import transfer_sources as ts
 from service.core.estimation.transfer import EPS0_W_PER_TFLOP, clock_factor
-from service.core.estimation.transfer_architectures import FACTOR_ENVELOPE, arch_factors, cross_source_factors
+from service.core.estimation.transfer_architectures import (
+    FACTOR_ENVELOPE,
+    arch_factors,
+    cross_source_factors,
+    engine_arch_factors,
+    fitted_on,
+)
 from service.core.evidence.published import TABLES
 from service.core.evidence.published.gpus import _NAMES, FIGURES
 
@@ -85,3 +91,27 @@ def test_compute_factors_are_per_stack_kind_and_answers_pick_their_own() -> None
     served = cross_source_factors(h200, b200, "fp8")
     trained = cross_source_factors(h200, b200, "fp8", "train")
     assert served is not None and trained is not None and served.compute != trained.compute
+
+
+def test_notes_name_the_compute_sources_of_the_questions_kind_of_stack() -> None:
+    """An answer names the sources its factors were fitted on: the target architecture's compute
+    factor for the question's kind of stack on that kind's sources only (CDNA 3's training compute
+    on MLPerf Training, its inference compute on MLPerf Inference), its bandwidth on every source
+    holding it; an architecture no source of that kind holds says so."""
+    g = _gpus()
+    h200 = g["nvidia-h200-sxm"]
+    cdna3 = arch_factors("cdna3")
+    assert cdna3 is not None and set(cdna3.compute_sources) == {"infer", "train"}
+    train, infer = fitted_on(h200, g["amd-mi300x"], "train"), fitted_on(h200, g["amd-mi300x"], "infer")
+    compute_train = train.split(", its bandwidth")[0]
+    compute_infer = infer.split(", its bandwidth")[0]
+    assert compute_train.startswith("CDNA 3 compute on training stacks fitted on mlperf-training-")
+    assert "mlperf-inference" not in compute_train and "mlperf-inference-v5.1" in train
+    assert compute_infer.startswith("CDNA 3 compute on inference stacks fitted on mlperf-inference-")
+    assert "mlperf-training" not in compute_infer and "mlperf-training-v5.1" in infer
+    assert set(cdna3.compute_sources["train"]) | set(cdna3.compute_sources["infer"]) == set(cdna3.sources)
+    assert "Hopper's factors on" in train
+    # Gaudi 2 appears in training sources only: its inference compute is the average part's
+    assert "no source holds it" in fitted_on(h200, g["intel-gaudi2"], "infer")
+    served = engine_arch_factors(g["amd-mi300x"], "fp8")
+    assert served is not None and "CDNA 3 compute on inference stacks" in served.note

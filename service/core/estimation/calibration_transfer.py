@@ -28,7 +28,12 @@ from service.core.estimation.transfer import (
     published_model,
     transfer_family,
 )
-from service.core.estimation.transfer_architectures import FACTOR_ENVELOPE, cross_source_factors, sources_of
+from service.core.estimation.transfer_architectures import (
+    FACTOR_ENVELOPE,
+    cross_source_factors,
+    fitted_on,
+    sources_of,
+)
 
 
 def _scale_efficiencies(e: Efficiencies, compute: float, memory: float, source: str) -> Efficiencies:
@@ -81,7 +86,9 @@ def transfer(
         f_memory = 1.0
     ta = arch_key(target)
     band = _transfer_band(cal.band, accuracy_for(scope, ta, workload), scope)
-    note, tables = _transfer_note(cal, target, model, factors, scope, f_compute, f_memory, streaming)
+    note, tables = _transfer_note(
+        cal, target, model, factors, scope, (f_compute, f_memory), streaming, stack_kind(workload)
+    )
     if anchor is not None:
         f_compute *= anchor.factor
         note, tables = _anchor_note(cal, target, anchor), anchor.tables
@@ -140,8 +147,12 @@ def _cross_source(
     ``unseen-architecture``, so the band stays the wide one."""
     if scope != "unseen-architecture" or cal.source is None or anchor is not None:
         return None
-    stack = "train" if workload.endswith("-train") else "infer"
-    return cross_source_factors(cal.source, target, precision, stack)
+    return cross_source_factors(cal.source, target, precision, stack_kind(workload))
+
+
+def stack_kind(workload: str) -> str:
+    """The kind of stack that runs a workload: a ``*-train`` workload a training framework's."""
+    return "train" if workload.endswith("-train") else "infer"
 
 
 def _llm_training_anchor(
@@ -187,19 +198,20 @@ def _transfer_note(
     model: TransferModel,
     factors: TransferFactors | None,
     scope: str,
-    f_compute: float,
-    f_memory: float,
+    applied: tuple[float, float],
     streaming: bool,
+    stack: str,
 ) -> tuple[str, tuple[str, ...]]:
     """What the transfer did, in words, and the published tables its factors came from (none
-    when it applied no factor)."""
+    when it applied no factor); ``applied`` the compute and memory factors as applied."""
+    f_compute, f_memory = applied
     src = ", ".join(cal.source_gpus)
     ta = arch_key(target)
     sa = arch_key(cal.source) if cal.source is not None else cal.architecture
     if factors is None:
         return f"from {src}, efficiencies unchanged ({cal.architecture} -> {target.family})", ()
     if factors.scope == "cross-source-architecture":
-        return _cross_source_note(cal, target, factors, f_compute, f_memory, streaming)
+        return _cross_source_note(cal, target, factors, applied, streaming, stack)
     if scope == "unseen-architecture":
         missing = arch_name(ta) if not model.knows(target) else arch_name(sa)
         return (
@@ -229,19 +241,21 @@ def _cross_source_note(
     cal: Calibration,
     target: GpuSpec,
     factors: TransferFactors,
-    f_compute: float,
-    f_memory: float,
+    applied: tuple[float, float],
     streaming: bool,
+    stack: str,
 ) -> tuple[str, tuple[str, ...]]:
-    """The words and sources of a transfer by the cross-source architecture factors."""
+    """The words and sources of a transfer by the cross-source architecture factors (the compute
+    factors' sources for the workload's kind of stack, the bandwidth factors' all)."""
     assert cal.source is not None
+    f_compute, f_memory = applied
     sources = sources_of(cal.source, target)
     note = (
         f"across architectures, {arch_name(factors.source_arch)} -> {arch_name(factors.target_arch)}, "
         f"from {', '.join(cal.source_gpus)}: the training tables hold no {arch_name(factors.target_arch)} "
         f"part, so the cross-source fit's architecture factors apply: compute x{f_compute:.2f}, "
         f"memory x{f_memory:.2f} (sustained clock {factors.clock_target:.2f} vs {factors.clock_source:.2f} "
-        f"of boost; fitted on {', '.join(sources)}; leave-one-source-out checked; each kept within "
+        f"of boost; {fitted_on(cal.source, target, stack)}; leave-one-source-out checked; each kept within "
         f"{FACTOR_ENVELOPE - 1:.0%} of the source's share, where the fit may say more)"
     )
     if streaming:

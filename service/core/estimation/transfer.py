@@ -114,6 +114,11 @@ ARCH_NAMES: Final[dict[str, str]] = {
     "sm100": "Blackwell",
     "sm103": "Blackwell Ultra",
     "sm120": "Blackwell GB20x",
+    "cdna2": "CDNA 2",
+    "cdna3": "CDNA 3",
+    "cdna4": "CDNA 4",
+    "gaudi2": "Gaudi 2",
+    "gaudi3": "Gaudi 3",
 }
 
 

@@ -19,14 +19,20 @@ the power cap is the same fixed physics as here (:func:`~.transfer.clock_factor`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Final
 
 from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.efficiencies import H200_SXM
-from service.core.estimation.transfer import EPS0_W_PER_TFLOP, TransferFactors, arch_key, clock_factor
+from service.core.estimation.transfer import (
+    EPS0_W_PER_TFLOP,
+    TransferFactors,
+    arch_key,
+    arch_name,
+    clock_factor,
+)
 from service.core.estimation.transfer_accuracy import factor_key, loso_table
 
 __all__ = [
@@ -37,6 +43,7 @@ __all__ = [
     "class_family",
     "cross_source_factors",
     "engine_arch_factors",
+    "fitted_on",
     "sources_of",
 ]
 
@@ -63,7 +70,10 @@ class ArchFactors:
     compute: float
     families: Mapping[str, float]
     memory: float
-    sources: tuple[str, ...]
+    sources: tuple[str, ...]  # every source with the architecture: its bandwidth factor's
+    compute_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The sources of the compute factors per kind of stack (``train``, ``infer``): a training
+    question's compute factor was fitted on training rows alone (:data:`~.transfer_sources.STACK_KINDS`)."""
 
     def compute_for(self, family: str) -> float:
         return self.compute * self.families.get(family, 1.0)
@@ -77,6 +87,7 @@ def _table() -> Mapping[str, ArchFactors]:
 
 def _parse(doc: Mapping[str, Any]) -> dict[str, ArchFactors]:
     out: dict[str, ArchFactors] = {}
+    kinds = (doc.get("fitted_on") or {}).get("compute_terms") or {}  # "cdna3/train" -> sources
     for arch, v in (doc.get("architectures") or {}).items():
         if not isinstance(v, dict):
             continue
@@ -85,6 +96,11 @@ def _parse(doc: Mapping[str, Any]) -> dict[str, ArchFactors]:
             families={str(k): float(x) for k, x in (v.get("families") or {}).items()},
             memory=float(v.get("memory", 1.0)),
             sources=tuple(str(s) for s in v.get("sources") or ()),
+            compute_sources={
+                str(key).split("/", 1)[1]: tuple(str(s) for s in srcs)
+                for key, srcs in kinds.items()
+                if str(key).split("/", 1)[0] == arch and "/" in str(key) and isinstance(srcs, list)
+            },
         )
     return out
 
@@ -129,15 +145,35 @@ def _within_envelope(factor: float) -> float:
     return min(FACTOR_ENVELOPE, max(1.0 / FACTOR_ENVELOPE, factor))
 
 
-def sources_of(source: GpuSpec, target: GpuSpec) -> tuple[str, ...]:
-    """The published sources the two architectures' factors were fitted on."""
+def sources_of(source: GpuSpec, target: GpuSpec, stack: str | None = None) -> tuple[str, ...]:
+    """The published sources the two architectures' factors were fitted on: every one (the
+    bandwidth factors'), or with ``stack`` those of their compute factors for that kind of stack."""
     out: list[str] = []
     for a in (arch_key(target), arch_key(source)):
         f = arch_factors(a)
-        for s in f.sources if f else ():
-            if s not in out:
-                out.append(s)
+        found = (f.sources if stack is None else f.compute_sources.get(stack, ())) if f else ()
+        out += [s for s in found if s not in out]
     return tuple(out)
+
+
+def fitted_on(source: GpuSpec, target: GpuSpec, stack: str) -> str:
+    """Which sources the factors were fitted on, in words: the target architecture's compute
+    factor on that kind of stack's sources (:data:`~.transfer_sources.STACK_KINDS`), its bandwidth
+    factor on every source that holds it, and the reference architecture's by count."""
+    ta, sa = arch_key(target), arch_key(source)
+    t, s = arch_factors(ta), arch_factors(sa)
+    compute = t.compute_sources.get(stack, ()) if t else ()
+    also = [x for x in (t.sources if t else ()) if x not in compute]
+    kind = "training" if stack == "train" else "inference"
+    if compute:
+        out = f"{arch_name(ta)} compute on {kind} stacks fitted on {', '.join(compute)}"
+        out += f", its bandwidth also on {', '.join(also)}" if also else ""
+    else:
+        out = f"{arch_name(ta)} compute on {kind} stacks: no source holds it (the average part's)"
+        out += f"; its bandwidth fitted on {', '.join(also)}" if also else ""
+    if s is not None and sa != ta:
+        out += f"; {arch_name(sa)}'s factors on {len(s.sources)} sources"
+    return out
 
 
 ENGINE_FIT_ARCHS: Final = frozenset({"sm80", "sm89", "sm90"})
@@ -173,6 +209,6 @@ def engine_arch_factors(gpu: GpuSpec, gemm_key: str) -> EngineArchFactors | None
         f"{gpu.slug} ({g.target_arch}): the engine class was fitted on NVIDIA Ampere, Ada and Hopper "
         f"parts; the cross-source fit's factors against the H200 apply ({gemm_key} GEMMs x{g.compute:.2f}, "
         f"16-bit x{g16.compute:.2f}, bandwidth x{memory:.2f}, each within {FACTOR_ENVELOPE - 1:.0%} of the "
-        f"datasheet share; fitted on {', '.join(sources_of(H200_SXM, gpu))})"
+        f"datasheet share; {fitted_on(H200_SXM, gpu, 'infer')})"
     )
     return EngineArchFactors(g.compute, g16.compute, memory, note)
