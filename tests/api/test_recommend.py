@@ -926,3 +926,36 @@ def _key_order(doc: Any) -> Any:
     if isinstance(doc, list):
         return [_key_order(x) for x in doc]
     return None
+
+
+def test_the_mi300x_is_priced_from_runpods_blocks_and_ranked_on_cost(client: TestClient) -> None:
+    """The MI300X had no price row (no snapshot file read listed it), so every cost question
+    excluded it with ``NO_PRICE``. RunPod's 1x and 8x MI300X blocks (SkyPilot catalogs/v8, $2.39
+    a GPU-hour) now ship: a cheapest question ranks it on cost, one GPU on the 1x type and a TP8
+    replica on the 8x node (an OAM board's Infinity Fabric), never split over 1x instances."""
+    one = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "inference", "engine": "vllm", "input_len": 1000,
+                         "output_len": 200, "requests_per_s": 2},
+            "constraints": {"allowed_gpus": ["amd-mi300x"], "max_gpus": 8},
+            "objective": "cheapest",
+        },
+    )  # fmt: skip
+    (o,) = [x for x in one["options"] if x["gpu"]["slug"] == "amd-mi300x"][:1]
+    cost = o["cost"]
+    assert (cost["provider"], cost["instance_type"], cost["per_hour"]) == ("runpod", "1x_MI300X_SECURE", 2.39)
+    assert not any(e["gpu"]["slug"] == "amd-mi300x" and e["code"] == "NO_PRICE" for e in one["excluded"])
+    big = _ask(
+        client,
+        {
+            "workload": {"model": "llama3.1-405b", "mode": "inference", "engine": "vllm", "precision": "fp8",
+                         "input_len": 1000, "output_len": 200, "requests_per_s": 1},
+            "constraints": {"allowed_gpus": ["amd-mi300x"], "max_gpus": 8},
+            "objective": "cheapest",
+        },
+    )  # fmt: skip
+    top = big["options"][0]
+    assert top["gpu"]["slug"] == "amd-mi300x" and top["strategy"]["tensor_parallel"] >= 4
+    assert top["cost"]["instance_type"] == "8x_MI300X_SECURE"
+    assert math.isclose(top["cost"]["per_hour"], 19.12, rel_tol=1e-9)
