@@ -959,3 +959,25 @@ def test_the_mi300x_is_priced_from_runpods_blocks_and_ranked_on_cost(client: Tes
     assert top["gpu"]["slug"] == "amd-mi300x" and top["strategy"]["tensor_parallel"] >= 4
     assert top["cost"]["instance_type"] == "8x_MI300X_SECURE"
     assert math.isclose(top["cost"]["per_hour"], 19.12, rel_tol=1e-9)
+
+
+def test_the_rtx_3090_and_rtx_a5000_are_priced_from_runpod(client: TestClient) -> None:
+    """Two budget cards a LoRA question asks about had no price row; RunPod's 1x blocks ship
+    (0.50 and 0.27 USD a GPU-hour), so a cheapest question ranks both on a run's cost."""
+    doc = _ask(
+        client,
+        {
+            "workload": {"model": "llama3-8b", "mode": "fine-tuning", "finetune": "lora", "batch_size": 1,
+                         "seq_len": 2048, "tokens": 1e7},
+            "constraints": {"allowed_gpus": ["RTX 3090", "RTX A5000"], "max_gpus": 1},
+            "objective": "cheapest",
+        },
+    )  # fmt: skip
+    priced = {o["gpu"]["slug"]: o["cost"] for o in doc["options"]}
+    assert set(priced) == {"nvidia-rtx-3090", "nvidia-rtx-a5000"}, doc["excluded"]
+    assert (priced["nvidia-rtx-3090"]["provider"], priced["nvidia-rtx-3090"]["per_hour"]) == ("runpod", 0.5)
+    assert (priced["nvidia-rtx-a5000"]["provider"], priced["nvidia-rtx-a5000"]["per_hour"]) == (
+        "runpod",
+        0.27,
+    )
+    assert all(c["run"] is not None for c in priced.values())
