@@ -23,7 +23,9 @@ iterating, ``--source SUBSTR`` (repeatable) leaves out only the sources whose id
 ``--family CLASS`` (repeatable) reports only those families' pairs, ``--breakdown`` prints where
 the held-out error is (each source, family and precision's share of the pooled figure), and
 ``--no-logo`` skips the leave-one-GPU-out folds (the full run fits the model about 50 times; a
-slice is a figure for that slice only, never the pooled one).
+slice is a figure for that slice only, never the pooled one), and ``--replication`` adds the
+yardstick of :func:`replication`: another source's measured ratio of the same question as the
+prediction, beside the model's held-out one on the same pairs.
 """
 
 from __future__ import annotations
@@ -152,6 +154,55 @@ def logo(points: Sequence[ts.SourcePoint]) -> list[Pair]:
     return out
 
 
+def _question(group: tuple[object, ...]) -> tuple[object, ...]:
+    """A configuration's key without its source: the same question asked by another source."""
+    return group[:1] + group[2:]
+
+
+def replication(points: Sequence[ts.SourcePoint], out: Callable[[str], None] = print) -> dict[str, Any]:
+    """How far two sources' *measured* ratios of the same question differ: for every ordered
+    pair whose exact configuration (model, precision, lengths, batch, parallelism) another source
+    also measured, that source's measured ratio (the median where several did) as the prediction,
+    beside the model's leave-one-source-out prediction of the same pairs -- what no model of GPU
+    figures can beat on these sources (stack versions and run-to-run spread), as a yardstick for
+    the pooled target."""
+    groups: dict[tuple[object, ...], list[ts.SourcePoint]] = {}
+    for p in points:
+        groups.setdefault(p.group, []).append(p)
+    seen: dict[tuple[object, ...], dict[str, float]] = {}
+    for g, members in groups.items():
+        for a in members:
+            for b in members:
+                if a.slug != b.slug:
+                    seen.setdefault((_question(g), a.slug, b.slug), {})[a.source] = (
+                        b.log_throughput - a.log_throughput
+                    )
+    models = {
+        s: ts.fit_classes([p for p in points if p.source != s]) for s in sorted({p.source for p in points})
+    }
+    rep: list[float] = []
+    mod: list[float] = []
+    for g, members in groups.items():
+        for a in members:
+            for b in members:
+                others = sorted(
+                    v for s, v in seen.get((_question(g), a.slug, b.slug), {}).items() if s != a.source
+                )
+                if a.slug == b.slug or not others:
+                    continue
+                meas = b.log_throughput - a.log_throughput
+                rep.append(abs(math.exp(others[len(others) // 2] - meas) - 1.0))
+                mod.append(abs(math.exp(models[a.source].log_ratio(a, b) - meas) - 1.0))
+    n = len(rep) or 1
+    res = {"n": len(rep), "replication_mape": sum(rep) / n, "model_loso_mape": sum(mod) / n}
+    out(
+        f"  replication: {len(rep)} ordered pairs whose question another source also measured; that "
+        f"source's measured ratio errs {res['replication_mape']:.1%}, the model held out "
+        f"{res['model_loso_mape']:.1%}"
+    )
+    return res
+
+
 def stats(pairs: Sequence[Pair]) -> tuple[float, float, int]:
     if not pairs:
         return math.nan, math.nan, 0
@@ -211,6 +262,7 @@ def run(
     families: Sequence[str] = (),
     with_logo: bool = True,
     breakdown: bool = False,
+    with_replication: bool = False,
 ) -> dict[str, Any]:
     points = all_points()
 
@@ -232,6 +284,8 @@ def run(
         error_mass(held_out, out)
     if with_logo:
         summary["logo"] = report("leave one GPU out across sources", keep(logo(points)), out)
+    if with_replication:
+        summary["replication"] = replication(points, out)
     mine = [p for p in points if not only_sources or any(o in p.source for o in only_sources)]
     summary["in_sample"] = report(
         "in-sample (fitted on every source; not held out)",
@@ -365,11 +419,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--breakdown", action="store_true", help="print where the held-out error is, by source and family"
     )
+    ap.add_argument(
+        "--replication",
+        action="store_true",
+        help="also compare with another source's measured ratio of the same question (refits per source)",
+    )
     a = ap.parse_args(argv)
     sliced = bool(a.source or a.family)
     if sliced and a.write_accuracy:
         ap.error("--write-accuracy needs the full run (no --source / --family)")
-    summary = run(only_sources=a.source, families=a.family, with_logo=not a.no_logo, breakdown=a.breakdown)
+    summary = run(
+        only_sources=a.source,
+        families=a.family,
+        with_logo=not a.no_logo,
+        breakdown=a.breakdown,
+        with_replication=a.replication,
+    )
     if a.json:
         Path(a.json).write_text(json.dumps(summary, indent=2, default=str))
     if a.write_accuracy:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,46 @@ def test_notes_name_the_compute_sources_of_the_questions_kind_of_stack() -> None
     assert "no source holds it" in fitted_on(h200, g["intel-gaudi2"], "infer")
     served = engine_arch_factors(g["amd-mi300x"], "fp8")
     assert served is not None and "CDNA 3 compute on inference stacks" in served.note
+
+
+def _validate_transfer() -> Any:
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "validate_transfer.py"
+    spec = importlib.util.spec_from_file_location("validate_transfer_script", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses resolve string annotations through it
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_replication_yardstick_reads_another_sources_measurement_of_the_same_question() -> None:
+    """``validate_transfer.py --replication``: a pair counts only where another source measured
+    the same question; a source republished under another name replicates it exactly (0 %), and
+    the model's held-out error is reported on the same pairs."""
+    from dataclasses import replace
+
+    vt = _validate_transfer()
+    figs = _gpus()
+    for k, v in FIGURES.items():
+        figs.setdefault(k, v)
+    points = [p for p in ts.points_from(TABLES, figs, _NAMES) if p.source == "trtllm-perf-overview-v0.20"]
+    copy = [replace(p, source="copy", group=(p.group[0], "copy", *p.group[2:])) for p in points]
+    lines: list[str] = []
+    alone = vt.replication(points, lines.append)
+    assert alone["n"] == 0  # no other source asked these questions
+    both = vt.replication(points + copy, lines.append)
+    pairs = sum(len(m) * (len(m) - 1) for m in _by_group(points).values())
+    assert both["n"] == 2 * pairs and both["replication_mape"] == pytest.approx(0.0, abs=1e-12)
+    assert 0.0 < both["model_loso_mape"] < 1.0
+    assert "another source also measured" in lines[-1]
+
+
+def _by_group(points: list[ts.SourcePoint]) -> dict[tuple[object, ...], list[ts.SourcePoint]]:
+    out: dict[tuple[object, ...], list[ts.SourcePoint]] = {}
+    for p in points:
+        out.setdefault(p.group, []).append(p)
+    return out
