@@ -103,16 +103,21 @@ def all_points() -> list[ts.SourcePoint]:
     return ts.points_from(TABLES, figs, _NAMES) + h200_points(figs["nvidia-h200-sxm"])
 
 
+def by_group(points: Sequence[ts.SourcePoint]) -> dict[tuple[object, ...], list[ts.SourcePoint]]:
+    """The points of each configuration of each source (the GPUs a pair is formed within)."""
+    out: dict[tuple[object, ...], list[ts.SourcePoint]] = {}
+    for p in points:
+        out.setdefault(p.group, []).append(p)
+    return out
+
+
 def pairs_of(
     model: ts.ClassModel,
     points: Sequence[ts.SourcePoint],
     keep: Callable[[ts.SourcePoint, ts.SourcePoint], bool],
 ) -> list[Pair]:
-    by_group: dict[tuple[object, ...], list[ts.SourcePoint]] = {}
-    for p in points:
-        by_group.setdefault(p.group, []).append(p)
     out = []
-    for members in by_group.values():
+    for members in by_group(points).values():
         for a in members:
             for b in members:
                 if a.slug == b.slug or not keep(a, b):
@@ -166,9 +171,7 @@ def replication(points: Sequence[ts.SourcePoint], out: Callable[[str], None] = p
     beside the model's leave-one-source-out prediction of the same pairs -- what no model of GPU
     figures can beat on these sources (stack versions and run-to-run spread), as a yardstick for
     the pooled target."""
-    groups: dict[tuple[object, ...], list[ts.SourcePoint]] = {}
-    for p in points:
-        groups.setdefault(p.group, []).append(p)
+    groups = by_group(points)
     seen: dict[tuple[object, ...], dict[str, float]] = {}
     for g, members in groups.items():
         for a in members:
@@ -185,10 +188,12 @@ def replication(points: Sequence[ts.SourcePoint], out: Callable[[str], None] = p
     for g, members in groups.items():
         for a in members:
             for b in members:
+                if a.slug == b.slug:
+                    continue
                 others = sorted(
                     v for s, v in seen.get((_question(g), a.slug, b.slug), {}).items() if s != a.source
                 )
-                if a.slug == b.slug or not others:
+                if not others:
                     continue
                 meas = b.log_throughput - a.log_throughput
                 rep.append(abs(math.exp(others[len(others) // 2] - meas) - 1.0))

@@ -33,6 +33,7 @@ from service.core.estimation.performance import (
     estimate_step,
 )
 from service.core.estimation.transfer_architectures import cross_source_factors
+from tests.benchmark_scripts import load_benchmark
 
 H100_SXM = replace(H200_SXM, slug="nvidia-h100-sxm", bandwidth_gb_per_s=3350.0)
 H100_PCIE = replace(
@@ -192,17 +193,7 @@ def test_fit_memory_scale() -> None:
 
 
 def _load_validate_script() -> Any:
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "validate_estimates.py"
-    spec = importlib.util.spec_from_file_location("validate_estimates", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve string annotations through it
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("validate_estimates.py", "validate_estimates")
 
 
 def _synthetic_runs() -> list[dict[str, Any]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pytest
 
@@ -20,6 +19,7 @@ from service.core.estimation.transfer_architectures import (
 )
 from service.core.evidence.published import TABLES
 from service.core.evidence.published.gpus import _NAMES, FIGURES
+from tests.benchmark_scripts import load_benchmark
 
 
 def _gpus() -> dict[str, GpuSpec]:
@@ -118,27 +118,13 @@ def test_notes_name_the_compute_sources_of_the_questions_kind_of_stack() -> None
     assert served is not None and "CDNA 3 compute on inference stacks" in served.note
 
 
-def _validate_transfer() -> Any:
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "validate_transfer.py"
-    spec = importlib.util.spec_from_file_location("validate_transfer_script", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve string annotations through it
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_replication_yardstick_reads_another_sources_measurement_of_the_same_question() -> None:
     """``validate_transfer.py --replication``: a pair counts only where another source measured
     the same question; a source republished under another name replicates it exactly (0 %), and
     the model's held-out error is reported on the same pairs."""
     from dataclasses import replace
 
-    vt = _validate_transfer()
+    vt = load_benchmark("validate_transfer.py", "validate_transfer_script")
     figs = _gpus()
     for k, v in FIGURES.items():
         figs.setdefault(k, v)
@@ -148,14 +134,7 @@ def test_the_replication_yardstick_reads_another_sources_measurement_of_the_same
     alone = vt.replication(points, lines.append)
     assert alone["n"] == 0  # no other source asked these questions
     both = vt.replication(points + copy, lines.append)
-    pairs = sum(len(m) * (len(m) - 1) for m in _by_group(points).values())
+    pairs = sum(len(m) * (len(m) - 1) for m in vt.by_group(points).values())
     assert both["n"] == 2 * pairs and both["replication_mape"] == pytest.approx(0.0, abs=1e-12)
     assert 0.0 < both["model_loso_mape"] < 1.0
     assert "another source also measured" in lines[-1]
-
-
-def _by_group(points: list[ts.SourcePoint]) -> dict[tuple[object, ...], list[ts.SourcePoint]]:
-    out: dict[tuple[object, ...], list[ts.SourcePoint]] = {}
-    for p in points:
-        out.setdefault(p.group, []).append(p)
-    return out

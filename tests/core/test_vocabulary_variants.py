@@ -19,6 +19,7 @@ from service.core.catalog.vocabulary import (
     parameters_hash,
     stable_hash,
 )
+from tests.benchmark_scripts import load_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 # Files committed before the variants existed: their stored parameters are the canonical form
@@ -164,15 +165,7 @@ def test_definitions_say_which_parameters_are_omitted_at_default() -> None:
 def test_estimate_validation_predicts_each_variant_as_declared(tmp_path: Path) -> None:
     """benchmarks/validate_estimates.py compares every variant result with the prediction for
     that variant (the estimator models loop, optimizer_impl and mixed_precision)."""
-    import importlib.util
-    import sys
-
-    path = REPO / "benchmarks" / "validate_estimates.py"
-    spec = importlib.util.spec_from_file_location("validate_estimates_variants", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load_benchmark("validate_estimates.py", "validate_estimates_variants")
     results = [
         {"workload": "llm-train", "parameters": canonical_parameters("llm-train", {**BASE, **extra}),
          "status": "ok", "metrics": {}, "peak_allocated_bytes": 50 * 2**30, "step_time_s": 0.2}

@@ -78,7 +78,8 @@ def transfer(
     model = published_model()
     factors, f_compute, f_memory, scope = _factors(cal, target, family, model)
     anchor = _llm_training_anchor(cal, target, scope, workload)
-    cross = _cross_source(cal, target, scope, precision, anchor, workload)
+    stack = stack_kind(workload)
+    cross = _cross_source(cal, target, scope, precision, anchor, stack)
     if cross is not None:
         factors, f_compute, f_memory = cross, cross.compute, cross.memory
     streaming = workload in STREAMING_WORKLOADS and f_memory > 1.0
@@ -86,9 +87,7 @@ def transfer(
         f_memory = 1.0
     ta = arch_key(target)
     band = _transfer_band(cal.band, accuracy_for(scope, ta, workload), scope)
-    note, tables = _transfer_note(
-        cal, target, model, factors, scope, (f_compute, f_memory), streaming, stack_kind(workload)
-    )
+    note, tables = _transfer_note(cal, target, model, factors, scope, (f_compute, f_memory), streaming, stack)
     if anchor is not None:
         f_compute *= anchor.factor
         note, tables = _anchor_note(cal, target, anchor), anchor.tables
@@ -139,15 +138,15 @@ def _cross_source(
     scope: str,
     precision: str | None,
     anchor: TrainingAnchor | None,
-    workload: str,
+    stack: str,
 ) -> TransferFactors | None:
     """The cross-source fit's architecture factors (:mod:`.transfer_architectures`) where the
     training tables hold one of the two architectures not and no MLPerf anchor applies, for the
-    workload's kind of stack (a ``*-train`` workload a training framework's); the scope stays
-    ``unseen-architecture``, so the band stays the wide one."""
+    workload's kind of stack (:func:`stack_kind`); the scope stays ``unseen-architecture``, so
+    the band stays the wide one."""
     if scope != "unseen-architecture" or cal.source is None or anchor is not None:
         return None
-    return cross_source_factors(cal.source, target, precision, stack_kind(workload))
+    return cross_source_factors(cal.source, target, precision, stack)
 
 
 def stack_kind(workload: str) -> str:

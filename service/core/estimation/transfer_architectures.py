@@ -145,14 +145,15 @@ def _within_envelope(factor: float) -> float:
     return min(FACTOR_ENVELOPE, max(1.0 / FACTOR_ENVELOPE, factor))
 
 
-def sources_of(source: GpuSpec, target: GpuSpec, stack: str | None = None) -> tuple[str, ...]:
-    """The published sources the two architectures' factors were fitted on: every one (the
-    bandwidth factors'), or with ``stack`` those of their compute factors for that kind of stack."""
+def sources_of(source: GpuSpec, target: GpuSpec) -> tuple[str, ...]:
+    """The published sources the two architectures' factors were fitted on (every one: the
+    bandwidth factors'; :func:`fitted_on` says which informed the compute factors)."""
     out: list[str] = []
     for a in (arch_key(target), arch_key(source)):
         f = arch_factors(a)
-        found = (f.sources if stack is None else f.compute_sources.get(stack, ())) if f else ()
-        out += [s for s in found if s not in out]
+        for s in f.sources if f else ():
+            if s not in out:
+                out.append(s)
     return tuple(out)
 
 
