@@ -1,8 +1,8 @@
 """Cross-GPU ratios on published results the model was never fitted on (issue 27).
 
-41 same-source pairs from four sources no shipped table holds: three gathered by an audit on
-2026-12-06 -- MLPerf Inference v4.1 closed (Offline, per-GPU tokens/s from each submission's
-``mlperf_log_summary.txt``, mlcommons/inference_results_v4.1, August 2024), the TensorRT-LLM
+41 same-source pairs from four sources no fit reads: three, which no shipped table holds, gathered
+by an audit on 2026-12-06 -- MLPerf Inference v4.1 closed (Offline, per-GPU tokens/s from each
+submission's ``mlperf_log_summary.txt``, mlcommons/inference_results_v4.1, August 2024), the TensorRT-LLM
 v0.8.0 performance page (``docs/source/performance.md``, static batching, ~March 2024) and
 MosaicML llm-foundry's MPT training table (``scripts/train/benchmarking/README.md`` at 061f2c7,
 2023: 8 GPUs, FSDP, amp_bf16, tokens/s per GPU) -- and Argonne's LLM-Inference-Bench (PMBS '24;
@@ -12,9 +12,11 @@ prompts of ``n`` random tokens generating ``n`` tokens each (``ignore_eos``), FP
 under vLLM 0.6.1's ROCm build and on the H100 SXM ("H100 80GB HBM3", 700 W, in its nvidia-smi
 listing) under vLLM from pip (version not stated; mid-2024). Its A100, GH200 and MI250 rows are
 left out: the A100's and GH200's memory variants are not stated and one "MI250 GPU" under ROCm
-is one of the card's two dies, which the catalog does not list. Nothing here is read by the
-service or by a fit: it is a check of the answers as ``POST /v1/estimate`` gives them, beside
-the datasheet baseline (geometric mean of the dense tensor-peak ratio at the precision that ran
+is one of the card's two dies, which the catalog does not list. Since estimator 1.29.0 that table
+ships (``core/evidence/published/llm_inference_bench.py``, read here) for vLLM's engine record --
+the notes and TPOT bands of vLLM answers on these GPUs, never their figures. Nothing else here is
+read by the service, and no fit reads any of it: it is a check of the answers as
+``POST /v1/estimate`` gives them, beside the datasheet baseline (geometric mean of the dense tensor-peak ratio at the precision that ran
 and the bandwidth ratio).
 
 How each row is asked (what the API cannot say exactly): MLPerf's length distributions as their
@@ -58,7 +60,7 @@ MPT = "mosaicml/llm-foundry scripts/train/benchmarking/README.md (061f2c7, 2023)
 H100, H200, MI300X, L40S = "nvidia-h100-sxm", "nvidia-h200-sxm", "amd-mi300x", "nvidia-l40s"
 NVL, PCIE, A100, B200 = "nvidia-h100-nvl-94gb", "nvidia-h100-pcie", "nvidia-a100-sxm4-80gb", "nvidia-b200"
 GH200 = "nvidia-gh200-144gb"
-ANL = "argonne-lcf/LLM-Inference-Bench Plots/All_results.csv (ae7e7a4, 2024-09)"
+ANL = "argonne-lcf/LLM-Inference-Bench Plots/All_results.csv (ae7e7a4, 2024-09; shipped table llm-inference-bench-vllm-ae7e7a4)"
 
 
 @dataclass(frozen=True)
@@ -122,15 +124,14 @@ def _anl(gpu: str, model: str, tp: int, batch: int) -> dict[str, Any]:
     return _llm(gpu, tp, tp, batch, model=model, input_len=1024, output_len=1024, engine="vllm")
 
 
-def _anl_pair(i: int, model: str, tp: int, batch: int, mi300x_s: float, h100_s: float) -> Case:
-    """MI300X against H100 SXM: each side's per-GPU output tokens/s from its batch's latency."""
-    per = batch * 1024 / tp
+def _anl_pair(i: int, model: str, tp: int, batch: int, mi300x: float, h100: float) -> Case:
+    """MI300X against H100 SXM at their published per-GPU output tokens/s."""
     return Case(
         f"A{i}",
         ANL,
         f"{model} 1024/1024 b{batch} fp16 TP{tp}, vLLM (ROCm 0.6.1 / CUDA)",
-        Side(MI300X, _anl(MI300X, model, tp, batch), per / mi300x_s, "fp16"),
-        Side(H100, _anl(H100, model, tp, batch), per / h100_s, "fp16"),
+        Side(MI300X, _anl(MI300X, model, tp, batch), mi300x, "fp16"),
+        Side(H100, _anl(H100, model, tp, batch), h100, "fp16"),
     )
 
 
@@ -183,20 +184,30 @@ CASES: tuple[Case, ...] = (
     Case("F3", MPT, "MPT-30B seq 2048 mb 3 ckpt", _s(H100, _mpt(H100, 30.0, 3, 2048, True), 2002, "bf16"), _s(A100, _mpt(A100, 30.0, 3, 2048, True), 916, "bf16")),
     Case("F4", MPT, "MPT-3B seq 4096 mb 5", _s(H100, _mpt(H100, 2.7, 5, 4096, False), 20964, "bf16"), _s(A100, _mpt(A100, 2.7, 5, 4096, False), 9457, "bf16")),
     Case("F5", MPT, "MPT-1B seq 2048 mb 14", _s(H100, _mpt(H100, 1.3, 14, 2048, False), 45455, "bf16"), _s(A100, _mpt(A100, 1.3, 14, 2048, False), 20513, "bf16")),
-    _anl_pair(1, "llama3-8b", 1, 1, 10.5403, 8.09776),
-    _anl_pair(2, "llama3-8b", 1, 16, 14.8700, 11.0247),
-    _anl_pair(3, "llama3-8b", 1, 64, 61.3562, 18.8087),
-    _anl_pair(4, "mistral-7b", 1, 1, 10.8051, 7.92401),
-    _anl_pair(5, "mistral-7b", 1, 16, 14.4111, 11.2927),
-    _anl_pair(6, "mistral-7b", 1, 64, 60.0458, 31.2385),
-    _anl_pair(7, "llama2-7b", 1, 1, 10.2274, 7.83853),
-    _anl_pair(8, "llama2-7b", 1, 16, 14.6168, 13.1687),
-    _anl_pair(9, "llama2-7b", 1, 64, 45.2959, 32.6412),
-    _anl_pair(10, "llama3-70b", 4, 1, 28.1635, 19.6098),
-    _anl_pair(11, "llama3-70b", 4, 16, 42.7673, 24.6951),
-    _anl_pair(12, "llama3-70b", 4, 64, 142.898, 35.0828),
     Case("F6", MPT, "MPT-7B seq 4096 mb 16 ckpt", _s(H100, _mpt(H100, "llama2-7b", 16, 4096, True), 8611, "bf16"), _s(A100, _mpt(A100, "llama2-7b", 16, 4096, True), 3684, "bf16")),
 )  # fmt: skip
+
+ANL_ASKED: tuple[tuple[str, int], ...] = (
+    ("llama3-8b", 1),
+    ("mistral-7b", 1),
+    ("llama2-7b", 1),
+    ("llama3-70b", 4),
+)
+"""LLM-Inference-Bench's (model, GPUs) asked, each at 1,024 / 1,024 and batches 1, 16 and 64."""
+
+
+def _anl_cases() -> tuple[Case, ...]:
+    from service.core.evidence.published.llm_inference_bench import TABLE
+
+    per_gpu = {(r.slug, r.model, r.tp, r.batch_size, r.input_len): r.value / r.tp for r in TABLE.rows}
+    asked = [(m, tp, b) for m, tp in ANL_ASKED for b in (1, 16, 64)]
+    return tuple(
+        _anl_pair(i, m, tp, b, per_gpu[(MI300X, m, tp, b, 1024)], per_gpu[(H100, m, tp, b, 1024)])
+        for i, (m, tp, b) in enumerate(asked, 1)
+    )
+
+
+CASES += _anl_cases()
 
 
 def _post(client: Any, body: dict[str, Any]) -> dict[str, Any] | None:

@@ -356,3 +356,33 @@ def test_mlperf_tables_state_system_stack_and_inverted_metric() -> None:
     assert {r.family for r in infer} >= {"int8", "fp4", "fp8"}
     # the CDNA 3 submissions ship, under their catalog slugs
     assert {"amd-mi300x", "amd-mi325x"} <= {r.slug for r in train + infer}
+
+
+def test_llm_inference_bench_rows_are_output_tokens_from_the_published_latency() -> None:
+    """Each row is batch x n / latency of the group of ``tp`` devices, from the line it came from;
+    the one configuration published twice is one row at its mean latency."""
+    from service.core.evidence.published import llm_inference_bench as lib
+
+    rows = lib.TABLE.rows
+    assert len(lib.DATA) == 850 and len(rows) == 849 and not lib.TABLE.cross_gpu
+    (g, model, tp, batch, n, latency), r = lib.DATA[0], rows[0]
+    assert (r.gpu_name, r.model, r.tp, r.gpu_count, r.batch_size, r.input_len, r.output_len) == (
+        lib.GPUS[g][0],
+        model,
+        tp,
+        tp,
+        batch,
+        n,
+        n,
+    )
+    assert r.value == pytest.approx(batch * n / latency)
+    twice = [x[5] for x in lib.DATA if x[:5] == ("H100", "llama2-7b", 1, 32, 1024)]
+    row = next(
+        x
+        for x in rows
+        if (x.gpu_name, x.model, x.tp, x.batch_size, x.input_len)
+        == ("Nvidia H100 GPU", "llama2-7b", 1, 32, 1024)
+    )
+    assert len(twice) == 2 and row.value == pytest.approx(32 * 1024 / (sum(twice) / 2))
+    assert "published twice" in row.note
+    assert {x.system.split(" ", 1)[0] for x in rows} == {"vllm"}

@@ -88,3 +88,50 @@ def test_the_central_figure_is_the_model_s(slug: str) -> None:
         assert band.high >= answer.tpot_s / record.median_ratio * (1 - 1e-9)
     else:
         assert band.low <= answer.tpot_s * record.median_ratio**-1 * (1 + 1e-9)
+
+
+def _vllm16(model: str = "llama3-8b", tp: int = 1, precision: str = "bf16") -> InferenceConfig:
+    spec = get_model(model)
+    assert isinstance(spec, DecoderSpec)
+    return InferenceConfig(
+        model=spec,
+        precision=precision,
+        engine="vllm",
+        tensor_parallel=tp,
+        input_len=1024,
+        output_len=1024,
+        batch_size=16,
+    )
+
+
+def test_static_batch_runs_tell_vllm_s_record_and_its_date_never_an_anchor() -> None:
+    """LLM-Inference-Bench's vLLM batches (FP16) are the record of a 16-bit vLLM answer on the MI300X
+    and the H100 at their batch; no static batch is a run of the configuration asked."""
+    from service.core.estimation.estimate_time import continuous_answer
+    from service.core.evidence.published_serving import serving_matches
+
+    c, mi300x = _vllm16(), _gpu("amd-mi300x")
+    runs = engine_runs("llama3-8b", "amd-mi300x", "none", "bf16", "vllm")
+    assert runs and {r.table_id for r in runs} == {"llm-inference-bench-vllm-ae7e7a4"}
+    assert {r.concurrency for r in runs} == {1, 16, 32, 64, 128, 256}  # each run at its batch
+    assert engine_runs("llama3-8b", "amd-mi300x", "none", "fp16", "vllm") == runs
+    assert engine_runs("llama3-8b", "amd-mi300x", "fp8", "bf16", "vllm") == ()
+    assert serving_matches("llama3-8b", "amd-mi300x", "none", "fp16", 1, (1024, 1024), 16) == ()
+    record = engine_record(c, mi300x)
+    assert record is not None and record.runs == len(runs)
+    answer = continuous_answer(c, mi300x, None)
+    note = next(n for n in answer.notes if n.startswith("this answer is the model's"))
+    assert "llm-inference-bench-vllm-ae7e7a4 of 2024-09-27" in note
+    assert answer.output_tokens_per_s == pytest.approx(serve_concurrency(c, mi300x).output_tokens_per_s)
+    assert answer.tpot_band.high >= answer.tpot_s / record.median_ratio * (1 - 1e-9)
+
+
+def test_vllm_0_6_1_on_rocm_ran_the_mi300x_further_below_the_model_than_the_h100() -> None:
+    """What the record tells: both below the model (a 2024 vLLM against the V1 engine class), the
+    MI300X's ROCm build far more, though the model puts it ahead on its datasheet."""
+    mi300x = engine_record(_vllm16(), _gpu("amd-mi300x"))
+    h100 = engine_record(_vllm16(), _gpu("nvidia-h100-sxm"))
+    assert mi300x is not None and h100 is not None
+    assert mi300x.median_ratio < 0.5 * h100.median_ratio < h100.median_ratio < 1.0
+    fast = serve_concurrency(_vllm16(), _gpu("amd-mi300x")).output_tokens_per_s
+    assert fast > serve_concurrency(_vllm16(), _gpu("nvidia-h100-sxm")).output_tokens_per_s

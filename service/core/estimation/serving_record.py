@@ -2,9 +2,10 @@
 never fitted.
 
 An answer at a configuration nobody published is the model's. Where the same engine has
-published runs of the same model and weight format on the same GPU at other configurations,
-the answer says how far the model was from them (:func:`engine_record`) and its TPOT band
-widens to cover that ratio. The central figure does not move: a ratio fitted per GPU would make
+published runs of the same model and weight format on the same GPU (fixed-concurrency runs at
+other configurations; static batches -- LLM-Inference-Bench's vLLM rows -- at any, counted at
+their batch), the answer says how far the model was from them and when (each table's date;
+:func:`engine_record`), and its TPOT band widens to cover that ratio. The central figure does not move: a ratio fitted per GPU would make
 a datasheet-faster GPU slower (SGLang's DeepSeek-R1 FP8 ran at 0.60 of the model on the MI300X
 and 1.30 on the H200; ``benchmarks/engine_platform_factor.py``), which the estimators do not
 allow.
@@ -21,6 +22,7 @@ from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration, MissingFigure
 from service.core.estimation.memory_inference import InferenceConfig
 from service.core.estimation.serving_queue import serve_concurrency
+from service.core.evidence.published import get_table
 from service.core.evidence.published_serving import PublishedServing, engine_runs
 
 __all__ = ["MIN_RUNS", "EngineRecord", "engine_record"]
@@ -40,10 +42,11 @@ class EngineRecord:
     tables: tuple[str, ...]
 
     def note(self, engine: str) -> str:
+        dated = ", ".join(f"{t} of {get_table(t).date}" for t in self.tables)
         return (
             f"this answer is the model's; {engine}'s {self.runs} published runs of this model and weight "
-            f"format on this GPU at other configurations ({', '.join(self.tables)}) ran at x{self.median_ratio:.2f} "
-            f"of it (x{self.low_ratio:.2f}-x{self.high_ratio:.2f}); the TPOT band covers that"
+            f"format on this GPU, at the configurations they ran ({dated}), ran at x{self.median_ratio:.2f} "
+            f"of the model (x{self.low_ratio:.2f}-x{self.high_ratio:.2f}); the TPOT band covers that"
         )
 
 

@@ -8,7 +8,9 @@ format, tensor parallelism, nominal input and output lengths, client concurrency
 with the engine each ran; :func:`anchor` picks the one an answer is anchored on: the same engine.
 
 Only fixed-concurrency rows of one replica (``gpu_count == tp``) with a catalogued GPU qualify: a
-maximum-throughput (offline) or request-rate row answers another question.
+maximum-throughput (offline) or request-rate row answers another question. The engine record
+(:func:`engine_runs`, an answer's note and band, never its figure) also counts static-batch runs
+of one replica at their batch (:data:`STATIC`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ ENGINE_OF_SOURCE: Final[Mapping[str, str]] = {
 """A source's engine name (the first word of a row's ``system``) -> the service's engine; an
 engine the service does not model (AMD's ATOM) maps to none and is only shown."""
 
+SIXTEEN_BIT: Final = frozenset({"bf16", "fp16"})
 _PER_GPU: Final[Mapping[str, bool]] = {"output_tokens_per_s_per_gpu": True, "output_tokens_per_s": False}
 
 
@@ -65,19 +68,31 @@ class PublishedServing:
 Key = tuple[str, str, str, int, int, int, int]
 
 
-def _key(r: PublishedRow) -> Key | None:
+ONLINE: Final = "llm-serve-online"
+STATIC: Final = "llm-serve-static-batch"
+"""A static batch of ``b`` requests started together (LLM-Inference-Bench's vLLM rows) runs as ``b``
+clients would, less their staggering: the engine record (:func:`engine_runs`) counts such runs at
+concurrency ``b``; an answer is never anchored on one (it answers another question)."""
+
+
+def _clients(r: PublishedRow) -> int | None:
+    return r.concurrency if r.workload == ONLINE else r.batch_size
+
+
+def _key(r: PublishedRow, workload: str) -> Key | None:
+    clients = _clients(r)
     if (
-        r.workload != "llm-serve-online"
+        r.workload != workload
         or r.metric not in _PER_GPU
         or r.slug is None
-        or r.concurrency is None
+        or clients is None
         or r.request_rate is not None
         or r.gpu_count != r.tp
         or not r.input_len
         or not r.output_len
     ):
         return None
-    return (r.model, r.slug, r.precision, r.tp, r.input_len, r.output_len, r.concurrency)
+    return (r.model, r.slug, r.precision, r.tp, r.input_len, r.output_len, clients)
 
 
 def _entry(table_id: str, r: PublishedRow) -> PublishedServing:
@@ -92,18 +107,18 @@ def _entry(table_id: str, r: PublishedRow) -> PublishedServing:
         r.note,
         r.tp,
         (r.input_len or 0, r.output_len or 0),
-        r.concurrency or 1,
+        _clients(r) or 1,
     )
 
 
 @cache
-def _index() -> dict[Key, tuple[PublishedServing, ...]]:
+def _index(workload: str = ONLINE) -> dict[Key, tuple[PublishedServing, ...]]:
     out: dict[Key, list[PublishedServing]] = {}
     for t in TABLES:
         if t.kind != "serving":
             continue
         for r in t.rows:
-            k = _key(r)
+            k = _key(r, workload)
             if k is not None:
                 out.setdefault(k, []).append(_entry(t.id, r))
     return {k: tuple(v) for k, v in out.items()}
@@ -111,9 +126,10 @@ def _index() -> dict[Key, tuple[PublishedServing, ...]]:
 
 @cache
 def published_models() -> frozenset[str]:
-    """The models any published fixed-concurrency run serves: an answer for another model looks
-    no further (the serving answer's hot path)."""
-    return frozenset(k[0] for k in _index())
+    """The models any published run an answer uses serves -- fixed concurrency (anchors and the
+    engine record) or a static batch (the record): an answer for another model looks no further
+    (the serving answer's hot path)."""
+    return frozenset(k[0] for w in (ONLINE, STATIC) for k in _index(w))
 
 
 def _precisions(weight_format: str, precision: str) -> tuple[str, ...]:
@@ -145,11 +161,15 @@ def engine_runs(
     model: str, slug: str, weight_format: str, precision: str, engine: str
 ) -> tuple[PublishedServing, ...]:
     """Every published run of ``engine`` serving this model in this weight format on this GPU, at
-    any tensor parallelism, lengths and concurrency."""
+    any tensor parallelism, lengths and concurrency, fixed-concurrency and static-batch runs
+    alike. Unquantized, FP16 and BF16 runs both count: one datasheet rate, one byte count."""
     wanted = set(_precisions(weight_format, precision))
+    if wanted & SIXTEEN_BIT:
+        wanted |= SIXTEEN_BIT
     return tuple(
         m
-        for k, runs in _index().items()
+        for w in (ONLINE, STATIC)
+        for k, runs in _index(w).items()
         if k[0] == model and k[1] == slug and k[2] in wanted
         for m in runs
         if m.engine == engine

@@ -26,6 +26,7 @@ from service.core.evidence.published import (
     lambda_pytorch_train,
     lambda_pytorch_train_2020,
     lambda_pytorch_train_2021,
+    llm_inference_bench,
     megatron_bridge_25_11,
     mlperf_inference_v5_1,
     mlperf_inference_v6_0,
@@ -103,6 +104,7 @@ TABLES: Final[tuple[PublishedTable, ...]] = (
     mlperf_inference_v6_0.TABLE,
     mlperf_inference_v6_1.TABLE,
     inferencex_3a600f1.TABLE,
+    llm_inference_bench.TABLE,
 )
 _BY_ID: Final[dict[str, PublishedTable]] = {t.id: t for t in TABLES}
 
