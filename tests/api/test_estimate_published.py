@@ -117,3 +117,45 @@ def test_the_recommendation_follows_the_published_runs(client: TestClient) -> No
     # the MI300X plan offered beside it is not a published configuration (expert parallelism)
     others = [o for o in r.json()["options"] if o["gpu"]["slug"] == "amd-mi300x"]
     assert others and not any(x["code"] == "PUBLISHED_RUN" for o in others for x in o["reasons"])
+
+
+def test_plans_tell_their_engine_s_published_record_beside_the_model_s_figure(client: TestClient) -> None:
+    """Llama-3-8B under vLLM at 16 clients: no run anchors either GPU, but LLM-Inference-Bench's
+    vLLM batches give each a record, told as ``PUBLISHED_RECORD`` with the tables' dates; the plan
+    keeps the model's figure (the MI300X still ranks by its datasheet). An anchored plan tells
+    only its run."""
+    from service.catalog.loader import load_shipped
+    from service.core.catalog.models import get_model
+    from service.core.catalog.specs import gpu_spec_from_doc
+    from service.core.estimation.memory_inference import InferenceConfig
+    from service.core.estimation.serving_record import engine_record
+
+    body = {
+        "workload": {"model": "llama3-8b", "mode": "inference", "engine": "vllm", "input_len": 1024,
+                     "output_len": 1024, "concurrency": 16},
+        "constraints": {"allowed_gpus": ["amd-mi300x", "nvidia-h100-sxm"], "max_gpus": 8},
+        "objective": "fastest",
+    }  # fmt: skip
+    r = client.post("/v1/recommend", json=body)
+    assert r.status_code == 200, r.text
+    options = {o["gpu"]["slug"]: o for o in r.json()["options"]}
+    gpus = {g["slug"]: gpu_spec_from_doc(g) for g in load_shipped().gpus}
+    model = get_model("llama3-8b")
+    for slug in ("amd-mi300x", "nvidia-h100-sxm"):
+        (reason,) = (x for x in options[slug]["reasons"] if x["code"] == "PUBLISHED_RECORD")
+        record = engine_record(InferenceConfig(model=model, engine="vllm"), gpus[slug])  # type: ignore[arg-type]
+        assert record is not None
+        assert reason["params"]["runs"] == record.runs and reason["params"]["engine"] == "vllm"
+        assert reason["params"]["ratio"] == round(record.median_ratio, 2) < 1
+        assert "llm-inference-bench-vllm-ae7e7a4 of 2024-09-27" in reason["params"]["source"]
+        assert options[slug]["serving"]["sources"] == []
+    assert r.json()["options"][0]["gpu"]["slug"] == "amd-mi300x"  # told, never applied
+    asked = {
+        "workload": {"model": "deepseek-ai/DeepSeek-R1", "mode": "inference", "engine": "sglang",
+                     "quant_method": "fp8", "input_len": 1024, "output_len": 1024, "concurrency": 32},
+        "constraints": {"allowed_gpus": ["nvidia-h200-sxm"], "max_gpus": 8},
+        "objective": "fastest",
+    }  # fmt: skip
+    anchored = client.post("/v1/recommend", json=asked).json()["options"][0]
+    codes = [x["code"] for x in anchored["reasons"]]
+    assert "PUBLISHED_RUN" in codes and "PUBLISHED_RECORD" not in codes

@@ -180,3 +180,4 @@ def test_real_answers_read_without_placeholders_or_bare_codes_in_both_languages(
     assert len(codes) >= 35, sorted(codes)
     assert {"FITS", "MEMORY_INSUFFICIENT", "NO_PLAN_MEETS_DEADLINE", "MEETS_TARGETS", "ASSUMED_BAND"} <= codes
     assert "PUBLISHED_RUN" in codes
+    assert "PUBLISHED_RECORD" in codes  # the MI300X plan of that question: SGLang's record, no run

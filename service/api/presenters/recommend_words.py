@@ -231,6 +231,11 @@ EN: Final[Table] = {
         "": "a published run of this exact configuration with {engine} on the {gpu} ({source}) made "
         "{tokens_per_s_per_gpu} output tokens/s per GPU; this plan's throughput is that run's"
     },
+    C.PUBLISHED_RECORD: {
+        "": "{engine}'s {runs} published runs of this model on the {gpu}, at the configurations they ran "
+        "({source}), made x{ratio:.2f} of the model's throughput (x{low:.2f}-x{high:.2f}); this plan's figure is the "
+        "model's and its TPOT band covers that"
+    },
     C.MULTI_NODE: {
         "": "spans {nodes} nodes of {gpus_per_node} GPUs",
         "network": "spans {nodes} nodes of {gpus_per_node} GPUs, timed on its network: {network}",
@@ -546,6 +551,10 @@ ZH: Final[Table] = {
     C.MEASURED_HERE: {"": "该配置在 {gpu} 上有实测数据"},
     C.PUBLISHED_RUN: {
         "": "{gpu} 上以 {engine} 运行该配置的公开实测（{source}）：每 GPU 每秒 {tokens_per_s_per_gpu} 个输出 token，本方案吞吐即取此值"
+    },
+    C.PUBLISHED_RECORD: {
+        "": "{gpu} 上 {engine} 对该模型的 {runs} 次公开实测（按其各自配置；{source}）吞吐为模型值的 {ratio:.2f} 倍"
+        "（{low:.2f}-{high:.2f} 倍）；本方案数值取模型值，其 TPOT 误差带已涵盖此差距"
     },
     C.MULTI_NODE: {
         "": "跨 {nodes} 个节点，每节点 {gpus_per_node} 块 GPU",

@@ -41,8 +41,13 @@ class EngineRecord:
     high_ratio: float
     tables: tuple[str, ...]
 
+    @property
+    def dated(self) -> str:
+        """The tables the runs are from, each with its date (stacks move: a date says which)."""
+        return ", ".join(f"{t} of {get_table(t).date}" for t in self.tables)
+
     def note(self, engine: str) -> str:
-        dated = ", ".join(f"{t} of {get_table(t).date}" for t in self.tables)
+        dated = self.dated
         return (
             f"this answer is the model's; {engine}'s {self.runs} published runs of this model and weight "
             f"format on this GPU, at the configurations they ran ({dated}), ran at x{self.median_ratio:.2f} "

@@ -60,6 +60,7 @@ class ReasonCode(StrEnum):
     WITHIN_ERROR_OF_BEST = "WITHIN_ERROR_OF_BEST"
     MEASURED_HERE = "MEASURED_HERE"
     PUBLISHED_RUN = "PUBLISHED_RUN"
+    PUBLISHED_RECORD = "PUBLISHED_RECORD"
     QUANTISED_WEIGHTS = "QUANTISED_WEIGHTS"
     MULTI_NODE = "MULTI_NODE"
     EXPERT_PARALLEL = "EXPERT_PARALLEL"
@@ -103,7 +104,7 @@ ReasonCodeName = Literal[
     "SHARDED_TO_FIT", "TENSOR_PARALLEL_TO_FIT", "CHECKPOINTING_TO_FIT", "SINGLE_GPU_TOO_SMALL", "MEETS_DEADLINE",
     "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "HOST_BOUND", "COMMUNICATION_BOUND",
     "BEST_FOR_OBJECTIVE",
-    "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "QUANTISED_WEIGHTS", "MULTI_NODE",
+    "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "PUBLISHED_RECORD", "QUANTISED_WEIGHTS", "MULTI_NODE",
     "EXPERT_PARALLEL", "DISAGGREGATED", "LITTLE_HEADROOM",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_GRADIENT_ACCUMULATION",
     "WITH_FP8_WEIGHTS", "WITH_FP16", "WITH_QUANTIZATION", "WITH_MORE_GPUS",
@@ -323,6 +324,7 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.WITHIN_ERROR_OF_BEST: _one(ratio=Num, uncertainty_pct=Num),
     ReasonCode.MEASURED_HERE: _one(gpu=Text),
     ReasonCode.PUBLISHED_RUN: _one(gpu=Text, engine=Text, tokens_per_s_per_gpu=Num, source=Text),
+    ReasonCode.PUBLISHED_RECORD: _one(gpu=Text, engine=Text, runs=Count, ratio=Num, low=Num, high=Num, source=Text),
     ReasonCode.QUANTISED_WEIGHTS: _one(quant_method=Text),
     ReasonCode.MULTI_NODE: (
         Form("", {"nodes": Count, "gpus_per_node": Count}),

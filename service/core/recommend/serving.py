@@ -51,7 +51,7 @@ from service.core.recommend.serving_offline import (
 )
 from service.core.recommend.serving_order import paid_gpus, settle_ties, within_gpu
 from service.core.recommend.serving_price import affordable, serving_layout
-from service.core.recommend.serving_published import published_run
+from service.core.recommend.serving_published import published_record, published_run
 
 
 class _ServingSearch:
@@ -480,6 +480,7 @@ class _ServingSearch:
             u=ratio_half_width(full.serving) if full is not None and full.serving is not None else 0.0,
             reasons=self._reasons(gpu, fmt, tp, usable, mem, replicas, ttft, tpot, bound, cfg.disaggregated)
             + published_run(full, name)
+            + published_record(cfg, gpu, name, full)
             + deadline_met(self.q.constraints.deadline_hours, hours)
             + sn.across_nodes(cfg, gpu),
             cost_per_million_tokens=cpm,
