@@ -143,10 +143,12 @@ def test_plans_tell_their_engine_s_published_record_beside_the_model_s_figure(cl
     model = get_model("llama3-8b")
     for slug in ("amd-mi300x", "nvidia-h100-sxm"):
         (reason,) = (x for x in options[slug]["reasons"] if x["code"] == "PUBLISHED_RECORD")
-        record = engine_record(InferenceConfig(model=model, engine="vllm"), gpus[slug])  # type: ignore[arg-type]
+        tp = options[slug]["strategy"]["tensor_parallel"]
+        record = engine_record(InferenceConfig(model=model, engine="vllm", tensor_parallel=tp), gpus[slug])  # type: ignore[arg-type]
         assert record is not None
         assert reason["params"]["runs"] == record.runs and reason["params"]["engine"] == "vllm"
         assert reason["params"]["ratio"] == round(record.median_ratio, 2) < 1
+        assert reason["params"].get("tensor_parallel") == record.tensor_parallel  # told where narrowed
         assert "llm-inference-bench-vllm-ae7e7a4 of 2024-09-27" in reason["params"]["source"]
         assert options[slug]["serving"]["sources"] == []
     assert r.json()["options"][0]["gpu"]["slug"] == "amd-mi300x"  # told, never applied

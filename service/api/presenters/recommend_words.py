@@ -233,8 +233,11 @@ EN: Final[Table] = {
     },
     C.PUBLISHED_RECORD: {
         "": "{engine}'s {runs} published runs of this model on the {gpu}, at the configurations they ran "
-        "({source}), made x{ratio:.2f} of the model's throughput (x{low:.2f}-x{high:.2f}); this plan's figure is the "
-        "model's and its TPOT band covers that"
+        "({source}), made x{ratio:.2f} of the model's throughput (x{low:.2f}-x{high:.2f}); this plan's figure "
+        "is the model's and its TPOT band covers that",
+        "tp": "{engine}'s {runs} published runs of this model on the {gpu} at tensor parallelism "
+        "{tensor_parallel}, at the configurations they ran ({source}), made x{ratio:.2f} of the model's "
+        "throughput (x{low:.2f}-x{high:.2f}); this plan's figure is the model's and its TPOT band covers that",
     },
     C.MULTI_NODE: {
         "": "spans {nodes} nodes of {gpus_per_node} GPUs",
@@ -554,7 +557,9 @@ ZH: Final[Table] = {
     },
     C.PUBLISHED_RECORD: {
         "": "{gpu} 上 {engine} 对该模型的 {runs} 次公开实测（按其各自配置；{source}）吞吐为模型值的 {ratio:.2f} 倍"
-        "（{low:.2f}-{high:.2f} 倍）；本方案数值取模型值，其 TPOT 误差带已涵盖此差距"
+        "（{low:.2f}-{high:.2f} 倍）；本方案数值取模型值，其 TPOT 误差带已涵盖此差距",
+        "tp": "{gpu} 上 {engine} 以 {tensor_parallel} 路张量并行对该模型的 {runs} 次公开实测（按其各自配置；{source}）"
+        "吞吐为模型值的 {ratio:.2f} 倍（{low:.2f}-{high:.2f} 倍）；本方案数值取模型值，其 TPOT 误差带已涵盖此差距",
     },
     C.MULTI_NODE: {
         "": "跨 {nodes} 个节点，每节点 {gpus_per_node} 块 GPU",

@@ -161,6 +161,7 @@ _SERVING_MEMORY = {
 _TRAIN_NOTHING = {"gpu": Text, "usable_gib": Num, "gpu_count": Count}
 _TRAIN_LIGHTEST = {**_TRAIN_NOTHING, "needed_gib": Num, "sharding": Text, "gradient_checkpointing": Flag}
 _WHATIF = {"gpu": Text, "gpu_count": Count, "needed_gib": Num, "usable_gib": Num}
+_RECORD = {"gpu": Text, "engine": Text, "runs": Count, "ratio": Num, "low": Num, "high": Num, "source": Text}
 _TARGETS: dict[str, dict[str, type]] = {
     "both": {"ttft_target_ms": Num, "tpot_target_ms": Num},
     "ttft": {"ttft_target_ms": Num},
@@ -324,7 +325,10 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
     ReasonCode.WITHIN_ERROR_OF_BEST: _one(ratio=Num, uncertainty_pct=Num),
     ReasonCode.MEASURED_HERE: _one(gpu=Text),
     ReasonCode.PUBLISHED_RUN: _one(gpu=Text, engine=Text, tokens_per_s_per_gpu=Num, source=Text),
-    ReasonCode.PUBLISHED_RECORD: _one(gpu=Text, engine=Text, runs=Count, ratio=Num, low=Num, high=Num, source=Text),
+    ReasonCode.PUBLISHED_RECORD: (
+        Form("", _RECORD),
+        Form("tp", {**_RECORD, "tensor_parallel": Count}),
+    ),
     ReasonCode.QUANTISED_WEIGHTS: _one(quant_method=Text),
     ReasonCode.MULTI_NODE: (
         Form("", {"nodes": Count, "gpus_per_node": Count}),

@@ -65,6 +65,7 @@ def published_record(
                 "low": round(record.low_ratio, 2),
                 "high": round(record.high_ratio, 2),
                 "source": record.dated,
+                **({"tensor_parallel": record.tensor_parallel} if record.tensor_parallel else {}),
             },
         ),
     )
