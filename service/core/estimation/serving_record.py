@@ -5,10 +5,10 @@ An answer at a configuration nobody published is the model's. Where the same eng
 published runs of the same model and weight format on the same GPU (fixed-concurrency runs at
 other configurations; static batches -- LLM-Inference-Bench's vLLM rows -- at any, counted at
 their batch), the answer says how far the model was from them and when (each table's date;
-:func:`engine_record`), and its TPOT band widens to cover that ratio. The central figure does not move: a ratio fitted per GPU would make
-a datasheet-faster GPU slower (SGLang's DeepSeek-R1 FP8 ran at 0.60 of the model on the MI300X
-and 1.30 on the H200; ``benchmarks/engine_platform_factor.py``), which the estimators do not
-allow.
+:func:`engine_record`), and its TPOT band widens to cover that ratio. The central figure does
+not move: a ratio fitted per GPU would make a datasheet-faster GPU slower (SGLang's DeepSeek-R1
+FP8 ran at 0.62 of the model on the MI300X and 1.30 on the H200;
+``benchmarks/engine_platform_factor.py``), which the estimators do not allow.
 """
 
 from __future__ import annotations
