@@ -2,10 +2,10 @@
 
 41 same-source pairs from four sources no fit reads: three, which no shipped table holds, gathered
 by an audit on 2026-12-06 -- MLPerf Inference v4.1 closed (Offline, per-GPU tokens/s from each
-submission's ``mlperf_log_summary.txt``, mlcommons/inference_results_v4.1, August 2024), the TensorRT-LLM
-v0.8.0 performance page (``docs/source/performance.md``, static batching, ~March 2024) and
-MosaicML llm-foundry's MPT training table (``scripts/train/benchmarking/README.md`` at 061f2c7,
-2023: 8 GPUs, FSDP, amp_bf16, tokens/s per GPU) -- and Argonne's LLM-Inference-Bench (PMBS '24;
+submission's ``mlperf_log_summary.txt``, mlcommons/inference_results_v4.1, August 2024), the
+TensorRT-LLM v0.8.0 performance page (``docs/source/performance.md``, static batching, ~March
+2024) and MosaicML llm-foundry's MPT training table (``scripts/train/benchmarking/README.md`` at
+061f2c7, 2023: 8 GPUs, FSDP, amp_bf16, tokens/s per GPU) -- and Argonne's LLM-Inference-Bench (PMBS '24;
 ``Plots/All_results.csv`` of argonne-lcf/LLM-Inference-Bench at ae7e7a4, 2024-09-27), added
 2026-12-06: vLLM's ``benchmark_latency``-style script timing one static batch of ``batch``
 prompts of ``n`` random tokens generating ``n`` tokens each (``ignore_eos``), FP16, on the MI300X
@@ -16,8 +16,8 @@ is one of the card's two dies, which the catalog does not list. Since estimator 
 ships (``core/evidence/published/llm_inference_bench.py``, read here) for vLLM's engine record --
 the notes and TPOT bands of vLLM answers on these GPUs, never their figures. Nothing else here is
 read by the service, and no fit reads any of it: it is a check of the answers as
-``POST /v1/estimate`` gives them, beside the datasheet baseline (geometric mean of the dense tensor-peak ratio at the precision that ran
-and the bandwidth ratio).
+``POST /v1/estimate`` gives them, beside the datasheet baseline (geometric mean of the dense
+tensor-peak ratio at the precision that ran and the bandwidth ratio).
 
 How each row is asked (what the API cannot say exactly): MLPerf's length distributions as their
 means (Llama-2-70B 300 in / 290 out, Mixtral 512 / 146, GPT-J 800 / 69); Offline as the largest
