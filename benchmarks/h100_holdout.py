@@ -7,7 +7,7 @@ published tables' per-architecture factors). This script keeps that question hon
 
 ``--predict``
     asks ``POST /v1/estimate`` (the real app on a fresh SQLite database with the shipped catalog
-    and measurements) for every configuration of the agent's plans on the H100 SXM and writes
+    and measurements, less any of the target GPU) for every configuration of the agent's plans on the H100 SXM and writes
     the answers -- peak allocated memory and its band, whether it fits, step time or TTFT / TPOT
     and their bands, provenance -- to ``data/holdout/``. The file is committed before the
     measurement it is scored against exists (the commit date is the proof).
@@ -96,6 +96,18 @@ def _answer(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _without_target(tmp: Path) -> Path:
+    """A copy of the shipped measurement files without the target GPU's runs: the answers stay
+    held out once its measurements ship."""
+    out = tmp / "measurements"
+    out.mkdir()
+    for path in sorted((ROOT / "data" / "benchmarks").glob("*.json")):
+        runs = [r for r in json.loads(path.read_text()) if (r.get("gpu") or {}).get("slug") != TARGET]
+        if runs:
+            (out / path.name).write_text(json.dumps(runs))
+    return out
+
+
 def _client() -> Any:
     db = Path(tempfile.mkdtemp(prefix="gpua-h100-")) / "h.db"
     os.environ["GPU_ADVISOR_DATABASE_URL"] = f"sqlite:///{db}"
@@ -105,7 +117,7 @@ def _client() -> Any:
     from service.settings import Settings
 
     url = os.environ["GPU_ADVISOR_DATABASE_URL"]
-    bootstrap(make_engine(url), Settings(database_url=url))
+    bootstrap(make_engine(url), Settings(database_url=url, seed_measurements_dir=_without_target(db.parent)))
     from fastapi.testclient import TestClient
 
     from service.api.app import create_app
@@ -146,7 +158,8 @@ def predict(out_path: Path, say: Any = print) -> int:
                 rows.append(row)
                 say(f"{r.status_code} {wl:16s} {json.dumps(params, sort_keys=True)[:110]}")
     doc = {
-        "asked": "POST /v1/estimate on a fresh SQLite database with the shipped catalog and measurements",
+        "asked": "POST /v1/estimate on a fresh SQLite database with the shipped catalog and measurements "
+        "(none of the target GPU)",
         "gpu": TARGET,
         "service": versions,
         "plans": list(PLANS),
