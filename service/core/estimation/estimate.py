@@ -123,7 +123,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.29.0"
+ESTIMATOR_VERSION = "1.30.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
@@ -180,6 +180,7 @@ def estimate(
     _context_warning(c, warnings)
     memory = _memory_answer(gpu, c, usable, measured, breakdown, warnings)
     time_answer, serving_answer = _time_or_serving(gpu, job, calibrations, measured, warnings, measured_on)
+    memory = _engine_refused(memory, warnings)
     if serving_answer is not None and isinstance(c, InferenceConfig):
         serving_answer = _with_generation_time(_with_engine_version(serving_answer, c), job.tokens)
         warnings.extend(_overloaded(serving_answer))
@@ -205,6 +206,15 @@ def estimate(
         solve=solve,
         warnings=tuple(warnings),
     )
+
+
+def _engine_refused(memory: MemoryAnswer, warnings: list[Notice]) -> MemoryAnswer:
+    """``fits: false`` where the serving engine's share of the device leaves no KV
+    cache for one request: the sequences' own memory may fit, but the engine as configured
+    cannot run them (:func:`_time_or_serving`'s warning says why and what makes room)."""
+    if not memory.fits or not any(w.code == "no_serving_as_given" for w in warnings):
+        return memory
+    return replace(memory, fits=False)
 
 
 def _overloaded(s: ServingAnswer) -> list[Notice]:
