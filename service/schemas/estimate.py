@@ -429,7 +429,8 @@ class MemoryOut(BaseModel):
     fits: bool = Field(
         description="decided at the upper end of device_memory_band (fit_bytes): the peak at its band's upper "
         "end with the allocator slack, CUDA context and NCCL buffers at their central values; false also where a "
-        "serving engine's share of the device leaves no KV cache for one request (a warning says why)"
+        "serving engine's share of the device leaves no KV cache for one request (a warning says why); true where a "
+        "continuous-batching engine admits the sequences (it sized its KV pool to the memory the weights leave)"
     )
     fit_bytes: int = Field(description="device memory per GPU the fit is decided on")
     headroom_bytes: int = Field(

@@ -210,3 +210,38 @@ def test_70b_fp8_fits_one_h100_at_every_length_nvidia_published_it_at(client: Te
         json={"model": "llama3.1-405b", "gpu": "nvidia-h100-sxm", "mode": "inference", "quant_method": "fp8"},
     ).json()
     assert big["memory"]["fits"] is False
+
+
+def test_sequences_the_engine_admits_fit_as_inferencex_ran_them(client: TestClient) -> None:
+    """DeepSeek-R1 NVFP4 on 8 B200 under TensorRT-LLM at 256 clients of 1k in / 8k out: the
+    engine sizes its KV pool to what the weights leave and admits them; the memory answer's band
+    and allocator slack on top of that pool refused the run InferenceX published."""
+    (row,) = (
+        r
+        for r in IX.rows
+        if r.slug == "nvidia-b200"
+        and r.system.startswith("trt")
+        and r.model == "deepseek-r1"
+        and r.precision == "fp4"
+        and (r.tp, r.input_len, r.output_len, r.concurrency) == (8, 1024, 8192, 256)
+    )
+    body = {
+        "model": "deepseek-r1",
+        "gpu": "nvidia-b200",
+        "gpu_count": 8,
+        "tensor_parallel": 8,
+        "mode": "inference",
+        "engine": "tensorrt-llm",
+        "quant_method": "nvfp4",
+        "input_len": 1024,
+        "output_len": 8192,
+        "concurrency": row.concurrency,
+    }
+    doc = client.post("/v1/estimate", json=body).json()
+    sv = doc["serving"]
+    assert doc["memory"]["fits"] is True and sv is not None
+    assert sv["max_concurrency_per_replica"] >= 128
+    # what the engine admits is held in its pool: the KV cache counted is that of the admitted
+    admitted = min(256, sv["max_concurrency_per_replica"])
+    per_seq = doc["memory"]["components"]["kv_cache"] / admitted
+    assert per_seq * admitted < doc["memory"]["usable_memory_bytes"]

@@ -64,6 +64,7 @@ from service.core.estimation.estimate_inputs import (  # noqa: F401
     resolve_model,
     workload_for,
 )
+from service.core.estimation.estimate_oom import does_not_fit, what_if
 from service.core.estimation.estimate_solve import (  # noqa: F401
     _context_limit,
     _min_gpus_serving,
@@ -88,7 +89,6 @@ from service.core.estimation.memory import (
     TrainConfig,
     estimate_batch_inference,
     estimate_inference,
-    estimate_training,
     memory_held,
     training_breakdown,
 )
@@ -191,8 +191,8 @@ def estimate(
             )
             serving_answer = None
     if isinstance(c, TrainConfig) and not memory.fits:
-        warnings.append(_does_not_fit(memory, usable))
-        warnings.extend(_what_if(c, memory.estimate, usable))
+        warnings.append(does_not_fit(memory, usable))
+        warnings.extend(what_if(c, memory.estimate, usable))
     solve: SolveAnswer | None = None
     if job.solve_for:
         solve, notices = _solve(job, usable, gpu)
@@ -318,7 +318,8 @@ def _admitted(
     memory: MemoryAnswer,
     warnings: list[Notice],
 ) -> MemoryAnswer:
-    """The memory of the sequences a replica holds under the load. At a rate: its mean in-flight
+    """The memory of the sequences a replica holds under the load, fitting where its engine admits
+    them (:func:`_engine_sized`). At a rate: its mean in-flight
     sequences (Little's law; one sequence's KV cache understated a busy replica's several-fold),
     at most those it admits. A closed loop with more clients per replica than the engine admits
     (its KV cache and scheduler): the rest wait, and the memory is that of the admitted
@@ -331,8 +332,10 @@ def _admitted(
         if held <= c.batch_size:
             return memory  # an overloaded replica's queue grows without bound: its answer says so
         return _memory_answer(gpu, c, usable, measured, memory_held(c, held, usable), [])
-    if sv.disaggregated is not None or not 1 <= cap < share:
+    if sv.disaggregated is not None or cap < 1:
         return memory
+    if cap >= share:  # the pool holds every client's sequence
+        return _engine_sized(memory)
     warnings.append(
         Notice(
             "concurrency_queued",
@@ -341,7 +344,15 @@ def _admitted(
             {"clients_per_replica": share, "admitted": cap, "waiting": share - cap},
         )
     )
-    return _memory_answer(gpu, replace(c, batch_size=cap), usable, measured, None, [])
+    return _engine_sized(_memory_answer(gpu, replace(c, batch_size=cap), usable, measured, None, []))
+
+
+def _engine_sized(memory: MemoryAnswer) -> MemoryAnswer:
+    """Sequences a continuous-batching engine admits fit: it sized its KV pool to hold them in
+    what the weights and its working set leave of its share. The band and the allocator slack on
+    top of that pool would count its margin twice and refuse what it runs (DeepSeek-R1 at 128-256
+    clients on B200s, which InferenceX ran)."""
+    return memory if memory.fits else replace(memory, fits=True)
 
 
 def _context_warning(c: TrainConfig | InferenceConfig | BatchInferenceConfig, warnings: list[Notice]) -> None:
@@ -551,68 +562,3 @@ def _with_engine_version(s: ServingAnswer, c: InferenceConfig) -> ServingAnswer:
             "(no calibration is keyed by engine version yet)",
         )
     return replace(s, engine_version=assumed, engine_version_requested=c.engine_version, notes=notes)
-
-
-def _does_not_fit(memory: MemoryAnswer, usable: int) -> Notice:
-    """A training step that runs out of memory still gets a time (what it would take where it
-    fitted, for comparison): the reader is told it would not run."""
-    need = round(memory.estimate.fit_bytes / 2**30, 1)
-    have = round(usable / 2**30, 1)
-    return Notice(
-        "does_not_fit",
-        f"the configuration needs {need} GiB per GPU at the band's upper end, over the {have} GiB "
-        "usable: it runs out of memory; the time is what it would take if it fitted",
-        {"needed_gib": need, "usable_gib": have},
-    )
-
-
-def _what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
-    """Cheap alternatives the caller did not rule out, for a training job that does not fit:
-    FSDP's mixed-precision policy instead of autocast over FSDP shards (which keeps every bf16
-    weight cast, unsharded, until autocast exits) and the fused AdamW instead of foreach/forloop
-    when the optimizer step is the peak."""
-    out: list[Notice] = []
-    if c.sharding == "fsdp" and c.mixed_precision == "autocast" and c.precision.startswith("amp_"):
-        alt = estimate_training(replace(c, mixed_precision="fsdp_policy"))
-        if alt.fits(usable):
-            out.append(
-                Notice(
-                    "try_fsdp_mixed_precision_policy",
-                    (
-                        "with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) instead of torch.autocast, "
-                        f"{alt.fit_bytes / 2**30:.1f} GiB per GPU at the band's upper end: it fits "
-                        "(autocast keeps the whole model's bf16 weight casts until it exits; the policy casts one "
-                        "gathered layer at a time)"
-                    ),
-                    {"needed_gib": round(alt.fit_bytes / 2**30, 1)},
-                )
-            )
-    if (
-        mem.peak_phase == "optimizer-step"
-        and c.optimizer == "adamw"
-        and c.optimizer_impl != "fused"
-        and c.sharding not in ("zero1", "zero2", "zero3")
-    ):
-        # fused AdamW changes only the optimizer step: drop its temporaries
-        temp = mem.components.get("optimizer_step_temporaries", 0)
-        alt_peak = max(
-            [v for k, v in mem.phases.items() if k != "optimizer-step"]
-            + [mem.phases["optimizer-step"] - temp]
-        )
-        if mem.fits_with_peak(alt_peak, usable):
-            out.append(
-                Notice(
-                    "try_fused_optimizer",
-                    (
-                        f"the {c.optimizer_impl} AdamW step is the peak ({temp / 2**30:.1f} GiB of step temporaries); "
-                        "torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') needs "
-                        f"{(mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30:.1f} GiB at the band's upper end and fits"
-                    ),
-                    {
-                        "impl": c.optimizer_impl,
-                        "temporaries_gib": round(temp / 2**30, 1),
-                        "needed_gib": round((mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30, 1),
-                    },
-                )
-            )
-    return out

@@ -1,0 +1,76 @@
+"""What a training answer that does not fit says: that it would run out of memory, and the cheap
+alternatives the caller did not rule out that would fit (:func:`service.core.estimation.estimate.estimate`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from service.core.estimation.estimate_answers import MemoryAnswer, Notice
+from service.core.estimation.memory import MemoryEstimate, TrainConfig, estimate_training
+
+__all__ = ["does_not_fit", "what_if"]
+
+
+def does_not_fit(memory: MemoryAnswer, usable: int) -> Notice:
+    """A training step that runs out of memory still gets a time (what it would take where it
+    fitted, for comparison): the reader is told it would not run."""
+    need = round(memory.estimate.fit_bytes / 2**30, 1)
+    have = round(usable / 2**30, 1)
+    return Notice(
+        "does_not_fit",
+        f"the configuration needs {need} GiB per GPU at the band's upper end, over the {have} GiB "
+        "usable: it runs out of memory; the time is what it would take if it fitted",
+        {"needed_gib": need, "usable_gib": have},
+    )
+
+
+def what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
+    """Cheap alternatives the caller did not rule out, for a training job that does not fit:
+    FSDP's mixed-precision policy instead of autocast over FSDP shards (which keeps every bf16
+    weight cast, unsharded, until autocast exits) and the fused AdamW instead of foreach/forloop
+    when the optimizer step is the peak."""
+    out: list[Notice] = []
+    if c.sharding == "fsdp" and c.mixed_precision == "autocast" and c.precision.startswith("amp_"):
+        alt = estimate_training(replace(c, mixed_precision="fsdp_policy"))
+        if alt.fits(usable):
+            out.append(
+                Notice(
+                    "try_fsdp_mixed_precision_policy",
+                    (
+                        "with FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) instead of torch.autocast, "
+                        f"{alt.fit_bytes / 2**30:.1f} GiB per GPU at the band's upper end: it fits "
+                        "(autocast keeps the whole model's bf16 weight casts until it exits; the policy casts one "
+                        "gathered layer at a time)"
+                    ),
+                    {"needed_gib": round(alt.fit_bytes / 2**30, 1)},
+                )
+            )
+    if (
+        mem.peak_phase == "optimizer-step"
+        and c.optimizer == "adamw"
+        and c.optimizer_impl != "fused"
+        and c.sharding not in ("zero1", "zero2", "zero3")
+    ):
+        # fused AdamW changes only the optimizer step: drop its temporaries
+        temp = mem.components.get("optimizer_step_temporaries", 0)
+        alt_peak = max(
+            [v for k, v in mem.phases.items() if k != "optimizer-step"]
+            + [mem.phases["optimizer-step"] - temp]
+        )
+        if mem.fits_with_peak(alt_peak, usable):
+            out.append(
+                Notice(
+                    "try_fused_optimizer",
+                    (
+                        f"the {c.optimizer_impl} AdamW step is the peak ({temp / 2**30:.1f} GiB of step temporaries); "
+                        "torch.optim.AdamW(..., fused=True) (HF Trainer: optim='adamw_torch_fused') needs "
+                        f"{(mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30:.1f} GiB at the band's upper end and fits"
+                    ),
+                    {
+                        "impl": c.optimizer_impl,
+                        "temporaries_gib": round(temp / 2**30, 1),
+                        "needed_gib": round((mem.upper_scale * alt_peak + mem.upper_fixed) / 2**30, 1),
+                    },
+                )
+            )
+    return out
