@@ -38,6 +38,7 @@ from service.core.estimation.estimate_answers import (  # noqa: F401
     Estimate,
     MemoryAnswer,
     Notice,
+    NoticeCode,
     RateAnswer,
     ServingAnswer,
     SolveAnswer,
@@ -212,7 +213,7 @@ def _engine_refused(memory: MemoryAnswer, warnings: list[Notice]) -> MemoryAnswe
     """``fits: false`` where the serving engine's share of the device leaves no KV
     cache for one request: the sequences' own memory may fit, but the engine as configured
     cannot run them (:func:`_time_or_serving`'s warning says why and what makes room)."""
-    if not memory.fits or not any(w.code == "no_serving_as_given" for w in warnings):
+    if not memory.fits or not any(w.code == NoticeCode.NO_SERVING_AS_GIVEN for w in warnings):
         return memory
     return replace(memory, fits=False)
 
