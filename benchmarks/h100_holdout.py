@@ -25,6 +25,7 @@ published tables' per-architecture factors). This script keeps that question hon
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import json
 import math
@@ -209,9 +210,11 @@ def _median(xs: Sequence[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
+@functools.cache
 def _datasheet_ratio(precision: str) -> float:
     """Target time / source time by the datasheets: the geometric mean of the source / target
-    dense tensor-peak ratio at the precision that ran and the bandwidth ratio."""
+    dense tensor-peak ratio at the precision that ran and the bandwidth ratio (one catalog load
+    per precision, not per scored row)."""
     from service.catalog.loader import load_shipped
     from service.core.catalog.specs import gpu_spec_from_doc
 
