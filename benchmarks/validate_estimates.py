@@ -80,6 +80,7 @@ from service.core.estimation.calibration_fit import (  # noqa: E402
     band_from_log_residuals,
     time_band_class,
 )
+from service.core.estimation.estimate_oom import largest_request_bytes  # noqa: E402
 from service.core.estimation.memory import (  # noqa: E402
     BatchInferenceConfig,
     InferenceConfig,
@@ -360,28 +361,33 @@ def attach_predictions(points: list[Point]) -> list[Point]:
 
 
 def hold_out(points: Sequence[Point], key: Callable[[Point], Any], scheme: str) -> None:
-    """For each value of ``key``: fit on the points with another value **and the same
-    precision family** (calibrations never cross kernel families), predict the held-out ones
+    """For each value of ``key``: fit on the points with another value, **the same GPU** (a
+    calibration is a cell's: the service fits one per GPU) **and the same precision family**
+    (calibrations never cross kernel families), predict the held-out ones
     (``held_out_time[scheme]``) with the band widened for their distance from the fitted data
     (``Calibration.band_for``). With fewer than 2 such points the spec-default estimate and band
     stand in (provenance ``spec``). Needs >= 2 values of ``key``."""
     groups = sorted({key(p) for p in points}, key=str)
     if len(groups) < 2:
         return
-    cache: dict[tuple[Any, str], Calibration | None] = {}
+    cache: dict[tuple[Any, str, str], Calibration | None] = {}
     for p in points:
         g = key(p)
         cfg = p.timed[0].config
         fam = precision_family(cfg.precision)
-        if (g, fam) not in cache:
+        if (g, fam, p.gpu.slug) not in cache:
             train = [
                 tp
                 for q in points
-                if key(q) != g and precision_family(q.timed[0].config.precision) == fam
+                if key(q) != g
+                and q.gpu.slug == p.gpu.slug
+                and precision_family(q.timed[0].config.precision) == fam
                 for tp in q.timed
             ]
-            cache[(g, fam)] = fit_time(train, groups=FIT_GROUPS[p.workload]) if len(train) >= 2 else None
-        cal = cache[(g, fam)]
+            cache[(g, fam, p.gpu.slug)] = (
+                fit_time(train, groups=FIT_GROUPS[p.workload]) if len(train) >= 2 else None
+            )
+        cal = cache[(g, fam, p.gpu.slug)]
         p.held_out_group[scheme] = g
         rows = p.held_out_rows[scheme] = []
         e = SPEC_DEFAULTS if cal is None else cal.efficiencies
@@ -470,15 +476,29 @@ def _inside(band: tuple[float, float], ratio: float) -> bool:
     return 1.0 - band[0] <= ratio <= 1.0 + band[1]
 
 
-def memory_band_report(points: Sequence[Point], out: Callable[[str], None] = print) -> dict[str, Any]:
-    """Per band class: the hand-set band's coverage (in sample), the band fitted on every point
-    (what the code should carry) and the coverage of leave-one-out bands, each point's band
-    fitted on the class's other points (held out)."""
+BAND_GPU = H200_SXM.slug
+"""The bands are fitted on the GPU of record's points; another GPU's runs (the H100 SXM's,
+measured after the bands were set) check them held out (:func:`other_gpu_band_coverage`)."""
+
+
+def on_band_gpu(points: Sequence[Point]) -> list[Point]:
+    return [p for p in points if p.gpu.slug == BAND_GPU]
+
+
+def _memory_ratios(points: Iterable[Point]) -> dict[str, list[float]]:
     ratios: dict[str, list[float]] = {}
     for p in points:
         cls = memory_band_class(p)
         if cls and p.memory and p.status == "ok" and p.measured_peak:
             ratios.setdefault(cls, []).append(p.measured_peak / p.memory.peak_allocated_bytes)
+    return ratios
+
+
+def memory_band_report(points: Sequence[Point], out: Callable[[str], None] = print) -> dict[str, Any]:
+    """Per band class: the hand-set band's coverage (in sample), the band fitted on every point
+    of the GPU of record (what the code should carry) and the coverage of leave-one-out bands,
+    each point's band fitted on the class's other points (held out)."""
+    ratios = _memory_ratios(on_band_gpu(points))
     out(
         "    80% memory band per class: fitted on every committed point of the class (10th-90th "
         f"percentile of log residuals, widened sqrt(1+2/n), floor {MEMORY_BAND_FLOOR:.0%}, >= "
@@ -552,12 +572,12 @@ def time_band_report(points: Sequence[Point], out: Callable[[str], None] = print
     The scale is fitted on the calibration band alone; coverage is of the band the answer states,
     at least a launch-bound step's host floor (:class:`TimeRow`)."""
     by_cls: dict[str, list[tuple[Point, str, TimeRow]]] = {}
-    for p in points:
+    for p in on_band_gpu(points):
         for scheme, rows in p.held_out_rows.items():
             for r in rows:
                 by_cls.setdefault(r.band_class, []).append((p, scheme, r))
     out(
-        "    80% time band per class (same-GPU calibrations; each point predicted by a calibration fitted "
+        "    80% time band per class (fitted on the GPU of record's points; same-GPU calibrations; each point predicted by a calibration fitted "
         "without its whole model / seq_len / batch): scale on the band = split-conformal 80% quantile of the "
         "scale each prediction's calibration band needs; coverage of the answer's band (at least the host floor of "
         "a launch-bound step); 'held out' = the scale refitted without the prediction's hold-out group"
@@ -625,6 +645,35 @@ def time_band_report(points: Sequence[Point], out: Callable[[str], None] = print
         f"      {'pooled':14s} n={tot['n']:3d}  scale 1 covers {tot['before'] / n:4.0%}  | fitted covers "
         f"{tot['code'] / n:.0%} in sample, {tot['held_out'] / n:.0%} held out (target 75%-90%)"
     )
+    return res
+
+
+def other_gpu_band_coverage(points: Sequence[Point], out: Callable[[str], None] = print) -> dict[str, Any]:
+    """The bands the code carries (fitted on :data:`BAND_GPU`) on every other GPU's runs, held
+    out: memory, the share of measured peaks inside the stated band per class; time, the share of
+    held-out calibrated predictions (that GPU's own calibrations) inside the band the answer states."""
+    res: dict[str, Any] = {}
+    for gpu in sorted({p.gpu.slug for p in points} - {BAND_GPU}):
+        mine = [p for p in points if p.gpu.slug == gpu]
+        mem = {
+            cls: sum(_inside(FITTED_MEMORY_BANDS[cls], r) for r in rs) / len(rs)
+            for cls, rs in sorted(_memory_ratios(mine).items())
+        }
+        time: dict[str, list[int]] = {}
+        for p in mine:
+            for rows in p.held_out_rows.values():
+                for r in rows:
+                    code = FITTED_TIME_BAND_SCALES.get(r.band_class, 1.0) if r.calibrated else 1.0
+                    c = time.setdefault(r.band_class, [0, 0])
+                    c[0] += r.needed_scale() <= code
+                    c[1] += 1
+        res[gpu] = {"memory": mem, "time": {k: v[0] / v[1] for k, v in sorted(time.items())}}
+        out(
+            f"    bands on {gpu} (held out: fitted on {BAND_GPU}): memory "
+            + ", ".join(f"{k} {v:.0%}" for k, v in mem.items())
+            + "; time "
+            + ", ".join(f"{k} {v[0] / v[1]:.0%} (n={v[1]})" for k, v in sorted(time.items()))
+        )
     return res
 
 
@@ -814,6 +863,8 @@ def evaluate(
     near = 0
     decided = 0
     false_cases: list[str] = []
+    missed_cases: list[str] = []
+    warned = {"ok": 0, "oom": 0}
     for pts in by_wl.values():
         for p in pts:
             if (
@@ -827,8 +878,17 @@ def evaluate(
             fits = p.memory.fits(usable)
             if abs(p.memory.device_memory_needed_bytes / usable - 1) <= 0.25:
                 near += 1
+            tight = (
+                fits
+                and isinstance(p.config, TrainConfig)
+                and largest_request_bytes(p.config) > p.memory.headroom_bytes(usable)
+            )
+            warned[p.status] += tight
             if fits and p.status == "oom":
                 missed += 1
+                missed_cases.append(
+                    f"{p.label} on {p.gpu.slug}{' (warned: tight_for_largest_request)' if tight else ''}"
+                )
             if not fits and p.status == "ok":
                 false += 1
                 false_cases.append(p.label)
@@ -838,6 +898,7 @@ def evaluate(
         "near_boundary": near,
         "decided": decided,
         "false_cases": false_cases,
+        "missed_cases": missed_cases,
     }
     ran = sum(1 for p in points if p.status == "ok" and p.memory is not None)
     summary["oom"]["false_rate"] = false / ran if ran else 0.0
@@ -849,6 +910,13 @@ def evaluate(
     )
     for label in false_cases:
         out(f"    ran, answered fits: false: {label}")
+    for label in missed_cases:
+        out(f"    ran out of memory, answered fits: true: {label}")
+    summary["oom"]["tight_for_largest_request"] = warned
+    out(
+        f"    warned tight_for_largest_request (fits, less room than the fp32 logits): {warned['oom']} that ran "
+        f"out of memory, {warned['ok']} of {ran} that ran"
+    )
     answers = []
     for params in ISSUE19_OOM:
         cfg = config_from_benchmark("llm-train", params)
@@ -918,6 +986,7 @@ def evaluate(
         )
 
     summary["time"]["band_classes"] = time_band_report(points, out)
+    summary["bands_on_other_gpus"] = other_gpu_band_coverage(points, out)
 
     # ---- precision transfer: fp32/tf32 predicted from the 16-bit fit and the measured GEMM ratio
     gemm: dict[str, dict[str, float]] = {}
@@ -1121,14 +1190,15 @@ def accuracy_entries(points: Sequence[Point], rep: xfer.LooReport) -> list[Accur
             held.setdefault(p.workload, []).append(math.log(meas / t))
         if p.spec_time:
             spec.setdefault(p.workload, []).append(math.log(meas / p.spec_time))
+    gpus = " and ".join(sorted({p.gpu.name.removeprefix("NVIDIA ") for p in points if p.timed}))
     for prov, scope, data, basis in (
         (
             "interpolated",
             "same-gpu",
             held,
-            "H200 measurements, whole model sizes / lengths / batches held out",
+            f"{gpus} measurements, each GPU's own calibration, whole model sizes / lengths / batches held out",
         ),
-        ("spec", "spec-default", spec, "spec-default roofline vs H200 measurements"),
+        ("spec", "spec-default", spec, f"spec-default roofline vs {gpus} measurements"),
     ):
         if not data:
             continue

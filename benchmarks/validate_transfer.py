@@ -80,11 +80,14 @@ H200_SOURCE = "h200-agent-resnet50-infer"
 
 def h200_points(spec: GpuSpec) -> list[ts.SourcePoint]:
     """The agent's ResNet-50 inference batch sweep on the H200 (data/benchmarks/*.json): median
-    images/s per batch, one group (it informs the host term; it has no GPU pairs)."""
+    images/s per batch, one group (it informs the host term; it has no GPU pairs). Other GPUs'
+    runs (the H100 SXM's) are not this group's."""
     by: dict[tuple[str, int], list[float]] = {}
     for path in sorted(glob.glob(str(ROOT / "data" / "benchmarks" / "*.json"))):
         runs = json.loads(Path(path).read_text())
         for run in runs if isinstance(runs, list) else [runs]:
+            if "H200" not in str((run.get("gpu") or {}).get("name", "")):
+                continue
             for r in run.get("results", []):
                 prm = r.get("parameters") or {}
                 thr = ((r.get("metrics") or {}).get("throughput") or {}).get("value")

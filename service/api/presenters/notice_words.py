@@ -68,6 +68,13 @@ NOTICE_ZH: Final[Mapping[N, tuple[str, ...]]] = {
     N.DOES_NOT_FIT: (
         "该配置按误差带上限每块 GPU 需要 {needed_gib} GiB，超过可用的 {usable_gib} GiB：会显存不足（OOM）；"
         "给出的时间是显存足够时的时间",
+        "该配置实测显存不足（OOM），尽管模型按误差带上限估计每块 GPU 只需 {modelled_gib} GiB（可用 {usable_gib} GiB）；"
+        "给出的时间是显存足够时的时间",
+    ),
+    N.TIGHT_FOR_LARGEST_REQUEST: (
+        "可以放下，但损失函数的 fp32 logits 是一次 {request_gib} GiB 的分配，而按误差带上限只剩 {headroom_gib} GiB："
+        "分配器需要一整块，碎片化的显存池可能没有（其余显存空闲也会 OOM）；"
+        "设置 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True 可避免，减小 micro-batch 可缩小这块分配",
     ),
     N.CONCURRENCY_QUEUED: (
         "每个副本 {clients_per_replica} 个客户端中有 {waiting} 个在等待准入：一个副本最多同时容纳 {admitted} 条序列"

@@ -9,7 +9,8 @@ training tables, leave one GPU out, pairs of GPUs)".
 
 Sources of the entries:
 
-* ``interpolated`` (``same-gpu``): the H200 measurements, whole model sizes / sequence lengths /
+* ``interpolated`` (``same-gpu``): the H200 and H100 SXM measurements (each GPU calibrated on its
+  own), whole model sizes / sequence lengths /
   batch sizes held out of the fit (per workload);
 * ``spec`` (``spec-default``): the spec-default roofline against the same measurements;
 * transfers to another GPU: the shipped published training tables, each GPU left out of the

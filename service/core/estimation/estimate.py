@@ -65,7 +65,7 @@ from service.core.estimation.estimate_inputs import (  # noqa: F401
     resolve_model,
     workload_for,
 )
-from service.core.estimation.estimate_oom import does_not_fit, what_if
+from service.core.estimation.estimate_oom import does_not_fit, tight_for_largest_request, what_if
 from service.core.estimation.estimate_solve import (  # noqa: F401
     _context_limit,
     _min_gpus_serving,
@@ -124,7 +124,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.30.0"
+ESTIMATOR_VERSION = "1.31.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
@@ -194,6 +194,8 @@ def estimate(
     if isinstance(c, TrainConfig) and not memory.fits:
         warnings.append(does_not_fit(memory, usable))
         warnings.extend(what_if(c, memory.estimate, usable))
+    elif isinstance(c, TrainConfig):
+        warnings.extend(tight_for_largest_request(c, memory))
     solve: SolveAnswer | None = None
     if job.solve_for:
         solve, notices = _solve(job, usable, gpu)

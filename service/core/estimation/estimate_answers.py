@@ -46,6 +46,7 @@ class NoticeCode(StrEnum):
     CONTEXT_CAPPED_AT_MODEL_LIMIT = "context_capped_at_model_limit"
     BEYOND_CONTEXT = "beyond_context"
     DOES_NOT_FIT = "does_not_fit"
+    TIGHT_FOR_LARGEST_REQUEST = "tight_for_largest_request"
     CHECKPOINT_DEQUANTISED = "checkpoint_dequantised"
     NETWORK_ASSUMED = "network_assumed"
     OVERLOADED = "overloaded"

@@ -1,14 +1,17 @@
 """What a training answer that does not fit says: that it would run out of memory, and the cheap
-alternatives the caller did not rule out that would fit (:func:`service.core.estimation.estimate.estimate`)."""
+alternatives the caller did not rule out that would fit; and what one that fits with less room
+than its largest allocation says (:func:`service.core.estimation.estimate.estimate`)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from service.core.catalog.decoder import DecoderSpec
 from service.core.estimation.estimate_answers import MemoryAnswer, Notice
 from service.core.estimation.memory import MemoryEstimate, TrainConfig, estimate_training
+from service.core.estimation.memory_training import loss_vocab
 
-__all__ = ["does_not_fit", "what_if"]
+__all__ = ["does_not_fit", "largest_request_bytes", "tight_for_largest_request", "what_if"]
 
 
 def does_not_fit(memory: MemoryAnswer, usable: int) -> Notice:
@@ -16,6 +19,13 @@ def does_not_fit(memory: MemoryAnswer, usable: int) -> Notice:
     fitted, for comparison): the reader is told it would not run."""
     need = round(memory.estimate.fit_bytes / 2**30, 1)
     have = round(usable / 2**30, 1)
+    if memory.estimate.fit_bytes <= usable:  # the measurement ran out of memory, not the model
+        return Notice(
+            "does_not_fit",
+            f"it ran out of memory where this configuration was measured, though the model's upper end is "
+            f"{need} GiB per GPU of the {have} GiB usable; the time is what it would take if it fitted",
+            {"modelled_gib": need, "usable_gib": have},
+        )
     return Notice(
         "does_not_fit",
         f"the configuration needs {need} GiB per GPU at the band's upper end, over the {have} GiB "
@@ -74,3 +84,37 @@ def what_if(c: TrainConfig, mem: MemoryEstimate, usable: int) -> list[Notice]:
                 )
             )
     return out
+
+
+def largest_request_bytes(c: TrainConfig) -> float:
+    """The step's largest single allocation: the logits the loss upcasts to fp32 (4 B x batch x
+    sequence x the vocabulary a rank's loss holds; transformers' ``ForCausalLMLoss``), one block
+    the caching allocator must find whole. Zero for encoders and CNNs (a layer's activations)."""
+    m = c.model
+    if not isinstance(m, DecoderSpec):
+        return 0.0
+    return 4.0 * c.batch_size * c.seq_len * loss_vocab(m, c, m.vocab_size / c.tensor_parallel)
+
+
+def tight_for_largest_request(c: TrainConfig, memory: MemoryAnswer) -> list[Notice]:
+    """A step that fits with less room past the band's upper end than its largest allocation: the
+    caching allocator needs that block whole, and whether a free one exists depends on how the
+    step fragmented the pool. Measured on the H100 SXM (``data/benchmarks/h100-sxm-2026-12-07*``):
+    the two runs the memory model said fit and that ran out of memory failed on exactly this
+    request (15.66 and 7.83 GiB) with 15.2 and 11.8 GiB reserved but unallocated; the rule flags
+    both, and 4 of the 276 committed runs that ran (all on the H100; a warning, not a refusal --
+    whether the block is found depends on the allocation history, which no input states)."""
+    request = largest_request_bytes(c)
+    if not memory.fits or request <= memory.headroom_bytes:
+        return []
+    need, room = round(request / 2**30, 1), round(max(memory.headroom_bytes, 0) / 2**30, 1)
+    return [
+        Notice(
+            "tight_for_largest_request",
+            f"fits, but the loss's fp32 logits are one {need} GiB allocation and only {room} GiB is left "
+            "at the band's upper end: the allocator needs that block whole, and a fragmented pool may not "
+            "have it (out of memory with the rest free); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+            "avoids that, a smaller micro-batch shrinks the block",
+            {"request_gib": need, "headroom_gib": room},
+        )
+    ]

@@ -332,7 +332,7 @@ class _Head(NamedTuple):
     logits: float
 
 
-def _loss_vocab(m: DecoderSpec, c: TrainConfig, V_shard: float) -> float:
+def loss_vocab(m: DecoderSpec, c: TrainConfig, V_shard: float) -> float:
     """Vocabulary entries per token whose logits and loss a rank holds: its shard under a
     vocab-parallel loss, else the whole vocabulary (transformers gathers the tensor-parallel LM
     head's output onto every rank, :attr:`~.stacks.StackEffect.vocab_parallel_loss`)."""
@@ -358,7 +358,7 @@ def _head(
     else:
         head_saved = 4.0 * T * h + (2.0 * T * h + 2.0 * T * h if full else 0.0)
         head_copy = 0.0
-    NV = T * _loss_vocab(m, c, V)
+    NV = T * loss_vocab(m, c, V)
     logits_bytes = cb * NV
     loss_fwd = (logits_bytes + 8.0 * NV) if cb != 4 else 8.0 * NV
     loss_bwd = 12.0 * NV
