@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from service.core.catalog.models import DecoderSpec
 from service.core.catalog.precision import FP16_FOR
@@ -180,8 +180,12 @@ def estimate(
     _layout_warnings(gpu, c, warnings)
     _context_warning(c, warnings)
     memory = _memory_answer(gpu, c, usable, measured, breakdown, warnings)
-    time_answer, serving_answer = _time_or_serving(gpu, job, calibrations, measured, warnings, measured_on)
-    memory = _engine_refused(memory, warnings)
+    timing = _time_or_serving(gpu, job, calibrations, measured, warnings, measured_on)
+    time_answer, serving_answer = timing.time, timing.serving
+    if timing.engine_refused and memory.fits:
+        memory = replace(
+            memory, fits=False
+        )  # the sequences may fit; the engine as configured cannot run them
     if serving_answer is not None and isinstance(c, InferenceConfig):
         serving_answer = _with_generation_time(_with_engine_version(serving_answer, c), job.tokens)
         warnings.extend(_overloaded(serving_answer))
@@ -211,13 +215,16 @@ def estimate(
     )
 
 
-def _engine_refused(memory: MemoryAnswer, warnings: list[Notice]) -> MemoryAnswer:
-    """``fits: false`` where the serving engine's share of the device leaves no KV
-    cache for one request: the sequences' own memory may fit, but the engine as configured
-    cannot run them (:func:`_time_or_serving`'s warning says why and what makes room)."""
-    if not memory.fits or not any(w.code == NoticeCode.NO_SERVING_AS_GIVEN for w in warnings):
-        return memory
-    return replace(memory, fits=False)
+@dataclass(frozen=True, slots=True)
+class _Timing:
+    """What :func:`_time_or_serving` found: a step time or a serving answer (or neither), and
+    whether a continuous-batching engine refused the model as given -- its share of the device
+    leaves no KV cache for one request, so the answer is ``fits: false`` whatever the sequences'
+    own memory (its warning says why and what makes room)."""
+
+    time: TimeAnswer | None = None
+    serving: ServingAnswer | None = None
+    engine_refused: bool = False
 
 
 def _overloaded(s: ServingAnswer) -> list[Notice]:
@@ -475,14 +482,14 @@ def _time_or_serving(
     measured: CellView | None,
     warnings: list[Notice],
     measured_on: Callable[[str], CellView | None] | None = None,
-) -> tuple[TimeAnswer | None, ServingAnswer | None]:
+) -> _Timing:
     """Step time (training, batch inference) or serving latency (an engine): none without a
     sourced bandwidth or when a figure the model needs is missing, each with a warning saying so.
     A continuous-batching engine that cannot hold the model as given still gets its min_gpus
     solve."""
     if not gpu.bandwidth_gb_per_s:
         warnings.append(_no_bandwidth(gpu.slug))
-        return None, None
+        return _Timing()
     c, precision = job.config, job.precision
     workload = workload_for(job)
     cal = calibrations.pick(gpu, workload, precision)
@@ -493,9 +500,9 @@ def _time_or_serving(
             None if cell is not None else source_anchor(cal, calibrations, workload, precision, measured_on)
         )
         if isinstance(c, TrainConfig):
-            return _time(c, gpu, cal, job.tokens, cell, workload, anchor), None
+            return _Timing(time=_time(c, gpu, cal, job.tokens, cell, workload, anchor))
         if isinstance(c, BatchInferenceConfig):
-            return _batch_time(c, gpu, cal, cell, anchor), None
+            return _Timing(time=_batch_time(c, gpu, cal, cell, anchor))
         if ENGINE_CLASSES[c.engine].batching != "continuous":
             host = calibrations.host_profile("llm-infer", precision)
             lean = (
@@ -503,14 +510,15 @@ def _time_or_serving(
                 if cell is not None
                 else serving_anchor(cal, calibrations, workload, precision, measured_on)
             )
-            return None, eager_answer(c, gpu, cal, cell, host, workload, lean)
+            return _Timing(serving=eager_answer(c, gpu, cal, cell, host, workload, lean))
         try:
-            return None, continuous_answer(c, gpu, job.serving, cell)
+            return _Timing(serving=continuous_answer(c, gpu, job.serving, cell))
         except InvalidConfiguration as exc:
             if exc.code != "MEMORY_INSUFFICIENT":
                 raise
             # the memory answer says "does not fit", as eager serving's does: not a 422
             warnings.append(_no_serving_as_given(exc.message))
+            return _Timing(engine_refused=True)
     except MissingFigure as exc:
         warnings.append(
             Notice(
@@ -519,7 +527,7 @@ def _time_or_serving(
                 {"detail": exc.message, "gpu": exc.gpu, "figure": exc.figure},
             )
         )
-    return None, None
+    return _Timing()
 
 
 def _usable_unknown(slug: str) -> Notice:
