@@ -29,7 +29,6 @@ import functools
 import glob
 import json
 import math
-import os
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -97,10 +96,10 @@ def _answer(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _without_target(tmp: Path) -> Path:
+def _without_target() -> Path:
     """A copy of the shipped measurement files without the target GPU's runs: the answers stay
     held out once its measurements ship."""
-    out = tmp / "measurements"
+    out = Path(tempfile.mkdtemp(prefix="gpua-h100-")) / "measurements"
     out.mkdir()
     for path in sorted((ROOT / "data" / "benchmarks").glob("*.json")):
         runs = [r for r in json.loads(path.read_text()) if (r.get("gpu") or {}).get("slug") != TARGET]
@@ -110,20 +109,12 @@ def _without_target(tmp: Path) -> Path:
 
 
 def _client() -> Any:
-    db = Path(tempfile.mkdtemp(prefix="gpua-h100-")) / "h.db"
-    os.environ["GPU_ADVISOR_DATABASE_URL"] = f"sqlite:///{db}"
-    os.environ["GPU_ADVISOR_RATE_LIMITS_ENABLED"] = "false"
-    from service.bootstrap import bootstrap
-    from service.db.engine import make_engine
-    from service.settings import Settings
+    """The real app on a fresh database with the shipped catalog and every measurement but the
+    target's (:func:`_without_target`)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from fresh_app import fresh_client
 
-    url = os.environ["GPU_ADVISOR_DATABASE_URL"]
-    bootstrap(make_engine(url), Settings(database_url=url, seed_measurements_dir=_without_target(db.parent)))
-    from fastapi.testclient import TestClient
-
-    from service.api.app import create_app
-
-    return TestClient(create_app())
+    return fresh_client("gpua-h100-", _without_target())
 
 
 def predict(out_path: Path, say: Any = print) -> int:

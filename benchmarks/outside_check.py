@@ -42,9 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,27 +245,15 @@ def baseline(a: Side, b: Side, specs: dict[str, Any]) -> float:
 
 
 def run(out: Any = print) -> dict[str, Any]:
-    from fastapi.testclient import TestClient
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from fresh_app import fresh_client
 
     from service.catalog.loader import load_shipped
     from service.core.catalog.specs import gpu_spec_from_doc
 
-    db = Path(tempfile.mkdtemp(prefix="gpua-outside-")) / "o.db"
-    os.environ["GPU_ADVISOR_DATABASE_URL"] = f"sqlite:///{db}"
-    os.environ["GPU_ADVISOR_RATE_LIMITS_ENABLED"] = "false"  # a few hundred estimates in a minute
-    from service.bootstrap import bootstrap
-    from service.db.engine import make_engine
-    from service.settings import Settings
-
-    bootstrap(
-        make_engine(os.environ["GPU_ADVISOR_DATABASE_URL"]),
-        Settings(database_url=os.environ["GPU_ADVISOR_DATABASE_URL"]),
-    )
-    from service.api.app import create_app
-
     specs = {g["slug"]: gpu_spec_from_doc(g) for g in load_shipped().gpus}
     rows: list[dict[str, Any]] = []
-    with TestClient(create_app()) as client:
+    with fresh_client("gpua-outside-") as client:
         for c in CASES:
             ra, rb = per_gpu(client, c.a.body), per_gpu(client, c.b.body)
             meas = c.a.published / c.b.published

@@ -74,9 +74,9 @@ def configurations() -> dict[tuple[Any, ...], dict[str, Any]]:
 
 def _client() -> Any:
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from h100_holdout import _client as client  # the same fresh-database app
+    from fresh_app import fresh_client
 
-    return client()
+    return fresh_client("gpua-fits-")
 
 
 def run(say: Any = print) -> dict[str, Any]:
