@@ -641,6 +641,22 @@ def _rows(
     return rows, params_of
 
 
+def _anchors(
+    snap: Snapshot, views: Mapping[str, CellView], workload: str, params_hash: str, k: int
+) -> Callable[[str], CellView | None]:
+    """Where an estimated cell finds the measurement its transfer is anchored on: this line's
+    view of a compared GPU, else any GPU's latest measurement of the cell -- the lookup
+    ``/v1/estimate`` makes, so both answer the same (the source GPU need not be compared)."""
+
+    def on(slug: str) -> CellView | None:
+        if slug in views:
+            return views[slug]
+        found = snap.measurements.cell(slug, workload, params_hash)
+        return found.view(k) if found is not None else None
+
+    return on
+
+
 def _results(
     snap: Snapshot, slugs: Sequence[str], k: int, only: str | None
 ) -> tuple[tuple[ResultLine, ...], tuple[str, ...]]:
@@ -666,7 +682,9 @@ def _results(
         cells = tuple(
             _measured_cell(views[s], metric)
             if s in views and s in measured
-            else _estimated_cell(snap, s, wl, ph, params_of[(wl, ph)], metric, views.get)
+            else _estimated_cell(
+                snap, s, wl, ph, params_of[(wl, ph)], metric, _anchors(snap, views, wl, ph, k)
+            )
             for s in slugs
         )
         out.append(

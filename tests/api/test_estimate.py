@@ -95,7 +95,8 @@ def test_provenance_interpolated_then_transferred_with_wider_bands(client: TestC
     assert h100["provenance"] == "interpolated" and h100["source_gpus"] == ["nvidia-h100-sxm"]
     # across architectures the ratio comes from the published tables: 'published', the tables named
     assert same_arch["provenance"] == "transferred" and other_arch["provenance"] == "published"
-    assert other_arch["source_gpus"] == ["nvidia-h200-sxm"] and other_arch["sources"]
+    assert same_arch["source_gpus"] == ["nvidia-h100-sxm"]  # the H800 has the H100's figures
+    assert other_arch["source_gpus"] == ["nvidia-h100-sxm"] and other_arch["sources"]
 
     def rel(t: dict[str, Any]) -> float:
         b = t["step_time_band"]
@@ -327,11 +328,33 @@ def test_every_newly_sourced_gpu_answers_with_labelled_time(client: TestClient) 
         j = est(client, model="llama3-8b", mode="fine-tuning", gpu=gpu, batch_size=1, seq_len=2048)
         t = j["time"]
         assert t is not None, (gpu, j["warnings"])
-        assert t["provenance"] == "published" and t["source_gpus"] == ["nvidia-h200-sxm"]
+        # the nearest measured GPU: less bandwidth than either Hopper, so the H100 SXM
+        assert t["provenance"] == "published" and t["source_gpus"] == ["nvidia-h100-sxm"]
         assert t["sources"] and all(s.startswith(("lambda-", "dle-")) for s in t["sources"])
         acc = t["accuracy"]
         assert acc["provenance"] == "published" and acc["scope"] == "cross-architecture"
         assert acc["n"] > 0 and "held-out predictions" in acc["statement"]
+
+
+def test_a_gpu_nobody_measured_is_answered_from_the_nearest_measured_one(client: TestClient) -> None:
+    """Two GPUs are measured (H200 SXM, H100 SXM). A transfer carries the modelled ratio's error,
+    which grows with the ratio, so each other GPU is answered from the one nearest in dense
+    16-bit peak and bandwidth: the H800 (the H100's figures) and the L40S (864 GB/s) from the
+    H100, the B200 (7.7 TB/s) and the MI300X (5.3 TB/s) from the H200. Before the H100 was
+    measured the A100 / H100 ratio of MPT training (llm-foundry, benchmarks/outside_check.py)
+    erred 11.9 %; with the H100 measured and the A100 still answered from the H200, 18.5 %
+    (two GPUs' levels mixed); from the nearest GPU, 10.0 %."""
+    body = {"model": "llama3-8b", "mode": "fine-tuning", "batch_size": 1, "seq_len": 2048}
+    expected = {
+        "nvidia-h800-sxm": "nvidia-h100-sxm",
+        "nvidia-l40s": "nvidia-h100-sxm",
+        "nvidia-a100-sxm4-80gb": "nvidia-h100-sxm",
+        "nvidia-b200": "nvidia-h200-sxm",
+        "amd-mi300x": "nvidia-h200-sxm",
+    }
+    for gpu, source in expected.items():
+        t = est(client, gpu=gpu, **body)["time"]
+        assert t["source_gpus"] == [source], (gpu, t["source_gpus"])
 
 
 def test_published_provenance_reaches_answers(client: TestClient) -> None:
@@ -356,7 +379,7 @@ def test_unmeasured_gpu_quotes_leave_one_source_out_accuracy(client: TestClient)
     t = est(client, model="llama3-8b", mode="fine-tuning", gpu="nvidia-l40s", batch_size=1, seq_len=2048)[
         "time"
     ]
-    assert t["source_gpus"] == ["nvidia-h200-sxm"] and t["sources"]
+    assert t["source_gpus"] == ["nvidia-h100-sxm"] and t["sources"]
     (note,) = [n for n in t["notes"] if "leave one source out" in n]
     assert f"{fam['mape']:.0%}" in note and f"{fam['baseline_mape']:.0%}" in note and str(fam["n"]) in note
     assert f"over {len(doc['sources'])} published sources" in note

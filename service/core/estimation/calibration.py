@@ -356,6 +356,24 @@ def fit_group(cells: Sequence[CellMeasurement]) -> Calibration | None:
         return None
 
 
+def datasheet_distance(source: GpuSpec | None, target: GpuSpec) -> float:
+    """How far a transfer from ``source`` to ``target`` reaches: the sum of the absolute log
+    ratios of their dense 16-bit peaks and of their bandwidths (a source without figures is
+    furthest). Each transfer carries the modelled ratio's error, which grows with the ratio, so
+    a GPU is answered from the nearest measured one: the H800 from the H100 (the same figures),
+    the B200 from the H200."""
+    if source is None:
+        return math.inf
+    ps, pt = (
+        source.peak_for("bf16") or source.peak_for("fp16"),
+        target.peak_for("bf16") or target.peak_for("fp16"),
+    )
+    bs, bt = source.bandwidth_gb_per_s, target.bandwidth_gb_per_s
+    if not ps or not pt or not bs or not bt:
+        return math.inf
+    return abs(math.log(pt / ps)) + abs(math.log(bt / bs))
+
+
 @dataclass(frozen=True, slots=True)
 class CalibrationSet:
     """Fitted calibrations keyed by (gpu slug, workload, precision family), and the
@@ -373,7 +391,8 @@ class CalibrationSet:
     def pick(self, gpu: GpuSpec, workload: str, precision: str) -> Calibration | None:
         """This GPU's own fit for the precision family; else another family's fit on this GPU
         carried over by the measured GEMM ratio (:func:`transfer_precision`); else the
-        best-populated fit of the same architecture, else of any architecture, transferred
+        nearest fit (:func:`datasheet_distance`; then the best-populated) of the same architecture,
+        else of any architecture, transferred
         (:func:`transfer`); else a published anchor (:func:`published_calibration`). Memoised
         per (GPU, workload, precision): the set is immutable, so the answer is too."""
         fam = precision_family(precision)
@@ -392,7 +411,10 @@ class CalibrationSet:
             candidates = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == fam]
             if candidates:
                 same = [c for k, c in candidates if self.families.get(k[0]) == gpu.family]
-                best = max(same or [c for _, c in candidates], key=lambda c: (c.n_points, c.source_gpus))
+                pool = same or [c for _, c in candidates]
+                best = min(
+                    pool, key=lambda c: (datasheet_distance(c.source, gpu), -c.n_points, c.source_gpus)
+                )
                 chosen = transfer(best, gpu, precision, workload)
             else:
                 chosen = published_calibration(gpu, workload, precision)
