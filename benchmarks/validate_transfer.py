@@ -13,6 +13,10 @@ error is ``|predicted ratio / measured ratio - 1|`` over ordered pairs.
 * **LOGO across sources**: each GPU in turn is removed from every source, the model fitted on the
   rest, and every pair with that GPU predicted, in every source.
 * **in-sample**: fitted on everything (what was fitted, not a held-out figure).
+* **the agent's own pairs**: every configuration the agent ran on both the H200 SXM and the H100
+  SXM (``data/benchmarks``), predicted by the final fit -- never fitted on, so held out; eager
+  PyTorch at the plans' batches on two hosts, a check beside the published sources, not in the
+  pooled figure.
 * **baseline**: the geometric mean of the dense-peak ratio (of the precision that ran; 16-bit where
   MLPerf Training does not state it) and the bandwidth ratio.
 
@@ -47,6 +51,7 @@ if str(ROOT) not in sys.path:
 from service.catalog.loader import load_shipped  # noqa: E402
 from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc  # noqa: E402
 from service.core.estimation import transfer_sources as ts  # noqa: E402
+from service.core.estimation.transfer_serving import _precision_class as ts_precision_class  # noqa: E402
 from service.core.evidence.published import TABLES  # noqa: E402
 from service.core.evidence.published.gpus import _NAMES, FIGURES  # noqa: E402
 
@@ -98,6 +103,68 @@ def h200_points(spec: GpuSpec) -> list[ts.SourcePoint]:
         med = {b: sorted(v)[len(v) // 2] for (p, b), v in by.items() if p == prec}
         if len(med) >= 3:
             out += ts.measured_points(H200_SOURCE, spec, "cnn-infer", prec, med)
+    return out
+
+
+AGENT_SOURCE = "agent-h100-h200"
+AGENT_CLASSES = {
+    "llm-train": "llm-train",
+    "resnet50-train": "cnn-train",
+    "bert-large-train": "bert-train",
+    "resnet50-infer": "cnn-infer",
+}
+_PEAK_KEY = {
+    "amp_bf16": "bf16",
+    "bf16": "bf16",
+    "amp_fp16": "fp16",
+    "fp16": "fp16",
+    "tf32": "tf32",
+    "fp32": "fp32",
+}
+
+
+def agent_points(figs: dict[str, GpuSpec]) -> list[ts.SourcePoint]:
+    """The agent's own runs of one configuration on two GPUs (the H200 SXM and, since 2026-12-07,
+    the H100 SXM; data/benchmarks/*.json): one point per GPU per configuration, its median step
+    rate. A check only, never fitted -- eager PyTorch at the plans' batch sizes on two hosts, so
+    the host's speed is in the pair as well as the GPU's."""
+    by: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for path in sorted(glob.glob(str(ROOT / "data" / "benchmarks" / "*.json"))):
+        for run in json.loads(Path(path).read_text()):
+            slug = (run.get("gpu") or {}).get("slug") or (
+                "nvidia-h200-sxm" if "H200" in run["gpu"]["name"] else ""
+            )
+            for r in run.get("results", []):
+                if r["workload"] in AGENT_CLASSES and r.get("status") == "ok" and r.get("step_time_s"):
+                    key = (r["workload"], json.dumps(r["parameters"], sort_keys=True))
+                    by.setdefault(key, {}).setdefault(slug, []).append(float(r["step_time_s"]))
+    out: list[ts.SourcePoint] = []
+    for (wl, params), per_gpu in sorted(by.items()):
+        precision = json.loads(params).get("precision", "amp_bf16")
+        pk = _PEAK_KEY.get(precision)
+        if len(per_gpu) < 2 or pk is None:
+            continue
+        for slug, times in sorted(per_gpu.items()):
+            g = figs[slug]
+            peak, bw = g.peak_for(pk), ts.data_bandwidth_gb_per_s(g)
+            if not peak or not bw or not g.bandwidth_gb_per_s:
+                continue
+            out.append(
+                ts.SourcePoint(
+                    AGENT_SOURCE,
+                    (AGENT_SOURCE, wl, params),
+                    slug,
+                    ts.arch_of(g),
+                    AGENT_CLASSES[wl],
+                    ts_precision_class(precision),
+                    pk,
+                    math.log(peak * ts.sustained_clock(g)),
+                    math.log(bw),
+                    0.5 * (math.log(peak) + math.log(g.bandwidth_gb_per_s)),
+                    -math.log(sorted(times)[len(times) // 2]),
+                    stack="infer" if wl.endswith("-infer") else "train",
+                )
+            )
     return out
 
 
@@ -295,6 +362,13 @@ def run(
     if with_replication:
         summary["replication"] = replication(points, out)
     mine = [p for p in points if not only_sources or any(o in p.source for o in only_sources)]
+    agent = keep(pairs_of(full, agent_points(figures()), lambda a, b: True))
+    if agent and not only_sources:
+        summary["agent_pairs"] = report(
+            "the agent's own H100 / H200 pairs (never fitted: a check beside the published sources)",
+            agent,
+            out,
+        )
     summary["in_sample"] = report(
         "in-sample (fitted on every source; not held out)",
         keep(pairs_of(full, mine, lambda a, b: True)),
