@@ -28,8 +28,6 @@ def fresh_client(prefix: str = "gpua-bench-", measurements: Path | Any | None = 
     from service.db.engine import make_engine
     from service.settings import Settings
 
-    settings = Settings(database_url=url)
-    if measurements is not SHIPPED:
-        settings = Settings(database_url=url, seed_measurements_dir=measurements)
-    bootstrap(make_engine(url), settings)
+    seed = {} if measurements is SHIPPED else {"seed_measurements_dir": measurements}
+    bootstrap(make_engine(url), Settings(database_url=url, **seed))
     return TestClient(create_app())

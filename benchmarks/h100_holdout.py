@@ -111,8 +111,7 @@ def _without_target() -> Path:
 def _client() -> Any:
     """The real app on a fresh database with the shipped catalog and every measurement but the
     target's (:func:`_without_target`)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from fresh_app import fresh_client
+    from benchmarks.fresh_app import fresh_client
 
     return fresh_client("gpua-h100-", _without_target())
 

@@ -245,9 +245,7 @@ def baseline(a: Side, b: Side, specs: dict[str, Any]) -> float:
 
 
 def run(out: Any = print) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from fresh_app import fresh_client
-
+    from benchmarks.fresh_app import fresh_client
     from service.catalog.loader import load_shipped
     from service.core.catalog.specs import gpu_spec_from_doc
 

@@ -73,8 +73,7 @@ def configurations() -> dict[tuple[Any, ...], dict[str, Any]]:
 
 
 def _client() -> Any:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from fresh_app import fresh_client
+    from benchmarks.fresh_app import fresh_client
 
     return fresh_client("gpua-fits-")
 

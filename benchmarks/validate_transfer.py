@@ -113,14 +113,6 @@ AGENT_CLASSES = {
     "bert-large-train": "bert-train",
     "resnet50-infer": "cnn-infer",
 }
-_PEAK_KEY = {
-    "amp_bf16": "bf16",
-    "bf16": "bf16",
-    "amp_fp16": "fp16",
-    "fp16": "fp16",
-    "tf32": "tf32",
-    "fp32": "fp32",
-}
 
 
 def agent_points(figs: dict[str, GpuSpec]) -> list[ts.SourcePoint]:
@@ -141,8 +133,8 @@ def agent_points(figs: dict[str, GpuSpec]) -> list[ts.SourcePoint]:
     out: list[ts.SourcePoint] = []
     for (wl, params), per_gpu in sorted(by.items()):
         precision = json.loads(params).get("precision", "amp_bf16")
-        pk = _PEAK_KEY.get(precision)
-        if len(per_gpu) < 2 or pk is None:
+        pk = ts.measured_peak_key(precision)
+        if len(per_gpu) < 2:
             continue
         for slug, times in sorted(per_gpu.items()):
             g = figs[slug]

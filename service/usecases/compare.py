@@ -34,6 +34,7 @@ from service.core.pricing.cost import NO_PRICE, CostAssumptions, RentQuote
 from service.db.uow import UnitOfWork
 from service.usecases.catalog import GpuView, resolve_gpu
 from service.usecases.errors import DUPLICATE_GPU, FieldError, Invalid
+from service.usecases.estimate import measured_view
 from service.usecases.read_model import MeasuredCellStacks, ReadModel, Snapshot
 
 MIN_GPUS, MAX_GPUS = 2, 8
@@ -649,10 +650,7 @@ def _anchors(
     ``/v1/estimate`` makes, so both answer the same (the source GPU need not be compared)."""
 
     def on(slug: str) -> CellView | None:
-        if slug in views:
-            return views[slug]
-        found = snap.measurements.cell(slug, workload, params_hash)
-        return found.view(k) if found is not None else None
+        return views[slug] if slug in views else measured_view(snap, slug, (workload, None, params_hash), k)
 
     return on
 

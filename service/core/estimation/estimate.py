@@ -38,7 +38,6 @@ from service.core.estimation.estimate_answers import (  # noqa: F401
     Estimate,
     MemoryAnswer,
     Notice,
-    NoticeCode,
     RateAnswer,
     ServingAnswer,
     SolveAnswer,
@@ -183,9 +182,8 @@ def estimate(
     timing = _time_or_serving(gpu, job, calibrations, measured, warnings, measured_on)
     time_answer, serving_answer = timing.time, timing.serving
     if timing.engine_refused and memory.fits:
-        memory = replace(
-            memory, fits=False
-        )  # the sequences may fit; the engine as configured cannot run them
+        # the sequences may fit; the engine as configured cannot run them
+        memory = replace(memory, fits=False)
     if serving_answer is not None and isinstance(c, InferenceConfig):
         serving_answer = _with_generation_time(_with_engine_version(serving_answer, c), job.tokens)
         warnings.extend(_overloaded(serving_answer))

@@ -434,13 +434,18 @@ def points_from(
     return [p for p in out if len(gpus[p.group]) >= 2]
 
 
+def measured_peak_key(precision: str) -> str:
+    """The peak key of a precision as the agent names it (``amp_bf16`` runs bf16 tensor cores)."""
+    return {"amp_bf16": "bf16", "amp_fp16": "fp16"}.get(precision, precision)
+
+
 def measured_points(
     source: str, gpu: GpuSpec, cls: str, precision: str, by_batch: Mapping[int, float]
 ) -> list[SourcePoint]:
     """One GPU's own batch sweep (samples/s by batch, e.g. the agent's ResNet-50 inference runs on
     the H200) as points of one group: no GPU pairs, but the shape of throughput against batch
     tells the fit how large the per-step host cost is against the GPU's work (the host term)."""
-    peak_key = {"amp_bf16": "bf16", "amp_fp16": "fp16"}.get(precision, precision)
+    peak_key = measured_peak_key(precision)
     peak = gpu.peak_for(peak_key)
     bw = data_bandwidth_gb_per_s(gpu)
     if not peak or not bw or not gpu.bandwidth_gb_per_s:
