@@ -10,7 +10,10 @@ with an FP8 KV cache, SGLang's with a 16-bit one, as ``serving_published_28_thro
 is compared with the measured output tokens/s per GPU. Printed: the model's MAPE; with each
 row scaled by the median measured/model ratio of the *other* rows of its (GPU, engine, weight
 format) -- all of them, or only those at other input/output lengths (rows at the same lengths
-and another concurrency are close relatives) -- and each group's factor.
+and another concurrency are close relatives) -- and each group's factor. Last, the model at the
+memory setting and KV cache the SGLang launch scripts state (:data:`LAUNCHED`, a request's
+``memory_fraction`` and ``kv_cache_dtype``): DeepSeek-R1 FP8 on four B200s runs only at the
+script's 0.95 (SGLang's own pick, 0.821, leaves its 168 GB of weights a GPU no KV pool).
 
     python benchmarks/engine_platform_factor.py
 """
@@ -41,8 +44,36 @@ QUANT = {"fp8": "fp8", "fp4": "nvfp4", "mxfp4": "mxfp4"}
 
 Row = tuple[tuple[str, str, str], tuple[int, int], float, float]  # group, lengths, measured, model
 
+LAUNCHED: dict[tuple[str, str, str, int | None], tuple[float, str]] = {
+    # (GPU, engine, precision, TP or None for any) -> (mem_fraction_static, KV cache dtype) as
+    # InferenceX's SGLang launch scripts for DeepSeek-R1 set them (SemiAnalysisAI/InferenceX
+    # benchmarks/dsr1_<precision>_<gpu>.sh at 1fc5d73; older runs may have used earlier
+    # versions). The B300's script is not in the snapshot: its rows keep SGLang's defaults.
+    ("nvidia-b200", "sglang", "fp8", 8): (0.82, "fp8"),
+    ("nvidia-b200", "sglang", "fp8", 4): (0.95, "fp8"),
+    ("nvidia-b200", "sglang", "fp4", None): (0.85, "fp8"),
+    ("nvidia-h200-sxm", "sglang", "fp8", None): (0.82, "auto"),
+    ("amd-mi300x", "sglang", "fp8", None): (0.80, "fp8"),
+    ("amd-mi325x", "sglang", "fp8", None): (0.80, "fp8"),
+    ("amd-mi355x", "sglang", "fp8", None): (0.80, "auto"),
+    ("amd-mi355x", "sglang", "mxfp4", None): (0.80, "fp8"),
+}
 
-def rows() -> list[Row]:
+
+def _launch(slug: str, engine: str, precision: str, tp: int, as_launched: bool) -> tuple[float | None, str]:
+    """(memory setting, KV cache dtype) a row is modelled with: the engine's defaults (TensorRT-LLM
+    with an FP8 KV cache, as its FP8 engines keep one), or the launch script's where known."""
+    default = (None, "fp8" if engine == "tensorrt-llm" else "auto")
+    if not as_launched:
+        return default
+    return (
+        LAUNCHED.get((slug, engine, precision, tp))
+        or LAUNCHED.get((slug, engine, precision, None))
+        or default
+    )
+
+
+def rows(as_launched: bool = False) -> list[Row]:
     gpus = {g["slug"]: gpu_spec_from_doc(g) for g in load_shipped().gpus}
     out: list[Row] = []
     for r in get_table("inferencex-3a600f1").rows:
@@ -50,7 +81,7 @@ def rows() -> list[Row]:
         model = get_model(r.model)
         if engine is None or r.slug is None or not isinstance(model, DecoderSpec) or not r.concurrency:
             continue
-        kv = "fp8" if engine == "tensorrt-llm" else "auto"
+        fraction, kv = _launch(r.slug, engine, r.precision, r.tp, as_launched)
         c = InferenceConfig(
             model=model,
             quant_method=QUANT[r.precision],
@@ -61,6 +92,7 @@ def rows() -> list[Row]:
             batch_size=r.concurrency,
             kv_cache_dtype=kv,
             kv_cache_bytes_per_element=KV_BYTES_PER_ELEMENT.get(kv, 0.0),
+            memory_fraction=fraction,
         )
         try:
             modelled = serve_concurrency(c, gpus[r.slug]).output_tokens_per_s / r.tp
@@ -98,6 +130,11 @@ def main() -> int:
     print(f"  the model alone:                         MAPE {mape([(p, m) for _, _, m, p in data]):.1%}")
     print(f"  x the other rows' factor:                MAPE {mape(scaled(data, False)):.1%}")
     print(f"  x the factor of rows at other lengths:   MAPE {mape(scaled(data, True)):.1%}")
+    launched = rows(as_launched=True)
+    print(
+        f"  the model at the launch scripts' memory setting and KV cache (SGLang rows, LAUNCHED): "
+        f"MAPE {mape([(p, m) for _, _, m, p in launched]):.1%}"
+    )
     groups: dict[tuple[str, str, str], list[float]] = collections.defaultdict(list)
     for g, _, m, p in data:
         groups[g].append(math.log(m / p))

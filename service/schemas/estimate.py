@@ -200,6 +200,17 @@ class WorkloadIn(RequestModel):
         "SGLang RadixAttention) and does not recompute; continuous engines only. The KV cache is counted "
         "unshared (an upper bound)",
     )
+    memory_fraction: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="the engine's memory setting as you launch it (continuous engines): vLLM "
+        "gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM kv_cache_free_gpu_mem_fraction. "
+        "Omitted: the engine's default (vLLM 0.9, TensorRT-LLM 0.9, SGLang its own pick per GPU and "
+        "parallel layout, e.g. 0.87 on one H100 80 GB, 0.82 on B200s); it sets the KV cache and so the "
+        "sequences a replica runs at once",
+    )
     speculative: SpeculativeIn | None = Field(
         default=None,
         description="speculative decoding at a concurrency (not yet at a request rate); continuous engines only",
@@ -286,6 +297,7 @@ class WorkloadIn(RequestModel):
             engine=self.engine,
             engine_version=self.engine_version,
             prefix_cache_hit_rate=self.prefix_cache_hit_rate,
+            memory_fraction=self.memory_fraction,
             speculative=self.speculative.method if self.speculative else None,
             draft_tokens=self.speculative.draft_tokens if self.speculative else 0,
             acceptance_rate=self.speculative.acceptance_rate if self.speculative else 0.0,

@@ -28,8 +28,13 @@ from service.core.estimation.memory import (
 )
 from service.core.estimation.serving import ENGINE_CLASSES, Workload
 from service.core.estimation.serving_disagg_layout import Disaggregation, replica_nodes
-from service.core.estimation.serving_features import SPEC_METHODS
 from service.core.estimation.serving_lora import LoraServing
+from service.core.estimation.serving_requests import (
+    check_load,
+    check_offline,
+    check_serving_features,
+    is_offline,
+)
 
 MODES: tuple[str, ...] = ("training", "fine-tuning", "inference")
 SOLVE_TARGETS: tuple[str, ...] = ("max_micro_batch", "max_context", "max_concurrency", "min_gpus")
@@ -75,6 +80,7 @@ class JobSpec:
     kv_cache_dtype: str = "auto"
     engine_version: str | None = None
     prefix_cache_hit_rate: float = 0.0
+    memory_fraction: float | None = None
     speculative: str | None = None
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
@@ -327,106 +333,6 @@ def _inference_only(spec: JobSpec, model: ModelSpec) -> None:
         )
 
 
-def _serving_features(spec: JobSpec, model: DecoderSpec, continuous: bool) -> None:
-    """Prefix caching, speculative decoding, LoRA and disaggregation: continuous-batching engines
-    only; speculation at a fixed concurrency (not yet at a request rate); MTP only where the
-    checkpoint ships MTP."""
-    _disaggregated(spec, max(spec.tensor_parallel, 1), continuous)
-    _expert_parallel(spec, model, continuous)
-    if spec.prefix_cache_hit_rate and not continuous:
-        raise InvalidConfiguration(
-            "prefix_cache_hit_rate",
-            "prefix caching is modelled for vllm, tensorrt-llm and sglang, not a static batch",
-        )
-    _lora(spec, continuous)
-    if spec.speculative is None:
-        return
-    if not continuous:
-        raise InvalidConfiguration(
-            "speculative", "speculative decoding is modelled for vllm, tensorrt-llm and sglang"
-        )
-    if spec.requests_per_s is not None:
-        raise InvalidConfiguration(
-            "speculative", "speculative decoding is modelled at a concurrency, not yet at a request rate"
-        )
-    if spec.speculative not in SPEC_METHODS:
-        raise InvalidConfiguration("speculative", f"method must be one of {', '.join(SPEC_METHODS)}")
-    if spec.speculative == "mtp" and not model.mtp_layers:
-        raise InvalidConfiguration(
-            "speculative", f"{model.id} ships no MTP module (num_nextn_predict_layers)"
-        )
-    if not 1 <= spec.draft_tokens <= 16 or not 0.0 <= spec.acceptance_rate <= 1.0:
-        raise InvalidConfiguration(
-            "speculative", "draft_tokens must be 1-16 and acceptance_rate within [0, 1]"
-        )
-
-
-def _lora(spec: JobSpec, continuous: bool) -> None:
-    """Multi-LoRA serving: continuous engines; ``max_loras`` slots for at most ``adapters``."""
-    lora = spec.lora
-    if lora is None:
-        return
-    if not continuous:
-        raise InvalidConfiguration("lora", "multi-LoRA serving is modelled for vllm, tensorrt-llm and sglang")
-    if lora.adapters < 1 or not 1 <= lora.rank <= 512:
-        raise InvalidConfiguration("lora", "adapters must be >= 1 and rank within 1-512")
-    if not 1 <= lora.max_loras <= lora.adapters:
-        raise InvalidConfiguration(
-            "lora.max_loras", f"max_loras ({lora.max_loras}) must be within 1 and adapters ({lora.adapters})"
-        )
-
-
-def _expert_parallel(spec: JobSpec, model: DecoderSpec, continuous: bool) -> None:
-    """Expert parallelism: an MoE model on a continuous engine, over a tensor-parallel group whose
-    size divides the routed experts; not with LoRA, disaggregation or solving (not modelled)."""
-    if not spec.expert_parallel:
-        return
-    tp = spec.tensor_parallel
-    if not continuous:
-        raise InvalidConfiguration(
-            "expert_parallel", "expert parallelism is modelled for vllm, tensorrt-llm and sglang"
-        )
-    if not model.is_moe:
-        raise InvalidConfiguration("expert_parallel", f"{model.id} has no routed experts to spread")
-    if tp < 2 or model.num_experts % tp:
-        raise InvalidConfiguration(
-            "tensor_parallel",
-            f"expert parallelism spreads {model.num_experts} experts over tensor_parallel GPUs: it must be "
-            "at least 2 and divide them",
-        )
-    if spec.lora is not None or spec.disaggregated is not None or spec.solve_for is not None:
-        raise InvalidConfiguration(
-            "expert_parallel", "expert parallelism is not modelled with lora, disaggregated or solve_for"
-        )
-
-
-def _disaggregated(spec: JobSpec, tp: int, continuous: bool) -> None:
-    """Disaggregated pools: continuous engines, whole tensor-parallel groups in each pool, the
-    pools making up ``gpu_count``; no speculation or solving (not modelled together)."""
-    dis = spec.disaggregated
-    if dis is None:
-        return
-    if not continuous:
-        raise InvalidConfiguration(
-            "disaggregated", "disaggregated prefill/decode is modelled for vllm, tensorrt-llm and sglang"
-        )
-    for name, n in (("prefill_gpus", dis.prefill_gpus), ("decode_gpus", dis.decode_gpus)):
-        if n < tp or n % tp:
-            raise InvalidConfiguration(
-                f"disaggregated.{name}", f"{name} ({n}) must be a multiple of tensor_parallel ({tp})"
-            )
-    if spec.gpu_count != dis.prefill_gpus + dis.decode_gpus:
-        raise InvalidConfiguration(
-            "gpu_count",
-            f"gpu_count ({spec.gpu_count}) must equal prefill_gpus + decode_gpus "
-            f"({dis.prefill_gpus + dis.decode_gpus})",
-        )
-    if spec.speculative is not None or spec.solve_for is not None:
-        raise InvalidConfiguration(
-            "disaggregated", "disaggregated serving is not modelled with speculative decoding or solve_for"
-        )
-
-
 KV_BYTES_PER_ELEMENT: dict[str, float] = {"fp8": 1.0, "int8": 1.0, "nvfp4": NVFP4_BYTES_PER_ELEMENT}
 """Bytes per cached K/V element by ``kv_cache_dtype`` (``auto``: the compute dtype's)."""
 
@@ -451,29 +357,9 @@ def _inference_config(
             f"gpu_count ({spec.gpu_count}) must be a multiple of tensor_parallel "
             f"({tp}): replicas x tensor_parallel GPUs",
         )
-    if spec.requests_per_s is not None and not continuous:
-        raise InvalidConfiguration(
-            "requests_per_s",
-            "request-rate serving is modelled for continuous-batching engines (vllm, tensorrt-llm, "
-            "sglang); hf-transformers serves one static batch (give batch_size)",
-        )
-    if spec.concurrency is not None and not continuous:
-        raise InvalidConfiguration(
-            "concurrency",
-            "concurrency applies to continuous-batching engines; "
-            "hf-transformers serves one static batch (give batch_size)",
-        )
-    if spec.concurrency is not None and spec.requests_per_s is not None:
-        raise InvalidConfiguration(
-            "concurrency",
-            "give requests_per_s (an open loop: arrivals at a rate, the in-flight count follows) or "
-            "concurrency (a closed loop: that many requests in flight over all replicas), not both",
-        )
-    targets = spec.ttft_target_ms or spec.tpot_target_ms
-    if spec.solve_for == "min_gpus" and spec.requests_per_s is None and targets:
-        raise InvalidConfiguration("requests_per_s", "min_gpus with latency targets needs requests_per_s")
-    _serving_features(spec, model, continuous)
-    _offline(spec, continuous)
+    check_load(spec, continuous)
+    check_serving_features(spec, model, continuous)
+    check_offline(spec, continuous)
     share = _concurrency_share(spec, tp)
     config = InferenceConfig(
         model=model,
@@ -489,6 +375,7 @@ def _inference_config(
         kv_cache_dtype=spec.kv_cache_dtype,
         engine_version=spec.engine_version,
         prefix_cache_hit_rate=spec.prefix_cache_hit_rate,
+        memory_fraction=spec.memory_fraction,
         speculative=spec.speculative,
         draft_tokens=spec.draft_tokens,
         acceptance_rate=spec.acceptance_rate,
@@ -509,33 +396,9 @@ def _inference_config(
             concurrency=share,
             ttft_target_s=spec.ttft_target_ms / 1e3 if spec.ttft_target_ms else None,
             tpot_target_s=spec.tpot_target_ms / 1e3 if spec.tpot_target_ms else None,
-            offline=_is_offline(spec),
+            offline=is_offline(spec),
         )
     return config, serving
-
-
-def _is_offline(spec: JobSpec) -> bool:
-    """A batch job: ``tokens`` to generate, neither a rate nor clients."""
-    return bool(spec.tokens) and spec.requests_per_s is None and spec.concurrency is None
-
-
-def _offline(spec: JobSpec, continuous: bool) -> None:
-    """An offline batch (``tokens`` without a rate or clients) fills each replica: disaggregation
-    and speculation serve latency, which such a job does not ask for."""
-    if not (continuous and _is_offline(spec)):
-        return
-    if spec.disaggregated is not None:
-        raise InvalidConfiguration(
-            "disaggregated",
-            "an offline batch (tokens, no requests_per_s or concurrency) runs on one pool; "
-            "disaggregation serves latency targets",
-        )
-    if spec.speculative is not None:
-        raise InvalidConfiguration(
-            "speculative",
-            "an offline batch fills the KV cache, where drafts only add work; give concurrency to "
-            "model speculation",
-        )
 
 
 def _concurrency_share(spec: JobSpec, tp: int) -> int | None:

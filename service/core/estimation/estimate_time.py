@@ -414,10 +414,10 @@ def _kv_capacity(c: InferenceConfig, gpu: GpuSpec, d: Deployment, w: Workload, e
             "tensor_parallel",
             f"{c.model.id} leaves no KV cache for one request on "
             f"{gpu.slug} at tensor_parallel {c.tensor_parallel}: {d.engine.name} takes "
-            f"{d.engine.memory_fraction:.0%} of the {usable_gb:.1f} GB for weights, working set and its KV "
+            f"{d.memory_fraction:.0%} of the {usable_gb:.1f} GB for weights, working set and its KV "
             f"pool, and {(d.w_dense + d.w_experts) / 1e9:.1f} GB of weights per GPU leave that pool no "
             "room (the memory above counts what the sequences need, not the engine's share; a larger "
-            "memory fraction or tensor_parallel makes room)",
+            "memory_fraction or tensor_parallel makes room)",
             code="MEMORY_INSUFFICIENT",
         )
     return cap

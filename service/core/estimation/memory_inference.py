@@ -73,7 +73,10 @@ class InferenceConfig:
     engine: str = "hf-transformers"
     tensor_parallel: int = 1
     kv_cache_bytes_per_element: float = 0.0
-    gpu_memory_utilization: float = 0.9
+    memory_fraction: float | None = None
+    """The engine's memory setting as the launch states it (vLLM ``gpu_memory_utilization``, SGLang
+    ``mem_fraction_static``, TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``); None: the engine's
+    own default (:mod:`~service.core.estimation.serving_memory`)."""
     replicas: int = 1
     kv_cache_dtype: str = "auto"
     engine_version: str | None = None
@@ -112,6 +115,8 @@ class InferenceConfig:
             raise InvalidConfiguration(
                 "quant_method", f"quant_method must be one of {', '.join(QUANT_METHODS)}"
             )
+        if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
+            raise InvalidConfiguration("memory_fraction", "memory_fraction must be in (0, 1]")
         if not 0.0 <= self.prefix_cache_hit_rate < 1.0:
             raise InvalidConfiguration("prefix_cache_hit_rate", "prefix_cache_hit_rate must be in [0, 1)")
         if self.batch_size < 1 or self.input_len < 1 or self.output_len < 0:

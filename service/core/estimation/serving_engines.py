@@ -30,6 +30,7 @@ from service.core.estimation.serving_lora import (
     distinct_adapters,
     lora_slot_elements,
 )
+from service.core.estimation.serving_memory import memory_setting
 from service.core.estimation.transfer_architectures import engine_arch_factors
 
 GiB = 2**30
@@ -46,7 +47,11 @@ class EngineClass:
     ``kv_memory``: ``device`` -- the engine takes ``memory_fraction`` of the device's memory and
     the KV cache gets what the weights and activations leave (vLLM ``gpu_memory_utilization``);
     ``free`` -- the KV cache gets ``memory_fraction`` of the memory left after the weights and
-    activations (TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``). ``kv_reservation``: ``full``
+    activations (TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``); ``static`` -- weights and KV
+    pool share ``memory_fraction`` of the memory free at start, activations and CUDA-graph buffers
+    live in the rest (SGLang ``mem_fraction_static``, picked per GPU where the launch does not set
+    it: :func:`~.serving_memory.sglang_mem_fraction_static`). ``memory_fraction`` is the default a
+    request's own setting replaces (``Deployment.memory_fraction``). ``kv_reservation``: ``full``
     -- a running request holds blocks for its whole prompt + output (TensorRT-LLM's default
     ``GUARANTEED_NO_EVICT``); ``on_demand`` -- blocks are taken as tokens appear (vLLM; a
     request holds ``I + O/2`` on average).
@@ -55,7 +60,7 @@ class EngineClass:
     name: str
     batching: Literal["static", "continuous"]
     cuda_graphs: bool
-    kv_memory: Literal["device", "free"]
+    kv_memory: Literal["device", "free", "static"]
     memory_fraction: float
     kv_reservation: Literal["full", "on_demand"]
     source: str
@@ -101,11 +106,12 @@ ENGINE_CLASSES: Mapping[str, EngineClass] = {
         "sglang",
         "continuous",
         True,
-        "device",
+        "static",
         0.88,
         "on_demand",
-        "SGLang: mem_fraction_static (weights + KV pool) from its GPU-memory heuristic, about 0.88 on "
-        "80-141 GB GPUs, RadixAttention paged KV (tokens allocated as they appear), CUDA graphs, chunked "
+        "SGLang: mem_fraction_static (weights + KV pool; activations and CUDA graphs in the rest) from its "
+        "GPU-memory heuristic (0.87 on one H100 80 GB, 0.83 on eight, 0.91 / 0.89 on the H200, 0.82 on "
+        "the B200), RadixAttention paged KV (tokens allocated as they appear), CUDA graphs, chunked "
         "prefill of 8192 tokens on GPUs of 60-160 GB (16384 above, 4096 / 2048 below), max_running_requests "
         "bounded by the KV pool",
         "transferred",
@@ -301,6 +307,7 @@ class Deployment:
     lora_slot_bytes: float = 0.0  # one adapter slot per GPU (16-bit); max_loras are resident
     ep_a2a_bytes: float = 0.0  # expert parallelism: all-to-all bytes per replica token per GPU (0: TP)
     ep_a2a_count: int = 0  # expert parallelism: all-to-alls per forward
+    memory_fraction: float = 0.0  # the engine's memory setting it runs with (0: the class default)
     w_resident: float = 0.0  # weights held but not streamed each iteration (MTP draft layers), per GPU
     moe_floor_s: float = 0.0  # fixed MoE cost of one iteration (serving_moe), s
     ar_s_per_byte: float = (
@@ -354,6 +361,13 @@ def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None
     return base, False, None
 
 
+def _missing_figure(gpu: GpuSpec, key: str, peak: float) -> str | None:
+    """The datasheet figure the time model needs and the catalog lacks (None: both sourced)."""
+    if peak > 0 and gpu.bandwidth_gb_per_s:
+        return None
+    return "memory bandwidth" if peak > 0 else f"{PEAK_KEY.get(key, key)} peak"
+
+
 def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     """The per-GPU constants of serving ``c`` (one replica of ``c.tensor_parallel`` GPUs). A GPU
     without a sourced peak or bandwidth still gets its memory figures (KV capacity); time
@@ -366,11 +380,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     peak = (gpu.peak_for(key) or 0.0) * 1e12 * (arch.gemm if arch else 1.0)
     p16 = gpu.peak_for("bf16") or gpu.peak_for("fp16")
     peak16 = p16 * 1e12 * (arch.gemm16 if arch else 1.0) if p16 else peak
-    missing = (
-        None
-        if peak > 0 and gpu.bandwidth_gb_per_s
-        else ("memory bandwidth" if peak > 0 else f"{PEAK_KEY.get(key, key)} peak")
-    )
+    missing = _missing_figure(gpu, key, peak)
     cb = 4 if c.precision == "fp32" else 2
     w_all = weight_bytes(m, c.weight_format, cb) / tp
     expert_bytes = 0.0
@@ -384,7 +394,9 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
     expert_flops = 2.0 * m.moe_layers * m.experts_per_token * m.expert_params / tp if m.is_moe else 0.0
     ar = tp_all_reduce(gpu, tp, c.nodes)
     link, link_kind = _link_bytes_per_s(gpu, tp, c.nodes)
+    fraction, memory_note = memory_setting(c, engine, gpu)
     notes = (*((note,) if note else ()), *((arch.note,) if arch else ()), *_spanning_note(c, gpu, ar.nodes))
+    notes += memory_note
     kv_token = m.kv_cache_bytes_per_token(c.kv_bytes) / m.kv_shards(tp)
     ep = None
     if c.expert_parallel:  # whole experts per GPU, attention data-parallel (serving_ep)
@@ -433,6 +445,7 @@ def deployment(c: InferenceConfig, gpu: GpuSpec) -> Deployment:
         act_fixed=256.0 * 4.0 * m.vocab_size / tp,
         notes=notes,
         missing=missing,
+        memory_fraction=fraction,
     )
 
 

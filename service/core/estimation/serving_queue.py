@@ -38,19 +38,23 @@ def _activation_bytes(d: Deployment, tokens: float) -> float:
 
 def kv_capacity_tokens(d: Deployment, max_tokens: int, reserve_gib: float = 2.0) -> float:
     """Tokens of KV cache one GPU of the replica holds (per-GPU share of every token), after
-    the weights, the activation workspace, the CUDA context (and NCCL buffers when TP > 1)."""
+    the weights, the activation workspace, the CUDA context (and NCCL buffers when TP > 1), at
+    the engine's memory setting (``EngineClass.kv_memory``; SGLang's ``static`` pool is the
+    setting's share of the memory free once the context and NCCL are up, less the weights)."""
     usable = float(d.gpu.fit_memory_bytes or 0)
-    fixed = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if d.tp > 1 else 0) + reserve_gib * se.GiB
+    started = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if d.tp > 1 else 0)
+    fixed = started + reserve_gib * se.GiB
     act = _activation_bytes(d, float(max_tokens))
     weights = (
         d.w_dense + d.w_experts + d.w_resident + (d.lora.max_loras * d.lora_slot_bytes if d.lora else 0.0)
     )
-    eng = d.engine
-    if eng.kv_memory == "free":
-        free = usable - weights - act - fixed
-        kv = eng.memory_fraction * free
+    fraction = d.memory_fraction or d.engine.memory_fraction
+    if d.engine.kv_memory == "free":
+        kv = fraction * (usable - weights - act - fixed)
+    elif d.engine.kv_memory == "static":
+        kv = fraction * (usable - started) - weights
     else:
-        kv = eng.memory_fraction * usable - weights - act - fixed
+        kv = fraction * usable - weights - act - fixed
     return max(0.0, kv) / d.kv_per_token
 
 

@@ -13,7 +13,7 @@ export const GROUPS = [
   ["group_parallelism", ["sharding", "tensor_parallel", "pipeline_parallel", "global_batch", "gpus_per_node",
     "network_gbps_per_node", "rdma", "solve_for"]],
   ["group_serving", ["engine", "input_len", "output_len", "requests_per_s", "concurrency", "ttft_target_ms", "tpot_target_ms",
-    "kv_cache_dtype", "prefix_cache_hit_rate", "input_len_cv", "output_len_cv"]],
+    "kv_cache_dtype", "prefix_cache_hit_rate", "memory_fraction", "input_len_cv", "output_len_cv"]],
   ["group_advanced", []],
 ];
 
@@ -22,7 +22,8 @@ const TRAINING_ONLY = new Set(["seq_len", "gradient_checkpointing", "finetune", 
   "sharding", "pipeline_parallel", "global_batch", "gpus_per_node", "network_gbps_per_node", "rdma", "optimizer",
   "optimizer_impl", "loop", "mixed_precision", "stack"]);
 const INFERENCE_ONLY = new Set(["engine", "engine_version", "input_len", "output_len", "requests_per_s", "concurrency",
-  "ttft_target_ms", "tpot_target_ms", "kv_cache_dtype", "prefix_cache_hit_rate", "input_len_cv", "output_len_cv",
+  "ttft_target_ms", "tpot_target_ms", "kv_cache_dtype", "prefix_cache_hit_rate", "memory_fraction", "input_len_cv",
+  "output_len_cv",
   "speculative.method", "speculative.draft_tokens", "speculative.acceptance_rate", "lora.adapters", "lora.rank",
   "lora.max_loras", "disaggregated.prefill_gpus", "disaggregated.decode_gpus", "expert_parallel", "price_per_gpu_hour"]);
 const FINETUNE_ONLY = new Set(["finetune", "lora_rank", "lora_targets"]);
@@ -37,6 +38,7 @@ export const LABELS = {
   solve_for: "f_solve_for", engine: "f_engine", engine_version: "f_engine_version", input_len: "f_input_len",
   output_len: "f_output_len", requests_per_s: "f_rps", concurrency: "f_concurrency", ttft_target_ms: "f_ttft_target",
   tpot_target_ms: "f_tpot_target", kv_cache_dtype: "f_kv_dtype", prefix_cache_hit_rate: "f_prefix_cache",
+  memory_fraction: "f_mem_fraction",
   input_len_cv: "f_input_cv", output_len_cv: "f_output_cv", attention: "f_attention", optimizer: "f_optimizer",
   optimizer_impl: "f_optimizer_impl", loop: "f_loop", mixed_precision: "f_mixed_precision", stack: "f_stack",
   "speculative.method": "f_spec_method", "speculative.draft_tokens": "f_spec_draft",

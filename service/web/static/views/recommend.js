@@ -19,14 +19,14 @@ const NUMBERS = new Set(["workload.batch_size", "workload.seq_len", "workload.gl
   "constraints.deadline_hours", "constraints.budget.per_hour", "constraints.budget.per_run", "constraints.max_gpus",
   "constraints.max_power_w_per_gpu", "constraints.inventory.gpus_per_node", "constraints.inventory.nodes", "limit",
   "constraints.budget.purchase", "cost.utilisation", "cost.electricity_usd_per_kwh", "cost.amortisation_years", "cost.pue",
-  "workload.concurrency", "workload.prefix_cache_hit_rate", "workload.speculative.draft_tokens", "workload.speculative.acceptance_rate",
+  "workload.concurrency", "workload.prefix_cache_hit_rate", "workload.memory_fraction", "workload.speculative.draft_tokens", "workload.speculative.acceptance_rate",
   "workload.lora.adapters", "workload.lora.rank", "workload.lora.max_loras"]);
 const QUESTION_FIELDS = new Set(["mode", "precision", "batch_size", "seq_len", "tokens", "finetune", "engine", "input_len",
   "output_len", "requests_per_s", "ttft_target_ms", "tpot_target_ms"]);
 const TRAINING = ["workload.seq_len", "workload.global_batch", "workload.tokens", "workload.finetune", "constraints.deadline_hours",
   "constraints.budget.per_run", "constraints.allow_gradient_checkpointing"];
 // issue 28: serving features and the layouts the search may pick (checkboxes: handled in bodyOf)
-const FEATURES = ["workload.concurrency", "workload.prefix_cache_hit_rate", "workload.speculative.method",
+const FEATURES = ["workload.concurrency", "workload.prefix_cache_hit_rate", "workload.memory_fraction", "workload.speculative.method",
   "workload.speculative.draft_tokens", "workload.speculative.acceptance_rate", "workload.lora.adapters", "workload.lora.rank",
   "workload.lora.max_loras", "constraints.allow_disaggregation", "constraints.allow_expert_parallel"];
 const LAYOUT_SWITCHES = ["constraints.allow_disaggregation", "constraints.allow_expert_parallel"];
@@ -395,6 +395,7 @@ function buildForm(initial, doc) {
       f("workload.tpot_target_ms", t("f_tpot_target"), { kind: "number", step: "any" }),
       f("workload.concurrency", t("f_concurrency"), { kind: "number" }),
       f("workload.prefix_cache_hit_rate", t("f_prefix_cache"), { kind: "number", step: "any", min: 0, max: 0.99 }),
+      f("workload.memory_fraction", t("f_mem_fraction"), { kind: "number", step: "any", min: 0.01, max: 1 }),
       f("workload.speculative.method", t("f_spec_method"), { kind: "select", options: [["", t("off")], ["eagle", "EAGLE"], ["mtp", "MTP"], ["ngram", "n-gram"]] }),
       f("workload.speculative.draft_tokens", t("f_spec_draft"), { kind: "number", min: 1, max: 16 }),
       f("workload.speculative.acceptance_rate", t("f_spec_accept"), { kind: "number", step: "any", min: 0, max: 1 }),
