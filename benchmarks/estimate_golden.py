@@ -190,7 +190,7 @@ def _inference(pick: _Pick, i: int) -> dict[str, Any]:
         return kw
     model = pick(DECODERS)
     kw = {"model": model, "mode": "inference"}
-    engine = pick(("hf-transformers", "vllm", "vllm", "tensorrt-llm", "tensorrt-llm"))
+    engine = pick(("hf-transformers", "vllm", "vllm", "sglang", "tensorrt-llm", "tensorrt-llm"))
     kw["engine"] = engine
     kw["precision"] = pick((None, None, "bf16", "fp16", "fp32", "fp8", "int8"))
     kw["quant_method"] = pick(("none", "none", "none", "bnb-int8", "bnb-nf4", "awq", "gptq", "fp8", "int8"))
@@ -212,6 +212,8 @@ def _inference(pick: _Pick, i: int) -> dict[str, Any]:
                 kw["tpot_target_ms"] = pick((20.0, 50.0))
         elif q == "concurrency":
             kw["concurrency"] = pick((1, 8, 64, 256))
+        if pick.chance(0.1):
+            kw["memory_fraction"] = pick((0.7, 0.95))
     if pick.chance(0.08):
         kw["solve_for"] = pick(("max_concurrency", "max_context", "min_gpus"))
     return kw
