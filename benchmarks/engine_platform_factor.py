@@ -60,7 +60,9 @@ LAUNCHED: dict[tuple[str, str, str, int | None], tuple[float, str]] = {
 }
 
 
-def _launch(slug: str, engine: str, precision: str, tp: int, as_launched: bool) -> tuple[float | None, str]:
+def launch_settings(
+    slug: str, engine: str, precision: str, tp: int, as_launched: bool
+) -> tuple[float | None, str]:
     """(memory setting, KV cache dtype) a row is modelled with: the engine's defaults (TensorRT-LLM
     with an FP8 KV cache, as its FP8 engines keep one), or the launch script's where known."""
     default = (None, "fp8" if engine == "tensorrt-llm" else "auto")
@@ -81,7 +83,7 @@ def rows(as_launched: bool = False) -> list[Row]:
         model = get_model(r.model)
         if engine is None or r.slug is None or not isinstance(model, DecoderSpec) or not r.concurrency:
             continue
-        fraction, kv = _launch(r.slug, engine, r.precision, r.tp, as_launched)
+        fraction, kv = launch_settings(r.slug, engine, r.precision, r.tp, as_launched)
         c = InferenceConfig(
             model=model,
             quant_method=QUANT[r.precision],

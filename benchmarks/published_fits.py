@@ -10,7 +10,7 @@ figure. A refusal of a run that was published is a wrong answer a team would act
 GPUs than it needs); the script prints each one with the answer's reason. Models the catalog
 has no preset for (GPT-J, Falcon-180B) are counted apart: that is no fit answer.
 
-    python benchmarks/published_fits.py [--json PATH]
+    python benchmarks/published_fits.py [--as-launched] [--json PATH]
 """
 
 from __future__ import annotations
@@ -40,8 +40,11 @@ def _engine(table_id: str, system: str) -> str:
     return {"trt": "tensorrt-llm", "trtllm": "tensorrt-llm", "dynamo-trt": "tensorrt-llm"}.get(first, first)
 
 
-def configurations() -> dict[tuple[Any, ...], dict[str, Any]]:
-    """Distinct request bodies of the published serving runs, each with the tables it is from."""
+def configurations(as_launched: bool = False) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Distinct request bodies of the published serving runs, each with the tables it is from;
+    ``as_launched``: InferenceX's SGLang runs at their launch scripts' memory setting and KV
+    cache (``engine_platform_factor.LAUNCHED``), not the engine's defaults."""
+    from benchmarks.engine_platform_factor import launch_settings
     from service.core.evidence.published import TABLES
 
     out: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -67,6 +70,10 @@ def configurations() -> dict[tuple[Any, ...], dict[str, Any]]:
             }
             if r.kv_cache_dtype == "fp8":
                 body["kv_cache_dtype"] = "fp8"
+            fraction, kv = launch_settings(r.slug, body["engine"], r.precision, r.tp, as_launched)
+            if fraction is not None and t.id.startswith("inferencex"):
+                body["memory_fraction"] = fraction
+                body["kv_cache_dtype"] = kv
             key = tuple(sorted(body.items()))
             out.setdefault(key, {"body": body, "tables": set()})["tables"].add(t.id)
     return out
@@ -78,8 +85,8 @@ def _client() -> Any:
     return fresh_client("gpua-fits-")
 
 
-def run(say: Any = print) -> dict[str, Any]:
-    configs = configurations()
+def run(say: Any = print, as_launched: bool = False) -> dict[str, Any]:
+    configs = configurations(as_launched)
     refused: list[dict[str, Any]] = []
     asked = collections.Counter()
     unknown: set[str] = set()
@@ -109,7 +116,12 @@ def run(say: Any = print) -> dict[str, Any]:
                 f"c{body['concurrency']} ({', '.join(sorted(item['tables']))}): {(why or [''])[0][:160]}"
             )
     n = sum(asked.values())
-    say(f"{n} published configurations asked ({dict(asked)}); {len(refused)} refused")
+    how = (
+        " at InferenceX's SGLang launch settings"
+        if as_launched
+        else " at the engines' default memory settings"
+    )
+    say(f"{n} published configurations asked ({dict(asked)}){how}; {len(refused)} refused")
     if unknown:
         say(f"not asked (no preset): {', '.join(sorted(unknown))}")
     return {"asked": n, "refused": refused, "unknown_models": sorted(unknown)}
@@ -118,8 +130,13 @@ def run(say: Any = print) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--as-launched",
+        action="store_true",
+        help="ask InferenceX's SGLang runs at their launch scripts' memory_fraction and KV cache",
+    )
     args = ap.parse_args(argv)
-    rep = run()
+    rep = run(as_launched=args.as_launched)
     if args.json:
         args.json.write_text(json.dumps(rep, indent=1) + "\n")
     return 0
