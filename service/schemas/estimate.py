@@ -208,7 +208,7 @@ class WorkloadIn(RequestModel):
         description="the engine's memory setting as you launch it (continuous engines): vLLM "
         "gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM kv_cache_free_gpu_mem_fraction. "
         "Omitted: the engine's default (vLLM 0.9, TensorRT-LLM 0.9, SGLang its own pick per GPU and "
-        "parallel layout, e.g. 0.87 on one H100 80 GB, 0.82 on B200s); it sets the KV cache and so the "
+        "parallel layout, e.g. 0.835 on one H100 80 GB, 0.85 on B200s); it sets the KV cache and so the "
         "sequences a replica runs at once",
     )
     speculative: SpeculativeIn | None = Field(

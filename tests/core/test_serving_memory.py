@@ -15,6 +15,7 @@ from service.core.estimation.memory import CUDA_CONTEXT_BYTES, InferenceConfig
 from service.core.estimation.serving import deployment
 from service.core.estimation.serving_memory import (
     SGLANG_FALLBACK_FRACTION,
+    sglang_defaults,
     sglang_mem_fraction_static,
 )
 from service.core.estimation.serving_queue import kv_capacity_tokens
@@ -22,46 +23,57 @@ from service.core.estimation.serving_queue import kv_capacity_tokens
 CATALOG = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 
 
-def _sglang(total_mib: float, reserved_gib: float) -> float:
-    """SGLang's ``round((gpu_mem - reserved_mem) / gpu_mem, 3)`` with its reserve in GiB."""
-    return round((total_mib - reserved_gib * 1024) / total_mib, 3)
+def _sglang(total_mib: float, reserved_mib: float) -> float:
+    """SGLang's ``round((gpu_mem - reserved_mem) / gpu_mem, 3)``, both in MiB."""
+    return round((total_mib - reserved_mib) / total_mib, 3)
+
+
+def _reserved(chunk: int, graph_bs: int, tp: int, big: bool) -> float:
+    """SGLang 0.5's reserve: 512 + 1.5 x max(chunk, 2048) + 2 x graph batch + tp / 8 GiB, at
+    least 10 GiB on a GPU over 60 GiB (``ServerArgs._handle_gpu_memory_settings``)."""
+    r = 512 + 1.5 * max(chunk, 2048) + 2 * graph_bs + tp / 8 * 1024
+    return max(r, 10 * 1024) if big else r
 
 
 @pytest.mark.parametrize(
-    ("slug", "total_mib", "reserve_gib_by_parallel"),
+    ("slug", "total_mib", "chunk", "graph_bs"),
     [
-        # nvidia-smi memory.total of each part; SGLang's reserve tiers (server_args.py)
-        ("nvidia-h100-sxm", 81559, lambda p: 9.5 + p / 2),
-        ("nvidia-a100-sxm4-40gb", 40960, lambda p: 9.5 + p / 2),
-        ("nvidia-h200-sxm", 143771, lambda p: 12 + p / 2),
-        ("nvidia-b200", 183359, lambda p: 32.0),
-        ("amd-mi300x", 196288, lambda p: 32.0),
-        ("nvidia-l4", 23034, lambda p: 2.8 + p / 10),
+        # nvidia-smi memory.total of each part; SGLang's tiers: (chunked prefill, graph batch at
+        # TP < 4, at TP >= 4) by memory
+        ("nvidia-l4", 23034, 2048, (24, 80)),
+        ("nvidia-a100-sxm4-40gb", 40960, 4096, (32, 160)),
+        ("nvidia-h100-sxm", 81559, 8192, (256, 512)),
+        ("nvidia-h200-sxm", 143771, 8192, (256, 512)),
+        ("nvidia-b200", 183359, 16384, (512, 512)),
+        ("amd-mi300x", 196288, 16384, (512, 512)),
     ],
 )
 def test_sglang_picks_its_fraction_from_the_gpu_and_the_layout(
-    slug: str, total_mib: int, reserve_gib_by_parallel: object
+    slug: str, total_mib: int, chunk: int, graph_bs: tuple[int, int]
 ) -> None:
     gpu = CATALOG[slug]
     assert gpu.fit_memory_bytes == total_mib * 2**20
-    for parallel in (1, 2, 4, 8):
-        expected = _sglang(total_mib, reserve_gib_by_parallel(parallel))  # type: ignore[operator]
-        assert sglang_mem_fraction_static(gpu, parallel) == expected
+    assert sglang_defaults(total_mib, 1) == (chunk, graph_bs[0])
+    assert sglang_defaults(total_mib, 8) == (chunk, graph_bs[1])
+    for tp in (1, 2, 4, 8):
+        bs = graph_bs[0] if tp < 4 else graph_bs[1]
+        expected = _sglang(total_mib, _reserved(chunk, bs, tp, total_mib > 60 * 1024))
+        assert sglang_mem_fraction_static(gpu, tp) == expected
 
 
 def test_the_documented_fractions_and_their_order() -> None:
-    """What the engine note states: about 0.87 on one H100, 0.83 on eight, 0.91 / 0.89 on the
-    H200, 0.82 on the B200; a larger group reserves more (its graphs hold more), data-parallel
-    attention and speculative decoding reserve more again."""
+    """What the engine note states: 0.835 on one H100, 0.818 on eight, 0.907 / 0.897 on the
+    H200, 0.85 on B200s; a larger group reserves more, data-parallel attention (padding per
+    rank) and a draft model (2 GiB; n-gram drafts need none) more again."""
     h100, h200, b200 = CATALOG["nvidia-h100-sxm"], CATALOG["nvidia-h200-sxm"], CATALOG["nvidia-b200"]
-    assert sglang_mem_fraction_static(h100, 1) == 0.874
-    assert sglang_mem_fraction_static(h100, 8) == 0.831
-    assert (sglang_mem_fraction_static(h200, 1), sglang_mem_fraction_static(h200, 8)) == (0.911, 0.886)
-    assert sglang_mem_fraction_static(b200, 4) == 0.821
-    base = sglang_mem_fraction_static(h200, 8)
-    assert sglang_mem_fraction_static(h200, 8, dp_attention=True) == _sglang(143771, 16 + 4)
-    assert sglang_mem_fraction_static(h200, 8, speculative=True) == _sglang(143771, 16 + 2)
-    assert sglang_mem_fraction_static(h200, 8, dp_attention=True, speculative=True) < base
+    assert (sglang_mem_fraction_static(h100, 1), sglang_mem_fraction_static(h100, 8)) == (0.835, 0.818)
+    assert (sglang_mem_fraction_static(h200, 1), sglang_mem_fraction_static(h200, 8)) == (0.907, 0.897)
+    assert (sglang_mem_fraction_static(b200, 4), sglang_mem_fraction_static(b200, 8)) == (0.855, 0.852)
+    base = _reserved(8192, 512, 8, True)
+    dp = base + 512 * 8 * 3 + 512 * 8 * 1.5
+    assert sglang_mem_fraction_static(h200, 8, dp_attention=True) == _sglang(143771, dp)
+    assert sglang_mem_fraction_static(h200, 8, speculative="eagle") == _sglang(143771, base + 2048)
+    assert sglang_mem_fraction_static(h200, 8, speculative="ngram") == sglang_mem_fraction_static(h200, 8)
     unknown = replace(h200, memory_bytes=None, usable_memory_bytes=None)
     assert sglang_mem_fraction_static(unknown, 1) == SGLANG_FALLBACK_FRACTION
 
@@ -79,16 +91,16 @@ def test_sglang_pool_is_its_fraction_of_the_memory_free_at_start_less_the_weight
     weights loaded; activations and CUDA graphs live in the reserve, outside the fraction."""
     h100 = CATALOG["nvidia-h100-sxm"]
     d = deployment(_llama8b("sglang"), h100)
-    assert d.memory_fraction == 0.874
-    assert any("sglang memory setting 0.874 (SGLang's own pick" in n for n in d.notes)
+    assert d.memory_fraction == 0.835
+    assert any("sglang memory setting 0.835 (SGLang's own pick" in n for n in d.notes)
     usable = float(h100.fit_memory_bytes or 0)
     weights = d.w_dense + d.w_experts
-    expected = (0.874 * (usable - CUDA_CONTEXT_BYTES) - weights) / d.kv_per_token
+    expected = (0.835 * (usable - CUDA_CONTEXT_BYTES) - weights) / d.kv_per_token
     assert kv_capacity_tokens(d, 8192) == pytest.approx(expected, rel=1e-12)
     stated = deployment(_llama8b("sglang", 0.95), h100)
     assert stated.memory_fraction == 0.95
     assert any("memory setting 0.95 (as stated)" in n for n in stated.notes)
-    gained = (0.95 - 0.874) * (usable - CUDA_CONTEXT_BYTES) / d.kv_per_token
+    gained = (0.95 - 0.835) * (usable - CUDA_CONTEXT_BYTES) / d.kv_per_token
     assert kv_capacity_tokens(stated, 8192) - kv_capacity_tokens(d, 8192) == pytest.approx(gained, rel=1e-9)
 
 

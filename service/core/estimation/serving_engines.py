@@ -30,7 +30,7 @@ from service.core.estimation.serving_lora import (
     distinct_adapters,
     lora_slot_elements,
 )
-from service.core.estimation.serving_memory import memory_setting
+from service.core.estimation.serving_memory import memory_setting, sglang_defaults
 from service.core.estimation.transfer_architectures import engine_arch_factors
 
 GiB = 2**30
@@ -110,7 +110,7 @@ ENGINE_CLASSES: Mapping[str, EngineClass] = {
         0.88,
         "on_demand",
         "SGLang: mem_fraction_static (weights + KV pool; activations and CUDA graphs in the rest) from its "
-        "GPU-memory heuristic (0.87 on one H100 80 GB, 0.83 on eight, 0.91 / 0.89 on the H200, 0.82 on "
+        "GPU-memory heuristic (0.835 on one H100 80 GB, 0.818 on eight, 0.907 / 0.897 on the H200, 0.85 on "
         "the B200), RadixAttention paged KV (tokens allocated as they appear), CUDA graphs, chunked "
         "prefill of 8192 tokens on GPUs of 60-160 GB (16384 above, 4096 / 2048 below), max_running_requests "
         "bounded by the KV pool",
@@ -145,8 +145,7 @@ def engine_limits(engine: EngineClass, gpu: GpuSpec, offline: bool = False) -> t
     if engine.name == "tensorrt-llm":
         return TRT_MAX_BATCH, TRT_MAX_NUM_TOKENS
     if engine.name == "sglang":  # ServerArgs' chunked_prefill_size by GPU memory; requests: the KV pool
-        mem = gpu.fit_memory_bytes or 0
-        chunk = 16384 if mem >= 160 * GiB else 8192 if mem >= 60 * GiB else 4096 if mem >= 35 * GiB else 2048
+        chunk, _ = sglang_defaults((gpu.fit_memory_bytes or 0) / 2**20, 1)
         return TRT_MAX_BATCH, chunk
     return 1 << 30, 1 << 30
 

@@ -2,13 +2,15 @@
 memory setting (vLLM ``gpu_memory_utilization``, SGLang ``mem_fraction_static``, TensorRT-LLM
 ``kv_cache_free_gpu_mem_fraction``), as the request states it or as the engine picks it.
 
-SGLang picks its fraction per GPU and parallel layout when the launch does not set it
-(``python/sglang/srt/server_args.py``, ``ServerArgs.__post_init__``, SGLang 0.4.7-0.5): it
-reserves memory for activations and CUDA-graph buffers, more on larger GPUs (whose default
-chunked prefill and graph capture range are larger), and keeps ``(total - reserved) / total``
-for weights and the KV pool, ``total`` being ``nvidia-smi``'s memory in MiB. Its KV pool is then
-that fraction of the memory free at start less the weights (``ModelRunner.profile_max_num_token``:
-``available - total x (1 - fraction)``): activations live in the reserve, not in the fraction.
+SGLang picks its fraction per GPU and layout when the launch does not set it (SGLang 0.5,
+``python/sglang/srt/server_args.py``, ``ServerArgs._handle_gpu_memory_settings``): by the GPU's
+memory (``nvidia-smi``'s total, MiB) it sets the chunked-prefill size and the largest CUDA-graph
+batch, reserves memory for them -- 512 MiB of backend metadata, 1.5 MiB per prefill token,
+2 MiB per graph batch slot, 1 GiB per 8 GPUs of the replica, more for data-parallel attention,
+at least 10 GiB on a GPU over 60 GiB, 2 GiB more for a draft model -- and keeps
+``(total - reserved) / total`` for weights and the KV pool. Its KV pool is then that fraction
+of the memory free at start less the weights (``profile_max_num_token``: ``available - total x
+(1 - fraction)``): activations live in the reserve, not in the fraction.
 """
 
 from __future__ import annotations
@@ -25,48 +27,59 @@ __all__ = [
     "SGLANG_FALLBACK_FRACTION",
     "engine_memory_fraction",
     "memory_setting",
+    "sglang_defaults",
     "sglang_mem_fraction_static",
 ]
 
 MiB: Final = 2**20
 
 SGLANG_FALLBACK_FRACTION: Final = 0.88
-"""SGLang's fraction where it cannot read the GPU's memory (``server_args.py``: ``else 0.88``)."""
+"""SGLang's fraction where it cannot read the GPU's memory (``else 0.88``)."""
 
-SGLANG_DP_ATTENTION_RESERVE_MIB: Final = 4 * 1024
-"""Added to the reserve with data-parallel attention (``enable_dp_attention``)."""
+_SGLANG_TIERS: Final[tuple[tuple[float, int, int, int], ...]] = (
+    # (memory below, MiB; chunked prefill tokens; graph batch at TP < 4; at TP >= 4)
+    (20 * 1024, 2048, 8, 8),  # T4, 4080
+    (35 * 1024, 2048, 24, 80),  # A10, 4090, 5090
+    (60 * 1024, 4096, 32, 160),  # A100 40 GB, L40
+    (160 * 1024, 8192, 256, 512),  # H100, A100 80 GB, H20, H200
+    (float("inf"), 16384, 512, 512),  # B200, MI300
+)
 
-SGLANG_SPECULATIVE_RESERVE_MIB: Final = 2 * 1024
-"""Added to the reserve with speculative decoding (the draft's larger CUDA-graph buffers)."""
+
+def sglang_defaults(total_mib: float, tp: int) -> tuple[int, int]:
+    """SGLang's (chunked-prefill size, largest CUDA-graph batch) for a GPU of ``total_mib``."""
+    for below, chunk, small, large in _SGLANG_TIERS:
+        if total_mib < below:
+            return chunk, small if tp < 4 else large
+    raise AssertionError("the last tier has no bound")
 
 
-def _sglang_reserved_mib(total_mib: float, parallel: int) -> float:
-    """SGLang's reserve for activations and CUDA-graph buffers by GPU memory (MiB): T4 / 4080 and
-    A10 / L40 / 4090 class (2k chunked prefill, graphs to batch 8) 2.8 GiB + parallel / 10; H100 /
-    A100 class (8k, 160) 9.5 GiB + parallel / 2; H20 and H200 class (8k, 256) 12 GiB + parallel / 2;
-    B200 / MI300 class (16k, 512) 32 GiB."""
-    if total_mib < 35 * 1024:
-        return (2.8 + parallel / 10.0) * 1024
-    if total_mib < 90 * 1024:
-        return (9.5 + parallel / 2.0) * 1024
-    if total_mib < 160 * 1024:
-        return (12.0 + parallel / 2.0) * 1024
-    return 32.0 * 1024
+def _sglang_reserved_mib(
+    total_mib: float, parallel: int, dp_attention: bool, speculative: str | None
+) -> float:
+    """SGLang's reserve for activations, CUDA graphs and metadata (MiB)."""
+    chunk, graph_bs = sglang_defaults(total_mib, parallel)
+    reserved = 512.0 + max(chunk, 2048) * 1.5 + graph_bs * 2.0 + parallel / 8.0 * 1024.0
+    if dp_attention:  # data-parallel attention pads per rank (dp = the replica's GPUs here)
+        reserved += graph_bs * parallel * 3.0 + (graph_bs * parallel * 1.5 if graph_bs > 300 else 0.0)
+    if total_mib > 60 * 1024:
+        reserved = max(reserved, 10.0 * 1024)
+    if speculative is not None and speculative != "ngram":  # a draft model and its graphs
+        reserved += 2.0 * 1024
+    return reserved
 
 
 def sglang_mem_fraction_static(
-    gpu: GpuSpec, parallel: int, dp_attention: bool = False, speculative: bool = False
+    gpu: GpuSpec, parallel: int, dp_attention: bool = False, speculative: str | None = None
 ) -> float:
     """SGLang's default ``mem_fraction_static`` on ``gpu`` for a replica of ``parallel`` GPUs
-    (tensor x pipeline): 0.874 on one H100 SXM, 0.830 on eight, 0.911 / 0.886 on the H200 SXM,
-    0.825 on any B200 group; 0.88 where the catalog has no memory figure."""
+    (tensor x pipeline): 0.835 on one H100 SXM, 0.818 on eight, 0.907 / 0.897 on the H200 SXM,
+    0.855 / 0.852 on four / eight B200s; 0.88 where the catalog has no memory figure."""
     total = gpu.fit_memory_bytes
     if not total:
         return SGLANG_FALLBACK_FRACTION
     total_mib = total / MiB
-    reserved = _sglang_reserved_mib(total_mib, parallel)
-    reserved += SGLANG_DP_ATTENTION_RESERVE_MIB if dp_attention else 0.0
-    reserved += SGLANG_SPECULATIVE_RESERVE_MIB if speculative else 0.0
+    reserved = _sglang_reserved_mib(total_mib, parallel, dp_attention, speculative)
     return round(max(0.0, total_mib - reserved) / total_mib, 3)
 
 
@@ -77,7 +90,7 @@ def engine_memory_fraction(
     parallel: int,
     *,
     dp_attention: bool = False,
-    speculative: bool = False,
+    speculative: str | None = None,
     stated: float | None = None,
 ) -> float:
     """The memory setting a replica runs with: the one the request states, else SGLang's own pick
@@ -98,7 +111,7 @@ def memory_setting(c: InferenceConfig, engine: EngineClass, gpu: GpuSpec) -> tup
         gpu,
         c.tensor_parallel,
         dp_attention=c.expert_parallel,
-        speculative=c.speculative is not None,
+        speculative=c.speculative,
         stated=c.memory_fraction,
     )
     if engine.batching != "continuous" or (c.memory_fraction is None and engine.name != "sglang"):
