@@ -476,6 +476,45 @@ def test_the_engine_is_started_with_the_features_the_plan_was_sized_with(client:
     assert "--enable-lora" not in art["content"] and "--speculative" not in art["content"]
 
 
+def test_the_engine_is_started_at_the_memory_setting_the_plan_was_sized_at(client: TestClient) -> None:
+    """DeepSeek-R1 FP8 on four B200s under SGLang is sized at InferenceX's 0.95 (SGLang's own
+    0.855 leaves its weights no KV pool): every target starts the server at 0.95, each engine
+    with its own flag; a plan at the engine's default starts it without one."""
+    body = {
+        "workload": {
+            "model": "deepseek-r1",
+            "mode": "inference",
+            "engine": "sglang",
+            "input_len": 8192,
+            "output_len": 1024,
+            "concurrency": 24,
+            "memory_fraction": 0.95,
+            "kv_cache_dtype": "fp8",
+        },
+        "constraints": {"allowed_gpus": ["nvidia-b200"], "max_gpus": 4},
+        "objective": "cheapest",
+    }
+    doc = _ask(client, body)
+    assert doc["options"][0]["strategy"]["gpu_count"] == 4
+    for target in ("kubernetes", "slurm", "skypilot"):
+        art = _artifact(client, doc["recommendation_id"], target, 1)
+        assert "--mem-fraction-static 0.95" in art["content"], target
+        assert "--kv-cache-dtype fp8_e4m3" in art["content"], target
+    flags = {
+        "vllm": "--gpu-memory-utilization 0.8",
+        "tensorrt-llm": "--kv_cache_free_gpu_memory_fraction 0.8",
+    }
+    chat = SCENARIOS["7b_chat_tpot"]
+    for engine, flag in flags.items():
+        asked = {**chat, "workload": {**chat["workload"], "engine": engine, "memory_fraction": 0.8}}
+        art = _artifact(client, _ask(client, asked)["recommendation_id"], "slurm", 1)
+        assert flag in art["content"], engine
+    plain = _artifact(client, _ask(client, chat)["recommendation_id"], "slurm", 1)["content"]
+    assert not any(
+        f in plain for f in ("--gpu-memory-utilization", "--mem-fraction-static", "memory_fraction")
+    )
+
+
 def test_a_replica_over_nodes_starts_on_every_node_with_the_network_it_was_timed_on(
     client: TestClient,
 ) -> None:

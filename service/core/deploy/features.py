@@ -1,7 +1,9 @@
 """The serving features a plan was sized with, as each engine's server takes them: multi-LoRA
-(the adapter slots and rank the memory and TPOT counted) and speculative decoding (the method and
-draft tokens the TPOT counted). Without them the deployed server is not the one that was sized:
-it cannot serve the adapters, or decodes at the speed without speculation."""
+(the adapter slots and rank the memory and TPOT counted), speculative decoding (the method and
+draft tokens the TPOT counted) and a stated memory setting (the KV cache the concurrency was
+sized on). Without them the deployed server is not the one that was sized: it cannot serve the
+adapters, decodes at the speed without speculation, or holds fewer sequences (or none: DeepSeek-R1
+FP8 on four B200s runs under SGLang only above its own 0.855)."""
 
 from __future__ import annotations
 
@@ -26,16 +28,29 @@ def lora_rank(f: ServingFeatures) -> int:
     return r
 
 
+MEMORY_FLAG: dict[str, str] = {
+    "vllm": "--gpu-memory-utilization",
+    "sglang": "--mem-fraction-static",
+    "tensorrt-llm": "--kv_cache_free_gpu_memory_fraction",
+}
+"""Each server's flag for its memory setting (vLLM and SGLang server arguments, ``trtllm-serve``)."""
+
+
 def feature_args(plan: DeployPlan, o: DeployOption) -> list[str]:
-    """The option's engine's flags for the plan's LoRA slots and speculative decoding."""
+    """The option's engine's flags for the plan's LoRA slots, speculative decoding and memory
+    setting."""
     f = plan.features
-    if o.engine == "sglang":
-        return _sglang(f)
-    if o.engine in ("vllm", None):
-        return _vllm(f)
-    if o.engine == "tensorrt-llm" and (f.lora_adapters or f.speculative):
-        return ["--extra_llm_api_options", FILL]  # lora_config / speculative_config: a fill-in
-    return []  # TGI is not sized for them
+    engine = o.engine or "vllm"
+    memory = (
+        [MEMORY_FLAG[engine], f"{f.memory_fraction:g}"] if f.memory_fraction and engine in MEMORY_FLAG else []
+    )
+    if engine == "sglang":
+        return _sglang(f) + memory
+    if engine == "vllm":
+        return _vllm(f) + memory
+    if engine == "tensorrt-llm" and (f.lora_adapters or f.speculative):
+        return ["--extra_llm_api_options", FILL, *memory]  # lora_config / speculative_config: a fill-in
+    return memory  # TGI is not sized for them
 
 
 def _vllm(f: ServingFeatures) -> list[str]:

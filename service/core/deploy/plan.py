@@ -28,15 +28,17 @@ class SchedulerNames:
 @dataclass(frozen=True, slots=True)
 class ServingFeatures:
     """The serving features the question sized the plan with, which the engine must be started
-    with: multi-LoRA (``lora_adapters`` > 0; ``max_loras`` resident, rank ``lora_rank``) and
+    with: multi-LoRA (``lora_adapters`` > 0; ``max_loras`` resident, rank ``lora_rank``),
     speculative decoding (``speculative``: ``eagle``, ``mtp`` or ``ngram``, ``draft_tokens`` a
-    step)."""
+    step) and the engine's memory setting the KV cache was sized at (``memory_fraction``; None:
+    the engine's default, which the server picks itself)."""
 
     lora_adapters: int = 0
     lora_rank: int = 0
     max_loras: int = 0
     speculative: str | None = None
     draft_tokens: int = 0
+    memory_fraction: float | None = None
 
 
 NO_FEATURES = ServingFeatures()
@@ -242,7 +244,7 @@ def plan_of(
 
 
 def _features(workload: Mapping[str, Any]) -> ServingFeatures:
-    """The workload's multi-LoRA and speculative decoding, as the question asked them."""
+    """The workload's multi-LoRA, speculative decoding and memory setting, as the question asked them."""
     lora, spec = _mapping(workload.get("lora")), _mapping(workload.get("speculative"))
     return ServingFeatures(
         lora_adapters=_int(lora.get("adapters")) or 0,
@@ -250,4 +252,12 @@ def _features(workload: Mapping[str, Any]) -> ServingFeatures:
         max_loras=_int(lora.get("max_loras")) or 0,
         speculative=_str(spec.get("method")),
         draft_tokens=_int(spec.get("draft_tokens")) or 0,
+        memory_fraction=_fraction(workload.get("memory_fraction")),
     )
+
+
+def _fraction(v: Any) -> float | None:
+    """A stated memory setting in (0, 1] (the API admits no other), else None."""
+    if isinstance(v, int | float) and not isinstance(v, bool) and 0.0 < float(v) <= 1.0:
+        return float(v)
+    return None
