@@ -48,10 +48,14 @@ def _estimate(client: TestClient, **body: Any) -> dict[str, Any]:
 
 
 def test_sglang_default_leaves_no_pool_and_says_which_setting_makes_room(client: TestClient) -> None:
+    """The refusal names the smallest setting that holds one request (8,192 + 512 tokens of a
+    16-bit MLA latent beside 168 GB of weights: 0.886), and that setting does."""
     out = _estimate(client, concurrency=24, batch_size=24)
     assert out["serving"] is None
     (why,) = [w["message"] for w in out["warnings"] if w["code"] == "no_serving_as_given"]
-    assert "86% of the" in why and "a larger memory_fraction or tensor_parallel makes room" in why
+    assert "86% of the" in why and "memory_fraction 0.886 or more holds one" in why
+    assert _estimate(client, concurrency=1, batch_size=1, memory_fraction=0.886)["serving"] is not None
+    assert _estimate(client, concurrency=1, batch_size=1, memory_fraction=0.884)["serving"] is None
 
 
 def test_the_launch_setting_runs_the_published_deployment(client: TestClient) -> None:

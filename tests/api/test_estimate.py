@@ -716,7 +716,7 @@ def test_memory_that_fits_beside_an_engine_with_no_room_says_why(client: TestCli
     assert j["memory"]["fits"] is False and j["serving"] is None
     assert j["memory"]["device_memory_band"]["high"] < j["memory"]["usable_memory_bytes"]  # the sequences'
     (w,) = [w["message"] for w in j["warnings"] if w["code"] == "no_serving_as_given"]
-    assert "sglang takes 85%" in w and "a larger memory_fraction" in w
+    assert "sglang takes 85%" in w and "or more holds one, a larger tensor_parallel more" in w
 
 
 def test_a_rate_over_what_the_deployment_carries_is_warned_about(client: TestClient) -> None:

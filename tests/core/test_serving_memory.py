@@ -15,10 +15,11 @@ from service.core.estimation.memory import CUDA_CONTEXT_BYTES, InferenceConfig
 from service.core.estimation.serving import deployment
 from service.core.estimation.serving_memory import (
     SGLANG_FALLBACK_FRACTION,
+    kv_capacity_tokens,
     sglang_defaults,
     sglang_mem_fraction_static,
+    smallest_memory_fraction,
 )
-from service.core.estimation.serving_queue import kv_capacity_tokens
 
 CATALOG = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 
@@ -120,3 +121,17 @@ def test_a_setting_outside_zero_to_one_is_refused(fraction: float) -> None:
     with pytest.raises(InvalidConfiguration) as err:
         _llama8b("vllm", fraction)
     assert err.value.field == "memory_fraction"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm", "sglang"])
+def test_the_smallest_setting_holds_exactly_the_tokens_asked(engine: str) -> None:
+    """Each engine's pool is linear in its setting: at the smallest setting that holds a request
+    the pool is that request, and no setting holds more than the whole memory allows."""
+    h100 = CATALOG["nvidia-h100-sxm"]
+    d = deployment(_llama8b(engine), h100)
+    tokens = 100_000.0
+    f = smallest_memory_fraction(d, tokens, 8192)
+    assert f is not None and 0.0 < f < 1.0
+    at = deployment(_llama8b(engine, f), h100)
+    assert kv_capacity_tokens(at, 8192) == pytest.approx(tokens, rel=1e-9)
+    assert smallest_memory_fraction(d, 1e9, 8192) is None  # 1e9 tokens fit in no 80 GB

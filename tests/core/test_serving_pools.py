@@ -26,7 +26,7 @@ from service.core.estimation.serving_disagg import (
 )
 from service.core.estimation.serving_disagg_layout import Disaggregation
 from service.core.estimation.serving_lora import LoraServing, admitted, distinct_adapters, lora_slot_elements
-from service.core.estimation.serving_queue import kv_capacity_tokens
+from service.core.estimation.serving_memory import kv_capacity_tokens
 
 CATALOG = {d["slug"]: gpu_spec_from_doc(d) for d in load_shipped().gpus}
 GPUS = [CATALOG[s] for s in ("nvidia-h100-sxm", "nvidia-h200-sxm", "nvidia-a100-sxm4-80gb", "nvidia-l40s")]

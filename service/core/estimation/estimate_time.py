@@ -51,7 +51,7 @@ from service.core.estimation.serving import (
     estimate_batch_inference as batch_inference_time,
 )
 from service.core.estimation.serving_engines import Deployment, EngineClass, EngineEfficiencies
-from service.core.estimation.serving_queue import RateEstimate
+from service.core.estimation.serving_queue import RateEstimate, fraction_for_one_request
 from service.core.estimation.serving_record import engine_record
 from service.core.estimation.serving_steps import prefill_time_share
 from service.core.estimation.source_anchor import SourceAnchor, anchor_factor
@@ -416,11 +416,21 @@ def _kv_capacity(c: InferenceConfig, gpu: GpuSpec, d: Deployment, w: Workload, e
             f"{gpu.slug} at tensor_parallel {c.tensor_parallel}: {d.engine.name} takes "
             f"{d.memory_fraction:.0%} of the {usable_gb:.1f} GB for weights, working set and its KV "
             f"pool, and {(d.w_dense + d.w_experts) / 1e9:.1f} GB of weights per GPU leave that pool no "
-            "room (the memory above counts what the sequences need, not the engine's share; a larger "
-            "memory_fraction or tensor_parallel makes room)",
+            f"room (the memory above counts what the sequences need, not the engine's share; "
+            f"{_way_to_room(d, w, e)})",
             code="MEMORY_INSUFFICIENT",
         )
     return cap
+
+
+def _way_to_room(d: Deployment, w: Workload, e: EngineEfficiencies) -> str:
+    """What makes room for one request: the smallest memory setting that does, else more GPUs."""
+    need = fraction_for_one_request(d, w.input_len, w.output_len, e.reserve_gib)
+    if need is None or need > 1.0:
+        return "no memory_fraction holds one request: a larger tensor_parallel makes room"
+    return (
+        f"memory_fraction {math.ceil(need * 1000) / 1000:g} or more holds one, a larger tensor_parallel more"
+    )
 
 
 def _rate_answer(

@@ -18,20 +18,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from service.core.catalog.specs import GpuSpec
-from service.core.estimation.memory import InferenceConfig
+from service.core.estimation.memory import CUDA_CONTEXT_BYTES, NCCL_BUFFER_BYTES, InferenceConfig
 
 if TYPE_CHECKING:  # the engine classes import this module
-    from service.core.estimation.serving_engines import EngineClass
+    from service.core.estimation.serving_engines import Deployment, EngineClass
 
 __all__ = [
     "SGLANG_FALLBACK_FRACTION",
     "engine_memory_fraction",
+    "kv_capacity_tokens",
     "memory_setting",
     "sglang_defaults",
     "sglang_mem_fraction_static",
+    "smallest_memory_fraction",
 ]
 
 MiB: Final = 2**20
+GiB: Final = 2**30
 
 SGLANG_FALLBACK_FRACTION: Final = 0.88
 """SGLang's fraction where it cannot read the GPU's memory (``else 0.88``)."""
@@ -118,3 +121,49 @@ def memory_setting(c: InferenceConfig, engine: EngineClass, gpu: GpuSpec) -> tup
         return fraction, ()
     how = "as stated" if c.memory_fraction is not None else "SGLang's own pick for this GPU and layout"
     return fraction, (f"{engine.name} memory setting {fraction:.3g} ({how})",)
+
+
+def _activation_bytes(d: Deployment, tokens: float) -> float:
+    """Per-GPU activation workspace for an iteration of ``tokens`` tokens (the engine profiles or
+    preallocates it): one layer's largest buffers in 16-bit (``4h + 3f + 2(q + 2kv)`` per token)
+    plus fp32 logits of a few hundred sequences."""
+    return tokens * d.act_per_token + d.act_fixed
+
+
+def _pool_bytes(d: Deployment, fraction: float, max_tokens: float, reserve_gib: float) -> float:
+    """Bytes of KV pool on one GPU of the replica at memory setting ``fraction`` (negative where
+    the weights do not leave it room): linear in the setting, in each engine's own way
+    (``EngineClass.kv_memory``; SGLang's ``static`` pool is the setting's share of the memory free
+    once the context and NCCL are up, less the weights)."""
+    usable = float(d.gpu.fit_memory_bytes or 0)
+    started = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if d.tp > 1 else 0)
+    fixed = started + reserve_gib * GiB
+    act = _activation_bytes(d, max_tokens)
+    lora = d.lora.max_loras * d.lora_slot_bytes if d.lora else 0.0
+    weights = d.w_dense + d.w_experts + d.w_resident + lora
+    if d.engine.kv_memory == "free":
+        return fraction * (usable - weights - act - fixed)
+    if d.engine.kv_memory == "static":
+        return fraction * (usable - started) - weights
+    return fraction * usable - weights - act - fixed
+
+
+def kv_capacity_tokens(d: Deployment, max_tokens: int, reserve_gib: float = 2.0) -> float:
+    """Tokens of KV cache one GPU of the replica holds (per-GPU share of every token), after
+    the weights, the activation workspace, the CUDA context (and NCCL buffers when TP > 1), at
+    the replica's memory setting."""
+    fraction = d.memory_fraction or d.engine.memory_fraction
+    return max(0.0, _pool_bytes(d, fraction, float(max_tokens), reserve_gib)) / d.kv_per_token
+
+
+def smallest_memory_fraction(
+    d: Deployment, tokens: float, max_tokens: float, reserve_gib: float = 2.0
+) -> float | None:
+    """The smallest memory setting whose pool holds ``tokens`` of KV cache (the pool is linear in
+    the setting); None where even the whole memory does not."""
+    base = _pool_bytes(d, 0.0, max_tokens, reserve_gib)
+    slope = _pool_bytes(d, 1.0, max_tokens, reserve_gib) - base
+    need = tokens * d.kv_per_token
+    if slope <= 0 or base + slope < need:
+        return None
+    return max(0.0, (need - base) / slope)

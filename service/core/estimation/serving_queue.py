@@ -11,7 +11,7 @@ from service.core.catalog.models import DecoderSpec
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import InvalidConfiguration
 from service.core.estimation import serving_engines as se
-from service.core.estimation.memory import CUDA_CONTEXT_BYTES, NCCL_BUFFER_BYTES, InferenceConfig
+from service.core.estimation.memory import InferenceConfig
 from service.core.estimation.network import spanning_degrees
 from service.core.estimation.performance import PCIE_ASSUMED_PER_DIRECTION_GB_PER_S
 from service.core.estimation.serving_engines import (
@@ -22,40 +22,12 @@ from service.core.estimation.serving_engines import (
 )
 from service.core.estimation.serving_features import accepted_per_step
 from service.core.estimation.serving_lora import admitted, miss_probability
+from service.core.estimation.serving_memory import kv_capacity_tokens, smallest_memory_fraction
 from service.core.estimation.serving_steps import speculative_step_s
 
 # --------------------------------------------------------------------------------------------
 # Memory of a continuous-batching replica: how many sequences fit
 # --------------------------------------------------------------------------------------------
-
-
-def _activation_bytes(d: Deployment, tokens: float) -> float:
-    """Per-GPU activation workspace for an iteration of ``tokens`` tokens (the engine profiles or
-    preallocates it): one layer's largest buffers in 16-bit (``4h + 3f + 2(q + 2kv)`` per token)
-    plus fp32 logits of a few hundred sequences."""
-    return tokens * d.act_per_token + d.act_fixed
-
-
-def kv_capacity_tokens(d: Deployment, max_tokens: int, reserve_gib: float = 2.0) -> float:
-    """Tokens of KV cache one GPU of the replica holds (per-GPU share of every token), after
-    the weights, the activation workspace, the CUDA context (and NCCL buffers when TP > 1), at
-    the engine's memory setting (``EngineClass.kv_memory``; SGLang's ``static`` pool is the
-    setting's share of the memory free once the context and NCCL are up, less the weights)."""
-    usable = float(d.gpu.fit_memory_bytes or 0)
-    started = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if d.tp > 1 else 0)
-    fixed = started + reserve_gib * se.GiB
-    act = _activation_bytes(d, float(max_tokens))
-    weights = (
-        d.w_dense + d.w_experts + d.w_resident + (d.lora.max_loras * d.lora_slot_bytes if d.lora else 0.0)
-    )
-    fraction = d.memory_fraction or d.engine.memory_fraction
-    if d.engine.kv_memory == "free":
-        kv = fraction * (usable - weights - act - fixed)
-    elif d.engine.kv_memory == "static":
-        kv = fraction * (usable - started) - weights
-    else:
-        kv = fraction * usable - weights - act - fixed
-    return max(0.0, kv) / d.kv_per_token
 
 
 _CAP_CACHE: dict[tuple[int, float, float, bool, float], tuple[Deployment, tuple[int, int]]] = {}
@@ -82,14 +54,26 @@ def concurrency_cap(
     return out
 
 
+def _tokens_per_request(d: Deployment, input_len: float, output_len: float) -> float:
+    """KV tokens a running request holds: ``I + O`` (``full`` reservation), ``I + O/2`` (``on_demand``),
+    at most the sliding window."""
+    per_req = input_len + (output_len if d.engine.kv_reservation == "full" else output_len / 2.0)
+    return max(min(per_req, float(d.model.sliding_window)) if d.model.sliding_window else per_req, 1.0)
+
+
+def fraction_for_one_request(
+    d: Deployment, input_len: float, output_len: float, reserve_gib: float = CONTINUOUS_SPEC.reserve_gib
+) -> float | None:
+    """The smallest memory setting whose KV pool holds one request (None: no setting does)."""
+    _, budget = se.engine_limits(d.engine, d.gpu)
+    return smallest_memory_fraction(d, _tokens_per_request(d, input_len, output_len), budget, reserve_gib)
+
+
 def _concurrency_cap(
     d: Deployment, input_len: float, output_len: float, offline: bool, reserve_gib: float
 ) -> tuple[int, int]:
     seqs, budget = se.engine_limits(d.engine, d.gpu, offline)
-    per_req = input_len + (output_len if d.engine.kv_reservation == "full" else output_len / 2.0)
-    if d.model.sliding_window:
-        per_req = min(per_req, float(d.model.sliding_window))
-    cap_kv = kv_capacity_tokens(d, budget, reserve_gib) / max(per_req, 1.0)
+    cap_kv = kv_capacity_tokens(d, budget, reserve_gib) / _tokens_per_request(d, input_len, output_len)
     n = int(min(seqs, cap_kv))
     if d.lora is not None:  # a batch holds at most max_loras distinct adapters
         n = int(admitted(d.lora, float(n)))
