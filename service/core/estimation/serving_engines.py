@@ -30,7 +30,7 @@ from service.core.estimation.serving_lora import (
     distinct_adapters,
     lora_slot_elements,
 )
-from service.core.estimation.serving_memory import memory_setting, sglang_defaults
+from service.core.estimation.serving_memory import MiB, memory_setting, sglang_defaults
 from service.core.estimation.transfer_architectures import engine_arch_factors
 
 GiB = 2**30
@@ -145,7 +145,7 @@ def engine_limits(engine: EngineClass, gpu: GpuSpec, offline: bool = False) -> t
     if engine.name == "tensorrt-llm":
         return TRT_MAX_BATCH, TRT_MAX_NUM_TOKENS
     if engine.name == "sglang":  # ServerArgs' chunked_prefill_size by GPU memory; requests: the KV pool
-        chunk, _ = sglang_defaults((gpu.fit_memory_bytes or 0) / 2**20, 1)
+        chunk, _ = sglang_defaults((gpu.fit_memory_bytes or 0) / MiB, 1)
         return TRT_MAX_BATCH, chunk
     return 1 << 30, 1 << 30
 

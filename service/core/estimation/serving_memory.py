@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the engine classes import this module
 
 __all__ = [
     "SGLANG_FALLBACK_FRACTION",
-    "engine_memory_fraction",
+    "MiB",
     "kv_capacity_tokens",
     "memory_setting",
     "sglang_defaults",
@@ -86,41 +86,17 @@ def sglang_mem_fraction_static(
     return round(max(0.0, total_mib - reserved) / total_mib, 3)
 
 
-def engine_memory_fraction(
-    engine: str,
-    engine_default: float,
-    gpu: GpuSpec,
-    parallel: int,
-    *,
-    dp_attention: bool = False,
-    speculative: str | None = None,
-    stated: float | None = None,
-) -> float:
-    """The memory setting a replica runs with: the one the request states, else SGLang's own pick
-    (:func:`sglang_mem_fraction_static`), else the engine class's documented default."""
-    if stated is not None:
-        return stated
-    if engine == "sglang":
-        return sglang_mem_fraction_static(gpu, parallel, dp_attention, speculative)
-    return engine_default
-
-
 def memory_setting(c: InferenceConfig, engine: EngineClass, gpu: GpuSpec) -> tuple[float, tuple[str, ...]]:
-    """The memory setting one replica of ``c`` runs with on ``gpu``, and a note saying so where
-    it is not the engine class's fixed default (a stated setting, or SGLang's pick)."""
-    fraction = engine_memory_fraction(
-        engine.name,
-        engine.memory_fraction,
-        gpu,
-        c.tensor_parallel,
-        dp_attention=c.expert_parallel,
-        speculative=c.speculative,
-        stated=c.memory_fraction,
-    )
-    if engine.batching != "continuous" or (c.memory_fraction is None and engine.name != "sglang"):
-        return fraction, ()
-    how = "as stated" if c.memory_fraction is not None else "SGLang's own pick for this GPU and layout"
-    return fraction, (f"{engine.name} memory setting {fraction:.3g} ({how})",)
+    """The memory setting one replica of ``c`` runs with on ``gpu`` -- the one the request states,
+    else SGLang's own pick (:func:`sglang_mem_fraction_static`), else the engine class's documented
+    default -- and a note saying so where it is not that fixed default."""
+    if c.memory_fraction is not None:
+        stated = f"{engine.name} memory setting {c.memory_fraction:.3g} (as stated)"
+        return c.memory_fraction, (stated,) if engine.batching == "continuous" else ()
+    if engine.name != "sglang":
+        return engine.memory_fraction, ()
+    fraction = sglang_mem_fraction_static(gpu, c.tensor_parallel, c.expert_parallel, c.speculative)
+    return fraction, (f"sglang memory setting {fraction:.3g} (SGLang's own pick for this GPU and layout)",)
 
 
 def _activation_bytes(d: Deployment, tokens: float) -> float:
