@@ -101,7 +101,9 @@ def tight_for_largest_request(c: TrainConfig, memory: MemoryAnswer) -> list[Noti
     caching allocator needs that block whole, and whether a free one exists depends on how the
     step fragmented the pool. Measured on the H100 SXM (``data/benchmarks/h100-sxm-2026-12-07*``):
     the two runs the memory model said fit and that ran out of memory failed on exactly this
-    request (15.66 and 7.83 GiB) with 15.2 and 11.8 GiB reserved but unallocated; the rule flags
+    request (15.66 and 7.83 GiB) with 15.2 and 11.8 GiB reserved but unallocated, failed so again
+    when re-run, and ran with ``expandable_segments`` (peak 68.9 and 71.8 GiB;
+    ``data/probes/h100-allocator-2026-12-07-*``); the rule flags
     both, and 4 of the 276 committed runs that ran (all on the H100; a warning, not a refusal --
     whether the block is found depends on the allocation history, which no input states)."""
     request = largest_request_bytes(c)
