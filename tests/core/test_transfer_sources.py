@@ -537,3 +537,66 @@ def test_engine_bound_points_move_no_architecture_factor() -> None:
         assert b.compute[arch] == pytest.approx(a.compute[arch], abs=1e-9)
     assert b.hop == pytest.approx(a.hop, abs=1e-9)
     assert "llm-online/roofline" in b.share
+
+
+def _mlperf_row(**kw: object) -> PublishedRow:
+    base: dict[str, object] = {
+        "table_id": "mlperf-inference-x",
+        "gpu_name": "x",
+        "slug": None,
+        "workload": "mlperf-infer-offline",
+        "model": "mlperf/llama2-70b-99",
+        "precision": "fp8",
+        "metric": "output_tokens_per_s",
+        "value": 20000.0,
+        "gpu_count": 8,
+        "system": "s",
+    }
+    base.update(kw)
+    return PublishedRow(**base)  # type: ignore[arg-type]
+
+
+def test_an_mlperf_llm_row_is_served_at_its_benchmark_length_and_the_group_its_memory_needs() -> None:
+    """MLPerf Inference states a system's GPUs and tokens/s, not lengths or tensor parallelism:
+    Llama-2-70B's reference run averages 294.45 output tokens (its TOKENS_PER_SAMPLE), and its
+    70 GB of FP8 weights take more than 70 % of an H100's 80 GB but not of an H200's 141 GB, so
+    the H100 is timed at TP2 and the H200 at TP1. Interactive rows (latency-bound) and rows that
+    state their lengths are left as they are."""
+    from service.core.estimation.transfer_serving import MLPERF_OUTPUT_TOKENS, benchmark_shape
+
+    h100, h200 = SPECS["nvidia-h100-sxm"], SPECS["nvidia-h200-sxm"]
+    on100, on200 = benchmark_shape(_mlperf_row(), h100), benchmark_shape(_mlperf_row(), h200)
+    assert MLPERF_OUTPUT_TOKENS["llama2-70b"] == 294.45
+    assert (on100.input_len, on100.output_len, on100.tp) == (294, 294, 2)
+    assert (on200.input_len, on200.output_len, on200.tp) == (294, 294, 1)
+    assert benchmark_shape(_mlperf_row(precision="fp4"), h100).tp == 1  # 35 GB of FP4 weights
+    assert benchmark_shape(_mlperf_row(gpu_count=1), h100).tp == 1  # never beyond the system
+    interactive = _mlperf_row(workload="mlperf-infer-interactive")
+    assert benchmark_shape(interactive, h100) is interactive
+    stated = _mlperf_row(input_len=128, output_len=128)
+    assert benchmark_shape(stated, h100) is stated
+    unknown = _mlperf_row(model="mlperf/llama3.1-8b")  # its reference states characters, not tokens
+    assert benchmark_shape(unknown, h100) is unknown
+    reasoning = benchmark_shape(_mlperf_row(model="mlperf/gpt-oss-120b", precision="fp4"), h100)
+    assert (reasoning.output_len, reasoning.tp) == (1278, 1)  # TEST09's reference mean, 59 GB of MXFP4
+
+
+def test_mlperf_llm_points_are_timed_from_shape_and_still_pair_across_groups_of_different_size() -> None:
+    """The shaped rows get serving terms (capacity, weights per batch, all-reduce over the link)
+    while the configuration they are grouped in stays the one MLPerf states: the H100 at TP2 and
+    the H200 at TP1 are one pair, and the H100's TP2 pays an all-reduce the H200's TP1 does not."""
+    from service.core.evidence.published import PublishedTable
+
+    rows = [
+        _mlperf_row(slug="nvidia-h100-sxm", value=20000.0),
+        _mlperf_row(slug="nvidia-h200-sxm", value=30000.0),
+    ]
+    table = PublishedTable(
+        "mlperf-inference-x", "t", "inference", "p", "u", (), "2025", "n", "s", "e", "m", "c", tuple(rows)
+    )
+    pts = {p.slug: p for p in ts.points_from([table], SPECS)}
+    assert set(pts) == {"nvidia-h100-sxm", "nvidia-h200-sxm"}
+    assert pts["nvidia-h100-sxm"].group == pts["nvidia-h200-sxm"].group
+    s100, s200 = pts["nvidia-h100-sxm"].serve, pts["nvidia-h200-sxm"].serve
+    assert s100 is not None and s200 is not None
+    assert s100.comm > 0.0 and s100.hops > 0.0 and s200.comm == s200.hops == 0.0

@@ -6,7 +6,7 @@ the transfer normalises by and the precision classes pairs are formed in."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from service.core.catalog.decoder import DecoderSpec
@@ -21,8 +21,10 @@ __all__ = [
     "LOG_B_REF",
     "LOG_P_REF",
     "MAX_BATCH",
+    "MLPERF_OUTPUT_TOKENS",
     "RESERVE_BYTES",
     "ServeTerms",
+    "benchmark_shape",
     "data_bandwidth_gb_per_s",
     "link_gb_per_s",
     "serve_terms",
@@ -117,10 +119,58 @@ ring steps long whatever its size, and the batch in flight shares them: a GPU wh
 only a small batch beside the weights pays them per few tokens."""
 
 
+MLPERF_OUTPUT_TOKENS: Final[dict[str, float]] = {
+    # mean output tokens per sample of each MLPerf Inference LLM benchmark's reference run: the
+    # TOKENS_PER_SAMPLE of its accuracy target (mlcommons/inference,
+    # tools/submission/submission_checker/constants.py at 001d64ca1a80, read 2026-12-07)
+    "llama2-70b": 294.45,
+    "mixtral-8x7b": 144.84,
+    "llama3.1-405b": 684.68,
+    "deepseek-r1": 3886.2274,
+    # performance mode's reference mean (compliance TEST09: within 10 % of 1278.20 tokens;
+    # language/gpt-oss-120b/README.md at 2e1a6995d310, read 2026-12-07)
+    "gpt-oss-120b": 1278.2,
+}
+MLPERF_SHAPED: Final = frozenset({"mlperf-infer-offline", "mlperf-infer-server"})
+"""MLPerf Inference scenarios run at the throughput the memory allows (Offline; Server under a
+latency bound loose enough to batch): timed from the shape. Interactive and single-stream rows
+are bound by their latency targets, not by what fits, and keep the class share."""
+TP_WEIGHT_SHARE: Final = 0.7
+"""An MLPerf row states its system's GPUs, not its tensor-parallel group: the smallest power of
+two whose share of the weights takes at most this share of a GPU's memory is assumed (the rest
+holds the KV cache and activations; 0.5 moves the held-out figures by 0.1 point, issue 27)."""
+
+
+def benchmark_shape(r: PublishedRow, gpu: GpuSpec) -> PublishedRow:
+    """``r`` as it was served, for :func:`serve_terms`: an MLPerf Inference LLM row (Offline,
+    Server) states neither its lengths nor its tensor parallelism, so it takes the benchmark's
+    mean output length (:data:`MLPERF_OUTPUT_TOKENS`, sourced), a prompt as long (assumed: the
+    sources read do not give the prompts' mean, and prompts of 0.1x to 10x the output move the
+    held-out figures by at most 0.1 point) and the group :data:`TP_WEIGHT_SHARE` gives. Other rows
+    are returned as they are."""
+    out = MLPERF_OUTPUT_TOKENS.get(_benchmark(r.model))
+    spec, mem = _decoder(r.model), gpu.usable_memory_bytes or gpu.memory_bytes
+    if r.workload not in MLPERF_SHAPED or r.output_len or out is None or spec is None or not mem:
+        return r
+    weights = spec.total_params * _weight_bytes(_precision_class(r.precision))
+    gpus = max(r.gpu_count, 1)
+    tp = next((t for t in (1, 2, 4, 8) if weights / t <= TP_WEIGHT_SHARE * mem), 8)
+    n = round(out)
+    return replace(r, input_len=n, output_len=n, tp=min(tp, gpus))
+
+
+def _benchmark(model: str) -> str:
+    return model.removeprefix("mlperf/").removesuffix("-99.9").removesuffix("-99")
+
+
+def _weight_bytes(precision_class: str) -> float:
+    """Bytes per weight of a serving row's checkpoint."""
+    return {"fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}.get(precision_class, 2.0)
+
+
 def _decoder(model: str) -> DecoderSpec | None:
-    name = model.removeprefix("mlperf/").removesuffix("-99.9").removesuffix("-99")
     try:
-        spec = get_model(name)
+        spec = get_model(_benchmark(model))
     except ModelNotFound:
         return None
     return spec if isinstance(spec, DecoderSpec) else None
@@ -157,7 +207,7 @@ def serve_terms(r: PublishedRow, gpu: GpuSpec, tp: int, link: float | None) -> S
     if spec is None or not inp or not out or not mem:
         return None
     pc = _precision_class(r.precision)
-    w_bytes = {"fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}.get(pc, 2.0)
+    w_bytes = _weight_bytes(pc)
     kv_bytes = 1.0 if pc in ("fp8", "fp4") else 2.0  # TensorRT-LLM: FP8 engines keep an FP8 KV cache
     weights = spec.total_params * w_bytes / tp
     kv_per_token = spec.kv_cache_bytes_per_token(kv_bytes) / spec.kv_shards(tp)

@@ -53,7 +53,9 @@ time it moved BERT training 16.1 % -> 11.5 % and the pooled error 13.7 % -> 12.6
 the all-reduce latency below).
 
 LLM serving at maximum throughput where the model's shape and the lengths are known
-(TensorRT-LLM Perf Overview rows) is timed from physics instead of a class share
+(TensorRT-LLM Perf Overview rows; MLPerf Inference's LLM rows at their benchmark's mean length
+and an assumed group, :func:`~.transfer_serving.benchmark_shape`) is timed from physics instead
+of a class share
 (:func:`serve_terms`): per output token, decode GEMMs and the prompt's prefill at the compute
 ceiling; the weights read once per step for the batch that the memory left beside the weights
 holds, and attention's read of the KV cache of the mean context, at the bandwidth. The GEMMs are
@@ -87,6 +89,7 @@ from service.core.estimation.transfer_serving import (
     ServeTerms,
     _bytes_scale,
     _precision_class,
+    benchmark_shape,
     data_bandwidth_gb_per_s,
     link_gb_per_s,
     serve_terms,
@@ -395,12 +398,13 @@ def points_from(
             if not peak or not bpeak:
                 continue
             peak *= sustained_clock(gpu)
-            n = _ranks(t, r)
+            served = benchmark_shape(r, gpu) if cls in SERVING else r  # grouped as stated
+            n = _ranks(t, served)
             link = link_gb_per_s(gpu, n, "nvlink" in r.system.lower()) if n > 1 else None
             if n > 1 and not link:
                 continue
             key = (*_group_key(t, r, cls), gpu.slug, pf)  # rows of one recipe make one point
-            serve = serve_terms(r, gpu, n, link) if cls in SERVING else None
+            serve = serve_terms(served, gpu, n, link) if cls in SERVING else None
             trained = t.kind == "training" and cls not in TRAINING_TABLE_INFERENCE
             acc.setdefault(key, []).append(math.log(_per_gpu_throughput(r)))
             meta[key] = SourcePoint(
