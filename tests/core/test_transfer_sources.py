@@ -540,10 +540,8 @@ def test_engine_bound_points_move_no_architecture_factor() -> None:
 
 
 def _mlperf_row(**kw: object) -> PublishedRow:
-    base: dict[str, object] = {
+    mlperf: dict[str, object] = {
         "table_id": "mlperf-inference-x",
-        "gpu_name": "x",
-        "slug": None,
         "workload": "mlperf-infer-offline",
         "model": "mlperf/llama2-70b-99",
         "precision": "fp8",
@@ -552,8 +550,7 @@ def _mlperf_row(**kw: object) -> PublishedRow:
         "gpu_count": 8,
         "system": "s",
     }
-    base.update(kw)
-    return PublishedRow(**base)  # type: ignore[arg-type]
+    return _row(**{**mlperf, **kw})
 
 
 def test_an_mlperf_llm_row_is_served_at_its_benchmark_length_and_the_group_its_memory_needs() -> None:
@@ -592,7 +589,7 @@ def test_mlperf_llm_points_are_timed_from_shape_and_still_pair_across_groups_of_
         _mlperf_row(slug="nvidia-h200-sxm", value=30000.0),
     ]
     table = PublishedTable(
-        "mlperf-inference-x", "t", "inference", "p", "u", (), "2025", "n", "s", "e", "m", "c", tuple(rows)
+        "mlperf-inference-x", "t", "serving", "p", "u", (), "2025", "n", "s", "e", "m", "c", tuple(rows)
     )
     pts = {p.slug: p for p in ts.points_from([table], SPECS)}
     assert set(pts) == {"nvidia-h100-sxm", "nvidia-h200-sxm"}
