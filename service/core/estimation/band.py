@@ -23,6 +23,10 @@ class Band:
     def contains(self, x: float) -> bool:
         return self.low <= x <= self.high
 
+    def widened(self, below: float, above: float) -> Band:
+        """This band reaching ``below`` lower and ``above`` higher (never below zero)."""
+        return Band(max(self.low - below, 0.0), self.mid, self.high + above)
+
     @staticmethod
     def relative(mid: float, rel: tuple[float, float]) -> Band:
         """``mid`` with a relative (below, above) band: ``[mid (1 - lo), mid (1 + hi)]``."""

@@ -415,22 +415,59 @@ class CalibrationSet:
                 best = min(
                     pool, key=lambda c: (datasheet_distance(c.source, gpu), -c.n_points, c.source_gpus)
                 )
-                chosen = transfer(best, gpu, precision, workload)
+                chosen = self._on_reference_host(transfer(best, gpu, precision, workload), workload, fam)
             else:
                 chosen = published_calibration(gpu, workload, precision)
         self._picked[memo] = chosen
         return chosen
 
+    def reference_host(self, workload: str, family: str) -> Calibration | None:
+        """The fit whose host every transferred answer of ``workload`` is timed on: the
+        best-populated one of the precision family (ties by slug). Each measured GPU ran on its
+        own machine, and two machines of one GPU model launch the same eager step up to 1.5x
+        apart (``data/probes/h100-host-variance-2026-12-07.json``), so a transfer that kept its
+        nearest source's host would rank the GPUs nobody measured by their sources' machines."""
+        fits = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == family]
+        return max(fits, key=lambda kc: (kc[1].n_points, kc[0][0]))[1] if fits else None
+
+    def _on_reference_host(self, cal: Calibration, workload: str, family: str) -> Calibration:
+        """``cal`` (a transfer) with the host side -- per-op dispatch and per-step cost, which no
+        GPU figure scales -- of :meth:`reference_host` in place of its source's, and the range of
+        every measuring machine's dispatch over it (:attr:`~.Calibration.host_range`)."""
+        ref = self.reference_host(workload, family)
+        if ref is None:
+            return cal
+        r = ref.efficiencies
+        hosts = [
+            c.efficiencies.dispatch_s / r.dispatch_s
+            for k, c in self.by_key.items()
+            if k[1:] == (workload, family)
+        ]
+        out = (
+            replace(cal, host_range=(min(hosts), max(hosts))) if len(hosts) > 1 and r.dispatch_s > 0 else cal
+        )
+        e = cal.efficiencies
+        if set(ref.source_gpus) == set(cal.source_gpus) or (e.dispatch_s, e.step_s) == (
+            r.dispatch_s,
+            r.step_s,
+        ):
+            return out
+        note = (
+            f"host side (launch {r.dispatch_s * 1e6:.3g} us an op, {r.step_s * 1e3:.3g} ms a step) from the "
+            f"machine of {', '.join(ref.source_gpus)}, the one every transferred answer shares; "
+            f"{', '.join(cal.source_gpus)}'s machine measured {e.dispatch_s * 1e6:.3g} us and {e.step_s * 1e3:.3g} ms"
+        )
+        eff = replace(e, dispatch_s=r.dispatch_s, step_s=r.step_s)
+        return replace(out, efficiencies=eff, notes=(*cal.notes, note))
+
     def host_profile(self, workload: str, precision: str) -> HostProfile | None:
-        """The host side of eager PyTorch for ``workload`` (``dispatch_s``, ``step_s``) from the
-        best-populated fit of that workload and precision family, untransferred: a property of
-        the engine and the host that measured it, applied to every GPU alike (DESIGN
-        "Estimation"), never scaled by GPU architecture. None without a fit."""
-        fam = precision_family(precision)
-        fits = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == fam]
-        if not fits:
+        """The host side of eager PyTorch for ``workload`` (``dispatch_s``, ``step_s``) from
+        :meth:`reference_host`, untransferred: a property of the engine and the host that
+        measured it, applied to every GPU alike (DESIGN "Estimation"), never scaled by GPU
+        architecture. None without a fit."""
+        best = self.reference_host(workload, precision_family(precision))
+        if best is None:
             return None
-        _, best = max(fits, key=lambda kc: (kc[1].n_points, kc[0][0]))
         e = best.efficiencies
         return HostProfile(
             e.dispatch_s, e.step_s, f"eager PyTorch on the host of {', '.join(best.source_gpus)}"

@@ -139,6 +139,10 @@ class Calibration:
     """Published tables the efficiencies lean on (ids of ``service.core.evidence.published``)."""
     source: GpuSpec | None = field(default=None, compare=False, repr=False)
     """The GPU the efficiencies were fitted on (the one with most points), for transfers."""
+    host_range: tuple[float, float] = (1.0, 1.0)
+    """The host constant (per-op dispatch) of each machine that measured this workload, lowest and
+    highest, over the one these efficiencies use: a transferred answer runs on the user's machine,
+    which none of them is, so its band spans theirs on the step's host part (1, 1: one machine)."""
 
     def applies_to(self, precision: str) -> bool:
         """Efficiencies fitted on one precision family say nothing about another (different

@@ -134,6 +134,8 @@ def _time(
         accuracy, tables = None, ()
     else:
         band, prov, notes = _derived_band(c, gpu, e, step, band, prov, notes)
+        if cal is not None:  # the user's machine is none of those that measured
+            band = band.widened(*host_spread_s(step * st.shares[3], cal.host_range))
         if anchor is not None:  # the source GPU measured this configuration: its level, our ratio
             f, note = anchor_factor(
                 step, step_summary(c, anchor.gpu, anchor.efficiencies).step_time_s, anchor
@@ -180,6 +182,19 @@ def _time(
         stack=c.stack,
         network=network,
     )
+
+
+def host_spread_s(
+    host_s: float, host_range: tuple[float, float], gpu_s: float | None = None
+) -> tuple[float, float]:
+    """Seconds a step whose host part takes ``host_s`` here may lose and gain on the fastest and
+    slowest of the machines that measured (``host_range`` over the one used): added to the GPU's
+    time, or inside ``max(GPU, host)`` where the GPU's ``gpu_s`` is given (an encoder's forward)."""
+    lo, hi = host_range
+    if gpu_s is None:
+        return host_s * max(0.0, 1.0 - lo), host_s * max(0.0, hi - 1.0)
+    here = max(gpu_s, host_s)
+    return here - max(gpu_s, host_s * lo), max(gpu_s, host_s * hi) - here
 
 
 def _derived_band(
@@ -508,10 +523,17 @@ def _batch_time(
         band = Band(min(summary.p10, step * 0.97), step, max(summary.p90, step * 1.03))
         prov = "measured"
         notes = (f"median of {cell.count} measured results for this exact configuration",)
-    elif anchor is not None:  # the source GPU measured this configuration: its level, our ratio
-        source = batch_inference_time(c, anchor.gpu, anchor.efficiencies).step_time_s
-        f, note = anchor_factor(step, source, anchor)
-        step, band, notes = step * f, band.scaled(f), (*notes, note)
+    else:
+        if cal is not None:  # the user's machine is none of those that measured
+            ph = est.phases
+            gpu_s = (
+                ph["matmul"] + ph["attention"] + ph["memory"] if "matmul" in ph else None
+            )  # encoder: max(GPU, host)
+            band = band.widened(*host_spread_s(ph.get("host_dispatch", 0.0), cal.host_range, gpu_s))
+        if anchor is not None:  # the source GPU measured this configuration: its level, our ratio
+            source = batch_inference_time(c, anchor.gpu, anchor.efficiencies).step_time_s
+            f, note = anchor_factor(step, source, anchor)
+            step, band, notes = step * f, band.scaled(f), (*notes, note)
     m = c.model
     per_input = float(c.seq_len) if isinstance(m, EncoderSpec) else 1.0
     flops = (

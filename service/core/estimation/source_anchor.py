@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from service.core.catalog.precision import precision_family
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.calibration import Calibration, CalibrationSet
 from service.core.estimation.efficiencies import Efficiencies
@@ -60,15 +61,24 @@ def _source_cell(
     precision: str,
     measured_on: Callable[[str], CellView | None] | None,
 ) -> tuple[GpuSpec, Efficiencies, CellView] | None:
-    """A transferred calibration's source GPU, that GPU's own fitted efficiencies and its
-    measured cell of the configuration; None where any is missing (or nothing was transferred)."""
+    """The GPU a transferred calibration is anchored on, that GPU's own fitted efficiencies and
+    its measured cell of the configuration; None where any is missing (or nothing was
+    transferred). The reference host's GPU (:meth:`~.CalibrationSet.reference_host`) comes
+    first where it measured the configuration: every GPU nobody measured then takes its level
+    from one machine, and only the model's ratios order them (anchored on their nearest
+    sources, an A100 took the H100 machine's faster launches and came out above the H200's
+    measurement at ResNet-50 batch 16); else the calibration's own source."""
     if cal is None or measured_on is None or cal.source is None or cal.scope == "same-gpu":
         return None
-    cell = measured_on(cal.source.slug)
-    own = calibrations.pick(cal.source, workload, precision)
-    if cell is None or cell.provenance != "measured" or own is None or own.scope != "same-gpu":
-        return None
-    return cal.source, own.efficiencies, cell
+    ref = calibrations.reference_host(workload, precision_family(precision))
+    for source in (ref.source if ref is not None else None, cal.source):
+        if source is None:
+            continue
+        cell = measured_on(source.slug)
+        own = calibrations.pick(source, workload, precision)
+        if cell is not None and cell.provenance == "measured" and own is not None and own.scope == "same-gpu":
+            return source, own.efficiencies, cell
+    return None
 
 
 def anchor_factor(model_step_s: float, modelled: float, anchor: SourceAnchor) -> tuple[float, str]:
