@@ -447,10 +447,8 @@ class CalibrationSet:
             replace(cal, host_range=(min(hosts), max(hosts))) if len(hosts) > 1 and r.dispatch_s > 0 else cal
         )
         e = cal.efficiencies
-        if set(ref.source_gpus) == set(cal.source_gpus) or (e.dispatch_s, e.step_s) == (
-            r.dispatch_s,
-            r.step_s,
-        ):
+        same_host = (e.dispatch_s, e.step_s) == (r.dispatch_s, r.step_s)
+        if same_host or set(ref.source_gpus) == set(cal.source_gpus):
             return out
         note = (
             f"host side (launch {r.dispatch_s * 1e6:.3g} us an op, {r.step_s * 1e3:.3g} ms a step) from the "

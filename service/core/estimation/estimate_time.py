@@ -525,10 +525,8 @@ def _batch_time(
         notes = (f"median of {cell.count} measured results for this exact configuration",)
     else:
         if cal is not None:  # the user's machine is none of those that measured
-            ph = est.phases
-            gpu_s = (
-                ph["matmul"] + ph["attention"] + ph["memory"] if "matmul" in ph else None
-            )  # encoder: max(GPU, host)
+            ph = est.phases  # an encoder's forward is max(GPU, host), a CNN's their sum
+            gpu_s = ph["matmul"] + ph["attention"] + ph["memory"] if "matmul" in ph else None
             band = band.widened(*host_spread_s(ph.get("host_dispatch", 0.0), cal.host_range, gpu_s))
         if anchor is not None:  # the source GPU measured this configuration: its level, our ratio
             source = batch_inference_time(c, anchor.gpu, anchor.efficiencies).step_time_s
