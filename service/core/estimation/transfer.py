@@ -173,9 +173,13 @@ DVFS curve gives ``f ~ P^(1/3)``. Fixed, not fitted: below 1 it keeps the capped
 EPS0_W_PER_TFLOP: Final = 1.0
 """Prior for the board power (W) one dense 16-bit TFLOP/s needs at full clock, per architecture
 where the tables cannot tell: an A100 SXM4 (400 W, 312 TFLOP/s) just sustains boost, an
-H100 SXM (700 W, 989.5) is mildly capped. Fixed: a free fit drove it to ~2.6 W, which would cap
-every datacenter part at 40-60 % of its boost clock -- contradicted by the H200 measured here,
-whose bf16 GEMM runs at 80 % of the dense peak at 700 W."""
+H100 SXM (700 W, 989.5) is mildly capped (0.89 of boost). Fixed: a free fit drove it to ~2.6 W,
+which would cap every datacenter part at 40-60 % of its boost clock. Measured, the cap bites
+harder than 1.0 says: a 45 s bf16 GEMM loop on an H100 SXM settles at 1,350 MHz, 0.74 of the
+peak's 1,830, and 680 TFLOP/s (``data/probes/h100-sustained-clock-2026-12-07.json``; the agent's
+H200 GEMM cells, 662 TFLOP/s at 700 W), which implies 1.76 W; as the prior for every
+architecture that moves the held-out cross-source figure 12.6 -> 12.7 %, so 1.0 stays until a
+non-Hopper part is measured the same way."""
 
 RIDGE: Final[dict[str, float]] = {"s": 1e-3, "c": 1.0, "d": 1.0, "m": 1.0, "e": 0.3}
 """Prior weights (per squared log unit) of each parameter kind: the split ``s`` is free, the
