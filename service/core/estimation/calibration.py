@@ -408,7 +408,7 @@ class CalibrationSet:
                 if chosen is not None:
                     break
         if chosen is None:
-            candidates = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == fam]
+            candidates = self._fits(workload, fam)
             if candidates:
                 same = [c for k, c in candidates if self.families.get(k[0]) == gpu.family]
                 pool = same or [c for _, c in candidates]
@@ -421,13 +421,17 @@ class CalibrationSet:
         self._picked[memo] = chosen
         return chosen
 
+    def _fits(self, workload: str, family: str) -> list[tuple[GroupKey, Calibration]]:
+        """Every GPU's fit of ``workload`` in the precision ``family``."""
+        return [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == family]
+
     def reference_host(self, workload: str, family: str) -> Calibration | None:
         """The fit whose host every transferred answer of ``workload`` is timed on: the
         best-populated one of the precision family (ties by slug). Each measured GPU ran on its
         own machine, and two machines of one GPU model launch the same eager step up to 1.5x
         apart (``data/probes/h100-host-variance-2026-12-07.json``), so a transfer that kept its
         nearest source's host would rank the GPUs nobody measured by their sources' machines."""
-        fits = [(k, c) for k, c in self.by_key.items() if k[1] == workload and k[2] == family]
+        fits = self._fits(workload, family)
         return max(fits, key=lambda kc: (kc[1].n_points, kc[0][0]))[1] if fits else None
 
     def _on_reference_host(self, cal: Calibration, workload: str, family: str) -> Calibration:
@@ -438,11 +442,7 @@ class CalibrationSet:
         if ref is None:
             return cal
         r = ref.efficiencies
-        hosts = [
-            c.efficiencies.dispatch_s / r.dispatch_s
-            for k, c in self.by_key.items()
-            if k[1:] == (workload, family)
-        ]
+        hosts = [c.efficiencies.dispatch_s / r.dispatch_s for _, c in self._fits(workload, family)]
         out = (
             replace(cal, host_range=(min(hosts), max(hosts))) if len(hosts) > 1 and r.dispatch_s > 0 else cal
         )
