@@ -23,7 +23,6 @@ import argparse
 import multiprocessing
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,21 +43,32 @@ DEFAULT: tuple[str, ...] = (
 )
 
 
-def _settings(variant: str) -> dict[str, float]:
-    body = variant.split("-", 1)[1] if "-" in variant else ""
-    out: dict[str, float] = {}
+KINDS = ("baseline", "eps", "ridge")
+
+
+def _parse(variant: str) -> tuple[str, dict[str, float]]:
+    """A variant's kind and its KEY=VALUE settings; exits on a malformed one (before any work)."""
+    kind, _, body = variant.partition("-")
+    if kind not in KINDS:
+        raise SystemExit(f"unknown variant {variant!r} (kinds: {', '.join(KINDS)})")
+    values: dict[str, float] = {}
     for kv in filter(None, body.split(",")):
         k, _, v = kv.partition("=")
         if not v:
             raise SystemExit(f"{variant}: expected KEY=VALUE, got {kv!r}")
-        out[k] = float(v)
-    return out
+        values[k] = float(v)
+    if kind == "ridge":
+        from service.core.estimation import transfer_sources  # noqa: F401  (the fit module imports it)
+        from service.core.estimation.transfer_class_fit import RIDGE
+
+        if unknown := set(values) - set(RIDGE):
+            raise SystemExit(f"{variant}: no prior named {sorted(unknown)} (known: {sorted(RIDGE)})")
+    return kind, values
 
 
 def _apply(variant: str) -> None:
     """Replace the variant's constants in this process's modules."""
-    kind = variant.split("-", 1)[0]
-    values = _settings(variant)
+    kind, values = _parse(variant)
     if kind == "eps":
         from service.core.estimation import transfer_sources as ts
         from service.core.estimation.transfer import EPS0_W_PER_TFLOP, clock_factor
@@ -66,31 +76,19 @@ def _apply(variant: str) -> None:
         default = values.pop("all", EPS0_W_PER_TFLOP)
         ts.sustained_clock = lambda gpu: clock_factor(gpu, values.get(ts.arch_of(gpu), default))
     elif kind == "ridge":
-        from service.core.estimation import transfer_sources  # noqa: F401  (fit module after it)
         from service.core.estimation.transfer_class_fit import RIDGE
 
-        unknown = set(values) - set(RIDGE)
-        if unknown:
-            raise SystemExit(f"{variant}: no prior named {sorted(unknown)} (known: {sorted(RIDGE)})")
         RIDGE.update(values)
-    elif kind != "baseline":
-        raise SystemExit(f"unknown variant {variant!r} (eps-..., ridge-..., baseline)")
 
 
-def _run(variant: str) -> tuple[str, float, float, int, dict[str, float], float]:
+def _run(variant: str) -> tuple[str, tuple[float, float, int], dict[str, float], float]:
     t0 = time.monotonic()
     _apply(variant)
     import validate_transfer as vt
 
     pairs = vt.loso(vt.all_points())
-    n = len(pairs)
-    by: dict[str, list[float]] = defaultdict(list)
-    for p in pairs:
-        by[p.source].append(p.error)
-    per = {s: sum(v) / len(v) for s, v in sorted(by.items())}
-    pooled = sum(p.error for p in pairs) / n
-    base = sum(p.baseline_error for p in pairs) / n
-    return variant, pooled, base, n, per, time.monotonic() - t0
+    per = {s: vt.stats([p for p in pairs if p.source == s])[0] for s in sorted({p.source for p in pairs})}
+    return variant, vt.stats(pairs), per, time.monotonic() - t0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,13 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="variants run at once (each a fresh process)")
     args = ap.parse_args(argv)
     for v in args.variants:
-        _settings(v)  # reject a malformed variant before any work
+        _parse(v)
     print(
         f"{len(args.variants)} variants, {args.jobs} at a time (about 2 minutes each on one core)", flush=True
     )
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(args.jobs) as pool:
-        for variant, pooled, base, n, per, secs in pool.imap(_run, args.variants):
+        for variant, (pooled, base, n), per, secs in pool.imap(_run, args.variants):
             print(
                 f"{variant:24s} pooled {pooled:.3%} vs {base:.1%} baseline (n={n}, {secs:.0f} s)", flush=True
             )
