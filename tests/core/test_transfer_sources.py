@@ -12,6 +12,8 @@ import pytest
 from service.catalog.loader import load_shipped
 from service.core.catalog.specs import GpuSpec, gpu_spec_from_doc
 from service.core.estimation import transfer_sources as ts
+from service.core.estimation.fp4 import fp4_refusal
+from service.core.estimation.transfer_precision import effective_precision
 from service.core.evidence.published import TABLES, PublishedRow
 from service.core.evidence.published.gpus import _NAMES, FIGURES
 
@@ -51,21 +53,41 @@ def test_precision_handling_per_architecture() -> None:
     """MLPerf training recipes are not stated: LLM training runs FP8 where the part has an FP8
     peak (Hopper, CDNA 3), 16-bit on Ampere; TF32/FP32 as the source states them."""
     r = _row()
-    assert ts.effective_precision(r, "llm-train", SPECS["nvidia-h100-sxm"]) == "fp8"
-    assert ts.effective_precision(r, "llm-train", SPECS["amd-mi300x"]) == "fp8"
-    assert ts.effective_precision(r, "llm-train", SPECS["nvidia-a100-sxm4-80gb"]) == "bf16"
-    assert ts.effective_precision(r, "bert-train", SPECS["nvidia-h100-sxm"]) == "bf16"
-    assert (
-        ts.effective_precision(_row(precision="tf32"), "cnn-train", SPECS["nvidia-a100-sxm4-80gb"]) == "tf32"
-    )
-    assert (
-        ts.effective_precision(_row(precision="fp32"), "cnn-train", SPECS["nvidia-v100-sxm2-16gb"]) == "fp32"
-    )
-    assert ts.effective_precision(_row(precision="int8"), "cnn-infer", SPECS["nvidia-l4"]) == "int8"
+    assert effective_precision(r, "llm-train", SPECS["nvidia-h100-sxm"]) == "fp8"
+    assert effective_precision(r, "llm-train", SPECS["amd-mi300x"]) == "fp8"
+    assert effective_precision(r, "llm-train", SPECS["nvidia-a100-sxm4-80gb"]) == "bf16"
+    assert effective_precision(r, "bert-train", SPECS["nvidia-h100-sxm"]) == "bf16"
+    assert effective_precision(_row(precision="tf32"), "cnn-train", SPECS["nvidia-a100-sxm4-80gb"]) == "tf32"
+    assert effective_precision(_row(precision="fp32"), "cnn-train", SPECS["nvidia-v100-sxm2-16gb"]) == "fp32"
+    assert effective_precision(_row(precision="int8"), "cnn-infer", SPECS["nvidia-l4"]) == "int8"
     # a recipe the submitter's configs leave no doubt about: NVFP4 where the part has an FP4 peak
     fp4 = _row(precision="submitter-nvfp4")
-    assert ts.effective_precision(fp4, "llm-train", SPECS["nvidia-gb300"]) == "fp4"
-    assert ts.effective_precision(fp4, "llm-train", SPECS["nvidia-h100-sxm"]) == "fp8"
+    assert effective_precision(fp4, "llm-train", SPECS["nvidia-gb300"]) == "fp4"
+    assert effective_precision(fp4, "llm-train", SPECS["nvidia-h100-sxm"]) == "fp8"
+
+
+def test_four_bit_rows_run_where_the_serving_estimator_runs_them() -> None:
+    """An FP4 row is timed at the peak the service's own serving estimate uses for MXFP4 weights on
+    that GPU (``gemm_format``): FP4 tensor cores where the part has them, weight-only 16-bit GEMMs
+    on Hopper and CDNA 3 (the H200's gpt-oss rows in MLPerf Inference v6.0 were held at its FP8
+    peak before: twice the compute it has for them)."""
+    from service.core.estimation.estimate import JobSpec, build_job
+    from service.core.estimation.serving import gemm_format
+
+    job = build_job(JobSpec(mode="inference", model="gpt-oss-120b", quant_method="mxfp4", gpu_count=1))
+    checked = 0
+    for slug, gpu in SPECS.items():
+        if fp4_refusal("mxfp4", "auto", "vllm", gpu) is not None:
+            continue
+        serving = gemm_format(job.config, gpu)[0]  # type: ignore[arg-type]
+        for precision in ("fp4", "mxfp4"):
+            assert effective_precision(_row(precision=precision), "llm-serve", gpu) == serving, slug
+        checked += 1
+    assert checked >= 20
+    assert effective_precision(_row(precision="mxfp4"), "llm-serve", SPECS["nvidia-h200-sxm"]) == "bf16"
+    assert effective_precision(_row(precision="fp4"), "llm-serve", SPECS["amd-mi300x"]) == "bf16"
+    assert effective_precision(_row(precision="fp4"), "llm-serve", SPECS["nvidia-b200"]) == "fp4"
+    assert effective_precision(_row(precision="fp4"), "llm-serve", SPECS["amd-mi355x"]) == "fp4"
 
 
 def test_link_is_nvlink_inside_its_domain_else_pcie() -> None:

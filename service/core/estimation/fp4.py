@@ -11,7 +11,8 @@ the GPUs whose tensor cores read them.
   (OCP Microscaling Formats (MX) Specification v1.0, 2023). Tensor cores on Blackwell and AMD
   CDNA 4 (MI350X/MI355X). Hopper, Ada, Ampere and CDNA 3 run MXFP4 checkpoints weight-only, the
   4-bit weights dequantised in a 16-bit GEMM (how vLLM and transformers serve gpt-oss on H100 and
-  A100, and vLLM on the MI300X); older GPUs are refused.
+  A100, and vLLM on the MI300X; TensorRT-LLM's GPT-OSS deployment guide, 2025-2026, lists the H200
+  with BF16 activations against MXFP4 MoE weights on its Triton backend); older GPUs are refused.
 
 FP4 GEMMs on FP4 tensor cores run at the catalog's dense FP4 peak (``fp4_tflops``: B200 9,000,
 B300 14,000, RTX PRO 6000 2,015, MI355X 10,000, MI350X 9,228 TFLOPS), at the FP8 peak where a
