@@ -471,9 +471,16 @@ class FrontierPoint(_Model):
     cost_vs_first: float | None = Field(default=None)
     gpu: str
     gpu_count: int
+    gpus_paid: int | None = Field(default=None)
     hours: float | None = Field(default=None)
+    instance_type: str | None = Field(default=None)
     neighbour: Literal["faster", "cheaper"] | None = Field(default=None)
+    provider: str | None = Field(default=None)
+    quant_method: str | None = Field(default=None)
     rank: int | None = Field(default=None)
+    replicas: int | None = Field(default=None)
+    sharding: str | None = Field(default=None)
+    tensor_parallel: int | None = Field(default=None)
     time_unit: str
     time_value: float
     time_vs_first: float | None = Field(default=None)

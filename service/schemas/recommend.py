@@ -567,6 +567,19 @@ class FrontierPoint(BaseModel):
     rank: int | None = Field(
         default=None, description="the option's rank when it is among the options returned"
     )
+    tensor_parallel: int | None = Field(
+        default=None, description="GPUs per model replica (serving) or tensor-parallel degree (training)"
+    )
+    replicas: int | None = Field(default=None, description="model replicas (serving; null for training)")
+    quant_method: str | None = Field(default=None, description="weight format served (serving)")
+    sharding: str | None = Field(default=None, description="data-parallel sharding (training)")
+    provider: str | None = Field(default=None, description="where it is priced (null: not rented)")
+    instance_type: str | None = Field(
+        default=None, description="the rentable shape it is priced on: one GPU count is often several plans"
+    )
+    gpus_paid: int | None = Field(
+        default=None, description="GPUs the instances hold (more than gpu_count when a shape is larger)"
+    )
 
 
 class ExclusionOut(BaseModel):

@@ -319,6 +319,9 @@ def test_a_multi_node_answer_states_its_network_and_the_frontier_has_units(clien
         assert p["time_unit"] == "h"
         assert p["cost_unit"].startswith("USD/")
         assert p["time_vs_first"] is not None and p["time_vs_first"] > 0
+        # a training plan: its sharding, no replicas; priced on a shape that holds its GPUs
+        assert p["sharding"] and p["replicas"] is None and p["quant_method"] is None, p
+        assert p["instance_type"] and p["gpus_paid"] >= p["gpu_count"], p
 
 
 def test_scheduling_hints_ask_for_what_the_plan_runs_on(client: TestClient) -> None:

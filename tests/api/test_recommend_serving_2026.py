@@ -266,6 +266,43 @@ def test_a_frontier_point_carries_an_options_rank_only_when_it_is_that_plan(clie
         o = by_rank[f["rank"]]
         assert (o["gpu"]["slug"], o["strategy"]["gpu_count"]) == (f["gpu"], f["gpu_count"])
         assert f["cost_value"] == pytest.approx(o["objective_value"])
+        st, cost = o["strategy"], o["cost"]
+        assert (f["tensor_parallel"], f["replicas"], f["quant_method"]) == (
+            st["tensor_parallel"],
+            st["replicas"],
+            st["quant_method"],
+        )
+        assert (f["provider"], f["instance_type"], f["gpus_paid"]) == (
+            cost["provider"],
+            cost["instance_type"],
+            cost["gpus_paid"],
+        )
+
+
+def test_frontier_points_of_one_gpu_count_say_which_plan_and_shape_they_are(client: TestClient) -> None:
+    """The fastest Llama-3-8B at 2 req/s on up to 8 H100 SXM: the frontier held two 4-GPU points,
+    one at 0.73x the first plan's cost and one at 0.27x, with nothing to tell them apart. Each
+    point now names its layout and the rentable shape it is priced on."""
+    body = {
+        "workload": {
+            "model": "llama-3-8b",
+            "mode": "inference",
+            "input_len": 512,
+            "output_len": 256,
+            "requests_per_s": 2,
+        },
+        "constraints": {"max_gpus": 8, "allowed_gpus": ["nvidia-h100-sxm"]},
+        "objective": "fastest",
+    }
+    doc = _ask(client, body)
+    pts = doc["frontier"]
+    assert len(pts) >= 2, pts
+    for f in pts:
+        assert f["tensor_parallel"] * f["replicas"] == f["gpu_count"], f
+        assert f["instance_type"] and f["provider"] and f["gpus_paid"] >= f["gpu_count"], f
+        assert f["sharding"] is None  # a serving plan
+    plans = {(f["tensor_parallel"], f["replicas"], f["instance_type"]) for f in pts}
+    assert len(plans) == len(pts), pts  # every point is a different plan, said so
 
 
 def test_kv_between_nvlink_bridged_pairs_moves_over_pcie(client: TestClient) -> None:

@@ -70,7 +70,9 @@ def _axis(chart: Any) -> dict[str, Any]:
             .map(t => [t.textContent, Number(t.getAttribute('y')) - 4]);
           const names = [...ax.querySelectorAll('text.axis-label')].map(t => t.textContent);
           const points = [...svg.querySelectorAll('g.point circle')].map(c => [Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]);
-          return {xs, ys, names, points, left: Number(ax.querySelector('line.axis').getAttribute('x1'))};
+          const labels_ = [...svg.querySelectorAll('g.point text.point-label')].map(t => t.textContent);
+          const tips = [...svg.querySelectorAll('g.point circle title')].map(t => t.textContent);
+          return {xs, ys, names, points, labels: labels_, tips, left: Number(ax.querySelector('line.axis').getAttribute('x1'))};
         }"""
     )
 
@@ -108,4 +110,17 @@ def test_frontier_axes_name_the_units_and_points_sit_at_their_values(
         assert _value_at(xt, cx) == pytest.approx(tx, rel=0.02, abs=1e-6)
         assert _value_at(yt, cy) == pytest.approx(cy_value, rel=0.02, abs=1e-6)
         assert cx > ax["left"] + 2, "no point on the y axis's tick labels"
+    # each point names its plan (two points of one GPU count are different plans) and, in its
+    # tooltip, the rentable shape it is priced on
+    plans = [
+        f"TP{p['tensor_parallel']}×{p['replicas']}" if p["replicas"] is not None else p["sharding"]
+        for p in frontier
+    ]
+    assert all(plans), frontier
+    assert sorted(ax["labels"]) == sorted(
+        f"{p['gpu']} ×{p['gpu_count']} · {plan}" for p, plan in zip(frontier, plans, strict=True)
+    )
+    for p in frontier:
+        if p["instance_type"]:
+            assert any(f"({p['provider']} {p['instance_type']}" in tip for tip in ax["tips"]), ax["tips"]
     assert_accessible(page)

@@ -462,9 +462,25 @@ def _frontier(rec: Any) -> list[FrontierPoint]:
                 time_vs_first=round(o.time_value / t0, 4) if t0 else None,
                 cost_vs_first=round(o.cost_value / c0, 4) if c0 and o.cost_value is not None else None,
                 rank=ranks.get(_plan_key(o)),
+                **_plan_of(o),
             )
         )
     return out
+
+
+def _plan_of(o: Option) -> dict[str, Any]:
+    """A frontier point's plan and the shape it is priced on: two points of one GPU count differ
+    here (TP4 on a 4-GPU NVLink instance against four TP1 replicas on 1-GPU ones)."""
+    c, q = o.est.job.config, o.quote
+    return {
+        "tensor_parallel": getattr(c, "tensor_parallel", None),
+        "replicas": getattr(c, "replicas", None) if o.serve is not None else None,
+        "quant_method": getattr(c, "quant_method", None) if o.serve is not None else None,
+        "sharding": getattr(c, "sharding", None) if o.serve is None else None,
+        "provider": q.provider if q is not None else None,
+        "instance_type": q.instance_type if q is not None else None,
+        "gpus_paid": q.gpus_paid if q is not None else None,
+    }
 
 
 def _exclusion(x: Exclusion) -> ExclusionOut:

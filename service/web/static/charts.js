@@ -160,7 +160,7 @@ export function lineChart(series, { width = 640, title, xLabel, yLabel, oomLabel
 /**
  * Options as points (x: time, y: cost) with error bars from their bands, the frontier (the
  * options no other beats on both) joined by a line. points: [{x, y, xLow, xHigh, yLow, yHigh,
- * label, frontier}].
+ * label, detail, frontier}] (detail: said in the point's tooltip and the figure's description).
  */
 export function frontierChart(points, { width = 640, title, xLabel, yLabel, xFmt = num, yFmt = num }) {
   const height = 340;
@@ -177,11 +177,11 @@ export function frontierChart(points, { width = 640, title, xLabel, yLabel, xFmt
     if (p.xLow !== undefined && p.xHigh !== undefined) g.append(s("line", { x1: x(p.xLow), y1: y(p.y), x2: x(p.xHigh), y2: y(p.y), class: "whisker" }));
     if (p.yLow !== undefined && p.yHigh !== undefined) g.append(s("line", { x1: x(p.x), y1: y(p.yLow), x2: x(p.x), y2: y(p.yHigh), class: "whisker" }));
     g.append(s("circle", { cx: x(p.x), cy: y(p.y), r: p.frontier ? 6 : 4 },
-      s("title", null, `${p.label}: ${xFmt(p.x)}, ${yFmt(p.y)}`)));
+      s("title", null, `${p.label}${p.detail ? ` (${p.detail})` : ""}: ${xFmt(p.x)}, ${yFmt(p.y)}`)));
     const right = x(p.x) > width * 0.7;  // labels near the right edge go to the left of their point
     g.append(s("text", { x: x(p.x) + (right ? -8 : 8), y: y(p.y) - 8, class: "point-label", "text-anchor": right ? "end" : "start" }, p.label));
     body.append(g);
   });
-  const desc = points.map((p) => `${p.label}: ${xFmt(p.x)}, ${yFmt(p.y)}${p.frontier ? " (frontier)" : ""}`).join("; ");
+  const desc = points.map((p) => `${p.label}${p.detail ? ` (${p.detail})` : ""}: ${xFmt(p.x)}, ${yFmt(p.y)}${p.frontier ? " (frontier)" : ""}`).join("; ");
   return figure(title, desc, width, height, body, null);
 }

@@ -210,14 +210,29 @@ export function frontierAxes(r) {
   return { x, y };
 }
 
+/** A frontier point's layout, so two points of one GPU count tell apart: TP x replicas when
+ * serving, the sharding when training; empty for answers stored before points stated it. */
+function planLayout(p) {
+  if (p.replicas != null && p.tensor_parallel != null) return `TP${p.tensor_parallel}×${p.replicas}`;
+  return p.sharding ?? "";
+}
+
+/** The rentable shape a frontier point is priced on (null: not rented, or not stated). */
+function pricedOn(p) {
+  if (!p.instance_type) return null;
+  const extra = p.gpus_paid > p.gpu_count ? `, ${t("gpus_paid", { n: p.gpus_paid })}` : "";
+  return `${p.provider} ${p.instance_type}${extra}`;
+}
+
 function frontierSection(r, width) {
   const byRank = new Map(r.options.map((o) => [o.rank, o]));
   const { x, y } = frontierAxes(r);
   const pts = r.frontier.map((p) => {
     const o = p.rank ? byRank.get(p.rank) : null;
     const xb = x.band(o), yb = y.band(o);
-    return { x: p.time_value * x.scale, y: p.cost_value, label: `${p.gpu} ×${p.gpu_count}`, frontier: true,
-      xLow: xb?.low, xHigh: xb?.high, yLow: yb?.low, yHigh: yb?.high };
+    const layout = planLayout(p);
+    return { x: p.time_value * x.scale, y: p.cost_value, label: `${p.gpu} ×${p.gpu_count}${layout ? ` · ${layout}` : ""}`,
+      detail: pricedOn(p), frontier: true, xLow: xb?.low, xHigh: xb?.high, yLow: yb?.low, yHigh: yb?.high };
   });
   if (!pts.length) return h("p", null, t("none"));
   return frontierChart(pts, { width, title: `${t("frontier")}: ${x.label} × ${y.label}`, xLabel: x.label, yLabel: y.label });
