@@ -470,7 +470,7 @@ def _frontier(rec: Any) -> list[FrontierPoint]:
 
 def _plan_of(o: Option) -> dict[str, Any]:
     """A frontier point's plan and the shape it is priced on: two points of one GPU count differ
-    here (TP4 on a 4-GPU NVLink instance against four TP1 replicas on 1-GPU ones)."""
+    here (Llama-3-8B on 4 H100: TP4 on one 4-GPU instance against TP2 x 2 on two 2-GPU ones)."""
     c, q = o.est.job.config, o.quote
     return {
         "tensor_parallel": getattr(c, "tensor_parallel", None),
