@@ -417,17 +417,11 @@ def _units(o: Option) -> tuple[str, str]:
 def _plan_key(o: Option) -> tuple[object, ...]:
     """What makes a frontier point the same plan as an option: GPU, count, layout, format and
     the instance it is priced on (one GPU count is often several plans: TP4 x 4 and TP8 x 2)."""
-    c = o.est.job.config
     return (
         o.gpu.slug,
         o.gpu_count,
-        getattr(c, "tensor_parallel", None),
-        getattr(c, "replicas", None),
-        getattr(c, "quant_method", None),
-        getattr(c, "sharding", None),
-        getattr(c, "pipeline_parallel", None),
-        o.quote.instance_type if o.quote is not None else None,
-        o.quote.provider if o.quote is not None else None,
+        getattr(o.est.job.config, "pipeline_parallel", None),
+        *_plan_of(o).values(),
     )
 
 
@@ -471,12 +465,12 @@ def _frontier(rec: Any) -> list[FrontierPoint]:
 def _plan_of(o: Option) -> dict[str, Any]:
     """A frontier point's plan and the shape it is priced on: two points of one GPU count differ
     here (Llama-3-8B on 4 H100: TP4 on one 4-GPU instance against TP2 x 2 on two 2-GPU ones)."""
-    c, q = o.est.job.config, o.quote
+    c, q = o.est.job.config, o.quote  # a serving config has no sharding, a training one no replicas
     return {
         "tensor_parallel": getattr(c, "tensor_parallel", None),
-        "replicas": getattr(c, "replicas", None) if o.serve is not None else None,
-        "quant_method": getattr(c, "quant_method", None) if o.serve is not None else None,
-        "sharding": getattr(c, "sharding", None) if o.serve is None else None,
+        "replicas": getattr(c, "replicas", None),
+        "quant_method": getattr(c, "quant_method", None),
+        "sharding": getattr(c, "sharding", None),
         "provider": q.provider if q is not None else None,
         "instance_type": q.instance_type if q is not None else None,
         "gpus_paid": q.gpus_paid if q is not None else None,

@@ -30,6 +30,7 @@ __all__ = [
     "FP4_WEIGHT_FORMATS",
     "MXFP4_BYTES_PER_ELEMENT",
     "NVFP4_BYTES_PER_ELEMENT",
+    "fp4_gemm_peak",
     "fp4_refusal",
     "fp4_tensor_cores",
 ]
@@ -55,6 +56,17 @@ def fp4_tensor_cores(fmt: str, gpu: GpuSpec) -> bool:
     """Whether ``gpu``'s tensor cores read the 4-bit format ``fmt`` directly."""
     families = NVFP4_FAMILIES if fmt == "nvfp4" else MXFP4_FAMILIES if fmt == "mxfp4" else ()
     return gpu.family in families
+
+
+def fp4_gemm_peak(fmt: str, gpu: GpuSpec) -> str | None:
+    """The peak key ``fmt`` GEMMs run at on ``gpu``'s FP4 tensor cores: the dense FP4 peak, the FP8
+    peak where the FP4 one is not sourced; None where they run weight-only (dequantised into a
+    16-bit GEMM). One rule for the serving estimator and the cross-source transfer."""
+    if not fp4_tensor_cores(fmt, gpu):
+        return None
+    if gpu.peak_for("fp4"):
+        return "fp4"
+    return "fp8" if gpu.peak_for("fp8") else None
 
 
 def fp4_refusal(weight_format: str, kv_dtype: str, engine: str, gpu: GpuSpec) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ from service.core.catalog.precision import PEAK_KEY
 from service.core.catalog.specs import GpuSpec
 from service.core.errors import MissingFigure
 from service.core.estimation import serving_moe
-from service.core.estimation.fp4 import FP4_WEIGHT_FORMATS, fp4_tensor_cores
+from service.core.estimation.fp4 import FP4_WEIGHT_FORMATS, fp4_gemm_peak
 from service.core.estimation.memory import (
     InferenceConfig,
     draft_weight_factor,
@@ -337,9 +337,10 @@ def gemm_format(c: InferenceConfig, gpu: GpuSpec) -> tuple[str, bool, str | None
     if base not in ("fp32", "fp16", "bf16"):
         base = "bf16"
     if fmt in FP4_WEIGHT_FORMATS:
-        if fp4_tensor_cores(fmt, gpu) and gpu.peak_for("fp4"):
+        key = fp4_gemm_peak(fmt, gpu)
+        if key == "fp4":
             return "fp4", True, None
-        if fp4_tensor_cores(fmt, gpu) and gpu.peak_for("fp8"):
+        if key == "fp8":
             return (
                 "fp8",
                 True,

@@ -13,7 +13,7 @@ weight-only at the 16-bit peak, as the serving estimator times them
 from __future__ import annotations
 
 from service.core.catalog.specs import GpuSpec
-from service.core.estimation.fp4 import fp4_tensor_cores
+from service.core.estimation.fp4 import fp4_gemm_peak
 from service.core.evidence.published import PublishedRow
 
 __all__ = ["baseline_precision", "effective_precision"]
@@ -27,11 +27,11 @@ def effective_precision(r: PublishedRow, cls: str, gpu: GpuSpec) -> str:
     if p.startswith("submitter"):  # MLPerf Training: the recipe is the submitter's, not stated
         if cls == "llm-train" and gpu.peak_for("fp8"):
             return "fp8"
-        return "bf16" if gpu.peak_for("bf16") else "fp16"
+        return _sixteen_bit(gpu)
     if p in ("amp_fp16", "fp16"):
         return "fp16"
     if p in ("amp_bf16", "bf16"):
-        return "bf16" if gpu.peak_for("bf16") else "fp16"
+        return _sixteen_bit(gpu)
     if p in ("fp4", "mxfp4"):
         return _four_bit_gemm(gpu)
     if p in ("fp8", "mxfp8"):
@@ -43,19 +43,19 @@ def effective_precision(r: PublishedRow, cls: str, gpu: GpuSpec) -> str:
 
 def _four_bit_gemm(gpu: GpuSpec) -> str:
     """The peak 4-bit weights' GEMMs run at, as the serving estimator counts them
-    (:func:`~.serving_engines.gemm_format`): FP4 tensor cores at the dense FP4 peak (the FP8 peak
-    where that is not sourced); elsewhere weight-only, dequantised into a 16-bit GEMM
+    (:func:`~.fp4.fp4_gemm_peak`); elsewhere weight-only, dequantised into a 16-bit GEMM
     (:mod:`~.fp4`: TensorRT-LLM's GPT-OSS deployment guide runs the H200 on BF16 activations
     against the MXFP4 MoE weights, its TRITON backend)."""
-    if fp4_tensor_cores("mxfp4", gpu) and gpu.peak_for("fp4"):
-        return "fp4"
-    if fp4_tensor_cores("mxfp4", gpu) and gpu.peak_for("fp8"):
-        return "fp8"
+    return fp4_gemm_peak("mxfp4", gpu) or _sixteen_bit(gpu)
+
+
+def _sixteen_bit(gpu: GpuSpec) -> str:
+    """BF16 where the part has a BF16 peak, else FP16 (Volta, Turing)."""
     return "bf16" if gpu.peak_for("bf16") else "fp16"
 
 
 def baseline_precision(r: PublishedRow, gpu: GpuSpec) -> str:
     """The datasheet baseline's peak: the precision that ran, 16-bit where it is not stated."""
     if r.precision.startswith("submitter"):
-        return "bf16" if gpu.peak_for("bf16") else "fp16"
+        return _sixteen_bit(gpu)
     return effective_precision(r, "", gpu)
