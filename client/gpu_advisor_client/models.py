@@ -469,6 +469,8 @@ class FrontierPoint(_Model):
     cost_unit: str
     cost_value: float
     cost_vs_first: float | None = Field(default=None)
+    disaggregated: PoolsOut | None = Field(default=None)
+    expert_parallel: bool | None = Field(default=None)
     gpu: str
     gpu_count: int
     gpus_paid: int | None = Field(default=None)

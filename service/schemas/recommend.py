@@ -353,6 +353,8 @@ class GpuRef(BaseModel):
 class PoolsOut(BaseModel):
     """Disaggregated prefill/decode: the GPUs of each pool (whole tensor-parallel groups)."""
 
+    model_config = ConfigDict(frozen=True)  # hashable: part of a frontier point's plan key
+
     prefill_gpus: int
     decode_gpus: int
 
@@ -579,6 +581,15 @@ class FrontierPoint(BaseModel):
     )
     gpus_paid: int | None = Field(
         default=None, description="GPUs the instances hold (more than gpu_count when a shape is larger)"
+    )
+    expert_parallel: bool | None = Field(
+        default=None,
+        description="serving an MoE model with its experts spread over each replica (as the option's)",
+    )
+    disaggregated: PoolsOut | None = Field(
+        default=None,
+        description="serving: separate prefill and decode pools, each of TP tensor_parallel; replicas counts "
+        "both (null: every replica serves both phases)",
     )
 
 

@@ -305,6 +305,49 @@ def test_frontier_points_of_one_gpu_count_say_which_plan_and_shape_they_are(clie
     assert len(plans) == len(pts), pts  # every point is a different plan, said so
 
 
+def test_a_disaggregated_frontier_point_says_so(client: TestClient) -> None:
+    """Llama-3.1-70B at 5 req/s, cheapest per token on up to 16 MI300X / H100 / H200: the frontier
+    showed an MI300X point "TP4 x 2" at option #1's cost and a lower TPOT (18.7 ms against 19.6),
+    which read as a better plan the ranking had passed over. It is a prefill pool and a decode
+    pool of TP4 each; the aggregated TP4 x 2 on the same GPUs is 30 ms. A point now states its
+    pools, and its rank is never that of an option with another layout."""
+    body = {
+        "workload": {
+            "model": "meta-llama/Llama-3.1-70B",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 2048,
+            "output_len": 512,
+            "requests_per_s": 5,
+            "tpot_target_ms": 50,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-h200-sxm", "amd-mi300x", "nvidia-h100-sxm"], "max_gpus": 16},
+        "objective": "cost_per_million_tokens",
+    }
+    doc = _ask(client, body)
+    pts = doc["frontier"]
+    split = [f for f in pts if f["disaggregated"] is not None]
+    assert split, pts
+    for f in split:
+        pools = f["disaggregated"]
+        assert pools["prefill_gpus"] + pools["decode_gpus"] == f["gpu_count"], f
+        assert (
+            pools["prefill_gpus"] % f["tensor_parallel"] == 0
+            and pools["decode_gpus"] % f["tensor_parallel"] == 0
+        )
+    for o in doc["options"]:
+        st = o["strategy"]
+        same = [f for f in pts if f["rank"] == o["rank"]]
+        for f in same:  # a point ranked as an option is that option's plan, pools included
+            assert (f["gpu"], f["tensor_parallel"], f["replicas"], f["disaggregated"]) == (
+                o["gpu"]["slug"],
+                st["tensor_parallel"],
+                st["replicas"],
+                st["disaggregated"],
+            )
+    assert all(f["expert_parallel"] is None for f in pts), "a dense model spreads no experts"
+
+
 def test_kv_between_nvlink_bridged_pairs_moves_over_pcie(client: TestClient) -> None:
     """H100 PCIe cards are NVLink-bridged in pairs: a prefill pair hands its KV cache to a decode
     pair over PCIe, not over the bridge (it said NVLink, 2.2 ms for 671 MB, priced on an instance

@@ -28,6 +28,19 @@ SERVING = {
     },
     "objective": "cheapest",
 }
+SPLIT = {  # its frontier holds a disaggregated MI300X point beside the aggregated plans
+    "workload": {
+        "model": "meta-llama/Llama-3.1-70B",
+        "mode": "inference",
+        "engine": "vllm",
+        "input_len": 2048,
+        "output_len": 512,
+        "requests_per_s": 5,
+        "tpot_target_ms": 50,
+    },
+    "constraints": {"allowed_gpus": ["nvidia-h200-sxm", "amd-mi300x", "nvidia-h100-sxm"], "max_gpus": 16},
+    "objective": "cost_per_million_tokens",
+}
 TRAINING = {
     "workload": {
         "model": "llama3-8b",
@@ -77,7 +90,17 @@ def _axis(chart: Any) -> dict[str, Any]:
     )
 
 
-@pytest.mark.parametrize("question", [SERVING, TRAINING], ids=["serving", "training"])
+def _layout(p: dict[str, Any]) -> str:
+    """A point's plan as the page should label it: TP (EP for spread experts) x replicas, the two
+    pools where prefill and decode are split, the sharding when training."""
+    if p["replicas"] is None:
+        return str(p["sharding"])
+    tp = f"{'EP' if p['expert_parallel'] else 'TP'}{p['tensor_parallel']}"
+    pools = p["disaggregated"]
+    return f"{tp} P{pools['prefill_gpus']}+D{pools['decode_gpus']}" if pools else f"{tp}×{p['replicas']}"
+
+
+@pytest.mark.parametrize("question", [SERVING, SPLIT, TRAINING], ids=["serving", "split-pools", "training"])
 def test_frontier_axes_name_the_units_and_points_sit_at_their_values(
     page: Any, served: Served, question: dict[str, Any]
 ) -> None:
@@ -91,14 +114,14 @@ def test_frontier_axes_name_the_units_and_points_sit_at_their_values(
     ax = _axis(page.locator(".recommend-result figure.chart svg").first)
     x_name, y_name = ax["names"]
     time_unit, cost_unit = frontier[0]["time_unit"], frontier[0]["cost_unit"]
-    if question is SERVING:
+    if question is not TRAINING:
         assert time_unit == "s TPOT" and x_name == "TPOT (ms)"
         scale = 1000.0  # the API states TPOT in s; the axis says ms, so the points are drawn in ms
     else:
         assert time_unit == "h" and x_name == "Time to train (h)"
         scale = 1.0
     assert y_name == f"Cost ({cost_unit.replace('/', ' / ')})"
-    if question is SERVING:
+    if question is not TRAINING:
         assert cost_unit in ("USD/1M tokens", "USD/h"), "serving has no run cost"
     xt = [(_number(t), p) for t, p in ax["xs"]]
     yt = [(_number(t), p) for t, p in ax["ys"]]
@@ -112,11 +135,10 @@ def test_frontier_axes_name_the_units_and_points_sit_at_their_values(
         assert cx > ax["left"] + 2, "no point on the y axis's tick labels"
     # each point names its plan (two points of one GPU count are different plans) and, in its
     # tooltip, the rentable shape it is priced on
-    plans = [
-        f"TP{p['tensor_parallel']}×{p['replicas']}" if p["replicas"] is not None else p["sharding"]
-        for p in frontier
-    ]
+    plans = [_layout(p) for p in frontier]
     assert all(plans), frontier
+    if question is SPLIT:
+        assert any(" P" in plan and "+D" in plan for plan in plans), plans
     assert sorted(ax["labels"]) == sorted(
         f"{p['gpu']} ×{p['gpu_count']} · {plan}" for p, plan in zip(frontier, plans, strict=True)
     )

@@ -194,11 +194,7 @@ def _strategy(o: Option) -> StrategyOut:
         quant_method=s.quant_method,
         kv_cache_dtype="fp8" if s.kv_bytes == 1.0 else "auto",
         expert_parallel=s.expert_parallel or None,
-        disaggregated=PoolsOut(
-            prefill_gpus=s.disaggregated.prefill_gpus, decode_gpus=s.disaggregated.decode_gpus
-        )
-        if s.disaggregated is not None
-        else None,
+        disaggregated=_pools(s.disaggregated),
     )
 
 
@@ -474,7 +470,14 @@ def _plan_of(o: Option) -> dict[str, Any]:
         "provider": q.provider if q is not None else None,
         "instance_type": q.instance_type if q is not None else None,
         "gpus_paid": q.gpus_paid if q is not None else None,
+        "expert_parallel": getattr(c, "expert_parallel", None) or None,
+        "disaggregated": _pools(getattr(c, "disaggregated", None)),
     }
+
+
+def _pools(d: Any) -> PoolsOut | None:
+    """A disaggregated plan's pools (None: aggregated, or training)."""
+    return PoolsOut(prefill_gpus=d.prefill_gpus, decode_gpus=d.decode_gpus) if d is not None else None
 
 
 def _exclusion(x: Exclusion) -> ExclusionOut:

@@ -211,10 +211,13 @@ export function frontierAxes(r) {
 }
 
 /** A frontier point's layout, so two points of one GPU count tell apart: TP x replicas when
- * serving, the sharding when training; empty for answers stored before points stated it. */
+ * serving (prefill + decode GPUs when the pools are split, EP for spread experts), the sharding
+ * when training; empty for answers stored before points stated it. */
 function planLayout(p) {
-  if (p.replicas != null && p.tensor_parallel != null) return `TP${p.tensor_parallel}×${p.replicas}`;
-  return p.sharding ?? "";
+  if (p.replicas == null || p.tensor_parallel == null) return p.sharding ?? "";
+  const tp = `${p.expert_parallel ? "EP" : "TP"}${p.tensor_parallel}`;
+  const pools = p.disaggregated;
+  return pools ? `${tp} P${pools.prefill_gpus}+D${pools.decode_gpus}` : `${tp}×${p.replicas}`;
 }
 
 /** The rentable shape a frontier point is priced on (null: not rented, or not stated). */
