@@ -13,6 +13,14 @@ Variants:
   (``data/probes/h100-sustained-clock-2026-12-07.json``).
 * ``ridge-<kind>=<w>`` (comma-joined): a prior weight of the fit (``transfer_class_fit.RIDGE``:
   ``d`` per-architecture compute per precision, ``m`` per-architecture bandwidth, ...).
+* ``gamma-all=<x>``: the exponent of the sustained clock in the board power (``f ~ P^gamma``;
+  1/3 shipped, ``transfer.CLOCK_EXPONENT``). AMD's measured GEMM clocks (below) give 0.63 between
+  the MI300X (750 W) and the MI325X (1,000 W), one die at two powers.
+* ``clock-<slug>=<share>`` (comma-joined): a part's sustained share of its peak clock, measured,
+  in place of the power law. ``clock-amd-mi300x=0.5748,amd-mi325x=0.6890`` are AMD's
+  "Max-Achievable FLOPs" BF16 median clocks, 1,207 and 1,447 MHz of the 2,100 MHz the peaks are
+  stated at (hipBLASLt, 4096 x 4864 x 32896; ROCm blog "Measuring Max-Achievable FLOPs -- Part 2",
+  2025-02-28, ``ROCm/rocm-blogs`` ``blogs/software-tools-optimization/measuring-max-achievable-flops-part2``).
 
     python benchmarks/transfer_variants.py [VARIANT ...]     # default: the set below, 2 at a time
 """
@@ -40,10 +48,12 @@ DEFAULT: tuple[str, ...] = (
     "eps-sm89=2.0",
     "ridge-d=0.3,m=0.3",
     "ridge-d=3,m=3",
+    "gamma-all=0.63",
+    "clock-amd-mi300x=0.5748,amd-mi325x=0.6890",
 )
 
 
-KINDS = ("baseline", "eps", "ridge")
+KINDS = ("baseline", "eps", "ridge", "gamma", "clock")
 
 
 def _parse(variant: str) -> tuple[str, dict[str, float]]:
@@ -79,6 +89,15 @@ def _apply(variant: str) -> None:
         from service.core.estimation.transfer_class_fit import RIDGE
 
         RIDGE.update(values)
+    elif kind == "gamma":
+        from service.core.estimation import transfer
+
+        transfer.CLOCK_EXPONENT = values["all"]  # type: ignore[misc]  # read by clock_factor per call
+    elif kind == "clock":
+        from service.core.estimation import transfer_sources as ts
+
+        law = ts.sustained_clock
+        ts.sustained_clock = lambda gpu: values.get(gpu.slug, law(gpu))
 
 
 def _run(variant: str) -> tuple[str, tuple[float, float, int], dict[str, float], float]:
