@@ -1268,6 +1268,31 @@ def test_the_accumulation_what_if_on_several_gpus_is_a_global_batch_they_can_run
     assert again and again[0]["strategy"]["gpu_count"] <= w["gpu_count"], again
 
 
+def test_the_fp16_what_if_of_a_serving_question_speaks_of_serving(client: TestClient) -> None:
+    """Llama-3.1-8B chat on L4 / A10G / L40S / T4: the T4 lacks bf16 and the what-if offered it
+    in fp16 "(training in fp16 scales its loss)" -- a sentence about training, under a serving
+    question. It is worded for what was asked, in both languages."""
+    body = {
+        "workload": {
+            "model": "meta-llama/Llama-3.1-8B",
+            "mode": "inference",
+            "engine": "vllm",
+            "input_len": 512,
+            "output_len": 256,
+            "requests_per_s": 1,
+            "tpot_target_ms": 60,
+        },
+        "constraints": {"allowed_gpus": ["nvidia-l4", "nvidia-l40s", "nvidia-t4"]},
+        "objective": "cheapest",
+    }
+    for lang, says, never in (("en", "served in fp16", "loss"), ("zh", "fp16 提供服务", "损失缩放")):
+        r = client.post("/v1/recommend", json=body, headers={"Accept-Language": lang})
+        assert r.status_code == 200, r.text
+        (w,) = [w for w in r.json()["what_if"] if w["code"] == "WITH_FP16"]
+        assert w["gpu"] == "nvidia-t4" and w["params"]["mode"] == "serving"
+        assert says in w["message"] and never not in w["message"], w["message"]
+
+
 def test_volta_and_turing_are_offered_in_fp16(client: TestClient) -> None:
     """LoRA of Llama-2-7B asked without a precision runs in bf16, which V100 and T4 lack: they are
     excluded (PRECISION_UNSUPPORTED), and the answer says what runs there -- fp16 with loss

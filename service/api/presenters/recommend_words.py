@@ -288,8 +288,10 @@ EN: Final[Table] = {
         "TP{instead_of} ({needed_gib} of {usable_gib} GiB)"
     },
     C.WITH_FP16: {
-        "": "with precision {precision} (the {gpu} has FP16 tensor cores but no bf16; training in fp16 "
-        "scales its loss) it runs on {gpu_count}x {gpu} ({needed_gib} of {usable_gib} GiB per GPU)"
+        "training": "with precision {precision} (the {gpu} has FP16 tensor cores but no bf16; training in "
+        "fp16 scales its loss) it runs on {gpu_count}x {gpu} ({needed_gib} of {usable_gib} GiB per GPU)",
+        "serving": "with precision {precision} (the {gpu} has FP16 tensor cores but no bf16; the weights "
+        "are served in fp16) it runs on {gpu_count}x {gpu} ({needed_gib} of {usable_gib} GiB per GPU)",
     },
     C.WITH_QUANTIZATION: {
         "": "with {quant_method} weights (constraints.allow_quantization) it is served on {gpu_count}x {gpu}, "
@@ -608,8 +610,10 @@ ZH: Final[Table] = {
         "{needed_gib} / {usable_gib} GiB）"
     },
     C.WITH_FP16: {
-        "": "改用精度 {precision}（{gpu} 有 FP16 张量核心但不支持 bf16；fp16 训练需损失缩放）后，"
-        "{gpu_count} 块 {gpu} 即可运行（每块 {needed_gib} / {usable_gib} GiB）"
+        "training": "改用精度 {precision}（{gpu} 有 FP16 张量核心但不支持 bf16；fp16 训练需损失缩放）后，"
+        "{gpu_count} 块 {gpu} 即可运行（每块 {needed_gib} / {usable_gib} GiB）",
+        "serving": "改用精度 {precision}（{gpu} 有 FP16 张量核心但不支持 bf16；权重以 fp16 提供服务）后，"
+        "{gpu_count} 块 {gpu} 即可运行（每块 {needed_gib} / {usable_gib} GiB）",
     },
     C.WITH_QUANTIZATION: {
         "": "允许量化（constraints.allow_quantization）并使用 {quant_method} 权重后，可用 {gpu_count} 块 {gpu} "

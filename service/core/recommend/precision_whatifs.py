@@ -59,6 +59,7 @@ def fp16_what_ifs(
                 "gpu": o.gpu.name or o.gpu.slug,
                 "gpu_count": o.gpu_count,
                 "precision": alt,
+                "mode": "serving" if isinstance(job.config, InferenceConfig) else "training",
                 "needed_gib": _gib(o.memory_high_bytes),
                 "usable_gib": _gib(o.usable_bytes),
             },

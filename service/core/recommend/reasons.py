@@ -351,7 +351,9 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         Form("deadline", {**_WHATIF, "max_gpus": Count, "nodes": Count, "hours_high": Num, "deadline_hours": Num}),
     ),
     ReasonCode.WITH_FP8_WEIGHTS: _one(gpu=Text, tensor_parallel=Count, instead_of=Count, needed_gib=Num, usable_gib=Num),
-    ReasonCode.WITH_FP16: _one(gpu=Text, gpu_count=Count, precision=Text, needed_gib=Num, usable_gib=Num),
+    ReasonCode.WITH_FP16: tuple(
+        Form(mode, {**_WHATIF, "precision": Text}, {"mode": mode}) for mode in ("training", "serving")
+    ),
     ReasonCode.WITH_QUANTIZATION: _one(
         gpu=Text, gpu_count=Count, quant_method=Text, tensor_parallel=Count, needed_gib=Num, usable_gib=Num
     ),
