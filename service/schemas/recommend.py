@@ -64,7 +64,9 @@ class PoolIn(BaseModel):
         examples=[400],
     )
     rdma: bool | None = Field(
-        default=None, description="GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA); default: unknown"
+        default=None,
+        description="GPUDirect RDMA between nodes (InfiniBand, RoCE, EFA); default: not stated, timed as RDMA and "
+        "said so in the answer (false: NCCL sockets at half the rate)",
     )
     purchase_price_per_gpu: float | None = Field(
         default=None,

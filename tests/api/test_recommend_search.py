@@ -707,6 +707,34 @@ def test_an_inventory_network_times_the_collectives_it_carries(client: TestClien
     assert _hours(slow) > 2 * _hours(fast)
 
 
+def test_a_plan_on_inventory_nodes_says_when_rdma_was_assumed(client: TestClient) -> None:
+    """Two 8-GPU L40S nodes at 100 Gb/s, RDMA not stated: the plan over both was timed as RDMA
+    and its sentence said "RDMA" as if the inventory had said so. It says it was assumed; stated
+    either way, it says what was stated."""
+    pool = {"gpu": "nvidia-l40s", "gpus_per_node": 8, "nodes": 2, "network_gbps_per_node": 100}
+    body: dict[str, Any] = {
+        "workload": {
+            "model": "llama2-13b",
+            "mode": "fine-tuning",
+            "batch_size": 2,
+            "seq_len": 2048,
+            "tokens": 5e8,
+        },
+        "constraints": {"inventory": [pool]},
+        "objective": "fastest",
+    }
+
+    def network(extra: dict[str, Any]) -> str:
+        doc = _ask(client, {**body, "constraints": {"inventory": [{**pool, **extra}]}})
+        first = doc["options"][0]
+        assert first["strategy"]["nodes"] == 2, first["strategy"]
+        return str(_reason(first, "MULTI_NODE")["message"])
+
+    assert "RDMA assumed" in network({})
+    assert "RDMA" in network({"rdma": True}) and "assumed" not in network({"rdma": True})
+    assert "no RDMA" in network({"rdma": False})
+
+
 def test_a_held_global_batch_is_not_pruned_by_a_tensor_parallel_plan(client: TestClient) -> None:
     """A global batch of 3 leaves 8 GPUs only tensor parallelism (at a few % MFU); its time is no
     bound on 3 or 6 GPUs of data parallelism, which run about 3x faster, and the reason says the

@@ -136,6 +136,18 @@ def rented_network(
     return net.inter_node_gbps, (net.rdma or "") in RDMA_NETWORK_KINDS
 
 
+def multi_node_reason(
+    nodes: int, per: int, network: str, rdma: bool, q: RecommendQuestion, gpu: GpuSpec
+) -> Reason:
+    """``MULTI_NODE`` with the network a training plan over nodes was timed on (``rdma``: as
+    timed); on inventory nodes that do not state RDMA, that it was assumed (the sentence had said
+    "RDMA" as if the inventory stated it)."""
+    mine = [p for p in q.constraints.pools or () if p.gpu == gpu.slug]
+    if rdma and mine and all(p.rdma is None for p in mine):
+        network = f"{network} (RDMA assumed: the inventory does not say; rdma false times NCCL sockets)"
+    return Reason("MULTI_NODE", {"nodes": nodes, "gpus_per_node": per, "network": network})
+
+
 def on_rental(data: RecommendData, q: RecommendQuestion, gpu: GpuSpec, cfg: TrainConfig) -> TrainConfig:
     """A training plan over rented nodes, timed on the network of the instance type it is priced
     on (:func:`rented_network`) unless the workload states one."""

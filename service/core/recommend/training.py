@@ -564,7 +564,7 @@ class _TrainingSearch:
         if cfg.tensor_parallel > 1 and not self.tensor_parallel_fixed:
             reasons.append(self._tp_reason(cfg, usable))
         if nodes > 1:
-            reasons.append(Reason("MULTI_NODE", {"nodes": nodes, "gpus_per_node": per, "network": t.network}))
+            reasons.append(dep.multi_node_reason(nodes, per, t.network, cfg.rdma, self.q, gpu))
         if t.provenance == "measured":
             reasons.append(Reason("MEASURED_HERE", {"gpu": gpu.name or gpu.slug}))
         reasons.append(bound_reason(t.bound, t.mfu, t.time_shares))
