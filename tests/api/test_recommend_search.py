@@ -680,6 +680,10 @@ def test_a_run_that_costs_the_same_on_more_gpus_takes_the_faster_plan(client: Te
         if f["cost_value"] <= min(p["cost_value"] for p in same_gpu) * 1.01:
             assert hours <= f["time_value"] * (1 + 1e-9), (first["strategy"], f)
     assert first["strategy"]["gpu_count"] > min(f["gpu_count"] for f in cheaper)
+    said = _reason(first, "FASTER_AT_NEAR_COST")["params"]  # and it says what the cheapest would be
+    cheapest = min(same_gpu, key=lambda f: f["cost_value"])
+    assert (said["gpu_count"], said["hours"]) == (cheapest["gpu_count"], round(cheapest["time_value"], 1))
+    assert 0 < said["extra_pct"] <= said["slack_pct"] == 1.0
 
 
 def test_an_inventory_network_times_the_collectives_it_carries(client: TestClient) -> None:

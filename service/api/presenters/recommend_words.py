@@ -258,6 +258,10 @@ EN: Final[Table] = {
         "the load, so a small rise misses them; the mean TTFT is {ttft_mean_ms} ms (the targets are judged "
         "on the p50; near capacity the admission queue's tail grows)"
     },
+    C.FASTER_AT_NEAR_COST: {
+        "": "the fastest plan within {slack_pct:g}% of the cheapest run: {gpu_count} GPU(s) would cost "
+        "{cost:,.2f} {currency}, {extra_pct:.2g}% less, and take {hours} h"
+    },
     C.WITH_GRADIENT_CHECKPOINTING: {
         "": "with gradient checkpointing" + _WHATIF_EN,
         "instead": "with gradient checkpointing" + _WHATIF_INSTEAD_EN,
@@ -579,6 +583,10 @@ ZH: Final[Table] = {
     C.LITTLE_HEADROOM: {
         "": "余量很小：目标最多在 {capacity_requests_per_s} req/s 下成立，只比负载高 {headroom_pct}%，负载稍增即不达标；"
         "平均 TTFT 为 {ttft_mean_ms} ms（目标按 p50 判定；接近容量时准入队列的尾部会变长）"
+    },
+    C.FASTER_AT_NEAR_COST: {
+        "": "成本在最便宜方案 {slack_pct:g}% 以内的最快方案：{gpu_count} 块 GPU 需 {cost:,.2f} {currency}（便宜 {extra_pct:.2g}%），"
+        "但要 {hours} 小时"
     },
     C.WITH_GRADIENT_CHECKPOINTING: {
         "": "开启梯度检查点" + _WHATIF_ZH,

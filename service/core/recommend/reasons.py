@@ -66,6 +66,7 @@ class ReasonCode(StrEnum):
     EXPERT_PARALLEL = "EXPERT_PARALLEL"
     DISAGGREGATED = "DISAGGREGATED"
     LITTLE_HEADROOM = "LITTLE_HEADROOM"
+    FASTER_AT_NEAR_COST = "FASTER_AT_NEAR_COST"
     # what-ifs
     WITH_GRADIENT_CHECKPOINTING = "WITH_GRADIENT_CHECKPOINTING"
     WITH_QLORA = "WITH_QLORA"
@@ -105,7 +106,7 @@ ReasonCodeName = Literal[
     "MEETS_TARGETS", "BANDWIDTH_BOUND", "COMPUTE_BOUND", "HOST_BOUND", "COMMUNICATION_BOUND",
     "BEST_FOR_OBJECTIVE",
     "WITHIN_ERROR_OF_BEST", "MEASURED_HERE", "PUBLISHED_RUN", "PUBLISHED_RECORD", "QUANTISED_WEIGHTS", "MULTI_NODE",
-    "EXPERT_PARALLEL", "DISAGGREGATED", "LITTLE_HEADROOM",
+    "EXPERT_PARALLEL", "DISAGGREGATED", "LITTLE_HEADROOM", "FASTER_AT_NEAR_COST",
     "WITH_GRADIENT_CHECKPOINTING", "WITH_QLORA", "WITH_FUSED_OPTIMIZER", "WITH_GRADIENT_ACCUMULATION",
     "WITH_FP8_WEIGHTS", "WITH_FP16", "WITH_QUANTIZATION", "WITH_MORE_GPUS",
     "NO_OPTION", "NO_PLAN_MEETS_DEADLINE", "LONG_RUN", "ENGINE_ASSUMED", "GLOBAL_BATCH_HELD",
@@ -339,6 +340,9 @@ FORMS: Final[Mapping[ReasonCode, tuple[Form, ...]]] = {
         prefill_gpus=Count, decode_gpus=Count, kv_transfer_ms=Num, link=Text, prefill_busy_pct=Num
     ),
     ReasonCode.LITTLE_HEADROOM: _one(headroom_pct=Num, capacity_requests_per_s=Num, ttft_mean_ms=Num),
+    ReasonCode.FASTER_AT_NEAR_COST: _one(
+        gpu_count=Count, hours=Num, cost=Num, currency=Text, extra_pct=Num, slack_pct=Num
+    ),
     ReasonCode.WITH_GRADIENT_CHECKPOINTING: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
     ReasonCode.WITH_QLORA: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),
     ReasonCode.WITH_FUSED_OPTIMIZER: (Form("", _WHATIF), Form("instead", {**_WHATIF, "instead_of": Count})),

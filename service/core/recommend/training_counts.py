@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from service.core.catalog.specs import GpuSpec
+from service.core.estimation.frozen import replace
 from service.core.recommend.models import Option
 from service.core.recommend.ranking import _objective_value as objective_value
+from service.core.recommend.reasons import Reason
 
 if TYPE_CHECKING:
     from service.core.recommend.training import _TrainingSearch
@@ -172,7 +174,18 @@ def _fastest_at_cost(meets: list[Option], best: Option, objective: str) -> Optio
     tied = [
         o for o in meets if (w := objective_value(o, objective)) is not None and w <= v * (1.0 + NEAR_TIE)
     ]
-    return min(tied, key=lambda o: (o.time_value, o.gpu_count))
+    chosen = min(tied, key=lambda o: (o.time_value, o.gpu_count))
+    if chosen is best or best.run_cost is None or chosen.run_cost is None:
+        return chosen
+    said = {
+        "gpu_count": best.gpu_count,
+        "hours": round(best.time_value, 1),
+        "cost": round(best.run_cost[1], 2),
+        "currency": best.quote.currency if best.quote is not None else "USD",
+        "extra_pct": round(100.0 * (1.0 - best.run_cost[1] / chosen.run_cost[1]), 4),
+        "slack_pct": 100.0 * NEAR_TIE,
+    }
+    return replace(chosen, reasons=(*chosen.reasons, Reason("FASTER_AT_NEAR_COST", said)))
 
 
 def _objective_key(o: Option, objective: str) -> tuple[bool, float, int, float]:
