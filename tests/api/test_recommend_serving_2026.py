@@ -61,6 +61,22 @@ DEEPSEEK_AT_RATE: dict[str, Any] = {
     "limit": 3,
 }
 
+LLAMA70_SPLIT_POOLS: dict[str, Any] = {
+    "workload": {
+        "model": "meta-llama/Llama-3.1-70B",
+        "mode": "inference",
+        "engine": "vllm",
+        "input_len": 2048,
+        "output_len": 512,
+        "requests_per_s": 5,
+        "tpot_target_ms": 50,
+    },
+    "constraints": {"allowed_gpus": ["nvidia-h200-sxm", "amd-mi300x", "nvidia-h100-sxm"], "max_gpus": 16},
+    "objective": "cost_per_million_tokens",
+}
+"""Its frontier holds a disaggregated MI300X point beside the aggregated plans (the page test
+labels it too)."""
+
 
 def _with(body: dict[str, Any], **parts: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(body)
@@ -311,20 +327,7 @@ def test_a_disaggregated_frontier_point_says_so(client: TestClient) -> None:
     which read as a better plan the ranking had passed over. It is a prefill pool and a decode
     pool of TP4 each; the aggregated TP4 x 2 on the same GPUs is 30 ms. A point now states its
     pools, and its rank is never that of an option with another layout."""
-    body = {
-        "workload": {
-            "model": "meta-llama/Llama-3.1-70B",
-            "mode": "inference",
-            "engine": "vllm",
-            "input_len": 2048,
-            "output_len": 512,
-            "requests_per_s": 5,
-            "tpot_target_ms": 50,
-        },
-        "constraints": {"allowed_gpus": ["nvidia-h200-sxm", "amd-mi300x", "nvidia-h100-sxm"], "max_gpus": 16},
-        "objective": "cost_per_million_tokens",
-    }
-    doc = _ask(client, body)
+    doc = _ask(client, LLAMA70_SPLIT_POOLS)
     pts = doc["frontier"]
     split = [f for f in pts if f["disaggregated"] is not None]
     assert split, pts

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.test_recommend_serving_2026 import LLAMA70_SPLIT_POOLS
 from tests.page.conftest import Served, assert_accessible
 from tests.page.test_views import open_view
 
@@ -28,19 +29,7 @@ SERVING = {
     },
     "objective": "cheapest",
 }
-SPLIT = {  # its frontier holds a disaggregated MI300X point beside the aggregated plans
-    "workload": {
-        "model": "meta-llama/Llama-3.1-70B",
-        "mode": "inference",
-        "engine": "vllm",
-        "input_len": 2048,
-        "output_len": 512,
-        "requests_per_s": 5,
-        "tpot_target_ms": 50,
-    },
-    "constraints": {"allowed_gpus": ["nvidia-h200-sxm", "amd-mi300x", "nvidia-h100-sxm"], "max_gpus": 16},
-    "objective": "cost_per_million_tokens",
-}
+SPLIT = LLAMA70_SPLIT_POOLS  # its frontier holds a disaggregated MI300X point
 TRAINING = {
     "workload": {
         "model": "llama3-8b",
