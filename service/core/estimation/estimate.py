@@ -123,7 +123,7 @@ __all__ = [
     "workload_for",
 ]
 
-ESTIMATOR_VERSION = "1.35.0"
+ESTIMATOR_VERSION = "1.36.0"
 """Bumped whenever a change to the models can change an answer for the same inputs."""
 
 
