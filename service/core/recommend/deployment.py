@@ -19,7 +19,7 @@ from service.core.pricing.cost import (
     tco,
 )
 from service.core.pricing.shapes import NO_MATCHING_INSTANCE, DeployShape, InstanceNetwork
-from service.core.recommend.candidates import _placement, spanned_network
+from service.core.recommend.candidates import _placement, best_pool, spanned_network
 from service.core.recommend.models import Option, Pool, RecommendData, RecommendQuestion
 from service.core.recommend.reasons import Reason, ReasonCode
 
@@ -140,10 +140,14 @@ def multi_node_reason(
     nodes: int, per: int, network: str, rdma: bool, q: RecommendQuestion, gpu: GpuSpec
 ) -> Reason:
     """``MULTI_NODE`` with the network a training plan over nodes was timed on (``rdma``: as
-    timed); on inventory nodes that do not state RDMA, that it was assumed (the sentence had said
-    "RDMA" as if the inventory stated it)."""
-    mine = [p for p in q.constraints.pools or () if p.gpu == gpu.slug]
-    if rdma and mine and all(p.rdma is None for p in mine):
+    timed); on inventory nodes whose RDMA :func:`~.candidates.spanned_network` finds unstated,
+    that it was assumed (the sentence had said "RDMA" as if the inventory stated it)."""
+    on = best_pool(gpu, q.constraints)  # the nodes it was timed on, as candidates.on_pool took them
+    if (
+        rdma
+        and on is not None
+        and spanned_network(q.constraints.pools or (), gpu, on.free_gpus_per_node)[1] is None
+    ):
         network = f"{network} (RDMA assumed: the inventory does not say; rdma false times NCCL sockets)"
     return Reason("MULTI_NODE", {"nodes": nodes, "gpus_per_node": per, "network": network})
 

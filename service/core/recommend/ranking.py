@@ -23,6 +23,9 @@ from service.core.recommend.reasons import Reason, ReasonCode
 MEASURED_RATIO_FLOOR: Final = 0.03
 """Smallest log half-width given a measured figure (run-to-run spread of a stack's median)."""
 
+COST_OBJECTIVES: Final = frozenset({"cheapest", "cost_per_million_tokens"})
+"""The objectives ranked on what a plan costs (they need a price; ties go by cost first)."""
+
 
 def ratio_half_width(answer: TimeAnswer | ServingAnswer) -> float:
     """80% half-width of the log error of a figure *relative to another GPU's*: the held-out
@@ -70,9 +73,7 @@ def _check_constraints(o: Option, q: RecommendQuestion, data: RecommendData) -> 
                 )
             )
     needs_price = (
-        q.objective in ("cheapest", "cost_per_million_tokens")
-        or cons.budget_per_hour is not None
-        or cons.budget_per_run is not None
+        q.objective in COST_OBJECTIVES or cons.budget_per_hour is not None or cons.budget_per_run is not None
     )
     if o.quote is None and o.tco is None and needs_price:
         reasons.append(no_price_reason(o, q, name))

@@ -32,8 +32,8 @@ from service.core.recommend.candidates import (
     on_pool,
 )
 from service.core.recommend.models import Exclusion, Option, RecommendData, RecommendQuestion, WhatIf
+from service.core.recommend.ranking import COST_OBJECTIVES, admitted, bounded, ratio_half_width
 from service.core.recommend.ranking import _objective_value as objective_value
-from service.core.recommend.ranking import admitted, bounded, ratio_half_width
 from service.core.recommend.reasons import Reason, bound_reason
 from service.core.recommend.training_counts import (
     _choose,
@@ -355,7 +355,7 @@ class _TrainingSearch:
             _toward_deadline(timed, ladder, deadline)
         if self.q.objective == "fastest":
             _fastest(timed, ladder, self._node(gpu))
-        cost = self.q.objective in ("cheapest", "cost_per_million_tokens") and self._may_win(gpu, first)
+        cost = self.q.objective in COST_OBJECTIVES and self._may_win(gpu, first)
         if cost or bounded(self.q):
             for n in _doubling(ladder, self._node(gpu), dep.instance_sizes(self.data, self.q, gpu)):
                 timed.best(n)  # GPU-hours need not grow with the count (fewer optimizer steps)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 from service.core.catalog.specs import GpuSpec
 from service.core.estimation.frozen import replace
 from service.core.recommend.models import Option
+from service.core.recommend.ranking import COST_OBJECTIVES
 from service.core.recommend.ranking import _objective_value as objective_value
 from service.core.recommend.reasons import Reason
 
@@ -159,9 +160,6 @@ def _choose(
     if objective in COST_OBJECTIVES and best.run_cost is not None:
         return _fastest_at_cost(meets, best, objective)
     return best
-
-
-COST_OBJECTIVES: Final = frozenset({"cheapest", "cost_per_million_tokens"})
 
 
 def _fastest_at_cost(meets: list[Option], best: Option, objective: str) -> Option:
