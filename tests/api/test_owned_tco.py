@@ -162,3 +162,22 @@ def test_a_per_run_budget_bounds_owned_gpus_too(client: TestClient) -> None:
         assert a100["code"] == "OVER_BUDGET" and a100["params"]["what"] == "per_run"
         kept = {**loose, "constraints": {"inventory": [pool], "budget": {"per_run": run["high"] * 2}}}
         assert client.post("/v1/recommend", json=kept).json()["options"]
+
+
+def test_the_frontier_states_an_owned_plans_cost_in_its_currency(client: TestClient) -> None:
+    """Owned GPUs costed in CNY: the option said ``CNY (run)`` while the frontier's point of the
+    same plan, at the same value, said ``USD/run`` (its unit read only a rental quote's currency)."""
+    body = {
+        "workload": LORA_8B,
+        "constraints": {
+            "inventory": [{"gpu": "L40", "gpus_per_node": 4, "nodes": 2, "purchase_price_per_gpu": 60000}],
+            "budget": {"currency": "CNY"},
+        },
+        "objective": "cheapest",
+    }
+    r = client.post("/v1/recommend", json=body)
+    assert r.status_code == 200, r.text
+    d = r.json()
+    o = d["options"][0]
+    assert o["cost"]["currency"] == "CNY" and o["objective_unit"] == "CNY (run)"
+    assert d["frontier"] and all(f["cost_unit"] == "CNY/run" for f in d["frontier"]), d["frontier"]

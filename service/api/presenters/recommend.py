@@ -328,10 +328,8 @@ def _unit(o: Option) -> Literal["tokens", "images"]:
 
 
 def _currency(o: Option) -> str:
-    """The currency an option's costs are in: its rental quote's, else its TCO's."""
-    if o.quote is not None:
-        return o.quote.currency
-    return o.tco.currency if o.tco is not None else "currency"
+    """The currency an option's costs are in (:attr:`Option.currency`)."""
+    return o.currency or "currency"
 
 
 def _objective_unit(o: Option, objective: str) -> str:
@@ -404,7 +402,7 @@ def _question(outcome: RecommendOutcome) -> dict[str, Any]:
 def _units(o: Option) -> tuple[str, str]:
     """The frontier's axes for ``o``, as :attr:`Option.time_value` and :attr:`Option.cost_value` take them."""
     time_unit = "h" if o.hours is not None else "s TPOT" if o.serve is not None else "s/1M tokens"
-    cur = o.quote.currency if o.quote is not None else "USD"
+    cur = o.currency or "USD"
     if o.run_cost is not None:
         return time_unit, f"{cur}/run"
     return time_unit, f"{cur}/1M tokens" if o.cost_per_million_tokens is not None else f"{cur}/h"

@@ -180,6 +180,13 @@ class Option:
         return self.tokens_per_s / self.power_w if self.power_w else None
 
     @property
+    def currency(self) -> str | None:
+        """The currency its costs are in: its rental quote's, else its TCO's (None: not costed)."""
+        if self.quote is not None:
+            return self.quote.currency
+        return self.tco.currency if self.tco is not None else None
+
+    @property
     def cost_value(self) -> float | None:
         """The frontier's cost axis: run cost, else per-million-token cost, else per hour."""
         if self.run_cost is not None:

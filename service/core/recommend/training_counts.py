@@ -179,7 +179,7 @@ def _fastest_at_cost(meets: list[Option], best: Option, objective: str) -> Optio
         "gpu_count": best.gpu_count,
         "hours": round(best.time_value, 1),
         "cost": round(best.run_cost[1], 2),
-        "currency": best.quote.currency if best.quote else best.tco.currency if best.tco else "USD",
+        "currency": best.currency or "USD",
         "extra_pct": round(100.0 * (1.0 - best.run_cost[1] / chosen.run_cost[1]), 4),
         "slack_pct": 100.0 * NEAR_TIE,
     }
